@@ -1,0 +1,114 @@
+// Domain types of the analysis service. Generated proto types stop at
+// convert.ts; everything else in this service speaks these.
+
+export type Language = 'typescript' | 'tsx' | 'javascript' | 'jsx';
+
+export type NodeKind =
+  | 'function'
+  | 'method'
+  | 'class'
+  | 'interface'
+  | 'type'
+  | 'enum'
+  | 'component'
+  | 'variable'
+  | 'namespace'
+  | 'constructor'
+  | 'accessor';
+
+export interface SymbolReference {
+  name: string;
+  signature: string;
+  relativePath: string; // '' when declared outside the workspace
+  chunkId: string; // '' when the declaration is not a chunk of this workspace
+}
+
+export interface Chunk {
+  id: string;
+  snippetHash: string;
+  filePath: string;
+  relativePath: string;
+  language: Language;
+  nodeKind: NodeKind;
+  name: string;
+  qualifiedName: string;
+  parentId: string; // '' for top level
+  childIds: string[];
+  depth: number;
+  signature: string;
+  fullSource: string;
+  collapsedSource: string;
+  startLine: number; // 1-based, after leading JSDoc
+  endLine: number; // 1-based, inclusive
+  jsdoc: string;
+  jsdocStartLine: number; // 0 when no JSDoc
+  relevantImports: string[];
+  isTest: boolean;
+  embeddingText: string;
+  references: SymbolReference[];
+  embeddingTokenCount: number;
+}
+
+export type SkipReason =
+  | 'minified'
+  | 'binary'
+  | 'not_utf8'
+  | 'too_large'
+  | 'unreadable'
+  | 'vanished'
+  | 'outside_workspace'
+  | 'symlink_loop';
+
+export interface FileEntry {
+  relativePath: string;
+  sizeBytes: number;
+  mtimeNs: number;
+  contentHash: string; // hex sha-256 of the bytes
+  language: Language;
+}
+
+export interface SkippedFile {
+  relativePath: string;
+  reason: SkipReason;
+  detail: string;
+}
+
+export interface ScanResult {
+  files: FileEntry[];
+  added: string[];
+  changed: string[];
+  removed: string[];
+  skipped: SkippedFile[];
+  durationMs: number;
+}
+
+export type FileStatus = 'ok' | 'syntax_errors' | 'skipped';
+
+export interface ChunkedFile {
+  relativePath: string;
+  status: FileStatus;
+  skipReason?: SkipReason;
+  skipDetail: string;
+  diagnostics: string[];
+  chunks: Chunk[];
+  contentHash: string;
+  lineCount: number;
+  mtimeNs: number;
+  sizeBytes: number;
+}
+
+export interface RenderSpec {
+  symbolId: string;
+  expandChildIds: string[];
+}
+
+export interface RenderedSymbol {
+  symbolId: string;
+  relativePath: string;
+  qualifiedName: string;
+  source: string;
+  tokenCount: number;
+  startLine: number;
+  endLine: number;
+  unknownChildIds: string[];
+}

@@ -1,0 +1,77 @@
+"""Domain model of a chunk as the Python services see it.
+
+The analysis service produces chunks; retrieval stores and ranks them; the
+CLI prints them. All of them speak these dataclasses, never generated proto
+types (those stop at `chunk_convert`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+
+
+class Language(str, Enum):
+    TYPESCRIPT = "typescript"
+    TSX = "tsx"
+    JAVASCRIPT = "javascript"
+    JSX = "jsx"
+
+
+class NodeKind(str, Enum):
+    FUNCTION = "function"
+    METHOD = "method"
+    CLASS = "class"
+    INTERFACE = "interface"
+    TYPE = "type"
+    ENUM = "enum"
+    COMPONENT = "component"
+    VARIABLE = "variable"
+    NAMESPACE = "namespace"
+    CONSTRUCTOR = "constructor"
+    ACCESSOR = "accessor"
+
+
+@dataclass(frozen=True)
+class SymbolReference:
+    name: str
+    signature: str
+    relative_path: str = ""
+    chunk_id: str = ""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    id: str
+    snippet_hash: str
+    file_path: str
+    relative_path: str
+    language: Language
+    node_kind: NodeKind
+    name: str
+    qualified_name: str
+    parent_id: str
+    child_ids: tuple[str, ...]
+    depth: int
+    signature: str
+    full_source: str
+    collapsed_source: str
+    start_line: int
+    end_line: int
+    jsdoc: str
+    jsdoc_start_line: int
+    relevant_imports: tuple[str, ...]
+    is_test: bool
+    embedding_text: str
+    references: tuple[SymbolReference, ...] = field(default_factory=tuple)
+    embedding_token_count: int = 0
+
+    def to_json(self) -> dict:
+        """Plain JSON-ready dict; enums as their string values."""
+        data = asdict(self)
+        data["language"] = self.language.value
+        data["node_kind"] = self.node_kind.value
+        data["child_ids"] = list(self.child_ids)
+        data["relevant_imports"] = list(self.relevant_imports)
+        data["references"] = [asdict(r) for r in self.references]
+        return data

@@ -1,0 +1,171 @@
+from codecompass.v1 import chunk_pb2 as _chunk_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SkipReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SKIP_REASON_UNSPECIFIED: _ClassVar[SkipReason]
+    SKIP_REASON_MINIFIED: _ClassVar[SkipReason]
+    SKIP_REASON_BINARY: _ClassVar[SkipReason]
+    SKIP_REASON_NOT_UTF8: _ClassVar[SkipReason]
+    SKIP_REASON_TOO_LARGE: _ClassVar[SkipReason]
+    SKIP_REASON_UNREADABLE: _ClassVar[SkipReason]
+    SKIP_REASON_VANISHED: _ClassVar[SkipReason]
+    SKIP_REASON_OUTSIDE_WORKSPACE: _ClassVar[SkipReason]
+    SKIP_REASON_SYMLINK_LOOP: _ClassVar[SkipReason]
+
+class FileStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FILE_STATUS_UNSPECIFIED: _ClassVar[FileStatus]
+    FILE_STATUS_OK: _ClassVar[FileStatus]
+    FILE_STATUS_SYNTAX_ERRORS: _ClassVar[FileStatus]
+    FILE_STATUS_SKIPPED: _ClassVar[FileStatus]
+SKIP_REASON_UNSPECIFIED: SkipReason
+SKIP_REASON_MINIFIED: SkipReason
+SKIP_REASON_BINARY: SkipReason
+SKIP_REASON_NOT_UTF8: SkipReason
+SKIP_REASON_TOO_LARGE: SkipReason
+SKIP_REASON_UNREADABLE: SkipReason
+SKIP_REASON_VANISHED: SkipReason
+SKIP_REASON_OUTSIDE_WORKSPACE: SkipReason
+SKIP_REASON_SYMLINK_LOOP: SkipReason
+FILE_STATUS_UNSPECIFIED: FileStatus
+FILE_STATUS_OK: FileStatus
+FILE_STATUS_SYNTAX_ERRORS: FileStatus
+FILE_STATUS_SKIPPED: FileStatus
+
+class FileEntry(_message.Message):
+    __slots__ = ("relative_path", "size_bytes", "mtime_ns", "content_hash", "language")
+    RELATIVE_PATH_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MTIME_NS_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_HASH_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    relative_path: str
+    size_bytes: int
+    mtime_ns: int
+    content_hash: str
+    language: _chunk_pb2.Language
+    def __init__(self, relative_path: _Optional[str] = ..., size_bytes: _Optional[int] = ..., mtime_ns: _Optional[int] = ..., content_hash: _Optional[str] = ..., language: _Optional[_Union[_chunk_pb2.Language, str]] = ...) -> None: ...
+
+class SkippedFile(_message.Message):
+    __slots__ = ("relative_path", "reason", "detail")
+    RELATIVE_PATH_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    relative_path: str
+    reason: SkipReason
+    detail: str
+    def __init__(self, relative_path: _Optional[str] = ..., reason: _Optional[_Union[SkipReason, str]] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class ScanWorkspaceRequest(_message.Message):
+    __slots__ = ("workspace_root", "previous", "exclude_patterns")
+    WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_PATTERNS_FIELD_NUMBER: _ClassVar[int]
+    workspace_root: str
+    previous: _containers.RepeatedCompositeFieldContainer[FileEntry]
+    exclude_patterns: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, workspace_root: _Optional[str] = ..., previous: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ..., exclude_patterns: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ScanWorkspaceResponse(_message.Message):
+    __slots__ = ("files", "added", "changed", "removed", "skipped", "duration_ms")
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    ADDED_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    files: _containers.RepeatedCompositeFieldContainer[FileEntry]
+    added: _containers.RepeatedScalarFieldContainer[str]
+    changed: _containers.RepeatedScalarFieldContainer[str]
+    removed: _containers.RepeatedScalarFieldContainer[str]
+    skipped: _containers.RepeatedCompositeFieldContainer[SkippedFile]
+    duration_ms: float
+    def __init__(self, files: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ..., added: _Optional[_Iterable[str]] = ..., changed: _Optional[_Iterable[str]] = ..., removed: _Optional[_Iterable[str]] = ..., skipped: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ..., duration_ms: _Optional[float] = ...) -> None: ...
+
+class ChunkFilesRequest(_message.Message):
+    __slots__ = ("workspace_root", "paths", "include_references")
+    WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_REFERENCES_FIELD_NUMBER: _ClassVar[int]
+    workspace_root: str
+    paths: _containers.RepeatedScalarFieldContainer[str]
+    include_references: bool
+    def __init__(self, workspace_root: _Optional[str] = ..., paths: _Optional[_Iterable[str]] = ..., include_references: _Optional[bool] = ...) -> None: ...
+
+class ChunkFilesResponse(_message.Message):
+    __slots__ = ("relative_path", "status", "skip_reason", "diagnostics", "chunks", "content_hash", "line_count", "mtime_ns", "size_bytes", "skip_detail")
+    RELATIVE_PATH_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    SKIP_REASON_FIELD_NUMBER: _ClassVar[int]
+    DIAGNOSTICS_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_HASH_FIELD_NUMBER: _ClassVar[int]
+    LINE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MTIME_NS_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SKIP_DETAIL_FIELD_NUMBER: _ClassVar[int]
+    relative_path: str
+    status: FileStatus
+    skip_reason: SkipReason
+    diagnostics: _containers.RepeatedScalarFieldContainer[str]
+    chunks: _containers.RepeatedCompositeFieldContainer[_chunk_pb2.Chunk]
+    content_hash: str
+    line_count: int
+    mtime_ns: int
+    size_bytes: int
+    skip_detail: str
+    def __init__(self, relative_path: _Optional[str] = ..., status: _Optional[_Union[FileStatus, str]] = ..., skip_reason: _Optional[_Union[SkipReason, str]] = ..., diagnostics: _Optional[_Iterable[str]] = ..., chunks: _Optional[_Iterable[_Union[_chunk_pb2.Chunk, _Mapping]]] = ..., content_hash: _Optional[str] = ..., line_count: _Optional[int] = ..., mtime_ns: _Optional[int] = ..., size_bytes: _Optional[int] = ..., skip_detail: _Optional[str] = ...) -> None: ...
+
+class RenderSpec(_message.Message):
+    __slots__ = ("symbol_id", "expand_child_ids", "relative_path")
+    SYMBOL_ID_FIELD_NUMBER: _ClassVar[int]
+    EXPAND_CHILD_IDS_FIELD_NUMBER: _ClassVar[int]
+    RELATIVE_PATH_FIELD_NUMBER: _ClassVar[int]
+    symbol_id: str
+    expand_child_ids: _containers.RepeatedScalarFieldContainer[str]
+    relative_path: str
+    def __init__(self, symbol_id: _Optional[str] = ..., expand_child_ids: _Optional[_Iterable[str]] = ..., relative_path: _Optional[str] = ...) -> None: ...
+
+class RenderSymbolsRequest(_message.Message):
+    __slots__ = ("workspace_root", "specs")
+    WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
+    SPECS_FIELD_NUMBER: _ClassVar[int]
+    workspace_root: str
+    specs: _containers.RepeatedCompositeFieldContainer[RenderSpec]
+    def __init__(self, workspace_root: _Optional[str] = ..., specs: _Optional[_Iterable[_Union[RenderSpec, _Mapping]]] = ...) -> None: ...
+
+class RenderedSymbol(_message.Message):
+    __slots__ = ("symbol_id", "relative_path", "qualified_name", "source", "token_count", "start_line", "end_line", "unknown_child_ids")
+    SYMBOL_ID_FIELD_NUMBER: _ClassVar[int]
+    RELATIVE_PATH_FIELD_NUMBER: _ClassVar[int]
+    QUALIFIED_NAME_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    START_LINE_FIELD_NUMBER: _ClassVar[int]
+    END_LINE_FIELD_NUMBER: _ClassVar[int]
+    UNKNOWN_CHILD_IDS_FIELD_NUMBER: _ClassVar[int]
+    symbol_id: str
+    relative_path: str
+    qualified_name: str
+    source: str
+    token_count: int
+    start_line: int
+    end_line: int
+    unknown_child_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, symbol_id: _Optional[str] = ..., relative_path: _Optional[str] = ..., qualified_name: _Optional[str] = ..., source: _Optional[str] = ..., token_count: _Optional[int] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., unknown_child_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RenderSymbolsResponse(_message.Message):
+    __slots__ = ("symbols", "missing_symbol_ids")
+    SYMBOLS_FIELD_NUMBER: _ClassVar[int]
+    MISSING_SYMBOL_IDS_FIELD_NUMBER: _ClassVar[int]
+    symbols: _containers.RepeatedCompositeFieldContainer[RenderedSymbol]
+    missing_symbol_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, symbols: _Optional[_Iterable[_Union[RenderedSymbol, _Mapping]]] = ..., missing_symbol_ids: _Optional[_Iterable[str]] = ...) -> None: ...

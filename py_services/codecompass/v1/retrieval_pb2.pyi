@@ -1,0 +1,227 @@
+from codecompass.v1 import chunk_pb2 as _chunk_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class IndexingStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INDEXING_STATUS_UNSPECIFIED: _ClassVar[IndexingStatus]
+    INDEXING_STATUS_NOT_INDEXED: _ClassVar[IndexingStatus]
+    INDEXING_STATUS_INDEXING: _ClassVar[IndexingStatus]
+    INDEXING_STATUS_READY: _ClassVar[IndexingStatus]
+    INDEXING_STATUS_FAILED: _ClassVar[IndexingStatus]
+
+class ResultCompleteness(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RESULT_COMPLETENESS_UNSPECIFIED: _ClassVar[ResultCompleteness]
+    RESULT_COMPLETENESS_COMPLETE: _ClassVar[ResultCompleteness]
+    RESULT_COMPLETENESS_PARTIAL: _ClassVar[ResultCompleteness]
+    RESULT_COMPLETENESS_TRUNCATED: _ClassVar[ResultCompleteness]
+
+class Provenance(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PROVENANCE_UNSPECIFIED: _ClassVar[Provenance]
+    PROVENANCE_LEXICAL: _ClassVar[Provenance]
+    PROVENANCE_SEMANTIC: _ClassVar[Provenance]
+    PROVENANCE_HYBRID: _ClassVar[Provenance]
+
+class IndexPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INDEX_PHASE_UNSPECIFIED: _ClassVar[IndexPhase]
+    INDEX_PHASE_SCANNING: _ClassVar[IndexPhase]
+    INDEX_PHASE_CHUNKING: _ClassVar[IndexPhase]
+    INDEX_PHASE_WRITING: _ClassVar[IndexPhase]
+    INDEX_PHASE_EMBEDDING: _ClassVar[IndexPhase]
+    INDEX_PHASE_DONE: _ClassVar[IndexPhase]
+INDEXING_STATUS_UNSPECIFIED: IndexingStatus
+INDEXING_STATUS_NOT_INDEXED: IndexingStatus
+INDEXING_STATUS_INDEXING: IndexingStatus
+INDEXING_STATUS_READY: IndexingStatus
+INDEXING_STATUS_FAILED: IndexingStatus
+RESULT_COMPLETENESS_UNSPECIFIED: ResultCompleteness
+RESULT_COMPLETENESS_COMPLETE: ResultCompleteness
+RESULT_COMPLETENESS_PARTIAL: ResultCompleteness
+RESULT_COMPLETENESS_TRUNCATED: ResultCompleteness
+PROVENANCE_UNSPECIFIED: Provenance
+PROVENANCE_LEXICAL: Provenance
+PROVENANCE_SEMANTIC: Provenance
+PROVENANCE_HYBRID: Provenance
+INDEX_PHASE_UNSPECIFIED: IndexPhase
+INDEX_PHASE_SCANNING: IndexPhase
+INDEX_PHASE_CHUNKING: IndexPhase
+INDEX_PHASE_WRITING: IndexPhase
+INDEX_PHASE_EMBEDDING: IndexPhase
+INDEX_PHASE_DONE: IndexPhase
+
+class IndexWorkspaceRequest(_message.Message):
+    __slots__ = ("workspace_root", "wait_for_embeddings")
+    WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FOR_EMBEDDINGS_FIELD_NUMBER: _ClassVar[int]
+    workspace_root: str
+    wait_for_embeddings: bool
+    def __init__(self, workspace_root: _Optional[str] = ..., wait_for_embeddings: _Optional[bool] = ...) -> None: ...
+
+class IndexWorkspaceResponse(_message.Message):
+    __slots__ = ("phase", "files_done", "files_total", "chunks_done", "embeddings_done", "embeddings_total", "embeddings_per_second", "eta_seconds", "stats")
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    FILES_DONE_FIELD_NUMBER: _ClassVar[int]
+    FILES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_DONE_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDINGS_DONE_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDINGS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDINGS_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    ETA_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    phase: IndexPhase
+    files_done: int
+    files_total: int
+    chunks_done: int
+    embeddings_done: int
+    embeddings_total: int
+    embeddings_per_second: float
+    eta_seconds: float
+    stats: SyncStats
+    def __init__(self, phase: _Optional[_Union[IndexPhase, str]] = ..., files_done: _Optional[int] = ..., files_total: _Optional[int] = ..., chunks_done: _Optional[int] = ..., embeddings_done: _Optional[int] = ..., embeddings_total: _Optional[int] = ..., embeddings_per_second: _Optional[float] = ..., eta_seconds: _Optional[float] = ..., stats: _Optional[_Union[SyncStats, _Mapping]] = ...) -> None: ...
+
+class SyncStats(_message.Message):
+    __slots__ = ("files_added", "files_changed", "files_removed", "files_skipped", "chunks_upserted", "chunks_deleted", "chunks_embedded", "embeddings_reused", "cascade_reembedded", "duration_ms")
+    FILES_ADDED_FIELD_NUMBER: _ClassVar[int]
+    FILES_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    FILES_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    FILES_SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_UPSERTED_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_DELETED_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_EMBEDDED_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDINGS_REUSED_FIELD_NUMBER: _ClassVar[int]
+    CASCADE_REEMBEDDED_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    files_added: int
+    files_changed: int
+    files_removed: int
+    files_skipped: int
+    chunks_upserted: int
+    chunks_deleted: int
+    chunks_embedded: int
+    embeddings_reused: int
+    cascade_reembedded: int
+    duration_ms: float
+    def __init__(self, files_added: _Optional[int] = ..., files_changed: _Optional[int] = ..., files_removed: _Optional[int] = ..., files_skipped: _Optional[int] = ..., chunks_upserted: _Optional[int] = ..., chunks_deleted: _Optional[int] = ..., chunks_embedded: _Optional[int] = ..., embeddings_reused: _Optional[int] = ..., cascade_reembedded: _Optional[int] = ..., duration_ms: _Optional[float] = ...) -> None: ...
+
+class SearchFilters(_message.Message):
+    __slots__ = ("path_patterns", "languages", "node_kinds", "exclude_tests", "only_tests")
+    PATH_PATTERNS_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGES_FIELD_NUMBER: _ClassVar[int]
+    NODE_KINDS_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_TESTS_FIELD_NUMBER: _ClassVar[int]
+    ONLY_TESTS_FIELD_NUMBER: _ClassVar[int]
+    path_patterns: _containers.RepeatedScalarFieldContainer[str]
+    languages: _containers.RepeatedScalarFieldContainer[_chunk_pb2.Language]
+    node_kinds: _containers.RepeatedScalarFieldContainer[_chunk_pb2.NodeKind]
+    exclude_tests: bool
+    only_tests: bool
+    def __init__(self, path_patterns: _Optional[_Iterable[str]] = ..., languages: _Optional[_Iterable[_Union[_chunk_pb2.Language, str]]] = ..., node_kinds: _Optional[_Iterable[_Union[_chunk_pb2.NodeKind, str]]] = ..., exclude_tests: _Optional[bool] = ..., only_tests: _Optional[bool] = ...) -> None: ...
+
+class SearchRequest(_message.Message):
+    __slots__ = ("workspace_root", "query", "limit", "filters", "semantic_ratio", "skip_sync")
+    WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_RATIO_FIELD_NUMBER: _ClassVar[int]
+    SKIP_SYNC_FIELD_NUMBER: _ClassVar[int]
+    workspace_root: str
+    query: str
+    limit: int
+    filters: SearchFilters
+    semantic_ratio: float
+    skip_sync: bool
+    def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filters: _Optional[_Union[SearchFilters, _Mapping]] = ..., semantic_ratio: _Optional[float] = ..., skip_sync: _Optional[bool] = ...) -> None: ...
+
+class SearchResult(_message.Message):
+    __slots__ = ("chunk", "score", "lexical_score", "vector_similarity", "provenance", "lexical_rank", "semantic_rank")
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    LEXICAL_SCORE_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_SIMILARITY_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
+    LEXICAL_RANK_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_RANK_FIELD_NUMBER: _ClassVar[int]
+    chunk: _chunk_pb2.Chunk
+    score: float
+    lexical_score: float
+    vector_similarity: float
+    provenance: Provenance
+    lexical_rank: int
+    semantic_rank: int
+    def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., lexical_score: _Optional[float] = ..., vector_similarity: _Optional[float] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., lexical_rank: _Optional[int] = ..., semantic_rank: _Optional[int] = ...) -> None: ...
+
+class SearchMetadata(_message.Message):
+    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "sync", "sync_ms", "search_ms", "total_chunks", "embedded_chunks")
+    INDEXING_STATUS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_COMPLETENESS_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_FALLBACK_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_SKIPPED_REASON_FIELD_NUMBER: _ClassVar[int]
+    SEMANTIC_RATIO_USED_FIELD_NUMBER: _ClassVar[int]
+    EXTERNAL_PROVIDER_BLOCKED_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SYNC_FIELD_NUMBER: _ClassVar[int]
+    SYNC_MS_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_MS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDED_CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    indexing_status: IndexingStatus
+    result_completeness: ResultCompleteness
+    semantic_fallback: bool
+    semantic_skipped_reason: str
+    semantic_ratio_used: float
+    external_provider_blocked: bool
+    embedding_model_id: str
+    embedding_model_version: str
+    sync: SyncStats
+    sync_ms: float
+    search_ms: float
+    total_chunks: int
+    embedded_chunks: int
+    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., sync: _Optional[_Union[SyncStats, _Mapping]] = ..., sync_ms: _Optional[float] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ...) -> None: ...
+
+class SearchResponse(_message.Message):
+    __slots__ = ("results", "metadata")
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[SearchResult]
+    metadata: SearchMetadata
+    def __init__(self, results: _Optional[_Iterable[_Union[SearchResult, _Mapping]]] = ..., metadata: _Optional[_Union[SearchMetadata, _Mapping]] = ...) -> None: ...
+
+class GetIndexStatusRequest(_message.Message):
+    __slots__ = ("workspace_root",)
+    WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
+    workspace_root: str
+    def __init__(self, workspace_root: _Optional[str] = ...) -> None: ...
+
+class GetIndexStatusResponse(_message.Message):
+    __slots__ = ("indexing_status", "files", "chunks", "embedded_chunks", "embedding_model_id", "embedding_model_version", "index_format_version", "error", "index_bytes")
+    INDEXING_STATUS_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDED_CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    INDEX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    indexing_status: IndexingStatus
+    files: int
+    chunks: int
+    embedded_chunks: int
+    embedding_model_id: str
+    embedding_model_version: str
+    index_format_version: str
+    error: str
+    index_bytes: int
+    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., files: _Optional[int] = ..., chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., index_format_version: _Optional[str] = ..., error: _Optional[str] = ..., index_bytes: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,67 @@
+# CodeCompass developer entry points. `make run` and `make test` are all a
+# fresh clone needs (Python 3.11 and Node 20 on PATH); every other target is
+# for working on the code.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+PYTHON ?= python3.11
+VENV := .venv
+NODE_DIR := node_ts_service
+NODE_BIN := $(CURDIR)/$(NODE_DIR)/node_modules/.bin
+BUF := PATH="$(NODE_BIN):$$PATH" $(NODE_BIN)/buf
+WORKSPACE ?= tests/fixtures/sample_workspace
+GENERATED := py_services/codecompass/v1 $(NODE_DIR)/src/gen
+LINT_PY_DIRS := $(wildcard py_services tests gateway_mcp bench)
+
+# Stamps make `setup` a no-op when nothing it depends on changed.
+VENV_STAMP := $(VENV)/.stamp
+NODE_MODULES_STAMP := $(NODE_DIR)/node_modules/.stamp
+NODE_BUILD_STAMP := $(NODE_DIR)/dist/.stamp
+NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not -path '*/fixtures/*' 2>/dev/null)
+# Folders too: adding or deleting a file changes its folder's mtime.
+NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
+
+.PHONY: setup proto proto-check lint test run
+
+setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
+
+$(VENV_STAMP): py_services/pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet -e 'py_services[dev]'
+	touch $@
+
+$(NODE_MODULES_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund
+	touch $@
+
+# A clean build, so compiled tests of deleted sources never linger in dist/.
+$(NODE_BUILD_STAMP): $(NODE_MODULES_STAMP) $(NODE_DIR)/tsconfig.json $(NODE_SOURCES) $(NODE_SOURCE_DIRS)
+	rm -rf $(NODE_DIR)/dist
+	cd $(NODE_DIR) && $(NODE_BIN)/tsc -p .
+	touch $@
+
+proto: $(VENV_STAMP) $(NODE_MODULES_STAMP)
+	$(BUF) generate
+	$(VENV)/bin/python -m grpc_tools.protoc -Iprotos --python_out=py_services --pyi_out=py_services \
+		--grpc_python_out=py_services protos/codecompass/v1/*.proto
+
+# Fails when the committed stubs differ from what the protos generate.
+proto-check: proto
+	git diff --exit-code -- $(GENERATED)
+	@untracked="$$(git ls-files --others --exclude-standard -- $(GENERATED))"; \
+	if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
+
+lint: $(VENV_STAMP) $(NODE_MODULES_STAMP)
+	$(BUF) lint
+	$(BUF) format -d --exit-code
+	$(VENV)/bin/ruff check $(LINT_PY_DIRS)
+	cd $(NODE_DIR) && $(NODE_BIN)/tsc -p . --noEmit
+
+test: setup
+	$(BUF) lint
+	cd $(NODE_DIR) && node --test dist/test/
+	$(VENV)/bin/pytest -q
+
+run: setup
+	$(VENV)/bin/codecompass run --workspace $(WORKSPACE)

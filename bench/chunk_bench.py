@@ -1,0 +1,363 @@
+"""Chunking benchmark against the real analysis service (issue 2, section 4).
+
+Starts `node node_ts_service/dist/src/main.js` on port 0 (a fresh process per
+pass, so timings and peak RSS do not leak between passes) and over gRPC:
+  1. syntactic pass: ScanWorkspace + ChunkFiles(include_references=false);
+  2. reference pass: ScanWorkspace + ChunkFiles(include_references=true),
+     then every chunk is validated (bench/lib/chunk_checks.py) and the ids
+     are compared with the syntactic pass (ids must not depend on the mode);
+  3. no-change re-scan of the corpus and of 10k generated files.
+Prints a markdown table; --json writes the raw numbers too.
+
+Run: .venv/bin/python -m bench.chunk_bench [--workspace bench/.work/chunk-corpus]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import grpc
+
+from bench.lib.chunk_checks import ChunkView, Violation, check_file
+from bench.lib.services import REPO_ROOT, ServiceProcess, start_analysis
+from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, chunk_pb2
+
+WORK_DIR = REPO_ROOT / "bench" / ".work"
+TARGET_LINES_PER_S = 50_000
+TARGET_REFS_SECONDS_300K = 60.0
+TARGET_RSS_MIB = 1536.0
+CHUNK_DEADLINE_S = 900.0
+
+
+@dataclass
+class PassResult:
+    mode: str
+    files: int = 0
+    files_skipped: int = 0
+    files_syntax_errors: int = 0
+    lines: int = 0
+    chunks: int = 0
+    scan_s: float = 0.0
+    chunk_s: float = 0.0
+    peak_rss_mib: float | None = None
+    kinds: Counter = field(default_factory=Counter)
+    skipped: list[str] = field(default_factory=list)
+    largest_by_lines: tuple[int, int, str] = (0, 0, "")
+    largest_by_tokens: tuple[int, int, str] = (0, 0, "")
+    references: int = 0
+    error: str = ""
+
+    @property
+    def total_s(self) -> float:
+        return self.scan_s + self.chunk_s
+
+    @property
+    def lines_per_s(self) -> float:
+        return self.lines / self.total_s if self.total_s else 0.0
+
+
+def pass_json(result: PassResult) -> dict:
+    # asdict() would rebuild the Counter from (key, value) pairs and count the pairs.
+    data = asdict(result)
+    data["kinds"] = dict(result.kinds)
+    return {**data, "lines_per_s": result.lines_per_s, "total_s": result.total_s}
+
+
+def kind_name(value: int) -> str:
+    return chunk_pb2.NodeKind.Name(value).removeprefix("NODE_KIND_").lower()
+
+
+def to_view(chunk: chunk_pb2.Chunk) -> ChunkView:
+    return ChunkView(
+        id=chunk.id,
+        parent_id=chunk.parent_id,
+        child_ids=tuple(chunk.child_ids),
+        depth=chunk.depth,
+        start_line=chunk.start_line,
+        end_line=chunk.end_line,
+        full_source=chunk.full_source,
+        collapsed_source=chunk.collapsed_source,
+        embedding_token_count=chunk.embedding_token_count,
+        qualified_name=chunk.qualified_name,
+    )
+
+
+def read_source(path: Path) -> str:
+    """File text as the service sees it: UTF-8 with any BOM removed."""
+    return path.read_bytes().decode("utf-8", errors="replace").removeprefix("\ufeff")
+
+
+def absorb(result: PassResult, ids: set[str], kept: list, reply: analysis_pb2.ChunkFilesResponse, keep: bool) -> None:
+    result.files += 1
+    if reply.status == analysis_pb2.FILE_STATUS_SKIPPED:
+        result.files_skipped += 1
+        reason = analysis_pb2.SkipReason.Name(reply.skip_reason)
+        result.skipped.append(f"{reply.relative_path} ({reason}: {reply.skip_detail})")
+        return
+    if reply.status == analysis_pb2.FILE_STATUS_SYNTAX_ERRORS:
+        result.files_syntax_errors += 1
+    result.lines += reply.line_count
+    result.chunks += len(reply.chunks)
+    for chunk in reply.chunks:
+        ids.add(chunk.id)
+        result.kinds[kind_name(chunk.node_kind)] += 1
+        result.references += len(chunk.references)
+        n_lines = chunk.end_line - chunk.start_line + 1
+        where = f"{reply.relative_path}:{chunk.start_line}-{chunk.end_line} {chunk.qualified_name}"
+        if n_lines > result.largest_by_lines[0]:
+            result.largest_by_lines = (n_lines, chunk.embedding_token_count, where)
+        if chunk.embedding_token_count > result.largest_by_tokens[1]:
+            result.largest_by_tokens = (n_lines, chunk.embedding_token_count, where)
+    if keep:
+        kept.append(reply)
+
+
+def run_pass(
+    service: ServiceProcess, workspace: Path, include_references: bool, keep: bool, skip: frozenset[str] = frozenset()
+) -> tuple[PassResult, set[str], list[analysis_pb2.ChunkFilesResponse]]:
+    result = PassResult("with one-hop references" if include_references else "syntactic")
+    ids: set[str] = set()
+    kept: list[analysis_pb2.ChunkFilesResponse] = []
+    with service.channel() as channel:
+        stub = analysis_pb2_grpc.CodeAnalysisServiceStub(channel)
+        t0 = time.perf_counter()
+        scan = stub.ScanWorkspace(analysis_pb2.ScanWorkspaceRequest(workspace_root=str(workspace)), timeout=120)
+        t1 = time.perf_counter()
+        request = analysis_pb2.ChunkFilesRequest(
+            workspace_root=str(workspace),
+            paths=[entry.relative_path for entry in scan.files if entry.relative_path not in skip],
+            include_references=include_references,
+        )
+        done: set[str] = set()
+        try:
+            for reply in stub.ChunkFiles(request, timeout=CHUNK_DEADLINE_S):
+                done.add(reply.relative_path)
+                absorb(result, ids, kept, reply, keep)
+        except grpc.RpcError as err:
+            pending = [p for p in request.paths if p not in done]
+            result.error = f"{err.code().name}: {err.details()} after {len(done)} files (next: {pending[:1]})"
+        t2 = time.perf_counter()
+    for entry in scan.skipped:
+        result.skipped.append(
+            f"{entry.relative_path} (scan {analysis_pb2.SkipReason.Name(entry.reason)}: {entry.detail})"
+        )
+    result.scan_s = t1 - t0
+    result.chunk_s = t2 - t1
+    result.peak_rss_mib = service.peak_rss_mib()
+    return result, ids, kept
+
+
+def validate(workspace: Path, replies: list[analysis_pb2.ChunkFilesResponse]) -> tuple[int, list[Violation]]:
+    checked = 0
+    violations: list[Violation] = []
+    for reply in replies:
+        text = read_source(workspace / reply.relative_path)
+        views = [to_view(chunk) for chunk in reply.chunks]
+        checked += len(views)
+        for violation in check_file(text, views):
+            violations.append(
+                Violation(violation.kind, violation.chunk_id, f"{reply.relative_path}: {violation.detail}")
+            )
+    return checked, violations
+
+
+def time_rescan(service: ServiceProcess, workspace: Path) -> dict:
+    with service.channel() as channel:
+        stub = analysis_pb2_grpc.CodeAnalysisServiceStub(channel)
+        t0 = time.perf_counter()
+        first = stub.ScanWorkspace(analysis_pb2.ScanWorkspaceRequest(workspace_root=str(workspace)), timeout=300)
+        t1 = time.perf_counter()
+        try:
+            again = stub.ScanWorkspace(
+                analysis_pb2.ScanWorkspaceRequest(workspace_root=str(workspace), previous=first.files), timeout=300
+            )
+        except grpc.RpcError as err:
+            # Reported in the table rather than aborting: the other numbers are still worth having.
+            return {
+                "workspace": display_path(workspace),
+                "files": len(first.files),
+                "error": f"{err.code().name}: {err.details()}",
+                "first_scan_ms": (t1 - t0) * 1000,
+            }
+        t2 = time.perf_counter()
+    return {
+        "workspace": display_path(workspace),
+        "files": len(again.files),
+        "first_scan_ms": (t1 - t0) * 1000,
+        "rescan_ms": (t2 - t1) * 1000,
+        "rescan_server_ms": again.duration_ms,
+        "changes": len(again.added) + len(again.changed) + len(again.removed),
+    }
+
+
+def display_path(path: Path) -> str:
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+
+
+def fmt_rss(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.0f} MiB"
+
+
+def render(
+    syntactic: PassResult,
+    refs: PassResult | None,
+    checked: int,
+    violations: list[Violation],
+    id_drift: int | None,
+    rescans: list[dict],
+    workspace: Path,
+    skipped_by_request: frozenset[str] = frozenset(),
+) -> str:
+    biggest = max((r.largest_by_tokens for r in (syntactic, refs) if r is not None), key=lambda t: t[1])
+    rows = [
+        ("Workspace", display_path(workspace)),
+        (
+            "Files chunked / skipped / with syntax errors",
+            f"{syntactic.files - syntactic.files_skipped:,} / {syntactic.files_skipped} / {syntactic.files_syntax_errors}",
+        ),
+        ("Lines", f"{syntactic.lines:,}"),
+        ("Chunks", f"{syntactic.chunks:,}"),
+        ("Chunks per kind", ", ".join(f"{k} {v:,}" for k, v in syntactic.kinds.most_common())),
+        (
+            "Largest chunk (lines)",
+            (
+                f"{syntactic.largest_by_lines[0]:,} lines, {syntactic.largest_by_lines[1]:,} tokens — "
+                f"`{syntactic.largest_by_lines[2]}`"
+            ),
+        ),
+        (
+            "Largest embedding_text (tokens, either pass)",
+            (f"{biggest[1]:,} tokens ({biggest[0]:,} lines) — `{biggest[2]}`"),
+        ),
+        (
+            "Syntactic scan+chunk",
+            (
+                f"{syntactic.total_s:.2f} s (scan {syntactic.scan_s:.2f} s) = **{syntactic.lines_per_s:,.0f} lines/s** "
+                f"(target ≥ {TARGET_LINES_PER_S:,})"
+            ),
+        ),
+        ("Node peak RSS, syntactic", fmt_rss(syntactic.peak_rss_mib)),
+    ]
+    if refs is not None:
+        rows += [
+            (
+                "Scan+chunk with one-hop references",
+                (
+                    f"**{refs.total_s:.2f} s** (scan {refs.scan_s:.2f} s) = {refs.lines_per_s:,.0f} lines/s "
+                    f"(target ≤ {TARGET_REFS_SECONDS_300K:.0f} s for 300k lines); {refs.references:,} references"
+                ),
+            ),
+            (
+                "Node peak RSS, with references",
+                f"**{fmt_rss(refs.peak_rss_mib)}** (target ≤ {TARGET_RSS_MIB:,.0f} MiB)",
+            ),
+        ]
+    for result in (syntactic, refs):
+        if result is not None and result.error:
+            rows.append((f"**{result.mode} pass failed**", result.error))
+    if skipped_by_request:
+        rows.append(("Files left out on request (--skip-file)", ", ".join(sorted(skipped_by_request))))
+    rows.append(("Chunks validated / violations", f"{checked:,} / **{len(violations)}**"))
+    if id_drift is not None:
+        rows.append(("Chunk ids differing between the two passes", str(id_drift)))
+    for rescan in rescans:
+        if "error" in rescan:
+            rows.append(
+                (
+                    f"No-change re-scan, {rescan['files']:,} files ({rescan['workspace']})",
+                    f"**failed**: {rescan['error']} (first scan {rescan['first_scan_ms']:.0f} ms)",
+                )
+            )
+            continue
+        rows.append(
+            (
+                f"No-change re-scan, {rescan['files']:,} files ({rescan['workspace']})",
+                (
+                    f"{rescan['rescan_ms']:.0f} ms (server {rescan['rescan_server_ms']:.0f} ms; first scan "
+                    f"{rescan['first_scan_ms']:.0f} ms; {rescan['changes']} changes reported)"
+                ),
+            )
+        )
+    lines = ["| Measure | Value |", "|---|---|"]
+    lines += [f"| {name} | {value} |" for name, value in rows]
+    skipped = sorted(set(syntactic.skipped))
+    if skipped:
+        lines.append("")
+        lines.append("Skipped files: " + "; ".join(skipped[:20]) + (" …" if len(skipped) > 20 else ""))
+    if violations:
+        by_kind = Counter(v.kind for v in violations)
+        lines.append("")
+        lines.append("Violations by kind: " + ", ".join(f"{k} {n}" for k, n in by_kind.most_common()))
+        lines += [f"- {v.kind}: {v.detail}" for v in violations[:15]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workspace", type=Path, default=WORK_DIR / "chunk-corpus")
+    parser.add_argument(
+        "--rescan-10k",
+        type=Path,
+        default=WORK_DIR / "ws-10k-files",
+        help="folder of many small files for the no-change re-scan timing (skipped if absent)",
+    )
+    parser.add_argument("--no-references", action="store_true", help="skip the one-hop reference pass")
+    parser.add_argument(
+        "--skip-file",
+        action="append",
+        default=[],
+        help="workspace-relative file to leave out of ChunkFiles (repeatable), e.g. one that crashes it",
+    )
+    parser.add_argument("--json", type=Path, help="also write the raw numbers here")
+    parser.add_argument("--echo-logs", action="store_true", help="echo the service's output to stderr")
+    args = parser.parse_args(argv)
+    workspace = args.workspace.resolve()
+    skip = frozenset(args.skip_file)
+    if not workspace.is_dir():
+        raise SystemExit(f"{workspace} is missing: run bench/corpus/install.sh and bench/corpus/assemble.py all")
+
+    service = start_analysis(echo=args.echo_logs)
+    try:
+        syntactic, syntactic_ids, syntactic_replies = run_pass(
+            service, workspace, include_references=False, keep=args.no_references, skip=skip
+        )
+        rescans = [time_rescan(service, workspace)]
+        if args.rescan_10k.is_dir():
+            rescans.append(time_rescan(service, args.rescan_10k.resolve()))
+    finally:
+        service.stop()
+
+    refs: PassResult | None = None
+    id_drift: int | None = None
+    if args.no_references:
+        checked, violations = validate(workspace, syntactic_replies)
+    else:
+        service = start_analysis(echo=args.echo_logs)
+        try:
+            refs, ref_ids, ref_replies = run_pass(service, workspace, include_references=True, keep=True, skip=skip)
+        finally:
+            service.stop()
+        checked, violations = validate(workspace, ref_replies)
+        if not (refs.error or syntactic.error):
+            id_drift = len(syntactic_ids ^ ref_ids)
+
+    print(render(syntactic, refs, checked, violations, id_drift, rescans, workspace, skip))
+    if args.json:
+        payload = {
+            "syntactic": pass_json(syntactic),
+            "references": None if refs is None else pass_json(refs),
+            "chunks_validated": checked,
+            "violations": [asdict(v) for v in violations],
+            "rescans": rescans,
+        }
+        args.json.write_text(json.dumps(payload, indent=2, default=str))
+    return 1 if violations or syntactic.error or (refs is not None and refs.error) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,269 @@
+"""Indexing and query speed on the >= 200k-line workspace, through the real services (issue 3, section 5).
+
+Measures, on bench/.work/ws-300k with a fresh state dir:
+  cold first lexical answer  services started -> IndexWorkspace(wait_for_embeddings=false)
+                             -> the first Search that returns results (goal < 5 s);
+  full embedding             until GetIndexStatus says READY; chunks/s over the embedding phase
+                             (goal <= 6 min for ~300k lines);
+  warm queries               p50/p95 of Search (with its pre-search sync) over ~50 queries
+                             (goal <= 80/250 ms);
+  one-file edit              Search right after editing one file vs a no-change Search
+                             (goal <= 200 ms overhead);
+  index size                 bytes on disk vs source bytes;
+  RSS                        peak RSS (VmHWM) per service.
+Prints a markdown table. The edited file is restored afterwards.
+
+Run: .venv/bin/python -m bench.speed.run_speed [--workspace bench/.work/ws-300k] [--max-embed-wait 900]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bench.lib.services import (
+    REPO_ROOT,
+    ServiceProcess,
+    dir_size_bytes,
+    start_analysis,
+    start_embedding,
+    start_retrieval,
+)
+from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
+
+BENCH_DIR = REPO_ROOT / "bench"
+DEFAULT_WORKSPACE = BENCH_DIR / ".work" / "ws-300k"
+QUERIES_PATH = BENCH_DIR / "quality" / "queries.jsonl"
+EDIT_TARGET = "packages/rxjs/src/internal/operators/map.ts"
+SOURCE_SUFFIXES = (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
+WARM_QUERIES = 50
+SEED = 20261122
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+
+
+def source_stats(workspace: Path) -> tuple[int, int, int]:
+    files = lines = size = 0
+    for path in workspace.rglob("*"):
+        if path.is_file() and path.name.endswith(SOURCE_SUFFIXES) and "node_modules" not in path.parts:
+            files += 1
+            data = path.read_bytes()
+            size += len(data)
+            lines += data.count(b"\n")
+    return files, lines, size
+
+
+def warm_query_texts() -> list[str]:
+    texts = [json.loads(line)["query"] for line in QUERIES_PATH.read_text(encoding="utf-8").splitlines() if line]
+    rng = random.Random(SEED)
+    rng.shuffle(texts)
+    return texts[:WARM_QUERIES]
+
+
+def search(stub, workspace: Path, query: str, skip_sync: bool = False):
+    t0 = time.perf_counter()
+    reply = stub.Search(
+        retrieval_pb2.SearchRequest(workspace_root=str(workspace), query=query, limit=10, skip_sync=skip_sync),
+        timeout=120,
+    )
+    return reply, (time.perf_counter() - t0) * 1000
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE)
+    parser.add_argument("--state-dir", type=Path, help="fresh state dir (default: a new temp dir)")
+    parser.add_argument(
+        "--max-embed-wait",
+        type=float,
+        default=900.0,
+        help="stop waiting for READY after this many seconds and report what was embedded",
+    )
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--echo-logs", action="store_true")
+    args = parser.parse_args(argv)
+    workspace = args.workspace.resolve()
+    if not workspace.is_dir():
+        raise SystemExit(f"{workspace} is missing: run bench/corpus/install.sh and bench/corpus/assemble.py ws-300k")
+    state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="cc-speed-"))
+    env = {"CODECOMPASS_STATE_DIR": str(state_dir)}
+    n_files, n_lines, source_bytes = source_stats(workspace)
+    results: dict = {"workspace": str(workspace), "files": n_files, "lines": n_lines, "source_bytes": source_bytes}
+    edit_path = workspace / EDIT_TARGET
+    original_edit_text = edit_path.read_text(encoding="utf-8") if edit_path.exists() else None
+
+    services: list[ServiceProcess] = []
+    try:
+        t_start = time.perf_counter()
+        analysis = start_analysis(env, echo=args.echo_logs)
+        services.append(analysis)
+        embedding = start_embedding(env, echo=args.echo_logs)
+        services.append(embedding)
+        retrieval = start_retrieval(analysis.address, embedding.address, env, echo=args.echo_logs)
+        services.append(retrieval)
+        t_serving = time.perf_counter()
+        results["services_start_s"] = t_serving - t_start
+
+        with retrieval.channel() as channel:
+            stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+            request = retrieval_pb2.IndexWorkspaceRequest(workspace_root=str(workspace), wait_for_embeddings=False)
+            last = None
+            for last in stub.IndexWorkspace(request, timeout=1800):
+                pass
+            t_lexical = time.perf_counter()
+            results["lexical_index_s"] = t_lexical - t_serving
+            results["chunks_upserted"] = last.stats.chunks_upserted if last is not None else 0
+            reply, first_ms = search(stub, workspace, "merge map operator")
+            results["first_search_ms"] = first_ms
+            results["first_search_results"] = len(reply.results)
+            results["first_search_status"] = retrieval_pb2.IndexingStatus.Name(reply.metadata.indexing_status)
+            results["first_search_completeness"] = retrieval_pb2.ResultCompleteness.Name(
+                reply.metadata.result_completeness
+            )
+            results["cold_first_lexical_s"] = time.perf_counter() - t_start
+            results["cold_first_lexical_after_serving_s"] = time.perf_counter() - t_serving
+
+            status_req = retrieval_pb2.GetIndexStatusRequest(workspace_root=str(workspace))
+            status = stub.GetIndexStatus(status_req, timeout=30)
+            embed_started = time.perf_counter()
+            embedded_at_start = status.embedded_chunks
+            while status.indexing_status != retrieval_pb2.INDEXING_STATUS_READY:
+                if status.indexing_status == retrieval_pb2.INDEXING_STATUS_FAILED:
+                    results["embedding_error"] = status.error
+                    break
+                if time.perf_counter() - embed_started > args.max_embed_wait:
+                    results["embedding_timed_out"] = True
+                    break
+                time.sleep(2.0)
+                status = stub.GetIndexStatus(status_req, timeout=30)
+            t_ready = time.perf_counter()
+            results["chunks"] = status.chunks
+            results["embedded_chunks"] = status.embedded_chunks
+            results["embedding_wait_s"] = t_ready - embed_started
+            results["index_to_ready_s"] = t_ready - t_serving
+            embed_seconds = t_ready - t_lexical
+            results["embed_chunks_per_s"] = (status.embedded_chunks / embed_seconds) if embed_seconds > 0 else 0.0
+            results["embedded_before_poll"] = embedded_at_start
+            results["index_bytes_reported"] = status.index_bytes
+            results["state_dir_bytes"] = dir_size_bytes(state_dir)
+            results["indexing_status"] = retrieval_pb2.IndexingStatus.Name(status.indexing_status)
+
+            texts = warm_query_texts()
+            for text in texts[:3]:
+                search(stub, workspace, text)
+            latencies, sync_ms, search_ms = [], [], []
+            for text in texts:
+                reply, ms = search(stub, workspace, text)
+                latencies.append(ms)
+                sync_ms.append(reply.metadata.sync_ms)
+                search_ms.append(reply.metadata.search_ms)
+            results["warm_p50_ms"] = percentile(latencies, 50)
+            results["warm_p95_ms"] = percentile(latencies, 95)
+            results["warm_server_sync_p50_ms"] = statistics.median(sync_ms)
+            results["warm_server_search_p50_ms"] = statistics.median(search_ms)
+            results["warm_queries"] = len(texts)
+
+            if original_edit_text is not None:
+                nochange = [search(stub, workspace, "project each value")[1] for _ in range(5)]
+                results["nochange_search_ms"] = statistics.median(nochange)
+                edit_path.write_text(
+                    original_edit_text + "\nexport function benchEditProbe(value: number): number {\n"
+                    "  return value * 2;\n}\n",
+                    encoding="utf-8",
+                )
+                reply, edit_ms = search(stub, workspace, "project each value")
+                results["edit_search_ms"] = edit_ms
+                results["edit_sync_ms_server"] = reply.metadata.sync_ms
+                results["edit_sync_files_changed"] = reply.metadata.sync.files_changed
+                results["edit_sync_chunks_embedded"] = reply.metadata.sync.chunks_embedded
+                results["edit_overhead_ms"] = edit_ms - results["nochange_search_ms"]
+                edit_path.write_text(original_edit_text, encoding="utf-8")
+                search(stub, workspace, "project each value")
+        results["rss_mib"] = {svc.name: svc.peak_rss_mib() for svc in services}
+    finally:
+        if original_edit_text is not None:
+            edit_path.write_text(original_edit_text, encoding="utf-8")
+        for svc in reversed(services):
+            svc.stop()
+
+    print(render(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def render(r: dict) -> str:
+    def mib(n: float | None) -> str:
+        return "n/a" if n is None else f"{n:,.0f} MiB"
+
+    rows = [
+        (
+            "Workspace",
+            (
+                f"{Path(r['workspace']).name}: {r['files']:,} files, {r['lines']:,} lines, "
+                f"{r['source_bytes'] / 2**20:,.1f} MiB of source"
+            ),
+        ),
+        ("Services start (3 processes, to SERVING)", f"{r['services_start_s']:.2f} s"),
+        (
+            "Lexical index written (IndexWorkspace, no wait for embeddings)",
+            f"{r['lexical_index_s']:.2f} s, {r.get('chunks_upserted', 0):,} chunks",
+        ),
+        (
+            "**Cold time to first lexical answer** (start → results; goal < 5 s)",
+            (
+                f"**{r['cold_first_lexical_s']:.2f} s** (first Search {r['first_search_ms']:.0f} ms, "
+                f"{r['first_search_results']} results, {r['first_search_status']}, {r['first_search_completeness']})"
+            ),
+        ),
+        (
+            "**Full embedding** (index start → READY; goal ≤ 6 min)",
+            f"**{r['index_to_ready_s']:.0f} s** for {r['embedded_chunks']:,} / {r['chunks']:,} chunks "
+            f"= {r['embed_chunks_per_s']:.1f} chunks/s ({r['indexing_status']})"
+            + (" — stopped waiting" if r.get("embedding_timed_out") else "")
+            + (f" — failed: {r['embedding_error']}" if r.get("embedding_error") else ""),
+        ),
+        (
+            "**Warm query** p50 / p95 (Search incl. its sync; goal ≤ 80 / 250 ms)",
+            (
+                f"**{r['warm_p50_ms']:.0f} / {r['warm_p95_ms']:.0f} ms** over {r['warm_queries']} queries "
+                f"(server p50: sync {r['warm_server_sync_p50_ms']:.0f} ms, search {r['warm_server_search_p50_ms']:.0f} ms)"
+            ),
+        ),
+    ]
+    if "edit_search_ms" in r:
+        rows.append(
+            (
+                "**One-file edit**: next Search vs no-change Search (goal ≤ 200 ms overhead)",
+                (
+                    f"**+{r['edit_overhead_ms']:.0f} ms** ({r['edit_search_ms']:.0f} vs {r['nochange_search_ms']:.0f} ms; "
+                    f"server sync {r['edit_sync_ms_server']:.0f} ms, {r['edit_sync_files_changed']} file changed, "
+                    f"{r['edit_sync_chunks_embedded']} chunks embedded)"
+                ),
+            )
+        )
+    rows += [
+        (
+            "Index size on disk vs source",
+            (
+                f"{r['state_dir_bytes'] / 2**20:,.1f} MiB state dir (service reports {r['index_bytes_reported'] / 2**20:,.1f} MiB)"
+                f" = {r['state_dir_bytes'] / max(r['source_bytes'], 1):.1f}× source"
+            ),
+        ),
+        ("Peak RSS (VmHWM)", ", ".join(f"{name} {mib(v)}" for name, v in r["rss_mib"].items())),
+    ]
+    lines = ["| Measure | Value |", "|---|---|"]
+    lines += [f"| {name} | {value} |" for name, value in rows]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

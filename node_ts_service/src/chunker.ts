@@ -1,0 +1,320 @@
+// Chunking: every symbol at every depth becomes one chunk by one rule, its
+// own source with its body-bearing children collapsed to their signatures.
+// Symbol discovery lives in symbols.ts; this module turns symbols into
+// chunks (text, lines, imports, references, embedding text, token counts).
+import { createHash } from 'node:crypto';
+import ts from 'typescript';
+import { resolveReferences } from './references';
+import {
+  discoverSymbols,
+  endLineOf,
+  lineOf,
+  sourceWithChildren,
+  startLineOf,
+  type FileSymbols,
+  type SymbolNode,
+} from './symbols';
+import { countTokens } from './tokens';
+import type { Chunk, Language, SymbolReference } from './types';
+
+/**
+ * Version of the chunk output format. Bump it whenever chunk ids, text or
+ * embedding text change for the same input, so indexes built with an older
+ * chunker are rebuilt instead of mixing two formats.
+ */
+export const CHUNKER_VERSION = '1';
+
+export interface ChunkInput {
+  absolutePath: string;
+  relativePath: string;
+  text: string;
+  language: Language;
+  sourceFile: ts.SourceFile;
+  checker?: ts.TypeChecker;
+  workspaceRoot: string;
+}
+
+export interface ChunkOutput {
+  chunks: Chunk[];
+  diagnostics: string[];
+  hasSyntaxErrors: boolean;
+}
+
+/**
+ * Voyage code-3 accepts 32k tokens per document. The collapsing rule keeps
+ * nearly every chunk far below that, but a single enormous function without
+ * nested symbols (generated tables, bundler output) has nothing to collapse;
+ * its embedding text is cut at a line boundary below this budget so that it
+ * can still be embedded. fullSource is never cut.
+ */
+export const EMBEDDING_TOKEN_BUDGET = 30_000;
+const MAX_DIAGNOSTICS = 20;
+
+const DISPLAY_LANGUAGE: Record<Language, string> = {
+  typescript: 'TypeScript',
+  tsx: 'TSX',
+  javascript: 'JavaScript',
+  jsx: 'JSX',
+};
+
+const TEST_DIR = /(^|\/)(__tests__|__mocks__|test|tests|e2e)\//;
+const TEST_FILE = /\.(test|spec)\.[cm]?[jt]sx?$/;
+
+export function isTestPath(relativePath: string): boolean {
+  const p = relativePath.replace(/\\/g, '/');
+  return TEST_DIR.test(p) || TEST_FILE.test(p);
+}
+
+/**
+ * The id the chunker gives the chunk declared by `decl` (any of its
+ * declaration nodes: overloads, the variable of a bound function, …), or ''
+ * when `decl` is not a chunk.
+ */
+export function chunkIdForDeclaration(decl: ts.Node, relativePath: string): string {
+  return discoverSymbols(decl.getSourceFile(), relativePath).byNode.get(decl)?.id ?? '';
+}
+
+interface FileImport {
+  statement: string;
+  moduleSpecifier: string;
+  names: string[];
+}
+
+function importsOf(sf: ts.SourceFile): FileImport[] {
+  const imports: FileImport[] = [];
+  const text = sf.text;
+  for (const stmt of sf.statements) {
+    const statement = text.slice(stmt.getStart(sf), stmt.end).trim();
+    if (ts.isImportDeclaration(stmt) && ts.isStringLiteral(stmt.moduleSpecifier)) {
+      const names: string[] = [];
+      const clause = stmt.importClause;
+      if (clause?.name) names.push(clause.name.text);
+      const bindings = clause?.namedBindings;
+      if (bindings && ts.isNamespaceImport(bindings)) names.push(bindings.name.text);
+      if (bindings && ts.isNamedImports(bindings)) for (const el of bindings.elements) names.push(el.name.text);
+      imports.push({ statement, moduleSpecifier: stmt.moduleSpecifier.text, names });
+    } else if (ts.isImportEqualsDeclaration(stmt) && ts.isExternalModuleReference(stmt.moduleReference)) {
+      const ref = stmt.moduleReference.expression;
+      imports.push({ statement, moduleSpecifier: ts.isStringLiteral(ref) ? ref.text : '', names: [stmt.name.text] });
+    } else if (ts.isVariableStatement(stmt)) {
+      for (const decl of stmt.declarationList.declarations) {
+        const spec = requiredModule(decl.initializer);
+        if (spec === undefined) continue;
+        const names: string[] = [];
+        collectBindingNames(decl.name, names);
+        imports.push({ statement, moduleSpecifier: spec, names });
+      }
+    }
+  }
+  return imports;
+}
+
+function requiredModule(init: ts.Expression | undefined): string | undefined {
+  let e = init;
+  while (e && (ts.isPropertyAccessExpression(e) || ts.isParenthesizedExpression(e))) e = e.expression;
+  if (!e || !ts.isCallExpression(e) || !ts.isIdentifier(e.expression) || e.expression.text !== 'require') return undefined;
+  const arg = e.arguments[0];
+  return arg && ts.isStringLiteralLike(arg) ? arg.text : undefined;
+}
+
+function collectBindingNames(name: ts.BindingName, out: string[]): void {
+  if (ts.isIdentifier(name)) {
+    out.push(name.text);
+    return;
+  }
+  for (const el of name.elements) if (!ts.isOmittedExpression(el)) collectBindingNames(el.name, out);
+}
+
+/** An identifier that names something in scope, as opposed to a property key or member name. */
+export function isValueUse(id: ts.Identifier): boolean {
+  const p = id.parent;
+  if (!p) return true;
+  if ((ts.isPropertyAccessExpression(p) || ts.isQualifiedName(p)) && (p as ts.PropertyAccessExpression).name === id) {
+    return false;
+  }
+  if (ts.isQualifiedName(p) && p.right === id) return false;
+  if (
+    (ts.isPropertyAssignment(p) ||
+      ts.isMethodDeclaration(p) ||
+      ts.isPropertyDeclaration(p) ||
+      ts.isPropertySignature(p) ||
+      ts.isMethodSignature(p) ||
+      ts.isGetAccessor(p) ||
+      ts.isSetAccessor(p) ||
+      ts.isEnumMember(p)) &&
+    p.name === id
+  ) {
+    return false;
+  }
+  return !ts.isJsxAttribute(p);
+}
+
+/** Positions of identifier uses of the imported names, per name, in source order. */
+function importUses(sf: ts.SourceFile, imports: FileImport[]): Map<string, number[]> {
+  const uses = new Map<string, number[]>();
+  for (const imp of imports) for (const n of imp.names) uses.set(n, []);
+  if (uses.size === 0) return uses;
+  const importStatements = new Set<ts.Node>();
+  for (const stmt of sf.statements) {
+    if (ts.isImportDeclaration(stmt) || ts.isImportEqualsDeclaration(stmt)) importStatements.add(stmt);
+  }
+  const visit = (node: ts.Node): void => {
+    if (importStatements.has(node)) return;
+    if (ts.isIdentifier(node)) {
+      const list = uses.get(node.text);
+      if (list && isValueUse(node)) list.push(node.getStart(sf));
+      return;
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return uses;
+}
+
+function anyWithin(sorted: number[], start: number, end: number): boolean {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid] < start) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < sorted.length && sorted[lo] < end;
+}
+
+/** First sentence of a JSDoc block, without comment markers and tags. */
+export function jsdocPurpose(jsdoc: string): string {
+  const body = jsdoc
+    .replace(/^\/\*\*/, '')
+    .replace(/\*\/$/, '')
+    .split(/\r?\n/)
+    .map((l) => l.replace(/^\s*\*?\s?/, ''));
+  const prose: string[] = [];
+  for (const line of body) {
+    if (/^\s*@/.test(line)) break;
+    if (line.trim() === '' && prose.length > 0) break;
+    if (line.trim() !== '') prose.push(line.trim());
+  }
+  const paragraph = prose.join(' ');
+  const m = /^(.+?[.!?])(\s|$)/.exec(paragraph);
+  const sentence = m ? m[1] : paragraph;
+  return sentence.length > 300 ? `${sentence.slice(0, 299)}…` : sentence;
+}
+
+function breadcrumb(sym: SymbolNode): string[] {
+  const names: string[] = [];
+  for (let s: SymbolNode | undefined = sym; s; s = s.parent) names.unshift(s.localName);
+  return names;
+}
+
+export function embeddingPreamble(
+  language: Language,
+  relativePath: string,
+  sym: SymbolNode,
+  purpose: string,
+  dependencies: string[],
+  references: SymbolReference[],
+): string {
+  const lines = [`[${DISPLAY_LANGUAGE[language]}] ${[relativePath, ...breadcrumb(sym)].join(' > ')}`];
+  if (purpose) lines.push(`Purpose: ${purpose}`);
+  lines.push(`Signature: ${sym.signature}`);
+  if (dependencies.length > 0) lines.push(`Dependencies: ${dependencies.join(', ')}`);
+  if (references.length > 0) {
+    lines.push('', 'Referenced symbols:');
+    for (const r of references) lines.push(`- ${r.name}: ${r.signature}`);
+  }
+  lines.push('', '---', '');
+  return lines.join('\n');
+}
+
+/** Embedding text within the token budget, and its exact token count. */
+function fitEmbedding(preamble: string, source: string): { text: string; tokens: number } {
+  const full = preamble + source;
+  const tokens = countTokens(full);
+  if (tokens <= EMBEDDING_TOKEN_BUDGET) return { text: full, tokens };
+  const lines = source.split('\n');
+  let budget = EMBEDDING_TOKEN_BUDGET - countTokens(preamble) - 50;
+  for (;;) {
+    let used = 0;
+    let keep = 0;
+    while (keep < lines.length) {
+      const cost = countTokens(`${lines[keep]}\n`);
+      if (used + cost > budget) break;
+      used += cost;
+      keep++;
+    }
+    const text = `${preamble}${lines.slice(0, keep).join('\n')}\n/* … ${lines.length - keep} lines truncated for embedding */`;
+    const count = countTokens(text);
+    if (count <= EMBEDDING_TOKEN_BUDGET || keep === 0) return { text, tokens: count };
+    budget -= count - EMBEDDING_TOKEN_BUDGET + 100;
+  }
+}
+
+function sha(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 24);
+}
+
+function syntaxDiagnostics(sf: ts.SourceFile): ts.DiagnosticWithLocation[] {
+  // parseDiagnostics is internal API, but it is exactly the parser's own
+  // error list; the public getSyntacticDiagnostics needs a Program, which
+  // purely syntactic chunking does not have.
+  return (sf as unknown as { parseDiagnostics?: ts.DiagnosticWithLocation[] }).parseDiagnostics ?? [];
+}
+
+export function chunkSourceFile(input: ChunkInput): ChunkOutput {
+  const sf = input.sourceFile;
+  const text = sf.text;
+  const parseErrors = syntaxDiagnostics(sf);
+  const diagnostics = parseErrors.slice(0, MAX_DIAGNOSTICS).map((d) => {
+    const { line, character } = sf.getLineAndCharacterOfPosition(d.start);
+    return `${line + 1}:${character + 1} ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
+  });
+  const symbols: FileSymbols = discoverSymbols(sf, input.relativePath);
+  const imports = importsOf(sf);
+  const uses = importUses(sf, imports);
+  const isTest = isTestPath(input.relativePath);
+  const chunks: Chunk[] = [];
+  for (const sym of symbols.all) {
+    const fullSource = text.slice(sym.start, sym.end);
+    const collapsedSource = sourceWithChildren(sf, sym);
+    const relevant = imports.filter((imp) => imp.names.some((n) => anyWithin(uses.get(n) ?? [], sym.start, sym.end)));
+    const dependencies = [...new Set(relevant.map((imp) => imp.moduleSpecifier).filter((m) => m !== ''))];
+    const jsdoc = sym.jsdocStart >= 0 ? text.slice(sym.jsdocStart, sym.jsdocEnd) : '';
+    const references = input.checker
+      ? resolveReferences(sym, {
+          checker: input.checker,
+          sourceFile: sf,
+          relativePath: input.relativePath,
+          workspaceRoot: input.workspaceRoot,
+        })
+      : [];
+    const preamble = embeddingPreamble(input.language, input.relativePath, sym, jsdocPurpose(jsdoc), dependencies, references);
+    const embedding = fitEmbedding(preamble, collapsedSource);
+    chunks.push({
+      id: sym.id,
+      snippetHash: sha(fullSource),
+      filePath: input.absolutePath,
+      relativePath: input.relativePath,
+      language: input.language,
+      nodeKind: sym.kind,
+      name: sym.name,
+      qualifiedName: sym.qualifiedName,
+      parentId: sym.parent ? sym.parent.id : '',
+      childIds: sym.children.map((c) => c.id),
+      depth: sym.depth,
+      signature: sym.signature,
+      fullSource,
+      collapsedSource,
+      startLine: startLineOf(sf, sym),
+      endLine: endLineOf(sf, sym),
+      jsdoc,
+      jsdocStartLine: sym.jsdocStart >= 0 ? lineOf(sf, sym.jsdocStart) : 0,
+      relevantImports: relevant.map((imp) => imp.statement),
+      isTest,
+      embeddingText: embedding.text,
+      references,
+      embeddingTokenCount: embedding.tokens,
+    });
+  }
+  return { chunks, diagnostics, hasSyntaxErrors: parseErrors.length > 0 };
+}

@@ -1,0 +1,80 @@
+// Environment is read once, validated, and frozen: a bad value stops the
+// service at start with a message naming the variable, instead of surfacing
+// later as an odd failure in the middle of a request.
+
+export interface AnalysisConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly maxFileBytes: number;
+  readonly shutdownGraceMs: number;
+  readonly maxPrograms: number;
+  readonly maxRenderCacheFiles: number;
+  readonly maxWorkspaces: number;
+  readonly serviceName: string;
+  readonly logLevel: LogLevel;
+  readonly otlpEndpoint: string | undefined;
+  readonly traceFile: string | undefined;
+}
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, detail: string) {
+    super(`invalid ${variable}: ${detail}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const MIB = 1024 * 1024;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AnalysisConfig {
+  return Object.freeze({
+    host: stringVar(env, 'ANALYSIS_HOST', '127.0.0.1'),
+    port: intVar(env, 'ANALYSIS_PORT', 50051, 0, 65535),
+    // 5 MiB leaves room for 50k-line hand-written files (~2 MB) while keeping
+    // generated blobs from dominating parse time and memory.
+    maxFileBytes: intVar(env, 'ANALYSIS_MAX_FILE_BYTES', 5 * MIB, 1, 1024 * MIB),
+    // Long enough for an in-flight ChunkFiles stream over a large folder to
+    // finish, short enough for an orchestrator's own kill timeout (30 s).
+    shutdownGraceMs: intVar(env, 'ANALYSIS_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    // Each live LanguageService holds a Program (ASTs + checker); a handful
+    // keeps a monorepo responsive while bounding memory.
+    maxPrograms: intVar(env, 'ANALYSIS_MAX_PROGRAMS', 4, 1, 256),
+    maxRenderCacheFiles: intVar(env, 'ANALYSIS_RENDER_CACHE_FILES', 256, 1, 100_000),
+    maxWorkspaces: intVar(env, 'ANALYSIS_MAX_WORKSPACES', 8, 1, 1024),
+    serviceName: stringVar(env, 'OTEL_SERVICE_NAME', 'codecompass-analysis'),
+    logLevel: logLevelVar(env, 'LOG_LEVEL', 'info'),
+    otlpEndpoint: optionalVar(env, 'OTEL_EXPORTER_OTLP_ENDPOINT'),
+    traceFile: optionalVar(env, 'CODECOMPASS_TRACE_FILE'),
+  });
+}
+
+function optionalVar(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name]?.trim();
+  return raw ? raw : undefined;
+}
+
+function stringVar(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  return optionalVar(env, name) ?? fallback;
+}
+
+function intVar(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = optionalVar(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `expected a whole number, got ${JSON.stringify(raw)}`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `expected ${min}..${max}, got ${value}`);
+  return value;
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
+
+function logLevelVar(env: NodeJS.ProcessEnv, name: string, fallback: LogLevel): LogLevel {
+  const raw = optionalVar(env, name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  const level = raw === 'warning' ? 'warn' : raw;
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) {
+    throw new ConfigError(name, `expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(raw)}`);
+  }
+  return level as LogLevel;
+}

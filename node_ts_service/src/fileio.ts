@@ -1,0 +1,205 @@
+// Reading one source file and deciding whether it is worth parsing. Scan and
+// ChunkFiles share these rules so a file is never cataloged by one and
+// refused by the other.
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Language, SkipReason } from './types';
+
+/**
+ * The filesystem calls the scanner and reader make. Tests swap single calls
+ * to reproduce races (a file deleted between listing and reading) and errors
+ * that root cannot provoke with chmod (EACCES).
+ */
+export interface FsOps {
+  readdir(dir: string): fs.Dirent[];
+  stat(p: string): fs.BigIntStats;
+  lstat(p: string): fs.BigIntStats;
+  realpath(p: string): string;
+  readFile(p: string): Buffer;
+}
+
+export const realFs: FsOps = {
+  readdir: (dir) => fs.readdirSync(dir, { withFileTypes: true }),
+  stat: (p) => fs.statSync(p, { bigint: true }),
+  lstat: (p) => fs.lstatSync(p, { bigint: true }),
+  realpath: (p) => fs.realpathSync.native(p),
+  readFile: (p) => fs.readFileSync(p),
+};
+
+const LANGUAGE_BY_EXTENSION: Record<string, Language> = {
+  '.ts': 'typescript',
+  '.mts': 'typescript',
+  '.cts': 'typescript',
+  '.tsx': 'tsx',
+  '.js': 'javascript',
+  '.mjs': 'javascript',
+  '.cjs': 'javascript',
+  '.jsx': 'jsx',
+};
+
+/**
+ * Declaration files (.d.ts, .d.mts, .d.cts) are left out of the catalog:
+ * they hold signatures only, duplicate the symbols of the sources they
+ * describe (or of dependencies), and the type checker still reads them when
+ * resolving references.
+ */
+export function isDeclarationFile(fileName: string): boolean {
+  return /\.d\.[cm]?ts$/i.test(fileName) || /\.d\.[^.]+\.ts$/i.test(fileName);
+}
+
+export function languageOf(fileName: string): Language | undefined {
+  return LANGUAGE_BY_EXTENSION[path.extname(fileName).toLowerCase()];
+}
+
+export function isSourceFileName(fileName: string): boolean {
+  return languageOf(fileName) !== undefined && !isDeclarationFile(fileName);
+}
+
+export function sha256Hex(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+export interface Skip {
+  reason: SkipReason;
+  detail: string;
+}
+
+export type Decoded = { ok: true; text: string } | ({ ok: false } & Skip);
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+const UTF16LE = new TextDecoder('utf-16le', { fatal: true, ignoreBOM: false });
+const UTF16BE = new TextDecoder('utf-16be', { fatal: true, ignoreBOM: false });
+
+/** Bytes → text; a BOM is honoured and dropped (TextDecoder strips it). */
+export function decodeSource(bytes: Uint8Array): Decoded {
+  try {
+    if (bytes.length >= 2 && bytes[0] === 0xff && bytes[1] === 0xfe) return { ok: true, text: UTF16LE.decode(bytes) };
+    if (bytes.length >= 2 && bytes[0] === 0xfe && bytes[1] === 0xff) return { ok: true, text: UTF16BE.decode(bytes) };
+  } catch {
+    return { ok: false, reason: 'not_utf8', detail: 'UTF-16 byte order mark but invalid UTF-16 content' };
+  }
+  const nul = bytes.indexOf(0);
+  if (nul !== -1) return { ok: false, reason: 'binary', detail: `NUL byte at offset ${nul}` };
+  try {
+    return { ok: true, text: UTF8.decode(bytes) };
+  } catch {
+    return { ok: false, reason: 'not_utf8', detail: `invalid UTF-8 near byte ${firstInvalidUtf8(bytes)}` };
+  }
+}
+
+function firstInvalidUtf8(bytes: Uint8Array): number {
+  let lo = 0;
+  let hi = bytes.length;
+  // Binary search for the shortest failing prefix; a prefix that ends inside
+  // a multi-byte sequence fails too, which only moves the answer by ≤ 3 bytes.
+  const fails = (n: number) => {
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, n));
+      return false;
+    } catch {
+      return true;
+    }
+  };
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (fails(mid + 1)) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/** Minified or generated code: no useful symbols, and it swamps parse time. */
+const MINIFIED_NAME = /\.min\.[cm]?[jt]sx?$|[.-]bundle\.min\./i;
+const AVERAGE_LINE_LIMIT = 1000;
+const LONG_LINE = 1000;
+
+export function detectMinified(fileName: string, text: string): Skip | undefined {
+  if (MINIFIED_NAME.test(path.basename(fileName))) {
+    return { reason: 'minified', detail: 'file name marks it as minified' };
+  }
+  if (text.length < 2 * LONG_LINE) return undefined;
+  let lines = 0;
+  let longest = 0;
+  let inLongLines = 0;
+  let start = 0;
+  while (start <= text.length) {
+    let end = text.indexOf('\n', start);
+    if (end === -1) end = text.length;
+    const len = end - start;
+    lines++;
+    if (len > longest) longest = len;
+    if (len > LONG_LINE) inLongLines += len;
+    start = end + 1;
+  }
+  const average = Math.round(text.length / lines);
+  // Either every line is long, or most of the text sits on a few huge lines
+  // (a bundle with a short license header still qualifies).
+  if (average > AVERAGE_LINE_LIMIT || inLongLines > text.length / 2) {
+    return {
+      reason: 'minified',
+      detail: `longest line ${longest} chars, average ${average} chars over ${lines} lines`,
+    };
+  }
+  return undefined;
+}
+
+export function skipForError(err: unknown): Skip {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  if (code === 'ENOENT' || code === 'ENOTDIR') return { reason: 'vanished', detail: 'deleted while being read' };
+  if (code === 'ELOOP') return { reason: 'symlink_loop', detail: 'too many levels of symbolic links' };
+  return { reason: 'unreadable', detail: code ? `${code}: ${errorMessage(err)}` : errorMessage(err) };
+}
+
+function errorMessage(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  // Node prefixes errno messages with "CODE: ", which the caller already has.
+  return message.replace(/^[A-Z]+: /, '');
+}
+
+export interface LoadedSource {
+  bytes: Buffer;
+  text: string;
+  contentHash: string;
+  lineCount: number;
+}
+
+export type LoadResult = ({ ok: true } & LoadedSource) | ({ ok: false; contentHash: string } & Skip);
+
+/**
+ * Reads a file once and applies every content rule. A skipped file still
+ * reports its hash when the bytes were read, so callers can tell a changed
+ * bundle from an unchanged one.
+ */
+export function loadSource(absolutePath: string, sizeBytes: number, maxFileBytes: number, fsOps: FsOps = realFs): LoadResult {
+  if (sizeBytes > maxFileBytes) {
+    return { ok: false, contentHash: '', reason: 'too_large', detail: `${sizeBytes} bytes exceeds limit of ${maxFileBytes}` };
+  }
+  let bytes: Buffer;
+  try {
+    bytes = fsOps.readFile(absolutePath);
+  } catch (err) {
+    return { ok: false, contentHash: '', ...skipForError(err) };
+  }
+  const contentHash = sha256Hex(bytes);
+  if (bytes.length > maxFileBytes) {
+    return { ok: false, contentHash, reason: 'too_large', detail: `${bytes.length} bytes exceeds limit of ${maxFileBytes}` };
+  }
+  const decoded = decodeSource(bytes);
+  if (!decoded.ok) return { ok: false, contentHash, reason: decoded.reason, detail: decoded.detail };
+  const minified = detectMinified(absolutePath, decoded.text);
+  if (minified) return { ok: false, contentHash, ...minified };
+  return { ok: true, bytes, text: decoded.text, contentHash, lineCount: countLines(decoded.text) };
+}
+
+export function countLines(text: string): number {
+  if (text.length === 0) return 0;
+  let lines = 1;
+  let at = text.indexOf('\n');
+  while (at !== -1) {
+    lines++;
+    at = text.indexOf('\n', at + 1);
+  }
+  // A trailing newline ends the last line rather than starting a new one.
+  return text.endsWith('\n') ? lines - 1 : lines;
+}

@@ -1,0 +1,71 @@
+// Entry point: `node dist/src/main.js`. Order matters: configuration first
+// (a bad value exits 2 before anything starts), telemetry before any gRPC
+// object exists, then bind, announce the port, warm up, report SERVING.
+import { ConfigError, loadConfig, type AnalysisConfig } from './config';
+import { createLogger } from './logging';
+import { initTelemetry } from './tracing';
+
+function readConfig(): AnalysisConfig {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`codecompass-analysis: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+async function main(): Promise<void> {
+  const config = readConfig();
+  const telemetry = initTelemetry({
+    serviceName: config.serviceName,
+    otlpEndpoint: config.otlpEndpoint,
+    traceFile: config.traceFile,
+  });
+  const logger = createLogger(config.serviceName, config.logLevel);
+  // Loaded after telemetry so nothing in the gRPC stack predates the tracer provider.
+  const { AnalysisService } = await import('./service');
+  const { startServer } = await import('./server');
+
+  const service = new AnalysisService(config);
+  const server = await startServer({ host: config.host, port: config.port, service, logger });
+  process.stdout.write(`LISTENING ${config.host}:${server.port}\n`);
+  logger.info('listening', { host: config.host, port: server.port });
+
+  let exiting = false;
+  const stop = async (signal: string) => {
+    if (exiting) return;
+    exiting = true;
+    logger.info('shutting down', { signal, grace_ms: config.shutdownGraceMs });
+    await server.shutdown(config.shutdownGraceMs);
+    service.dispose();
+    await telemetry.shutdown().catch((err: unknown) => logger.warn('telemetry flush failed', { error: String(err) }));
+    logger.info('stopped', { signal });
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+
+  // Warm up after announcing the port so a launcher can watch health go
+  // from NOT_SERVING to SERVING instead of guessing when start-up is over.
+  setImmediate(() => {
+    const started = performance.now();
+    try {
+      service.warmUp();
+    } catch (err) {
+      logger.error('warm-up failed; staying NOT_SERVING', { error: err instanceof Error ? err.message : String(err) });
+      return;
+    }
+    server.setServing();
+    logger.info('serving', { warmup_ms: Math.round(performance.now() - started) });
+  });
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    JSON.stringify({ ts: new Date().toISOString(), level: 'error', service: 'codecompass-analysis', msg: 'start-up failed', error: String(err) }) + '\n',
+  );
+  process.exit(1);
+});

@@ -1,0 +1,149 @@
+// One-hop references: the workspace symbols a chunk's own source mentions,
+// resolved with the type checker, rendered as short signatures for the
+// "Referenced symbols" part of the embedding text.
+import path from 'node:path';
+import ts from 'typescript';
+import { compact, discoverSymbols, isCollapsible, type SymbolNode } from './symbols';
+import type { SymbolReference } from './types';
+
+export interface ReferenceContext {
+  checker: ts.TypeChecker;
+  sourceFile: ts.SourceFile;
+  relativePath: string;
+  workspaceRoot: string;
+}
+
+/** Enough to show what a chunk depends on without drowning its own source. */
+export const MAX_REFERENCES = 15;
+const SIGNATURE_LIMIT = 200;
+
+/** Workspace-relative path with forward slashes, or undefined outside the workspace or in node_modules. */
+export function workspacePath(workspaceRoot: string, fileName: string): string | undefined {
+  const rel = path.relative(workspaceRoot, fileName);
+  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return undefined;
+  const posix = rel.split(path.sep).join('/');
+  return posix.split('/').includes('node_modules') ? undefined : posix;
+}
+
+function isPropertyName(id: ts.Identifier): boolean {
+  const p = id.parent;
+  return (ts.isPropertyAccessExpression(p) && p.name === id) || (ts.isQualifiedName(p) && p.right === id);
+}
+
+function isDeclarationName(id: ts.Identifier): boolean {
+  const p = id.parent as ts.Node & { name?: ts.Node };
+  return p !== undefined && p.name === id && !ts.isPropertyAccessExpression(p) && !ts.isQualifiedName(p) && !ts.isJsxAttribute(p);
+}
+
+function resolve(checker: ts.TypeChecker, id: ts.Identifier): ts.Symbol | undefined {
+  let symbol = checker.getSymbolAtLocation(id);
+  if (ts.isShorthandPropertyAssignment(id.parent)) {
+    symbol = checker.getShorthandAssignmentValueSymbol(id.parent) ?? symbol;
+  }
+  if (symbol && symbol.flags & ts.SymbolFlags.Alias) {
+    const target = checker.getAliasedSymbol(symbol);
+    // An alias to a module that could not be resolved comes back as the "unknown" symbol.
+    symbol = target.declarations && target.declarations.length > 0 ? target : undefined;
+  }
+  return symbol;
+}
+
+function variableKeyword(decl: ts.VariableDeclaration): string {
+  const list = decl.parent;
+  if (!ts.isVariableDeclarationList(list)) return 'var';
+  if (list.flags & ts.NodeFlags.Const) return 'const';
+  if (list.flags & ts.NodeFlags.Let) return 'let';
+  return 'var';
+}
+
+function limit(text: string): string {
+  return text.length <= SIGNATURE_LIMIT ? text : `${text.slice(0, SIGNATURE_LIMIT - 1)}…`;
+}
+
+function renderSignature(
+  checker: ts.TypeChecker,
+  decl: ts.Declaration,
+  symbol: ts.Symbol,
+  chunk: SymbolNode | undefined,
+): string {
+  const sf = decl.getSourceFile();
+  if (ts.isInterfaceDeclaration(decl) || ts.isTypeAliasDeclaration(decl) || ts.isEnumDeclaration(decl)) {
+    return limit(compact(sf.text.slice(decl.getStart(sf), Math.min(decl.end, decl.getStart(sf) + 1000))));
+  }
+  if (chunk && chunk.kind !== 'variable') return limit(chunk.signature);
+  if (ts.isVariableDeclaration(decl) || ts.isParameter(decl) || ts.isPropertyDeclaration(decl) || ts.isBindingElement(decl)) {
+    const typed = (decl as ts.VariableDeclaration).type;
+    const type = typed ? compact(sf.text.slice(typed.getStart(sf), typed.end)) : checker.typeToString(checker.getTypeOfSymbolAtLocation(symbol, decl));
+    const keyword = ts.isVariableDeclaration(decl) ? `${variableKeyword(decl)} ` : '';
+    return limit(`${keyword}${symbol.name}: ${type}`);
+  }
+  if (chunk) return limit(chunk.signature);
+  const start = decl.getStart(sf);
+  const newline = sf.text.indexOf('\n', start);
+  return limit(compact(sf.text.slice(start, newline < 0 || newline > decl.end ? decl.end : newline)));
+}
+
+/**
+ * References from `sym`'s own source: its text minus the bodies of children
+ * that collapse (those references belong to the children's chunks). The
+ * chunk itself, its parameters and locals (declared inside its range), and
+ * declarations outside the workspace or in node_modules are left out. Most
+ * used first, at most MAX_REFERENCES.
+ */
+export function resolveReferences(sym: SymbolNode, ctx: ReferenceContext): SymbolReference[] {
+  const { checker, sourceFile: sf } = ctx;
+  const skipped = sym.children.filter((c) => isCollapsible(sf, c)).map((c) => [c.bodyStart, c.bodyEnd] as const);
+  const found = new Map<ts.Symbol, { count: number; first: number; ref: SymbolReference }>();
+  const rejected = new Set<ts.Symbol>();
+  const visit = (node: ts.Node): void => {
+    if (node.end <= sym.start || node.pos >= sym.end) return;
+    for (const [s, e] of skipped) if (node.pos >= s && node.end <= e) return;
+    if (ts.isIdentifier(node)) {
+      visitIdentifier(node);
+      return;
+    }
+    ts.forEachChild(node, visit);
+  };
+  const visitIdentifier = (id: ts.Identifier): void => {
+    if (isDeclarationName(id) || ts.isJsxAttribute(id.parent)) return;
+    const start = id.getStart(sf);
+    for (const [s, e] of skipped) if (start >= s && start < e) return;
+    const symbol = resolve(checker, id);
+    if (!symbol || rejected.has(symbol)) return;
+    const seen = found.get(symbol);
+    if (seen) {
+      seen.count++;
+      return;
+    }
+    const ref = toReference(symbol, isPropertyName(id));
+    if (!ref) {
+      rejected.add(symbol);
+      return;
+    }
+    found.set(symbol, { count: 1, first: start, ref });
+  };
+  const toReference = (symbol: ts.Symbol, viaProperty: boolean): SymbolReference | undefined => {
+    const decl = symbol.declarations?.[0];
+    if (!decl) return undefined;
+    const declFile = decl.getSourceFile();
+    if (declFile === sf && decl.pos >= sym.start && decl.end <= sym.end) return undefined;
+    const rel = workspacePath(ctx.workspaceRoot, declFile.fileName);
+    if (rel === undefined) return undefined;
+    const chunk = discoverSymbols(declFile, rel).byNode.get(decl);
+    // Member names after a dot resolve to every field of every workspace type;
+    // only those that are chunks of their own (methods, class properties) say something.
+    if (viaProperty && !chunk) return undefined;
+    if (chunk === sym) return undefined;
+    return {
+      name: chunk ? chunk.qualifiedName : symbol.name,
+      signature: renderSignature(checker, decl, symbol, chunk),
+      relativePath: rel,
+      chunkId: chunk ? chunk.id : '',
+    };
+  };
+  for (const root of sym.roots) visit(root);
+  return [...found.values()]
+    .sort((a, b) => b.count - a.count || a.first - b.first)
+    .slice(0, MAX_REFERENCES)
+    .map((f) => f.ref);
+}

@@ -1,0 +1,83 @@
+// Rendering: a symbol's source with chosen descendants expanded inline and
+// every other body-bearing child collapsed, the form answers are made of.
+import ts from 'typescript';
+import { discoverSymbols, endLineOf, sourceWithChildren, startLineOf, type SymbolNode } from './symbols';
+import { countTokens } from './tokens';
+import type { Chunk, Language, RenderSpec, RenderedSymbol } from './types';
+
+function scriptKind(language: Language): ts.ScriptKind {
+  switch (language) {
+    case 'tsx':
+      return ts.ScriptKind.TSX;
+    case 'javascript':
+      return ts.ScriptKind.JS;
+    case 'jsx':
+      return ts.ScriptKind.JSX;
+    default:
+      return ts.ScriptKind.TS;
+  }
+}
+
+/**
+ * Removes the indentation the symbol's first line had in the file from every
+ * following line, so a method renders as if it were written at column 0
+ * while keeping its inner indentation exactly as in the file.
+ */
+export function dedent(source: string, firstLineIndent: string): string {
+  if (firstLineIndent === '') return source;
+  return source
+    .split('\n')
+    .map((line, i) => (i > 0 && line.startsWith(firstLineIndent) ? line.slice(firstLineIndent.length) : line))
+    .join('\n');
+}
+
+function indentBefore(text: string, pos: number): string {
+  const lineStart = Math.max(text.lastIndexOf('\n', pos - 1) + 1, 0);
+  const prefix = text.slice(lineStart, pos);
+  return /^[ \t]*$/.test(prefix) ? prefix : (/^[ \t]*/.exec(prefix)?.[0] ?? '');
+}
+
+/**
+ * `chunks` are all chunks of the symbol's file and `text` its current text;
+ * the symbol tree is rebuilt from the text (the same discovery the chunker
+ * uses, so ids agree) to get the exact body offsets that chunks do not carry.
+ */
+export function renderSymbol(chunks: Chunk[], text: string, spec: RenderSpec): RenderedSymbol | undefined {
+  const chunk = chunks.find((c) => c.id === spec.symbolId);
+  if (!chunk) return undefined;
+  const sf = ts.createSourceFile(chunk.filePath || chunk.relativePath, text, ts.ScriptTarget.Latest, true, scriptKind(chunk.language));
+  const symbols = discoverSymbols(sf, chunk.relativePath);
+  const root = symbols.byId.get(spec.symbolId);
+  if (!root) return undefined;
+
+  const expanded = new Set<string>();
+  const unknownChildIds: string[] = [];
+  for (const id of spec.expandChildIds) {
+    let s = symbols.byId.get(id);
+    const path: string[] = [];
+    while (s && s !== root) {
+      path.push(s.id);
+      s = s.parent;
+    }
+    if (s !== root || path.length === 0) {
+      unknownChildIds.push(id);
+      continue;
+    }
+    // Expanding a grandchild shows the way to it expanded too.
+    for (const p of path) expanded.add(p);
+  }
+
+  const render = (sym: SymbolNode): string =>
+    sourceWithChildren(sf, sym, (child) => (expanded.has(child.id) ? render(child) : undefined));
+  const source = dedent(render(root), indentBefore(sf.text, root.start));
+  return {
+    symbolId: root.id,
+    relativePath: chunk.relativePath,
+    qualifiedName: root.qualifiedName,
+    source,
+    tokenCount: countTokens(source),
+    startLine: startLineOf(sf, root),
+    endLine: endLineOf(sf, root),
+    unknownChildIds,
+  };
+}

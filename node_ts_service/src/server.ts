@@ -1,0 +1,175 @@
+// gRPC edge of the analysis service: handlers convert, delegate to
+// AnalysisService, and map failures to status codes. Each RPC runs inside a
+// SERVER span that continues the caller's W3C trace context.
+import * as grpc from '@grpc/grpc-js';
+import { HealthImplementation } from 'grpc-health-check';
+import type { Span } from '@opentelemetry/api';
+import { ConversionError, chunkRequestFromPb, chunkedFileToPb, renderRequestFromPb, renderResultToPb, scanRequestFromPb, scanResultToPb } from './convert';
+import {
+  CodeAnalysisServiceService,
+  type ChunkFilesRequest,
+  type ChunkFilesResponse,
+  type CodeAnalysisServiceServer,
+} from './gen/codecompass/v1/analysis';
+import type { Logger } from './logging';
+import { type AnalysisService, CancelledError } from './service';
+import { recordRpcStatus, withServerSpan } from './tracing';
+import { RequestError } from './workspace';
+
+export const ANALYSIS_SERVICE_NAME = 'codecompass.v1.CodeAnalysisService';
+
+interface StatusError {
+  code: grpc.status;
+  details: string;
+}
+
+/** Failures as the client sees them: a code and one line, never a stack. */
+export function toStatusError(err: unknown, logger: Logger, method: string): StatusError {
+  if (err instanceof RequestError) {
+    return { code: err.kind === 'not_found' ? grpc.status.NOT_FOUND : grpc.status.INVALID_ARGUMENT, details: err.message };
+  }
+  if (err instanceof ConversionError) return { code: grpc.status.INVALID_ARGUMENT, details: err.message };
+  if (err instanceof CancelledError) return { code: grpc.status.CANCELLED, details: err.message };
+  logger.error('rpc failed', { method, error: err instanceof Error ? err.message : String(err), stack: (err as Error)?.stack });
+  const short = err instanceof Error ? err.message.split('\n')[0].slice(0, 200) : 'unknown error';
+  return { code: grpc.status.INTERNAL, details: `${method} failed: ${short}` };
+}
+
+function finishSpan(span: Span, status: StatusError | undefined): void {
+  recordRpcStatus(span, status?.code ?? grpc.status.OK, status?.details);
+}
+
+/** Resolves when the stream can take more, or when writing no longer matters. */
+function writable(call: grpc.ServerWritableStream<ChunkFilesRequest, ChunkFilesResponse>): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      call.off('drain', done);
+      call.off('cancelled', done);
+      call.off('close', done);
+      resolve();
+    };
+    call.on('drain', done);
+    call.on('cancelled', done);
+    call.on('close', done);
+  });
+}
+
+export function createHandlers(service: AnalysisService, logger: Logger): CodeAnalysisServiceServer {
+  return {
+    scanWorkspace: (call, callback) => {
+      void withServerSpan(ANALYSIS_SERVICE_NAME, 'ScanWorkspace', call.metadata, async (span) => {
+        try {
+          const result = await service.scan(scanRequestFromPb(call.request), () => call.cancelled);
+          span.setAttribute('codecompass.files', result.files.length);
+          finishSpan(span, undefined);
+          logger.info('scan done', {
+            files: result.files.length,
+            added: result.added.length,
+            changed: result.changed.length,
+            removed: result.removed.length,
+            skipped: result.skipped.length,
+            duration_ms: Math.round(result.durationMs),
+          });
+          callback(null, scanResultToPb(result));
+        } catch (err) {
+          const status = toStatusError(err, logger, 'ScanWorkspace');
+          finishSpan(span, status);
+          callback(status);
+        }
+      });
+    },
+
+    chunkFiles: (call) => {
+      void withServerSpan(ANALYSIS_SERVICE_NAME, 'ChunkFiles', call.metadata, async (span) => {
+        let files = 0;
+        try {
+          for await (const file of service.chunkFiles(chunkRequestFromPb(call.request), () => call.cancelled)) {
+            if (call.cancelled) throw new CancelledError();
+            files++;
+            if (!call.write(chunkedFileToPb(file))) await writable(call);
+          }
+          span.setAttribute('codecompass.files', files);
+          finishSpan(span, undefined);
+          call.end();
+        } catch (err) {
+          const status = toStatusError(err, logger, 'ChunkFiles');
+          span.setAttribute('codecompass.files', files);
+          finishSpan(span, status);
+          if (!call.cancelled) call.emit('error', status);
+        }
+      });
+    },
+
+    renderSymbols: (call, callback) => {
+      void withServerSpan(ANALYSIS_SERVICE_NAME, 'RenderSymbols', call.metadata, async (span) => {
+        try {
+          const result = service.render(renderRequestFromPb(call.request));
+          finishSpan(span, undefined);
+          callback(null, renderResultToPb(result));
+        } catch (err) {
+          const status = toStatusError(err, logger, 'RenderSymbols');
+          finishSpan(span, status);
+          callback(status);
+        }
+      });
+    },
+  };
+}
+
+export interface RunningServer {
+  readonly host: string;
+  readonly port: number;
+  /** Marks the service ready once warm-up has finished. */
+  setServing(): void;
+  /**
+   * Stops accepting calls and lets in-flight ones (a ChunkFiles stream over
+   * a large folder) finish; after graceMs the rest are cut off.
+   */
+  shutdown(graceMs: number): Promise<void>;
+}
+
+export async function startServer(options: {
+  host: string;
+  port: number;
+  service: AnalysisService;
+  logger: Logger;
+}): Promise<RunningServer> {
+  const server = new grpc.Server({
+    // Chunk responses of huge files can exceed the 4 MiB default.
+    'grpc.max_send_message_length': 64 * 1024 * 1024,
+    'grpc.max_receive_message_length': 64 * 1024 * 1024,
+  });
+  const health = new HealthImplementation({ '': 'NOT_SERVING', [ANALYSIS_SERVICE_NAME]: 'NOT_SERVING' });
+  health.addToServer(server);
+  server.addService(CodeAnalysisServiceService, createHandlers(options.service, options.logger));
+  const target = `${options.host.includes(':') ? `[${options.host}]` : options.host}:${options.port}`;
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
+  });
+  const setAll = (status: 'SERVING' | 'NOT_SERVING') => {
+    health.setStatus('', status);
+    health.setStatus(ANALYSIS_SERVICE_NAME, status);
+  };
+  let stopping: Promise<void> | undefined;
+  return {
+    host: options.host,
+    port,
+    setServing: () => {
+      if (!stopping) setAll('SERVING');
+    },
+    shutdown: (graceMs) => {
+      stopping ??= new Promise<void>((resolve) => {
+        setAll('NOT_SERVING');
+        const force = setTimeout(() => {
+          options.logger.warn('grace period over, cancelling in-flight calls', { grace_ms: graceMs });
+          server.forceShutdown();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      return stopping;
+    },
+  };
+}

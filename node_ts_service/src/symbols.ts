@@ -1,0 +1,877 @@
+// Symbol discovery: one walk of a parsed file that finds every chunkable
+// symbol at every depth, with the offsets the chunker and renderer need.
+// Kept separate from chunk building so that ids can be recomputed for any
+// declaration (references, rendering) without building chunk text.
+import { createHash } from 'node:crypto';
+import ts from 'typescript';
+import type { NodeKind } from './types';
+
+export type BodyStyle = 'brace' | 'bracket' | 'expr';
+
+export interface SymbolNode {
+  id: string;
+  kind: NodeKind;
+  /** Kind as used in the id; accessors add get/set so a getter and setter of one name stay apart. */
+  idKind: string;
+  /** Simple name, e.g. "y" for `X.prototype.y = …`. */
+  name: string;
+  /** Name relative to the parent, e.g. "X.y" for a prototype assignment, "a.b" for `namespace a.b`. */
+  localName: string;
+  qualifiedName: string;
+  parent: SymbolNode | undefined;
+  children: SymbolNode[];
+  depth: number;
+  /** Start of the symbol text: after leading trivia and JSDoc, decorators and modifiers included. */
+  start: number;
+  end: number;
+  jsdocStart: number; // -1 when there is no leading JSDoc
+  jsdocEnd: number;
+  /** The body that collapses when this symbol is shown inside its parent; -1 when it has none. */
+  bodyStart: number;
+  bodyEnd: number;
+  bodyStyle: BodyStyle;
+  signature: string;
+  /** The declaration nodes that stand for this symbol (overloads, the variable and its initializer, …). */
+  nodes: ts.Node[];
+  /** Nodes whose subtrees hold the symbol's own source, in order. */
+  roots: ts.Node[];
+}
+
+export interface FileSymbols {
+  roots: SymbolNode[];
+  /** Every symbol in source order (parents before their children). */
+  all: SymbolNode[];
+  byNode: Map<ts.Node, SymbolNode>;
+  byId: Map<string, SymbolNode>;
+}
+
+const SIGNATURE_LIMIT = 300;
+const INITIALIZER_PREVIEW = 80;
+
+const cache = new WeakMap<ts.SourceFile, { relativePath: string; symbols: FileSymbols }>();
+
+export function stableId(parts: string[]): string {
+  return createHash('sha1').update(parts.join('\0')).digest('hex').slice(0, 20);
+}
+
+export function compact(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+function truncate(text: string, limit: number): string {
+  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
+}
+
+type FunctionLike = ts.ArrowFunction | ts.FunctionExpression;
+
+function unwrap(expr: ts.Expression): ts.Expression {
+  let e = expr;
+  while (
+    ts.isParenthesizedExpression(e) ||
+    ts.isAsExpression(e) ||
+    ts.isSatisfiesExpression(e) ||
+    ts.isTypeAssertionExpression(e) ||
+    ts.isNonNullExpression(e)
+  ) {
+    e = e.expression;
+  }
+  return e;
+}
+
+function calleeName(call: ts.CallExpression): string {
+  const callee = call.expression;
+  if (ts.isIdentifier(callee)) return callee.text;
+  if (ts.isPropertyAccessExpression(callee) && ts.isIdentifier(callee.expression)) {
+    return `${callee.expression.text}.${callee.name.text}`;
+  }
+  return '';
+}
+
+const COMPONENT_WRAPPERS = new Set(['forwardRef', 'memo', 'React.forwardRef', 'React.memo']);
+// useCallback binds a named callback inside a component body; it is a function like any other.
+const CALLBACK_WRAPPERS = new Set(['useCallback', 'React.useCallback']);
+
+interface BoundValue {
+  fn?: FunctionLike;
+  cls?: ts.ClassExpression;
+  object?: ts.ObjectLiteralExpression;
+  wrappedComponent: boolean;
+}
+
+function boundValue(init: ts.Expression | undefined): BoundValue {
+  if (!init) return { wrappedComponent: false };
+  const e = unwrap(init);
+  if (ts.isArrowFunction(e) || ts.isFunctionExpression(e)) return { fn: e, wrappedComponent: false };
+  if (ts.isClassExpression(e)) return { cls: e, wrappedComponent: false };
+  if (ts.isObjectLiteralExpression(e)) return { object: e, wrappedComponent: false };
+  if (ts.isCallExpression(e)) {
+    const name = calleeName(e);
+    if (COMPONENT_WRAPPERS.has(name) && e.arguments.length > 0) {
+      const inner = boundValue(e.arguments[0]);
+      if (inner.fn || inner.cls) return { fn: inner.fn, cls: inner.cls, wrappedComponent: true };
+    }
+    if (CALLBACK_WRAPPERS.has(name) && e.arguments.length > 0) {
+      const inner = unwrap(e.arguments[0]);
+      if (ts.isArrowFunction(inner) || ts.isFunctionExpression(inner)) return { fn: inner, wrappedComponent: false };
+    }
+  }
+  return { wrappedComponent: false };
+}
+
+function isRequireCall(init: ts.Expression | undefined): boolean {
+  if (!init) return false;
+  let e = unwrap(init);
+  while (ts.isPropertyAccessExpression(e)) e = e.expression;
+  return ts.isCallExpression(e) && ts.isIdentifier(e.expression) && e.expression.text === 'require';
+}
+
+function containsJsx(node: ts.Node): boolean {
+  let found = false;
+  const visit = (n: ts.Node): void => {
+    if (found) return;
+    if (ts.isJsxElement(n) || ts.isJsxSelfClosingElement(n) || ts.isJsxFragment(n)) {
+      found = true;
+      return;
+    }
+    ts.forEachChild(n, visit);
+  };
+  visit(node);
+  return found;
+}
+
+function looksLikeComponentName(name: string): boolean {
+  const c = name.charCodeAt(0);
+  return c >= 65 && c <= 90;
+}
+
+const REACT_BASES = new Set(['Component', 'PureComponent', 'React.Component', 'React.PureComponent']);
+
+function isClassComponent(cls: ts.ClassLikeDeclaration): boolean {
+  for (const clause of cls.heritageClauses ?? []) {
+    if (clause.token !== ts.SyntaxKind.ExtendsKeyword) continue;
+    for (const t of clause.types) {
+      const e = t.expression;
+      const name = ts.isIdentifier(e)
+        ? e.text
+        : ts.isPropertyAccessExpression(e) && ts.isIdentifier(e.expression)
+          ? `${e.expression.text}.${e.name.text}`
+          : '';
+      if (REACT_BASES.has(name)) return true;
+    }
+  }
+  return false;
+}
+
+/** Property names as written: computed names keep their brackets, private names their '#'. */
+export function propertyNameText(name: ts.PropertyName | undefined, text: string): string {
+  if (!name) return '';
+  if (ts.isIdentifier(name) || ts.isPrivateIdentifier(name)) return name.text;
+  if (ts.isStringLiteral(name) || ts.isNumericLiteral(name) || ts.isNoSubstitutionTemplateLiteral(name)) return name.text;
+  return compact(text.slice(name.getStart(), name.end));
+}
+
+function hasBody(node: ts.Node): boolean {
+  return (
+    (ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node) || ts.isConstructorDeclaration(node)) &&
+    node.body !== undefined
+  );
+}
+
+const CANDIDATE_KINDS = new Uint8Array(ts.SyntaxKind.Count);
+for (const kind of [
+  ts.SyntaxKind.FunctionDeclaration,
+  ts.SyntaxKind.FunctionExpression,
+  ts.SyntaxKind.ClassDeclaration,
+  ts.SyntaxKind.InterfaceDeclaration,
+  ts.SyntaxKind.EnumDeclaration,
+  ts.SyntaxKind.TypeAliasDeclaration,
+  ts.SyntaxKind.ModuleDeclaration,
+  ts.SyntaxKind.MethodDeclaration,
+  ts.SyntaxKind.Constructor,
+  ts.SyntaxKind.GetAccessor,
+  ts.SyntaxKind.SetAccessor,
+  ts.SyntaxKind.PropertyDeclaration,
+  ts.SyntaxKind.PropertyAssignment,
+  ts.SyntaxKind.VariableStatement,
+  ts.SyntaxKind.ExpressionStatement,
+  ts.SyntaxKind.ExportAssignment,
+]) {
+  CANDIDATE_KINDS[kind] = 1;
+}
+
+interface Spec {
+  kind: NodeKind;
+  idKind: string;
+  name: string;
+  localName: string;
+  /** Node whose extent is the symbol's extent. */
+  outer: ts.Node;
+  nodes: ts.Node[];
+  /** Node whose text, up to the body, is the signature. */
+  header: ts.Node;
+  body?: { start: number; end: number; style: BodyStyle };
+  /** Where to keep looking for children, and whether declarations there are module-level. */
+  walk: { node: ts.Node; moduleScope: boolean }[];
+  /** Signature given outright (variables, types) instead of "header up to body". */
+  signature?: string;
+  overloadable: boolean;
+}
+
+class Discovery {
+  private readonly all: SymbolNode[] = [];
+  private readonly roots: SymbolNode[] = [];
+  private readonly byNode = new Map<ts.Node, SymbolNode>();
+  private readonly dupCounters = new Map<SymbolNode | undefined, Map<string, number>>();
+  private readonly text: string;
+
+  constructor(
+    private readonly sf: ts.SourceFile,
+    private readonly relativePath: string,
+  ) {
+    this.text = sf.text;
+  }
+
+  run(): FileSymbols {
+    this.descend(this.sf, undefined, true);
+    const byId = new Map<string, SymbolNode>();
+    for (const s of this.all) byId.set(s.id, s);
+    return { roots: this.roots, all: this.all, byNode: this.byNode, byId };
+  }
+
+  // Walk state lives in fields and one shared visitor: allocating a closure per
+  // AST node doubled discovery time on typescript.js (1M nodes).
+  private parentSym: SymbolNode | undefined;
+  private moduleScope = true;
+  /** An overload set whose implementation has not been seen yet. */
+  private openOverload: SymbolNode | undefined;
+
+  private descend(node: ts.Node, parent: SymbolNode | undefined, moduleScope: boolean): void {
+    const savedParent = this.parentSym;
+    const savedScope = this.moduleScope;
+    this.parentSym = parent;
+    this.moduleScope = moduleScope;
+    ts.forEachChild(node, this.visitChild);
+    this.parentSym = savedParent;
+    this.moduleScope = savedScope;
+  }
+
+  private readonly visitChild = (child: ts.Node): void => {
+    if (CANDIDATE_KINDS[child.kind] === 1) {
+      const specs = this.classify(child, this.moduleScope);
+      if (specs.length > 0) {
+        this.handle(child, specs);
+        return;
+      }
+    }
+    if (this.moduleScope && !this.isTransparent(child)) {
+      this.descend(child, this.parentSym, false);
+      return;
+    }
+    ts.forEachChild(child, this.visitChild);
+  };
+
+  private handle(child: ts.Node, specs: Spec[]): void {
+    const parent = this.parentSym;
+    for (const spec of specs) {
+      const open = this.openOverload;
+      const sym = open && spec.overloadable && this.extendsOverloadSet(open, spec) ? open : this.create(spec, parent);
+      // An overload set stays open until the declaration that has a body.
+      this.openOverload = spec.overloadable && !hasBody(spec.outer) ? sym : undefined;
+      for (const w of spec.walk) this.descend(w.node, sym, w.moduleScope);
+    }
+    if (ts.isVariableStatement(child)) {
+      // Declarations that are not symbols (locals, destructuring) can still hold named functions.
+      for (const decl of child.declarationList.declarations) {
+        if (!this.byNode.has(decl)) this.descend(decl, parent, false);
+      }
+    }
+  }
+
+  /**
+   * Statements of a top-level IIFE (`(function (ts) { … })(ts || (ts = {}))`,
+   * `((module) => { … })(…)`) are module-level in all but syntax: bundles and
+   * old namespace emit put a whole library there, so they chunk like a file.
+   */
+  private isTransparent(node: ts.Node): boolean {
+    if (ts.isExpressionStatement(node)) return true;
+    if (ts.isCallExpression(node) || ts.isParenthesizedExpression(node) || ts.isPropertyAccessExpression(node)) {
+      return true;
+    }
+    if (ts.isArrowFunction(node) || ts.isFunctionExpression(node)) return this.isIifeCallee(node);
+    return ts.isBlock(node) && (ts.isArrowFunction(node.parent) || ts.isFunctionExpression(node.parent));
+  }
+
+  private isIifeCallee(fn: FunctionLike): boolean {
+    let e: ts.Node = fn;
+    while (ts.isParenthesizedExpression(e.parent)) e = e.parent;
+    const p = e.parent;
+    if (ts.isCallExpression(p) && p.expression === e) return ts.isExpressionStatement(outerExpression(p).parent);
+    // (function () { … }).call(this)
+    if (ts.isPropertyAccessExpression(p) && p.expression === e && ts.isCallExpression(p.parent)) {
+      return ts.isExpressionStatement(outerExpression(p.parent).parent);
+    }
+    return false;
+  }
+
+  private extendsOverloadSet(last: SymbolNode, spec: Spec): boolean {
+    const prev = last.nodes[last.nodes.length - 1];
+    if (prev.kind !== spec.outer.kind || prev.parent !== spec.outer.parent) return false;
+    if (last.idKind !== spec.idKind || last.localName !== spec.localName) return false;
+    last.end = spec.outer.end;
+    last.nodes.push(spec.outer);
+    last.roots.push(spec.outer);
+    this.byNode.set(spec.outer, last);
+    if (spec.body) {
+      last.bodyStart = spec.body.start;
+      last.bodyEnd = spec.body.end;
+      last.bodyStyle = spec.body.style;
+    } else {
+      last.signature = truncate(`${last.signature}\n${this.headerSignature(spec.header, undefined)}`, SIGNATURE_LIMIT * 4);
+    }
+    return true;
+  }
+
+  private create(spec: Spec, parent: SymbolNode | undefined): SymbolNode {
+    const counters = this.dupCounters.get(parent) ?? new Map<string, number>();
+    this.dupCounters.set(parent, counters);
+    const dupKey = `${spec.idKind}\0${spec.localName}`;
+    const dup = counters.get(dupKey) ?? 0;
+    counters.set(dupKey, dup + 1);
+    const id = stableId([this.relativePath, parent ? parent.id : '', spec.idKind, spec.localName, String(dup)]);
+    const start = spec.outer.getStart(this.sf);
+    const jsdoc = this.leadingJsDoc(spec.outer, start);
+    const sym: SymbolNode = {
+      id,
+      kind: spec.kind,
+      idKind: spec.idKind,
+      name: spec.name,
+      localName: spec.localName,
+      qualifiedName: parent ? `${parent.qualifiedName}.${spec.localName}` : spec.localName,
+      parent,
+      children: [],
+      depth: parent ? parent.depth + 1 : 0,
+      start,
+      end: spec.outer.end,
+      jsdocStart: jsdoc ? jsdoc.pos : -1,
+      jsdocEnd: jsdoc ? jsdoc.end : -1,
+      bodyStart: spec.body ? spec.body.start : -1,
+      bodyEnd: spec.body ? spec.body.end : -1,
+      bodyStyle: spec.body ? spec.body.style : 'brace',
+      signature: spec.signature ?? this.headerSignature(spec.header, spec.body?.start),
+      nodes: spec.nodes,
+      roots: [spec.outer],
+    };
+    for (const n of spec.nodes) this.byNode.set(n, sym);
+    (parent ? parent.children : this.roots).push(sym);
+    this.all.push(sym);
+    return sym;
+  }
+
+  private leadingJsDoc(node: ts.Node, start: number): ts.CommentRange | undefined {
+    const ranges = ts.getLeadingCommentRanges(this.text, node.pos);
+    if (!ranges || ranges.length === 0) return undefined;
+    const last = ranges[ranges.length - 1];
+    if (last.kind !== ts.SyntaxKind.MultiLineCommentTrivia) return undefined;
+    if (!this.text.startsWith('/**', last.pos) || this.text.startsWith('/**/', last.pos)) return undefined;
+    if (this.text.slice(last.end, start).trim() !== '') return undefined;
+    return last;
+  }
+
+  /** Header text from the first non-decorator token up to the body, on one line. */
+  private headerSignature(node: ts.Node, bodyStart: number | undefined): string {
+    let from = node.getStart(this.sf);
+    const modifiers = ts.canHaveModifiers(node) ? node.modifiers : undefined;
+    if (modifiers && modifiers.length > 0) {
+      const firstKeyword = modifiers.find((m) => !ts.isDecorator(m));
+      from = firstKeyword ? firstKeyword.getStart(this.sf) : skipTrivia(this.text, modifiers[modifiers.length - 1].end);
+    }
+    const to = bodyStart !== undefined && bodyStart >= from ? bodyStart : node.end;
+    return truncate(compact(this.text.slice(from, to)).replace(/\s*;$/, ''), SIGNATURE_LIMIT);
+  }
+
+  private variableSignature(outer: ts.Node, decl: ts.VariableDeclaration | ts.PropertyDeclaration): string {
+    const init = decl.initializer;
+    const head = this.headerSignature(outer, init ? init.getStart(this.sf) : undefined);
+    if (!init || decl.type) return truncate(head.replace(/\s*=$/, '').replace(/;$/, ''), SIGNATURE_LIMIT);
+    const initText = this.text.slice(init.getStart(this.sf), init.end);
+    const newline = initText.indexOf('\n');
+    const firstLine = newline < 0 ? initText : initText.slice(0, newline);
+    const preview = compact(firstLine) + (firstLine.length < initText.length ? ' …' : '');
+    return truncate(`${head} ${truncate(preview, INITIALIZER_PREVIEW)}`, SIGNATURE_LIMIT);
+  }
+
+  private braceBody(openBraceAfter: number, end: number): Spec['body'] {
+    const open = this.text.lastIndexOf('{', openBraceAfter);
+    return open < 0 ? undefined : { start: open, end, style: 'brace' };
+  }
+
+  private functionBody(fn: ts.FunctionLikeDeclaration): Spec['body'] {
+    const body = fn.body;
+    if (!body) return undefined;
+    const start = body.getStart(this.sf);
+    if (ts.isBlock(body)) return { start, end: body.end, style: 'brace' };
+    return { start, end: body.end, style: 'expr' };
+  }
+
+  private initializerBody(init: ts.Expression): Spec['body'] {
+    const e = unwrap(init);
+    const start = init.getStart(this.sf);
+    if (ts.isObjectLiteralExpression(e) && init === e) return { start, end: init.end, style: 'brace' };
+    if (ts.isArrayLiteralExpression(e) && init === e) return { start, end: init.end, style: 'bracket' };
+    return { start, end: init.end, style: 'expr' };
+  }
+
+  private functionKind(name: string, fn: ts.Node, fallback: NodeKind): NodeKind {
+    return looksLikeComponentName(name) && containsJsx(fn) ? 'component' : fallback;
+  }
+
+  private classSpec(cls: ts.ClassLikeDeclaration, outer: ts.Node, name: string, nodes: ts.Node[]): Spec {
+    const body = this.braceBody(cls.members.pos - 1, cls.end);
+    return {
+      kind: isClassComponent(cls) ? 'component' : 'class',
+      idKind: 'class',
+      name,
+      localName: name,
+      outer,
+      nodes,
+      header: outer === cls ? cls : outer,
+      body,
+      walk: [{ node: cls, moduleScope: false }],
+      overloadable: false,
+      signature: outer === cls ? undefined : this.headerSignature(outer, body?.start),
+    };
+  }
+
+  private boundSpec(
+    outer: ts.Node,
+    nameNode: ts.Node,
+    name: string,
+    localName: string,
+    value: BoundValue,
+    fnKind: NodeKind,
+    declForVariable: ts.VariableDeclaration | ts.PropertyDeclaration | undefined,
+  ): Spec | undefined {
+    if (value.fn) {
+      const kind: NodeKind = value.wrappedComponent ? 'component' : this.functionKind(name, value.fn, fnKind);
+      const body = this.functionBody(value.fn);
+      return {
+        kind,
+        idKind: kind === 'component' ? 'component' : fnKind,
+        name,
+        localName,
+        outer,
+        nodes: [outer, nameNode, value.fn],
+        header: outer,
+        body,
+        walk: [{ node: value.fn, moduleScope: false }],
+        overloadable: false,
+      };
+    }
+    if (value.cls) {
+      const spec = this.classSpec(value.cls, outer, name, [outer, nameNode, value.cls]);
+      if (value.wrappedComponent) spec.kind = 'component';
+      spec.localName = localName;
+      return spec;
+    }
+    if (declForVariable) {
+      const init = declForVariable.initializer;
+      const multiLine = init !== undefined && this.spansLines(init.getStart(this.sf), init.end);
+      return {
+        kind: 'variable',
+        idKind: 'variable',
+        name,
+        localName,
+        outer,
+        nodes: [outer, nameNode],
+        header: outer,
+        body: init && multiLine ? this.initializerBody(init) : undefined,
+        walk: init ? [{ node: init, moduleScope: false }] : [],
+        signature: this.variableSignature(outer, declForVariable),
+        overloadable: false,
+      };
+    }
+    if (value.object) {
+      return {
+        kind: 'variable',
+        idKind: 'variable',
+        name,
+        localName,
+        outer,
+        nodes: [outer, nameNode],
+        header: outer,
+        body: this.spansLines(value.object.getStart(this.sf), value.object.end)
+          ? { start: value.object.getStart(this.sf), end: value.object.end, style: 'brace' }
+          : undefined,
+        walk: [{ node: value.object, moduleScope: false }],
+        signature: truncate(`${compact(this.text.slice(outer.getStart(this.sf), value.object.getStart(this.sf)))} { … }`, SIGNATURE_LIMIT),
+        overloadable: false,
+      };
+    }
+    return undefined;
+  }
+
+  private spansLines(start: number, end: number): boolean {
+    const nl = this.text.indexOf('\n', start);
+    return nl >= 0 && nl < end;
+  }
+
+  private classify(node: ts.Node, moduleScope: boolean): Spec[] {
+    switch (node.kind) {
+      case ts.SyntaxKind.FunctionDeclaration: {
+        const fn = node as ts.FunctionDeclaration;
+        const name = fn.name ? fn.name.text : 'default';
+        const kind = this.functionKind(name, fn, 'function');
+        return [
+          {
+            kind,
+            idKind: kind,
+            name,
+            localName: name,
+            outer: fn,
+            nodes: [fn],
+            header: fn,
+            body: this.functionBody(fn),
+            walk: fn.body ? [{ node: fn.body, moduleScope: false }] : [],
+            overloadable: true,
+          },
+        ];
+      }
+      case ts.SyntaxKind.ClassDeclaration: {
+        const cls = node as ts.ClassDeclaration;
+        const name = cls.name ? cls.name.text : 'default';
+        return [this.classSpec(cls, cls, name, [cls])];
+      }
+      case ts.SyntaxKind.InterfaceDeclaration: {
+        const d = node as ts.InterfaceDeclaration;
+        return [this.declarationSpec(d, 'interface', d.name.text, this.braceBody(d.members.pos - 1, d.end))];
+      }
+      case ts.SyntaxKind.EnumDeclaration: {
+        const d = node as ts.EnumDeclaration;
+        return [this.declarationSpec(d, 'enum', d.name.text, this.braceBody(d.members.pos - 1, d.end))];
+      }
+      case ts.SyntaxKind.TypeAliasDeclaration: {
+        const d = node as ts.TypeAliasDeclaration;
+        const body: Spec['body'] = ts.isTypeLiteralNode(d.type)
+          ? { start: d.type.getStart(this.sf), end: d.type.end, style: 'brace' }
+          : undefined;
+        const spec = this.declarationSpec(d, 'type', d.name.text, body);
+        spec.signature = truncate(compact(this.text.slice(d.getStart(this.sf), Math.min(d.end, d.getStart(this.sf) + 1000))), 200);
+        return [spec];
+      }
+      case ts.SyntaxKind.ModuleDeclaration:
+        return [this.namespaceSpec(node as ts.ModuleDeclaration)];
+      case ts.SyntaxKind.MethodDeclaration: {
+        const m = node as ts.MethodDeclaration;
+        if (ts.isObjectLiteralExpression(m.parent) && !this.isBoundObject(m.parent)) return [];
+        const name = propertyNameText(m.name, this.text);
+        return [this.memberSpec(m, 'method', 'method', name, m.body ? [{ node: m.body, moduleScope: false }] : [])];
+      }
+      case ts.SyntaxKind.Constructor: {
+        const c = node as ts.ConstructorDeclaration;
+        return [this.memberSpec(c, 'constructor', 'constructor', 'constructor', c.body ? [{ node: c.body, moduleScope: false }] : [])];
+      }
+      case ts.SyntaxKind.GetAccessor:
+      case ts.SyntaxKind.SetAccessor: {
+        const a = node as ts.AccessorDeclaration;
+        if (ts.isObjectLiteralExpression(a.parent) && !this.isBoundObject(a.parent)) return [];
+        const idKind = ts.isGetAccessor(a) ? 'accessor:get' : 'accessor:set';
+        const spec = this.memberSpec(a, 'accessor', idKind, propertyNameText(a.name, this.text), a.body ? [{ node: a.body, moduleScope: false }] : []);
+        spec.overloadable = false;
+        return [spec];
+      }
+      case ts.SyntaxKind.PropertyDeclaration: {
+        const p = node as ts.PropertyDeclaration;
+        const name = propertyNameText(p.name, this.text);
+        const spec = this.boundSpec(p, p.name, name, name, boundValue(p.initializer), 'method', p);
+        return spec ? [spec] : [];
+      }
+      case ts.SyntaxKind.PropertyAssignment: {
+        const p = node as ts.PropertyAssignment;
+        if (!this.isBoundObject(p.parent)) return [];
+        const value = boundValue(p.initializer);
+        if (!value.fn && !value.cls) return [];
+        const name = propertyNameText(p.name, this.text);
+        const spec = this.boundSpec(p, p.name, name, name, value, 'method', undefined);
+        return spec ? [spec] : [];
+      }
+      case ts.SyntaxKind.VariableStatement:
+        return this.variableSpecs(node as ts.VariableStatement, moduleScope);
+      case ts.SyntaxKind.ExpressionStatement: {
+        const spec = this.assignmentSpec(node as ts.ExpressionStatement);
+        return spec ? [spec] : [];
+      }
+      case ts.SyntaxKind.FunctionExpression: {
+        // Reached only when not bound to a name (bound ones are claimed by their binding):
+        // a named function expression still names a function, e.g. `return function retry() {…}`.
+        const fn = node as ts.FunctionExpression;
+        if (!fn.name || this.isIifeCallee(fn)) return [];
+        const name = fn.name.text;
+        const kind = this.functionKind(name, fn, 'function');
+        return [
+          {
+            kind,
+            idKind: kind,
+            name,
+            localName: name,
+            outer: fn,
+            nodes: [fn],
+            header: fn,
+            body: this.functionBody(fn),
+            walk: [{ node: fn.body, moduleScope: false }],
+            overloadable: false,
+          },
+        ];
+      }
+      case ts.SyntaxKind.ExportAssignment: {
+        const ea = node as ts.ExportAssignment;
+        const value = boundValue(ea.expression);
+        const fnName = value.fn && ts.isFunctionExpression(value.fn) && value.fn.name ? value.fn.name.text : 'default';
+        const spec = this.boundSpec(ea, ea, fnName, fnName, value, 'function', undefined);
+        return spec ? [spec] : [];
+      }
+      default:
+        return [];
+    }
+  }
+
+  /** Object literals whose members are named API: bound to a variable, property, export or return. */
+  private isBoundObject(obj: ts.ObjectLiteralExpression): boolean {
+    let e: ts.Node = obj;
+    while (ts.isParenthesizedExpression(e.parent) || ts.isAsExpression(e.parent) || ts.isSatisfiesExpression(e.parent)) {
+      e = e.parent;
+    }
+    const p = e.parent;
+    return (
+      (ts.isVariableDeclaration(p) && p.initializer === e) ||
+      (ts.isPropertyDeclaration(p) && p.initializer === e) ||
+      (ts.isBinaryExpression(p) && p.right === e && p.operatorToken.kind === ts.SyntaxKind.EqualsToken) ||
+      ts.isExportAssignment(p) ||
+      ts.isReturnStatement(p)
+    );
+  }
+
+  private declarationSpec(d: ts.DeclarationStatement, kind: NodeKind, name: string, body: Spec['body']): Spec {
+    return {
+      kind,
+      idKind: kind,
+      name,
+      localName: name,
+      outer: d,
+      nodes: [d],
+      header: d,
+      body,
+      walk: [],
+      overloadable: false,
+    };
+  }
+
+  private memberSpec(
+    m: ts.MethodDeclaration | ts.ConstructorDeclaration | ts.AccessorDeclaration,
+    kind: NodeKind,
+    idKind: string,
+    name: string,
+    walk: Spec['walk'],
+  ): Spec {
+    return {
+      kind,
+      idKind,
+      name,
+      localName: name,
+      outer: m,
+      nodes: [m],
+      header: m,
+      body: this.functionBody(m),
+      walk,
+      overloadable: true,
+    };
+  }
+
+  private namespaceSpec(decl: ts.ModuleDeclaration): Spec {
+    const names: string[] = [];
+    const nodes: ts.Node[] = [];
+    let inner: ts.ModuleDeclaration = decl;
+    for (;;) {
+      nodes.push(inner);
+      names.push(ts.isIdentifier(inner.name) ? inner.name.text : inner.name.text);
+      if (inner.body && ts.isModuleDeclaration(inner.body)) inner = inner.body;
+      else break;
+    }
+    const name = names.join('.');
+    const block = inner.body && ts.isModuleBlock(inner.body) ? inner.body : undefined;
+    return {
+      kind: 'namespace',
+      idKind: 'namespace',
+      name,
+      localName: name,
+      outer: decl,
+      nodes,
+      header: decl,
+      body: block ? { start: block.getStart(this.sf), end: block.end, style: 'brace' } : undefined,
+      walk: block ? [{ node: block, moduleScope: true }] : [],
+      overloadable: false,
+    };
+  }
+
+  private variableSpecs(stmt: ts.VariableStatement, moduleScope: boolean): Spec[] {
+    const decls = stmt.declarationList.declarations;
+    const specs: Spec[] = [];
+    for (const decl of decls) {
+      if (!ts.isIdentifier(decl.name)) continue;
+      const value = boundValue(decl.initializer);
+      const isValue = !value.fn && !value.cls;
+      if (isValue && (!moduleScope || isRequireCall(decl.initializer))) continue;
+      // A one-declaration statement is the symbol (export, keyword and ';' included);
+      // in `const a = 1, b = 2` each declaration stands alone.
+      const outer: ts.Node = decls.length === 1 ? stmt : decl;
+      const name = decl.name.text;
+      const spec = this.boundSpec(outer, decl, name, name, value, 'function', isValue ? decl : undefined);
+      if (!spec) continue;
+      if (outer === stmt) spec.nodes.push(stmt.declarationList);
+      if (spec.kind === 'variable' && outer !== stmt) spec.signature = `${this.declarationKeyword(stmt)} ${spec.signature}`;
+      specs.push(spec);
+    }
+    return specs;
+  }
+
+  private declarationKeyword(stmt: ts.VariableStatement): string {
+    const flags = stmt.declarationList.flags;
+    if (flags & ts.NodeFlags.Const) return 'const';
+    if (flags & ts.NodeFlags.Let) return 'let';
+    return 'var';
+  }
+
+  /** `exports.x = …`, `module.exports = …`, `X.prototype.y = …`, `a.b = function …`. */
+  private assignmentSpec(stmt: ts.ExpressionStatement): Spec | undefined {
+    const expr = stmt.expression;
+    if (!ts.isBinaryExpression(expr) || expr.operatorToken.kind !== ts.SyntaxKind.EqualsToken) return undefined;
+    const left = expr.left;
+    if (!ts.isPropertyAccessExpression(left) && !ts.isElementAccessExpression(left)) return undefined;
+    const value = boundValue(expr.right);
+    if (!value.fn && !value.cls && !value.object) return undefined;
+    const path = accessPath(left);
+    if (path.length === 0) return undefined;
+    let parts = path;
+    if (parts[0] === 'module' && parts[1] === 'exports') parts = parts.slice(2);
+    else if (parts[0] === 'exports') parts = parts.slice(1);
+    else if (parts[0] === 'this') parts = parts.slice(1);
+    let kind: NodeKind = 'function';
+    const protoAt = parts.indexOf('prototype');
+    if (protoAt > 0) {
+      kind = 'method';
+      parts = [...parts.slice(0, protoAt), ...parts.slice(protoAt + 1)];
+    } else if (path[0] === 'this') {
+      kind = 'method';
+    }
+    const ownName = value.fn && ts.isFunctionExpression(value.fn) && value.fn.name ? value.fn.name.text : undefined;
+    if (parts.length === 0) parts = [ownName ?? 'module.exports'];
+    // Object literals only count when they are the module's exports object.
+    if (value.object && !(path[0] === 'module' || path[0] === 'exports')) return undefined;
+    const name = parts[parts.length - 1];
+    const spec = this.boundSpec(stmt, left, name, parts.join('.'), value, kind, undefined);
+    if (spec) spec.nodes.push(expr);
+    return spec;
+  }
+}
+
+/** Position of the first token at or after `pos`, skipping whitespace and comments. */
+function skipTrivia(text: string, pos: number): number {
+  const re = /(?:\s+|\/\/[^\n]*|\/\*[\s\S]*?\*\/)*/y;
+  re.lastIndex = pos;
+  re.exec(text);
+  return re.lastIndex;
+}
+
+function outerExpression(node: ts.Node): ts.Node {
+  let e = node;
+  while (ts.isParenthesizedExpression(e.parent) || ts.isPrefixUnaryExpression(e.parent) || ts.isVoidExpression(e.parent)) {
+    e = e.parent;
+  }
+  return e;
+}
+
+function accessPath(e: ts.Expression): string[] {
+  const parts: string[] = [];
+  let cur: ts.Expression = e;
+  for (;;) {
+    if (ts.isPropertyAccessExpression(cur)) {
+      parts.unshift(cur.name.text);
+      cur = cur.expression;
+    } else if (ts.isElementAccessExpression(cur) && ts.isStringLiteralLike(cur.argumentExpression)) {
+      parts.unshift(cur.argumentExpression.text);
+      cur = cur.expression;
+    } else if (ts.isIdentifier(cur)) {
+      parts.unshift(cur.text);
+      return parts;
+    } else if (cur.kind === ts.SyntaxKind.ThisKeyword) {
+      parts.unshift('this');
+      return parts;
+    } else {
+      return [];
+    }
+  }
+}
+
+/** Every chunkable symbol of `sf`, cached per SourceFile object. */
+export function discoverSymbols(sf: ts.SourceFile, relativePath: string): FileSymbols {
+  const hit = cache.get(sf);
+  if (hit && hit.relativePath === relativePath) return hit.symbols;
+  const symbols = new Discovery(sf, relativePath).run();
+  cache.set(sf, { relativePath, symbols });
+  return symbols;
+}
+
+/** 1-based line of a character offset (CRLF-aware: TypeScript's line map splits on \r\n, \n and \r). */
+export function lineOf(sf: ts.SourceFile, pos: number): number {
+  return sf.getLineAndCharacterOfPosition(pos).line + 1;
+}
+
+export function startLineOf(sf: ts.SourceFile, sym: SymbolNode): number {
+  return lineOf(sf, sym.start);
+}
+
+export function endLineOf(sf: ts.SourceFile, sym: SymbolNode): number {
+  return lineOf(sf, Math.max(sym.start, sym.end - 1));
+}
+
+/**
+ * A child collapses when its body spans two or more lines. A one-line body
+ * (`get id() { return this._id; }`) is already as short as its collapsed form
+ * would be, and keeping it verbatim keeps its meaning visible in the parent.
+ */
+export function isCollapsible(sf: ts.SourceFile, child: SymbolNode): boolean {
+  return child.bodyStart >= 0 && lineOf(sf, child.bodyStart) !== lineOf(sf, Math.max(child.bodyStart, child.bodyEnd - 1));
+}
+
+export function collapsedBody(style: BodyStyle, lines: number): string {
+  const marker = `/* ${lines} lines collapsed */`;
+  if (style === 'brace') return `{ ${marker} }`;
+  if (style === 'bracket') return `[ ${marker} ]`;
+  return marker;
+}
+
+/**
+ * The symbol's text with each direct child either rendered by `expand`
+ * (when it returns a string) or collapsed to its signature when it has a
+ * multi-line body.
+ */
+export function sourceWithChildren(
+  sf: ts.SourceFile,
+  sym: SymbolNode,
+  expand?: (child: SymbolNode) => string | undefined,
+): string {
+  const text = sf.text;
+  let out = '';
+  let at = sym.start;
+  for (const child of sym.children) {
+    const expanded = expand ? expand(child) : undefined;
+    if (expanded !== undefined) {
+      out += text.slice(at, child.start) + expanded;
+      at = child.end;
+    } else if (isCollapsible(sf, child)) {
+      const lines = endLineOf(sf, child) - startLineOf(sf, child) + 1;
+      out += text.slice(at, child.bodyStart) + collapsedBody(child.bodyStyle, lines);
+      at = child.bodyEnd;
+    }
+  }
+  return out + text.slice(at, sym.end);
+}

@@ -1,0 +1,180 @@
+// Per-workspace state (Programs, the symbol-id → file map, the render cache)
+// and the rules that keep every request inside its workspace root.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ProjectRegistry } from './program';
+import type { Chunk } from './types';
+
+export type RequestErrorKind = 'invalid_argument' | 'not_found';
+
+/** A problem with the request itself; the gRPC layer maps the kind to a status code. */
+export class RequestError extends Error {
+  constructor(
+    readonly kind: RequestErrorKind,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RequestError';
+  }
+}
+
+export interface RenderCacheEntry {
+  contentHash: string;
+  text: string;
+  chunks: Chunk[];
+}
+
+/** Enough for every symbol of a very large workspace; beyond it the oldest ids are forgotten. */
+const MAX_SYMBOL_PATHS = 2_000_000;
+
+export class Workspace {
+  readonly projects: ProjectRegistry;
+  private readonly symbolPaths = new Map<string, string>();
+  private readonly renderCache = new Map<string, RenderCacheEntry>();
+
+  constructor(
+    /** The root as the client names it, resolved but not symlink-resolved. */
+    readonly givenRoot: string,
+    /** The symlink-resolved root: every file must resolve below it. */
+    readonly root: string,
+    maxPrograms: number,
+    private readonly maxRenderCacheFiles: number,
+  ) {
+    this.projects = new ProjectRegistry(root, maxPrograms);
+  }
+
+  rememberSymbols(relativePath: string, chunks: readonly Chunk[]): void {
+    for (const chunk of chunks) {
+      this.symbolPaths.delete(chunk.id);
+      this.symbolPaths.set(chunk.id, relativePath);
+    }
+    while (this.symbolPaths.size > MAX_SYMBOL_PATHS) {
+      this.symbolPaths.delete(this.symbolPaths.keys().next().value as string);
+    }
+  }
+
+  pathOfSymbol(id: string): string | undefined {
+    return this.symbolPaths.get(id);
+  }
+
+  cachedRender(relativePath: string, contentHash: string): RenderCacheEntry | undefined {
+    const entry = this.renderCache.get(relativePath);
+    if (!entry || entry.contentHash !== contentHash) return undefined;
+    this.renderCache.delete(relativePath);
+    this.renderCache.set(relativePath, entry);
+    return entry;
+  }
+
+  cacheRender(relativePath: string, entry: RenderCacheEntry): void {
+    this.renderCache.delete(relativePath);
+    this.renderCache.set(relativePath, entry);
+    while (this.renderCache.size > this.maxRenderCacheFiles) {
+      this.renderCache.delete(this.renderCache.keys().next().value as string);
+    }
+  }
+
+  dispose(): void {
+    this.projects.dispose();
+  }
+}
+
+export interface ResolvedPath {
+  relativePath: string;
+  absolutePath: string;
+  isDirectory: boolean;
+  /** Set when the path exists but resolves (through a symlink) outside the workspace. */
+  realOutside: string | undefined;
+}
+
+export function toPosix(p: string): string {
+  return p.split(path.sep).join('/');
+}
+
+function relativeInside(root: string, candidate: string): string | undefined {
+  const rel = path.relative(root, candidate);
+  if (rel === '') return '';
+  if (rel === '..' || rel.startsWith('..' + path.sep) || path.isAbsolute(rel)) return undefined;
+  return rel;
+}
+
+/**
+ * Resolves a request path (workspace-relative, or absolute inside the root)
+ * without following it out of the workspace. Paths that escape lexically
+ * ("../x", "/etc/passwd") are refused outright.
+ */
+export function resolveRequestPath(workspace: Workspace, raw: string): ResolvedPath {
+  if (raw.trim() === '') throw new RequestError('invalid_argument', 'empty path');
+  if (raw.includes('\0')) throw new RequestError('invalid_argument', 'path contains a NUL character');
+  const absolute = path.isAbsolute(raw) ? path.resolve(raw) : path.resolve(workspace.root, raw);
+  let rel = relativeInside(workspace.root, absolute);
+  if (rel === undefined && path.isAbsolute(raw)) rel = relativeInside(workspace.givenRoot, absolute);
+  if (rel === undefined) {
+    throw new RequestError('invalid_argument', `path ${JSON.stringify(raw)} is outside the workspace root ${workspace.givenRoot}`);
+  }
+  const absolutePath = rel === '' ? workspace.root : path.join(workspace.root, rel);
+  let real: string;
+  let isDirectory: boolean;
+  try {
+    real = fs.realpathSync.native(absolutePath);
+    isDirectory = fs.statSync(real).isDirectory();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') {
+      throw new RequestError('not_found', `no such file or directory in the workspace: ${JSON.stringify(raw)}`);
+    }
+    if (code === 'ELOOP') {
+      return { relativePath: toPosix(rel), absolutePath, isDirectory: false, realOutside: undefined };
+    }
+    throw err;
+  }
+  return {
+    relativePath: toPosix(rel),
+    absolutePath,
+    isDirectory,
+    realOutside: relativeInside(workspace.root, real) === undefined ? real : undefined,
+  };
+}
+
+/** Bounded set of open workspaces, least recently used evicted first. */
+export class WorkspaceRegistry {
+  private readonly open = new Map<string, Workspace>();
+
+  constructor(
+    private readonly maxWorkspaces: number,
+    private readonly maxPrograms: number,
+    private readonly maxRenderCacheFiles: number,
+  ) {}
+
+  get(rawRoot: string): Workspace {
+    if (!rawRoot || !path.isAbsolute(rawRoot)) {
+      throw new RequestError('invalid_argument', `workspace_root must be an absolute path, got ${JSON.stringify(rawRoot)}`);
+    }
+    const givenRoot = path.resolve(rawRoot);
+    let root: string;
+    try {
+      root = fs.realpathSync.native(givenRoot);
+      if (!fs.statSync(root).isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
+    } catch {
+      throw new RequestError('invalid_argument', `workspace_root is not an existing directory: ${givenRoot}`);
+    }
+    const existing = this.open.get(root);
+    if (existing) {
+      this.open.delete(root);
+      this.open.set(root, existing);
+      return existing;
+    }
+    const workspace = new Workspace(givenRoot, root, this.maxPrograms, this.maxRenderCacheFiles);
+    this.open.set(root, workspace);
+    while (this.open.size > this.maxWorkspaces) {
+      const [oldestRoot, oldest] = this.open.entries().next().value as [string, Workspace];
+      oldest.dispose();
+      this.open.delete(oldestRoot);
+    }
+    return workspace;
+  }
+
+  dispose(): void {
+    for (const workspace of this.open.values()) workspace.dispose();
+    this.open.clear();
+  }
+}

@@ -1,0 +1,117 @@
+"""`codecompass`: run the local services and query them from a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from codecompass.cli import commands
+from codecompass.cli.errors import EXIT_USAGE, CliError
+from codecompass.common.chunks import NodeKind
+from codecompass.common.config import ConfigError, load_settings
+from codecompass.common.logging import configure_logging
+from codecompass.common.telemetry import flush_telemetry, init_telemetry
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="codecompass", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("up", help="start the local services in the background")
+    p.add_argument("--workspace", help="workspace the services should expect (optional)")
+    p.set_defaults(handler=commands.cmd_up)
+
+    p = sub.add_parser("down", help="stop the local services")
+    p.set_defaults(handler=commands.cmd_down)
+
+    p = sub.add_parser("status", help="show the local services and their health")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=commands.cmd_status)
+
+    p = sub.add_parser("config", help="print the effective settings (secrets redacted)")
+    p.set_defaults(handler=commands.cmd_config)
+
+    p = sub.add_parser("chunks", help="chunk a file or folder with the analysis service")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--json", action="store_true", help="one JSON object per chunk, one per line")
+    p.add_argument("--references", action="store_true", help="resolve one-hop references (slower)")
+    p.add_argument("--workspace", help="workspace root (default: nearest folder with .git/package.json/tsconfig)")
+    p.set_defaults(handler=commands.cmd_chunks)
+
+    p = sub.add_parser("index", help="bring a workspace's index up to date, with progress")
+    p.add_argument("path", metavar="PATH", help="workspace root")
+    p.add_argument("--no-wait", action="store_true",
+                   help="return once the lexical index is written; embeddings continue in the background")
+    p.set_defaults(handler=commands.cmd_index)
+
+    p = sub.add_parser("search", help="hybrid search over a workspace (syncs changed files first)")
+    p.add_argument("path", metavar="PATH", help="workspace root")
+    p.add_argument("query")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--limit", type=_positive_int, default=0, help="maximum results (default: server's)")
+    p.add_argument("--kind", action="append", choices=[k.value for k in NodeKind], help="keep only this kind")
+    p.add_argument("--path", dest="path_glob", action="append", metavar="GLOB",
+                   help="keep only paths under this prefix or matching this glob")
+    p.add_argument("--no-tests", action="store_true", help="leave out test files")
+    p.add_argument("--semantic-ratio", type=_ratio, help="maximum semantic weight in [0, 1]")
+    p.add_argument("--no-sync", action="store_true", help="search the index as it is, without syncing")
+    p.set_defaults(handler=commands.cmd_search)
+
+    p = sub.add_parser("run", help="start services, index a workspace and answer a sample query")
+    p.add_argument("--workspace", required=True)
+    p.set_defaults(handler=commands.cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+        # The CLI's own output is for people; only problems go to the JSON log on stderr.
+        configure_logging("codecompass-cli", level="WARNING")
+        init_telemetry("codecompass-cli")
+    except ConfigError as exc:
+        print(f"codecompass: configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return commands.dispatch(args, settings)
+    except CliError as exc:
+        print(f"codecompass: {exc}", file=sys.stderr)
+        if exc.detail:
+            print(exc.detail, file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("codecompass: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        # Flush rather than shut down: main() also runs in-process (tests), and
+        # the SDK's own exit hook shuts the provider down when the process ends.
+        flush_telemetry()
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""The CLI's gRPC calls: each has a deadline and turns failures into CliErrors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from codecompass.cli.convert import (
+    FileChunks,
+    IndexProgress,
+    chunk_files_request,
+    file_chunks_from_proto,
+    index_progress_from_proto,
+    index_request,
+    search_response_to_dict,
+)
+from codecompass.cli.errors import rpc_errors
+from codecompass.common.telemetry import traced_channel
+from codecompass.v1 import analysis_pb2_grpc, retrieval_pb2, retrieval_pb2_grpc
+
+
+def chunk_files(address: str, workspace_root: str, paths: Sequence[str], include_references: bool,
+                timeout_s: float) -> Iterator[FileChunks]:
+    with traced_channel(address) as channel, rpc_errors("analysis", address):
+        stub = analysis_pb2_grpc.CodeAnalysisServiceStub(channel)
+        request = chunk_files_request(workspace_root, paths, include_references)
+        for response in stub.ChunkFiles(request, timeout=timeout_s):
+            yield file_chunks_from_proto(response)
+
+
+def index_workspace(address: str, workspace_root: str, wait_for_embeddings: bool,
+                    timeout_s: float) -> Iterator[IndexProgress]:
+    with traced_channel(address) as channel, rpc_errors("retrieval", address):
+        stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+        for response in stub.IndexWorkspace(index_request(workspace_root, wait_for_embeddings), timeout=timeout_s):
+            yield index_progress_from_proto(response)
+
+
+def search(address: str, request: retrieval_pb2.SearchRequest, timeout_s: float) -> dict[str, Any]:
+    with traced_channel(address) as channel, rpc_errors("retrieval", address):
+        stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+        return search_response_to_dict(stub.Search(request, timeout=timeout_s))

@@ -1,0 +1,173 @@
+"""The `codecompass` subcommands. Each returns the process exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from codecompass.cli import clients, render
+from codecompass.cli.convert import search_request
+from codecompass.cli.errors import EXIT_FAILURE, CliError
+from codecompass.cli.progress import ProgressReporter
+from codecompass.cli.runtime import down, service_address, service_rows, up
+from codecompass.cli.workspace import resolve_target, workspace_dir
+from codecompass.common.config import Settings, redacted
+
+
+def _out(line: str = "") -> None:
+    print(line, flush=True)
+
+
+def _err(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
+    workspace = str(workspace_dir(args.workspace)) if args.workspace else None
+    up(settings, workspace, say=_out)
+    _out(f"state: {settings.state_dir / 'runtime.json'}; stop with `codecompass down`")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
+    down(settings, say=_out)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    rows = service_rows(settings)
+    if args.json:
+        _out(json.dumps({"state_file": str(settings.state_dir / "runtime.json"), "services": rows}))
+    else:
+        for line in render.status_lines(rows):
+            _out(line)
+    started = [row for row in rows if row["state"] != "not started"]
+    return 0 if started and all(row["health"] == "SERVING" for row in started) else EXIT_FAILURE
+
+
+def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
+    _out(json.dumps(redacted(settings), indent=2))
+    return 0
+
+
+def cmd_chunks(args: argparse.Namespace, settings: Settings) -> int:
+    root, relative = resolve_target(args.path, args.workspace)
+    address = service_address(settings, "analysis")
+    files = chunks = 0
+    for result in clients.chunk_files(address, str(root), [relative or "."], args.references,
+                                      settings.long_rpc_timeout_s):
+        files += 1
+        chunks += len(result.chunks)
+        if args.json:
+            if result.status == "skipped":
+                _err(render.file_header(result))
+            for chunk in result.chunks:
+                _out(json.dumps(chunk.to_json(), ensure_ascii=False))
+        else:
+            for line in render.file_block(result):
+                _out(line)
+    summary = f"{files} files, {chunks} chunks (workspace {root})"
+    if files == 0:
+        summary = f"no source files under {args.path} (workspace {root})"
+    (_err if args.json else _out)(summary)
+    return 0
+
+
+def _run_index(settings: Settings, workspace: Path, wait_for_embeddings: bool) -> None:
+    address = service_address(settings, "retrieval")
+    reporter = ProgressReporter(sys.stderr)
+    started = time.monotonic()
+    stats = None
+    try:
+        for progress in clients.index_workspace(address, str(workspace), wait_for_embeddings,
+                                                settings.long_rpc_timeout_s):
+            reporter.update(progress)
+            if progress.stats is not None:
+                stats = progress.stats
+    finally:
+        reporter.close()
+    for line in render.index_summary_lines(str(workspace), stats, time.monotonic() - started):
+        _out(line)
+
+
+def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
+    _run_index(settings, workspace_dir(args.path), wait_for_embeddings=not args.no_wait)
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    workspace = workspace_dir(args.path)
+    request = search_request(
+        str(workspace), args.query, limit=args.limit, kinds=args.kind or (), path_patterns=args.path_glob or (),
+        exclude_tests=args.no_tests, semantic_ratio=args.semantic_ratio, skip_sync=args.no_sync,
+    )
+    response = clients.search(service_address(settings, "retrieval"), request, settings.long_rpc_timeout_s)
+    if args.json:
+        _out(json.dumps(response, ensure_ascii=False))
+    else:
+        for line in render.search_lines(response):
+            _out(line)
+    return 0
+
+
+def _invocation() -> str:
+    """How the user ran us, so the printed hints can be pasted as they are."""
+    program = Path(sys.argv[0])
+    if program.name == "codecompass" and program.parent != Path("."):
+        try:
+            return str(program.resolve().relative_to(Path.cwd()))
+        except ValueError:
+            return str(program)
+    return "codecompass"
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    workspace = workspace_dir(args.workspace)
+    _out(f"== starting services (state in {settings.state_dir})")
+    state = up(settings, str(workspace), say=_out)
+    has_retrieval = "retrieval" in state.services
+    if has_retrieval:
+        _out(f"== indexing {workspace}")
+        _run_index(settings, workspace, wait_for_embeddings=True)
+    else:
+        _out("== the retrieval service is not part of this build: chunking only")
+
+    _out(f"== chunking {workspace}")
+    summary = render.ChunkSummary()
+    started = time.monotonic()
+    for result in clients.chunk_files(service_address(settings, "analysis"), str(workspace), ["."], False,
+                                      settings.long_rpc_timeout_s):
+        summary.add(result)
+    for line in summary.lines_out(time.monotonic() - started):
+        _out(f"  {line}")
+
+    command = _invocation()
+    if has_retrieval:
+        query, source = render.sample_query(summary.chunks)
+        origin = f" (purpose of {source.qualified_name})" if source is not None else ""
+        _out(f"== sample query: \"{query}\"{origin}")
+        response = clients.search(service_address(settings, "retrieval"),
+                                  search_request(str(workspace), query, limit=5), settings.long_rpc_timeout_s)
+        for line in render.search_lines(response):
+            _out(f"  {line}")
+        _out(f"\nquery:  {command} search {shlex.quote(str(workspace))} \"your question\"")
+    _out(f"chunks: {command} chunks {shlex.quote(str(workspace))}")
+    _out(f"status: {command} status")
+    _out(f"stop:   {command} down   (services keep running until then)")
+    return 0
+
+
+def dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        return args.handler(args, settings)
+    except CliError:
+        raise
+    except BrokenPipeError:
+        # `codecompass chunks ... | head` closed our stdout; that is not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -1,0 +1,182 @@
+"""Start, probe and stop service processes.
+
+A service writes ``LISTENING host:port`` on stdout once bound; stdout and
+stderr both go to its log file (a pipe would break the service with EPIPE
+once `codecompass up` exits), so the launcher finds the line by reading the
+log file.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+_LISTENING = re.compile(r"^LISTENING (\S+:\d+)\s*$", re.MULTILINE)
+
+
+class StartError(Exception):
+    """A service did not come up; carries the tail of its log."""
+
+    def __init__(self, service: str, reason: str, log_path: Path | None) -> None:
+        self.service = service
+        self.reason = reason
+        self.log_path = log_path
+        super().__init__(f"{service}: {reason}")
+
+    def log_tail(self, lines: int = 30) -> str:
+        return tail(self.log_path, lines) if self.log_path is not None else ""
+
+
+@dataclass
+class Launched:
+    name: str
+    process: subprocess.Popen
+    address: str
+    log_path: Path
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 64 * 1024))
+            data = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(data.splitlines()[-lines:])
+
+
+def spawn(name: str, argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> subprocess.Popen:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        # A new session keeps the service alive when the terminal that ran
+        # `codecompass up` closes or gets Ctrl-C.
+        return subprocess.Popen(
+            list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=dict(env),
+            start_new_session=True,
+        )
+
+
+def wait_for_listening(name: str, process: subprocess.Popen, log_path: Path, offset: int,
+                       timeout: float) -> str:
+    """Address from the service's ``LISTENING`` line written after ``offset`` in its log."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(log_path, "rb") as handle:
+                handle.seek(offset)
+                text = handle.read().decode("utf-8", "replace")
+        except OSError:
+            text = ""
+        match = _LISTENING.search(text)
+        if match:
+            return match.group(1)
+        code = process.poll()
+        if code is not None:
+            raise StartError(name, f"exited with code {code} before listening", log_path)
+        if time.monotonic() > deadline:
+            raise StartError(name, f"did not print LISTENING within {timeout:.0f}s", log_path)
+        time.sleep(0.05)
+
+
+def health_status(address: str, service: str, timeout: float) -> str:
+    """SERVING / NOT_SERVING / UNKNOWN / SERVICE_UNKNOWN, or UNREACHABLE."""
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            response = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                return "SERVICE_UNKNOWN"
+            return "UNREACHABLE"
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+
+
+def wait_until_serving(name: str, process: subprocess.Popen, address: str, health_service: str,
+                       log_path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    last = "UNREACHABLE"
+    while True:
+        last = health_status(address, health_service, timeout=1.0)
+        if last == "SERVING":
+            return
+        code = process.poll()
+        if code is not None:
+            raise StartError(name, f"exited with code {code} while warming up", log_path)
+        if time.monotonic() > deadline:
+            raise StartError(name, f"not SERVING after {timeout:.0f}s (health: {last})", log_path)
+        time.sleep(0.1)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        # Reap it if it is our own child (tests run `up` in-process); a zombie
+        # still answers kill(0) but is gone for every purpose that matters here.
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        if reaped == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
+
+
+def pid_runs(pid: int, argv: Sequence[str]) -> bool:
+    """True when pid is alive and still runs argv (guards against pid reuse)."""
+    if not pid_alive(pid):
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return True  # no /proc (macOS): liveness is the best available check
+    # The script or module name is enough: a recycled pid running it is not plausible.
+    return argv[-1] in [part.decode("utf-8", "replace") for part in cmdline]
+
+
+def signal_pid(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError as exc:
+        if exc.errno != errno.ESRCH:
+            raise
+
+
+def stop_pids(pids: Sequence[int], grace_s: float) -> list[int]:
+    """SIGTERM, wait up to grace_s for exit, SIGKILL the rest; returns the killed pids."""
+    for pid in pids:
+        signal_pid(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    remaining = [pid for pid in pids if pid_alive(pid)]
+    while remaining and time.monotonic() < deadline:
+        time.sleep(0.05)
+        remaining = [pid for pid in remaining if pid_alive(pid)]
+    for pid in remaining:
+        signal_pid(pid, signal.SIGKILL)
+    kill_deadline = time.monotonic() + 5
+    while any(pid_alive(pid) for pid in remaining) and time.monotonic() < kill_deadline:
+        time.sleep(0.05)
+    return remaining

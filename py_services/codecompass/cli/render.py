@@ -1,0 +1,183 @@
+"""Human-readable output of the CLI commands (``--json`` output is built in convert)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from codecompass.cli.convert import FileChunks
+from codecompass.common.chunks import Chunk
+
+
+def file_header(result: FileChunks) -> str:
+    if result.status == "skipped":
+        reason = result.skip_reason or "skipped"
+        detail = f" ({result.skip_detail})" if result.skip_detail else ""
+        return f"{result.relative_path}  skipped  {reason}{detail}"
+    return f"{result.relative_path}  {result.status}  {len(result.chunks)} chunks"
+
+
+def chunk_line(chunk: Chunk) -> str:
+    indent = "  " * (chunk.depth + 1)
+    return (f"{indent}{chunk.node_kind.value} {chunk.qualified_name}  L{chunk.start_line}-{chunk.end_line}"
+            f"  {chunk.embedding_token_count} tok")
+
+
+def file_block(result: FileChunks) -> list[str]:
+    lines = [file_header(result)]
+    lines.extend(f"  ! {diagnostic}" for diagnostic in result.diagnostics)
+    lines.extend(chunk_line(chunk) for chunk in result.chunks)
+    return lines
+
+
+@dataclass
+class ChunkSummary:
+    """Totals over a chunking run, for `codecompass run`."""
+
+    files: int = 0
+    files_with_syntax_errors: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    lines: int = 0
+    kinds: Counter = field(default_factory=Counter)
+    largest: Chunk | None = None
+    chunks: list[Chunk] = field(default_factory=list)
+
+    def add(self, result: FileChunks) -> None:
+        if result.status == "skipped":
+            self.skipped[result.skip_reason or "unspecified"] += 1
+            return
+        self.files += 1
+        self.lines += result.line_count
+        if result.status == "syntax_errors":
+            self.files_with_syntax_errors += 1
+        for chunk in result.chunks:
+            self.kinds[chunk.node_kind.value] += 1
+            self.chunks.append(chunk)
+            if self.largest is None or _lines(chunk) > _lines(self.largest):
+                self.largest = chunk
+
+    def lines_out(self, seconds: float) -> list[str]:
+        total = sum(self.kinds.values())
+        out = [
+            f"files     {self.files} chunked ({self.files_with_syntax_errors} with syntax errors), "
+            f"{sum(self.skipped.values())} skipped"
+            + (f" [{', '.join(f'{k}: {v}' for k, v in sorted(self.skipped.items()))}]" if self.skipped else ""),
+            f"lines     {self.lines}",
+            f"chunks    {total}: " + ", ".join(f"{kind} {count}" for kind, count in self.kinds.most_common()),
+        ]
+        if self.largest is not None:
+            big = self.largest
+            out.append(f"largest   {big.relative_path}:{big.start_line}-{big.end_line} {big.qualified_name} "
+                       f"({_lines(big)} lines, {big.embedding_token_count} tokens)")
+        rate = f", {self.lines / seconds:,.0f} lines/s" if seconds > 0 else ""
+        out.append(f"time      {seconds:.2f}s{rate}")
+        return out
+
+
+def _lines(chunk: Chunk) -> int:
+    return chunk.end_line - chunk.start_line + 1
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
+_QUERY_KINDS = {"function", "method", "class", "component"}
+FALLBACK_QUERY = "parse configuration file"
+
+
+def jsdoc_purpose(jsdoc: str) -> str:
+    """First sentence of a JSDoc comment, without markers and tags."""
+    text_lines = []
+    for line in jsdoc.splitlines():
+        line = line.strip().removeprefix("/**").removesuffix("*/").strip().lstrip("*").strip()
+        if line.startswith("@"):
+            break
+        if line:
+            text_lines.append(line)
+    text = " ".join(text_lines)
+    match = re.match(r"(.+?[.!?])(\s|$)", text)
+    return (match.group(1) if match else text).strip()
+
+
+def sample_query(chunks: Iterable[Chunk]) -> tuple[str, Chunk | None]:
+    """A query a user of this workspace might ask: the purpose of its most-used documented symbol.
+
+    Usage is counted as identifier occurrences in top-level sources, one pass
+    over the text, so this stays linear on big workspaces.
+    """
+    chunks = list(chunks)
+    usage: Counter = Counter()
+    for chunk in chunks:
+        if chunk.depth == 0:
+            usage.update(_IDENTIFIER.findall(chunk.full_source))
+    candidates = [
+        (usage[chunk.name], chunk.qualified_name, chunk)
+        for chunk in chunks
+        if not chunk.is_test and chunk.node_kind.value in _QUERY_KINDS and jsdoc_purpose(chunk.jsdoc)
+    ]
+    if not candidates:
+        return FALLBACK_QUERY, None
+    _, _, best = max(candidates, key=lambda item: (item[0], item[1]))
+    return jsdoc_purpose(best.jsdoc).rstrip("."), best
+
+
+def search_lines(response: dict[str, Any]) -> list[str]:
+    lines = []
+    for rank, result in enumerate(response["results"], start=1):
+        lines.append(
+            f"{rank:>2}. {result['score']:.3f}  {result['path']}:{result['start_line']}-{result['end_line']}"
+            f"  {result['qualified_name']}  ({result['kind']})"
+        )
+        lines.append(
+            f"      lexical {result['lexical_score']:.3f}  vector {result['vector_similarity']:.3f}"
+            f"  {result['provenance']}"
+        )
+        if result["signature"]:
+            lines.append(f"      {result['signature']}")
+    if not response["results"]:
+        lines.append("no results")
+    lines.append(metadata_line(response["metadata"]))
+    return lines
+
+
+def metadata_line(meta: dict[str, Any]) -> str:
+    parts = [
+        f"index {meta['indexing_status']}",
+        f"results {meta['result_completeness']}",
+        f"semantic ratio {meta['semantic_ratio_used']:.2f}",
+    ]
+    if meta["semantic_fallback"]:
+        parts.append("semantic fallback")
+    if meta["semantic_skipped_reason"]:
+        parts.append(f"semantic skipped: {meta['semantic_skipped_reason']}")
+    if meta["external_provider_blocked"]:
+        parts.append("external provider blocked")
+    if meta["embedding_model_id"]:
+        parts.append(f"model {meta['embedding_model_id']} {meta['embedding_model_version']}".rstrip())
+    parts.append(f"{meta['embedded_chunks']}/{meta['total_chunks']} embedded")
+    parts.append(f"sync {meta['sync_ms']:.0f} ms, search {meta['search_ms']:.0f} ms")
+    return "-- " + " · ".join(parts)
+
+
+def index_summary_lines(workspace: str, stats: dict[str, float] | None, seconds: float) -> list[str]:
+    if stats is None:
+        return [f"indexed {workspace} in {seconds:.1f}s (the service sent no summary)"]
+    return [
+        f"indexed {workspace} in {seconds:.1f}s",
+        (f"  files       {stats['files_added']} added, {stats['files_changed']} changed, "
+         f"{stats['files_removed']} removed, {stats['files_skipped']} skipped"),
+        f"  chunks      {stats['chunks_upserted']} written, {stats['chunks_deleted']} deleted",
+        (f"  embeddings  {stats['chunks_embedded']} embedded, {stats['embeddings_reused']} reused, "
+         f"{stats['cascade_reembedded']} re-embedded by signature changes"),
+    ]
+
+
+def status_lines(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [f"{'service':<10} {'state':<12} {'health':<12} {'pid':<8} address"]
+    for row in rows:
+        lines.append(
+            f"{row['name']:<10} {row['state']:<12} {row['health'] or '-':<12} {row['pid'] or '-':<8} "
+            f"{row['address'] or '-'}"
+        )
+    return lines

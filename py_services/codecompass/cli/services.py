@@ -1,0 +1,74 @@
+"""The local services `codecompass up` runs: one row per service.
+
+Adding a service is one ``ServiceDef`` line. ``needs`` orders the start:
+services whose needs are met start together, and each gets ``<NEED>_ADDR``
+of the ones it needs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+NODE_ENTRY = REPO_ROOT / "node_ts_service" / "dist" / "src" / "main.js"
+
+
+class ServiceUnavailable(Exception):
+    """A service cannot be started from this checkout; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class ServiceDef:
+    name: str
+    argv: Callable[[], list[str]]
+    port_env: str
+    health_service: str
+    needs: tuple[str, ...] = ()
+
+    @property
+    def addr_env(self) -> str:
+        return f"{self.name.upper()}_ADDR"
+
+
+def _node_argv() -> list[str]:
+    if not NODE_ENTRY.is_file():
+        raise ServiceUnavailable(f"analysis service is not built ({NODE_ENTRY} missing); run `make setup`")
+    return ["node", str(NODE_ENTRY)]
+
+
+def _python_argv(module: str) -> Callable[[], list[str]]:
+    def argv() -> list[str]:
+        if importlib.util.find_spec(module) is None or importlib.util.find_spec(f"{module}.__main__") is None:
+            raise ServiceUnavailable(f"{module} is not part of this build")
+        return [sys.executable, "-m", module]
+
+    return argv
+
+
+SERVICES: tuple[ServiceDef, ...] = (
+    ServiceDef("analysis", _node_argv, "ANALYSIS_PORT", "codecompass.v1.CodeAnalysisService"),
+    ServiceDef("embedding", _python_argv("codecompass.embedding"), "EMBEDDING_PORT",
+               "codecompass.v1.EmbeddingService"),
+    ServiceDef("retrieval", _python_argv("codecompass.retrieval"), "RETRIEVAL_PORT",
+               "codecompass.v1.RetrievalService", needs=("analysis", "embedding")),
+)
+SERVICES_BY_NAME = {svc.name: svc for svc in SERVICES}
+
+
+def start_waves(services: tuple[ServiceDef, ...] = SERVICES) -> list[list[ServiceDef]]:
+    """Group services into waves that can start in parallel, in dependency order."""
+    waves: list[list[ServiceDef]] = []
+    placed: set[str] = set()
+    pending = list(services)
+    while pending:
+        wave = [svc for svc in pending if set(svc.needs) <= placed]
+        if not wave:
+            raise ValueError(f"service dependency cycle among {[svc.name for svc in pending]}")
+        waves.append(wave)
+        placed.update(svc.name for svc in wave)
+        pending = [svc for svc in pending if svc.name not in placed]
+    return waves

@@ -1,0 +1,373 @@
+"""Settings for every CodeCompass Python process, parsed once into frozen objects.
+
+Sources, strongest first: environment variables, the user settings file
+(YAML: ``$CODECOMPASS_CONFIG``, else ``~/.config/codecompass/config.yaml``),
+built-in defaults. Every setting is declared once in ``_FIELDS`` so parsing,
+validation, error messages and the README table cannot drift apart.
+
+Secrets (the embedding API key) come only from the environment: a key in a
+config file is refused rather than ignored, because a silently ignored key
+leads people to believe the file is the place for it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+EMBEDDING_PROFILES = ("minilm", "e5-small", "voyage", "openai-compatible")
+FUSION_METHODS = ("rrf", "blend")
+API_KEY_ENV = "CODECOMPASS_EMBEDDING_API_KEY"
+_REDACTED = "***"
+
+
+class ConfigError(Exception):
+    """A setting is malformed; the message names the env var or config key."""
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    profile: str = "minilm"
+    external_provider_enabled: bool = False
+    allow_code_payload_to_external: bool = False
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    model: str | None = None
+    dimensions: int | None = None
+    timeout_s: float = 30.0
+    max_retries: int = 3
+    batch_size: int = 64
+    max_tokens: int = 256
+
+    @property
+    def external_allowed(self) -> bool:
+        """Both privacy gates (seed 004 FR-719) must be open to send code out."""
+        return self.external_provider_enabled and self.allow_code_payload_to_external
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    db_uri: str | None = None
+    # Object-store options can carry cloud credentials, so repr leaves them out.
+    storage_options: dict[str, str] = field(default_factory=dict, repr=False)
+    semantic_ratio: float = 0.5
+    default_limit: int = 10
+    vector_candidates: int = 40
+    lexical_candidates: int = 40
+    fusion: str = "rrf"
+    compact_every_n_syncs: int = 20
+
+
+@dataclass(frozen=True)
+class Settings:
+    state_dir: Path
+    analysis_addr: str = "127.0.0.1:50051"
+    embedding_addr: str = "127.0.0.1:50052"
+    retrieval_addr: str = "127.0.0.1:50053"
+    analysis_port: int = 50051
+    embedding_port: int = 50052
+    retrieval_port: int = 50053
+    shutdown_grace_s: float = 10.0
+    rpc_timeout_s: float = 30.0
+    startup_timeout_s: float = 120.0
+    long_rpc_timeout_s: float = 3600.0
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+
+
+# --- value parsers: each takes the raw value (str from env, any from YAML) and
+# the source name used in error messages.
+
+
+def _parse_str(value: Any, source: str) -> str:
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ConfigError(f"{source}: expected a string, got {type(value).__name__}")
+    return str(value)
+
+
+def _parse_optional_str(value: Any, source: str) -> str | None:
+    text = _parse_str(value, source).strip()
+    return text or None
+
+
+def _parse_bool(value: Any, source: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ConfigError(f"{source}: expected true/false, got {value!r}")
+
+
+def _int_parser(minimum: int, maximum: int | None = None) -> Callable[[Any, str], int]:
+    def parse(value: Any, source: str) -> int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{source}: expected an integer, got {value!r}")
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            raise ConfigError(f"{source}: expected an integer, got {value!r}") from None
+        if number < minimum or (maximum is not None and number > maximum):
+            bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+            raise ConfigError(f"{source}: must be {bound}, got {number}")
+        return number
+
+    return parse
+
+
+def _optional_int_parser(minimum: int) -> Callable[[Any, str], int | None]:
+    parse_int = _int_parser(minimum)
+
+    def parse(value: Any, source: str) -> int | None:
+        if value is None or str(value).strip() == "":
+            return None
+        return parse_int(value, source)
+
+    return parse
+
+
+def _float_parser(minimum: float, maximum: float | None = None, *, exclusive_min: bool = False):
+    def parse(value: Any, source: str) -> float:
+        if isinstance(value, bool):
+            raise ConfigError(f"{source}: expected a number, got {value!r}")
+        try:
+            number = float(str(value).strip())
+        except ValueError:
+            raise ConfigError(f"{source}: expected a number, got {value!r}") from None
+        too_low = number <= minimum if exclusive_min else number < minimum
+        if math.isnan(number) or too_low or (maximum is not None and number > maximum):
+            low = f"> {minimum}" if exclusive_min else f">= {minimum}"
+            bound = f"{low} and <= {maximum}" if maximum is not None else low
+            raise ConfigError(f"{source}: must be {bound}, got {value!r}")
+        return number
+
+    return parse
+
+
+def _choice_parser(choices: tuple[str, ...]) -> Callable[[Any, str], str]:
+    def parse(value: Any, source: str) -> str:
+        text = _parse_str(value, source).strip().lower()
+        if text not in choices:
+            raise ConfigError(f"{source}: must be one of {', '.join(choices)}; got {value!r}")
+        return text
+
+    return parse
+
+
+def _parse_addr(value: Any, source: str) -> str:
+    text = _parse_str(value, source).strip()
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"{source}: expected host:port, got {value!r}")
+    return text
+
+
+def _parse_path(value: Any, source: str) -> Path:
+    text = _parse_str(value, source).strip()
+    if not text:
+        raise ConfigError(f"{source}: must not be empty")
+    return Path(text).expanduser()
+
+
+def _parse_storage_options(value: Any, source: str) -> dict[str, str]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{source}: expected a JSON object, {exc.msg}") from None
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ConfigError(f"{source}: expected a mapping of option name to value")
+    return {k: str(v) for k, v in value.items()}
+
+
+@dataclass(frozen=True)
+class _Field:
+    """One setting: where it lives in Settings, its env var, its YAML key."""
+
+    target: str  # "state_dir" or "embedding.profile"
+    env: str
+    yaml_key: str | None  # None: env only (secrets)
+    parse: Callable[[Any, str], Any]
+    doc: str
+
+
+_FIELDS: tuple[_Field, ...] = (
+    _Field("state_dir", "CODECOMPASS_STATE_DIR", "state_dir", _parse_path,
+           "Runtime state: addresses, pids, logs, indexes (default ~/.local/state/codecompass)"),
+    _Field("analysis_addr", "ANALYSIS_ADDR", "analysis_addr", _parse_addr,
+           "Address clients use for the analysis service"),
+    _Field("embedding_addr", "EMBEDDING_ADDR", "embedding_addr", _parse_addr,
+           "Address clients use for the embedding service"),
+    _Field("retrieval_addr", "RETRIEVAL_ADDR", "retrieval_addr", _parse_addr,
+           "Address clients use for the retrieval service"),
+    _Field("analysis_port", "ANALYSIS_PORT", "analysis_port", _int_parser(0, 65535),
+           "Port the analysis service listens on (0 = any free port)"),
+    _Field("embedding_port", "EMBEDDING_PORT", "embedding_port", _int_parser(0, 65535),
+           "Port the embedding service listens on (0 = any free port)"),
+    _Field("retrieval_port", "RETRIEVAL_PORT", "retrieval_port", _int_parser(0, 65535),
+           "Port the retrieval service listens on (0 = any free port)"),
+    _Field("shutdown_grace_s", "CODECOMPASS_SHUTDOWN_GRACE_S", "shutdown_grace_s", _float_parser(0.0),
+           "Seconds a stopping server lets in-flight RPCs finish"),
+    _Field("rpc_timeout_s", "CODECOMPASS_RPC_TIMEOUT_S", "rpc_timeout_s",
+           _float_parser(0.0, exclusive_min=True), "Deadline of unary outbound RPCs"),
+    _Field("startup_timeout_s", "CODECOMPASS_STARTUP_TIMEOUT_S", "startup_timeout_s",
+           _float_parser(0.0, exclusive_min=True),
+           "How long `codecompass up` waits for each service to become SERVING"),
+    _Field("long_rpc_timeout_s", "CODECOMPASS_LONG_RPC_TIMEOUT_S", "long_rpc_timeout_s",
+           _float_parser(0.0, exclusive_min=True),
+           "Deadline of long RPCs: chunking a folder, indexing, a search that syncs a cold index"),
+    _Field("embedding.profile", "CODECOMPASS_EMBEDDING_PROFILE", "embedding.profile",
+           _choice_parser(EMBEDDING_PROFILES), "minilm | e5-small | voyage | openai-compatible"),
+    _Field("embedding.external_provider_enabled", "CODECOMPASS_EMBEDDING_EXTERNAL_PROVIDER_ENABLED",
+           "embedding.external_provider_enabled", _parse_bool,
+           "Privacy gate 1: allow an external embedding provider at all"),
+    _Field("embedding.allow_code_payload_to_external",
+           "CODECOMPASS_EMBEDDING_ALLOW_CODE_PAYLOAD_TO_EXTERNAL",
+           "embedding.allow_code_payload_to_external", _parse_bool,
+           "Privacy gate 2: allow sending source code to it"),
+    _Field("embedding.api_key", API_KEY_ENV, None, _parse_optional_str,
+           "API key of the external provider (env only; never read from files, never logged)"),
+    _Field("embedding.base_url", "CODECOMPASS_EMBEDDING_BASE_URL", "embedding.base_url",
+           _parse_optional_str, "Endpoint of the external provider"),
+    _Field("embedding.model", "CODECOMPASS_EMBEDDING_MODEL", "embedding.model", _parse_optional_str,
+           "Model name for the external provider (profile default when unset)"),
+    _Field("embedding.dimensions", "CODECOMPASS_EMBEDDING_DIMENSIONS", "embedding.dimensions",
+           _optional_int_parser(1), "Requested output dimensions (provider default when unset)"),
+    _Field("embedding.timeout_s", "CODECOMPASS_EMBEDDING_TIMEOUT_S", "embedding.timeout_s",
+           _float_parser(0.0, exclusive_min=True), "Timeout of one external provider request"),
+    _Field("embedding.max_retries", "CODECOMPASS_EMBEDDING_MAX_RETRIES", "embedding.max_retries",
+           _int_parser(0, 20), "Retries of a failed external provider request"),
+    _Field("embedding.batch_size", "CODECOMPASS_EMBEDDING_BATCH_SIZE", "embedding.batch_size",
+           _int_parser(1, 4096), "Texts per model batch"),
+    _Field("embedding.max_tokens", "CODECOMPASS_EMBEDDING_MAX_TOKENS", "embedding.max_tokens",
+           _int_parser(8, 32768), "Token window per text (longer texts are truncated)"),
+    _Field("retrieval.db_uri", "CODECOMPASS_RETRIEVAL_DB_URI", "retrieval.db_uri", _parse_optional_str,
+           "LanceDB URI (local dir or s3://...); default <state_dir>/index/<workspace-hash>"),
+    _Field("retrieval.storage_options", "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS",
+           "retrieval.storage_options", _parse_storage_options,
+           "LanceDB object-store options (JSON object in env); values never printed"),
+    _Field("retrieval.semantic_ratio", "CODECOMPASS_RETRIEVAL_SEMANTIC_RATIO",
+           "retrieval.semantic_ratio", _float_parser(0.0, 1.0), "Maximum semantic weight of hybrid search"),
+    _Field("retrieval.default_limit", "CODECOMPASS_RETRIEVAL_DEFAULT_LIMIT", "retrieval.default_limit",
+           _int_parser(1, 1000), "Results returned when a search sets no limit"),
+    _Field("retrieval.vector_candidates", "CODECOMPASS_RETRIEVAL_VECTOR_CANDIDATES",
+           "retrieval.vector_candidates", _int_parser(1, 10000), "Candidates taken from vector search"),
+    _Field("retrieval.lexical_candidates", "CODECOMPASS_RETRIEVAL_LEXICAL_CANDIDATES",
+           "retrieval.lexical_candidates", _int_parser(1, 10000), "Candidates taken from full-text search"),
+    _Field("retrieval.fusion", "CODECOMPASS_RETRIEVAL_FUSION", "retrieval.fusion",
+           _choice_parser(FUSION_METHODS), "How lexical and vector ranks are fused: rrf | blend"),
+    _Field("retrieval.compact_every_n_syncs", "CODECOMPASS_RETRIEVAL_COMPACT_EVERY_N_SYNCS",
+           "retrieval.compact_every_n_syncs", _int_parser(1), "Compact the table and drop old versions every N syncs"),
+)
+
+_YAML_KEYS = {f.yaml_key: f for f in _FIELDS if f.yaml_key is not None}
+_SECRET_YAML_KEYS = {"embedding.api_key": API_KEY_ENV}
+
+
+def default_config_path(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME", str(Path.home()))) / ".config" / "codecompass" / "config.yaml"
+
+
+def _default_state_dir(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME", str(Path.home()))) / ".local" / "state" / "codecompass"
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        # storage_options is itself a mapping value, not a section to descend into.
+        if isinstance(value, Mapping) and dotted not in _YAML_KEYS:
+            flat.update(_flatten(value, f"{dotted}."))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Flattened ``{"embedding.profile": value}`` view of a YAML settings file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: cannot read ({exc.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path}: invalid YAML ({exc})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"config file {path}: top level must be a mapping")
+    flat = _flatten(data)
+    for key in flat:
+        if key in _SECRET_YAML_KEYS:
+            raise ConfigError(
+                f"config file {path}: {key} is not read from files; set {_SECRET_YAML_KEYS[key]} instead"
+            )
+        if key not in _YAML_KEYS:
+            raise ConfigError(f"config file {path}: unknown key {key!r}")
+    return flat
+
+
+def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None = None) -> Settings:
+    """Build Settings from an environment and a flattened config file (pure; tests use it)."""
+    file_values = file_values or {}
+    top: dict[str, Any] = {"state_dir": _default_state_dir(env)}
+    sections: dict[str, dict[str, Any]] = {"embedding": {}, "retrieval": {}}
+    for spec in _FIELDS:
+        if spec.env in env:
+            value = spec.parse(env[spec.env], spec.env)
+        elif spec.yaml_key is not None and spec.yaml_key in file_values:
+            value = spec.parse(file_values[spec.yaml_key], f"config key {spec.yaml_key}")
+        else:
+            continue
+        section, _, name = spec.target.rpartition(".")
+        (sections[section] if section else top)[name] = value
+    embedding = EmbeddingSettings(**sections["embedding"])
+    retrieval = RetrievalSettings(**sections["retrieval"])
+    if embedding.profile == "openai-compatible" and embedding.external_allowed and not embedding.base_url:
+        raise ConfigError(
+            "CODECOMPASS_EMBEDDING_BASE_URL: required when CODECOMPASS_EMBEDDING_PROFILE=openai-compatible"
+        )
+    return Settings(**top, embedding=embedding, retrieval=retrieval)
+
+
+def load_settings_from_environ(env: Mapping[str, str]) -> Settings:
+    explicit = env.get("CODECOMPASS_CONFIG")
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"CODECOMPASS_CONFIG: no such file {path}")
+        return settings_from(env, read_config_file(path))
+    path = default_config_path(env)
+    return settings_from(env, read_config_file(path) if path.is_file() else None)
+
+
+@functools.cache
+def load_settings() -> Settings:
+    """Settings of this process, parsed once from os.environ and the settings file."""
+    return load_settings_from_environ(os.environ)
+
+
+def redacted(settings: Settings) -> dict[str, Any]:
+    """JSON-ready dump safe to print or log: no API key, no storage option values."""
+    data = asdict(settings)
+    data["state_dir"] = str(settings.state_dir)
+    data["embedding"]["api_key"] = _REDACTED if settings.embedding.api_key else None
+    data["retrieval"]["storage_options"] = {k: _REDACTED for k in settings.retrieval.storage_options}
+    return data
+
+
+def documented_settings() -> list[tuple[str, str | None, str]]:
+    """(env var, YAML key, description) of every setting, for docs and `codecompass config`."""
+    return [(f.env, f.yaml_key, f.doc) for f in _FIELDS]

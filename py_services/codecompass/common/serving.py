@@ -1,0 +1,164 @@
+"""gRPC server lifecycle shared by the Python services: health, warmup, graceful stop.
+
+Health follows the standard grpc.health.v1 protocol for the overall server
+("") and each registered service: NOT_SERVING until warmup returns (model
+loaded, table opened), SERVING after, NOT_SERVING again from the moment
+shutdown begins so load balancers and `codecompass status` stop sending work
+before the drain ends.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from concurrent import futures
+from dataclasses import dataclass
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from codecompass.common.logging import get_logger
+from codecompass.common.telemetry import (
+    CHANNEL_OPTIONS,
+    server_interceptor,
+    shutdown_telemetry,
+)
+
+log = get_logger("codecompass.serving")
+OVERALL = ""
+
+
+@dataclass
+class ServiceSpec:
+    name: str
+    register: Callable[[grpc.Server], list[str]]
+    warmup: Callable[[], None] | None = None
+
+
+class WarmupFailed(RuntimeError):
+    """The service could not get ready (e.g. its model failed to load)."""
+
+
+class RunningServer:
+    """A started gRPC server plus its health state."""
+
+    def __init__(self, server: grpc.Server, health_servicer: health.HealthServicer,
+                 service_names: list[str], host: str, port: int, name: str) -> None:
+        self.server = server
+        self.health = health_servicer
+        self.service_names = service_names
+        self.port = port
+        self.address = f"{host}:{port}"
+        self.name = name
+        self._ready = threading.Event()
+        self._warmup_error: BaseException | None = None
+        self._stopped = False
+
+    def _set_all(self, status: int) -> None:
+        for service in (OVERALL, *self.service_names):
+            self.health.set(service, status)
+
+    def _run_warmup(self, warmup: Callable[[], None] | None) -> None:
+        try:
+            if warmup is not None:
+                warmup()
+        except Exception as exc:
+            self._warmup_error = exc
+            log.exception("warmup of %s failed", self.name)
+        else:
+            if not self._stopped:
+                self._set_all(health_pb2.HealthCheckResponse.SERVING)
+                log.info("serving", extra={"address": self.address})
+        finally:
+            self._ready.set()
+
+    @property
+    def warmup_error(self) -> BaseException | None:
+        return self._warmup_error if self._ready.is_set() else None
+
+    def wait_until_serving(self, timeout: float) -> None:
+        if not self._ready.wait(timeout):
+            raise TimeoutError(f"{self.name} not SERVING after {timeout:.1f}s")
+        if self._warmup_error is not None:
+            raise WarmupFailed(f"{self.name} warmup failed: {self._warmup_error}") from self._warmup_error
+
+    def wait_for_warmup(self, timeout: float | None = None) -> bool:
+        return self._ready.wait(timeout)
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """NOT_SERVING first, then stop accepting and let in-flight RPCs run for grace_s."""
+        self._stopped = True
+        self.health.enter_graceful_shutdown()
+        self.server.stop(grace_s).wait()
+
+
+def start_server(spec: ServiceSpec, *, host: str = "127.0.0.1", port: int = 0, max_workers: int = 16,
+                 warmup_in_background: bool = True) -> RunningServer:
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"{spec.name}-rpc"),
+        interceptors=[server_interceptor()],
+        options=CHANNEL_OPTIONS,
+    )
+    service_names = list(spec.register(server))
+    health_servicer = health.HealthServicer(
+        experimental_non_blocking=True,
+        experimental_thread_pool=futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="health-watch"),
+    )
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError as exc:
+        raise OSError(f"{spec.name}: cannot listen on {host}:{port} ({exc})") from None
+    if bound == 0:
+        raise OSError(f"{spec.name}: cannot listen on {host}:{port} (address in use?)")
+    running = RunningServer(server, health_servicer, service_names, host, bound, spec.name)
+    running._set_all(health_pb2.HealthCheckResponse.NOT_SERVING)
+    server.start()
+    # The launcher (`codecompass up`) reads this line to learn the port picked for port 0.
+    print(f"LISTENING {running.address}", flush=True)
+    log.info("listening, warming up", extra={"address": running.address})
+    if warmup_in_background:
+        threading.Thread(target=running._run_warmup, args=(spec.warmup,), name=f"{spec.name}-warmup",
+                         daemon=True).start()
+    else:
+        running._run_warmup(spec.warmup)
+    return running
+
+
+def serve_forever(spec: ServiceSpec, *, port: int, grace_s: float, host: str = "127.0.0.1") -> int:
+    """Serve until SIGTERM/SIGINT; returns the process exit code.
+
+    On a signal: NOT_SERVING, stop accepting, then give in-flight RPCs up to
+    grace_s to finish (an index stream in progress ends at its next batch
+    boundary rather than mid-write), flush telemetry, exit 0. A failed warmup
+    exits 1 so the launcher reports it instead of waiting on a dead service.
+    """
+    stop_requested = threading.Event()
+
+    def request_stop(signum: int, _frame: object) -> None:
+        log.info("received %s", signal.Signals(signum).name)
+        stop_requested.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    try:
+        running = start_server(spec, host=host, port=port)
+    except OSError as exc:
+        log.error("%s", exc)
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        shutdown_telemetry()
+        return 1
+    exit_code = 0
+    # Poll so a warmup failure in its thread ends the process too; wait() still
+    # returns at once on a signal because the handler sets the event.
+    while not stop_requested.wait(0.2):
+        if running.warmup_error is not None:
+            exit_code = 1
+            break
+    log.info("shutting down", extra={"grace_s": grace_s})
+    running.stop(grace_s)
+    log.info("stopped")
+    shutdown_telemetry()
+    return exit_code

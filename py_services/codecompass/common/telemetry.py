@@ -1,0 +1,354 @@
+"""OpenTelemetry for every CodeCompass Python process: one setup, W3C context over gRPC.
+
+Call ``init_telemetry`` before creating any server or client. Spans go to
+OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, and to a JSON-lines file when
+``CODECOMPASS_TRACE_FILE`` is set (the same schema the Node service writes, so
+tests and local debugging can join spans across processes without a collector).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections import namedtuple
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import grpc
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
+from opentelemetry.propagators.composite import CompositePropagator
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+TRACE_FILE_ENV = "CODECOMPASS_TRACE_FILE"
+# Chunk streams of big files and embedding batches exceed gRPC's 4 MiB default.
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+CHANNEL_OPTIONS = (
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+)
+
+_HEALTH_PREFIX = "/grpc.health.v1.Health/"
+
+_lock = threading.Lock()
+_provider: TracerProvider | None = None
+
+
+class JsonLinesSpanExporter(SpanExporter):
+    """Appends one JSON object per finished span to a file."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        lines = [json.dumps(span_to_json(span), separators=(",", ":")) + "\n" for span in spans]
+        with self._lock, open(self._path, "a", encoding="utf-8") as handle:
+            handle.writelines(lines)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        return None
+
+
+def span_to_json(span: ReadableSpan) -> dict[str, Any]:
+    ctx = span.get_span_context()
+    parent = span.parent
+    return {
+        "trace_id": format(ctx.trace_id, "032x"),
+        "span_id": format(ctx.span_id, "016x"),
+        "parent_span_id": format(parent.span_id, "016x") if parent is not None else "",
+        "name": span.name,
+        "kind": span.kind.name.lower(),
+        "service": span.resource.attributes.get("service.name", ""),
+        "start_ns": span.start_time,
+        "end_ns": span.end_time,
+        "status": span.status.status_code.name.lower(),
+        "attributes": {k: _json_value(v) for k, v in (span.attributes or {}).items()},
+    }
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return list(value)
+    return value
+
+
+def init_telemetry(service_name: str, *, extra_processors: Sequence[Any] = ()) -> None:
+    """Install the tracer provider and W3C propagators; later calls are no-ops.
+
+    ``OTEL_SERVICE_NAME`` overrides ``service_name`` (the OpenTelemetry convention).
+    ``extra_processors`` lets tests attach an in-memory exporter.
+    """
+    global _provider
+    with _lock:
+        if _provider is not None:
+            return
+        name = os.environ.get("OTEL_SERVICE_NAME") or service_name
+        provider = TracerProvider(resource=Resource.create({"service.name": name}))
+        if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+        ):
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+                OTLPSpanExporter,
+            )
+
+            provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        trace_file = os.environ.get(TRACE_FILE_ENV)
+        if trace_file:
+            # Synchronous on purpose: a span is on disk the moment it ends, so a test
+            # (or a person tailing the file) sees it without waiting for a batch flush.
+            provider.add_span_processor(SimpleSpanProcessor(JsonLinesSpanExporter(trace_file)))
+        for processor in extra_processors:
+            provider.add_span_processor(processor)
+        propagate.set_global_textmap(
+            CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePropagator()])
+        )
+        trace.set_tracer_provider(provider)
+        _provider = provider
+
+
+def flush_telemetry() -> None:
+    """Export pending spans now; the provider stays usable (short-lived CLI processes)."""
+    with _lock:
+        provider = _provider
+    if provider is not None:
+        provider.force_flush()
+
+
+def shutdown_telemetry() -> None:
+    """Flush pending spans and stop exporters (safe to call more than once)."""
+    with _lock:
+        provider = _provider
+    if provider is not None:
+        provider.force_flush()
+        provider.shutdown()
+
+
+def tracer(name: str) -> trace.Tracer:
+    return trace.get_tracer(name)
+
+
+# --- client side ---------------------------------------------------------
+
+
+class _CallDetails(
+    namedtuple("_CallDetails", ("method", "timeout", "metadata", "credentials", "wait_for_ready", "compression")),
+    grpc.ClientCallDetails,
+):
+    pass
+
+
+def _split_method(full_method: str) -> tuple[str, str]:
+    service, _, method = full_method.lstrip("/").partition("/")
+    return service, method
+
+
+def _rpc_attributes(full_method: str) -> dict[str, str]:
+    service, method = _split_method(full_method)
+    return {"rpc.system": "grpc", "rpc.service": service, "rpc.method": method}
+
+
+def _end_client_span(span: trace.Span, call: Any) -> None:
+    code = call.code()
+    if code is not None:
+        span.set_attribute("rpc.grpc.status_code", code.value[0])
+        if code != grpc.StatusCode.OK:
+            span.set_status(Status(StatusCode.ERROR, f"{code.name}: {call.details()}"))
+    span.end()
+
+
+class _ClientInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+    """Starts a CLIENT span per RPC and carries its context in the call metadata."""
+
+    def __init__(self) -> None:
+        self._tracer = tracer("codecompass.grpc.client")
+
+    def _start(self, details: grpc.ClientCallDetails) -> tuple[trace.Span, grpc.ClientCallDetails]:
+        span = self._tracer.start_span(
+            details.method.lstrip("/"), kind=SpanKind.CLIENT, attributes=_rpc_attributes(details.method)
+        )
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier, context=trace.set_span_in_context(span))
+        metadata = list(details.metadata or []) + list(carrier.items())
+        new_details = _CallDetails(
+            details.method,
+            details.timeout,
+            metadata,
+            details.credentials,
+            getattr(details, "wait_for_ready", None),
+            getattr(details, "compression", None),
+        )
+        return span, new_details
+
+    def _intercept(self, continuation: Callable[..., Any], details: grpc.ClientCallDetails, request: Any) -> Any:
+        span, new_details = self._start(details)
+        try:
+            call = continuation(new_details, request)
+        except Exception as exc:
+            span.record_exception(exc)
+            span.set_status(Status(StatusCode.ERROR, str(exc)))
+            span.end()
+            raise
+        call.add_done_callback(lambda done: _end_client_span(span, done))
+        return call
+
+    def intercept_unary_unary(self, continuation, client_call_details, request):
+        return self._intercept(continuation, client_call_details, request)
+
+    def intercept_unary_stream(self, continuation, client_call_details, request):
+        return self._intercept(continuation, client_call_details, request)
+
+
+def traced_channel(addr: str) -> grpc.Channel:
+    """Insecure loopback channel whose unary and server-streaming calls are traced."""
+    return grpc.intercept_channel(grpc.insecure_channel(addr, options=CHANNEL_OPTIONS), _ClientInterceptor())
+
+
+# --- server side ---------------------------------------------------------
+
+
+def _metadata_carrier(metadata: Sequence[tuple[str, Any]] | None) -> dict[str, str]:
+    return {key: value for key, value in (metadata or ()) if isinstance(value, str)}
+
+
+class _ServerInterceptor(grpc.ServerInterceptor):
+    """Continues the caller's trace: one SERVER span per RPC, with its status code."""
+
+    def __init__(self) -> None:
+        self._tracer = tracer("codecompass.grpc.server")
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        method = handler_call_details.method
+        # Health probes run every few hundred ms and would bury real traces;
+        # wrapping them would also drop the non-blocking Watch of the servicer.
+        if handler is None or method.startswith(_HEALTH_PREFIX):
+            return handler
+        parent = propagate.extract(_metadata_carrier(handler_call_details.invocation_metadata))
+        start = self._starter(method, parent)
+        if handler.unary_unary:
+            return handler._replace(unary_unary=_wrap_unary(handler.unary_unary, start, method))
+        if handler.stream_unary:
+            return handler._replace(stream_unary=_wrap_unary(handler.stream_unary, start, method))
+        if handler.unary_stream:
+            return handler._replace(unary_stream=_wrap_stream(handler.unary_stream, start, method))
+        return handler._replace(stream_stream=_wrap_stream(handler.stream_stream, start, method))
+
+    def _starter(self, method: str, parent: otel_context.Context) -> Callable[[], trace.Span]:
+        def start() -> trace.Span:
+            return self._tracer.start_span(
+                method.lstrip("/"), context=parent, kind=SpanKind.SERVER, attributes=_rpc_attributes(method)
+            )
+
+        return start
+
+
+def _context_code(context: grpc.ServicerContext) -> grpc.StatusCode | None:
+    return context.code() if hasattr(context, "code") else None
+
+
+def _finish_server_span(span: trace.Span, context: grpc.ServicerContext, exc: BaseException | None) -> None:
+    code = _context_code(context)
+    if code is None:
+        if isinstance(exc, GeneratorExit):
+            code = grpc.StatusCode.CANCELLED
+        else:
+            code = grpc.StatusCode.UNKNOWN if exc is not None else grpc.StatusCode.OK
+    span.set_attribute("rpc.grpc.status_code", code.value[0])
+    if code != grpc.StatusCode.OK:
+        details = context.details() if hasattr(context, "details") else None
+        if isinstance(details, bytes):
+            details = details.decode("utf-8", "replace")
+        span.set_status(Status(StatusCode.ERROR, f"{code.name}: {details or ''}"))
+    span.end()
+
+
+def _abort_unexpected(exc: Exception, span: trace.Span, context: grpc.ServicerContext, method: str) -> None:
+    """Turn a bug into INTERNAL with a short message; the traceback goes to the log, not the wire."""
+    if _context_code(context) is not None:
+        return  # context.abort() raised it: the servicer already chose the status.
+    span.record_exception(exc)
+    trace_id = format(span.get_span_context().trace_id, "032x")
+    with trace.use_span(span, end_on_exit=False):
+        logging.getLogger("codecompass.grpc.server").exception("unhandled error in %s", method)
+    context.abort(
+        grpc.StatusCode.INTERNAL,
+        f"internal error in {method.lstrip('/')}: {type(exc).__name__} (trace {trace_id}; see the service log)",
+    )
+
+
+def _use(span: trace.Span):
+    return trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False)
+
+
+def _wrap_unary(behavior: Callable[..., Any], start: Callable[[], trace.Span], method: str) -> Callable[..., Any]:
+    def wrapped(request: Any, context: grpc.ServicerContext) -> Any:
+        span = start()
+        error: BaseException | None = None
+        try:
+            with _use(span):
+                return behavior(request, context)
+        except Exception as exc:
+            error = exc
+            _abort_unexpected(exc, span, context, method)
+            raise
+        finally:
+            _finish_server_span(span, context, error)
+
+    return wrapped
+
+
+def _wrap_stream(behavior: Callable[..., Iterator[Any]], start: Callable[[], trace.Span], method: str):
+    def wrapped(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        span = start()
+        error: BaseException | None = None
+        try:
+            # The span is made current around each step of the handler, not across
+            # yields, so it never leaks into whatever the worker thread runs in between.
+            with _use(span):
+                responses = iter(behavior(request, context))
+            while True:
+                with _use(span):
+                    try:
+                        item = next(responses)
+                    except StopIteration:
+                        return
+                yield item
+        except GeneratorExit as exc:
+            error = exc
+            raise
+        except Exception as exc:
+            error = exc
+            _abort_unexpected(exc, span, context, method)
+            raise
+        finally:
+            _finish_server_span(span, context, error)
+
+    return wrapped
+
+
+def server_interceptor() -> grpc.ServerInterceptor:
+    return _ServerInterceptor()
+
+
+def current_trace_ids() -> tuple[str, str] | None:
+    """(trace_id, span_id) of the current span as hex, or None outside a span."""
+    ctx = trace.get_current_span().get_span_context()
+    if not ctx.is_valid:
+        return None
+    return format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")

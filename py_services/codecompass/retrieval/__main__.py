@@ -1,0 +1,57 @@
+"""`python -m codecompass.retrieval`: serve RetrievalService until SIGTERM.
+
+Health is NOT_SERVING until the state dir is known to be writable. It does not wait for the
+analysis or embedding services: they may start after this one, every request reaches them
+with a deadline, and a request that cannot reach them fails with UNAVAILABLE naming the
+address, which tells the caller more than a service that never becomes SERVING.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import grpc
+
+from codecompass.common.config import ConfigError, load_settings
+from codecompass.common.logging import configure_logging, get_logger
+from codecompass.common.serving import ServiceSpec, serve_forever
+from codecompass.common.telemetry import init_telemetry
+from codecompass.retrieval import servicer
+from codecompass.retrieval.analysis_client import AnalysisClient
+from codecompass.retrieval.embed_client import EmbeddingClient
+from codecompass.retrieval.indexer import RetrievalEngine
+
+
+def main() -> int:
+    init_telemetry("codecompass-retrieval")
+    configure_logging("codecompass-retrieval")
+    log = get_logger("codecompass.retrieval")
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        log.error("invalid configuration: %s", exc)
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    analysis = AnalysisClient(settings.analysis_addr, timeout_s=settings.rpc_timeout_s)
+    embedding = EmbeddingClient(
+        settings.embedding_addr, timeout_s=settings.rpc_timeout_s, batch_size=settings.embedding.batch_size
+    )
+    engine = RetrievalEngine(settings, analysis, embedding)
+
+    def register(server: grpc.Server) -> list[str]:
+        return servicer.register(server, engine)
+
+    try:
+        return serve_forever(
+            ServiceSpec(name="retrieval", register=register, warmup=engine.check_state_dir),
+            port=settings.retrieval_port,
+            grace_s=settings.shutdown_grace_s,
+        )
+    finally:
+        engine.close()
+        analysis.close()
+        embedding.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,411 @@
+"""The retrieval service's proto edge: every generated type stops here.
+
+Covers the RetrievalService messages it serves and the CodeAnalysisService /
+EmbeddingService messages its clients exchange, in both directions so each has a round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from codecompass.common.chunk_convert import (
+    chunk_from_proto,
+    chunk_to_proto,
+    language_from_proto,
+    language_to_proto,
+    node_kind_from_proto,
+    node_kind_to_proto,
+)
+from codecompass.retrieval.filters import Filters
+from codecompass.retrieval.hybrid import HybridResult
+from codecompass.retrieval.schema import EmbeddingModel
+from codecompass.retrieval.state import (
+    ChunkedFile,
+    FileEntry,
+    FileStatus,
+    IndexingStatus,
+    IndexPhase,
+    IndexProgress,
+    IndexStatusReport,
+    ResultCompleteness,
+    ScanResult,
+    SearchMetadata,
+    SearchOutcome,
+    SearchQuery,
+    SkippedFile,
+    SyncStats,
+)
+from codecompass.v1 import analysis_pb2, embedding_pb2, retrieval_pb2
+
+# The analysis contract has no chunker version field yet; until it does, every chunker counts
+# as the same version and a chunker upgrade needs a manual re-index (reported to the lead).
+UNVERSIONED_CHUNKER = "unversioned"
+
+_STATUS_TO_PROTO = {
+    IndexingStatus.NOT_INDEXED: retrieval_pb2.INDEXING_STATUS_NOT_INDEXED,
+    IndexingStatus.INDEXING: retrieval_pb2.INDEXING_STATUS_INDEXING,
+    IndexingStatus.READY: retrieval_pb2.INDEXING_STATUS_READY,
+    IndexingStatus.FAILED: retrieval_pb2.INDEXING_STATUS_FAILED,
+}
+_STATUS_FROM_PROTO = {v: k for k, v in _STATUS_TO_PROTO.items()}
+
+_COMPLETENESS_TO_PROTO = {
+    ResultCompleteness.COMPLETE: retrieval_pb2.RESULT_COMPLETENESS_COMPLETE,
+    ResultCompleteness.PARTIAL: retrieval_pb2.RESULT_COMPLETENESS_PARTIAL,
+    ResultCompleteness.TRUNCATED: retrieval_pb2.RESULT_COMPLETENESS_TRUNCATED,
+}
+_COMPLETENESS_FROM_PROTO = {v: k for k, v in _COMPLETENESS_TO_PROTO.items()}
+
+_PHASE_TO_PROTO = {phase: retrieval_pb2.IndexPhase.Value(f"INDEX_PHASE_{phase.name}") for phase in IndexPhase}
+_PHASE_FROM_PROTO = {v: k for k, v in _PHASE_TO_PROTO.items()}
+
+_PROVENANCE_TO_PROTO = {
+    "lexical": retrieval_pb2.PROVENANCE_LEXICAL,
+    "semantic": retrieval_pb2.PROVENANCE_SEMANTIC,
+    "hybrid": retrieval_pb2.PROVENANCE_HYBRID,
+}
+_PROVENANCE_FROM_PROTO = {v: k for k, v in _PROVENANCE_TO_PROTO.items()}
+
+_FILE_STATUS_FROM_PROTO = {
+    analysis_pb2.FILE_STATUS_OK: FileStatus.OK,
+    analysis_pb2.FILE_STATUS_SYNTAX_ERRORS: FileStatus.SYNTAX_ERRORS,
+    analysis_pb2.FILE_STATUS_SKIPPED: FileStatus.SKIPPED,
+}
+_FILE_STATUS_TO_PROTO = {v: k for k, v in _FILE_STATUS_FROM_PROTO.items()}
+
+
+def _skip_reason_name(value: int) -> str:
+    if value == analysis_pb2.SKIP_REASON_UNSPECIFIED:
+        return ""
+    return analysis_pb2.SkipReason.Name(value).removeprefix("SKIP_REASON_").lower()
+
+
+def _skip_reason_value(name: str) -> int:
+    if not name:
+        return analysis_pb2.SKIP_REASON_UNSPECIFIED
+    return analysis_pb2.SkipReason.Value(f"SKIP_REASON_{name.upper()}")
+
+
+# --- CodeAnalysisService ---
+
+
+def file_entry_to_proto(entry: FileEntry) -> analysis_pb2.FileEntry:
+    return analysis_pb2.FileEntry(
+        relative_path=entry.relative_path,
+        size_bytes=entry.size_bytes,
+        mtime_ns=entry.mtime_ns,
+        content_hash=entry.content_hash,
+        language=language_to_proto(entry.language),
+    )
+
+
+def file_entry_from_proto(msg: analysis_pb2.FileEntry) -> FileEntry:
+    return FileEntry(
+        relative_path=msg.relative_path,
+        size_bytes=msg.size_bytes,
+        mtime_ns=msg.mtime_ns,
+        content_hash=msg.content_hash,
+        language=language_from_proto(msg.language),
+    )
+
+
+def scan_request_to_proto(root: str, previous: Iterable[FileEntry]) -> analysis_pb2.ScanWorkspaceRequest:
+    return analysis_pb2.ScanWorkspaceRequest(workspace_root=root, previous=[file_entry_to_proto(e) for e in previous])
+
+
+def _chunker_version(msg: analysis_pb2.ScanWorkspaceResponse) -> str:
+    if "chunker_version" in msg.DESCRIPTOR.fields_by_name:
+        return msg.chunker_version or UNVERSIONED_CHUNKER
+    return UNVERSIONED_CHUNKER
+
+
+def scan_result_from_proto(msg: analysis_pb2.ScanWorkspaceResponse) -> ScanResult:
+    return ScanResult(
+        files=tuple(file_entry_from_proto(f) for f in msg.files),
+        added=tuple(msg.added),
+        changed=tuple(msg.changed),
+        removed=tuple(msg.removed),
+        skipped=tuple(SkippedFile(s.relative_path, _skip_reason_name(s.reason), s.detail) for s in msg.skipped),
+        duration_ms=msg.duration_ms,
+        chunker_version=_chunker_version(msg),
+    )
+
+
+def scan_result_to_proto(result: ScanResult) -> analysis_pb2.ScanWorkspaceResponse:
+    return analysis_pb2.ScanWorkspaceResponse(
+        files=[file_entry_to_proto(f) for f in result.files],
+        added=list(result.added),
+        changed=list(result.changed),
+        removed=list(result.removed),
+        skipped=[
+            analysis_pb2.SkippedFile(
+                relative_path=s.relative_path, reason=_skip_reason_value(s.reason), detail=s.detail
+            )
+            for s in result.skipped
+        ],
+        duration_ms=result.duration_ms,
+    )
+
+
+def chunked_file_from_proto(msg: analysis_pb2.ChunkFilesResponse) -> ChunkedFile:
+    return ChunkedFile(
+        relative_path=msg.relative_path,
+        status=_FILE_STATUS_FROM_PROTO.get(msg.status, FileStatus.OK),
+        chunks=tuple(chunk_from_proto(c) for c in msg.chunks),
+        content_hash=msg.content_hash,
+        mtime_ns=msg.mtime_ns,
+        size_bytes=msg.size_bytes,
+        skip_reason=_skip_reason_name(msg.skip_reason),
+        skip_detail=msg.skip_detail,
+    )
+
+
+def chunked_file_to_proto(chunked: ChunkedFile) -> analysis_pb2.ChunkFilesResponse:
+    return analysis_pb2.ChunkFilesResponse(
+        relative_path=chunked.relative_path,
+        status=_FILE_STATUS_TO_PROTO[chunked.status],
+        skip_reason=_skip_reason_value(chunked.skip_reason),
+        chunks=[chunk_to_proto(c) for c in chunked.chunks],
+        content_hash=chunked.content_hash,
+        mtime_ns=chunked.mtime_ns,
+        size_bytes=chunked.size_bytes,
+        skip_detail=chunked.skip_detail,
+    )
+
+
+# --- EmbeddingService ---
+
+
+def model_from_proto(msg: embedding_pb2.ModelInfo) -> EmbeddingModel:
+    return EmbeddingModel(
+        provider=msg.provider, model_id=msg.model_id, model_version=msg.model_version, dimensions=msg.dimensions
+    )
+
+
+def model_to_proto(model: EmbeddingModel) -> embedding_pb2.ModelInfo:
+    return embedding_pb2.ModelInfo(
+        provider=model.provider,
+        model_id=model.model_id,
+        model_version=model.model_version,
+        dimensions=model.dimensions,
+    )
+
+
+def vectors_from_proto(msg: embedding_pb2.EmbedResponse) -> np.ndarray:
+    if not msg.vectors:
+        return np.zeros((0, msg.model.dimensions), dtype=np.float32)
+    return np.array([v.values for v in msg.vectors], dtype=np.float32)
+
+
+def vectors_to_proto(vectors: np.ndarray) -> list[embedding_pb2.Vector]:
+    return [embedding_pb2.Vector(values=row.tolist()) for row in vectors]
+
+
+# --- RetrievalService ---
+
+
+def filters_from_proto(msg: retrieval_pb2.SearchFilters) -> Filters:
+    return Filters(
+        path_patterns=tuple(msg.path_patterns),
+        languages=tuple(language_from_proto(v) for v in msg.languages),
+        node_kinds=tuple(node_kind_from_proto(v) for v in msg.node_kinds),
+        exclude_tests=msg.exclude_tests,
+        only_tests=msg.only_tests,
+    )
+
+
+def filters_to_proto(filters: Filters) -> retrieval_pb2.SearchFilters:
+    return retrieval_pb2.SearchFilters(
+        path_patterns=list(filters.path_patterns),
+        languages=[language_to_proto(v) for v in filters.languages],
+        node_kinds=[node_kind_to_proto(v) for v in filters.node_kinds],
+        exclude_tests=filters.exclude_tests,
+        only_tests=filters.only_tests,
+    )
+
+
+def search_query_from_proto(msg: retrieval_pb2.SearchRequest) -> SearchQuery:
+    """Raises FilterError / UnknownEnumValue (both ValueError) for filters that cannot be honoured."""
+    return SearchQuery(
+        workspace_root=msg.workspace_root,
+        query=msg.query,
+        limit=msg.limit,
+        filters=filters_from_proto(msg.filters),
+        semantic_ratio=msg.semantic_ratio if msg.HasField("semantic_ratio") else None,
+        skip_sync=msg.skip_sync,
+    )
+
+
+def search_query_to_proto(query: SearchQuery) -> retrieval_pb2.SearchRequest:
+    msg = retrieval_pb2.SearchRequest(
+        workspace_root=query.workspace_root,
+        query=query.query,
+        limit=query.limit,
+        filters=filters_to_proto(query.filters),
+        skip_sync=query.skip_sync,
+    )
+    if query.semantic_ratio is not None:
+        msg.semantic_ratio = query.semantic_ratio
+    return msg
+
+
+def sync_stats_to_proto(stats: SyncStats) -> retrieval_pb2.SyncStats:
+    return retrieval_pb2.SyncStats(
+        files_added=stats.files_added,
+        files_changed=stats.files_changed,
+        files_removed=stats.files_removed,
+        files_skipped=stats.files_skipped,
+        chunks_upserted=stats.chunks_upserted,
+        chunks_deleted=stats.chunks_deleted,
+        chunks_embedded=stats.chunks_embedded,
+        embeddings_reused=stats.embeddings_reused,
+        cascade_reembedded=stats.cascade_reembedded,
+        duration_ms=stats.duration_ms,
+    )
+
+
+def sync_stats_from_proto(msg: retrieval_pb2.SyncStats) -> SyncStats:
+    return SyncStats(
+        files_added=msg.files_added,
+        files_changed=msg.files_changed,
+        files_removed=msg.files_removed,
+        files_skipped=msg.files_skipped,
+        chunks_upserted=msg.chunks_upserted,
+        chunks_deleted=msg.chunks_deleted,
+        chunks_embedded=msg.chunks_embedded,
+        embeddings_reused=msg.embeddings_reused,
+        cascade_reembedded=msg.cascade_reembedded,
+        duration_ms=msg.duration_ms,
+    )
+
+
+def progress_to_proto(progress: IndexProgress) -> retrieval_pb2.IndexWorkspaceResponse:
+    msg = retrieval_pb2.IndexWorkspaceResponse(
+        phase=_PHASE_TO_PROTO[progress.phase],
+        files_done=progress.files_done,
+        files_total=progress.files_total,
+        chunks_done=progress.chunks_done,
+        embeddings_done=progress.embeddings_done,
+        embeddings_total=progress.embeddings_total,
+        embeddings_per_second=progress.embeddings_per_second,
+        eta_seconds=progress.eta_seconds,
+    )
+    if progress.stats is not None:
+        msg.stats.CopyFrom(sync_stats_to_proto(progress.stats))
+    return msg
+
+
+def progress_from_proto(msg: retrieval_pb2.IndexWorkspaceResponse) -> IndexProgress:
+    return IndexProgress(
+        phase=_PHASE_FROM_PROTO[msg.phase],
+        files_done=msg.files_done,
+        files_total=msg.files_total,
+        chunks_done=msg.chunks_done,
+        embeddings_done=msg.embeddings_done,
+        embeddings_total=msg.embeddings_total,
+        embeddings_per_second=msg.embeddings_per_second,
+        eta_seconds=msg.eta_seconds,
+        stats=sync_stats_from_proto(msg.stats) if msg.HasField("stats") else None,
+    )
+
+
+def _result_to_proto(result: HybridResult) -> retrieval_pb2.SearchResult:
+    return retrieval_pb2.SearchResult(
+        chunk=chunk_to_proto(result.chunk),
+        score=result.score,
+        lexical_score=result.lexical_score,
+        vector_similarity=result.vector_similarity,
+        provenance=_PROVENANCE_TO_PROTO[result.provenance],
+        lexical_rank=result.lexical_rank,
+        semantic_rank=result.semantic_rank,
+    )
+
+
+def _result_from_proto(msg: retrieval_pb2.SearchResult) -> HybridResult:
+    return HybridResult(
+        chunk=chunk_from_proto(msg.chunk),
+        score=msg.score,
+        lexical_score=msg.lexical_score,
+        vector_similarity=msg.vector_similarity,
+        provenance=_PROVENANCE_FROM_PROTO[msg.provenance],
+        lexical_rank=msg.lexical_rank,
+        semantic_rank=msg.semantic_rank,
+    )
+
+
+def _metadata_to_proto(meta: SearchMetadata) -> retrieval_pb2.SearchMetadata:
+    return retrieval_pb2.SearchMetadata(
+        indexing_status=_STATUS_TO_PROTO[meta.indexing_status],
+        result_completeness=_COMPLETENESS_TO_PROTO[meta.result_completeness],
+        semantic_fallback=meta.semantic_fallback,
+        semantic_skipped_reason=meta.semantic_skipped_reason,
+        semantic_ratio_used=meta.semantic_ratio_used,
+        external_provider_blocked=meta.external_provider_blocked,
+        embedding_model_id=meta.embedding_model_id,
+        embedding_model_version=meta.embedding_model_version,
+        sync=sync_stats_to_proto(meta.sync),
+        sync_ms=meta.sync_ms,
+        search_ms=meta.search_ms,
+        total_chunks=meta.total_chunks,
+        embedded_chunks=meta.embedded_chunks,
+    )
+
+
+def _metadata_from_proto(msg: retrieval_pb2.SearchMetadata) -> SearchMetadata:
+    return SearchMetadata(
+        indexing_status=_STATUS_FROM_PROTO[msg.indexing_status],
+        result_completeness=_COMPLETENESS_FROM_PROTO[msg.result_completeness],
+        semantic_fallback=msg.semantic_fallback,
+        semantic_skipped_reason=msg.semantic_skipped_reason,
+        semantic_ratio_used=msg.semantic_ratio_used,
+        external_provider_blocked=msg.external_provider_blocked,
+        embedding_model_id=msg.embedding_model_id,
+        embedding_model_version=msg.embedding_model_version,
+        sync=sync_stats_from_proto(msg.sync),
+        sync_ms=msg.sync_ms,
+        search_ms=msg.search_ms,
+        total_chunks=msg.total_chunks,
+        embedded_chunks=msg.embedded_chunks,
+    )
+
+
+def search_outcome_to_proto(outcome: SearchOutcome) -> retrieval_pb2.SearchResponse:
+    return retrieval_pb2.SearchResponse(
+        results=[_result_to_proto(r) for r in outcome.results], metadata=_metadata_to_proto(outcome.metadata)
+    )
+
+
+def search_outcome_from_proto(msg: retrieval_pb2.SearchResponse) -> SearchOutcome:
+    return SearchOutcome(
+        results=tuple(_result_from_proto(r) for r in msg.results), metadata=_metadata_from_proto(msg.metadata)
+    )
+
+
+def status_to_proto(report: IndexStatusReport) -> retrieval_pb2.GetIndexStatusResponse:
+    return retrieval_pb2.GetIndexStatusResponse(
+        indexing_status=_STATUS_TO_PROTO[report.indexing_status],
+        files=report.files,
+        chunks=report.chunks,
+        embedded_chunks=report.embedded_chunks,
+        embedding_model_id=report.embedding_model_id,
+        embedding_model_version=report.embedding_model_version,
+        index_format_version=report.index_format_version,
+        error=report.error,
+        index_bytes=report.index_bytes,
+    )
+
+
+def status_from_proto(msg: retrieval_pb2.GetIndexStatusResponse) -> IndexStatusReport:
+    return IndexStatusReport(
+        indexing_status=_STATUS_FROM_PROTO[msg.indexing_status],
+        files=msg.files,
+        chunks=msg.chunks,
+        embedded_chunks=msg.embedded_chunks,
+        embedding_model_id=msg.embedding_model_id,
+        embedding_model_version=msg.embedding_model_version,
+        index_format_version=msg.index_format_version,
+        error=msg.error,
+        index_bytes=msg.index_bytes,
+    )

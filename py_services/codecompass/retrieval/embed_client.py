@@ -1,0 +1,112 @@
+"""Client of the embedding service (EmbeddingService)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import grpc
+import numpy as np
+
+from codecompass.common.telemetry import traced_channel
+from codecompass.retrieval import convert
+from codecompass.retrieval.schema import EmbeddingModel
+from codecompass.retrieval.state import EmbeddingUnavailable, RetrievalError
+from codecompass.v1 import embedding_pb2, embedding_pb2_grpc
+
+# A request stays well under gRPC's default 4 MiB receive limit on the server. Texts are
+# capped too: every provider truncates to its token window (at most 32k tokens, ~128 KiB)
+# keeping the start, where the preamble and signature are, so nothing the model sees is lost.
+_MAX_REQUEST_BYTES = 3 * 1024 * 1024
+_MAX_TEXT_CHARS = 128 * 1024
+
+_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+class EmbeddingFailed(RetrievalError):
+    """The embedding service answered with an error that retrying the same input will not fix."""
+
+
+@dataclass(frozen=True)
+class EmbedResult:
+    vectors: np.ndarray  # (n, dimensions) float32, L2-normalized by the service
+    model: EmbeddingModel
+    external_provider_blocked: bool
+
+
+class EmbeddingClient:
+    def __init__(self, addr: str, *, timeout_s: float, batch_size: int) -> None:
+        self.addr = addr
+        self._timeout_s = timeout_s
+        self._batch_size = batch_size
+        self._channel = traced_channel(addr)
+        self._stub = embedding_pb2_grpc.EmbeddingServiceStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def model_info(self, *, timeout_s: float | None = None) -> tuple[EmbeddingModel, bool]:
+        """The model Embed would use now, and whether the privacy gates blocked an external one."""
+        try:
+            response = self._stub.GetModelInfo(
+                embedding_pb2.GetModelInfoRequest(), timeout=timeout_s or self._timeout_s
+            )
+        except grpc.RpcError as exc:
+            raise self._error("GetModelInfo", exc) from None
+        return convert.model_from_proto(response.model), response.external_provider_blocked
+
+    def embed_query(self, text: str, *, timeout_s: float) -> EmbedResult:
+        return self._embed([text], embedding_pb2.INPUT_TYPE_QUERY, timeout_s)
+
+    def embed_documents(self, texts: list[str]) -> EmbedResult:
+        """Embed in service-sized batches; all batches must come from one model."""
+        parts: list[EmbedResult] = [
+            self._embed(batch, embedding_pb2.INPUT_TYPE_DOCUMENT, self._timeout_s) for batch in self._batches(texts)
+        ]
+        if not parts:
+            raise ValueError("embed_documents needs at least one text")
+        models = {p.model for p in parts}
+        if len(models) > 1:
+            raise EmbeddingFailed("embedding model changed while a batch was being embedded")
+        return EmbedResult(
+            vectors=np.concatenate([p.vectors for p in parts]),
+            model=parts[0].model,
+            external_provider_blocked=any(p.external_provider_blocked for p in parts),
+        )
+
+    def _batches(self, texts: list[str]) -> Iterator[list[str]]:
+        batch: list[str] = []
+        size = 0
+        for text in texts:
+            capped = text[:_MAX_TEXT_CHARS]
+            cost = len(capped.encode("utf-8"))
+            if batch and (len(batch) >= self._batch_size or size + cost > _MAX_REQUEST_BYTES):
+                yield batch
+                batch, size = [], 0
+            batch.append(capped)
+            size += cost
+        if batch:
+            yield batch
+
+    def _embed(self, texts: list[str], input_type: int, timeout_s: float) -> EmbedResult:
+        request = embedding_pb2.EmbedRequest(texts=texts, input_type=input_type)
+        try:
+            response = self._stub.Embed(request, timeout=timeout_s)
+        except grpc.RpcError as exc:
+            raise self._error("Embed", exc) from None
+        vectors = convert.vectors_from_proto(response)
+        if vectors.shape[0] != len(texts):
+            raise EmbeddingFailed(f"embedding service returned {vectors.shape[0]} vectors for {len(texts)} texts")
+        return EmbedResult(
+            vectors=vectors,
+            model=convert.model_from_proto(response.model),
+            external_provider_blocked=response.external_provider_blocked,
+        )
+
+    def _error(self, method: str, exc: grpc.RpcError) -> Exception:
+        code = exc.code() if hasattr(exc, "code") else None
+        detail = exc.details() if hasattr(exc, "details") else str(exc)
+        if code in _UNREACHABLE:
+            return EmbeddingUnavailable(self.addr, f"{method}: {code.name.lower()} ({detail})")
+        name = code.name if code is not None else "UNKNOWN"
+        return EmbeddingFailed(f"embedding service {method} failed: {name}: {detail}")

@@ -1,0 +1,171 @@
+"""Search filters and their translation to LanceDB SQL predicates.
+
+Both search channels (full text and vector) push the same predicate into LanceDB's `where`
+(pre-filtering), so a filter never shrinks one channel's candidate list after the fact.
+
+Filter values come from users and file names (`src/o'brien.ts` is a legal path), so every
+literal goes through `sql_string`, the only place a value is spliced into SQL. LanceDB's
+type-safe `Expr` builder cannot express `starts_with`/`regexp_like`/`array_has_any` in this
+version, hence a vetted quoting function rather than `Expr`.
+
+Path patterns:
+- no glob characters (`*?[{`): a path prefix, matched on whole path segments:
+  `src/auth` matches `src/auth` and `src/auth/x.ts`, not `src/authz.ts`;
+- otherwise a glob over the workspace-relative path: `*` and `?` stay within one segment, `**`
+  spans segments, `[abc]` and `{a,b}` as in shells; a glob without `/` matches the base name at
+  any depth (`*.test.ts`), as in .gitignore. Globs become anchored regular expressions
+  evaluated by LanceDB (`regexp_like`).
+Several patterns are OR-ed; the other filters are AND-ed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from codecompass.common.chunks import Language, NodeKind
+
+_GLOB_CHARS = frozenset("*?[{")
+# Characters that are special in the (Rust) regex syntax LanceDB evaluates.
+_REGEX_SPECIAL = frozenset(".+*?()|[]{}^$\\#&-~")
+
+
+class FilterError(ValueError):
+    """A filter value that cannot be honoured (e.g. an unbalanced glob)."""
+
+
+@dataclass(frozen=True)
+class Filters:
+    path_patterns: tuple[str, ...] = ()
+    languages: tuple[Language, ...] = ()
+    node_kinds: tuple[NodeKind, ...] = ()
+    exclude_tests: bool = False
+    only_tests: bool = False
+
+    def __post_init__(self) -> None:
+        if self.exclude_tests and self.only_tests:
+            raise FilterError("exclude_tests and only_tests cannot both be set")
+        for pattern in self.path_patterns:
+            if not pattern.strip():
+                raise FilterError("path pattern must not be empty")
+            if is_glob(pattern):
+                glob_to_regex(pattern)
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal for `value`: single quotes doubled, nothing else interpreted.
+
+    DataFusion (LanceDB's SQL dialect) does not treat backslashes specially in plain string
+    literals, so doubling `'` is the complete escape. NUL cannot appear in a literal at all.
+    """
+    if "\x00" in value:
+        raise FilterError("NUL character in filter value")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: Iterable[str]) -> str:
+    """`column IN (...)` over quoted literals; callers guarantee `values` is non-empty."""
+    return f"{column} IN ({', '.join(sql_string(v) for v in values)})"
+
+
+def sql_list(values: Iterable[str]) -> str:
+    """An array literal usable with `array_has_any`."""
+    return "[" + ", ".join(sql_string(v) for v in values) + "]"
+
+
+def is_glob(pattern: str) -> bool:
+    return any(ch in _GLOB_CHARS for ch in pattern)
+
+
+def _escape_regex_char(ch: str) -> str:
+    return "\\" + ch if ch in _REGEX_SPECIAL else ch
+
+
+def glob_to_regex(pattern: str) -> str:
+    """Anchored regex equivalent of a workspace-relative glob (see module docstring)."""
+    glob = pattern.strip().lstrip("/")
+    glob = glob.removeprefix("./")
+    if "/" not in glob.rstrip("/"):
+        glob = "**/" + glob
+    if glob.endswith("/"):
+        glob += "**"
+    out: list[str] = []
+    i = 0
+    brace_depth = 0
+    while i < len(glob):
+        ch = glob[i]
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = glob.find("]", i + 2 if glob[i + 1 : i + 2] in ("!", "^") else i + 1)
+            if end == -1:
+                raise FilterError(f"unbalanced '[' in path glob {pattern!r}")
+            body = glob[i + 1 : end]
+            negate = body[:1] in ("!", "^")
+            if negate:
+                body = body[1:]
+            escaped = "".join("\\" + c if c in "\\[]^" else c for c in body)
+            out.append(f"[{'^' if negate else ''}{escaped}]")
+            i = end + 1
+            continue
+        elif ch == "{":
+            brace_depth += 1
+            out.append("(?:")
+        elif ch == "}" and brace_depth:
+            brace_depth -= 1
+            out.append(")")
+        elif ch == "," and brace_depth:
+            out.append("|")
+        else:
+            out.append(_escape_regex_char(ch))
+        i += 1
+    if brace_depth:
+        raise FilterError(f"unbalanced '{{' in path glob {pattern!r}")
+    return "^" + "".join(out) + "$"
+
+
+def _path_predicate(pattern: str) -> str:
+    if is_glob(pattern):
+        return f"regexp_like(relative_path, {sql_string(glob_to_regex(pattern))})"
+    prefix = pattern.strip().lstrip("/")
+    prefix = prefix.removeprefix("./")
+    prefix = prefix.rstrip("/")
+    if not prefix:
+        return "true"
+    return f"(relative_path = {sql_string(prefix)} OR starts_with(relative_path, {sql_string(prefix + '/')}))"
+
+
+def to_sql(filters: Filters) -> str | None:
+    """The predicate for `filters`, or None when nothing is filtered."""
+    clauses: list[str] = []
+    if filters.path_patterns:
+        paths = " OR ".join(_path_predicate(p) for p in filters.path_patterns)
+        clauses.append(f"({paths})")
+    if filters.languages:
+        clauses.append(sql_in("language", (lang.value for lang in filters.languages)))
+    if filters.node_kinds:
+        clauses.append(sql_in("node_kind", (kind.value for kind in filters.node_kinds)))
+    if filters.exclude_tests:
+        clauses.append("is_test = false")
+    if filters.only_tests:
+        clauses.append("is_test = true")
+    return " AND ".join(clauses) if clauses else None
+
+
+def combine(*predicates: str | None) -> str | None:
+    present = [p for p in predicates if p]
+    if not present:
+        return None
+    if len(present) == 1:
+        return present[0]
+    return " AND ".join(f"({p})" for p in present)

@@ -1,0 +1,673 @@
+"""The retrieval service's domain core: one `WorkspaceIndex` per workspace (its catalog, its
+chunk table, its sync queue and its background embedder) and the `RetrievalEngine` that
+answers IndexWorkspace / Search / GetIndexStatus over them.
+
+Concurrency model, per workspace:
+- syncs run one at a time on a single-thread executor; a sync requested while another runs is
+  queued once and shared by every caller that asks meanwhile (so a burst of searches after an
+  edit costs one sync, and it starts after the running one, so it sees the edit);
+- a search waits for its sync at most `SEARCH_SYNC_WAIT_S`, then answers from what is already
+  written (a cold index of a big workspace must not block the first query);
+- `write_lock` serialises table writes + catalog commits of the sync with the vector writes
+  of the background embedder; reads never take it (LanceDB reads a consistent version).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
+
+import numpy as np
+
+from codecompass.common.config import Settings
+from codecompass.common.logging import get_logger
+from codecompass.retrieval.analysis_client import AnalysisClient
+from codecompass.retrieval.catalog import Catalog, IndexIdentity
+from codecompass.retrieval.embed_client import EmbeddingClient, EmbeddingFailed
+from codecompass.retrieval.hybrid import (
+    SKIP_DIMENSION_MISMATCH,
+    SKIP_EMBEDDING_UNAVAILABLE,
+    SKIP_NO_VECTORS,
+    hybrid_search,
+)
+from codecompass.retrieval.schema import INDEX_FORMAT_VERSION, EmbeddingModel
+from codecompass.retrieval.state import (
+    DependencyUnavailable,
+    EmbeddingUnavailable,
+    IndexingStatus,
+    IndexPhase,
+    IndexProgress,
+    IndexStatusReport,
+    InvalidWorkspace,
+    ResultCompleteness,
+    RetrievalError,
+    SearchMetadata,
+    SearchOutcome,
+    SearchQuery,
+    SyncStats,
+    WorkspaceNotFound,
+    index_uri,
+    workspace_state_dir,
+)
+from codecompass.retrieval.store import ChunkStore
+from codecompass.retrieval.sync import Syncer, SyncTuning, rebase_on_empty_catalog
+
+_log = get_logger(__name__)
+
+# How long a search waits for its pre-search sync before answering from the index as it is.
+# An edit-sized sync takes well under this; a cold index of a large workspace takes minutes,
+# and its first flushes are already searchable lexically.
+SEARCH_SYNC_WAIT_S = 5.0
+# A query embedding slower than this is not worth waiting for: lexical answers alone.
+QUERY_EMBED_TIMEOUT_S = 2.0
+# Reason reported when the embedding service now runs another model than the index's.
+SKIP_MODEL_CHANGED = "embedding_model_changed"
+_FALLBACK_REASONS = {SKIP_EMBEDDING_UNAVAILABLE, SKIP_NO_VECTORS, SKIP_DIMENSION_MISMATCH, SKIP_MODEL_CHANGED}
+# Progress messages of an IndexWorkspace stream are throttled to this interval.
+_PROGRESS_INTERVAL_S = 0.2
+
+
+class InvalidQuery(RetrievalError):
+    """A search request that cannot be answered as asked (empty query, bad ratio...)."""
+
+
+class _SyncJob:
+    """One queued or running sync, shared by every caller that asked for it."""
+
+    def __init__(self) -> None:
+        self.future: Future[SyncStats] = Future()
+        self.started = False
+        # The requester's context (its trace span): the sync's outbound RPCs join that trace.
+        self.context = contextvars.copy_context()
+        self._listeners: list[Callable[[IndexProgress], None]] = []
+        self._lock = threading.Lock()
+
+    def add_listener(self, listener: Callable[[IndexProgress], None]) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def notify(self, progress: IndexProgress) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(progress)
+
+
+class BackgroundEmbedder:
+    """Fills in vectors of chunks written without one, implementation files first.
+
+    Embeds outside the write lock (the slow part); writes under it, and only for chunks whose
+    text is still the text that was embedded (a sync may have rewritten them meanwhile).
+    """
+
+    # Chunks per table write: larger means fewer table versions, smaller means vectors show
+    # up in searches sooner.
+    WRITE_BATCH = 256
+    # Consecutive failures tolerated (with exponential backoff) before giving up until the
+    # next sync asks again.
+    MAX_FAILURES = 4
+
+    def __init__(self, workspace: WorkspaceIndex, client: EmbeddingClient) -> None:
+        self._ws = workspace
+        self._client = client
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._again = False
+        self._stop = threading.Event()
+        self.error = ""
+        self.done = 0
+        self.total = 0
+        self._started_at = 0.0
+
+    @property
+    def running(self) -> bool:
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    def ensure_running(self) -> None:
+        with self._lock:
+            if self.running:
+                self._again = True
+                return
+            self.error = ""
+            self._again = False
+            self._thread = threading.Thread(target=self._run, name=f"embed-{self._ws.key[:8]}", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def rate(self) -> float:
+        elapsed = time.monotonic() - self._started_at
+        return self.done / elapsed if self.done and elapsed > 0 else 0.0
+
+    def _run(self) -> None:
+        store = self._ws.store
+        if store is None:
+            return
+        total, embedded = store.counts()
+        self.done, self.total, self._started_at = 0, total - embedded, time.monotonic()
+        failures = 0
+        wrote = False
+        while not self._stop.is_set():
+            batch = store.chunks_missing_vectors(self.WRITE_BATCH)
+            if not batch:
+                with self._lock:
+                    if not self._again:
+                        break
+                    self._again = False
+                total, embedded = store.counts()
+                self.total = self.done + (total - embedded)
+                continue
+            try:
+                result = self._client.embed_documents([c.embedding_text for c in batch])
+            except (EmbeddingUnavailable, EmbeddingFailed) as exc:
+                failures += 1
+                if failures >= self.MAX_FAILURES:
+                    self.error = f"background embedding stopped: {exc}"
+                    _log.warning(self.error)
+                    break
+                self._stop.wait(2.0**failures)
+                continue
+            failures = 0
+            if result.model != store.model:
+                self._ws.mark_model_stale()
+                self.error = f"embedding model changed to {result.model.identity()}; the next sync re-indexes"
+                break
+            with self._ws.write_lock:
+                current = {c.id: c for c in store.get_chunks([c.id for c in batch])}
+                fresh: dict[str, np.ndarray] = {}
+                for chunk, vector in zip(batch, result.vectors, strict=True):
+                    now = current.get(chunk.id)
+                    if now is not None and (now.snippet_hash, now.embedding_text) == (
+                        chunk.snippet_hash,
+                        chunk.embedding_text,
+                    ):
+                        fresh[chunk.id] = vector
+                store.set_vectors(fresh)
+            wrote = True
+            self.done += len(fresh)
+            self.total = max(self.total, self.done)
+        if wrote and not self._stop.is_set():
+            # Hundreds of small vector commits leave many versions and fragments behind.
+            self._ws.maintain()
+
+
+class WorkspaceIndex:
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        analysis: AnalysisClient,
+        embedding: EmbeddingClient,
+        tuning: SyncTuning,
+    ) -> None:
+        self.root = root
+        self.key = workspace_state_dir(settings.state_dir, root).name
+        self._settings = settings
+        self._analysis = analysis
+        self._embedding = embedding
+        self._tuning = tuning
+        self._uri = index_uri(settings.state_dir, settings.retrieval.db_uri, root)
+        self.catalog = Catalog.open(workspace_state_dir(settings.state_dir, root) / "catalog.sqlite3")
+        self.write_lock = threading.Lock()
+        self._store: ChunkStore | None = None
+        self._model: EmbeddingModel | None = None
+        self._model_stale = False
+        self._external_blocked = False
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sync-{self.key[:8]}")
+        self._jobs_lock = threading.Lock()
+        self._queued: _SyncJob | None = None
+        self._syncing = False
+        self._sync_error = ""
+        self._syncs_since_maintain = 0
+        self.embedder = BackgroundEmbedder(self, embedding)
+        if self.catalog.identity is not None:
+            # Resume what a previous process left: vectors still missing after a restart.
+            self._open_store(self.catalog.identity)
+            self.embedder.ensure_running()
+
+    @property
+    def store(self) -> ChunkStore | None:
+        return self._store
+
+    @property
+    def model(self) -> EmbeddingModel | None:
+        return self._store.model if self._store is not None else None
+
+    def mark_model_stale(self) -> None:
+        self._model_stale = True
+
+    def close(self, timeout: float) -> None:
+        self.embedder.stop(timeout)
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        self.catalog.close()
+
+    # --- syncing ---
+
+    def request_sync(self, listener: Callable[[IndexProgress], None] | None = None) -> _SyncJob:
+        with self._jobs_lock:
+            job = self._queued
+            if job is None or job.started:
+                job = _SyncJob()
+                self._queued = job
+                self._executor.submit(self._run_job, job)
+            if listener is not None:
+                job.add_listener(listener)
+            return job
+
+    def _run_job(self, job: _SyncJob) -> None:
+        with self._jobs_lock:
+            job.started = True
+            if self._queued is job:
+                self._queued = None
+        try:
+            job.future.set_result(job.context.run(self._sync, job.notify))
+        # Whatever ends the sync, waiters must learn of it rather than wait forever; they map
+        # it to a status code.
+        except BaseException as exc:  # noqa: BLE001
+            job.future.set_exception(exc)
+
+    def _sync(self, notify: Callable[[IndexProgress], None]) -> SyncStats:
+        self._syncing = True
+        try:
+            notify(IndexProgress(phase=IndexPhase.SCANNING))
+            had_files = len(self.catalog) > 0
+            scan_started = time.perf_counter()
+            scan = self._analysis.scan(
+                str(self.root), self.catalog.previous_files, version=(id(self.catalog), self.catalog.generation)
+            )
+            scan_rpc_ms = (time.perf_counter() - scan_started) * 1000
+            self._ensure_identity(scan.chunker_version)
+            if had_files and len(self.catalog) == 0:
+                scan = rebase_on_empty_catalog(scan)
+            assert self._store is not None
+            syncer = Syncer(
+                root=str(self.root),
+                catalog=self.catalog,
+                store=self._store,
+                analysis=self._analysis,
+                embedder=self._embedding,
+                model=self._store.model,
+                write_lock=self.write_lock,
+                tuning=self._tuning,
+                progress=notify,
+            )
+            stats = syncer.run(scan)
+            self._sync_error = ""
+            if stats.chunks_upserted or stats.chunks_deleted:
+                _log.info(
+                    "sync wrote changes",
+                    extra={
+                        "workspace": str(self.root),
+                        "scan_ms": round(scan.duration_ms, 1),
+                        "scan_rpc_ms": round(scan_rpc_ms, 1),
+                        "sync_ms": round(stats.duration_ms, 1),
+                        **{f"{step}_ms": round(ms, 1) for step, ms in syncer.timings.items()},
+                        "files_added": stats.files_added,
+                        "files_changed": stats.files_changed,
+                        "files_removed": stats.files_removed,
+                        "chunks_upserted": stats.chunks_upserted,
+                        "chunks_deleted": stats.chunks_deleted,
+                        "chunks_embedded": stats.chunks_embedded,
+                    },
+                )
+        except RetrievalError as exc:
+            self._sync_error = str(exc)
+            raise
+        except Exception as exc:
+            self._sync_error = f"sync failed: {exc}"
+            _log.exception("sync of %s failed", self.root)
+            raise
+        finally:
+            self._syncing = False
+        if stats.chunks_upserted or stats.chunks_deleted:
+            self._syncs_since_maintain += 1
+            if self._syncs_since_maintain >= self._settings.retrieval.compact_every_n_syncs:
+                self.maintain()
+            if stats.chunks_upserted > stats.embeddings_reused + stats.chunks_embedded:
+                self.embedder.ensure_running()
+        return stats
+
+    def _ensure_identity(self, chunker_version: str) -> None:
+        """Open the table for the current model and chunker; a change of either starts a new
+        (empty) table and a full re-index, because vectors and chunks of different identities
+        must never be mixed."""
+        if self._store is None or self._model_stale:
+            try:
+                model, blocked = self._embedding.model_info()
+                self._external_blocked = blocked
+                self._model_stale = False
+            except EmbeddingUnavailable:
+                known = self.catalog.identity
+                if known is None:
+                    raise
+                # Keep indexing lexically under the last known model; vectors come later.
+                model = known.model
+        else:
+            model = self._store.model
+        identity = IndexIdentity(model=model, chunker_version=chunker_version)
+        if self.catalog.identity != identity:
+            _log.info("index identity of %s is now %s / chunker %s", self.root, model.identity(), chunker_version)
+            self.catalog.reset(identity)
+            self._store = None
+        if self._store is None:
+            self._open_store(identity)
+
+    def _open_store(self, identity: IndexIdentity) -> None:
+        store = ChunkStore.open(
+            self._uri,
+            model=identity.model,
+            chunker_version=identity.chunker_version,
+            storage_options=dict(self._settings.retrieval.storage_options),
+        )
+        if (store.created or store.rebuilt) and len(self.catalog) > 0:
+            # The table is new but the catalog remembers files: the index was deleted or
+            # rebuilt, so the catalog no longer describes it.
+            self.catalog.reset(identity)
+        self._store = store
+
+    def maintain(self) -> None:
+        store = self._store
+        if store is None:
+            return
+        with self.write_lock:
+            store.maintain()
+        self._syncs_since_maintain = 0
+
+    def sync_for_search(self, wait_s: float) -> tuple[SyncStats, bool]:
+        """(stats, finished): the stats are empty when the sync did not finish in time."""
+        job = self.request_sync()
+        try:
+            return job.future.result(timeout=wait_s), True
+        except FutureTimeout:
+            return SyncStats(), False
+
+    # --- status ---
+
+    def indexing_status(self, counts: tuple[int, int] | None = None) -> tuple[IndexingStatus, str]:
+        if self._sync_error:
+            return IndexingStatus.FAILED, self._sync_error
+        busy = self._syncing or self._queued is not None
+        if not self.catalog.complete or self._store is None:
+            return (IndexingStatus.INDEXING if busy else IndexingStatus.NOT_INDEXED), ""
+        if busy:
+            return IndexingStatus.INDEXING, ""
+        total, embedded = counts if counts is not None else self._store.counts()
+        if embedded < total:
+            if self.embedder.error and not self.embedder.running:
+                return IndexingStatus.FAILED, self.embedder.error
+            return IndexingStatus.INDEXING, ""
+        return IndexingStatus.READY, ""
+
+    @property
+    def external_provider_blocked(self) -> bool:
+        return self._external_blocked
+
+    def note_external_blocked(self, blocked: bool) -> None:
+        self._external_blocked = blocked
+
+
+class RetrievalEngine:
+    """What the servicer calls: validated workspace roots in, domain results out."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        analysis: AnalysisClient,
+        embedding: EmbeddingClient,
+        tuning: SyncTuning | None = None,
+    ) -> None:
+        self._settings = settings
+        self._analysis = analysis
+        self._embedding = embedding
+        self._tuning = tuning or SyncTuning()
+        self._workspaces: dict[Path, WorkspaceIndex] = {}
+        self._lock = threading.Lock()
+        self._query_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embed")
+
+    def check_state_dir(self) -> None:
+        """Warmup: the state dir must be writable, or nothing can be indexed."""
+        workspaces = self._settings.state_dir / "workspaces"
+        workspaces.mkdir(parents=True, exist_ok=True)
+        probe = workspaces / f".probe-{threading.get_ident()}"
+        probe.write_text("ok", encoding="utf-8")
+        probe.unlink()
+
+    def close(self, timeout: float = 5.0) -> None:
+        with self._lock:
+            workspaces = list(self._workspaces.values())
+            self._workspaces.clear()
+        for ws in workspaces:
+            ws.close(timeout)
+        self._query_pool.shutdown(wait=False, cancel_futures=True)
+
+    def workspace(self, root_text: str) -> WorkspaceIndex:
+        root = _validated_root(root_text)
+        with self._lock:
+            ws = self._workspaces.get(root)
+            if ws is None:
+                ws = WorkspaceIndex(root, self._settings, self._analysis, self._embedding, self._tuning)
+                self._workspaces[root] = ws
+            return ws
+
+    # --- IndexWorkspace ---
+
+    def index(self, root_text: str, *, wait_for_embeddings: bool) -> Iterator[IndexProgress]:
+        ws = self.workspace(root_text)
+        updates: queue.Queue[IndexProgress] = queue.Queue()
+        job = ws.request_sync(updates.put)
+        last_sent = 0.0
+        last_phase: IndexPhase | None = None
+        while True:
+            try:
+                update = updates.get(timeout=0.1)
+            except queue.Empty:
+                if job.future.done():
+                    break
+                continue
+            now = time.monotonic()
+            if update.phase != last_phase or now - last_sent >= _PROGRESS_INTERVAL_S:
+                last_phase, last_sent = update.phase, now
+                yield update
+        stats = job.future.result()
+        if wait_for_embeddings:
+            yield from self._wait_for_embeddings(ws)
+        store = ws.store
+        total = store.counts()[0] if store is not None else 0
+        yield IndexProgress(
+            phase=IndexPhase.DONE,
+            files_done=len(ws.catalog),
+            files_total=len(ws.catalog),
+            chunks_done=total,
+            embeddings_done=ws.embedder.done,
+            embeddings_total=ws.embedder.total,
+            embeddings_per_second=ws.embedder.rate(),
+            eta_seconds=0.0,
+            stats=stats,
+        )
+
+    def _wait_for_embeddings(self, ws: WorkspaceIndex) -> Iterator[IndexProgress]:
+        store = ws.store
+        if store is None:
+            return
+        total, embedded = store.counts()
+        if embedded < total:
+            ws.embedder.ensure_running()
+        while True:
+            running = ws.embedder.running
+            done, planned, rate = ws.embedder.done, ws.embedder.total, ws.embedder.rate()
+            eta = (planned - done) / rate if rate > 0 else -1.0
+            yield IndexProgress(
+                phase=IndexPhase.EMBEDDING,
+                chunks_done=total,
+                embeddings_done=done,
+                embeddings_total=planned,
+                embeddings_per_second=rate,
+                eta_seconds=eta,
+            )
+            if not running:
+                break
+            time.sleep(0.5)
+        total, embedded = store.counts()
+        if embedded < total and ws.embedder.error:
+            raise DependencyUnavailable(ws.embedder.error)
+
+    # --- Search ---
+
+    def search(self, request: SearchQuery) -> SearchOutcome:
+        ws = self.workspace(request.workspace_root)
+        if not request.query.strip():
+            raise InvalidQuery("query must not be empty")
+        retrieval = self._settings.retrieval
+        ratio = retrieval.semantic_ratio if request.semantic_ratio is None else request.semantic_ratio
+        if not 0.0 <= ratio <= 1.0:
+            raise InvalidQuery(f"semantic_ratio must be within [0, 1], got {ratio}")
+        limit = request.limit or retrieval.default_limit
+
+        started = time.perf_counter()
+        query_future = (
+            self._query_pool.submit(contextvars.copy_context().run, self._embed_query, request.query)
+            if ratio > 0
+            else None
+        )
+        stats, finished = SyncStats(), True
+        if not request.skip_sync:
+            stats, finished = ws.sync_for_search(SEARCH_SYNC_WAIT_S)
+        synced = time.perf_counter()
+
+        store = ws.store
+        if store is None:
+            if query_future is not None:
+                query_future.cancel()
+            status, _ = ws.indexing_status()
+            return SearchOutcome(
+                results=(),
+                metadata=self._metadata(ws, status, ResultCompleteness.PARTIAL, stats, started, synced),
+            )
+
+        query_vector, unavailable_reason, blocked = None, SKIP_EMBEDDING_UNAVAILABLE, ws.external_provider_blocked
+        if query_future is not None:
+            try:
+                embedded_query = query_future.result(timeout=QUERY_EMBED_TIMEOUT_S)
+            except (EmbeddingUnavailable, EmbeddingFailed, FutureTimeout) as exc:
+                _log.info("query embedding unavailable, answering lexically: %s", exc)
+            else:
+                blocked = embedded_query.external_provider_blocked
+                ws.note_external_blocked(blocked)
+                if embedded_query.model != store.model:
+                    ws.mark_model_stale()
+                    unavailable_reason = SKIP_MODEL_CHANGED
+                else:
+                    query_vector = embedded_query.vectors[0]
+        outcome = hybrid_search(
+            store,
+            request.query,
+            query_vector=query_vector,
+            filters=request.filters,
+            limit=limit,
+            semantic_ratio=ratio,
+            fusion=retrieval.fusion,
+            vector_candidates=retrieval.vector_candidates,
+            lexical_candidates=retrieval.lexical_candidates,
+            unavailable_reason=unavailable_reason,
+        )
+        counts = store.counts()
+        status, _ = ws.indexing_status(counts)
+        complete = finished and counts[1] >= counts[0]
+        reason = outcome.semantic_skipped_reason or ""
+        metadata = self._metadata(
+            ws,
+            status,
+            ResultCompleteness.COMPLETE if complete else ResultCompleteness.PARTIAL,
+            stats,
+            started,
+            synced,
+            counts=counts,
+            fallback=reason in _FALLBACK_REASONS,
+            reason=reason,
+            ratio_used=outcome.semantic_ratio_used,
+            blocked=blocked,
+        )
+        return SearchOutcome(results=tuple(outcome.results), metadata=metadata)
+
+    def _embed_query(self, text: str):
+        return self._embedding.embed_query(text, timeout_s=QUERY_EMBED_TIMEOUT_S)
+
+    def _metadata(
+        self,
+        ws: WorkspaceIndex,
+        status: IndexingStatus,
+        completeness: ResultCompleteness,
+        stats: SyncStats,
+        started: float,
+        synced: float,
+        *,
+        counts: tuple[int, int] = (0, 0),
+        fallback: bool = False,
+        reason: str = "",
+        ratio_used: float = 0.0,
+        blocked: bool = False,
+    ) -> SearchMetadata:
+        model = ws.model
+        return SearchMetadata(
+            indexing_status=status,
+            result_completeness=completeness,
+            semantic_fallback=fallback,
+            semantic_skipped_reason=reason,
+            semantic_ratio_used=ratio_used,
+            external_provider_blocked=blocked,
+            embedding_model_id=model.model_id if model else "",
+            embedding_model_version=model.model_version if model else "",
+            sync=stats,
+            sync_ms=(synced - started) * 1000,
+            search_ms=(time.perf_counter() - synced) * 1000,
+            total_chunks=counts[0],
+            embedded_chunks=counts[1],
+        )
+
+    # --- GetIndexStatus ---
+
+    def status(self, root_text: str) -> IndexStatusReport:
+        ws = self.workspace(root_text)
+        store = ws.store
+        counts = store.counts() if store is not None else (0, 0)
+        status, error = ws.indexing_status(counts)
+        model = ws.model
+        identity = ws.catalog.identity
+        return IndexStatusReport(
+            indexing_status=status,
+            files=len(ws.catalog),
+            chunks=counts[0],
+            embedded_chunks=counts[1],
+            embedding_model_id=model.model_id if model else "",
+            embedding_model_version=model.model_version if model else "",
+            index_format_version=(
+                f"format={INDEX_FORMAT_VERSION};chunker={identity.chunker_version}" if identity else ""
+            ),
+            error=error,
+            index_bytes=store.size_bytes() if store is not None else 0,
+        )
+
+
+def _validated_root(root_text: str) -> Path:
+    if not root_text or not root_text.strip():
+        raise InvalidWorkspace("workspace_root is required")
+    path = Path(root_text)
+    if not path.is_absolute():
+        raise InvalidWorkspace(f"workspace_root must be an absolute path, got {root_text!r}")
+    if not path.exists():
+        raise WorkspaceNotFound(f"workspace root {root_text} does not exist")
+    if not path.is_dir():
+        raise WorkspaceNotFound(f"workspace root {root_text} is not a directory")
+    # One index per directory, however it is reached (symlinks, "..").
+    return path.resolve()

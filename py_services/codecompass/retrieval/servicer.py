@@ -1,0 +1,78 @@
+"""RetrievalService gRPC handlers: convert, call the engine, map domain errors to status codes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import grpc
+
+from codecompass.retrieval import convert
+from codecompass.retrieval.embed_client import EmbeddingFailed
+from codecompass.retrieval.indexer import InvalidQuery, RetrievalEngine
+from codecompass.retrieval.state import (
+    AnalysisFailed,
+    DependencyUnavailable,
+    InvalidWorkspace,
+    RetrievalError,
+    WorkspaceNotFound,
+)
+from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
+
+SERVICE_NAME = "codecompass.v1.RetrievalService"
+
+_STATUS_OF = (
+    (InvalidWorkspace, grpc.StatusCode.INVALID_ARGUMENT),
+    (InvalidQuery, grpc.StatusCode.INVALID_ARGUMENT),
+    (WorkspaceNotFound, grpc.StatusCode.NOT_FOUND),
+    (DependencyUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (AnalysisFailed, grpc.StatusCode.INTERNAL),
+    (EmbeddingFailed, grpc.StatusCode.INTERNAL),
+)
+
+
+def _abort(context: grpc.ServicerContext, exc: Exception) -> None:
+    for kind, code in _STATUS_OF:
+        if isinstance(exc, kind):
+            context.abort(code, str(exc))
+    raise exc
+
+
+class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
+    def __init__(self, engine: RetrievalEngine) -> None:
+        self._engine = engine
+
+    def IndexWorkspace(
+        self, request: retrieval_pb2.IndexWorkspaceRequest, context: grpc.ServicerContext
+    ) -> Iterator[retrieval_pb2.IndexWorkspaceResponse]:
+        try:
+            for progress in self._engine.index(request.workspace_root, wait_for_embeddings=request.wait_for_embeddings):
+                yield convert.progress_to_proto(progress)
+        except RetrievalError as exc:
+            _abort(context, exc)
+
+    def Search(
+        self, request: retrieval_pb2.SearchRequest, context: grpc.ServicerContext
+    ) -> retrieval_pb2.SearchResponse:
+        try:
+            query = convert.search_query_from_proto(request)
+        except ValueError as exc:  # filters that cannot be honoured: bad glob, unknown enum value
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid filters: {exc}")
+        try:
+            outcome = self._engine.search(query)
+        except RetrievalError as exc:
+            _abort(context, exc)
+        return convert.search_outcome_to_proto(outcome)
+
+    def GetIndexStatus(
+        self, request: retrieval_pb2.GetIndexStatusRequest, context: grpc.ServicerContext
+    ) -> retrieval_pb2.GetIndexStatusResponse:
+        try:
+            report = self._engine.status(request.workspace_root)
+        except RetrievalError as exc:
+            _abort(context, exc)
+        return convert.status_to_proto(report)
+
+
+def register(server: grpc.Server, engine: RetrievalEngine) -> list[str]:
+    retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(RetrievalServicer(engine), server)
+    return [SERVICE_NAME]

@@ -1,0 +1,217 @@
+"""Domain vocabulary of the retrieval service: statuses, progress, sync statistics, errors,
+and where a workspace's state lives on disk.
+
+Nothing here imports generated proto types; `convert` maps these to and from the wire.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codecompass.common.chunks import Chunk, Language
+from codecompass.retrieval.filters import Filters
+
+if TYPE_CHECKING:
+    from codecompass.retrieval.hybrid import HybridResult
+
+
+class IndexingStatus(str, Enum):
+    NOT_INDEXED = "not_indexed"
+    INDEXING = "indexing"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class ResultCompleteness(str, Enum):
+    COMPLETE = "complete"
+    PARTIAL = "partial"
+    TRUNCATED = "truncated"
+
+
+class IndexPhase(str, Enum):
+    SCANNING = "scanning"
+    CHUNKING = "chunking"
+    WRITING = "writing"
+    EMBEDDING = "embedding"
+    DONE = "done"
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One source file as the analysis service's scanner saw it."""
+
+    relative_path: str
+    size_bytes: int
+    mtime_ns: int
+    content_hash: str
+    language: Language
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    relative_path: str
+    reason: str  # lower-case SkipReason name, e.g. "minified"
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    files: tuple[FileEntry, ...]
+    added: tuple[str, ...]
+    changed: tuple[str, ...]
+    removed: tuple[str, ...]
+    skipped: tuple[SkippedFile, ...]
+    duration_ms: float
+    chunker_version: str
+
+
+class FileStatus(str, Enum):
+    OK = "ok"
+    SYNTAX_ERRORS = "syntax_errors"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class ChunkedFile:
+    """The chunks of one file, as one ChunkFiles stream message carried them."""
+
+    relative_path: str
+    status: FileStatus
+    chunks: tuple[Chunk, ...]
+    content_hash: str
+    mtime_ns: int
+    size_bytes: int
+    skip_reason: str = ""
+    skip_detail: str = ""
+
+
+@dataclass
+class SyncStats:
+    """What one sync changed. Mutable while the sync runs; callers get a finished copy."""
+
+    files_added: int = 0
+    files_changed: int = 0
+    files_removed: int = 0
+    files_skipped: int = 0
+    chunks_upserted: int = 0
+    chunks_deleted: int = 0
+    chunks_embedded: int = 0
+    embeddings_reused: int = 0
+    cascade_reembedded: int = 0
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class IndexProgress:
+    phase: IndexPhase
+    files_done: int = 0
+    files_total: int = 0
+    chunks_done: int = 0
+    embeddings_done: int = 0
+    embeddings_total: int = 0
+    embeddings_per_second: float = 0.0
+    eta_seconds: float = -1.0
+    stats: SyncStats | None = None
+
+
+@dataclass(frozen=True)
+class IndexStatusReport:
+    indexing_status: IndexingStatus
+    files: int
+    chunks: int
+    embedded_chunks: int
+    embedding_model_id: str
+    embedding_model_version: str
+    index_format_version: str
+    error: str
+    index_bytes: int
+
+
+@dataclass(frozen=True)
+class SearchMetadata:
+    indexing_status: IndexingStatus
+    result_completeness: ResultCompleteness
+    semantic_fallback: bool
+    semantic_skipped_reason: str
+    semantic_ratio_used: float
+    external_provider_blocked: bool
+    embedding_model_id: str
+    embedding_model_version: str
+    sync: SyncStats = field(default_factory=SyncStats)
+    sync_ms: float = 0.0
+    search_ms: float = 0.0
+    total_chunks: int = 0
+    embedded_chunks: int = 0
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    workspace_root: str
+    query: str
+    limit: int = 0  # 0: the configured default
+    filters: Filters = field(default_factory=Filters)
+    semantic_ratio: float | None = None  # None: the configured default
+    skip_sync: bool = False
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    results: tuple[HybridResult, ...]
+    metadata: SearchMetadata
+
+
+class RetrievalError(Exception):
+    """Base of the errors the servicer maps to gRPC status codes."""
+
+
+class InvalidWorkspace(RetrievalError):
+    """The request names no usable workspace root (missing or relative)."""
+
+
+class WorkspaceNotFound(RetrievalError):
+    """The workspace root does not exist or is not a directory."""
+
+
+class DependencyUnavailable(RetrievalError):
+    """A service this one depends on could not be reached in time."""
+
+
+class AnalysisUnavailable(DependencyUnavailable):
+    def __init__(self, addr: str, detail: str) -> None:
+        super().__init__(f"analysis service unreachable at {addr}: {detail}")
+        self.addr = addr
+
+
+class EmbeddingUnavailable(DependencyUnavailable):
+    def __init__(self, addr: str, detail: str) -> None:
+        super().__init__(f"embedding service unreachable at {addr}: {detail}")
+        self.addr = addr
+
+
+class AnalysisFailed(RetrievalError):
+    """The analysis service answered with an error that retrying will not fix."""
+
+
+def workspace_key(root: Path) -> str:
+    """Stable directory name for a workspace: a digest of its resolved absolute path."""
+    return hashlib.sha256(str(root).encode("utf-8")).hexdigest()[:32]
+
+
+def workspace_state_dir(state_dir: Path, root: Path) -> Path:
+    return state_dir / "workspaces" / workspace_key(root)
+
+
+def index_uri(state_dir: Path, db_uri: str | None, root: Path) -> str:
+    """LanceDB location of a workspace's index.
+
+    Local by default (beside the rest of the state); an object-store `db_uri`
+    (s3://bucket/prefix) gets one sub-prefix per workspace so workspaces never share tables.
+    """
+    key = workspace_key(root)
+    if db_uri is None:
+        return str(state_dir / "index" / key)
+    return f"{db_uri.rstrip('/')}/{key}"

@@ -1,0 +1,624 @@
+"""The chunk table in LanceDB: batched writes, full-text and vector search, maintenance.
+
+One `ChunkStore` wraps one table (one embedding-model identity, see `schema.table_name`).
+Writes are serialised by a lock and batched by the caller: one `apply_changes` per sync
+produces one LanceDB commit, because every commit is a new table version and per-file
+writes would multiply versions (and small files) by the number of changed files.
+Searches run concurrently with writes; LanceDB gives each query a consistent version.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+from lancedb.index import FTS, HnswSq
+
+from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
+from codecompass.common.identifiers import split_identifiers
+from codecompass.retrieval import filters as sqlf
+from codecompass.retrieval.filters import Filters
+from codecompass.retrieval.schema import (
+    CHUNK_COLUMNS,
+    FORMAT_METADATA_KEY,
+    FTS_COLUMN,
+    INDEX_FORMAT_VERSION,
+    TABLE_PREFIX,
+    VECTOR_COLUMN,
+    EmbeddingModel,
+    chunk_schema,
+    table_name,
+)
+
+# Below this many vectors an exhaustive scan is exact and, at 384 dims, faster than probing an
+# IVF index plus refining; above it the scan's linear cost starts to dominate query latency.
+ANN_MIN_ROWS = 60_000
+# Unindexed rows are matched by an exhaustive scan that tokenises each row per query
+# (measured ~0.05-0.1 ms per row on 2 cores), so past this many rows an index update pays off.
+MAX_UNINDEXED_ROWS = 500
+FTS_INDEX_NAME = "search_text_idx"
+# Keeps `IN (...)` predicates to a size DataFusion plans quickly.
+_ID_BATCH = 1_000
+# Versions younger than this survive `maintain()`: a search that started on an older version
+# may still be reading its files.
+DEFAULT_VERSION_RETENTION = timedelta(seconds=30)
+# Identifier-shaped words (dotted paths allowed) eligible for the exact-name boost.
+_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
+
+
+class StoreError(Exception):
+    """A store operation that cannot proceed; the message says why."""
+
+
+class DimensionMismatch(StoreError):
+    def __init__(self, expected: int, actual: int, what: str = "query vector") -> None:
+        super().__init__(
+            f"{what} has {actual} dimensions but the index was built for {expected}; "
+            "vectors from different embedding models cannot be compared"
+        )
+        self.expected = expected
+        self.actual = actual
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    chunk: Chunk
+    has_vector: bool
+
+
+@dataclass(frozen=True)
+class ScoredChunk:
+    """A search hit. Lexical: raw BM25 (plus the top score when `exact_name_match`, so exact
+    symbol-name hits always rank first). Vector: cosine similarity in [-1, 1]."""
+
+    chunk: Chunk
+    score: float
+    exact_name_match: bool = False
+
+
+def _search_text(chunk: Chunk) -> str:
+    """Text indexed for BM25: the symbol's names weigh more by appearing in several fields."""
+    fields = [
+        chunk.name,
+        chunk.qualified_name,
+        chunk.signature,
+        chunk.jsdoc,
+        chunk.collapsed_source,
+    ]
+    return split_identifiers("\n".join(fields))
+
+
+def _batches(values: Sequence[str], size: int = _ID_BATCH) -> Iterator[Sequence[str]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+class ChunkStore:
+    def __init__(
+        self,
+        db: lancedb.DBConnection,
+        table: lancedb.table.Table,
+        *,
+        model: EmbeddingModel,
+        chunker_version: str,
+        name: str,
+        created: bool,
+        rebuilt: bool,
+        uri: str,
+    ) -> None:
+        self._db = db
+        self._table = table
+        self.model = model
+        self.chunker_version = chunker_version
+        self.table_name = name
+        # True when this open started from an empty table (first use or rebuild): whatever
+        # catalog the caller keeps about indexed files no longer describes the table.
+        self.created = created
+        self.rebuilt = rebuilt
+        self.uri = uri
+        self._write_lock = threading.Lock()
+        self._schema = chunk_schema(model, chunker_version)
+
+    @classmethod
+    def open(
+        cls,
+        uri: str,
+        *,
+        model: EmbeddingModel,
+        chunker_version: str,
+        storage_options: dict | None = None,
+    ) -> ChunkStore:
+        """Open (creating if missing) the table for this model and chunker version.
+
+        `uri` is a local directory or an object-store URI (`s3://bucket/path`, ...);
+        `storage_options` go to LanceDB untouched (credentials, endpoint, region).
+        Tables stamped with another index format are dropped: their layout is not ours.
+        """
+        db = lancedb.connect(uri, storage_options=storage_options or None)
+        name = table_name(model, chunker_version)
+        rebuilt = False
+        for existing in _list_tables(db):
+            if not existing.startswith(TABLE_PREFIX):
+                continue
+            fmt = _format_of(db.open_table(existing))
+            if fmt != INDEX_FORMAT_VERSION:
+                db.drop_table(existing)
+                rebuilt = rebuilt or existing == name or _same_identity(existing, name)
+        created = False
+        try:
+            table = db.open_table(name)
+        except (FileNotFoundError, ValueError):
+            table = db.create_table(name, schema=chunk_schema(model, chunker_version))
+            created = True
+        store = cls(
+            db,
+            table,
+            model=model,
+            chunker_version=chunker_version,
+            name=name,
+            created=created,
+            rebuilt=rebuilt,
+            uri=uri,
+        )
+        return store
+
+    # ---- writes -------------------------------------------------------------------------
+
+    def apply_changes(
+        self,
+        *,
+        upserts: list[Chunk],
+        delete_ids: list[str],
+        vectors: dict[str, np.ndarray],
+    ) -> None:
+        """Upsert `upserts` and delete `delete_ids` in a single commit.
+
+        A chunk whose id is in `vectors` is stored with that vector; the others are stored
+        without one (`has_vector=False`) and become searchable by vector once `set_vectors`
+        provides it. Ids present in both lists are upserted, not deleted: the caller computed
+        deletions from the old file state, and a stable id that reappears is an update.
+        """
+        upsert_ids = {c.id for c in upserts}
+        to_delete = sorted({i for i in delete_ids if i not in upsert_ids})
+        if not upserts and not to_delete:
+            return
+        for chunk_id, vector in vectors.items():
+            if chunk_id in upsert_ids:
+                self._check_dims(vector, f"vector for chunk {chunk_id!r}")
+        with self._write_lock:
+            if upserts:
+                data = self._to_arrow(upserts, vectors)
+                merge = self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+                if to_delete:
+                    # Folding the deletion into the merge keeps a sync at one table version.
+                    merge = merge.when_not_matched_by_source_delete(sqlf.sql_in("id", to_delete))
+                merge.execute(data, on_bad_vectors="null")
+            else:
+                self._table.delete(sqlf.sql_in("id", to_delete))
+
+    def set_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        """Attach vectors to existing chunks in one commit; ids no longer present are ignored
+        (the chunk was deleted by a sync while its embedding was being computed)."""
+        if not vectors:
+            return
+        ids = list(vectors)
+        matrix = np.stack([self._check_dims(vectors[i], f"vector for chunk {i!r}") for i in ids])
+        data = pa.table(
+            {
+                "id": pa.array(ids, pa.string()),
+                "has_vector": pa.array([True] * len(ids), pa.bool_()),
+                VECTOR_COLUMN: _vector_array(matrix, self.model.dimensions),
+                "embedding_model_id": pa.array([self.model.model_id] * len(ids), pa.string()),
+                "embedding_model_version": pa.array([self.model.model_version] * len(ids), pa.string()),
+                "embedding_dimensions": pa.array([self.model.dimensions] * len(ids), pa.int32()),
+            }
+        )
+        with self._write_lock:
+            self._table.merge_insert("id").when_matched_update_all().execute(data)
+
+    # ---- lookups ------------------------------------------------------------------------
+
+    def vectors_for_snippets(self, snippet_hashes: list[str]) -> dict[str, np.ndarray]:
+        """Existing vectors by snippet hash: identical code is never embedded twice."""
+        found: dict[str, np.ndarray] = {}
+        for batch in _batches(sorted(set(snippet_hashes))):
+            rows = self._scan(
+                sqlf.combine(sqlf.sql_in("snippet_hash", batch), "has_vector = true"),
+                ["snippet_hash", VECTOR_COLUMN],
+            )
+            hashes = rows.column("snippet_hash").to_pylist()
+            matrix = _vectors_of(rows, self.model.dimensions)
+            for h, vector in zip(hashes, matrix, strict=True):
+                found.setdefault(h, vector)
+        return found
+
+    def chunks_missing_vectors(self, limit: int) -> list[Chunk]:
+        """Chunks still waiting for a vector, implementation files before tests (they are what
+        most queries are after)."""
+        out: list[Chunk] = []
+        for is_test in ("false", "true"):
+            remaining = limit - len(out)
+            if remaining <= 0:
+                break
+            rows = self._scan(
+                f"has_vector = false AND is_test = {is_test}",
+                list(CHUNK_COLUMNS),
+                remaining,
+            )
+            out.extend(_chunks_of(rows))
+        return out
+
+    def ids_referencing(self, chunk_ids: list[str]) -> list[str]:
+        """Chunks whose references point at any of `chunk_ids` (signature-change cascade)."""
+        found: set[str] = set()
+        for batch in _batches(sorted(set(chunk_ids))):
+            rows = self._scan(f"array_has_any(reference_ids, {sqlf.sql_list(batch)})", ["id"])
+            found.update(rows.column("id").to_pylist())
+        return sorted(found)
+
+    def chunk_ids_for_files(self, relative_paths: list[str]) -> list[str]:
+        found: list[str] = []
+        for batch in _batches(sorted(set(relative_paths))):
+            rows = self._scan(sqlf.sql_in("relative_path", batch), ["id"])
+            found.extend(rows.column("id").to_pylist())
+        return found
+
+    def get_chunks(self, ids: list[str]) -> list[Chunk]:
+        """Chunks in the order of `ids`; unknown ids are skipped."""
+        by_id: dict[str, Chunk] = {}
+        for batch in _batches(sorted(set(ids))):
+            for chunk in _chunks_of(self._scan(sqlf.sql_in("id", batch), list(CHUNK_COLUMNS))):
+                by_id[chunk.id] = chunk
+        return [by_id[i] for i in ids if i in by_id]
+
+    def get_stored(self, ids: list[str]) -> list[StoredChunk]:
+        by_id: dict[str, StoredChunk] = {}
+        for batch in _batches(sorted(set(ids))):
+            rows = self._scan(sqlf.sql_in("id", batch), list(CHUNK_COLUMNS))
+            flags = rows.column("has_vector").to_pylist()
+            for chunk, flag in zip(_chunks_of(rows), flags, strict=True):
+                by_id[chunk.id] = StoredChunk(chunk=chunk, has_vector=bool(flag))
+        return [by_id[i] for i in ids if i in by_id]
+
+    def counts(self) -> tuple[int, int]:
+        """(total chunks, chunks with a vector)."""
+        return self._table.count_rows(), self._table.count_rows("has_vector = true")
+
+    # ---- search -------------------------------------------------------------------------
+
+    def search_lexical(self, query: str, filters: Filters, limit: int) -> list[ScoredChunk]:
+        """BM25 over the split-identifier text, with exact symbol-name hits ranked first.
+
+        Rows written since the FTS index was last built are searched exhaustively by LanceDB,
+        so a chunk is findable the moment `apply_changes` returns.
+        """
+        if limit <= 0:
+            return []
+        where = sqlf.to_sql(filters)
+        text = split_identifiers(query)
+        hits: list[ScoredChunk] = []
+        if text:
+            search = self._table.search(text, query_type="fts", fts_columns=FTS_COLUMN)
+            if where:
+                search = search.where(where)
+            rows = search.select([*CHUNK_COLUMNS, "_score"]).limit(limit).to_arrow()
+            scores = rows.column("_score").to_pylist()
+            hits = [ScoredChunk(chunk=c, score=float(s)) for c, s in zip(_chunks_of(rows), scores, strict=True)]
+        exact = self._exact_name_hits(query, where, limit)
+        if not exact:
+            return hits
+        top = max((h.score for h in hits), default=0.0)
+        bm25 = {h.chunk.id: h.score for h in hits}
+        boosted = [
+            ScoredChunk(chunk=c, score=top + bm25.get(c.id, 0.0) + bonus, exact_name_match=True) for c, bonus in exact
+        ]
+        boosted.sort(key=lambda h: -h.score)
+        exact_ids = {h.chunk.id for h in boosted}
+        rest = [h for h in hits if h.chunk.id not in exact_ids]
+        return (boosted + rest)[:limit]
+
+    def _exact_name_hits(self, query: str, where: str | None, limit: int) -> list[tuple[Chunk, float]]:
+        """Chunks whose name or qualified name equals an identifier written in the query.
+
+        A case-exact match earns a small bonus over a case-insensitive one so `Token` (the
+        class) outranks `token` (a variable) when the user typed `Token`.
+        """
+        words = _query_identifiers(query)
+        if not words:
+            return []
+        lowered = sorted({w.lower() for w in words})
+        predicate = sqlf.combine(
+            f"(lower(name) IN ({', '.join(sqlf.sql_string(w) for w in lowered)})"
+            f" OR lower(qualified_name) IN ({', '.join(sqlf.sql_string(w) for w in lowered)}))",
+            where,
+        )
+        rows = self._scan(predicate, list(CHUNK_COLUMNS), limit)
+        exact_words = set(words)
+        out = []
+        for chunk in _chunks_of(rows):
+            case_exact = chunk.name in exact_words or chunk.qualified_name in exact_words
+            out.append((chunk, 1e-3 if case_exact else 0.0))
+        return out
+
+    def search_vector(self, vector: np.ndarray, filters: Filters, limit: int) -> list[ScoredChunk]:
+        """Nearest chunks by cosine similarity among rows that have a vector.
+
+        Filters are applied before the nearest-neighbour step (pre-filtering), so a narrow
+        filter still returns up to `limit` hits.
+        """
+        if limit <= 0:
+            return []
+        query = self._check_dims(vector, "query vector")
+        search = (
+            self._table.search(query, vector_column_name=VECTOR_COLUMN, query_type="vector")
+            .distance_type("cosine")
+            .where(sqlf.combine("has_vector = true", sqlf.to_sql(filters)), prefilter=True)
+            .select([*CHUNK_COLUMNS, "_distance"])
+            .limit(limit)
+        )
+        rows = search.to_arrow()
+        distances = rows.column("_distance").to_pylist()
+        return [ScoredChunk(chunk=c, score=1.0 - float(d)) for c, d in zip(_chunks_of(rows), distances, strict=True)]
+
+    # ---- maintenance --------------------------------------------------------------------
+
+    def needs_maintenance(self) -> bool:
+        """Whether `maintain()` is due for search speed: rows exist but no FTS index has been
+        built, or enough rows are unindexed that exhaustive matching over them costs more
+        than an index update (see MAX_UNINDEXED_ROWS). Cheap: reads index statistics only."""
+        has_fts = False
+        for name, status in self.index_status().items():
+            if name == FTS_INDEX_NAME:
+                has_fts = True
+                if status["unindexed"] > MAX_UNINDEXED_ROWS:
+                    return True
+        return not has_fts and self._table.count_rows() > 0
+
+    def maintain(self, *, retention: timedelta = DEFAULT_VERSION_RETENTION) -> None:
+        """Build missing indexes, fold unindexed rows into existing ones, compact small
+        files and drop versions older than `retention`.
+
+        Runs on a schedule or when `needs_maintenance()` says so, never inside a write: the
+        first FTS build takes seconds on a large table, and an update about one second
+        (30k chunks). Searches keep working meanwhile (unindexed rows are matched
+        exhaustively); writes wait for it.
+        """
+        with self._write_lock:
+            self._ensure_fts_index()
+            self._ensure_vector_index()
+            self._table.optimize(cleanup_older_than=retention)
+
+    def version_count(self) -> int:
+        return len(self._table.list_versions())
+
+    def size_bytes(self) -> int:
+        """Bytes on disk for a local store (all versions and indexes); for object stores the
+        manifest's count of live data and index files."""
+        if "://" not in self.uri or self.uri.startswith("file://"):
+            root = self.uri.removeprefix("file://")
+            path = os.path.join(root, f"{self.table_name}.lance")
+            total = 0
+            for dirpath, _dirs, files in os.walk(path):
+                for f in files:
+                    try:
+                        total += os.path.getsize(os.path.join(dirpath, f))
+                    except FileNotFoundError:
+                        continue
+            return total
+        return int(self._table.stats().total_bytes)
+
+    def index_status(self) -> dict[str, dict[str, int]]:
+        """Indexed/unindexed row counts per index, for diagnostics and benchmarks."""
+        out = {}
+        for index in self._table.list_indices():
+            stats = self._table.index_stats(index.name)
+            if stats is not None:
+                out[index.name] = {
+                    "indexed": int(stats.num_indexed_rows),
+                    "unindexed": int(stats.num_unindexed_rows),
+                }
+        return out
+
+    # ---- internals ----------------------------------------------------------------------
+
+    def _ensure_fts_index(self) -> None:
+        """Build the FTS index once; later rows stay searchable unindexed and are folded in
+        by `optimize()`, which updates the inverted index incrementally."""
+        if any(i.index_type == "FTS" for i in self._table.list_indices()):
+            return
+        if self._table.count_rows() == 0:
+            return
+        self._table.create_index(
+            FTS_COLUMN,
+            config=FTS(
+                with_position=False,
+                base_tokenizer="simple",
+                lower_case=True,
+                # "validation" must meet "validate" (split from validateToken).
+                stem=True,
+                remove_stop_words=True,
+                ascii_folding=True,
+                # Long identifiers are common in code; the default (40) would drop them.
+                max_token_length=None,
+            ),
+            replace=True,
+            name=FTS_INDEX_NAME,
+        )
+
+    def _ensure_vector_index(self) -> None:
+        if any(i.columns == [VECTOR_COLUMN] for i in self._table.list_indices()):
+            return
+        if self._table.count_rows("has_vector = true") < ANN_MIN_ROWS:
+            return
+        self._table.create_index(VECTOR_COLUMN, config=HnswSq(distance_type="cosine"), replace=True)
+
+    def _check_dims(self, vector: np.ndarray, what: str) -> np.ndarray:
+        arr = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if arr.shape[0] != self.model.dimensions:
+            raise DimensionMismatch(self.model.dimensions, int(arr.shape[0]), what)
+        return arr
+
+    def _scan(self, where: str | None, columns: list[str], limit: int | None = None) -> pa.Table:
+        query = self._table.search()
+        if where:
+            query = query.where(where)
+        query = query.select(columns)
+        # A plain scan defaults to 10 rows; lookups must see every match.
+        query = query.limit(limit if limit is not None else max(self._table.count_rows(), 1))
+        return query.to_arrow()
+
+    def _to_arrow(self, chunks: list[Chunk], vectors: dict[str, np.ndarray]) -> pa.Table:
+        n = len(chunks)
+        dims = self.model.dimensions
+        has = [c.id in vectors for c in chunks]
+        matrix = np.zeros((n, dims), dtype=np.float32)
+        for row, chunk in enumerate(chunks):
+            if has[row]:
+                matrix[row] = np.asarray(vectors[chunk.id], dtype=np.float32).reshape(-1)
+        vector_col = _vector_array(matrix, dims, mask=np.array([not h for h in has]))
+
+        def col(attr: str) -> list:
+            return [getattr(c, attr) for c in chunks]
+
+        columns = {
+            "id": col("id"),
+            "snippet_hash": col("snippet_hash"),
+            "file_path": col("file_path"),
+            "relative_path": col("relative_path"),
+            "language": [c.language.value for c in chunks],
+            "node_kind": [c.node_kind.value for c in chunks],
+            "name": col("name"),
+            "qualified_name": col("qualified_name"),
+            "parent_id": col("parent_id"),
+            "child_ids": [list(c.child_ids) for c in chunks],
+            "depth": col("depth"),
+            "signature": col("signature"),
+            "full_source": col("full_source"),
+            "collapsed_source": col("collapsed_source"),
+            "start_line": col("start_line"),
+            "end_line": col("end_line"),
+            "jsdoc": col("jsdoc"),
+            "jsdoc_start_line": col("jsdoc_start_line"),
+            "relevant_imports": [list(c.relevant_imports) for c in chunks],
+            "is_test": col("is_test"),
+            "embedding_text": col("embedding_text"),
+            "references": [
+                [
+                    {
+                        "name": r.name,
+                        "signature": r.signature,
+                        "relative_path": r.relative_path,
+                        "chunk_id": r.chunk_id,
+                    }
+                    for r in c.references
+                ]
+                for c in chunks
+            ],
+            "reference_ids": [[r.chunk_id for r in c.references if r.chunk_id] for c in chunks],
+            "embedding_token_count": col("embedding_token_count"),
+            FTS_COLUMN: [_search_text(c) for c in chunks],
+            "has_vector": has,
+            "embedding_model_id": [self.model.model_id if h else None for h in has],
+            "embedding_model_version": [self.model.model_version if h else None for h in has],
+            "embedding_dimensions": [dims if h else None for h in has],
+        }
+        arrays = []
+        for field in self._schema:
+            if field.name == VECTOR_COLUMN:
+                arrays.append(vector_col)
+            else:
+                arrays.append(pa.array(columns[field.name], type=field.type))
+        return pa.Table.from_arrays(arrays, schema=self._schema)
+
+
+def _vector_array(matrix: np.ndarray, dims: int, mask: np.ndarray | None = None) -> pa.Array:
+    flat = pa.array(matrix.astype(np.float32, copy=False).reshape(-1), type=pa.float32())
+    if mask is None or not mask.any():
+        return pa.FixedSizeListArray.from_arrays(flat, dims)
+    return pa.FixedSizeListArray.from_arrays(flat, dims, mask=pa.array(mask, pa.bool_()))
+
+
+def _vectors_of(rows: pa.Table, dims: int) -> np.ndarray:
+    column = rows.column(VECTOR_COLUMN).combine_chunks()
+    if len(column) == 0:
+        return np.zeros((0, dims), dtype=np.float32)
+    return column.values.to_numpy(zero_copy_only=False).reshape(len(column), dims)
+
+
+def _chunks_of(rows: pa.Table) -> list[Chunk]:
+    return [_chunk_from_row(r) for r in rows.select(list(CHUNK_COLUMNS)).to_pylist()]
+
+
+def _chunk_from_row(row: dict) -> Chunk:
+    return Chunk(
+        id=row["id"],
+        snippet_hash=row["snippet_hash"],
+        file_path=row["file_path"] or "",
+        relative_path=row["relative_path"],
+        language=Language(row["language"]),
+        node_kind=NodeKind(row["node_kind"]),
+        name=row["name"] or "",
+        qualified_name=row["qualified_name"] or "",
+        parent_id=row["parent_id"] or "",
+        child_ids=tuple(row["child_ids"] or ()),
+        depth=row["depth"] or 0,
+        signature=row["signature"] or "",
+        full_source=row["full_source"] or "",
+        collapsed_source=row["collapsed_source"] or "",
+        start_line=row["start_line"] or 0,
+        end_line=row["end_line"] or 0,
+        jsdoc=row["jsdoc"] or "",
+        jsdoc_start_line=row["jsdoc_start_line"] or 0,
+        relevant_imports=tuple(row["relevant_imports"] or ()),
+        is_test=bool(row["is_test"]),
+        embedding_text=row["embedding_text"] or "",
+        references=tuple(
+            SymbolReference(
+                name=r["name"] or "",
+                signature=r["signature"] or "",
+                relative_path=r["relative_path"] or "",
+                chunk_id=r["chunk_id"] or "",
+            )
+            for r in row["references"] or ()
+        ),
+        embedding_token_count=row["embedding_token_count"] or 0,
+    )
+
+
+def _query_identifiers(query: str) -> list[str]:
+    """Identifiers the user typed: every identifier-shaped word for a one-word query, else
+    only the code-shaped ones (camelCase, snake_case, dotted), so natural-language words like
+    "token" in "where is the token checked" do not trigger the exact-name boost."""
+    words = _IDENT.findall(query)
+    if len(words) == 1:
+        return words
+    return [w for w in words if "." in w or "_" in w.strip("_") or "$" in w or re.search(r"[a-z][A-Z]", w)]
+
+
+def _list_tables(db: lancedb.DBConnection) -> Iterable[str]:
+    names: list[str] = []
+    token = None
+    while True:
+        page = db.list_tables(page_token=token)
+        names.extend(page.tables)
+        token = page.page_token
+        if not token:
+            return names
+
+
+def _format_of(table: lancedb.table.Table) -> str | None:
+    metadata = table.schema.metadata or {}
+    value = metadata.get(FORMAT_METADATA_KEY.encode())
+    return value.decode() if value is not None else None
+
+
+def _same_identity(old_name: str, new_name: str) -> bool:
+    """Whether `old_name` is this index under another format: names end `_f<format>_<digest>`."""
+    return old_name.rsplit("_", 2)[0] == new_name.rsplit("_", 2)[0]

@@ -1,0 +1,296 @@
+"""One incremental sync of a workspace's index with its files (blueprint 000, "Incremental
+Indexing"): scan diff → re-chunk changed files → diff chunk ids → reuse or queue vectors →
+signature cascade → write → catalog commit.
+
+Write batching: a sync whose changes fit one flush (every edit-sized sync) makes exactly one
+`apply_changes`, i.e. one table version. A cold index of a large workspace flushes in
+geometrically growing batches instead, so the first few hundred chunks become searchable
+lexically within seconds, memory stays bounded, and the number of versions (and full-text
+index refreshes) grows only logarithmically with the workspace. Every flush is followed by its
+own catalog commit, which is what makes an interrupted cold index resume where it stopped.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from codecompass.common.chunks import Chunk
+from codecompass.common.logging import get_logger
+from codecompass.retrieval.analysis_client import AnalysisClient
+from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, signature_digest
+from codecompass.retrieval.embed_client import EmbeddingClient, EmbeddingFailed
+from codecompass.retrieval.schema import EmbeddingModel
+from codecompass.retrieval.state import (
+    ChunkedFile,
+    EmbeddingUnavailable,
+    FileEntry,
+    FileStatus,
+    IndexPhase,
+    IndexProgress,
+    ScanResult,
+    SyncStats,
+)
+from codecompass.retrieval.store import ChunkStore
+
+_log = get_logger(__name__)
+
+ProgressFn = Callable[[IndexProgress], None]
+
+
+@dataclass(frozen=True)
+class SyncTuning:
+    # Up to this many new chunks are embedded inside the sync, so the search right after an
+    # edit already finds the edited code semantically; more (a cold index, a branch switch)
+    # are left to the background embedder so the lexical index is not held back.
+    inline_embed_limit: int = 64
+    # First flush small (a cold workspace answers lexically quickly), then doubling.
+    first_flush_chunks: int = 500
+    max_flush_chunks: int = 16_000
+    # Files per ChunkFiles call: bounds one stream's deadline and the work lost to a failure.
+    files_per_call: int = 256
+
+
+def rebase_on_empty_catalog(scan: ScanResult) -> ScanResult:
+    """The scan diffed against a catalog that was since reset: everything present is new."""
+    return replace(scan, added=tuple(f.relative_path for f in scan.files), changed=(), removed=())
+
+
+class Syncer:
+    """Runs one sync. Callers serialise syncs of a workspace; `write_lock` serialises the
+    writes of this sync with those of the background embedder."""
+
+    def __init__(
+        self,
+        *,
+        root: str,
+        catalog: Catalog,
+        store: ChunkStore,
+        analysis: AnalysisClient,
+        embedder: EmbeddingClient | None,
+        model: EmbeddingModel,
+        write_lock: threading.Lock,
+        tuning: SyncTuning = SyncTuning(),
+        progress: ProgressFn = lambda _p: None,
+    ) -> None:
+        self._root = root
+        self._catalog = catalog
+        self._store = store
+        self._analysis = analysis
+        self._embedder = embedder
+        self._model = model
+        self._write_lock = write_lock
+        self._tuning = tuning
+        self._progress = progress
+        self._stats = SyncStats()
+        self._current: dict[str, FileEntry] = {}
+        # Files a previous, interrupted sync was writing: the table may hold ids for them that
+        # the catalog never recorded, so their stale ids are read from the table itself.
+        self._interrupted: frozenset[str] = frozenset()
+        # Chunk ids that must be re-embedded even if their snippet is cached (cascade).
+        self._force_embed: set[str] = set()
+        self._queued: set[str] = set()
+        self._chunks_done = 0
+        # Milliseconds per step, for the sync log line (where an edit's overhead goes).
+        self.timings: dict[str, float] = {}
+
+    @contextmanager
+    def _timed(self, step: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[step] = self.timings.get(step, 0.0) + (time.perf_counter() - started) * 1000
+
+    def run(self, scan: ScanResult) -> SyncStats:
+        started = time.perf_counter()
+        stats = self._stats
+        stats.files_added = len(scan.added)
+        stats.files_changed = len(scan.changed)
+        stats.files_removed = len(scan.removed)
+        stats.files_skipped = len(scan.skipped)
+        self._current = {f.relative_path: f for f in scan.files}
+        self._interrupted = self._catalog.pending()
+        entries = self._catalog.entries()
+
+        to_chunk = list(dict.fromkeys([*scan.added, *scan.changed]))
+        to_chunk += sorted(p for p in self._interrupted if p in self._current and p not in set(to_chunk))
+        removed = set(scan.removed) | {p for p in self._interrupted if p not in self._current}
+        # A file the scanner now skips (e.g. it became minified) leaves the index.
+        removed |= {s.relative_path for s in scan.skipped if s.relative_path in entries}
+        removed -= set(to_chunk)
+
+        chunking = set(to_chunk)
+        self._catalog.touch(
+            f
+            for f in scan.files
+            if f.relative_path not in chunking
+            and (e := entries.get(f.relative_path)) is not None
+            and e.file.content_hash == f.content_hash
+            and (e.file.mtime_ns, e.file.size_bytes) != (f.mtime_ns, f.size_bytes)
+        )
+        if not to_chunk and not removed:
+            if not self._catalog.complete:
+                self._catalog.commit([], [], complete=True)
+            stats.duration_ms = (time.perf_counter() - started) * 1000
+            return stats
+
+        self._catalog.mark_pending([*to_chunk, *removed])
+        self._queued = set(to_chunk)
+        buffer: dict[str, ChunkedFile] = {}
+        buffered_chunks = 0
+        flush_at = self._tuning.first_flush_chunks
+        files_done = 0
+        chunk_started = time.perf_counter()
+        for call in _slices(to_chunk, self._tuning.files_per_call):
+            returned: set[str] = set()
+            for chunked in self._analysis.chunk_files(self._root, call):
+                returned.add(chunked.relative_path)
+                self._queued.discard(chunked.relative_path)
+                buffer[chunked.relative_path] = chunked
+                buffered_chunks += len(chunked.chunks)
+                files_done += 1
+                self._report(IndexPhase.CHUNKING, files_done, len(to_chunk))
+                if buffered_chunks >= flush_at:
+                    self._flush(buffer, removed=set(), complete=False)
+                    buffer, buffered_chunks = {}, 0
+                    flush_at = min(flush_at * 2, self._tuning.max_flush_chunks)
+            # A file that vanished between the scan and chunking is gone; the next scan
+            # brings it back if it reappears.
+            for path in call:
+                if path not in returned:
+                    self._queued.discard(path)
+                    removed.add(path)
+        flushed_ms = sum(self.timings.values())
+        self.timings["chunk"] = (time.perf_counter() - chunk_started) * 1000 - flushed_ms
+        self._flush(buffer, removed=removed, complete=True)
+        stats.duration_ms = (time.perf_counter() - started) * 1000
+        return stats
+
+    def _flush(self, files: dict[str, ChunkedFile], *, removed: set[str], complete: bool) -> None:
+        stats = self._stats
+        with self._timed("cascade"):
+            self._cascade(files, removed)
+        upserts = [c for f in files.values() if f.status != FileStatus.SKIPPED for c in f.chunks]
+        new_ids = {c.id for c in upserts}
+        stale: set[str] = set()
+        for path in [*files, *removed]:
+            entry = self._catalog.get(path)
+            if entry is not None:
+                stale.update(entry.chunk_ids)
+        interrupted = sorted(p for p in [*files, *removed] if p in self._interrupted)
+        if interrupted:
+            stale.update(self._store.chunk_ids_for_files(interrupted))
+        stale -= new_ids
+
+        with self._timed("reuse_vectors"):
+            vectors = self._reuse_vectors(upserts)
+        with self._timed("embed_inline"):
+            self._embed_inline([c for c in upserts if c.id not in vectors], vectors)
+
+        self._report(IndexPhase.WRITING, len(files), len(files))
+        with self._timed("write"), self._write_lock:
+            self._store.apply_changes(upserts=upserts, delete_ids=sorted(stale), vectors=vectors)
+            self._catalog.commit([self._entry(f) for f in files.values()], removed - set(files), complete=complete)
+        stats.chunks_upserted += len(upserts)
+        stats.chunks_deleted += len(stale)
+        stats.files_skipped += sum(1 for f in files.values() if f.status == FileStatus.SKIPPED)
+        self._chunks_done += len(upserts)
+
+    def _cascade(self, files: dict[str, ChunkedFile], removed: set[str]) -> None:
+        """Blueprint 000 step 4: a chunk whose signature changed makes every chunk whose
+        embedding text quotes that signature stale. Those are re-chunked (the analysis service
+        writes embedding_text) and re-embedded even though their own snippet is unchanged.
+
+        Only signature changes of chunks that still exist count: a moved or deleted symbol
+        changes its importers' files, which are then dirty on their own."""
+        changed_signatures: set[str] = set()
+        for path, chunked in files.items():
+            entry = self._catalog.get(path)
+            if entry is None:
+                continue
+            old = {c.id: c.signature_digest for c in entry.chunks}
+            changed_signatures.update(
+                c.id for c in chunked.chunks if c.id in old and old[c.id] != signature_digest(c.signature)
+            )
+        if not changed_signatures:
+            return
+        referencing = set(self._store.ids_referencing(sorted(changed_signatures)))
+        for chunked in files.values():
+            for chunk in chunked.chunks:
+                if any(r.chunk_id in changed_signatures for r in chunk.references):
+                    referencing.add(chunk.id)
+        referencing -= changed_signatures
+        if not referencing:
+            return
+        self._force_embed |= referencing
+        self._stats.cascade_reembedded += len(referencing)
+        in_hand = {c.id for f in files.values() for c in f.chunks}
+        to_rechunk = sorted(
+            {
+                path
+                for chunk_id in referencing - in_hand
+                if (path := self._catalog.path_of_chunk(chunk_id)) is not None
+                and path not in files
+                and path not in removed
+                and path not in self._queued
+                and path in self._current
+            }
+        )
+        if not to_rechunk:
+            return
+        self._catalog.mark_pending(to_rechunk)
+        for chunked in self._analysis.chunk_files(self._root, to_rechunk):
+            files[chunked.relative_path] = chunked
+
+    def _reuse_vectors(self, upserts: list[Chunk]) -> dict[str, np.ndarray]:
+        candidates = [c for c in upserts if c.id not in self._force_embed]
+        if not candidates:
+            return {}
+        cached = self._store.vectors_for_snippets(sorted({c.snippet_hash for c in candidates}))
+        vectors = {c.id: cached[c.snippet_hash] for c in candidates if c.snippet_hash in cached}
+        self._stats.embeddings_reused += len(vectors)
+        return vectors
+
+    def _embed_inline(self, missing: list[Chunk], vectors: dict[str, np.ndarray]) -> None:
+        if self._embedder is None or not missing or len(missing) > self._tuning.inline_embed_limit:
+            return
+        try:
+            result = self._embedder.embed_documents([c.embedding_text for c in missing])
+        except (EmbeddingUnavailable, EmbeddingFailed) as exc:
+            _log.warning("inline embedding skipped, background embedding will retry: %s", exc)
+            return
+        if result.model != self._model:
+            _log.warning("embedding model changed to %s; vectors not stored", result.model.identity())
+            return
+        for chunk, vector in zip(missing, result.vectors, strict=True):
+            vectors[chunk.id] = vector
+        self._stats.chunks_embedded += len(missing)
+
+    def _entry(self, chunked: ChunkedFile) -> CatalogEntry:
+        # Every chunked path comes from this scan (changed, added, interrupted or cascade files).
+        scanned = self._current[chunked.relative_path]
+        # The chunker's own view of the file wins: it is what the chunks were made from.
+        file = FileEntry(
+            relative_path=chunked.relative_path,
+            size_bytes=chunked.size_bytes or scanned.size_bytes,
+            mtime_ns=chunked.mtime_ns or scanned.mtime_ns,
+            content_hash=chunked.content_hash or scanned.content_hash,
+            language=scanned.language,
+        )
+        if chunked.status == FileStatus.SKIPPED:
+            return CatalogEntry(file, (), chunked.skip_reason or "skipped")
+        return CatalogEntry(file, tuple(IndexedChunk.of(c) for c in chunked.chunks))
+
+    def _report(self, phase: IndexPhase, done: int, total: int) -> None:
+        self._progress(IndexProgress(phase=phase, files_done=done, files_total=total, chunks_done=self._chunks_done))
+
+
+def _slices(items: list[str], size: int) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,100 @@
+"""Retrieval end to end: real Node analysis service, real embedding service (minilm) and the
+retrieval service, each its own process, talking gRPC on 127.0.0.1."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def embedding_addr(start_python_service_session) -> str:
+    _, address = start_python_service_session("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "minilm"})
+    return address
+
+
+@pytest.fixture
+def retrieval(
+    start_python_service, analysis_server: str, embedding_addr: str, tmp_path: Path
+) -> Iterator[retrieval_pb2_grpc.RetrievalServiceStub]:
+    _, address = start_python_service(
+        "codecompass.retrieval",
+        {
+            "ANALYSIS_ADDR": analysis_server,
+            "EMBEDDING_ADDR": embedding_addr,
+            "CODECOMPASS_STATE_DIR": str(tmp_path / "state"),
+        },
+    )
+    channel = grpc.insecure_channel(address)
+    yield retrieval_pb2_grpc.RetrievalServiceStub(channel)
+    channel.close()
+
+
+@pytest.fixture
+def workspace(sample_workspace: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    shutil.copytree(sample_workspace, root)
+    return root
+
+
+def _search(stub, root: Path, query: str, **kwargs) -> retrieval_pb2.SearchResponse:
+    return stub.Search(retrieval_pb2.SearchRequest(workspace_root=str(root), query=query, **kwargs), timeout=60)
+
+
+def test_index_search_edit_delete(retrieval, workspace: Path) -> None:
+    progress = list(
+        retrieval.IndexWorkspace(
+            retrieval_pb2.IndexWorkspaceRequest(workspace_root=str(workspace), wait_for_embeddings=True), timeout=300
+        )
+    )
+    phases = [p.phase for p in progress]
+    assert phases[0] == retrieval_pb2.INDEX_PHASE_SCANNING and phases[-1] == retrieval_pb2.INDEX_PHASE_DONE
+    final = progress[-1]
+    assert final.stats.files_added >= 10 and final.stats.chunks_upserted > 0
+
+    response = _search(retrieval, workspace, "validate token")
+    top = [r.chunk.qualified_name for r in response.results[:3]]
+    assert any(name.endswith("validateToken") for name in top), top
+    meta = response.metadata
+    assert meta.indexing_status == retrieval_pb2.INDEXING_STATUS_READY
+    assert meta.result_completeness == retrieval_pb2.RESULT_COMPLETENESS_COMPLETE
+    assert meta.embedding_model_id and meta.total_chunks == meta.embedded_chunks > 0
+    assert meta.sync.files_changed == 0 and meta.sync.chunks_upserted == 0
+
+    strings = workspace / "src" / "utils" / "strings.ts"
+    strings.write_text(
+        strings.read_text() + "\nexport function reverseWords(text: string): string {\n"
+        "  return text.split(' ').reverse().join(' ');\n}\n"
+    )
+    response = _search(retrieval, workspace, "reverseWords")
+    assert response.metadata.sync.files_changed == 1
+    assert response.results[0].chunk.name == "reverseWords"
+
+    (workspace / "src" / "auth" / "tokenService.ts").unlink()
+    response = _search(retrieval, workspace, "validate token")
+    assert response.metadata.sync.files_removed == 1 and response.metadata.sync.chunks_deleted > 0
+    assert all(r.chunk.relative_path != "src/auth/tokenService.ts" for r in response.results)
+
+    status = retrieval.GetIndexStatus(retrieval_pb2.GetIndexStatusRequest(workspace_root=str(workspace)), timeout=30)
+    assert status.chunks == response.metadata.total_chunks and status.index_bytes > 0
+
+
+def test_bad_roots_get_clear_status_codes(retrieval, tmp_path: Path) -> None:
+    cases = (
+        ("relative/ws", grpc.StatusCode.INVALID_ARGUMENT),
+        ("", grpc.StatusCode.INVALID_ARGUMENT),
+        (str(tmp_path / "missing"), grpc.StatusCode.NOT_FOUND),
+    )
+    for root, code in cases:
+        with pytest.raises(grpc.RpcError) as err:
+            retrieval.GetIndexStatus(retrieval_pb2.GetIndexStatusRequest(workspace_root=root), timeout=30)
+        assert err.value.code() == code
+        assert "Traceback" not in (err.value.details() or "")

@@ -1,0 +1,61 @@
+"""The quality benchmark's extractor (bench/quality/extract_symbols.js) with the real TypeScript compiler."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from bench.lib.text import blank_spans
+
+EXTRACTOR = Path(__file__).resolve().parents[3] / "bench" / "quality" / "extract_symbols.js"
+
+SOURCE = """const re = /\\/\\*\\*x/g;
+const s = "/** in a string */";
+const t = `/** in a template ${re} */`;
+
+/** Counts the widgets in a box. */
+export class Box {
+  /**
+   * Opens the lid of the box.
+   */
+  open(): void {
+    if (!this) throw new Error("box is already open");
+    const inner = () => { throw new Error("inner only"); };
+  }
+}
+
+/** Builds an empty crate for widgets. */
+export const makeCrate = (): Box => new Box();
+"""
+
+
+def run_extractor(tmp_path: Path) -> dict:
+    (tmp_path / "box.ts").write_text(SOURCE, encoding="utf-8")
+    out = subprocess.run(
+        ["node", str(EXTRACTOR), str(tmp_path)], check=True, capture_output=True, text=True, timeout=60
+    )
+    (record,) = [json.loads(line) for line in out.stdout.splitlines()]
+    return record
+
+
+def test_only_real_jsdoc_comments_are_blanked(tmp_path: Path) -> None:
+    record = run_extractor(tmp_path)
+    stripped = blank_spans(SOURCE, record["jsdoc_spans"])
+    assert len(record["jsdoc_spans"]) == 3
+    assert stripped.count("\n") == SOURCE.count("\n")
+    assert "Counts the widgets" not in stripped and "Opens the lid" not in stripped
+    assert "Builds an empty crate" not in stripped
+    for kept in ('"/** in a string */"', "`/** in a template ${re} */`", "/\\/\\*\\*x/g"):
+        assert kept in stripped
+
+
+def test_symbols_carry_names_lines_docs_and_own_throws(tmp_path: Path) -> None:
+    symbols = {s["qualified_name"]: s for s in run_extractor(tmp_path)["symbols"]}
+    assert set(symbols) >= {"Box", "Box.open", "Box.open.inner", "makeCrate"}
+    opener = symbols["Box.open"]
+    assert (opener["start_line"], opener["end_line"]) == (10, 13)
+    assert opener["jsdoc"].strip() == "Opens the lid of the box."
+    assert [t["message"] for t in opener["throws"]] == ["box is already open"]
+    assert symbols["makeCrate"]["start_line"] == 17
+    assert symbols["makeCrate"]["jsdoc"].strip() == "Builds an empty crate for widgets."

@@ -1,0 +1,109 @@
+"""Human output: chunk trees, summaries, sample queries, progress lines."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+
+from codecompass.cli.convert import FileChunks, IndexProgress
+from codecompass.cli.progress import ProgressReporter, format_eta
+from codecompass.cli.render import ChunkSummary, file_block, jsdoc_purpose, sample_query
+from codecompass.common.chunks import Chunk, Language, NodeKind
+
+BASE = Chunk(
+    id="", snippet_hash="", file_path="", relative_path="src/auth/tokenService.ts", language=Language.TYPESCRIPT,
+    node_kind=NodeKind.CLASS, name="TokenService", qualified_name="TokenService", parent_id="", child_ids=(),
+    depth=0, signature="", full_source="", collapsed_source="", start_line=12, end_line=80, jsdoc="",
+    jsdoc_start_line=0, relevant_imports=(), is_test=False, embedding_text="", embedding_token_count=340,
+)
+
+
+def test_file_block_is_a_header_then_an_indented_tree() -> None:
+    method = replace(BASE, node_kind=NodeKind.METHOD, name="validateToken",
+                     qualified_name="TokenService.validateToken", depth=1, start_line=48, end_line=70,
+                     embedding_token_count=120)
+    result = FileChunks("src/auth/tokenService.ts", "ok", "", "", (), 80, (BASE, method))
+    assert file_block(result) == [
+        "src/auth/tokenService.ts  ok  2 chunks",
+        "  class TokenService  L12-80  340 tok",
+        "    method TokenService.validateToken  L48-70  120 tok",
+    ]
+
+
+def test_skipped_and_broken_files_say_why() -> None:
+    skipped = FileChunks("dist/app.min.js", "skipped", "minified", "longest line 48213 chars", (), 1)
+    assert file_block(skipped) == ["dist/app.min.js  skipped  minified (longest line 48213 chars)"]
+    broken = FileChunks("src/broken.ts", "syntax_errors", "", "", ("3:14 ';' expected",), 9)
+    assert file_block(broken) == ["src/broken.ts  syntax_errors  0 chunks", "  ! 3:14 ';' expected"]
+
+
+def test_jsdoc_purpose_is_the_first_sentence_without_markers() -> None:
+    jsdoc = "/**\n * Verify a JWT's signature, issuer and expiry. Returns the payload.\n * @param token raw\n */"
+    assert jsdoc_purpose(jsdoc) == "Verify a JWT's signature, issuer and expiry."
+    assert jsdoc_purpose("/** Parse the config file */") == "Parse the config file"
+    assert jsdoc_purpose("") == ""
+
+
+def test_sample_query_uses_the_most_used_documented_symbol() -> None:
+    used = replace(BASE, node_kind=NodeKind.FUNCTION, name="loadConfig", qualified_name="loadConfig",
+                   jsdoc="/** Parse the JSON configuration file at the given path. */")
+    rarely = replace(BASE, node_kind=NodeKind.FUNCTION, name="slugify", qualified_name="slugify",
+                     jsdoc="/** Turn a title into a slug. */")
+    caller = replace(BASE, node_kind=NodeKind.FUNCTION, name="main", full_source="loadConfig(a); loadConfig(b);")
+    test_only = replace(used, is_test=True, name="helper", jsdoc="/** Test helper. */")
+    query, source = sample_query([used, rarely, caller, test_only])
+    assert query == "Parse the JSON configuration file at the given path"
+    assert source is used
+
+
+def test_sample_query_falls_back_when_nothing_is_documented() -> None:
+    assert sample_query([BASE]) == ("parse configuration file", None)
+
+
+def test_chunk_summary_counts_kinds_and_finds_the_largest_chunk() -> None:
+    method = replace(BASE, node_kind=NodeKind.METHOD, start_line=20, end_line=30)
+    summary = ChunkSummary()
+    summary.add(FileChunks("a.ts", "ok", "", "", (), 80, (BASE, method)))
+    summary.add(FileChunks("b.ts", "syntax_errors", "", "", (), 5, ()))
+    summary.add(FileChunks("c.min.js", "skipped", "minified", "", (), 1))
+    lines = summary.lines_out(0.5)
+    assert lines[0] == "files     2 chunked (1 with syntax errors), 1 skipped [minified: 1]"
+    assert lines[1] == "lines     85"
+    assert lines[2] == "chunks    2: class 1, method 1"
+    assert lines[3].startswith("largest   src/auth/tokenService.ts:12-80 TokenService (69 lines, 340 tokens)")
+    assert lines[4] == "time      0.50s, 170 lines/s"
+
+
+def _progress(**fields) -> IndexProgress:
+    base = {"phase": "chunking", "files_done": 3, "files_total": 10, "chunks_done": 30, "embeddings_done": 0,
+                "embeddings_total": 0, "embeddings_per_second": 0.0, "eta_seconds": None, "stats": None}
+    return IndexProgress(**{**base, **fields})
+
+
+def test_plain_progress_prints_a_line_per_phase_change() -> None:
+    stream = io.StringIO()
+    reporter = ProgressReporter(stream, is_tty=False)
+    reporter.update(_progress())
+    reporter.update(_progress(files_done=4))
+    reporter.update(_progress(phase="embedding", embeddings_done=5, embeddings_total=50,
+                              embeddings_per_second=61.5, eta_seconds=73))
+    reporter.close()
+    assert stream.getvalue().splitlines() == [
+        "chunking   files 3/10  chunks 30  ETA --:--",
+        "embedding  files 3/10  chunks 30  embedded 5/50  61.5 emb/s  ETA 01:13",
+    ]
+
+
+def test_terminal_progress_redraws_one_bar() -> None:
+    stream = io.StringIO()
+    reporter = ProgressReporter(stream, is_tty=True)
+    reporter.update(_progress(phase="embedding", embeddings_done=25, embeddings_total=50))
+    reporter.update(_progress(phase="done", embeddings_done=50, embeddings_total=50))
+    reporter.close()
+    text = stream.getvalue()
+    assert text.count("\r\x1b[2K") == 2 and text.endswith("\n")
+    assert "[############............]  50%" in text and "100%" in text
+
+
+def test_eta_format() -> None:
+    assert (format_eta(None), format_eta(5), format_eta(3725)) == ("--:--", "00:05", "1:02:05")

@@ -1,0 +1,61 @@
+"""Workspace root detection and the service start order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codecompass.cli.errors import CliError
+from codecompass.cli.services import SERVICES, ServiceDef, start_waves
+from codecompass.cli.workspace import find_workspace_root, resolve_target
+
+
+def _tree(tmp_path: Path) -> Path:
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    (tmp_path / "repo" / "packages" / "web" / "src").mkdir(parents=True)
+    (tmp_path / "repo" / "packages" / "web" / "package.json").write_text("{}")
+    (tmp_path / "repo" / "packages" / "web" / "src" / "app.tsx").write_text("export const App = () => null;\n")
+    (tmp_path / "repo" / "tools").mkdir()
+    (tmp_path / "repo" / "tools" / "gen.js").write_text("module.exports = {};\n")
+    (tmp_path / "loose").mkdir()
+    return tmp_path
+
+
+def test_nearest_marker_wins(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    assert find_workspace_root(root / "repo/packages/web/src/app.tsx") == root / "repo/packages/web"
+    assert find_workspace_root(root / "repo/tools/gen.js") == root / "repo"
+    assert find_workspace_root(root / "loose") == root / "loose"
+
+
+def test_resolve_target_gives_root_and_relative_path(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    assert resolve_target(str(root / "repo/packages/web/src/app.tsx"), None) == (
+        root / "repo/packages/web", "src/app.tsx")
+    assert resolve_target(str(root / "repo/tools"), str(root / "repo")) == (root / "repo", "tools")
+    assert resolve_target(str(root / "repo"), None) == (root / "repo", ".")
+
+
+def test_paths_outside_the_workspace_and_missing_paths_are_usage_errors(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    with pytest.raises(CliError, match="outside the workspace") as excinfo:
+        resolve_target(str(root / "loose"), str(root / "repo"))
+    assert excinfo.value.exit_code == 2
+    with pytest.raises(CliError, match="no such file or folder") as excinfo:
+        resolve_target(str(root / "nope.ts"), None)
+    assert excinfo.value.exit_code == 2
+
+
+def test_services_start_in_dependency_waves() -> None:
+    waves = [[svc.name for svc in wave] for wave in start_waves(SERVICES)]
+    assert waves == [["analysis", "embedding"], ["retrieval"]]
+
+
+def test_a_dependency_cycle_is_reported() -> None:
+    def argv() -> list[str]:
+        return []
+
+    cycle = (ServiceDef("a", argv, "A_PORT", "x", needs=("b",)), ServiceDef("b", argv, "B_PORT", "y", needs=("a",)))
+    with pytest.raises(ValueError, match="cycle"):
+        start_waves(cycle)

@@ -1,0 +1,97 @@
+"""The file catalog: persistence, pending marks across a real kill -9, identity resets."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from codecompass.common.chunks import Language
+from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, IndexIdentity
+from codecompass.retrieval.schema import EmbeddingModel
+from codecompass.retrieval.state import FileEntry
+
+MODEL = EmbeddingModel(provider="fake", model_id="m", model_version="1", dimensions=8)
+
+
+def _entry(path: str, content: str, *ids: str) -> CatalogEntry:
+    file = FileEntry(path, len(content), 1_000, f"hash-{content}", Language.TYPESCRIPT)
+    return CatalogEntry(file, tuple(IndexedChunk(i, f"snip-{i}", f"sig-{i}") for i in ids))
+
+
+def test_commit_survives_reopen_and_indexes_chunk_paths(tmp_path: Path) -> None:
+    db = tmp_path / "catalog.sqlite3"
+    catalog = Catalog.open(db)
+    catalog.reset(IndexIdentity(MODEL, "c1"))
+    catalog.mark_pending(["a.ts", "b.ts"])
+    catalog.commit([_entry("a.ts", "x", "a1", "a2"), _entry("b.ts", "y", "b1")], [], complete=True)
+    catalog.close()
+
+    reopened = Catalog.open(db)
+    assert reopened.identity == IndexIdentity(MODEL, "c1")
+    assert reopened.complete
+    assert reopened.pending() == frozenset()
+    assert reopened.get("a.ts") == _entry("a.ts", "x", "a1", "a2")
+    assert reopened.path_of_chunk("b1") == "b.ts"
+    assert sorted(f.relative_path for f in reopened.previous_files()) == ["a.ts", "b.ts"]
+
+    reopened.commit([_entry("a.ts", "z", "a1")], ["b.ts"], complete=False)
+    assert reopened.path_of_chunk("a2") is None and reopened.path_of_chunk("b1") is None
+    assert list(reopened.entries()) == ["a.ts"]
+
+
+def test_touch_refreshes_metadata_but_keeps_chunks(tmp_path: Path) -> None:
+    catalog = Catalog.open(tmp_path / "c.sqlite3")
+    catalog.commit([_entry("a.ts", "x", "a1")], [], complete=True)
+    resaved = FileEntry("a.ts", 1, 9_999, "hash-x", Language.TYPESCRIPT)
+    catalog.touch([resaved, FileEntry("unknown.ts", 1, 1, "h", Language.TYPESCRIPT)])
+    catalog.close()
+    reopened = Catalog.open(tmp_path / "c.sqlite3")
+    assert reopened.get("a.ts").file.mtime_ns == 9_999
+    assert reopened.get("a.ts").chunk_ids == ("a1",)
+    assert reopened.get("unknown.ts") is None
+
+
+def test_reset_for_a_new_identity_forgets_every_file(tmp_path: Path) -> None:
+    catalog = Catalog.open(tmp_path / "c.sqlite3")
+    catalog.reset(IndexIdentity(MODEL, "c1"))
+    catalog.mark_pending(["b.ts"])
+    catalog.commit([_entry("a.ts", "x", "a1")], [], complete=True)
+    other = IndexIdentity(EmbeddingModel("fake", "m", "2", 8), "c1")
+    catalog.reset(other)
+    assert (len(catalog), catalog.complete, catalog.pending(), catalog.identity) == (0, False, frozenset(), other)
+    assert catalog.path_of_chunk("a1") is None
+
+
+_CHILD = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    from codecompass.common.chunks import Language
+    from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk
+    from codecompass.retrieval.state import FileEntry
+
+    catalog = Catalog.open(Path(sys.argv[1]))
+    entry = CatalogEntry(FileEntry("done.ts", 1, 1, "h1", Language.TYPESCRIPT), (IndexedChunk("d1", "s", "g"),))
+    catalog.mark_pending(["done.ts"])
+    catalog.commit([entry], [], complete=False)
+    # The sync of the next batch has announced its files and then dies mid-write.
+    catalog.mark_pending(["half.ts", "gone.ts"])
+    os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+def test_pending_marks_survive_kill_9_and_committed_work_is_kept(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite3"
+    process = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(db)], check=False, env=dict(os.environ), timeout=60, capture_output=True
+    )
+    assert process.returncode == -signal.SIGKILL, process.stderr.decode()
+    catalog = Catalog.open(db)
+    assert catalog.pending() == frozenset({"half.ts", "gone.ts"})
+    assert list(catalog.entries()) == ["done.ts"]
+    assert catalog.get("done.ts").chunk_ids == ("d1",)

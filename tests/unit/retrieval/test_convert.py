@@ -1,0 +1,167 @@
+"""Round trips through the retrieval service's proto edge."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
+from codecompass.retrieval import convert
+from codecompass.retrieval.filters import Filters
+from codecompass.retrieval.hybrid import HybridResult
+from codecompass.retrieval.schema import EmbeddingModel
+from codecompass.retrieval.state import (
+    ChunkedFile,
+    FileEntry,
+    FileStatus,
+    IndexingStatus,
+    IndexPhase,
+    IndexProgress,
+    IndexStatusReport,
+    ResultCompleteness,
+    ScanResult,
+    SearchMetadata,
+    SearchOutcome,
+    SearchQuery,
+    SkippedFile,
+    SyncStats,
+)
+from codecompass.v1 import analysis_pb2, embedding_pb2, retrieval_pb2
+
+CHUNK = Chunk(
+    id="c1",
+    snippet_hash="s1",
+    file_path="/ws/src/a.ts",
+    relative_path="src/a.ts",
+    language=Language.TSX,
+    node_kind=NodeKind.METHOD,
+    name="validateToken",
+    qualified_name="TokenService.validateToken",
+    parent_id="c0",
+    child_ids=("c2",),
+    depth=1,
+    signature="validateToken(t: string): boolean",
+    full_source="validateToken(t) {}",
+    collapsed_source="validateToken(t) {}",
+    start_line=3,
+    end_line=9,
+    jsdoc="/** v */",
+    jsdoc_start_line=2,
+    relevant_imports=("import x from 'y';",),
+    is_test=False,
+    embedding_text="[TSX] ...",
+    references=(SymbolReference("Jwt", "interface Jwt", "src/b.ts", "c9"),),
+    embedding_token_count=12,
+)
+STATS = SyncStats(1, 2, 3, 4, 5, 6, 7, 8, 9, 10.5)
+
+
+def _wire(message):
+    return type(message).FromString(message.SerializeToString())
+
+
+def test_scan_result_round_trip() -> None:
+    scan = ScanResult(
+        files=(FileEntry("src/a.ts", 10, 123, "h", Language.TYPESCRIPT),),
+        added=("src/a.ts",),
+        changed=("src/b.ts",),
+        removed=("src/c.ts",),
+        skipped=(SkippedFile("min.js", "minified", "longest line 9000"), SkippedFile("x.ts", "symlink_loop")),
+        duration_ms=3.5,
+        chunker_version=convert.UNVERSIONED_CHUNKER,
+    )
+    assert convert.scan_result_from_proto(_wire(convert.scan_result_to_proto(scan))) == scan
+    request = convert.scan_request_to_proto("/ws", scan.files)
+    assert [convert.file_entry_from_proto(f) for f in _wire(request).previous] == list(scan.files)
+
+
+@pytest.mark.parametrize("status", list(FileStatus))
+def test_chunked_file_round_trip(status: FileStatus) -> None:
+    chunked = ChunkedFile("src/a.ts", status, (CHUNK,), "h", 5, 6, "binary" if status == FileStatus.SKIPPED else "", "")
+    assert convert.chunked_file_from_proto(_wire(convert.chunked_file_to_proto(chunked))) == chunked
+
+
+def test_model_and_vectors_round_trip() -> None:
+    model = EmbeddingModel("minilm", "all-MiniLM-L6-v2", "1+split", 384)
+    assert convert.model_from_proto(_wire(convert.model_to_proto(model))) == model
+    vectors = np.arange(6, dtype=np.float32).reshape(2, 3)
+    response = embedding_pb2.EmbedResponse(vectors=convert.vectors_to_proto(vectors))
+    np.testing.assert_array_equal(convert.vectors_from_proto(_wire(response)), vectors)
+
+
+@pytest.mark.parametrize("ratio", [None, 0.0, 0.75])
+def test_search_query_round_trip(ratio: float | None) -> None:
+    query = SearchQuery(
+        workspace_root="/ws",
+        query="validate token",
+        limit=7,
+        filters=Filters(
+            path_patterns=("src/auth", "**/*.ts"),
+            languages=(Language.TSX,),
+            node_kinds=(NodeKind.CLASS, NodeKind.FUNCTION),
+            exclude_tests=True,
+        ),
+        semantic_ratio=ratio,
+        skip_sync=True,
+    )
+    assert convert.search_query_from_proto(_wire(convert.search_query_to_proto(query))) == query
+
+
+def test_search_query_with_a_bad_glob_is_a_value_error() -> None:
+    request = retrieval_pb2.SearchRequest(
+        workspace_root="/ws", query="x", filters=retrieval_pb2.SearchFilters(path_patterns=["src/[ab"])
+    )
+    with pytest.raises(ValueError):
+        convert.search_query_from_proto(request)
+
+
+@pytest.mark.parametrize("status", list(IndexingStatus))
+@pytest.mark.parametrize("completeness", list(ResultCompleteness))
+def test_search_outcome_round_trip(status: IndexingStatus, completeness: ResultCompleteness) -> None:
+    results = tuple(
+        HybridResult(
+            chunk=CHUNK,
+            score=0.5,
+            lexical_score=0.25,
+            vector_similarity=-0.5,
+            provenance=p,
+            lexical_rank=1 if p != "semantic" else 0,
+            semantic_rank=2 if p != "lexical" else 0,
+        )
+        for p in ("lexical", "semantic", "hybrid")
+    )
+    metadata = SearchMetadata(
+        indexing_status=status,
+        result_completeness=completeness,
+        semantic_fallback=True,
+        semantic_skipped_reason="embedding_unavailable",
+        semantic_ratio_used=0.25,
+        external_provider_blocked=True,
+        embedding_model_id="m",
+        embedding_model_version="v",
+        sync=STATS,
+        sync_ms=1.5,
+        search_ms=2.5,
+        total_chunks=10,
+        embedded_chunks=4,
+    )
+    outcome = SearchOutcome(results=results, metadata=metadata)
+    assert convert.search_outcome_from_proto(_wire(convert.search_outcome_to_proto(outcome))) == outcome
+
+
+@pytest.mark.parametrize("phase", list(IndexPhase))
+def test_progress_round_trip(phase: IndexPhase) -> None:
+    for stats in (None, STATS):
+        progress = IndexProgress(phase, 1, 2, 3, 4, 5, 6.5, -1.0, stats)
+        assert convert.progress_from_proto(_wire(convert.progress_to_proto(progress))) == progress
+
+
+def test_status_round_trip() -> None:
+    report = IndexStatusReport(IndexingStatus.FAILED, 3, 30, 20, "m", "v", "format=1;chunker=x", "boom", 4096)
+    assert convert.status_from_proto(_wire(convert.status_to_proto(report))) == report
+
+
+def test_every_skip_reason_survives_a_round_trip() -> None:
+    for value in analysis_pb2.SkipReason.values():
+        name = convert._skip_reason_name(value)
+        assert convert._skip_reason_value(name) == value

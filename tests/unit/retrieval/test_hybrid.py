@@ -1,0 +1,301 @@
+"""Hybrid fusion over a real LanceDB store: provenance, ranks, ratio cap and fallbacks."""
+
+import numpy as np
+import pytest
+
+from codecompass.common.chunks import Chunk, Language, NodeKind
+from codecompass.retrieval.filters import Filters
+from codecompass.retrieval.hybrid import (
+    SKIP_DIMENSION_MISMATCH,
+    SKIP_EMBEDDING_UNAVAILABLE,
+    SKIP_NO_VECTORS,
+    SKIP_RATIO_ZERO,
+    SKIP_SHORT_CIRCUIT,
+    hybrid_search,
+)
+from codecompass.retrieval.schema import EmbeddingModel
+from codecompass.retrieval.store import ChunkStore
+
+MODEL = EmbeddingModel("local", "test-model", "1", 4)
+
+
+def make_chunk(chunk_id: str, name: str, source: str, *, is_test: bool = False) -> Chunk:
+    return Chunk(
+        id=chunk_id,
+        snippet_hash=f"hash-{chunk_id}",
+        file_path=f"/ws/src/{chunk_id}.ts",
+        relative_path=f"src/{chunk_id}.ts",
+        language=Language.TYPESCRIPT,
+        node_kind=NodeKind.FUNCTION,
+        name=name,
+        qualified_name=name,
+        parent_id="",
+        child_ids=(),
+        depth=0,
+        signature=f"function {name}()",
+        full_source=source,
+        collapsed_source=source,
+        start_line=1,
+        end_line=5,
+        jsdoc="",
+        jsdoc_start_line=0,
+        relevant_imports=(),
+        is_test=is_test,
+        embedding_text=source,
+    )
+
+
+def unit(*values: float) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+# "login" concept lives on axis 0; the lexical-only chunk shares words but not meaning.
+LOGIN = unit(1, 0, 0, 0)
+
+
+@pytest.fixture
+def store(tmp_path) -> ChunkStore:
+    s = ChunkStore.open(str(tmp_path / "index"), model=MODEL, chunker_version="c1")
+    s.apply_changes(
+        upserts=[
+            make_chunk(
+                "auth",
+                "authenticateUser",
+                "function authenticateUser(name, password) { check }",
+            ),
+            make_chunk("session", "startSession", "function startSession(user) { user login }"),
+            make_chunk("banner", "renderLoginBanner", "function renderLoginBanner() { login }"),
+            make_chunk("parse", "parseUrl", "function parseUrl(u) { return new URL(u) }"),
+            make_chunk("pending", "handleUserLogin", "function handleUserLogin() { pending }"),
+        ],
+        delete_ids=[],
+        vectors={
+            "auth": unit(1, 0.05, 0, 0),
+            "session": unit(1, 0.4, 0, 0),
+            "banner": unit(0, 0, 1, 0),
+            "parse": unit(0, 0, 0, 1),
+        },
+    )
+    return s
+
+
+def by_id(outcome):
+    return {r.chunk.id: r for r in outcome.results}
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "blend"])
+def test_natural_language_query_fuses_both_channels(store, fusion):
+    outcome = hybrid_search(
+        store,
+        "user login",
+        query_vector=LOGIN,
+        filters=Filters(),
+        limit=10,
+        semantic_ratio=0.5,
+        fusion=fusion,
+    )
+    assert outcome.semantic_ratio_used == 0.5
+    assert outcome.semantic_skipped_reason is None
+    results = by_id(outcome)
+    assert results["session"].provenance == "hybrid"
+    assert results["session"].lexical_rank >= 1 and results["session"].semantic_rank >= 1
+    assert results["parse"].provenance == "semantic"
+    assert results["parse"].lexical_rank == 0 and results["parse"].lexical_score == 0.0
+    assert results["pending"].provenance == "lexical"
+    assert results["pending"].semantic_rank == 0 and results["pending"].vector_similarity == 0.0
+    assert results["session"].vector_similarity == pytest.approx(float(unit(1, 0.4, 0, 0)[0]))
+    assert outcome.results[0].chunk.id == "session"
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "blend"])
+@pytest.mark.parametrize("ratio", [0.0, 0.3, 0.5, 1.0])
+def test_fused_scores_are_in_unit_interval_and_sorted(store, fusion, ratio):
+    outcome = hybrid_search(
+        store,
+        "user login session",
+        query_vector=LOGIN,
+        filters=Filters(),
+        limit=10,
+        semantic_ratio=ratio,
+        fusion=fusion,
+    )
+    scores = [r.score for r in outcome.results]
+    assert scores and all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 <= r.lexical_score <= 1.0 for r in outcome.results)
+
+
+def test_rrf_top_in_both_channels_scores_one(store):
+    outcome = hybrid_search(
+        store,
+        "authenticate user password",
+        query_vector=unit(1, 0.05, 0, 0),
+        filters=Filters(),
+        limit=3,
+        semantic_ratio=0.5,
+    )
+    top = outcome.results[0]
+    assert top.chunk.id == "auth" and top.lexical_rank == 1 and top.semantic_rank == 1
+    assert top.score == pytest.approx(1.0)
+
+
+def test_exact_identifier_short_circuits_semantic(store):
+    outcome = hybrid_search(
+        store,
+        "parseUrl",
+        query_vector=LOGIN,
+        filters=Filters(),
+        limit=10,
+        semantic_ratio=0.8,
+    )
+    assert outcome.semantic_ratio_used == 0.0
+    assert outcome.semantic_skipped_reason == SKIP_SHORT_CIRCUIT
+    assert outcome.results[0].chunk.id == "parse"
+    assert all(r.provenance == "lexical" for r in outcome.results)
+
+
+def test_code_shaped_query_without_exact_match_leans_lexical(store):
+    outcome = hybrid_search(
+        store,
+        "userLogin",
+        query_vector=LOGIN,
+        filters=Filters(),
+        limit=10,
+        semantic_ratio=0.6,
+    )
+    assert outcome.semantic_skipped_reason is None
+    assert outcome.semantic_ratio_used == pytest.approx(0.3)
+
+
+def test_missing_query_vector_falls_back_to_lexical(store):
+    outcome = hybrid_search(
+        store,
+        "user login",
+        query_vector=None,
+        filters=Filters(),
+        limit=10,
+        semantic_ratio=0.5,
+    )
+    assert outcome.semantic_ratio_used == 0.0
+    assert outcome.semantic_skipped_reason == SKIP_EMBEDDING_UNAVAILABLE
+    assert outcome.results and all(r.provenance == "lexical" for r in outcome.results)
+
+
+def test_caller_supplied_unavailable_reason_is_reported(store):
+    outcome = hybrid_search(
+        store,
+        "user login",
+        query_vector=None,
+        filters=Filters(),
+        limit=10,
+        semantic_ratio=0.5,
+        unavailable_reason="external_provider_blocked",
+    )
+    assert outcome.semantic_skipped_reason == "external_provider_blocked"
+
+
+def test_wrong_dimension_query_vector_falls_back(store):
+    outcome = hybrid_search(
+        store,
+        "user login",
+        query_vector=np.ones(384, dtype=np.float32),
+        filters=Filters(),
+        limit=10,
+        semantic_ratio=0.5,
+    )
+    assert outcome.semantic_skipped_reason == SKIP_DIMENSION_MISMATCH
+    assert outcome.semantic_ratio_used == 0.0
+    assert outcome.results
+
+
+def test_store_without_vectors_reports_no_vectors(tmp_path):
+    s = ChunkStore.open(str(tmp_path / "idx"), model=MODEL, chunker_version="c1")
+    s.apply_changes(
+        upserts=[make_chunk("a", "startSession", "user login")],
+        delete_ids=[],
+        vectors={},
+    )
+    outcome = hybrid_search(
+        s,
+        "user login",
+        query_vector=LOGIN,
+        filters=Filters(),
+        limit=5,
+        semantic_ratio=0.5,
+    )
+    assert outcome.semantic_skipped_reason == SKIP_NO_VECTORS
+    assert [r.chunk.id for r in outcome.results] == ["a"]
+
+
+def test_zero_ratio_is_pure_lexical(store):
+    outcome = hybrid_search(
+        store,
+        "user login",
+        query_vector=LOGIN,
+        filters=Filters(),
+        limit=10,
+        semantic_ratio=0.0,
+    )
+    assert outcome.semantic_skipped_reason == SKIP_RATIO_ZERO
+    assert all(r.provenance == "lexical" for r in outcome.results)
+
+
+def test_ratio_is_clamped(store):
+    outcome = hybrid_search(
+        store,
+        "user login",
+        query_vector=LOGIN,
+        filters=Filters(),
+        limit=10,
+        semantic_ratio=7.0,
+    )
+    assert outcome.semantic_ratio_used == 1.0
+
+
+def test_no_lexical_hits_uses_full_cap_for_identifier_query(store):
+    outcome = hybrid_search(
+        store,
+        "xyzzyQuux",
+        query_vector=LOGIN,
+        filters=Filters(),
+        limit=2,
+        semantic_ratio=0.4,
+    )
+    assert outcome.semantic_ratio_used == 0.4
+    assert [r.provenance for r in outcome.results] == ["semantic", "semantic"]
+    assert [r.semantic_rank for r in outcome.results] == [1, 2]
+
+
+def test_filters_apply_to_fused_results(store):
+    outcome = hybrid_search(
+        store,
+        "user login",
+        query_vector=LOGIN,
+        filters=Filters(path_patterns=("src/session.ts", "src/parse.ts")),
+        limit=10,
+        semantic_ratio=0.5,
+    )
+    assert {r.chunk.id for r in outcome.results} == {"session", "parse"}
+
+
+def test_limit_and_unknown_fusion(store):
+    outcome = hybrid_search(
+        store,
+        "user login",
+        query_vector=LOGIN,
+        filters=Filters(),
+        limit=2,
+        semantic_ratio=0.5,
+    )
+    assert len(outcome.results) == 2
+    with pytest.raises(ValueError, match="unknown fusion"):
+        hybrid_search(
+            store,
+            "x",
+            query_vector=None,
+            filters=Filters(),
+            limit=2,
+            semantic_ratio=0.5,
+            fusion="magic",
+        )

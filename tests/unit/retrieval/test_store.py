@@ -1,0 +1,414 @@
+"""ChunkStore against a real embedded LanceDB in a temp directory."""
+
+from datetime import timedelta
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
+from codecompass.retrieval.filters import Filters
+from codecompass.retrieval.schema import (
+    FORMAT_METADATA_KEY,
+    INDEX_FORMAT_VERSION,
+    EmbeddingModel,
+    chunk_schema,
+    table_name,
+)
+from codecompass.retrieval.store import ChunkStore, DimensionMismatch
+
+MODEL = EmbeddingModel("local", "all-MiniLM-L6-v2", "1", 4)
+
+
+def make_chunk(
+    chunk_id: str,
+    name: str,
+    path: str = "src/a.ts",
+    *,
+    source: str = "",
+    jsdoc: str = "",
+    kind: NodeKind = NodeKind.FUNCTION,
+    language: Language = Language.TYPESCRIPT,
+    is_test: bool = False,
+    references: tuple[SymbolReference, ...] = (),
+    snippet_hash: str | None = None,
+) -> Chunk:
+    return Chunk(
+        id=chunk_id,
+        snippet_hash=snippet_hash or f"hash-{chunk_id}",
+        file_path=f"/ws/{path}",
+        relative_path=path,
+        language=language,
+        node_kind=kind,
+        name=name,
+        qualified_name=name,
+        parent_id="",
+        child_ids=(),
+        depth=0,
+        signature=f"function {name}()",
+        full_source=source or f"function {name}() {{}}",
+        collapsed_source=source or f"function {name}() {{}}",
+        start_line=1,
+        end_line=3,
+        jsdoc=jsdoc,
+        jsdoc_start_line=0,
+        relevant_imports=(),
+        is_test=is_test,
+        embedding_text=f"{name} {source}",
+        references=references,
+    )
+
+
+def unit(*values: float) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+@pytest.fixture
+def store(tmp_path) -> ChunkStore:
+    return ChunkStore.open(str(tmp_path / "index"), model=MODEL, chunker_version="c1")
+
+
+def ids(hits) -> list[str]:
+    return [h.chunk.id for h in hits]
+
+
+def test_open_creates_then_reopens_same_table(tmp_path):
+    uri = str(tmp_path / "index")
+    first = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    assert first.created and not first.rebuilt
+    first.apply_changes(upserts=[make_chunk("a", "alpha")], delete_ids=[], vectors={})
+    again = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    assert not again.created and not again.rebuilt
+    assert again.counts() == (1, 0)
+
+
+def test_table_identity_covers_model_chunker_and_format():
+    base = table_name(MODEL, "c1")
+    assert base != table_name(EmbeddingModel("local", "all-MiniLM-L6-v2", "2", 4), "c1")
+    assert base != table_name(EmbeddingModel("local", "all-MiniLM-L6-v2", "1", 8), "c1")
+    assert base != table_name(EmbeddingModel("voyage", "all-MiniLM-L6-v2", "1", 4), "c1")
+    assert base != table_name(MODEL, "c2")
+    assert f"_f{INDEX_FORMAT_VERSION}_" in base
+    # Sanitising must not merge distinct identities.
+    assert table_name(EmbeddingModel("p", "a/b", "1", 4), "c") != table_name(EmbeddingModel("p", "a_b", "1", 4), "c")
+
+
+def test_model_change_uses_a_separate_table(tmp_path):
+    uri = str(tmp_path / "index")
+    old = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    old.apply_changes(upserts=[make_chunk("a", "alpha")], delete_ids=[], vectors={})
+    new_model = EmbeddingModel("local", "all-MiniLM-L6-v2", "2", 4)
+    new = ChunkStore.open(uri, model=new_model, chunker_version="c1")
+    assert new.created and new.counts() == (0, 0)
+    assert old.counts() == (1, 0)
+
+
+def test_table_with_older_format_is_dropped_and_rebuilt(tmp_path):
+    uri = str(tmp_path / "index")
+    db = lancedb.connect(uri)
+    name = table_name(MODEL, "c1")
+    stale = chunk_schema(MODEL, "c1").with_metadata({FORMAT_METADATA_KEY: "0"})
+    db.create_table(name, schema=stale)
+    older_name = name.replace(f"_f{INDEX_FORMAT_VERSION}_", "_f0_")
+    db.create_table(older_name, schema=stale)
+    db.create_table("unrelated", schema=pa.schema([pa.field("x", pa.int32())]))
+
+    store = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+
+    assert store.rebuilt and store.created
+    tables = set(lancedb.connect(uri).list_tables().tables)
+    assert name in tables and older_name not in tables and "unrelated" in tables
+    reopened = lancedb.connect(uri).open_table(name)
+    assert reopened.schema.metadata[FORMAT_METADATA_KEY.encode()] == INDEX_FORMAT_VERSION.encode()
+
+
+def test_round_trip_preserves_every_chunk_field(store):
+    chunk = make_chunk(
+        "a",
+        "validateToken",
+        jsdoc="/** Checks a token. */",
+        references=(SymbolReference("Token", "class Token", "src/t.ts", "t1"),),
+    )
+    store.apply_changes(upserts=[chunk], delete_ids=[], vectors={"a": unit(1, 0, 0, 0)})
+    assert store.get_chunks(["a"]) == [chunk]
+    [stored] = store.get_stored(["a"])
+    assert stored.has_vector
+
+
+def test_upsert_updates_in_place_and_one_commit_per_apply(store):
+    store.apply_changes(
+        upserts=[make_chunk("a", "alpha"), make_chunk("b", "beta")],
+        delete_ids=[],
+        vectors={},
+    )
+    version = store.version_count()
+    store.apply_changes(
+        upserts=[make_chunk("a", "alpha", source="function alpha() { return 42 }")],
+        delete_ids=["b"],
+        vectors={},
+    )
+    assert store.version_count() == version + 1
+    assert store.counts() == (1, 0)
+    assert store.get_chunks(["a"])[0].full_source == "function alpha() { return 42 }"
+
+
+def test_delete_only_and_noop(store):
+    store.apply_changes(
+        upserts=[make_chunk("a", "alpha"), make_chunk("b", "beta")],
+        delete_ids=[],
+        vectors={},
+    )
+    version = store.version_count()
+    store.apply_changes(upserts=[], delete_ids=[], vectors={})
+    assert store.version_count() == version
+    store.apply_changes(upserts=[], delete_ids=["a", "missing"], vectors={})
+    assert ids(store.search_lexical("beta alpha", Filters(), 10)) == ["b"]
+
+
+def test_id_in_both_upserts_and_deletes_is_kept(store):
+    store.apply_changes(upserts=[make_chunk("a", "alpha")], delete_ids=[], vectors={})
+    store.apply_changes(upserts=[make_chunk("a", "alpha")], delete_ids=["a"], vectors={})
+    assert store.counts() == (1, 0)
+
+
+def test_quotes_in_paths_and_ids_do_not_break_filters(store):
+    path = "src/o'brien/it's.ts"
+    tricky = make_chunk("id'); DELETE --", "quoted", path)
+    plain = make_chunk("b", "quotedToo", "src/plain.ts")
+    store.apply_changes(upserts=[tricky, plain], delete_ids=[], vectors={})
+    assert store.chunk_ids_for_files([path]) == [tricky.id]
+    assert ids(store.search_lexical("quoted", Filters(path_patterns=("src/o'brien",)), 10)) == [tricky.id]
+    assert ids(store.search_lexical("quoted", Filters(path_patterns=("src/o'brien/*.ts",)), 10)) == [tricky.id]
+    store.apply_changes(upserts=[], delete_ids=[tricky.id], vectors={})
+    assert store.counts() == (1, 0)
+    assert store.chunk_ids_for_files([path]) == []
+
+
+def test_lexical_finds_camel_case_parts(store):
+    store.apply_changes(
+        upserts=[
+            make_chunk("v", "validateToken", source="function validateToken(t) { return !!t }"),
+            make_chunk("p", "parseUrl", source="function parseUrl(u) { return new URL(u) }"),
+        ],
+        delete_ids=[],
+        vectors={},
+    )
+    assert ids(store.search_lexical("token validation", Filters(), 10))[0] == "v"
+    assert ids(store.search_lexical("parse url", Filters(), 10))[0] == "p"
+
+
+def test_exact_name_match_ranks_first(store):
+    noisy = "getUser getUser getUser user user user"
+    store.apply_changes(
+        upserts=[
+            make_chunk("noisy", "loadProfile", source=f"function loadProfile() {{ {noisy} }}"),
+            make_chunk("exact", "getUser", source="function getUser(id) { return db.get(id) }"),
+        ],
+        delete_ids=[],
+        vectors={},
+    )
+    hits = store.search_lexical("getUser", Filters(), 10)
+    assert ids(hits)[0] == "exact"
+    assert hits[0].exact_name_match and not hits[1].exact_name_match
+    assert hits[0].score > hits[1].score
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_fresh_upsert_is_found_lexically_before_reindexing(store):
+    store.apply_changes(upserts=[make_chunk("a", "alpha")], delete_ids=[], vectors={})
+    # Writes never build indexes; unindexed rows are matched exhaustively meanwhile.
+    assert store.index_status() == {}
+    assert store.needs_maintenance()
+    assert ids(store.search_lexical("alpha", Filters(), 10)) == ["a"]
+    store.maintain(retention=timedelta(0))
+    assert store.index_status()["search_text_idx"] == {"indexed": 1, "unindexed": 0}
+    assert not store.needs_maintenance()
+
+    store.apply_changes(upserts=[make_chunk("z", "zebraCrossing")], delete_ids=[], vectors={})
+    assert store.index_status()["search_text_idx"]["unindexed"] == 1
+    assert ids(store.search_lexical("zebra", Filters(), 10)) == ["z"]
+    store.maintain(retention=timedelta(0))
+    assert store.index_status()["search_text_idx"]["unindexed"] == 0
+    assert ids(store.search_lexical("zebra crossing", Filters(), 10)) == ["z"]
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_many_unindexed_rows_call_for_maintenance(store, monkeypatch):
+    monkeypatch.setattr("codecompass.retrieval.store.MAX_UNINDEXED_ROWS", 2)
+    store.apply_changes(upserts=[make_chunk("a", "alpha")], delete_ids=[], vectors={})
+    store.maintain(retention=timedelta(0))
+    store.apply_changes(
+        upserts=[make_chunk(f"n{i}", f"name{i}") for i in range(2)],
+        delete_ids=[],
+        vectors={},
+    )
+    assert not store.needs_maintenance()
+    store.apply_changes(upserts=[make_chunk("n3", "name3")], delete_ids=[], vectors={})
+    assert store.needs_maintenance()
+
+
+def test_deleted_chunk_disappears_from_both_channels(store):
+    store.apply_changes(
+        upserts=[make_chunk("a", "alpha"), make_chunk("b", "alphaBeta")],
+        delete_ids=[],
+        vectors={"a": unit(1, 0, 0, 0), "b": unit(0, 1, 0, 0)},
+    )
+    store.apply_changes(upserts=[], delete_ids=["a"], vectors={})
+    assert ids(store.search_lexical("alpha", Filters(), 10)) == ["b"]
+    assert ids(store.search_vector(unit(1, 0, 0, 0), Filters(), 10)) == ["b"]
+
+
+def test_vector_search_is_cosine_and_skips_rows_without_vectors(store):
+    store.apply_changes(
+        upserts=[
+            make_chunk("near", "n"),
+            make_chunk("far", "f"),
+            make_chunk("none", "x"),
+        ],
+        delete_ids=[],
+        vectors={"near": unit(1, 0.1, 0, 0), "far": unit(0, 0, 1, 0)},
+    )
+    hits = store.search_vector(np.array([2.0, 0, 0, 0]), Filters(), 10)
+    assert ids(hits) == ["near", "far"]
+    assert hits[0].score == pytest.approx(float(unit(1, 0.1, 0, 0)[0]), abs=1e-5)
+    assert hits[1].score == pytest.approx(0.0, abs=1e-5)
+
+
+def test_set_vectors_makes_chunks_vector_searchable_and_ignores_deleted(store):
+    store.apply_changes(
+        upserts=[make_chunk("a", "alpha"), make_chunk("b", "beta")],
+        delete_ids=[],
+        vectors={},
+    )
+    assert store.search_vector(unit(1, 0, 0, 0), Filters(), 10) == []
+    version = store.version_count()
+    store.set_vectors({"a": unit(1, 0, 0, 0), "gone": unit(0, 1, 0, 0)})
+    assert store.version_count() == version + 1
+    assert ids(store.search_vector(unit(1, 0, 0, 0), Filters(), 10)) == ["a"]
+    assert store.counts() == (2, 1)
+    assert [c.id for c in store.chunks_missing_vectors(10)] == ["b"]
+
+
+def test_dimension_mismatch_is_a_clear_error_and_writes_nothing(store):
+    with pytest.raises(DimensionMismatch, match="3 dimensions but the index was built for 4"):
+        store.search_vector(np.ones(3), Filters(), 10)
+    with pytest.raises(DimensionMismatch):
+        store.apply_changes(upserts=[make_chunk("a", "alpha")], delete_ids=[], vectors={"a": np.ones(8)})
+    assert store.counts() == (0, 0)
+    with pytest.raises(DimensionMismatch):
+        store.set_vectors({"a": np.ones(2)})
+
+
+def test_vectors_for_snippets_reuses_by_content_hash(store):
+    store.apply_changes(
+        upserts=[
+            make_chunk("a", "alpha", snippet_hash="same"),
+            make_chunk("b", "beta", snippet_hash="other"),
+        ],
+        delete_ids=[],
+        vectors={"a": unit(0, 0, 0, 1)},
+    )
+    found = store.vectors_for_snippets(["same", "other", "unknown"])
+    assert list(found) == ["same"]
+    np.testing.assert_allclose(found["same"], unit(0, 0, 0, 1))
+
+
+def test_chunks_missing_vectors_lists_implementation_before_tests(store):
+    store.apply_changes(
+        upserts=[
+            make_chunk("t1", "testA", "a.test.ts", is_test=True),
+            make_chunk("i1", "implA"),
+            make_chunk("i2", "implB", "src/b.ts"),
+            make_chunk("done", "implC", "src/c.ts"),
+        ],
+        delete_ids=[],
+        vectors={"done": unit(1, 0, 0, 0)},
+    )
+    missing = [c.id for c in store.chunks_missing_vectors(10)]
+    assert sorted(missing[:2]) == ["i1", "i2"] and missing[2:] == ["t1"]
+    assert len(store.chunks_missing_vectors(1)) == 1
+    assert not store.chunks_missing_vectors(1)[0].is_test
+
+
+def test_ids_referencing_follows_reference_chunk_ids(store):
+    ref = SymbolReference("Token", "class Token", "src/t.ts", "tok'1")
+    store.apply_changes(
+        upserts=[
+            make_chunk("tok'1", "Token", "src/t.ts"),
+            make_chunk("user", "useToken", references=(ref,)),
+            make_chunk("other", "unrelated"),
+        ],
+        delete_ids=[],
+        vectors={},
+    )
+    assert store.ids_referencing(["tok'1"]) == ["user"]
+    assert store.ids_referencing(["nobody"]) == []
+
+
+@pytest.fixture
+def filtered_store(store) -> ChunkStore:
+    chunks = [
+        make_chunk("impl", "handleLogin", "src/auth/login.ts"),
+        make_chunk("test", "handleLoginTest", "src/auth/login.test.ts", is_test=True),
+        make_chunk("cls", "LoginHandler", "src/auth/handler.ts", kind=NodeKind.CLASS),
+        make_chunk("js", "handleLoginLegacy", "lib/login.js", language=Language.JAVASCRIPT),
+        make_chunk("sibling", "handleLoginz", "src/authz/login.ts"),
+    ]
+    store.apply_changes(
+        upserts=chunks,
+        delete_ids=[],
+        vectors={c.id: unit(1, 0.01 * i, 0, 0) for i, c in enumerate(chunks)},
+    )
+    return store
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        (Filters(), {"impl", "test", "cls", "js", "sibling"}),
+        (Filters(path_patterns=("src/auth",)), {"impl", "test", "cls"}),
+        (Filters(path_patterns=("src/auth/",)), {"impl", "test", "cls"}),
+        (Filters(path_patterns=("src/auth/login.ts",)), {"impl"}),
+        (Filters(path_patterns=("**/*.test.ts",)), {"test"}),
+        (Filters(path_patterns=("*.js", "src/authz")), {"js", "sibling"}),
+        (Filters(path_patterns=("src/*/login.{ts,js}",)), {"impl", "sibling"}),
+        (Filters(languages=(Language.JAVASCRIPT,)), {"js"}),
+        (Filters(node_kinds=(NodeKind.CLASS,)), {"cls"}),
+        (Filters(exclude_tests=True), {"impl", "cls", "js", "sibling"}),
+        (Filters(only_tests=True), {"test"}),
+        (Filters(path_patterns=("src/auth",), exclude_tests=True), {"impl", "cls"}),
+    ],
+)
+def test_filters_apply_in_both_channels(filtered_store, filters, expected):
+    lexical = set(ids(filtered_store.search_lexical("handle login", filters, 20)))
+    semantic = set(ids(filtered_store.search_vector(unit(1, 0, 0, 0), filters, 20)))
+    assert lexical == expected
+    assert semantic == expected
+
+
+def test_vector_prefilter_returns_full_limit_under_narrow_filter(store):
+    chunks = [make_chunk(f"c{i}", f"fn{i}", f"src/{i}.ts") for i in range(30)]
+    chunks.append(make_chunk("target", "needle", "special/x.ts"))
+    vectors = {c.id: unit(1, 0, 0, 0) for c in chunks[:-1]}
+    vectors["target"] = unit(0, 1, 0, 0)
+    store.apply_changes(upserts=chunks, delete_ids=[], vectors=vectors)
+    hits = store.search_vector(unit(1, 0, 0, 0), Filters(path_patterns=("special",)), 1)
+    assert ids(hits) == ["target"]
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_maintain_reduces_versions_and_keeps_data(store):
+    for i in range(6):
+        store.apply_changes(
+            upserts=[make_chunk(f"c{i}", f"function{i}")],
+            delete_ids=[],
+            vectors={f"c{i}": unit(1, i, 0, 0)},
+        )
+    before = store.version_count()
+    store.maintain(retention=timedelta(0))
+    assert store.version_count() < before
+    assert store.counts() == (6, 6)
+    assert ids(store.search_lexical("function3", Filters(), 10))[0] == "c3"
+    assert store.size_bytes() > 0

@@ -1,0 +1,646 @@
+"""Incremental sync, background embedding and search through the engine, against real
+in-process gRPC fakes of the analysis and embedding services.
+
+The fake analysis service really scans and chunks its input: every top-level
+`function name(args): ret {` ... `}` block of a .ts file is a chunk, calls to other
+functions of the workspace become references (with the callee's signature quoted in the
+embedding text, as the real chunker does). The fake embedding service turns text into a
+normalised bag of hashed words, so similar texts get similar vectors and every vector is
+reproducible. Expected numbers are computed from the files each test writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from collections.abc import Iterator
+from concurrent import futures
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+
+from codecompass.common.config import RetrievalSettings, Settings
+from codecompass.common.identifiers import split_identifiers
+from codecompass.common.serving import ServiceSpec, start_server
+from codecompass.retrieval import catalog as catalog_module
+from codecompass.retrieval import servicer
+from codecompass.retrieval.analysis_client import AnalysisClient
+from codecompass.retrieval.embed_client import EmbeddingClient
+from codecompass.retrieval.indexer import RetrievalEngine
+from codecompass.retrieval.state import (
+    AnalysisUnavailable,
+    IndexingStatus,
+    IndexPhase,
+    InvalidWorkspace,
+    ResultCompleteness,
+    SearchQuery,
+    WorkspaceNotFound,
+)
+from codecompass.retrieval.sync import SyncTuning
+from codecompass.v1 import (
+    analysis_pb2,
+    analysis_pb2_grpc,
+    chunk_pb2,
+    embedding_pb2,
+    embedding_pb2_grpc,
+    retrieval_pb2,
+    retrieval_pb2_grpc,
+)
+
+_HEADER = re.compile(r"^(?:export )?function (\w+)\((.*?)\)(?:: ([^{]+))? \{$")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
+_MAX_LINE = 400
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class _Func:
+    name: str
+    signature: str
+    lines: tuple[str, ...]
+    start: int
+
+    @property
+    def source(self) -> str:
+        return "\n".join(self.lines)
+
+
+def parse_functions(text: str) -> list[_Func]:
+    funcs: list[_Func] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        match = _HEADER.match(lines[i])
+        if match:
+            end = i
+            while end < len(lines) and lines[end] != "}":
+                end += 1
+            funcs.append(_Func(match.group(1), lines[i][: -len(" {")], tuple(lines[i : end + 1]), i + 1))
+            i = end + 1
+        else:
+            i += 1
+    return funcs
+
+
+def chunk_id(rel: str, name: str) -> str:
+    return _digest(f"{rel}:{name}")[:16]
+
+
+class FakeAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
+    def __init__(self) -> None:
+        self.chunk_calls: list[list[str]] = []
+        self.chunk_delay_s = 0.0
+
+    def _source_files(self, root: Path) -> Iterator[tuple[str, Path]]:
+        for path in sorted(root.rglob("*.ts")):
+            yield path.relative_to(root).as_posix(), path
+
+    def _skip_reason(self, data: bytes) -> int:
+        if b"\0" in data:
+            return analysis_pb2.SKIP_REASON_BINARY
+        if any(len(line) > _MAX_LINE for line in data.split(b"\n")):
+            return analysis_pb2.SKIP_REASON_MINIFIED
+        return analysis_pb2.SKIP_REASON_UNSPECIFIED
+
+    def ScanWorkspace(self, request, context):
+        root = Path(request.workspace_root)
+        previous = {f.relative_path: f for f in request.previous}
+        files, skipped = [], []
+        for rel, path in self._source_files(root):
+            data = path.read_bytes()
+            reason = self._skip_reason(data)
+            if reason:
+                skipped.append(analysis_pb2.SkippedFile(relative_path=rel, reason=reason))
+                continue
+            stat = path.stat()
+            files.append(
+                analysis_pb2.FileEntry(
+                    relative_path=rel,
+                    size_bytes=stat.st_size,
+                    mtime_ns=stat.st_mtime_ns,
+                    content_hash=hashlib.sha256(data).hexdigest(),
+                    language=chunk_pb2.LANGUAGE_TYPESCRIPT,
+                )
+            )
+        current = {f.relative_path: f for f in files}
+        return analysis_pb2.ScanWorkspaceResponse(
+            files=files,
+            added=[p for p in current if p not in previous],
+            changed=[p for p in current if p in previous and previous[p].content_hash != current[p].content_hash],
+            removed=[p for p in previous if p not in current],
+            skipped=skipped,
+            duration_ms=1.0,
+        )
+
+    def _symbols(self, root: Path) -> dict[str, tuple[str, str]]:
+        """name -> (signature, relative path): what the type checker would resolve a call to."""
+        symbols: dict[str, tuple[str, str]] = {}
+        for rel, path in self._source_files(root):
+            data = path.read_bytes()
+            if self._skip_reason(data):
+                continue
+            for func in parse_functions(data.decode("utf-8")):
+                symbols.setdefault(func.name, (func.signature, rel))
+        return symbols
+
+    def ChunkFiles(self, request, context):
+        root = Path(request.workspace_root)
+        self.chunk_calls.append(list(request.paths))
+        symbols = self._symbols(root)
+        for rel in request.paths:
+            time.sleep(self.chunk_delay_s)
+            path = root / rel
+            if not path.is_file():
+                continue
+            data = path.read_bytes()
+            stat = path.stat()
+            common = {
+                "relative_path": rel,
+                "content_hash": hashlib.sha256(data).hexdigest(),
+                "mtime_ns": stat.st_mtime_ns,
+                "size_bytes": stat.st_size,
+            }
+            reason = self._skip_reason(data)
+            if reason:
+                yield analysis_pb2.ChunkFilesResponse(
+                    status=analysis_pb2.FILE_STATUS_SKIPPED, skip_reason=reason, **common
+                )
+                continue
+            chunks = [self._chunk(root, rel, func, symbols) for func in parse_functions(data.decode("utf-8"))]
+            yield analysis_pb2.ChunkFilesResponse(status=analysis_pb2.FILE_STATUS_OK, chunks=chunks, **common)
+
+    def _chunk(self, root: Path, rel: str, func: _Func, symbols: dict[str, tuple[str, str]]) -> chunk_pb2.Chunk:
+        body = "\n".join(func.lines[1:])
+        called = sorted({name for name in _CALL.findall(body) if name in symbols and name != func.name})
+        references = [
+            chunk_pb2.SymbolReference(
+                name=name,
+                signature=symbols[name][0],
+                relative_path=symbols[name][1],
+                chunk_id=chunk_id(symbols[name][1], name),
+            )
+            for name in called
+        ]
+        embedding_text = "\n".join(
+            [f"[TypeScript] {rel} > {func.name}", f"Signature: {func.signature}", "Referenced symbols:"]
+            + [r.signature for r in references]
+            + ["---", func.source]
+        )
+        return chunk_pb2.Chunk(
+            id=chunk_id(rel, func.name),
+            snippet_hash=_digest(func.source)[:16],
+            file_path=str(root / rel),
+            relative_path=rel,
+            language=chunk_pb2.LANGUAGE_TYPESCRIPT,
+            node_kind=chunk_pb2.NODE_KIND_FUNCTION,
+            name=func.name,
+            qualified_name=func.name,
+            depth=0,
+            signature=func.signature,
+            full_source=func.source,
+            collapsed_source=func.source,
+            start_line=func.start,
+            end_line=func.start + len(func.lines) - 1,
+            is_test=".test." in rel,
+            embedding_text=embedding_text,
+            references=references,
+            embedding_token_count=len(embedding_text.split()),
+        )
+
+
+DIMS = 64
+
+
+def hash_vector(text: str) -> list[float]:
+    vector = np.zeros(DIMS, dtype=np.float64)
+    for word in re.findall(r"[a-z]+", split_identifiers(text).lower()):
+        vector[int(_digest(word)[:8], 16) % DIMS] += 1.0
+    norm = np.linalg.norm(vector)
+    if norm == 0:
+        vector[0] = 1.0
+        norm = 1.0
+    return (vector / norm).tolist()
+
+
+class FakeEmbedding(embedding_pb2_grpc.EmbeddingServiceServicer):
+    def __init__(self) -> None:
+        self.documents: list[str] = []
+        self.delay_s = 0.0
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> embedding_pb2.ModelInfo:
+        return embedding_pb2.ModelInfo(
+            provider="fake", model_id="hash-bow", model_version="1", dimensions=DIMS, max_input_tokens=512
+        )
+
+    def Embed(self, request, context):
+        if request.input_type != embedding_pb2.INPUT_TYPE_QUERY:
+            time.sleep(self.delay_s)
+            with self._lock:
+                self.documents.extend(request.texts)
+        return embedding_pb2.EmbedResponse(
+            vectors=[embedding_pb2.Vector(values=hash_vector(t)) for t in request.texts], model=self.model
+        )
+
+    def GetModelInfo(self, request, context):
+        return embedding_pb2.GetModelInfoResponse(model=self.model)
+
+
+def _serve(add, servicer_obj) -> tuple[grpc.Server, str]:
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    add(servicer_obj, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    return server, f"127.0.0.1:{port}"
+
+
+@dataclass
+class Harness:
+    root: Path
+    analysis: FakeAnalysis
+    embedding: FakeEmbedding
+    engine: RetrievalEngine
+    embedding_server: grpc.Server
+    settings: Settings
+    analysis_addr: str
+    embedding_addr: str
+
+    def write(self, rel: str, text: str) -> None:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    def index(self, *, wait: bool = True):
+        return list(self.engine.index(str(self.root), wait_for_embeddings=wait))
+
+    def search(self, query: str, **kwargs):
+        return self.engine.search(SearchQuery(workspace_root=str(self.root), query=query, **kwargs))
+
+    def store(self):
+        return self.engine.workspace(str(self.root)).store
+
+    def all_rows(self) -> list:
+        store = self.store()
+        total, _ = store.counts()
+        return store._table.to_arrow().column("id").to_pylist() if total else []
+
+    def new_engine(self, tuning: SyncTuning | None = None) -> RetrievalEngine:
+        return RetrievalEngine(
+            self.settings,
+            AnalysisClient(self.analysis_addr, timeout_s=10),
+            EmbeddingClient(self.embedding_addr, timeout_s=10, batch_size=16),
+            tuning,
+        )
+
+
+class SimulatedKill(BaseException):
+    """Like a kill, nothing in the service catches it as an ordinary error."""
+
+
+def _func(name: str, args: str = "input: string", ret: str = "string", body: str = "return input;") -> str:
+    return f"export function {name}({args}): {ret} {{\n  {body}\n}}\n"
+
+
+@pytest.fixture
+def harness(tmp_path: Path, request) -> Iterator[Harness]:
+    tuning = getattr(request, "param", SyncTuning())
+    fake_analysis, fake_embedding = FakeAnalysis(), FakeEmbedding()
+    analysis_server, analysis_addr = _serve(analysis_pb2_grpc.add_CodeAnalysisServiceServicer_to_server, fake_analysis)
+    embedding_server, embedding_addr = _serve(embedding_pb2_grpc.add_EmbeddingServiceServicer_to_server, fake_embedding)
+    root = tmp_path / "ws"
+    root.mkdir()
+    settings = Settings(state_dir=tmp_path / "state", retrieval=RetrievalSettings(compact_every_n_syncs=3))
+    h = Harness(root, fake_analysis, fake_embedding, None, embedding_server, settings, analysis_addr, embedding_addr)  # type: ignore[arg-type]
+    h.engine = h.new_engine(tuning)
+    yield h
+    h.engine.close()
+    analysis_server.stop(None)
+    embedding_server.stop(None)
+
+
+def _seed(h: Harness) -> None:
+    h.write(
+        "src/auth/token.ts",
+        _func("validateToken", "token: string", "boolean", "return checkSignature(token);")
+        + _func("checkSignature", "token: string", "boolean", "return token.length > 0;"),
+    )
+    h.write(
+        "src/http/router.ts", _func("routeRequest", "path: string", "string", "return validateToken(path) ? path : '';")
+    )
+    h.write("src/util/strings.ts", _func("slugify") + _func("capitalize"))
+
+
+def _wait_ready(h: Harness, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if h.engine.status(str(h.root)).indexing_status == IndexingStatus.READY:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"not ready: {h.engine.status(str(h.root))}")
+
+
+def test_first_index_writes_and_embeds_every_chunk(harness: Harness) -> None:
+    _seed(harness)
+    expected = sum(len(parse_functions(p.read_text())) for p in harness.root.rglob("*.ts"))
+    progress = harness.index()
+    assert progress[0].phase == IndexPhase.SCANNING
+    assert progress[-1].phase == IndexPhase.DONE
+    stats = progress[-1].stats
+    assert (stats.files_added, stats.chunks_upserted, stats.chunks_deleted) == (3, expected, 0)
+    assert stats.chunks_embedded == expected
+    status = harness.engine.status(str(harness.root))
+    assert (status.indexing_status, status.files, status.chunks, status.embedded_chunks) == (
+        IndexingStatus.READY,
+        3,
+        expected,
+        expected,
+    )
+    assert status.embedding_model_id == "hash-bow"
+    assert sorted(harness.all_rows()) == sorted({c for c in harness.all_rows()})
+
+
+def test_unchanged_workspace_sync_does_no_work(harness: Harness) -> None:
+    _seed(harness)
+    harness.index()
+    calls, embedded = len(harness.analysis.chunk_calls), len(harness.embedding.documents)
+    outcome = harness.search("validate token")
+    sync = outcome.metadata.sync
+    assert (sync.files_added, sync.files_changed, sync.files_removed, sync.chunks_upserted) == (0, 0, 0, 0)
+    assert len(harness.analysis.chunk_calls) == calls
+    assert len(harness.embedding.documents) == embedded
+    assert outcome.results[0].chunk.name == "validateToken"
+    assert outcome.metadata.indexing_status == IndexingStatus.READY
+    assert outcome.metadata.result_completeness == ResultCompleteness.COMPLETE
+
+
+def test_edit_rechunks_only_that_file_and_embeds_only_the_changed_chunk(harness: Harness) -> None:
+    _seed(harness)
+    harness.index()
+    harness.write(
+        "src/util/strings.ts",
+        _func("slugify", body="return input.toLowerCase().replace(' ', '-');") + _func("capitalize"),
+    )
+    before = len(harness.embedding.documents)
+    outcome = harness.search("lower case dash replace")
+    sync = outcome.metadata.sync
+    assert harness.analysis.chunk_calls[-1] == ["src/util/strings.ts"]
+    assert (sync.files_changed, sync.chunks_upserted, sync.chunks_embedded, sync.embeddings_reused) == (1, 2, 1, 1)
+    assert len(harness.embedding.documents) == before + 1
+    assert "toLowerCase" in harness.embedding.documents[-1]
+    assert outcome.results[0].chunk.name == "slugify"
+    assert "toLowerCase" in outcome.results[0].chunk.full_source
+
+
+def test_removed_function_and_removed_file_leave_the_index(harness: Harness) -> None:
+    _seed(harness)
+    harness.index()
+    harness.write("src/util/strings.ts", _func("slugify"))
+    sync = harness.search("capitalize").metadata.sync
+    assert (sync.files_changed, sync.chunks_deleted) == (1, 1)
+    assert chunk_id("src/util/strings.ts", "capitalize") not in harness.all_rows()
+
+    (harness.root / "src/auth/token.ts").unlink()
+    outcome = harness.search("validate token signature")
+    assert (outcome.metadata.sync.files_removed, outcome.metadata.sync.chunks_deleted) == (1, 2)
+    assert all(r.chunk.relative_path != "src/auth/token.ts" for r in outcome.results)
+    assert harness.engine.status(str(harness.root)).files == 2
+
+
+def test_moving_a_file_reuses_every_vector(harness: Harness) -> None:
+    _seed(harness)
+    harness.index()
+    before = len(harness.embedding.documents)
+    (harness.root / "src/util/strings.ts").rename(harness.root / "src/strings.ts")
+    sync = harness.search("slugify").metadata.sync
+    assert (sync.files_added, sync.files_removed, sync.chunks_upserted, sync.chunks_deleted) == (1, 1, 2, 2)
+    assert (sync.chunks_embedded, sync.embeddings_reused) == (0, 2)
+    assert len(harness.embedding.documents) == before
+    status = harness.engine.status(str(harness.root))
+    assert (status.chunks, status.embedded_chunks, status.indexing_status) == (5, 5, IndexingStatus.READY)
+
+
+def test_signature_change_re_embeds_the_chunks_that_quote_it(harness: Harness) -> None:
+    _seed(harness)
+    harness.index()
+    router_id = chunk_id("src/http/router.ts", "routeRequest")
+    harness.write(
+        "src/auth/token.ts",
+        _func("validateToken", "token: string, audience: string", "boolean", "return checkSignature(token);")
+        + _func("checkSignature", "token: string", "boolean", "return token.length > 0;"),
+    )
+    before = len(harness.embedding.documents)
+    sync = harness.search("route request").metadata.sync
+    assert sync.cascade_reembedded == 1
+    assert ["src/http/router.ts"] in harness.analysis.chunk_calls
+    (router,) = harness.store().get_chunks([router_id])
+    assert "audience: string" in router.embedding_text
+    new_docs = harness.embedding.documents[before:]
+    assert any("audience" in d and "routeRequest" in d for d in new_docs)
+    # An implementation-only change of a referenced function does not cascade.
+    harness.write(
+        "src/auth/token.ts",
+        _func(
+            "validateToken",
+            "token: string, audience: string",
+            "boolean",
+            "return checkSignature(token) && audience !== '';",
+        )
+        + _func("checkSignature", "token: string", "boolean", "return token.length > 0;"),
+    )
+    assert harness.search("route request").metadata.sync.cascade_reembedded == 0
+
+
+def test_skipped_files_are_counted_and_lose_their_chunks(harness: Harness) -> None:
+    _seed(harness)
+    harness.write("src/bundle.min.ts", "var a=1;" * 100)
+    stats = harness.index()[-1].stats
+    assert stats.files_skipped == 1
+    assert not any(r.startswith("src/bundle") for r in harness.engine.workspace(str(harness.root)).catalog.entries())
+    harness.write("src/util/strings.ts", "var b=2;" * 100)
+    sync = harness.search("slugify").metadata.sync
+    assert (sync.files_skipped, sync.chunks_deleted) == (2, 2)
+    assert all(r.chunk.relative_path != "src/util/strings.ts" for r in harness.search("slugify").results)
+
+
+@pytest.mark.parametrize("harness", [SyncTuning(inline_embed_limit=0)], indirect=True)
+def test_cold_index_serves_lexically_while_embeddings_fill_in(harness: Harness) -> None:
+    for i in range(12):
+        harness.write(f"src/mod{i}.ts", _func(f"handler{i}", body=f"return input + '{i}';"))
+    harness.write("tests/mod.test.ts", _func("testsHandler"))
+    harness.embedding.delay_s = 1.5
+    harness.index(wait=False)
+    outcome = harness.search("handler3", skip_sync=True)
+    assert outcome.results[0].chunk.name == "handler3"
+    assert outcome.metadata.indexing_status == IndexingStatus.INDEXING
+    assert outcome.metadata.result_completeness == ResultCompleteness.PARTIAL
+    assert outcome.metadata.embedded_chunks < outcome.metadata.total_chunks == 13
+    harness.embedding.delay_s = 0.0
+    _wait_ready(harness)
+    done = harness.search("handler3")
+    assert done.metadata.result_completeness == ResultCompleteness.COMPLETE
+    assert done.metadata.embedded_chunks == done.metadata.total_chunks == 13
+    assert harness.embedding.documents[-1].startswith("[TypeScript] tests/mod.test.ts")
+
+
+@pytest.mark.parametrize("harness", [SyncTuning(inline_embed_limit=0)], indirect=True)
+def test_wait_for_embeddings_streams_embedding_progress(harness: Harness) -> None:
+    _seed(harness)
+    progress = harness.index(wait=True)
+    embedding = [p for p in progress if p.phase == IndexPhase.EMBEDDING]
+    assert embedding and embedding[-1].embeddings_done == embedding[-1].embeddings_total == 5
+    assert harness.engine.status(str(harness.root)).indexing_status == IndexingStatus.READY
+
+
+def test_embedding_service_down_answers_lexically(harness: Harness) -> None:
+    _seed(harness)
+    harness.index()
+    harness.embedding_server.stop(None)
+    harness.write("src/extra.ts", _func("parseHeaders"))
+    outcome = harness.search("is the token signature long enough")
+    meta = outcome.metadata
+    assert outcome.results[0].chunk.name == "checkSignature"
+    assert meta.semantic_fallback and meta.semantic_skipped_reason == "embedding_unavailable"
+    assert meta.sync.files_added == 1
+    assert meta.result_completeness == ResultCompleteness.PARTIAL
+
+
+def test_searches_run_while_a_slow_index_is_in_progress(harness: Harness) -> None:
+    for i in range(30):
+        harness.write(f"src/m{i}.ts", _func(f"worker{i}"))
+    harness.analysis.chunk_delay_s = 0.05
+    indexing = threading.Thread(target=harness.index, kwargs={"wait": False})
+    indexing.start()
+    errors: list[BaseException] = []
+
+    def search() -> None:
+        try:
+            harness.search("worker", skip_sync=True)
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    while indexing.is_alive():
+        threads = [threading.Thread(target=search) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        time.sleep(0.05)
+    indexing.join()
+    assert not errors
+    assert harness.search("worker7").results[0].chunk.name == "worker7"
+
+
+def test_crash_between_table_write_and_catalog_commit_neither_loses_nor_duplicates(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _seed(harness)
+    harness.index()
+    clean = sorted(harness.all_rows())
+    harness.write("src/util/strings.ts", _func("slugify") + _func("capitalize") + _func("truncate"))
+    harness.write("src/new.ts", _func("fresh"))
+
+    def crash(*args, **kwargs):
+        raise SimulatedKill("killed between the table write and the catalog commit")
+
+    monkeypatch.setattr(catalog_module.Catalog, "commit", crash)
+    with pytest.raises(SimulatedKill):
+        harness.search("truncate")
+    monkeypatch.undo()
+    # While "down", the user deletes a function the crashed sync already wrote.
+    harness.write("src/util/strings.ts", _func("slugify") + _func("capitalize"))
+    harness.engine.close()
+    harness.engine = harness.new_engine()
+    stats = harness.index()[-1].stats
+    assert stats.chunks_deleted == 1  # truncate, known only to the table
+    rows = harness.all_rows()
+    assert len(rows) == len(set(rows))
+    assert sorted(rows) == sorted([*clean, chunk_id("src/new.ts", "fresh")])
+    assert harness.engine.workspace(str(harness.root)).catalog.pending() == frozenset()
+
+
+def test_invalid_roots_are_refused(harness: Harness) -> None:
+    with pytest.raises(InvalidWorkspace):
+        harness.engine.status("relative/path")
+    with pytest.raises(InvalidWorkspace):
+        harness.engine.status("")
+    with pytest.raises(WorkspaceNotFound):
+        harness.engine.status(str(harness.root / "missing"))
+    (harness.root / "file.ts").write_text("")
+    with pytest.raises(WorkspaceNotFound):
+        harness.engine.status(str(harness.root / "file.ts"))
+
+
+def test_analysis_service_down_is_unavailable(harness: Harness, tmp_path: Path) -> None:
+    engine = RetrievalEngine(
+        harness.settings,
+        AnalysisClient("127.0.0.1:1", timeout_s=2),
+        EmbeddingClient(harness.embedding_addr, timeout_s=2, batch_size=8),
+    )
+    try:
+        with pytest.raises(AnalysisUnavailable, match="analysis service unreachable at 127.0.0.1:1"):
+            engine.search(SearchQuery(workspace_root=str(harness.root), query="x"))
+        assert engine.status(str(harness.root)).indexing_status == IndexingStatus.FAILED
+    finally:
+        engine.close()
+
+
+def test_grpc_service_maps_errors_and_serves_search(harness: Harness) -> None:
+    _seed(harness)
+    running = start_server(
+        ServiceSpec(
+            name="retrieval",
+            register=lambda s: servicer.register(s, harness.engine),
+            warmup=harness.engine.check_state_dir,
+        ),
+    )
+    running.wait_until_serving(10)
+    channel = grpc.insecure_channel(running.address)
+    stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+    try:
+        for root, code in (
+            ("rel/dir", grpc.StatusCode.INVALID_ARGUMENT),
+            (str(harness.root / "nope"), grpc.StatusCode.NOT_FOUND),
+        ):
+            with pytest.raises(grpc.RpcError) as err:
+                stub.Search(retrieval_pb2.SearchRequest(workspace_root=root, query="x"), timeout=10)
+            assert err.value.code() == code
+            assert "Traceback" not in err.value.details()
+        with pytest.raises(grpc.RpcError) as err:
+            stub.Search(
+                retrieval_pb2.SearchRequest(
+                    workspace_root=str(harness.root),
+                    query="x",
+                    filters=retrieval_pb2.SearchFilters(path_patterns=["src/[abc"]),
+                ),
+                timeout=10,
+            )
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        responses = list(
+            stub.IndexWorkspace(
+                retrieval_pb2.IndexWorkspaceRequest(workspace_root=str(harness.root), wait_for_embeddings=True),
+                timeout=30,
+            )
+        )
+        assert responses[-1].phase == retrieval_pb2.INDEX_PHASE_DONE
+        assert responses[-1].stats.files_added == 3
+        response = stub.Search(
+            retrieval_pb2.SearchRequest(workspace_root=str(harness.root), query="check token signature"), timeout=10
+        )
+        assert response.results[0].chunk.name in ("checkSignature", "validateToken")
+        assert response.metadata.indexing_status == retrieval_pb2.INDEXING_STATUS_READY
+        assert response.metadata.embedding_model_id == "hash-bow"
+        status = stub.GetIndexStatus(retrieval_pb2.GetIndexStatusRequest(workspace_root=str(harness.root)), timeout=10)
+        assert (status.files, status.chunks, status.embedded_chunks) == (3, 5, 5)
+        assert status.index_bytes > 0
+    finally:
+        channel.close()
+        running.stop(0)

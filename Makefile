@@ -31,8 +31,11 @@ $(VENV_STAMP): py_services/pyproject.toml
 	$(VENV)/bin/pip install --quiet -e 'py_services[dev]'
 	touch $@
 
+# `npm install` rather than `npm ci`: it installs the locked versions just the
+# same, but `npm ci` also demands lock entries for @bufbuild/buf's binaries for
+# other platforms, which registry mirrors without them cannot provide.
 $(NODE_MODULES_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
-	cd $(NODE_DIR) && npm ci --no-audit --no-fund
+	cd $(NODE_DIR) && npm install --no-audit --no-fund
 	touch $@
 
 # A clean build, so compiled tests of deleted sources never linger in dist/.

@@ -3,8 +3,10 @@
 The analysis service excludes node_modules by default, so the shipped sources are
 copied out into plain folders under bench/.work/:
 
-  chunk-corpus  every source file of the pinned packages, one folder per package
-  ws-300k       the same sources, laid out as a monorepo-like workspace (>= 300k lines)
+  chunk-corpus  typescript.js + the TS sources of rxjs, TanStack Query and zod, one
+                folder per package (~327k lines; the chunking benchmark)
+  ws-300k       the TS sources of effect, rxjs, TanStack Query and zod laid out as a
+                monorepo (>= 300k lines of ordinary code; the scale and speed benchmarks)
   ws-10k-files  10,000 small generated TypeScript files (re-scan timing only)
 
 Usage: python bench/corpus/assemble.py {chunk-corpus|ws-300k|ws-10k-files|all} [--force]
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,12 +34,17 @@ class CorpusPart:
     package: str
     subpath: str
     note: str
+    in_chunk_corpus: bool = True
+    in_ws_300k: bool = True
 
 
 # Declaration files are excluded: they are types for the shipped JS, not sources,
 # and would double-count every symbol.
 CORPUS_PARTS: tuple[CorpusPart, ...] = (
-    CorpusPart("typescript", "lib/typescript.js", "one ~200k-line file with huge nested functions"),
+    # One pathological file is the point of the chunking corpus, but it would make the
+    # speed workspace mostly one file, which no real workspace is.
+    CorpusPart("typescript", "lib/typescript.js", "one ~200k-line file with huge nested functions", in_ws_300k=False),
+    CorpusPart("effect", "src", "TypeScript sources of effect (~234k lines)", in_chunk_corpus=False),
     CorpusPart("rxjs", "src", "TypeScript sources of rxjs"),
     CorpusPart("@tanstack/query-core", "src", "TypeScript sources of TanStack Query core"),
     CorpusPart("@tanstack/react-query", "src", "React/TSX sources (hooks, components)"),
@@ -58,9 +66,9 @@ def iter_part_files(part: CorpusPart) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and is_source(p))
 
 
-def copy_parts(dest: Path, folder_for: callable) -> tuple[int, int]:
+def copy_parts(dest: Path, parts: Iterable[CorpusPart], folder_for: Callable[[CorpusPart], Path]) -> tuple[int, int]:
     files = lines = 0
-    for part in CORPUS_PARTS:
+    for part in parts:
         base = CORPUS_MODULES / part.package
         for src in iter_part_files(part):
             target = dest / folder_for(part) / src.relative_to(base)
@@ -85,7 +93,8 @@ def prepare(dest: Path, force: bool) -> bool:
 def assemble_chunk_corpus(force: bool) -> Path:
     dest = WORK_DIR / "chunk-corpus"
     if prepare(dest, force):
-        files, lines = copy_parts(dest, lambda part: part.package.replace("/", "__"))
+        parts = [p for p in CORPUS_PARTS if p.in_chunk_corpus]
+        files, lines = copy_parts(dest, parts, lambda part: Path(part.package.replace("/", "__")))
         print(f"chunk-corpus: {files} files, {lines} lines in {dest}")
     return dest
 
@@ -93,7 +102,8 @@ def assemble_chunk_corpus(force: bool) -> Path:
 def assemble_ws_300k(force: bool) -> Path:
     dest = WORK_DIR / "ws-300k"
     if prepare(dest, force):
-        files, lines = copy_parts(dest, lambda part: Path("packages") / part.package.replace("/", "__"))
+        parts = [p for p in CORPUS_PARTS if p.in_ws_300k]
+        files, lines = copy_parts(dest, parts, lambda part: Path("packages") / part.package.replace("/", "__"))
         (dest / ".gitignore").write_text("node_modules/\n")
         print(f"ws-300k: {files} files, {lines} lines in {dest}")
         if lines < 300_000:

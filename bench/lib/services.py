@@ -96,6 +96,16 @@ class ServiceProcess:
         kib = read_vm_hwm_kib(self.pid)
         return None if kib is None else kib / 1024.0
 
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU time the process has used so far (from /proc/<pid>/stat)."""
+        try:
+            with open(f"/proc/{self.pid}/stat", encoding="ascii") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        # Fields after the command name start at field 3 (state); utime and stime are fields 14 and 15.
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def channel(self) -> grpc.Channel:
         return grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
 

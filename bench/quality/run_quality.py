@@ -35,7 +35,7 @@ from bench.lib.services import (
     start_embedding,
     start_retrieval,
 )
-from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
+from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, retrieval_pb2, retrieval_pb2_grpc
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_WORKSPACE = BENCH_DIR / ".work" / "quality-ws"
@@ -82,6 +82,22 @@ def target_hit(chunk, targets: tuple[Target, ...]) -> int | None:
         ):
             return index
     return None
+
+
+def unresolvable_targets(analysis: ServiceProcess, workspace: Path, queries: list[Query]) -> list[str]:
+    """Ids of queries none of whose targets is a chunk the analysis service produces (unanswerable)."""
+    paths = sorted({t.path for q in queries for t in q.targets})
+    by_path: dict[str, list] = defaultdict(list)
+    with analysis.channel() as channel:
+        stub = analysis_pb2_grpc.CodeAnalysisServiceStub(channel)
+        request = analysis_pb2.ChunkFilesRequest(workspace_root=str(workspace), paths=paths)
+        for reply in stub.ChunkFiles(request, timeout=300):
+            by_path[reply.relative_path].extend(reply.chunks)
+    return [
+        q.id
+        for q in queries
+        if not any(target_hit(chunk, q.targets) is not None for t in q.targets for chunk in by_path[t.path])
+    ]
 
 
 def index_workspace(retrieval: ServiceProcess, workspace: Path) -> dict:
@@ -178,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     raw: dict = {}
     try:
+        missing = unresolvable_targets(analysis, workspace, queries)
+        notes.append(
+            f"{len(queries) - len(missing)} of {len(queries)} query targets match a chunk of the analysis service "
+            f"(by path + qualified name or exact lines); the other {len(missing)} count as misses: "
+            f"{', '.join(missing[:12])}{' …' if len(missing) > 12 else ''}"
+        )
         for fusion in fusions:
             retrieval = start_retrieval(
                 analysis.address,

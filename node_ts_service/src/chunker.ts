@@ -26,7 +26,9 @@ export const CHUNKER_VERSION = '1';
 
 export interface ChunkInput {
   absolutePath: string;
+  /** Relative to the workspace root, with forward slashes. */
   relativePath: string;
+  /** The decoded text `sourceFile` was parsed from; offsets and slices come from `sourceFile.text`. */
   text: string;
   language: Language;
   sourceFile: ts.SourceFile;
@@ -274,20 +276,32 @@ export function chunkSourceFile(input: ChunkInput): ChunkOutput {
   const uses = importUses(sf, imports);
   const isTest = isTestPath(input.relativePath);
   const chunks: Chunk[] = [];
+  let checker = input.checker;
   for (const sym of symbols.all) {
     const fullSource = text.slice(sym.start, sym.end);
     const collapsedSource = sourceWithChildren(sf, sym);
     const relevant = imports.filter((imp) => imp.names.some((n) => anyWithin(uses.get(n) ?? [], sym.start, sym.end)));
     const dependencies = [...new Set(relevant.map((imp) => imp.moduleSpecifier).filter((m) => m !== ''))];
     const jsdoc = sym.jsdocStart >= 0 ? text.slice(sym.jsdocStart, sym.jsdocEnd) : '';
-    const references = input.checker
-      ? resolveReferences(sym, {
-          checker: input.checker,
+    let references: SymbolReference[] = [];
+    if (checker) {
+      try {
+        references = resolveReferences(sym, {
+          checker,
           sourceFile: sf,
           relativePath: input.relativePath,
           workspaceRoot: input.workspaceRoot,
-        })
-      : [];
+        });
+      } catch (err) {
+        // The checker can exhaust the stack inferring types deep inside huge
+        // untyped JavaScript. Its state is not trustworthy after that, so the
+        // rest of the file is chunked without references, and the file says so.
+        checker = undefined;
+        diagnostics.push(
+          `${startLineOf(sf, sym)}:1 references unavailable from here on: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+    }
     const preamble = embeddingPreamble(input.language, input.relativePath, sym, jsdocPurpose(jsdoc), dependencies, references);
     const embedding = fitEmbedding(preamble, collapsedSource);
     chunks.push({

@@ -182,7 +182,6 @@ interface ParsedConfig {
 }
 
 interface Project {
-  key: string;
   host: VersionedHost;
   service: ts.LanguageService;
 }
@@ -316,7 +315,7 @@ export class ProjectRegistry {
     const options = config ? config.options : INFERRED_OPTIONS;
     const directory = config ? path.dirname(key) : this.workspaceRoot;
     const host = new VersionedHost(options, directory, this.workspaceRoot, config ? config.fileNames : []);
-    const project: Project = { key, host, service: ts.createLanguageService(host, documentRegistry) };
+    const project: Project = { host, service: ts.createLanguageService(host, documentRegistry) };
     this.live.set(key, project);
     while (this.live.size > this.maxPrograms) {
       const [oldestKey, oldest] = this.live.entries().next().value as [string, Project];

@@ -30,6 +30,17 @@ function isPropertyName(id: ts.Identifier): boolean {
   return (ts.isPropertyAccessExpression(p) && p.name === id) || (ts.isQualifiedName(p) && p.right === id);
 }
 
+/**
+ * `this.x` and `a.x` name members worth resolving; longer chains
+ * (`f().a.b`) make the checker infer every link for little gain, and on large
+ * untyped JavaScript such inference is slow enough to matter.
+ */
+function hasSimpleReceiver(id: ts.Identifier): boolean {
+  const p = id.parent;
+  if (!ts.isPropertyAccessExpression(p)) return ts.isQualifiedName(p) && ts.isIdentifier(p.left);
+  return p.expression.kind === ts.SyntaxKind.ThisKeyword || ts.isIdentifier(p.expression);
+}
+
 function isDeclarationName(id: ts.Identifier): boolean {
   const p = id.parent as ts.Node & { name?: ts.Node };
   return p !== undefined && p.name === id && !ts.isPropertyAccessExpression(p) && !ts.isQualifiedName(p) && !ts.isJsxAttribute(p);
@@ -68,7 +79,8 @@ function renderSignature(
 ): string {
   const sf = decl.getSourceFile();
   if (ts.isInterfaceDeclaration(decl) || ts.isTypeAliasDeclaration(decl) || ts.isEnumDeclaration(decl)) {
-    return limit(compact(sf.text.slice(decl.getStart(sf), Math.min(decl.end, decl.getStart(sf) + 1000))));
+    const head = sf.text.slice(decl.getStart(sf), Math.min(decl.end, decl.getStart(sf) + 2000));
+    return limit(compact(head.replace(/\/\*[\s\S]*?\*\/|\/\/[^\n]*/g, '')));
   }
   if (chunk && chunk.kind !== 'variable') return limit(chunk.signature);
   if (ts.isVariableDeclaration(decl) || ts.isParameter(decl) || ts.isPropertyDeclaration(decl) || ts.isBindingElement(decl)) {
@@ -106,6 +118,7 @@ export function resolveReferences(sym: SymbolNode, ctx: ReferenceContext): Symbo
   };
   const visitIdentifier = (id: ts.Identifier): void => {
     if (isDeclarationName(id) || ts.isJsxAttribute(id.parent)) return;
+    if (isPropertyName(id) && !hasSimpleReceiver(id)) return;
     const start = id.getStart(sf);
     for (const [s, e] of skipped) if (start >= s && start < e) return;
     const symbol = resolve(checker, id);
@@ -127,6 +140,9 @@ export function resolveReferences(sym: SymbolNode, ctx: ReferenceContext): Symbo
     if (!decl) return undefined;
     const declFile = decl.getSourceFile();
     if (declFile === sf && decl.pos >= sym.start && decl.end <= sym.end) return undefined;
+    // Default lib files (lib.*.d.ts) carry no-default-lib; they are never workspace code,
+    // even when a workspace happens to contain a copy of TypeScript.
+    if (declFile.hasNoDefaultLib) return undefined;
     const rel = workspacePath(ctx.workspaceRoot, declFile.fileName);
     if (rel === undefined) return undefined;
     const chunk = discoverSymbols(declFile, rel).byNode.get(decl);

@@ -68,11 +68,12 @@ const SCRIPT_KIND: Record<Language, ts.ScriptKind> = {
 };
 
 /**
- * Files per Program update when references are on. Each update re-checks
- * every root's version, so per-file updates would be quadratic; a batch
- * bounds the text held in memory ahead of the stream.
+ * Files per Program update when references are on. Every update that
+ * changes a Program builds a new type checker (hundreds of ms with the DOM
+ * lib), so updates are per window rather than per file; the window bounds
+ * the texts held ahead of the stream.
  */
-const REFERENCE_BATCH = 64;
+const REFERENCE_WINDOW = 512;
 
 export class AnalysisService {
   private readonly workspaces: WorkspaceRegistry;
@@ -126,17 +127,19 @@ export class AnalysisService {
     const workspace = this.workspaces.get(request.workspaceRoot);
     if (request.paths.length === 0) throw new RequestError('invalid_argument', 'paths is empty: name at least one file or directory');
     const targets = await this.expandTargets(workspace, request.paths, isCancelled);
-    const batchSize = request.includeReferences ? REFERENCE_BATCH : 1;
-    for (let start = 0; start < targets.length; start += batchSize) {
+    const windowSize = request.includeReferences ? REFERENCE_WINDOW : 1;
+    for (let start = 0; start < targets.length; start += windowSize) {
       if (isCancelled()) throw new CancelledError();
-      const batch = targets.slice(start, start + batchSize).map((t) => this.loadTarget(t));
-      const results = request.includeReferences ? this.chunkWithReferences(workspace, batch) : batch.map((b) => this.chunkAlone(workspace, b));
-      for (const result of results) {
+      const window = targets.slice(start, start + windowSize).map((t) => this.loadTarget(t));
+      const views = request.includeReferences ? this.programViews(workspace, window) : undefined;
+      for (const loaded of window) {
+        if (isCancelled()) throw new CancelledError();
+        const result = this.toChunkedFile(workspace, loaded, views?.get(loaded.target.absolutePath));
         workspace.rememberSymbols(result.relativePath, result.chunks);
         yield result;
+        // Let cancellation and health checks through between files.
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
-      // Let cancellation and health checks through between files.
-      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 
@@ -215,17 +218,13 @@ export class AnalysisService {
     return { target, sizeBytes, mtimeNs: Number(stats.mtimeNs), load };
   }
 
-  private chunkAlone(workspace: Workspace, loaded: LoadedTarget): ChunkedFile {
-    return this.toChunkedFile(workspace, loaded, undefined);
-  }
-
-  private chunkWithReferences(workspace: Workspace, batch: LoadedTarget[]): ChunkedFile[] {
+  private programViews(workspace: Workspace, window: LoadedTarget[]): Map<string, ProgramView | undefined> {
     const views = new Map<string, ProgramView | undefined>();
-    const programFiles = batch.flatMap((b) =>
+    const programFiles = window.flatMap((b) =>
       b.load?.ok ? [{ absolutePath: b.target.absolutePath, text: b.load.text, contentHash: b.load.contentHash }] : [],
     );
     workspace.projects.withPrograms(programFiles, (file, view) => views.set(file.absolutePath, view));
-    return batch.map((b) => this.toChunkedFile(workspace, b, views.get(b.target.absolutePath)));
+    return views;
   }
 
   private toChunkedFile(workspace: Workspace, loaded: LoadedTarget, view: ProgramView | undefined): ChunkedFile {

@@ -163,11 +163,11 @@ function isClassComponent(cls: ts.ClassLikeDeclaration): boolean {
 }
 
 /** Property names as written: computed names keep their brackets, private names their '#'. */
-export function propertyNameText(name: ts.PropertyName | undefined, text: string): string {
+export function propertyNameText(name: ts.PropertyName | undefined, sf: ts.SourceFile): string {
   if (!name) return '';
   if (ts.isIdentifier(name) || ts.isPrivateIdentifier(name)) return name.text;
   if (ts.isStringLiteral(name) || ts.isNumericLiteral(name) || ts.isNoSubstitutionTemplateLiteral(name)) return name.text;
-  return compact(text.slice(name.getStart(), name.end));
+  return compact(sf.text.slice(name.getStart(sf), name.end));
 }
 
 function hasBody(node: ts.Node): boolean {
@@ -294,7 +294,13 @@ class Discovery {
    */
   private isTransparent(node: ts.Node): boolean {
     if (ts.isExpressionStatement(node)) return true;
-    if (ts.isCallExpression(node) || ts.isParenthesizedExpression(node) || ts.isPropertyAccessExpression(node)) {
+    if (
+      ts.isCallExpression(node) ||
+      ts.isParenthesizedExpression(node) ||
+      ts.isPropertyAccessExpression(node) ||
+      ts.isPrefixUnaryExpression(node) ||
+      ts.isVoidExpression(node)
+    ) {
       return true;
     }
     if (ts.isArrowFunction(node) || ts.isFunctionExpression(node)) return this.isIifeCallee(node);
@@ -434,7 +440,7 @@ class Discovery {
       localName: name,
       outer,
       nodes,
-      header: outer === cls ? cls : outer,
+      header: outer,
       body,
       walk: [{ node: cls, moduleScope: false }],
       overloadable: false,
@@ -563,7 +569,7 @@ class Discovery {
       case ts.SyntaxKind.MethodDeclaration: {
         const m = node as ts.MethodDeclaration;
         if (ts.isObjectLiteralExpression(m.parent) && !this.isBoundObject(m.parent)) return [];
-        const name = propertyNameText(m.name, this.text);
+        const name = propertyNameText(m.name, this.sf);
         return [this.memberSpec(m, 'method', 'method', name, m.body ? [{ node: m.body, moduleScope: false }] : [])];
       }
       case ts.SyntaxKind.Constructor: {
@@ -575,13 +581,13 @@ class Discovery {
         const a = node as ts.AccessorDeclaration;
         if (ts.isObjectLiteralExpression(a.parent) && !this.isBoundObject(a.parent)) return [];
         const idKind = ts.isGetAccessor(a) ? 'accessor:get' : 'accessor:set';
-        const spec = this.memberSpec(a, 'accessor', idKind, propertyNameText(a.name, this.text), a.body ? [{ node: a.body, moduleScope: false }] : []);
+        const spec = this.memberSpec(a, 'accessor', idKind, propertyNameText(a.name, this.sf), a.body ? [{ node: a.body, moduleScope: false }] : []);
         spec.overloadable = false;
         return [spec];
       }
       case ts.SyntaxKind.PropertyDeclaration: {
         const p = node as ts.PropertyDeclaration;
-        const name = propertyNameText(p.name, this.text);
+        const name = propertyNameText(p.name, this.sf);
         const spec = this.boundSpec(p, p.name, name, name, boundValue(p.initializer), 'method', p);
         return spec ? [spec] : [];
       }
@@ -590,7 +596,7 @@ class Discovery {
         if (!this.isBoundObject(p.parent)) return [];
         const value = boundValue(p.initializer);
         if (!value.fn && !value.cls) return [];
-        const name = propertyNameText(p.name, this.text);
+        const name = propertyNameText(p.name, this.sf);
         const spec = this.boundSpec(p, p.name, name, name, value, 'method', undefined);
         return spec ? [spec] : [];
       }

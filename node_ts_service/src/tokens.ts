@@ -38,7 +38,6 @@ function loadEncoding(): Encoding {
   if (encoding) return encoding;
   // The ranks live behind the package's `exports` map ("js-tiktoken/ranks/cl100k_base"),
   // which the service's node10 module resolution cannot type; Node resolves it at runtime.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const ranks = require('js-tiktoken/ranks/cl100k_base') as TiktokenBPE;
   const rankOf = new Map<string, number>();
   const tokenBytes: string[] = [];
@@ -72,6 +71,7 @@ const segmentMemo = new Map<string, number>();
 // Bounded memos: a long-running service sees many files; clearing wholesale is
 // cheaper than LRU bookkeeping and the hit rate recovers within a file.
 const MEMO_LIMIT = 500_000;
+const MEMO_SEGMENT_MAX = 2_000;
 
 function bytesKey(piece: string): string {
   for (let i = 0; i < piece.length; i++) {
@@ -175,8 +175,11 @@ export function countTokens(text: string): number {
     let n = segmentMemo.get(segment);
     if (n === undefined) {
       n = countSegment(segment, enc);
-      if (segmentMemo.size >= MEMO_LIMIT) segmentMemo.clear();
-      segmentMemo.set(segment, n);
+      // Long segments (generated code, data) rarely repeat and would pin memory.
+      if (segment.length <= MEMO_SEGMENT_MAX) {
+        if (segmentMemo.size >= MEMO_LIMIT) segmentMemo.clear();
+        segmentMemo.set(segment, n);
+      }
     }
     total += n;
     start = end;

@@ -32,7 +32,6 @@ export interface TelemetryOptions {
 }
 
 export interface Telemetry {
-  readonly tracer: Tracer;
   /** Flushes pending spans and stops the exporters. */
   shutdown(): Promise<void>;
 }
@@ -88,15 +87,12 @@ export function initTelemetry(options: TelemetryOptions): Telemetry {
     spanProcessors,
   });
   provider.register({ propagator: new W3CTraceContextPropagator() });
-  const telemetry: Telemetry = {
-    tracer: trace.getTracer('codecompass.analysis'),
-    shutdown: () => provider.shutdown(),
-  };
+  const telemetry: Telemetry = { shutdown: () => provider.shutdown() };
   active = telemetry;
   return telemetry;
 }
 
-export function tracer(): Tracer {
+function tracer(): Tracer {
   return trace.getTracer('codecompass.analysis');
 }
 
@@ -113,7 +109,7 @@ const metadataGetter: TextMapGetter<MetadataLike> = {
   },
 };
 
-export function extractContext(metadata: MetadataLike): Context {
+function extractContext(metadata: MetadataLike): Context {
   return propagation.extract(context.active(), metadata, metadataGetter);
 }
 

@@ -275,6 +275,38 @@ describe('chunkSourceFile on JSX, CommonJS and odd input', () => {
     assert.deepEqual(names(exportedObject.chunks), ['variable default', 'method default.start']);
   });
 
+  it('chunks class expressions bound to names and collapses multi-line members of every shape', () => {
+    const text = [
+      'export const Mixin = class extends Base {',
+      '  static defaults = {',
+      '    retries: 3,',
+      '  };',
+      '  render = () => (',
+      '    <div />',
+      '  );',
+      '  run() {',
+      '    return 1;',
+      '  }',
+      '};',
+      '',
+    ].join('\n');
+    const out = chunkText('src/mixin.tsx', text, 'tsx');
+    assert.deepEqual(names(out.chunks), ['class Mixin', 'variable Mixin.defaults', 'method Mixin.render', 'method Mixin.run']);
+    const cls = out.chunks[0];
+    assert.equal(cls.signature, 'export const Mixin = class extends Base');
+    assert.equal(
+      cls.collapsedSource,
+      [
+        'export const Mixin = class extends Base {',
+        '  static defaults = { /* 3 lines collapsed */ };',
+        '  render = () => /* 3 lines collapsed */;',
+        '  run() { /* 3 lines collapsed */ }',
+        '};',
+      ].join('\n'),
+    );
+    assertInvariants(text, out.chunks);
+  });
+
   it('chunks a 6,000-line class as one overview plus one chunk per member', () => {
     const members: string[] = [];
     for (let i = 0; i < 1000; i++) {

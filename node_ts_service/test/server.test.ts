@@ -45,7 +45,7 @@ function scan(client: CodeAnalysisServiceClient, request: ScanWorkspaceRequest, 
 
 function render(client: CodeAnalysisServiceClient, request: RenderSymbolsRequest): Promise<RenderSymbolsResponse> {
   return new Promise((resolve, reject) =>
-    client.renderSymbols(request, deadline(), (err, res) => (err ? reject(err) : resolve(res))),
+    client.renderSymbols(request, new grpc.Metadata(), deadline(), (err, res) => (err ? reject(err) : resolve(res))),
   );
 }
 
@@ -84,6 +84,22 @@ export class Greeter {
   }
 }
 `;
+
+describe('configuration', () => {
+  it('a bad value stops start-up with exit code 2 naming the variable', async () => {
+    for (const [name, value] of [['ANALYSIS_PORT', '99999'], ['ANALYSIS_MAX_FILE_BYTES', '5MB'], ['LOG_LEVEL', 'loud']]) {
+      const child = spawn(process.execPath, [MAIN], { env: { ...process.env, [name]: value }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let err = '';
+      let out = '';
+      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      assert.equal(code, 2, `${name}=${value}`);
+      assert.match(err, new RegExp(`invalid ${name}: `));
+      assert.equal(out, '');
+    }
+  });
+});
 
 describe('health lifecycle (in-process server)', () => {
   it('is NOT_SERVING until warm, SERVING after, NOT_SERVING while shutting down', async () => {
@@ -202,7 +218,7 @@ describe('analysis service process', () => {
     ]);
     const greeter = files[0];
     assert.deepEqual(greeter.chunks.map((c) => c.qualifiedName), ['Greeter', 'Greeter.constructor', 'Greeter.greet', 'Greeter.farewell']);
-    assert.equal(greeter.lineCount, 15);
+    assert.equal(greeter.lineCount, 14);
     assert.ok(files[2].chunks.some((c) => c.name === 'double'));
 
     const withRefs = await chunkFiles(client, { workspaceRoot: root, paths: [path.join(root, 'src/greeter.ts')], includeReferences: true });
@@ -256,13 +272,12 @@ describe('analysis service process', () => {
     });
     for (let i = 0; i < 200; i++) write(`many/f${String(i).padStart(3, '0')}.ts`, `export function f${i}(): number {\n  return ${i};\n}\n`);
     const stream = client.chunkFiles({ workspaceRoot: root, paths: ['many'], includeReferences: false }, deadline());
-    await new Promise<void>((resolve) => {
-      stream.once('data', () => {
-        stream.cancel();
-        resolve();
-      });
+    const outcome = await new Promise<string>((resolve) => {
+      stream.on('data', () => stream.cancel());
+      stream.on('error', (err: grpc.ServiceError) => resolve(grpc.status[err.code]));
+      stream.on('end', () => resolve('completed'));
     });
-    await new Promise<void>((resolve) => stream.on('error', () => resolve()));
+    assert.equal(outcome, 'CANCELLED');
     assert.equal(await checkHealth(health, ''), 'SERVING');
     const again = await chunkFiles(client, { workspaceRoot: root, paths: ['many/f000.ts'], includeReferences: false });
     assert.equal(again[0].chunks[0].name, 'f0');

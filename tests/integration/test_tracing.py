@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
+from concurrent import futures
 from pathlib import Path
 
+import grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
@@ -48,3 +54,43 @@ def test_node_server_span_is_a_child_of_the_python_client_span(
     assert server["parent_span_id"] == format(client.context.span_id, "016x")
     assert server["service"] == "codecompass-analysis"
     assert server["attributes"]["rpc.grpc.status_code"] == 0
+
+
+class _Collector(trace_service_pb2_grpc.TraceServiceServicer):
+    def __init__(self) -> None:
+        self.requests: list[trace_service_pb2.ExportTraceServiceRequest] = []
+
+    def Export(self, request, context):
+        self.requests.append(request)
+        return trace_service_pb2.ExportTraceServiceResponse()
+
+
+_EXPORTING_CHILD = """
+from codecompass.common.telemetry import init_telemetry, shutdown_telemetry, tracer
+init_telemetry("codecompass-embedding")
+with tracer("child").start_as_current_span("embed batch"):
+    pass
+shutdown_telemetry()
+"""
+
+
+def test_spans_go_to_the_otlp_endpoint_when_it_is_set() -> None:
+    collector = _Collector()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(collector, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"}
+        env.pop("OTEL_SERVICE_NAME", None)
+        child = subprocess.run([sys.executable, "-c", _EXPORTING_CHILD], env=env, capture_output=True, text=True,
+                               timeout=60, check=False)
+        assert child.returncode == 0, child.stderr
+    finally:
+        server.stop(0)
+    resource_spans = [rs for request in collector.requests for rs in request.resource_spans]
+    services = {attr.value.string_value for rs in resource_spans for attr in rs.resource.attributes
+                if attr.key == "service.name"}
+    names = {span.name for rs in resource_spans for scope in rs.scope_spans for span in scope.spans}
+    assert services == {"codecompass-embedding"}
+    assert names == {"embed batch"}

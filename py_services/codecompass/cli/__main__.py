@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("up", help="start the local services in the background")
-    p.add_argument("--workspace", help="workspace the services should expect (optional)")
+    p.add_argument("--workspace", help="workspace this runtime is for (recorded; shown by `status`)")
     p.set_defaults(handler=commands.cmd_up)
 
     p = sub.add_parser("down", help="stop the local services")

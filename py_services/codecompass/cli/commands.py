@@ -12,9 +12,9 @@ from pathlib import Path
 
 from codecompass.cli import clients, render
 from codecompass.cli.convert import search_request
-from codecompass.cli.errors import EXIT_FAILURE, CliError
+from codecompass.cli.errors import EXIT_FAILURE
 from codecompass.cli.progress import ProgressReporter
-from codecompass.cli.runtime import down, service_address, service_rows, up
+from codecompass.cli.runtime import down, read_state, service_address, service_rows, state_path, up
 from codecompass.cli.workspace import resolve_target, workspace_dir
 from codecompass.common.config import Settings, redacted
 
@@ -30,7 +30,7 @@ def _err(line: str) -> None:
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     workspace = str(workspace_dir(args.workspace)) if args.workspace else None
     up(settings, workspace, say=_out)
-    _out(f"state: {settings.state_dir / 'runtime.json'}; stop with `codecompass down`")
+    _out(f"state: {state_path(settings)}; stop with `codecompass down`")
     return 0
 
 
@@ -41,11 +41,15 @@ def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     rows = service_rows(settings)
+    state = read_state(settings)
+    workspace = state.workspace if state is not None else None
     if args.json:
-        _out(json.dumps({"state_file": str(settings.state_dir / "runtime.json"), "services": rows}))
+        _out(json.dumps({"state_file": str(state_path(settings)), "workspace": workspace, "services": rows}))
     else:
         for line in render.status_lines(rows):
             _out(line)
+        if workspace:
+            _out(f"workspace: {workspace}")
     started = [row for row in rows if row["state"] != "not started"]
     return 0 if started and all(row["health"] == "SERVING" for row in started) else EXIT_FAILURE
 
@@ -59,7 +63,7 @@ def cmd_chunks(args: argparse.Namespace, settings: Settings) -> int:
     root, relative = resolve_target(args.path, args.workspace)
     address = service_address(settings, "analysis")
     files = chunks = 0
-    for result in clients.chunk_files(address, str(root), [relative or "."], args.references,
+    for result in clients.chunk_files(address, str(root), [relative], args.references,
                                       settings.long_rpc_timeout_s):
         files += 1
         chunks += len(result.chunks)
@@ -129,15 +133,11 @@ def _invocation() -> str:
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     workspace = workspace_dir(args.workspace)
     _out(f"== starting services (state in {settings.state_dir})")
-    state = up(settings, str(workspace), say=_out)
-    has_retrieval = "retrieval" in state.services
-    if has_retrieval:
-        _out(f"== indexing {workspace}")
-        _run_index(settings, workspace, wait_for_embeddings=True)
-    else:
-        _out("== the retrieval service is not part of this build: chunking only")
+    up(settings, str(workspace), say=_out)
+    _out(f"== indexing {workspace}")
+    _run_index(settings, workspace, wait_for_embeddings=True)
 
-    _out(f"== chunking {workspace}")
+    _out(f"== chunk summary of {workspace}")
     summary = render.ChunkSummary()
     started = time.monotonic()
     for result in clients.chunk_files(service_address(settings, "analysis"), str(workspace), ["."], False,
@@ -146,27 +146,27 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     for line in summary.lines_out(time.monotonic() - started):
         _out(f"  {line}")
 
+    query, source = render.sample_query(summary.chunks)
+    origin = f" (the purpose of {source.qualified_name})" if source is not None else ""
+    _out(f"== sample query: \"{query}\"{origin}")
+    response = clients.search(service_address(settings, "retrieval"),
+                              search_request(str(workspace), query, limit=5), settings.long_rpc_timeout_s)
+    for line in render.search_lines(response):
+        _out(f"  {line}")
+
     command = _invocation()
-    if has_retrieval:
-        query, source = render.sample_query(summary.chunks)
-        origin = f" (purpose of {source.qualified_name})" if source is not None else ""
-        _out(f"== sample query: \"{query}\"{origin}")
-        response = clients.search(service_address(settings, "retrieval"),
-                                  search_request(str(workspace), query, limit=5), settings.long_rpc_timeout_s)
-        for line in render.search_lines(response):
-            _out(f"  {line}")
-        _out(f"\nquery:  {command} search {shlex.quote(str(workspace))} \"your question\"")
-    _out(f"chunks: {command} chunks {shlex.quote(str(workspace))}")
+    quoted = shlex.quote(str(workspace))
+    _out("")
+    _out(f"search: {command} search {quoted} \"your question\"")
+    _out(f"chunks: {command} chunks {quoted}")
     _out(f"status: {command} status")
-    _out(f"stop:   {command} down   (services keep running until then)")
+    _out(f"stop:   {command} down   (the services keep running until then)")
     return 0
 
 
 def dispatch(args: argparse.Namespace, settings: Settings) -> int:
     try:
         return args.handler(args, settings)
-    except CliError:
-        raise
     except BrokenPipeError:
         # `codecompass chunks ... | head` closed our stdout; that is not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -15,7 +15,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
@@ -35,14 +34,6 @@ class StartError(Exception):
 
     def log_tail(self, lines: int = 30) -> str:
         return tail(self.log_path, lines) if self.log_path is not None else ""
-
-
-@dataclass
-class Launched:
-    name: str
-    process: subprocess.Popen
-    address: str
-    log_path: Path
 
 
 def tail(path: Path, lines: int = 30) -> str:

@@ -18,14 +18,12 @@ from typing import Any
 
 from codecompass.cli.errors import EXIT_USAGE, CliError
 from codecompass.cli.processes import (
-    Launched,
     StartError,
     health_status,
     pid_alive,
     pid_runs,
     spawn,
     stop_pids,
-    tail,
     wait_for_listening,
     wait_until_serving,
 )
@@ -138,8 +136,7 @@ def _healthy(rows: list[dict[str, Any]]) -> bool:
     return bool(started) and all(row["health"] == "SERVING" for row in started)
 
 
-def _child_env(settings: Settings, svc: ServiceDef, addresses: dict[str, str], workspace: str | None
-               ) -> dict[str, str]:
+def _child_env(settings: Settings, svc: ServiceDef, addresses: dict[str, str]) -> dict[str, str]:
     env = dict(os.environ)
     # One OTEL_SERVICE_NAME for every child would merge their traces into one service.
     env.pop("OTEL_SERVICE_NAME", None)
@@ -147,37 +144,24 @@ def _child_env(settings: Settings, svc: ServiceDef, addresses: dict[str, str], w
     env["CODECOMPASS_STATE_DIR"] = str(settings.state_dir)
     for need in svc.needs:
         env[f"{need.upper()}_ADDR"] = addresses[need]
-    if workspace:
-        env["CODECOMPASS_WORKSPACE"] = workspace
     return env
 
 
-def _available(say: Say) -> tuple[ServiceDef, ...]:
-    available: list[ServiceDef] = []
-    names: set[str] = set()
+def _check_buildable() -> None:
+    """Fail before starting anything when a service cannot run from this checkout."""
     for svc in SERVICES:
         try:
             svc.argv()
         except ServiceUnavailable as exc:
-            if svc.name == "analysis":
-                raise CliError(str(exc), EXIT_USAGE) from None
-            say(f"skipping {svc.name}: {exc}")
-            continue
-        missing = [need for need in svc.needs if need not in names]
-        if missing:
-            say(f"skipping {svc.name}: needs {', '.join(missing)}")
-            continue
-        available.append(svc)
-        names.add(svc.name)
-    return tuple(available)
+            raise CliError(str(exc), EXIT_USAGE) from None
 
 
 def up(settings: Settings, workspace: str | None, say: Say) -> RuntimeState:
     """Start every available service, or confirm that they already run."""
+    _check_buildable()
     existing = read_state(settings)
-    services = _available(say)
     if existing is not None:
-        complete = set(existing.services) == {svc.name for svc in services}
+        complete = set(existing.services) == {svc.name for svc in SERVICES}
         if complete and _healthy(service_rows(settings)):
             say("codecompass is already up")
             return existing
@@ -187,33 +171,31 @@ def up(settings: Settings, workspace: str | None, say: Say) -> RuntimeState:
     state = RuntimeState(started_at=_now(), workspace=workspace)
     log_dir = settings.state_dir / "logs"
     addresses: dict[str, str] = {}
-    launched: list[Launched] = []
     try:
-        for wave in start_waves(services):
+        for wave in start_waves(SERVICES):
             pending = []
             for svc in wave:
                 log_path = log_dir / f"{svc.name}.log"
                 offset = log_path.stat().st_size if log_path.exists() else 0
                 argv = svc.argv()
-                process = spawn(svc.name, argv, _child_env(settings, svc, addresses, workspace), log_path)
-                pending.append((svc, argv, process, log_path, offset))
+                spawned_at = time.monotonic()
+                process = spawn(svc.name, argv, _child_env(settings, svc, addresses), log_path)
+                pending.append((svc, process, log_path, offset, spawned_at))
                 state.services[svc.name] = ServiceState(
                     name=svc.name, pid=process.pid, address="", log_path=str(log_path), argv=argv,
                     started_at=_now(),
                 )
             write_state(settings, state)
-            for svc, _argv, process, log_path, offset in pending:
+            for svc, process, log_path, offset, _spawned_at in pending:
                 address = wait_for_listening(svc.name, process, log_path, offset, settings.startup_timeout_s)
                 state.services[svc.name].address = address
                 addresses[svc.name] = address
-                launched.append(Launched(svc.name, process, address, log_path))
             write_state(settings, state)
-            for svc, _argv, process, log_path, _offset in pending:
-                started = time.monotonic()
+            for svc, process, log_path, _offset, spawned_at in pending:
                 wait_until_serving(svc.name, process, addresses[svc.name], svc.health_service, log_path,
                                    settings.startup_timeout_s)
                 say(f"{svc.name:<10} SERVING at {addresses[svc.name]}  "
-                    f"(pid {process.pid}, ready in {time.monotonic() - started:.1f}s)")
+                    f"(pid {process.pid}, ready {time.monotonic() - spawned_at:.1f}s after start)")
     except StartError as exc:
         stop_pids([svc.pid for svc in state.services.values()], settings.shutdown_grace_s + KILL_MARGIN_S)
         remove_state(settings)
@@ -245,7 +227,3 @@ def down(settings: Settings, say: Say) -> None:
         raise CliError(f"processes still alive after SIGKILL: {leftovers}")
     remove_state(settings)
     say(f"codecompass is down ({time.monotonic() - started:.1f}s)")
-
-
-def log_tail(state: ServiceState, lines: int = 20) -> str:
-    return tail(Path(state.log_path), lines)

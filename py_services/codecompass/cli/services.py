@@ -43,7 +43,7 @@ def _node_argv() -> list[str]:
 def _python_argv(module: str) -> Callable[[], list[str]]:
     def argv() -> list[str]:
         if importlib.util.find_spec(module) is None or importlib.util.find_spec(f"{module}.__main__") is None:
-            raise ServiceUnavailable(f"{module} is not part of this build")
+            raise ServiceUnavailable(f"{module} is not installed in {sys.prefix}; run `make setup`")
         return [sys.executable, "-m", module]
 
     return argv

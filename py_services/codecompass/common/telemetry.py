@@ -8,6 +8,7 @@ tests and local debugging can join spans across processes without a collector).
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -44,6 +45,7 @@ _HEALTH_PREFIX = "/grpc.health.v1.Health/"
 
 _lock = threading.Lock()
 _provider: TracerProvider | None = None
+_shut_down = False
 
 
 class JsonLinesSpanExporter(SpanExporter):
@@ -99,13 +101,13 @@ def init_telemetry(service_name: str, *, extra_processors: Sequence[Any] = ()) -
         if _provider is not None:
             return
         name = os.environ.get("OTEL_SERVICE_NAME") or service_name
-        provider = TracerProvider(resource=Resource.create({"service.name": name}))
-        if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-        ):
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-                OTLPSpanExporter,
-            )
+        # Our own exit hook (below) instead of the SDK's, so an explicit
+        # shutdown_telemetry() and the exit hook never shut the provider down twice.
+        provider = TracerProvider(resource=Resource.create({"service.name": name}), shutdown_on_exit=False)
+        if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+            # Imported only when used: the exporter pulls in the OTLP protos, which
+            # would slow every CLI invocation down for nothing.
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
             provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
         trace_file = os.environ.get(TRACE_FILE_ENV)
@@ -120,6 +122,7 @@ def init_telemetry(service_name: str, *, extra_processors: Sequence[Any] = ()) -
         )
         trace.set_tracer_provider(provider)
         _provider = provider
+        atexit.register(shutdown_telemetry)
 
 
 def flush_telemetry() -> None:
@@ -132,8 +135,10 @@ def flush_telemetry() -> None:
 
 def shutdown_telemetry() -> None:
     """Flush pending spans and stop exporters (safe to call more than once)."""
+    global _shut_down
     with _lock:
-        provider = _provider
+        provider = _provider if not _shut_down else None
+        _shut_down = True
     if provider is not None:
         provider.force_flush()
         provider.shutdown()

@@ -117,8 +117,11 @@ class BackgroundEmbedder:
         self._ws = workspace
         self._client = client
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        # Set and cleared under _lock, together with _again, so a request that arrives while
+        # the worker is finishing is never lost.
+        self._active = False
         self._again = False
+        self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.error = ""
         self.done = 0
@@ -127,22 +130,23 @@ class BackgroundEmbedder:
 
     @property
     def running(self) -> bool:
-        thread = self._thread
-        return thread is not None and thread.is_alive()
+        return self._active
 
     def ensure_running(self) -> None:
         with self._lock:
-            if self.running:
+            if self._active:
                 self._again = True
                 return
-            self.error = ""
+            self._active = True
             self._again = False
+            self.error = ""
             self._thread = threading.Thread(target=self._run, name=f"embed-{self._ws.key[:8]}", daemon=True)
             self._thread.start()
 
     def stop(self, timeout: float) -> None:
         self._stop.set()
-        thread = self._thread
+        with self._lock:
+            thread = self._thread if self._active else None
         if thread is not None:
             thread.join(timeout)
 
@@ -151,23 +155,32 @@ class BackgroundEmbedder:
         return self.done / elapsed if self.done and elapsed > 0 else 0.0
 
     def _run(self) -> None:
+        self.done, self._started_at = 0, time.monotonic()
+        while True:
+            try:
+                self._fill()
+            except Exception as exc:  # noqa: BLE001 - reported through the index status instead
+                self.error = f"background embedding failed: {exc}"
+                _log.exception("background embedding of %s failed", self._ws.root)
+            with self._lock:
+                if not self._again or self.error or self._stop.is_set():
+                    self._active = False
+                    return
+                self._again = False
+
+    def _fill(self) -> None:
         store = self._ws.store
         if store is None:
             return
         total, embedded = store.counts()
-        self.done, self.total, self._started_at = 0, total - embedded, time.monotonic()
+        self.total = self.done + (total - embedded)
         failures = 0
+        fruitless = 0
         wrote = False
         while not self._stop.is_set():
             batch = store.chunks_missing_vectors(self.WRITE_BATCH)
             if not batch:
-                with self._lock:
-                    if not self._again:
-                        break
-                    self._again = False
-                total, embedded = store.counts()
-                self.total = self.done + (total - embedded)
-                continue
+                break
             try:
                 result = self._client.embed_documents([c.embedding_text for c in batch])
             except (EmbeddingUnavailable, EmbeddingFailed) as exc:
@@ -194,6 +207,12 @@ class BackgroundEmbedder:
                     ):
                         fresh[chunk.id] = vector
                 store.set_vectors(fresh)
+            # Every vector of a batch can be stale when syncs keep rewriting those chunks;
+            # the next batch then has their new text. Never-matching rows would loop forever.
+            fruitless = 0 if fresh else fruitless + 1
+            if fruitless >= self.MAX_FAILURES:
+                self.error = "background embedding stopped: chunks keep changing while being embedded"
+                break
             wrote = True
             self.done += len(fresh)
             self.total = max(self.total, self.done)
@@ -221,7 +240,6 @@ class WorkspaceIndex:
         self.catalog = Catalog.open(workspace_state_dir(settings.state_dir, root) / "catalog.sqlite3")
         self.write_lock = threading.Lock()
         self._store: ChunkStore | None = None
-        self._model: EmbeddingModel | None = None
         self._model_stale = False
         self._external_blocked = False
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sync-{self.key[:8]}")
@@ -230,6 +248,8 @@ class WorkspaceIndex:
         self._syncing = False
         self._sync_error = ""
         self._syncs_since_maintain = 0
+        self._closing = threading.Event()
+        self._maintainer: threading.Thread | None = None
         self.embedder = BackgroundEmbedder(self, embedding)
         if self.catalog.identity is not None:
             # Resume what a previous process left: vectors still missing after a restart.
@@ -248,8 +268,11 @@ class WorkspaceIndex:
         self._model_stale = True
 
     def close(self, timeout: float) -> None:
+        self._closing.set()
         self.embedder.stop(timeout)
         self._executor.shutdown(wait=True, cancel_futures=True)
+        if self._maintainer is not None:
+            self._maintainer.join(timeout)
         self.catalog.close()
 
     # --- syncing ---
@@ -268,6 +291,7 @@ class WorkspaceIndex:
     def _run_job(self, job: _SyncJob) -> None:
         with self._jobs_lock:
             job.started = True
+            self._syncing = True
             if self._queued is job:
                 self._queued = None
         try:
@@ -278,7 +302,6 @@ class WorkspaceIndex:
             job.future.set_exception(exc)
 
     def _sync(self, notify: Callable[[IndexProgress], None]) -> SyncStats:
-        self._syncing = True
         try:
             notify(IndexProgress(phase=IndexPhase.SCANNING))
             had_files = len(self.catalog) > 0
@@ -301,8 +324,10 @@ class WorkspaceIndex:
                 write_lock=self.write_lock,
                 tuning=self._tuning,
                 progress=notify,
+                cancel=self._closing,
             )
             stats = syncer.run(scan)
+            stats.duration_ms = (time.perf_counter() - scan_started) * 1000
             self._sync_error = ""
             if stats.chunks_upserted or stats.chunks_deleted:
                 _log.info(
@@ -333,7 +358,7 @@ class WorkspaceIndex:
         if stats.chunks_upserted or stats.chunks_deleted:
             self._syncs_since_maintain += 1
             if self._syncs_since_maintain >= self._settings.retrieval.compact_every_n_syncs:
-                self.maintain()
+                self._maintain_in_background()
             if stats.chunks_upserted > stats.embeddings_reused + stats.chunks_embedded:
                 self.embedder.ensure_running()
         return stats
@@ -380,9 +405,25 @@ class WorkspaceIndex:
         store = self._store
         if store is None:
             return
+        self._syncs_since_maintain = 0
         with self.write_lock:
             store.maintain()
-        self._syncs_since_maintain = 0
+
+    def _maintain_in_background(self) -> None:
+        """Compaction can take a while on a big table; the search whose sync triggered it
+        should not wait for it (later syncs only wait for the write lock)."""
+        with self._jobs_lock:
+            if self._maintainer is not None and self._maintainer.is_alive():
+                return
+            self._maintainer = threading.Thread(target=self._maintain_logged, name=f"maintain-{self.key[:8]}")
+            self._maintainer.start()
+
+    def _maintain_logged(self) -> None:
+        try:
+            self.maintain()
+        except Exception:  # noqa: BLE001 - compaction is an optimisation; a failure must not
+            # take the workspace down, and the next scheduled run retries it.
+            _log.exception("maintenance of %s failed", self.root)
 
     def sync_for_search(self, wait_s: float) -> tuple[SyncStats, bool]:
         """(stats, finished): the stats are empty when the sync did not finish in time."""
@@ -426,11 +467,13 @@ class RetrievalEngine:
         analysis: AnalysisClient,
         embedding: EmbeddingClient,
         tuning: SyncTuning | None = None,
+        query_embed_timeout_s: float = QUERY_EMBED_TIMEOUT_S,
     ) -> None:
         self._settings = settings
         self._analysis = analysis
         self._embedding = embedding
         self._tuning = tuning or SyncTuning()
+        self._query_embed_timeout_s = query_embed_timeout_s
         self._workspaces: dict[Path, WorkspaceIndex] = {}
         self._lock = threading.Lock()
         self._query_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embed")
@@ -558,7 +601,7 @@ class RetrievalEngine:
         query_vector, unavailable_reason, blocked = None, SKIP_EMBEDDING_UNAVAILABLE, ws.external_provider_blocked
         if query_future is not None:
             try:
-                embedded_query = query_future.result(timeout=QUERY_EMBED_TIMEOUT_S)
+                embedded_query = query_future.result(timeout=self._query_embed_timeout_s)
             except (EmbeddingUnavailable, EmbeddingFailed, FutureTimeout) as exc:
                 _log.info("query embedding unavailable, answering lexically: %s", exc)
             else:
@@ -601,7 +644,7 @@ class RetrievalEngine:
         return SearchOutcome(results=tuple(outcome.results), metadata=metadata)
 
     def _embed_query(self, text: str):
-        return self._embedding.embed_query(text, timeout_s=QUERY_EMBED_TIMEOUT_S)
+        return self._embedding.embed_query(text, timeout_s=self._query_embed_timeout_s)
 
     def _metadata(
         self,

@@ -19,7 +19,7 @@ from datetime import timedelta
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS, HnswSq
+from lancedb.index import FTS, IvfPq
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
 from codecompass.common.identifiers import split_identifiers
@@ -37,9 +37,14 @@ from codecompass.retrieval.schema import (
     table_name,
 )
 
-# Below this many vectors an exhaustive scan is exact and, at 384 dims, faster than probing an
-# IVF index plus refining; above it the scan's linear cost starts to dominate query latency.
-ANN_MIN_ROWS = 60_000
+# Below this many vectors an exhaustive scan is exact and fast enough (30k x 384 dims: ~40-70 ms
+# on 2 busy cores); above it the scan's linear cost starts to dominate query latency. The
+# 200k-line target workspace has 10k-30k chunks, so it never leaves the exact path.
+ANN_MIN_ROWS = 100_000
+# IVF_PQ probing/refinement: PQ distances are coarse, so candidates are re-ranked with exact
+# distances (refine) and enough partitions are probed to keep recall high.
+ANN_NPROBES = 50
+ANN_REFINE_FACTOR = 10
 # Unindexed rows are matched by an exhaustive scan that tokenises each row per query
 # (measured ~0.05-0.1 ms per row on 2 cores), so past this many rows an index update pays off.
 MAX_UNINDEXED_ROWS = 500
@@ -125,6 +130,7 @@ class ChunkStore:
         self.uri = uri
         self._write_lock = threading.Lock()
         self._schema = chunk_schema(model, chunker_version)
+        self._has_vector_index = self._vector_index_exists()
 
     @classmethod
     def open(
@@ -144,20 +150,21 @@ class ChunkStore:
         db = lancedb.connect(uri, storage_options=storage_options or None)
         name = table_name(model, chunker_version)
         rebuilt = False
+        live: set[str] = set()
         for existing in _list_tables(db):
             if not existing.startswith(TABLE_PREFIX):
                 continue
-            fmt = _format_of(db.open_table(existing))
-            if fmt != INDEX_FORMAT_VERSION:
-                db.drop_table(existing)
-                rebuilt = rebuilt or existing == name or _same_identity(existing, name)
-        created = False
-        try:
-            table = db.open_table(name)
-        except (FileNotFoundError, ValueError):
+            if _format_of(db.open_table(existing)) == INDEX_FORMAT_VERSION:
+                live.add(existing)
+                continue
+            db.drop_table(existing)
+            rebuilt = rebuilt or _same_identity(existing, name)
+        created = name not in live
+        if created:
             table = db.create_table(name, schema=chunk_schema(model, chunker_version))
-            created = True
-        store = cls(
+        else:
+            table = db.open_table(name)
+        return cls(
             db,
             table,
             model=model,
@@ -167,7 +174,6 @@ class ChunkStore:
             rebuilt=rebuilt,
             uri=uri,
         )
-        return store
 
     # ---- writes -------------------------------------------------------------------------
 
@@ -363,6 +369,8 @@ class ChunkStore:
             .select([*CHUNK_COLUMNS, "_distance"])
             .limit(limit)
         )
+        if self._has_vector_index:
+            search = search.nprobes(ANN_NPROBES).refine_factor(ANN_REFINE_FACTOR)
         rows = search.to_arrow()
         distances = rows.column("_distance").to_pylist()
         return [ScoredChunk(chunk=c, score=1.0 - float(d)) for c, d in zip(_chunks_of(rows), distances, strict=True)]
@@ -371,15 +379,18 @@ class ChunkStore:
 
     def needs_maintenance(self) -> bool:
         """Whether `maintain()` is due for search speed: rows exist but no FTS index has been
-        built, or enough rows are unindexed that exhaustive matching over them costs more
-        than an index update (see MAX_UNINDEXED_ROWS). Cheap: reads index statistics only."""
+        built, enough rows are unindexed that exhaustive matching over them costs more than
+        an index update (see MAX_UNINDEXED_ROWS), or the table has grown past ANN_MIN_ROWS.
+        Cheap (index statistics and row counts, a few ms): callers may ask after every sync."""
         has_fts = False
         for name, status in self.index_status().items():
             if name == FTS_INDEX_NAME:
                 has_fts = True
                 if status["unindexed"] > MAX_UNINDEXED_ROWS:
                     return True
-        return not has_fts and self._table.count_rows() > 0
+        if not has_fts and self._table.count_rows() > 0:
+            return True
+        return not self._has_vector_index and self._table.count_rows("has_vector = true") >= ANN_MIN_ROWS
 
     def maintain(self, *, retention: timedelta = DEFAULT_VERSION_RETENTION) -> None:
         """Build missing indexes, fold unindexed rows into existing ones, compact small
@@ -452,12 +463,16 @@ class ChunkStore:
             name=FTS_INDEX_NAME,
         )
 
+    def _vector_index_exists(self) -> bool:
+        return any(i.columns == [VECTOR_COLUMN] for i in self._table.list_indices())
+
     def _ensure_vector_index(self) -> None:
-        if any(i.columns == [VECTOR_COLUMN] for i in self._table.list_indices()):
+        if self._has_vector_index:
             return
         if self._table.count_rows("has_vector = true") < ANN_MIN_ROWS:
             return
-        self._table.create_index(VECTOR_COLUMN, config=HnswSq(distance_type="cosine"), replace=True)
+        self._table.create_index(VECTOR_COLUMN, config=IvfPq(distance_type="cosine"), replace=True)
+        self._has_vector_index = True
 
     def _check_dims(self, vector: np.ndarray, what: str) -> np.ndarray:
         arr = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -620,5 +635,6 @@ def _format_of(table: lancedb.table.Table) -> str | None:
 
 
 def _same_identity(old_name: str, new_name: str) -> bool:
-    """Whether `old_name` is this index under another format: names end `_f<format>_<digest>`."""
+    """Whether `old_name` is this index (or this index under another format): names end
+    `_f<format>_<digest>`."""
     return old_name.rsplit("_", 2)[0] == new_name.rsplit("_", 2)[0]

@@ -28,6 +28,7 @@ from codecompass.retrieval.embed_client import EmbeddingClient, EmbeddingFailed
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import (
     ChunkedFile,
+    DependencyUnavailable,
     EmbeddingUnavailable,
     FileEntry,
     FileStatus,
@@ -41,6 +42,10 @@ from codecompass.retrieval.store import ChunkStore
 _log = get_logger(__name__)
 
 ProgressFn = Callable[[IndexProgress], None]
+
+
+class SyncInterrupted(DependencyUnavailable):
+    """The service is shutting down; the sync stopped at a batch boundary."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,7 @@ class Syncer:
         write_lock: threading.Lock,
         tuning: SyncTuning = SyncTuning(),
         progress: ProgressFn = lambda _p: None,
+        cancel: threading.Event | None = None,
     ) -> None:
         self._root = root
         self._catalog = catalog
@@ -87,6 +93,8 @@ class Syncer:
         self._write_lock = write_lock
         self._tuning = tuning
         self._progress = progress
+        self._cancel = cancel or threading.Event()
+        self._chunk_started = 0.0
         self._stats = SyncStats()
         self._current: dict[str, FileEntry] = {}
         # Files a previous, interrupted sync was writing: the table may hold ids for them that
@@ -119,13 +127,14 @@ class Syncer:
         entries = self._catalog.entries()
 
         to_chunk = list(dict.fromkeys([*scan.added, *scan.changed]))
-        to_chunk += sorted(p for p in self._interrupted if p in self._current and p not in set(to_chunk))
+        chunking = set(to_chunk)
+        to_chunk += sorted(p for p in self._interrupted if p in self._current and p not in chunking)
+        chunking.update(to_chunk)
         removed = set(scan.removed) | {p for p in self._interrupted if p not in self._current}
         # A file the scanner now skips (e.g. it became minified) leaves the index.
         removed |= {s.relative_path for s in scan.skipped if s.relative_path in entries}
-        removed -= set(to_chunk)
+        removed -= chunking
 
-        chunking = set(to_chunk)
         self._catalog.touch(
             f
             for f in scan.files
@@ -146,8 +155,12 @@ class Syncer:
         buffered_chunks = 0
         flush_at = self._tuning.first_flush_chunks
         files_done = 0
-        chunk_started = time.perf_counter()
+        chunk_started = self._chunk_started = time.perf_counter()
         for call in _slices(to_chunk, self._tuning.files_per_call):
+            if self._cancel.is_set():
+                # Keep what is chunked; the files not reached stay pending for the next run.
+                self._flush(buffer, removed=set(), complete=False)
+                raise SyncInterrupted("sync interrupted by shutdown; it resumes on the next sync")
             returned: set[str] = set()
             for chunked in self._analysis.chunk_files(self._root, call):
                 returned.add(chunked.relative_path)
@@ -288,7 +301,15 @@ class Syncer:
         return CatalogEntry(file, tuple(IndexedChunk.of(c) for c in chunked.chunks))
 
     def _report(self, phase: IndexPhase, done: int, total: int) -> None:
-        self._progress(IndexProgress(phase=phase, files_done=done, files_total=total, chunks_done=self._chunks_done))
+        eta = -1.0
+        elapsed = time.perf_counter() - self._chunk_started
+        if phase == IndexPhase.CHUNKING and done and elapsed > 0:
+            eta = (total - done) / (done / elapsed)
+        self._progress(
+            IndexProgress(
+                phase=phase, files_done=done, files_total=total, chunks_done=self._chunks_done, eta_seconds=eta
+            )
+        )
 
 
 def _slices(items: list[str], size: int) -> Iterable[list[str]]:

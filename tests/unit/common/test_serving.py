@@ -78,10 +78,17 @@ def test_stop_turns_health_not_serving_and_lets_in_flight_calls_finish() -> None
     in_flight = channel.unary_unary(f"/{SERVICE}/Slow").future(b"", timeout=10)
     assert started.wait(5)
 
-    running.stop(grace_s=5)
+    stopper = threading.Thread(target=running.stop, args=(5,))
+    began = time.monotonic()
+    stopper.start()
 
     assert next(watch).status == NOT_SERVING
+    # An open Watch is itself an in-flight RPC; a watcher that saw NOT_SERVING goes away.
+    watch.cancel()
     assert in_flight.result() == b"done"
+    stopper.join(10)
+    assert not stopper.is_alive()
+    assert time.monotonic() - began < 4, "stop waited for the whole grace period"
     channel.close()
 
 

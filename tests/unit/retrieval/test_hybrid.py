@@ -299,3 +299,21 @@ def test_limit_and_unknown_fusion(store):
             semantic_ratio=0.5,
             fusion="magic",
         )
+
+
+def test_dominant_lexical_hit_for_code_shaped_query_short_circuits(store):
+    store.apply_changes(
+        upserts=[make_chunk("cfg", "loadSettings", "function loadSettings() { readConfigFile(path) }")],
+        delete_ids=[],
+        vectors={"cfg": unit(0, 1, 0, 0)},
+    )
+    outcome = hybrid_search(
+        store,
+        "readConfigFile",
+        query_vector=LOGIN,
+        filters=Filters(),
+        limit=5,
+        semantic_ratio=0.5,
+    )
+    assert outcome.semantic_skipped_reason == SKIP_SHORT_CIRCUIT
+    assert [r.chunk.id for r in outcome.results] == ["cfg"]

@@ -1,5 +1,6 @@
 """ChunkStore against a real embedded LanceDB in a temp directory."""
 
+import threading
 from datetime import timedelta
 
 import lancedb
@@ -412,3 +413,68 @@ def test_maintain_reduces_versions_and_keeps_data(store):
     assert store.counts() == (6, 6)
     assert ids(store.search_lexical("function3", Filters(), 10))[0] == "c3"
     assert store.size_bytes() > 0
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_large_tables_get_an_ann_index_that_still_finds_nearest(store, monkeypatch):
+    monkeypatch.setattr("codecompass.retrieval.store.ANN_MIN_ROWS", 500)
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((600, 4)).astype(np.float32)
+    chunks = [make_chunk(f"c{i}", f"fn{i}", f"src/{i % 7}/f.ts") for i in range(620)]
+    vectors = {f"c{i}": matrix[i] for i in range(600)}
+    store.apply_changes(upserts=chunks, delete_ids=[], vectors=vectors)
+    store.maintain(retention=timedelta(0))
+    assert "vector_idx" in store.index_status()
+    reopened = ChunkStore.open(store.uri, model=MODEL, chunker_version="c1")
+    for i in (0, 17, 599):
+        hits = reopened.search_vector(matrix[i], Filters(), 5)
+        assert hits[0].chunk.id == f"c{i}"
+        assert all(int(h.chunk.id[1:]) < 600 for h in hits)
+    filtered = reopened.search_vector(matrix[3], Filters(path_patterns=("src/3",)), 5)
+    assert filtered[0].chunk.id == "c3"
+    assert all(h.chunk.relative_path == "src/3/f.ts" for h in filtered)
+
+
+def test_searches_run_while_syncs_and_maintenance_write(store):
+    store.apply_changes(
+        upserts=[make_chunk(f"s{i}", f"stableName{i}") for i in range(50)],
+        delete_ids=[],
+        vectors={f"s{i}": unit(1, i, 0, 0) for i in range(50)},
+    )
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def search_loop() -> None:
+        try:
+            while not done.is_set():
+                assert store.search_lexical("stable name", Filters(), 100)
+                assert store.search_vector(unit(1, 0, 0, 0), Filters(), 5)
+        # LanceDB surfaces read failures as these; they are re-raised in the main thread.
+        except (AssertionError, OSError, RuntimeError, ValueError) as exc:
+            errors.append(exc)
+
+    reader = threading.Thread(target=search_loop)
+    reader.start()
+    try:
+        for round_ in range(8):
+            store.apply_changes(
+                upserts=[make_chunk(f"w{round_}", f"writtenName{round_}")],
+                delete_ids=[f"w{round_ - 1}"],
+                vectors={},
+            )
+            if round_ == 4:
+                store.maintain()
+    finally:
+        done.set()
+        reader.join()
+    assert errors == []
+    assert store.counts() == (51, 50)
+
+
+def test_lexical_filter_is_applied_before_the_limit(store):
+    crowd = [make_chunk(f"c{i}", f"handleLogin{i}", f"src/crowd/{i}.ts") for i in range(60)]
+    lone = make_chunk("lone", "loginHandling", "special/lone.ts")
+    store.apply_changes(upserts=[*crowd, lone], delete_ids=[], vectors={})
+    store.maintain()
+    hits = store.search_lexical("handle login", Filters(path_patterns=("special",)), 3)
+    assert ids(hits) == ["lone"]

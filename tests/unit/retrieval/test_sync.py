@@ -31,7 +31,7 @@ from codecompass.retrieval import catalog as catalog_module
 from codecompass.retrieval import servicer
 from codecompass.retrieval.analysis_client import AnalysisClient
 from codecompass.retrieval.embed_client import EmbeddingClient
-from codecompass.retrieval.indexer import RetrievalEngine
+from codecompass.retrieval.indexer import BackgroundEmbedder, RetrievalEngine
 from codecompass.retrieval.state import (
     AnalysisUnavailable,
     IndexingStatus,
@@ -41,7 +41,7 @@ from codecompass.retrieval.state import (
     SearchQuery,
     WorkspaceNotFound,
 )
-from codecompass.retrieval.sync import SyncTuning
+from codecompass.retrieval.sync import SyncInterrupted, SyncTuning
 from codecompass.v1 import (
     analysis_pb2,
     analysis_pb2_grpc,
@@ -234,6 +234,7 @@ class FakeEmbedding(embedding_pb2_grpc.EmbeddingServiceServicer):
     def __init__(self) -> None:
         self.documents: list[str] = []
         self.delay_s = 0.0
+        self.query_delay_s = 0.0
         self._lock = threading.Lock()
 
     @property
@@ -243,7 +244,9 @@ class FakeEmbedding(embedding_pb2_grpc.EmbeddingServiceServicer):
         )
 
     def Embed(self, request, context):
-        if request.input_type != embedding_pb2.INPUT_TYPE_QUERY:
+        if request.input_type == embedding_pb2.INPUT_TYPE_QUERY:
+            time.sleep(self.query_delay_s)
+        else:
             time.sleep(self.delay_s)
             with self._lock:
                 self.documents.extend(request.texts)
@@ -513,6 +516,27 @@ def test_embedding_service_down_answers_lexically(harness: Harness) -> None:
     assert meta.result_completeness == ResultCompleteness.PARTIAL
 
 
+def test_a_slow_query_embedding_falls_back_to_lexical_within_the_deadline(harness: Harness) -> None:
+    _seed(harness)
+    harness.index()
+    engine = RetrievalEngine(
+        harness.settings,
+        AnalysisClient(harness.analysis_addr, timeout_s=10),
+        EmbeddingClient(harness.embedding_addr, timeout_s=10, batch_size=16),
+        query_embed_timeout_s=0.3,
+    )
+    harness.embedding.query_delay_s = 2.0
+    try:
+        started = time.perf_counter()
+        outcome = engine.search(SearchQuery(workspace_root=str(harness.root), query="is the token signature long"))
+        assert time.perf_counter() - started < 1.5
+    finally:
+        engine.close()
+    assert outcome.metadata.semantic_fallback
+    assert outcome.metadata.semantic_skipped_reason == "embedding_unavailable"
+    assert outcome.results[0].chunk.name == "checkSignature"
+
+
 def test_searches_run_while_a_slow_index_is_in_progress(harness: Harness) -> None:
     for i in range(30):
         harness.write(f"src/m{i}.ts", _func(f"worker{i}"))
@@ -644,3 +668,44 @@ def test_grpc_service_maps_errors_and_serves_search(harness: Harness) -> None:
     finally:
         channel.close()
         running.stop(0)
+
+
+@pytest.mark.parametrize("harness", [SyncTuning(files_per_call=2, first_flush_chunks=2)], indirect=True)
+def test_shutdown_stops_a_long_sync_at_a_batch_boundary_and_the_next_run_resumes(harness: Harness) -> None:
+    for i in range(20):
+        harness.write(f"src/m{i}.ts", _func(f"job{i}"))
+    harness.analysis.chunk_delay_s = 0.05
+    ws = harness.engine.workspace(str(harness.root))
+    job = ws.request_sync()
+    while not harness.analysis.chunk_calls:
+        time.sleep(0.01)
+    harness.engine.close()
+    with pytest.raises(SyncInterrupted):
+        job.future.result(timeout=10)
+    chunked_before_restart = sum(len(c) for c in harness.analysis.chunk_calls)
+    assert chunked_before_restart < 20
+
+    harness.analysis.chunk_delay_s = 0.0
+    harness.engine = harness.new_engine()
+    stats = harness.index()[-1].stats
+    assert stats.files_added + chunked_before_restart >= 20
+    rows = harness.all_rows()
+    assert sorted(rows) == sorted(chunk_id(f"src/m{i}.ts", f"job{i}") for i in range(20))
+
+
+@pytest.mark.parametrize("harness", [SyncTuning(inline_embed_limit=0)], indirect=True)
+def test_a_restart_resumes_missing_embeddings_without_a_new_sync(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _seed(harness)
+    monkeypatch.setattr(BackgroundEmbedder, "WRITE_BATCH", 1)
+    harness.embedding.delay_s = 0.3
+    harness.index(wait=False)
+    harness.engine.close()  # stops the embedder after its in-flight batch
+    harness.embedding.delay_s = 0.0
+    harness.engine = harness.new_engine()
+    restarted = harness.engine.status(str(harness.root))
+    assert restarted.chunks == 5 and restarted.embedded_chunks < 5
+    _wait_ready(harness)
+    assert harness.engine.status(str(harness.root)).embedded_chunks == 5
+    assert len(harness.analysis.chunk_calls) == 1

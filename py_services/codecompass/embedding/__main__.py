@@ -1,0 +1,38 @@
+"""`python -m codecompass.embedding`: serve EmbeddingService on EMBEDDING_PORT.
+
+Health is NOT_SERVING until the provider's warmup (model load plus one tiny
+batch) returns; heavy imports happen in that warmup, after the port is bound.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from codecompass.common.config import ConfigError, load_settings
+from codecompass.common.logging import configure_logging, get_logger
+from codecompass.common.serving import ServiceSpec, serve_forever
+from codecompass.common.telemetry import init_telemetry, shutdown_telemetry
+from codecompass.embedding.profiles import choose_provider
+from codecompass.embedding.servicer import EmbeddingServicer, register
+
+SERVICE = "codecompass-embedding"
+
+
+def main() -> int:
+    init_telemetry(SERVICE)
+    log = get_logger("codecompass.embedding")
+    try:
+        configure_logging(SERVICE)
+        settings = load_settings()
+        choice = choose_provider(settings.embedding)
+    except ConfigError as exc:
+        log.error("invalid configuration: %s", exc)
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        shutdown_telemetry()
+        return 2
+    spec = ServiceSpec(name="embedding", register=register(EmbeddingServicer(choice)), warmup=choice.provider.warmup)
+    return serve_forever(spec, port=settings.embedding_port, grace_s=settings.shutdown_grace_s)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""runtime.json handling and where clients look for services."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codecompass.cli.runtime import (
+    RuntimeState,
+    ServiceState,
+    read_state,
+    remove_state,
+    service_address,
+    service_rows,
+    state_path,
+    write_state,
+)
+from codecompass.common.config import settings_from
+
+
+def _settings(tmp_path: Path, **env: str):
+    return settings_from({"CODECOMPASS_STATE_DIR": str(tmp_path / "state"), **env})
+
+
+def test_state_round_trips_through_the_file(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    state = RuntimeState(started_at="2026-01-01T00:00:00+00:00", workspace="/ws", services={
+        "analysis": ServiceState("analysis", 4242, "127.0.0.1:5000", "/logs/analysis.log", ["node", "main.js"],
+                                 "2026-01-01T00:00:00+00:00")})
+    write_state(settings, state)
+    assert read_state(settings) == state
+    remove_state(settings)
+    assert read_state(settings) is None
+
+
+def test_a_corrupt_state_file_reads_as_an_empty_runtime(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    state_path(settings).parent.mkdir(parents=True)
+    state_path(settings).write_text("{not json")
+    assert read_state(settings) == RuntimeState(started_at="", workspace=None, services={})
+
+
+def test_clients_use_the_running_service_before_the_configured_address(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, ANALYSIS_ADDR="10.0.0.5:7000")
+    assert service_address(settings, "analysis") == "10.0.0.5:7000"
+    write_state(settings, RuntimeState(started_at="t", workspace=None, services={
+        "analysis": ServiceState("analysis", 1, "127.0.0.1:41000", "l", ["node", "x"], "t")}))
+    assert service_address(settings, "analysis") == "127.0.0.1:41000"
+    assert service_address(settings, "retrieval") == "127.0.0.1:50053"
+
+
+def test_a_recorded_pid_that_is_gone_shows_as_dead(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    # Pid 2**22 + 1 is above Linux's pid_max, so it can never be alive.
+    write_state(settings, RuntimeState(started_at="t", workspace=None, services={
+        "analysis": ServiceState("analysis", 2**22 + 1, "127.0.0.1:1", "l", ["node", "x"], "t")}))
+    rows = {row["name"]: row for row in service_rows(settings)}
+    assert rows["analysis"]["state"] == "dead" and rows["analysis"]["health"] is None
+    assert rows["retrieval"]["state"] == "not started"

@@ -28,6 +28,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
+
 from bench.lib.metrics import METRIC_NAMES, QueryScore, mean_scores, score_query
 from bench.lib.services import (
     ServiceProcess,
@@ -101,15 +103,21 @@ def unresolvable_targets(analysis: ServiceProcess, workspace: Path, queries: lis
 
 
 def index_workspace(retrieval: ServiceProcess, workspace: Path) -> dict:
+    """Index and embed the workspace unless the state dir already holds a READY index of it."""
+    status_request = retrieval_pb2.GetIndexStatusRequest(workspace_root=str(workspace))
     with retrieval.channel() as channel:
         stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
         t0 = time.perf_counter()
         last = None
-        request = retrieval_pb2.IndexWorkspaceRequest(workspace_root=str(workspace), wait_for_embeddings=True)
-        for last in stub.IndexWorkspace(request, timeout=INDEX_DEADLINE_S):
-            pass
+        status = stub.GetIndexStatus(status_request, timeout=30)
+        # The workspace never changes during a run, so a READY index (a second fusion, or
+        # --state-dir of an earlier run) is reused as is.
+        if status.indexing_status != retrieval_pb2.INDEXING_STATUS_READY or status.chunks == 0:
+            request = retrieval_pb2.IndexWorkspaceRequest(workspace_root=str(workspace), wait_for_embeddings=True)
+            for last in stub.IndexWorkspace(request, timeout=INDEX_DEADLINE_S):
+                pass
+            status = stub.GetIndexStatus(status_request, timeout=30)
         elapsed = time.perf_counter() - t0
-        status = stub.GetIndexStatus(retrieval_pb2.GetIndexStatusRequest(workspace_root=str(workspace)), timeout=30)
     stats = last.stats if last is not None else None
     return {
         "seconds": elapsed,
@@ -240,6 +248,10 @@ def main(argv: list[str] | None = None) -> int:
                     p50 = statistics.median(outcome.latencies_ms)
                     p95 = sorted(outcome.latencies_ms)[int(0.95 * (len(outcome.latencies_ms) - 1))]
                     notes.append(f"{label}/{mode}: search latency p50 {p50:.0f} ms, p95 {p95:.0f} ms")
+                    # Printed as it comes: a later fusion failing must not lose this one.
+                    print(f"progress: {label}/{mode} " + " ".join(f"{v:.3f}" for v in rows[-1][3]), flush=True)
+            except grpc.RpcError as err:
+                notes.append(f"**{fusion} run failed**: {err.code().name}: {err.details()}")
             finally:
                 retrieval.stop()
     finally:

@@ -188,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
                 edit_path.write_text(original_edit_text, encoding="utf-8")
                 search(stub, workspace, "project each value")
         results["rss_mib"] = {svc.name: svc.peak_rss_mib() for svc in services}
+    except BaseException:
+        # Whatever was measured before the failure is still worth seeing.
+        results["rss_mib_at_failure"] = {svc.name: svc.peak_rss_mib() for svc in services}
+        print(json.dumps(results, indent=2), flush=True)
+        raise
     finally:
         if original_edit_text is not None:
             edit_path.write_text(original_edit_text, encoding="utf-8")

@@ -2,6 +2,7 @@
 // types. Handlers convert at the edge; nothing else imports src/gen.
 import * as pb from './gen/codecompass/v1/analysis';
 import * as chunkPb from './gen/codecompass/v1/chunk';
+import { CHUNKER_VERSION } from './chunker';
 import { languageOf } from './fileio';
 import type { ChunkRequest, RenderRequest, RenderResult, ScanRequest } from './service';
 import type {
@@ -163,6 +164,7 @@ export function scanResultToPb(result: ScanResult): pb.ScanWorkspaceResponse {
     removed: result.removed,
     skipped: result.skipped.map(skippedFileToPb),
     durationMs: result.durationMs,
+    chunkerVersion: CHUNKER_VERSION,
   };
 }
 
@@ -257,6 +259,7 @@ export function chunkedFileToPb(file: ChunkedFile): pb.ChunkFilesResponse {
     mtimeNs: int64ToPb(file.mtimeNs),
     sizeBytes: int64ToPb(file.sizeBytes),
     skipDetail: file.skipDetail,
+    chunkerVersion: CHUNKER_VERSION,
   };
 }
 

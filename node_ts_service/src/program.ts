@@ -215,8 +215,9 @@ export class ProjectRegistry {
   /**
    * Resolves each file in its project's Program and hands it to `visit`
    * together with that Program's checker. Files are grouped by project so
-   * each Program is brought up to date once per call, and a project evicted
-   * by the LRU is never used after its disposal.
+   * each Program is brought up to date once per call. A view stays usable
+   * after its project is evicted: a Program is immutable and outlives the
+   * LanguageService that built it; eviction only stops it being reused.
    */
   withPrograms(files: readonly ProgramFile[], visit: (file: ProgramFile, view: ProgramView | undefined) => void): void {
     this.generation++;

@@ -131,6 +131,36 @@ describe('health lifecycle (in-process server)', () => {
   });
 });
 
+describe('graceful shutdown (in-process server)', () => {
+  it('lets an in-flight ChunkFiles stream finish within the grace period', async () => {
+    const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cc-drain-')));
+    for (let i = 0; i < 150; i++) fs.writeFileSync(path.join(root, `f${String(i).padStart(3, '0')}.ts`), `export function f${i}(): number {\n  return ${i};\n}\n`);
+    const service = new AnalysisService({ maxFileBytes: 1 << 20, maxPrograms: 1, maxRenderCacheFiles: 4, maxWorkspaces: 1 });
+    const server = await startServer({ host: '127.0.0.1', port: 0, service, logger: createLogger('test', 'error', () => {}) });
+    server.setServing();
+    const client = new CodeAnalysisServiceClient(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+    try {
+      let stopped: Promise<void> | undefined;
+      const names = await new Promise<string[]>((resolve, reject) => {
+        const got: string[] = [];
+        const stream = client.chunkFiles({ workspaceRoot: root, paths: ['.'], includeReferences: false }, deadline());
+        stream.on('data', (r: ChunkFilesResponse) => {
+          got.push(r.relativePath);
+          stopped ??= server.shutdown(20_000);
+        });
+        stream.on('error', reject);
+        stream.on('end', () => resolve(got));
+      });
+      assert.equal(names.length, 150);
+      await stopped;
+    } finally {
+      client.close();
+      service.dispose();
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('analysis service process', () => {
   let root: string;
   let traceFile: string;

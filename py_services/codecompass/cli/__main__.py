@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=commands.cmd_status)
 
     p = sub.add_parser("config", help="print the effective settings (secrets redacted)")
+    p.add_argument("--variables", action="store_true", help="list every setting's env var and YAML key instead")
     p.set_defaults(handler=commands.cmd_config)
 
     p = sub.add_parser("chunks", help="chunk a file or folder with the analysis service")

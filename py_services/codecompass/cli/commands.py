@@ -16,7 +16,7 @@ from codecompass.cli.errors import EXIT_FAILURE
 from codecompass.cli.progress import ProgressReporter
 from codecompass.cli.runtime import down, read_state, service_address, service_rows, state_path, up
 from codecompass.cli.workspace import resolve_target, workspace_dir
-from codecompass.common.config import Settings, redacted
+from codecompass.common.config import Settings, documented_settings, redacted
 
 
 def _out(line: str = "") -> None:
@@ -55,6 +55,10 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
+    if args.variables:
+        for env, yaml_key, doc in documented_settings():
+            _out(f"{env:<52} {yaml_key or '(env only)':<40} {doc}")
+        return 0
     _out(json.dumps(redacted(settings), indent=2))
     return 0
 

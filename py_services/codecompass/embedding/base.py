@@ -25,6 +25,15 @@ class ModelInfo:
     max_input_tokens: int
 
 
+@dataclass(frozen=True, eq=False)
+class EmbedResult:
+    """Vectors (n, d) float32 in input order, the model that made them, and whether a gate blocked another."""
+
+    vectors: np.ndarray
+    model: ModelInfo
+    external_provider_blocked: bool
+
+
 class Provider(Protocol):
     def info(self) -> ModelInfo:
         """Identity of the model; valid after warmup (remote dimensions may be learned then)."""

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from codecompass.embedding.base import InputType, ModelInfo
+from codecompass.embedding.base import EmbedResult, InputType, ModelInfo
 from codecompass.v1 import embedding_pb2 as pb
 
 _INPUT_TYPE_FROM_PROTO: dict[int, InputType] = {
@@ -16,15 +14,6 @@ _INPUT_TYPE_FROM_PROTO: dict[int, InputType] = {
     pb.INPUT_TYPE_QUERY: "query",
 }
 _INPUT_TYPE_TO_PROTO: dict[InputType, int] = {"document": pb.INPUT_TYPE_DOCUMENT, "query": pb.INPUT_TYPE_QUERY}
-
-
-@dataclass(frozen=True, eq=False)
-class EmbedResult:
-    """Vectors (n, d) float32 in input order, and the model that made them."""
-
-    vectors: np.ndarray
-    model: ModelInfo
-    external_provider_blocked: bool
 
 
 class UnknownInputType(ValueError):

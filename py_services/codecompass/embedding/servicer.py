@@ -12,6 +12,7 @@ from codecompass.common.telemetry import tracer
 from codecompass.embedding import convert
 from codecompass.embedding.base import (
     EmbeddingError,
+    EmbedResult,
     ProviderAuthFailed,
     ProviderBadResponse,
     ProviderNotReady,
@@ -93,7 +94,7 @@ class EmbeddingServicer(embedding_pb2_grpc.EmbeddingServiceServicer):
                 context.abort(grpc.StatusCode.INTERNAL, "embedding failed with an internal error; see the service log")
         log.debug("embedded", extra={"texts": len(texts), "input_type": input_type,
                                      "ms": round((time.monotonic() - started) * 1000, 1)})
-        return convert.embed_result_to_proto(convert.EmbedResult(vectors, info, self._blocked))
+        return convert.embed_result_to_proto(EmbedResult(vectors, info, self._blocked))
 
     def GetModelInfo(self, request, context):
         try:

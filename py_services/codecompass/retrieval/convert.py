@@ -116,9 +116,7 @@ def scan_request_to_proto(root: str, previous: Iterable[FileEntry]) -> analysis_
 
 
 def _chunker_version(msg: analysis_pb2.ScanWorkspaceResponse) -> str:
-    if "chunker_version" in msg.DESCRIPTOR.fields_by_name:
-        return msg.chunker_version or UNVERSIONED_CHUNKER
-    return UNVERSIONED_CHUNKER
+    return msg.chunker_version or UNVERSIONED_CHUNKER
 
 
 def scan_result_from_proto(msg: analysis_pb2.ScanWorkspaceResponse) -> ScanResult:

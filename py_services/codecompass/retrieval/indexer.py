@@ -357,7 +357,11 @@ class WorkspaceIndex:
             self._syncing = False
         if stats.chunks_upserted or stats.chunks_deleted:
             self._syncs_since_maintain += 1
-            if self._syncs_since_maintain >= self._settings.retrieval.compact_every_n_syncs:
+            # A fresh table has no full-text index yet and every query would scan it,
+            # so indexes are built as soon as the store asks, not only every N syncs.
+            store = self._store
+            due = self._syncs_since_maintain >= self._settings.retrieval.compact_every_n_syncs
+            if due or (store is not None and store.needs_maintenance()):
                 self._maintain_in_background()
             if stats.chunks_upserted > stats.embeddings_reused + stats.chunks_embedded:
                 self.embedder.ensure_running()

@@ -75,20 +75,22 @@ class ScanWorkspaceRequest(_message.Message):
     def __init__(self, workspace_root: _Optional[str] = ..., previous: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ..., exclude_patterns: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ScanWorkspaceResponse(_message.Message):
-    __slots__ = ("files", "added", "changed", "removed", "skipped", "duration_ms")
+    __slots__ = ("files", "added", "changed", "removed", "skipped", "duration_ms", "chunker_version")
     FILES_FIELD_NUMBER: _ClassVar[int]
     ADDED_FIELD_NUMBER: _ClassVar[int]
     CHANGED_FIELD_NUMBER: _ClassVar[int]
     REMOVED_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_FIELD_NUMBER: _ClassVar[int]
     DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    CHUNKER_VERSION_FIELD_NUMBER: _ClassVar[int]
     files: _containers.RepeatedCompositeFieldContainer[FileEntry]
     added: _containers.RepeatedScalarFieldContainer[str]
     changed: _containers.RepeatedScalarFieldContainer[str]
     removed: _containers.RepeatedScalarFieldContainer[str]
     skipped: _containers.RepeatedCompositeFieldContainer[SkippedFile]
     duration_ms: float
-    def __init__(self, files: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ..., added: _Optional[_Iterable[str]] = ..., changed: _Optional[_Iterable[str]] = ..., removed: _Optional[_Iterable[str]] = ..., skipped: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ..., duration_ms: _Optional[float] = ...) -> None: ...
+    chunker_version: str
+    def __init__(self, files: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ..., added: _Optional[_Iterable[str]] = ..., changed: _Optional[_Iterable[str]] = ..., removed: _Optional[_Iterable[str]] = ..., skipped: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ..., duration_ms: _Optional[float] = ..., chunker_version: _Optional[str] = ...) -> None: ...
 
 class ChunkFilesRequest(_message.Message):
     __slots__ = ("workspace_root", "paths", "include_references")
@@ -101,7 +103,7 @@ class ChunkFilesRequest(_message.Message):
     def __init__(self, workspace_root: _Optional[str] = ..., paths: _Optional[_Iterable[str]] = ..., include_references: _Optional[bool] = ...) -> None: ...
 
 class ChunkFilesResponse(_message.Message):
-    __slots__ = ("relative_path", "status", "skip_reason", "diagnostics", "chunks", "content_hash", "line_count", "mtime_ns", "size_bytes", "skip_detail")
+    __slots__ = ("relative_path", "status", "skip_reason", "diagnostics", "chunks", "content_hash", "line_count", "mtime_ns", "size_bytes", "skip_detail", "chunker_version")
     RELATIVE_PATH_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     SKIP_REASON_FIELD_NUMBER: _ClassVar[int]
@@ -112,6 +114,7 @@ class ChunkFilesResponse(_message.Message):
     MTIME_NS_FIELD_NUMBER: _ClassVar[int]
     SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
     SKIP_DETAIL_FIELD_NUMBER: _ClassVar[int]
+    CHUNKER_VERSION_FIELD_NUMBER: _ClassVar[int]
     relative_path: str
     status: FileStatus
     skip_reason: SkipReason
@@ -122,7 +125,8 @@ class ChunkFilesResponse(_message.Message):
     mtime_ns: int
     size_bytes: int
     skip_detail: str
-    def __init__(self, relative_path: _Optional[str] = ..., status: _Optional[_Union[FileStatus, str]] = ..., skip_reason: _Optional[_Union[SkipReason, str]] = ..., diagnostics: _Optional[_Iterable[str]] = ..., chunks: _Optional[_Iterable[_Union[_chunk_pb2.Chunk, _Mapping]]] = ..., content_hash: _Optional[str] = ..., line_count: _Optional[int] = ..., mtime_ns: _Optional[int] = ..., size_bytes: _Optional[int] = ..., skip_detail: _Optional[str] = ...) -> None: ...
+    chunker_version: str
+    def __init__(self, relative_path: _Optional[str] = ..., status: _Optional[_Union[FileStatus, str]] = ..., skip_reason: _Optional[_Union[SkipReason, str]] = ..., diagnostics: _Optional[_Iterable[str]] = ..., chunks: _Optional[_Iterable[_Union[_chunk_pb2.Chunk, _Mapping]]] = ..., content_hash: _Optional[str] = ..., line_count: _Optional[int] = ..., mtime_ns: _Optional[int] = ..., size_bytes: _Optional[int] = ..., skip_detail: _Optional[str] = ..., chunker_version: _Optional[str] = ...) -> None: ...
 
 class RenderSpec(_message.Message):
     __slots__ = ("symbol_id", "expand_child_ids", "relative_path")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from codecompass.cli.runtime import (
@@ -56,3 +57,19 @@ def test_a_recorded_pid_that_is_gone_shows_as_dead(tmp_path: Path) -> None:
     rows = {row["name"]: row for row in service_rows(settings)}
     assert rows["analysis"]["state"] == "dead" and rows["analysis"]["health"] is None
     assert rows["retrieval"]["state"] == "not started"
+
+
+def test_config_command_redacts_the_key_and_lists_variables(run_cli, monkeypatch) -> None:
+    monkeypatch.setenv("CODECOMPASS_EMBEDDING_API_KEY", "vk-abcdefghijkl")
+    shown = run_cli("config")
+    assert shown.code == 0 and "vk-abcdefghijkl" not in shown.out
+    assert json.loads(shown.out)["embedding"]["api_key"] == "***"
+    listed = run_cli("config", "--variables")
+    assert "CODECOMPASS_EMBEDDING_API_KEY" in listed.out and "(env only)" in listed.out
+
+
+def test_a_bad_setting_stops_the_cli_with_the_variable_name(run_cli, monkeypatch) -> None:
+    monkeypatch.setenv("CODECOMPASS_RPC_TIMEOUT_S", "soon")
+    result = run_cli("status")
+    assert result.code == 2
+    assert result.err == "codecompass: configuration error: CODECOMPASS_RPC_TIMEOUT_S: expected a number, got 'soon'\n"

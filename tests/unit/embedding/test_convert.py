@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from codecompass.embedding import convert
-from codecompass.embedding.base import ModelInfo
+from codecompass.embedding.base import EmbedResult, ModelInfo
 from codecompass.v1 import embedding_pb2 as pb
 
 INFO = ModelInfo("minilm", "all-MiniLM-L6-v2", "gt0.1.0+onnx1+split-v1+win256", 3, 256)
@@ -31,7 +31,7 @@ def test_unspecified_input_type_means_document_and_unknown_is_rejected():
 
 def test_result_round_trip_keeps_vectors_order_and_flags():
     vectors = np.array([[0.6, 0.8, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32)
-    wire = convert.embed_result_to_proto(convert.EmbedResult(vectors, INFO, True)).SerializeToString()
+    wire = convert.embed_result_to_proto(EmbedResult(vectors, INFO, True)).SerializeToString()
     back = convert.embed_result_from_proto(pb.EmbedResponse.FromString(wire))
     np.testing.assert_array_equal(back.vectors, vectors)
     assert back.vectors.dtype == np.float32
@@ -39,7 +39,7 @@ def test_result_round_trip_keeps_vectors_order_and_flags():
 
 
 def test_empty_result_keeps_its_dimensions():
-    wire = convert.embed_result_to_proto(convert.EmbedResult(np.zeros((0, 3), np.float32), INFO, False))
+    wire = convert.embed_result_to_proto(EmbedResult(np.zeros((0, 3), np.float32), INFO, False))
     assert convert.embed_result_from_proto(wire).vectors.shape == (0, 3)
 
 

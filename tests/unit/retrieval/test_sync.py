@@ -235,12 +235,17 @@ class FakeEmbedding(embedding_pb2_grpc.EmbeddingServiceServicer):
         self.documents: list[str] = []
         self.delay_s = 0.0
         self.query_delay_s = 0.0
+        self.model_version = "1"
         self._lock = threading.Lock()
 
     @property
     def model(self) -> embedding_pb2.ModelInfo:
         return embedding_pb2.ModelInfo(
-            provider="fake", model_id="hash-bow", model_version="1", dimensions=DIMS, max_input_tokens=512
+            provider="fake",
+            model_id="hash-bow",
+            model_version=self.model_version,
+            dimensions=DIMS,
+            max_input_tokens=512,
         )
 
     def Embed(self, request, context):
@@ -535,6 +540,23 @@ def test_a_slow_query_embedding_falls_back_to_lexical_within_the_deadline(harnes
     assert outcome.metadata.semantic_fallback
     assert outcome.metadata.semantic_skipped_reason == "embedding_unavailable"
     assert outcome.results[0].chunk.name == "checkSignature"
+
+
+def test_a_new_embedding_model_version_moves_the_workspace_to_a_new_index(harness: Harness) -> None:
+    _seed(harness)
+    harness.index()
+    old_table = harness.store().table_name
+    harness.embedding.model_version = "2"
+    switched = harness.search("is the token signature long enough")
+    assert switched.metadata.semantic_fallback
+    assert switched.metadata.semantic_skipped_reason == "embedding_model_changed"
+    assert switched.results[0].chunk.name == "checkSignature"
+    reindex = harness.search("is the token signature long enough").metadata
+    assert reindex.sync.files_added == 3 and reindex.sync.chunks_upserted == 5
+    assert harness.store().table_name != old_table
+    _wait_ready(harness)
+    status = harness.engine.status(str(harness.root))
+    assert (status.embedding_model_version, status.chunks, status.embedded_chunks) == ("2", 5, 5)
 
 
 def test_searches_run_while_a_slow_index_is_in_progress(harness: Harness) -> None:

@@ -166,9 +166,9 @@ export interface FileEntry {
   /** Path relative to the workspace root, with forward slashes. */
   relativePath: string;
   /** Size in bytes. */
-  sizeBytes: number;
+  sizeBytes: bigint;
   /** Modification time in nanoseconds since the Unix epoch. */
-  mtimeNs: number;
+  mtimeNs: bigint;
   /** Hex SHA-256 of the file's bytes. */
   contentHash: string;
   /** Source language, from the extension. */
@@ -209,6 +209,11 @@ export interface ScanWorkspaceResponse {
   skipped: SkippedFile[];
   /** Wall time of the scan in milliseconds. */
   durationMs: number;
+  /**
+   * Version of the chunker that ChunkFiles would use now; a change means
+   * every file must be re-chunked (and the index rebuilt).
+   */
+  chunkerVersion: string;
 }
 
 /** ChunkFilesRequest asks for the chunks of some files of a workspace. */
@@ -241,11 +246,13 @@ export interface ChunkFilesResponse {
   /** Number of lines in the file. */
   lineCount: number;
   /** Modification time in nanoseconds since the Unix epoch. */
-  mtimeNs: number;
+  mtimeNs: bigint;
   /** Size in bytes. */
-  sizeBytes: number;
+  sizeBytes: bigint;
   /** Human-readable detail for a skip, e.g. "longest line 48213 chars". */
   skipDetail: string;
+  /** Version of the chunker that produced these chunks. */
+  chunkerVersion: string;
 }
 
 /** RenderSpec names one symbol to render and which of its children to expand. */
@@ -298,7 +305,7 @@ export interface RenderSymbolsResponse {
 }
 
 function createBaseFileEntry(): FileEntry {
-  return { relativePath: "", sizeBytes: 0, mtimeNs: 0, contentHash: "", language: 0 };
+  return { relativePath: "", sizeBytes: 0n, mtimeNs: 0n, contentHash: "", language: 0 };
 }
 
 export const FileEntry: MessageFns<FileEntry> = {
@@ -306,10 +313,16 @@ export const FileEntry: MessageFns<FileEntry> = {
     if (message.relativePath !== "") {
       writer.uint32(10).string(message.relativePath);
     }
-    if (message.sizeBytes !== 0) {
+    if (message.sizeBytes !== 0n) {
+      if (BigInt.asUintN(64, message.sizeBytes) !== message.sizeBytes) {
+        throw new globalThis.Error("value provided for field message.sizeBytes of type uint64 too large");
+      }
       writer.uint32(16).uint64(message.sizeBytes);
     }
-    if (message.mtimeNs !== 0) {
+    if (message.mtimeNs !== 0n) {
+      if (BigInt.asIntN(64, message.mtimeNs) !== message.mtimeNs) {
+        throw new globalThis.Error("value provided for field message.mtimeNs of type int64 too large");
+      }
       writer.uint32(24).int64(message.mtimeNs);
     }
     if (message.contentHash !== "") {
@@ -347,7 +360,7 @@ export const FileEntry: MessageFns<FileEntry> = {
               break;
             }
 
-            message.sizeBytes = longToNumber(reader.uint64());
+            message.sizeBytes = reader.uint64() as bigint;
             continue;
           }
           case 3: {
@@ -355,7 +368,7 @@ export const FileEntry: MessageFns<FileEntry> = {
               break;
             }
 
-            message.mtimeNs = longToNumber(reader.int64());
+            message.mtimeNs = reader.int64() as bigint;
             continue;
           }
           case 4: {
@@ -394,15 +407,11 @@ export const FileEntry: MessageFns<FileEntry> = {
         ? globalThis.String(object.relative_path)
         : "",
       sizeBytes: isSet(object.sizeBytes)
-        ? globalThis.Number(object.sizeBytes)
+        ? BigInt(object.sizeBytes)
         : isSet(object.size_bytes)
-        ? globalThis.Number(object.size_bytes)
-        : 0,
-      mtimeNs: isSet(object.mtimeNs)
-        ? globalThis.Number(object.mtimeNs)
-        : isSet(object.mtime_ns)
-        ? globalThis.Number(object.mtime_ns)
-        : 0,
+        ? BigInt(object.size_bytes)
+        : 0n,
+      mtimeNs: isSet(object.mtimeNs) ? BigInt(object.mtimeNs) : isSet(object.mtime_ns) ? BigInt(object.mtime_ns) : 0n,
       contentHash: isSet(object.contentHash)
         ? globalThis.String(object.contentHash)
         : isSet(object.content_hash)
@@ -417,11 +426,11 @@ export const FileEntry: MessageFns<FileEntry> = {
     if (message.relativePath !== "") {
       obj.relativePath = message.relativePath;
     }
-    if (message.sizeBytes !== 0) {
-      obj.sizeBytes = Math.round(message.sizeBytes);
+    if (message.sizeBytes !== 0n) {
+      obj.sizeBytes = message.sizeBytes.toString();
     }
-    if (message.mtimeNs !== 0) {
-      obj.mtimeNs = Math.round(message.mtimeNs);
+    if (message.mtimeNs !== 0n) {
+      obj.mtimeNs = message.mtimeNs.toString();
     }
     if (message.contentHash !== "") {
       obj.contentHash = message.contentHash;
@@ -438,8 +447,8 @@ export const FileEntry: MessageFns<FileEntry> = {
   fromPartial(object: DeepPartial<FileEntry>): FileEntry {
     const message = createBaseFileEntry();
     message.relativePath = object.relativePath ?? "";
-    message.sizeBytes = object.sizeBytes ?? 0;
-    message.mtimeNs = object.mtimeNs ?? 0;
+    message.sizeBytes = (object.sizeBytes !== undefined && object.sizeBytes !== null) ? BigInt(object.sizeBytes) : 0n;
+    message.mtimeNs = (object.mtimeNs !== undefined && object.mtimeNs !== null) ? BigInt(object.mtimeNs) : 0n;
     message.contentHash = object.contentHash ?? "";
     message.language = object.language ?? 0;
     return message;
@@ -663,7 +672,7 @@ export const ScanWorkspaceRequest: MessageFns<ScanWorkspaceRequest> = {
 };
 
 function createBaseScanWorkspaceResponse(): ScanWorkspaceResponse {
-  return { files: [], added: [], changed: [], removed: [], skipped: [], durationMs: 0 };
+  return { files: [], added: [], changed: [], removed: [], skipped: [], durationMs: 0, chunkerVersion: "" };
 }
 
 export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
@@ -685,6 +694,9 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
     }
     if (message.durationMs !== 0) {
       writer.uint32(49).double(message.durationMs);
+    }
+    if (message.chunkerVersion !== "") {
+      writer.uint32(58).string(message.chunkerVersion);
     }
     return writer;
   },
@@ -750,6 +762,14 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
             message.durationMs = reader.double();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.chunkerVersion = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -774,6 +794,11 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
         : isSet(object.duration_ms)
         ? globalThis.Number(object.duration_ms)
         : 0,
+      chunkerVersion: isSet(object.chunkerVersion)
+        ? globalThis.String(object.chunkerVersion)
+        : isSet(object.chunker_version)
+        ? globalThis.String(object.chunker_version)
+        : "",
     };
   },
 
@@ -797,6 +822,9 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
     if (message.durationMs !== 0) {
       obj.durationMs = floatToJson(message.durationMs);
     }
+    if (message.chunkerVersion !== "") {
+      obj.chunkerVersion = message.chunkerVersion;
+    }
     return obj;
   },
 
@@ -811,6 +839,7 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
     message.removed = object.removed?.map((e) => e) || [];
     message.skipped = object.skipped?.map((e) => SkippedFile.fromPartial(e)) || [];
     message.durationMs = object.durationMs ?? 0;
+    message.chunkerVersion = object.chunkerVersion ?? "";
     return message;
   },
 };
@@ -933,9 +962,10 @@ function createBaseChunkFilesResponse(): ChunkFilesResponse {
     chunks: [],
     contentHash: "",
     lineCount: 0,
-    mtimeNs: 0,
-    sizeBytes: 0,
+    mtimeNs: 0n,
+    sizeBytes: 0n,
     skipDetail: "",
+    chunkerVersion: "",
   };
 }
 
@@ -962,14 +992,23 @@ export const ChunkFilesResponse: MessageFns<ChunkFilesResponse> = {
     if (message.lineCount !== 0) {
       writer.uint32(56).uint32(message.lineCount);
     }
-    if (message.mtimeNs !== 0) {
+    if (message.mtimeNs !== 0n) {
+      if (BigInt.asIntN(64, message.mtimeNs) !== message.mtimeNs) {
+        throw new globalThis.Error("value provided for field message.mtimeNs of type int64 too large");
+      }
       writer.uint32(64).int64(message.mtimeNs);
     }
-    if (message.sizeBytes !== 0) {
+    if (message.sizeBytes !== 0n) {
+      if (BigInt.asUintN(64, message.sizeBytes) !== message.sizeBytes) {
+        throw new globalThis.Error("value provided for field message.sizeBytes of type uint64 too large");
+      }
       writer.uint32(72).uint64(message.sizeBytes);
     }
     if (message.skipDetail !== "") {
       writer.uint32(82).string(message.skipDetail);
+    }
+    if (message.chunkerVersion !== "") {
+      writer.uint32(90).string(message.chunkerVersion);
     }
     return writer;
   },
@@ -1048,7 +1087,7 @@ export const ChunkFilesResponse: MessageFns<ChunkFilesResponse> = {
               break;
             }
 
-            message.mtimeNs = longToNumber(reader.int64());
+            message.mtimeNs = reader.int64() as bigint;
             continue;
           }
           case 9: {
@@ -1056,7 +1095,7 @@ export const ChunkFilesResponse: MessageFns<ChunkFilesResponse> = {
               break;
             }
 
-            message.sizeBytes = longToNumber(reader.uint64());
+            message.sizeBytes = reader.uint64() as bigint;
             continue;
           }
           case 10: {
@@ -1065,6 +1104,14 @@ export const ChunkFilesResponse: MessageFns<ChunkFilesResponse> = {
             }
 
             message.skipDetail = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.chunkerVersion = reader.string();
             continue;
           }
         }
@@ -1108,20 +1155,21 @@ export const ChunkFilesResponse: MessageFns<ChunkFilesResponse> = {
         : isSet(object.line_count)
         ? globalThis.Number(object.line_count)
         : 0,
-      mtimeNs: isSet(object.mtimeNs)
-        ? globalThis.Number(object.mtimeNs)
-        : isSet(object.mtime_ns)
-        ? globalThis.Number(object.mtime_ns)
-        : 0,
+      mtimeNs: isSet(object.mtimeNs) ? BigInt(object.mtimeNs) : isSet(object.mtime_ns) ? BigInt(object.mtime_ns) : 0n,
       sizeBytes: isSet(object.sizeBytes)
-        ? globalThis.Number(object.sizeBytes)
+        ? BigInt(object.sizeBytes)
         : isSet(object.size_bytes)
-        ? globalThis.Number(object.size_bytes)
-        : 0,
+        ? BigInt(object.size_bytes)
+        : 0n,
       skipDetail: isSet(object.skipDetail)
         ? globalThis.String(object.skipDetail)
         : isSet(object.skip_detail)
         ? globalThis.String(object.skip_detail)
+        : "",
+      chunkerVersion: isSet(object.chunkerVersion)
+        ? globalThis.String(object.chunkerVersion)
+        : isSet(object.chunker_version)
+        ? globalThis.String(object.chunker_version)
         : "",
     };
   },
@@ -1149,14 +1197,17 @@ export const ChunkFilesResponse: MessageFns<ChunkFilesResponse> = {
     if (message.lineCount !== 0) {
       obj.lineCount = Math.round(message.lineCount);
     }
-    if (message.mtimeNs !== 0) {
-      obj.mtimeNs = Math.round(message.mtimeNs);
+    if (message.mtimeNs !== 0n) {
+      obj.mtimeNs = message.mtimeNs.toString();
     }
-    if (message.sizeBytes !== 0) {
-      obj.sizeBytes = Math.round(message.sizeBytes);
+    if (message.sizeBytes !== 0n) {
+      obj.sizeBytes = message.sizeBytes.toString();
     }
     if (message.skipDetail !== "") {
       obj.skipDetail = message.skipDetail;
+    }
+    if (message.chunkerVersion !== "") {
+      obj.chunkerVersion = message.chunkerVersion;
     }
     return obj;
   },
@@ -1173,9 +1224,10 @@ export const ChunkFilesResponse: MessageFns<ChunkFilesResponse> = {
     message.chunks = object.chunks?.map((e) => Chunk.fromPartial(e)) || [];
     message.contentHash = object.contentHash ?? "";
     message.lineCount = object.lineCount ?? 0;
-    message.mtimeNs = object.mtimeNs ?? 0;
-    message.sizeBytes = object.sizeBytes ?? 0;
+    message.mtimeNs = (object.mtimeNs !== undefined && object.mtimeNs !== null) ? BigInt(object.mtimeNs) : 0n;
+    message.sizeBytes = (object.sizeBytes !== undefined && object.sizeBytes !== null) ? BigInt(object.sizeBytes) : 0n;
     message.skipDetail = object.skipDetail ?? "";
+    message.chunkerVersion = object.chunkerVersion ?? "";
     return message;
   },
 };
@@ -1823,25 +1875,14 @@ function floatToJson(value: number | null | undefined): number | string | null |
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
 }
 
-type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
+type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;
 
-export type DeepPartial<T> = T extends Builtin ? T
-  : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
+export type DeepPartial<T> = T extends bigint ? string | number | bigint
+  : T extends Builtin ? T : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
   : T extends ReadonlyArray<infer U> ? ReadonlyArray<DeepPartial<U>>
   : T extends { $case: string; value: unknown } ? { $case: T["$case"]; value?: DeepPartial<T["value"]> }
   : T extends {} ? { [K in keyof T]?: DeepPartial<T[K]> }
   : Partial<T>;
-
-function longToNumber(int64: { toString(): string }): number {
-  const num = globalThis.Number(int64.toString());
-  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
-    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
-  }
-  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
-    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
-  }
-  return num;
-}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;

@@ -263,15 +263,15 @@ export interface IndexWorkspaceResponse {
   /** Current step. */
   phase: IndexPhase;
   /** Files handled so far in this step. */
-  filesDone: number;
+  filesDone: bigint;
   /** Files to handle in this step. */
-  filesTotal: number;
+  filesTotal: bigint;
   /** Chunks written so far. */
-  chunksDone: number;
+  chunksDone: bigint;
   /** Chunks embedded so far in this run. */
-  embeddingsDone: number;
+  embeddingsDone: bigint;
   /** Chunks that need an embedding in this run. */
-  embeddingsTotal: number;
+  embeddingsTotal: bigint;
   /** Embedding throughput over the run so far, chunks per second. */
   embeddingsPerSecond: number;
   /** Estimated seconds until the current step ends; negative when unknown. */
@@ -283,23 +283,23 @@ export interface IndexWorkspaceResponse {
 /** SyncStats summarizes what a sync changed. */
 export interface SyncStats {
   /** Files added since the last sync. */
-  filesAdded: number;
+  filesAdded: bigint;
   /** Files whose content changed. */
-  filesChanged: number;
+  filesChanged: bigint;
   /** Files removed. */
-  filesRemoved: number;
+  filesRemoved: bigint;
   /** Files skipped with a reason (minified, binary, ...). */
-  filesSkipped: number;
+  filesSkipped: bigint;
   /** Chunks written. */
-  chunksUpserted: number;
+  chunksUpserted: bigint;
   /** Chunks deleted. */
-  chunksDeleted: number;
+  chunksDeleted: bigint;
   /** Chunks sent to the embedding model in this sync. */
-  chunksEmbedded: number;
+  chunksEmbedded: bigint;
   /** Chunks whose vector came from the content-hash cache instead. */
-  embeddingsReused: number;
+  embeddingsReused: bigint;
   /** Chunks re-embedded because a symbol they reference changed signature. */
-  cascadeReembedded: number;
+  cascadeReembedded: bigint;
   /** Wall time of the sync in milliseconds. */
   durationMs: number;
 }
@@ -385,9 +385,9 @@ export interface SearchMetadata {
   /** Milliseconds spent searching after the sync. */
   searchMs: number;
   /** Chunks in the index. */
-  totalChunks: number;
+  totalChunks: bigint;
   /** Chunks in the index that have a vector of the current model. */
-  embeddedChunks: number;
+  embeddedChunks: bigint;
 }
 
 /** SearchResponse carries ranked results and how they were produced. */
@@ -409,11 +409,11 @@ export interface GetIndexStatusResponse {
   /** State of the index. */
   indexingStatus: IndexingStatus;
   /** Files in the catalog. */
-  files: number;
+  files: bigint;
   /** Chunks in the index. */
-  chunks: number;
+  chunks: bigint;
   /** Chunks with a vector of the current model. */
-  embeddedChunks: number;
+  embeddedChunks: bigint;
   /** Embedding model id of the index. */
   embeddingModelId: string;
   /** Embedding model version of the index. */
@@ -423,7 +423,7 @@ export interface GetIndexStatusResponse {
   /** Last error when indexing_status is FAILED. */
   error: string;
   /** Bytes of the index on disk. */
-  indexBytes: number;
+  indexBytes: bigint;
 }
 
 function createBaseIndexWorkspaceRequest(): IndexWorkspaceRequest {
@@ -522,11 +522,11 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
 function createBaseIndexWorkspaceResponse(): IndexWorkspaceResponse {
   return {
     phase: 0,
-    filesDone: 0,
-    filesTotal: 0,
-    chunksDone: 0,
-    embeddingsDone: 0,
-    embeddingsTotal: 0,
+    filesDone: 0n,
+    filesTotal: 0n,
+    chunksDone: 0n,
+    embeddingsDone: 0n,
+    embeddingsTotal: 0n,
     embeddingsPerSecond: 0,
     etaSeconds: 0,
     stats: undefined,
@@ -538,19 +538,34 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
     if (message.phase !== 0) {
       writer.uint32(8).int32(message.phase);
     }
-    if (message.filesDone !== 0) {
+    if (message.filesDone !== 0n) {
+      if (BigInt.asUintN(64, message.filesDone) !== message.filesDone) {
+        throw new globalThis.Error("value provided for field message.filesDone of type uint64 too large");
+      }
       writer.uint32(16).uint64(message.filesDone);
     }
-    if (message.filesTotal !== 0) {
+    if (message.filesTotal !== 0n) {
+      if (BigInt.asUintN(64, message.filesTotal) !== message.filesTotal) {
+        throw new globalThis.Error("value provided for field message.filesTotal of type uint64 too large");
+      }
       writer.uint32(24).uint64(message.filesTotal);
     }
-    if (message.chunksDone !== 0) {
+    if (message.chunksDone !== 0n) {
+      if (BigInt.asUintN(64, message.chunksDone) !== message.chunksDone) {
+        throw new globalThis.Error("value provided for field message.chunksDone of type uint64 too large");
+      }
       writer.uint32(32).uint64(message.chunksDone);
     }
-    if (message.embeddingsDone !== 0) {
+    if (message.embeddingsDone !== 0n) {
+      if (BigInt.asUintN(64, message.embeddingsDone) !== message.embeddingsDone) {
+        throw new globalThis.Error("value provided for field message.embeddingsDone of type uint64 too large");
+      }
       writer.uint32(40).uint64(message.embeddingsDone);
     }
-    if (message.embeddingsTotal !== 0) {
+    if (message.embeddingsTotal !== 0n) {
+      if (BigInt.asUintN(64, message.embeddingsTotal) !== message.embeddingsTotal) {
+        throw new globalThis.Error("value provided for field message.embeddingsTotal of type uint64 too large");
+      }
       writer.uint32(48).uint64(message.embeddingsTotal);
     }
     if (message.embeddingsPerSecond !== 0) {
@@ -591,7 +606,7 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
               break;
             }
 
-            message.filesDone = longToNumber(reader.uint64());
+            message.filesDone = reader.uint64() as bigint;
             continue;
           }
           case 3: {
@@ -599,7 +614,7 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
               break;
             }
 
-            message.filesTotal = longToNumber(reader.uint64());
+            message.filesTotal = reader.uint64() as bigint;
             continue;
           }
           case 4: {
@@ -607,7 +622,7 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
               break;
             }
 
-            message.chunksDone = longToNumber(reader.uint64());
+            message.chunksDone = reader.uint64() as bigint;
             continue;
           }
           case 5: {
@@ -615,7 +630,7 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
               break;
             }
 
-            message.embeddingsDone = longToNumber(reader.uint64());
+            message.embeddingsDone = reader.uint64() as bigint;
             continue;
           }
           case 6: {
@@ -623,7 +638,7 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
               break;
             }
 
-            message.embeddingsTotal = longToNumber(reader.uint64());
+            message.embeddingsTotal = reader.uint64() as bigint;
             continue;
           }
           case 7: {
@@ -666,30 +681,30 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
     return {
       phase: isSet(object.phase) ? indexPhaseFromJSON(object.phase) : 0,
       filesDone: isSet(object.filesDone)
-        ? globalThis.Number(object.filesDone)
+        ? BigInt(object.filesDone)
         : isSet(object.files_done)
-        ? globalThis.Number(object.files_done)
-        : 0,
+        ? BigInt(object.files_done)
+        : 0n,
       filesTotal: isSet(object.filesTotal)
-        ? globalThis.Number(object.filesTotal)
+        ? BigInt(object.filesTotal)
         : isSet(object.files_total)
-        ? globalThis.Number(object.files_total)
-        : 0,
+        ? BigInt(object.files_total)
+        : 0n,
       chunksDone: isSet(object.chunksDone)
-        ? globalThis.Number(object.chunksDone)
+        ? BigInt(object.chunksDone)
         : isSet(object.chunks_done)
-        ? globalThis.Number(object.chunks_done)
-        : 0,
+        ? BigInt(object.chunks_done)
+        : 0n,
       embeddingsDone: isSet(object.embeddingsDone)
-        ? globalThis.Number(object.embeddingsDone)
+        ? BigInt(object.embeddingsDone)
         : isSet(object.embeddings_done)
-        ? globalThis.Number(object.embeddings_done)
-        : 0,
+        ? BigInt(object.embeddings_done)
+        : 0n,
       embeddingsTotal: isSet(object.embeddingsTotal)
-        ? globalThis.Number(object.embeddingsTotal)
+        ? BigInt(object.embeddingsTotal)
         : isSet(object.embeddings_total)
-        ? globalThis.Number(object.embeddings_total)
-        : 0,
+        ? BigInt(object.embeddings_total)
+        : 0n,
       embeddingsPerSecond: isSet(object.embeddingsPerSecond)
         ? globalThis.Number(object.embeddingsPerSecond)
         : isSet(object.embeddings_per_second)
@@ -709,20 +724,20 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
     if (message.phase !== 0) {
       obj.phase = indexPhaseToJSON(message.phase);
     }
-    if (message.filesDone !== 0) {
-      obj.filesDone = Math.round(message.filesDone);
+    if (message.filesDone !== 0n) {
+      obj.filesDone = message.filesDone.toString();
     }
-    if (message.filesTotal !== 0) {
-      obj.filesTotal = Math.round(message.filesTotal);
+    if (message.filesTotal !== 0n) {
+      obj.filesTotal = message.filesTotal.toString();
     }
-    if (message.chunksDone !== 0) {
-      obj.chunksDone = Math.round(message.chunksDone);
+    if (message.chunksDone !== 0n) {
+      obj.chunksDone = message.chunksDone.toString();
     }
-    if (message.embeddingsDone !== 0) {
-      obj.embeddingsDone = Math.round(message.embeddingsDone);
+    if (message.embeddingsDone !== 0n) {
+      obj.embeddingsDone = message.embeddingsDone.toString();
     }
-    if (message.embeddingsTotal !== 0) {
-      obj.embeddingsTotal = Math.round(message.embeddingsTotal);
+    if (message.embeddingsTotal !== 0n) {
+      obj.embeddingsTotal = message.embeddingsTotal.toString();
     }
     if (message.embeddingsPerSecond !== 0) {
       obj.embeddingsPerSecond = floatToJson(message.embeddingsPerSecond);
@@ -742,11 +757,19 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
   fromPartial(object: DeepPartial<IndexWorkspaceResponse>): IndexWorkspaceResponse {
     const message = createBaseIndexWorkspaceResponse();
     message.phase = object.phase ?? 0;
-    message.filesDone = object.filesDone ?? 0;
-    message.filesTotal = object.filesTotal ?? 0;
-    message.chunksDone = object.chunksDone ?? 0;
-    message.embeddingsDone = object.embeddingsDone ?? 0;
-    message.embeddingsTotal = object.embeddingsTotal ?? 0;
+    message.filesDone = (object.filesDone !== undefined && object.filesDone !== null) ? BigInt(object.filesDone) : 0n;
+    message.filesTotal = (object.filesTotal !== undefined && object.filesTotal !== null)
+      ? BigInt(object.filesTotal)
+      : 0n;
+    message.chunksDone = (object.chunksDone !== undefined && object.chunksDone !== null)
+      ? BigInt(object.chunksDone)
+      : 0n;
+    message.embeddingsDone = (object.embeddingsDone !== undefined && object.embeddingsDone !== null)
+      ? BigInt(object.embeddingsDone)
+      : 0n;
+    message.embeddingsTotal = (object.embeddingsTotal !== undefined && object.embeddingsTotal !== null)
+      ? BigInt(object.embeddingsTotal)
+      : 0n;
     message.embeddingsPerSecond = object.embeddingsPerSecond ?? 0;
     message.etaSeconds = object.etaSeconds ?? 0;
     message.stats = (object.stats !== undefined && object.stats !== null)
@@ -758,46 +781,73 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
 
 function createBaseSyncStats(): SyncStats {
   return {
-    filesAdded: 0,
-    filesChanged: 0,
-    filesRemoved: 0,
-    filesSkipped: 0,
-    chunksUpserted: 0,
-    chunksDeleted: 0,
-    chunksEmbedded: 0,
-    embeddingsReused: 0,
-    cascadeReembedded: 0,
+    filesAdded: 0n,
+    filesChanged: 0n,
+    filesRemoved: 0n,
+    filesSkipped: 0n,
+    chunksUpserted: 0n,
+    chunksDeleted: 0n,
+    chunksEmbedded: 0n,
+    embeddingsReused: 0n,
+    cascadeReembedded: 0n,
     durationMs: 0,
   };
 }
 
 export const SyncStats: MessageFns<SyncStats> = {
   encode(message: SyncStats, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.filesAdded !== 0) {
+    if (message.filesAdded !== 0n) {
+      if (BigInt.asUintN(64, message.filesAdded) !== message.filesAdded) {
+        throw new globalThis.Error("value provided for field message.filesAdded of type uint64 too large");
+      }
       writer.uint32(8).uint64(message.filesAdded);
     }
-    if (message.filesChanged !== 0) {
+    if (message.filesChanged !== 0n) {
+      if (BigInt.asUintN(64, message.filesChanged) !== message.filesChanged) {
+        throw new globalThis.Error("value provided for field message.filesChanged of type uint64 too large");
+      }
       writer.uint32(16).uint64(message.filesChanged);
     }
-    if (message.filesRemoved !== 0) {
+    if (message.filesRemoved !== 0n) {
+      if (BigInt.asUintN(64, message.filesRemoved) !== message.filesRemoved) {
+        throw new globalThis.Error("value provided for field message.filesRemoved of type uint64 too large");
+      }
       writer.uint32(24).uint64(message.filesRemoved);
     }
-    if (message.filesSkipped !== 0) {
+    if (message.filesSkipped !== 0n) {
+      if (BigInt.asUintN(64, message.filesSkipped) !== message.filesSkipped) {
+        throw new globalThis.Error("value provided for field message.filesSkipped of type uint64 too large");
+      }
       writer.uint32(32).uint64(message.filesSkipped);
     }
-    if (message.chunksUpserted !== 0) {
+    if (message.chunksUpserted !== 0n) {
+      if (BigInt.asUintN(64, message.chunksUpserted) !== message.chunksUpserted) {
+        throw new globalThis.Error("value provided for field message.chunksUpserted of type uint64 too large");
+      }
       writer.uint32(40).uint64(message.chunksUpserted);
     }
-    if (message.chunksDeleted !== 0) {
+    if (message.chunksDeleted !== 0n) {
+      if (BigInt.asUintN(64, message.chunksDeleted) !== message.chunksDeleted) {
+        throw new globalThis.Error("value provided for field message.chunksDeleted of type uint64 too large");
+      }
       writer.uint32(48).uint64(message.chunksDeleted);
     }
-    if (message.chunksEmbedded !== 0) {
+    if (message.chunksEmbedded !== 0n) {
+      if (BigInt.asUintN(64, message.chunksEmbedded) !== message.chunksEmbedded) {
+        throw new globalThis.Error("value provided for field message.chunksEmbedded of type uint64 too large");
+      }
       writer.uint32(56).uint64(message.chunksEmbedded);
     }
-    if (message.embeddingsReused !== 0) {
+    if (message.embeddingsReused !== 0n) {
+      if (BigInt.asUintN(64, message.embeddingsReused) !== message.embeddingsReused) {
+        throw new globalThis.Error("value provided for field message.embeddingsReused of type uint64 too large");
+      }
       writer.uint32(64).uint64(message.embeddingsReused);
     }
-    if (message.cascadeReembedded !== 0) {
+    if (message.cascadeReembedded !== 0n) {
+      if (BigInt.asUintN(64, message.cascadeReembedded) !== message.cascadeReembedded) {
+        throw new globalThis.Error("value provided for field message.cascadeReembedded of type uint64 too large");
+      }
       writer.uint32(72).uint64(message.cascadeReembedded);
     }
     if (message.durationMs !== 0) {
@@ -824,7 +874,7 @@ export const SyncStats: MessageFns<SyncStats> = {
               break;
             }
 
-            message.filesAdded = longToNumber(reader.uint64());
+            message.filesAdded = reader.uint64() as bigint;
             continue;
           }
           case 2: {
@@ -832,7 +882,7 @@ export const SyncStats: MessageFns<SyncStats> = {
               break;
             }
 
-            message.filesChanged = longToNumber(reader.uint64());
+            message.filesChanged = reader.uint64() as bigint;
             continue;
           }
           case 3: {
@@ -840,7 +890,7 @@ export const SyncStats: MessageFns<SyncStats> = {
               break;
             }
 
-            message.filesRemoved = longToNumber(reader.uint64());
+            message.filesRemoved = reader.uint64() as bigint;
             continue;
           }
           case 4: {
@@ -848,7 +898,7 @@ export const SyncStats: MessageFns<SyncStats> = {
               break;
             }
 
-            message.filesSkipped = longToNumber(reader.uint64());
+            message.filesSkipped = reader.uint64() as bigint;
             continue;
           }
           case 5: {
@@ -856,7 +906,7 @@ export const SyncStats: MessageFns<SyncStats> = {
               break;
             }
 
-            message.chunksUpserted = longToNumber(reader.uint64());
+            message.chunksUpserted = reader.uint64() as bigint;
             continue;
           }
           case 6: {
@@ -864,7 +914,7 @@ export const SyncStats: MessageFns<SyncStats> = {
               break;
             }
 
-            message.chunksDeleted = longToNumber(reader.uint64());
+            message.chunksDeleted = reader.uint64() as bigint;
             continue;
           }
           case 7: {
@@ -872,7 +922,7 @@ export const SyncStats: MessageFns<SyncStats> = {
               break;
             }
 
-            message.chunksEmbedded = longToNumber(reader.uint64());
+            message.chunksEmbedded = reader.uint64() as bigint;
             continue;
           }
           case 8: {
@@ -880,7 +930,7 @@ export const SyncStats: MessageFns<SyncStats> = {
               break;
             }
 
-            message.embeddingsReused = longToNumber(reader.uint64());
+            message.embeddingsReused = reader.uint64() as bigint;
             continue;
           }
           case 9: {
@@ -888,7 +938,7 @@ export const SyncStats: MessageFns<SyncStats> = {
               break;
             }
 
-            message.cascadeReembedded = longToNumber(reader.uint64());
+            message.cascadeReembedded = reader.uint64() as bigint;
             continue;
           }
           case 10: {
@@ -914,50 +964,50 @@ export const SyncStats: MessageFns<SyncStats> = {
   fromJSON(object: any): SyncStats {
     return {
       filesAdded: isSet(object.filesAdded)
-        ? globalThis.Number(object.filesAdded)
+        ? BigInt(object.filesAdded)
         : isSet(object.files_added)
-        ? globalThis.Number(object.files_added)
-        : 0,
+        ? BigInt(object.files_added)
+        : 0n,
       filesChanged: isSet(object.filesChanged)
-        ? globalThis.Number(object.filesChanged)
+        ? BigInt(object.filesChanged)
         : isSet(object.files_changed)
-        ? globalThis.Number(object.files_changed)
-        : 0,
+        ? BigInt(object.files_changed)
+        : 0n,
       filesRemoved: isSet(object.filesRemoved)
-        ? globalThis.Number(object.filesRemoved)
+        ? BigInt(object.filesRemoved)
         : isSet(object.files_removed)
-        ? globalThis.Number(object.files_removed)
-        : 0,
+        ? BigInt(object.files_removed)
+        : 0n,
       filesSkipped: isSet(object.filesSkipped)
-        ? globalThis.Number(object.filesSkipped)
+        ? BigInt(object.filesSkipped)
         : isSet(object.files_skipped)
-        ? globalThis.Number(object.files_skipped)
-        : 0,
+        ? BigInt(object.files_skipped)
+        : 0n,
       chunksUpserted: isSet(object.chunksUpserted)
-        ? globalThis.Number(object.chunksUpserted)
+        ? BigInt(object.chunksUpserted)
         : isSet(object.chunks_upserted)
-        ? globalThis.Number(object.chunks_upserted)
-        : 0,
+        ? BigInt(object.chunks_upserted)
+        : 0n,
       chunksDeleted: isSet(object.chunksDeleted)
-        ? globalThis.Number(object.chunksDeleted)
+        ? BigInt(object.chunksDeleted)
         : isSet(object.chunks_deleted)
-        ? globalThis.Number(object.chunks_deleted)
-        : 0,
+        ? BigInt(object.chunks_deleted)
+        : 0n,
       chunksEmbedded: isSet(object.chunksEmbedded)
-        ? globalThis.Number(object.chunksEmbedded)
+        ? BigInt(object.chunksEmbedded)
         : isSet(object.chunks_embedded)
-        ? globalThis.Number(object.chunks_embedded)
-        : 0,
+        ? BigInt(object.chunks_embedded)
+        : 0n,
       embeddingsReused: isSet(object.embeddingsReused)
-        ? globalThis.Number(object.embeddingsReused)
+        ? BigInt(object.embeddingsReused)
         : isSet(object.embeddings_reused)
-        ? globalThis.Number(object.embeddings_reused)
-        : 0,
+        ? BigInt(object.embeddings_reused)
+        : 0n,
       cascadeReembedded: isSet(object.cascadeReembedded)
-        ? globalThis.Number(object.cascadeReembedded)
+        ? BigInt(object.cascadeReembedded)
         : isSet(object.cascade_reembedded)
-        ? globalThis.Number(object.cascade_reembedded)
-        : 0,
+        ? BigInt(object.cascade_reembedded)
+        : 0n,
       durationMs: isSet(object.durationMs)
         ? globalThis.Number(object.durationMs)
         : isSet(object.duration_ms)
@@ -968,32 +1018,32 @@ export const SyncStats: MessageFns<SyncStats> = {
 
   toJSON(message: SyncStats): unknown {
     const obj: any = {};
-    if (message.filesAdded !== 0) {
-      obj.filesAdded = Math.round(message.filesAdded);
+    if (message.filesAdded !== 0n) {
+      obj.filesAdded = message.filesAdded.toString();
     }
-    if (message.filesChanged !== 0) {
-      obj.filesChanged = Math.round(message.filesChanged);
+    if (message.filesChanged !== 0n) {
+      obj.filesChanged = message.filesChanged.toString();
     }
-    if (message.filesRemoved !== 0) {
-      obj.filesRemoved = Math.round(message.filesRemoved);
+    if (message.filesRemoved !== 0n) {
+      obj.filesRemoved = message.filesRemoved.toString();
     }
-    if (message.filesSkipped !== 0) {
-      obj.filesSkipped = Math.round(message.filesSkipped);
+    if (message.filesSkipped !== 0n) {
+      obj.filesSkipped = message.filesSkipped.toString();
     }
-    if (message.chunksUpserted !== 0) {
-      obj.chunksUpserted = Math.round(message.chunksUpserted);
+    if (message.chunksUpserted !== 0n) {
+      obj.chunksUpserted = message.chunksUpserted.toString();
     }
-    if (message.chunksDeleted !== 0) {
-      obj.chunksDeleted = Math.round(message.chunksDeleted);
+    if (message.chunksDeleted !== 0n) {
+      obj.chunksDeleted = message.chunksDeleted.toString();
     }
-    if (message.chunksEmbedded !== 0) {
-      obj.chunksEmbedded = Math.round(message.chunksEmbedded);
+    if (message.chunksEmbedded !== 0n) {
+      obj.chunksEmbedded = message.chunksEmbedded.toString();
     }
-    if (message.embeddingsReused !== 0) {
-      obj.embeddingsReused = Math.round(message.embeddingsReused);
+    if (message.embeddingsReused !== 0n) {
+      obj.embeddingsReused = message.embeddingsReused.toString();
     }
-    if (message.cascadeReembedded !== 0) {
-      obj.cascadeReembedded = Math.round(message.cascadeReembedded);
+    if (message.cascadeReembedded !== 0n) {
+      obj.cascadeReembedded = message.cascadeReembedded.toString();
     }
     if (message.durationMs !== 0) {
       obj.durationMs = floatToJson(message.durationMs);
@@ -1006,15 +1056,33 @@ export const SyncStats: MessageFns<SyncStats> = {
   },
   fromPartial(object: DeepPartial<SyncStats>): SyncStats {
     const message = createBaseSyncStats();
-    message.filesAdded = object.filesAdded ?? 0;
-    message.filesChanged = object.filesChanged ?? 0;
-    message.filesRemoved = object.filesRemoved ?? 0;
-    message.filesSkipped = object.filesSkipped ?? 0;
-    message.chunksUpserted = object.chunksUpserted ?? 0;
-    message.chunksDeleted = object.chunksDeleted ?? 0;
-    message.chunksEmbedded = object.chunksEmbedded ?? 0;
-    message.embeddingsReused = object.embeddingsReused ?? 0;
-    message.cascadeReembedded = object.cascadeReembedded ?? 0;
+    message.filesAdded = (object.filesAdded !== undefined && object.filesAdded !== null)
+      ? BigInt(object.filesAdded)
+      : 0n;
+    message.filesChanged = (object.filesChanged !== undefined && object.filesChanged !== null)
+      ? BigInt(object.filesChanged)
+      : 0n;
+    message.filesRemoved = (object.filesRemoved !== undefined && object.filesRemoved !== null)
+      ? BigInt(object.filesRemoved)
+      : 0n;
+    message.filesSkipped = (object.filesSkipped !== undefined && object.filesSkipped !== null)
+      ? BigInt(object.filesSkipped)
+      : 0n;
+    message.chunksUpserted = (object.chunksUpserted !== undefined && object.chunksUpserted !== null)
+      ? BigInt(object.chunksUpserted)
+      : 0n;
+    message.chunksDeleted = (object.chunksDeleted !== undefined && object.chunksDeleted !== null)
+      ? BigInt(object.chunksDeleted)
+      : 0n;
+    message.chunksEmbedded = (object.chunksEmbedded !== undefined && object.chunksEmbedded !== null)
+      ? BigInt(object.chunksEmbedded)
+      : 0n;
+    message.embeddingsReused = (object.embeddingsReused !== undefined && object.embeddingsReused !== null)
+      ? BigInt(object.embeddingsReused)
+      : 0n;
+    message.cascadeReembedded = (object.cascadeReembedded !== undefined && object.cascadeReembedded !== null)
+      ? BigInt(object.cascadeReembedded)
+      : 0n;
     message.durationMs = object.durationMs ?? 0;
     return message;
   },
@@ -1564,8 +1632,8 @@ function createBaseSearchMetadata(): SearchMetadata {
     sync: undefined,
     syncMs: 0,
     searchMs: 0,
-    totalChunks: 0,
-    embeddedChunks: 0,
+    totalChunks: 0n,
+    embeddedChunks: 0n,
   };
 }
 
@@ -1604,10 +1672,16 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     if (message.searchMs !== 0) {
       writer.uint32(89).double(message.searchMs);
     }
-    if (message.totalChunks !== 0) {
+    if (message.totalChunks !== 0n) {
+      if (BigInt.asUintN(64, message.totalChunks) !== message.totalChunks) {
+        throw new globalThis.Error("value provided for field message.totalChunks of type uint64 too large");
+      }
       writer.uint32(96).uint64(message.totalChunks);
     }
-    if (message.embeddedChunks !== 0) {
+    if (message.embeddedChunks !== 0n) {
+      if (BigInt.asUintN(64, message.embeddedChunks) !== message.embeddedChunks) {
+        throw new globalThis.Error("value provided for field message.embeddedChunks of type uint64 too large");
+      }
       writer.uint32(104).uint64(message.embeddedChunks);
     }
     return writer;
@@ -1719,7 +1793,7 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
               break;
             }
 
-            message.totalChunks = longToNumber(reader.uint64());
+            message.totalChunks = reader.uint64() as bigint;
             continue;
           }
           case 13: {
@@ -1727,7 +1801,7 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
               break;
             }
 
-            message.embeddedChunks = longToNumber(reader.uint64());
+            message.embeddedChunks = reader.uint64() as bigint;
             continue;
           }
         }
@@ -1796,15 +1870,15 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
         ? globalThis.Number(object.search_ms)
         : 0,
       totalChunks: isSet(object.totalChunks)
-        ? globalThis.Number(object.totalChunks)
+        ? BigInt(object.totalChunks)
         : isSet(object.total_chunks)
-        ? globalThis.Number(object.total_chunks)
-        : 0,
+        ? BigInt(object.total_chunks)
+        : 0n,
       embeddedChunks: isSet(object.embeddedChunks)
-        ? globalThis.Number(object.embeddedChunks)
+        ? BigInt(object.embeddedChunks)
         : isSet(object.embedded_chunks)
-        ? globalThis.Number(object.embedded_chunks)
-        : 0,
+        ? BigInt(object.embedded_chunks)
+        : 0n,
     };
   },
 
@@ -1843,11 +1917,11 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     if (message.searchMs !== 0) {
       obj.searchMs = floatToJson(message.searchMs);
     }
-    if (message.totalChunks !== 0) {
-      obj.totalChunks = Math.round(message.totalChunks);
+    if (message.totalChunks !== 0n) {
+      obj.totalChunks = message.totalChunks.toString();
     }
-    if (message.embeddedChunks !== 0) {
-      obj.embeddedChunks = Math.round(message.embeddedChunks);
+    if (message.embeddedChunks !== 0n) {
+      obj.embeddedChunks = message.embeddedChunks.toString();
     }
     return obj;
   },
@@ -1868,8 +1942,12 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     message.sync = (object.sync !== undefined && object.sync !== null) ? SyncStats.fromPartial(object.sync) : undefined;
     message.syncMs = object.syncMs ?? 0;
     message.searchMs = object.searchMs ?? 0;
-    message.totalChunks = object.totalChunks ?? 0;
-    message.embeddedChunks = object.embeddedChunks ?? 0;
+    message.totalChunks = (object.totalChunks !== undefined && object.totalChunks !== null)
+      ? BigInt(object.totalChunks)
+      : 0n;
+    message.embeddedChunks = (object.embeddedChunks !== undefined && object.embeddedChunks !== null)
+      ? BigInt(object.embeddedChunks)
+      : 0n;
     return message;
   },
 };
@@ -2039,14 +2117,14 @@ export const GetIndexStatusRequest: MessageFns<GetIndexStatusRequest> = {
 function createBaseGetIndexStatusResponse(): GetIndexStatusResponse {
   return {
     indexingStatus: 0,
-    files: 0,
-    chunks: 0,
-    embeddedChunks: 0,
+    files: 0n,
+    chunks: 0n,
+    embeddedChunks: 0n,
     embeddingModelId: "",
     embeddingModelVersion: "",
     indexFormatVersion: "",
     error: "",
-    indexBytes: 0,
+    indexBytes: 0n,
   };
 }
 
@@ -2055,13 +2133,22 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     if (message.indexingStatus !== 0) {
       writer.uint32(8).int32(message.indexingStatus);
     }
-    if (message.files !== 0) {
+    if (message.files !== 0n) {
+      if (BigInt.asUintN(64, message.files) !== message.files) {
+        throw new globalThis.Error("value provided for field message.files of type uint64 too large");
+      }
       writer.uint32(16).uint64(message.files);
     }
-    if (message.chunks !== 0) {
+    if (message.chunks !== 0n) {
+      if (BigInt.asUintN(64, message.chunks) !== message.chunks) {
+        throw new globalThis.Error("value provided for field message.chunks of type uint64 too large");
+      }
       writer.uint32(24).uint64(message.chunks);
     }
-    if (message.embeddedChunks !== 0) {
+    if (message.embeddedChunks !== 0n) {
+      if (BigInt.asUintN(64, message.embeddedChunks) !== message.embeddedChunks) {
+        throw new globalThis.Error("value provided for field message.embeddedChunks of type uint64 too large");
+      }
       writer.uint32(32).uint64(message.embeddedChunks);
     }
     if (message.embeddingModelId !== "") {
@@ -2076,7 +2163,10 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     if (message.error !== "") {
       writer.uint32(66).string(message.error);
     }
-    if (message.indexBytes !== 0) {
+    if (message.indexBytes !== 0n) {
+      if (BigInt.asUintN(64, message.indexBytes) !== message.indexBytes) {
+        throw new globalThis.Error("value provided for field message.indexBytes of type uint64 too large");
+      }
       writer.uint32(72).uint64(message.indexBytes);
     }
     return writer;
@@ -2108,7 +2198,7 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
               break;
             }
 
-            message.files = longToNumber(reader.uint64());
+            message.files = reader.uint64() as bigint;
             continue;
           }
           case 3: {
@@ -2116,7 +2206,7 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
               break;
             }
 
-            message.chunks = longToNumber(reader.uint64());
+            message.chunks = reader.uint64() as bigint;
             continue;
           }
           case 4: {
@@ -2124,7 +2214,7 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
               break;
             }
 
-            message.embeddedChunks = longToNumber(reader.uint64());
+            message.embeddedChunks = reader.uint64() as bigint;
             continue;
           }
           case 5: {
@@ -2164,7 +2254,7 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
               break;
             }
 
-            message.indexBytes = longToNumber(reader.uint64());
+            message.indexBytes = reader.uint64() as bigint;
             continue;
           }
         }
@@ -2186,13 +2276,13 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
         : isSet(object.indexing_status)
         ? indexingStatusFromJSON(object.indexing_status)
         : 0,
-      files: isSet(object.files) ? globalThis.Number(object.files) : 0,
-      chunks: isSet(object.chunks) ? globalThis.Number(object.chunks) : 0,
+      files: isSet(object.files) ? BigInt(object.files) : 0n,
+      chunks: isSet(object.chunks) ? BigInt(object.chunks) : 0n,
       embeddedChunks: isSet(object.embeddedChunks)
-        ? globalThis.Number(object.embeddedChunks)
+        ? BigInt(object.embeddedChunks)
         : isSet(object.embedded_chunks)
-        ? globalThis.Number(object.embedded_chunks)
-        : 0,
+        ? BigInt(object.embedded_chunks)
+        : 0n,
       embeddingModelId: isSet(object.embeddingModelId)
         ? globalThis.String(object.embeddingModelId)
         : isSet(object.embedding_model_id)
@@ -2210,10 +2300,10 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
         : "",
       error: isSet(object.error) ? globalThis.String(object.error) : "",
       indexBytes: isSet(object.indexBytes)
-        ? globalThis.Number(object.indexBytes)
+        ? BigInt(object.indexBytes)
         : isSet(object.index_bytes)
-        ? globalThis.Number(object.index_bytes)
-        : 0,
+        ? BigInt(object.index_bytes)
+        : 0n,
     };
   },
 
@@ -2222,14 +2312,14 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     if (message.indexingStatus !== 0) {
       obj.indexingStatus = indexingStatusToJSON(message.indexingStatus);
     }
-    if (message.files !== 0) {
-      obj.files = Math.round(message.files);
+    if (message.files !== 0n) {
+      obj.files = message.files.toString();
     }
-    if (message.chunks !== 0) {
-      obj.chunks = Math.round(message.chunks);
+    if (message.chunks !== 0n) {
+      obj.chunks = message.chunks.toString();
     }
-    if (message.embeddedChunks !== 0) {
-      obj.embeddedChunks = Math.round(message.embeddedChunks);
+    if (message.embeddedChunks !== 0n) {
+      obj.embeddedChunks = message.embeddedChunks.toString();
     }
     if (message.embeddingModelId !== "") {
       obj.embeddingModelId = message.embeddingModelId;
@@ -2243,8 +2333,8 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     if (message.error !== "") {
       obj.error = message.error;
     }
-    if (message.indexBytes !== 0) {
-      obj.indexBytes = Math.round(message.indexBytes);
+    if (message.indexBytes !== 0n) {
+      obj.indexBytes = message.indexBytes.toString();
     }
     return obj;
   },
@@ -2255,14 +2345,18 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
   fromPartial(object: DeepPartial<GetIndexStatusResponse>): GetIndexStatusResponse {
     const message = createBaseGetIndexStatusResponse();
     message.indexingStatus = object.indexingStatus ?? 0;
-    message.files = object.files ?? 0;
-    message.chunks = object.chunks ?? 0;
-    message.embeddedChunks = object.embeddedChunks ?? 0;
+    message.files = (object.files !== undefined && object.files !== null) ? BigInt(object.files) : 0n;
+    message.chunks = (object.chunks !== undefined && object.chunks !== null) ? BigInt(object.chunks) : 0n;
+    message.embeddedChunks = (object.embeddedChunks !== undefined && object.embeddedChunks !== null)
+      ? BigInt(object.embeddedChunks)
+      : 0n;
     message.embeddingModelId = object.embeddingModelId ?? "";
     message.embeddingModelVersion = object.embeddingModelVersion ?? "";
     message.indexFormatVersion = object.indexFormatVersion ?? "";
     message.error = object.error ?? "";
-    message.indexBytes = object.indexBytes ?? 0;
+    message.indexBytes = (object.indexBytes !== undefined && object.indexBytes !== null)
+      ? BigInt(object.indexBytes)
+      : 0n;
     return message;
   },
 };
@@ -2377,25 +2471,14 @@ function floatToJson(value: number | null | undefined): number | string | null |
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
 }
 
-type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
+type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;
 
-export type DeepPartial<T> = T extends Builtin ? T
-  : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
+export type DeepPartial<T> = T extends bigint ? string | number | bigint
+  : T extends Builtin ? T : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
   : T extends ReadonlyArray<infer U> ? ReadonlyArray<DeepPartial<U>>
   : T extends { $case: string; value: unknown } ? { $case: T["$case"]; value?: DeepPartial<T["value"]> }
   : T extends {} ? { [K in keyof T]?: DeepPartial<T[K]> }
   : Partial<T>;
-
-function longToNumber(int64: { toString(): string }): number {
-  const num = globalThis.Number(int64.toString());
-  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
-    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
-  }
-  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
-    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
-  }
-  return num;
-}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;

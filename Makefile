@@ -29,6 +29,9 @@ setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 $(VENV_STAMP): py_services/pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet -e 'py_services[dev]'
+	# Export the default embedding model to ONNX now (~7 s) rather than on the
+	# embedding service's first start, which has a 3 s budget.
+	$(VENV)/bin/python -m codecompass.embedding.minilm_onnx
 	touch $@
 
 # `npm install` rather than `npm ci`: it installs the locked versions just the

@@ -144,3 +144,8 @@ def test_e5_small_runs_on_this_python_and_ranks_sensibly():
     np.testing.assert_allclose(np.linalg.norm(documents, axis=1), 1.0, rtol=1e-5)
     css, jwt = documents @ query
     assert jwt > css
+    long_chunk = JWT_CHUNK + "\n    const retryCountValue = computeBackoff(attempt);" * 200
+    for input_type in ("document", "query"):
+        prepared = provider.prepare(long_chunk, input_type)
+        assert prepared.startswith("type script src auth token service ts token service validate token")
+        assert provider._model.token_count(prepared, input_type == "query") <= 256

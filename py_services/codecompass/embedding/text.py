@@ -27,8 +27,8 @@ TEXT_PREP_VERSION = "split-v1"
 _WORD = re.compile(r"[\w$]+")
 _BODY_SEPARATOR = "---"
 _HEADER_PREFIXES = ("Purpose:", "Signature:")
-# The header may take at most this share of the window, so an enormous
-# signature cannot push every line of code out.
+# The header may take at most this share of the window while the body needs the
+# rest, so an enormous signature cannot push every line of code out.
 _CORE_SHARE = 0.75
 
 

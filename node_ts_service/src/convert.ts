@@ -79,19 +79,15 @@ function fromTable<V, K>(table: Map<V, K>, value: V, what: string): K {
 }
 
 /**
- * ts-proto's forceLong option decides whether 64-bit fields are JS numbers
- * or bigints. Nanosecond mtimes exceed 2^53, so the wire type must be bigint;
- * reading the type off a fresh message keeps this module correct under
- * either generation setting.
+ * 64-bit fields are bigints on the wire (ts-proto forceLong=bigint) because
+ * nanosecond mtimes exceed 2^53; the domain keeps JS numbers, which round
+ * them to ~256 ns. Both sides of a catalog comparison round the same way.
  */
-type WireInt64 = pb.FileEntry['mtimeNs'];
-const INT64_IS_BIGINT = typeof pb.FileEntry.create().mtimeNs === 'bigint';
-
-function int64ToPb(value: number): WireInt64 {
-  return (INT64_IS_BIGINT ? BigInt(Math.trunc(value)) : value) as WireInt64;
+function int64ToPb(value: number): bigint {
+  return BigInt(Math.trunc(value));
 }
 
-function int64FromPb(value: WireInt64): number {
+function int64FromPb(value: bigint): number {
   return Number(value);
 }
 

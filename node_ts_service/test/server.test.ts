@@ -7,6 +7,7 @@ import * as readline from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
+import { CHUNKER_VERSION } from '../src/chunker';
 import { chunkedFileFromPb, renderResultFromPb, scanResultFromPb } from '../src/convert';
 import {
   CodeAnalysisServiceClient,
@@ -145,6 +146,7 @@ describe('graceful shutdown (in-process server)', () => {
         const got: string[] = [];
         const stream = client.chunkFiles({ workspaceRoot: root, paths: ['.'], includeReferences: false }, deadline());
         stream.on('data', (r: ChunkFilesResponse) => {
+          assert.equal(r.chunkerVersion, CHUNKER_VERSION);
           got.push(r.relativePath);
           stopped ??= server.shutdown(20_000);
         });
@@ -218,7 +220,9 @@ describe('analysis service process', () => {
   });
 
   it('ScanWorkspace reports the catalog and its diff between scans', async () => {
-    const first = scanResultFromPb(await scan(client, { workspaceRoot: root, previous: [], excludePatterns: [] }));
+    const firstPb = await scan(client, { workspaceRoot: root, previous: [], excludePatterns: [] });
+    assert.equal(firstPb.chunkerVersion, CHUNKER_VERSION);
+    const first = scanResultFromPb(firstPb);
     assert.deepEqual(first.files.map((f) => f.relativePath), ['src/greeter.ts', 'src/old.ts', 'src/util.js']);
     assert.deepEqual(first.added, ['src/greeter.ts', 'src/old.ts', 'src/util.js']);
 

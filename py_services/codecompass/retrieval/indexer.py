@@ -15,6 +15,7 @@ Concurrency model, per workspace:
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import queue
 import threading
 import time
@@ -529,6 +530,9 @@ class RetrievalEngine:
         stats = job.future.result()
         if wait_for_embeddings:
             yield from self._wait_for_embeddings(ws)
+            # The sync only counts what it embedded inline; a caller that waited also
+            # wants the chunks the background run embedded for this index.
+            stats = dataclasses.replace(stats, chunks_embedded=stats.chunks_embedded + ws.embedder.done)
         store = ws.store
         total = store.counts()[0] if store is not None else 0
         yield IndexProgress(

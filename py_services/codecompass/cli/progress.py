@@ -32,8 +32,11 @@ def _fraction(progress: IndexProgress) -> float | None:
 
 
 def describe(progress: IndexProgress) -> str:
-    parts = [f"{progress.phase:<9}", f"files {progress.files_done}/{progress.files_total}",
-             f"chunks {progress.chunks_done}"]
+    parts = [f"{progress.phase:<9}"]
+    # The embedding phase works on chunks, not files; a "files 0/0" there only confuses.
+    if progress.files_total:
+        parts.append(f"files {progress.files_done}/{progress.files_total}")
+    parts.append(f"chunks {progress.chunks_done}")
     if progress.embeddings_total:
         parts.append(f"embedded {progress.embeddings_done}/{progress.embeddings_total}")
     if progress.embeddings_per_second > 0:

@@ -39,8 +39,8 @@ from codecompass.retrieval.state import (
 )
 from codecompass.v1 import analysis_pb2, embedding_pb2, retrieval_pb2
 
-# The analysis contract has no chunker version field yet; until it does, every chunker counts
-# as the same version and a chunker upgrade needs a manual re-index (reported to the lead).
+# What an analysis service too old to report its chunker version is taken to run; such a
+# service's chunker upgrades cannot be detected, so they need a manual re-index.
 UNVERSIONED_CHUNKER = "unversioned"
 
 _STATUS_TO_PROTO = {

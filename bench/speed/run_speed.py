@@ -149,8 +149,10 @@ def main(argv: list[str] | None = None) -> int:
             results["embedded_chunks"] = status.embedded_chunks
             results["embedding_wait_s"] = t_ready - embed_started
             results["index_to_ready_s"] = t_ready - t_serving
-            embed_seconds = t_ready - t_lexical
-            results["embed_chunks_per_s"] = (status.embedded_chunks / embed_seconds) if embed_seconds > 0 else 0.0
+            # Only what was embedded while we watched counts: a resumed index may start half embedded.
+            embed_seconds = t_ready - embed_started
+            embedded_now = status.embedded_chunks - embedded_at_start
+            results["embed_chunks_per_s"] = (embedded_now / embed_seconds) if embed_seconds > 0 else 0.0
             results["embedded_before_poll"] = embedded_at_start
             results["index_bytes_reported"] = status.index_bytes
             results["state_dir_bytes"] = dir_size_bytes(state_dir)
@@ -232,7 +234,8 @@ def render(r: dict) -> str:
         (
             "**Full embedding** (index start → READY; goal ≤ 6 min)",
             f"**{r['index_to_ready_s']:.0f} s** for {r['embedded_chunks']:,} / {r['chunks']:,} chunks "
-            f"= {r['embed_chunks_per_s']:.1f} chunks/s ({r['indexing_status']})"
+            f"({r['embedded_before_poll']:,} already embedded when polling began; "
+            f"{r['embed_chunks_per_s']:.1f} chunks/s while polled) ({r['indexing_status']})"
             + (" — stopped waiting" if r.get("embedding_timed_out") else "")
             + (f" — failed: {r['embedding_error']}" if r.get("embedding_error") else ""),
         ),

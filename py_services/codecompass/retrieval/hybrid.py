@@ -80,7 +80,7 @@ def hybrid_search(
     filters: Filters,
     limit: int,
     semantic_ratio: float,
-    fusion: str = "rrf",
+    fusion: str = "blend",
     vector_candidates: int = 40,
     lexical_candidates: int = 40,
     unavailable_reason: str = SKIP_EMBEDDING_UNAVAILABLE,

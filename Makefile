@@ -22,7 +22,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 # Folders too: adding or deleting a file changes its folder's mtime.
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
-.PHONY: setup proto proto-check lint test run
+.PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
@@ -71,3 +71,23 @@ test: setup
 
 run: setup
 	$(VENV)/bin/codecompass run --workspace $(WORKSPACE)
+
+# Benchmarks print markdown tables (bench/README.md explains every number).
+# The corpus is pinned npm packages, installed into bench/.corpus (gitignored).
+bench-corpus: setup
+	bench/corpus/install.sh
+	$(VENV)/bin/python -m bench.corpus.assemble all
+
+bench-chunk: bench-corpus
+	$(VENV)/bin/python -m bench.chunk_bench
+	node bench/chunk_bench_node.js --repeat 3
+
+bench-quality: bench-corpus
+	$(VENV)/bin/python -m bench.quality.build_queries
+	$(VENV)/bin/python -m bench.quality.run_quality
+
+bench-speed: bench-corpus
+	$(VENV)/bin/python -m bench.speed.run_speed
+
+bench-embed: setup
+	$(VENV)/bin/python -m bench.embed_bench

@@ -97,6 +97,7 @@ def chunk_id(rel: str, name: str) -> str:
 class FakeAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
     def __init__(self) -> None:
         self.chunk_calls: list[list[str]] = []
+        self.reference_flags: list[bool] = []
         self.chunk_delay_s = 0.0
 
     def _source_files(self, root: Path) -> Iterator[tuple[str, Path]]:
@@ -154,7 +155,9 @@ class FakeAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
     def ChunkFiles(self, request, context):
         root = Path(request.workspace_root)
         self.chunk_calls.append(list(request.paths))
-        symbols = self._symbols(root)
+        self.reference_flags.append(request.include_references)
+        # Like the real service, no references are resolved unless asked for.
+        symbols = self._symbols(root) if request.include_references else {}
         for rel in request.paths:
             time.sleep(self.chunk_delay_s)
             path = root / rel
@@ -731,3 +734,19 @@ def test_a_restart_resumes_missing_embeddings_without_a_new_sync(
     _wait_ready(harness)
     assert harness.engine.status(str(harness.root)).embedded_chunks == 5
     assert len(harness.analysis.chunk_calls) == 1
+
+
+@pytest.mark.parametrize("harness", [SyncTuning(lexical_first_min_files=2)], indirect=True)
+def test_large_cold_sync_writes_syntactic_chunks_first_then_embeds_only_full_text(harness: Harness) -> None:
+    _seed(harness)
+    expected = sum(len(parse_functions(p.read_text())) for p in harness.root.rglob("*.ts"))
+    stats = harness.index()[-1].stats
+    assert harness.analysis.reference_flags == [False, True]
+    assert stats.chunks_upserted == expected
+    assert sorted(harness.all_rows()) == sorted(set(harness.all_rows()))
+    assert len(harness.all_rows()) == expected
+    # Every chunk is embedded once, from the text that carries its referenced signatures.
+    assert len(harness.embedding.documents) == expected
+    router_text = next(d for d in harness.embedding.documents if "> routeRequest" in d)
+    assert "validateToken(token: string): boolean" in router_text
+    assert harness.search("route request").results[0].chunk.name == "routeRequest"

@@ -441,13 +441,26 @@ class WorkspaceIndex:
             # take the workspace down, and the next scheduled run retries it.
             _log.exception("maintenance of %s failed", self.root)
 
+    # How often a search waiting on a cold index's sync looks for its first rows.
+    COLD_POLL_S = 0.1
+
     def sync_for_search(self, wait_s: float) -> tuple[SyncStats, bool]:
         """(stats, finished): the stats are empty when the sync did not finish in time."""
         job = self.request_sync()
-        try:
-            return job.future.result(timeout=wait_s), True
-        except FutureTimeout:
-            return SyncStats(), False
+        deadline = time.monotonic() + wait_s
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                return job.future.result(timeout=min(self.COLD_POLL_S, max(remaining, 0.0))), True
+            except FutureTimeout:
+                pass
+            if remaining <= 0:
+                return SyncStats(), False
+            # A cold (or resuming) index answers as soon as its first rows are written: that
+            # is what makes the first search of a new workspace come back in seconds.
+            store = self._store
+            if not self.catalog.complete and store is not None and store.counts()[0] > 0:
+                return SyncStats(), False
 
     # --- status ---
 

@@ -172,6 +172,30 @@ class VersionedHost implements ts.LanguageServiceHost {
   }
 }
 
+/** Keeps the inferred options' lib files alive in the DocumentRegistry, parsed and bound. */
+let libraryHolder: ts.LanguageService | undefined;
+
+/**
+ * Parses and binds the default lib files (lib.dom.d.ts alone is most of a
+ * second) for the inferred options, and keeps them in the shared registry,
+ * so the first ChunkFiles with references after a start, or after a
+ * project's eviction, only pays for the workspace files it touches. Config
+ * projects with the same source-affecting options share them too.
+ */
+export function warmLibraries(): void {
+  if (libraryHolder) return;
+  // A Program loads the default lib only for a non-empty root set; the root
+  // lives in a directory with no node_modules, so no @types come along.
+  const warmRoot = path.join(path.parse(process.cwd()).root, '__codecompass_lib_warmup__');
+  const warmFile = `${warmRoot}/warmup.ts`;
+  const host = new VersionedHost(INFERRED_OPTIONS, warmRoot, warmRoot, [warmFile]);
+  host.setText(warmFile, 'export {};\n', 'warmup');
+  const service = ts.createLanguageService(host, documentRegistry);
+  // Creating the checker binds every file; bound state lives on the shared SourceFile.
+  service.getProgram()?.getTypeChecker();
+  libraryHolder = service;
+}
+
 interface ParsedConfig {
   options: ts.CompilerOptions;
   fileNames: string[];

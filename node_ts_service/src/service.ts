@@ -6,7 +6,7 @@ import ts from 'typescript';
 import { chunkSourceFile } from './chunker';
 import type { AnalysisConfig } from './config';
 import { type FsOps, type Skip, isSourceFileName, languageOf, loadSource, realFs, skipForError } from './fileio';
-import type { ProgramView } from './program';
+import { type ProgramView, warmLibraries } from './program';
 import { renderSymbol } from './render';
 import { ScanCancelledError, compareStrings, listSourceFiles, scanWorkspace } from './scanner';
 import { countTokens } from './tokens';
@@ -85,7 +85,12 @@ export class AnalysisService {
     this.workspaces = new WorkspaceRegistry(config.maxWorkspaces, config.maxPrograms, config.maxRenderCacheFiles);
   }
 
-  /** Loads the parser, chunker and tokenizer so the first real request pays no start-up cost. */
+  /**
+   * Loads the parser, chunker and tokenizer so the first real request pays
+   * no start-up cost, then parses the default libs in the background: they
+   * take over a second, which would otherwise land on the first sync after a
+   * start (one edited file), while the caller's other services start.
+   */
   warmUp(): void {
     const text = '/** Greets. */\nexport function greet(name: string): string {\n  return `hi ${name}`;\n}\n';
     const sourceFile = ts.createSourceFile('/warmup/warmup.ts', text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
@@ -100,6 +105,13 @@ export class AnalysisService {
     if (out.chunks.length === 0 || countTokens(out.chunks[0].embeddingText) === 0) {
       throw new Error('warm-up chunking produced no chunks');
     }
+    setImmediate(() => {
+      try {
+        warmLibraries();
+      } catch {
+        // Only a head start: the same failure recurs, and is reported, on the first request that needs a Program.
+      }
+    });
   }
 
   async scan(request: ScanRequest, isCancelled: () => boolean = () => false): Promise<ScanResult> {

@@ -22,7 +22,7 @@ import type { Chunk, Language, SymbolReference } from './types';
  * embedding text change for the same input, so indexes built with an older
  * chunker are rebuilt instead of mixing two formats.
  */
-export const CHUNKER_VERSION = '1';
+export const CHUNKER_VERSION = '2';
 
 export interface ChunkInput {
   absolutePath: string;
@@ -307,7 +307,6 @@ export function chunkSourceFile(input: ChunkInput): ChunkOutput {
     chunks.push({
       id: sym.id,
       snippetHash: sha(fullSource),
-      filePath: input.absolutePath,
       relativePath: input.relativePath,
       language: input.language,
       nodeKind: sym.kind,

@@ -191,7 +191,6 @@ export function chunkToPb(chunk: Chunk): chunkPb.Chunk {
   return {
     id: chunk.id,
     snippetHash: chunk.snippetHash,
-    filePath: chunk.filePath,
     relativePath: chunk.relativePath,
     language: languageToPb(chunk.language),
     nodeKind: NODE_KIND_TO_PB[chunk.nodeKind],
@@ -219,7 +218,6 @@ export function chunkFromPb(chunk: chunkPb.Chunk): Chunk {
   return {
     id: chunk.id,
     snippetHash: chunk.snippetHash,
-    filePath: chunk.filePath,
     relativePath: chunk.relativePath,
     language: languageFromPb(chunk.language),
     nodeKind: fromTable(NODE_KIND_FROM_PB, chunk.nodeKind, 'NodeKind'),

@@ -45,7 +45,7 @@ function indentBefore(text: string, pos: number): string {
 export function renderSymbol(chunks: Chunk[], text: string, spec: RenderSpec): RenderedSymbol | undefined {
   const chunk = chunks.find((c) => c.id === spec.symbolId);
   if (!chunk) return undefined;
-  const sf = ts.createSourceFile(chunk.filePath || chunk.relativePath, text, ts.ScriptTarget.Latest, true, scriptKind(chunk.language));
+  const sf = ts.createSourceFile(chunk.relativePath, text, ts.ScriptTarget.Latest, true, scriptKind(chunk.language));
   const symbols = discoverSymbols(sf, chunk.relativePath);
   const root = symbols.byId.get(spec.symbolId);
   if (!root) return undefined;

@@ -26,7 +26,6 @@ export interface SymbolReference {
 export interface Chunk {
   id: string;
   snippetHash: string;
-  filePath: string;
   relativePath: string;
   language: Language;
   nodeKind: NodeKind;

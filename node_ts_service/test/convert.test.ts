@@ -15,7 +15,6 @@ function sampleChunk(nodeKind: NodeKind): Chunk {
   return {
     id: `id-${nodeKind}`,
     snippetHash: 'abc123',
-    filePath: '/ws/src/a.ts',
     relativePath: 'src/a.ts',
     language: 'tsx',
     nodeKind,

@@ -20,7 +20,7 @@ from codecompass.v1 import chunk_pb2, retrieval_pb2, retrieval_pb2_grpc
 
 def _chunk(name: str, kind: NodeKind, start: int, end: int) -> Chunk:
     return Chunk(
-        id=f"id-{name}", snippet_hash="h", file_path=f"/ws/src/auth/{name}.ts",
+        id=f"id-{name}", snippet_hash="h",
         relative_path="src/auth/tokenService.ts", language=Language.TYPESCRIPT, node_kind=kind, name=name,
         qualified_name=f"TokenService.{name}", parent_id="", child_ids=(), depth=1,
         signature=f"{name}(token: string): ValidationResult", full_source="", collapsed_source="",

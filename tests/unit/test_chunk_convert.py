@@ -16,7 +16,6 @@ def _chunk(kind: NodeKind, language: Language) -> Chunk:
     return Chunk(
         id="id-1",
         snippet_hash="abc",
-        file_path="/ws/src/a.ts",
         relative_path="src/a.ts",
         language=language,
         node_kind=kind,

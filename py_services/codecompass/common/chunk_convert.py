@@ -47,7 +47,6 @@ def chunk_from_proto(msg: chunk_pb2.Chunk) -> Chunk:
     return Chunk(
         id=msg.id,
         snippet_hash=msg.snippet_hash,
-        file_path=msg.file_path,
         relative_path=msg.relative_path,
         language=language_from_proto(msg.language),
         node_kind=node_kind_from_proto(msg.node_kind),
@@ -80,7 +79,6 @@ def chunk_to_proto(chunk: Chunk) -> chunk_pb2.Chunk:
     return chunk_pb2.Chunk(
         id=chunk.id,
         snippet_hash=chunk.snippet_hash,
-        file_path=chunk.file_path,
         relative_path=chunk.relative_path,
         language=language_to_proto(chunk.language),
         node_kind=node_kind_to_proto(chunk.node_kind),

@@ -44,7 +44,6 @@ class SymbolReference:
 class Chunk:
     id: str
     snippet_hash: str
-    file_path: str
     relative_path: str
     language: Language
     node_kind: NodeKind

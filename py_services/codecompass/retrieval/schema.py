@@ -15,7 +15,7 @@ import pyarrow as pa
 
 # Bump whenever the columns or the meaning of a column change; a table stamped with another
 # value is dropped and rebuilt rather than read with wrong assumptions.
-INDEX_FORMAT_VERSION = "1"
+INDEX_FORMAT_VERSION = "2"
 
 FORMAT_METADATA_KEY = "codecompass.index_format"
 CHUNKER_METADATA_KEY = "codecompass.chunker_version"
@@ -79,7 +79,6 @@ def chunk_schema(model: EmbeddingModel, chunker_version: str) -> pa.Schema:
     fields = [
         pa.field("id", pa.string(), nullable=False),
         pa.field("snippet_hash", pa.string(), nullable=False),
-        pa.field("file_path", pa.string()),
         pa.field("relative_path", pa.string(), nullable=False),
         pa.field("language", pa.string()),
         pa.field("node_kind", pa.string()),
@@ -121,7 +120,6 @@ def chunk_schema(model: EmbeddingModel, chunker_version: str) -> pa.Schema:
 CHUNK_COLUMNS = (
     "id",
     "snippet_hash",
-    "file_path",
     "relative_path",
     "language",
     "node_kind",

@@ -505,7 +505,6 @@ class ChunkStore:
         columns = {
             "id": col("id"),
             "snippet_hash": col("snippet_hash"),
-            "file_path": col("file_path"),
             "relative_path": col("relative_path"),
             "language": [c.language.value for c in chunks],
             "node_kind": [c.node_kind.value for c in chunks],
@@ -575,7 +574,6 @@ def _chunk_from_row(row: dict) -> Chunk:
     return Chunk(
         id=row["id"],
         snippet_hash=row["snippet_hash"],
-        file_path=row["file_path"] or "",
         relative_path=row["relative_path"],
         language=Language(row["language"]),
         node_kind=NodeKind(row["node_kind"]),

@@ -38,6 +38,19 @@ class IndexPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INDEX_PHASE_WRITING: _ClassVar[IndexPhase]
     INDEX_PHASE_EMBEDDING: _ClassVar[IndexPhase]
     INDEX_PHASE_DONE: _ClassVar[IndexPhase]
+
+class ResultView(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RESULT_VIEW_UNSPECIFIED: _ClassVar[ResultView]
+    RESULT_VIEW_FULL: _ClassVar[ResultView]
+    RESULT_VIEW_CODE: _ClassVar[ResultView]
+    RESULT_VIEW_SUMMARY: _ClassVar[ResultView]
+
+class RankingMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RANKING_MODE_UNSPECIFIED: _ClassVar[RankingMode]
+    RANKING_MODE_FUSION: _ClassVar[RankingMode]
+    RANKING_MODE_FULL: _ClassVar[RankingMode]
 INDEXING_STATUS_UNSPECIFIED: IndexingStatus
 INDEXING_STATUS_NOT_INDEXED: IndexingStatus
 INDEXING_STATUS_INDEXING: IndexingStatus
@@ -57,6 +70,13 @@ INDEX_PHASE_CHUNKING: IndexPhase
 INDEX_PHASE_WRITING: IndexPhase
 INDEX_PHASE_EMBEDDING: IndexPhase
 INDEX_PHASE_DONE: IndexPhase
+RESULT_VIEW_UNSPECIFIED: ResultView
+RESULT_VIEW_FULL: ResultView
+RESULT_VIEW_CODE: ResultView
+RESULT_VIEW_SUMMARY: ResultView
+RANKING_MODE_UNSPECIFIED: RankingMode
+RANKING_MODE_FUSION: RankingMode
+RANKING_MODE_FULL: RankingMode
 
 class IndexWorkspaceRequest(_message.Message):
     __slots__ = ("workspace_root", "wait_for_embeddings")
@@ -127,23 +147,36 @@ class SearchFilters(_message.Message):
     def __init__(self, path_patterns: _Optional[_Iterable[str]] = ..., languages: _Optional[_Iterable[_Union[_chunk_pb2.Language, str]]] = ..., node_kinds: _Optional[_Iterable[_Union[_chunk_pb2.NodeKind, str]]] = ..., exclude_tests: _Optional[bool] = ..., only_tests: _Optional[bool] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("workspace_root", "query", "limit", "filters", "semantic_ratio", "skip_sync")
+    __slots__ = ("workspace_root", "query", "limit", "filters", "semantic_ratio", "skip_sync", "candidate_pool", "view", "ranking")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     FILTERS_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_RATIO_FIELD_NUMBER: _ClassVar[int]
     SKIP_SYNC_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATE_POOL_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
+    RANKING_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
     query: str
     limit: int
     filters: SearchFilters
     semantic_ratio: float
     skip_sync: bool
-    def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filters: _Optional[_Union[SearchFilters, _Mapping]] = ..., semantic_ratio: _Optional[float] = ..., skip_sync: _Optional[bool] = ...) -> None: ...
+    candidate_pool: int
+    view: ResultView
+    ranking: RankingMode
+    def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filters: _Optional[_Union[SearchFilters, _Mapping]] = ..., semantic_ratio: _Optional[float] = ..., skip_sync: _Optional[bool] = ..., candidate_pool: _Optional[int] = ..., view: _Optional[_Union[ResultView, str]] = ..., ranking: _Optional[_Union[RankingMode, str]] = ...) -> None: ...
 
 class SearchResult(_message.Message):
-    __slots__ = ("chunk", "score", "lexical_score", "vector_similarity", "provenance", "lexical_rank", "semantic_rank")
+    __slots__ = ("chunk", "score", "lexical_score", "vector_similarity", "provenance", "lexical_rank", "semantic_rank", "fusion_score", "signals")
+    class SignalsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     CHUNK_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     LEXICAL_SCORE_FIELD_NUMBER: _ClassVar[int]
@@ -151,6 +184,8 @@ class SearchResult(_message.Message):
     PROVENANCE_FIELD_NUMBER: _ClassVar[int]
     LEXICAL_RANK_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_RANK_FIELD_NUMBER: _ClassVar[int]
+    FUSION_SCORE_FIELD_NUMBER: _ClassVar[int]
+    SIGNALS_FIELD_NUMBER: _ClassVar[int]
     chunk: _chunk_pb2.Chunk
     score: float
     lexical_score: float
@@ -158,10 +193,12 @@ class SearchResult(_message.Message):
     provenance: Provenance
     lexical_rank: int
     semantic_rank: int
-    def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., lexical_score: _Optional[float] = ..., vector_similarity: _Optional[float] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., lexical_rank: _Optional[int] = ..., semantic_rank: _Optional[int] = ...) -> None: ...
+    fusion_score: float
+    signals: _containers.ScalarMap[str, float]
+    def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., lexical_score: _Optional[float] = ..., vector_similarity: _Optional[float] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., lexical_rank: _Optional[int] = ..., semantic_rank: _Optional[int] = ..., fusion_score: _Optional[float] = ..., signals: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class SearchMetadata(_message.Message):
-    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "sync", "sync_ms", "search_ms", "total_chunks", "embedded_chunks")
+    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "sync", "sync_ms", "search_ms", "total_chunks", "embedded_chunks", "total_candidates")
     INDEXING_STATUS_FIELD_NUMBER: _ClassVar[int]
     RESULT_COMPLETENESS_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_FALLBACK_FIELD_NUMBER: _ClassVar[int]
@@ -175,6 +212,7 @@ class SearchMetadata(_message.Message):
     SEARCH_MS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_CHUNKS_FIELD_NUMBER: _ClassVar[int]
     EMBEDDED_CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     indexing_status: IndexingStatus
     result_completeness: ResultCompleteness
     semantic_fallback: bool
@@ -188,7 +226,8 @@ class SearchMetadata(_message.Message):
     search_ms: float
     total_chunks: int
     embedded_chunks: int
-    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., sync: _Optional[_Union[SyncStats, _Mapping]] = ..., sync_ms: _Optional[float] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ...) -> None: ...
+    total_candidates: int
+    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., sync: _Optional[_Union[SyncStats, _Mapping]] = ..., sync_ms: _Optional[float] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., total_candidates: _Optional[int] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("results", "metadata")

@@ -18,7 +18,7 @@ from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.v1 import analysis_pb2, chunk_pb2, retrieval_pb2
 
 CHUNK = Chunk(
-    id="c1", snippet_hash="s", file_path="/ws/a.ts", relative_path="a.ts", language=Language.TSX,
+    id="c1", snippet_hash="s", relative_path="a.ts", language=Language.TSX,
     node_kind=NodeKind.COMPONENT, name="LoginForm", qualified_name="LoginForm", parent_id="", child_ids=("c2",),
     depth=0, signature="function LoginForm(props)", full_source="x", collapsed_source="x", start_line=3,
     end_line=9, jsdoc="", jsdoc_start_line=0, relevant_imports=(), is_test=False, embedding_text="e",

@@ -11,7 +11,7 @@ from codecompass.cli.render import ChunkSummary, file_block, jsdoc_purpose, samp
 from codecompass.common.chunks import Chunk, Language, NodeKind
 
 BASE = Chunk(
-    id="", snippet_hash="", file_path="", relative_path="src/auth/tokenService.ts", language=Language.TYPESCRIPT,
+    id="", snippet_hash="", relative_path="src/auth/tokenService.ts", language=Language.TYPESCRIPT,
     node_kind=NodeKind.CLASS, name="TokenService", qualified_name="TokenService", parent_id="", child_ids=(),
     depth=0, signature="", full_source="", collapsed_source="", start_line=12, end_line=80, jsdoc="",
     jsdoc_start_line=0, relevant_imports=(), is_test=False, embedding_text="", embedding_token_count=340,

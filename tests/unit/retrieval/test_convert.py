@@ -31,7 +31,6 @@ from codecompass.v1 import analysis_pb2, embedding_pb2, retrieval_pb2
 CHUNK = Chunk(
     id="c1",
     snippet_hash="s1",
-    file_path="/ws/src/a.ts",
     relative_path="src/a.ts",
     language=Language.TSX,
     node_kind=NodeKind.METHOD,

@@ -23,7 +23,6 @@ def make_chunk(chunk_id: str, name: str, source: str, *, is_test: bool = False) 
     return Chunk(
         id=chunk_id,
         snippet_hash=f"hash-{chunk_id}",
-        file_path=f"/ws/src/{chunk_id}.ts",
         relative_path=f"src/{chunk_id}.ts",
         language=Language.TYPESCRIPT,
         node_kind=NodeKind.FUNCTION,

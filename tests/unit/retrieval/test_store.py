@@ -38,7 +38,6 @@ def make_chunk(
     return Chunk(
         id=chunk_id,
         snippet_hash=snippet_hash or f"hash-{chunk_id}",
-        file_path=f"/ws/{path}",
         relative_path=path,
         language=language,
         node_kind=kind,

@@ -200,7 +200,6 @@ class FakeAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
         return chunk_pb2.Chunk(
             id=chunk_id(rel, func.name),
             snippet_hash=_digest(func.source)[:16],
-            file_path=str(root / rel),
             relative_path=rel,
             language=chunk_pb2.LANGUAGE_TYPESCRIPT,
             node_kind=chunk_pb2.NODE_KIND_FUNCTION,

@@ -187,8 +187,6 @@ export interface Chunk {
   id: string;
   /** Hash of full_source; changes whenever the symbol's text changes. */
   snippetHash: string;
-  /** Absolute path of the file on the analysis service's host. */
-  filePath: string;
   /** Path relative to the workspace root, with forward slashes. */
   relativePath: string;
   /** Source language of the file. */
@@ -253,7 +251,6 @@ function createBaseChunk(): Chunk {
   return {
     id: "",
     snippetHash: "",
-    filePath: "",
     relativePath: "",
     language: 0,
     nodeKind: 0,
@@ -284,9 +281,6 @@ export const Chunk: MessageFns<Chunk> = {
     }
     if (message.snippetHash !== "") {
       writer.uint32(18).string(message.snippetHash);
-    }
-    if (message.filePath !== "") {
-      writer.uint32(26).string(message.filePath);
     }
     if (message.relativePath !== "") {
       writer.uint32(34).string(message.relativePath);
@@ -378,14 +372,6 @@ export const Chunk: MessageFns<Chunk> = {
             }
 
             message.snippetHash = reader.string();
-            continue;
-          }
-          case 3: {
-            if (tag !== 26) {
-              break;
-            }
-
-            message.filePath = reader.string();
             continue;
           }
           case 4: {
@@ -568,11 +554,6 @@ export const Chunk: MessageFns<Chunk> = {
         : isSet(object.snippet_hash)
         ? globalThis.String(object.snippet_hash)
         : "",
-      filePath: isSet(object.filePath)
-        ? globalThis.String(object.filePath)
-        : isSet(object.file_path)
-        ? globalThis.String(object.file_path)
-        : "",
       relativePath: isSet(object.relativePath)
         ? globalThis.String(object.relativePath)
         : isSet(object.relative_path)
@@ -662,9 +643,6 @@ export const Chunk: MessageFns<Chunk> = {
     if (message.snippetHash !== "") {
       obj.snippetHash = message.snippetHash;
     }
-    if (message.filePath !== "") {
-      obj.filePath = message.filePath;
-    }
     if (message.relativePath !== "") {
       obj.relativePath = message.relativePath;
     }
@@ -735,7 +713,6 @@ export const Chunk: MessageFns<Chunk> = {
     const message = createBaseChunk();
     message.id = object.id ?? "";
     message.snippetHash = object.snippetHash ?? "";
-    message.filePath = object.filePath ?? "";
     message.relativePath = object.relativePath ?? "";
     message.language = object.language ?? 0;
     message.nodeKind = object.nodeKind ?? 0;

@@ -89,9 +89,15 @@ export enum ResultCompleteness {
   RESULT_COMPLETENESS_UNSPECIFIED = 0,
   /** RESULT_COMPLETENESS_COMPLETE - Every chunk was searchable in every channel used. */
   RESULT_COMPLETENESS_COMPLETE = 1,
-  /** RESULT_COMPLETENESS_PARTIAL - Some chunks had no vectors yet, so semantic results are partial. */
+  /**
+   * RESULT_COMPLETENESS_PARTIAL - Some chunks had no vectors yet, or the index was still being written,
+   * so results may miss chunks.
+   */
   RESULT_COMPLETENESS_PARTIAL = 2,
-  /** RESULT_COMPLETENESS_TRUNCATED - More results passed than the limit allowed. */
+  /**
+   * RESULT_COMPLETENESS_TRUNCATED - A limit, budget or deadline cut the answer: more results qualified
+   * than were returned.
+   */
   RESULT_COMPLETENESS_TRUNCATED = 3,
   UNRECOGNIZED = -1,
 }
@@ -247,6 +253,105 @@ export function indexPhaseToJSON(object: IndexPhase): string {
   }
 }
 
+/**
+ * ResultView selects the chunk fields a search result carries, so a large
+ * candidate pool does not ship every symbol's complete source.
+ */
+export enum ResultView {
+  /** RESULT_VIEW_UNSPECIFIED - Not set: the server treats it as RESULT_VIEW_FULL. */
+  RESULT_VIEW_UNSPECIFIED = 0,
+  /** RESULT_VIEW_FULL - Every chunk field. */
+  RESULT_VIEW_FULL = 1,
+  /**
+   * RESULT_VIEW_CODE - Every field except full_source and embedding_text: collapsed_source
+   * carries the code with body-bearing children collapsed.
+   */
+  RESULT_VIEW_CODE = 2,
+  /** RESULT_VIEW_SUMMARY - Identity, location, signature and JSDoc; no source text. */
+  RESULT_VIEW_SUMMARY = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function resultViewFromJSON(object: any): ResultView {
+  switch (object) {
+    case 0:
+    case "RESULT_VIEW_UNSPECIFIED":
+      return ResultView.RESULT_VIEW_UNSPECIFIED;
+    case 1:
+    case "RESULT_VIEW_FULL":
+      return ResultView.RESULT_VIEW_FULL;
+    case 2:
+    case "RESULT_VIEW_CODE":
+      return ResultView.RESULT_VIEW_CODE;
+    case 3:
+    case "RESULT_VIEW_SUMMARY":
+      return ResultView.RESULT_VIEW_SUMMARY;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ResultView.UNRECOGNIZED;
+  }
+}
+
+export function resultViewToJSON(object: ResultView): string {
+  switch (object) {
+    case ResultView.RESULT_VIEW_UNSPECIFIED:
+      return "RESULT_VIEW_UNSPECIFIED";
+    case ResultView.RESULT_VIEW_FULL:
+      return "RESULT_VIEW_FULL";
+    case ResultView.RESULT_VIEW_CODE:
+      return "RESULT_VIEW_CODE";
+    case ResultView.RESULT_VIEW_SUMMARY:
+      return "RESULT_VIEW_SUMMARY";
+    case ResultView.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/** RankingMode selects how candidates are ordered. */
+export enum RankingMode {
+  /** RANKING_MODE_UNSPECIFIED - Not set: the server treats it as RANKING_MODE_FULL. */
+  RANKING_MODE_UNSPECIFIED = 0,
+  /** RANKING_MODE_FUSION - The first stage's fused channel score alone (benchmarks, ablations). */
+  RANKING_MODE_FUSION = 1,
+  /** RANKING_MODE_FULL - Fusion followed by the ranking policy's structural and lexical signals. */
+  RANKING_MODE_FULL = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function rankingModeFromJSON(object: any): RankingMode {
+  switch (object) {
+    case 0:
+    case "RANKING_MODE_UNSPECIFIED":
+      return RankingMode.RANKING_MODE_UNSPECIFIED;
+    case 1:
+    case "RANKING_MODE_FUSION":
+      return RankingMode.RANKING_MODE_FUSION;
+    case 2:
+    case "RANKING_MODE_FULL":
+      return RankingMode.RANKING_MODE_FULL;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return RankingMode.UNRECOGNIZED;
+  }
+}
+
+export function rankingModeToJSON(object: RankingMode): string {
+  switch (object) {
+    case RankingMode.RANKING_MODE_UNSPECIFIED:
+      return "RANKING_MODE_UNSPECIFIED";
+    case RankingMode.RANKING_MODE_FUSION:
+      return "RANKING_MODE_FUSION";
+    case RankingMode.RANKING_MODE_FULL:
+      return "RANKING_MODE_FULL";
+    case RankingMode.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** IndexWorkspaceRequest asks to bring a workspace's index up to date. */
 export interface IndexWorkspaceRequest {
   /** Absolute path of the workspace root. */
@@ -336,6 +441,15 @@ export interface SearchRequest {
     | undefined;
   /** Skip the pre-search sync (for benchmarks and read-only replicas). */
   skipSync: boolean;
+  /**
+   * Candidates each channel contributes before ranking; 0 means the server
+   * default. A second-stage reranker asks for 100-200.
+   */
+  candidatePool: number;
+  /** Which chunk fields the results carry; unset means RESULT_VIEW_FULL. */
+  view: ResultView;
+  /** Which ranking the results are ordered by; unset means RANKING_MODE_FULL. */
+  ranking: RankingMode;
 }
 
 /** SearchResult is one ranked chunk. */
@@ -356,6 +470,18 @@ export interface SearchResult {
   lexicalRank: number;
   /** 1-based rank in the semantic channel; 0 when absent. */
   semanticRank: number;
+  /** Fused channel score before the ranking policy, in [0, 1]. */
+  fusionScore: number;
+  /**
+   * Ranking signals that changed this result's score, by name (e.g.
+   * "definition", "test_file"), each with the factor it applied.
+   */
+  signals: { [key: string]: number };
+}
+
+export interface SearchResult_SignalsEntry {
+  key: string;
+  value: number;
 }
 
 /** SearchMetadata describes how a search was answered. */
@@ -388,6 +514,8 @@ export interface SearchMetadata {
   totalChunks: bigint;
   /** Chunks in the index that have a vector of the current model. */
   embeddedChunks: bigint;
+  /** Distinct candidates the channels produced before the limit was applied. */
+  totalCandidates: number;
 }
 
 /** SearchResponse carries ranked results and how they were produced. */
@@ -1268,7 +1396,17 @@ export const SearchFilters: MessageFns<SearchFilters> = {
 };
 
 function createBaseSearchRequest(): SearchRequest {
-  return { workspaceRoot: "", query: "", limit: 0, filters: undefined, semanticRatio: undefined, skipSync: false };
+  return {
+    workspaceRoot: "",
+    query: "",
+    limit: 0,
+    filters: undefined,
+    semanticRatio: undefined,
+    skipSync: false,
+    candidatePool: 0,
+    view: 0,
+    ranking: 0,
+  };
 }
 
 export const SearchRequest: MessageFns<SearchRequest> = {
@@ -1290,6 +1428,15 @@ export const SearchRequest: MessageFns<SearchRequest> = {
     }
     if (message.skipSync !== false) {
       writer.uint32(48).bool(message.skipSync);
+    }
+    if (message.candidatePool !== 0) {
+      writer.uint32(56).uint32(message.candidatePool);
+    }
+    if (message.view !== 0) {
+      writer.uint32(64).int32(message.view);
+    }
+    if (message.ranking !== 0) {
+      writer.uint32(72).int32(message.ranking);
     }
     return writer;
   },
@@ -1355,6 +1502,30 @@ export const SearchRequest: MessageFns<SearchRequest> = {
             message.skipSync = reader.bool();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.candidatePool = reader.uint32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.view = reader.int32() as any;
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.ranking = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1387,6 +1558,13 @@ export const SearchRequest: MessageFns<SearchRequest> = {
         : isSet(object.skip_sync)
         ? globalThis.Boolean(object.skip_sync)
         : false,
+      candidatePool: isSet(object.candidatePool)
+        ? globalThis.Number(object.candidatePool)
+        : isSet(object.candidate_pool)
+        ? globalThis.Number(object.candidate_pool)
+        : 0,
+      view: isSet(object.view) ? resultViewFromJSON(object.view) : 0,
+      ranking: isSet(object.ranking) ? rankingModeFromJSON(object.ranking) : 0,
     };
   },
 
@@ -1410,6 +1588,15 @@ export const SearchRequest: MessageFns<SearchRequest> = {
     if (message.skipSync !== false) {
       obj.skipSync = message.skipSync;
     }
+    if (message.candidatePool !== 0) {
+      obj.candidatePool = Math.round(message.candidatePool);
+    }
+    if (message.view !== 0) {
+      obj.view = resultViewToJSON(message.view);
+    }
+    if (message.ranking !== 0) {
+      obj.ranking = rankingModeToJSON(message.ranking);
+    }
     return obj;
   },
 
@@ -1426,6 +1613,9 @@ export const SearchRequest: MessageFns<SearchRequest> = {
       : undefined;
     message.semanticRatio = object.semanticRatio ?? undefined;
     message.skipSync = object.skipSync ?? false;
+    message.candidatePool = object.candidatePool ?? 0;
+    message.view = object.view ?? 0;
+    message.ranking = object.ranking ?? 0;
     return message;
   },
 };
@@ -1439,6 +1629,8 @@ function createBaseSearchResult(): SearchResult {
     provenance: 0,
     lexicalRank: 0,
     semanticRank: 0,
+    fusionScore: 0,
+    signals: {},
   };
 }
 
@@ -1465,6 +1657,12 @@ export const SearchResult: MessageFns<SearchResult> = {
     if (message.semanticRank !== 0) {
       writer.uint32(56).uint32(message.semanticRank);
     }
+    if (message.fusionScore !== 0) {
+      writer.uint32(69).float(message.fusionScore);
+    }
+    globalThis.Object.entries(message.signals).forEach(([key, value]: [string, number]) => {
+      SearchResult_SignalsEntry.encode({ key: key as any, value }, writer.uint32(74).fork()).join();
+    });
     return writer;
   },
 
@@ -1537,6 +1735,25 @@ export const SearchResult: MessageFns<SearchResult> = {
             message.semanticRank = reader.uint32();
             continue;
           }
+          case 8: {
+            if (tag !== 69) {
+              break;
+            }
+
+            message.fusionScore = reader.float();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            const entry9 = SearchResult_SignalsEntry.decode(reader, reader.uint32());
+            if (entry9.value !== undefined) {
+              message.signals[entry9.key] = entry9.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1574,6 +1791,25 @@ export const SearchResult: MessageFns<SearchResult> = {
         : isSet(object.semantic_rank)
         ? globalThis.Number(object.semantic_rank)
         : 0,
+      fusionScore: isSet(object.fusionScore)
+        ? globalThis.Number(object.fusionScore)
+        : isSet(object.fusion_score)
+        ? globalThis.Number(object.fusion_score)
+        : 0,
+      signals: isObject(object.signals)
+        ? (globalThis.Object.entries(object.signals) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -1600,6 +1836,18 @@ export const SearchResult: MessageFns<SearchResult> = {
     if (message.semanticRank !== 0) {
       obj.semanticRank = Math.round(message.semanticRank);
     }
+    if (message.fusionScore !== 0) {
+      obj.fusionScore = floatToJson(message.fusionScore);
+    }
+    if (message.signals) {
+      const entries = globalThis.Object.entries(message.signals) as [string, number][];
+      if (entries.length > 0) {
+        obj.signals = {};
+        entries.forEach(([k, v]) => {
+          obj.signals[k] = floatToJson(v);
+        });
+      }
+    }
     return obj;
   },
 
@@ -1615,6 +1863,101 @@ export const SearchResult: MessageFns<SearchResult> = {
     message.provenance = object.provenance ?? 0;
     message.lexicalRank = object.lexicalRank ?? 0;
     message.semanticRank = object.semanticRank ?? 0;
+    message.fusionScore = object.fusionScore ?? 0;
+    message.signals = (globalThis.Object.entries(object.signals ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseSearchResult_SignalsEntry(): SearchResult_SignalsEntry {
+  return { key: "", value: 0 };
+}
+
+export const SearchResult_SignalsEntry: MessageFns<SearchResult_SignalsEntry> = {
+  encode(message: SearchResult_SignalsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(21).float(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SearchResult_SignalsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSearchResult_SignalsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 21) {
+              break;
+            }
+
+            message.value = reader.float();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SearchResult_SignalsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: SearchResult_SignalsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = floatToJson(message.value);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SearchResult_SignalsEntry>): SearchResult_SignalsEntry {
+    return SearchResult_SignalsEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SearchResult_SignalsEntry>): SearchResult_SignalsEntry {
+    const message = createBaseSearchResult_SignalsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
     return message;
   },
 };
@@ -1634,6 +1977,7 @@ function createBaseSearchMetadata(): SearchMetadata {
     searchMs: 0,
     totalChunks: 0n,
     embeddedChunks: 0n,
+    totalCandidates: 0,
   };
 }
 
@@ -1683,6 +2027,9 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
         throw new globalThis.Error("value provided for field message.embeddedChunks of type uint64 too large");
       }
       writer.uint32(104).uint64(message.embeddedChunks);
+    }
+    if (message.totalCandidates !== 0) {
+      writer.uint32(112).uint32(message.totalCandidates);
     }
     return writer;
   },
@@ -1804,6 +2151,14 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
             message.embeddedChunks = reader.uint64() as bigint;
             continue;
           }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.totalCandidates = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1879,6 +2234,11 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
         : isSet(object.embedded_chunks)
         ? BigInt(object.embedded_chunks)
         : 0n,
+      totalCandidates: isSet(object.totalCandidates)
+        ? globalThis.Number(object.totalCandidates)
+        : isSet(object.total_candidates)
+        ? globalThis.Number(object.total_candidates)
+        : 0,
     };
   },
 
@@ -1923,6 +2283,9 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     if (message.embeddedChunks !== 0n) {
       obj.embeddedChunks = message.embeddedChunks.toString();
     }
+    if (message.totalCandidates !== 0) {
+      obj.totalCandidates = Math.round(message.totalCandidates);
+    }
     return obj;
   },
 
@@ -1948,6 +2311,7 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     message.embeddedChunks = (object.embeddedChunks !== undefined && object.embeddedChunks !== null)
       ? BigInt(object.embeddedChunks)
       : 0n;
+    message.totalCandidates = object.totalCandidates ?? 0;
     return message;
   },
 };
@@ -2479,6 +2843,10 @@ export type DeepPartial<T> = T extends bigint ? string | number | bigint
   : T extends { $case: string; value: unknown } ? { $case: T["$case"]; value?: DeepPartial<T["value"]> }
   : T extends {} ? { [K in keyof T]?: DeepPartial<T[K]> }
   : Partial<T>;
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
+}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;

@@ -1,0 +1,13 @@
+from codecompass.common.tokens import count_tokens
+
+
+def test_counts_match_cl100k_base():
+    # Reference counts from the analysis service's tokenizer (js-tiktoken cl100k_base).
+    assert count_tokens("") == 0
+    assert count_tokens("hello world") == 2
+    assert count_tokens("async validateToken(token: string): Promise<JwtPayload | null> {\n  return jwt.verify(token)\n}") == 22
+
+
+def test_non_ascii_and_long_text():
+    assert count_tokens("naïve café 日本語") > 0
+    assert count_tokens("x = 1;\n" * 10_000) >= 10_000

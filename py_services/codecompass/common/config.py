@@ -24,7 +24,6 @@ from typing import Any
 import yaml
 
 EMBEDDING_PROFILES = ("minilm", "e5-small", "voyage", "openai-compatible")
-FUSION_METHODS = ("rrf", "blend")
 API_KEY_ENV = "CODECOMPASS_EMBEDDING_API_KEY"
 _REDACTED = "***"
 
@@ -60,11 +59,8 @@ class RetrievalSettings:
     storage_options: dict[str, str] = field(default_factory=dict, repr=False)
     semantic_ratio: float = 0.5
     default_limit: int = 10
-    vector_candidates: int = 40
-    lexical_candidates: int = 40
-    # The calibrated blend beat reciprocal-rank fusion on every query type of the dev
-    # benchmark (MRR@10 0.556 vs 0.486; bench/quality, README "Benchmarks").
-    fusion: str = "blend"
+    # Candidates each channel contributes before ranking (a request may ask for more).
+    candidate_pool: int = 40
     compact_every_n_syncs: int = 20
 
 
@@ -262,12 +258,8 @@ _FIELDS: tuple[_Field, ...] = (
            "retrieval.semantic_ratio", _float_parser(0.0, 1.0), "Maximum semantic weight of hybrid search"),
     _Field("retrieval.default_limit", "CODECOMPASS_RETRIEVAL_DEFAULT_LIMIT", "retrieval.default_limit",
            _int_parser(1, 1000), "Results returned when a search sets no limit"),
-    _Field("retrieval.vector_candidates", "CODECOMPASS_RETRIEVAL_VECTOR_CANDIDATES",
-           "retrieval.vector_candidates", _int_parser(1, 10000), "Candidates taken from vector search"),
-    _Field("retrieval.lexical_candidates", "CODECOMPASS_RETRIEVAL_LEXICAL_CANDIDATES",
-           "retrieval.lexical_candidates", _int_parser(1, 10000), "Candidates taken from full-text search"),
-    _Field("retrieval.fusion", "CODECOMPASS_RETRIEVAL_FUSION", "retrieval.fusion",
-           _choice_parser(FUSION_METHODS), "How lexical and vector ranks are fused: rrf | blend"),
+    _Field("retrieval.candidate_pool", "CODECOMPASS_RETRIEVAL_CANDIDATE_POOL",
+           "retrieval.candidate_pool", _int_parser(1, 1000), "Candidates each search channel contributes before ranking"),
     _Field("retrieval.compact_every_n_syncs", "CODECOMPASS_RETRIEVAL_COMPACT_EVERY_N_SYNCS",
            "retrieval.compact_every_n_syncs", _int_parser(1), "Compact the table and drop old versions every N syncs"),
 )

@@ -41,18 +41,3 @@ def split_identifiers(text: str) -> str:
     (indexing a workspace splits the same few thousand names millions of times).
     """
     return " ".join(map(_expand, _TOKEN.findall(text)))
-
-
-def looks_like_identifier(text: str) -> bool:
-    """True for queries shaped like code symbols: camelCase, snake_case, dotted paths, or calls.
-
-    Such queries are best answered lexically; hybrid search leans away from vectors for them.
-    """
-    stripped = text.strip()
-    if not stripped or " " in stripped and "(" not in stripped:
-        return False
-    if "(" in stripped or "." in stripped.strip("."):
-        return bool(_TOKEN.search(stripped))
-    if "_" in stripped.strip("_") or "$" in stripped:
-        return True
-    return bool(re.search(r"[a-z][A-Z]|[A-Z]{2,}[a-z]|^[A-Z][a-z]+[A-Z]", stripped))

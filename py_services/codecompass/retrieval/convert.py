@@ -11,6 +11,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from codecompass.common.chunk_convert import (
+    UnknownEnumValue,
     chunk_from_proto,
     chunk_to_proto,
     language_from_proto,
@@ -19,7 +20,7 @@ from codecompass.common.chunk_convert import (
     node_kind_to_proto,
 )
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.hybrid import HybridResult
+from codecompass.retrieval.ranking import RankedResult
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import (
     ChunkedFile,
@@ -30,6 +31,7 @@ from codecompass.retrieval.state import (
     IndexProgress,
     IndexStatusReport,
     ResultCompleteness,
+    ResultView,
     ScanResult,
     SearchMetadata,
     SearchOutcome,
@@ -57,6 +59,12 @@ _COMPLETENESS_TO_PROTO = {
     ResultCompleteness.TRUNCATED: retrieval_pb2.RESULT_COMPLETENESS_TRUNCATED,
 }
 _COMPLETENESS_FROM_PROTO = {v: k for k, v in _COMPLETENESS_TO_PROTO.items()}
+_VIEW_TO_PROTO = {
+    ResultView.FULL: retrieval_pb2.RESULT_VIEW_FULL,
+    ResultView.CODE: retrieval_pb2.RESULT_VIEW_CODE,
+    ResultView.SUMMARY: retrieval_pb2.RESULT_VIEW_SUMMARY,
+}
+_VIEW_FROM_PROTO = {v: k for k, v in _VIEW_TO_PROTO.items()} | {retrieval_pb2.RESULT_VIEW_UNSPECIFIED: ResultView.FULL}
 
 _PHASE_TO_PROTO = {phase: retrieval_pb2.IndexPhase.Value(f"INDEX_PHASE_{phase.name}") for phase in IndexPhase}
 _PHASE_FROM_PROTO = {v: k for k, v in _PHASE_TO_PROTO.items()}
@@ -233,7 +241,17 @@ def search_query_from_proto(msg: retrieval_pb2.SearchRequest) -> SearchQuery:
         filters=filters_from_proto(msg.filters),
         semantic_ratio=msg.semantic_ratio if msg.HasField("semantic_ratio") else None,
         skip_sync=msg.skip_sync,
+        candidate_pool=msg.candidate_pool,
+        view=_view_from_proto(msg.view),
+        ranked=msg.ranking != retrieval_pb2.RANKING_MODE_FUSION,
     )
+
+
+def _view_from_proto(value: int) -> ResultView:
+    try:
+        return _VIEW_FROM_PROTO[value]
+    except KeyError:
+        raise UnknownEnumValue(f"unknown ResultView value {value}") from None
 
 
 def search_query_to_proto(query: SearchQuery) -> retrieval_pb2.SearchRequest:
@@ -243,6 +261,9 @@ def search_query_to_proto(query: SearchQuery) -> retrieval_pb2.SearchRequest:
         limit=query.limit,
         filters=filters_to_proto(query.filters),
         skip_sync=query.skip_sync,
+        candidate_pool=query.candidate_pool,
+        view=_VIEW_TO_PROTO[query.view],
+        ranking=retrieval_pb2.RANKING_MODE_FULL if query.ranked else retrieval_pb2.RANKING_MODE_FUSION,
     )
     if query.semantic_ratio is not None:
         msg.semantic_ratio = query.semantic_ratio
@@ -309,20 +330,28 @@ def progress_from_proto(msg: retrieval_pb2.IndexWorkspaceResponse) -> IndexProgr
     )
 
 
-def _result_to_proto(result: HybridResult) -> retrieval_pb2.SearchResult:
+def _result_to_proto(result: RankedResult, view: ResultView) -> retrieval_pb2.SearchResult:
+    chunk = chunk_to_proto(result.chunk)
+    if view is not ResultView.FULL:
+        chunk.ClearField("full_source")
+        chunk.ClearField("embedding_text")
+    if view is ResultView.SUMMARY:
+        chunk.ClearField("collapsed_source")
     return retrieval_pb2.SearchResult(
-        chunk=chunk_to_proto(result.chunk),
+        chunk=chunk,
         score=result.score,
         lexical_score=result.lexical_score,
         vector_similarity=result.vector_similarity,
         provenance=_PROVENANCE_TO_PROTO[result.provenance],
         lexical_rank=result.lexical_rank,
         semantic_rank=result.semantic_rank,
+        fusion_score=result.fusion_score,
+        signals={k: v for k, v in result.signals.items() if not k.startswith("_")},
     )
 
 
-def _result_from_proto(msg: retrieval_pb2.SearchResult) -> HybridResult:
-    return HybridResult(
+def _result_from_proto(msg: retrieval_pb2.SearchResult) -> RankedResult:
+    return RankedResult(
         chunk=chunk_from_proto(msg.chunk),
         score=msg.score,
         lexical_score=msg.lexical_score,
@@ -330,6 +359,8 @@ def _result_from_proto(msg: retrieval_pb2.SearchResult) -> HybridResult:
         provenance=_PROVENANCE_FROM_PROTO[msg.provenance],
         lexical_rank=msg.lexical_rank,
         semantic_rank=msg.semantic_rank,
+        fusion_score=msg.fusion_score,
+        signals=dict(msg.signals),
     )
 
 
@@ -348,6 +379,7 @@ def _metadata_to_proto(meta: SearchMetadata) -> retrieval_pb2.SearchMetadata:
         search_ms=meta.search_ms,
         total_chunks=meta.total_chunks,
         embedded_chunks=meta.embedded_chunks,
+        total_candidates=meta.total_candidates,
     )
 
 
@@ -366,12 +398,15 @@ def _metadata_from_proto(msg: retrieval_pb2.SearchMetadata) -> SearchMetadata:
         search_ms=msg.search_ms,
         total_chunks=msg.total_chunks,
         embedded_chunks=msg.embedded_chunks,
+        total_candidates=msg.total_candidates,
     )
 
 
-def search_outcome_to_proto(outcome: SearchOutcome) -> retrieval_pb2.SearchResponse:
+def search_outcome_to_proto(
+    outcome: SearchOutcome, view: ResultView = ResultView.FULL
+) -> retrieval_pb2.SearchResponse:
     return retrieval_pb2.SearchResponse(
-        results=[_result_to_proto(r) for r in outcome.results], metadata=_metadata_to_proto(outcome.metadata)
+        results=[_result_to_proto(r, view) for r in outcome.results], metadata=_metadata_to_proto(outcome.metadata)
     )
 
 

@@ -37,6 +37,7 @@ from codecompass.retrieval.hybrid import (
     SKIP_NO_VECTORS,
     hybrid_search,
 )
+from codecompass.retrieval.ranking import DEFAULT_POLICY, FUSION_ONLY
 from codecompass.retrieval.schema import INDEX_FORMAT_VERSION, EmbeddingModel
 from codecompass.retrieval.state import (
     DependencyUnavailable,
@@ -651,19 +652,23 @@ class RetrievalEngine:
             filters=request.filters,
             limit=limit,
             semantic_ratio=ratio,
-            fusion=retrieval.fusion,
-            vector_candidates=retrieval.vector_candidates,
-            lexical_candidates=retrieval.lexical_candidates,
+            candidate_pool=request.candidate_pool or retrieval.candidate_pool,
+            policy=DEFAULT_POLICY if request.ranked else FUSION_ONLY,
             unavailable_reason=unavailable_reason,
         )
         counts = store.counts()
         status, _ = ws.indexing_status(counts)
-        complete = finished and counts[1] >= counts[0]
+        if not (finished and counts[1] >= counts[0]):
+            completeness = ResultCompleteness.PARTIAL
+        elif outcome.truncated:
+            completeness = ResultCompleteness.TRUNCATED
+        else:
+            completeness = ResultCompleteness.COMPLETE
         reason = outcome.semantic_skipped_reason or ""
         metadata = self._metadata(
             ws,
             status,
-            ResultCompleteness.COMPLETE if complete else ResultCompleteness.PARTIAL,
+            completeness,
             stats,
             started,
             synced,
@@ -672,6 +677,7 @@ class RetrievalEngine:
             reason=reason,
             ratio_used=outcome.semantic_ratio_used,
             blocked=blocked,
+            total_candidates=outcome.total_candidates,
         )
         return SearchOutcome(results=tuple(outcome.results), metadata=metadata)
 
@@ -692,6 +698,7 @@ class RetrievalEngine:
         reason: str = "",
         ratio_used: float = 0.0,
         blocked: bool = False,
+        total_candidates: int = 0,
     ) -> SearchMetadata:
         model = ws.model
         return SearchMetadata(
@@ -708,6 +715,7 @@ class RetrievalEngine:
             search_ms=(time.perf_counter() - synced) * 1000,
             total_chunks=counts[0],
             embedded_chunks=counts[1],
+            total_candidates=total_candidates,
         )
 
     # --- GetIndexStatus ---

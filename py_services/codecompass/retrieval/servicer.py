@@ -56,12 +56,12 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         try:
             query = convert.search_query_from_proto(request)
         except ValueError as exc:  # filters that cannot be honoured: bad glob, unknown enum value
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid filters: {exc}")
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid request: {exc}")
         try:
             outcome = self._engine.search(query)
         except RetrievalError as exc:
             _abort(context, exc)
-        return convert.search_outcome_to_proto(outcome)
+        return convert.search_outcome_to_proto(outcome, query.view)
 
     def GetIndexStatus(
         self, request: retrieval_pb2.GetIndexStatusRequest, context: grpc.ServicerContext

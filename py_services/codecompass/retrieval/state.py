@@ -16,7 +16,7 @@ from codecompass.common.chunks import Chunk, Language
 from codecompass.retrieval.filters import Filters
 
 if TYPE_CHECKING:
-    from codecompass.retrieval.hybrid import HybridResult
+    from codecompass.retrieval.ranking import RankedResult
 
 
 class IndexingStatus(str, Enum):
@@ -146,6 +146,15 @@ class SearchMetadata:
     search_ms: float = 0.0
     total_chunks: int = 0
     embedded_chunks: int = 0
+    total_candidates: int = 0
+
+
+class ResultView(str, Enum):
+    """Which chunk fields results carry (see retrieval.proto)."""
+
+    FULL = "full"
+    CODE = "code"
+    SUMMARY = "summary"
 
 
 @dataclass(frozen=True)
@@ -156,11 +165,14 @@ class SearchQuery:
     filters: Filters = field(default_factory=Filters)
     semantic_ratio: float | None = None  # None: the configured default
     skip_sync: bool = False
+    candidate_pool: int = 0  # 0: the configured default
+    view: ResultView = ResultView.FULL
+    ranked: bool = True  # False: first-stage fusion only (benchmarks, ablations)
 
 
 @dataclass(frozen=True)
 class SearchOutcome:
-    results: tuple[HybridResult, ...]
+    results: tuple[RankedResult, ...]
     metadata: SearchMetadata
 
 

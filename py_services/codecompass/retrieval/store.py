@@ -10,7 +10,6 @@ Searches run concurrently with writes; LanceDB gives each query a consistent ver
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -54,8 +53,6 @@ _ID_BATCH = 1_000
 # Versions younger than this survive `maintain()`: a search that started on an older version
 # may still be reading its files.
 DEFAULT_VERSION_RETENTION = timedelta(seconds=30)
-# Identifier-shaped words (dotted paths allowed) eligible for the exact-name boost.
-_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
 
 
 class StoreError(Exception):
@@ -80,12 +77,11 @@ class StoredChunk:
 
 @dataclass(frozen=True)
 class ScoredChunk:
-    """A search hit. Lexical: raw BM25 (plus the top score when `exact_name_match`, so exact
-    symbol-name hits always rank first). Vector: cosine similarity in [-1, 1]."""
+    """A search hit with its raw channel score: BM25 (lexical) or cosine similarity in
+    [-1, 1] (vector). Ranking policy lives in `ranking.py`, never here."""
 
     chunk: Chunk
     score: float
-    exact_name_match: bool = False
 
 
 def _search_text(chunk: Chunk) -> str:
@@ -300,58 +296,47 @@ class ChunkStore:
     # ---- search -------------------------------------------------------------------------
 
     def search_lexical(self, query: str, filters: Filters, limit: int) -> list[ScoredChunk]:
-        """BM25 over the split-identifier text, with exact symbol-name hits ranked first.
+        """Raw BM25 over the split-identifier text, best first.
 
         Rows written since the FTS index was last built are searched exhaustively by LanceDB,
         so a chunk is findable the moment `apply_changes` returns.
         """
-        if limit <= 0:
-            return []
-        where = sqlf.to_sql(filters)
         text = split_identifiers(query)
-        hits: list[ScoredChunk] = []
-        if text:
-            search = self._table.search(text, query_type="fts", fts_columns=FTS_COLUMN)
-            if where:
-                search = search.where(where)
-            rows = search.select([*CHUNK_COLUMNS, "_score"]).limit(limit).to_arrow()
-            scores = rows.column("_score").to_pylist()
-            hits = [ScoredChunk(chunk=c, score=float(s)) for c, s in zip(_chunks_of(rows), scores, strict=True)]
-        exact = self._exact_name_hits(query, where, limit)
-        if not exact:
-            return hits
-        top = max((h.score for h in hits), default=0.0)
-        bm25 = {h.chunk.id: h.score for h in hits}
-        boosted = [
-            ScoredChunk(chunk=c, score=top + bm25.get(c.id, 0.0) + bonus, exact_name_match=True) for c, bonus in exact
-        ]
-        boosted.sort(key=lambda h: -h.score)
-        exact_ids = {h.chunk.id for h in boosted}
-        rest = [h for h in hits if h.chunk.id not in exact_ids]
-        return (boosted + rest)[:limit]
-
-    def _exact_name_hits(self, query: str, where: str | None, limit: int) -> list[tuple[Chunk, float]]:
-        """Chunks whose name or qualified name equals an identifier written in the query.
-
-        A case-exact match earns a small bonus over a case-insensitive one so `Token` (the
-        class) outranks `token` (a variable) when the user typed `Token`.
-        """
-        words = _query_identifiers(query)
-        if not words:
+        if limit <= 0 or not text:
             return []
-        lowered = sorted({w.lower() for w in words})
+        search = self._table.search(text, query_type="fts", fts_columns=FTS_COLUMN)
+        where = sqlf.to_sql(filters)
+        if where:
+            search = search.where(where)
+        rows = search.select([*CHUNK_COLUMNS, "_score"]).limit(limit).to_arrow()
+        scores = rows.column("_score").to_pylist()
+        return [ScoredChunk(chunk=c, score=float(s)) for c, s in zip(_chunks_of(rows), scores, strict=True)]
+
+    def find_by_names(self, names: Sequence[str], filters: Filters, limit: int) -> list[Chunk]:
+        """Chunks whose name or qualified name equals one of `names`, ignoring case."""
+        lowered = sorted({n.lower() for n in names if n})
+        if limit <= 0 or not lowered:
+            return []
+        values = ", ".join(sqlf.sql_string(n) for n in lowered)
         predicate = sqlf.combine(
-            f"(lower(name) IN ({', '.join(sqlf.sql_string(w) for w in lowered)})"
-            f" OR lower(qualified_name) IN ({', '.join(sqlf.sql_string(w) for w in lowered)}))",
-            where,
+            f"(lower(name) IN ({values}) OR lower(qualified_name) IN ({values}))", sqlf.to_sql(filters)
         )
-        rows = self._scan(predicate, list(CHUNK_COLUMNS), limit)
-        exact_words = set(words)
-        out = []
-        for chunk in _chunks_of(rows):
-            case_exact = chunk.name in exact_words or chunk.qualified_name in exact_words
-            out.append((chunk, 1e-3 if case_exact else 0.0))
-        return out
+        return _chunks_of(self._scan(predicate, list(CHUNK_COLUMNS), limit))
+
+    def find_by_path(self, path: str, filters: Filters, limit: int) -> list[Chunk]:
+        """Chunks of the files whose relative path is `path` or ends with `/path`, ignoring
+        case, outermost first."""
+        wanted = path.lower().strip("/")
+        if limit <= 0 or not wanted:
+            return []
+        predicate = sqlf.combine(
+            f"(lower(relative_path) = {sqlf.sql_string(wanted)}"
+            f" OR ends_with(lower(relative_path), {sqlf.sql_string('/' + wanted)}))",
+            sqlf.to_sql(filters),
+        )
+        chunks = _chunks_of(self._scan(predicate, list(CHUNK_COLUMNS), limit))
+        chunks.sort(key=lambda c: (c.depth, c.relative_path, c.start_line))
+        return chunks
 
     def search_vector(self, vector: np.ndarray, filters: Filters, limit: int) -> list[ScoredChunk]:
         """Nearest chunks by cosine similarity among rows that have a vector.
@@ -603,16 +588,6 @@ def _chunk_from_row(row: dict) -> Chunk:
         ),
         embedding_token_count=row["embedding_token_count"] or 0,
     )
-
-
-def _query_identifiers(query: str) -> list[str]:
-    """Identifiers the user typed: every identifier-shaped word for a one-word query, else
-    only the code-shaped ones (camelCase, snake_case, dotted), so natural-language words like
-    "token" in "where is the token checked" do not trigger the exact-name boost."""
-    words = _IDENT.findall(query)
-    if len(words) == 1:
-        return words
-    return [w for w in words if "." in w or "_" in w.strip("_") or "$" in w or re.search(r"[a-z][A-Z]", w)]
 
 
 def _list_tables(db: lancedb.DBConnection) -> Iterable[str]:

@@ -49,7 +49,7 @@ def test_environment_values_are_parsed_into_typed_fields(tmp_path: Path) -> None
         "CODECOMPASS_EMBEDDING_EXTERNAL_PROVIDER_ENABLED": "yes",
         "CODECOMPASS_EMBEDDING_DIMENSIONS": "512",
         "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS": '{"region": "eu-west-1", "timeout": 30}',
-        "CODECOMPASS_RETRIEVAL_FUSION": "blend",
+        "CODECOMPASS_RETRIEVAL_CANDIDATE_POOL": "120",
     })
     assert settings.state_dir == tmp_path / "state"
     assert settings.retrieval_addr == "localhost:6000"
@@ -59,7 +59,7 @@ def test_environment_values_are_parsed_into_typed_fields(tmp_path: Path) -> None
     assert settings.embedding.external_provider_enabled is True
     assert settings.embedding.dimensions == 512
     assert settings.retrieval.storage_options == {"region": "eu-west-1", "timeout": "30"}
-    assert settings.retrieval.fusion == "blend"
+    assert settings.retrieval.candidate_pool == 120
 
 
 @pytest.mark.parametrize(
@@ -77,7 +77,7 @@ def test_environment_values_are_parsed_into_typed_fields(tmp_path: Path) -> None
         ("CODECOMPASS_RETRIEVAL_SEMANTIC_RATIO", "1.5"),
         ("CODECOMPASS_RETRIEVAL_SEMANTIC_RATIO", "nan"),
         ("CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS", "{not json"),
-        ("CODECOMPASS_RETRIEVAL_FUSION", "max"),
+        ("CODECOMPASS_RETRIEVAL_CANDIDATE_POOL", "0"),
     ],
 )
 def test_a_bad_value_fails_naming_the_variable(variable: str, value: str) -> None:

@@ -8,7 +8,7 @@ import pytest
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
 from codecompass.retrieval import convert
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.hybrid import HybridResult
+from codecompass.retrieval.ranking import RankedResult as HybridResult
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import (
     ChunkedFile,

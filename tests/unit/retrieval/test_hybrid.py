@@ -1,4 +1,4 @@
-"""Hybrid fusion over a real LanceDB store: provenance, ranks, ratio cap and fallbacks."""
+"""The first stage over a real LanceDB store: channels, provenance, ranks, ratio cap and fallbacks."""
 
 import numpy as np
 import pytest
@@ -9,10 +9,9 @@ from codecompass.retrieval.hybrid import (
     SKIP_DIMENSION_MISMATCH,
     SKIP_EMBEDDING_UNAVAILABLE,
     SKIP_NO_VECTORS,
-    SKIP_RATIO_ZERO,
-    SKIP_SHORT_CIRCUIT,
     hybrid_search,
 )
+from codecompass.retrieval.ranking import FUSION_ONLY, SKIP_RATIO_ZERO, SKIP_SHORT_CIRCUIT
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.store import ChunkStore
 
@@ -83,8 +82,8 @@ def by_id(outcome):
     return {r.chunk.id: r for r in outcome.results}
 
 
-@pytest.mark.parametrize("fusion", ["rrf", "blend"])
-def test_natural_language_query_fuses_both_channels(store, fusion):
+@pytest.mark.parametrize("policy", [None, FUSION_ONLY])
+def test_natural_language_query_fuses_both_channels(store, policy):
     outcome = hybrid_search(
         store,
         "user login",
@@ -92,7 +91,7 @@ def test_natural_language_query_fuses_both_channels(store, fusion):
         filters=Filters(),
         limit=10,
         semantic_ratio=0.5,
-        fusion=fusion,
+        **({"policy": policy} if policy else {}),
     )
     assert outcome.semantic_ratio_used == 0.5
     assert outcome.semantic_skipped_reason is None
@@ -107,9 +106,9 @@ def test_natural_language_query_fuses_both_channels(store, fusion):
     assert outcome.results[0].chunk.id == "session"
 
 
-@pytest.mark.parametrize("fusion", ["rrf", "blend"])
+@pytest.mark.parametrize("policy", [None, FUSION_ONLY])
 @pytest.mark.parametrize("ratio", [0.0, 0.3, 0.5, 1.0])
-def test_fused_scores_are_in_unit_interval_and_sorted(store, fusion, ratio):
+def test_fused_scores_are_in_unit_interval_and_sorted(store, policy, ratio):
     outcome = hybrid_search(
         store,
         "user login session",
@@ -117,7 +116,7 @@ def test_fused_scores_are_in_unit_interval_and_sorted(store, fusion, ratio):
         filters=Filters(),
         limit=10,
         semantic_ratio=ratio,
-        fusion=fusion,
+        **({"policy": policy} if policy else {}),
     )
     scores = [r.score for r in outcome.results]
     assert scores and all(0.0 <= s <= 1.0 for s in scores)
@@ -125,7 +124,7 @@ def test_fused_scores_are_in_unit_interval_and_sorted(store, fusion, ratio):
     assert all(0.0 <= r.lexical_score <= 1.0 for r in outcome.results)
 
 
-def test_rrf_top_in_both_channels_scores_one(store):
+def test_top_in_both_channels_scores_one(store):
     outcome = hybrid_search(
         store,
         "authenticate user password",
@@ -151,6 +150,7 @@ def test_exact_identifier_short_circuits_semantic(store):
     assert outcome.semantic_ratio_used == 0.0
     assert outcome.semantic_skipped_reason == SKIP_SHORT_CIRCUIT
     assert outcome.results[0].chunk.id == "parse"
+    assert outcome.results[0].signals["definition"] > 0
     assert all(r.provenance == "lexical" for r in outcome.results)
 
 
@@ -240,6 +240,29 @@ def test_zero_ratio_is_pure_lexical(store):
     assert all(r.provenance == "lexical" for r in outcome.results)
 
 
+def test_ratio_one_is_the_vector_channel_alone(store):
+    outcome = hybrid_search(
+        store,
+        "parseUrl user login",
+        query_vector=LOGIN,
+        filters=Filters(),
+        limit=10,
+        semantic_ratio=1.0,
+        policy=FUSION_ONLY,
+    )
+    assert outcome.semantic_ratio_used == 1.0
+    assert outcome.results and all(r.provenance == "semantic" for r in outcome.results)
+    assert outcome.results[0].chunk.id == "auth"
+
+
+def test_ratio_one_without_vectors_answers_nothing(store):
+    outcome = hybrid_search(
+        store, "user login", query_vector=None, filters=Filters(), limit=10, semantic_ratio=1.0
+    )
+    assert outcome.results == []
+    assert outcome.semantic_skipped_reason == SKIP_EMBEDDING_UNAVAILABLE
+
+
 def test_ratio_is_clamped(store):
     outcome = hybrid_search(
         store,
@@ -278,7 +301,7 @@ def test_filters_apply_to_fused_results(store):
     assert {r.chunk.id for r in outcome.results} == {"session", "parse"}
 
 
-def test_limit_and_unknown_fusion(store):
+def test_limit_cuts_and_reports_candidates(store):
     outcome = hybrid_search(
         store,
         "user login",
@@ -288,19 +311,19 @@ def test_limit_and_unknown_fusion(store):
         semantic_ratio=0.5,
     )
     assert len(outcome.results) == 2
-    with pytest.raises(ValueError, match="unknown fusion"):
-        hybrid_search(
-            store,
-            "x",
-            query_vector=None,
-            filters=Filters(),
-            limit=2,
-            semantic_ratio=0.5,
-            fusion="magic",
-        )
+    assert outcome.total_candidates > 2
 
 
-def test_dominant_lexical_hit_for_code_shaped_query_short_circuits(store):
+def test_path_query_returns_the_named_file(store):
+    outcome = hybrid_search(
+        store, "src/parse.ts", query_vector=LOGIN, filters=Filters(), limit=3, semantic_ratio=0.5
+    )
+    assert outcome.shape.intent == "path"
+    assert outcome.results[0].chunk.id == "parse"
+    assert "path" in outcome.results[0].signals
+
+
+def test_identifier_used_but_not_defined_keeps_a_semantic_share(store):
     store.apply_changes(
         upserts=[make_chunk("cfg", "loadSettings", "function loadSettings() { readConfigFile(path) }")],
         delete_ids=[],
@@ -314,5 +337,8 @@ def test_dominant_lexical_hit_for_code_shaped_query_short_circuits(store):
         limit=5,
         semantic_ratio=0.5,
     )
-    assert outcome.semantic_skipped_reason == SKIP_SHORT_CIRCUIT
-    assert [r.chunk.id for r in outcome.results] == ["cfg"]
+    # Nothing is named readConfigFile: the caller is the best lexical answer, and vectors may
+    # still help, at half weight.
+    assert outcome.semantic_skipped_reason is None
+    assert outcome.semantic_ratio_used == pytest.approx(0.25)
+    assert outcome.results[0].chunk.id == "cfg"

@@ -4,7 +4,6 @@ import pytest
 
 from codecompass.common.identifiers import (
     identifier_parts,
-    looks_like_identifier,
     split_identifiers,
 )
 
@@ -53,26 +52,3 @@ def test_empty_and_symbol_only_text():
 def test_deterministic():
     text = "class AuthService { validateJwtToken(t) { return jwt_verify(t) } }"
     assert split_identifiers(text) == split_identifiers(text)
-
-
-@pytest.mark.parametrize(
-    "query",
-    [
-        "validateToken",
-        "AuthHandler",
-        "parse_url",
-        "auth.validateToken",
-        "getUser(id)",
-        "$scope",
-    ],
-)
-def test_code_shaped_queries(query):
-    assert looks_like_identifier(query)
-
-
-@pytest.mark.parametrize(
-    "query",
-    ["token validation", "where is auth handled?", "token", "HTTP", "", "  "],
-)
-def test_natural_language_queries(query):
-    assert not looks_like_identifier(query)

@@ -199,7 +199,7 @@ def test_lexical_finds_camel_case_parts(store):
     assert ids(store.search_lexical("parse url", Filters(), 10))[0] == "p"
 
 
-def test_exact_name_match_ranks_first(store):
+def test_lexical_scores_are_raw_bm25_and_names_are_a_separate_lookup(store):
     noisy = "getUser getUser getUser user user user"
     store.apply_changes(
         upserts=[
@@ -210,9 +210,21 @@ def test_exact_name_match_ranks_first(store):
         vectors={},
     )
     hits = store.search_lexical("getUser", Filters(), 10)
-    assert ids(hits)[0] == "exact"
-    assert hits[0].exact_name_match and not hits[1].exact_name_match
-    assert hits[0].score > hits[1].score
+    # Plain BM25 scores, no boost folded in: ranking.py owns the definition signal.
+    assert set(ids(hits)) == {"noisy", "exact"}
+    assert all(type(h).__dataclass_fields__.keys() == {"chunk", "score"} for h in hits)
+    assert [c.id for c in store.find_by_names(["GETUSER"], Filters(), 10)] == ["exact"]
+    assert store.find_by_names([], Filters(), 10) == []
+
+
+def test_find_by_path_matches_whole_path_segments(store):
+    store.apply_changes(
+        upserts=[make_chunk("a", "alpha", path="src/retry.ts"), make_chunk("b", "beta", path="src/myretry.ts")],
+        delete_ids=[],
+        vectors={},
+    )
+    assert [c.id for c in store.find_by_path("retry.ts", Filters(), 10)] == ["a"]
+    assert [c.id for c in store.find_by_path("SRC/Retry.ts", Filters(), 10)] == ["a"]
 
 
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")

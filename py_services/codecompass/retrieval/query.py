@@ -1,0 +1,184 @@
+"""What a query looks like, judged once per search.
+
+Every decision that depends on the shape of the query text (which channels run, how much
+the semantic channel may weigh, which ranking signals apply) reads one `QueryShape`, so the
+rules live here and nowhere else.
+
+Intents (seed 003/004):
+- `path`: a file path or file name (`operators/mergeMap.ts`, `retry.js`): the user wants
+  that file;
+- `symbol`: one or a few code-shaped tokens (`validateToken`, `Foo.bar`, `parse_url()`,
+  `HTTPServer`): the user wants that definition;
+- `error`: an error message or log line: quoted text, or a sentence shaped like a message
+  (`Cannot read properties of undefined`): the user wants the code that says it;
+- `natural_language`: everything else (questions, commit-style descriptions).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from codecompass.common.identifiers import identifier_parts
+
+SYMBOL = "symbol"
+PATH = "path"
+ERROR = "error"
+NATURAL_LANGUAGE = "natural_language"
+INTENTS = (SYMBOL, PATH, ERROR, NATURAL_LANGUAGE)
+
+SOURCE_EXTENSIONS = ("ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs", "json", "d.ts")
+# A path-shaped token: segments joined by '/' (optionally ending in a source extension), or a
+# bare file name with a known extension. `a/b` alone is too ambiguous ("and/or") to count.
+_PATH_TOKEN = re.compile(
+    r"^(?:\.{0,2}/)?(?:[\w@.$-]+/)+[\w@.$-]+\.(?:" + "|".join(re.escape(e) for e in SOURCE_EXTENSIONS) + r")$"
+    r"|^(?:[\w@.$-]+/){2,}[\w@.$-]+/?$"
+    r"|^[\w@$-]+(?:\.[\w-]+)*\.(?:" + "|".join(re.escape(e) for e in SOURCE_EXTENSIONS) + r")$"
+)
+_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+_DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:(?:\.|#|::)[A-Za-z_$][A-Za-z0-9_$]*)+(?:\(\))?$")
+_WORD = re.compile(r"[A-Za-z0-9_$]+")
+_CALL_ARGS = re.compile(r"\([^()]*\)$")
+_QUOTED = re.compile(r"""["'`]([^"'`]{3,})["'`]""")
+# Words that open a question or a request: the query is addressed to a person, not quoted
+# from a program.
+_QUESTION_OPENERS = frozenset(
+    ["how", "what", "where", "which", "who", "why", "when", "does", "do", "is", "are", "can", "should", "find", "show", "explain", "list", "get", "fix", "add", "remove", "support", "handle", "make", "use", "allow", "avoid"]
+)
+STOP_WORDS = frozenset(
+    ["a", "an", "and", "are", "as", "at", "be", "been", "being", "by", "can", "could", "did", "do", "does", "doing", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "via", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your"]
+)
+_TEST_WORDS = frozenset(["test", "tests", "testing", "spec", "specs", "unit", "e2e", "mock", "mocks", "fixture", "fixtures", "jest", "mocha"])
+
+
+def is_code_shaped(token: str) -> bool:
+    """camelCase, PascalCase with an inner capital, snake_case, `$x`, dotted `a.b`, `f()`: a
+    token that is an identifier (or a path to one) rather than an English word."""
+    t = _CALL_ARGS.sub("", token.strip())
+    if not t:
+        return False
+    if _DOTTED.match(t):
+        return True
+    if not _IDENT.fullmatch(t):
+        return False
+    inner = t.strip("_")
+    return (
+        "_" in inner
+        or "$" in t
+        or bool(re.search(r"[a-z][A-Z]|[A-Z]{2,}[a-z]|[A-Z][a-z]+[A-Z]", t))
+        or (t[0] == "_" and len(t) > 1)
+    )
+
+
+@dataclass(frozen=True)
+class QueryShape:
+    text: str
+    intent: str
+    # How sure the classification is, in [0, 1] (reported; the gateway may ask for help when low).
+    intent_confidence: float
+    # Identifiers the user typed, as written: every code-shaped token, or the single word of a
+    # one-word query. A chunk whose name equals one of these defines what was asked for.
+    identifiers: tuple[str, ...]
+    # Lowercased content words (identifiers split into parts, stop words removed).
+    words: tuple[str, ...]
+    # The path-shaped token, normalised (no leading ./, forward slashes); "" when none.
+    path: str
+    # Text to look for verbatim in code (an error message or a quoted string); "" when none.
+    phrase: str
+    # The query is about tests: test files are what the user wants, not noise.
+    mentions_tests: bool
+
+
+def analyze(query: str) -> QueryShape:
+    text = " ".join(query.split())
+    tokens = text.split(" ") if text else []
+    raw_words = [w for w in _WORD.findall(text)]
+    lowered = [w.lower() for w in raw_words]
+    mentions_tests = any(w in _TEST_WORDS for w in lowered)
+
+    path = ""
+    for token in tokens:
+        candidate = token.strip("'\"`,;:()[]<>")
+        if _PATH_TOKEN.match(candidate):
+            path = candidate.removeprefix("./").lstrip("/")
+            break
+
+    code_tokens = [
+        t.strip("'\"`,;:[]<>")
+        for t in tokens
+        if is_code_shaped(t.strip("'\"`,;:[]<>")) and not _PATH_TOKEN.match(t.strip("'\"`,;:()[]<>"))
+    ]
+    identifiers: list[str] = []
+    for token in code_tokens:
+        token = _CALL_ARGS.sub("", token)
+        identifiers.append(token)
+        for separator in (".", "#", "::"):
+            if separator in token:
+                # `Foo.bar` names `bar` inside `Foo`: both the full path and the last name count.
+                identifiers.append(token.rsplit(separator, 1)[-1])
+                break
+    if not identifiers and len(tokens) == 1 and _IDENT.fullmatch(tokens[0].removesuffix("()")):
+        identifiers.append(tokens[0].removesuffix("()"))
+
+    words: list[str] = []
+    for word in raw_words:
+        for part in identifier_parts(word) or [word.lower()]:
+            if part not in STOP_WORDS and part not in words:
+                words.append(part)
+
+    quoted = _QUOTED.search(query)
+    intent, confidence, phrase = _classify(text, tokens, lowered, path, code_tokens, quoted)
+    return QueryShape(
+        text=text,
+        intent=intent,
+        intent_confidence=confidence,
+        identifiers=tuple(dict.fromkeys(identifiers)),
+        words=tuple(words),
+        path=path,
+        phrase=phrase,
+        mentions_tests=mentions_tests,
+    )
+
+
+def _classify(
+    text: str,
+    tokens: list[str],
+    lowered: list[str],
+    path: str,
+    code_tokens: list[str],
+    quoted: re.Match[str] | None,
+) -> tuple[str, float, str]:
+    if not tokens:
+        return NATURAL_LANGUAGE, 0.0, ""
+    if path and len(tokens) <= 3:
+        return PATH, 0.95 if len(tokens) == 1 else 0.7, ""
+    if len(tokens) == 1 and (_IDENT.fullmatch(tokens[0].removesuffix("()")) or _DOTTED.match(tokens[0])):
+        # A lowercase English word (`session`) is as likely a topic as a name.
+        return SYMBOL, 0.95 if code_tokens else 0.6, ""
+    if code_tokens and len(code_tokens) == len(tokens) and len(tokens) <= 3:
+        return SYMBOL, 0.9, ""
+    if quoted:
+        return ERROR, 0.85, quoted.group(1).strip()
+    if _looks_like_message(text, tokens, lowered):
+        return ERROR, 0.6, text.rstrip(".")
+    if code_tokens and len(tokens) <= 4:
+        return SYMBOL, 0.55, ""
+    return NATURAL_LANGUAGE, 0.8 if len(tokens) >= 4 else 0.6, ""
+
+
+def _looks_like_message(text: str, tokens: list[str], lowered: list[str]) -> bool:
+    """A sentence quoted from a program: an `Error:`-style prefix, or a capitalised statement of
+    three or more words that is not a question or request ("Expected a function but got null",
+    "Cannot read properties of undefined")."""
+    if re.match(r"^[A-Z][A-Za-z]*(?:Error|Exception)\b:?", text):
+        return True
+    if len(tokens) < 3 or text.endswith("?"):
+        return False
+    if lowered[0] in _QUESTION_OPENERS:
+        return False
+    first = tokens[0]
+    return first[:1].isupper() and not first.isupper() and any(
+        w in {"must", "cannot", "can't", "expected", "invalid", "not", "missing", "unexpected", "unknown", "failed",
+              "unsupported", "undefined", "null", "required", "only", "should"}
+        for w in lowered
+    )

@@ -1,0 +1,386 @@
+"""Ranking policy: how channel features become one ordered list. The only home of fusion
+weights, boosts and penalties; the store returns raw features (BM25, cosine, lookups) and
+never folds policy into them.
+
+Two steps:
+1. **Fusion** of the channels: `(1 - r) * lexical + r * semantic`, where lexical is BM25
+   divided by the query's best BM25 (raw BM25 is not comparable across queries) and semantic
+   is the cosine similarity min-max scaled over the query's vector candidates (raw cosines of
+   small models crowd into a narrow band, which would make `r` mean less than it says).
+   `r` is the semantic ratio the caller settled on (`semantic_weight`).
+2. **Signals** (RANKING_MODE_FULL), each a plain, explainable prior measured on the dev split
+   of bench/quality (see bench/README.md for the ablation):
+   - `definition`: the chunk *is* a symbol the query names (its name or qualified name equals
+     an identifier typed in the query) — the answer to "where is X", not one of its callers;
+   - `path`: the chunk is top-level code of the file the query names (`operators/map.ts`);
+   - `phrase`: the chunk's own code contains the query's error message or quoted text;
+   - `file_words`: the file's name or folder shares words with a natural-language query
+     (`retry` → `retry.ts`), the way a developer guesses where code lives;
+   - `file_coherence`: a file with several good candidates lifts its best chunk;
+   - penalties for where answers rarely are: tests (unless the query is about tests),
+     examples/docs/scripts/benchmarks, compat shims, vendored/bundled code, `.d.ts`;
+   - `tiny`: one- or two-line constants, types and fields, which win BM25 on length
+     normalisation alone ("right file, wrong symbol");
+   - `saturation`: the second and later chunks of one file count less, so one file cannot
+     fill the list.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
+
+from codecompass.common.chunks import Chunk, NodeKind
+from codecompass.common.identifiers import identifier_parts
+from codecompass.retrieval import query as q
+from codecompass.retrieval.query import QueryShape
+
+LEXICAL = "lexical"
+SEMANTIC = "semantic"
+HYBRID = "hybrid"
+
+SKIP_SHORT_CIRCUIT = "lexical_short_circuit"
+SKIP_RATIO_ZERO = "semantic_ratio_zero"
+SKIP_INTENT = "intent_not_natural_language"
+
+# Path components whose code is rarely the answer to a question about the product itself.
+_EXAMPLE_DIR = re.compile(
+    r"(?:^|/)(?:_?examples?|demos?|samples?|docs?|documentation|scripts?|benchmarks?|bench|perf|playground|storybook|stories)(?:/|$)"
+)
+_COMPAT_DIR = re.compile(r"(?:^|/)(?:compat|_compat|legacy|deprecated|polyfills?|shims?)(?:/|$)")
+_VENDOR = re.compile(r"(?:^|/)(?:vendor|vendored|third[_-]party|dist|build|out|bundles?|umd|esm5|cjs)(?:/|$)|\.min\.[cm]?js$")
+_DECLARATION = re.compile(r"\.d\.[cm]?ts$")
+_TEST_PATH = re.compile(
+    r"(?:^|/)(?:__tests__|__mocks__|tests?|spec|specs|e2e|fixtures?|mocks?|testing)(?:/|$)|\.(?:test|spec)\.[cm]?[jt]sx?$"
+)
+_SMALL_KINDS = frozenset({NodeKind.VARIABLE, NodeKind.TYPE, NodeKind.ACCESSOR, NodeKind.ENUM})
+
+
+@dataclass(frozen=True)
+class RankingPolicy:
+    """Weights of the ranking policy. Additive boosts are fractions of the query's best fused
+    score, so they mean the same whatever the score scale of a query."""
+
+    full: bool = True
+    semantic_minmax: bool = True
+    definition: float = 1.0
+    definition_embedded: float = 0.5
+    path: float = 1.5
+    phrase: float = 0.6
+    file_words: float = 0.3
+    file_coherence: float = 0.15
+    test_penalty: float = 0.5
+    example_penalty: float = 0.5
+    compat_penalty: float = 0.5
+    vendor_penalty: float = 0.4
+    declaration_penalty: float = 0.7
+    tiny_penalty: float = 0.7
+    saturation: float = 0.8
+    # Semantic ratio, as a share of the cap, per intent.
+    symbol_share: float = 0.5
+    error_share: float = 0.5
+    path_share: float = 0.0
+
+
+DEFAULT_POLICY = RankingPolicy()
+FUSION_ONLY = RankingPolicy(full=False)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Raw features of one chunk from the channels; 0 / False where a channel did not find it."""
+
+    chunk: Chunk
+    bm25: float = 0.0
+    lexical_rank: int = 0
+    cosine: float = 0.0
+    semantic_rank: int = 0
+    name_match: bool = False
+    path_match: bool = False
+
+
+@dataclass(frozen=True)
+class RankedResult:
+    chunk: Chunk
+    score: float  # final, in [0, 1]
+    lexical_score: float  # BM25 over the query's best BM25, in [0, 1]; 0 when not found lexically
+    vector_similarity: float  # cosine in [-1, 1]; 0 when not found semantically
+    provenance: str  # "lexical" | "semantic" | "hybrid"
+    lexical_rank: int  # 1-based; 0 when absent
+    semantic_rank: int  # 1-based; 0 when absent
+    fusion_score: float = 0.0  # channel fusion alone, in [0, 1]
+    signals: dict[str, float] = field(default_factory=dict)  # signal -> factor it applied
+
+
+def semantic_weight(
+    shape: QueryShape,
+    cap: float,
+    *,
+    has_definition: bool,
+    has_lexical: bool = True,
+    policy: RankingPolicy = DEFAULT_POLICY,
+) -> tuple[float, str | None]:
+    """The semantic ratio to use, at most `cap`, and why it is lower when it is.
+
+    A cap of 1.0 asks for the vector channel alone and is honoured as such. Otherwise the
+    intent decides: a symbol the index defines or a file path is answered lexically (vectors
+    can only push noise above a known answer); other symbol and error queries lean lexical;
+    natural language gets the full cap.
+    """
+    if cap <= 0.0:
+        return 0.0, SKIP_RATIO_ZERO
+    if cap >= 1.0:
+        return 1.0, None
+    if not has_lexical and not has_definition:
+        # Nothing lexical to trust: the vector channel is the only chance of an answer.
+        return cap, None
+    if shape.intent == q.SYMBOL:
+        if has_definition:
+            return 0.0, SKIP_SHORT_CIRCUIT
+        return cap * policy.symbol_share, None
+    if shape.intent == q.PATH:
+        share = policy.path_share
+        return (cap * share, None) if share > 0 else (0.0, SKIP_INTENT)
+    if shape.intent == q.ERROR:
+        return cap * policy.error_share, None
+    return cap, None
+
+
+def rank(
+    shape: QueryShape,
+    candidates: Iterable[Candidate],
+    *,
+    ratio: float,
+    limit: int,
+    policy: RankingPolicy = DEFAULT_POLICY,
+) -> list[RankedResult]:
+    """Candidates ordered best first, at most `limit`."""
+    merged = _merge(candidates)
+    if not merged or limit <= 0:
+        return []
+    fused = _fuse(merged, ratio, policy)
+    if policy.full:
+        fused = _apply_signals(shape, fused, policy)
+    fused.sort(key=_order)
+    if policy.full and policy.saturation < 1.0:
+        fused = _saturate(fused, policy.saturation, limit)
+    return fused[:limit]
+
+
+def _order(r: RankedResult) -> tuple:
+    # Ties go to the better lexical rank, then semantic rank, then id: identical inputs always
+    # give identical output.
+    return (-r.score, r.lexical_rank or 1 << 30, r.semantic_rank or 1 << 30, r.chunk.id)
+
+
+def _merge(candidates: Iterable[Candidate]) -> dict[str, Candidate]:
+    merged: dict[str, Candidate] = {}
+    for c in candidates:
+        seen = merged.get(c.chunk.id)
+        if seen is None:
+            merged[c.chunk.id] = c
+            continue
+        merged[c.chunk.id] = replace(
+            seen,
+            bm25=max(seen.bm25, c.bm25),
+            lexical_rank=seen.lexical_rank or c.lexical_rank,
+            cosine=seen.cosine if seen.semantic_rank else c.cosine,
+            semantic_rank=seen.semantic_rank or c.semantic_rank,
+            name_match=seen.name_match or c.name_match,
+            path_match=seen.path_match or c.path_match,
+        )
+    return merged
+
+
+def _fuse(merged: dict[str, Candidate], ratio: float, policy: RankingPolicy) -> list[RankedResult]:
+    top_bm25 = max((c.bm25 for c in merged.values()), default=0.0)
+    cosines = [c.cosine for c in merged.values() if c.semantic_rank]
+    lo, hi = (min(cosines), max(cosines)) if cosines else (0.0, 0.0)
+    out = []
+    for c in merged.values():
+        lexical = c.bm25 / top_bm25 if top_bm25 > 0 else 0.0
+        if not c.semantic_rank:
+            semantic = 0.0
+        elif policy.semantic_minmax:
+            semantic = (c.cosine - lo) / (hi - lo) if hi - lo > 1e-9 else 1.0
+        else:
+            semantic = max(c.cosine, 0.0)
+        fused = _clamp((1.0 - ratio) * lexical + ratio * semantic)
+        lr, sr = c.lexical_rank, c.semantic_rank
+        out.append(
+            RankedResult(
+                chunk=c.chunk,
+                score=fused,
+                lexical_score=lexical,
+                vector_similarity=c.cosine if sr else 0.0,
+                provenance=HYBRID if lr and sr else (SEMANTIC if sr else LEXICAL),
+                lexical_rank=lr,
+                semantic_rank=sr,
+                fusion_score=fused,
+                signals={"_name": 1.0} if c.name_match else ({"_path": 1.0} if c.path_match else {}),
+            )
+        )
+    return out
+
+
+def _apply_signals(shape: QueryShape, fused: list[RankedResult], policy: RankingPolicy) -> list[RankedResult]:
+    top = max((r.score for r in fused), default=0.0) or 1.0
+    identifiers = {i.lower() for i in shape.identifiers}
+    phrase = _phrase_of(shape)
+    words = [w for w in shape.words if len(w) >= 3] if shape.intent in (q.NATURAL_LANGUAGE, q.ERROR) else []
+    path = shape.path.lower()
+
+    scored: list[tuple[RankedResult, float, dict[str, float]]] = []
+    for r in fused:
+        chunk = r.chunk
+        score = r.score
+        signals: dict[str, float] = {}
+        add = 0.0
+        defines = _defines(chunk, identifiers)
+        if defines:
+            weight = policy.definition if shape.intent == q.SYMBOL or len(shape.identifiers) == len(
+                shape.text.split()
+            ) else policy.definition_embedded
+            if chunk.name in shape.identifiers or chunk.qualified_name in shape.identifiers:
+                # Case-exact: `Token` (the class) before `token` (a variable) when `Token` was typed.
+                weight += 0.05
+            add += weight * top
+            signals["definition"] = weight
+        if path and _path_matches(chunk.relative_path.lower(), path):
+            weight = policy.path if chunk.depth == 0 else policy.path / 2
+            add += weight * top
+            signals["path"] = weight
+        if phrase and phrase in _normalise(chunk.collapsed_source):
+            add += policy.phrase * top
+            signals["phrase"] = policy.phrase
+        if words and policy.file_words > 0:
+            share = _file_word_share(words, chunk.relative_path)
+            if share > 0:
+                add += policy.file_words * share * top
+                signals["file_words"] = round(policy.file_words * share, 4)
+        factor = _path_penalty(chunk, shape, policy)
+        for name, value in factor.items():
+            signals[name] = value
+        multiplier = math.prod(factor.values()) if factor else 1.0
+        if not defines and chunk.end_line - chunk.start_line < 2 and chunk.node_kind in _SMALL_KINDS:
+            multiplier *= policy.tiny_penalty
+            signals["tiny"] = policy.tiny_penalty
+        scored.append((r, (score + add) * multiplier, signals))
+
+    if policy.file_coherence > 0:
+        scored = _file_coherence(scored, policy.file_coherence)
+
+    # Boosts can lift scores past 1; dividing by the best keeps them in [0, 1] and in order.
+    scale = max(max((s for _, s, _ in scored), default=0.0), 1.0)
+    return [replace(r, score=_clamp(score / scale), signals={**r.signals, **signals}) for r, score, signals in scored]
+
+
+def _file_coherence(
+    scored: list[tuple[RankedResult, float, dict[str, float]]], weight: float
+) -> list[tuple[RankedResult, float, dict[str, float]]]:
+    file_sum: dict[str, float] = defaultdict(float)
+    best_in_file: dict[str, int] = {}
+    for i, (r, score, _) in enumerate(scored):
+        path = r.chunk.relative_path
+        file_sum[path] += score
+        if path not in best_in_file or score > scored[best_in_file[path]][1]:
+            best_in_file[path] = i
+    top = max((s for _, s, _ in scored), default=0.0)
+    max_sum = max(file_sum.values(), default=0.0)
+    if top <= 0 or max_sum <= 0:
+        return scored
+    out = list(scored)
+    for path, i in best_in_file.items():
+        r, score, signals = out[i]
+        bonus = weight * top * file_sum[path] / max_sum
+        out[i] = (r, score + bonus, {**signals, "file_coherence": round(bonus / top, 4)})
+    return out
+
+
+def _saturate(ranked: list[RankedResult], decay: float, limit: int) -> list[RankedResult]:
+    """Greedy pass: each further chunk of an already chosen file is multiplied by `decay` per
+    chunk already taken from it, then the list is re-sorted."""
+    taken: dict[str, int] = defaultdict(int)
+    out = []
+    for r in ranked:
+        n = taken[r.chunk.relative_path]
+        taken[r.chunk.relative_path] = n + 1
+        if n:
+            factor = decay**n
+            r = replace(r, score=r.score * factor, signals={**r.signals, "saturation": round(factor, 4)})
+        out.append(r)
+    out.sort(key=_order)
+    return out
+
+
+def _defines(chunk: Chunk, identifiers: set[str]) -> bool:
+    if not identifiers:
+        return False
+    return chunk.name.lower() in identifiers or chunk.qualified_name.lower() in identifiers
+
+
+def _path_matches(relative_path: str, path: str) -> bool:
+    """`path` names this file: equal, or a suffix starting at a folder boundary."""
+    return relative_path == path or relative_path.endswith("/" + path)
+
+
+def _phrase_of(shape: QueryShape) -> str:
+    if shape.phrase:
+        phrase = _normalise(shape.phrase)
+    elif shape.intent == q.ERROR:
+        phrase = _normalise(shape.text)
+    else:
+        return ""
+    # Too short to be distinctive in code.
+    return phrase if len(phrase) >= 8 else ""
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _file_word_share(words: list[str], relative_path: str) -> float:
+    p = PurePosixPath(relative_path)
+    stem = p.name.split(".", 1)[0]
+    parts = set(identifier_parts(stem))
+    if p.parent.name:
+        parts.update(identifier_parts(p.parent.name))
+    parts = {x for x in parts if len(x) >= 3}
+    if not parts:
+        return 0.0
+    matched = 0
+    for word in words:
+        if word in parts or any(_prefix_match(word, part) for part in parts):
+            matched += 1
+    return matched / len(words)
+
+
+def _prefix_match(a: str, b: str) -> bool:
+    shorter, longer = (a, b) if len(a) <= len(b) else (b, a)
+    return len(shorter) >= 4 and longer.startswith(shorter)
+
+
+def _path_penalty(chunk: Chunk, shape: QueryShape, policy: RankingPolicy) -> dict[str, float]:
+    path = chunk.relative_path
+    out: dict[str, float] = {}
+    is_test = chunk.is_test or bool(_TEST_PATH.search(path))
+    if is_test != shape.mentions_tests:
+        # A question about tests wants tests; any other question wants the implementation.
+        out["test_file" if is_test else "not_test_file"] = policy.test_penalty
+    if _EXAMPLE_DIR.search(path):
+        out["example_or_script"] = policy.example_penalty
+    if _COMPAT_DIR.search(path):
+        out["compat"] = policy.compat_penalty
+    if _VENDOR.search(path):
+        out["vendored_or_built"] = policy.vendor_penalty
+    if _DECLARATION.search(path):
+        out["declaration_file"] = policy.declaration_penalty
+    return {k: v for k, v in out.items() if v != 1.0}
+
+
+def _clamp(x: float) -> float:
+    return min(max(x, 0.0), 1.0)

@@ -1,0 +1,71 @@
+"""The one place a query's shape is judged: intent, identifiers, words, path, phrase."""
+
+import pytest
+
+from codecompass.retrieval.query import ERROR, NATURAL_LANGUAGE, PATH, SYMBOL, analyze, is_code_shaped
+
+
+@pytest.mark.parametrize("token", ["validateToken", "AuthHandler", "parse_url", "auth.validateToken", "getUser(id)", "$scope"])
+def test_code_shaped_tokens(token):
+    assert is_code_shaped(token)
+
+
+@pytest.mark.parametrize("token", ["token", "HTTP", "", "  ", "where", "Token"])
+def test_words_are_not_code_shaped(token):
+    assert not is_code_shaped(token)
+
+
+@pytest.mark.parametrize(
+    ("query", "intent"),
+    [
+        ("validateToken", SYMBOL),
+        ("Foo.bar", SYMBOL),
+        ("parse_url()", SYMBOL),
+        ("getUser(id)", SYMBOL),
+        ("session", SYMBOL),
+        ("operators/mergeMap.ts", PATH),
+        ("retry.js", PATH),
+        ("locales/fi.ts", PATH),
+        ("where is the retry delay computed", NATURAL_LANGUAGE),
+        ("fix crash when the config file is empty", NATURAL_LANGUAGE),
+        ("Cannot read properties of undefined", ERROR),
+        ('throws "timeout exceeded" sometimes', ERROR),
+        ("TypeError: x is not a function", ERROR),
+    ],
+)
+def test_intent(query, intent):
+    assert analyze(query).intent == intent
+
+
+def test_identifiers_keep_case_and_add_the_last_segment():
+    assert analyze("Foo.bar").identifiers == ("Foo.bar", "bar")
+    assert analyze("getUser(id)").identifiers == ("getUser",)
+    # English words in a sentence are not identifiers; code-shaped ones are.
+    assert analyze("why does validateToken reject expired tokens").identifiers == ("validateToken",)
+    assert analyze("where is the token checked").identifiers == ()
+
+
+def test_words_split_identifiers_and_drop_stop_words():
+    assert analyze("where is the retryDelay computed").words == ("retry", "delay", "computed")
+
+
+def test_path_is_normalised_and_not_an_identifier():
+    shape = analyze("./src/utils/retry.js")
+    assert shape.path == "src/utils/retry.js"
+    assert shape.identifiers == ()
+
+
+def test_phrase_of_quoted_text_and_messages():
+    assert analyze('error "connection refused" on start').phrase == "connection refused"
+    assert analyze("Expected a function.").phrase == "Expected a function"
+    assert analyze("how are retries scheduled").phrase == ""
+
+
+def test_mentions_tests():
+    assert analyze("add tests for the retry helper").mentions_tests
+    assert not analyze("retry helper").mentions_tests
+
+
+def test_empty_query_is_natural_language_with_no_confidence():
+    shape = analyze("   ")
+    assert shape.intent == NATURAL_LANGUAGE and shape.intent_confidence == 0.0

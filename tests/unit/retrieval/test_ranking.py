@@ -1,0 +1,123 @@
+"""The ranking policy on hand-made candidates: each signal does what its docstring says."""
+
+import pytest
+
+from codecompass.common.chunks import Chunk, Language, NodeKind
+from codecompass.retrieval.query import analyze
+from codecompass.retrieval.ranking import (
+    FUSION_ONLY,
+    SKIP_RATIO_ZERO,
+    SKIP_SHORT_CIRCUIT,
+    Candidate,
+    RankingPolicy,
+    rank,
+    semantic_weight,
+)
+
+
+def chunk(cid, name, path="src/a.ts", *, kind=NodeKind.FUNCTION, lines=10, source="", is_test=False, depth=0):
+    return Chunk(
+        id=cid, snippet_hash=cid, relative_path=path, language=Language.TYPESCRIPT, node_kind=kind, name=name,
+        qualified_name=name, parent_id="", child_ids=(), depth=depth, signature=name, full_source=source,
+        collapsed_source=source, start_line=1, end_line=lines, jsdoc="", jsdoc_start_line=0, relevant_imports=(),
+        is_test=is_test, embedding_text=source,
+    )
+
+
+def ids(results):
+    return [r.chunk.id for r in results]
+
+
+def lexical(*chunks_and_scores):
+    return [Candidate(c, bm25=s, lexical_rank=i) for i, (c, s) in enumerate(chunks_and_scores, start=1)]
+
+
+def test_fusion_only_orders_by_channel_scores():
+    cands = lexical((chunk("a", "caller"), 9.0), (chunk("b", "retryDelay"), 4.0))
+    out = rank(analyze("retryDelay"), cands, ratio=0.0, limit=10, policy=FUSION_ONLY)
+    assert ids(out) == ["a", "b"]
+    assert out[0].score == pytest.approx(1.0) and out[1].score == pytest.approx(4 / 9)
+    assert all(r.signals == {} for r in out)
+
+
+def test_definition_beats_a_caller_with_more_bm25():
+    cands = lexical((chunk("a", "caller", "src/x.ts"), 9.0), (chunk("b", "retryDelay", "src/y.ts"), 4.0))
+    out = rank(analyze("retryDelay"), cands, ratio=0.0, limit=10)
+    assert ids(out) == ["b", "a"]
+    assert out[0].signals["definition"] >= 1.0
+    assert all(0.0 <= r.score <= 1.0 for r in out)
+    assert out[0].fusion_score == pytest.approx(4 / 9)
+
+
+def test_case_exact_definition_wins_over_case_insensitive():
+    cands = [
+        Candidate(chunk("v", "token", "src/a.ts", kind=NodeKind.VARIABLE, lines=3), name_match=True),
+        Candidate(chunk("c", "Token", "src/b.ts", kind=NodeKind.CLASS), name_match=True),
+    ]
+    assert ids(rank(analyze("Token"), cands, ratio=0.0, limit=10))[0] == "c"
+
+
+def test_tests_are_penalised_unless_the_query_is_about_tests():
+    impl = chunk("impl", "schedule", "src/retry.ts")
+    spec = chunk("spec", "schedule", "src/retry.test.ts", is_test=True)
+    cands = lexical((spec, 5.0), (impl, 4.0))
+    assert ids(rank(analyze("how are retries scheduled"), cands, ratio=0.0, limit=10))[0] == "impl"
+    assert ids(rank(analyze("tests for retry scheduling"), cands, ratio=0.0, limit=10))[0] == "spec"
+
+
+def test_tiny_constants_lose_to_substantive_code():
+    const = chunk("k", "RETRY_LIMIT", "src/a.ts", kind=NodeKind.VARIABLE, lines=1)
+    fn = chunk("f", "retryLater", "src/b.ts", lines=20)
+    out = rank(analyze("retry limit reached"), lexical((const, 5.0), (fn, 4.5)), ratio=0.0, limit=10)
+    assert ids(out)[0] == "f" and out[1].signals["tiny"] < 1.0
+
+
+def test_path_query_lifts_top_level_code_of_that_file():
+    target = chunk("t", "mergeMap", "src/operators/mergeMap.ts")
+    nested = chunk("n", "inner", "src/operators/mergeMap.ts", depth=1)
+    other = chunk("o", "mergeAll", "src/operators/mergeAll.ts")
+    cands = lexical((other, 8.0)) + [Candidate(target, path_match=True), Candidate(nested, path_match=True)]
+    out = rank(analyze("operators/mergeMap.ts"), cands, ratio=0.0, limit=10)
+    assert ids(out)[0] == "t" and out[0].signals["path"] > out[1].signals.get("path", 0)
+
+
+def test_phrase_in_own_code_wins_for_error_messages():
+    thrower = chunk("t", "check", "src/a.ts", source='throw new Error("Expected a function but got null")')
+    mention = chunk("m", "expected", "src/b.ts", source="function expected() { /* function null */ }")
+    out = rank(analyze("Expected a function but got null"), lexical((mention, 6.0), (thrower, 5.0)), ratio=0.0, limit=10)
+    assert ids(out)[0] == "t" and "phrase" in out[0].signals
+
+
+def test_saturation_lets_another_file_in():
+    a1, a2, a3 = (chunk(f"a{i}", f"fa{i}", "src/a.ts") for i in range(1, 4))
+    b = chunk("b", "fb", "src/b.ts")
+    cands = lexical((a1, 10.0), (a2, 9.5), (a3, 9.4), (b, 8.0))
+    out = rank(analyze("anything at all here"), cands, ratio=0.0, limit=4, policy=RankingPolicy(file_coherence=0.0))
+    assert ids(out)[:2] == ["a1", "b"]
+
+
+def test_semantic_min_max_scaling_spreads_a_narrow_band():
+    cands = [Candidate(chunk(c, c), cosine=s, semantic_rank=i) for i, (c, s) in enumerate([("x", 0.42), ("y", 0.40)], 1)]
+    out = rank(analyze("some natural language words"), cands, ratio=1.0, limit=10, policy=FUSION_ONLY)
+    assert [r.score for r in out] == [pytest.approx(1.0), pytest.approx(0.0)]
+    assert out[0].vector_similarity == pytest.approx(0.42)
+
+
+@pytest.mark.parametrize(
+    ("query", "cap", "has_definition", "expected"),
+    [
+        ("where are retries scheduled", 0.5, False, (0.5, None)),
+        ("validateToken", 0.5, True, (0.0, SKIP_SHORT_CIRCUIT)),
+        ("validateToken", 0.5, False, (0.25, None)),
+        ("anything", 0.0, False, (0.0, SKIP_RATIO_ZERO)),
+        ("validateToken", 1.0, True, (1.0, None)),
+    ],
+)
+def test_semantic_weight_by_intent(query, cap, has_definition, expected):
+    assert semantic_weight(analyze(query), cap, has_definition=has_definition) == expected
+
+
+def test_limit_and_empty_input():
+    assert rank(analyze("x"), [], ratio=0.0, limit=10) == []
+    cands = lexical((chunk("a", "a"), 1.0), (chunk("b", "b", "src/b.ts"), 1.0))
+    assert len(rank(analyze("x"), cands, ratio=0.0, limit=1)) == 1

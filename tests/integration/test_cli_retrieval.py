@@ -23,7 +23,8 @@ def _chunk(name: str, kind: NodeKind, start: int, end: int) -> Chunk:
         id=f"id-{name}", snippet_hash="h",
         relative_path="src/auth/tokenService.ts", language=Language.TYPESCRIPT, node_kind=kind, name=name,
         qualified_name=f"TokenService.{name}", parent_id="", child_ids=(), depth=1,
-        signature=f"{name}(token: string): ValidationResult", full_source="", collapsed_source="",
+        signature=f"{name}(token: string): ValidationResult", full_source="",
+        collapsed_source="\n".join([f"{name}(token: string): ValidationResult {{"] + [f"  step{i}();" for i in range(end - start - 1)] + ["}"]),
         start_line=start, end_line=end, jsdoc="", jsdoc_start_line=0, relevant_imports=(), is_test=False,
         embedding_text="",
     )
@@ -56,7 +57,7 @@ class FakeRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
                 retrieval_pb2.SearchResult(
                     chunk=chunk_to_proto(_chunk("validateToken", NodeKind.METHOD, 48, 70)), score=0.91,
                     lexical_score=0.8, vector_similarity=0.72, provenance=retrieval_pb2.PROVENANCE_HYBRID,
-                    lexical_rank=1, semantic_rank=2),
+                    lexical_rank=1, semantic_rank=2, fusion_score=0.7, signals={"definition": 1.0}),
                 retrieval_pb2.SearchResult(
                     chunk=chunk_to_proto(_chunk("isExpired", NodeKind.METHOD, 78, 80)), score=0.4,
                     vector_similarity=0.61, provenance=retrieval_pb2.PROVENANCE_SEMANTIC, semantic_rank=1),
@@ -97,7 +98,12 @@ def test_search_json_is_one_object_with_results_and_metadata(fake_retrieval, run
         "qualified_name": "TokenService.validateToken", "kind": "method", "score": pytest.approx(0.91),
         "lexical_score": pytest.approx(0.8), "vector_similarity": pytest.approx(0.72), "provenance": "hybrid",
         "id": "id-validateToken", "signature": "validateToken(token: string): ValidationResult",
+        "fusion_score": pytest.approx(0.7), "signals": {"definition": 1.0},
+        "code": first["code"], "code_lines_omitted": 0,
     }
+    # The code comes with the result, whole up to --max-lines (80 by default).
+    assert first["code"].startswith("validateToken(token: string): ValidationResult {")
+    assert len(first["code"].splitlines()) == 23
     assert payload["results"][1]["provenance"] == "semantic"
     meta = payload["metadata"]
     assert meta["indexing_status"] == "ready" and meta["result_completeness"] == "complete"
@@ -122,9 +128,19 @@ def test_search_human_output_lists_ranked_symbols(fake_retrieval, run_cli, sampl
     lines = result.out.splitlines()
     assert lines[0].startswith(" 1. 0.910  src/auth/tokenService.ts:48-70  TokenService.validateToken  (method)")
     assert "hybrid" in lines[1] and "lexical 0.800" in lines[1]
+    assert "    // src/auth/tokenService.ts > TokenService.validateToken" in lines
+    assert "    validateToken(token: string): ValidationResult {" in lines
     assert lines[-1].startswith("-- index ready") and "120/120 embedded" in lines[-1]
     (request,) = servicer.requests
     assert request.semantic_ratio == pytest.approx(0.2) and request.skip_sync is True
+
+
+def test_search_clips_long_code_with_a_pointer_to_the_rest(fake_retrieval, run_cli, sample_workspace) -> None:
+    result = run_cli("search", str(sample_workspace), "token expiry", "--max-lines", "5")
+    assert result.code == 0, result.err
+    assert "    /* … 18 more lines: src/auth/tokenService.ts:48-70 */" in result.out.splitlines()
+    (request, *_) = fake_retrieval[0].requests
+    assert request.view == retrieval_pb2.RESULT_VIEW_CODE
 
 
 def test_index_shows_progress_on_stderr_and_a_summary(fake_retrieval, run_cli, sample_workspace) -> None:

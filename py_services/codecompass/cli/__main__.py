@@ -12,6 +12,10 @@ from codecompass.cli.errors import EXIT_USAGE, CliError
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import ConfigError, load_settings
 from codecompass.common.logging import configure_logging
+
+# Enough for most functions and for a class's member signatures; longer symbols end in a pointer
+# to the rest (file and lines).
+DEFAULT_CODE_LINES = 80
 from codecompass.common.telemetry import flush_telemetry, init_telemetry
 
 
@@ -78,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-tests", action="store_true", help="leave out test files")
     p.add_argument("--semantic-ratio", type=_ratio, help="maximum semantic weight in [0, 1]")
     p.add_argument("--no-sync", action="store_true", help="search the index as it is, without syncing")
+    p.add_argument("--max-lines", type=_positive_int, default=DEFAULT_CODE_LINES,
+                   help=f"code lines shown per result, the rest summarised (default {DEFAULT_CODE_LINES})")
     p.set_defaults(handler=commands.cmd_search)
 
     p = sub.add_parser("run", help="start services, index a workspace and answer a sample query")

@@ -36,7 +36,9 @@ def index_workspace(address: str, workspace_root: str, wait_for_embeddings: bool
             yield index_progress_from_proto(response)
 
 
-def search(address: str, request: retrieval_pb2.SearchRequest, timeout_s: float) -> dict[str, Any]:
+def search(
+    address: str, request: retrieval_pb2.SearchRequest, timeout_s: float, *, max_code_lines: int = 0
+) -> dict[str, Any]:
     with traced_channel(address) as channel, rpc_errors("retrieval", address):
         stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
-        return search_response_to_dict(stub.Search(request, timeout=timeout_s))
+        return search_response_to_dict(stub.Search(request, timeout=timeout_s), max_code_lines)

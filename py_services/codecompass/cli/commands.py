@@ -114,7 +114,9 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         str(workspace), args.query, limit=args.limit, kinds=args.kind or (), path_patterns=args.path_glob or (),
         exclude_tests=args.no_tests, semantic_ratio=args.semantic_ratio, skip_sync=args.no_sync,
     )
-    response = clients.search(service_address(settings, "retrieval"), request, settings.long_rpc_timeout_s)
+    response = clients.search(
+        service_address(settings, "retrieval"), request, settings.long_rpc_timeout_s, max_code_lines=args.max_lines
+    )
     if args.json:
         _out(json.dumps(response, ensure_ascii=False))
     else:
@@ -154,7 +156,8 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     origin = f" (the purpose of {source.qualified_name})" if source is not None else ""
     _out(f"== sample query: \"{query}\"{origin}")
     response = clients.search(service_address(settings, "retrieval"),
-                              search_request(str(workspace), query, limit=5), settings.long_rpc_timeout_s)
+                              search_request(str(workspace), query, limit=5), settings.long_rpc_timeout_s,
+                              max_code_lines=20)
     for line in render.search_lines(response):
         _out(f"  {line}")
 

@@ -114,6 +114,8 @@ def search_request(
     semantic_ratio: float | None = None,
     skip_sync: bool = False,
 ) -> retrieval_pb2.SearchRequest:
+    # The CLI shows code with children collapsed; complete sources of large symbols would only
+    # be cut again here.
     request = retrieval_pb2.SearchRequest(
         workspace_root=workspace_root,
         query=query,
@@ -124,14 +126,25 @@ def search_request(
             exclude_tests=exclude_tests,
         ),
         skip_sync=skip_sync,
+        view=retrieval_pb2.RESULT_VIEW_CODE,
     )
     if semantic_ratio is not None:
         request.semantic_ratio = semantic_ratio
     return request
 
 
-def search_result_to_dict(result: retrieval_pb2.SearchResult) -> dict[str, Any]:
+def clip_code(code: str, max_lines: int) -> tuple[str, int]:
+    """The first `max_lines` lines of `code` and how many were left out: a symbol with nothing
+    to collapse (a 40k-line generated function) is never pasted whole."""
+    lines = code.splitlines()
+    if max_lines <= 0 or len(lines) <= max_lines:
+        return code, 0
+    return "\n".join(lines[:max_lines]), len(lines) - max_lines
+
+
+def search_result_to_dict(result: retrieval_pb2.SearchResult, max_code_lines: int = 0) -> dict[str, Any]:
     chunk = chunk_from_proto(result.chunk)
+    code, omitted = clip_code(chunk.collapsed_source, max_code_lines)
     return {
         "path": chunk.relative_path,
         "start_line": chunk.start_line,
@@ -144,6 +157,10 @@ def search_result_to_dict(result: retrieval_pb2.SearchResult) -> dict[str, Any]:
         "provenance": enum_str(retrieval_pb2.Provenance, result.provenance, "PROVENANCE_"),
         "id": chunk.id,
         "signature": chunk.signature,
+        "fusion_score": round(result.fusion_score, 6),
+        "signals": {name: round(value, 4) for name, value in sorted(result.signals.items())},
+        "code": code,
+        "code_lines_omitted": omitted,
     }
 
 
@@ -163,12 +180,13 @@ def search_metadata_to_dict(meta: retrieval_pb2.SearchMetadata) -> dict[str, Any
         "search_ms": round(meta.search_ms, 3),
         "total_chunks": meta.total_chunks,
         "embedded_chunks": meta.embedded_chunks,
+        "total_candidates": meta.total_candidates,
         "sync": sync_stats_to_dict(meta.sync),
     }
 
 
-def search_response_to_dict(response: retrieval_pb2.SearchResponse) -> dict[str, Any]:
+def search_response_to_dict(response: retrieval_pb2.SearchResponse, max_code_lines: int = 0) -> dict[str, Any]:
     return {
-        "results": [search_result_to_dict(result) for result in response.results],
+        "results": [search_result_to_dict(result, max_code_lines) for result in response.results],
         "metadata": search_metadata_to_dict(response.metadata),
     }

@@ -129,12 +129,22 @@ def search_lines(response: dict[str, Any]) -> list[str]:
             f"{rank:>2}. {result['score']:.3f}  {result['path']}:{result['start_line']}-{result['end_line']}"
             f"  {result['qualified_name']}  ({result['kind']})"
         )
+        why = f"  {', '.join(result['signals'])}" if result.get("signals") else ""
         lines.append(
             f"      lexical {result['lexical_score']:.3f}  vector {result['vector_similarity']:.3f}"
-            f"  {result['provenance']}"
+            f"  {result['provenance']}{why}"
         )
-        if result["signature"]:
-            lines.append(f"      {result['signature']}")
+        code = result.get("code") or result["signature"]
+        if code:
+            lines.append("")
+            lines.append(f"    // {result['path']} > {result['qualified_name']}")
+            lines.extend(f"    {line}" for line in code.splitlines())
+            if result.get("code_lines_omitted"):
+                lines.append(
+                    f"    /* … {result['code_lines_omitted']} more lines: {result['path']}:"
+                    f"{result['start_line']}-{result['end_line']} */"
+                )
+            lines.append("")
     if not response["results"]:
         lines.append("no results")
     lines.append(metadata_line(response["metadata"]))

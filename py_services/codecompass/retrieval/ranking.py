@@ -12,6 +12,9 @@ Two steps:
    of bench/quality (see bench/README.md for the ablation):
    - `definition`: the chunk *is* a symbol the query names (its name or qualified name equals
      an identifier typed in the query) — the answer to "where is X", not one of its callers;
+   - `name_words`: the query's words spell the chunk's name (`merge map` → `mergeMap`): the
+     product of the shares of query words in the name and of name words in the query, so the
+     exact name beats a longer one that merely contains it;
    - `path`: the chunk is top-level code of the file the query names (`operators/map.ts`);
    - `phrase`: the chunk's own code contains the query's error message or quoted text;
    - `file_words`: the file's name or folder shares words with a natural-language query
@@ -57,6 +60,10 @@ _DECLARATION = re.compile(r"\.d\.[cm]?ts$")
 _TEST_PATH = re.compile(
     r"(?:^|/)(?:__tests__|__mocks__|tests?|spec|specs|e2e|fixtures?|mocks?|testing)(?:/|$)|\.(?:test|spec)\.[cm]?[jt]sx?$"
 )
+_KIND_WORDS = frozenset(
+    "function method class interface type enum component variable constant const namespace constructor "
+    "accessor getter setter hook operator property field".split()
+)
 _SMALL_KINDS = frozenset({NodeKind.VARIABLE, NodeKind.TYPE, NodeKind.ACCESSOR, NodeKind.ENUM})
 
 
@@ -69,6 +76,7 @@ class RankingPolicy:
     semantic_minmax: bool = True
     definition: float = 1.0
     definition_embedded: float = 0.5
+    name_words: float = 0.5
     path: float = 1.5
     phrase: float = 0.6
     file_words: float = 0.3
@@ -233,6 +241,8 @@ def _apply_signals(shape: QueryShape, fused: list[RankedResult], policy: Ranking
     phrase = _phrase_of(shape)
     words = [w for w in shape.words if len(w) >= 3] if shape.intent in (q.NATURAL_LANGUAGE, q.ERROR) else []
     path = shape.path.lower()
+    # Kind words ("function", "class") describe the symbol rather than name it.
+    query_words = [w for w in shape.words if w not in _KIND_WORDS]
 
     scored: list[tuple[RankedResult, float, dict[str, float]]] = []
     for r in fused:
@@ -250,6 +260,11 @@ def _apply_signals(shape: QueryShape, fused: list[RankedResult], policy: Ranking
                 weight += 0.05
             add += weight * top
             signals["definition"] = weight
+        if not defines and policy.name_words > 0 and query_words:
+            share = _name_word_share(query_words, chunk.name)
+            if share > 0:
+                add += policy.name_words * share * top
+                signals["name_words"] = round(policy.name_words * share, 4)
         if path and _path_matches(chunk.relative_path.lower(), path):
             weight = policy.path if chunk.depth == 0 else policy.path / 2
             add += weight * top
@@ -321,6 +336,18 @@ def _defines(chunk: Chunk, identifiers: set[str]) -> bool:
     if not identifiers:
         return False
     return chunk.name.lower() in identifiers or chunk.qualified_name.lower() in identifiers
+
+
+def _name_word_share(query_words: list[str], name: str) -> float:
+    parts = [p for p in identifier_parts(name) if p]
+    if len(parts) < 2 or not query_words:
+        # A one-word name is BM25's job; the signal is for names a query spells in pieces.
+        return 0.0
+    in_name = sum(1 for w in query_words if w in parts)
+    if in_name < 2:
+        return 0.0
+    in_query = sum(1 for p in parts if p in query_words)
+    return (in_name / len(query_words)) * (in_query / len(parts))
 
 
 def _path_matches(relative_path: str, path: str) -> bool:

@@ -68,7 +68,7 @@ def test_tests_are_penalised_unless_the_query_is_about_tests():
 def test_tiny_constants_lose_to_substantive_code():
     const = chunk("k", "RETRY_LIMIT", "src/a.ts", kind=NodeKind.VARIABLE, lines=1)
     fn = chunk("f", "retryLater", "src/b.ts", lines=20)
-    out = rank(analyze("retry limit reached"), lexical((const, 5.0), (fn, 4.5)), ratio=0.0, limit=10)
+    out = rank(analyze("give up after too many attempts"), lexical((const, 5.0), (fn, 4.5)), ratio=0.0, limit=10)
     assert ids(out)[0] == "f" and out[1].signals["tiny"] < 1.0
 
 
@@ -121,3 +121,12 @@ def test_limit_and_empty_input():
     assert rank(analyze("x"), [], ratio=0.0, limit=10) == []
     cands = lexical((chunk("a", "a"), 1.0), (chunk("b", "b", "src/b.ts"), 1.0))
     assert len(rank(analyze("x"), cands, ratio=0.0, limit=1)) == 1
+
+
+def test_query_words_spelling_a_name_lift_that_name_over_longer_ones():
+    exact = chunk("e", "mergeMap", "src/mergeMap.ts")
+    longer = chunk("l", "mergeMapTo", "src/mergeMapTo.ts")
+    other = chunk("o", "flatten", "src/flatten.ts")
+    out = rank(analyze("merge map operator"), lexical((other, 6.0), (longer, 4.4), (exact, 4.0)), ratio=0.0, limit=10)
+    assert ids(out)[:2] == ["e", "l"]
+    assert out[0].signals["name_words"] > out[1].signals["name_words"]

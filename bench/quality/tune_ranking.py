@@ -1,0 +1,122 @@
+"""Ranking ablations on an index the quality run already built: fast enough to tune on.
+
+`run_quality` measures the product end to end through the services; re-running it per weight
+takes minutes. This opens the same LanceDB tables in process (read only), embeds each query
+once with the same local model, and runs the real first stage (`hybrid.hybrid_search`) with
+each policy variant, so a variant costs seconds. Use the **dev** split to decide; the test
+split is only reported by `run_quality`.
+
+Run (after `make bench-quality`, or with the state dir of any run):
+  .venv/bin/python -m bench.quality.tune_ranking --state-dir bench/.work/quality-state [--split dev]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from dataclasses import fields, replace
+from pathlib import Path
+
+import lancedb
+
+from bench.lib.metrics import METRIC_NAMES, mean_scores, score_query
+from bench.quality.run_quality import DEFAULT_QUERIES, load_queries, target_hit, workspace_for
+from codecompass.embedding.minilm import MiniLMProvider
+from codecompass.retrieval.filters import Filters
+from codecompass.retrieval.hybrid import hybrid_search
+from codecompass.retrieval.ranking import DEFAULT_POLICY, FUSION_ONLY, RankingPolicy
+from codecompass.retrieval.schema import CHUNKER_METADATA_KEY, MODEL_METADATA_KEY, TABLE_PREFIX, EmbeddingModel
+from codecompass.retrieval.state import index_uri
+from codecompass.retrieval.store import ChunkStore
+
+# Each variant turns one signal off (or changes one choice), so its row shows what that signal adds.
+ABLATIONS: dict[str, dict] = {
+    "full": {},
+    "fusion only": {"full": False},
+    "raw cosine": {"semantic_minmax": False},
+    "- definition": {"definition": 0.0, "definition_embedded": 0.0},
+    "- name_words": {"name_words": 0.0},
+    "- path": {"path": 0.0},
+    "- phrase": {"phrase": 0.0},
+    "- file_words": {"file_words": 0.0},
+    "- file_coherence": {"file_coherence": 0.0},
+    "- test penalty": {"test_penalty": 1.0},
+    "- example penalty": {"example_penalty": 1.0},
+    "- tiny penalty": {"tiny_penalty": 1.0},
+    "- saturation": {"saturation": 1.0},
+}
+
+
+def open_store(state_dir: Path, workspace: Path) -> ChunkStore:
+    uri = index_uri(state_dir, None, workspace.resolve())
+    db = lancedb.connect(uri)
+    names = [n for n in db.list_tables().tables if n.startswith(TABLE_PREFIX)]
+    if len(names) != 1:
+        raise SystemExit(f"expected one chunk table in {uri}, found {names}")
+    metadata = db.open_table(names[0]).schema.metadata or {}
+    # identity() is "provider/model_id@version/dims".
+    identity = metadata[MODEL_METADATA_KEY.encode()].decode()
+    provider, rest = identity.split("/", 1)
+    rest, dims = rest.rsplit("/", 1)
+    model_id, version = rest.rsplit("@", 1)
+    model = EmbeddingModel(provider, model_id, version, int(dims))
+    chunker = metadata[CHUNKER_METADATA_KEY.encode()].decode()
+    return ChunkStore.open(uri, model=model, chunker_version=chunker)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--state-dir", type=Path, required=True)
+    parser.add_argument("--queries", type=Path, default=DEFAULT_QUERIES)
+    parser.add_argument("--split", default="dev")
+    parser.add_argument("--ratio", type=float, default=0.5)
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="evaluate the full policy with these weights changed (repeatable)")
+    parser.add_argument("--only", help="comma-separated ablation names to run")
+    args = parser.parse_args(argv)
+
+    queries = [qy for qy in load_queries(args.queries) if qy.split == args.split]
+    model = MiniLMProvider()
+    model.warmup()
+    vectors = dict(zip((qy.id for qy in queries), model.embed([qy.query for qy in queries], "query"), strict=True))
+    stores: dict[str, ChunkStore] = {}
+
+    variants = dict(ABLATIONS)
+    if args.set:
+        types = {f.name: f.type for f in fields(RankingPolicy)}
+        changes = {}
+        for item in args.set:
+            name, value = item.split("=", 1)
+            changes[name] = value.lower() == "true" if types[name] in ("bool", bool) else float(value)
+        variants = {"full": {}, f"set {' '.join(args.set)}": changes}
+    if args.only:
+        keep = {name.strip() for name in args.only.split(",")}
+        variants = {k: v for k, v in variants.items() if k in keep}
+
+    print(f"{len(queries)} {args.split} queries; ratio cap {args.ratio}\n")
+    header = "| Variant | Type | n | " + " | ".join(METRIC_NAMES) + " |"
+    print(header)
+    print("|" + "---|" * (3 + len(METRIC_NAMES)))
+    for name, changes in variants.items():
+        policy = FUSION_ONLY if changes.get("full") is False else replace(DEFAULT_POLICY, **changes)
+        by_type = defaultdict(list)
+        for qy in queries:
+            store = stores.get(qy.repo)
+            if store is None:
+                store = stores[qy.repo] = open_store(args.state_dir, workspace_for(qy.repo))
+            outcome = hybrid_search(
+                store, qy.query, query_vector=vectors[qy.id], filters=Filters(), limit=10,
+                semantic_ratio=args.ratio, candidate_pool=40, policy=policy,
+            )
+            hits = [target_hit(r.chunk, qy.targets) for r in outcome.results]
+            score = score_query(hits, len(qy.targets))
+            by_type[qy.type].append(score)
+            by_type["all"].append(score)
+        for qtype in sorted(by_type, key=lambda t: (t != "all", t)):
+            values = mean_scores(by_type[qtype])
+            print(f"| {name} | {qtype} | {len(by_type[qtype])} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

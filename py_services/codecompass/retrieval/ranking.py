@@ -60,10 +60,10 @@ _DECLARATION = re.compile(r"\.d\.[cm]?ts$")
 _TEST_PATH = re.compile(
     r"(?:^|/)(?:__tests__|__mocks__|tests?|spec|specs|e2e|fixtures?|mocks?|testing)(?:/|$)|\.(?:test|spec)\.[cm]?[jt]sx?$"
 )
-_KIND_WORDS = frozenset(
-    "function method class interface type enum component variable constant const namespace constructor "
-    "accessor getter setter hook operator property field".split()
-)
+_KIND_WORDS = frozenset({
+    "function", "method", "class", "interface", "type", "enum", "component", "variable", "constant", "const",
+    "namespace", "constructor", "accessor", "getter", "setter", "hook", "operator", "property", "field",
+})
 _SMALL_KINDS = frozenset({NodeKind.VARIABLE, NodeKind.TYPE, NodeKind.ACCESSOR, NodeKind.ENUM})
 
 

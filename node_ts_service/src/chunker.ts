@@ -4,7 +4,7 @@
 // chunks (text, lines, imports, references, embedding text, token counts).
 import { createHash } from 'node:crypto';
 import ts from 'typescript';
-import { resolveReferences } from './references';
+import { resolveReferences, withoutMachinePaths } from './references';
 import {
   discoverSymbols,
   endLineOf,
@@ -205,7 +205,8 @@ export function jsdocPurpose(jsdoc: string): string {
 
 function breadcrumb(sym: SymbolNode): string[] {
   const names: string[] = [];
-  for (let s: SymbolNode | undefined = sym; s; s = s.parent) names.unshift(s.localName);
+  // Scope wrappers (top-level IIFEs) stay out, as they do from qualified names.
+  for (let s: SymbolNode | undefined = sym; s; s = s.parent) if (s === sym || !s.transparent) names.unshift(s.localName);
   return names;
 }
 
@@ -297,8 +298,9 @@ export function chunkSourceFile(input: ChunkInput): ChunkOutput {
         // untyped JavaScript. Its state is not trustworthy after that, so the
         // rest of the file is chunked without references, and the file says so.
         checker = undefined;
+        const message = err instanceof Error ? err.message : String(err);
         diagnostics.push(
-          `${startLineOf(sf, sym)}:1 references unavailable from here on: ${err instanceof Error ? err.message : String(err)}`,
+          `${startLineOf(sf, sym)}:1 references unavailable from here on: ${withoutMachinePaths(message, input.workspaceRoot)}`,
         );
       }
     }
@@ -330,4 +332,68 @@ export function chunkSourceFile(input: ChunkInput): ChunkOutput {
     });
   }
   return { chunks, diagnostics, hasSyntaxErrors: parseErrors.length > 0 };
+}
+
+export interface LineCoverage {
+  /** Non-blank lines, comment lines included. */
+  lines: number;
+  /** Of those, lines inside some chunk's [jsdocStartLine or startLine, endLine]. */
+  covered: number;
+  /** Non-blank lines that are not only comment (a shebang counts as comment). */
+  codeLines: number;
+  codeCovered: number;
+  /** Code lines covered by a symbol chunk, the module chunk left out: how much has a chunk of its own. */
+  codeCoveredBySymbols: number;
+}
+
+/**
+ * Which lines of a file the chunks cover. Blank lines never count; comment
+ * lines count in `lines` (honest: a license header outside every chunk is
+ * uncovered) and are left out of `codeLines`. A line is a comment line when,
+ * trimmed, it starts with `//` or lies in a block comment opened at the start
+ * of a line, up to a closing `*\/` with nothing after it; comment markers
+ * inside strings are not told apart, which only matters for lines that start
+ * inside a multi-line template literal. bench/lib/chunk_checks.py
+ * (line_coverage) computes the same for the gRPC benchmark.
+ */
+export function lineCoverage(
+  text: string,
+  chunks: Pick<Chunk, 'startLine' | 'endLine' | 'jsdocStartLine' | 'nodeKind'>[],
+): LineCoverage {
+  const lines = text.split('\n');
+  const all = new Int32Array(lines.length + 2);
+  const symbols = new Int32Array(lines.length + 2);
+  for (const c of chunks) {
+    const from = c.jsdocStartLine > 0 ? c.jsdocStartLine : c.startLine;
+    const marks = c.nodeKind === 'module' ? [all] : [all, symbols];
+    for (const m of marks) {
+      m[from] += 1;
+      m[c.endLine + 1] -= 1;
+    }
+  }
+  const result: LineCoverage = { lines: 0, covered: 0, codeLines: 0, codeCovered: 0, codeCoveredBySymbols: 0 };
+  let inAll = 0;
+  let inSymbols = 0;
+  let inBlock = false;
+  for (let i = 0; i < lines.length; i++) {
+    inAll += all[i + 1];
+    inSymbols += symbols[i + 1];
+    const t = lines[i].trim();
+    if (t === '') continue;
+    let comment = false;
+    if (inBlock || t.startsWith('/*')) {
+      const close = t.indexOf('*/', inBlock ? 0 : 2);
+      inBlock = close < 0;
+      comment = inBlock || t.slice(close + 2).trim() === '';
+    } else if (t.startsWith('//') || (i === 0 && t.startsWith('#!'))) {
+      comment = true;
+    }
+    result.lines++;
+    if (inAll > 0) result.covered++;
+    if (comment) continue;
+    result.codeLines++;
+    if (inAll > 0) result.codeCovered++;
+    if (inSymbols > 0) result.codeCoveredBySymbols++;
+  }
+  return result;
 }

@@ -43,6 +43,7 @@ const NODE_KIND_TO_PB: Record<NodeKind, chunkPb.NodeKind> = {
   namespace: chunkPb.NodeKind.NODE_KIND_NAMESPACE,
   constructor: chunkPb.NodeKind.NODE_KIND_CONSTRUCTOR,
   accessor: chunkPb.NodeKind.NODE_KIND_ACCESSOR,
+  module: chunkPb.NodeKind.NODE_KIND_MODULE,
 };
 const NODE_KIND_FROM_PB = invert(NODE_KIND_TO_PB);
 

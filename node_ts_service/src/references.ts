@@ -71,6 +71,25 @@ function limit(text: string): string {
   return text.length <= SIGNATURE_LIMIT ? text : `${text.slice(0, SIGNATURE_LIMIT - 1)}…`;
 }
 
+// `import("/home/me/app/node_modules/x/index").Foo`: the checker qualifies a
+// type it cannot name in scope with its file's absolute path.
+const IMPORT_TYPE_QUALIFIER = /\bimport\(\s*(["'])[^"'\n]*\1\s*\)\./g;
+
+/**
+ * Text that may carry machine paths (checker type strings, error messages)
+ * made machine-independent: `import("…")` qualifiers are dropped (the type
+ * name stays), then any remaining mention of the workspace root becomes
+ * workspace-relative. Chunks are indexed and may move between machines.
+ */
+export function withoutMachinePaths(text: string, workspaceRoot: string): string {
+  let out = text.includes('import(') ? text.replace(IMPORT_TYPE_QUALIFIER, '') : text;
+  if (workspaceRoot !== '' && out.includes(workspaceRoot)) {
+    const root = workspaceRoot.replace(/[\\/]+$/, '');
+    out = out.split(`${root}/`).join('').split(`${root}\\`).join('').split(root).join('.');
+  }
+  return out;
+}
+
 function renderSignature(
   checker: ts.TypeChecker,
   decl: ts.Declaration,
@@ -104,12 +123,31 @@ function renderSignature(
  */
 export function resolveReferences(sym: SymbolNode, ctx: ReferenceContext): SymbolReference[] {
   const { checker, sourceFile: sf } = ctx;
-  const skipped = sym.children.filter((c) => isCollapsible(sf, c)).map((c) => [c.bodyStart, c.bodyEnd] as const);
+  // Collapsed bodies in source order (inner symbols do not overlap), searched
+  // by bisection: the module chunk of a bundle has thousands of them.
+  const skipStarts: number[] = [];
+  const skipEnds: number[] = [];
+  for (const c of sym.inner) {
+    if (!isCollapsible(sf, c)) continue;
+    skipStarts.push(c.bodyStart);
+    skipEnds.push(c.bodyEnd);
+  }
+  /** Whether [pos, end) lies inside one collapsed body. */
+  const insideSkipped = (pos: number, end: number): boolean => {
+    let lo = 0;
+    let hi = skipStarts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (skipStarts[mid] <= pos) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo > 0 && end <= skipEnds[lo - 1];
+  };
   const found = new Map<ts.Symbol, { count: number; first: number; ref: SymbolReference }>();
   const rejected = new Set<ts.Symbol>();
   const visit = (node: ts.Node): void => {
     if (node.end <= sym.start || node.pos >= sym.end) return;
-    for (const [s, e] of skipped) if (node.pos >= s && node.end <= e) return;
+    if (insideSkipped(node.pos, node.end)) return;
     if (ts.isIdentifier(node)) {
       visitIdentifier(node);
       return;
@@ -120,7 +158,7 @@ export function resolveReferences(sym: SymbolNode, ctx: ReferenceContext): Symbo
     if (isDeclarationName(id) || ts.isJsxAttribute(id.parent)) return;
     if (isPropertyName(id) && !hasSimpleReceiver(id)) return;
     const start = id.getStart(sf);
-    for (const [s, e] of skipped) if (start >= s && start < e) return;
+    if (insideSkipped(start, start + 1)) return;
     const symbol = resolve(checker, id);
     if (!symbol || rejected.has(symbol)) return;
     const seen = found.get(symbol);
@@ -152,7 +190,7 @@ export function resolveReferences(sym: SymbolNode, ctx: ReferenceContext): Symbo
     if (chunk === sym) return undefined;
     return {
       name: chunk ? chunk.qualifiedName : symbol.name,
-      signature: renderSignature(checker, decl, symbol, chunk),
+      signature: withoutMachinePaths(renderSignature(checker, decl, symbol, chunk), ctx.workspaceRoot),
       relativePath: rel,
       chunkId: chunk ? chunk.id : '',
     };

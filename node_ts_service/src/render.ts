@@ -57,6 +57,11 @@ export function renderSymbol(chunks: Chunk[], text: string, spec: RenderSpec): R
     const path: string[] = [];
     while (s && s !== root) {
       path.push(s.id);
+      // The module chunk holds the top-level symbols without being their parent.
+      if (s.parent === undefined && root === symbols.module && s !== root) {
+        s = root;
+        break;
+      }
       s = s.parent;
     }
     if (s !== root || path.length === 0) {

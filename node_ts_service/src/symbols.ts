@@ -35,10 +35,25 @@ export interface SymbolNode {
   nodes: ts.Node[];
   /** Nodes whose subtrees hold the symbol's own source, in order. */
   roots: ts.Node[];
+  /**
+   * Symbols directly inside this one's source, in order, that collapse in it:
+   * its children, or for the module chunk the file's top-level symbols (which
+   * keep depth 0 and no parent, so the module chunk lists no children).
+   */
+  inner: SymbolNode[];
+  /** Named from its context (`app.get('/x') handler`, `describe('cart')`): joins qualified names with ' > '. */
+  contextNamed: boolean;
+  /**
+   * A scope wrapper (an IIFE, a UMD factory) whose declarations read as if
+   * declared around it: it is a chunk, but its children's qualified names skip it.
+   */
+  transparent: boolean;
 }
 
 export interface FileSymbols {
   roots: SymbolNode[];
+  /** The file's top-level code outside every symbol, when it has any; also first in `all`. */
+  module: SymbolNode | undefined;
   /** Every symbol in source order (parents before their children). */
   all: SymbolNode[];
   byNode: Map<ts.Node, SymbolNode>;
@@ -47,6 +62,21 @@ export interface FileSymbols {
 
 const SIGNATURE_LIMIT = 300;
 const INITIALIZER_PREVIEW = 80;
+
+/** Name of the chunk that holds a file's top-level code (imports, top-level calls, statements). */
+export const MODULE_CHUNK_NAME = '<module top level>';
+/** Name of an anonymous immediately invoked function expression. */
+export const IIFE_NAME = '<iife>';
+/**
+ * An anonymous function or object literal passed to a call (a route handler,
+ * an event listener, a `.map` callback, `defineConfig({ … })`) is a chunk of
+ * its own when it spans at least this many lines. Shorter ones read fine
+ * inside their parent's source and would only add near-duplicate chunks.
+ * Test blocks (`describe`, `it`, hooks) are chunks whatever their size: each
+ * is a named unit a search should find.
+ */
+export const MIN_CALLBACK_LINES = 3;
+const LABEL_LIMIT = 60;
 
 const cache = new WeakMap<ts.SourceFile, { relativePath: string; symbols: FileSymbols }>();
 
@@ -195,6 +225,8 @@ for (const kind of [
   ts.SyntaxKind.VariableStatement,
   ts.SyntaxKind.ExpressionStatement,
   ts.SyntaxKind.ExportAssignment,
+  ts.SyntaxKind.ArrowFunction,
+  ts.SyntaxKind.ObjectLiteralExpression,
 ]) {
   CANDIDATE_KINDS[kind] = 1;
 }
@@ -215,6 +247,8 @@ interface Spec {
   /** Signature given outright (variables, types) instead of "header up to body". */
   signature?: string;
   overloadable: boolean;
+  contextNamed?: boolean;
+  transparent?: boolean;
 }
 
 class Discovery {
@@ -233,9 +267,72 @@ class Discovery {
 
   run(): FileSymbols {
     this.descend(this.sf, undefined, true);
+    const module = this.moduleSymbol();
+    if (module) this.all.unshift(module);
     const byId = new Map<string, SymbolNode>();
     for (const s of this.all) byId.set(s.id, s);
-    return { roots: this.roots, all: this.all, byNode: this.byNode, byId };
+    return { roots: this.roots, module, all: this.all, byNode: this.byNode, byId };
+  }
+
+  /**
+   * The module chunk: the whole file (trimmed of surrounding blank space)
+   * with every top-level symbol collapsed. Made only when some line holds
+   * code that no top-level symbol covers (imports, `app.listen(…)`, a
+   * top-level `if`), so a file of declarations alone gets no extra chunk.
+   */
+  private moduleSymbol(): SymbolNode | undefined {
+    const text = this.text;
+    const roots = [...this.roots].sort((a, b) => a.start - b.start);
+    let from = text.startsWith('#!') ? Math.max(text.indexOf('\n'), 0) : 0;
+    let prevEndLine = 0;
+    let uncovered = false;
+    for (let i = 0; i <= roots.length && !uncovered; i++) {
+      const next = roots[i];
+      const to = next ? (next.jsdocStart >= 0 ? next.jsdocStart : next.start) : text.length;
+      const nextStartLine = next ? lineOf(this.sf, to) : Number.MAX_SAFE_INTEGER;
+      let p = skipTrivia(text, from);
+      while (p < to) {
+        const line = lineOf(this.sf, p);
+        if (line > prevEndLine && line < nextStartLine) {
+          uncovered = true;
+          break;
+        }
+        const nl = text.indexOf('\n', p);
+        if (nl < 0) break;
+        p = skipTrivia(text, nl + 1);
+      }
+      if (next) {
+        from = Math.max(from, next.end);
+        prevEndLine = Math.max(prevEndLine, endLineOf(this.sf, next));
+      }
+    }
+    if (!uncovered) return undefined;
+    const start = text.length - text.trimStart().length;
+    const end = text.trimEnd().length;
+    return {
+      id: stableId([this.relativePath, '', 'module', MODULE_CHUNK_NAME, '0']),
+      kind: 'module',
+      idKind: 'module',
+      name: MODULE_CHUNK_NAME,
+      localName: MODULE_CHUNK_NAME,
+      qualifiedName: MODULE_CHUNK_NAME,
+      parent: undefined,
+      children: [],
+      depth: 0,
+      start,
+      end,
+      jsdocStart: -1,
+      jsdocEnd: -1,
+      bodyStart: -1,
+      bodyEnd: -1,
+      bodyStyle: 'brace',
+      signature: `module ${this.relativePath}`,
+      nodes: [],
+      roots: [this.sf],
+      inner: roots,
+      contextNamed: false,
+      transparent: false,
+    };
   }
 
   // Walk state lives in fields and one shared visitor: allocating a closure per
@@ -346,15 +443,22 @@ class Discovery {
     const id = stableId([this.relativePath, parent ? parent.id : '', spec.idKind, spec.localName, String(dup)]);
     const start = spec.outer.getStart(this.sf);
     const jsdoc = this.leadingJsDoc(spec.outer, start);
+    // Qualified names skip transparent wrappers; context names join with ' > '
+    // because they hold dots and parentheses of their own.
+    let scope = parent;
+    while (scope && scope.transparent) scope = scope.parent;
+    const contextNamed = spec.contextNamed === true;
+    const separator = contextNamed || (scope !== undefined && scope.contextNamed) ? ' > ' : '.';
+    const children: SymbolNode[] = [];
     const sym: SymbolNode = {
       id,
       kind: spec.kind,
       idKind: spec.idKind,
       name: spec.name,
       localName: spec.localName,
-      qualifiedName: parent ? `${parent.qualifiedName}.${spec.localName}` : spec.localName,
+      qualifiedName: scope ? `${scope.qualifiedName}${separator}${spec.localName}` : spec.localName,
       parent,
-      children: [],
+      children,
       depth: parent ? parent.depth + 1 : 0,
       start,
       end: spec.outer.end,
@@ -366,6 +470,9 @@ class Discovery {
       signature: spec.signature ?? this.headerSignature(spec.header, spec.body?.start),
       nodes: spec.nodes,
       roots: [spec.outer],
+      inner: children,
+      contextNamed,
+      transparent: spec.transparent === true,
     };
     for (const n of spec.nodes) this.byNode.set(n, sym);
     (parent ? parent.children : this.roots).push(sym);
@@ -595,22 +702,42 @@ class Discovery {
         const p = node as ts.PropertyAssignment;
         if (!this.isBoundObject(p.parent)) return [];
         const value = boundValue(p.initializer);
-        if (!value.fn && !value.cls) return [];
         const name = propertyNameText(p.name, this.sf);
+        if (value.object && p.initializer === value.object && this.isNestedChunkObject(value.object)) {
+          return [this.objectSpec(p, p.name, name, value.object, `${name}: { … }`, false)];
+        }
+        if (!value.fn && !value.cls) return [];
         const spec = this.boundSpec(p, p.name, name, name, value, 'method', undefined);
         return spec ? [spec] : [];
       }
       case ts.SyntaxKind.VariableStatement:
         return this.variableSpecs(node as ts.VariableStatement, moduleScope);
       case ts.SyntaxKind.ExpressionStatement: {
-        const spec = this.assignmentSpec(node as ts.ExpressionStatement);
+        const spec = this.assignmentSpec(node as ts.ExpressionStatement) ?? this.callStatementSpec(node as ts.ExpressionStatement);
         return spec ? [spec] : [];
+      }
+      case ts.SyntaxKind.ArrowFunction: {
+        const spec = this.anonymousFunctionSpec(node as ts.ArrowFunction, moduleScope);
+        return spec ? [spec] : [];
+      }
+      case ts.SyntaxKind.ObjectLiteralExpression: {
+        const obj = node as ts.ObjectLiteralExpression;
+        const call = this.callOfArgument(obj);
+        if (!call || !this.isCallArgumentObject(obj)) return [];
+        return [this.callObjectSpec(call, obj, obj)];
       }
       case ts.SyntaxKind.FunctionExpression: {
         // Reached only when not bound to a name (bound ones are claimed by their binding):
         // a named function expression still names a function, e.g. `return function retry() {…}`.
         const fn = node as ts.FunctionExpression;
-        if (!fn.name || this.isIifeCallee(fn)) return [];
+        if (!fn.name) {
+          const spec = this.anonymousFunctionSpec(fn, moduleScope);
+          return spec ? [spec] : [];
+        }
+        if (this.isIifeCallee(fn)) {
+          const spec = this.anonymousFunctionSpec(fn, moduleScope, fn.name.text);
+          return spec ? [spec] : [];
+        }
         const name = fn.name.text;
         const kind = this.functionKind(name, fn, 'function');
         return [
@@ -652,8 +779,156 @@ class Discovery {
       (ts.isPropertyDeclaration(p) && p.initializer === e) ||
       (ts.isBinaryExpression(p) && p.right === e && p.operatorToken.kind === ts.SyntaxKind.EqualsToken) ||
       ts.isExportAssignment(p) ||
-      ts.isReturnStatement(p)
+      ts.isReturnStatement(p) ||
+      (e === obj && this.isCallArgumentObject(obj)) ||
+      (e === obj && this.isNestedChunkObject(obj))
     );
+  }
+
+  /** `methods: { … }` inside an object whose members are chunks: a chunk too when it spans lines. */
+  private isNestedChunkObject(obj: ts.ObjectLiteralExpression): boolean {
+    const p = obj.parent;
+    return (
+      ts.isPropertyAssignment(p) &&
+      p.initializer === obj &&
+      ts.isObjectLiteralExpression(p.parent) &&
+      this.spansLines(obj.getStart(this.sf), obj.end) &&
+      this.isBoundObject(p.parent)
+    );
+  }
+
+  /** An object literal passed straight to a call (`defineConfig({ … })`) that is big enough to be a chunk. */
+  private isCallArgumentObject(obj: ts.ObjectLiteralExpression): boolean {
+    return this.callOfArgument(obj) !== undefined && this.lineSpan(obj.getStart(this.sf), obj.end) >= MIN_CALLBACK_LINES;
+  }
+
+  /** The call or `new` that `node` (through parentheses) is an argument of. */
+  private callOfArgument(node: ts.Node): ts.CallExpression | ts.NewExpression | undefined {
+    let e: ts.Node = node;
+    while (ts.isParenthesizedExpression(e.parent)) e = e.parent;
+    const p = e.parent;
+    if ((ts.isCallExpression(p) || ts.isNewExpression(p)) && p.arguments !== undefined && p.arguments.includes(e as ts.Expression)) {
+      return p;
+    }
+    return undefined;
+  }
+
+  private lineSpan(start: number, end: number): number {
+    return lineOf(this.sf, Math.max(start, end - 1)) - lineOf(this.sf, start) + 1;
+  }
+
+  /**
+   * An anonymous function that is not bound to a name: a call argument
+   * (handler, listener, callback, test block) or an IIFE, when big enough.
+   */
+  private anonymousFunctionSpec(fn: FunctionLike, moduleScope: boolean, ownName?: string): Spec | undefined {
+    if (this.isIifeCallee(fn) || (!moduleScope && this.isNestedIifeCallee(fn))) {
+      if (this.lineSpan(fn.getStart(this.sf), fn.end) < MIN_CALLBACK_LINES) return undefined;
+      // A top-level IIFE is a scope wrapper (UMD, namespace emit, bundles): its
+      // declarations stay module-level in scope and in their qualified names.
+      return this.functionSpec(fn, fn, ownName ?? IIFE_NAME, this.headerSignature(fn, fn.body.getStart(this.sf)), moduleScope, moduleScope);
+    }
+    const call = this.callOfArgument(fn);
+    if (!call) return undefined;
+    const test = testBlockName(call, this.sf);
+    if (test === undefined && this.lineSpan(fn.getStart(this.sf), fn.end) < MIN_CALLBACK_LINES) return undefined;
+    // The factory of a top-level IIFE (`(function (root, factory) {…})(this, function () {…})`) is a wrapper too.
+    const iifeFactory = moduleScope && this.isIifeCall(call);
+    const name = iifeFactory ? `${IIFE_NAME} factory` : (test ?? callbackName(call, this.sf));
+    return this.callbackSpec(call, fn, fn, name, iifeFactory);
+  }
+
+  private isIifeCall(call: ts.CallExpression | ts.NewExpression): boolean {
+    if (!ts.isCallExpression(call)) return false;
+    const callee = unwrap(call.expression);
+    return (ts.isFunctionExpression(callee) || ts.isArrowFunction(callee)) && this.isIifeCallee(callee);
+  }
+
+  private isNestedIifeCallee(fn: FunctionLike): boolean {
+    let e: ts.Node = fn;
+    while (ts.isParenthesizedExpression(e.parent)) e = e.parent;
+    const p = e.parent;
+    if (ts.isCallExpression(p) && p.expression === e) return true;
+    return ts.isPropertyAccessExpression(p) && p.expression === e && ts.isCallExpression(p.parent) && p.parent.expression === p;
+  }
+
+  private functionSpec(fn: FunctionLike, outer: ts.Node, name: string, signature: string, walkModuleScope: boolean, transparent: boolean): Spec {
+    return {
+      kind: 'function',
+      idKind: 'function',
+      name,
+      localName: name,
+      outer,
+      nodes: outer === fn ? [fn] : [outer, fn],
+      header: outer,
+      body: this.functionBody(fn),
+      walk: [{ node: fn, moduleScope: walkModuleScope }],
+      signature,
+      overloadable: false,
+      contextNamed: true,
+      transparent,
+    };
+  }
+
+  private callbackSpec(call: ts.CallExpression | ts.NewExpression, fn: FunctionLike, outer: ts.Node, name: string, transparent: boolean): Spec {
+    // The call up to the body says what the callback is for: `app.get('/users/:id', async (req, res) =>`.
+    const signature = truncate(compact(this.text.slice(call.getStart(this.sf), fn.body.getStart(this.sf))), SIGNATURE_LIMIT);
+    return this.functionSpec(fn, outer, name, signature, transparent, transparent);
+  }
+
+  private callObjectSpec(call: ts.CallExpression | ts.NewExpression, obj: ts.ObjectLiteralExpression, outer: ts.Node): Spec {
+    const label = firstStringArgument(call, this.sf);
+    const name = `${calleeLabel(call, this.sf)}(${label ? `${label}, ` : ''}{…})`;
+    const signature = truncate(`${compact(this.text.slice(call.getStart(this.sf), obj.getStart(this.sf)))}{ … })`, SIGNATURE_LIMIT);
+    return this.objectSpec(outer, obj, name, obj, signature, true);
+  }
+
+  private objectSpec(outer: ts.Node, nameNode: ts.Node, name: string, obj: ts.ObjectLiteralExpression, signature: string, contextNamed: boolean): Spec {
+    return {
+      kind: 'variable',
+      idKind: 'variable',
+      name,
+      localName: name,
+      outer,
+      nodes: outer === obj ? [obj] : [outer, nameNode, obj],
+      header: outer,
+      body: { start: obj.getStart(this.sf), end: obj.end, style: 'brace' },
+      walk: [{ node: obj, moduleScope: false }],
+      signature: truncate(signature, SIGNATURE_LIMIT),
+      overloadable: false,
+      contextNamed,
+    };
+  }
+
+  /**
+   * `describe('cart', () => { … });`, `app.get('/x', (req, res) => { … });`,
+   * `Vue.component('x', { … });`: a statement that is one call with one
+   * chunkable argument is that chunk, so its source starts with the call
+   * (`it('adds items', …)`) and collapses to it inside its parent.
+   */
+  private callStatementSpec(stmt: ts.ExpressionStatement): Spec | undefined {
+    let e = stmt.expression;
+    while (ts.isAwaitExpression(e) || ts.isVoidExpression(e)) e = e.expression;
+    if (!ts.isCallExpression(e) || !isPlainCallee(e.expression)) return undefined;
+    const call = e;
+    let chosen: ts.Expression | undefined;
+    for (const arg of call.arguments) {
+      const a = unwrap(arg);
+      if (((ts.isArrowFunction(a) || ts.isFunctionExpression(a)) && !(ts.isFunctionExpression(a) && a.name)) || ts.isObjectLiteralExpression(a)) {
+        if (chosen) return undefined;
+        chosen = a;
+      } else if (containsNested(arg)) {
+        return undefined;
+      }
+    }
+    if (!chosen) return undefined;
+    if (ts.isObjectLiteralExpression(chosen)) {
+      return this.isCallArgumentObject(chosen) ? this.callObjectSpec(call, chosen, stmt) : undefined;
+    }
+    const fn = chosen as FunctionLike;
+    const test = testBlockName(call, this.sf);
+    if (test === undefined && this.lineSpan(fn.getStart(this.sf), fn.end) < MIN_CALLBACK_LINES) return undefined;
+    return this.callbackSpec(call, fn, stmt, test ?? callbackName(call, this.sf), false);
   }
 
   private declarationSpec(d: ts.DeclarationStatement, kind: NodeKind, name: string, body: Spec['body']): Spec {
@@ -779,6 +1054,116 @@ class Discovery {
   }
 }
 
+const TEST_FUNCTIONS = new Set([
+  'describe', 'it', 'test', 'suite', 'context', 'specify', 'fdescribe', 'fit', 'xdescribe', 'xit',
+  'beforeEach', 'afterEach', 'beforeAll', 'afterAll', 'before', 'after', 'setup', 'teardown',
+]);
+const TEST_MODIFIERS = new Set([
+  'only', 'skip', 'each', 'concurrent', 'todo', 'failing', 'sequential', 'fixme', 'fail', 'slow',
+  'describe', 'parallel', 'serial', 'step', 'beforeEach', 'afterEach', 'beforeAll', 'afterAll', 'extend',
+]);
+
+/** Identifiers and property accesses only (`app.get`, `router.route.use`, `it.each(table)`): names worth quoting. */
+function isPlainCallee(e: ts.Expression): boolean {
+  if (ts.isIdentifier(e)) return true;
+  if (ts.isPropertyAccessExpression(e)) return isPlainCallee(e.expression) || e.expression.kind === ts.SyntaxKind.ThisKeyword;
+  // `it.each(table)(…)`, `test.describe.configure(…)`-style chains of a test function.
+  if (ts.isCallExpression(e)) return testBase(e.expression) !== undefined;
+  return false;
+}
+
+/** The test function a callee chain starts from (`it` for `it.only.each`), or undefined. */
+function testBase(callee: ts.Expression): string | undefined {
+  let e = callee;
+  for (;;) {
+    if (ts.isCallExpression(e)) e = e.expression;
+    else if (ts.isPropertyAccessExpression(e)) {
+      if (!TEST_MODIFIERS.has(e.name.text)) return undefined;
+      e = e.expression;
+    } else break;
+  }
+  return ts.isIdentifier(e) && TEST_FUNCTIONS.has(e.text) ? e.text : undefined;
+}
+
+/** Text of a callee with call arguments elided: `fetch(url).then` → `fetch().then`. */
+function calleeText(e: ts.Expression, sf: ts.SourceFile, depth = 0): string {
+  if (depth > 8) return '…';
+  if (ts.isIdentifier(e)) return e.text;
+  if (e.kind === ts.SyntaxKind.ThisKeyword) return 'this';
+  if (ts.isPropertyAccessExpression(e)) return `${calleeText(e.expression, sf, depth + 1)}.${e.name.text}`;
+  if (ts.isElementAccessExpression(e)) return `${calleeText(e.expression, sf, depth + 1)}[…]`;
+  if (ts.isCallExpression(e)) return `${calleeText(e.expression, sf, depth + 1)}()`;
+  if (ts.isNewExpression(e)) return `new ${calleeText(e.expression, sf, depth + 1)}()`;
+  if (ts.isParenthesizedExpression(e) || ts.isNonNullExpression(e)) return calleeText(e.expression, sf, depth + 1);
+  if (ts.isFunctionExpression(e) || ts.isArrowFunction(e)) return IIFE_NAME;
+  return '…';
+}
+
+function calleeLabel(call: ts.CallExpression | ts.NewExpression, sf: ts.SourceFile): string {
+  const text = calleeText(call.expression, sf);
+  const label = text.length <= LABEL_LIMIT ? text : `…${text.slice(text.length - LABEL_LIMIT + 1)}`;
+  return ts.isNewExpression(call) ? `new ${label}` : label;
+}
+
+function quote(text: string): string {
+  return `'${truncate(compact(text), LABEL_LIMIT)}'`;
+}
+
+function stringLabel(arg: ts.Expression, sf: ts.SourceFile): string | undefined {
+  if (ts.isStringLiteralLike(arg)) return quote(arg.text);
+  if (ts.isTemplateExpression(arg)) return `\`${truncate(compact(sf.text.slice(arg.getStart(sf) + 1, arg.end - 1)), LABEL_LIMIT)}\``;
+  return undefined;
+}
+
+function firstStringArgument(call: ts.CallExpression | ts.NewExpression, sf: ts.SourceFile): string | undefined {
+  for (const arg of call.arguments ?? []) {
+    const label = stringLabel(arg, sf);
+    if (label !== undefined) return label;
+  }
+  return undefined;
+}
+
+/** `describe('cart')`, `it.each('adds %s')`, `beforeEach()`: the name of a test block, or undefined for other calls. */
+function testBlockName(call: ts.CallExpression | ts.NewExpression, sf: ts.SourceFile): string | undefined {
+  if (!ts.isCallExpression(call) || testBase(call.expression) === undefined) return undefined;
+  const title = call.arguments.length > 0 ? stringLabel(call.arguments[0], sf) : undefined;
+  return `${calleeLabel(call, sf).replace(/\(\)/g, '')}(${title ?? ''})`;
+}
+
+/**
+ * `app.get('/users/:id') handler`, `emitter.on('data') handler`,
+ * `router.use(auth) callback`, `app.listen(3000) callback`, `arr.map() callback`:
+ * the callee, then the first string argument (a route, an event) or else the
+ * first short name or number argument; "handler" when a string names what is handled.
+ */
+function callbackName(call: ts.CallExpression | ts.NewExpression, sf: ts.SourceFile): string {
+  const callee = calleeLabel(call, sf);
+  const label = firstStringArgument(call, sf);
+  if (label) return `${callee}(${label}) handler`;
+  for (const arg of call.arguments ?? []) {
+    if (ts.isIdentifier(arg) || ts.isNumericLiteral(arg) || (ts.isPropertyAccessExpression(arg) && isPlainCallee(arg))) {
+      const text = compact(sf.text.slice(arg.getStart(sf), arg.end));
+      if (text.length <= 40) return `${callee}(${text}) callback`;
+    }
+  }
+  return `${callee}() callback`;
+}
+
+/** Whether an argument holds anything that could be a chunk of its own (kept out of call-statement chunks' prefix). */
+function containsNested(node: ts.Node): boolean {
+  let found = false;
+  const visit = (n: ts.Node): void => {
+    if (found) return;
+    if (ts.isFunctionLike(n) || ts.isObjectLiteralExpression(n) || ts.isClassLike(n)) {
+      found = true;
+      return;
+    }
+    ts.forEachChild(n, visit);
+  };
+  visit(node);
+  return found;
+}
+
 /** Position of the first token at or after `pos`, skipping whitespace and comments. */
 function skipTrivia(text: string, pos: number): number {
   const re = /(?:\s+|\/\/[^\n]*|\/\*[\s\S]*?\*\/)*/y;
@@ -868,7 +1253,7 @@ export function sourceWithChildren(
   const text = sf.text;
   let out = '';
   let at = sym.start;
-  for (const child of sym.children) {
+  for (const child of sym.inner) {
     const expanded = expand ? expand(child) : undefined;
     if (expanded !== undefined) {
       out += text.slice(at, child.start) + expanded;

@@ -14,7 +14,9 @@ export type NodeKind =
   | 'variable'
   | 'namespace'
   | 'constructor'
-  | 'accessor';
+  | 'accessor'
+  /** A file's top-level code outside every symbol, named MODULE_CHUNK_NAME. */
+  | 'module';
 
 export interface SymbolReference {
   name: string;

@@ -76,7 +76,13 @@ export function assertInvariants(text: string, chunks: Chunk[]): void {
       assert.ok(parent, `${c.qualifiedName}: parent exists`);
       assert.equal(c.depth, parent.depth + 1);
       assert.ok(parent.childIds.includes(c.id));
-      assert.ok(c.qualifiedName.startsWith(`${parent.qualifiedName}.`));
+      // Qualified names skip scope wrappers (top-level IIFEs); context-named chunks join with ' > '.
+      if (!parent.name.startsWith('<iife>')) {
+        assert.ok(
+          c.qualifiedName.startsWith(`${parent.qualifiedName}.`) || c.qualifiedName.startsWith(`${parent.qualifiedName} > `),
+          `${c.qualifiedName} extends ${parent.qualifiedName}`,
+        );
+      }
     }
     const [ps, pe] = span.get(c.id)!;
     let prevEnd = ps;

@@ -30,6 +30,7 @@ class NodeKind(str, Enum):
     NAMESPACE = "namespace"
     CONSTRUCTOR = "constructor"
     ACCESSOR = "accessor"
+    MODULE = "module"
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ class NodeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NODE_KIND_NAMESPACE: _ClassVar[NodeKind]
     NODE_KIND_CONSTRUCTOR: _ClassVar[NodeKind]
     NODE_KIND_ACCESSOR: _ClassVar[NodeKind]
+    NODE_KIND_MODULE: _ClassVar[NodeKind]
 LANGUAGE_UNSPECIFIED: Language
 LANGUAGE_TYPESCRIPT: Language
 LANGUAGE_TSX: Language
@@ -46,6 +47,7 @@ NODE_KIND_VARIABLE: NodeKind
 NODE_KIND_NAMESPACE: NodeKind
 NODE_KIND_CONSTRUCTOR: NodeKind
 NODE_KIND_ACCESSOR: NodeKind
+NODE_KIND_MODULE: NodeKind
 
 class Chunk(_message.Message):
     __slots__ = ("id", "snippet_hash", "relative_path", "language", "node_kind", "name", "qualified_name", "parent_id", "child_ids", "depth", "signature", "full_source", "collapsed_source", "start_line", "end_line", "jsdoc", "jsdoc_start_line", "relevant_imports", "is_test", "embedding_text", "references", "embedding_token_count")

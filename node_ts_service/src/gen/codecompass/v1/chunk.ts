@@ -94,6 +94,13 @@ export enum NodeKind {
   NODE_KIND_CONSTRUCTOR = 10,
   /** NODE_KIND_ACCESSOR - A get or set accessor. */
   NODE_KIND_ACCESSOR = 11,
+  /**
+   * NODE_KIND_MODULE - A file's top-level code that belongs to no symbol (imports, top-level
+   * calls and statements), named "<module top level>": the whole file with
+   * every top-level symbol collapsed. Emitted only for files that have such
+   * code; it lists no children, so top-level symbols keep depth 0.
+   */
+  NODE_KIND_MODULE = 12,
   UNRECOGNIZED = -1,
 }
 
@@ -135,6 +142,9 @@ export function nodeKindFromJSON(object: any): NodeKind {
     case 11:
     case "NODE_KIND_ACCESSOR":
       return NodeKind.NODE_KIND_ACCESSOR;
+    case 12:
+    case "NODE_KIND_MODULE":
+      return NodeKind.NODE_KIND_MODULE;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -168,6 +178,8 @@ export function nodeKindToJSON(object: NodeKind): string {
       return "NODE_KIND_CONSTRUCTOR";
     case NodeKind.NODE_KIND_ACCESSOR:
       return "NODE_KIND_ACCESSOR";
+    case NodeKind.NODE_KIND_MODULE:
+      return "NODE_KIND_MODULE";
     case NodeKind.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";

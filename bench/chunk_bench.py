@@ -24,12 +24,13 @@ from pathlib import Path
 
 import grpc
 
-from bench.lib.chunk_checks import ChunkView, Violation, check_file
+from bench.lib.chunk_checks import ChunkView, LineCoverage, Violation, check_file, line_coverage
 from bench.lib.services import REPO_ROOT, ServiceProcess, start_analysis
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, chunk_pb2
 
 WORK_DIR = REPO_ROOT / "bench" / ".work"
 TARGET_LINES_PER_S = 50_000
+TARGET_LINE_COVERAGE = 0.99
 TARGET_REFS_SECONDS_300K = 60.0
 TARGET_RSS_MIB = 1536.0
 CHUNK_DEADLINE_S = 900.0
@@ -86,6 +87,8 @@ def to_view(chunk: chunk_pb2.Chunk) -> ChunkView:
         collapsed_source=chunk.collapsed_source,
         embedding_token_count=chunk.embedding_token_count,
         qualified_name=chunk.qualified_name,
+        jsdoc_start_line=chunk.jsdoc_start_line,
+        node_kind=kind_name(chunk.node_kind),
     )
 
 
@@ -159,13 +162,37 @@ def run_pass(
     return result, ids, kept
 
 
-def validate(workspace: Path, replies: list[analysis_pb2.ChunkFilesResponse]) -> tuple[int, list[Violation]]:
+@dataclass
+class CoverageReport:
+    """Line coverage of the chunked (not skipped) files of one pass."""
+
+    total: LineCoverage = field(default_factory=LineCoverage)
+    files: int = 0
+    files_without_chunks: list[str] = field(default_factory=list)
+    # (uncovered code lines, code lines, path) of the least covered files.
+    worst: list[tuple[int, int, str]] = field(default_factory=list)
+
+
+def validate(
+    workspace: Path, replies: list[analysis_pb2.ChunkFilesResponse], coverage: CoverageReport | None = None
+) -> tuple[int, list[Violation]]:
     checked = 0
     violations: list[Violation] = []
     for reply in replies:
+        if reply.status == analysis_pb2.FILE_STATUS_SKIPPED:
+            continue
         text = read_source(workspace / reply.relative_path)
         views = [to_view(chunk) for chunk in reply.chunks]
         checked += len(views)
+        if coverage is not None:
+            file_coverage = line_coverage(text, views)
+            coverage.total.add(file_coverage)
+            coverage.files += 1
+            if not views and file_coverage.lines:
+                coverage.files_without_chunks.append(reply.relative_path)
+            missing = file_coverage.code_lines - file_coverage.code_covered
+            if missing:
+                coverage.worst.append((missing, file_coverage.code_lines, reply.relative_path))
         for violation in check_file(text, views):
             violations.append(
                 Violation(violation.kind, violation.chunk_id, f"{reply.relative_path}: {violation.detail}")
@@ -217,6 +244,44 @@ def fmt_rss(value: float | None) -> str:
     return "n/a" if value is None else f"{value:,.0f} MiB"
 
 
+def share(part: int, whole: int) -> str:
+    return f"{part / whole:.2%}" if whole else "n/a"
+
+
+def coverage_rows(coverage: CoverageReport) -> list[tuple[str, str]]:
+    total = coverage.total
+    worst = sorted(coverage.worst, reverse=True)[:3]
+    return [
+        (
+            "**Line coverage** (non-blank lines inside a chunk, comments counted)",
+            (
+                f"**{share(total.covered, total.lines)}** = {total.covered:,} / {total.lines:,} "
+                f"(target ≥ {TARGET_LINE_COVERAGE:.0%})"
+            ),
+        ),
+        (
+            "Code-line coverage (comment-only lines left out)",
+            f"{share(total.code_covered, total.code_lines)} = {total.code_covered:,} / {total.code_lines:,}",
+        ),
+        (
+            "Code lines inside a symbol chunk (module chunks left out)",
+            (
+                f"{share(total.code_covered_by_symbols, total.code_lines)} = "
+                f"{total.code_covered_by_symbols:,} / {total.code_lines:,}"
+            ),
+        ),
+        (
+            "Files with zero chunks (of files chunked)",
+            f"{len(coverage.files_without_chunks)} / {coverage.files:,}"
+            + (f": {', '.join(coverage.files_without_chunks[:5])}" if coverage.files_without_chunks else ""),
+        ),
+        (
+            "Least covered files (uncovered / code lines)",
+            "; ".join(f"{path} {missing}/{lines}" for missing, lines, path in worst) or "none",
+        ),
+    ]
+
+
 def render(
     syntactic: PassResult,
     refs: PassResult | None,
@@ -226,6 +291,7 @@ def render(
     rescans: list[dict],
     workspace: Path,
     skipped_by_request: frozenset[str] = frozenset(),
+    coverage: CoverageReport | None = None,
 ) -> str:
     biggest = max((r.largest_by_tokens for r in (syntactic, refs) if r is not None), key=lambda t: t[1])
     rows = [
@@ -279,6 +345,8 @@ def render(
         rows.append(("Files left out of the reference pass (--skip-file)", ", ".join(sorted(skipped_by_request))))
     rows.append(("Machine load (1/5/15-min load average at the end)", " / ".join(f"{x:.1f}" for x in os.getloadavg())))
     rows.append(("Chunks validated (both passes) / violations", f"{checked:,} / **{len(violations)}**"))
+    if coverage is not None:
+        rows += coverage_rows(coverage)
     if id_drift is not None:
         rows.append(("Chunk ids differing between the two passes", str(id_drift)))
     for rescan in rescans:
@@ -349,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     refs: PassResult | None = None
     id_drift: int | None = None
     # Both passes are validated: the hierarchy is mode-independent, but references grow embedding_text.
-    checked, violations = validate(workspace, syntactic_replies)
+    coverage = CoverageReport()
+    checked, violations = validate(workspace, syntactic_replies, coverage)
     del syntactic_replies
     if not args.no_references:
         service = start_analysis(echo=args.echo_logs)
@@ -364,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         common = syntactic_ids.keys() & ref_ids.keys()
         id_drift = sum(len(syntactic_ids[path] ^ ref_ids[path]) for path in common)
 
-    print(render(syntactic, refs, checked, violations, id_drift, rescans, workspace, skip))
+    print(render(syntactic, refs, checked, violations, id_drift, rescans, workspace, skip, coverage))
     if args.json:
         payload = {
             "syntactic": pass_json(syntactic),
@@ -372,6 +441,11 @@ def main(argv: list[str] | None = None) -> int:
             "chunks_validated": checked,
             "violations": [asdict(v) for v in violations],
             "rescans": rescans,
+            "line_coverage": {
+                **asdict(coverage.total),
+                "files": coverage.files,
+                "files_without_chunks": coverage.files_without_chunks,
+            },
         }
         args.json.write_text(json.dumps(payload, indent=2, default=str))
     return 1 if violations or syntactic.error or (refs is not None and refs.error) else 0

@@ -17,7 +17,7 @@ if (!fs.existsSync(chunkerPath)) {
   process.exit(2);
 }
 const ts = require(require.resolve('typescript', { paths: [serviceDir] }));
-const { chunkSourceFile } = require(chunkerPath);
+const { chunkSourceFile, lineCoverage } = require(chunkerPath);
 
 const LANGUAGE = { '.ts': 'typescript', '.mts': 'typescript', '.cts': 'typescript', '.tsx': 'tsx',
   '.js': 'javascript', '.mjs': 'javascript', '.cjs': 'javascript', '.jsx': 'jsx' };
@@ -40,6 +40,10 @@ function listFiles(root) {
   return out.sort();
 }
 
+function pct(part, whole) {
+  return whole ? `${((100 * part) / whole).toFixed(2)}%` : 'n/a';
+}
+
 function main() {
   const args = process.argv.slice(2);
   const repeatAt = args.indexOf('--repeat');
@@ -55,6 +59,7 @@ function main() {
   const runs = [];
   let chunks = 0;
   const perFile = [];
+  const coverage = { lines: 0, covered: 0, codeLines: 0, codeCovered: 0, codeCoveredBySymbols: 0, zeroChunkFiles: 0 };
   for (let r = 0; r < repeat; r++) {
     let parseMs = 0;
     let chunkMs = 0;
@@ -70,7 +75,13 @@ function main() {
       parseMs += Number(t1 - t0) / 1e6;
       chunkMs += Number(t2 - t1) / 1e6;
       chunks += out.chunks.length;
-      if (r === repeat - 1) perFile.push([Number(t2 - t0) / 1e6, input.relativePath, out.chunks.length]);
+      if (r === repeat - 1) {
+        perFile.push([Number(t2 - t0) / 1e6, input.relativePath, out.chunks.length]);
+        // Outside the timed section: the metric is not part of chunking.
+        const cov = lineCoverage(input.text, out.chunks);
+        for (const key of Object.keys(cov)) coverage[key] += cov[key];
+        if (out.chunks.length === 0 && cov.lines > 0) coverage.zeroChunkFiles++;
+      }
     }
     const cpu = process.cpuUsage(cpu0);
     runs.push({ parseMs, chunkMs, cpuS: (cpu.user + cpu.system) / 1e6 });
@@ -88,6 +99,9 @@ function main() {
     // Other processes share the 2 cores; CPU time shows what the chunker itself cost.
     ['CPU time (user+sys) of the best run', `${best.cpuS.toFixed(2)} s = ${Math.round(lines / best.cpuS).toLocaleString('en')} lines per CPU-second`],
     ['Slowest file', `${perFile[0][1]}: ${perFile[0][0].toFixed(0)} ms, ${perFile[0][2]} chunks`],
+    ['Line coverage (non-blank lines inside a chunk) / code lines / code lines in a symbol chunk',
+      `${pct(coverage.covered, coverage.lines)} / ${pct(coverage.codeCovered, coverage.codeLines)} / ${pct(coverage.codeCoveredBySymbols, coverage.codeLines)}`],
+    ['Files with zero chunks', String(coverage.zeroChunkFiles)],
     ['Peak RSS of this process', `${Math.round(process.resourceUsage().maxRSS / 1024).toLocaleString('en')} MiB`],
   ];
   process.stdout.write('| Measure | Value |\n|---|---|\n');

@@ -5,6 +5,7 @@ Pure functions over plain values so they are unit-tested without a service:
   * every child lies inside its parent and siblings do not overlap (children tile);
   * parent/child links agree (parent_id, child_ids, depth) and ids are unique;
   * embedding_text stays under the token ceiling of the embedding models.
+Plus line coverage: the share of a file's non-blank lines inside some chunk.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class ChunkView:
     collapsed_source: str
     embedding_token_count: int
     qualified_name: str = ""
+    jsdoc_start_line: int = 0
+    node_kind: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,3 +134,74 @@ def _check_hierarchy(by_id: dict[str, ChunkView], spans: dict[str, tuple[int, in
                 yield Violation(
                     "siblings_overlap", child_id, f"{by_id[prev_id].qualified_name} / {by_id[child_id].qualified_name}"
                 )
+
+
+MODULE_KIND = "module"
+
+
+@dataclass
+class LineCoverage:
+    """Line coverage of one file or a sum of files (see line_coverage)."""
+
+    lines: int = 0
+    covered: int = 0
+    code_lines: int = 0
+    code_covered: int = 0
+    code_covered_by_symbols: int = 0
+
+    def add(self, other: LineCoverage) -> None:
+        self.lines += other.lines
+        self.covered += other.covered
+        self.code_lines += other.code_lines
+        self.code_covered += other.code_covered
+        self.code_covered_by_symbols += other.code_covered_by_symbols
+
+
+def line_coverage(text: str, chunks: Sequence[ChunkView]) -> LineCoverage:
+    """Which non-blank lines of a file lie inside some chunk's [jsdoc_start_line or start_line, end_line].
+
+    The same definition as lineCoverage in node_ts_service/src/chunker.ts:
+    blank lines never count; comment lines count in `lines` (a license header
+    outside every chunk is honestly uncovered) and are left out of
+    `code_lines`. A line is a comment line when, stripped, it starts with `//`
+    (or is a first-line shebang) or lies in a block comment opened at the
+    start of a line, up to a closing `*/` with nothing after it.
+    `code_covered_by_symbols` leaves the module chunk out: how much code has
+    a chunk of its own rather than only the file-level one.
+    """
+    lines = text.split("\n")
+    every = [0] * (len(lines) + 2)
+    symbols = [0] * (len(lines) + 2)
+    for chunk in chunks:
+        first = chunk.jsdoc_start_line if chunk.jsdoc_start_line > 0 else chunk.start_line
+        last = min(chunk.end_line, len(lines))
+        if first < 1 or last < first:
+            continue
+        marks = (every,) if chunk.node_kind == MODULE_KIND else (every, symbols)
+        for mark in marks:
+            mark[first] += 1
+            mark[last + 1] -= 1
+    result = LineCoverage()
+    in_every = in_symbols = 0
+    in_block = False
+    for i, line in enumerate(lines):
+        in_every += every[i + 1]
+        in_symbols += symbols[i + 1]
+        stripped = line.strip()
+        if not stripped:
+            continue
+        comment = False
+        if in_block or stripped.startswith("/*"):
+            close = stripped.find("*/", 0 if in_block else 2)
+            in_block = close < 0
+            comment = in_block or not stripped[close + 2 :].strip()
+        elif stripped.startswith("//") or (i == 0 and stripped.startswith("#!")):
+            comment = True
+        result.lines += 1
+        result.covered += in_every > 0
+        if comment:
+            continue
+        result.code_lines += 1
+        result.code_covered += in_every > 0
+        result.code_covered_by_symbols += in_symbols > 0
+    return result

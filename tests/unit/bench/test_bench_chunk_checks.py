@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from bench.lib.chunk_checks import ChunkView, check_file, line_starts, locate
+from bench.lib.chunk_checks import ChunkView, check_file, line_coverage, line_starts, locate
 
 TEXT = """export class Box {
   open(): void {
@@ -88,3 +88,16 @@ def test_token_ceiling_and_duplicate_ids() -> None:
     chunks[4] = view("a", 7, 7, "b = () => 2")
     kinds = sorted(v.kind for v in check_file(TEXT, chunks))
     assert kinds == ["duplicate_id", "token_count"]
+
+
+def test_line_coverage_counts_non_blank_lines_inside_chunks_and_tells_comments_apart() -> None:
+    text = "// header\n/* block\n   still */\nimport x from 'x';\n\n/** Doc. */\nfunction f() {\n  return 1;\n}\n"
+    doc = ChunkView("f", "", (), 0, 7, 9, "function f() {\n  return 1;\n}", "", 5, "f", jsdoc_start_line=6)
+    cov = line_coverage(text, [doc])
+    # Non-blank: 8 lines; the JSDoc and the function are covered.
+    assert (cov.lines, cov.covered) == (8, 4)
+    # Code lines: import, function (3 lines); the JSDoc is a comment line.
+    assert (cov.code_lines, cov.code_covered, cov.code_covered_by_symbols) == (4, 3, 3)
+    module = ChunkView("m", "", (), 0, 1, 9, text.rstrip(), "", 5, "<module top level>", node_kind="module")
+    cov = line_coverage(text, [doc, module])
+    assert (cov.covered, cov.code_covered, cov.code_covered_by_symbols) == (8, 4, 3)

@@ -1,4 +1,4 @@
-"""Ranking metrics over target-level relevance.
+"""Ranking and context-cost metrics over target-level relevance.
 
 A query has one or more targets (symbols); a ranked list is reduced to, per
 position, the index of the target it hits (or None). A target counts once,
@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+from codecompass.common.tokens import count_tokens
 
 METRIC_NAMES = ("MRR@10", "R@1", "R@5", "R@10", "nDCG@10")
 
@@ -75,3 +77,76 @@ def mean_scores(scores: Iterable[QueryScore]) -> tuple[float, ...]:
     if not rows:
         return tuple(float("nan") for _ in METRIC_NAMES)
     return tuple(sum(col) / len(rows) for col in zip(*rows, strict=True))
+
+
+# --- Context cost: what the returned results cost an agent that reads them in order. ---
+
+# The header a consumer writes before each result when it pastes results into a prompt.
+RESULT_HEADER = "// {path} > {qualified_name}\n"
+TOKEN_BUDGETS = (500, 2_000, 8_000)
+BUDGET_METRIC_NAMES = tuple(f"R@{b // 1000}k tok" if b >= 1000 else f"R@{b} tok" for b in TOKEN_BUDGETS)
+ANSWER_DEPTH = 10
+
+
+def result_text(path: str, qualified_name: str, collapsed_source: str) -> str:
+    """The text one result adds to a context: a one-line header, then its collapsed source."""
+    return RESULT_HEADER.format(path=path, qualified_name=qualified_name) + collapsed_source
+
+
+def result_token_cost(path: str, qualified_name: str, collapsed_source: str) -> int:
+    """cl100k_base tokens of `result_text` (the analysis service counts with the same encoding)."""
+    return count_tokens(result_text(path, qualified_name, collapsed_source))
+
+
+def recall_within_budget(hits: Sequence[int | None], costs: Sequence[int], n_targets: int, budget: int) -> float:
+    """Share of targets whose chunk lies wholly inside the first `budget` tokens of the results.
+
+    The context is the results concatenated in the order returned. Strict: a result counts only
+    when it fits entirely (cumulative cost ≤ budget); the walk stops at the first result that does
+    not fit, since a consumer that truncates a context keeps a prefix. A chunk cut off halfway is
+    not an answer (its body, the part that answers, is usually what the cut loses).
+    """
+    if n_targets <= 0:
+        raise ValueError("a query needs at least one target")
+    if len(hits) != len(costs):
+        raise ValueError("one cost per result")
+    used = 0
+    found: set[int] = set()
+    for target, cost in zip(hits, costs, strict=True):
+        used += cost
+        if used > budget:
+            break
+        if target is not None:
+            found.add(target)
+    return len(found) / n_targets
+
+
+def tokens_per_answer(costs: Sequence[int], depth: int = ANSWER_DEPTH) -> int:
+    """Tokens of the top `depth` results: what a fixed top-k answer costs its reader."""
+    return sum(costs[:depth])
+
+
+@dataclass(frozen=True)
+class ContextScore:
+    recall_by_budget: tuple[float, ...]  # one per TOKEN_BUDGETS
+    answer_tokens: int  # tokens_per_answer at ANSWER_DEPTH
+
+
+def score_context(
+    hits: Sequence[int | None], costs: Sequence[int], n_targets: int, budgets: Sequence[int] = TOKEN_BUDGETS
+) -> ContextScore:
+    return ContextScore(
+        recall_by_budget=tuple(recall_within_budget(hits, costs, n_targets, b) for b in budgets),
+        answer_tokens=tokens_per_answer(costs),
+    )
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in [0, 100]): always an observed value, NaN when empty."""
+    if not values:
+        return float("nan")
+    if not 0 <= q <= 100:
+        raise ValueError("q must be in [0, 100]")
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]

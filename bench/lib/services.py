@@ -232,3 +232,34 @@ def dir_size_bytes(path: Path) -> int:
             except OSError:
                 pass
     return total
+
+
+@dataclass
+class ServiceStack:
+    """Analysis, embedding and retrieval over one state dir, as a benchmark runs them."""
+
+    analysis: ServiceProcess
+    embedding: ServiceProcess
+    retrieval: ServiceProcess
+
+    def stop(self) -> None:
+        # Retrieval first: it is the client of the other two.
+        for service in (self.retrieval, self.embedding, self.analysis):
+            service.stop()
+
+    def peak_rss_mib(self) -> dict[str, float | None]:
+        return {s.name: s.peak_rss_mib() for s in (self.analysis, self.embedding, self.retrieval)}
+
+
+def start_stack(extra_env: Mapping[str, str] | None = None, echo: bool = False) -> ServiceStack:
+    """Start the three services (retrieval last, pointed at the other two); stops what started on failure."""
+    started: list[ServiceProcess] = []
+    try:
+        started.append(start_analysis(extra_env, echo=echo))
+        started.append(start_embedding(extra_env, echo=echo))
+        started.append(start_retrieval(started[0].address, started[1].address, extra_env, echo=echo))
+    except BaseException:
+        for service in reversed(started):
+            service.stop()
+        raise
+    return ServiceStack(*started)

@@ -1,50 +1,94 @@
-"""Retrieval quality on the JSDoc-stripped workspace, through the real services.
+"""Retrieval quality, per repository workspace, through the real services.
 
-Starts the analysis (Node), embedding and retrieval services on port 0, indexes
-bench/.work/quality-ws with IndexWorkspace(wait_for_embeddings=true), then sends
-every query of bench/quality/queries.jsonl through RetrievalService.Search in
-three modes:
-  bm25     semantic_ratio=0: the lexical channel alone;
-  vector   semantic_ratio=1: the vector channel's own ranking (results ordered by
-           semantic_rank). The server may still skip the vector channel for a
-           query (lexical short-circuit); such queries are counted and reported,
-           and scored over the queries where the channel ran ("vector (ran)");
-  hybrid   the server's default ratio and runtime policy, ranked as returned.
-The retrieval service is restarted once per fusion (CODECOMPASS_RETRIEVAL_FUSION=
-rrf | blend) over the same index. Reports MRR@10, Recall@1/5/10 and nDCG@10 per
-mode and per query type as markdown.
+Starts analysis, embedding and retrieval once (one state dir), indexes every repo's
+workspace `bench/.work/quality/<repo>/` with IndexWorkspace(wait_for_embeddings=true)
+(an incremental sync: with --state-dir of an earlier run a READY index is reused and only
+checked), then sends every query of bench/quality/queries.jsonl, in its own repo's
+workspace, through RetrievalService.Search once per mode of MODES.
 
-Run: .venv/bin/python -m bench.quality.run_quality [--fusions rrf,blend]
+Per query and mode it scores MRR@10, R@1/5/10 and nDCG@10; recall within token budgets
+of 500 / 2,000 / 8,000 tokens (results read in the order returned, each costing a one-line
+header plus its collapsed source, cl100k_base; a result counts only if it fits entirely,
+see bench/lib/metrics.py); the tokens of the top 10 results; and server/client latency.
+Aggregates are per split x query type x mode (plus all types, and nl queries by
+`leaks_name`). Everything lands in one results file, bench/results/quality-<UTC>.json and
+its copy quality-latest.json; `python -m bench.report` turns it into the README tables.
+
+Queries without `repo` are the legacy single workspace (bench/.work/quality-ws); without
+`split` they count as dev.
+
+Run: .venv/bin/python -m bench.quality.run_quality [--split dev] [--modes bm25,hybrid]
+     [--state-dir DIR] [--max-queries N] [--no-write]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import statistics
+import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import grpc
-
-from bench.lib.metrics import METRIC_NAMES, QueryScore, mean_scores, score_query
-from bench.lib.services import (
-    ServiceProcess,
-    start_analysis,
-    start_embedding,
-    start_retrieval,
+from bench.lib.metrics import (
+    BUDGET_METRIC_NAMES,
+    METRIC_NAMES,
+    TOKEN_BUDGETS,
+    percentile,
+    result_token_cost,
+    score_context,
+    score_query,
 )
+from bench.lib.results import run_metadata, write_results
+from bench.lib.services import ServiceProcess, ServiceStack, start_stack
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, retrieval_pb2, retrieval_pb2_grpc
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
-DEFAULT_WORKSPACE = BENCH_DIR / ".work" / "quality-ws"
+REPO_ROOT = BENCH_DIR.parent
+WORKSPACES_DIR = BENCH_DIR / ".work" / "quality"
+LEGACY_WORKSPACE = BENCH_DIR / ".work" / "quality-ws"
 DEFAULT_QUERIES = Path(__file__).resolve().parent / "queries.jsonl"
-FETCH_LIMIT = 20
-INDEX_DEADLINE_S = 1800.0
+SPLITS = ("dev", "test")
+INDEX_DEADLINE_S = 3600.0
 SEARCH_DEADLINE_S = 60.0
+
+# Deep enough that the 8,000-token budget is usually spent before the results run out
+# (a query whose results end first is counted in `budget_not_spent`).
+RESULT_LIMIT = 60
+FUSION = retrieval_pb2.RANKING_MODE_FUSION
+FULL = retrieval_pb2.RANKING_MODE_FULL
+
+# Every mode is a set of SearchRequest fields; nothing else differs between modes.
+# No semantic_ratio = the server's default ratio.
+MODES: dict[str, dict[str, Any]] = {
+    "bm25": {"semantic_ratio": 0.0, "ranking": FUSION},
+    "vector": {"semantic_ratio": 1.0, "ranking": FUSION},
+    "hybrid": {"ranking": FUSION},
+    "hybrid+ranking": {"ranking": FULL},  # the product's default
+}
+COMMON_REQUEST: dict[str, Any] = {"limit": RESULT_LIMIT, "view": retrieval_pb2.RESULT_VIEW_CODE, "skip_sync": True}
+
+# One row per (query, mode) in the results file, in this column order.
+PER_QUERY_COLUMNS = (
+    "first_rank",  # 1-based rank of the first relevant result; 0 = none returned
+    "mrr10",
+    "r1",
+    "r5",
+    "r10",
+    "ndcg10",
+    *(f"r_{b}tok" for b in TOKEN_BUDGETS),
+    "tokens_top10",
+    "search_ms",
+    "client_ms",
+    "results",
+)
 
 
 @dataclass(frozen=True)
@@ -59,22 +103,52 @@ class Target:
 class Query:
     id: str
     type: str
+    repo: str | None  # None: the legacy single workspace
+    split: str
     query: str
     targets: tuple[Target, ...]
+    leaks_name: bool | None = None
+
+
+def parse_query(raw: dict) -> Query:
+    targets = tuple(
+        Target(t["path"], t.get("qualified_name", ""), int(t.get("start_line", 0)), int(t.get("end_line", 0)))
+        for t in raw["targets"]
+    )
+    leaks = raw.get("leaks_name")
+    return Query(
+        id=raw["id"],
+        type=raw["type"],
+        repo=raw.get("repo") or None,
+        split=raw.get("split") or "dev",
+        query=raw["query"],
+        targets=targets,
+        leaks_name=None if leaks is None else bool(leaks),
+    )
 
 
 def load_queries(path: Path) -> list[Query]:
     queries = []
     with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                raw = json.loads(line)
-                targets = tuple(Target(**t) for t in raw["targets"])
-                queries.append(Query(raw["id"], raw["type"], raw["query"], targets))
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            query = parse_query(json.loads(line))
+            if not query.targets:
+                raise SystemExit(f"{path}:{number}: query {query.id} has no targets")
+            queries.append(query)
     return queries
 
 
-def target_hit(chunk, targets: tuple[Target, ...]) -> int | None:
+def workspace_for(repo: str | None) -> Path:
+    return LEGACY_WORKSPACE if repo is None else WORKSPACES_DIR / repo
+
+
+def repo_label(repo: str | None) -> str:
+    return repo or LEGACY_WORKSPACE.name
+
+
+def target_hit(chunk, targets: Sequence[Target]) -> int | None:
     """Index of the target this chunk is, by qualified name or exact line range in the same file."""
     for index, target in enumerate(targets):
         if chunk.relative_path != target.path:
@@ -86,14 +160,14 @@ def target_hit(chunk, targets: tuple[Target, ...]) -> int | None:
     return None
 
 
-def unresolvable_targets(analysis: ServiceProcess, workspace: Path, queries: list[Query]) -> list[str]:
+def unresolvable_queries(analysis: ServiceProcess, workspace: Path, queries: Sequence[Query]) -> list[str]:
     """Ids of queries none of whose targets is a chunk the analysis service produces (unanswerable)."""
     paths = sorted({t.path for q in queries for t in q.targets})
     by_path: dict[str, list] = defaultdict(list)
     with analysis.channel() as channel:
         stub = analysis_pb2_grpc.CodeAnalysisServiceStub(channel)
         request = analysis_pb2.ChunkFilesRequest(workspace_root=str(workspace), paths=paths)
-        for reply in stub.ChunkFiles(request, timeout=300):
+        for reply in stub.ChunkFiles(request, timeout=600):
             by_path[reply.relative_path].extend(reply.chunks)
     return [
         q.id
@@ -102,177 +176,356 @@ def unresolvable_targets(analysis: ServiceProcess, workspace: Path, queries: lis
     ]
 
 
-def index_workspace(retrieval: ServiceProcess, workspace: Path) -> dict:
-    """Index and embed the workspace unless the state dir already holds a READY index of it."""
+def index_workspace(retrieval: ServiceProcess, workspace: Path) -> dict[str, Any]:
+    """Sync the workspace's index and wait for every embedding.
+
+    Always a sync rather than "skip when READY": a sync of an unchanged workspace only
+    rescans (well under a second), and it keeps a reused --state-dir honest when the
+    workspace was rebuilt since.
+    """
     status_request = retrieval_pb2.GetIndexStatusRequest(workspace_root=str(workspace))
     with retrieval.channel() as channel:
         stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
         t0 = time.perf_counter()
         last = None
-        status = stub.GetIndexStatus(status_request, timeout=30)
-        # The workspace never changes during a run, so a READY index (a second fusion, or
-        # --state-dir of an earlier run) is reused as is.
-        if status.indexing_status != retrieval_pb2.INDEXING_STATUS_READY or status.chunks == 0:
-            request = retrieval_pb2.IndexWorkspaceRequest(workspace_root=str(workspace), wait_for_embeddings=True)
-            for last in stub.IndexWorkspace(request, timeout=INDEX_DEADLINE_S):
-                pass
-            status = stub.GetIndexStatus(status_request, timeout=30)
+        request = retrieval_pb2.IndexWorkspaceRequest(workspace_root=str(workspace), wait_for_embeddings=True)
+        for last in stub.IndexWorkspace(request, timeout=INDEX_DEADLINE_S):
+            pass
         elapsed = time.perf_counter() - t0
-    stats = last.stats if last is not None else None
+        status = stub.GetIndexStatus(status_request, timeout=30)
+    stats = last.stats if last is not None and last.HasField("stats") else None
     return {
-        "seconds": elapsed,
         "status": retrieval_pb2.IndexingStatus.Name(status.indexing_status),
         "files": status.files,
         "chunks": status.chunks,
         "embedded": status.embedded_chunks,
-        "model": f"{status.embedding_model_id} {status.embedding_model_version}".strip(),
+        "index_bytes": status.index_bytes,
+        "index_format_version": status.index_format_version,
+        "embedding_model": f"{status.embedding_model_id} {status.embedding_model_version}".strip(),
+        "sync_seconds": round(elapsed, 1),
+        "chunks_upserted_this_run": stats.chunks_upserted if stats else 0,
         "chunks_embedded_this_run": stats.chunks_embedded if stats else 0,
     }
 
 
+def search_request(query: Query, mode: str, **overrides: Any) -> retrieval_pb2.SearchRequest:
+    fields = {**COMMON_REQUEST, **MODES[mode], **overrides}
+    return retrieval_pb2.SearchRequest(workspace_root=str(workspace_for(query.repo)), query=query.query, **fields)
+
+
+class TokenCosts:
+    """Token cost per result, cached by chunk id + content hash (the same chunk recurs across modes)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, str], int] = {}
+
+    def __call__(self, chunk) -> int:
+        key = (chunk.id, chunk.snippet_hash)
+        cost = self._cache.get(key)
+        if cost is None:
+            cost = result_token_cost(chunk.relative_path, chunk.qualified_name, chunk.collapsed_source)
+            self._cache[key] = cost
+        return cost
+
+
 @dataclass
-class ModeOutcome:
-    scores: dict[str, QueryScore]
-    skipped_channel: dict[str, str]
-    latencies_ms: list[float]
+class Outcome:
+    """One query under one mode."""
+
+    row: list[float]  # PER_QUERY_COLUMNS
+    ratio_used: float
+    skipped_reason: str
+    budget_not_spent: bool  # the results ran out before the largest budget did
 
 
-def ranked_hits(reply, query: Query, mode: str) -> list[int | None]:
+def run_query(stub, query: Query, mode: str, costs: TokenCosts) -> Outcome:
+    request = search_request(query, mode)
+    t0 = time.perf_counter()
+    reply = stub.Search(request, timeout=SEARCH_DEADLINE_S)
+    client_ms = (time.perf_counter() - t0) * 1000
     results = list(reply.results)
-    if mode == "vector":
-        results = sorted((r for r in results if r.semantic_rank > 0), key=lambda r: r.semantic_rank)
-    elif mode == "bm25":
-        results = sorted((r for r in results if r.lexical_rank > 0), key=lambda r: r.lexical_rank)
-    return [target_hit(r.chunk, query.targets) for r in results[:10]]
+    hits = [target_hit(r.chunk, query.targets) for r in results]
+    result_costs = [costs(r.chunk) for r in results]
+    ranking = score_query(hits[:10], len(query.targets))
+    context = score_context(hits, result_costs, len(query.targets))
+    first_rank = next((rank for rank, hit in enumerate(hits, start=1) if hit is not None), 0)
+    row = [
+        first_rank,
+        *ranking.values(),
+        *context.recall_by_budget,
+        context.answer_tokens,
+        reply.metadata.search_ms,
+        client_ms,
+        len(results),
+    ]
+    return Outcome(
+        row=row,
+        ratio_used=reply.metadata.semantic_ratio_used,
+        skipped_reason=reply.metadata.semantic_skipped_reason,
+        budget_not_spent=sum(result_costs) < TOKEN_BUDGETS[-1],
+    )
 
 
-def run_mode(retrieval: ServiceProcess, workspace: Path, queries: list[Query], mode: str) -> ModeOutcome:
-    outcome = ModeOutcome({}, {}, [])
+def run_mode(retrieval: ServiceProcess, queries: Sequence[Query], mode: str, costs: TokenCosts) -> dict[str, Outcome]:
+    outcomes: dict[str, Outcome] = {}
     with retrieval.channel() as channel:
         stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
         for query in queries:
-            request = retrieval_pb2.SearchRequest(
-                workspace_root=str(workspace), query=query.query, limit=FETCH_LIMIT, skip_sync=True
-            )
-            if mode == "bm25":
-                request.semantic_ratio = 0.0
-            elif mode == "vector":
-                request.semantic_ratio = 1.0
-            t0 = time.perf_counter()
-            reply = stub.Search(request, timeout=SEARCH_DEADLINE_S)
-            outcome.latencies_ms.append((time.perf_counter() - t0) * 1000)
-            if mode == "vector" and reply.metadata.semantic_ratio_used < 1.0:
-                outcome.skipped_channel[query.id] = (
-                    reply.metadata.semantic_skipped_reason
-                    or f"ratio lowered to {reply.metadata.semantic_ratio_used:.2f}"
-                )
-            outcome.scores[query.id] = score_query(ranked_hits(reply, query, mode), len(query.targets))
-    return outcome
+            outcomes[query.id] = run_query(stub, query, mode, costs)
+    return outcomes
 
 
-def table(rows: list[tuple[str, str, int, tuple[float, ...]]]) -> str:
-    header = "| Fusion | Mode | Queries | " + " | ".join(METRIC_NAMES) + " |"
-    lines = [header, "|" + "---|" * (3 + len(METRIC_NAMES))]
-    for fusion, mode, n, values in rows:
-        lines.append(f"| {fusion} | {mode} | {n} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
-    return "\n".join(lines)
+# --- Aggregation -------------------------------------------------------------------------
+
+COL = {name: i for i, name in enumerate(PER_QUERY_COLUMNS)}
+RANK_COLUMNS = ("mrr10", "r1", "r5", "r10", "ndcg10")
+BUDGET_COLUMNS = tuple(f"r_{b}tok" for b in TOKEN_BUDGETS)
+
+
+def aggregate(rows: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """Means of the ranking and budget metrics, mean/median tokens of the top 10."""
+    out: dict[str, Any] = {"n": len(rows)}
+    if not rows:
+        return out
+    for label, column in zip((*METRIC_NAMES, *BUDGET_METRIC_NAMES), (*RANK_COLUMNS, *BUDGET_COLUMNS), strict=True):
+        out[label] = round(statistics.fmean(r[COL[column]] for r in rows), 4)
+    tokens = [r[COL["tokens_top10"]] for r in rows]
+    out["tokens@10 mean"] = round(statistics.fmean(tokens), 1)
+    out["tokens@10 median"] = round(statistics.median(tokens), 1)
+    return out
+
+
+def query_groups(queries: Sequence[Query]) -> list[tuple[str, str, list[Query]]]:
+    """(split, group label, queries): all types, each type, and nl by leaks_name where known."""
+    groups = []
+    for split in SPLITS:
+        in_split = [q for q in queries if q.split == split]
+        if not in_split:
+            continue
+        groups.append((split, "all", in_split))
+        for qtype in sorted({q.type for q in in_split}):
+            of_type = [q for q in in_split if q.type == qtype]
+            groups.append((split, qtype, of_type))
+            if qtype == "nl" and any(q.leaks_name is not None for q in of_type):
+                for leaks in (False, True):
+                    sub = [q for q in of_type if q.leaks_name is leaks]
+                    if sub:
+                        groups.append((split, f"nl, name {'leaked' if leaks else 'not leaked'}", sub))
+    return groups
+
+
+def build_tables(queries: Sequence[Query], outcomes: dict[str, dict[str, Outcome]]) -> list[dict[str, Any]]:
+    rows = []
+    for split, group, members in query_groups(queries):
+        for mode, by_id in outcomes.items():
+            stats = aggregate([by_id[q.id].row for q in members])
+            rows.append({"split": split, "group": group, "mode": mode, **stats})
+    return rows
+
+
+def latency_table(queries: Sequence[Query], outcomes: dict[str, dict[str, Outcome]]) -> dict[str, dict[str, float]]:
+    table = {}
+    for mode, by_id in outcomes.items():
+        server = [by_id[q.id].row[COL["search_ms"]] for q in queries]
+        client = [by_id[q.id].row[COL["client_ms"]] for q in queries]
+        table[mode] = {
+            "search_ms p50": round(percentile(server, 50), 1),
+            "search_ms p95": round(percentile(server, 95), 1),
+            "client_ms p50": round(percentile(client, 50), 1),
+            "client_ms p95": round(percentile(client, 95), 1),
+        }
+    return table
+
+
+def mode_diagnostics(queries: Sequence[Query], outcomes: dict[str, dict[str, Outcome]]) -> dict[str, dict[str, Any]]:
+    """What the server did with each mode's request: ratio actually used, skipped channels, depth."""
+    out = {}
+    for mode, by_id in outcomes.items():
+        items = [by_id[q.id] for q in queries]
+        requested = MODES[mode].get("semantic_ratio")
+        out[mode] = {
+            "request": describe_request(MODES[mode]),
+            "semantic_ratio_used mean": round(statistics.fmean(o.ratio_used for o in items), 3),
+            "ratio_lowered": sum(1 for o in items if requested is not None and o.ratio_used < requested - 1e-6),
+            "semantic_skipped": dict(Counter(o.skipped_reason for o in items if o.skipped_reason)),
+            "results mean": round(statistics.fmean(o.row[COL["results"]] for o in items), 1),
+            "budget_not_spent": sum(1 for o in items if o.budget_not_spent),
+        }
+    return out
+
+
+def describe_request(fields: dict[str, Any]) -> dict[str, Any]:
+    """Request fields with enums by name, so a results file reads without the proto at hand."""
+    names = {"ranking": retrieval_pb2.RankingMode.Name, "view": retrieval_pb2.ResultView.Name}
+    return {k: names[k](v) if k in names else v for k, v in fields.items()}
+
+
+def compact_row(row: Sequence[float]) -> list[float]:
+    """Scores to 4 decimals, milliseconds to 0.1."""
+    ms = {COL["search_ms"], COL["client_ms"]}
+    return [round(v, 1 if i in ms else 4) if isinstance(v, float) else v for i, v in enumerate(row)]
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def retrieval_settings() -> dict[str, str]:
+    """CODECOMPASS_* settings the services inherit from this environment (never secrets)."""
+    return {
+        k: v
+        for k, v in sorted(os.environ.items())
+        if k.startswith("CODECOMPASS_")
+        and "KEY" not in k
+        and "STORAGE_OPTIONS" not in k
+        and k != "CODECOMPASS_STATE_DIR"
+    }
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def select_queries(
+    queries: Iterable[Query], split: str | None, repos: set[str] | None, max_queries: int | None
+) -> list[Query]:
+    chosen = [
+        q for q in queries if (split is None or q.split == split) and (repos is None or repo_label(q.repo) in repos)
+    ]
+    if max_queries:
+        # An even sample across repos and types, for smoke runs: the first N of each group.
+        per_group: dict[tuple, int] = Counter()
+        kept = []
+        for q in chosen:
+            key = (q.repo, q.split, q.type)
+            if per_group[key] < max_queries:
+                per_group[key] += 1
+                kept.append(q)
+        chosen = kept
+    return chosen
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE)
     parser.add_argument("--queries", type=Path, default=DEFAULT_QUERIES)
-    parser.add_argument("--fusions", default="rrf,blend")
-    parser.add_argument("--state-dir", type=Path, help="index location (default: a fresh temp dir)")
-    parser.add_argument("--json", type=Path, help="also write per-query scores here")
+    parser.add_argument("--split", choices=SPLITS, help="only this split (default: both)")
+    parser.add_argument("--repos", help="comma-separated repo names (default: every repo of the query file)")
+    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
+    parser.add_argument("--max-queries", type=int, help="smoke run: at most N queries per repo x split x type")
+    parser.add_argument(
+        "--state-dir", type=Path, help="index location; an earlier run's is reused (default: a temp dir)"
+    )
+    parser.add_argument("--no-write", action="store_true", help="print the tables, write no results file")
+    parser.add_argument("--results-dir", type=Path, help="where results files go (default bench/results)")
     parser.add_argument("--echo-logs", action="store_true")
     args = parser.parse_args(argv)
-    workspace = args.workspace.resolve()
-    if not workspace.is_dir():
-        raise SystemExit(f"{workspace} is missing: run .venv/bin/python -m bench.quality.build_queries")
-    queries = load_queries(args.queries)
-    fusions = [f.strip() for f in args.fusions.split(",") if f.strip()]
-    state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="cc-quality-"))
-    env = {"CODECOMPASS_STATE_DIR": str(state_dir)}
 
-    analysis = start_analysis(env, echo=args.echo_logs)
-    embedding = start_embedding(env, echo=args.echo_logs)
-    rows: list[tuple[str, str, int, tuple[float, ...]]] = []
-    per_type_rows: list[tuple[str, str, int, tuple[float, ...]]] = []
-    notes: list[str] = []
-    raw: dict = {}
-    try:
-        missing = unresolvable_targets(analysis, workspace, queries)
-        notes.append(
-            f"{len(queries) - len(missing)} of {len(queries)} query targets match a chunk of the analysis service "
-            f"(by path + qualified name or exact lines); the other {len(missing)} count as misses: "
-            f"{', '.join(missing[:12])}{' …' if len(missing) > 12 else ''}"
-        )
-        for fusion in fusions:
-            retrieval = start_retrieval(
-                analysis.address,
-                embedding.address,
-                {**env, "CODECOMPASS_RETRIEVAL_FUSION": fusion},
-                echo=args.echo_logs,
-            )
-            try:
-                info = index_workspace(retrieval, workspace)
-                notes.append(
-                    f"index ({fusion} run): {info['files']} files, {info['chunks']} chunks, {info['embedded']} embedded, "
-                    f"status {info['status']}, model {info['model']}, {info['seconds']:.1f} s "
-                    f"({info['chunks_embedded_this_run']} embedded in this run)"
-                )
-                # Channel-only modes do not depend on the fusion; measure them once.
-                modes = ["bm25", "vector", "hybrid"] if fusion == fusions[0] else ["hybrid"]
-                for mode in modes:
-                    outcome = run_mode(retrieval, workspace, queries, mode)
-                    label = "any" if mode != "hybrid" else fusion
-                    raw[f"{label}/{mode}"] = {qid: s.values() for qid, s in outcome.scores.items()}
-                    rows.append((label, mode, len(queries), mean_scores(outcome.scores.values())))
-                    if mode == "vector" and outcome.skipped_channel:
-                        ran = [q for q in queries if q.id not in outcome.skipped_channel]
-                        rows.append((label, "vector (ran)", len(ran), mean_scores(outcome.scores[q.id] for q in ran)))
-                        reasons = defaultdict(int)
-                        for reason in outcome.skipped_channel.values():
-                            reasons[reason] += 1
-                        notes.append(
-                            f"vector mode: the server skipped or lowered the vector channel for "
-                            f"{len(outcome.skipped_channel)} of {len(queries)} queries ({dict(reasons)}); they score 0 "
-                            "in 'vector' and are left out of 'vector (ran)'"
-                        )
-                    by_type: dict[str, list[QueryScore]] = defaultdict(list)
-                    for query in queries:
-                        by_type[query.type].append(outcome.scores[query.id])
-                    for qtype, scores in sorted(by_type.items()):
-                        per_type_rows.append((label, f"{mode} / {qtype}", len(scores), mean_scores(scores)))
-                    p50 = statistics.median(outcome.latencies_ms)
-                    p95 = sorted(outcome.latencies_ms)[int(0.95 * (len(outcome.latencies_ms) - 1))]
-                    notes.append(f"{label}/{mode}: search latency p50 {p50:.0f} ms, p95 {p95:.0f} ms")
-                    # Printed as it comes: a later fusion failing must not lose this one.
-                    print(f"progress: {label}/{mode} " + " ".join(f"{v:.3f}" for v in rows[-1][3]), flush=True)
-            except grpc.RpcError as err:
-                notes.append(f"**{fusion} run failed**: {err.code().name}: {err.details()}")
-            finally:
-                retrieval.stop()
-    finally:
-        embedding.stop()
-        analysis.stop()
-
-    types = defaultdict(int)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        parser.error(f"unknown mode(s) {unknown}; choose from {list(MODES)}")
+    repos = {r.strip() for r in args.repos.split(",")} if args.repos else None
+    queries = select_queries(load_queries(args.queries), args.split, repos, args.max_queries)
+    if not queries:
+        parser.error("no queries selected")
+    by_repo: dict[str | None, list[Query]] = defaultdict(list)
     for query in queries:
-        types[query.type] += 1
-    print(
-        f"Quality benchmark: {len(queries)} queries ({', '.join(f'{k} {v}' for k, v in sorted(types.items()))}) "
-        f"on {workspace.name}\n"
-    )
-    print(table(rows))
-    print("\nPer query type:\n")
-    print(table(per_type_rows))
-    print()
-    for note in notes:
-        print(f"- {note}")
-    if args.json:
-        args.json.write_text(json.dumps(raw, indent=1))
+        by_repo[query.repo].append(query)
+    missing = [str(workspace_for(r)) for r in by_repo if not workspace_for(r).is_dir()]
+    if missing:
+        raise SystemExit(f"workspace(s) missing: {', '.join(missing)}; build them first (make bench-quality)")
+
+    state_dir = (args.state_dir or Path(tempfile.mkdtemp(prefix="cc-quality-"))).resolve()
+    state_dir_reused = state_dir.is_dir() and any(state_dir.iterdir())
+    env = {"CODECOMPASS_STATE_DIR": str(state_dir)}
+    metadata = run_metadata()
+    started = time.perf_counter()
+    log(f"quality: {len(queries)} queries in {len(by_repo)} repo(s), modes {modes}, state dir {state_dir}")
+    stack: ServiceStack = start_stack(env, echo=args.echo_logs)
+    indexes: dict[str, dict[str, Any]] = {}
+    unanswerable: dict[str, list[str]] = {}
+    outcomes: dict[str, dict[str, Outcome]] = {}
+    try:
+        for repo, repo_queries in by_repo.items():
+            workspace = workspace_for(repo)
+            log(f"index {repo_label(repo)} ({workspace}) ...")
+            indexes[repo_label(repo)] = index_workspace(stack.retrieval, workspace)
+            log(f"  {indexes[repo_label(repo)]}")
+            unanswerable[repo_label(repo)] = unresolvable_queries(stack.analysis, workspace, repo_queries)
+        costs = TokenCosts()
+        for mode in modes:
+            t0 = time.perf_counter()
+            outcomes[mode] = run_mode(stack.retrieval, queries, mode, costs)
+            overall = aggregate([o.row for o in outcomes[mode].values()])
+            log(f"mode {mode}: {time.perf_counter() - t0:.0f} s, " + ", ".join(f"{k} {v}" for k, v in overall.items()))
+        peak_rss = stack.peak_rss_mib()
+    finally:
+        stack.stop()
+
+    not_ready = {r: i["status"] for r, i in indexes.items() if i["status"] != "INDEXING_STATUS_READY"}
+    models = sorted({i["embedding_model"] for i in indexes.values()})
+    payload = {
+        "run": {
+            **metadata,
+            "seconds": round(time.perf_counter() - started, 1),
+            "state_dir_reused": state_dir_reused,
+            "peak_rss_mib": {k: (round(v) if v is not None else None) for k, v in peak_rss.items()},
+        },
+        "settings": {
+            "queries_file": relative(args.queries),
+            "queries_sha256": file_sha256(args.queries),
+            "selection": {
+                "split": args.split,
+                "repos": sorted(repos) if repos else None,
+                "max_queries": args.max_queries,
+            },
+            "modes": {m: describe_request(MODES[m]) for m in modes},
+            "common_request": describe_request(COMMON_REQUEST),
+            "token_budgets": list(TOKEN_BUDGETS),
+            "token_encoding": "cl100k_base",
+            "result_cost": "tokens of '// <relative_path> > <qualified_name>\\n' + collapsed_source",
+            "budget_rule": "results in the order returned; a result counts only if it fits entirely; the walk stops at the first that does not",
+            "relevance": "same path and (qualified name or exact line range); each target counted once",
+            "embedding_models": models,
+            "environment": retrieval_settings(),
+        },
+        "queries": {
+            "total": len(queries),
+            "by_split_type": {
+                f"{s}/{t}": n for (s, t), n in sorted(Counter((q.split, q.type) for q in queries).items())
+            },
+            "by_repo": {repo_label(r): len(qs) for r, qs in by_repo.items()},
+            "unanswerable": {r: ids for r, ids in unanswerable.items() if ids},
+        },
+        "indexes": indexes,
+        "tables": build_tables(queries, outcomes),
+        "latency": latency_table(queries, outcomes),
+        "mode_diagnostics": mode_diagnostics(queries, outcomes),
+        "per_query": {
+            "columns": list(PER_QUERY_COLUMNS),
+            "queries": {q.id: [q.split, q.type, repo_label(q.repo)] for q in queries},
+            "rows": {mode: {qid: compact_row(o.row) for qid, o in by_id.items()} for mode, by_id in outcomes.items()},
+        },
+    }
+
+    from bench.report import render_quality_summary  # the report module owns all table layout
+
+    print(render_quality_summary({"kind": "quality", **payload}))
+    if not_ready:
+        log(f"not writing a results file: index not READY for {not_ready}")
+        return 1
+    if args.no_write:
+        return 0
+    kwargs = {"results_dir": args.results_dir} if args.results_dir else {}
+    path = write_results("quality", payload, **kwargs)
+    log(f"wrote {relative(path)} (and quality-latest.json); refresh READMEs with: .venv/bin/python -m bench.report")
     return 0
 
 

@@ -22,7 +22,8 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 # Folders too: adding or deleting a file changes its folder's mtime.
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
-.PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed
+.PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
+	bench-report bench-candidates
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
@@ -72,7 +73,8 @@ test: setup
 run: setup
 	$(VENV)/bin/codecompass run --workspace $(WORKSPACE)
 
-# Benchmarks print markdown tables (bench/README.md explains every number).
+# Benchmarks print markdown tables (bench/README.md explains every number); the quality bench
+# writes a results file that `bench-report` turns into the README tables.
 # The corpus is pinned npm packages, installed into bench/.corpus (gitignored).
 bench-corpus: setup
 	bench/corpus/install.sh
@@ -82,9 +84,22 @@ bench-chunk: bench-corpus
 	$(VENV)/bin/python -m bench.chunk_bench
 	node bench/chunk_bench_node.js --repeat 3
 
+# Builds the workspaces + query set, writes bench/results/quality-<UTC>.json, refreshes the
+# README tables. QUALITY_STATE_DIR keeps the indexes between runs (a rerun only re-syncs).
+QUALITY_STATE_DIR ?= bench/.work/quality-state
+SPLIT ?= dev
 bench-quality: bench-corpus
 	$(VENV)/bin/python -m bench.quality.build_queries
-	$(VENV)/bin/python -m bench.quality.run_quality
+	$(VENV)/bin/python -m bench.quality.run_quality --state-dir $(QUALITY_STATE_DIR)
+	$(VENV)/bin/python -m bench.report
+
+# Rewrites the generated sections of README.md and bench/README.md from bench/results/*-latest.json.
+bench-report:
+	$(VENV)/bin/python -m bench.report
+
+# Offline ranking work: bench/.work/candidates-$(SPLIT).jsonl, 200 first-stage candidates per query.
+bench-candidates: setup
+	$(VENV)/bin/python -m bench.quality.dump_candidates --split $(SPLIT) --state-dir $(QUALITY_STATE_DIR)
 
 bench-speed: bench-corpus
 	$(VENV)/bin/python -m bench.speed.run_speed

@@ -14,11 +14,15 @@ _SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?](?=\s|$)")
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
 
-def blank_spans(text: str, spans: Iterable[Sequence[int]]) -> str:
+def blank_spans(text: str, spans: Iterable[Sequence[int]], *, keep_width: bool = False) -> str:
     """Remove each [start, end) span but keep its line breaks, so every line keeps its number.
 
-    A line left with only whitespace (a comment that filled it) becomes empty.
+    A line left with only whitespace (a comment that filled it) becomes empty. With
+    `keep_width`, every character of a span except line breaks becomes a space instead, so
+    columns and offsets do not move either.
     """
+    if keep_width:
+        return _blank_keeping_width(text, spans)
     out: list[str] = []
     cursor = 0
     touched_lines: set[int] = set()
@@ -43,6 +47,19 @@ def blank_spans(text: str, spans: Iterable[Sequence[int]]) -> str:
         if index < len(lines) and not lines[index].strip():
             lines[index] = "\r" if lines[index].endswith("\r") else ""
     return "\n".join(lines)
+
+
+def _blank_keeping_width(text: str, spans: Iterable[Sequence[int]]) -> str:
+    chars = list(text)
+    cursor = 0
+    for start, end in sorted((int(s), int(e)) for s, e in spans):
+        if start < cursor or end < start or end > len(text):
+            raise ValueError(f"bad span [{start}, {end}) after offset {cursor} in a text of {len(text)} chars")
+        for pos in range(start, end):
+            if chars[pos] not in "\r\n":
+                chars[pos] = " "
+        cursor = end
+    return "".join(chars)
 
 
 def split_identifier(name: str) -> list[str]:

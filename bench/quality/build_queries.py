@@ -1,20 +1,33 @@
-"""Build the quality benchmark: a JSDoc-stripped workspace and its query set.
+"""Build the quality benchmark's query set and its workspaces.
 
-Sources: the pinned corpus (bench/.work/chunk-corpus, see bench/corpus/). The
-workspace bench/.work/quality-ws is a copy of a few packages' sources with every
-JSDoc comment blanked out (its lines kept, so line numbers do not move); what the
-docs said is therefore not in the index, and a query written from a doc sentence
-has to be answered from the code itself.
+Corpus: the repositories of bench/corpus/assemble.py QUALITY_REPOS, each the published
+source of a pinned npm version (bench/corpus/package.json), assembled as one workspace per
+repository under bench/.work/quality/<repo>/ at the repository's own paths. A query of
+repository R is searched in workspace R only (a user has one repository open).
 
-Query types (a fixed seed picks the sample; the set is committed as queries.jsonl):
-  jsdoc       first sentence of a function's/method's JSDoc -> that symbol. Dropped
-              when shorter than 5 words or when it names the target (its name, or
-              its split identifier words in sequence).
-  identifier  a symbol name split into words, sometimes only part of it and
-              sometimes with its kind ("merge map operator") -> the only symbol
-              whose name has those words in sequence.
-  error       the message of `throw new XError("...")` -> the function that throws
-              it (messages thrown in more than one place are dropped).
+Query types (rules fixed here; a fixed seed picks the samples; the set is committed as
+queries.jsonl, and re-running this script reproduces it byte for byte):
+  nl          the subject of a real commit of the repository -> the symbols its diff
+              changed, mined by bench/quality/mine_commits.py (needs git mirrors, so its
+              output bench/quality/commit_queries.jsonl is committed); targets are checked
+              against the pinned sources here and dropped when they no longer match.
+  jsdoc       first sentence of a function's/method's JSDoc -> that symbol. Dropped when
+              shorter than 5 words, when it names the target (its name, or its split words
+              in sequence) or when the same sentence documents two symbols. That JSDoc
+              comment, and any other in the repository containing the sentence, is blanked
+              (spaces; lines and offsets kept) in the workspace, so the query does not find
+              itself; every other comment stays, as in a real repository.
+  identifier  a symbol name split into words, sometimes only part of it and sometimes
+              with its kind ("merge map operator") -> the only symbol whose name has those
+              words in sequence.
+  error       the message of `throw new XError("...")` -> the function that throws it
+              (messages thrown in more than one place are dropped).
+  path        the last two segments of a source file's path ("operators/mergeMap.ts"),
+              unique as a path suffix in the repository -> every top-level symbol of that
+              file (any of them answers it).
+
+Split: every query carries its repository's fixed split ("dev" | "test", QUALITY_REPOS);
+tune on dev, report test.
 
 Run: .venv/bin/python -m bench.quality.build_queries [--seed 20261122]
 """
@@ -24,38 +37,28 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import shutil
 import subprocess
+import tempfile
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench.lib.text import (
-    blank_spans,
-    contains_sequence,
-    first_sentence,
-    leaks_name,
-    split_identifier,
-    words,
-)
+from bench.corpus.assemble import QUALITY_REPOS, QualityRepo, assemble_quality, quality_files
+from bench.corpus.policy import assert_allowed
+from bench.lib.text import contains_sequence, first_sentence, leaks_name, split_identifier, words
 
-BENCH_DIR = Path(__file__).resolve().parent.parent
-SOURCE_ROOT = BENCH_DIR / ".work" / "chunk-corpus"
-QUALITY_WS = BENCH_DIR / ".work" / "quality-ws"
-QUERIES_PATH = Path(__file__).resolve().parent / "queries.jsonl"
-EXTRACTOR = Path(__file__).resolve().parent / "extract_symbols.js"
-
-# Package folders (inside chunk-corpus) that make up the quality workspace; tests and
-# locale tables are left out, as they carry no JSDoc and would only add noise.
-QUALITY_PARTS = ("rxjs/src", "@tanstack__query-core/src", "@tanstack__react-query/src", "zod/src/v4")
-EXCLUDED_DIR_NAMES = {"tests", "__tests__", "locales", "node_modules"}
-EXCLUDED_SUFFIXES = (".test.ts", ".test.tsx", ".spec.ts", ".spec.tsx", ".d.ts")
+HERE = Path(__file__).resolve().parent
+QUERIES_PATH = HERE / "queries.jsonl"
+COMMIT_QUERIES_PATH = HERE / "commit_queries.jsonl"
+EXTRACTOR = HERE / "extract_symbols.js"
 
 DEFAULT_SEED = 20261122
 MIN_QUERY_WORDS = 5
 MAX_QUERY_WORDS = 40
-QUOTAS = {"jsdoc": 180, "identifier": 100, "error": 80}
+# Per repository; small repositories give fewer.
+QUOTAS = {"jsdoc": 18, "identifier": 10, "error": 12, "path": 6}
 FUNCTION_KINDS = {"function", "method", "constructor", "accessor"}
+TYPE_ORDER = ("nl", "jsdoc", "identifier", "error", "path")
 
 
 @dataclass(frozen=True)
@@ -66,86 +69,86 @@ class Target:
     end_line: int
 
 
-@dataclass(frozen=True)
+@dataclass
 class Query:
     id: str
     type: str
+    repo: str
+    split: str
     query: str
-    targets: tuple[Target, ...]
+    targets: list[Target]
+    source: dict = field(default_factory=dict)
+    leaks_name: bool = False
 
 
-def quality_files(root: Path) -> list[Path]:
-    files: list[Path] = []
-    for part in QUALITY_PARTS:
-        base = root / part
-        if not base.is_dir():
-            raise SystemExit(
-                f"{base} is missing: run bench/corpus/install.sh and bench/corpus/assemble.py chunk-corpus"
-            )
-        for path in sorted(base.rglob("*")):
-            rel_parts = set(path.relative_to(base).parts[:-1])
-            if (
-                path.is_file()
-                and path.suffix in {".ts", ".tsx"}
-                and not path.name.endswith(EXCLUDED_SUFFIXES)
-                and not rel_parts & EXCLUDED_DIR_NAMES
-            ):
-                files.append(path)
-    return files
+@dataclass
+class Candidate:
+    text: str
+    targets: list[Target]
+    source: dict = field(default_factory=dict)
+    leaks: bool | None = None
 
 
-def extract(root: Path, files: list[Path]) -> list[dict]:
-    rels = [str(f.relative_to(root)) for f in files]
-    out = subprocess.run(
-        ["node", str(EXTRACTOR), str(root), *rels], check=True, capture_output=True, text=True, timeout=600
-    )
-    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
-
-
-def write_stripped_workspace(root: Path, records: list[dict], dest: Path) -> int:
-    if dest.exists():
-        shutil.rmtree(dest)
-    blanked = 0
-    for record in records:
-        source = (root / record["path"]).read_text(encoding="utf-8").removeprefix("\ufeff")
-        stripped = blank_spans(source, record["jsdoc_spans"])
-        if stripped.count("\n") != source.count("\n"):
-            raise AssertionError(f"line count changed while stripping {record['path']}")
-        target = dest / record["path"]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(stripped, encoding="utf-8")
-        blanked += len(record["jsdoc_spans"])
-    return blanked
+def extract(root: Path, rels: list[str]) -> list[dict]:
+    records: list[dict] = []
+    for i in range(0, len(rels), 400):
+        out = subprocess.run(
+            ["node", str(EXTRACTOR), str(root), *rels[i : i + 400]],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        records.extend(json.loads(line) for line in out.stdout.splitlines() if line.strip())
+    return records
 
 
 def target_of(path: str, symbol: dict) -> Target:
     return Target(path, symbol["qualified_name"], symbol["start_line"], symbol["end_line"])
 
 
-def jsdoc_queries(records: list[dict]) -> list[tuple[str, Target]]:
-    candidates: list[tuple[str, Target]] = []
+def jsdoc_queries(records: list[dict], texts: dict[str, str]) -> list[Candidate]:
+    found: list[tuple[str, Target, dict]] = []
     for record in records:
         for symbol in record["symbols"]:
             if symbol["kind"] not in FUNCTION_KINDS or not symbol["has_body"] or not symbol["jsdoc"]:
                 continue
             sentence = first_sentence(symbol["jsdoc"])
-            n_words = len(words(sentence))
-            if not MIN_QUERY_WORDS <= n_words <= MAX_QUERY_WORDS or leaks_name(sentence, symbol["name"]):
+            if not MIN_QUERY_WORDS <= len(words(sentence)) <= MAX_QUERY_WORDS or leaks_name(sentence, symbol["name"]):
                 continue
-            candidates.append((sentence, target_of(record["path"], symbol)))
+            found.append((sentence, target_of(record["path"], symbol), symbol))
     # The same sentence documenting several symbols cannot have one right answer.
-    counts = Counter(text.lower() for text, _ in candidates)
-    return [(text, target) for text, target in candidates if counts[text.lower()] == 1]
+    counts = Counter(text.lower() for text, _, _ in found)
+    candidates = []
+    for text, target, symbol in found:
+        if counts[text.lower()] == 1:
+            blanked = {target.path: {tuple(span) for span in symbol["jsdoc_spans"]}}
+            candidates.append(Candidate(text, [target], {"blanked_jsdoc": blanked, "_sentence": words(text)}))
+    return candidates
 
 
-def identifier_queries(records: list[dict], rng: random.Random) -> list[tuple[str, Target]]:
+def add_copies_to_blank(candidate: Candidate, records: list[dict], texts: dict[str, str]) -> None:
+    """Every JSDoc comment of the repository that holds the query sentence is blanked too (copies on overloads)."""
+    sentence = candidate.source.pop("_sentence")
+    blanked = candidate.source["blanked_jsdoc"]
+    for record in records:
+        text = texts[record["path"]]
+        for start, end in record["jsdoc_spans"]:
+            if contains_sequence(words(text[start:end]), sentence):
+                blanked.setdefault(record["path"], set()).add((start, end))
+    candidate.source["blanked_jsdoc"] = [
+        {"path": path, "spans": [list(span) for span in sorted(spans)]} for path, spans in sorted(blanked.items())
+    ]
+
+
+def identifier_queries(records: list[dict], rng: random.Random) -> list[Candidate]:
     by_name: dict[str, list[tuple[str, dict]]] = defaultdict(list)
     for record in records:
         for symbol in record["symbols"]:
             if symbol["has_body"] and not symbol["name"].startswith(("_", "#")) and symbol["name"] != "constructor":
                 by_name[symbol["name"]].append((record["path"], symbol))
     all_name_words = {name: split_identifier(name) for name in by_name}
-    candidates: list[tuple[str, Target]] = []
+    candidates: list[Candidate] = []
     for name, owners in sorted(by_name.items()):
         # Overloads of one function share a name in one file; across files a name is ambiguous.
         if len({(path, symbol["qualified_name"]) for path, symbol in owners}) != 1:
@@ -165,11 +168,11 @@ def identifier_queries(records: list[dict], rng: random.Random) -> list[tuple[st
         text = " ".join(phrase)
         if rng.random() < 0.3:
             text += f" {symbol['kind']}"
-        candidates.append((text, target_of(path, symbol)))
+        candidates.append(Candidate(text, [target_of(path, symbol)]))
     return candidates
 
 
-def error_queries(records: list[dict]) -> list[tuple[str, Target]]:
+def error_queries(records: list[dict]) -> list[Candidate]:
     thrown: dict[str, list[Target]] = defaultdict(list)
     for record in records:
         for symbol in record["symbols"]:
@@ -177,38 +180,161 @@ def error_queries(records: list[dict]) -> list[tuple[str, Target]]:
                 message = " ".join(throw["message"].rstrip("…").split())
                 if len(words(message)) >= 3:
                     thrown[message].append(target_of(record["path"], symbol))
-    return [(message, targets[0]) for message, targets in sorted(thrown.items()) if len(set(targets)) == 1]
+    return [Candidate(message, [targets[0]]) for message, targets in sorted(thrown.items()) if len(set(targets)) == 1]
 
 
-def sample(candidates: list[tuple[str, Target]], quota: int, rng: random.Random) -> list[tuple[str, Target]]:
-    pool = sorted(candidates, key=lambda c: (c[1].path, c[1].start_line, c[0]))
+def top_level(symbols: list[dict]) -> list[dict]:
+    """Symbols inside no other symbol's range (of overloads, each signature: any of them answers)."""
+    return [
+        s
+        for s in symbols
+        if not any(
+            o is not s
+            and o["start_line"] <= s["start_line"]
+            and s["end_line"] <= o["end_line"]
+            and (o["start_line"], o["end_line"]) != (s["start_line"], s["end_line"])
+            for o in symbols
+        )
+    ]
+
+
+def path_queries(records: list[dict]) -> list[Candidate]:
+    paths = [record["path"] for record in records]
+    candidates = []
+    for record in records:
+        parts = record["path"].split("/")
+        if len(parts) < 2:
+            continue
+        suffix = "/".join(parts[-2:])
+        if sum(p == suffix or p.endswith("/" + suffix) for p in paths) != 1:
+            continue
+        tops = [s for s in top_level(record["symbols"]) if s["has_body"]]
+        if tops:
+            candidates.append(Candidate(suffix, [target_of(record["path"], s) for s in tops], leaks=False))
+    return candidates
+
+
+def commit_queries(repo: QualityRepo, records: list[dict], stats: Counter) -> list[Candidate]:
+    """The mined commit queries of `repo`, their targets checked against the pinned sources."""
+    by_key = {}
+    for record in records:
+        for symbol in record["symbols"]:
+            key = (record["path"], symbol["qualified_name"])
+            if key not in by_key or (symbol["has_body"], symbol["end_line"] - symbol["start_line"]) > (
+                by_key[key]["has_body"],
+                by_key[key]["end_line"] - by_key[key]["start_line"],
+            ):
+                by_key[key] = symbol
+    candidates = []
+    if not COMMIT_QUERIES_PATH.exists():
+        return candidates
+    with open(COMMIT_QUERIES_PATH, encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            if row["repo"] != repo.name:
+                continue
+            targets = []
+            for t in row["targets"]:
+                symbol = by_key.get((t["path"], t["qualified_name"]))
+                if symbol is None or (symbol["start_line"], symbol["end_line"]) != (t["start_line"], t["end_line"]):
+                    stats["nl_targets_not_in_pinned"] += 1
+                    continue
+                targets.append(target_of(t["path"], symbol))
+            if targets:
+                candidates.append(Candidate(row["query"], targets, row["source"], row["leaks_name"]))
+    return candidates
+
+
+def sample(candidates: list[Candidate], quota: int, rng: random.Random) -> list[Candidate]:
+    pool = sorted(candidates, key=lambda c: (c.targets[0].path, c.targets[0].start_line, c.text))
     rng.shuffle(pool)
     return pool[:quota]
 
 
-def build(seed: int) -> tuple[list[Query], dict]:
-    rng = random.Random(seed)
-    files = quality_files(SOURCE_ROOT)
-    records = extract(SOURCE_ROOT, files)
-    blanked = write_stripped_workspace(SOURCE_ROOT, records, QUALITY_WS)
+def repo_queries(repo: QualityRepo, root: Path, rng: random.Random, stats: Counter) -> list[Query]:
+    rels = list(quality_files(repo))
+    records = extract(root / repo.name, rels)
+    texts = {rel: (root / repo.name / rel).read_text(encoding="utf-8").removeprefix("\ufeff") for rel in rels}
     pools = {
-        "jsdoc": jsdoc_queries(records),
+        "nl": commit_queries(repo, records, stats),
+        "jsdoc": jsdoc_queries(records, texts),
         "identifier": identifier_queries(records, rng),
         "error": error_queries(records),
+        "path": path_queries(records),
     }
     queries: list[Query] = []
-    for kind, pool in pools.items():
-        for n, (text, target) in enumerate(sample(pool, QUOTAS[kind], rng)):
-            queries.append(Query(f"{kind}-{n:03d}", kind, text, (target,)))
-    lines = sum(r["line_count"] for r in records)
-    stats = {
-        "files": len(records),
-        "lines": lines,
-        "jsdoc_comments_blanked": blanked,
-        **{f"{kind}_candidates": len(pool) for kind, pool in pools.items()},
-        **{f"{kind}_queries": sum(q.type == kind for q in queries) for kind in pools},
-    }
+    for kind in TYPE_ORDER:
+        pool = pools[kind]
+        stats[f"{kind}_candidates"] += len(pool)
+        chosen = pool if kind == "nl" else sample(pool, QUOTAS[kind], rng)
+        for n, candidate in enumerate(chosen, start=1):
+            if kind == "jsdoc":
+                add_copies_to_blank(candidate, records, texts)
+            leaks = candidate.leaks
+            if leaks is None:
+                leaks = any(leaks_name(candidate.text, t.qualified_name.split(".")[-1]) for t in candidate.targets)
+            source = {"repo_url": f"https://github.com/{repo.github}", "release": repo.release_tag, **candidate.source}
+            queries.append(
+                Query(
+                    f"{kind}-{repo.name}-{n:04d}",
+                    kind,
+                    repo.name,
+                    repo.split,
+                    candidate.text,
+                    candidate.targets,
+                    source,
+                    leaks,
+                )
+            )
+    stats["files"] += len(records)
+    stats["lines"] += sum(r["line_count"] for r in records)
+    return queries
+
+
+def build(seed: int) -> tuple[list[Query], Counter]:
+    stats: Counter = Counter()
+    queries: list[Query] = []
+    with tempfile.TemporaryDirectory(prefix="quality-src-") as tmp:
+        # Queries are always drawn from the published sources, never from a blanked workspace.
+        root = assemble_quality(True, queries_path=None, dest=Path(tmp) / "quality")
+        for repo in QUALITY_REPOS:
+            assert_allowed(repo.github)
+            # One generator per repository: adding a repository does not reshuffle the others.
+            rng = random.Random(f"{seed}:{repo.name}")
+            queries.extend(repo_queries(repo, root, rng, stats))
     return queries, stats
+
+
+def write(queries: list[Query], path: Path) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        for query in queries:
+            record = asdict(query)
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def count_table(queries: list[Query]) -> str:
+    """Markdown: queries per repository and type, with each repository's split."""
+    types = [t for t in TYPE_ORDER if any(q.type == t for q in queries)]
+    lines = [
+        "| Repository | Split | " + " | ".join(types) + " | all | nl leaking a name |",
+        "|---|---|" + "---|" * (len(types) + 2),
+    ]
+    per = Counter((q.repo, q.type) for q in queries)
+    leaks = Counter(q.repo for q in queries if q.type == "nl" and q.leaks_name)
+    for repo in QUALITY_REPOS:
+        row = [per[(repo.name, t)] for t in types]
+        lines.append(
+            f"| {repo.name} | {repo.split} | " + " | ".join(map(str, row)) + f" | {sum(row)} | {leaks[repo.name]} |"
+        )
+    for split in ("dev", "test"):
+        chosen = [q for q in queries if q.split == split]
+        row = [sum(q.type == t for q in chosen) for t in types]
+        n_leaks = sum(q.type == "nl" and q.leaks_name for q in chosen)
+        lines.append(f"| **{split}** | | " + " | ".join(map(str, row)) + f" | {sum(row)} | {n_leaks} |")
+    row = [sum(q.type == t for q in queries) for t in types]
+    n_leaks = sum(q.type == "nl" and q.leaks_name for q in queries)
+    lines.append("| **all** | | " + " | ".join(map(str, row)) + f" | {sum(row)} | {n_leaks} |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -217,12 +343,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=QUERIES_PATH)
     args = parser.parse_args(argv)
     queries, stats = build(args.seed)
-    with open(args.out, "w", encoding="utf-8") as fh:
-        for query in queries:
-            record = asdict(query)
-            record["targets"] = [asdict(t) for t in query.targets]
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    print(json.dumps({"workspace": str(QUALITY_WS), "queries": str(args.out), **stats}, indent=2))
+    write(queries, args.out)
+    workspace = assemble_quality(True, queries_path=args.out)
+    print(json.dumps({"workspaces": str(workspace), "queries": str(args.out), **stats}, indent=2))
+    print(count_table(queries))
     return 0
 
 

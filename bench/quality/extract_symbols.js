@@ -6,7 +6,11 @@
 //     "/**" inside strings, templates and regexes is never mistaken for one;
 //   - every named function-like or class symbol with its qualified name, its line
 //     range (after any leading JSDoc), its JSDoc description and the messages
-//     of the `throw new XError("...")` statements it owns (not nested functions').
+//     of the `throw new XError("...")` statements it owns (not nested functions'),
+//     and the spans of its own JSDoc comments (so one doc can be blanked alone);
+//   - CommonJS assignments named the way the analysis service names them:
+//     `X.prototype.y = function` -> "X.y" (method), `exports.x = ` / `module.exports.x = `
+//     -> "x", `a.b = function` -> "a.b", `module.exports = function f` -> "f".
 // Output: one JSON object per file on stdout.
 // Usage: node bench/quality/extract_symbols.js ROOT [ROOT-RELATIVE-FILES...]
 'use strict';
@@ -151,6 +155,62 @@ function boundFunction(node) {
   return undefined;
 }
 
+function accessPath(e) {
+  const parts = [];
+  let cur = e;
+  for (;;) {
+    if (ts.isPropertyAccessExpression(cur)) {
+      parts.unshift(cur.name.text);
+      cur = cur.expression;
+    } else if (ts.isElementAccessExpression(cur) && ts.isStringLiteralLike(cur.argumentExpression)) {
+      parts.unshift(cur.argumentExpression.text);
+      cur = cur.expression;
+    } else if (ts.isIdentifier(cur)) {
+      parts.unshift(cur.text);
+      return parts;
+    } else if (cur.kind === ts.SyntaxKind.ThisKeyword) {
+      parts.unshift('this');
+      return parts;
+    } else {
+      return [];
+    }
+  }
+}
+
+// `X.prototype.y = function () {}` and friends, named as node_ts_service/src/symbols.ts
+// (assignmentSpec) names them: { name, qualified, kind, fn } or undefined.
+function assignmentSymbol(stmt) {
+  const expr = stmt.expression;
+  if (!ts.isBinaryExpression(expr) || expr.operatorToken.kind !== ts.SyntaxKind.EqualsToken) return undefined;
+  const left = expr.left;
+  if (!ts.isPropertyAccessExpression(left) && !ts.isElementAccessExpression(left)) return undefined;
+  let fn = expr.right;
+  while (ts.isParenthesizedExpression(fn) || ts.isAsExpression(fn)) fn = fn.expression;
+  if (!ts.isArrowFunction(fn) && !ts.isFunctionExpression(fn) && !ts.isClassExpression(fn)) return undefined;
+  const path = accessPath(left);
+  if (path.length === 0) return undefined;
+  let parts = path;
+  if (parts[0] === 'module' && parts[1] === 'exports') parts = parts.slice(2);
+  else if (parts[0] === 'exports' || parts[0] === 'this') parts = parts.slice(1);
+  let kind = ts.isClassExpression(fn) ? 'class' : 'function';
+  const protoAt = parts.indexOf('prototype');
+  if (protoAt > 0) {
+    kind = 'method';
+    parts = [...parts.slice(0, protoAt), ...parts.slice(protoAt + 1)];
+  } else if (path[0] === 'this') {
+    kind = 'method';
+  }
+  if (parts.length === 0) {
+    if (!fn.name) return undefined;
+    parts = [fn.name.text];
+  }
+  return { name: parts[parts.length - 1], qualified: parts.join('.'), kind, fn };
+}
+
+function ownJsdocSpans(holder) {
+  return (holder.jsDoc || []).map((doc) => [doc.getStart(), doc.getEnd()]);
+}
+
 function extract(root, file) {
   const text = fs.readFileSync(file, 'utf8').replace(/^\uFEFF/, '');
   const kind = scriptKind(file);
@@ -163,6 +223,7 @@ function extract(root, file) {
     let name;
     let fnNode;
     let rangeNode = node;
+    let assigned;
     if (ts.isFunctionDeclaration(node) || ts.isClassDeclaration(node) || ts.isMethodDeclaration(node)
       || ts.isGetAccessor(node) || ts.isSetAccessor(node) || ts.isInterfaceDeclaration(node)
       || ts.isTypeAliasDeclaration(node) || ts.isEnumDeclaration(node) || ts.isModuleDeclaration(node)) {
@@ -176,17 +237,20 @@ function extract(root, file) {
       name = nameOf(node);
       fnNode = boundFunction(node);
       rangeNode = ts.isVariableDeclaration(node) ? declarationFor(node) : node;
+    } else if (ts.isExpressionStatement(node) && (assigned = assignmentSymbol(node))) {
+      name = assigned.name;
+      fnNode = assigned.fn;
     }
     if (name !== undefined && fnNode) {
       const docHolder = ts.isVariableDeclaration(node) ? declarationFor(node) : node;
       const { description, deprecated } = jsdocDescription(docHolder);
       const start = rangeNode.getStart(sf, false);
       const body = fnNode.body || (ts.isClassLike(fnNode) ? fnNode : undefined);
-      const qualified = [...parents, name].join('.');
+      const qualified = [...parents, assigned ? assigned.qualified : name].join('.');
       symbols.push({
         name,
         qualified_name: qualified,
-        kind: ts.isClassLike(fnNode) ? 'class' : symbolKind(node),
+        kind: assigned ? assigned.kind : ts.isClassLike(fnNode) ? 'class' : symbolKind(node),
         start_line: lineOf(start),
         end_line: lineOf(rangeNode.getEnd()),
         has_body: Boolean(fnNode.body) || ts.isClassLike(fnNode) || ts.isInterfaceDeclaration(node)
@@ -194,8 +258,9 @@ function extract(root, file) {
         jsdoc: description,
         deprecated,
         throws: body && !ts.isClassLike(fnNode) ? throwMessages(body) : [],
+        jsdoc_spans: toCodePointOffsets(text, ownJsdocSpans(docHolder)),
       });
-      ts.forEachChild(node, (child) => visit(child, [...parents, name]));
+      ts.forEachChild(node, (child) => visit(child, [...parents, ...qualified.split('.').slice(parents.length)]));
       return;
     }
     ts.forEachChild(node, (child) => visit(child, parents));

@@ -1,7 +1,12 @@
 from __future__ import annotations
 
+import json
+import subprocess
+from pathlib import Path
+
 import pytest
 from bench.lib.text import blank_spans, first_sentence, leaks_name, split_identifier
+from bench.quality.mine_commits import EXTRACTOR, FileChange, clean_subject, touched_symbols
 
 SOURCE = """import { x } from './x';
 
@@ -79,3 +84,70 @@ def test_first_sentence_resolves_links_and_drops_markup() -> None:
 )
 def test_leaks_name(query: str, name: str, leaks: bool) -> None:
     assert leaks_name(query, name) is leaks
+
+
+def test_blanking_keeping_width_keeps_offsets_and_line_ends() -> None:
+    text = "a /** doc\r\n */ b\n"
+    start = text.index("/**")
+    end = text.index("*/") + 2
+    out = blank_spans(text, [(start, end)], keep_width=True)
+    assert len(out) == len(text) and out.count("\n") == text.count("\n")
+    assert out == "a" + " " * 8 + "\r\n" + " " * 4 + "b\n"
+
+
+@pytest.mark.parametrize(
+    ("subject", "query"),
+    [
+        ("fix(core): handle null values in the queue (#1234)", "handle null values in the queue"),
+        ("[v4] Fix race when cancelling fetch (fixes #12)", "Fix race when cancelling fetch"),
+        ("fetch: do not leak the body stream on abort", "do not leak the body stream on abort"),
+        ("feat!: add retryDelay option for mutations #55", "add retryDelay option for mutations"),
+        ("chore: bump deps", None),
+        ("docs(readme): explain the retry option in detail", None),
+        ("Merge pull request #3 from a/b", None),
+        ("fix typo in the error message", None),
+        ('Revert "add retry to the fetch loop"', None),
+        ("7.8.2", None),
+        ("fix: small bug", None),
+    ],
+)
+def test_commit_subjects_are_cleaned_or_dropped(subject: str, query: str | None) -> None:
+    assert clean_subject(subject) == query
+
+
+def test_changed_lines_select_the_innermost_symbols() -> None:
+    symbols = [
+        {"qualified_name": "Box", "start_line": 1, "end_line": 20},
+        {"qualified_name": "Box.open", "start_line": 3, "end_line": 8},
+        {"qualified_name": "Box.close", "start_line": 10, "end_line": 15},
+    ]
+    assert touched_symbols(FileChange("a.ts", {4, 5}, []), symbols) == {"Box.open"}
+    assert touched_symbols(FileChange("a.ts", {9, 12}, []), symbols) == {"Box", "Box.close"}
+    assert touched_symbols(FileChange("a.ts", {30}, []), symbols) == set()
+    # A pure deletion counts only when both neighbouring lines lie in the same innermost symbol.
+    assert touched_symbols(FileChange("a.ts", set(), [5]), symbols) == {"Box.open"}
+    assert touched_symbols(FileChange("a.ts", set(), [8]), symbols) == set()
+
+
+def test_commonjs_assignments_are_named_like_the_analysis_service(tmp_path: Path) -> None:
+    source = (
+        "function Runner() {}\n"
+        "/** Runs. */\n"
+        "Runner.prototype.run = function (fn) {\n"
+        "  throw new Error('runner is already running');\n"
+        "};\n"
+        "exports.helper = function () {};\n"
+        "module.exports = function main() {};\n"
+    )
+    (tmp_path / "runner.js").write_text(source, encoding="utf-8")
+    out = subprocess.run(
+        ["node", str(EXTRACTOR), str(tmp_path)], check=True, capture_output=True, text=True, timeout=60
+    )
+    (record,) = [json.loads(line) for line in out.stdout.splitlines()]
+    symbols = {s["qualified_name"]: s for s in record["symbols"]}
+    assert set(symbols) == {"Runner", "Runner.run", "helper", "main"}
+    run = symbols["Runner.run"]
+    assert (run["kind"], run["start_line"], run["end_line"]) == ("method", 3, 5)
+    assert run["jsdoc"] == "Runs." and [t["message"] for t in run["throws"]] == ["runner is already running"]
+    (span,) = run["jsdoc_spans"]
+    assert source[span[0] : span[1]] == "/** Runs. */"

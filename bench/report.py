@@ -85,12 +85,15 @@ def headline_split(doc: dict[str, Any]) -> str:
 
 def quality_overview(doc: dict[str, Any]) -> str:
     queries = doc["queries"]
+    settings = doc["settings"]
     counts = ", ".join(f"{k} {v}" for k, v in queries["by_split_type"].items())
     repos = ", ".join(f"{k} ({v})" for k, v in queries["by_repo"].items())
-    models = ", ".join(doc["settings"].get("embedding_models", [])) or "?"
+    models = ", ".join(settings.get("embedding_models", [])) or "?"
     unanswerable = sum(len(v) for v in queries.get("unanswerable", {}).values())
+    query_file = f"`{settings.get('queries_file', '?')}` (sha256 {settings.get('queries_sha256', '?')[:12]})"
     return (
-        f"{queries['total']} queries ({counts}) in {len(queries['by_repo'])} repo workspace(s): {repos}. "
+        f"{queries['total']} queries from {query_file} ({counts}) in {len(queries['by_repo'])} repo "
+        f"workspace(s): {repos}. "
         f"Embedding model {models}. {unanswerable} queries have no target chunk in the analysis "
         "service's output and count as misses."
     )
@@ -198,6 +201,7 @@ def render_quality_full(doc: dict[str, Any]) -> str:
                 skipped,
                 diag["results mean"],
                 diag["budget_not_spent"],
+                diag.get("errors", 0),
             )
         )
     parts.append(
@@ -210,6 +214,7 @@ def render_quality_full(doc: dict[str, Any]) -> str:
                 "Semantic skipped",
                 "Results (mean)",
                 "Results ran out before 8k tokens",
+                "Errors",
             ),
             diag_rows,
         )

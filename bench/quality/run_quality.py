@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import grpc
+
 from bench.lib.metrics import (
     BUDGET_METRIC_NAMES,
     METRIC_NAMES,
@@ -236,6 +238,7 @@ class Outcome:
     ratio_used: float
     skipped_reason: str
     budget_not_spent: bool  # the results ran out before the largest budget did
+    error: str = ""  # the RPC failed: scored as a miss, and the run writes no results file
 
 
 def run_query(stub, query: Query, mode: str, costs: TokenCosts) -> Outcome:
@@ -266,12 +269,28 @@ def run_query(stub, query: Query, mode: str, costs: TokenCosts) -> Outcome:
     )
 
 
+def failed(error: grpc.RpcError) -> Outcome:
+    row = [0.0] * len(PER_QUERY_COLUMNS)
+    return Outcome(
+        row=row,
+        ratio_used=0.0,
+        skipped_reason="",
+        budget_not_spent=False,
+        error=f"{error.code().name}: {error.details()}",
+    )
+
+
 def run_mode(retrieval: ServiceProcess, queries: Sequence[Query], mode: str, costs: TokenCosts) -> dict[str, Outcome]:
     outcomes: dict[str, Outcome] = {}
     with retrieval.channel() as channel:
         stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
         for query in queries:
-            outcomes[query.id] = run_query(stub, query, mode, costs)
+            try:
+                outcomes[query.id] = run_query(stub, query, mode, costs)
+            except grpc.RpcError as error:
+                # One failing query must not lose the others; the failure is reported, never hidden.
+                outcomes[query.id] = failed(error)
+                log(f"  {mode} {query.id} failed: {outcomes[query.id].error}")
     return outcomes
 
 
@@ -350,6 +369,7 @@ def mode_diagnostics(queries: Sequence[Query], outcomes: dict[str, dict[str, Out
             "semantic_skipped": dict(Counter(o.skipped_reason for o in items if o.skipped_reason)),
             "results mean": round(statistics.fmean(o.row[COL["results"]] for o in items), 1),
             "budget_not_spent": sum(1 for o in items if o.budget_not_spent),
+            "errors": sum(1 for o in items if o.error),
         }
     return out
 
@@ -466,10 +486,14 @@ def main(argv: list[str] | None = None) -> int:
             overall = aggregate([o.row for o in outcomes[mode].values()])
             log(f"mode {mode}: {time.perf_counter() - t0:.0f} s, " + ", ".join(f"{k} {v}" for k, v in overall.items()))
         peak_rss = stack.peak_rss_mib()
+        retrieval_log_tail = [line for line in stack.retrieval.log_lines if '"ERROR"' in line or "Traceback" in line][
+            -10:
+        ]
     finally:
         stack.stop()
 
     not_ready = {r: i["status"] for r, i in indexes.items() if i["status"] != "INDEXING_STATUS_READY"}
+    errors = {f"{mode}/{qid}": o.error for mode, by_id in outcomes.items() for qid, o in by_id.items() if o.error}
     models = sorted({i["embedding_model"] for i in indexes.values()})
     payload = {
         "run": {
@@ -518,8 +542,12 @@ def main(argv: list[str] | None = None) -> int:
     from bench.report import render_quality_summary  # the report module owns all table layout
 
     print(render_quality_summary({"kind": "quality", **payload}))
-    if not_ready:
-        log(f"not writing a results file: index not READY for {not_ready}")
+    if not_ready or errors:
+        log(f"not writing a results file: index not READY for {not_ready}" if not_ready else "")
+        for key, error in list(errors.items())[:20]:
+            log(f"not writing a results file: {key} failed: {error}")
+        for line in retrieval_log_tail:
+            log(f"[retrieval] {line}")
         return 1
     if args.no_write:
         return 0

@@ -57,7 +57,7 @@ from codecompass.retrieval.state import (
     index_uri,
     workspace_state_dir,
 )
-from codecompass.retrieval.store import ChunkStore
+from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION, ChunkStore
 from codecompass.retrieval.sync import Syncer, SyncTuning, rebase_on_empty_catalog
 
 _log = get_logger(__name__)
@@ -263,11 +263,19 @@ class WorkspaceIndex:
         self._syncs_since_maintain = 0
         self._closing = threading.Event()
         self._maintainer: threading.Thread | None = None
+        # Armed while the store holds versions (or source texts) that maintenance may drop
+        # once they are past the retention; see `_schedule_cleanup`.
+        self._cleanup_timer: threading.Timer | None = None
+        # Serialises switching to another table (model or chunker change) with dropping the
+        # tables no longer in use.
+        self._identity_lock = threading.Lock()
         self.embedder = BackgroundEmbedder(self, embedding)
         if self.catalog.identity is not None:
             # Resume what a previous process left: vectors still missing after a restart.
             self._open_store(self.catalog.identity)
             self.embedder.ensure_running()
+            # Versions a previous process left behind (it may have been killed mid-run).
+            self._schedule_cleanup()
 
     @property
     def store(self) -> ChunkStore | None:
@@ -282,6 +290,9 @@ class WorkspaceIndex:
 
     def close(self, timeout: float) -> None:
         self._closing.set()
+        with self._jobs_lock:
+            if self._cleanup_timer is not None:
+                self._cleanup_timer.cancel()
         self.embedder.stop(timeout)
         self._executor.shutdown(wait=True, cancel_futures=True)
         if self._maintainer is not None:
@@ -318,6 +329,7 @@ class WorkspaceIndex:
         try:
             notify(IndexProgress(phase=IndexPhase.SCANNING))
             had_files = len(self.catalog) > 0
+            was_complete = self.catalog.complete
             scan_started = time.perf_counter()
             scan = self._analysis.scan(
                 str(self.root), self.catalog.previous_files, version=(id(self.catalog), self.catalog.generation)
@@ -374,7 +386,9 @@ class WorkspaceIndex:
             # so indexes are built as soon as the store asks, not only every N syncs.
             store = self._store
             due = self._syncs_since_maintain >= self._settings.retrieval.compact_every_n_syncs
-            if due or (store is not None and store.needs_maintenance()):
+            # A finished cold index leaves one version per flush and the files they wrote.
+            cold_done = not was_complete and self.catalog.complete
+            if due or cold_done or (store is not None and store.needs_maintenance()):
                 self._maintain_in_background()
             if stats.chunks_upserted > stats.embeddings_reused + stats.chunks_embedded:
                 self.embedder.ensure_running()
@@ -398,12 +412,13 @@ class WorkspaceIndex:
         else:
             model = self._store.model
         identity = IndexIdentity(model=model, chunker_version=chunker_version)
-        if self.catalog.identity != identity:
-            _log.info("index identity of %s is now %s / chunker %s", self.root, model.identity(), chunker_version)
-            self.catalog.reset(identity)
-            self._store = None
-        if self._store is None:
-            self._open_store(identity)
+        with self._identity_lock:
+            if self.catalog.identity != identity:
+                _log.info("index identity of %s is now %s / chunker %s", self.root, model.identity(), chunker_version)
+                self.catalog.reset(identity)
+                self._store = None
+            if self._store is None:
+                self._open_store(identity)
 
     def _open_store(self, identity: IndexIdentity) -> None:
         store = ChunkStore.open(
@@ -424,7 +439,56 @@ class WorkspaceIndex:
             return
         self._syncs_since_maintain = 0
         with self.write_lock:
-            store.maintain()
+            store.maintain(retention=self.VERSION_RETENTION)
+        self._retire_old_tables(store)
+        self._schedule_cleanup()
+
+    # How long superseded versions (and unused source texts) are kept for searches still
+    # reading them.
+    VERSION_RETENTION = DEFAULT_VERSION_RETENTION
+    # Past the moment `cleanup_due_at` names, so the versions it counted are old enough.
+    CLEANUP_SLACK_S = 1.0
+
+    def _schedule_cleanup(self) -> None:
+        """Run maintenance again when the versions it had to keep (younger than the retention:
+        a search may still read them) can go. Without this, the versions written by the last
+        minute of a cold index or an embedding run, and the data files they reference, stay
+        until some later sync happens to trigger maintenance."""
+        store = self._store
+        if store is None or self._closing.is_set():
+            return
+        due = store.cleanup_due_at(self.VERSION_RETENTION)
+        if due is None:
+            return
+        with self._jobs_lock:
+            if self._cleanup_timer is not None:
+                return
+            timer = threading.Timer(max(due - time.time(), 0.0) + self.CLEANUP_SLACK_S, self._on_cleanup_timer)
+            timer.name = f"cleanup-{self.key[:8]}"
+            timer.daemon = True
+            self._cleanup_timer = timer
+        timer.start()
+
+    def _on_cleanup_timer(self) -> None:
+        with self._jobs_lock:
+            self._cleanup_timer = None
+        if not self._closing.is_set():
+            self._maintain_in_background()
+
+    def _retire_old_tables(self, store: ChunkStore) -> None:
+        """Once this index is complete (every file synced, every chunk embedded), the tables
+        of models or chunker versions no longer in use are dropped. Not before: until then a
+        switch back to the previous model finds its vectors there to reuse."""
+        with self._identity_lock:
+            # Held so that no identity change creates the next table meanwhile.
+            if store is not self._store or not self.catalog.complete or self._model_stale:
+                return
+            total, embedded = store.counts()
+            if embedded < total:
+                return
+            dropped = store.drop_retired_tables()
+        if dropped:
+            _log.info("dropped retired index tables of %s: %s", self.root, ", ".join(dropped))
 
     def _maintain_in_background(self) -> None:
         """Compaction can take a while on a big table; the search whose sync triggered it

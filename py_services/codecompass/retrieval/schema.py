@@ -15,16 +15,25 @@ import pyarrow as pa
 
 # Bump whenever the columns or the meaning of a column change; a table stamped with another
 # value is dropped and rebuilt rather than read with wrong assumptions.
-INDEX_FORMAT_VERSION = "2"
+# 3: full_source moved to the sources table (each text once, chunks slice it), embedding_text
+# stored as its preamble only, vectors as float16.
+INDEX_FORMAT_VERSION = "3"
 
 FORMAT_METADATA_KEY = "codecompass.index_format"
 CHUNKER_METADATA_KEY = "codecompass.chunker_version"
 MODEL_METADATA_KEY = "codecompass.embedding_model"
 
 TABLE_PREFIX = "chunks_"
+# The sources table of chunk table `chunks_X` is `sources_X`: it lives and dies with it.
+SOURCES_PREFIX = "sources_"
 
 FTS_COLUMN = "search_text"
 VECTOR_COLUMN = "vector"
+# Half precision halves the largest column (384 dims: 768 bytes a chunk instead of 1536) at a
+# cosine error below 1e-3, far under the gap between neighbouring hits that ranking sees.
+VECTOR_TYPE = pa.float16()
+# Per-value zstd for long text columns (Lance file format 2.1, LanceDB's default).
+_ZSTD = {"lance-encoding:compression": "zstd"}
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,14 @@ def table_name(model: EmbeddingModel, chunker_version: str) -> str:
     return f"{TABLE_PREFIX}{slug}_d{model.dimensions}_c{chunker}_f{INDEX_FORMAT_VERSION}_{digest}"
 
 
+def sources_table_name(chunk_table: str) -> str:
+    return SOURCES_PREFIX + chunk_table.removeprefix(TABLE_PREFIX)
+
+
+def chunk_table_of_sources(sources_table: str) -> str:
+    return TABLE_PREFIX + sources_table.removeprefix(SOURCES_PREFIX)
+
+
 REFERENCE_TYPE = pa.struct(
     [
         pa.field("name", pa.string()),
@@ -75,6 +92,21 @@ def chunk_schema(model: EmbeddingModel, chunker_version: str) -> pa.Schema:
     vector arrives later from background embedding (`has_vector` flips then).
     `reference_ids` duplicates `references[].chunk_id` as a flat list so the signature cascade
     can use `array_has_any` instead of unnesting structs.
+
+    What is not stored, because it can be rebuilt exactly (see `packing`; the index was
+    8-24x the source):
+    - `full_source`: every nested chunk's text is part of its parent's, down to the file (the
+      module chunk), so a depth-5 function was stored 6 times. It is the slice
+      `[source_offset, source_offset + source_length)` of the text `source_key` names in the
+      sources table (`sources_schema`), which holds each distinct text once.
+    - `collapsed_source` when `collapsed_spans` is set: the column holds only the markers
+      that replaced children's bodies, the rest are spans of the full source.
+    - `jsdoc` when `jsdoc_offset` >= 0: the slice of `jsdoc_length` characters of that same
+      text there (the column is then empty).
+    - `embedding_text`: a preamble, then `collapsed_source`; `embedding_prefix` is the
+      preamble with its signature and referenced-symbol lines left out, `embedding_layout`
+      says how to put it back together.
+    Large text columns are zstd-compressed (field metadata).
     """
     fields = [
         pa.field("id", pa.string(), nullable=False),
@@ -87,25 +119,47 @@ def chunk_schema(model: EmbeddingModel, chunker_version: str) -> pa.Schema:
         pa.field("parent_id", pa.string()),
         pa.field("child_ids", pa.list_(pa.string())),
         pa.field("depth", pa.int32()),
-        pa.field("signature", pa.string()),
-        pa.field("full_source", pa.string()),
-        pa.field("collapsed_source", pa.string()),
+        pa.field("signature", pa.string(), metadata=_ZSTD),
+        pa.field("source_key", pa.string()),
+        pa.field("source_offset", pa.int32()),
+        pa.field("source_length", pa.int32()),
+        pa.field("collapsed_source", pa.string(), metadata=_ZSTD),
+        pa.field("collapsed_spans", pa.list_(pa.int32())),
         pa.field("start_line", pa.int32()),
         pa.field("end_line", pa.int32()),
-        pa.field("jsdoc", pa.string()),
+        pa.field("jsdoc", pa.string(), metadata=_ZSTD),
+        pa.field("jsdoc_offset", pa.int32()),
+        pa.field("jsdoc_length", pa.int32()),
         pa.field("jsdoc_start_line", pa.int32()),
         pa.field("relevant_imports", pa.list_(pa.string())),
         pa.field("is_test", pa.bool_()),
-        pa.field("embedding_text", pa.string()),
+        pa.field("embedding_prefix", pa.string(), metadata=_ZSTD),
+        pa.field("embedding_layout", pa.int8()),
         pa.field("references", pa.list_(REFERENCE_TYPE)),
         pa.field("reference_ids", pa.list_(pa.string())),
         pa.field("embedding_token_count", pa.int32()),
-        pa.field(FTS_COLUMN, pa.string()),
+        pa.field(FTS_COLUMN, pa.string(), metadata=_ZSTD),
         pa.field("has_vector", pa.bool_(), nullable=False),
-        pa.field(VECTOR_COLUMN, pa.list_(pa.float32(), model.dimensions)),
+        pa.field(VECTOR_COLUMN, pa.list_(VECTOR_TYPE, model.dimensions)),
         pa.field("embedding_model_id", pa.string()),
         pa.field("embedding_model_version", pa.string()),
         pa.field("embedding_dimensions", pa.int32()),
+    ]
+    metadata = {
+        FORMAT_METADATA_KEY: INDEX_FORMAT_VERSION,
+        CHUNKER_METADATA_KEY: chunker_version,
+        MODEL_METADATA_KEY: model.identity(),
+    }
+    return pa.schema(fields, metadata=metadata)
+
+
+def sources_schema(model: EmbeddingModel, chunker_version: str) -> pa.Schema:
+    """Texts that chunks' `full_source` are slices of, keyed by a digest of the text: content
+    addressing makes a text immutable, so a chunk never sees its slice change under it, and a
+    text shared by two chunks (or two versions of a file) is stored once."""
+    fields = [
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("text", pa.string(), nullable=False, metadata=_ZSTD),
     ]
     metadata = {
         FORMAT_METADATA_KEY: INDEX_FORMAT_VERSION,
@@ -129,15 +183,21 @@ CHUNK_COLUMNS = (
     "child_ids",
     "depth",
     "signature",
-    "full_source",
+    "source_key",
+    "source_offset",
+    "source_length",
     "collapsed_source",
+    "collapsed_spans",
     "start_line",
     "end_line",
     "jsdoc",
+    "jsdoc_offset",
+    "jsdoc_length",
     "jsdoc_start_line",
     "relevant_imports",
     "is_test",
-    "embedding_text",
+    "embedding_prefix",
+    "embedding_layout",
     "references",
     "embedding_token_count",
     "has_vector",

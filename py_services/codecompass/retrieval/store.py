@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -23,16 +24,22 @@ from lancedb.index import FTS, IvfPq
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
 from codecompass.common.identifiers import split_identifiers
 from codecompass.retrieval import filters as sqlf
+from codecompass.retrieval import packing
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.schema import (
     CHUNK_COLUMNS,
     FORMAT_METADATA_KEY,
     FTS_COLUMN,
     INDEX_FORMAT_VERSION,
+    SOURCES_PREFIX,
     TABLE_PREFIX,
     VECTOR_COLUMN,
+    VECTOR_TYPE,
     EmbeddingModel,
     chunk_schema,
+    chunk_table_of_sources,
+    sources_schema,
+    sources_table_name,
     table_name,
 )
 
@@ -113,9 +120,16 @@ class ChunkStore:
         created: bool,
         rebuilt: bool,
         uri: str,
+        sources: lancedb.table.Table,
     ) -> None:
         self._db = db
         self._table = table
+        # Texts that chunks' full sources are slices of (see `packing`).
+        self._sources = sources
+        # Source keys found unreferenced by a maintenance run, and when: deleted by a later run
+        # once older than the version retention, so a search reading an older table version
+        # still finds the texts its rows point at.
+        self._unreferenced_since: dict[str, float] = {}
         self.model = model
         self.chunker_version = chunker_version
         self.table_name = name
@@ -141,13 +155,18 @@ class ChunkStore:
 
         `uri` is a local directory or an object-store URI (`s3://bucket/path`, ...);
         `storage_options` go to LanceDB untouched (credentials, endpoint, region).
-        Tables stamped with another index format are dropped: their layout is not ours.
+        Tables stamped with another index format are dropped: their layout is not ours. So
+        is a sources table without its chunk table. Tables of other models or chunker versions
+        of this format stay until `drop_retired_tables` (the caller knows when the new one is
+        complete).
         """
         db = lancedb.connect(uri, storage_options=storage_options or None)
         name = table_name(model, chunker_version)
+        sources_name = sources_table_name(name)
         rebuilt = False
         live: set[str] = set()
-        for existing in _list_tables(db):
+        existing_tables = list(_list_tables(db))
+        for existing in existing_tables:
             if not existing.startswith(TABLE_PREFIX):
                 continue
             if _format_of(db.open_table(existing)) == INDEX_FORMAT_VERSION:
@@ -155,6 +174,24 @@ class ChunkStore:
                 continue
             db.drop_table(existing)
             rebuilt = rebuilt or _same_identity(existing, name)
+        sources_live = False
+        for existing in existing_tables:
+            if not existing.startswith(SOURCES_PREFIX):
+                continue
+            if chunk_table_of_sources(existing) in live:
+                sources_live = sources_live or existing == sources_name
+                continue
+            db.drop_table(existing)
+        if name in live and not sources_live:
+            # Chunks whose texts are gone cannot give back their source: start over.
+            db.drop_table(name)
+            live.discard(name)
+            rebuilt = True
+        # The sources table first: a chunk table never exists without it.
+        if sources_live:
+            sources = db.open_table(sources_name)
+        else:
+            sources = db.create_table(sources_name, schema=sources_schema(model, chunker_version))
         created = name not in live
         if created:
             table = db.create_table(name, schema=chunk_schema(model, chunker_version))
@@ -169,6 +206,7 @@ class ChunkStore:
             created=created,
             rebuilt=rebuilt,
             uri=uri,
+            sources=sources,
         )
 
     # ---- writes -------------------------------------------------------------------------
@@ -186,6 +224,10 @@ class ChunkStore:
         without one (`has_vector=False`) and become searchable by vector once `set_vectors`
         provides it. Ids present in both lists are upserted, not deleted: the caller computed
         deletions from the old file state, and a stable id that reappears is an update.
+
+        New source texts are added to the sources table first (its own commit, made only when
+        a text is new): a kill -9 in between leaves unreferenced texts, which maintenance
+        removes, never a chunk whose text is missing.
         """
         upsert_ids = {c.id for c in upserts}
         to_delete = sorted({i for i in delete_ids if i not in upsert_ids})
@@ -196,7 +238,8 @@ class ChunkStore:
                 self._check_dims(vector, f"vector for chunk {chunk_id!r}")
         with self._write_lock:
             if upserts:
-                data = self._to_arrow(upserts, vectors)
+                data, texts = self._to_arrow(upserts, vectors)
+                self._add_sources(texts)
                 merge = self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
                 if to_delete:
                     # Folding the deletion into the merge keeps a sync at one table version.
@@ -254,7 +297,7 @@ class ChunkStore:
                 list(CHUNK_COLUMNS),
                 remaining,
             )
-            out.extend(_chunks_of(rows))
+            out.extend(self._chunks_of(rows))
         return out
 
     def ids_referencing(self, chunk_ids: list[str]) -> list[str]:
@@ -276,7 +319,7 @@ class ChunkStore:
         """Chunks in the order of `ids`; unknown ids are skipped."""
         by_id: dict[str, Chunk] = {}
         for batch in _batches(sorted(set(ids))):
-            for chunk in _chunks_of(self._scan(sqlf.sql_in("id", batch), list(CHUNK_COLUMNS))):
+            for chunk in self._chunks_of(self._scan(sqlf.sql_in("id", batch), list(CHUNK_COLUMNS))):
                 by_id[chunk.id] = chunk
         return [by_id[i] for i in ids if i in by_id]
 
@@ -285,7 +328,7 @@ class ChunkStore:
         for batch in _batches(sorted(set(ids))):
             rows = self._scan(sqlf.sql_in("id", batch), list(CHUNK_COLUMNS))
             flags = rows.column("has_vector").to_pylist()
-            for chunk, flag in zip(_chunks_of(rows), flags, strict=True):
+            for chunk, flag in zip(self._chunks_of(rows), flags, strict=True):
                 by_id[chunk.id] = StoredChunk(chunk=chunk, has_vector=bool(flag))
         return [by_id[i] for i in ids if i in by_id]
 
@@ -310,7 +353,7 @@ class ChunkStore:
             search = search.where(where)
         rows = search.select([*CHUNK_COLUMNS, "_score"]).limit(limit).to_arrow()
         scores = rows.column("_score").to_pylist()
-        return [ScoredChunk(chunk=c, score=float(s)) for c, s in zip(_chunks_of(rows), scores, strict=True)]
+        return [ScoredChunk(chunk=c, score=float(s)) for c, s in zip(self._chunks_of(rows), scores, strict=True)]
 
     def find_by_names(self, names: Sequence[str], filters: Filters, limit: int) -> list[Chunk]:
         """Chunks whose name or qualified name equals one of `names`, ignoring case."""
@@ -321,7 +364,7 @@ class ChunkStore:
         predicate = sqlf.combine(
             f"(lower(name) IN ({values}) OR lower(qualified_name) IN ({values}))", sqlf.to_sql(filters)
         )
-        return _chunks_of(self._scan(predicate, list(CHUNK_COLUMNS), limit))
+        return self._chunks_of(self._scan(predicate, list(CHUNK_COLUMNS), limit))
 
     def find_by_path(self, path: str, filters: Filters, limit: int) -> list[Chunk]:
         """Chunks of the files whose relative path is `path` or ends with `/path`, ignoring
@@ -334,7 +377,7 @@ class ChunkStore:
             f" OR ends_with(lower(relative_path), {sqlf.sql_string('/' + wanted)}))",
             sqlf.to_sql(filters),
         )
-        chunks = _chunks_of(self._scan(predicate, list(CHUNK_COLUMNS), limit))
+        chunks = self._chunks_of(self._scan(predicate, list(CHUNK_COLUMNS), limit))
         chunks.sort(key=lambda c: (c.depth, c.relative_path, c.start_line))
         return chunks
 
@@ -358,7 +401,7 @@ class ChunkStore:
             search = search.nprobes(ANN_NPROBES).refine_factor(ANN_REFINE_FACTOR)
         rows = search.to_arrow()
         distances = rows.column("_distance").to_pylist()
-        return [ScoredChunk(chunk=c, score=1.0 - float(d)) for c, d in zip(_chunks_of(rows), distances, strict=True)]
+        return [ScoredChunk(chunk=c, score=1.0 - float(d)) for c, d in zip(self._chunks_of(rows), distances, strict=True)]
 
     # ---- maintenance --------------------------------------------------------------------
 
@@ -379,36 +422,68 @@ class ChunkStore:
 
     def maintain(self, *, retention: timedelta = DEFAULT_VERSION_RETENTION) -> None:
         """Build missing indexes, fold unindexed rows into existing ones, compact small
-        files and drop versions older than `retention`.
+        files, delete source texts no chunk has used for `retention`, and drop versions
+        older than `retention` (with the data files only they used).
 
         Runs on a schedule or when `needs_maintenance()` says so, never inside a write: the
         first FTS build takes seconds on a large table, and an update about one second
         (30k chunks). Searches keep working meanwhile (unindexed rows are matched
         exhaustively); writes wait for it.
+
+        Versions younger than `retention` survive, and with them the files they read (a
+        cold index or an embedding run rewrites most rows within that time): `cleanup_due_at`
+        says when running this again frees them.
         """
         with self._write_lock:
             self._ensure_fts_index()
             self._ensure_vector_index()
+            self._delete_unreferenced_sources(retention)
             self._table.optimize(cleanup_older_than=retention)
+            self._sources.optimize(cleanup_older_than=retention)
+
+    def cleanup_due_at(self, retention: timedelta = DEFAULT_VERSION_RETENTION) -> float | None:
+        """Epoch seconds after which `maintain(retention=retention)` would drop a version or
+        a source text it cannot drop now; None when there is nothing left to drop."""
+        due: list[float] = []
+        for table in (self._table, self._sources):
+            versions = table.list_versions()
+            if len(versions) > 1:
+                # Every version but the latest is dropped once old enough.
+                oldest = min(_version_time(v) for v in versions)
+                due.append(oldest + retention.total_seconds())
+        if self._unreferenced_since:
+            due.append(min(self._unreferenced_since.values()) + retention.total_seconds())
+        return min(due) if due else None
+
+    def drop_retired_tables(self) -> list[str]:
+        """Drop the tables of every other model or chunker version (and their sources): call
+        once this table is complete, so searches never lose their last complete index."""
+        dropped = []
+        mine = {self.table_name, sources_table_name(self.table_name)}
+        for name in _list_tables(self._db):
+            if name.startswith((TABLE_PREFIX, SOURCES_PREFIX)) and name not in mine:
+                self._db.drop_table(name)
+                dropped.append(name)
+        return dropped
 
     def version_count(self) -> int:
         return len(self._table.list_versions())
 
     def size_bytes(self) -> int:
-        """Bytes on disk for a local store (all versions and indexes); for object stores the
-        manifest's count of live data and index files."""
+        """Bytes on disk for a local store (all versions and indexes, the chunk table and its
+        sources); for object stores the manifests' count of live data and index files."""
         if "://" not in self.uri or self.uri.startswith("file://"):
             root = self.uri.removeprefix("file://")
-            path = os.path.join(root, f"{self.table_name}.lance")
             total = 0
-            for dirpath, _dirs, files in os.walk(path):
-                for f in files:
-                    try:
-                        total += os.path.getsize(os.path.join(dirpath, f))
-                    except FileNotFoundError:
-                        continue
+            for name in (self.table_name, sources_table_name(self.table_name)):
+                for dirpath, _dirs, files in os.walk(os.path.join(root, f"{name}.lance")):
+                    for f in files:
+                        try:
+                            total += os.path.getsize(os.path.join(dirpath, f))
+                        except FileNotFoundError:
+                            continue
             return total
-        return int(self._table.stats().total_bytes)
+        return int(self._table.stats().total_bytes) + int(self._sources.stats().total_bytes)
 
     def index_status(self) -> dict[str, dict[str, int]]:
         """Indexed/unindexed row counts per index, for diagnostics and benchmarks."""
@@ -448,6 +523,20 @@ class ChunkStore:
             name=FTS_INDEX_NAME,
         )
 
+    def _delete_unreferenced_sources(self, retention: timedelta) -> None:
+        """Delete source texts no chunk has pointed at for `retention` (a search reading an
+        older table version may still slice them until then)."""
+        referenced = set(self._scan(None, ["source_key"]).column("source_key").to_pylist())
+        stored = self._sources.search().select(["key"]).limit(max(self._sources.count_rows(), 1)).to_arrow()
+        unreferenced = set(stored.column("key").to_pylist()) - referenced
+        now = time.time()
+        self._unreferenced_since = {k: self._unreferenced_since.get(k, now) for k in unreferenced}
+        expired = sorted(k for k, since in self._unreferenced_since.items() if now - since >= retention.total_seconds())
+        for batch in _batches(expired):
+            self._sources.delete(sqlf.sql_in("key", batch))
+        for key in expired:
+            del self._unreferenced_since[key]
+
     def _vector_index_exists(self) -> bool:
         return any(i.columns == [VECTOR_COLUMN] for i in self._table.list_indices())
 
@@ -474,7 +563,8 @@ class ChunkStore:
         query = query.limit(limit if limit is not None else max(self._table.count_rows(), 1))
         return query.to_arrow()
 
-    def _to_arrow(self, chunks: list[Chunk], vectors: dict[str, np.ndarray]) -> pa.Table:
+    def _to_arrow(self, chunks: list[Chunk], vectors: dict[str, np.ndarray]) -> tuple[pa.Table, dict[str, str]]:
+        """The rows of `chunks` and the source texts they slice (see `packing`)."""
         n = len(chunks)
         dims = self.model.dimensions
         has = [c.id in vectors for c in chunks]
@@ -487,6 +577,9 @@ class ChunkStore:
         def col(attr: str) -> list:
             return [getattr(c, attr) for c in chunks]
 
+        placements, texts = packing.place_sources(chunks)
+        places = [placements[c.id] for c in chunks]
+        embeddings = [packing.encode_embedding(c) for c in chunks]
         columns = {
             "id": col("id"),
             "snippet_hash": col("snippet_hash"),
@@ -499,15 +592,24 @@ class ChunkStore:
             "child_ids": [list(c.child_ids) for c in chunks],
             "depth": col("depth"),
             "signature": col("signature"),
-            "full_source": col("full_source"),
-            "collapsed_source": col("collapsed_source"),
+            "source_key": [p.key for p in places],
+            "source_offset": [p.offset for p in places],
+            "source_length": [p.length for p in places],
+            "collapsed_source": [
+                c.collapsed_source if p.collapsed_spans is None else p.collapsed_markers
+                for c, p in zip(chunks, places, strict=True)
+            ],
+            "collapsed_spans": [None if p.collapsed_spans is None else list(p.collapsed_spans) for p in places],
             "start_line": col("start_line"),
             "end_line": col("end_line"),
-            "jsdoc": col("jsdoc"),
+            "jsdoc": [c.jsdoc if p.jsdoc_offset < 0 else "" for c, p in zip(chunks, places, strict=True)],
+            "jsdoc_offset": [p.jsdoc_offset for p in places],
+            "jsdoc_length": [len(c.jsdoc) if p.jsdoc_offset >= 0 else 0 for c, p in zip(chunks, places, strict=True)],
             "jsdoc_start_line": col("jsdoc_start_line"),
             "relevant_imports": [list(c.relevant_imports) for c in chunks],
             "is_test": col("is_test"),
-            "embedding_text": col("embedding_text"),
+            "embedding_prefix": [prefix for prefix, _ in embeddings],
+            "embedding_layout": [layout for _, layout in embeddings],
             "references": [
                 [
                     {
@@ -534,11 +636,48 @@ class ChunkStore:
                 arrays.append(vector_col)
             else:
                 arrays.append(pa.array(columns[field.name], type=field.type))
-        return pa.Table.from_arrays(arrays, schema=self._schema)
+        return pa.Table.from_arrays(arrays, schema=self._schema), texts
+
+    def _add_sources(self, texts: dict[str, str]) -> None:
+        """Store the texts not stored yet (an unchanged file re-chunked adds nothing)."""
+        if not texts:
+            return
+        present: set[str] = set()
+        for batch in _batches(sorted(texts)):
+            rows = self._scan_sources(sqlf.sql_in("key", batch), ["key"])
+            present.update(rows.column("key").to_pylist())
+        for key in texts:
+            self._unreferenced_since.pop(key, None)
+        new = sorted(k for k in texts if k not in present)
+        if not new:
+            return
+        schema = self._sources.schema
+        self._sources.add(
+            pa.Table.from_arrays(
+                [pa.array(new, pa.string()), pa.array([texts[k] for k in new], pa.string())], schema=schema
+            )
+        )
+
+    def _source_texts(self, keys: Iterable[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for batch in _batches(sorted(set(keys))):
+            rows = self._scan_sources(sqlf.sql_in("key", batch), ["key", "text"])
+            found.update(zip(rows.column("key").to_pylist(), rows.column("text").to_pylist(), strict=True))
+        return found
+
+    def _scan_sources(self, where: str, columns: list[str]) -> pa.Table:
+        return self._sources.search().where(where).select(columns).limit(max(self._sources.count_rows(), 1)).to_arrow()
+
+    def _chunks_of(self, rows: pa.Table) -> list[Chunk]:
+        """Chunks of rows selected with `CHUNK_COLUMNS` (any other columns are ignored), their
+        full source and JSDoc sliced from the sources table in one lookup."""
+        records = rows.select(list(CHUNK_COLUMNS)).to_pylist()
+        texts = self._source_texts(r["source_key"] for r in records if r["source_key"])
+        return [_chunk_from_row(r, texts) for r in records]
 
 
 def _vector_array(matrix: np.ndarray, dims: int, mask: np.ndarray | None = None) -> pa.Array:
-    flat = pa.array(matrix.astype(np.float32, copy=False).reshape(-1), type=pa.float32())
+    flat = pa.array(matrix.astype(VECTOR_TYPE.to_pandas_dtype(), copy=False).reshape(-1), type=VECTOR_TYPE)
     if mask is None or not mask.any():
         return pa.FixedSizeListArray.from_arrays(flat, dims)
     return pa.FixedSizeListArray.from_arrays(flat, dims, mask=pa.array(mask, pa.bool_()))
@@ -548,14 +687,34 @@ def _vectors_of(rows: pa.Table, dims: int) -> np.ndarray:
     column = rows.column(VECTOR_COLUMN).combine_chunks()
     if len(column) == 0:
         return np.zeros((0, dims), dtype=np.float32)
-    return column.values.to_numpy(zero_copy_only=False).reshape(len(column), dims)
+    values = column.values.to_numpy(zero_copy_only=False).astype(np.float32)
+    return values.reshape(len(column), dims)
 
 
-def _chunks_of(rows: pa.Table) -> list[Chunk]:
-    return [_chunk_from_row(r) for r in rows.select(list(CHUNK_COLUMNS)).to_pylist()]
-
-
-def _chunk_from_row(row: dict) -> Chunk:
+def _chunk_from_row(row: dict, texts: dict[str, str]) -> Chunk:
+    key = row["source_key"] or ""
+    full_source = packing.slice_text(texts.get(key), row["source_offset"] or 0, row["source_length"] or 0)
+    if full_source is None:
+        raise StoreError(f"the source text of chunk {row['id']!r} is missing from the index; re-index the workspace")
+    jsdoc = row["jsdoc"] or ""
+    if row["jsdoc_offset"] is not None and row["jsdoc_offset"] >= 0:
+        sliced = packing.slice_text(texts.get(key), row["jsdoc_offset"], row["jsdoc_length"] or 0)
+        if sliced is None:
+            raise StoreError(f"the JSDoc of chunk {row['id']!r} is missing from the index; re-index the workspace")
+        jsdoc = sliced
+    references = tuple(
+        SymbolReference(
+            name=r["name"] or "",
+            signature=r["signature"] or "",
+            relative_path=r["relative_path"] or "",
+            chunk_id=r["chunk_id"] or "",
+        )
+        for r in row["references"] or ()
+    )
+    signature = row["signature"] or ""
+    collapsed = row["collapsed_source"] or ""
+    if row["collapsed_spans"] is not None:
+        collapsed = packing.decode_collapsed(full_source, collapsed, row["collapsed_spans"])
     return Chunk(
         id=row["id"],
         snippet_hash=row["snippet_hash"],
@@ -567,25 +726,19 @@ def _chunk_from_row(row: dict) -> Chunk:
         parent_id=row["parent_id"] or "",
         child_ids=tuple(row["child_ids"] or ()),
         depth=row["depth"] or 0,
-        signature=row["signature"] or "",
-        full_source=row["full_source"] or "",
-        collapsed_source=row["collapsed_source"] or "",
+        signature=signature,
+        full_source=full_source,
+        collapsed_source=collapsed,
         start_line=row["start_line"] or 0,
         end_line=row["end_line"] or 0,
-        jsdoc=row["jsdoc"] or "",
+        jsdoc=jsdoc,
         jsdoc_start_line=row["jsdoc_start_line"] or 0,
         relevant_imports=tuple(row["relevant_imports"] or ()),
         is_test=bool(row["is_test"]),
-        embedding_text=row["embedding_text"] or "",
-        references=tuple(
-            SymbolReference(
-                name=r["name"] or "",
-                signature=r["signature"] or "",
-                relative_path=r["relative_path"] or "",
-                chunk_id=r["chunk_id"] or "",
-            )
-            for r in row["references"] or ()
+        embedding_text=packing.decode_embedding(
+            row["embedding_prefix"] or "", row["embedding_layout"] or 0, signature, references, collapsed
         ),
+        references=references,
         embedding_token_count=row["embedding_token_count"] or 0,
     )
 
@@ -599,6 +752,11 @@ def _list_tables(db: lancedb.DBConnection) -> Iterable[str]:
         token = page.page_token
         if not token:
             return names
+
+
+def _version_time(version: dict) -> float:
+    stamp = version["timestamp"]
+    return stamp.timestamp() if hasattr(stamp, "timestamp") else float(stamp)
 
 
 def _format_of(table: lancedb.table.Table) -> str | None:

@@ -1,6 +1,7 @@
 """ChunkStore against a real embedded LanceDB in a temp directory."""
 
 import threading
+from dataclasses import replace
 from datetime import timedelta
 
 import lancedb
@@ -489,3 +490,112 @@ def test_lexical_filter_is_applied_before_the_limit(store):
     store.maintain()
     hits = store.search_lexical("handle login", Filters(path_patterns=("special",)), 3)
     assert ids(hits) == ["lone"]
+
+
+# ---- what the store leaves out and rebuilds (see retrieval.packing) -------------------------
+
+
+def nested_chunks(path: str = "src/n.ts", body: str = "return 1;") -> list[Chunk]:
+    """A function holding a helper, as the chunker cuts them: the helper's text is part of
+    the outer function's full source."""
+    inner_full = f"function helper(x: number): number {{\n    {body}\n  }}"
+    outer_full = f"function outer(): number {{\n  {inner_full}\n  return helper(2);\n}}"
+    outer_collapsed = outer_full.replace(inner_full[inner_full.index("{") :], "{ /* 3 lines collapsed */ }")
+    outer = replace(
+        make_chunk("outer", "outer", path, source=outer_full, jsdoc="/** The outer one. */"),
+        child_ids=("helper",),
+        collapsed_source=outer_collapsed,
+        embedding_text=f"[TypeScript] {path} > outer\n---\n\n{outer_collapsed}",
+    )
+    inner = replace(
+        make_chunk("helper", "helper", path, source=inner_full),
+        parent_id="outer",
+        depth=1,
+        embedding_text=f"[TypeScript] {path} > outer > helper\n---\n\n{inner_full}",
+    )
+    return [outer, inner]
+
+
+def source_rows(store: ChunkStore) -> int:
+    return store._sources.count_rows()
+
+
+def test_nested_chunks_store_their_text_once_and_read_back_exactly(store):
+    chunks = nested_chunks()
+    store.apply_changes(upserts=chunks, delete_ids=[], vectors={})
+    assert store.get_chunks(["outer", "helper"]) == chunks
+    assert source_rows(store) == 1
+    rows = store._table.to_arrow()
+    assert "full_source" not in rows.column_names and "embedding_text" not in rows.column_names
+
+
+def test_rewriting_a_parent_alone_leaves_its_children_exact(store):
+    """Texts are content-addressed: a child keeps slicing the text it was written against."""
+    outer, inner = nested_chunks()
+    store.apply_changes(upserts=[outer, inner], delete_ids=[], vectors={})
+    edited = nested_chunks(body="return 42;")[0]
+    store.apply_changes(upserts=[edited], delete_ids=[], vectors={})
+    assert store.get_chunks(["outer", "helper"]) == [edited, inner]
+    store.apply_changes(upserts=[], delete_ids=["outer"], vectors={})
+    assert store.get_chunks(["helper"]) == [inner]
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_maintenance_deletes_texts_no_chunk_uses_once_past_the_retention(store):
+    store.apply_changes(upserts=nested_chunks(), delete_ids=[], vectors={})
+    edited = nested_chunks(body="return 42;")
+    store.apply_changes(upserts=edited, delete_ids=[], vectors={})
+    assert source_rows(store) == 2
+    # Within the retention a search on an older version may still slice the old text.
+    store.maintain(retention=timedelta(hours=1))
+    assert source_rows(store) == 2
+    assert store.cleanup_due_at(timedelta(hours=1)) is not None
+    store.maintain(retention=timedelta(0))
+    assert source_rows(store) == 1
+    assert store.get_chunks(["outer", "helper"]) == edited
+    assert store.cleanup_due_at(timedelta(0)) is None
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_maintenance_drops_old_versions_and_the_files_only_they_used(store):
+    chunks = [make_chunk(f"c{i}", f"function{i}", source=f"function function{i}() {{ {'x' * 500} }}") for i in range(50)]
+    store.apply_changes(upserts=chunks, delete_ids=[], vectors={})
+    for i, chunk in enumerate(chunks):
+        store.set_vectors({chunk.id: unit(1, i, 0, 0)})
+    assert store.cleanup_due_at() is not None
+    bloated = store.size_bytes()
+    store.maintain(retention=timedelta(0))
+    assert store.version_count() == 1
+    assert store.size_bytes() < bloated / 2
+    assert store.cleanup_due_at() is None
+    assert store.get_chunks([c.id for c in chunks]) == chunks
+
+
+def test_tables_of_other_models_stay_until_retired(tmp_path):
+    uri = str(tmp_path / "index")
+    old = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    old.apply_changes(upserts=nested_chunks(), delete_ids=[], vectors={})
+    new = ChunkStore.open(uri, model=EmbeddingModel("local", "all-MiniLM-L6-v2", "2", 4), chunker_version="c1")
+    assert len(lancedb.connect(uri).list_tables().tables) == 4
+    assert old.get_chunks(["outer"]) == nested_chunks()[:1]
+    assert sorted(new.drop_retired_tables()) == sorted([old.table_name, "sources_" + old.table_name[len("chunks_") :]])
+    assert sorted(lancedb.connect(uri).list_tables().tables) == sorted(
+        [new.table_name, "sources_" + new.table_name[len("chunks_") :]]
+    )
+
+
+def test_a_chunk_table_without_its_sources_is_rebuilt(tmp_path):
+    uri = str(tmp_path / "index")
+    store = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    store.apply_changes(upserts=nested_chunks(), delete_ids=[], vectors={})
+    lancedb.connect(uri).drop_table("sources_" + store.table_name[len("chunks_") :])
+    reopened = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    assert reopened.created and reopened.rebuilt and reopened.counts() == (0, 0)
+
+
+def test_vectors_are_half_precision_on_disk_and_float32_in_memory(store):
+    store.apply_changes(upserts=[make_chunk("a", "alpha")], delete_ids=[], vectors={"a": unit(1, 2, 3, 4)})
+    assert store._table.schema.field("vector").type.value_type == pa.float16()
+    found = store.vectors_for_snippets(["hash-a"])["hash-a"]
+    assert found.dtype == np.float32
+    np.testing.assert_allclose(found, unit(1, 2, 3, 4), atol=1e-3)

@@ -18,9 +18,11 @@ import time
 from collections.abc import Iterator
 from concurrent import futures
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import grpc
+import lancedb
 import numpy as np
 import pytest
 
@@ -31,7 +33,7 @@ from codecompass.retrieval import catalog as catalog_module
 from codecompass.retrieval import servicer
 from codecompass.retrieval.analysis_client import AnalysisClient
 from codecompass.retrieval.embed_client import EmbeddingClient
-from codecompass.retrieval.indexer import BackgroundEmbedder, RetrievalEngine
+from codecompass.retrieval.indexer import BackgroundEmbedder, RetrievalEngine, WorkspaceIndex
 from codecompass.retrieval.state import (
     AnalysisUnavailable,
     IndexingStatus,
@@ -749,3 +751,50 @@ def test_large_cold_sync_writes_syntactic_chunks_first_then_embeds_only_full_tex
     router_text = next(d for d in harness.embedding.documents if "> routeRequest" in d)
     assert "validateToken(token: string): boolean" in router_text
     assert harness.search("route request").results[0].chunk.name == "routeRequest"
+
+
+def _tables(h: Harness) -> set[str]:
+    return set(lancedb.connect(h.store().uri).list_tables().tables)
+
+
+def _eventually(check, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("harness", [SyncTuning(inline_embed_limit=0)], indirect=True)
+def test_the_old_model_s_table_is_dropped_once_the_new_one_is_complete_and_not_before(harness: Harness) -> None:
+    _seed(harness)
+    harness.index()
+    old_tables = _tables(harness)
+    assert len(old_tables) == 2  # chunks and their sources
+    harness.embedding.model_version = "2"
+    harness.embedding.delay_s = 0.3
+    harness.search("is the token signature long enough")
+    harness.search("is the token signature long enough")
+    status = harness.engine.status(str(harness.root))
+    assert (status.embedding_model_version, status.indexing_status) == ("2", IndexingStatus.INDEXING)
+    # The new table is still being embedded: the old one stays (a switch back would reuse it).
+    assert old_tables < _tables(harness)
+    harness.embedding.delay_s = 0.0
+    _wait_ready(harness)
+    _eventually(lambda: _tables(harness).isdisjoint(old_tables))
+    assert len(_tables(harness)) == 2
+    assert harness.search("checkSignature").results[0].chunk.name == "checkSignature"
+
+
+def test_versions_left_by_a_cold_index_are_cleaned_once_past_the_retention(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(WorkspaceIndex, "VERSION_RETENTION", timedelta(seconds=1))
+    for i in range(20):
+        harness.write(f"src/m{i}.ts", _func(f"fn{i}") + _func(f"other{i}"))
+    harness.index()
+    _wait_ready(harness)
+    store = harness.store()
+    _eventually(lambda: store.version_count() == 1 and store.cleanup_due_at(timedelta(seconds=1)) is None)
+    assert store.counts() == (40, 40)
+    assert harness.search("fn7").results[0].chunk.name == "fn7"

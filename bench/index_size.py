@@ -1,0 +1,138 @@
+"""Where the bytes of an index go: indexes one workspace through the real services (with
+embeddings, until READY) and prints the state dir's size against the source size, split into
+the catalog, the table's data files, its full-text/vector indexes and its version metadata,
+plus the in-memory (Arrow) size of every column, which is what the data files mostly are.
+
+The goal (issue "What the index left open"): the whole state dir stays within 4x the source.
+
+Run: .venv/bin/python -m bench.index_size --workspace bench/.work/chunk-corpus/rxjs [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import lancedb
+
+from bench.lib.services import ServiceProcess, dir_size_bytes, start_analysis, start_embedding, start_retrieval
+from bench.speed.run_speed import source_stats
+from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
+
+MIB = 2**20
+
+
+def _tree_bytes(root: Path) -> dict[str, int]:
+    """Bytes per first-level part of a state dir: the catalog, and per Lance table its data
+    files, indexes, manifests/transactions and deletion files."""
+    parts: dict[str, int] = {}
+    for dirpath, _dirs, files in os.walk(root):
+        rel = Path(dirpath).relative_to(root)
+        for name in files:
+            size = os.lstat(os.path.join(dirpath, name)).st_size
+            tables = [p for p in rel.parts if p.endswith(".lance")]
+            if tables:
+                inner = rel.parts[rel.parts.index(tables[0]) + 1 :]
+                key = f"table {inner[0] if inner else '(root)'}"
+            else:
+                key = name if name.startswith("catalog") else f"other {name}"
+            parts[key] = parts.get(key, 0) + size
+    return parts
+
+
+def _column_bytes(db_dir: Path) -> tuple[dict[str, int], int, int]:
+    """Arrow bytes per column summed over every chunk table, the row count and the version
+    count."""
+    db = lancedb.connect(str(db_dir))
+    columns: dict[str, int] = {}
+    rows = versions = 0
+    for name in db.list_tables().tables:
+        table = db.open_table(name)
+        data = table.to_arrow()
+        rows += data.num_rows
+        versions += len(table.list_versions())
+        for field, column in zip(data.schema, data.columns, strict=True):
+            columns[field.name] = columns.get(field.name, 0) + column.nbytes
+    return columns, rows, versions
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workspace", type=Path, required=True)
+    parser.add_argument("--state-dir", type=Path, help="fresh state dir (default: a new temp dir)")
+    parser.add_argument("--max-embed-wait", type=float, default=900.0)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    workspace = args.workspace.resolve()
+    state_dir = (args.state_dir or Path(tempfile.mkdtemp(prefix="cc-size-"))).resolve()
+    env = {"CODECOMPASS_STATE_DIR": str(state_dir)}
+    n_files, n_lines, source_bytes = source_stats(workspace)
+
+    services: list[ServiceProcess] = []
+    try:
+        analysis = start_analysis(env)
+        services.append(analysis)
+        embedding = start_embedding(env)
+        services.append(embedding)
+        retrieval = start_retrieval(analysis.address, embedding.address, env)
+        services.append(retrieval)
+        started = time.perf_counter()
+        with retrieval.channel() as channel:
+            stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+            request = retrieval_pb2.IndexWorkspaceRequest(workspace_root=str(workspace), wait_for_embeddings=True)
+            for _ in stub.IndexWorkspace(request, timeout=args.max_embed_wait):
+                pass
+            status = stub.GetIndexStatus(retrieval_pb2.GetIndexStatusRequest(workspace_root=str(workspace)), timeout=60)
+        indexed_s = time.perf_counter() - started
+    finally:
+        for service in reversed(services):
+            service.stop()
+
+    total = dir_size_bytes(state_dir)
+    parts = _tree_bytes(state_dir)
+    db_dirs = {p.parent for p in state_dir.rglob("*.lance")}
+    columns: dict[str, int] = {}
+    rows = versions = 0
+    for db_dir in db_dirs:
+        cols, n, v = _column_bytes(db_dir)
+        rows += n
+        versions += v
+        for name, size in cols.items():
+            columns[name] = columns.get(name, 0) + size
+
+    results = {
+        "workspace": str(workspace),
+        "files": n_files,
+        "lines": n_lines,
+        "source_bytes": source_bytes,
+        "state_dir_bytes": total,
+        "ratio": total / max(source_bytes, 1),
+        "index_bytes_reported": status.index_bytes,
+        "chunks": status.chunks,
+        "embedded_chunks": status.embedded_chunks,
+        "rows": rows,
+        "versions": versions,
+        "indexed_s": indexed_s,
+        "parts": parts,
+        "columns": columns,
+    }
+    print(f"{workspace.name}: {n_files} files, {n_lines:,} lines, {source_bytes / MIB:.2f} MiB of source")
+    print(f"chunks {status.chunks} (embedded {status.embedded_chunks}), table versions {versions}, {indexed_s:.0f} s")
+    print(f"state dir {total / MIB:.2f} MiB = {results['ratio']:.2f}x source")
+    print("| part | MiB |\n|---|---:|")
+    for name, size in sorted(parts.items(), key=lambda kv: -kv[1]):
+        print(f"| {name} | {size / MIB:.2f} |")
+    print("| column (Arrow, uncompressed) | MiB |\n|---|---:|")
+    for name, size in sorted(columns.items(), key=lambda kv: -kv[1]):
+        print(f"| {name} | {size / MIB:.2f} |")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -101,7 +101,7 @@ def quality_overview(doc: dict[str, Any]) -> str:
 
 def quality_mode_table(doc: dict[str, Any], split: str, group: str) -> str:
     latency = doc.get("latency", {})
-    header = ("Mode", "Queries", *QUALITY_COLUMNS, "Tokens@10 median", "Search ms p50 / p95")
+    header = ("Mode", "Queries", *QUALITY_COLUMNS, "Tokens@10 median", "Search ms p50 / p95, all splits")
     rows = []
     for row in _rows(doc, split, group):
         lat = latency.get(row["mode"], {})

@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from bench import report
+from bench.lib.results import RESULTS_DIR, load_latest, to_json, write_results
+
+
+def quality_doc() -> dict:
+    row = {
+        "MRR@10": 0.5,
+        "R@1": 0.25,
+        "R@5": 0.75,
+        "R@10": 1.0,
+        "nDCG@10": 0.6,
+        "R@500 tok": 0.2,
+        "R@2k tok": 0.5,
+        "R@8k tok": 0.9,
+        "tokens@10 mean": 1234.5,
+        "tokens@10 median": 1000.0,
+    }
+    tables = [
+        {"split": split, "group": group, "mode": mode, "n": 2, **row}
+        for split in ("dev", "test")
+        for group in ("all", "nl")
+        for mode in ("bm25", "hybrid+ranking")
+    ]
+    latency = {"search_ms p50": 10.0, "search_ms p95": 20.0, "client_ms p50": 12.0, "client_ms p95": 25.0}
+    return {
+        "run": {"date_utc": "2026-11-23T00:00:00+00:00", "git": {"commit": "abcdef1234567", "dirty_files": []}},
+        "settings": {"modes": {"bm25": {}, "hybrid+ranking": {}}, "embedding_models": ["minilm v1"]},
+        "queries": {
+            "total": 4,
+            "by_split_type": {"dev/nl": 2, "test/nl": 2},
+            "by_repo": {"pino": 4},
+            "unanswerable": {},
+        },
+        "indexes": {
+            "pino": {
+                "files": 15,
+                "chunks": 300,
+                "embedded": 300,
+                "index_bytes": 2**20,
+                "sync_seconds": 3.0,
+                "status": "INDEXING_STATUS_READY",
+            }
+        },
+        "tables": tables,
+        "latency": {"bm25": latency, "hybrid+ranking": latency},
+        "mode_diagnostics": {
+            "bm25": {
+                "request": {"semantic_ratio": 0.0},
+                "semantic_ratio_used mean": 0.0,
+                "ratio_lowered": 0,
+                "semantic_skipped": {},
+                "results mean": 60.0,
+                "budget_not_spent": 0,
+            }
+        },
+    }
+
+
+MARKED = """# Title
+
+Intro kept.
+
+<!-- bench:quality:start -->
+old table
+<!-- bench:quality:end -->
+
+Text between.
+
+<!-- bench:quality-full:start -->
+<!-- bench:quality-full:end -->
+Tail kept.
+"""
+
+
+@pytest.fixture
+def results_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "results"
+    write_results("quality", quality_doc(), results_dir=directory, stamp="20261123T000000Z")
+    return directory
+
+
+def test_write_results_writes_a_stamped_file_and_a_latest_copy(results_dir: Path) -> None:
+    stamped = results_dir / "quality-20261123T000000Z.json"
+    latest = results_dir / "quality-latest.json"
+    assert stamped.read_bytes() == latest.read_bytes()
+    assert not latest.is_symlink()
+    doc = load_latest("quality", results_dir)
+    assert doc is not None and doc["kind"] == "quality" and doc["schema_version"] == 1
+
+
+def test_to_json_keeps_scalar_lists_on_one_line_and_writes_nan_as_null() -> None:
+    text = to_json({"rows": {"q1": [1, 0.5, float("nan")]}, "nested": [{"a": [1, 2]}]})
+    assert '"q1": [1,0.5,null]' in text
+    assert json.loads(text)["nested"] == [{"a": [1, 2]}]
+
+
+def test_rewrite_fills_marked_sections_and_leaves_the_rest(tmp_path: Path, results_dir: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(MARKED, encoding="utf-8")
+    assert report.update_files([readme], results_dir) == [readme]
+    text = readme.read_text(encoding="utf-8")
+    assert "old table" not in text
+    assert text.startswith("# Title\n\nIntro kept.\n\n<!-- bench:quality:start -->\n_Generated")
+    assert "Text between." in text and text.endswith("<!-- bench:quality-full:end -->\nTail kept.\n")
+    assert "**Test split**" in text  # the headline is the held-out split
+    assert (
+        "| `hybrid+ranking` | 2 | 0.500 | 0.250 | 0.750 | 1.000 | 0.600 | 0.200 | 0.500 | 0.900 | 1,000 | 10 / 20 |"
+        in text
+    )
+    # A second run changes nothing, and --check agrees.
+    assert report.update_files([readme], results_dir) == []
+    assert report.update_files([readme], results_dir, check=True) == []
+
+
+def test_check_flags_a_hand_edited_table(tmp_path: Path, results_dir: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(MARKED, encoding="utf-8")
+    report.update_files([readme], results_dir)
+    readme.write_text(readme.read_text(encoding="utf-8").replace("0.750", "0.790", 1), encoding="utf-8")
+    assert report.update_files([readme], results_dir, check=True) == [readme]
+    assert "0.790" in readme.read_text(encoding="utf-8")  # check never writes
+    assert report.main(["--check", "--results-dir", str(results_dir), str(readme)]) == 1
+
+
+def test_unknown_section_and_missing_results_are_errors(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- bench:nope:start -->\n<!-- bench:nope:end -->\n", encoding="utf-8")
+    with pytest.raises(report.ReportError, match="unknown bench section"):
+        report.update_files([readme], tmp_path)
+    readme.write_text(MARKED, encoding="utf-8")
+    with pytest.raises(report.ReportError, match="quality-latest.json"):
+        report.update_files([readme], tmp_path / "empty", check=True)
+    # Without --check a section whose results are missing is left as it is.
+    assert report.update_files([readme], tmp_path / "empty") == []
+
+
+def test_every_marked_section_has_a_renderer() -> None:
+    for path in report.MARKDOWN_FILES:
+        for match in report.SECTION_RE.finditer(path.read_text(encoding="utf-8")):
+            assert match["name"] in report.SECTIONS, f"{path}: {match['name']}"
+
+
+def test_readmes_are_in_sync_with_the_latest_results() -> None:
+    """Fails when a generated table was edited by hand, or results landed without `make bench-report`."""
+    assert any(RESULTS_DIR.glob("*-latest.json")), "bench/results holds no *-latest.json"
+    stale = report.update_files(list(report.MARKDOWN_FILES), RESULTS_DIR, check=True)
+    assert stale == [], f"run `make bench-report`: {[str(p) for p in stale]} differ from bench/results"

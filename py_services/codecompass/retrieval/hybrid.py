@@ -91,7 +91,7 @@ def hybrid_search(
     has_definition = False
     has_lexical = False
     if not vectors_only:
-        lexical = store.search_lexical(query, filters, pool)
+        lexical = store.search_lexical(shape.lexical_text or query, filters, pool)
         has_lexical = bool(lexical)
         candidates += [Candidate(h.chunk, bm25=h.score, lexical_rank=i) for i, h in enumerate(lexical, start=1)]
         if shape.identifiers:

@@ -48,6 +48,18 @@ _QUESTION_OPENERS = frozenset(
 STOP_WORDS = frozenset(
     ["a", "an", "and", "are", "as", "at", "be", "been", "being", "by", "can", "could", "did", "do", "does", "doing", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "via", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your"]
 )
+# Words that make a capitalised statement read like a program's message rather than a request.
+_MESSAGE_WORDS = frozenset({
+    "must", "cannot", "can't", "expected", "invalid", "not", "missing", "unexpected", "unknown", "failed",
+    "unsupported", "undefined", "null", "required", "only", "should",
+})
+# Words of a request or a change description rather than of the code it is about.
+REQUEST_WORDS = frozenset({
+    "fix", "fixes", "fixed", "fixing", "bug", "bugs", "issue", "issues", "add", "adds", "added", "adding",
+    "support", "supports", "handle", "handles", "handling", "ensure", "ensures", "allow", "allows", "make", "makes",
+    "improve", "improves", "correctly", "properly", "avoid", "avoids", "prevent", "prevents", "feat", "refactor",
+    "implement", "implements", "how", "where", "why", "what", "does", "do", "should", "now", "also", "instead",
+})
 _TEST_WORDS = frozenset(["test", "tests", "testing", "spec", "specs", "unit", "e2e", "mock", "mocks", "fixture", "fixtures", "jest", "mocha"])
 
 
@@ -87,6 +99,9 @@ class QueryShape:
     phrase: str
     # The query is about tests: test files are what the user wants, not noise.
     mentions_tests: bool
+    # What the full-text channel searches: the query without the words that address a person
+    # ("fix", "how does", "add support for"), which match comments and unrelated code.
+    lexical_text: str = ""
 
 
 def analyze(query: str) -> QueryShape:
@@ -113,8 +128,9 @@ def analyze(query: str) -> QueryShape:
         token = _CALL_ARGS.sub("", token)
         identifiers.append(token)
         for separator in (".", "#", "::"):
-            if separator in token:
-                # `Foo.bar` names `bar` inside `Foo`: both the full path and the last name count.
+            if separator in token and len(tokens) == 1:
+                # `Foo.bar` alone names `bar` inside `Foo`: both the full path and the last name
+                # count. Inside a sentence (`invalid options.signal`) it is a mention, not a name.
                 identifiers.append(token.rsplit(separator, 1)[-1])
                 break
     if not identifiers and len(tokens) == 1 and _IDENT.fullmatch(tokens[0].removesuffix("()")):
@@ -137,7 +153,17 @@ def analyze(query: str) -> QueryShape:
         path=path,
         phrase=phrase,
         mentions_tests=mentions_tests,
+        lexical_text=_lexical_text(text, intent, raw_words),
     )
+
+
+def _lexical_text(text: str, intent: str, raw_words: list[str]) -> str:
+    if intent != NATURAL_LANGUAGE:
+        return text
+    kept = [w for w in raw_words if w.lower() not in REQUEST_WORDS]
+    if not any(w.lower() not in STOP_WORDS for w in kept):
+        return text
+    return " ".join(kept)
 
 
 def _classify(
@@ -172,13 +198,9 @@ def _looks_like_message(text: str, tokens: list[str], lowered: list[str]) -> boo
     "Cannot read properties of undefined")."""
     if re.match(r"^[A-Z][A-Za-z]*(?:Error|Exception)\b:?", text):
         return True
-    if len(tokens) < 3 or text.endswith("?"):
+    if len(tokens) < 2 or text.endswith("?"):
         return False
     if lowered[0] in _QUESTION_OPENERS:
         return False
     first = tokens[0]
-    return first[:1].isupper() and not first.isupper() and any(
-        w in {"must", "cannot", "can't", "expected", "invalid", "not", "missing", "unexpected", "unknown", "failed",
-              "unsupported", "undefined", "null", "required", "only", "should"}
-        for w in lowered
-    )
+    return first[:1].isupper() and not first.isupper() and any(w in _MESSAGE_WORDS for w in lowered)

@@ -57,8 +57,10 @@ _EXAMPLE_DIR = re.compile(
 _COMPAT_DIR = re.compile(r"(?:^|/)(?:compat|_compat|legacy|deprecated|polyfills?|shims?)(?:/|$)")
 _VENDOR = re.compile(r"(?:^|/)(?:vendor|vendored|third[_-]party|dist|build|out|bundles?|umd|esm5|cjs)(?:/|$)|\.min\.[cm]?js$")
 _DECLARATION = re.compile(r"\.d\.[cm]?ts$")
+# Test code by path convention. Not `mock/` or `testing/`: libraries ship those as product
+# code (undici's MockAgent, rxjs's TestScheduler).
 _TEST_PATH = re.compile(
-    r"(?:^|/)(?:__tests__|__mocks__|tests?|spec|specs|e2e|fixtures?|mocks?|testing)(?:/|$)|\.(?:test|spec)\.[cm]?[jt]sx?$"
+    r"(?:^|/)(?:__tests__|__mocks__|__fixtures__|tests?|specs?|e2e|fixtures?|mocks)(?:/|$)|\.(?:test|spec)\.[cm]?[jt]sx?$"
 )
 _KIND_WORDS = frozenset({
     "function", "method", "class", "interface", "type", "enum", "component", "variable", "constant", "const",
@@ -80,14 +82,14 @@ class RankingPolicy:
     path: float = 1.5
     phrase: float = 0.6
     file_words: float = 0.3
-    file_coherence: float = 0.15
+    file_coherence: float = 0.0
     test_penalty: float = 0.5
     example_penalty: float = 0.5
     compat_penalty: float = 0.5
     vendor_penalty: float = 0.4
     declaration_penalty: float = 0.7
     tiny_penalty: float = 0.7
-    saturation: float = 0.8
+    saturation: float = 1.0
     # Semantic ratio, as a share of the cap, per intent.
     symbol_share: float = 0.5
     error_share: float = 0.5
@@ -238,6 +240,10 @@ def _fuse(merged: dict[str, Candidate], ratio: float, policy: RankingPolicy) -> 
 def _apply_signals(shape: QueryShape, fused: list[RankedResult], policy: RankingPolicy) -> list[RankedResult]:
     top = max((r.score for r in fused), default=0.0) or 1.0
     identifiers = {i.lower() for i in shape.identifiers}
+    exact_names = set(shape.identifiers)
+    # Identifiers inside a sentence may be mentions ("no WebSocket constructor"): only a
+    # case-exact name counts there, so `webSocket` the function is not taken for `WebSocket`.
+    embedded = shape.intent != q.SYMBOL
     phrase = _phrase_of(shape)
     words = [w for w in shape.words if len(w) >= 3] if shape.intent in (q.NATURAL_LANGUAGE, q.ERROR) else []
     path = shape.path.lower()
@@ -250,11 +256,9 @@ def _apply_signals(shape: QueryShape, fused: list[RankedResult], policy: Ranking
         score = r.score
         signals: dict[str, float] = {}
         add = 0.0
-        defines = _defines(chunk, identifiers)
+        defines = _defines(chunk, identifiers, exact_names if embedded else None)
         if defines:
-            weight = policy.definition if shape.intent == q.SYMBOL or len(shape.identifiers) == len(
-                shape.text.split()
-            ) else policy.definition_embedded
+            weight = policy.definition_embedded if embedded else policy.definition
             if chunk.name in shape.identifiers or chunk.qualified_name in shape.identifiers:
                 # Case-exact: `Token` (the class) before `token` (a variable) when `Token` was typed.
                 weight += 0.05
@@ -332,7 +336,9 @@ def _saturate(ranked: list[RankedResult], decay: float, limit: int) -> list[Rank
     return out
 
 
-def _defines(chunk: Chunk, identifiers: set[str]) -> bool:
+def _defines(chunk: Chunk, identifiers: set[str], exact: set[str] | None = None) -> bool:
+    if exact is not None:
+        return chunk.name in exact or chunk.qualified_name in exact
     if not identifiers:
         return False
     return chunk.name.lower() in identifiers or chunk.qualified_name.lower() in identifiers
@@ -356,18 +362,22 @@ def _path_matches(relative_path: str, path: str) -> bool:
 
 
 def _phrase_of(shape: QueryShape) -> str:
+    """Text to find verbatim in a chunk's own code: the quoted part, else the whole query when it
+    has three or more words. Whatever the intent: a message pasted from a log often reads like
+    a sentence ("no WebSocket constructor can be found"), and a sentence that is not in the
+    code simply never matches."""
     if shape.phrase:
         phrase = _normalise(shape.phrase)
-    elif shape.intent == q.ERROR:
+    elif len(shape.text.split()) >= 3:
         phrase = _normalise(shape.text)
     else:
         return ""
     # Too short to be distinctive in code.
-    return phrase if len(phrase) >= 8 else ""
+    return phrase if len(phrase) >= 12 else ""
 
 
 def _normalise(text: str) -> str:
-    return " ".join(text.lower().split())
+    return " ".join(text.lower().split()).strip(" .:;,!")
 
 
 def _file_word_share(words: list[str], relative_path: str) -> float:

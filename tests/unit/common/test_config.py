@@ -36,7 +36,7 @@ def test_defaults_follow_the_documented_layout(tmp_path: Path) -> None:
     assert not settings.embedding.external_provider_enabled
     assert not settings.embedding.allow_code_payload_to_external
     assert settings.embedding.api_key is None
-    assert settings.retrieval.db_uri is None and settings.retrieval.semantic_ratio == 0.5
+    assert settings.retrieval.db_uri is None and settings.retrieval.semantic_ratio == 0.2
 
 
 def test_environment_values_are_parsed_into_typed_fields(tmp_path: Path) -> None:

@@ -69,3 +69,10 @@ def test_mentions_tests():
 def test_empty_query_is_natural_language_with_no_confidence():
     shape = analyze("   ")
     assert shape.intent == NATURAL_LANGUAGE and shape.intent_confidence == 0.0
+
+
+def test_lexical_text_drops_request_words_from_natural_language_only():
+    assert analyze("fix crash when the config file is empty").lexical_text == "crash when the config file is empty"
+    assert analyze("handleRequest").lexical_text == "handleRequest"
+    # Nothing left would mean searching nothing: keep the query.
+    assert analyze("how to fix").lexical_text == "how to fix"

@@ -92,7 +92,7 @@ def test_saturation_lets_another_file_in():
     a1, a2, a3 = (chunk(f"a{i}", f"fa{i}", "src/a.ts") for i in range(1, 4))
     b = chunk("b", "fb", "src/b.ts")
     cands = lexical((a1, 10.0), (a2, 9.5), (a3, 9.4), (b, 8.0))
-    out = rank(analyze("anything at all here"), cands, ratio=0.0, limit=4, policy=RankingPolicy(file_coherence=0.0))
+    out = rank(analyze("anything at all here"), cands, ratio=0.0, limit=4, policy=RankingPolicy(file_coherence=0.0, saturation=0.5))
     assert ids(out)[:2] == ["a1", "b"]
 
 
@@ -130,3 +130,18 @@ def test_query_words_spelling_a_name_lift_that_name_over_longer_ones():
     out = rank(analyze("merge map operator"), lexical((other, 6.0), (longer, 4.4), (exact, 4.0)), ratio=0.0, limit=10)
     assert ids(out)[:2] == ["e", "l"]
     assert out[0].signals["name_words"] > out[1].signals["name_words"]
+
+
+def test_a_message_in_a_sentence_matches_code_whatever_the_intent():
+    thrower = chunk("t", "connect", "src/ws.ts", source="if (!ctor) throw new Error('no WebSocket constructor can be found')")
+    named = chunk("n", "webSocket", "src/subject.ts", source="function webSocket(cfg) { return new WebSocketSubject(cfg) }")
+    out = rank(analyze("no WebSocket constructor can be found"), lexical((named, 6.0), (thrower, 5.0)), ratio=0.0, limit=10)
+    # Case-exact names only inside a sentence: `webSocket` is not the `WebSocket` mentioned.
+    assert ids(out)[0] == "t" and "phrase" in out[0].signals
+    assert "definition" not in out[1].signals
+
+
+def test_library_mock_and_testing_folders_are_product_code():
+    mock = chunk("m", "MockAgent", "lib/mock/mock-agent.js")
+    out = rank(analyze("mock agent intercepts requests"), lexical((mock, 5.0)), ratio=0.0, limit=10)
+    assert "test_file" not in out[0].signals

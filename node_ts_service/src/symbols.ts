@@ -76,6 +76,7 @@ export const IIFE_NAME = '<iife>';
  * is a named unit a search should find.
  */
 export const MIN_CALLBACK_LINES = 3;
+const FUNCTION_LIKE_KINDS = new Set<NodeKind>(['function', 'method', 'constructor', 'accessor', 'component']);
 const LABEL_LIMIT = 60;
 
 const cache = new WeakMap<ts.SourceFile, { relativePath: string; symbols: FileSymbols }>();
@@ -799,7 +800,11 @@ class Discovery {
 
   /** An object literal passed straight to a call (`defineConfig({ … })`) that is big enough to be a chunk. */
   private isCallArgumentObject(obj: ts.ObjectLiteralExpression): boolean {
-    return this.callOfArgument(obj) !== undefined && this.lineSpan(obj.getStart(this.sf), obj.end) >= MIN_CALLBACK_LINES;
+    return (
+      this.callOfArgument(obj) !== undefined &&
+      this.lineSpan(obj.getStart(this.sf), obj.end) >= MIN_CALLBACK_LINES &&
+      !this.insideFunctionBody()
+    );
   }
 
   /** The call or `new` that `node` (through parentheses) is an argument of. */
@@ -823,7 +828,7 @@ class Discovery {
    */
   private anonymousFunctionSpec(fn: FunctionLike, moduleScope: boolean, ownName?: string): Spec | undefined {
     if (this.isIifeCallee(fn) || (!moduleScope && this.isNestedIifeCallee(fn))) {
-      if (this.lineSpan(fn.getStart(this.sf), fn.end) < MIN_CALLBACK_LINES) return undefined;
+      if (this.lineSpan(fn.getStart(this.sf), fn.end) < MIN_CALLBACK_LINES || this.insideFunctionBody()) return undefined;
       // A top-level IIFE is a scope wrapper (UMD, namespace emit, bundles): its
       // declarations stay module-level in scope and in their qualified names.
       return this.functionSpec(fn, fn, ownName ?? IIFE_NAME, this.headerSignature(fn, fn.body.getStart(this.sf)), moduleScope, moduleScope);
@@ -831,11 +836,29 @@ class Discovery {
     const call = this.callOfArgument(fn);
     if (!call) return undefined;
     const test = testBlockName(call, this.sf);
-    if (test === undefined && this.lineSpan(fn.getStart(this.sf), fn.end) < MIN_CALLBACK_LINES) return undefined;
+    if (test === undefined && (this.lineSpan(fn.getStart(this.sf), fn.end) < MIN_CALLBACK_LINES || this.insideFunctionBody())) {
+      return undefined;
+    }
     // The factory of a top-level IIFE (`(function (root, factory) {…})(this, function () {…})`) is a wrapper too.
     const iifeFactory = moduleScope && this.isIifeCall(call);
     const name = iifeFactory ? `${IIFE_NAME} factory` : (test ?? callbackName(call, this.sf));
     return this.callbackSpec(call, fn, fn, name, iifeFactory);
+  }
+
+  /**
+   * Whether the walk is inside a function's own body (named or a handler).
+   * There, callbacks, objects passed to calls and IIFEs are that function's
+   * code, as the blueprint's "method body with nested function definitions
+   * collapsed" has it: they stay in its text instead of becoming chunks of
+   * their own, so the function keeps the words that describe it and answers
+   * stay whole symbols. Outside any function (module level, a transparent
+   * top-level IIFE, objects) nothing else covers them, so they are chunks.
+   * Test blocks are chunks everywhere.
+   */
+  private insideFunctionBody(): boolean {
+    let scope = this.parentSym;
+    while (scope && scope.transparent) scope = scope.parent;
+    return scope !== undefined && FUNCTION_LIKE_KINDS.has(scope.kind);
   }
 
   private isIifeCall(call: ts.CallExpression | ts.NewExpression): boolean {
@@ -927,7 +950,9 @@ class Discovery {
     }
     const fn = chosen as FunctionLike;
     const test = testBlockName(call, this.sf);
-    if (test === undefined && this.lineSpan(fn.getStart(this.sf), fn.end) < MIN_CALLBACK_LINES) return undefined;
+    if (test === undefined && (this.lineSpan(fn.getStart(this.sf), fn.end) < MIN_CALLBACK_LINES || this.insideFunctionBody())) {
+      return undefined;
+    }
     return this.callbackSpec(call, fn, stmt, test ?? callbackName(call, this.sf), false);
   }
 

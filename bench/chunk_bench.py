@@ -7,7 +7,8 @@ pass, so timings and peak RSS do not leak between passes) and over gRPC:
      then every chunk is validated (bench/lib/chunk_checks.py) and the ids
      are compared with the syntactic pass (ids must not depend on the mode);
   3. no-change re-scan of the corpus and of 10k generated files.
-Prints a markdown table; --json writes the raw numbers too.
+Prints a markdown table and writes every number it shows to bench/results/chunk-<UTC>.json
+(+ chunk-latest.json), from which `make bench-report` renders the README tables.
 
 Run: .venv/bin/python -m bench.chunk_bench [--workspace bench/.work/chunk-corpus]
 """
@@ -24,8 +25,10 @@ from pathlib import Path
 
 import grpc
 
-from bench.lib.chunk_checks import ChunkView, LineCoverage, Violation, check_file, line_coverage
+from bench.lib.chunk_checks import TOKEN_CEILING, ChunkView, LineCoverage, Violation, check_file, line_coverage
+from bench.lib.results import RESULTS_DIR, write_results
 from bench.lib.services import REPO_ROOT, ServiceProcess, start_analysis
+from bench.report import chunk_table
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, chunk_pb2
 
 WORK_DIR = REPO_ROOT / "bench" / ".work"
@@ -33,7 +36,9 @@ TARGET_LINES_PER_S = 50_000
 TARGET_LINE_COVERAGE = 0.99
 TARGET_REFS_SECONDS_300K = 60.0
 TARGET_RSS_MIB = 1536.0
+TARGET_RESCAN_MS = 1000.0
 CHUNK_DEADLINE_S = 900.0
+VIOLATIONS_KEPT = 100
 
 
 @dataclass
@@ -67,7 +72,7 @@ class PassResult:
 def pass_json(result: PassResult) -> dict:
     # asdict() would rebuild the Counter from (key, value) pairs and count the pairs.
     data = asdict(result)
-    data["kinds"] = dict(result.kinds)
+    data["kinds"] = dict(result.kinds.most_common())
     return {**data, "lines_per_s": result.lines_per_s, "total_s": result.total_s}
 
 
@@ -233,56 +238,7 @@ def display_path(path: Path) -> str:
     return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
 
 
-def fmt_cpu(result: PassResult) -> str:
-    # The machine's cores are shared with other work; CPU time is what the service itself spent.
-    if not result.cpu_s:
-        return "n/a"
-    return f"{result.cpu_s:.1f} s = {result.lines / result.cpu_s:,.0f} lines per CPU-second"
-
-
-def fmt_rss(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:,.0f} MiB"
-
-
-def share(part: int, whole: int) -> str:
-    return f"{part / whole:.2%}" if whole else "n/a"
-
-
-def coverage_rows(coverage: CoverageReport) -> list[tuple[str, str]]:
-    total = coverage.total
-    worst = sorted(coverage.worst, reverse=True)[:3]
-    return [
-        (
-            "**Line coverage** (non-blank lines inside a chunk, comments counted)",
-            (
-                f"**{share(total.covered, total.lines)}** = {total.covered:,} / {total.lines:,} "
-                f"(target ≥ {TARGET_LINE_COVERAGE:.0%})"
-            ),
-        ),
-        (
-            "Code-line coverage (comment-only lines left out)",
-            f"{share(total.code_covered, total.code_lines)} = {total.code_covered:,} / {total.code_lines:,}",
-        ),
-        (
-            "Code lines inside a symbol chunk (module chunks left out)",
-            (
-                f"{share(total.code_covered_by_symbols, total.code_lines)} = "
-                f"{total.code_covered_by_symbols:,} / {total.code_lines:,}"
-            ),
-        ),
-        (
-            "Files with zero chunks (of files chunked)",
-            f"{len(coverage.files_without_chunks)} / {coverage.files:,}"
-            + (f": {', '.join(coverage.files_without_chunks[:5])}" if coverage.files_without_chunks else ""),
-        ),
-        (
-            "Least covered files (uncovered / code lines)",
-            "; ".join(f"{path} {missing}/{lines}" for missing, lines, path in worst) or "none",
-        ),
-    ]
-
-
-def render(
+def build_payload(
     syntactic: PassResult,
     refs: PassResult | None,
     checked: int,
@@ -292,93 +248,44 @@ def render(
     workspace: Path,
     skipped_by_request: frozenset[str] = frozenset(),
     coverage: CoverageReport | None = None,
-) -> str:
+    load_avg_end: tuple[float, float, float] | None = None,
+) -> dict:
+    """Every number the bench prints, with its targets: the results file and the printed table's source."""
     biggest = max((r.largest_by_tokens for r in (syntactic, refs) if r is not None), key=lambda t: t[1])
-    rows = [
-        ("Workspace", display_path(workspace)),
-        (
-            "Files chunked / skipped / with syntax errors",
-            f"{syntactic.files - syntactic.files_skipped:,} / {syntactic.files_skipped} / {syntactic.files_syntax_errors}",
-        ),
-        ("Lines", f"{syntactic.lines:,}"),
-        ("Chunks", f"{syntactic.chunks:,}"),
-        ("Chunks per kind", ", ".join(f"{k} {v:,}" for k, v in syntactic.kinds.most_common())),
-        (
-            "Largest chunk (lines)",
-            (
-                f"{syntactic.largest_by_lines[0]:,} lines, {syntactic.largest_by_lines[1]:,} tokens — "
-                f"`{syntactic.largest_by_lines[2]}`"
-            ),
-        ),
-        (
-            "Largest embedding_text (tokens, either pass)",
-            (f"{biggest[1]:,} tokens ({biggest[0]:,} lines) — `{biggest[2]}`"),
-        ),
-        (
-            "Syntactic scan+chunk",
-            (
-                f"{syntactic.total_s:.2f} s (scan {syntactic.scan_s:.2f} s) = **{syntactic.lines_per_s:,.0f} lines/s** "
-                f"(target ≥ {TARGET_LINES_PER_S:,}); Node CPU {fmt_cpu(syntactic)}"
-            ),
-        ),
-        ("Node peak RSS, syntactic", fmt_rss(syntactic.peak_rss_mib)),
-    ]
-    if refs is not None:
-        rows += [
-            (
-                "Scan+chunk with one-hop references",
-                (
-                    f"**{refs.total_s:.2f} s** (scan {refs.scan_s:.2f} s) = {refs.lines_per_s:,.0f} lines/s "
-                    f"(target ≤ {TARGET_REFS_SECONDS_300K:.0f} s for 300k lines); {refs.references:,} references; "
-                    f"Node CPU {fmt_cpu(refs)}"
-                ),
-            ),
-            (
-                "Node peak RSS, with references",
-                f"**{fmt_rss(refs.peak_rss_mib)}** (target ≤ {TARGET_RSS_MIB:,.0f} MiB)",
-            ),
-        ]
-    for result in (syntactic, refs):
-        if result is not None and result.error:
-            rows.append((f"**{result.mode} pass failed**", result.error))
-    if skipped_by_request:
-        rows.append(("Files left out of the reference pass (--skip-file)", ", ".join(sorted(skipped_by_request))))
-    rows.append(("Machine load (1/5/15-min load average at the end)", " / ".join(f"{x:.1f}" for x in os.getloadavg())))
-    rows.append(("Chunks validated (both passes) / violations", f"{checked:,} / **{len(violations)}**"))
-    if coverage is not None:
-        rows += coverage_rows(coverage)
-    if id_drift is not None:
-        rows.append(("Chunk ids differing between the two passes", str(id_drift)))
-    for rescan in rescans:
-        if "error" in rescan:
-            rows.append(
-                (
-                    f"No-change re-scan, {rescan['files']:,} files ({rescan['workspace']})",
-                    f"**failed**: {rescan['error']} (first scan {rescan['first_scan_ms']:.0f} ms)",
-                )
-            )
-            continue
-        rows.append(
-            (
-                f"No-change re-scan, {rescan['files']:,} files ({rescan['workspace']})",
-                (
-                    f"{rescan['rescan_ms']:.0f} ms (server {rescan['rescan_server_ms']:.0f} ms; first scan "
-                    f"{rescan['first_scan_ms']:.0f} ms; {rescan['changes']} changes reported)"
-                ),
-            )
-        )
-    lines = ["| Measure | Value |", "|---|---|"]
-    lines += [f"| {name} | {value} |" for name, value in rows]
-    skipped = sorted(set(syntactic.skipped))
-    if skipped:
-        lines.append("")
-        lines.append("Skipped files: " + "; ".join(skipped[:20]) + (" …" if len(skipped) > 20 else ""))
-    if violations:
-        by_kind = Counter(v.kind for v in violations)
-        lines.append("")
-        lines.append("Violations by kind: " + ", ".join(f"{k} {n}" for k, n in by_kind.most_common()))
-        lines += [f"- {v.kind}: {v.detail}" for v in violations[:15]]
-    return "\n".join(lines)
+    by_kind = Counter(v.kind for v in violations)
+    return {
+        "workspace": {"name": workspace.name, "path": display_path(workspace)},
+        "targets": {
+            "lines_per_s": TARGET_LINES_PER_S,
+            "line_coverage": TARGET_LINE_COVERAGE,
+            "references_s_per_300k_lines": TARGET_REFS_SECONDS_300K,
+            "rss_mib": TARGET_RSS_MIB,
+            "chunk_tokens_below": TOKEN_CEILING,
+            "violations": 0,
+            "rescan_ms": TARGET_RESCAN_MS,
+        },
+        "passes": {"syntactic": pass_json(syntactic), "references": None if refs is None else pass_json(refs)},
+        "largest_embedding_text": {"lines": biggest[0], "tokens": biggest[1], "where": biggest[2]},
+        "skipped_by_request": sorted(skipped_by_request),
+        "load_avg_end": list(load_avg_end if load_avg_end is not None else os.getloadavg()),
+        "chunks_validated": checked,
+        # A broken chunker can fail every chunk: the file keeps the counts and the first few.
+        "violations": {
+            "total": len(violations),
+            "by_kind": dict(by_kind.most_common()),
+            "first": [asdict(v) for v in violations[:VIOLATIONS_KEPT]],
+        },
+        "line_coverage": None
+        if coverage is None
+        else {
+            **asdict(coverage.total),
+            "files": coverage.files,
+            "files_without_chunks": coverage.files_without_chunks,
+            "worst": [list(w) for w in sorted(coverage.worst, reverse=True)[:3]],
+        },
+        "id_drift": id_drift,
+        "rescans": rescans,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -397,7 +304,10 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="workspace-relative file to leave out of the reference pass (repeatable), e.g. one that crashes it",
     )
-    parser.add_argument("--json", type=Path, help="also write the raw numbers here")
+    parser.add_argument("--json", type=Path, help="also write the results document here")
+    parser.add_argument(
+        "--results-dir", type=Path, default=RESULTS_DIR, help="where chunk-<UTC>.json and chunk-latest.json go"
+    )
     parser.add_argument("--echo-logs", action="store_true", help="echo the service's output to stderr")
     args = parser.parse_args(argv)
     workspace = args.workspace.resolve()
@@ -433,21 +343,12 @@ def main(argv: list[str] | None = None) -> int:
         common = syntactic_ids.keys() & ref_ids.keys()
         id_drift = sum(len(syntactic_ids[path] ^ ref_ids[path]) for path in common)
 
-    print(render(syntactic, refs, checked, violations, id_drift, rescans, workspace, skip, coverage))
+    payload = build_payload(syntactic, refs, checked, violations, id_drift, rescans, workspace, skip, coverage)
+    print(chunk_table(payload))
     if args.json:
-        payload = {
-            "syntactic": pass_json(syntactic),
-            "references": None if refs is None else pass_json(refs),
-            "chunks_validated": checked,
-            "violations": [asdict(v) for v in violations],
-            "rescans": rescans,
-            "line_coverage": {
-                **asdict(coverage.total),
-                "files": coverage.files,
-                "files_without_chunks": coverage.files_without_chunks,
-            },
-        }
         args.json.write_text(json.dumps(payload, indent=2, default=str))
+    path = write_results("chunk", payload, results_dir=args.results_dir)
+    print(f"\nwrote {display_path(path)}; `make bench-report` puts it in the READMEs")
     return 1 if violations or syntactic.error or (refs is not None and refs.error) else 0
 
 

@@ -246,6 +246,383 @@ def render_quality_full(doc: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+# --- Speed (bench/speed/run_speed.py) ----------------------------------------------------
+# The tables the bench prints are these functions over the payload it writes, so what a run
+# prints and what `make bench-report` puts in the READMEs cannot drift apart.
+
+
+def _mib(n: float | None) -> str:
+    return "n/a" if n is None else f"{n:,.0f} MiB"
+
+
+def _rss(rss: dict[str, float | None]) -> str:
+    return ", ".join(f"{name} {_mib(v)}" for name, v in rss.items())
+
+
+def speed_workspace(doc: dict[str, Any]) -> str:
+    ws = doc["workspace"]
+    return (
+        f"{ws['name']}: {ws['files']:,} files, {ws['lines']:,} lines, {ws['source_bytes'] / 2**20:,.1f} MiB of source"
+    )
+
+
+def speed_goal_labels(goals: dict[str, float]) -> dict[str, str]:
+    return {
+        "cold": f"< {goals['cold_first_lexical_s']:g} s",
+        "ready": f"≤ {goals['index_to_ready_s'] / 60:g} min",
+        "warm": f"≤ {goals['warm_p50_ms']:g} / {goals['warm_p95_ms']:g} ms",
+        "edit": f"≤ {goals['edit_overhead_ms']:g} ms overhead",
+    }
+
+
+def _embedding_outcome(m: dict[str, Any]) -> str:
+    return (" — stopped waiting" if m.get("embedding_timed_out") else "") + (
+        f" — failed: {m['embedding_error']}" if m.get("embedding_error") else ""
+    )
+
+
+def _settled_size(doc: dict[str, Any]) -> tuple[float, float, float]:
+    """(state dir bytes, service-reported bytes, × source) once old versions are cleaned."""
+    m = doc["measures"]
+    settled = m.get("state_dir_bytes_settled", m["state_dir_bytes"])
+    reported = m.get("index_bytes_settled", m["index_bytes_reported"])
+    return settled, reported, settled / max(doc["workspace"]["source_bytes"], 1)
+
+
+def speed_table(doc: dict[str, Any]) -> str:
+    """Every number of one run_speed run (what the bench prints)."""
+    m = doc["measures"]
+    goal = speed_goal_labels(doc["goals"])
+    rows = [
+        ("Workspace", speed_workspace(doc)),
+        ("Services start (3 processes, to SERVING)", f"{m['services_start_s']:.2f} s"),
+        (
+            "Every chunk written, from serving (IndexWorkspace, no wait for embeddings)",
+            f"{m['lexical_index_s']:.2f} s, {m.get('chunks_upserted', 0):,} chunks",
+        ),
+        (
+            f"**Cold time to first lexical answer** (start → results; goal {goal['cold']})",
+            (
+                f"**{m['cold_first_lexical_s']:.2f} s** (first Search {m['first_search_ms']:.0f} ms, "
+                f"{m['first_search_results']} results, {m['first_search_status']}, {m['first_search_completeness']})"
+            ),
+        ),
+        (
+            f"**Full embedding** (index start → READY; goal {goal['ready']})",
+            f"**{m['index_to_ready_s']:.0f} s** for {m['embedded_chunks']:,} / {m['chunks']:,} chunks "
+            f"({m['embedded_before_poll']:,} already embedded when polling began; "
+            f"{m['embed_chunks_per_s']:.1f} chunks/s while polled) ({m['indexing_status']})" + _embedding_outcome(m),
+        ),
+        (
+            f"**Warm query** p50 / p95 (Search incl. its sync; goal {goal['warm']})",
+            (
+                f"**{m['warm_p50_ms']:.0f} / {m['warm_p95_ms']:.0f} ms** over {m['warm_queries']} queries "
+                f"(server p50: sync {m['warm_server_sync_p50_ms']:.0f} ms, search {m['warm_server_search_p50_ms']:.0f} ms)"
+            ),
+        ),
+    ]
+    if "edit_search_ms" in m:
+        rows.append(
+            (
+                f"**One-file edit**: next Search vs no-change Search (goal {goal['edit']})",
+                (
+                    f"**+{m['edit_overhead_ms']:.0f} ms** ({m['edit_search_ms']:.0f} vs {m['nochange_search_ms']:.0f} ms; "
+                    f"server sync {m['edit_sync_ms_server']:.0f} ms, {m['edit_sync_files_changed']} file changed, "
+                    f"{m['edit_sync_chunks_embedded']} chunks embedded)"
+                ),
+            )
+        )
+    settled, reported, ratio = _settled_size(doc)
+    rows += [
+        (
+            "Index size on disk vs source",
+            (
+                f"{settled / 2**20:,.1f} MiB state dir (service reports {reported / 2**20:,.1f} MiB) = {ratio:.1f}× source;"
+                f" {m['state_dir_bytes'] / 2**20:,.1f} MiB at READY, before old versions pass the retention"
+            ),
+        ),
+        ("Peak RSS (VmHWM)", _rss(m["rss_mib"])),
+    ]
+    return md_table(("Measure", "Value"), rows)
+
+
+def speed_caption(doc: dict[str, Any]) -> str:
+    settings = doc.get("settings", {})
+    if settings.get("fresh_state_dir", True):
+        state = "a fresh state dir (a true cold start)"
+    else:
+        state = "the state dir of an earlier run, so the cold rows measure a restart over an existing index"
+    caption = f"`{doc['workspace']['name']}` on {state}"
+    if doc["measures"].get("indexing_status") != "INDEXING_STATUS_READY":
+        caption += "; the index was not READY, so warm queries and the edit ran while background embedding went on"
+    return caption + "."
+
+
+def render_speed_summary(doc: dict[str, Any]) -> str:
+    """README: the issue-3 goals, one row each."""
+    m = doc["measures"]
+    ws = doc["workspace"]
+    goal = speed_goal_labels(doc["goals"])
+    settled, _, ratio = _settled_size(doc)
+    rows = [
+        (
+            "Cold: process start → first lexical answer (search first; it starts the sync)",
+            (
+                f"**{m['cold_first_lexical_s']:.1f} s** ({m['cold_first_lexical_after_serving_s']:.1f} s after SERVING; "
+                f"starting the 3 processes took {m['services_start_s']:.1f} s)"
+            ),
+            goal["cold"],
+        ),
+        (
+            "Every chunk written with references (lexical index complete), from SERVING",
+            f"{m['lexical_index_s']:.1f} s",
+            "",
+        ),
+        (
+            "Full embedding: index start → READY",
+            (
+                f"**{m['index_to_ready_s']:.0f} s**, {m['embedded_chunks']:,} / {m['chunks']:,} chunks embedded, "
+                f"{m['embed_chunks_per_s']:.1f} chunks/s while polled ({m['indexing_status'].removeprefix('INDEXING_STATUS_')})"
+                + _embedding_outcome(m)
+            ),
+            goal["ready"],
+        ),
+        (
+            f"Warm query p50 / p95 over {m['warm_queries']} queries (Search incl. its sync)",
+            f"**{m['warm_p50_ms']:.0f} / {m['warm_p95_ms']:.0f} ms**",
+            goal["warm"].removesuffix(" overhead"),
+        ),
+    ]
+    if "edit_search_ms" in m:
+        rows.append(
+            (
+                "One-file edit: extra time of the next search",
+                (
+                    f"**+{m['edit_overhead_ms']:.0f} ms** ({m['edit_search_ms']:.0f} vs {m['nochange_search_ms']:.0f} ms; "
+                    f"server sync {m['edit_sync_ms_server']:.0f} ms)"
+                ),
+                goal["edit"].removesuffix(" overhead"),
+            )
+        )
+    rows += [
+        (
+            "Index on disk vs source",
+            f"{ratio:.1f}× ({settled / 2**20:,.1f} MiB for {ws['source_bytes'] / 2**20:,.1f} MiB of source)",
+            "",
+        ),
+        ("Peak RSS (VmHWM)", _rss(m["rss_mib"]), ""),
+    ]
+    header = (f"Measure ({ws['name']}, {ws['lines']:,} lines, {m['chunks']:,} chunks)", "Result", "Goal")
+    return "\n\n".join((provenance(doc), speed_caption(doc), md_table(header, rows)))
+
+
+def render_speed_full(doc: dict[str, Any]) -> str:
+    """bench/README: the table run_speed prints."""
+    return "\n\n".join((provenance(doc), speed_caption(doc), speed_table(doc)))
+
+
+# --- Chunking (bench/chunk_bench.py) -----------------------------------------------------
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part / whole:.2%}" if whole else "n/a"
+
+
+def _cpu(result: dict[str, Any]) -> str:
+    # The machine's cores are shared with other work; CPU time is what the service itself spent.
+    if not result.get("cpu_s"):
+        return "n/a"
+    return f"{result['cpu_s']:.1f} s = {result['lines'] / result['cpu_s']:,.0f} lines per CPU-second"
+
+
+def _kinds(result: dict[str, Any]) -> str:
+    ordered = sorted(result["kinds"].items(), key=lambda kv: -kv[1])  # stable: ties keep the bench's order
+    return ", ".join(f"{k} {v:,}" for k, v in ordered)
+
+
+def _rescan_label(rescan: dict[str, Any]) -> str:
+    return f"No-change re-scan, {rescan['files']:,} files ({rescan['workspace']})"
+
+
+def chunk_coverage_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    cov = doc["line_coverage"]
+    without = cov["files_without_chunks"]
+    return [
+        (
+            "**Line coverage** (non-blank lines inside a chunk, comments counted)",
+            (
+                f"**{_share(cov['covered'], cov['lines'])}** = {cov['covered']:,} / {cov['lines']:,} "
+                f"(target ≥ {doc['targets']['line_coverage']:.0%})"
+            ),
+        ),
+        (
+            "Code-line coverage (comment-only lines left out)",
+            f"{_share(cov['code_covered'], cov['code_lines'])} = {cov['code_covered']:,} / {cov['code_lines']:,}",
+        ),
+        (
+            "Code lines inside a symbol chunk (module chunks left out)",
+            (
+                f"{_share(cov['code_covered_by_symbols'], cov['code_lines'])} = "
+                f"{cov['code_covered_by_symbols']:,} / {cov['code_lines']:,}"
+            ),
+        ),
+        (
+            "Files with zero chunks (of files chunked)",
+            f"{len(without)} / {cov['files']:,}" + (f": {', '.join(without[:5])}" if without else ""),
+        ),
+        (
+            "Least covered files (uncovered / code lines)",
+            "; ".join(f"{path} {missing}/{lines}" for missing, lines, path in cov["worst"]) or "none",
+        ),
+    ]
+
+
+def chunk_table(doc: dict[str, Any]) -> str:
+    """Every number of one chunk_bench run (what the bench prints), then skipped files and violations."""
+    syn, refs, targets = doc["passes"]["syntactic"], doc["passes"]["references"], doc["targets"]
+    by_lines, biggest = syn["largest_by_lines"], doc["largest_embedding_text"]
+    rows = [
+        ("Workspace", doc["workspace"]["path"]),
+        (
+            "Files chunked / skipped / with syntax errors",
+            f"{syn['files'] - syn['files_skipped']:,} / {syn['files_skipped']} / {syn['files_syntax_errors']}",
+        ),
+        ("Lines", f"{syn['lines']:,}"),
+        ("Chunks", f"{syn['chunks']:,}"),
+        ("Chunks per kind", _kinds(syn)),
+        ("Largest chunk (lines)", f"{by_lines[0]:,} lines, {by_lines[1]:,} tokens — `{by_lines[2]}`"),
+        (
+            "Largest embedding_text (tokens, either pass)",
+            f"{biggest['tokens']:,} tokens ({biggest['lines']:,} lines) — `{biggest['where']}`",
+        ),
+        (
+            "Syntactic scan+chunk",
+            (
+                f"{syn['total_s']:.2f} s (scan {syn['scan_s']:.2f} s) = **{syn['lines_per_s']:,.0f} lines/s** "
+                f"(target ≥ {targets['lines_per_s']:,}); Node CPU {_cpu(syn)}"
+            ),
+        ),
+        ("Node peak RSS, syntactic", _mib(syn["peak_rss_mib"])),
+    ]
+    if refs is not None:
+        rows += [
+            (
+                "Scan+chunk with one-hop references",
+                (
+                    f"**{refs['total_s']:.2f} s** (scan {refs['scan_s']:.2f} s) = {refs['lines_per_s']:,.0f} lines/s "
+                    f"(target ≤ {targets['references_s_per_300k_lines']:.0f} s for 300k lines); "
+                    f"{refs['references']:,} references; Node CPU {_cpu(refs)}"
+                ),
+            ),
+            (
+                "Node peak RSS, with references",
+                f"**{_mib(refs['peak_rss_mib'])}** (target ≤ {targets['rss_mib']:,.0f} MiB)",
+            ),
+        ]
+    for result in (syn, refs):
+        if result is not None and result["error"]:
+            rows.append((f"**{result['mode']} pass failed**", result["error"]))
+    if doc["skipped_by_request"]:
+        rows.append(("Files left out of the reference pass (--skip-file)", ", ".join(doc["skipped_by_request"])))
+    rows.append(
+        ("Machine load (1/5/15-min load average at the end)", " / ".join(f"{x:.1f}" for x in doc["load_avg_end"]))
+    )
+    violations = doc["violations"]
+    rows.append(
+        ("Chunks validated (both passes) / violations", f"{doc['chunks_validated']:,} / **{violations['total']}**")
+    )
+    if doc.get("line_coverage") is not None:
+        rows += chunk_coverage_rows(doc)
+    if doc["id_drift"] is not None:
+        rows.append(("Chunk ids differing between the two passes", str(doc["id_drift"])))
+    for rescan in doc["rescans"]:
+        if "error" in rescan:
+            value = f"**failed**: {rescan['error']} (first scan {rescan['first_scan_ms']:.0f} ms)"
+        else:
+            value = (
+                f"{rescan['rescan_ms']:.0f} ms (server {rescan['rescan_server_ms']:.0f} ms; first scan "
+                f"{rescan['first_scan_ms']:.0f} ms; {rescan['changes']} changes reported)"
+            )
+        rows.append((_rescan_label(rescan), value))
+    lines = [md_table(("Measure", "Value"), rows)]
+    skipped = sorted(set(syn["skipped"]))
+    if skipped:
+        lines += ["", "Skipped files: " + "; ".join(skipped[:20]) + (" …" if len(skipped) > 20 else "")]
+    if violations["total"]:
+        lines += ["", "Violations by kind: " + ", ".join(f"{k} {n}" for k, n in violations["by_kind"].items())]
+        lines += [f"- {v['kind']}: {v['detail']}" for v in violations["first"][:15]]
+    return "\n".join(lines)
+
+
+def render_chunk_summary(doc: dict[str, Any]) -> str:
+    """README: the issue-2 targets, one row each, then chunks per kind."""
+    syn, refs, targets = doc["passes"]["syntactic"], doc["passes"]["references"], doc["targets"]
+    by_lines = syn["largest_by_lines"]
+    biggest = doc["largest_embedding_text"]
+    rows = [
+        ("Chunks", f"{syn['chunks']:,}", ""),
+        (
+            "Syntactic scan + chunk through gRPC",
+            f"**{syn['lines_per_s']:,.0f} lines/s** ({syn['total_s']:.1f} s)",
+            f"≥ {targets['lines_per_s']:,} lines/s",
+        ),
+    ]
+    if refs is not None:
+        rows += [
+            (
+                "Scan + chunk with one-hop references",
+                f"**{refs['total_s']:.1f} s** ({refs['references']:,} references)",
+                f"≤ {targets['references_s_per_300k_lines']:.0f} s for 300k lines",
+            ),
+            ("Node peak RSS with references", _mib(refs["peak_rss_mib"]), f"≤ {targets['rss_mib']:,.0f} MiB"),
+        ]
+    for result in (syn, refs):
+        if result is not None and result["error"]:
+            rows.append((f"**{result['mode']} pass failed**", result["error"], ""))
+    rows.append(
+        (
+            "Chunks validated / violations (exact source, tiling, ids, token ceiling)",
+            f"{doc['chunks_validated']:,} / **{doc['violations']['total']}**",
+            str(targets["violations"]),
+        )
+    )
+    cov = doc.get("line_coverage")
+    if cov is not None:
+        rows.append(
+            (
+                "Line coverage (non-blank lines inside a chunk)",
+                f"{_share(cov['covered'], cov['lines'])}",
+                f"≥ {targets['line_coverage']:.0%}",
+            )
+        )
+    rows.append(
+        (
+            "Largest chunk; largest embedding text",
+            (
+                f"`{by_lines[2].rsplit(' ', 1)[-1]}`: {by_lines[0]:,} lines, {by_lines[1]:,} tokens; "
+                f"`{biggest['where'].rsplit(' ', 1)[-1]}`: {biggest['tokens']:,} tokens"
+            ),
+            f"< {targets['chunk_tokens_below']:,} tokens",
+        )
+    )
+    rescans = "; ".join(
+        f"{r['files']:,} files: " + (f"**{r['rescan_ms']:.0f} ms**" if "error" not in r else "**failed**")
+        for r in doc["rescans"]
+    )
+    rows.append(("No-change re-scan", rescans, f"< {targets['rescan_ms']:,.0f} ms"))
+    header = (
+        f"Measure ({doc['workspace']['name']}: {syn['files'] - syn['files_skipped']:,} files, {syn['lines']:,} lines)",
+        "Result",
+        "Target",
+    )
+    return "\n\n".join((provenance(doc), md_table(header, rows), f"Chunks per kind: {_kinds(syn)}."))
+
+
+def render_chunk_full(doc: dict[str, Any]) -> str:
+    """bench/README: the table chunk_bench prints."""
+    return "\n\n".join((provenance(doc), chunk_table(doc)))
+
+
 # --- Registry and rewriting --------------------------------------------------------------
 
 
@@ -258,6 +635,10 @@ class Section:
 SECTIONS: dict[str, Section] = {
     "quality": Section("quality", render_quality_summary),
     "quality-full": Section("quality", render_quality_full),
+    "speed": Section("speed", render_speed_summary),
+    "speed-full": Section("speed", render_speed_full),
+    "chunk": Section("chunk", render_chunk_summary),
+    "chunk-full": Section("chunk", render_chunk_full),
 }
 
 

@@ -13,7 +13,9 @@ Measures, on bench/.work/ws-300k with a fresh state dir:
   index size                 bytes on disk vs source bytes, once versions older than the
                              retention are cleaned (and at READY);
   RSS                        peak RSS (VmHWM) per service.
-Prints a markdown table. The edited file is restored afterwards.
+Prints a markdown table and writes every number it shows, with the goals and the workspace's
+size, to bench/results/speed-<UTC>.json (+ speed-latest.json), from which `make bench-report`
+renders the README tables. The edited file is restored afterwards.
 
 Run: .venv/bin/python -m bench.speed.run_speed [--workspace bench/.work/ws-300k] [--max-embed-wait 900]
 """
@@ -28,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.lib.results import RESULTS_DIR, write_results
 from bench.lib.services import (
     REPO_ROOT,
     ServiceProcess,
@@ -36,6 +39,7 @@ from bench.lib.services import (
     start_embedding,
     start_retrieval,
 )
+from bench.report import speed_table
 from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
@@ -48,6 +52,15 @@ WARM_QUERIES = 50
 # Past the version retention, for the service's cleanup run to finish.
 SETTLE_S = 20.0
 SEED = 20261122
+# Issue 3, section 5. Cold is measured from process start; ready from SERVING.
+GOALS = {
+    "cold_first_lexical_s": 5.0,
+    "index_to_ready_s": 360.0,
+    "warm_p50_ms": 80.0,
+    "warm_p95_ms": 250.0,
+    "edit_overhead_ms": 200.0,
+}
+WORKSPACE_KEYS = ("workspace", "files", "lines", "source_bytes")
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -82,6 +95,30 @@ def search(stub, workspace: Path, query: str, skip_sync: bool = False):
     return reply, (time.perf_counter() - t0) * 1000
 
 
+def build_payload(results: dict, workspace: Path, fresh_state_dir: bool, max_embed_wait_s: float) -> dict:
+    """The results document: the workspace measured, how, the goals, and every measure of the run."""
+    return {
+        "workspace": {
+            "name": workspace.name,
+            "path": str(workspace.relative_to(REPO_ROOT)) if workspace.is_relative_to(REPO_ROOT) else str(workspace),
+            "files": results["files"],
+            "lines": results["lines"],
+            "source_bytes": results["source_bytes"],
+        },
+        "settings": {
+            # False: --state-dir named an existing index, so the "cold" measures are a restart.
+            "fresh_state_dir": fresh_state_dir,
+            "max_embed_wait_s": max_embed_wait_s,
+            "edit_target": EDIT_TARGET,
+            "version_retention_s": DEFAULT_VERSION_RETENTION.total_seconds(),
+            "settle_s": SETTLE_S,
+            "seed": SEED,
+        },
+        "goals": GOALS,
+        "measures": {k: v for k, v in results.items() if k not in WORKSPACE_KEYS},
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE)
@@ -92,13 +129,17 @@ def main(argv: list[str] | None = None) -> int:
         default=900.0,
         help="stop waiting for READY after this many seconds and report what was embedded",
     )
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--json", type=Path, help="also write the raw measures here")
+    parser.add_argument(
+        "--results-dir", type=Path, default=RESULTS_DIR, help="where speed-<UTC>.json and speed-latest.json go"
+    )
     parser.add_argument("--echo-logs", action="store_true")
     args = parser.parse_args(argv)
     workspace = args.workspace.resolve()
     if not workspace.is_dir():
         raise SystemExit(f"{workspace} is missing: run bench/corpus/install.sh and bench/corpus/assemble.py ws-300k")
     state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="cc-speed-"))
+    fresh_state_dir = not state_dir.is_dir() or not any(state_dir.iterdir())
     env = {"CODECOMPASS_STATE_DIR": str(state_dir)}
     n_files, n_lines, source_bytes = source_stats(workspace)
     results: dict = {"workspace": str(workspace), "files": n_files, "lines": n_lines, "source_bytes": source_bytes}
@@ -217,79 +258,13 @@ def main(argv: list[str] | None = None) -> int:
         for svc in reversed(services):
             svc.stop()
 
-    print(render(results))
+    payload = build_payload(results, workspace, fresh_state_dir, args.max_embed_wait)
+    print(speed_table(payload))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+    path = write_results("speed", payload, results_dir=args.results_dir)
+    print(f"\nwrote {path}; `make bench-report` puts it in the READMEs")
     return 0
-
-
-def render(r: dict) -> str:
-    def mib(n: float | None) -> str:
-        return "n/a" if n is None else f"{n:,.0f} MiB"
-
-    rows = [
-        (
-            "Workspace",
-            (
-                f"{Path(r['workspace']).name}: {r['files']:,} files, {r['lines']:,} lines, "
-                f"{r['source_bytes'] / 2**20:,.1f} MiB of source"
-            ),
-        ),
-        ("Services start (3 processes, to SERVING)", f"{r['services_start_s']:.2f} s"),
-        (
-            "Every chunk written, from serving (IndexWorkspace, no wait for embeddings)",
-            f"{r['lexical_index_s']:.2f} s, {r.get('chunks_upserted', 0):,} chunks",
-        ),
-        (
-            "**Cold time to first lexical answer** (start → results; goal < 5 s)",
-            (
-                f"**{r['cold_first_lexical_s']:.2f} s** (first Search {r['first_search_ms']:.0f} ms, "
-                f"{r['first_search_results']} results, {r['first_search_status']}, {r['first_search_completeness']})"
-            ),
-        ),
-        (
-            "**Full embedding** (index start → READY; goal ≤ 6 min)",
-            f"**{r['index_to_ready_s']:.0f} s** for {r['embedded_chunks']:,} / {r['chunks']:,} chunks "
-            f"({r['embedded_before_poll']:,} already embedded when polling began; "
-            f"{r['embed_chunks_per_s']:.1f} chunks/s while polled) ({r['indexing_status']})"
-            + (" — stopped waiting" if r.get("embedding_timed_out") else "")
-            + (f" — failed: {r['embedding_error']}" if r.get("embedding_error") else ""),
-        ),
-        (
-            "**Warm query** p50 / p95 (Search incl. its sync; goal ≤ 80 / 250 ms)",
-            (
-                f"**{r['warm_p50_ms']:.0f} / {r['warm_p95_ms']:.0f} ms** over {r['warm_queries']} queries "
-                f"(server p50: sync {r['warm_server_sync_p50_ms']:.0f} ms, search {r['warm_server_search_p50_ms']:.0f} ms)"
-            ),
-        ),
-    ]
-    if "edit_search_ms" in r:
-        rows.append(
-            (
-                "**One-file edit**: next Search vs no-change Search (goal ≤ 200 ms overhead)",
-                (
-                    f"**+{r['edit_overhead_ms']:.0f} ms** ({r['edit_search_ms']:.0f} vs {r['nochange_search_ms']:.0f} ms; "
-                    f"server sync {r['edit_sync_ms_server']:.0f} ms, {r['edit_sync_files_changed']} file changed, "
-                    f"{r['edit_sync_chunks_embedded']} chunks embedded)"
-                ),
-            )
-        )
-    settled = r.get("state_dir_bytes_settled", r["state_dir_bytes"])
-    rows += [
-        (
-            "Index size on disk vs source",
-            (
-                f"{settled / 2**20:,.1f} MiB state dir"
-                f" (service reports {r.get('index_bytes_settled', r['index_bytes_reported']) / 2**20:,.1f} MiB)"
-                f" = {settled / max(r['source_bytes'], 1):.1f}× source;"
-                f" {r['state_dir_bytes'] / 2**20:,.1f} MiB at READY, before old versions pass the retention"
-            ),
-        ),
-        ("Peak RSS (VmHWM)", ", ".join(f"{name} {mib(v)}" for name, v in r["rss_mib"].items())),
-    ]
-    lines = ["| Measure | Value |", "|---|---|"]
-    lines += [f"| {name} | {value} |" for name, value in rows]
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -246,6 +246,31 @@ def render_quality_full(doc: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+def render_ranking_ablation(doc: dict[str, Any]) -> str:
+    """One row per ablation variant: all query types, then each type's MRR@10."""
+    rows = doc["rows"]
+    types = sorted({r["type"] for r in rows if r["type"] != "all"})
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    by = {(r["variant"], r["type"]): r for r in rows}
+    header = ["Variant", *METRIC_NAMES, *(f"{t} MRR@10" for t in types)]
+    table_rows = []
+    for variant in variants:
+        overall = by.get((variant, "all"), {})
+        table_rows.append([
+            variant,
+            *(fmt_metric(overall.get(m)) for m in METRIC_NAMES),
+            *(fmt_metric(by.get((variant, t), {}).get("MRR@10")) for t in types),
+        ])
+    n = by.get((variants[0], "all"), {}).get("n", 0) if variants else 0
+    caption = (
+        f"{doc['split']} split, {n} queries, semantic ratio cap {doc['semantic_ratio_cap']}, "
+        f"candidate pool {doc['candidate_pool']}; each row changes one signal of `retrieval/ranking.py` "
+        "(`- x`: off, `+ x`: on although the default has it off; `fusion only`: every signal off). "
+        + provenance(doc)
+    )
+    return caption + "\n\n" + md_table(header, table_rows)
+
+
 # --- Speed (bench/speed/run_speed.py) ----------------------------------------------------
 # The tables the bench prints are these functions over the payload it writes, so what a run
 # prints and what `make bench-report` puts in the READMEs cannot drift apart.
@@ -635,6 +660,7 @@ class Section:
 SECTIONS: dict[str, Section] = {
     "quality": Section("quality", render_quality_summary),
     "quality-full": Section("quality", render_quality_full),
+    "ranking-ablation": Section("ranking", render_ranking_ablation),
     "speed": Section("speed", render_speed_summary),
     "speed-full": Section("speed", render_speed_full),
     "chunk": Section("chunk", render_chunk_summary),

@@ -6,6 +6,9 @@ once with the same local model, and runs the real first stage (`hybrid.hybrid_se
 each policy variant, so a variant costs seconds. Use the **dev** split to decide; the test
 split is only reported by `run_quality`.
 
+Each run writes bench/results/ranking-<UTC>.json (and ranking-latest.json); `python -m
+bench.report` renders its table into bench/README.md ("Ranking ablation").
+
 Run (after `make bench-quality`, or with the state dir of any run):
   .venv/bin/python -m bench.quality.tune_ranking --state-dir bench/.work/quality-state [--split dev]
 """
@@ -20,6 +23,7 @@ from pathlib import Path
 import lancedb
 
 from bench.lib.metrics import METRIC_NAMES, mean_scores, score_query
+from bench.lib.results import write_results
 from bench.quality.run_quality import DEFAULT_QUERIES, load_queries, target_hit, workspace_for
 from codecompass.embedding.minilm import MiniLMProvider
 from codecompass.retrieval.filters import Filters
@@ -34,16 +38,17 @@ ABLATIONS: dict[str, dict] = {
     "full": {},
     "fusion only": {"full": False},
     "raw cosine": {"semantic_minmax": False},
-    "- definition": {"definition": 0.0, "definition_embedded": 0.0},
+    "- definition": {"definition": 0.0},
+    "+ definition in sentences": {"definition_embedded": 0.5},
     "- name_words": {"name_words": 0.0},
     "- path": {"path": 0.0},
     "- phrase": {"phrase": 0.0},
-    "- file_words": {"file_words": 0.0},
-    "- file_coherence": {"file_coherence": 0.0},
+    "+ file_words": {"file_words": 0.3},
+    "+ file_coherence": {"file_coherence": 0.15},
     "- test penalty": {"test_penalty": 1.0},
     "- example penalty": {"example_penalty": 1.0},
     "- tiny penalty": {"tiny_penalty": 1.0},
-    "- saturation": {"saturation": 1.0},
+    "+ saturation": {"saturation": 0.8},
 }
 
 
@@ -73,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="evaluate the full policy with these weights changed (repeatable)")
     parser.add_argument("--only", help="comma-separated ablation names to run")
+    parser.add_argument("--no-write", action="store_true", help="print only; write no results file")
     args = parser.parse_args(argv)
 
     queries = [qy for qy in load_queries(args.queries) if qy.split == args.split]
@@ -93,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         keep = {name.strip() for name in args.only.split(",")}
         variants = {k: v for k, v in variants.items() if k in keep}
 
+    rows: list[dict] = []
     print(f"{len(queries)} {args.split} queries; ratio cap {args.ratio}\n")
     header = "| Variant | Type | n | " + " | ".join(METRIC_NAMES) + " |"
     print(header)
@@ -114,7 +121,16 @@ def main(argv: list[str] | None = None) -> int:
             by_type["all"].append(score)
         for qtype in sorted(by_type, key=lambda t: (t != "all", t)):
             values = mean_scores(by_type[qtype])
+            rows.append({"variant": name, "type": qtype, "n": len(by_type[qtype]),
+                         **{m: round(v, 4) for m, v in zip(METRIC_NAMES, values, strict=True)}})
             print(f"| {name} | {qtype} | {len(by_type[qtype])} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
+    if not args.no_write and not args.set:
+        path = write_results("ranking", {
+            "split": args.split, "semantic_ratio_cap": args.ratio, "candidate_pool": 40,
+            "policy": {f.name: getattr(DEFAULT_POLICY, f.name) for f in fields(RankingPolicy)},
+            "variants": {name: changes for name, changes in variants.items()}, "rows": rows,
+        })
+        print(f"\nwrote {path}")
     return 0
 
 

@@ -8,24 +8,23 @@ Two steps:
    is the cosine similarity min-max scaled over the query's vector candidates (raw cosines of
    small models crowd into a narrow band, which would make `r` mean less than it says).
    `r` is the semantic ratio the caller settled on (`semantic_weight`).
-2. **Signals** (RANKING_MODE_FULL), each a plain, explainable prior measured on the dev split
-   of bench/quality (see bench/README.md for the ablation):
-   - `definition`: the chunk *is* a symbol the query names (its name or qualified name equals
-     an identifier typed in the query) — the answer to "where is X", not one of its callers;
+2. **Signals** (RANKING_MODE_FULL), each a plain, explainable prior, kept on only where the
+   dev split of bench/quality says it helps (bench/README.md, "Ranking ablation"):
+   - `definition`: the chunk *is* the symbol a symbol-shaped query names (its name or
+     qualified name equals an identifier typed) — the answer to "where is X", not a caller;
    - `name_words`: the query's words spell the chunk's name (`merge map` → `mergeMap`): the
      product of the shares of query words in the name and of name words in the query, so the
      exact name beats a longer one that merely contains it;
    - `path`: the chunk is top-level code of the file the query names (`operators/map.ts`);
-   - `phrase`: the chunk's own code contains the query's error message or quoted text;
-   - `file_words`: the file's name or folder shares words with a natural-language query
-     (`retry` → `retry.ts`), the way a developer guesses where code lives;
-   - `file_coherence`: a file with several good candidates lifts its best chunk;
+   - `phrase`: the chunk's own code contains the query's message or quoted text verbatim;
    - penalties for where answers rarely are: tests (unless the query is about tests),
      examples/docs/scripts/benchmarks, compat shims, vendored/bundled code, `.d.ts`;
    - `tiny`: one- or two-line constants, types and fields, which win BM25 on length
-     normalisation alone ("right file, wrong symbol");
-   - `saturation`: the second and later chunks of one file count less, so one file cannot
-     fill the list.
+     normalisation alone ("right file, wrong symbol").
+   Measured and off by default (weight 0 / factor 1), kept as knobs for other corpora and
+   models: `definition` for identifiers mentioned inside a sentence, `file_words` (the file's
+   name shares words with the query), `file_coherence` (a file with several good candidates
+   lifts its best chunk) and `saturation` (later chunks of one file count less).
 """
 
 from __future__ import annotations
@@ -77,11 +76,11 @@ class RankingPolicy:
     full: bool = True
     semantic_minmax: bool = True
     definition: float = 1.0
-    definition_embedded: float = 0.5
+    definition_embedded: float = 0.0
     name_words: float = 0.5
     path: float = 1.5
     phrase: float = 0.6
-    file_words: float = 0.3
+    file_words: float = 0.0
     file_coherence: float = 0.0
     test_penalty: float = 0.5
     example_penalty: float = 0.5

@@ -22,7 +22,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 # Folders too: adding or deleting a file changes its folder's mtime.
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
-.PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
+.PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-report bench-candidates bench-speed bench-embed \
 	bench-report bench-candidates
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
@@ -83,6 +83,7 @@ bench-corpus: setup
 bench-chunk: bench-corpus
 	$(VENV)/bin/python -m bench.chunk_bench
 	node bench/chunk_bench_node.js --repeat 3
+	$(VENV)/bin/python -m bench.report
 
 # Builds the workspaces + query set, writes bench/results/quality-<UTC>.json, refreshes the
 # README tables. QUALITY_STATE_DIR keeps the indexes between runs (a rerun only re-syncs).
@@ -91,6 +92,7 @@ SPLIT ?= dev
 bench-quality: bench-corpus
 	$(VENV)/bin/python -m bench.quality.build_queries
 	$(VENV)/bin/python -m bench.quality.run_quality --state-dir $(QUALITY_STATE_DIR)
+	$(VENV)/bin/python -m bench.quality.tune_ranking --state-dir $(QUALITY_STATE_DIR)
 	$(VENV)/bin/python -m bench.report
 
 # Rewrites the generated sections of README.md and bench/README.md from bench/results/*-latest.json.
@@ -103,6 +105,7 @@ bench-candidates: setup
 
 bench-speed: bench-corpus
 	$(VENV)/bin/python -m bench.speed.run_speed
+	$(VENV)/bin/python -m bench.report
 
 bench-embed: setup
 	$(VENV)/bin/python -m bench.embed_bench

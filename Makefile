@@ -22,7 +22,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 # Folders too: adding or deleting a file changes its folder's mtime.
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
-.PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-report bench-candidates bench-speed bench-embed \
+.PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
 	bench-report bench-candidates
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)

@@ -2,19 +2,19 @@
 // own source with its body-bearing children collapsed to their signatures.
 // Symbol discovery lives in symbols.ts; this module turns symbols into
 // chunks (text, lines, imports, references, embedding text, token counts).
-import { createHash } from 'node:crypto';
 import ts from 'typescript';
 import { resolveReferences, withoutMachinePaths } from './references';
 import {
   discoverSymbols,
   endLineOf,
+  hexDigest,
   lineOf,
   sourceWithChildren,
   startLineOf,
   type FileSymbols,
   type SymbolNode,
 } from './symbols';
-import { countTokens } from './tokens';
+import { countTokens, countTokensUpTo } from './tokens';
 import type { Chunk, Language, SymbolReference } from './types';
 
 /**
@@ -156,12 +156,7 @@ function importUses(sf: ts.SourceFile, imports: FileImport[]): Map<string, numbe
   const uses = new Map<string, number[]>();
   for (const imp of imports) for (const n of imp.names) uses.set(n, []);
   if (uses.size === 0) return uses;
-  const importStatements = new Set<ts.Node>();
-  for (const stmt of sf.statements) {
-    if (ts.isImportDeclaration(stmt) || ts.isImportEqualsDeclaration(stmt)) importStatements.add(stmt);
-  }
   const visit = (node: ts.Node): void => {
-    if (importStatements.has(node)) return;
     if (ts.isIdentifier(node)) {
       const list = uses.get(node.text);
       if (list && isValueUse(node)) list.push(node.getStart(sf));
@@ -169,7 +164,11 @@ function importUses(sf: ts.SourceFile, imports: FileImport[]): Map<string, numbe
     }
     ts.forEachChild(node, visit);
   };
-  visit(sf);
+  // Import statements are top-level statements: skipping them there spares a set lookup per node.
+  for (const stmt of sf.statements) {
+    if (!ts.isImportDeclaration(stmt) && !ts.isImportEqualsDeclaration(stmt)) visit(stmt);
+  }
+  visit(sf.endOfFileToken);
   return uses;
 }
 
@@ -233,20 +232,36 @@ export function embeddingPreamble(
 /** Embedding text within the token budget, and its exact token count. */
 function fitEmbedding(preamble: string, source: string): { text: string; tokens: number } {
   const full = preamble + source;
-  const tokens = countTokens(full);
+  // Counting stops at the budget: a bundle's IIFE or module chunk collapses to
+  // hundreds of thousands of characters, and only the part that fits is needed.
+  const tokens = countTokensUpTo(full, EMBEDDING_TOKEN_BUDGET);
   if (tokens <= EMBEDDING_TOKEN_BUDGET) return { text: full, tokens };
-  const lines = source.split('\n');
+  // Cut at a line boundary. Lines are measured only as far as the budget
+  // reaches, and each once however often the budget is tightened; a line
+  // costs what `${line}\n` counts, as if the source were split on '\n'.
+  let lineCount = 1;
+  for (let nl = source.indexOf('\n'); nl >= 0; nl = source.indexOf('\n', nl + 1)) lineCount++;
+  const lineStarts = [0];
+  const lineCosts: number[] = [];
   let budget = EMBEDDING_TOKEN_BUDGET - countTokens(preamble) - 50;
   for (;;) {
     let used = 0;
     let keep = 0;
-    while (keep < lines.length) {
-      const cost = countTokens(`${lines[keep]}\n`);
+    while (keep < lineCount) {
+      if (keep === lineCosts.length) {
+        const from = lineStarts[keep];
+        const nl = source.indexOf('\n', from);
+        lineCosts.push(countTokens(nl < 0 ? `${source.slice(from)}\n` : source.slice(from, nl + 1)));
+        lineStarts.push(nl < 0 ? source.length + 1 : nl + 1);
+      }
+      const cost = lineCosts[keep];
       if (used + cost > budget) break;
       used += cost;
       keep++;
     }
-    const text = `${preamble}${lines.slice(0, keep).join('\n')}\n/* … ${lines.length - keep} lines truncated for embedding */`;
+    // The first `keep` lines joined with '\n': the source up to the newline that ends line keep - 1.
+    const kept = keep === 0 ? '' : source.slice(0, lineStarts[keep] - 1);
+    const text = `${preamble}${kept}\n/* … ${lineCount - keep} lines truncated for embedding */`;
     const count = countTokens(text);
     if (count <= EMBEDDING_TOKEN_BUDGET || keep === 0) return { text, tokens: count };
     budget -= count - EMBEDDING_TOKEN_BUDGET + 100;
@@ -254,7 +269,7 @@ function fitEmbedding(preamble: string, source: string): { text: string; tokens:
 }
 
 function sha(text: string): string {
-  return createHash('sha256').update(text).digest('hex').slice(0, 24);
+  return hexDigest('sha256', text).slice(0, 24);
 }
 
 function syntaxDiagnostics(sf: ts.SourceFile): ts.DiagnosticWithLocation[] {

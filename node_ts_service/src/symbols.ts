@@ -2,7 +2,7 @@
 // symbol at every depth, with the offsets the chunker and renderer need.
 // Kept separate from chunk building so that ids can be recomputed for any
 // declaration (references, rendering) without building chunk text.
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import ts from 'typescript';
 import type { NodeKind } from './types';
 
@@ -81,8 +81,17 @@ const LABEL_LIMIT = 60;
 
 const cache = new WeakMap<ts.SourceFile, { relativePath: string; symbols: FileSymbols }>();
 
+// One-shot hashing (Node >= 20.12) skips the Hash object a digest of a short
+// id otherwise costs; a chunk id and a snippet hash are taken per symbol.
+const oneShotHash = typeof hash === 'function' ? hash : undefined;
+
+/** Hex digest of the UTF-8 bytes of `text`. */
+export function hexDigest(algorithm: 'sha1' | 'sha256', text: string): string {
+  return oneShotHash ? oneShotHash(algorithm, text, 'hex') : createHash(algorithm).update(text).digest('hex');
+}
+
 export function stableId(parts: string[]): string {
-  return createHash('sha1').update(parts.join('\0')).digest('hex').slice(0, 20);
+  return hexDigest('sha1', parts.join('\0')).slice(0, 20);
 }
 
 export function compact(text: string): string {
@@ -129,8 +138,11 @@ interface BoundValue {
   wrappedComponent: boolean;
 }
 
+/** Shared by every initializer that binds nothing chunkable (most of them); never mutated. */
+const NO_BOUND_VALUE: BoundValue = Object.freeze({ wrappedComponent: false });
+
 function boundValue(init: ts.Expression | undefined): BoundValue {
-  if (!init) return { wrappedComponent: false };
+  if (!init) return NO_BOUND_VALUE;
   const e = unwrap(init);
   if (ts.isArrowFunction(e) || ts.isFunctionExpression(e)) return { fn: e, wrappedComponent: false };
   if (ts.isClassExpression(e)) return { cls: e, wrappedComponent: false };
@@ -146,7 +158,7 @@ function boundValue(init: ts.Expression | undefined): BoundValue {
       if (ts.isArrowFunction(inner) || ts.isFunctionExpression(inner)) return { fn: inner, wrappedComponent: false };
     }
   }
-  return { wrappedComponent: false };
+  return NO_BOUND_VALUE;
 }
 
 function isRequireCall(init: ts.Expression | undefined): boolean {
@@ -156,18 +168,13 @@ function isRequireCall(init: ts.Expression | undefined): boolean {
   return ts.isCallExpression(e) && ts.isIdentifier(e.expression) && e.expression.text === 'require';
 }
 
+// Searches stop at the first hit (forEachChild returns the first truthy result)
+// and share one visitor instead of a closure per call.
+const findJsx = (n: ts.Node): true | undefined =>
+  ts.isJsxElement(n) || ts.isJsxSelfClosingElement(n) || ts.isJsxFragment(n) ? true : ts.forEachChild(n, findJsx);
+
 function containsJsx(node: ts.Node): boolean {
-  let found = false;
-  const visit = (n: ts.Node): void => {
-    if (found) return;
-    if (ts.isJsxElement(n) || ts.isJsxSelfClosingElement(n) || ts.isJsxFragment(n)) {
-      found = true;
-      return;
-    }
-    ts.forEachChild(n, visit);
-  };
-  visit(node);
-  return found;
+  return findJsx(node) === true;
 }
 
 function looksLikeComponentName(name: string): boolean {
@@ -251,6 +258,9 @@ interface Spec {
   contextNamed?: boolean;
   transparent?: boolean;
 }
+
+/** What most candidate nodes classify as; shared, never mutated. */
+const NO_SPECS: readonly Spec[] = Object.freeze([]);
 
 class Discovery {
   private readonly all: SymbolNode[] = [];
@@ -368,7 +378,7 @@ class Discovery {
     ts.forEachChild(child, this.visitChild);
   };
 
-  private handle(child: ts.Node, specs: Spec[]): void {
+  private handle(child: ts.Node, specs: readonly Spec[]): void {
     const parent = this.parentSym;
     for (const spec of specs) {
       const open = this.openOverload;
@@ -436,8 +446,11 @@ class Discovery {
   }
 
   private create(spec: Spec, parent: SymbolNode | undefined): SymbolNode {
-    const counters = this.dupCounters.get(parent) ?? new Map<string, number>();
-    this.dupCounters.set(parent, counters);
+    let counters = this.dupCounters.get(parent);
+    if (!counters) {
+      counters = new Map<string, number>();
+      this.dupCounters.set(parent, counters);
+    }
     const dupKey = `${spec.idKind}\0${spec.localName}`;
     const dup = counters.get(dupKey) ?? 0;
     counters.set(dupKey, dup + 1);
@@ -482,6 +495,10 @@ class Discovery {
   }
 
   private leadingJsDoc(node: ts.Node, start: number): ts.CommentRange | undefined {
+    // Every comment starts with '/': most symbols have none, and this spares the comment scan.
+    let slash = node.pos;
+    while (slash < start && this.text.charCodeAt(slash) !== 47) slash++;
+    if (slash >= start) return undefined;
     const ranges = ts.getLeadingCommentRanges(this.text, node.pos);
     if (!ranges || ranges.length === 0) return undefined;
     const last = ranges[ranges.length - 1];
@@ -629,7 +646,7 @@ class Discovery {
     return nl >= 0 && nl < end;
   }
 
-  private classify(node: ts.Node, moduleScope: boolean): Spec[] {
+  private classify(node: ts.Node, moduleScope: boolean): readonly Spec[] {
     switch (node.kind) {
       case ts.SyntaxKind.FunctionDeclaration: {
         const fn = node as ts.FunctionDeclaration;
@@ -676,7 +693,7 @@ class Discovery {
         return [this.namespaceSpec(node as ts.ModuleDeclaration)];
       case ts.SyntaxKind.MethodDeclaration: {
         const m = node as ts.MethodDeclaration;
-        if (ts.isObjectLiteralExpression(m.parent) && !this.isBoundObject(m.parent)) return [];
+        if (ts.isObjectLiteralExpression(m.parent) && !this.isBoundObject(m.parent)) return NO_SPECS;
         const name = propertyNameText(m.name, this.sf);
         return [this.memberSpec(m, 'method', 'method', name, m.body ? [{ node: m.body, moduleScope: false }] : [])];
       }
@@ -687,7 +704,7 @@ class Discovery {
       case ts.SyntaxKind.GetAccessor:
       case ts.SyntaxKind.SetAccessor: {
         const a = node as ts.AccessorDeclaration;
-        if (ts.isObjectLiteralExpression(a.parent) && !this.isBoundObject(a.parent)) return [];
+        if (ts.isObjectLiteralExpression(a.parent) && !this.isBoundObject(a.parent)) return NO_SPECS;
         const idKind = ts.isGetAccessor(a) ? 'accessor:get' : 'accessor:set';
         const spec = this.memberSpec(a, 'accessor', idKind, propertyNameText(a.name, this.sf), a.body ? [{ node: a.body, moduleScope: false }] : []);
         spec.overloadable = false;
@@ -697,34 +714,34 @@ class Discovery {
         const p = node as ts.PropertyDeclaration;
         const name = propertyNameText(p.name, this.sf);
         const spec = this.boundSpec(p, p.name, name, name, boundValue(p.initializer), 'method', p);
-        return spec ? [spec] : [];
+        return spec ? [spec] : NO_SPECS;
       }
       case ts.SyntaxKind.PropertyAssignment: {
         const p = node as ts.PropertyAssignment;
-        if (!this.isBoundObject(p.parent)) return [];
+        if (!this.isBoundObject(p.parent)) return NO_SPECS;
         const value = boundValue(p.initializer);
         const name = propertyNameText(p.name, this.sf);
         if (value.object && p.initializer === value.object && this.isNestedChunkObject(value.object)) {
           return [this.objectSpec(p, p.name, name, value.object, `${name}: { … }`, false)];
         }
-        if (!value.fn && !value.cls) return [];
+        if (!value.fn && !value.cls) return NO_SPECS;
         const spec = this.boundSpec(p, p.name, name, name, value, 'method', undefined);
-        return spec ? [spec] : [];
+        return spec ? [spec] : NO_SPECS;
       }
       case ts.SyntaxKind.VariableStatement:
         return this.variableSpecs(node as ts.VariableStatement, moduleScope);
       case ts.SyntaxKind.ExpressionStatement: {
         const spec = this.assignmentSpec(node as ts.ExpressionStatement) ?? this.callStatementSpec(node as ts.ExpressionStatement);
-        return spec ? [spec] : [];
+        return spec ? [spec] : NO_SPECS;
       }
       case ts.SyntaxKind.ArrowFunction: {
         const spec = this.anonymousFunctionSpec(node as ts.ArrowFunction, moduleScope);
-        return spec ? [spec] : [];
+        return spec ? [spec] : NO_SPECS;
       }
       case ts.SyntaxKind.ObjectLiteralExpression: {
         const obj = node as ts.ObjectLiteralExpression;
         const call = this.callOfArgument(obj);
-        if (!call || !this.isCallArgumentObject(obj)) return [];
+        if (!call || !this.isCallArgumentObject(obj)) return NO_SPECS;
         return [this.callObjectSpec(call, obj, obj)];
       }
       case ts.SyntaxKind.FunctionExpression: {
@@ -733,11 +750,11 @@ class Discovery {
         const fn = node as ts.FunctionExpression;
         if (!fn.name) {
           const spec = this.anonymousFunctionSpec(fn, moduleScope);
-          return spec ? [spec] : [];
+          return spec ? [spec] : NO_SPECS;
         }
         if (this.isIifeCallee(fn)) {
           const spec = this.anonymousFunctionSpec(fn, moduleScope, fn.name.text);
-          return spec ? [spec] : [];
+          return spec ? [spec] : NO_SPECS;
         }
         const name = fn.name.text;
         const kind = this.functionKind(name, fn, 'function');
@@ -761,10 +778,10 @@ class Discovery {
         const value = boundValue(ea.expression);
         const fnName = value.fn && ts.isFunctionExpression(value.fn) && value.fn.name ? value.fn.name.text : 'default';
         const spec = this.boundSpec(ea, ea, fnName, fnName, value, 'function', undefined);
-        return spec ? [spec] : [];
+        return spec ? [spec] : NO_SPECS;
       }
       default:
-        return [];
+        return NO_SPECS;
     }
   }
 
@@ -940,11 +957,13 @@ class Discovery {
       if (((ts.isArrowFunction(a) || ts.isFunctionExpression(a)) && !(ts.isFunctionExpression(a) && a.name)) || ts.isObjectLiteralExpression(a)) {
         if (chosen) return undefined;
         chosen = a;
-      } else if (containsNested(arg)) {
-        return undefined;
       }
     }
     if (!chosen) return undefined;
+    // Walked only once one argument qualifies: most statements are calls without one.
+    for (const arg of call.arguments) {
+      if (unwrap(arg) !== chosen && containsNested(arg)) return undefined;
+    }
     if (ts.isObjectLiteralExpression(chosen)) {
       return this.isCallArgumentObject(chosen) ? this.callObjectSpec(call, chosen, stmt) : undefined;
     }
@@ -1176,18 +1195,11 @@ function callbackName(call: ts.CallExpression | ts.NewExpression, sf: ts.SourceF
 
 /** Whether an argument holds anything that could be a chunk of its own (kept out of call-statement chunks' prefix). */
 function containsNested(node: ts.Node): boolean {
-  let found = false;
-  const visit = (n: ts.Node): void => {
-    if (found) return;
-    if (ts.isFunctionLike(n) || ts.isObjectLiteralExpression(n) || ts.isClassLike(n)) {
-      found = true;
-      return;
-    }
-    ts.forEachChild(n, visit);
-  };
-  visit(node);
-  return found;
+  return findNested(node) === true;
 }
+
+const findNested = (n: ts.Node): true | undefined =>
+  ts.isFunctionLike(n) || ts.isObjectLiteralExpression(n) || ts.isClassLike(n) ? true : ts.forEachChild(n, findNested);
 
 /** Position of the first token at or after `pos`, skipping whitespace and comments. */
 function skipTrivia(text: string, pos: number): number {

@@ -20,17 +20,65 @@ import { Tiktoken, type TiktokenBPE } from 'js-tiktoken/lite';
 interface Encoding {
   ranks: TiktokenBPE;
   splitter: RegExp;
+  /** The same pattern anchored at lastIndex: `test` finds the next piece without a match array. */
+  stickySplitter: RegExp;
   /** Token bytes (as a latin1 string) to rank. */
   rankOf: Map<string, number>;
   /** Rank to token bytes (as a latin1 string). */
   tokenBytes: string[];
   /** Rank of each single byte. */
   byteRank: number[];
-  pairCache: Map<number, number>;
+  pairCache: PairRankCache;
 }
 
-// Ranks are below 2^17, so a * 2^17 + b is a unique, exactly representable pair key.
-const PAIR_STRIDE = 131_072;
+const NOT_A_TOKEN = -1;
+
+/**
+ * Rank of the token two tokens make side by side, by the pair of ranks: an
+ * open-addressing table in typed arrays. A Map keyed by a * 2^17 + b boxed
+ * every key (it is above the small-integer range) and was a third of the cold
+ * token-counting time; cold counting asks ~2M pairs for a 260k-line corpus.
+ */
+class PairRankCache {
+  private bits = 16;
+  private left = new Int32Array(1 << this.bits).fill(-1);
+  private right = new Int32Array(1 << this.bits);
+  private rank = new Int32Array(1 << this.bits);
+  private size = 0;
+
+  private slot(a: number, b: number): number {
+    const mask = this.left.length - 1;
+    // Multiplicative hashing: the top bits of the product mix every bit of the pair.
+    let i = Math.imul(Math.imul(a, 0x9e3779b1) ^ b, 0x85ebca6b) >>> (32 - this.bits);
+    while (this.left[i] !== -1 && (this.left[i] !== a || this.right[i] !== b)) i = (i + 1) & mask;
+    return i;
+  }
+
+  /** The cached rank, NOT_A_TOKEN, or undefined when the pair was never asked. */
+  get(a: number, b: number): number | undefined {
+    const i = this.slot(a, b);
+    return this.left[i] === -1 ? undefined : this.rank[i];
+  }
+
+  set(a: number, b: number, rank: number): void {
+    if (2 * (this.size + 1) > this.left.length) this.grow();
+    const i = this.slot(a, b);
+    if (this.left[i] === -1) this.size++;
+    this.left[i] = a;
+    this.right[i] = b;
+    this.rank[i] = rank;
+  }
+
+  private grow(): void {
+    const { left, right, rank } = this;
+    this.bits++;
+    this.left = new Int32Array(left.length * 2).fill(-1);
+    this.right = new Int32Array(left.length * 2);
+    this.rank = new Int32Array(left.length * 2);
+    this.size = 0;
+    for (let i = 0; i < left.length; i++) if (left[i] !== -1) this.set(left[i], right[i], rank[i]);
+  }
+}
 
 let encoding: Encoding | undefined;
 
@@ -57,7 +105,15 @@ function loadEncoding(): Encoding {
     if (r === undefined) throw new Error(`cl100k_base ranks lack byte ${b}`);
     byteRank.push(r);
   }
-  encoding = { ranks, splitter: new RegExp(ranks.pat_str, 'ug'), rankOf, tokenBytes, byteRank, pairCache: new Map() };
+  encoding = {
+    ranks,
+    splitter: new RegExp(ranks.pat_str, 'ug'),
+    stickySplitter: new RegExp(ranks.pat_str, 'uy'),
+    rankOf,
+    tokenBytes,
+    byteRank,
+    pairCache: new PairRankCache(),
+  };
   return encoding;
 }
 
@@ -86,13 +142,12 @@ function bytesKey(piece: string): string {
  * and a numeric key avoids building a byte string for every question.
  */
 function pairRank(a: number, b: number, enc: Encoding): number {
-  const key = a * PAIR_STRIDE + b;
-  const cached = enc.pairCache.get(key);
-  if (cached !== undefined) return cached;
-  const r = enc.rankOf.get(enc.tokenBytes[a] + enc.tokenBytes[b]);
-  const rank = r === undefined ? Infinity : r;
-  enc.pairCache.set(key, rank);
-  return rank;
+  let rank = enc.pairCache.get(a, b);
+  if (rank === undefined) {
+    rank = enc.rankOf.get(enc.tokenBytes[a] + enc.tokenBytes[b]) ?? NOT_A_TOKEN;
+    enc.pairCache.set(a, b, rank);
+  }
+  return rank === NOT_A_TOKEN ? Infinity : rank;
 }
 
 /** Number of BPE tokens of one pre-tokenizer piece: tiktoken's byte_pair_merge, lowest rank first, leftmost on ties. */
@@ -124,12 +179,27 @@ function mergeCount(key: string, enc: Encoding): number {
 
 function countSegment(segment: string, enc: Encoding): number {
   let total = 0;
-  const splitter = enc.splitter;
-  splitter.lastIndex = 0;
-  let match: RegExpExecArray | null;
-  while ((match = splitter.exec(segment)) !== null) {
-    const piece = match[0];
-    let n = pieceMemo.get(piece);
+  const { splitter, stickySplitter } = enc;
+  const length = segment.length;
+  let at = 0;
+  while (at < length) {
+    // Pieces are contiguous (every character belongs to one alternative), so
+    // the next piece starts where the last ended; the unanchored search stays
+    // as the fallback should a character ever start no piece.
+    let piece: string;
+    stickySplitter.lastIndex = at;
+    if (stickySplitter.test(segment)) {
+      piece = segment.slice(at, stickySplitter.lastIndex);
+      at = stickySplitter.lastIndex;
+    } else {
+      splitter.lastIndex = at;
+      const match = splitter.exec(segment);
+      if (match === null) break;
+      piece = match[0];
+      at = splitter.lastIndex;
+    }
+    // A one-byte piece is one token: no memo lookup for brackets and operators.
+    let n = piece.length === 1 && piece.charCodeAt(0) < 128 ? 1 : pieceMemo.get(piece);
     if (n === undefined) {
       n = mergeCount(bytesKey(piece), enc);
       if (pieceMemo.size >= MEMO_LIMIT) pieceMemo.clear();
@@ -152,6 +222,16 @@ function isHorizontalSpace(code: number): boolean {
 
 /** Exact cl100k_base token count of `text` (special tokens count as ordinary text). */
 export function countTokens(text: string): number {
+  return countTokensUpTo(text, Infinity);
+}
+
+/**
+ * The exact count of `text` when it is at most `limit`; otherwise some number
+ * above `limit`, found without counting the rest. Segments add up, so the
+ * running total only grows: a caller that only needs to know whether a text
+ * fits a budget (a 200k-line bundle's collapsed IIFE does not) stops early.
+ */
+export function countTokensUpTo(text: string, limit: number): number {
   const enc = loadEncoding();
   const length = text.length;
   let total = 0;
@@ -182,6 +262,7 @@ export function countTokens(text: string): number {
       }
     }
     total += n;
+    if (total > limit) return total;
     start = end;
   }
   return total;

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import ts from 'typescript';
 import { chunkIdForDeclaration, CHUNKER_VERSION, EMBEDDING_TOKEN_BUDGET, isTestPath } from '../src/chunker';
-import { countTokens, referenceEncoder } from '../src/tokens';
+import { countTokens, countTokensUpTo, referenceEncoder } from '../src/tokens';
 import type { Chunk } from '../src/types';
 import { assertInvariants, byQualifiedName, chunkText, readFixture } from './chunkHelpers';
 
@@ -397,6 +397,43 @@ describe('ids, paths and tokens', () => {
       "it's we're they'LL I'd 12345678 3.14159",
     ];
     for (const s of samples) assert.equal(countTokens(s), reference.encode(s, [], []).length, JSON.stringify(s.slice(0, 40)));
+  });
+
+  it('counts exactly across tens of thousands of distinct byte pairs (the pair cache grows)', () => {
+    // Two- and three-byte characters from a fixed pseudo-random sequence: most byte pairs are new.
+    let seed = 7;
+    const next = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
+    let text = '';
+    for (let i = 0; i < 40_000; i++) {
+      const r = next();
+      text += String.fromCharCode(r % 3 === 0 ? 0x4e00 + (r >>> 8) % 0x5000 : 0xa0 + (r >>> 8) % 0x700);
+      if (r % 11 === 0) text += ' ';
+    }
+    assert.equal(countTokens(text), referenceEncoder().encode(text, [], []).length);
+  });
+
+  it('stops counting past a limit, and is exact up to it', () => {
+    const text = fs.readFileSync(require.resolve('typescript/lib/typescript.js'), 'utf8').slice(0, 200_000);
+    const exact = countTokens(text);
+    assert.equal(countTokensUpTo(text, exact), exact);
+    assert.equal(countTokensUpTo(text, Infinity), exact);
+    const over = countTokensUpTo(text, 1_000);
+    assert.ok(over > 1_000 && over < exact);
+  });
+
+  it('cuts an over-budget embedding text at a line boundary, with the exact count of what is kept', () => {
+    const body = Array.from({ length: 6_000 }, (_, i) => `  total += lookup("key${i}", ${i} * factor${i % 97}) ?? fallback;\n\n`);
+    const text = `function huge(factor: number) {\n  let total = 0;\n${body.join('')}  return total;\n}`;
+    const chunk = byQualifiedName(chunkText('src/huge.ts', text).chunks, 'huge');
+    assert.equal(chunk.embeddingTokenCount, countTokens(chunk.embeddingText));
+    assert.ok(chunk.embeddingTokenCount <= EMBEDDING_TOKEN_BUDGET);
+    const marker = /\n\/\* … (\d+) lines truncated for embedding \*\/$/.exec(chunk.embeddingText);
+    assert.ok(marker, chunk.embeddingText.slice(-80));
+    const kept = chunk.embeddingText.slice(chunk.embeddingText.indexOf('\n---\n') + 5, marker.index);
+    const lines = chunk.collapsedSource.split('\n');
+    const keptLines = kept.split('\n').length;
+    assert.equal(kept, lines.slice(0, keptLines).join('\n'));
+    assert.equal(Number(marker[1]), lines.length - keptLines);
   });
 
 });

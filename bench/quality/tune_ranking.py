@@ -25,6 +25,7 @@ import lancedb
 from bench.lib.metrics import METRIC_NAMES, mean_scores, score_query
 from bench.lib.results import write_results
 from bench.quality.run_quality import DEFAULT_QUERIES, load_queries, target_hit, workspace_for
+from codecompass.common.config import RetrievalSettings
 from codecompass.embedding.minilm import MiniLMProvider
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import hybrid_search
@@ -74,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, required=True)
     parser.add_argument("--queries", type=Path, default=DEFAULT_QUERIES)
     parser.add_argument("--split", default="dev")
-    parser.add_argument("--ratio", type=float, default=0.5)
+    parser.add_argument("--ratio", type=float, default=RetrievalSettings().semantic_ratio,
+                        help="semantic ratio cap (default: the product's default)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="evaluate the full policy with these weights changed (repeatable)")
     parser.add_argument("--only", help="comma-separated ablation names to run")

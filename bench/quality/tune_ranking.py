@@ -49,6 +49,7 @@ ABLATIONS: dict[str, dict] = {
     "- test penalty": {"test_penalty": 1.0},
     "- example penalty": {"example_penalty": 1.0},
     "- tiny penalty": {"tiny_penalty": 1.0},
+    "- module penalty": {"module_penalty": 1.0},
     "+ saturation": {"saturation": 0.8},
 }
 

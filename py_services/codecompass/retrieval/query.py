@@ -93,6 +93,9 @@ class QueryShape:
     identifiers: tuple[str, ...]
     # Lowercased content words (identifiers split into parts, stop words removed).
     words: tuple[str, ...]
+    # Every word as a name part, stop words kept: names are made of them too (`elementAt`,
+    # `hasParser`, `onTick`).
+    name_parts: tuple[str, ...]
     # The path-shaped token, normalised (no leading ./, forward slashes); "" when none.
     path: str
     # Text to look for verbatim in code (an error message or a quoted string); "" when none.
@@ -137,8 +140,11 @@ def analyze(query: str) -> QueryShape:
         identifiers.append(tokens[0].removesuffix("()"))
 
     words: list[str] = []
+    name_parts: list[str] = []
     for word in raw_words:
         for part in identifier_parts(word) or [word.lower()]:
+            if part not in name_parts:
+                name_parts.append(part)
             if part not in STOP_WORDS and part not in words:
                 words.append(part)
 
@@ -150,6 +156,7 @@ def analyze(query: str) -> QueryShape:
         intent_confidence=confidence,
         identifiers=tuple(dict.fromkeys(identifiers)),
         words=tuple(words),
+        name_parts=tuple(name_parts),
         path=path,
         phrase=phrase,
         mentions_tests=mentions_tests,

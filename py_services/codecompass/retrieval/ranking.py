@@ -20,7 +20,9 @@ Two steps:
    - penalties for where answers rarely are: tests (unless the query is about tests),
      examples/docs/scripts/benchmarks, compat shims, vendored/bundled code, `.d.ts`;
    - `tiny`: one- or two-line constants, types and fields, which win BM25 on length
-     normalisation alone ("right file, wrong symbol").
+     normalisation alone ("right file, wrong symbol");
+   - `module_top_level`: a file's `<module top level>` chunk (imports, exports, wiring) shares
+     words with many questions; it is the answer when the file itself is asked for (`path`).
    Measured and off by default (weight 0 / factor 1), kept as knobs for other corpora and
    models: `definition` for identifiers mentioned inside a sentence, `file_words` (the file's
    name shares words with the query), `file_coherence` (a file with several good candidates
@@ -77,7 +79,7 @@ class RankingPolicy:
     semantic_minmax: bool = True
     definition: float = 1.0
     definition_embedded: float = 0.0
-    name_words: float = 0.5
+    name_words: float = 0.8
     path: float = 1.5
     phrase: float = 0.6
     file_words: float = 0.0
@@ -88,6 +90,7 @@ class RankingPolicy:
     vendor_penalty: float = 0.4
     declaration_penalty: float = 0.7
     tiny_penalty: float = 0.7
+    module_penalty: float = 0.7
     saturation: float = 1.0
     # Semantic ratio, as a share of the cap, per intent.
     symbol_share: float = 0.5
@@ -247,7 +250,7 @@ def _apply_signals(shape: QueryShape, fused: list[RankedResult], policy: Ranking
     words = [w for w in shape.words if len(w) >= 3] if shape.intent in (q.NATURAL_LANGUAGE, q.ERROR) else []
     path = shape.path.lower()
     # Kind words ("function", "class") describe the symbol rather than name it.
-    query_words = [w for w in shape.words if w not in _KIND_WORDS]
+    query_words = [w for w in shape.name_parts if w not in _KIND_WORDS]
 
     scored: list[tuple[RankedResult, float, dict[str, float]]] = []
     for r in fused:
@@ -287,6 +290,11 @@ def _apply_signals(shape: QueryShape, fused: list[RankedResult], policy: Ranking
         if not defines and chunk.end_line - chunk.start_line < 2 and chunk.node_kind in _SMALL_KINDS:
             multiplier *= policy.tiny_penalty
             signals["tiny"] = policy.tiny_penalty
+        if chunk.node_kind is NodeKind.MODULE and not path and policy.module_penalty != 1.0:
+            # A file's top-level code (imports, exports, wiring) matches many words of many
+            # questions; it is the answer when the file itself is asked for.
+            multiplier *= policy.module_penalty
+            signals["module_top_level"] = policy.module_penalty
         scored.append((r, (score + add) * multiplier, signals))
 
     if policy.file_coherence > 0:

@@ -76,3 +76,9 @@ def test_lexical_text_drops_request_words_from_natural_language_only():
     assert analyze("handleRequest").lexical_text == "handleRequest"
     # Nothing left would mean searching nothing: keep the query.
     assert analyze("how to fix").lexical_text == "how to fix"
+
+
+def test_name_parts_keep_stop_words():
+    shape = analyze("element at function")
+    assert shape.words == ("element", "function")
+    assert shape.name_parts == ("element", "at", "function")

@@ -145,3 +145,19 @@ def test_library_mock_and_testing_folders_are_product_code():
     mock = chunk("m", "MockAgent", "lib/mock/mock-agent.js")
     out = rank(analyze("mock agent intercepts requests"), lexical((mock, 5.0)), ratio=0.0, limit=10)
     assert "test_file" not in out[0].signals
+
+
+def test_module_top_level_gives_way_unless_the_file_is_asked_for():
+    module = chunk("m", "<module top level>", "src/immer.ts", kind=NodeKind.MODULE, lines=120)
+    fn = chunk("f", "produce", "src/core/produce.ts", kind=NodeKind.METHOD, lines=50)
+    cands = lexical((module, 5.0), (fn, 4.0))
+    assert ids(rank(analyze("do not freeze drafts returned from produce"), cands, ratio=0.0, limit=10))[0] == "f"
+    by_path = lexical((fn, 5.0)) + [Candidate(module, path_match=True)]
+    assert ids(rank(analyze("src/immer.ts"), by_path, ratio=0.0, limit=10))[0] == "m"
+
+
+def test_name_words_count_short_words_names_are_made_of():
+    target = chunk("t", "elementAt", "src/operators/elementAt.ts")
+    other = chunk("o", "ignoreElements", "src/operators/ignoreElements.ts")
+    out = rank(analyze("element at function"), lexical((other, 6.0), (target, 5.0)), ratio=0.0, limit=10)
+    assert ids(out)[0] == "t" and out[0].signals["name_words"] > 0

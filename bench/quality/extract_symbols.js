@@ -19,6 +19,9 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const ts = require(require.resolve('typescript', { paths: [path.join(__dirname, '..', '..', 'node_ts_service')] }));
+// Property-access naming (`X.prototype.y = …` → `X.y`) is the analysis service's own, so gold
+// names and chunk names agree by construction (built by `make setup`).
+const { accessPath } = require(path.join(__dirname, '..', '..', 'node_ts_service', 'dist', 'src', 'symbols.js'));
 
 const SOURCE_EXT = /\.(ts|tsx|mts|cts|js|jsx|mjs|cjs)$/;
 const DECLARATION_FILE = /\.d\.(ts|mts|cts)$/;
@@ -153,28 +156,6 @@ function boundFunction(node) {
   while (ts.isParenthesizedExpression(inner) || ts.isAsExpression(inner)) inner = inner.expression;
   if (ts.isArrowFunction(inner) || ts.isFunctionExpression(inner) || ts.isClassExpression(inner)) return inner;
   return undefined;
-}
-
-function accessPath(e) {
-  const parts = [];
-  let cur = e;
-  for (;;) {
-    if (ts.isPropertyAccessExpression(cur)) {
-      parts.unshift(cur.name.text);
-      cur = cur.expression;
-    } else if (ts.isElementAccessExpression(cur) && ts.isStringLiteralLike(cur.argumentExpression)) {
-      parts.unshift(cur.argumentExpression.text);
-      cur = cur.expression;
-    } else if (ts.isIdentifier(cur)) {
-      parts.unshift(cur.text);
-      return parts;
-    } else if (cur.kind === ts.SyntaxKind.ThisKeyword) {
-      parts.unshift('this');
-      return parts;
-    } else {
-      return [];
-    }
-  }
 }
 
 // `X.prototype.y = function () {}` and friends, named as node_ts_service/src/symbols.ts

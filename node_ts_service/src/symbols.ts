@@ -1217,7 +1217,8 @@ function outerExpression(node: ts.Node): ts.Node {
   return e;
 }
 
-function accessPath(e: ts.Expression): string[] {
+/** `a.b['c'].d` as its parts; [] when the chain does not start at a name or `this`. */
+export function accessPath(e: ts.Expression): string[] {
   const parts: string[] = [];
   let cur: ts.Expression = e;
   for (;;) {

@@ -138,7 +138,7 @@ def search_lines(response: dict[str, Any]) -> list[str]:
         if code:
             lines.append("")
             lines.append(f"    // {result['path']} > {result['qualified_name']}")
-            lines.extend(f"    {line}" for line in code.splitlines())
+            lines.extend(f"    {line}" for line in _align_first_line(code.splitlines()))
             if result.get("code_lines_omitted"):
                 lines.append(
                     f"    /* … {result['code_lines_omitted']} more lines: {result['path']}:"
@@ -149,6 +149,16 @@ def search_lines(response: dict[str, Any]) -> list[str]:
         lines.append("no results")
     lines.append(metadata_line(response["metadata"]))
     return lines
+
+
+def _align_first_line(lines: list[str]) -> list[str]:
+    """A symbol's source starts at the symbol, so its first line lost the indentation the rest
+    keeps; shift the rest left by their common indentation so the block reads as written."""
+    rest = [line for line in lines[1:] if line.strip()]
+    if not rest:
+        return lines
+    indent = min(len(line) - len(line.lstrip(" \t")) for line in rest)
+    return [lines[0], *(line[indent:] if line.strip() else line for line in lines[1:])]
 
 
 def metadata_line(meta: dict[str, Any]) -> str:

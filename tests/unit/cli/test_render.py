@@ -107,3 +107,25 @@ def test_terminal_progress_redraws_one_bar() -> None:
 
 def test_eta_format() -> None:
     assert (format_eta(None), format_eta(5), format_eta(3725)) == ("--:--", "00:05", "1:02:05")
+
+
+def test_search_code_block_reads_as_written():
+    from codecompass.cli.render import search_lines
+
+    code = "validate(token) {\n    if (!token) {\n      return false;\n    }\n    return true;\n  }"
+    result = {
+        "score": 0.9, "path": "src/a.ts", "start_line": 3, "end_line": 8, "qualified_name": "Auth.validate",
+        "kind": "method", "lexical_score": 0.9, "vector_similarity": 0.0, "provenance": "lexical",
+        "signature": "validate(token)", "signals": {}, "code": code, "code_lines_omitted": 0,
+    }
+    meta = {
+        "indexing_status": "ready", "result_completeness": "complete", "semantic_ratio_used": 0.0,
+        "semantic_fallback": False, "semantic_skipped_reason": "", "external_provider_blocked": False,
+        "embedding_model_id": "", "embedding_model_version": "", "embedded_chunks": 1, "total_chunks": 1,
+        "sync_ms": 1.0, "search_ms": 1.0,
+    }
+    lines = search_lines({"results": [result], "metadata": meta})
+    start = lines.index("    validate(token) {")
+    assert lines[start + 1 : start + 6] == [
+        "      if (!token) {", "        return false;", "      }", "      return true;", "    }",
+    ]

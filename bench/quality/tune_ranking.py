@@ -80,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="semantic ratio cap (default: the product's default)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="evaluate the full policy with these weights changed (repeatable)")
+    parser.add_argument("--pool", type=int, default=RetrievalSettings().candidate_pool,
+                        help="candidates per channel (default: the product's default)")
     parser.add_argument("--only", help="comma-separated ablation names to run")
     parser.add_argument("--no-write", action="store_true", help="print only; write no results file")
     args = parser.parse_args(argv)
@@ -116,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                 store = stores[qy.repo] = open_store(args.state_dir, workspace_for(qy.repo))
             outcome = hybrid_search(
                 store, qy.query, query_vector=vectors[qy.id], filters=Filters(), limit=10,
-                semantic_ratio=args.ratio, candidate_pool=40, policy=policy,
+                semantic_ratio=args.ratio, candidate_pool=args.pool, policy=policy,
             )
             hits = [target_hit(r.chunk, qy.targets) for r in outcome.results]
             score = score_query(hits, len(qy.targets))
@@ -129,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {name} | {qtype} | {len(by_type[qtype])} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
     if not args.no_write and not args.set:
         path = write_results("ranking", {
-            "split": args.split, "semantic_ratio_cap": args.ratio, "candidate_pool": 40,
+            "split": args.split, "semantic_ratio_cap": args.ratio, "candidate_pool": args.pool,
             "policy": {f.name: getattr(DEFAULT_POLICY, f.name) for f in fields(RankingPolicy)},
             "variants": {name: changes for name, changes in variants.items()}, "rows": rows,
         })

@@ -5,6 +5,7 @@ import * as chunkPb from './gen/codecompass/v1/chunk';
 import { CHUNKER_VERSION } from './chunker';
 import { languageOf } from './fileio';
 import type { ChunkRequest, RenderRequest, RenderResult, ScanRequest } from './service';
+import type { TraceDirection, TracePartialReason, TraceRequest, TraceResult } from './trace';
 import type {
   Chunk,
   ChunkedFile,
@@ -312,4 +313,66 @@ export function renderResultToPb(result: RenderResult): pb.RenderSymbolsResponse
 
 export function renderResultFromPb(response: pb.RenderSymbolsResponse): RenderResult {
   return { symbols: response.symbols.map(renderedSymbolFromPb), missingSymbolIds: [...response.missingSymbolIds] };
+}
+
+const TRACE_DIRECTION_TO_PB: Record<TraceDirection, pb.TraceDirection> = {
+  callers: pb.TraceDirection.TRACE_DIRECTION_CALLERS,
+  callees: pb.TraceDirection.TRACE_DIRECTION_CALLEES,
+  references: pb.TraceDirection.TRACE_DIRECTION_REFERENCES,
+  implementations: pb.TraceDirection.TRACE_DIRECTION_IMPLEMENTATIONS,
+  supertypes: pb.TraceDirection.TRACE_DIRECTION_SUPERTYPES,
+  subtypes: pb.TraceDirection.TRACE_DIRECTION_SUBTYPES,
+};
+const TRACE_DIRECTION_FROM_PB = invert(TRACE_DIRECTION_TO_PB);
+
+const TRACE_PARTIAL_REASON_TO_PB: Record<TracePartialReason, pb.TracePartialReason> = {
+  limit: pb.TracePartialReason.TRACE_PARTIAL_REASON_LIMIT,
+  deadline: pb.TracePartialReason.TRACE_PARTIAL_REASON_DEADLINE,
+  depth: pb.TracePartialReason.TRACE_PARTIAL_REASON_DEPTH,
+};
+const TRACE_PARTIAL_REASON_FROM_PB = invert(TRACE_PARTIAL_REASON_TO_PB);
+
+export function traceRequestFromPb(request: pb.TraceRequest): TraceRequest {
+  if (request.direction === pb.TraceDirection.TRACE_DIRECTION_UNSPECIFIED) {
+    throw new ConversionError('direction is required: callers, callees, references, implementations, supertypes or subtypes');
+  }
+  return {
+    workspaceRoot: request.workspaceRoot,
+    symbol: request.symbol,
+    relativePath: request.relativePath,
+    direction: fromTable(TRACE_DIRECTION_FROM_PB, request.direction, 'TraceDirection'),
+    depth: request.depth,
+    limit: request.limit,
+  };
+}
+
+export function traceRequestToPb(request: TraceRequest): pb.TraceRequest {
+  return { ...request, direction: TRACE_DIRECTION_TO_PB[request.direction] };
+}
+
+export function traceResultToPb(result: TraceResult): pb.TraceResponse {
+  return {
+    root: { ...result.root },
+    nodes: result.nodes.map((n) => ({ ...n })),
+    partial: result.partial,
+    partialReason:
+      result.partialReason === undefined ? pb.TracePartialReason.TRACE_PARTIAL_REASON_UNSPECIFIED : TRACE_PARTIAL_REASON_TO_PB[result.partialReason],
+    totalFound: result.totalFound,
+    returned: result.returned,
+  };
+}
+
+export function traceResultFromPb(response: pb.TraceResponse): TraceResult {
+  if (!response.root) throw new ConversionError('TraceResponse has no root');
+  return {
+    root: { ...response.root },
+    nodes: response.nodes.map((n) => ({ ...n })),
+    partial: response.partial,
+    partialReason:
+      response.partialReason === pb.TracePartialReason.TRACE_PARTIAL_REASON_UNSPECIFIED
+        ? undefined
+        : fromTable(TRACE_PARTIAL_REASON_FROM_PB, response.partialReason, 'TracePartialReason'),
+    totalFound: response.totalFound,
+    returned: response.returned,
+  };
 }

@@ -4,7 +4,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Span } from '@opentelemetry/api';
-import { ConversionError, chunkRequestFromPb, chunkedFileToPb, renderRequestFromPb, renderResultToPb, scanRequestFromPb, scanResultToPb } from './convert';
+import { ConversionError, chunkRequestFromPb, chunkedFileToPb, renderRequestFromPb, renderResultToPb, scanRequestFromPb, scanResultToPb, traceRequestFromPb, traceResultToPb } from './convert';
 import {
   CodeAnalysisServiceService,
   type ChunkFilesRequest,
@@ -108,6 +108,26 @@ export function createHandlers(service: AnalysisService, logger: Logger): CodeAn
           callback(null, renderResultToPb(result));
         } catch (err) {
           const status = toStatusError(err, logger, 'RenderSymbols');
+          finishSpan(span, status);
+          callback(status);
+        }
+      });
+    },
+
+    trace: (call, callback) => {
+      void withServerSpan(ANALYSIS_SERVICE_NAME, 'Trace', call.metadata, async (span) => {
+        try {
+          // No deadline from the client means no limit of its own; the service
+          // still caps a trace at its internal budget.
+          const deadline = call.getDeadline();
+          const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number.isFinite(deadline) ? Number(deadline) : Infinity;
+          const result = await service.trace(traceRequestFromPb(call.request), deadlineMs, () => call.cancelled);
+          span.setAttribute('codecompass.trace.returned', result.returned);
+          span.setAttribute('codecompass.trace.partial', result.partial);
+          finishSpan(span, undefined);
+          callback(null, traceResultToPb(result));
+        } catch (err) {
+          const status = toStatusError(err, logger, 'Trace');
           finishSpan(span, status);
           callback(status);
         }

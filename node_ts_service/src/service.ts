@@ -10,6 +10,7 @@ import { type ProgramView, warmLibraries } from './program';
 import { renderSymbol } from './render';
 import { ScanCancelledError, compareStrings, listSourceFiles, scanWorkspace } from './scanner';
 import { countTokens } from './tokens';
+import { type TraceRequest, type TraceResult, TraceProjectHost, trace } from './trace';
 import type { ChunkedFile, FileEntry, Language, RenderedSymbol, RenderSpec, ScanResult } from './types';
 import { RequestError, type Workspace, WorkspaceRegistry, resolveRequestPath } from './workspace';
 
@@ -77,6 +78,8 @@ const REFERENCE_WINDOW = 512;
 
 export class AnalysisService {
   private readonly workspaces: WorkspaceRegistry;
+  /** Whole-workspace LanguageServices for Trace, least recently used first. */
+  private readonly traceHosts = new Map<string, TraceProjectHost>();
 
   constructor(
     private readonly config: Pick<AnalysisConfig, 'maxFileBytes' | 'maxPrograms' | 'maxRenderCacheFiles' | 'maxWorkspaces'>,
@@ -175,7 +178,36 @@ export class AnalysisService {
     return { symbols, missingSymbolIds };
   }
 
+  /**
+   * Traces a symbol across the whole workspace. The Program covers every
+   * source file the scanner lists, because callers and subtypes can be anywhere.
+   */
+  async trace(request: TraceRequest, deadlineMs: number, isCancelled: () => boolean = () => false): Promise<TraceResult> {
+    const workspace = this.workspaces.get(request.workspaceRoot);
+    let listing;
+    try {
+      listing = await listSourceFiles({ root: workspace.root, fsOps: this.fsOps, isCancelled });
+    } catch (err) {
+      if (err instanceof ScanCancelledError) throw new CancelledError();
+      throw err;
+    }
+    if (isCancelled()) throw new CancelledError();
+    let host = this.traceHosts.get(workspace.root);
+    if (host) this.traceHosts.delete(workspace.root);
+    else host = new TraceProjectHost(workspace.root);
+    this.traceHosts.set(workspace.root, host);
+    while (this.traceHosts.size > this.config.maxWorkspaces) {
+      const [oldestRoot, oldest] = this.traceHosts.entries().next().value as [string, TraceProjectHost];
+      oldest.dispose();
+      this.traceHosts.delete(oldestRoot);
+    }
+    const project = host.project(listing.files.map((f) => f.absolutePath));
+    return trace(project, request, deadlineMs);
+  }
+
   dispose(): void {
+    for (const host of this.traceHosts.values()) host.dispose();
+    this.traceHosts.clear();
     this.workspaces.dispose();
   }
 

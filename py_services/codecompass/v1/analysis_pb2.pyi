@@ -26,6 +26,23 @@ class FileStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FILE_STATUS_OK: _ClassVar[FileStatus]
     FILE_STATUS_SYNTAX_ERRORS: _ClassVar[FileStatus]
     FILE_STATUS_SKIPPED: _ClassVar[FileStatus]
+
+class TraceDirection(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TRACE_DIRECTION_UNSPECIFIED: _ClassVar[TraceDirection]
+    TRACE_DIRECTION_CALLERS: _ClassVar[TraceDirection]
+    TRACE_DIRECTION_CALLEES: _ClassVar[TraceDirection]
+    TRACE_DIRECTION_REFERENCES: _ClassVar[TraceDirection]
+    TRACE_DIRECTION_IMPLEMENTATIONS: _ClassVar[TraceDirection]
+    TRACE_DIRECTION_SUPERTYPES: _ClassVar[TraceDirection]
+    TRACE_DIRECTION_SUBTYPES: _ClassVar[TraceDirection]
+
+class TracePartialReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TRACE_PARTIAL_REASON_UNSPECIFIED: _ClassVar[TracePartialReason]
+    TRACE_PARTIAL_REASON_LIMIT: _ClassVar[TracePartialReason]
+    TRACE_PARTIAL_REASON_DEADLINE: _ClassVar[TracePartialReason]
+    TRACE_PARTIAL_REASON_DEPTH: _ClassVar[TracePartialReason]
 SKIP_REASON_UNSPECIFIED: SkipReason
 SKIP_REASON_MINIFIED: SkipReason
 SKIP_REASON_BINARY: SkipReason
@@ -39,6 +56,17 @@ FILE_STATUS_UNSPECIFIED: FileStatus
 FILE_STATUS_OK: FileStatus
 FILE_STATUS_SYNTAX_ERRORS: FileStatus
 FILE_STATUS_SKIPPED: FileStatus
+TRACE_DIRECTION_UNSPECIFIED: TraceDirection
+TRACE_DIRECTION_CALLERS: TraceDirection
+TRACE_DIRECTION_CALLEES: TraceDirection
+TRACE_DIRECTION_REFERENCES: TraceDirection
+TRACE_DIRECTION_IMPLEMENTATIONS: TraceDirection
+TRACE_DIRECTION_SUPERTYPES: TraceDirection
+TRACE_DIRECTION_SUBTYPES: TraceDirection
+TRACE_PARTIAL_REASON_UNSPECIFIED: TracePartialReason
+TRACE_PARTIAL_REASON_LIMIT: TracePartialReason
+TRACE_PARTIAL_REASON_DEADLINE: TracePartialReason
+TRACE_PARTIAL_REASON_DEPTH: TracePartialReason
 
 class FileEntry(_message.Message):
     __slots__ = ("relative_path", "size_bytes", "mtime_ns", "content_hash", "language")
@@ -173,3 +201,65 @@ class RenderSymbolsResponse(_message.Message):
     symbols: _containers.RepeatedCompositeFieldContainer[RenderedSymbol]
     missing_symbol_ids: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, symbols: _Optional[_Iterable[_Union[RenderedSymbol, _Mapping]]] = ..., missing_symbol_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TraceRequest(_message.Message):
+    __slots__ = ("workspace_root", "symbol", "relative_path", "direction", "depth", "limit")
+    WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
+    SYMBOL_FIELD_NUMBER: _ClassVar[int]
+    RELATIVE_PATH_FIELD_NUMBER: _ClassVar[int]
+    DIRECTION_FIELD_NUMBER: _ClassVar[int]
+    DEPTH_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    workspace_root: str
+    symbol: str
+    relative_path: str
+    direction: TraceDirection
+    depth: int
+    limit: int
+    def __init__(self, workspace_root: _Optional[str] = ..., symbol: _Optional[str] = ..., relative_path: _Optional[str] = ..., direction: _Optional[_Union[TraceDirection, str]] = ..., depth: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class TraceSymbol(_message.Message):
+    __slots__ = ("relative_path", "qualified_name", "start_line", "end_line", "chunk_id")
+    RELATIVE_PATH_FIELD_NUMBER: _ClassVar[int]
+    QUALIFIED_NAME_FIELD_NUMBER: _ClassVar[int]
+    START_LINE_FIELD_NUMBER: _ClassVar[int]
+    END_LINE_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
+    relative_path: str
+    qualified_name: str
+    start_line: int
+    end_line: int
+    chunk_id: str
+    def __init__(self, relative_path: _Optional[str] = ..., qualified_name: _Optional[str] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., chunk_id: _Optional[str] = ...) -> None: ...
+
+class TraceNode(_message.Message):
+    __slots__ = ("relative_path", "qualified_name", "chunk_id", "line", "snippet", "depth")
+    RELATIVE_PATH_FIELD_NUMBER: _ClassVar[int]
+    QUALIFIED_NAME_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    SNIPPET_FIELD_NUMBER: _ClassVar[int]
+    DEPTH_FIELD_NUMBER: _ClassVar[int]
+    relative_path: str
+    qualified_name: str
+    chunk_id: str
+    line: int
+    snippet: str
+    depth: int
+    def __init__(self, relative_path: _Optional[str] = ..., qualified_name: _Optional[str] = ..., chunk_id: _Optional[str] = ..., line: _Optional[int] = ..., snippet: _Optional[str] = ..., depth: _Optional[int] = ...) -> None: ...
+
+class TraceResponse(_message.Message):
+    __slots__ = ("root", "nodes", "partial", "partial_reason", "total_found", "returned")
+    ROOT_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    PARTIAL_FIELD_NUMBER: _ClassVar[int]
+    PARTIAL_REASON_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FOUND_FIELD_NUMBER: _ClassVar[int]
+    RETURNED_FIELD_NUMBER: _ClassVar[int]
+    root: TraceSymbol
+    nodes: _containers.RepeatedCompositeFieldContainer[TraceNode]
+    partial: bool
+    partial_reason: TracePartialReason
+    total_found: int
+    returned: int
+    def __init__(self, root: _Optional[_Union[TraceSymbol, _Mapping]] = ..., nodes: _Optional[_Iterable[_Union[TraceNode, _Mapping]]] = ..., partial: _Optional[bool] = ..., partial_reason: _Optional[_Union[TracePartialReason, str]] = ..., total_found: _Optional[int] = ..., returned: _Optional[int] = ...) -> None: ...

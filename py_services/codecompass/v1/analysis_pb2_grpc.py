@@ -52,6 +52,11 @@ class CodeAnalysisServiceStub:
                 request_serializer=codecompass_dot_v1_dot_analysis__pb2.RenderSymbolsRequest.SerializeToString,
                 response_deserializer=codecompass_dot_v1_dot_analysis__pb2.RenderSymbolsResponse.FromString,
                 _registered_method=True)
+        self.Trace = channel.unary_unary(
+                '/codecompass.v1.CodeAnalysisService/Trace',
+                request_serializer=codecompass_dot_v1_dot_analysis__pb2.TraceRequest.SerializeToString,
+                response_deserializer=codecompass_dot_v1_dot_analysis__pb2.TraceResponse.FromString,
+                _registered_method=True)
 
 
 class CodeAnalysisServiceServicer:
@@ -84,6 +89,15 @@ class CodeAnalysisServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Trace(self, request, context):
+        """Trace follows one symbol through the type checker: its callers, callees,
+        references, implementations, supertypes or subtypes, bounded by depth,
+        limit and the call's deadline. NOT_FOUND when the symbol cannot be resolved.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CodeAnalysisServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -101,6 +115,11 @@ def add_CodeAnalysisServiceServicer_to_server(servicer, server):
                     servicer.RenderSymbols,
                     request_deserializer=codecompass_dot_v1_dot_analysis__pb2.RenderSymbolsRequest.FromString,
                     response_serializer=codecompass_dot_v1_dot_analysis__pb2.RenderSymbolsResponse.SerializeToString,
+            ),
+            'Trace': grpc.unary_unary_rpc_method_handler(
+                    servicer.Trace,
+                    request_deserializer=codecompass_dot_v1_dot_analysis__pb2.TraceRequest.FromString,
+                    response_serializer=codecompass_dot_v1_dot_analysis__pb2.TraceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -187,6 +206,33 @@ class CodeAnalysisService:
             '/codecompass.v1.CodeAnalysisService/RenderSymbols',
             codecompass_dot_v1_dot_analysis__pb2.RenderSymbolsRequest.SerializeToString,
             codecompass_dot_v1_dot_analysis__pb2.RenderSymbolsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Trace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/codecompass.v1.CodeAnalysisService/Trace',
+            codecompass_dot_v1_dot_analysis__pb2.TraceRequest.SerializeToString,
+            codecompass_dot_v1_dot_analysis__pb2.TraceResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -161,6 +161,127 @@ export function fileStatusToJSON(object: FileStatus): string {
   }
 }
 
+/** TraceDirection says which relation Trace follows from the root symbol. */
+export enum TraceDirection {
+  /** TRACE_DIRECTION_UNSPECIFIED - Not set; rejected with INVALID_ARGUMENT. */
+  TRACE_DIRECTION_UNSPECIFIED = 0,
+  /** TRACE_DIRECTION_CALLERS - Functions and methods that call the root (call hierarchy, incoming). */
+  TRACE_DIRECTION_CALLERS = 1,
+  /** TRACE_DIRECTION_CALLEES - Functions and methods the root calls (call hierarchy, outgoing). */
+  TRACE_DIRECTION_CALLEES = 2,
+  /** TRACE_DIRECTION_REFERENCES - Every reference to the root, declarations excluded. */
+  TRACE_DIRECTION_REFERENCES = 3,
+  /** TRACE_DIRECTION_IMPLEMENTATIONS - Implementations of an interface, abstract member or overridden member. */
+  TRACE_DIRECTION_IMPLEMENTATIONS = 4,
+  /** TRACE_DIRECTION_SUPERTYPES - Classes and interfaces the root extends or implements. */
+  TRACE_DIRECTION_SUPERTYPES = 5,
+  /** TRACE_DIRECTION_SUBTYPES - Classes and interfaces that extend or implement the root. */
+  TRACE_DIRECTION_SUBTYPES = 6,
+  UNRECOGNIZED = -1,
+}
+
+export function traceDirectionFromJSON(object: any): TraceDirection {
+  switch (object) {
+    case 0:
+    case "TRACE_DIRECTION_UNSPECIFIED":
+      return TraceDirection.TRACE_DIRECTION_UNSPECIFIED;
+    case 1:
+    case "TRACE_DIRECTION_CALLERS":
+      return TraceDirection.TRACE_DIRECTION_CALLERS;
+    case 2:
+    case "TRACE_DIRECTION_CALLEES":
+      return TraceDirection.TRACE_DIRECTION_CALLEES;
+    case 3:
+    case "TRACE_DIRECTION_REFERENCES":
+      return TraceDirection.TRACE_DIRECTION_REFERENCES;
+    case 4:
+    case "TRACE_DIRECTION_IMPLEMENTATIONS":
+      return TraceDirection.TRACE_DIRECTION_IMPLEMENTATIONS;
+    case 5:
+    case "TRACE_DIRECTION_SUPERTYPES":
+      return TraceDirection.TRACE_DIRECTION_SUPERTYPES;
+    case 6:
+    case "TRACE_DIRECTION_SUBTYPES":
+      return TraceDirection.TRACE_DIRECTION_SUBTYPES;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return TraceDirection.UNRECOGNIZED;
+  }
+}
+
+export function traceDirectionToJSON(object: TraceDirection): string {
+  switch (object) {
+    case TraceDirection.TRACE_DIRECTION_UNSPECIFIED:
+      return "TRACE_DIRECTION_UNSPECIFIED";
+    case TraceDirection.TRACE_DIRECTION_CALLERS:
+      return "TRACE_DIRECTION_CALLERS";
+    case TraceDirection.TRACE_DIRECTION_CALLEES:
+      return "TRACE_DIRECTION_CALLEES";
+    case TraceDirection.TRACE_DIRECTION_REFERENCES:
+      return "TRACE_DIRECTION_REFERENCES";
+    case TraceDirection.TRACE_DIRECTION_IMPLEMENTATIONS:
+      return "TRACE_DIRECTION_IMPLEMENTATIONS";
+    case TraceDirection.TRACE_DIRECTION_SUPERTYPES:
+      return "TRACE_DIRECTION_SUPERTYPES";
+    case TraceDirection.TRACE_DIRECTION_SUBTYPES:
+      return "TRACE_DIRECTION_SUBTYPES";
+    case TraceDirection.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/** TracePartialReason says why a Trace answer is incomplete. */
+export enum TracePartialReason {
+  /** TRACE_PARTIAL_REASON_UNSPECIFIED - The answer is complete. */
+  TRACE_PARTIAL_REASON_UNSPECIFIED = 0,
+  /** TRACE_PARTIAL_REASON_LIMIT - More nodes were found than the request's limit. */
+  TRACE_PARTIAL_REASON_LIMIT = 1,
+  /** TRACE_PARTIAL_REASON_DEADLINE - The time budget (the call's deadline, at most a few seconds) ran out. */
+  TRACE_PARTIAL_REASON_DEADLINE = 2,
+  /** TRACE_PARTIAL_REASON_DEPTH - The requested depth was above the maximum and was lowered to it. */
+  TRACE_PARTIAL_REASON_DEPTH = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function tracePartialReasonFromJSON(object: any): TracePartialReason {
+  switch (object) {
+    case 0:
+    case "TRACE_PARTIAL_REASON_UNSPECIFIED":
+      return TracePartialReason.TRACE_PARTIAL_REASON_UNSPECIFIED;
+    case 1:
+    case "TRACE_PARTIAL_REASON_LIMIT":
+      return TracePartialReason.TRACE_PARTIAL_REASON_LIMIT;
+    case 2:
+    case "TRACE_PARTIAL_REASON_DEADLINE":
+      return TracePartialReason.TRACE_PARTIAL_REASON_DEADLINE;
+    case 3:
+    case "TRACE_PARTIAL_REASON_DEPTH":
+      return TracePartialReason.TRACE_PARTIAL_REASON_DEPTH;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return TracePartialReason.UNRECOGNIZED;
+  }
+}
+
+export function tracePartialReasonToJSON(object: TracePartialReason): string {
+  switch (object) {
+    case TracePartialReason.TRACE_PARTIAL_REASON_UNSPECIFIED:
+      return "TRACE_PARTIAL_REASON_UNSPECIFIED";
+    case TracePartialReason.TRACE_PARTIAL_REASON_LIMIT:
+      return "TRACE_PARTIAL_REASON_LIMIT";
+    case TracePartialReason.TRACE_PARTIAL_REASON_DEADLINE:
+      return "TRACE_PARTIAL_REASON_DEADLINE";
+    case TracePartialReason.TRACE_PARTIAL_REASON_DEPTH:
+      return "TRACE_PARTIAL_REASON_DEPTH";
+    case TracePartialReason.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** FileEntry is one source file in a workspace catalog. */
 export interface FileEntry {
   /** Path relative to the workspace root, with forward slashes. */
@@ -302,6 +423,82 @@ export interface RenderSymbolsResponse {
   symbols: RenderedSymbol[];
   /** Requested symbol ids that no longer exist in the workspace. */
   missingSymbolIds: string[];
+}
+
+/** TraceRequest names a symbol and the relation to follow from it. */
+export interface TraceRequest {
+  /** Absolute path of the workspace root. */
+  workspaceRoot: string;
+  /**
+   * The symbol: a qualified name as chunks name it (`TokenService.validateToken`)
+   * or a `path:line` location (`src/auth.ts:42`, 1-based line).
+   */
+  symbol: string;
+  /**
+   * Workspace-relative path that holds the symbol; narrows a qualified name
+   * that several files declare. Optional.
+   */
+  relativePath: string;
+  /** Relation to follow. */
+  direction: TraceDirection;
+  /**
+   * Hops to follow for callers, callees, supertypes and subtypes; 0 means 1,
+   * at most 3. References and implementations are always one hop.
+   */
+  depth: number;
+  /** Most nodes to return; 0 means 50. */
+  limit: number;
+}
+
+/** TraceSymbol is a resolved symbol: the root of a trace. */
+export interface TraceSymbol {
+  /** Path relative to the workspace root. */
+  relativePath: string;
+  /** Qualified name as chunks name it. */
+  qualifiedName: string;
+  /** First line of the declaration, 1-based. */
+  startLine: number;
+  /** Last line of the declaration, 1-based, inclusive. */
+  endLine: number;
+  /** Id of the chunk the symbol is, or empty when it is not a chunk. */
+  chunkId: string;
+}
+
+/** TraceNode is one location found by a trace. */
+export interface TraceNode {
+  /** Path relative to the workspace root. */
+  relativePath: string;
+  /**
+   * Qualified name of the innermost chunk around the location; empty at a
+   * file's top level outside every chunk.
+   */
+  qualifiedName: string;
+  /** Id of that chunk, or empty. */
+  chunkId: string;
+  /** Line of the location, 1-based. */
+  line: number;
+  /** That line of source, trimmed and shortened. */
+  snippet: string;
+  /** Hops from the root: 1 for direct relations. */
+  depth: number;
+}
+
+/** TraceResponse is the resolved root and what the trace found from it. */
+export interface TraceResponse {
+  /** The symbol the request resolved to. */
+  root:
+    | TraceSymbol
+    | undefined;
+  /** Nodes found, breadth first; empty with a root means a real "none". */
+  nodes: TraceNode[];
+  /** Whether nodes is incomplete; partial_reason says why. */
+  partial: boolean;
+  /** Why the answer is incomplete, when partial is set. */
+  partialReason: TracePartialReason;
+  /** Nodes found before stopping (at least len(nodes)). */
+  totalFound: number;
+  /** Nodes returned: len(nodes). */
+  returned: number;
 }
 
 function createBaseFileEntry(): FileEntry {
@@ -1743,6 +1940,636 @@ export const RenderSymbolsResponse: MessageFns<RenderSymbolsResponse> = {
   },
 };
 
+function createBaseTraceRequest(): TraceRequest {
+  return { workspaceRoot: "", symbol: "", relativePath: "", direction: 0, depth: 0, limit: 0 };
+}
+
+export const TraceRequest: MessageFns<TraceRequest> = {
+  encode(message: TraceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceRoot !== "") {
+      writer.uint32(10).string(message.workspaceRoot);
+    }
+    if (message.symbol !== "") {
+      writer.uint32(18).string(message.symbol);
+    }
+    if (message.relativePath !== "") {
+      writer.uint32(26).string(message.relativePath);
+    }
+    if (message.direction !== 0) {
+      writer.uint32(32).int32(message.direction);
+    }
+    if (message.depth !== 0) {
+      writer.uint32(40).uint32(message.depth);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(48).uint32(message.limit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TraceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTraceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceRoot = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.symbol = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.relativePath = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.direction = reader.int32() as any;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.depth = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TraceRequest {
+    return {
+      workspaceRoot: isSet(object.workspaceRoot)
+        ? globalThis.String(object.workspaceRoot)
+        : isSet(object.workspace_root)
+        ? globalThis.String(object.workspace_root)
+        : "",
+      symbol: isSet(object.symbol) ? globalThis.String(object.symbol) : "",
+      relativePath: isSet(object.relativePath)
+        ? globalThis.String(object.relativePath)
+        : isSet(object.relative_path)
+        ? globalThis.String(object.relative_path)
+        : "",
+      direction: isSet(object.direction) ? traceDirectionFromJSON(object.direction) : 0,
+      depth: isSet(object.depth) ? globalThis.Number(object.depth) : 0,
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+    };
+  },
+
+  toJSON(message: TraceRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceRoot !== "") {
+      obj.workspaceRoot = message.workspaceRoot;
+    }
+    if (message.symbol !== "") {
+      obj.symbol = message.symbol;
+    }
+    if (message.relativePath !== "") {
+      obj.relativePath = message.relativePath;
+    }
+    if (message.direction !== 0) {
+      obj.direction = traceDirectionToJSON(message.direction);
+    }
+    if (message.depth !== 0) {
+      obj.depth = Math.round(message.depth);
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TraceRequest>): TraceRequest {
+    return TraceRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TraceRequest>): TraceRequest {
+    const message = createBaseTraceRequest();
+    message.workspaceRoot = object.workspaceRoot ?? "";
+    message.symbol = object.symbol ?? "";
+    message.relativePath = object.relativePath ?? "";
+    message.direction = object.direction ?? 0;
+    message.depth = object.depth ?? 0;
+    message.limit = object.limit ?? 0;
+    return message;
+  },
+};
+
+function createBaseTraceSymbol(): TraceSymbol {
+  return { relativePath: "", qualifiedName: "", startLine: 0, endLine: 0, chunkId: "" };
+}
+
+export const TraceSymbol: MessageFns<TraceSymbol> = {
+  encode(message: TraceSymbol, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.relativePath !== "") {
+      writer.uint32(10).string(message.relativePath);
+    }
+    if (message.qualifiedName !== "") {
+      writer.uint32(18).string(message.qualifiedName);
+    }
+    if (message.startLine !== 0) {
+      writer.uint32(24).uint32(message.startLine);
+    }
+    if (message.endLine !== 0) {
+      writer.uint32(32).uint32(message.endLine);
+    }
+    if (message.chunkId !== "") {
+      writer.uint32(42).string(message.chunkId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TraceSymbol {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTraceSymbol();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.relativePath = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.qualifiedName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.startLine = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.endLine = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.chunkId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TraceSymbol {
+    return {
+      relativePath: isSet(object.relativePath)
+        ? globalThis.String(object.relativePath)
+        : isSet(object.relative_path)
+        ? globalThis.String(object.relative_path)
+        : "",
+      qualifiedName: isSet(object.qualifiedName)
+        ? globalThis.String(object.qualifiedName)
+        : isSet(object.qualified_name)
+        ? globalThis.String(object.qualified_name)
+        : "",
+      startLine: isSet(object.startLine)
+        ? globalThis.Number(object.startLine)
+        : isSet(object.start_line)
+        ? globalThis.Number(object.start_line)
+        : 0,
+      endLine: isSet(object.endLine)
+        ? globalThis.Number(object.endLine)
+        : isSet(object.end_line)
+        ? globalThis.Number(object.end_line)
+        : 0,
+      chunkId: isSet(object.chunkId)
+        ? globalThis.String(object.chunkId)
+        : isSet(object.chunk_id)
+        ? globalThis.String(object.chunk_id)
+        : "",
+    };
+  },
+
+  toJSON(message: TraceSymbol): unknown {
+    const obj: any = {};
+    if (message.relativePath !== "") {
+      obj.relativePath = message.relativePath;
+    }
+    if (message.qualifiedName !== "") {
+      obj.qualifiedName = message.qualifiedName;
+    }
+    if (message.startLine !== 0) {
+      obj.startLine = Math.round(message.startLine);
+    }
+    if (message.endLine !== 0) {
+      obj.endLine = Math.round(message.endLine);
+    }
+    if (message.chunkId !== "") {
+      obj.chunkId = message.chunkId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TraceSymbol>): TraceSymbol {
+    return TraceSymbol.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TraceSymbol>): TraceSymbol {
+    const message = createBaseTraceSymbol();
+    message.relativePath = object.relativePath ?? "";
+    message.qualifiedName = object.qualifiedName ?? "";
+    message.startLine = object.startLine ?? 0;
+    message.endLine = object.endLine ?? 0;
+    message.chunkId = object.chunkId ?? "";
+    return message;
+  },
+};
+
+function createBaseTraceNode(): TraceNode {
+  return { relativePath: "", qualifiedName: "", chunkId: "", line: 0, snippet: "", depth: 0 };
+}
+
+export const TraceNode: MessageFns<TraceNode> = {
+  encode(message: TraceNode, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.relativePath !== "") {
+      writer.uint32(10).string(message.relativePath);
+    }
+    if (message.qualifiedName !== "") {
+      writer.uint32(18).string(message.qualifiedName);
+    }
+    if (message.chunkId !== "") {
+      writer.uint32(26).string(message.chunkId);
+    }
+    if (message.line !== 0) {
+      writer.uint32(32).uint32(message.line);
+    }
+    if (message.snippet !== "") {
+      writer.uint32(42).string(message.snippet);
+    }
+    if (message.depth !== 0) {
+      writer.uint32(48).uint32(message.depth);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TraceNode {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTraceNode();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.relativePath = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.qualifiedName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.chunkId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.line = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.snippet = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.depth = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TraceNode {
+    return {
+      relativePath: isSet(object.relativePath)
+        ? globalThis.String(object.relativePath)
+        : isSet(object.relative_path)
+        ? globalThis.String(object.relative_path)
+        : "",
+      qualifiedName: isSet(object.qualifiedName)
+        ? globalThis.String(object.qualifiedName)
+        : isSet(object.qualified_name)
+        ? globalThis.String(object.qualified_name)
+        : "",
+      chunkId: isSet(object.chunkId)
+        ? globalThis.String(object.chunkId)
+        : isSet(object.chunk_id)
+        ? globalThis.String(object.chunk_id)
+        : "",
+      line: isSet(object.line) ? globalThis.Number(object.line) : 0,
+      snippet: isSet(object.snippet) ? globalThis.String(object.snippet) : "",
+      depth: isSet(object.depth) ? globalThis.Number(object.depth) : 0,
+    };
+  },
+
+  toJSON(message: TraceNode): unknown {
+    const obj: any = {};
+    if (message.relativePath !== "") {
+      obj.relativePath = message.relativePath;
+    }
+    if (message.qualifiedName !== "") {
+      obj.qualifiedName = message.qualifiedName;
+    }
+    if (message.chunkId !== "") {
+      obj.chunkId = message.chunkId;
+    }
+    if (message.line !== 0) {
+      obj.line = Math.round(message.line);
+    }
+    if (message.snippet !== "") {
+      obj.snippet = message.snippet;
+    }
+    if (message.depth !== 0) {
+      obj.depth = Math.round(message.depth);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TraceNode>): TraceNode {
+    return TraceNode.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TraceNode>): TraceNode {
+    const message = createBaseTraceNode();
+    message.relativePath = object.relativePath ?? "";
+    message.qualifiedName = object.qualifiedName ?? "";
+    message.chunkId = object.chunkId ?? "";
+    message.line = object.line ?? 0;
+    message.snippet = object.snippet ?? "";
+    message.depth = object.depth ?? 0;
+    return message;
+  },
+};
+
+function createBaseTraceResponse(): TraceResponse {
+  return { root: undefined, nodes: [], partial: false, partialReason: 0, totalFound: 0, returned: 0 };
+}
+
+export const TraceResponse: MessageFns<TraceResponse> = {
+  encode(message: TraceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.root !== undefined) {
+      TraceSymbol.encode(message.root, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.nodes) {
+      TraceNode.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.partial !== false) {
+      writer.uint32(24).bool(message.partial);
+    }
+    if (message.partialReason !== 0) {
+      writer.uint32(32).int32(message.partialReason);
+    }
+    if (message.totalFound !== 0) {
+      writer.uint32(40).uint32(message.totalFound);
+    }
+    if (message.returned !== 0) {
+      writer.uint32(48).uint32(message.returned);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TraceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTraceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.root = TraceSymbol.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nodes.push(TraceNode.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.partial = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.partialReason = reader.int32() as any;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.totalFound = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.returned = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TraceResponse {
+    return {
+      root: isSet(object.root) ? TraceSymbol.fromJSON(object.root) : undefined,
+      nodes: globalThis.Array.isArray(object?.nodes) ? object.nodes.map((e: any) => TraceNode.fromJSON(e)) : [],
+      partial: isSet(object.partial) ? globalThis.Boolean(object.partial) : false,
+      partialReason: isSet(object.partialReason)
+        ? tracePartialReasonFromJSON(object.partialReason)
+        : isSet(object.partial_reason)
+        ? tracePartialReasonFromJSON(object.partial_reason)
+        : 0,
+      totalFound: isSet(object.totalFound)
+        ? globalThis.Number(object.totalFound)
+        : isSet(object.total_found)
+        ? globalThis.Number(object.total_found)
+        : 0,
+      returned: isSet(object.returned) ? globalThis.Number(object.returned) : 0,
+    };
+  },
+
+  toJSON(message: TraceResponse): unknown {
+    const obj: any = {};
+    if (message.root !== undefined) {
+      obj.root = TraceSymbol.toJSON(message.root);
+    }
+    if (message.nodes?.length) {
+      obj.nodes = message.nodes.map((e) => TraceNode.toJSON(e));
+    }
+    if (message.partial !== false) {
+      obj.partial = message.partial;
+    }
+    if (message.partialReason !== 0) {
+      obj.partialReason = tracePartialReasonToJSON(message.partialReason);
+    }
+    if (message.totalFound !== 0) {
+      obj.totalFound = Math.round(message.totalFound);
+    }
+    if (message.returned !== 0) {
+      obj.returned = Math.round(message.returned);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TraceResponse>): TraceResponse {
+    return TraceResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TraceResponse>): TraceResponse {
+    const message = createBaseTraceResponse();
+    message.root = (object.root !== undefined && object.root !== null)
+      ? TraceSymbol.fromPartial(object.root)
+      : undefined;
+    message.nodes = object.nodes?.map((e) => TraceNode.fromPartial(e)) || [];
+    message.partial = object.partial ?? false;
+    message.partialReason = object.partialReason ?? 0;
+    message.totalFound = object.totalFound ?? 0;
+    message.returned = object.returned ?? 0;
+    return message;
+  },
+};
+
 /**
  * CodeAnalysisService owns the TypeScript compiler Programs and
  * LanguageServices of a workspace: it scans files, chunks them into the
@@ -1791,6 +2618,20 @@ export const CodeAnalysisServiceService = {
       Buffer.from(RenderSymbolsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RenderSymbolsResponse => RenderSymbolsResponse.decode(value),
   },
+  /**
+   * Trace follows one symbol through the type checker: its callers, callees,
+   * references, implementations, supertypes or subtypes, bounded by depth,
+   * limit and the call's deadline. NOT_FOUND when the symbol cannot be resolved.
+   */
+  trace: {
+    path: "/codecompass.v1.CodeAnalysisService/Trace" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: TraceRequest): Buffer => Buffer.from(TraceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): TraceRequest => TraceRequest.decode(value),
+    responseSerialize: (value: TraceResponse): Buffer => Buffer.from(TraceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TraceResponse => TraceResponse.decode(value),
+  },
 } as const;
 
 export interface CodeAnalysisServiceServer extends UntypedServiceImplementation {
@@ -1809,6 +2650,12 @@ export interface CodeAnalysisServiceServer extends UntypedServiceImplementation 
    * expanded inline and every other body-bearing child collapsed.
    */
   renderSymbols: handleUnaryCall<RenderSymbolsRequest, RenderSymbolsResponse>;
+  /**
+   * Trace follows one symbol through the type checker: its callers, callees,
+   * references, implementations, supertypes or subtypes, bounded by depth,
+   * limit and the call's deadline. NOT_FOUND when the symbol cannot be resolved.
+   */
+  trace: handleUnaryCall<TraceRequest, TraceResponse>;
 }
 
 export interface CodeAnalysisServiceClient extends Client {
@@ -1859,6 +2706,26 @@ export interface CodeAnalysisServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RenderSymbolsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Trace follows one symbol through the type checker: its callers, callees,
+   * references, implementations, supertypes or subtypes, bounded by depth,
+   * limit and the call's deadline. NOT_FOUND when the symbol cannot be resolved.
+   */
+  trace(
+    request: TraceRequest,
+    callback: (error: ServiceError | null, response: TraceResponse) => void,
+  ): ClientUnaryCall;
+  trace(
+    request: TraceRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: TraceResponse) => void,
+  ): ClientUnaryCall;
+  trace(
+    request: TraceRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: TraceResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,455 @@
+// Trace: follows one symbol through a LanguageService (callers, callees,
+// references, implementations, supertypes, subtypes), bounded by depth, a
+// node limit and a time budget, and names every location by the chunk that
+// encloses it so answers line up with the index.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import ts from 'typescript';
+import { workspacePath } from './references';
+import { discoverSymbols, endLineOf, lineOf, startLineOf, type SymbolNode } from './symbols';
+import { RequestError } from './workspace';
+
+export type TraceDirection = 'callers' | 'callees' | 'references' | 'implementations' | 'supertypes' | 'subtypes';
+export type TracePartialReason = 'limit' | 'deadline' | 'depth';
+
+export interface TraceRequest {
+  workspaceRoot: string;
+  symbol: string;
+  relativePath: string;
+  direction: TraceDirection;
+  /** 0 means the default. */
+  depth: number;
+  /** 0 means the default. */
+  limit: number;
+}
+
+export interface TraceSymbol {
+  relativePath: string;
+  qualifiedName: string;
+  startLine: number;
+  endLine: number;
+  chunkId: string;
+}
+
+export interface TraceNode {
+  relativePath: string;
+  qualifiedName: string;
+  chunkId: string;
+  line: number;
+  snippet: string;
+  depth: number;
+}
+
+export interface TraceResult {
+  root: TraceSymbol;
+  nodes: TraceNode[];
+  partial: boolean;
+  partialReason: TracePartialReason | undefined;
+  totalFound: number;
+  returned: number;
+}
+
+export const DEFAULT_TRACE_DEPTH = 1;
+export const MAX_TRACE_DEPTH = 3;
+export const DEFAULT_TRACE_LIMIT = 50;
+/** Even with a generous client deadline a trace holds the event loop at most this long. */
+export const TRACE_BUDGET_MS = 5000;
+const SNIPPET_LIMIT = 160;
+
+/** The LanguageService of a workspace and the files it covers. */
+export interface TraceProject {
+  service: ts.LanguageService;
+  root: string;
+}
+
+interface Location {
+  fileName: string;
+  pos: number;
+}
+
+class Budget {
+  constructor(private readonly deadlineMs: number) {}
+  get expired(): boolean {
+    return Date.now() >= this.deadlineMs;
+  }
+}
+
+class Collector {
+  readonly nodes: TraceNode[] = [];
+  private readonly seen = new Set<string>();
+  totalFound = 0;
+  partialReason: TracePartialReason | undefined;
+
+  constructor(
+    private readonly project: TraceProject,
+    private readonly program: ts.Program,
+    readonly limit: number,
+  ) {}
+
+  get full(): boolean {
+    return this.nodes.length >= this.limit;
+  }
+
+  /** Adds a location once; returns false when it was already there or lies outside the workspace. */
+  add(loc: Location, depth: number): boolean {
+    const sf = this.program.getSourceFile(loc.fileName);
+    if (!sf) return false;
+    const rel = workspacePath(this.project.root, sf.fileName);
+    if (rel === undefined) return false;
+    const line = lineOf(sf, loc.pos);
+    const key = `${rel}:${line}:${loc.pos}`;
+    if (this.seen.has(key)) return false;
+    this.seen.add(key);
+    this.totalFound++;
+    if (this.full) {
+      this.partialReason ??= 'limit';
+      return true;
+    }
+    const chunk = enclosingChunk(sf, rel, loc.pos);
+    this.nodes.push({
+      relativePath: rel,
+      qualifiedName: chunk?.qualifiedName ?? '',
+      chunkId: chunk?.id ?? '',
+      line,
+      snippet: snippetAt(sf, loc.pos),
+      depth,
+    });
+    return true;
+  }
+}
+
+function snippetAt(sf: ts.SourceFile, pos: number): string {
+  const { line } = sf.getLineAndCharacterOfPosition(pos);
+  const starts = sf.getLineStarts();
+  const end = line + 1 < starts.length ? starts[line + 1] : sf.text.length;
+  const text = sf.text.slice(starts[line], end).trim();
+  return text.length <= SNIPPET_LIMIT ? text : `${text.slice(0, SNIPPET_LIMIT - 1)}…`;
+}
+
+/** The innermost chunk whose source holds `pos`, or undefined at a bare top level. */
+export function enclosingChunk(sf: ts.SourceFile, relativePath: string, pos: number): SymbolNode | undefined {
+  const symbols = discoverSymbols(sf, relativePath);
+  let best: SymbolNode | undefined;
+  // Parents come before their children, so the last match is the innermost.
+  for (const sym of symbols.all) {
+    if (sym === symbols.module) continue;
+    if (sym.start <= pos && pos < sym.end) best = sym;
+  }
+  return best;
+}
+
+/** Where the LanguageService should be asked about a chunk: its declaration's name. */
+function namePosition(sf: ts.SourceFile, sym: SymbolNode): number {
+  for (const node of sym.nodes) {
+    const name = (node as ts.Node & { name?: ts.Node }).name;
+    if (name && (ts.isIdentifier(name) || ts.isPrivateIdentifier(name) || ts.isStringLiteral(name))) return name.getStart(sf);
+  }
+  return sym.nodes[0]?.getStart(sf) ?? sym.start;
+}
+
+interface ResolvedRoot {
+  root: TraceSymbol;
+  fileName: string;
+  pos: number;
+  declaration: ts.Node | undefined;
+}
+
+const LOCATION = /^(.+):(\d+)$/;
+
+function resolveRoot(project: TraceProject, program: ts.Program, request: TraceRequest): ResolvedRoot {
+  const symbol = request.symbol.trim();
+  if (symbol === '') throw new RequestError('invalid_argument', 'symbol is empty: give a qualified name or path:line');
+  const files = program
+    .getSourceFiles()
+    .map((sf) => ({ sf, rel: workspacePath(project.root, sf.fileName) }))
+    .filter((f): f is { sf: ts.SourceFile; rel: string } => f.rel !== undefined && !f.sf.isDeclarationFile);
+  const located = LOCATION.exec(symbol);
+  const toRoot = (sf: ts.SourceFile, rel: string, sym: SymbolNode): ResolvedRoot => ({
+    root: { relativePath: rel, qualifiedName: sym.qualifiedName, startLine: startLineOf(sf, sym), endLine: endLineOf(sf, sym), chunkId: sym.id },
+    fileName: sf.fileName,
+    pos: namePosition(sf, sym),
+    declaration: sym.nodes[0],
+  });
+  if (located) {
+    const wanted = located[1].replace(/\\/g, '/').replace(/^\.\//, '');
+    const line = Number(located[2]);
+    const file = files.find((f) => f.rel === wanted);
+    if (!file) throw new RequestError('not_found', `no TypeScript or JavaScript file ${JSON.stringify(wanted)} in the workspace`);
+    const starts = file.sf.getLineStarts();
+    if (line < 1 || line > starts.length) throw new RequestError('invalid_argument', `line ${line} is outside ${wanted} (${starts.length} lines)`);
+    // The innermost chunk that starts on the line, else the innermost one that spans it.
+    const symbols = discoverSymbols(file.sf, file.rel).all.filter((s) => s !== discoverSymbols(file.sf, file.rel).module);
+    const startsHere = symbols.filter((s) => startLineOf(file.sf, s) === line);
+    const spans = symbols.filter((s) => startLineOf(file.sf, s) <= line && line <= endLineOf(file.sf, s));
+    const sym = startsHere.at(-1) ?? spans.at(-1);
+    if (!sym) throw new RequestError('not_found', `no symbol is declared at ${wanted}:${line}`);
+    return toRoot(file.sf, file.rel, sym);
+  }
+  const wantedPath = request.relativePath.replace(/\\/g, '/').replace(/^\.\//, '');
+  const matches: ResolvedRoot[] = [];
+  for (const { sf, rel } of files) {
+    if (wantedPath !== '' && rel !== wantedPath) continue;
+    for (const sym of discoverSymbols(sf, rel).all) {
+      if (sym.qualifiedName === symbol) matches.push(toRoot(sf, rel, sym));
+    }
+  }
+  if (matches.length === 0) {
+    const where = wantedPath === '' ? 'the workspace' : JSON.stringify(wantedPath);
+    throw new RequestError('not_found', `no symbol named ${JSON.stringify(symbol)} in ${where}`);
+  }
+  const distinctFiles = new Set(matches.map((m) => m.root.relativePath));
+  if (distinctFiles.size > 1) {
+    const some = [...distinctFiles].slice(0, 5).join(', ');
+    throw new RequestError('invalid_argument', `${JSON.stringify(symbol)} is declared in ${distinctFiles.size} files (${some}); set relative_path`);
+  }
+  return matches[0];
+}
+
+/** Class and interface declarations around a heritage-clause reference. */
+function heritageOwner(node: ts.Node): ts.ClassLikeDeclaration | ts.InterfaceDeclaration | undefined {
+  let n: ts.Node | undefined = node;
+  while (n && !ts.isHeritageClause(n)) {
+    if (ts.isBlock(n) || ts.isSourceFile(n)) return undefined;
+    n = n.parent;
+  }
+  const owner = n?.parent;
+  return owner && (ts.isClassLike(owner) || ts.isInterfaceDeclaration(owner)) ? owner : undefined;
+}
+
+function tokenAt(sf: ts.SourceFile, pos: number): ts.Node {
+  const find = (node: ts.Node): ts.Node => ts.forEachChild(node, (c) => (c.getStart(sf) <= pos && pos < c.end ? find(c) : undefined)) ?? node;
+  return find(sf);
+}
+
+function declarationNamePos(decl: ts.Node): number {
+  const name = (decl as ts.Node & { name?: ts.Node }).name;
+  return (name ?? decl).getStart(decl.getSourceFile());
+}
+
+/**
+ * Runs a trace against a project whose Program already holds the workspace.
+ * The budget is checked between LanguageService calls: one call (the
+ * references of a very hot symbol) is the unit that cannot be interrupted.
+ */
+export function trace(project: TraceProject, request: TraceRequest, deadlineMs: number): TraceResult {
+  const program = project.service.getProgram();
+  if (!program) throw new Error('the LanguageService has no Program');
+  const budget = new Budget(Math.min(deadlineMs, Date.now() + TRACE_BUDGET_MS));
+  const resolved = resolveRoot(project, program, request);
+  let partialReason: TracePartialReason | undefined;
+  let depth = request.depth === 0 ? DEFAULT_TRACE_DEPTH : request.depth;
+  if (depth > MAX_TRACE_DEPTH) {
+    depth = MAX_TRACE_DEPTH;
+    partialReason = 'depth';
+  }
+  const limit = request.limit === 0 ? DEFAULT_TRACE_LIMIT : request.limit;
+  const out = new Collector(project, program, limit);
+  const ls = project.service;
+  const checker = program.getTypeChecker();
+
+  const bfs = (expand: (loc: Location) => Location[]): void => {
+    let frontier: Location[] = [{ fileName: resolved.fileName, pos: resolved.pos }];
+    const expanded = new Set<string>();
+    for (let level = 1; level <= depth && frontier.length > 0; level++) {
+      const next: Location[] = [];
+      for (const loc of frontier) {
+        if (budget.expired) {
+          partialReason ??= 'deadline';
+          return;
+        }
+        const key = `${loc.fileName}:${loc.pos}`;
+        if (expanded.has(key)) continue;
+        expanded.add(key);
+        for (const found of expand(loc)) {
+          if (out.add(found, level)) next.push(found);
+        }
+      }
+      frontier = next;
+    }
+  };
+
+  switch (request.direction) {
+    case 'references': {
+      const referenced = ls.findReferences(resolved.fileName, resolved.pos) ?? [];
+      for (const group of referenced) {
+        for (const ref of group.references) {
+          if (ref.isDefinition) continue;
+          out.add({ fileName: ref.fileName, pos: ref.textSpan.start }, 1);
+        }
+      }
+      break;
+    }
+    case 'callers':
+    case 'callees': {
+      // Call-hierarchy items are the functions themselves; a caller node sits
+      // at its call site, a callee node at the callee's declaration.
+      const itemsAt = (loc: Location): ts.CallHierarchyItem[] => {
+        const prepared = ls.prepareCallHierarchy(loc.fileName, loc.pos);
+        return prepared === undefined ? [] : Array.isArray(prepared) ? prepared : [prepared];
+      };
+      const expand = (loc: Location): Location[] => {
+        const found: Location[] = [];
+        for (const item of itemsAt(loc)) {
+          if (request.direction === 'callers') {
+            for (const call of ls.provideCallHierarchyIncomingCalls(item.file, item.selectionSpan.start)) {
+              for (const span of call.fromSpans) found.push({ fileName: call.from.file, pos: span.start });
+            }
+          } else {
+            for (const call of ls.provideCallHierarchyOutgoingCalls(item.file, item.selectionSpan.start)) {
+              found.push({ fileName: call.to.file, pos: call.to.selectionSpan.start });
+            }
+          }
+        }
+        return found;
+      };
+      if (request.direction === 'callers') {
+        // A caller node is a call site; the next hop starts from the function around it.
+        bfs((loc) => {
+          if (loc.fileName === resolved.fileName && loc.pos === resolved.pos) return expand(loc);
+          const sf = program.getSourceFile(loc.fileName);
+          const rel = sf && workspacePath(project.root, sf.fileName);
+          const around = sf && rel !== undefined ? enclosingChunk(sf, rel, loc.pos) : undefined;
+          return sf && around ? expand({ fileName: loc.fileName, pos: namePosition(sf, around) }) : [];
+        });
+      } else {
+        bfs(expand);
+      }
+      break;
+    }
+    case 'implementations': {
+      for (const impl of ls.getImplementationAtPosition(resolved.fileName, resolved.pos) ?? []) {
+        if (impl.fileName === resolved.fileName && impl.textSpan.start <= resolved.pos && resolved.pos < impl.textSpan.start + impl.textSpan.length) continue;
+        out.add({ fileName: impl.fileName, pos: impl.textSpan.start }, 1);
+      }
+      break;
+    }
+    case 'supertypes': {
+      bfs((loc) => {
+        const sf = program.getSourceFile(loc.fileName);
+        if (!sf) return [];
+        let decl: ts.Node | undefined = tokenAt(sf, loc.pos);
+        while (decl && !ts.isClassLike(decl) && !ts.isInterfaceDeclaration(decl)) decl = decl.parent;
+        if (!decl) return [];
+        const found: Location[] = [];
+        for (const clause of (decl as ts.ClassLikeDeclaration | ts.InterfaceDeclaration).heritageClauses ?? []) {
+          for (const type of clause.types) {
+            let sym = checker.getSymbolAtLocation(type.expression);
+            if (sym && sym.flags & ts.SymbolFlags.Alias) sym = checker.getAliasedSymbol(sym);
+            for (const d of sym?.declarations ?? []) {
+              if (ts.isClassLike(d) || ts.isInterfaceDeclaration(d)) found.push({ fileName: d.getSourceFile().fileName, pos: declarationNamePos(d) });
+            }
+          }
+        }
+        return found;
+      });
+      break;
+    }
+    case 'subtypes': {
+      bfs((loc) => {
+        const found: Location[] = [];
+        for (const group of ls.findReferences(loc.fileName, loc.pos) ?? []) {
+          for (const ref of group.references) {
+            if (ref.isDefinition) continue;
+            const sf = program.getSourceFile(ref.fileName);
+            const owner = sf && heritageOwner(tokenAt(sf, ref.textSpan.start));
+            if (owner) found.push({ fileName: ref.fileName, pos: declarationNamePos(owner) });
+          }
+        }
+        return found;
+      });
+      break;
+    }
+  }
+  partialReason = out.partialReason ?? partialReason;
+  return {
+    root: resolved.root,
+    nodes: out.nodes,
+    partial: partialReason !== undefined,
+    partialReason,
+    totalFound: out.totalFound,
+    returned: out.nodes.length,
+  };
+}
+
+/**
+ * One LanguageService per workspace over every source file the scanner
+ * lists, versioned by mtime so an unchanged workspace reuses its Program.
+ * It lives here rather than in ProjectRegistry because a trace needs the
+ * whole workspace in one Program (callers live anywhere), while chunking
+ * deliberately keeps inferred Programs to the requested files.
+ */
+export class TraceProjectHost implements ts.LanguageServiceHost {
+  // No getProjectVersion: without it the LanguageService compares every
+  // file's version (mtime) on each request, which is what picks up edits.
+  private roots: string[] = [];
+  private readonly service: ts.LanguageService;
+  private readonly options: ts.CompilerOptions;
+
+  constructor(private readonly root: string) {
+    this.options = compilerOptionsFor(root);
+    this.service = ts.createLanguageService(this);
+  }
+
+  /** The project over exactly these workspace files (absolute paths). */
+  project(absolutePaths: string[]): TraceProject {
+    const sorted = [...absolutePaths].sort();
+    if (sorted.length !== this.roots.length || sorted.some((p, i) => p !== this.roots[i])) {
+      this.roots = sorted;
+    }
+    return { service: this.service, root: this.root };
+  }
+
+  dispose(): void {
+    this.service.dispose();
+  }
+
+  getScriptFileNames(): string[] {
+    return this.roots;
+  }
+  getScriptVersion(fileName: string): string {
+    try {
+      return String(fs.statSync(fileName).mtimeMs);
+    } catch {
+      return '0';
+    }
+  }
+  getScriptSnapshot(fileName: string): ts.IScriptSnapshot | undefined {
+    const text = ts.sys.readFile(fileName);
+    return text === undefined ? undefined : ts.ScriptSnapshot.fromString(text);
+  }
+  getCompilationSettings(): ts.CompilerOptions {
+    return this.options;
+  }
+  getCurrentDirectory(): string {
+    return this.root;
+  }
+  getDefaultLibFileName(options: ts.CompilerOptions): string {
+    return ts.getDefaultLibFilePath(options);
+  }
+  fileExists = ts.sys.fileExists;
+  readFile = ts.sys.readFile;
+  readDirectory = ts.sys.readDirectory;
+  directoryExists = ts.sys.directoryExists;
+  getDirectories = ts.sys.getDirectories;
+  realpath = ts.sys.realpath;
+  useCaseSensitiveFileNames(): boolean {
+    return ts.sys.useCaseSensitiveFileNames;
+  }
+}
+
+function compilerOptionsFor(root: string): ts.CompilerOptions {
+  const configPath = ['tsconfig.json', 'jsconfig.json'].map((n) => path.join(root, n)).find((p) => fs.existsSync(p));
+  const base: ts.CompilerOptions = {
+    allowJs: true,
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.ESNext,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    allowImportingTsExtensions: true,
+    esModuleInterop: true,
+    jsx: ts.JsxEmit.Preserve,
+  };
+  if (!configPath) return { ...base, skipLibCheck: true, noEmit: true };
+  const read = ts.readConfigFile(configPath, ts.sys.readFile);
+  const parsed = ts.parseJsonConfigFileContent(read.config ?? {}, ts.sys, root, undefined, configPath);
+  return { ...parsed.options, noEmit: true, skipLibCheck: true };
+}

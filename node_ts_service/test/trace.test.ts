@@ -1,0 +1,191 @@
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { traceRequestFromPb, traceRequestToPb, traceResultFromPb, traceResultToPb } from '../src/convert';
+import { CodeAnalysisServiceClient, TraceDirection, type TraceRequest as TraceRequestPb, type TraceResponse } from '../src/gen/codecompass/v1/analysis';
+import { createLogger } from '../src/logging';
+import { type RunningServer, startServer } from '../src/server';
+import { AnalysisService } from '../src/service';
+import type { TraceDirection as Direction, TraceRequest, TraceResult } from '../src/trace';
+import { RequestError } from '../src/workspace';
+
+const ROOT = path.resolve(__dirname, '..', '..', 'test', 'fixtures', 'trace');
+const FAR = Date.now() + 60_000;
+
+/** 1-based line of the first line of `file` containing `needle`: fixtures are found by substring. */
+function lineWith(file: string, needle: string): number {
+  const lines = fs.readFileSync(path.join(ROOT, file), 'utf8').split('\n');
+  const index = lines.findIndex((l) => l.includes(needle));
+  assert.ok(index >= 0, `${needle} not in ${file}`);
+  return index + 1;
+}
+
+function request(symbol: string, direction: Direction, extra: Partial<TraceRequest> = {}): TraceRequest {
+  return { workspaceRoot: ROOT, symbol, relativePath: '', direction, depth: 0, limit: 0, ...extra };
+}
+
+const names = (result: TraceResult) => result.nodes.map((n) => n.qualifiedName).sort();
+
+describe('Trace', () => {
+  let service: AnalysisService;
+  before(() => {
+    service = new AnalysisService({ maxFileBytes: 1 << 20, maxPrograms: 2, maxRenderCacheFiles: 4, maxWorkspaces: 2 });
+  });
+  after(() => service.dispose());
+
+  it('resolves the root by qualified name with its chunk and line range', async () => {
+    const result = await service.trace(request('TokenService.validateToken', 'callers'), FAR);
+    assert.equal(result.root.relativePath, 'src/auth.ts');
+    assert.equal(result.root.qualifiedName, 'TokenService.validateToken');
+    assert.equal(result.root.startLine, lineWith('src/auth.ts', 'validateToken(token: string)'));
+    assert.ok(result.root.endLine > result.root.startLine);
+    assert.notEqual(result.root.chunkId, '');
+  });
+
+  it('finds the three callers of a method, named by their chunks, with snippets', async () => {
+    const result = await service.trace(request('TokenService.validateToken', 'callers'), FAR);
+    assert.deepEqual(names(result), ['handleAdmin', 'login', 'refresh']);
+    assert.equal(result.partial, false);
+    assert.equal(result.totalFound, 3);
+    assert.equal(result.returned, 3);
+    const login = result.nodes.find((n) => n.qualifiedName === 'login')!;
+    assert.equal(login.relativePath, 'src/routes.ts');
+    assert.equal(login.line, lineWith('src/routes.ts', "tokens.validateToken(token) ? 'ok'"));
+    assert.match(login.snippet, /validateToken/);
+    assert.equal(login.depth, 1);
+    assert.notEqual(login.chunkId, '');
+  });
+
+  it('follows callers two hops deep', async () => {
+    const result = await service.trace(request('TokenService.validateToken', 'callers', { depth: 2 }), FAR);
+    const route = result.nodes.filter((n) => n.qualifiedName === 'route');
+    assert.ok(route.length >= 1, JSON.stringify(result.nodes));
+    assert.ok(route.every((n) => n.depth === 2));
+  });
+
+  it('finds callees', async () => {
+    const result = await service.trace(request('TokenService.validateToken', 'callees'), FAR);
+    assert.deepEqual(names(result), ['checkSignature', 'hot']);
+  });
+
+  it('resolves path:line and lists references', async () => {
+    const line = lineWith('src/auth.ts', 'export function checkSignature');
+    const result = await service.trace(request(`src/auth.ts:${line}`, 'references'), FAR);
+    assert.equal(result.root.qualifiedName, 'checkSignature');
+    assert.deepEqual(names(result), ['TokenService.validateToken']);
+  });
+
+  it('finds both implementations of an interface, plus the abstract class that declares it', async () => {
+    const result = await service.trace(request('Shape', 'implementations'), FAR);
+    const found = names(result);
+    assert.ok(found.includes('Circle'), JSON.stringify(found));
+    assert.ok(found.includes('Rectangle') || found.includes('Polygon'), JSON.stringify(found));
+  });
+
+  it('walks supertypes and subtypes of a class hierarchy', async () => {
+    const up = await service.trace(request('Square', 'supertypes', { depth: 3 }), FAR);
+    assert.deepEqual(
+      up.nodes.map((n) => [n.qualifiedName, n.depth]),
+      [
+        ['Rectangle', 1],
+        ['Polygon', 2],
+        ['Shape', 3],
+      ],
+    );
+    const down = await service.trace(request('Polygon', 'subtypes', { depth: 2 }), FAR);
+    assert.deepEqual(
+      down.nodes.map((n) => [n.qualifiedName, n.depth]),
+      [
+        ['Rectangle', 1],
+        ['Square', 2],
+      ],
+    );
+  });
+
+  it('an empty answer with a resolved root means there are none', async () => {
+    const result = await service.trace(request('route', 'callers'), FAR);
+    assert.equal(result.root.qualifiedName, 'route');
+    assert.deepEqual(result.nodes, []);
+    assert.equal(result.partial, false);
+  });
+
+  it('stops at the limit and says so for a hot function', async () => {
+    const result = await service.trace(request('hot', 'references', { limit: 10 }), FAR);
+    assert.equal(result.returned, 10);
+    assert.equal(result.nodes.length, 10);
+    assert.ok(result.totalFound > 100, String(result.totalFound));
+    assert.equal(result.partial, true);
+    assert.equal(result.partialReason, 'limit');
+  });
+
+  it('flags a spent deadline and a clamped depth', async () => {
+    const late = await service.trace(request('Square', 'supertypes', { depth: 2 }), Date.now() - 1);
+    assert.equal(late.partial, true);
+    assert.equal(late.partialReason, 'deadline');
+    const deep = await service.trace(request('Square', 'supertypes', { depth: 9 }), FAR);
+    assert.equal(deep.partialReason, 'depth');
+    assert.equal(deep.nodes.length, 3);
+  });
+
+  it('refuses unknown and ambiguous symbols with a clear error', async () => {
+    await assert.rejects(service.trace(request('NoSuchThing.method', 'callers'), FAR), (err: unknown) => {
+      return err instanceof RequestError && err.kind === 'not_found' && /NoSuchThing/.test(err.message);
+    });
+    await assert.rejects(service.trace(request('src/auth.ts:9999', 'callers'), FAR), (err: unknown) => {
+      return err instanceof RequestError && err.kind === 'invalid_argument';
+    });
+    await assert.rejects(service.trace(request('hot', 'callers', { relativePath: 'src/routes.ts' }), FAR), (err: unknown) => {
+      return err instanceof RequestError && err.kind === 'not_found';
+    });
+  });
+
+  it('round-trips through the proto types', async () => {
+    const req = request('Shape', 'subtypes', { depth: 2, limit: 7 });
+    assert.deepEqual(traceRequestFromPb(traceRequestToPb(req)), req);
+    const result = await service.trace(request('hot', 'references', { limit: 3 }), FAR);
+    assert.deepEqual(traceResultFromPb(traceResultToPb(result)), result);
+  });
+});
+
+describe('Trace over gRPC', () => {
+  let service: AnalysisService;
+  let server: RunningServer;
+  let client: CodeAnalysisServiceClient;
+  before(async () => {
+    service = new AnalysisService({ maxFileBytes: 1 << 20, maxPrograms: 2, maxRenderCacheFiles: 4, maxWorkspaces: 2 });
+    server = await startServer({ host: '127.0.0.1', port: 0, service, logger: createLogger('test', 'error', () => {}) });
+    server.setServing();
+    client = new CodeAnalysisServiceClient(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+  });
+  after(async () => {
+    client.close();
+    await server.shutdown(1000);
+    service.dispose();
+  });
+
+  const call = (req: Partial<TraceRequestPb>) =>
+    new Promise<TraceResponse>((resolve, reject) =>
+      client.trace(
+        { workspaceRoot: ROOT, symbol: '', relativePath: '', direction: TraceDirection.TRACE_DIRECTION_CALLERS, depth: 0, limit: 0, ...req },
+        new grpc.Metadata(),
+        { deadline: Date.now() + 20_000 },
+        (err, res) => (err ? reject(err) : resolve(res!)),
+      ),
+    );
+
+  it('answers callers', async () => {
+    const res = await call({ symbol: 'TokenService.validateToken' });
+    assert.equal(res.root?.qualifiedName, 'TokenService.validateToken');
+    assert.equal(res.returned, 3);
+  });
+
+  it('maps an unknown symbol to NOT_FOUND and a missing direction to INVALID_ARGUMENT', async () => {
+    await assert.rejects(call({ symbol: 'Nope' }), (err: grpc.ServiceError) => err.code === grpc.status.NOT_FOUND);
+    await assert.rejects(
+      call({ symbol: 'hot', direction: TraceDirection.TRACE_DIRECTION_UNSPECIFIED }),
+      (err: grpc.ServiceError) => err.code === grpc.status.INVALID_ARGUMENT && /direction/.test(err.details),
+    );
+  });
+});

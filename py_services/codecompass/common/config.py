@@ -25,6 +25,8 @@ import yaml
 
 EMBEDDING_PROFILES = ("minilm", "e5-small", "voyage", "openai-compatible")
 API_KEY_ENV = "CODECOMPASS_EMBEDDING_API_KEY"
+RERANK_PROVIDERS = ("local", "voyage", "cohere", "llm")
+RERANK_API_KEY_ENV = "CODECOMPASS_RERANK_API_KEY"
 _REDACTED = "***"
 
 
@@ -68,6 +70,26 @@ class RetrievalSettings:
 
 
 @dataclass(frozen=True)
+class RerankSettings:
+    provider: str = "local"
+    external_provider_enabled: bool = False
+    allow_code_payload_to_external: bool = False
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    model: str | None = None
+    # Share of the final score taken from a model reranker; the rest stays with the
+    # first-stage score so a reranker's odd miss cannot bury an exact symbol match.
+    weight: float = 0.65
+    # Seed 001 FR-3: a reranker that has not answered in 2 s costs more than it adds.
+    timeout_s: float = 2.0
+
+    @property
+    def external_allowed(self) -> bool:
+        """Both privacy gates must be open to send code to a rerank provider."""
+        return self.external_provider_enabled and self.allow_code_payload_to_external
+
+
+@dataclass(frozen=True)
 class Settings:
     state_dir: Path
     analysis_addr: str = "127.0.0.1:50051"
@@ -76,12 +98,15 @@ class Settings:
     analysis_port: int = 50051
     embedding_port: int = 50052
     retrieval_port: int = 50053
+    rerank_addr: str = "127.0.0.1:50054"
+    rerank_port: int = 50054
     shutdown_grace_s: float = 10.0
     rpc_timeout_s: float = 30.0
     startup_timeout_s: float = 120.0
     long_rpc_timeout_s: float = 3600.0
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    rerank: RerankSettings = field(default_factory=RerankSettings)
 
 
 # --- value parsers: each takes the raw value (str from env, any from YAML) and
@@ -211,12 +236,16 @@ _FIELDS: tuple[_Field, ...] = (
            "Address clients use for the embedding service"),
     _Field("retrieval_addr", "RETRIEVAL_ADDR", "retrieval_addr", _parse_addr,
            "Address clients use for the retrieval service"),
+    _Field("rerank_addr", "RERANK_ADDR", "rerank_addr", _parse_addr,
+           "Address clients use for the rerank service"),
     _Field("analysis_port", "ANALYSIS_PORT", "analysis_port", _int_parser(0, 65535),
            "Port the analysis service listens on (0 = any free port)"),
     _Field("embedding_port", "EMBEDDING_PORT", "embedding_port", _int_parser(0, 65535),
            "Port the embedding service listens on (0 = any free port)"),
     _Field("retrieval_port", "RETRIEVAL_PORT", "retrieval_port", _int_parser(0, 65535),
            "Port the retrieval service listens on (0 = any free port)"),
+    _Field("rerank_port", "RERANK_PORT", "rerank_port", _int_parser(0, 65535),
+           "Port the rerank service listens on (0 = any free port)"),
     _Field("shutdown_grace_s", "CODECOMPASS_SHUTDOWN_GRACE_S", "shutdown_grace_s", _float_parser(0.0),
            "Seconds a stopping server lets in-flight RPCs finish"),
     _Field("rpc_timeout_s", "CODECOMPASS_RPC_TIMEOUT_S", "rpc_timeout_s",
@@ -265,10 +294,28 @@ _FIELDS: tuple[_Field, ...] = (
            "retrieval.candidate_pool", _int_parser(1, 1000), "Candidates each search channel contributes before ranking"),
     _Field("retrieval.compact_every_n_syncs", "CODECOMPASS_RETRIEVAL_COMPACT_EVERY_N_SYNCS",
            "retrieval.compact_every_n_syncs", _int_parser(1), "Compact the table and drop old versions every N syncs"),
+    _Field("rerank.provider", "CODECOMPASS_RERANK_PROVIDER", "rerank.provider", _choice_parser(RERANK_PROVIDERS),
+           "local | voyage | cohere | llm (local keeps the first-stage scores)"),
+    _Field("rerank.external_provider_enabled", "CODECOMPASS_RERANK_EXTERNAL_PROVIDER_ENABLED",
+           "rerank.external_provider_enabled", _parse_bool,
+           "Privacy gate 1: allow an external rerank provider at all"),
+    _Field("rerank.allow_code_payload_to_external", "CODECOMPASS_RERANK_ALLOW_CODE_PAYLOAD_TO_EXTERNAL",
+           "rerank.allow_code_payload_to_external", _parse_bool,
+           "Privacy gate 2: allow sending source code to it"),
+    _Field("rerank.api_key", RERANK_API_KEY_ENV, None, _parse_optional_str,
+           "API key of the rerank provider (env only; never read from files, never logged)"),
+    _Field("rerank.base_url", "CODECOMPASS_RERANK_BASE_URL", "rerank.base_url", _parse_optional_str,
+           "Endpoint of the rerank provider (required for llm: an OpenAI-compatible /v1 base)"),
+    _Field("rerank.model", "CODECOMPASS_RERANK_MODEL", "rerank.model", _parse_optional_str,
+           "Model of the rerank provider (rerank-2.5 / rerank-v3.5 by default; required for llm)"),
+    _Field("rerank.weight", "CODECOMPASS_RERANK_WEIGHT", "rerank.weight", _float_parser(0.0, 1.0),
+           "Share of the final score taken from the reranker's score"),
+    _Field("rerank.timeout_s", "CODECOMPASS_RERANK_TIMEOUT_S", "rerank.timeout_s",
+           _float_parser(0.0, exclusive_min=True), "Timeout of one rerank provider request"),
 )
 
 _YAML_KEYS = {f.yaml_key: f for f in _FIELDS if f.yaml_key is not None}
-_SECRET_YAML_KEYS = {"embedding.api_key": API_KEY_ENV}
+_SECRET_YAML_KEYS = {"embedding.api_key": API_KEY_ENV, "rerank.api_key": RERANK_API_KEY_ENV}
 
 
 def default_config_path(env: Mapping[str, str]) -> Path:
@@ -320,7 +367,7 @@ def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None 
     """Build Settings from an environment and a flattened config file (pure; tests use it)."""
     file_values = file_values or {}
     top: dict[str, Any] = {"state_dir": _default_state_dir(env)}
-    sections: dict[str, dict[str, Any]] = {"embedding": {}, "retrieval": {}}
+    sections: dict[str, dict[str, Any]] = {"embedding": {}, "retrieval": {}, "rerank": {}}
     for spec in _FIELDS:
         if spec.env in env:
             value = spec.parse(env[spec.env], spec.env)
@@ -336,7 +383,8 @@ def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None 
         raise ConfigError(
             "CODECOMPASS_EMBEDDING_BASE_URL: required when CODECOMPASS_EMBEDDING_PROFILE=openai-compatible"
         )
-    return Settings(**top, embedding=embedding, retrieval=retrieval)
+    rerank = RerankSettings(**sections["rerank"])
+    return Settings(**top, embedding=embedding, retrieval=retrieval, rerank=rerank)
 
 
 def load_settings_from_environ(env: Mapping[str, str]) -> Settings:
@@ -362,6 +410,7 @@ def redacted(settings: Settings) -> dict[str, Any]:
     data["state_dir"] = str(settings.state_dir)
     data["embedding"]["api_key"] = _REDACTED if settings.embedding.api_key else None
     data["retrieval"]["storage_options"] = {k: _REDACTED for k in settings.retrieval.storage_options}
+    data["rerank"]["api_key"] = _REDACTED if settings.rerank.api_key else None
     return data
 
 

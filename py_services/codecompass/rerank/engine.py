@@ -1,0 +1,98 @@
+"""Rerank policy: which provider runs, the privacy gates, fallback, and the score blend.
+
+The blend keeps the first stage in the final score
+(`final = rerank * weight + first_stage * (1 - weight)`) because a model
+reranker reading a chunk out of context sometimes misses an exact symbol hit
+that the first stage found for certain; a document the provider did not
+score keeps its first-stage score unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from codecompass.common.config import RerankSettings
+from codecompass.common.logging import get_logger
+from codecompass.rerank.model import (
+    EXTERNAL_PROVIDERS,
+    LOCAL,
+    PROVIDERS,
+    REASON_BLOCKED,
+    REASON_ERROR,
+    REASON_TOO_FEW,
+    Candidate,
+    RerankOutcome,
+    RerankQuery,
+    ScoredCandidate,
+    UnknownProvider,
+)
+from codecompass.rerank.providers import (
+    CohereReranker,
+    LlmReranker,
+    LocalReranker,
+    Reranker,
+    RerankFailed,
+    VoyageReranker,
+    redact,
+)
+
+log = get_logger("codecompass.rerank.engine")
+
+
+def build_providers(settings: RerankSettings) -> dict[str, Reranker]:
+    common = {"api_key": settings.api_key, "base_url": settings.base_url, "model": settings.model,
+              "timeout_s": settings.timeout_s}
+    return {
+        LOCAL: LocalReranker(),
+        "voyage": VoyageReranker(**common),
+        "cohere": CohereReranker(**common),
+        "llm": LlmReranker(**common),
+    }
+
+
+def blend(candidates: Sequence[Candidate], rerank_scores: Mapping[int, float], weight: float) -> list[ScoredCandidate]:
+    """One score per candidate, best final score first; ties keep first-stage order."""
+    scored = []
+    for index, candidate in enumerate(candidates):
+        rerank = rerank_scores.get(index)
+        final = candidate.first_stage_score if rerank is None else (
+            rerank * weight + candidate.first_stage_score * (1.0 - weight))
+        scored.append(ScoredCandidate(id=candidate.id, rerank_score=rerank, final_score=final))
+    order = sorted(range(len(scored)), key=lambda i: (-scored[i].final_score, i))
+    return [scored[i] for i in order]
+
+
+class RerankEngine:
+    def __init__(self, settings: RerankSettings, providers: Mapping[str, Reranker] | None = None) -> None:
+        self._settings = settings
+        self._providers = dict(providers) if providers is not None else build_providers(settings)
+
+    def _local(self, query: RerankQuery, *, fallback: bool, reason: str) -> RerankOutcome:
+        return RerankOutcome(scores=tuple(blend(query.candidates, {}, 0.0)), provider=LOCAL, fallback=fallback,
+                             fallback_reason=reason)
+
+    def rerank(self, query: RerankQuery) -> RerankOutcome:
+        name = query.provider or self._settings.provider
+        if name not in PROVIDERS:
+            raise UnknownProvider(f"unknown rerank provider {name!r}; expected one of {', '.join(PROVIDERS)}")
+        if name == LOCAL or not query.candidates:
+            return self._local(query, fallback=False, reason="")
+        if name in EXTERNAL_PROVIDERS and not self._settings.external_allowed:
+            return self._local(query, fallback=False, reason=REASON_BLOCKED)
+        # Seed 001: with fewer candidates than asked for there is nothing to choose between.
+        if name == "llm" and len(query.candidates) < query.top_n:
+            return self._local(query, fallback=False, reason=REASON_TOO_FEW)
+        texts = [c.text for c in query.candidates]
+        try:
+            scores = self._providers[name].score(query.query, texts, query.top_n)
+        except RerankFailed as exc:
+            log.warning("rerank provider failed; using first-stage scores",
+                        extra={"provider": name, "reason": exc.reason,
+                               "detail": redact(str(exc), self._settings.api_key)})
+            return self._local(query, fallback=True, reason=exc.reason)
+        except Exception as exc:  # noqa: BLE001 - a provider bug must not fail the search that called us
+            log.warning("rerank provider raised; using first-stage scores",
+                        extra={"provider": name, "error": type(exc).__name__,
+                               "detail": redact(str(exc), self._settings.api_key)})
+            return self._local(query, fallback=True, reason=REASON_ERROR)
+        return RerankOutcome(scores=tuple(blend(query.candidates, scores, self._settings.weight)), provider=name)

@@ -1,0 +1,145 @@
+"""Provider choice, privacy gates, fallback and the blend, with fake providers."""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Sequence
+
+import pytest
+
+from codecompass.common.config import ConfigError, RerankSettings, redacted, settings_from
+from codecompass.rerank.engine import RerankEngine, blend
+from codecompass.rerank.model import Candidate, RerankQuery, UnknownProvider
+from codecompass.rerank.providers import LocalReranker, RerankFailed
+
+SECRET = "rk-live-0123456789abcdef"
+OPEN = {"external_provider_enabled": True, "allow_code_payload_to_external": True}
+CANDIDATES = (Candidate("a", "alpha", 0.9), Candidate("b", "beta", 0.5), Candidate("c", "gamma", 0.1))
+
+
+class Fake:
+    def __init__(self, name: str, scores: dict[int, float] | None = None, error: Exception | None = None) -> None:
+        self.name = name
+        self.scores = scores or {}
+        self.error = error
+        self.calls = 0
+
+    def score(self, query: str, texts: Sequence[str], top_n: int) -> dict[int, float]:
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        return self.scores
+
+
+def engine(provider: str = "cohere", fake: Fake | None = None, **settings) -> tuple[RerankEngine, Fake]:
+    fake = fake or Fake(provider, {2: 1.0, 0: 0.0})
+    providers = {"local": LocalReranker(), "voyage": fake, "cohere": fake, "llm": fake}
+    return RerankEngine(RerankSettings(provider=provider, api_key=SECRET, **settings), providers), fake
+
+
+def test_blend_weights_rerank_and_keeps_unscored_first_stage() -> None:
+    scored = blend(CANDIDATES, {2: 1.0, 0: 0.0}, 0.65)
+    by_id = {s.id: s for s in scored}
+    assert by_id["c"].final_score == pytest.approx(1.0 * 0.65 + 0.1 * 0.35)
+    assert by_id["a"].final_score == pytest.approx(0.9 * 0.35)
+    assert by_id["b"].rerank_score is None and by_id["b"].final_score == 0.5
+    assert [s.id for s in scored] == ["c", "b", "a"]
+
+
+def test_blend_ties_keep_first_stage_order() -> None:
+    same = (Candidate("x", "", 0.5), Candidate("y", "", 0.5), Candidate("z", "", 0.5))
+    assert [s.id for s in blend(same, {}, 0.65)] == ["x", "y", "z"]
+
+
+def test_local_keeps_first_stage_scores_unscored() -> None:
+    outcome = engine("local")[0].rerank(RerankQuery("q", CANDIDATES))
+    assert outcome.provider == "local" and not outcome.fallback and outcome.fallback_reason == ""
+    assert [(s.id, s.rerank_score, s.final_score) for s in outcome.scores] == [
+        ("a", None, 0.9), ("b", None, 0.5), ("c", None, 0.1)]
+
+
+@pytest.mark.parametrize("gates", [{}, {"external_provider_enabled": True}, {"allow_code_payload_to_external": True}])
+def test_external_provider_needs_both_gates(gates: dict) -> None:
+    rerank, fake = engine("cohere", **gates)
+    outcome = rerank.rerank(RerankQuery("q", CANDIDATES))
+    assert fake.calls == 0
+    assert outcome.provider == "local" and outcome.fallback is False
+    assert outcome.fallback_reason == "external_provider_blocked"
+
+
+def test_request_override_is_gated_too() -> None:
+    rerank, fake = engine("local")
+    outcome = rerank.rerank(RerankQuery("q", CANDIDATES, provider="voyage"))
+    assert fake.calls == 0 and outcome.fallback_reason == "external_provider_blocked"
+
+
+def test_open_gates_use_the_provider_and_blend() -> None:
+    rerank, fake = engine("cohere", **OPEN)
+    outcome = rerank.rerank(RerankQuery("q", CANDIDATES))
+    assert fake.calls == 1 and outcome.provider == "cohere" and not outcome.fallback
+    assert outcome.scores[0].id == "c" and outcome.scores[0].rerank_score == 1.0
+
+
+@pytest.mark.parametrize("error", [RerankFailed("http_429", "cohere answered HTTP 429"), RuntimeError("bug")])
+def test_provider_failure_falls_back_to_local_without_raising(error: Exception) -> None:
+    rerank, _ = engine("cohere", Fake("cohere", error=error), **OPEN)
+    outcome = rerank.rerank(RerankQuery("q", CANDIDATES))
+    assert outcome.provider == "local" and outcome.fallback is True
+    assert outcome.fallback_reason == ("http_429" if isinstance(error, RerankFailed) else "provider_error")
+    assert [s.final_score for s in outcome.scores] == [0.9, 0.5, 0.1]
+
+
+def test_llm_is_skipped_with_fewer_candidates_than_top_n() -> None:
+    rerank, fake = engine("llm", **OPEN)
+    outcome = rerank.rerank(RerankQuery("q", CANDIDATES, top_n=5))
+    assert fake.calls == 0 and outcome.provider == "local" and not outcome.fallback
+    assert outcome.fallback_reason == "fewer_candidates_than_top_n"
+
+
+def test_unknown_provider_is_a_caller_error() -> None:
+    with pytest.raises(UnknownProvider):
+        engine("local")[0].rerank(RerankQuery("q", CANDIDATES, provider="bing"))
+
+
+def test_key_is_never_in_logs_repr_or_dump(caplog: pytest.LogCaptureFixture) -> None:
+    failing = Fake("cohere", error=RerankFailed("http_401", f"invalid api token: Bearer {SECRET}"))
+    rerank, _ = engine("cohere", failing, **OPEN)
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s %(detail)s"))
+    logger = logging.getLogger("codecompass.rerank.engine")
+    logger.addHandler(handler)
+    try:
+        outcome = rerank.rerank(RerankQuery("q", CANDIDATES))
+    finally:
+        logger.removeHandler(handler)
+    assert outcome.fallback_reason == "http_401"
+    assert SECRET not in stream.getvalue() and "***" in stream.getvalue()
+    settings = settings_from({"CODECOMPASS_RERANK_API_KEY": SECRET, "CODECOMPASS_RERANK_PROVIDER": "cohere"})
+    assert SECRET not in repr(settings) and SECRET not in str(redacted(settings))
+    assert settings.rerank.api_key == SECRET and redacted(settings)["rerank"]["api_key"] == "***"
+
+
+def test_config_defaults_and_validation() -> None:
+    settings = settings_from({})
+    assert settings.rerank.provider == "local" and settings.rerank.weight == 0.65
+    assert settings.rerank_port == 50054 and settings.rerank_addr == "127.0.0.1:50054"
+    assert not settings.rerank.external_allowed
+    gated = settings_from({"CODECOMPASS_RERANK_EXTERNAL_PROVIDER_ENABLED": "1",
+                           "CODECOMPASS_RERANK_ALLOW_CODE_PAYLOAD_TO_EXTERNAL": "true"})
+    assert gated.rerank.external_allowed
+    with pytest.raises(ConfigError, match="CODECOMPASS_RERANK_WEIGHT"):
+        settings_from({"CODECOMPASS_RERANK_WEIGHT": "1.5"})
+    with pytest.raises(ConfigError, match="CODECOMPASS_RERANK_PROVIDER"):
+        settings_from({"CODECOMPASS_RERANK_PROVIDER": "bing"})
+
+
+def test_key_in_config_file_is_refused(tmp_path) -> None:
+    from codecompass.common.config import read_config_file
+
+    path = tmp_path / "config.yaml"
+    path.write_text(f"rerank:\n  api_key: {SECRET}\n")
+    with pytest.raises(ConfigError, match="CODECOMPASS_RERANK_API_KEY") as caught:
+        read_config_file(path)
+    assert SECRET not in str(caught.value)

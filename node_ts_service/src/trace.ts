@@ -360,6 +360,9 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
       break;
     }
   }
+  // One LanguageService call cannot be interrupted; a budget it overran still
+  // makes the answer partial, since later hops or groups were not looked at.
+  if (budget.expired && out.partialReason === undefined) partialReason ??= 'deadline';
   partialReason = out.partialReason ?? partialReason;
   return {
     root: resolved.root,

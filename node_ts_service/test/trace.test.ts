@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
@@ -120,6 +121,25 @@ describe('Trace', () => {
     assert.equal(result.partialReason, 'limit');
   });
 
+  it('answers a symbol with thousands of references in bounded time', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'trace-hot-'));
+    try {
+      fs.writeFileSync(path.join(root, 'hot.ts'), 'export function hot(n: number): number {\n  return n;\n}\n');
+      for (let f = 0; f < 10; f++) {
+        const calls = Array.from({ length: 500 }, (_, i) => `  t += hot(${i});`).join('\n');
+        fs.writeFileSync(path.join(root, `user${f}.ts`), `import { hot } from './hot';\nexport function use${f}(): number {\n  let t = 0;\n${calls}\n  return t;\n}\n`);
+      }
+      const started = Date.now();
+      const result = await service.trace({ ...request('hot', 'references'), workspaceRoot: root }, FAR);
+      assert.ok(Date.now() - started < 10_000, `${Date.now() - started} ms`);
+      assert.equal(result.returned, 50);
+      assert.equal(result.totalFound, 5010);
+      assert.equal(result.partialReason, 'limit');
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it('flags a spent deadline and a clamped depth', async () => {
     const late = await service.trace(request('Square', 'supertypes', { depth: 2 }), Date.now() - 1);
     assert.equal(late.partial, true);
@@ -139,6 +159,12 @@ describe('Trace', () => {
     await assert.rejects(service.trace(request('hot', 'callers', { relativePath: 'src/routes.ts' }), FAR), (err: unknown) => {
       return err instanceof RequestError && err.kind === 'not_found';
     });
+    await assert.rejects(service.trace(request('checkSignature', 'callers'), FAR), (err: unknown) => {
+      return err instanceof RequestError && err.kind === 'invalid_argument' && /src\/legacy\/auth\.ts/.test(err.message);
+    });
+    const narrowed = await service.trace(request('checkSignature', 'callers', { relativePath: 'src/legacy/auth.ts' }), FAR);
+    assert.equal(narrowed.root.relativePath, 'src/legacy/auth.ts');
+    assert.deepEqual(narrowed.nodes, []);
   });
 
   it('round-trips through the proto types', async () => {

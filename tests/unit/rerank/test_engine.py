@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 from codecompass.common.config import ConfigError, RerankSettings, redacted, settings_from
+from codecompass.rerank.__main__ import check_settings
 from codecompass.rerank.engine import RerankEngine, blend
 from codecompass.rerank.model import Candidate, RerankQuery, UnknownProvider
 from codecompass.rerank.providers import LocalReranker, RerankFailed
@@ -143,3 +144,19 @@ def test_key_in_config_file_is_refused(tmp_path) -> None:
     with pytest.raises(ConfigError, match="CODECOMPASS_RERANK_API_KEY") as caught:
         read_config_file(path)
     assert SECRET not in str(caught.value)
+
+
+@pytest.mark.parametrize(("settings", "variable"), [
+    (RerankSettings(provider="cohere", **OPEN), "CODECOMPASS_RERANK_API_KEY"),
+    (RerankSettings(provider="voyage", **OPEN), "CODECOMPASS_RERANK_API_KEY"),
+    (RerankSettings(provider="llm", base_url="http://x/v1", **OPEN), "CODECOMPASS_RERANK_MODEL"),
+])
+def test_start_refuses_an_external_provider_that_cannot_run(settings: RerankSettings, variable: str) -> None:
+    with pytest.raises(ConfigError, match=variable):
+        check_settings(settings)
+
+
+def test_start_accepts_local_and_gated_providers() -> None:
+    check_settings(RerankSettings())
+    check_settings(RerankSettings(provider="cohere"))  # gates closed: it will answer locally
+    check_settings(RerankSettings(provider="llm", base_url="http://x/v1", model="m", **OPEN))

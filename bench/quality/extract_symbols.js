@@ -19,9 +19,9 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const ts = require(require.resolve('typescript', { paths: [path.join(__dirname, '..', '..', 'node_ts_service')] }));
-// Property-access naming (`X.prototype.y = …` → `X.y`) is the analysis service's own, so gold
+// Assignment naming (`X.prototype.y = …` → `X.y`) is the analysis service's own, so gold
 // names and chunk names agree by construction (built by `make setup`).
-const { accessPath } = require(path.join(__dirname, '..', '..', 'node_ts_service', 'dist', 'src', 'symbols.js'));
+const { assignmentTarget } = require(path.join(__dirname, '..', '..', 'node_ts_service', 'dist', 'src', 'symbols.js'));
 
 const SOURCE_EXT = /\.(ts|tsx|mts|cts|js|jsx|mjs|cjs)$/;
 const DECLARATION_FILE = /\.d\.(ts|mts|cts)$/;
@@ -168,19 +168,10 @@ function assignmentSymbol(stmt) {
   let fn = expr.right;
   while (ts.isParenthesizedExpression(fn) || ts.isAsExpression(fn)) fn = fn.expression;
   if (!ts.isArrowFunction(fn) && !ts.isFunctionExpression(fn) && !ts.isClassExpression(fn)) return undefined;
-  const path = accessPath(left);
-  if (path.length === 0) return undefined;
-  let parts = path;
-  if (parts[0] === 'module' && parts[1] === 'exports') parts = parts.slice(2);
-  else if (parts[0] === 'exports' || parts[0] === 'this') parts = parts.slice(1);
-  let kind = ts.isClassExpression(fn) ? 'class' : 'function';
-  const protoAt = parts.indexOf('prototype');
-  if (protoAt > 0) {
-    kind = 'method';
-    parts = [...parts.slice(0, protoAt), ...parts.slice(protoAt + 1)];
-  } else if (path[0] === 'this') {
-    kind = 'method';
-  }
+  const target = assignmentTarget(left);
+  if (!target) return undefined;
+  let parts = target.parts;
+  const kind = target.method ? 'method' : ts.isClassExpression(fn) ? 'class' : 'function';
   if (parts.length === 0) {
     if (!fn.name) return undefined;
     parts = [fn.name.text];

@@ -1073,20 +1073,11 @@ class Discovery {
     if (!ts.isPropertyAccessExpression(left) && !ts.isElementAccessExpression(left)) return undefined;
     const value = boundValue(expr.right);
     if (!value.fn && !value.cls && !value.object) return undefined;
-    const path = accessPath(left);
-    if (path.length === 0) return undefined;
-    let parts = path;
-    if (parts[0] === 'module' && parts[1] === 'exports') parts = parts.slice(2);
-    else if (parts[0] === 'exports') parts = parts.slice(1);
-    else if (parts[0] === 'this') parts = parts.slice(1);
-    let kind: NodeKind = 'function';
-    const protoAt = parts.indexOf('prototype');
-    if (protoAt > 0) {
-      kind = 'method';
-      parts = [...parts.slice(0, protoAt), ...parts.slice(protoAt + 1)];
-    } else if (path[0] === 'this') {
-      kind = 'method';
-    }
+    const target = assignmentTarget(left);
+    if (!target) return undefined;
+    const { path } = target;
+    let parts = target.parts;
+    const kind: NodeKind = target.method ? 'method' : 'function';
     const ownName = value.fn && ts.isFunctionExpression(value.fn) && value.fn.name ? value.fn.name.text : undefined;
     if (parts.length === 0) parts = [ownName ?? 'module.exports'];
     // Object literals only count when they are the module's exports object.
@@ -1217,8 +1208,24 @@ function outerExpression(node: ts.Node): ts.Node {
   return e;
 }
 
+/**
+ * How an assignment target names what is assigned: `module.exports.x` / `exports.x` /
+ * `this.x` → `x`, `X.prototype.y` → `X.y` as a method (so is `this.x`). `parts` may be
+ * empty (`module.exports = …`); undefined when the target is not a plain name chain.
+ */
+export function assignmentTarget(left: ts.Expression): { path: string[]; parts: string[]; method: boolean } | undefined {
+  const path = accessPath(left);
+  if (path.length === 0) return undefined;
+  let parts = path;
+  if (parts[0] === 'module' && parts[1] === 'exports') parts = parts.slice(2);
+  else if (parts[0] === 'exports' || parts[0] === 'this') parts = parts.slice(1);
+  const protoAt = parts.indexOf('prototype');
+  if (protoAt > 0) return { path, parts: [...parts.slice(0, protoAt), ...parts.slice(protoAt + 1)], method: true };
+  return { path, parts, method: path[0] === 'this' };
+}
+
 /** `a.b['c'].d` as its parts; [] when the chain does not start at a name or `this`. */
-export function accessPath(e: ts.Expression): string[] {
+function accessPath(e: ts.Expression): string[] {
   const parts: string[] = [];
   let cur: ts.Expression = e;
   for (;;) {

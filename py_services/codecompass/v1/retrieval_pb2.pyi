@@ -198,7 +198,7 @@ class SearchResult(_message.Message):
     def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., lexical_score: _Optional[float] = ..., vector_similarity: _Optional[float] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., lexical_rank: _Optional[int] = ..., semantic_rank: _Optional[int] = ..., fusion_score: _Optional[float] = ..., signals: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class SearchMetadata(_message.Message):
-    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "sync", "sync_ms", "search_ms", "total_chunks", "embedded_chunks", "total_candidates")
+    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "sync", "sync_ms", "search_ms", "total_chunks", "embedded_chunks", "total_candidates", "confidence")
     INDEXING_STATUS_FIELD_NUMBER: _ClassVar[int]
     RESULT_COMPLETENESS_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_FALLBACK_FIELD_NUMBER: _ClassVar[int]
@@ -213,6 +213,7 @@ class SearchMetadata(_message.Message):
     TOTAL_CHUNKS_FIELD_NUMBER: _ClassVar[int]
     EMBEDDED_CHUNKS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     indexing_status: IndexingStatus
     result_completeness: ResultCompleteness
     semantic_fallback: bool
@@ -227,7 +228,8 @@ class SearchMetadata(_message.Message):
     total_chunks: int
     embedded_chunks: int
     total_candidates: int
-    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., sync: _Optional[_Union[SyncStats, _Mapping]] = ..., sync_ms: _Optional[float] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., total_candidates: _Optional[int] = ...) -> None: ...
+    confidence: float
+    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., sync: _Optional[_Union[SyncStats, _Mapping]] = ..., sync_ms: _Optional[float] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., total_candidates: _Optional[int] = ..., confidence: _Optional[float] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("results", "metadata")
@@ -264,3 +266,43 @@ class GetIndexStatusResponse(_message.Message):
     error: str
     index_bytes: int
     def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., files: _Optional[int] = ..., chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., index_format_version: _Optional[str] = ..., error: _Optional[str] = ..., index_bytes: _Optional[int] = ...) -> None: ...
+
+class HubSeed(_message.Message):
+    __slots__ = ("chunk_id", "score")
+    CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    chunk_id: str
+    score: float
+    def __init__(self, chunk_id: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
+
+class FindHubsRequest(_message.Message):
+    __slots__ = ("workspace_root", "seeds", "max_hubs", "view")
+    WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
+    SEEDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_HUBS_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
+    workspace_root: str
+    seeds: _containers.RepeatedCompositeFieldContainer[HubSeed]
+    max_hubs: int
+    view: ResultView
+    def __init__(self, workspace_root: _Optional[str] = ..., seeds: _Optional[_Iterable[_Union[HubSeed, _Mapping]]] = ..., max_hubs: _Optional[int] = ..., view: _Optional[_Union[ResultView, str]] = ...) -> None: ...
+
+class Hub(_message.Message):
+    __slots__ = ("result", "connected_seed_ids", "outgoing", "incoming")
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_SEED_IDS_FIELD_NUMBER: _ClassVar[int]
+    OUTGOING_FIELD_NUMBER: _ClassVar[int]
+    INCOMING_FIELD_NUMBER: _ClassVar[int]
+    result: SearchResult
+    connected_seed_ids: _containers.RepeatedScalarFieldContainer[str]
+    outgoing: int
+    incoming: int
+    def __init__(self, result: _Optional[_Union[SearchResult, _Mapping]] = ..., connected_seed_ids: _Optional[_Iterable[str]] = ..., outgoing: _Optional[int] = ..., incoming: _Optional[int] = ...) -> None: ...
+
+class FindHubsResponse(_message.Message):
+    __slots__ = ("hubs", "duration_ms")
+    HUBS_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    hubs: _containers.RepeatedCompositeFieldContainer[Hub]
+    duration_ms: float
+    def __init__(self, hubs: _Optional[_Iterable[_Union[Hub, _Mapping]]] = ..., duration_ms: _Optional[float] = ...) -> None: ...

@@ -52,6 +52,11 @@ class RetrievalServiceStub:
                 request_serializer=codecompass_dot_v1_dot_retrieval__pb2.GetIndexStatusRequest.SerializeToString,
                 response_deserializer=codecompass_dot_v1_dot_retrieval__pb2.GetIndexStatusResponse.FromString,
                 _registered_method=True)
+        self.FindHubs = channel.unary_unary(
+                '/codecompass.v1.RetrievalService/FindHubs',
+                request_serializer=codecompass_dot_v1_dot_retrieval__pb2.FindHubsRequest.SerializeToString,
+                response_deserializer=codecompass_dot_v1_dot_retrieval__pb2.FindHubsResponse.FromString,
+                _registered_method=True)
 
 
 class RetrievalServiceServicer:
@@ -81,6 +86,16 @@ class RetrievalServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def FindHubs(self, request, context):
+        """FindHubs finds the symbols that connect several of a search's best
+        results (the structure stage): chunks that reference, or are referenced
+        by, two or more seeds through the references the type checker resolved
+        at index time, across the whole workspace. A read: it never syncs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrievalServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -98,6 +113,11 @@ def add_RetrievalServiceServicer_to_server(servicer, server):
                     servicer.GetIndexStatus,
                     request_deserializer=codecompass_dot_v1_dot_retrieval__pb2.GetIndexStatusRequest.FromString,
                     response_serializer=codecompass_dot_v1_dot_retrieval__pb2.GetIndexStatusResponse.SerializeToString,
+            ),
+            'FindHubs': grpc.unary_unary_rpc_method_handler(
+                    servicer.FindHubs,
+                    request_deserializer=codecompass_dot_v1_dot_retrieval__pb2.FindHubsRequest.FromString,
+                    response_serializer=codecompass_dot_v1_dot_retrieval__pb2.FindHubsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -184,6 +204,33 @@ class RetrievalService:
             '/codecompass.v1.RetrievalService/GetIndexStatus',
             codecompass_dot_v1_dot_retrieval__pb2.GetIndexStatusRequest.SerializeToString,
             codecompass_dot_v1_dot_retrieval__pb2.GetIndexStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FindHubs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/codecompass.v1.RetrievalService/FindHubs',
+            codecompass_dot_v1_dot_retrieval__pb2.FindHubsRequest.SerializeToString,
+            codecompass_dot_v1_dot_retrieval__pb2.FindHubsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -516,6 +516,13 @@ export interface SearchMetadata {
   embeddedChunks: bigint;
   /** Distinct candidates the channels produced before the limit was applied. */
   totalCandidates: number;
+  /**
+   * Calibrated probability in [0, 1] that the answer is among the first ten
+   * results, judged from absolute evidence (how much of the query the best
+   * results contain, exact name and path matches, cosine), not from the
+   * per-query normalised scores. Low for a query that matches nothing.
+   */
+  confidence: number;
 }
 
 /** SearchResponse carries ranked results and how they were produced. */
@@ -552,6 +559,51 @@ export interface GetIndexStatusResponse {
   error: string;
   /** Bytes of the index on disk. */
   indexBytes: bigint;
+}
+
+/** HubSeed is one starting point of the structure stage: a ranked result. */
+export interface HubSeed {
+  /** Id of the seed's chunk. */
+  chunkId: string;
+  /** The seed's score after ranking (and reranking), in [0, 1]. */
+  score: number;
+}
+
+/** FindHubsRequest asks for the hubs among a search's best results. */
+export interface FindHubsRequest {
+  /** Absolute path of the workspace root. */
+  workspaceRoot: string;
+  /** Starting points, best first (the blueprint takes the top 15). */
+  seeds: HubSeed[];
+  /** Most hubs to return; 0 means the server default. */
+  maxHubs: number;
+  /** Which chunk fields the hubs carry; unset means RESULT_VIEW_FULL. */
+  view: ResultView;
+}
+
+/** Hub is a symbol connected to several seeds. */
+export interface Hub {
+  /**
+   * The hub's chunk, with score set to its hub score and signals["hub"] to
+   * the number of seeds it connects.
+   */
+  result:
+    | SearchResult
+    | undefined;
+  /** Ids of the seeds it is connected to, best seed first. */
+  connectedSeedIds: string[];
+  /** Connections that are references from a seed to the hub (callees, types used). */
+  outgoing: number;
+  /** Connections that are references from the hub to a seed (callers). */
+  incoming: number;
+}
+
+/** FindHubsResponse lists hubs, best first. */
+export interface FindHubsResponse {
+  /** Hubs, highest hub score first; seeds themselves never appear. */
+  hubs: Hub[];
+  /** Milliseconds the lookup took. */
+  durationMs: number;
 }
 
 function createBaseIndexWorkspaceRequest(): IndexWorkspaceRequest {
@@ -1978,6 +2030,7 @@ function createBaseSearchMetadata(): SearchMetadata {
     totalChunks: 0n,
     embeddedChunks: 0n,
     totalCandidates: 0,
+    confidence: 0,
   };
 }
 
@@ -2030,6 +2083,9 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     }
     if (message.totalCandidates !== 0) {
       writer.uint32(112).uint32(message.totalCandidates);
+    }
+    if (message.confidence !== 0) {
+      writer.uint32(125).float(message.confidence);
     }
     return writer;
   },
@@ -2159,6 +2215,14 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
             message.totalCandidates = reader.uint32();
             continue;
           }
+          case 15: {
+            if (tag !== 125) {
+              break;
+            }
+
+            message.confidence = reader.float();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2239,6 +2303,7 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
         : isSet(object.total_candidates)
         ? globalThis.Number(object.total_candidates)
         : 0,
+      confidence: isSet(object.confidence) ? globalThis.Number(object.confidence) : 0,
     };
   },
 
@@ -2286,6 +2351,9 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     if (message.totalCandidates !== 0) {
       obj.totalCandidates = Math.round(message.totalCandidates);
     }
+    if (message.confidence !== 0) {
+      obj.confidence = floatToJson(message.confidence);
+    }
     return obj;
   },
 
@@ -2312,6 +2380,7 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
       ? BigInt(object.embeddedChunks)
       : 0n;
     message.totalCandidates = object.totalCandidates ?? 0;
+    message.confidence = object.confidence ?? 0;
     return message;
   },
 };
@@ -2725,6 +2794,432 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
   },
 };
 
+function createBaseHubSeed(): HubSeed {
+  return { chunkId: "", score: 0 };
+}
+
+export const HubSeed: MessageFns<HubSeed> = {
+  encode(message: HubSeed, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.chunkId !== "") {
+      writer.uint32(10).string(message.chunkId);
+    }
+    if (message.score !== 0) {
+      writer.uint32(17).double(message.score);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HubSeed {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHubSeed();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.chunkId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.score = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HubSeed {
+    return {
+      chunkId: isSet(object.chunkId)
+        ? globalThis.String(object.chunkId)
+        : isSet(object.chunk_id)
+        ? globalThis.String(object.chunk_id)
+        : "",
+      score: isSet(object.score) ? globalThis.Number(object.score) : 0,
+    };
+  },
+
+  toJSON(message: HubSeed): unknown {
+    const obj: any = {};
+    if (message.chunkId !== "") {
+      obj.chunkId = message.chunkId;
+    }
+    if (message.score !== 0) {
+      obj.score = floatToJson(message.score);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<HubSeed>): HubSeed {
+    return HubSeed.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<HubSeed>): HubSeed {
+    const message = createBaseHubSeed();
+    message.chunkId = object.chunkId ?? "";
+    message.score = object.score ?? 0;
+    return message;
+  },
+};
+
+function createBaseFindHubsRequest(): FindHubsRequest {
+  return { workspaceRoot: "", seeds: [], maxHubs: 0, view: 0 };
+}
+
+export const FindHubsRequest: MessageFns<FindHubsRequest> = {
+  encode(message: FindHubsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceRoot !== "") {
+      writer.uint32(10).string(message.workspaceRoot);
+    }
+    for (const v of message.seeds) {
+      HubSeed.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.maxHubs !== 0) {
+      writer.uint32(24).uint32(message.maxHubs);
+    }
+    if (message.view !== 0) {
+      writer.uint32(32).int32(message.view);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FindHubsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFindHubsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceRoot = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.seeds.push(HubSeed.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.maxHubs = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.view = reader.int32() as any;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FindHubsRequest {
+    return {
+      workspaceRoot: isSet(object.workspaceRoot)
+        ? globalThis.String(object.workspaceRoot)
+        : isSet(object.workspace_root)
+        ? globalThis.String(object.workspace_root)
+        : "",
+      seeds: globalThis.Array.isArray(object?.seeds) ? object.seeds.map((e: any) => HubSeed.fromJSON(e)) : [],
+      maxHubs: isSet(object.maxHubs)
+        ? globalThis.Number(object.maxHubs)
+        : isSet(object.max_hubs)
+        ? globalThis.Number(object.max_hubs)
+        : 0,
+      view: isSet(object.view) ? resultViewFromJSON(object.view) : 0,
+    };
+  },
+
+  toJSON(message: FindHubsRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceRoot !== "") {
+      obj.workspaceRoot = message.workspaceRoot;
+    }
+    if (message.seeds?.length) {
+      obj.seeds = message.seeds.map((e) => HubSeed.toJSON(e));
+    }
+    if (message.maxHubs !== 0) {
+      obj.maxHubs = Math.round(message.maxHubs);
+    }
+    if (message.view !== 0) {
+      obj.view = resultViewToJSON(message.view);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<FindHubsRequest>): FindHubsRequest {
+    return FindHubsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<FindHubsRequest>): FindHubsRequest {
+    const message = createBaseFindHubsRequest();
+    message.workspaceRoot = object.workspaceRoot ?? "";
+    message.seeds = object.seeds?.map((e) => HubSeed.fromPartial(e)) || [];
+    message.maxHubs = object.maxHubs ?? 0;
+    message.view = object.view ?? 0;
+    return message;
+  },
+};
+
+function createBaseHub(): Hub {
+  return { result: undefined, connectedSeedIds: [], outgoing: 0, incoming: 0 };
+}
+
+export const Hub: MessageFns<Hub> = {
+  encode(message: Hub, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.result !== undefined) {
+      SearchResult.encode(message.result, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.connectedSeedIds) {
+      writer.uint32(18).string(v!);
+    }
+    if (message.outgoing !== 0) {
+      writer.uint32(24).uint32(message.outgoing);
+    }
+    if (message.incoming !== 0) {
+      writer.uint32(32).uint32(message.incoming);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Hub {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHub();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.result = SearchResult.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.connectedSeedIds.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.outgoing = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.incoming = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Hub {
+    return {
+      result: isSet(object.result) ? SearchResult.fromJSON(object.result) : undefined,
+      connectedSeedIds: globalThis.Array.isArray(object?.connectedSeedIds)
+        ? object.connectedSeedIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.connected_seed_ids)
+        ? object.connected_seed_ids.map((e: any) => globalThis.String(e))
+        : [],
+      outgoing: isSet(object.outgoing) ? globalThis.Number(object.outgoing) : 0,
+      incoming: isSet(object.incoming) ? globalThis.Number(object.incoming) : 0,
+    };
+  },
+
+  toJSON(message: Hub): unknown {
+    const obj: any = {};
+    if (message.result !== undefined) {
+      obj.result = SearchResult.toJSON(message.result);
+    }
+    if (message.connectedSeedIds?.length) {
+      obj.connectedSeedIds = message.connectedSeedIds;
+    }
+    if (message.outgoing !== 0) {
+      obj.outgoing = Math.round(message.outgoing);
+    }
+    if (message.incoming !== 0) {
+      obj.incoming = Math.round(message.incoming);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Hub>): Hub {
+    return Hub.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Hub>): Hub {
+    const message = createBaseHub();
+    message.result = (object.result !== undefined && object.result !== null)
+      ? SearchResult.fromPartial(object.result)
+      : undefined;
+    message.connectedSeedIds = object.connectedSeedIds?.map((e) => e) || [];
+    message.outgoing = object.outgoing ?? 0;
+    message.incoming = object.incoming ?? 0;
+    return message;
+  },
+};
+
+function createBaseFindHubsResponse(): FindHubsResponse {
+  return { hubs: [], durationMs: 0 };
+}
+
+export const FindHubsResponse: MessageFns<FindHubsResponse> = {
+  encode(message: FindHubsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.hubs) {
+      Hub.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.durationMs !== 0) {
+      writer.uint32(17).double(message.durationMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FindHubsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFindHubsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.hubs.push(Hub.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.durationMs = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FindHubsResponse {
+    return {
+      hubs: globalThis.Array.isArray(object?.hubs) ? object.hubs.map((e: any) => Hub.fromJSON(e)) : [],
+      durationMs: isSet(object.durationMs)
+        ? globalThis.Number(object.durationMs)
+        : isSet(object.duration_ms)
+        ? globalThis.Number(object.duration_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: FindHubsResponse): unknown {
+    const obj: any = {};
+    if (message.hubs?.length) {
+      obj.hubs = message.hubs.map((e) => Hub.toJSON(e));
+    }
+    if (message.durationMs !== 0) {
+      obj.durationMs = floatToJson(message.durationMs);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<FindHubsResponse>): FindHubsResponse {
+    return FindHubsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<FindHubsResponse>): FindHubsResponse {
+    const message = createBaseFindHubsResponse();
+    message.hubs = object.hubs?.map((e) => Hub.fromPartial(e)) || [];
+    message.durationMs = object.durationMs ?? 0;
+    return message;
+  },
+};
+
 /**
  * RetrievalService owns the LanceDB index of each workspace: it keeps the
  * index in sync with the files (through the analysis and embedding
@@ -2766,6 +3261,21 @@ export const RetrievalServiceService = {
       Buffer.from(GetIndexStatusResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetIndexStatusResponse => GetIndexStatusResponse.decode(value),
   },
+  /**
+   * FindHubs finds the symbols that connect several of a search's best
+   * results (the structure stage): chunks that reference, or are referenced
+   * by, two or more seeds through the references the type checker resolved
+   * at index time, across the whole workspace. A read: it never syncs.
+   */
+  findHubs: {
+    path: "/codecompass.v1.RetrievalService/FindHubs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FindHubsRequest): Buffer => Buffer.from(FindHubsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FindHubsRequest => FindHubsRequest.decode(value),
+    responseSerialize: (value: FindHubsResponse): Buffer => Buffer.from(FindHubsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): FindHubsResponse => FindHubsResponse.decode(value),
+  },
 } as const;
 
 export interface RetrievalServiceServer extends UntypedServiceImplementation {
@@ -2775,6 +3285,13 @@ export interface RetrievalServiceServer extends UntypedServiceImplementation {
   search: handleUnaryCall<SearchRequest, SearchResponse>;
   /** GetIndexStatus reports the state of a workspace's index. */
   getIndexStatus: handleUnaryCall<GetIndexStatusRequest, GetIndexStatusResponse>;
+  /**
+   * FindHubs finds the symbols that connect several of a search's best
+   * results (the structure stage): chunks that reference, or are referenced
+   * by, two or more seeds through the references the type checker resolved
+   * at index time, across the whole workspace. A read: it never syncs.
+   */
+  findHubs: handleUnaryCall<FindHubsRequest, FindHubsResponse>;
 }
 
 export interface RetrievalServiceClient extends Client {
@@ -2819,6 +3336,27 @@ export interface RetrievalServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetIndexStatusResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * FindHubs finds the symbols that connect several of a search's best
+   * results (the structure stage): chunks that reference, or are referenced
+   * by, two or more seeds through the references the type checker resolved
+   * at index time, across the whole workspace. A read: it never syncs.
+   */
+  findHubs(
+    request: FindHubsRequest,
+    callback: (error: ServiceError | null, response: FindHubsResponse) => void,
+  ): ClientUnaryCall;
+  findHubs(
+    request: FindHubsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: FindHubsResponse) => void,
+  ): ClientUnaryCall;
+  findHubs(
+    request: FindHubsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: FindHubsResponse) => void,
   ): ClientUnaryCall;
 }
 

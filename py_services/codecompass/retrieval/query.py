@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 from codecompass.common.identifiers import identifier_parts
+from codecompass.common.testcode import mentions_tests as query_mentions_tests
 
 SYMBOL = "symbol"
 PATH = "path"
@@ -60,7 +61,6 @@ REQUEST_WORDS = frozenset({
     "improve", "improves", "correctly", "properly", "avoid", "avoids", "prevent", "prevents", "feat", "refactor",
     "implement", "implements", "how", "where", "why", "what", "does", "do", "should", "now", "also", "instead",
 })
-_TEST_WORDS = frozenset(["test", "tests", "testing", "spec", "specs", "unit", "e2e", "mock", "mocks", "fixture", "fixtures", "jest", "mocha"])
 
 
 def is_code_shaped(token: str) -> bool:
@@ -112,7 +112,7 @@ def analyze(query: str) -> QueryShape:
     tokens = text.split(" ") if text else []
     raw_words = [w for w in _WORD.findall(text)]
     lowered = [w.lower() for w in raw_words]
-    mentions_tests = any(w in _TEST_WORDS for w in lowered)
+    mentions_tests = query_mentions_tests(lowered)
 
     path = ""
     for token in tokens:

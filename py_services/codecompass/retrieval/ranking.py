@@ -40,6 +40,7 @@ from pathlib import PurePosixPath
 
 from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.identifiers import identifier_parts
+from codecompass.common.testcode import is_test_path
 from codecompass.retrieval import query as q
 from codecompass.retrieval.query import QueryShape
 
@@ -58,11 +59,6 @@ _EXAMPLE_DIR = re.compile(
 _COMPAT_DIR = re.compile(r"(?:^|/)(?:compat|_compat|legacy|deprecated|polyfills?|shims?)(?:/|$)")
 _VENDOR = re.compile(r"(?:^|/)(?:vendor|vendored|third[_-]party|dist|build|out|bundles?|umd|esm5|cjs)(?:/|$)|\.min\.[cm]?js$")
 _DECLARATION = re.compile(r"\.d\.[cm]?ts$")
-# Test code by path convention. Not `mock/` or `testing/`: libraries ship those as product
-# code (undici's MockAgent, rxjs's TestScheduler).
-_TEST_PATH = re.compile(
-    r"(?:^|/)(?:__tests__|__mocks__|__fixtures__|tests?|specs?|e2e|fixtures?|mocks)(?:/|$)|\.(?:test|spec)\.[cm]?[jt]sx?$"
-)
 _KIND_WORDS = frozenset({
     "function", "method", "class", "interface", "type", "enum", "component", "variable", "constant", "const",
     "namespace", "constructor", "accessor", "getter", "setter", "hook", "operator", "property", "field",
@@ -411,7 +407,7 @@ def _prefix_match(a: str, b: str) -> bool:
 def _path_penalty(chunk: Chunk, shape: QueryShape, policy: RankingPolicy) -> dict[str, float]:
     path = chunk.relative_path
     out: dict[str, float] = {}
-    is_test = chunk.is_test or bool(_TEST_PATH.search(path))
+    is_test = chunk.is_test or is_test_path(path)
     if is_test != shape.mentions_tests:
         # A question about tests wants tests; any other question wants the implementation.
         out["test_file" if is_test else "not_test_file"] = policy.test_penalty

@@ -279,6 +279,31 @@ function syntaxDiagnostics(sf: ts.SourceFile): ts.DiagnosticWithLocation[] {
   return (sf as unknown as { parseDiagnostics?: ts.DiagnosticWithLocation[] }).parseDiagnostics ?? [];
 }
 
+const SCRIPT_KIND: Record<Language, ts.ScriptKind> = {
+  typescript: ts.ScriptKind.TS,
+  tsx: ts.ScriptKind.TSX,
+  javascript: ts.ScriptKind.JS,
+  jsx: ts.ScriptKind.JSX,
+};
+
+/** One file's text as the chunker needs it. */
+export interface ChunkText {
+  absolutePath: string;
+  relativePath: string;
+  text: string;
+  language: Language;
+}
+
+/**
+ * Chunks a file as part of a Program (its SourceFile, and the checker for
+ * references) when one is given, else parsed on its own without references.
+ */
+export function chunkText(file: ChunkText, workspaceRoot: string, program?: { sourceFile: ts.SourceFile; checker: ts.TypeChecker }): ChunkOutput {
+  const sourceFile =
+    program?.sourceFile ?? ts.createSourceFile(file.absolutePath, file.text, ts.ScriptTarget.Latest, true, SCRIPT_KIND[file.language]);
+  return chunkSourceFile({ ...file, sourceFile, checker: program?.checker, workspaceRoot });
+}
+
 export function chunkSourceFile(input: ChunkInput): ChunkOutput {
   const sf = input.sourceFile;
   const text = sf.text;

@@ -2,17 +2,20 @@
 // files, render symbols. The gRPC layer (server.ts) only converts and maps
 // errors; everything here is testable without a network.
 import * as path from 'node:path';
-import ts from 'typescript';
-import { chunkSourceFile } from './chunker';
+import { type ChunkOutput, chunkText } from './chunker';
+import { CHECKER_WORKER_SCRIPT, CheckerWorker } from './checkerClient';
+import type { WindowFile } from './checkerProtocol';
 import type { AnalysisConfig } from './config';
+import { CancelledError } from './errors';
 import { type FsOps, type Skip, isSourceFileName, languageOf, loadSource, realFs, skipForError } from './fileio';
-import { type ProgramView, warmLibraries } from './program';
 import { renderSymbol } from './render';
 import { ScanCancelledError, compareStrings, listSourceFiles, scanWorkspace } from './scanner';
 import { countTokens } from './tokens';
-import { type TraceRequest, type TraceResult, TraceProjectHost, trace } from './trace';
-import type { ChunkedFile, FileEntry, Language, RenderedSymbol, RenderSpec, ScanResult } from './types';
+import type { TraceRequest, TraceResult } from './trace';
+import type { ChunkedFile, FileEntry, RenderedSymbol, RenderSpec, ScanResult } from './types';
 import { RequestError, type Workspace, WorkspaceRegistry, resolveRequestPath } from './workspace';
+
+export { CancelledError } from './errors';
 
 export interface ScanRequest {
   workspaceRoot: string;
@@ -41,13 +44,6 @@ export interface RenderResult {
   missingSymbolIds: string[];
 }
 
-export class CancelledError extends Error {
-  constructor() {
-    super('request cancelled by the client');
-    this.name = 'CancelledError';
-  }
-}
-
 interface ChunkTarget {
   relativePath: string;
   absolutePath: string;
@@ -61,60 +57,57 @@ interface LoadedTarget {
   load: ReturnType<typeof loadSource> | undefined;
 }
 
-const SCRIPT_KIND: Record<Language, ts.ScriptKind> = {
-  typescript: ts.ScriptKind.TS,
-  tsx: ts.ScriptKind.TSX,
-  javascript: ts.ScriptKind.JS,
-  jsx: ts.ScriptKind.JSX,
-};
-
 /**
  * Files per Program update when references are on. Every update that
  * changes a Program builds a new type checker (hundreds of ms with the DOM
  * lib), so updates are per window rather than per file; the window bounds
- * the texts held ahead of the stream.
+ * the texts and outputs held ahead of the stream.
  */
 const REFERENCE_WINDOW = 512;
 
+export interface ServiceOptions {
+  /** The checker worker's module; tests substitute one that misbehaves. */
+  checkerWorkerScript?: string;
+}
+
+/**
+ * The type checker never runs on this thread: Programs, reference-resolving
+ * chunking and Trace run in two worker threads (checkerWorker.ts), one for
+ * chunking and one for Trace, so a cold index neither delays a health check
+ * or RenderSymbols nor queues a Trace behind it. Listing and reading files,
+ * ordering the stream and cancellation stay here.
+ */
 export class AnalysisService {
   private readonly workspaces: WorkspaceRegistry;
-  /** Whole-workspace LanguageServices for Trace, least recently used first. */
-  private readonly traceHosts = new Map<string, TraceProjectHost>();
+  private readonly chunkChecker: CheckerWorker;
+  private readonly traceChecker: CheckerWorker;
 
   constructor(
     private readonly config: Pick<AnalysisConfig, 'maxFileBytes' | 'maxPrograms' | 'maxRenderCacheFiles' | 'maxWorkspaces'>,
     private readonly fsOps: FsOps = realFs,
+    options: ServiceOptions = {},
   ) {
-    this.workspaces = new WorkspaceRegistry(config.maxWorkspaces, config.maxPrograms, config.maxRenderCacheFiles);
+    this.workspaces = new WorkspaceRegistry(config.maxWorkspaces, config.maxRenderCacheFiles);
+    const limits = { maxPrograms: config.maxPrograms, maxWorkspaces: config.maxWorkspaces };
+    const script = options.checkerWorkerScript ?? CHECKER_WORKER_SCRIPT;
+    this.chunkChecker = new CheckerWorker('chunk checker', limits, script);
+    this.traceChecker = new CheckerWorker('trace checker', limits, script);
   }
 
   /**
    * Loads the parser, chunker and tokenizer so the first real request pays
-   * no start-up cost, then parses the default libs in the background: they
-   * take over a second, which would otherwise land on the first sync after a
-   * start (one edited file), while the caller's other services start.
+   * no start-up cost, then parses the default libs in the chunk checker
+   * worker: they take over a second, which would otherwise land on the first
+   * sync after a start (one edited file), while the caller's other services start.
    */
   warmUp(): void {
     const text = '/** Greets. */\nexport function greet(name: string): string {\n  return `hi ${name}`;\n}\n';
-    const sourceFile = ts.createSourceFile('/warmup/warmup.ts', text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
-    const out = chunkSourceFile({
-      absolutePath: '/warmup/warmup.ts',
-      relativePath: 'warmup.ts',
-      text,
-      language: 'typescript',
-      sourceFile,
-      workspaceRoot: '/warmup',
-    });
+    const out = chunkText({ absolutePath: '/warmup/warmup.ts', relativePath: 'warmup.ts', text, language: 'typescript' }, '/warmup');
     if (out.chunks.length === 0 || countTokens(out.chunks[0].embeddingText) === 0) {
       throw new Error('warm-up chunking produced no chunks');
     }
-    setImmediate(() => {
-      try {
-        warmLibraries();
-      } catch {
-        // Only a head start: the same failure recurs, and is reported, on the first request that needs a Program.
-      }
-    });
+    // Only a head start: a failure recurs, and is reported, on the first request that needs a Program.
+    this.chunkChecker.warm();
   }
 
   async scan(request: ScanRequest, isCancelled: () => boolean = () => false): Promise<ScanResult> {
@@ -146,14 +139,29 @@ export class AnalysisService {
     for (let start = 0; start < targets.length; start += windowSize) {
       if (isCancelled()) throw new CancelledError();
       const window = targets.slice(start, start + windowSize).map((t) => this.loadTarget(t));
-      const views = request.includeReferences ? this.programViews(workspace, window) : undefined;
-      for (const loaded of window) {
-        if (isCancelled()) throw new CancelledError();
-        const result = this.toChunkedFile(workspace, loaded, views?.get(loaded.target.absolutePath));
-        workspace.rememberSymbols(result.relativePath, result.chunks);
-        yield result;
-        // Let cancellation and health checks through between files.
-        await new Promise<void>((resolve) => setImmediate(resolve));
+      // With references, the readable files of the window go to the checker
+      // worker, which sends their outputs back in window order.
+      const outputs = request.includeReferences
+        ? this.chunkChecker.chunkWindow(workspace.root, window.flatMap((l) => windowFile(l) ?? []), isCancelled)
+        : undefined;
+      try {
+        for (const loaded of window) {
+          if (isCancelled()) throw new CancelledError();
+          let output: ChunkOutput | undefined;
+          if (outputs && loaded.load?.ok) {
+            const next = await outputs.next();
+            if (next.done) throw new Error(`the checker worker sent no output for ${loaded.target.relativePath}`);
+            output = next.value;
+          }
+          const result = this.toChunkedFile(workspace, loaded, output);
+          workspace.rememberSymbols(result.relativePath, result.chunks);
+          yield result;
+          // Let cancellation and health checks through between files.
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
+      } finally {
+        // Stops the worker's job when the stream ends early (an error, a cancel).
+        await outputs?.return(undefined);
       }
     }
   }
@@ -192,23 +200,14 @@ export class AnalysisService {
       throw err;
     }
     if (isCancelled()) throw new CancelledError();
-    let host = this.traceHosts.get(workspace.root);
-    if (host) this.traceHosts.delete(workspace.root);
-    else host = new TraceProjectHost(workspace.root);
-    this.traceHosts.set(workspace.root, host);
-    while (this.traceHosts.size > this.config.maxWorkspaces) {
-      const [oldestRoot, oldest] = this.traceHosts.entries().next().value as [string, TraceProjectHost];
-      oldest.dispose();
-      this.traceHosts.delete(oldestRoot);
-    }
-    const project = host.project(listing.files.map((f) => f.absolutePath));
-    return trace(project, request, deadlineMs);
+    const files = listing.files.map((f) => f.absolutePath);
+    return this.traceChecker.trace(workspace.root, files, request, deadlineMs, isCancelled);
   }
 
+  /** Stops the checker workers; calls still in flight fail. */
   dispose(): void {
-    for (const host of this.traceHosts.values()) host.dispose();
-    this.traceHosts.clear();
-    this.workspaces.dispose();
+    this.chunkChecker.dispose();
+    this.traceChecker.dispose();
   }
 
   private async expandTargets(workspace: Workspace, paths: string[], isCancelled: () => boolean): Promise<ChunkTarget[]> {
@@ -262,16 +261,8 @@ export class AnalysisService {
     return { target, sizeBytes, mtimeNs: Number(stats.mtimeNs), load };
   }
 
-  private programViews(workspace: Workspace, window: LoadedTarget[]): Map<string, ProgramView | undefined> {
-    const views = new Map<string, ProgramView | undefined>();
-    const programFiles = window.flatMap((b) =>
-      b.load?.ok ? [{ absolutePath: b.target.absolutePath, text: b.load.text, contentHash: b.load.contentHash }] : [],
-    );
-    workspace.projects.withPrograms(programFiles, (file, view) => views.set(file.absolutePath, view));
-    return views;
-  }
-
-  private toChunkedFile(workspace: Workspace, loaded: LoadedTarget, view: ProgramView | undefined): ChunkedFile {
+  /** `output` is the checker worker's, for a file chunked with references; without it the file is parsed here. */
+  private toChunkedFile(workspace: Workspace, loaded: LoadedTarget, output: ChunkOutput | undefined): ChunkedFile {
     const { target, load } = loaded;
     const base = {
       relativePath: target.relativePath,
@@ -291,18 +282,12 @@ export class AnalysisService {
         lineCount: 0,
       };
     }
-    const language = languageOf(target.relativePath) ?? 'typescript';
-    const sourceFile =
-      view?.sourceFile ?? ts.createSourceFile(target.absolutePath, load.text, ts.ScriptTarget.Latest, true, SCRIPT_KIND[language]);
-    const out = chunkSourceFile({
-      absolutePath: target.absolutePath,
-      relativePath: target.relativePath,
-      text: load.text,
-      language,
-      sourceFile,
-      checker: view?.checker,
-      workspaceRoot: workspace.root,
-    });
+    const out =
+      output ??
+      chunkText(
+        { absolutePath: target.absolutePath, relativePath: target.relativePath, text: load.text, language: languageOf(target.relativePath) ?? 'typescript' },
+        workspace.root,
+      );
     return {
       ...base,
       status: out.hasSyntaxErrors ? 'syntax_errors' : 'ok',
@@ -334,4 +319,17 @@ export class AnalysisService {
     workspace.cacheRender(resolved.relativePath, entry);
     return entry;
   }
+}
+
+/** What the checker worker needs of a loaded file; undefined for a file that is skipped. */
+function windowFile(loaded: LoadedTarget): WindowFile | undefined {
+  const { target, load } = loaded;
+  if (!load?.ok) return undefined;
+  return {
+    absolutePath: target.absolutePath,
+    relativePath: target.relativePath,
+    text: load.text,
+    contentHash: load.contentHash,
+    language: languageOf(target.relativePath) ?? 'typescript',
+  };
 }

@@ -52,7 +52,7 @@ export interface TraceResult {
 export const DEFAULT_TRACE_DEPTH = 1;
 export const MAX_TRACE_DEPTH = 3;
 export const DEFAULT_TRACE_LIMIT = 50;
-/** Even with a generous client deadline a trace holds the event loop at most this long. */
+/** Even with a generous client deadline a trace holds its checker worker at most this long. */
 export const TRACE_BUDGET_MS = 5000;
 const SNIPPET_LIMIT = 160;
 
@@ -68,9 +68,12 @@ interface Location {
 }
 
 class Budget {
-  constructor(private readonly deadlineMs: number) {}
+  constructor(
+    private readonly deadlineMs: number,
+    private readonly isCancelled: () => boolean,
+  ) {}
   get expired(): boolean {
-    return Date.now() >= this.deadlineMs;
+    return Date.now() >= this.deadlineMs || this.isCancelled();
   }
 }
 
@@ -228,13 +231,14 @@ function declarationNamePos(decl: ts.Node): number {
 
 /**
  * Runs a trace against a project whose Program already holds the workspace.
- * The budget is checked between LanguageService calls: one call (the
- * references of a very hot symbol) is the unit that cannot be interrupted.
+ * The budget (deadline, or the caller cancelling) is checked between
+ * LanguageService calls: one call (the references of a very hot symbol) is
+ * the unit that cannot be interrupted.
  */
-export function trace(project: TraceProject, request: TraceRequest, deadlineMs: number): TraceResult {
+export function trace(project: TraceProject, request: TraceRequest, deadlineMs: number, isCancelled: () => boolean = () => false): TraceResult {
   const program = project.service.getProgram();
   if (!program) throw new Error('the LanguageService has no Program');
-  const budget = new Budget(Math.min(deadlineMs, Date.now() + TRACE_BUDGET_MS));
+  const budget = new Budget(Math.min(deadlineMs, Date.now() + TRACE_BUDGET_MS), isCancelled);
   const resolved = resolveRoot(project, program, request);
   let partialReason: TracePartialReason | undefined;
   let depth = request.depth === 0 ? DEFAULT_TRACE_DEPTH : request.depth;

@@ -1,8 +1,8 @@
-// Per-workspace state (Programs, the symbol-id → file map, the render cache)
-// and the rules that keep every request inside its workspace root.
+// Per-workspace state of the main thread (the symbol-id → file map, the
+// render cache; Programs live in the checker worker) and the rules that keep
+// every request inside its workspace root.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ProjectRegistry } from './program';
 import type { Chunk } from './types';
 
 export type RequestErrorKind = 'invalid_argument' | 'not_found';
@@ -28,7 +28,6 @@ export interface RenderCacheEntry {
 const MAX_SYMBOL_PATHS = 2_000_000;
 
 export class Workspace {
-  readonly projects: ProjectRegistry;
   private readonly symbolPaths = new Map<string, string>();
   private readonly renderCache = new Map<string, RenderCacheEntry>();
 
@@ -37,11 +36,8 @@ export class Workspace {
     readonly givenRoot: string,
     /** The symlink-resolved root: every file must resolve below it. */
     readonly root: string,
-    maxPrograms: number,
     private readonly maxRenderCacheFiles: number,
-  ) {
-    this.projects = new ProjectRegistry(root, maxPrograms);
-  }
+  ) {}
 
   rememberSymbols(relativePath: string, chunks: readonly Chunk[]): void {
     for (const chunk of chunks) {
@@ -73,9 +69,6 @@ export class Workspace {
     }
   }
 
-  dispose(): void {
-    this.projects.dispose();
-  }
 }
 
 export interface ResolvedPath {
@@ -141,7 +134,6 @@ export class WorkspaceRegistry {
 
   constructor(
     private readonly maxWorkspaces: number,
-    private readonly maxPrograms: number,
     private readonly maxRenderCacheFiles: number,
   ) {}
 
@@ -163,18 +155,11 @@ export class WorkspaceRegistry {
       this.open.set(root, existing);
       return existing;
     }
-    const workspace = new Workspace(givenRoot, root, this.maxPrograms, this.maxRenderCacheFiles);
+    const workspace = new Workspace(givenRoot, root, this.maxRenderCacheFiles);
     this.open.set(root, workspace);
     while (this.open.size > this.maxWorkspaces) {
-      const [oldestRoot, oldest] = this.open.entries().next().value as [string, Workspace];
-      oldest.dispose();
-      this.open.delete(oldestRoot);
+      this.open.delete(this.open.keys().next().value as string);
     }
     return workspace;
-  }
-
-  dispose(): void {
-    for (const workspace of this.open.values()) workspace.dispose();
-    this.open.clear();
   }
 }

@@ -1,0 +1,60 @@
+// Messages between the main thread and a checker worker (checkerWorker.ts).
+// Only plain data crosses: texts go in, ChunkOutputs and TraceResults come
+// out, so the main thread never holds a Program or a checker.
+import type { ChunkOutput, ChunkText } from './chunker';
+import type { TraceRequest, TraceResult } from './trace';
+import type { RequestErrorKind } from './workspace';
+
+/** Fixed for a worker's lifetime: the bounds on what it keeps between jobs. */
+export interface CheckerWorkerData {
+  maxPrograms: number;
+  maxWorkspaces: number;
+}
+
+/** A file of a chunk window, read and vetted by the main thread. */
+export interface WindowFile extends ChunkText {
+  contentHash: string;
+}
+
+interface JobBase {
+  id: number;
+  /** One Int32 the main thread sets to 1 to cancel; read between files and between LanguageService calls. */
+  cancel: SharedArrayBuffer;
+}
+
+/** Chunk a window of files with references, in one Program update per project. */
+export interface ChunkJob extends JobBase {
+  kind: 'chunk';
+  workspaceRoot: string;
+  files: WindowFile[];
+}
+
+/** Trace one symbol over the workspace's whole-workspace LanguageService. */
+export interface TraceJob extends JobBase {
+  kind: 'trace';
+  workspaceRoot: string;
+  /** Every source file of the workspace (absolute paths), as the main thread listed them. */
+  files: string[];
+  request: TraceRequest;
+  deadlineMs: number;
+}
+
+/** Parse and bind the default libraries ahead of the first request. */
+export interface WarmJob extends JobBase {
+  kind: 'warm';
+}
+
+export type CheckerJob = ChunkJob | TraceJob | WarmJob;
+
+/** A failure as it crosses threads: a request error keeps its kind, anything else is one line. */
+export interface JobError {
+  requestErrorKind: RequestErrorKind | undefined;
+  message: string;
+}
+
+export type CheckerReply =
+  /** The output of `files[index]` of a ChunkJob; files come in order. */
+  | { kind: 'file'; id: number; index: number; output: ChunkOutput }
+  | { kind: 'done'; id: number; trace?: TraceResult }
+  | { kind: 'cancelled'; id: number }
+  | { kind: 'failed'; id: number; error: JobError };

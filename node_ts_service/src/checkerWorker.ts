@@ -1,0 +1,85 @@
+// A worker thread that owns the type checker: Programs, LanguageServices and
+// the chunking that needs them. Building a Program for a window of files or
+// a whole workspace takes seconds of synchronous work; here it blocks only
+// this thread, so the main thread keeps answering health checks,
+// RenderSymbols and Trace. One job at a time; checkerClient.ts queues them.
+import { parentPort, workerData } from 'node:worker_threads';
+import { chunkText } from './chunker';
+import type { CheckerJob, CheckerReply, CheckerWorkerData, ChunkJob, JobError, TraceJob } from './checkerProtocol';
+import { type ProgramView, ProjectRegistry, warmLibraries } from './program';
+import { TraceProjectHost, trace } from './trace';
+import { RequestError } from './workspace';
+
+if (!parentPort) throw new Error('checkerWorker.js runs only as a worker thread');
+const port = parentPort;
+const limits = workerData as CheckerWorkerData;
+
+/** Chunking Programs per workspace root, least recently used first. */
+const registries = new Map<string, ProjectRegistry>();
+/** Whole-workspace LanguageServices for Trace, least recently used first. */
+const traceHosts = new Map<string, TraceProjectHost>();
+
+/** Thrown out of a Program visit when the job is cancelled, to skip the rest of the window. */
+class JobCancelled extends Error {}
+
+function recent<T extends { dispose(): void }>(map: Map<string, T>, key: string, create: () => T): T {
+  let value = map.get(key);
+  if (value) map.delete(key);
+  else value = create();
+  map.set(key, value);
+  while (map.size > limits.maxWorkspaces) {
+    const [oldestKey, oldest] = map.entries().next().value as [string, T];
+    oldest.dispose();
+    map.delete(oldestKey);
+  }
+  return value;
+}
+
+function post(reply: CheckerReply): void {
+  port.postMessage(reply);
+}
+
+function chunkWindow(job: ChunkJob, isCancelled: () => boolean): void {
+  const registry = recent(registries, job.workspaceRoot, () => new ProjectRegistry(job.workspaceRoot, limits.maxPrograms));
+  const views = new Map<string, ProgramView | undefined>();
+  // A window spanning several projects builds one Program per project; a
+  // cancel is noticed between them.
+  registry.withPrograms(job.files, (file, view) => {
+    if (isCancelled()) throw new JobCancelled();
+    views.set(file.absolutePath, view);
+  });
+  job.files.forEach((file, index) => {
+    if (isCancelled()) throw new JobCancelled();
+    post({ kind: 'file', id: job.id, index, output: chunkText(file, job.workspaceRoot, views.get(file.absolutePath)) });
+  });
+  post({ kind: 'done', id: job.id });
+}
+
+function traceSymbol(job: TraceJob, isCancelled: () => boolean): void {
+  const host = recent(traceHosts, job.workspaceRoot, () => new TraceProjectHost(job.workspaceRoot));
+  const result = trace(host.project(job.files), job.request, job.deadlineMs, isCancelled);
+  if (isCancelled()) throw new JobCancelled();
+  post({ kind: 'done', id: job.id, trace: result });
+}
+
+function jobError(err: unknown): JobError {
+  if (err instanceof RequestError) return { requestErrorKind: err.kind, message: err.message };
+  const message = err instanceof Error ? err.message : String(err);
+  return { requestErrorKind: undefined, message: message.split('\n')[0] };
+}
+
+port.on('message', (job: CheckerJob) => {
+  const flag = new Int32Array(job.cancel);
+  const isCancelled = () => Atomics.load(flag, 0) !== 0;
+  try {
+    if (job.kind === 'chunk') chunkWindow(job, isCancelled);
+    else if (job.kind === 'trace') traceSymbol(job, isCancelled);
+    else {
+      warmLibraries();
+      post({ kind: 'done', id: job.id });
+    }
+  } catch (err) {
+    if (err instanceof JobCancelled) post({ kind: 'cancelled', id: job.id });
+    else post({ kind: 'failed', id: job.id, error: jobError(err) });
+  }
+});

@@ -26,6 +26,9 @@ from codecompass.retrieval.state import (
     ChunkedFile,
     FileEntry,
     FileStatus,
+    HubOutcome,
+    HubQuery,
+    HubResult,
     IndexingStatus,
     IndexPhase,
     IndexProgress,
@@ -73,6 +76,7 @@ _PROVENANCE_TO_PROTO = {
     "lexical": retrieval_pb2.PROVENANCE_LEXICAL,
     "semantic": retrieval_pb2.PROVENANCE_SEMANTIC,
     "hybrid": retrieval_pb2.PROVENANCE_HYBRID,
+    "structure": retrieval_pb2.PROVENANCE_STRUCTURE,
 }
 _PROVENANCE_FROM_PROTO = {v: k for k, v in _PROVENANCE_TO_PROTO.items()}
 
@@ -380,6 +384,7 @@ def _metadata_to_proto(meta: SearchMetadata) -> retrieval_pb2.SearchMetadata:
         total_chunks=meta.total_chunks,
         embedded_chunks=meta.embedded_chunks,
         total_candidates=meta.total_candidates,
+        confidence=meta.confidence,
     )
 
 
@@ -399,6 +404,7 @@ def _metadata_from_proto(msg: retrieval_pb2.SearchMetadata) -> SearchMetadata:
         total_chunks=msg.total_chunks,
         embedded_chunks=msg.embedded_chunks,
         total_candidates=msg.total_candidates,
+        confidence=msg.confidence,
     )
 
 
@@ -413,6 +419,46 @@ def search_outcome_to_proto(
 def search_outcome_from_proto(msg: retrieval_pb2.SearchResponse) -> SearchOutcome:
     return SearchOutcome(
         results=tuple(_result_from_proto(r) for r in msg.results), metadata=_metadata_from_proto(msg.metadata)
+    )
+
+
+def hub_query_from_proto(msg: retrieval_pb2.FindHubsRequest) -> HubQuery:
+    return HubQuery(
+        workspace_root=msg.workspace_root,
+        seeds=tuple((seed.chunk_id, seed.score) for seed in msg.seeds),
+        max_hubs=msg.max_hubs,
+        view=_view_from_proto(msg.view),
+    )
+
+
+def hub_query_to_proto(query: HubQuery) -> retrieval_pb2.FindHubsRequest:
+    return retrieval_pb2.FindHubsRequest(
+        workspace_root=query.workspace_root,
+        seeds=[retrieval_pb2.HubSeed(chunk_id=chunk_id, score=score) for chunk_id, score in query.seeds],
+        max_hubs=query.max_hubs,
+        view=_VIEW_TO_PROTO[query.view],
+    )
+
+
+def hub_outcome_to_proto(outcome: HubOutcome, view: ResultView = ResultView.FULL) -> retrieval_pb2.FindHubsResponse:
+    return retrieval_pb2.FindHubsResponse(
+        hubs=[
+            retrieval_pb2.Hub(result=_result_to_proto(h.result, view), connected_seed_ids=list(h.connected_seed_ids),
+                              outgoing=h.outgoing, incoming=h.incoming)
+            for h in outcome.hubs
+        ],
+        duration_ms=outcome.duration_ms,
+    )
+
+
+def hub_outcome_from_proto(msg: retrieval_pb2.FindHubsResponse) -> HubOutcome:
+    return HubOutcome(
+        hubs=tuple(
+            HubResult(result=_result_from_proto(h.result), connected_seed_ids=tuple(h.connected_seed_ids),
+                      outgoing=h.outgoing, incoming=h.incoming)
+            for h in msg.hubs
+        ),
+        duration_ms=msg.duration_ms,
     )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,6 +28,8 @@ from codecompass.retrieval.ranking import (
     Candidate,
     RankedResult,
     RankingPolicy,
+    confidence,
+    confidence_features,
     rank,
     semantic_weight,
 )
@@ -53,6 +55,9 @@ class HybridOutcome:
     total_candidates: int
     # Candidates past the limit that scored at least half the best: the limit cut answers.
     truncated: bool
+    # Calibrated P(an answer is among the first ten), and the evidence it was judged from.
+    confidence: float = 0.0
+    confidence_features: dict[str, float] = field(default_factory=dict)
 
 
 def hybrid_search(
@@ -127,6 +132,7 @@ def hybrid_search(
     results = ranked[:limit]
     cut = ranked[limit:]
     truncated = bool(cut and results and cut[0].score >= 0.5 * results[0].score)
+    features = confidence_features(shape, ranked)
     return HybridOutcome(
         results=results,
         semantic_ratio_used=ratio,
@@ -134,6 +140,8 @@ def hybrid_search(
         shape=shape,
         total_candidates=len(ranked),
         truncated=truncated,
+        confidence=confidence(features) if ranked else 0.0,
+        confidence_features=features,
     )
 
 

@@ -37,11 +37,22 @@ from codecompass.retrieval.hybrid import (
     SKIP_NO_VECTORS,
     hybrid_search,
 )
-from codecompass.retrieval.ranking import DEFAULT_POLICY, FUSION_ONLY
+from codecompass.retrieval.ranking import (
+    DEFAULT_HUB_POLICY,
+    DEFAULT_POLICY,
+    FUSION_ONLY,
+    STRUCTURE,
+    RankedResult,
+    hub_eligible,
+    hub_scores,
+)
 from codecompass.retrieval.schema import INDEX_FORMAT_VERSION, EmbeddingModel
 from codecompass.retrieval.state import (
     DependencyUnavailable,
     EmbeddingUnavailable,
+    HubOutcome,
+    HubQuery,
+    HubResult,
     IndexingStatus,
     IndexPhase,
     IndexProgress,
@@ -742,6 +753,7 @@ class RetrievalEngine:
             ratio_used=outcome.semantic_ratio_used,
             blocked=blocked,
             total_candidates=outcome.total_candidates,
+            confidence=outcome.confidence,
         )
         return SearchOutcome(results=tuple(outcome.results), metadata=metadata)
 
@@ -763,6 +775,7 @@ class RetrievalEngine:
         ratio_used: float = 0.0,
         blocked: bool = False,
         total_candidates: int = 0,
+        confidence: float = 0.0,
     ) -> SearchMetadata:
         model = ws.model
         return SearchMetadata(
@@ -780,7 +793,45 @@ class RetrievalEngine:
             total_chunks=counts[0],
             embedded_chunks=counts[1],
             total_candidates=total_candidates,
+            confidence=confidence,
         )
+
+    # --- FindHubs ---
+
+    def find_hubs(self, request: HubQuery) -> HubOutcome:
+        """The structure stage: symbols connected to several seeds by index-time references.
+        A read like search: never syncs."""
+        started = time.perf_counter()
+        ws = self.workspace(request.workspace_root)
+        store = ws.store
+        policy = DEFAULT_HUB_POLICY
+        seeds = list(request.seeds[: policy.seeds])
+        if store is None or len(seeds) < policy.min_connections:
+            return HubOutcome(hubs=(), duration_ms=(time.perf_counter() - started) * 1000)
+        seed_ids = [sid for sid, _ in seeds]
+        outgoing = store.references_of(seed_ids)
+        incoming: dict[str, list[str]] = {}
+        for source, targets in store.references_into(seed_ids).items():
+            for target in targets:
+                incoming.setdefault(target, []).append(source)
+        max_hubs = request.max_hubs or policy.max_hubs
+        # Ineligible neighbours (tests, module wiring) are dropped after scoring, so ask for spares.
+        scored = hub_scores(seeds, outgoing, incoming, dataclasses.replace(policy, max_hubs=max_hubs * 4))
+        chunks = {c.id: c for c in store.get_chunks([h.chunk_id for h in scored])}
+        hubs: list[HubResult] = []
+        for hub in scored:
+            chunk = chunks.get(hub.chunk_id)
+            if chunk is None or not hub_eligible(chunk):
+                continue
+            result = RankedResult(
+                chunk=chunk, score=hub.score, lexical_score=0.0, vector_similarity=0.0, provenance=STRUCTURE,
+                lexical_rank=0, semantic_rank=0, signals={"hub": float(len(hub.connected))},
+            )
+            hubs.append(HubResult(result=result, connected_seed_ids=hub.connected, outgoing=hub.outgoing,
+                                  incoming=hub.incoming))
+            if len(hubs) >= max_hubs:
+                break
+        return HubOutcome(hubs=tuple(hubs), duration_ms=(time.perf_counter() - started) * 1000)
 
     # --- GetIndexStatus ---
 

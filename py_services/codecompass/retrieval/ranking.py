@@ -47,6 +47,7 @@ from codecompass.retrieval.query import QueryShape
 LEXICAL = "lexical"
 SEMANTIC = "semantic"
 HYBRID = "hybrid"
+STRUCTURE = "structure"  # a hub: found through references, not by matching the query
 
 SKIP_SHORT_CIRCUIT = "lexical_short_circuit"
 SKIP_RATIO_ZERO = "semantic_ratio_zero"
@@ -424,3 +425,152 @@ def _path_penalty(chunk: Chunk, shape: QueryShape, policy: RankingPolicy) -> dic
 
 def _clamp(x: float) -> float:
     return min(max(x, 0.0), 1.0)
+
+
+# --- Confidence: is the answer in the results at all? -------------------------------------
+#
+# Fused scores are normalised per query (the best BM25 becomes 1), so a query that matches
+# nothing still gets a 1.0 at the top. Confidence is judged from absolute evidence instead:
+# how many of the query's words the best results contain, whether a name, path or quoted
+# phrase matched exactly, and the raw cosine of the best semantic hit. A logistic model turns
+# that into P(a right answer is among the first ten results); bench/quality/calibrate.py fits
+# it on the dev split (real queries, plus the same queries asked of the wrong repository as
+# queries with no answer) and prints the weights below.
+
+CONFIDENCE_TOP = 5
+_CONFIDENCE_TEXT_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Calibration:
+    bias: float
+    weights: tuple[tuple[str, float], ...]
+
+
+# Fitted by bench/quality/calibrate.py on the dev split (results: bench/results/calibration-latest.json).
+DEFAULT_CALIBRATION = Calibration(bias=-3.289, weights=(
+    ("cosine", 2.217), ("coverage", 2.824), ("definition", 1.747), ("lexical", 0.151), ("name_words", 2.713),
+    ("natural_language", 0.23), ("path", 2.462), ("phrase", 0.979), ("terms", 0.453),
+))
+
+
+def confidence_features(shape: QueryShape, results: list[RankedResult]) -> dict[str, float]:
+    """The evidence confidence is judged from, each in [0, 1]."""
+    terms = [t for t in dict.fromkeys(shape.words or shape.name_parts) if len(t) >= 3 and t not in _KIND_WORDS]
+    top = results[:CONFIDENCE_TOP]
+    coverage = max((_coverage(terms, r.chunk) for r in top), default=0.0) if terms else 0.0
+    signals = [r.signals for r in top]
+    return {
+        "coverage": coverage,
+        "cosine": max((r.vector_similarity for r in top if r.semantic_rank), default=0.0),
+        "lexical": 1.0 if any(r.lexical_rank for r in top) else 0.0,
+        "definition": 1.0 if any("definition" in s or "_name" in s for s in signals) else 0.0,
+        "name_words": min(1.0, max((s.get("name_words", 0.0) for s in signals), default=0.0)),
+        "path": 1.0 if any("path" in s or "_path" in s for s in signals) else 0.0,
+        "phrase": 1.0 if any("phrase" in s for s in signals) else 0.0,
+        "natural_language": 1.0 if shape.intent == q.NATURAL_LANGUAGE else 0.0,
+        "terms": min(len(terms), 8) / 8.0,
+    }
+
+
+def confidence(features: dict[str, float], calibration: Calibration = DEFAULT_CALIBRATION) -> float:
+    if not features.get("lexical") and not features.get("cosine") and not features.get("definition") \
+            and not features.get("path"):
+        return 0.0  # nothing matched in any channel
+    z = calibration.bias + sum(w * features.get(name, 0.0) for name, w in calibration.weights)
+    return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+
+
+def _coverage(terms: list[str], chunk: Chunk) -> float:
+    """Share of `terms` that occur in the chunk (name, path, JSDoc, code) as a word or word
+    part; a term of 6+ letters also matches a word sharing its first 5 (`inserted`/`insert`),
+    a plural its singular."""
+    text = " ".join((chunk.qualified_name, chunk.relative_path, chunk.jsdoc,
+                     chunk.collapsed_source[:_CONFIDENCE_TEXT_CHARS]))
+    words: set[str] = set()
+    for token in re.findall(r"[A-Za-z0-9_$]+", text):
+        words.add(token.lower())
+        words.update(identifier_parts(token))
+    stems = {w[:5] for w in words if len(w) >= 5}
+    hits = sum(1 for t in terms if t in words or (len(t) >= 6 and t[:5] in stems) or (t.endswith("s") and t[:-1] in words))
+    return hits / len(terms)
+
+
+# --- Hubs: symbols that connect several of the best results --------------------------------
+#
+# The blueprint's structure stage. Edges are the references the type checker resolved at
+# index time (calls, type references, imports), across the whole workspace: seed -> hub is a
+# callee or a type the seed uses, hub -> seed a caller. A symbol connected to at least
+# `min_connections` seeds is a hub. Its score is the score mass of the seeds it connects over
+# that of the best `reference` seeds, times the best seed's score and `weight` (capped): a hub
+# of the three best results ranks just under the best match, a hub of two weak ones stays
+# low. At most `max_hubs` enter.
+
+
+@dataclass(frozen=True)
+class HubPolicy:
+    seeds: int = 15
+    min_connections: int = 2
+    max_hubs: int = 3
+    reference: int = 3
+    weight: float = 0.9
+
+
+DEFAULT_HUB_POLICY = HubPolicy()
+
+
+def hub_eligible(chunk: Chunk) -> bool:
+    """Tests and a file's top-level wiring connect to everything and explain nothing."""
+    return not (chunk.is_test or is_test_path(chunk.relative_path) or chunk.node_kind is NodeKind.MODULE)
+
+
+@dataclass(frozen=True)
+class HubScore:
+    chunk_id: str
+    score: float
+    connected: tuple[str, ...]  # seed ids, best seed first
+    outgoing: int  # seeds that reference the hub
+    incoming: int  # seeds the hub references
+
+
+def hub_scores(
+    seeds: list[tuple[str, float]],
+    outgoing: dict[str, list[str]],
+    incoming: dict[str, list[str]],
+    policy: HubPolicy = DEFAULT_HUB_POLICY,
+) -> list[HubScore]:
+    """Hubs among the neighbours of `seeds` ([(id, score)], best first).
+
+    `outgoing[seed]` lists the chunks the seed references; `incoming[seed]` the chunks that
+    reference the seed. Seeds are never hubs of themselves."""
+    seeds = seeds[: policy.seeds]
+    seed_ids = {sid for sid, _ in seeds}
+    reference = sum(sorted((max(score, 0.0) for _, score in seeds), reverse=True)[: policy.reference])
+    best = max((score for _, score in seeds), default=0.0)
+    if reference <= 0.0:
+        return []
+    links: dict[str, dict[str, str]] = defaultdict(dict)  # hub -> seed -> direction
+    for sid, _ in seeds:
+        for target in outgoing.get(sid, ()):
+            if target not in seed_ids:
+                links[target].setdefault(sid, "out")
+        for source in incoming.get(sid, ()):
+            if source not in seed_ids:
+                links[source].setdefault(sid, "in")
+    score_of = dict(seeds)
+    order = {sid: i for i, (sid, _) in enumerate(seeds)}
+    hubs = []
+    for hub, by_seed in links.items():
+        if len(by_seed) < policy.min_connections:
+            continue
+        mass = sum(max(score_of[s], 0.0) for s in by_seed)
+        connected = tuple(sorted(by_seed, key=order.__getitem__))
+        hubs.append(HubScore(
+            chunk_id=hub,
+            score=_clamp(policy.weight * best * min(1.0, mass / reference)),
+            connected=connected,
+            outgoing=sum(1 for d in by_seed.values() if d == "out"),
+            incoming=sum(1 for d in by_seed.values() if d == "in"),
+        ))
+    hubs.sort(key=lambda h: (-h.score, -len(h.connected), h.chunk_id))
+    return hubs[: policy.max_hubs]

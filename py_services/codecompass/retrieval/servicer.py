@@ -63,6 +63,19 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             _abort(context, exc)
         return convert.search_outcome_to_proto(outcome, query.view)
 
+    def FindHubs(
+        self, request: retrieval_pb2.FindHubsRequest, context: grpc.ServicerContext
+    ) -> retrieval_pb2.FindHubsResponse:
+        try:
+            query = convert.hub_query_from_proto(request)
+        except ValueError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid request: {exc}")
+        try:
+            outcome = self._engine.find_hubs(query)
+        except RetrievalError as exc:
+            _abort(context, exc)
+        return convert.hub_outcome_to_proto(outcome, query.view)
+
     def GetIndexStatus(
         self, request: retrieval_pb2.GetIndexStatusRequest, context: grpc.ServicerContext
     ) -> retrieval_pb2.GetIndexStatusResponse:

@@ -147,6 +147,7 @@ class SearchMetadata:
     total_chunks: int = 0
     embedded_chunks: int = 0
     total_candidates: int = 0
+    confidence: float = 0.0  # calibrated P(an answer is among the first ten results)
 
 
 class ResultView(str, Enum):
@@ -174,6 +175,28 @@ class SearchQuery:
 class SearchOutcome:
     results: tuple[RankedResult, ...]
     metadata: SearchMetadata
+
+
+@dataclass(frozen=True)
+class HubQuery:
+    workspace_root: str
+    seeds: tuple[tuple[str, float], ...]  # (chunk id, score), best first
+    max_hubs: int = 0  # 0: the policy's default
+    view: ResultView = ResultView.FULL
+
+
+@dataclass(frozen=True)
+class HubResult:
+    result: RankedResult  # score = hub score, provenance "structure", signals["hub"] = seeds connected
+    connected_seed_ids: tuple[str, ...]
+    outgoing: int
+    incoming: int
+
+
+@dataclass(frozen=True)
+class HubOutcome:
+    hubs: tuple[HubResult, ...]
+    duration_ms: float
 
 
 class RetrievalError(Exception):

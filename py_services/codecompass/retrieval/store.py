@@ -302,11 +302,28 @@ class ChunkStore:
 
     def ids_referencing(self, chunk_ids: list[str]) -> list[str]:
         """Chunks whose references point at any of `chunk_ids` (signature-change cascade)."""
-        found: set[str] = set()
+        return sorted(self.references_into(chunk_ids))
+
+    def references_into(self, chunk_ids: list[str]) -> dict[str, list[str]]:
+        """{referencing chunk id: the ids among `chunk_ids` it references}: incoming edges."""
+        wanted = set(chunk_ids)
+        found: dict[str, list[str]] = {}
+        for batch in _batches(sorted(wanted)):
+            rows = self._scan(f"array_has_any(reference_ids, {sqlf.sql_list(batch)})", ["id", "reference_ids"])
+            for chunk_id, refs in zip(rows.column("id").to_pylist(), rows.column("reference_ids").to_pylist(),
+                                      strict=True):
+                found[chunk_id] = [r for r in dict.fromkeys(refs or ()) if r in wanted]
+        return found
+
+    def references_of(self, chunk_ids: list[str]) -> dict[str, list[str]]:
+        """{chunk id: ids of the chunks it references}: outgoing edges, resolved at index time."""
+        found: dict[str, list[str]] = {}
         for batch in _batches(sorted(set(chunk_ids))):
-            rows = self._scan(f"array_has_any(reference_ids, {sqlf.sql_list(batch)})", ["id"])
-            found.update(rows.column("id").to_pylist())
-        return sorted(found)
+            rows = self._scan(sqlf.sql_in("id", batch), ["id", "reference_ids"])
+            for chunk_id, refs in zip(rows.column("id").to_pylist(), rows.column("reference_ids").to_pylist(),
+                                      strict=True):
+                found[chunk_id] = [r for r in dict.fromkeys(refs or ()) if r]
+        return found
 
     def chunk_ids_for_files(self, relative_paths: list[str]) -> list[str]:
         found: list[str] = []

@@ -29,6 +29,7 @@ class Provenance(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PROVENANCE_LEXICAL: _ClassVar[Provenance]
     PROVENANCE_SEMANTIC: _ClassVar[Provenance]
     PROVENANCE_HYBRID: _ClassVar[Provenance]
+    PROVENANCE_STRUCTURE: _ClassVar[Provenance]
 
 class IndexPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -64,6 +65,7 @@ PROVENANCE_UNSPECIFIED: Provenance
 PROVENANCE_LEXICAL: Provenance
 PROVENANCE_SEMANTIC: Provenance
 PROVENANCE_HYBRID: Provenance
+PROVENANCE_STRUCTURE: Provenance
 INDEX_PHASE_UNSPECIFIED: IndexPhase
 INDEX_PHASE_SCANNING: IndexPhase
 INDEX_PHASE_CHUNKING: IndexPhase

@@ -599,3 +599,18 @@ def test_vectors_are_half_precision_on_disk_and_float32_in_memory(store):
     found = store.vectors_for_snippets(["hash-a"])["hash-a"]
     assert found.dtype == np.float32
     np.testing.assert_allclose(found, unit(1, 2, 3, 4), atol=1e-3)
+
+
+def test_reference_edges_both_ways(store):
+    ref = SymbolReference("Token", "class Token", "src/t.ts", "tok")
+    store.apply_changes(
+        upserts=[
+            make_chunk("tok", "Token", "src/t.ts"),
+            make_chunk("user", "useToken", references=(ref, ref)),
+            make_chunk("other", "unrelated"),
+        ],
+        delete_ids=[],
+        vectors={},
+    )
+    assert store.references_of(["user", "other"]) == {"user": ["tok"], "other": []}
+    assert store.references_into(["tok", "other"]) == {"user": ["tok"]}

@@ -149,6 +149,11 @@ export enum Provenance {
   PROVENANCE_SEMANTIC = 2,
   /** PROVENANCE_HYBRID - Found by both channels. */
   PROVENANCE_HYBRID = 3,
+  /**
+   * PROVENANCE_STRUCTURE - Found by the structure stage: it connects several of the best results
+   * through references, without matching the query itself.
+   */
+  PROVENANCE_STRUCTURE = 4,
   UNRECOGNIZED = -1,
 }
 
@@ -166,6 +171,9 @@ export function provenanceFromJSON(object: any): Provenance {
     case 3:
     case "PROVENANCE_HYBRID":
       return Provenance.PROVENANCE_HYBRID;
+    case 4:
+    case "PROVENANCE_STRUCTURE":
+      return Provenance.PROVENANCE_STRUCTURE;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -183,6 +191,8 @@ export function provenanceToJSON(object: Provenance): string {
       return "PROVENANCE_SEMANTIC";
     case Provenance.PROVENANCE_HYBRID:
       return "PROVENANCE_HYBRID";
+    case Provenance.PROVENANCE_STRUCTURE:
+      return "PROVENANCE_STRUCTURE";
     case Provenance.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";

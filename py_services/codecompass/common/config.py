@@ -90,6 +90,19 @@ class RerankSettings:
 
 
 @dataclass(frozen=True)
+class SelectionSettings:
+    # Token budget of one answer, headers included, when a request sets none.
+    max_tokens: int = 8000
+    # Relevance gate (confidence x score / best score) when a request sets none: below it a
+    # candidate is more likely noise than answer, and an empty answer beats a padded one.
+    min_relevance: float = 0.5
+    # Relevance factor of the side the query is not about (tests or implementation).
+    focus_multiplier: float = 0.7
+    # Rendering is a cosmetic step: past this the stored collapsed source answers instead.
+    render_timeout_s: float = 2.0
+
+
+@dataclass(frozen=True)
 class Settings:
     state_dir: Path
     analysis_addr: str = "127.0.0.1:50051"
@@ -100,6 +113,8 @@ class Settings:
     retrieval_port: int = 50053
     rerank_addr: str = "127.0.0.1:50054"
     rerank_port: int = 50054
+    selection_addr: str = "127.0.0.1:50055"
+    selection_port: int = 50055
     shutdown_grace_s: float = 10.0
     rpc_timeout_s: float = 30.0
     startup_timeout_s: float = 120.0
@@ -107,6 +122,7 @@ class Settings:
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)
+    selection: SelectionSettings = field(default_factory=SelectionSettings)
 
 
 # --- value parsers: each takes the raw value (str from env, any from YAML) and
@@ -238,6 +254,8 @@ _FIELDS: tuple[_Field, ...] = (
            "Address clients use for the retrieval service"),
     _Field("rerank_addr", "RERANK_ADDR", "rerank_addr", _parse_addr,
            "Address clients use for the rerank service"),
+    _Field("selection_addr", "SELECTION_ADDR", "selection_addr", _parse_addr,
+           "Address clients use for the selection service"),
     _Field("analysis_port", "ANALYSIS_PORT", "analysis_port", _int_parser(0, 65535),
            "Port the analysis service listens on (0 = any free port)"),
     _Field("embedding_port", "EMBEDDING_PORT", "embedding_port", _int_parser(0, 65535),
@@ -246,6 +264,8 @@ _FIELDS: tuple[_Field, ...] = (
            "Port the retrieval service listens on (0 = any free port)"),
     _Field("rerank_port", "RERANK_PORT", "rerank_port", _int_parser(0, 65535),
            "Port the rerank service listens on (0 = any free port)"),
+    _Field("selection_port", "SELECTION_PORT", "selection_port", _int_parser(0, 65535),
+           "Port the selection service listens on (0 = any free port)"),
     _Field("shutdown_grace_s", "CODECOMPASS_SHUTDOWN_GRACE_S", "shutdown_grace_s", _float_parser(0.0),
            "Seconds a stopping server lets in-flight RPCs finish"),
     _Field("rpc_timeout_s", "CODECOMPASS_RPC_TIMEOUT_S", "rpc_timeout_s",
@@ -312,6 +332,15 @@ _FIELDS: tuple[_Field, ...] = (
            "Share of the final score taken from the reranker's score"),
     _Field("rerank.timeout_s", "CODECOMPASS_RERANK_TIMEOUT_S", "rerank.timeout_s",
            _float_parser(0.0, exclusive_min=True), "Timeout of one rerank provider request"),
+    _Field("selection.max_tokens", "CODECOMPASS_SELECTION_MAX_TOKENS", "selection.max_tokens",
+           _int_parser(256, 1_000_000), "Token budget of an answer when the request sets none"),
+    _Field("selection.min_relevance", "CODECOMPASS_SELECTION_MIN_RELEVANCE", "selection.min_relevance",
+           _float_parser(0.0, 1.0), "Relevance gate of an answer when the request sets none"),
+    _Field("selection.focus_multiplier", "CODECOMPASS_SELECTION_FOCUS_MULTIPLIER",
+           "selection.focus_multiplier", _float_parser(0.0, 1.0),
+           "Relevance factor of test code under implementation focus, and the reverse"),
+    _Field("selection.render_timeout_s", "CODECOMPASS_SELECTION_RENDER_TIMEOUT_S", "selection.render_timeout_s",
+           _float_parser(0.0, exclusive_min=True), "Deadline of rendering; past it the stored source answers"),
 )
 
 _YAML_KEYS = {f.yaml_key: f for f in _FIELDS if f.yaml_key is not None}
@@ -367,7 +396,7 @@ def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None 
     """Build Settings from an environment and a flattened config file (pure; tests use it)."""
     file_values = file_values or {}
     top: dict[str, Any] = {"state_dir": _default_state_dir(env)}
-    sections: dict[str, dict[str, Any]] = {"embedding": {}, "retrieval": {}, "rerank": {}}
+    sections: dict[str, dict[str, Any]] = {"embedding": {}, "retrieval": {}, "rerank": {}, "selection": {}}
     for spec in _FIELDS:
         if spec.env in env:
             value = spec.parse(env[spec.env], spec.env)
@@ -384,7 +413,8 @@ def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None 
             "CODECOMPASS_EMBEDDING_BASE_URL: required when CODECOMPASS_EMBEDDING_PROFILE=openai-compatible"
         )
     rerank = RerankSettings(**sections["rerank"])
-    return Settings(**top, embedding=embedding, retrieval=retrieval, rerank=rerank)
+    return Settings(**top, embedding=embedding, retrieval=retrieval, rerank=rerank,
+                    selection=SelectionSettings(**sections["selection"]))
 
 
 def load_settings_from_environ(env: Mapping[str, str]) -> Settings:

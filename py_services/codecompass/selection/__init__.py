@@ -1,0 +1,2 @@
+"""SelectionService: turns ranked candidates into the answer an agent reads (gate, focus, merging,
+rendering, token budget)."""

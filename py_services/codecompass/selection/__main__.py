@@ -1,0 +1,53 @@
+"""`python -m codecompass.selection`: serve SelectionService on SELECTION_PORT.
+
+Warmup loads the tokenizer (every answer is counted with it), then health turns SERVING. The
+analysis service is not needed to get ready: while it is away, answers come from the stored
+collapsed source with `render_fallback` set.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from codecompass.common.config import ConfigError, load_settings
+from codecompass.common.logging import configure_logging, get_logger
+from codecompass.common.serving import ServiceSpec, serve_forever
+from codecompass.common.telemetry import init_telemetry, shutdown_telemetry
+from codecompass.common.tokens import count_tokens
+from codecompass.selection.engine import SelectionEngine
+from codecompass.selection.render_client import RenderClient
+from codecompass.selection.servicer import SelectionServicer, register
+
+SERVICE = "codecompass-selection"
+
+
+def warm_up() -> None:
+    count_tokens("warm up the tokenizer")
+
+
+def main() -> int:
+    init_telemetry(SERVICE)
+    log = get_logger("codecompass.selection")
+    try:
+        configure_logging(SERVICE)
+        settings = load_settings()
+    except ConfigError as exc:
+        log.error("invalid configuration: %s", exc)
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        shutdown_telemetry()
+        return 2
+    selection = settings.selection
+    log.info("selection defaults", extra={"max_tokens": selection.max_tokens, "min_relevance": selection.min_relevance,
+                                          "focus_multiplier": selection.focus_multiplier,
+                                          "analysis_addr": settings.analysis_addr})
+    renderer = RenderClient(settings.analysis_addr, timeout_s=selection.render_timeout_s)
+    spec = ServiceSpec(name="selection", register=register(SelectionServicer(SelectionEngine(selection, renderer))),
+                       warmup=warm_up)
+    try:
+        return serve_forever(spec, port=settings.selection_port, grace_s=settings.shutdown_grace_s)
+    finally:
+        renderer.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

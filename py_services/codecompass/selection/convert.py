@@ -1,0 +1,223 @@
+"""The only place selection domain types meet the generated proto types (selection's own, and
+the analysis service's RenderSymbols messages)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from codecompass.common.chunk_convert import (
+    UnknownEnumValue,
+    chunk_from_proto,
+    chunk_to_proto,
+    language_from_proto,
+    language_to_proto,
+    node_kind_from_proto,
+    node_kind_to_proto,
+)
+from codecompass.selection.model import (
+    Candidate,
+    QueryFocus,
+    Reason,
+    Rendered,
+    RenderSpec,
+    SelectedResult,
+    SelectOutcome,
+    SelectQuery,
+)
+from codecompass.v1 import analysis_pb2, retrieval_pb2
+from codecompass.v1 import selection_pb2 as pb
+
+_REASON_TO_PROTO = {
+    Reason.MATCH: pb.SELECTION_REASON_MATCH,
+    Reason.HUB: pb.SELECTION_REASON_HUB,
+    Reason.MERGED_PARENT: pb.SELECTION_REASON_MERGED_PARENT,
+}
+_REASON_FROM_PROTO = {v: k for k, v in _REASON_TO_PROTO.items()}
+
+_FOCUS_TO_PROTO = {
+    QueryFocus.AUTO: pb.QUERY_FOCUS_AUTO,
+    QueryFocus.IMPLEMENTATION: pb.QUERY_FOCUS_IMPLEMENTATION,
+    QueryFocus.TESTS: pb.QUERY_FOCUS_TESTS,
+    QueryFocus.NONE: pb.QUERY_FOCUS_NONE,
+}
+_FOCUS_FROM_PROTO = {v: k for k, v in _FOCUS_TO_PROTO.items()} | {pb.QUERY_FOCUS_UNSPECIFIED: QueryFocus.AUTO}
+
+# The same strings retrieval's domain uses for provenance.
+_PROVENANCE_TO_PROTO = {
+    "": retrieval_pb2.PROVENANCE_UNSPECIFIED,
+    "lexical": retrieval_pb2.PROVENANCE_LEXICAL,
+    "semantic": retrieval_pb2.PROVENANCE_SEMANTIC,
+    "hybrid": retrieval_pb2.PROVENANCE_HYBRID,
+    "structure": retrieval_pb2.PROVENANCE_STRUCTURE,
+}
+_PROVENANCE_FROM_PROTO = {v: k for k, v in _PROVENANCE_TO_PROTO.items()}
+
+
+def _lookup(table: dict, value: int, what: str):
+    try:
+        return table[value]
+    except KeyError:
+        raise UnknownEnumValue(f"unknown {what} value {value}") from None
+
+
+def candidate_reason_from_proto(value: int) -> Reason:
+    """A candidate is offered as a MATCH (also when unset) or a HUB; MERGED_PARENT is an outcome."""
+    if value == pb.SELECTION_REASON_UNSPECIFIED:
+        return Reason.MATCH
+    reason = _lookup(_REASON_FROM_PROTO, value, "SelectionReason")
+    if reason is Reason.MERGED_PARENT:
+        raise UnknownEnumValue("a candidate's reason is MATCH or HUB, not MERGED_PARENT")
+    return reason
+
+
+def query_from_proto(message: pb.SelectRequest) -> SelectQuery:
+    return SelectQuery(
+        workspace_root=message.workspace_root,
+        query=message.query,
+        candidates=tuple(
+            Candidate(
+                chunk=chunk_from_proto(c.chunk),
+                score=c.score,
+                reason=candidate_reason_from_proto(c.reason),
+                provenance=_lookup(_PROVENANCE_FROM_PROTO, c.provenance, "Provenance"),
+                connected_ids=tuple(c.connected_ids),
+            )
+            for c in message.candidates
+        ),
+        max_tokens=message.max_tokens,
+        min_relevance=message.min_relevance if message.HasField("min_relevance") else None,
+        confidence=message.confidence,
+        focus=_lookup(_FOCUS_FROM_PROTO, message.focus, "QueryFocus"),
+    )
+
+
+def query_to_proto(query: SelectQuery) -> pb.SelectRequest:
+    message = pb.SelectRequest(
+        workspace_root=query.workspace_root,
+        query=query.query,
+        candidates=[
+            pb.SelectCandidate(
+                chunk=chunk_to_proto(c.chunk),
+                score=c.score,
+                reason=_REASON_TO_PROTO[c.reason],
+                provenance=_PROVENANCE_TO_PROTO[c.provenance],
+                connected_ids=list(c.connected_ids),
+            )
+            for c in query.candidates
+        ],
+        max_tokens=query.max_tokens,
+        confidence=query.confidence,
+        focus=_FOCUS_TO_PROTO[query.focus],
+    )
+    if query.min_relevance is not None:
+        message.min_relevance = query.min_relevance
+    return message
+
+
+def result_to_proto(result: SelectedResult) -> pb.SelectedResult:
+    return pb.SelectedResult(
+        chunk_id=result.chunk_id,
+        relative_path=result.relative_path,
+        start_line=result.start_line,
+        end_line=result.end_line,
+        qualified_name=result.qualified_name,
+        node_kind=node_kind_to_proto(result.node_kind),
+        language=language_to_proto(result.language),
+        score=result.score,
+        relevance=result.relevance,
+        provenance=_PROVENANCE_TO_PROTO[result.provenance],
+        reasons=[_REASON_TO_PROTO[r] for r in result.reasons],
+        why=result.why,
+        header=result.header,
+        source=result.source,
+        token_count=result.token_count,
+        expanded_child_ids=list(result.expanded_child_ids),
+        clipped=result.clipped,
+        lines_omitted=result.lines_omitted,
+        connected_ids=list(result.connected_ids),
+    )
+
+
+def result_from_proto(message: pb.SelectedResult) -> SelectedResult:
+    return SelectedResult(
+        chunk_id=message.chunk_id,
+        relative_path=message.relative_path,
+        start_line=message.start_line,
+        end_line=message.end_line,
+        qualified_name=message.qualified_name,
+        node_kind=node_kind_from_proto(message.node_kind),
+        language=language_from_proto(message.language),
+        score=message.score,
+        relevance=message.relevance,
+        provenance=_lookup(_PROVENANCE_FROM_PROTO, message.provenance, "Provenance"),
+        reasons=tuple(_lookup(_REASON_FROM_PROTO, r, "SelectionReason") for r in message.reasons),
+        why=message.why,
+        header=message.header,
+        source=message.source,
+        token_count=message.token_count,
+        expanded_child_ids=tuple(message.expanded_child_ids),
+        clipped=message.clipped,
+        lines_omitted=message.lines_omitted,
+        connected_ids=tuple(message.connected_ids),
+    )
+
+
+def outcome_to_proto(outcome: SelectOutcome) -> pb.SelectResponse:
+    return pb.SelectResponse(
+        results=[result_to_proto(r) for r in outcome.results],
+        total_tokens=outcome.total_tokens,
+        max_tokens=outcome.max_tokens,
+        min_relevance=outcome.min_relevance,
+        focus=_FOCUS_TO_PROTO[outcome.focus],
+        below_relevance=outcome.below_relevance,
+        over_budget=outcome.over_budget,
+        merged=outcome.merged,
+        render_fallback=outcome.render_fallback,
+        render_fallback_reason=outcome.render_fallback_reason,
+        duration_ms=outcome.duration_ms,
+    )
+
+
+def outcome_from_proto(message: pb.SelectResponse) -> SelectOutcome:
+    return SelectOutcome(
+        results=tuple(result_from_proto(r) for r in message.results),
+        total_tokens=message.total_tokens,
+        max_tokens=message.max_tokens,
+        min_relevance=message.min_relevance,
+        focus=_lookup(_FOCUS_FROM_PROTO, message.focus, "QueryFocus"),
+        below_relevance=message.below_relevance,
+        over_budget=message.over_budget,
+        merged=message.merged,
+        render_fallback=message.render_fallback,
+        render_fallback_reason=message.render_fallback_reason,
+        duration_ms=message.duration_ms,
+    )
+
+
+# --- the analysis service's RenderSymbols -------------------------------------------------------
+
+
+def render_request_to_proto(workspace_root: str, specs: Sequence[RenderSpec]) -> analysis_pb2.RenderSymbolsRequest:
+    return analysis_pb2.RenderSymbolsRequest(
+        workspace_root=workspace_root,
+        specs=[analysis_pb2.RenderSpec(symbol_id=s.symbol_id, expand_child_ids=list(s.expand_child_ids),
+                                       relative_path=s.relative_path) for s in specs],
+    )
+
+
+def rendered_from_proto(specs: Sequence[RenderSpec],
+                        response: analysis_pb2.RenderSymbolsResponse) -> list[Rendered | None]:
+    """One entry per spec. The service answers found specs in request order and leaves missing ones
+    out, so the answers are matched to the specs in order; a symbol is found or missing whatever
+    its expanded children, so two specs of one symbol never get each other's answer."""
+    answers = list(response.symbols)
+    out: list[Rendered | None] = []
+    at = 0
+    for spec in specs:
+        if at < len(answers) and answers[at].symbol_id == spec.symbol_id:
+            a = answers[at]
+            out.append(Rendered(a.symbol_id, a.source, a.start_line, a.end_line, tuple(a.unknown_child_ids)))
+            at += 1
+        else:
+            out.append(None)
+    return out

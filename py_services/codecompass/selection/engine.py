@@ -1,0 +1,497 @@
+"""Selection policy: relevance and focus, the gate, parent-child merging, rendering, the budget.
+
+Every step but rendering is a pure function of the request; `SelectionEngine.select` strings
+them together around one RenderSymbols call made through an injected `Renderer`.
+
+The order of steps matters:
+1. relevance = confidence x score / best score, then focus scales the relevance of the side the
+   query is not about;
+2. the gate drops what is below min_relevance, and nothing ever takes a dropped slot (an empty
+   answer is more useful to an agent than a padded one);
+3. kept candidates whose kept parent chain leads to another kept candidate are merged into the
+   highest one, unless the merged result would be larger than one result may be;
+4. the results are rendered, headed and counted, then
+5. filled into the token budget in score order, clipping only what is over its per-result cap.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from codecompass.common.chunks import Chunk, NodeKind
+from codecompass.common.config import SelectionSettings
+from codecompass.common.logging import get_logger
+from codecompass.common.testcode import is_test_path, mentions_tests
+from codecompass.common.tokens import count_tokens
+from codecompass.selection.model import (
+    FALLBACK_MISSING,
+    Candidate,
+    QueryFocus,
+    Reason,
+    Rendered,
+    RenderFailed,
+    RenderSpec,
+    SelectedResult,
+    SelectOutcome,
+    SelectQuery,
+)
+
+log = get_logger("codecompass.selection.engine")
+
+MODULE_QUALIFIED_NAME = "<module top level>"
+# Below this many tokens a clipped result is a signature and a marker: not worth a slot.
+CLIP_MIN_TOKENS = 150
+# The tokenizer refuses inputs of more than 200,000 tokens, and a generated 40,000-line function
+# has more; longer texts are counted in pieces of at most this many characters (a character is at
+# most 4 UTF-8 bytes, so at most 4 tokens), cut at line ends.
+_COUNT_PIECE_CHARS = 40_000
+# The same word split retrieval's query analysis uses (`retrieval/query.py`), so "router.test.ts"
+# is about tests here exactly when it is for the ranking.
+_WORD = re.compile(r"[A-Za-z0-9_$]+")
+# A collapsed child in rendered source: `signature { /* N lines collapsed */ }` stands for the
+# child's N lines and ends on the child's last line.
+_COLLAPSED = re.compile(r"/\* (\d+) lines collapsed \*/")
+
+
+class Renderer(Protocol):
+    def render(self, workspace_root: str, specs: Sequence[RenderSpec]) -> list[Rendered | None]:
+        """One answer per spec, in order; None for a symbol the workspace no longer has.
+        Raises RenderFailed when the analysis service cannot answer at all."""
+        ...
+
+
+# --- 1. relevance and focus ---------------------------------------------------------------------
+
+
+def resolve_focus(requested: QueryFocus, query: str) -> QueryFocus:
+    if requested is not QueryFocus.AUTO:
+        return requested
+    words = [w.lower() for w in _WORD.findall(query)]
+    return QueryFocus.TESTS if mentions_tests(words) else QueryFocus.IMPLEMENTATION
+
+
+def is_test_code(chunk: Chunk) -> bool:
+    return chunk.is_test or is_test_path(chunk.relative_path)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A candidate with its relevance; `index` is its place in the request (ties keep it)."""
+
+    candidate: Candidate
+    index: int
+    relevance: float
+
+    @property
+    def id(self) -> str:
+        return self.candidate.chunk.id
+
+    @property
+    def score(self) -> float:
+        return self.candidate.score
+
+
+def score_candidates(candidates: Sequence[Candidate], confidence: float, focus: QueryFocus,
+                     focus_multiplier: float) -> list[Scored]:
+    """relevance_i = confidence x score_i / best score, scaled by focus.
+
+    The order of the candidates already includes the ranking's test penalty, so focus does not
+    reorder anything: it acts on relevance, i.e. on the gate, so that test code needs a stronger
+    match to enter an answer about implementation, and the reverse.
+    """
+    best = max((c.score for c in candidates), default=0.0)
+    scored = []
+    for index, candidate in enumerate(candidates):
+        relevance = confidence * candidate.score / best if best > 0 else 0.0
+        test = is_test_code(candidate.chunk)
+        if (focus is QueryFocus.IMPLEMENTATION and test) or (focus is QueryFocus.TESTS and not test):
+            relevance *= focus_multiplier
+        scored.append(Scored(candidate, index, min(max(relevance, 0.0), 1.0)))
+    return scored
+
+
+# --- 2. the gate ----------------------------------------------------------------------------------
+
+
+def gate(scored: Sequence[Scored], min_relevance: float) -> tuple[list[Scored], int]:
+    """Candidates at or above min_relevance, and how many were dropped. Never padded."""
+    kept = [s for s in scored if s.relevance >= min_relevance]
+    return kept, len(scored) - len(kept)
+
+
+# --- 3. parent-child merging ----------------------------------------------------------------------
+
+
+def is_module_chunk(chunk: Chunk) -> bool:
+    return chunk.node_kind is NodeKind.MODULE and chunk.qualified_name == MODULE_QUALIFIED_NAME
+
+
+@dataclass
+class Node:
+    """A kept candidate in the forest of kept parent chains."""
+
+    scored: Scored
+    children: list[Node] = field(default_factory=list)
+
+    def descendants(self) -> list[Scored]:
+        out: list[Scored] = []
+        for child in self.children:
+            out.append(child.scored)
+            out.extend(child.descendants())
+        return out
+
+
+def merge_forest(kept: Sequence[Scored]) -> list[Node]:
+    """Kept candidates as trees: a candidate hangs under its parent when the parent is kept too.
+
+    Walking up parent_id through kept candidates makes a grandchild reach its grandparent through a
+    kept parent; a chain broken by a parent that is not kept stops there. A module chunk is never a
+    merge target: expanding a child inside it would show the whole file.
+    """
+    by_id = {s.id: Node(s) for s in kept}
+    roots: list[Node] = []
+    for s in kept:
+        parent = by_id.get(s.candidate.chunk.parent_id) if s.candidate.chunk.parent_id else None
+        if parent is not None and (is_module_chunk(parent.scored.candidate.chunk) or _is_ancestor(by_id[s.id], parent)):
+            parent = None  # a module, or a parent cycle in malformed input
+        if parent is None:
+            roots.append(by_id[s.id])
+        else:
+            parent.children.append(by_id[s.id])
+    return roots
+
+
+def _is_ancestor(node: Node, other: Node) -> bool:
+    """Whether `other` lies in the subtree of `node` (hanging `node` under it would make a cycle)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current is other:
+            return True
+        stack.extend(current.children)
+    return False
+
+
+def render_specs(forest: Sequence[Node]) -> list[RenderSpec]:
+    """Every spec the composition may need: each kept symbol bare, and each one with kept
+    descendants also expanded, so a merge that turns out too large can be split without a
+    second round trip."""
+    specs: list[RenderSpec] = []
+
+    def visit(node: Node) -> None:
+        chunk = node.scored.candidate.chunk
+        specs.append(RenderSpec(chunk.id, (), chunk.relative_path))
+        if node.children:
+            specs.append(RenderSpec(chunk.id, _expand_ids(node), chunk.relative_path))
+        for child in node.children:
+            visit(child)
+
+    for root in forest:
+        visit(root)
+    return specs
+
+
+def _expand_ids(node: Node) -> tuple[str, ...]:
+    return tuple(s.id for s in node.descendants())
+
+
+# --- 4 and 5. rendering, header, tokens -----------------------------------------------------------
+
+
+def header_for(chunk: Chunk) -> str:
+    if is_module_chunk(chunk):
+        return f"// {chunk.relative_path}"
+    return f"// {chunk.relative_path} > {chunk.qualified_name}"
+
+
+def tokens_of(header: str, source: str) -> int:
+    return count_text_tokens(f"{header}\n{source}")
+
+
+def count_text_tokens(text: str) -> int:
+    """cl100k_base tokens of `text`; exact up to _COUNT_PIECE_CHARS characters, and within a
+    token per piece beyond (only texts that will be clipped are that long)."""
+    if len(text) <= _COUNT_PIECE_CHARS:
+        return count_tokens(text)
+    total, start = 0, 0
+    while start < len(text):
+        end = min(start + _COUNT_PIECE_CHARS, len(text))
+        if end < len(text):
+            cut = text.rfind("\n", start, end)
+            end = cut + 1 if cut > start else end
+        total += count_tokens(text[start:end])
+        start = end
+    return total
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A result rendered and counted, before the budget decides whether and how it fits."""
+
+    root: Scored
+    merged: tuple[Scored, ...]  # descendants shown expanded inside root, best first
+    header: str
+    source: str
+    start_line: int
+    end_line: int
+    token_count: int
+    fallback: bool = False
+
+    @property
+    def members(self) -> tuple[Scored, ...]:
+        return (self.root, *self.merged)
+
+    @property
+    def score(self) -> float:
+        return max(s.score for s in self.members)
+
+    @property
+    def first_index(self) -> int:
+        return min(s.index for s in self.members)
+
+
+def _draft(root: Scored, merged: Sequence[Scored], rendered: Rendered | None) -> Draft:
+    chunk = root.candidate.chunk
+    header = header_for(chunk)
+    if rendered is None:
+        # The stored view: the symbol's children collapsed, as indexed (possibly stale).
+        source, start, end, fallback = chunk.collapsed_source, chunk.start_line, chunk.end_line, True
+    else:
+        source, start, end, fallback = rendered.source, rendered.start_line, rendered.end_line, False
+    ordered = tuple(sorted(merged, key=lambda s: (-s.score, s.index)))
+    return Draft(root, ordered, header, source, start, end, tokens_of(header, source), fallback)
+
+
+def compose(forest: Sequence[Node], renders: Mapping[RenderSpec, Rendered | None], merge_cap: int) -> list[Draft]:
+    """Drafts in score order. A node with kept descendants becomes one merged draft when its
+    expanded rendering exists, knows every child, and fits merge_cap; otherwise the node stands
+    alone (children collapsed) and each kept child is composed the same way on its own."""
+    drafts: list[Draft] = []
+
+    def visit(node: Node) -> None:
+        chunk = node.scored.candidate.chunk
+        if node.children:
+            full = renders.get(RenderSpec(chunk.id, _expand_ids(node), chunk.relative_path))
+            if full is not None and not full.unknown_child_ids:
+                draft = _draft(node.scored, node.descendants(), full)
+                if draft.token_count <= merge_cap:
+                    drafts.append(draft)
+                    return
+        drafts.append(_draft(node.scored, (), renders.get(RenderSpec(chunk.id, (), chunk.relative_path))))
+        for child in node.children:
+            visit(child)
+
+    for root in forest:
+        visit(root)
+    drafts.sort(key=lambda d: (-d.score, d.first_index))
+    return drafts
+
+
+# --- 6. the budget --------------------------------------------------------------------------------
+
+
+def file_line_numbers(lines: Sequence[str], end_line: int) -> list[int]:
+    """The last file line each rendered line stands for, counted back from the symbol's end line.
+
+    Backwards because the end is exact: a collapsed child's line ends on the child's last line, so
+    only lines above it can be off, by the extra lines of a multi-line signature; a JSDoc above
+    the symbol's first line never disturbs the count either.
+    """
+    numbers = [0] * len(lines)
+    line = end_line
+    for i in range(len(lines) - 1, -1, -1):
+        numbers[i] = line
+        collapsed = _COLLAPSED.search(lines[i])
+        line -= int(collapsed.group(1)) if collapsed else 1
+    return numbers
+
+
+def clip_marker(omitted: int, first: int, last: int) -> str:
+    return f"// … {omitted} more lines (L{first}–L{last}); read the symbol to see them"
+
+
+@dataclass(frozen=True)
+class Clipped:
+    source: str
+    token_count: int
+    lines_omitted: int
+
+
+def clip(header: str, source: str, end_line: int, limit: int) -> Clipped | None:
+    """The first lines of `source` that fit `limit` tokens with the header and one marker line
+    naming what was left out; None when not even one line fits."""
+    lines = source.split("\n")
+    numbers = file_line_numbers(lines, end_line)
+
+    def assemble(keep: int) -> str:
+        first_omitted = numbers[keep - 1] + 1
+        return "\n".join([*lines[:keep], clip_marker(end_line - first_omitted + 1, first_omitted, end_line)])
+
+    # Estimate from per-line counts (only as many lines as can fit are counted, so a 40,000-line
+    # function costs no more than a small one), then correct with exact counts of the whole text.
+    used = count_tokens(header) + count_tokens(clip_marker(end_line, end_line, end_line)) + 2
+    keep = 0
+    while keep < len(lines) - 1:
+        used += count_text_tokens(lines[keep]) + 1
+        if used > limit:
+            break
+        keep += 1
+    while keep > 0 and tokens_of(header, assemble(keep)) > limit:
+        keep -= 1
+    if keep == 0:
+        return None
+    text = assemble(keep)
+    return Clipped(text, tokens_of(header, text), end_line - numbers[keep - 1])
+
+
+@dataclass(frozen=True)
+class Placed:
+    draft: Draft
+    source: str
+    token_count: int
+    clipped: bool = False
+    lines_omitted: int = 0
+
+
+def fill_budget(drafts: Sequence[Draft], max_tokens: int) -> tuple[list[Placed], int]:
+    """Results that fit, in order, and how many candidates did not fit.
+
+    A draft that does not fit what is left is skipped, and smaller ones after it may still fit.
+    One result takes at most half the budget while others wait, and never more than all of it: a
+    draft over its cap is clipped to it (or to what is left, if less), so a 40,000-line function is
+    never returned whole; a clip with under CLIP_MIN_TOKENS to work with is skipped instead.
+    """
+    placed: list[Placed] = []
+    over_budget = 0
+    remaining = max_tokens
+    for position, draft in enumerate(drafts):
+        others_waiting = position < len(drafts) - 1
+        cap = max_tokens // 2 if others_waiting else max_tokens
+        if draft.token_count <= cap:
+            if draft.token_count <= remaining:
+                placed.append(Placed(draft, draft.source, draft.token_count))
+                remaining -= draft.token_count
+            else:
+                over_budget += len(draft.members)
+            continue
+        limit = min(cap, remaining)
+        clipped = clip(draft.header, draft.source, draft.end_line, limit) if limit >= CLIP_MIN_TOKENS else None
+        if clipped is None:
+            over_budget += len(draft.members)
+            continue
+        placed.append(Placed(draft, clipped.source, clipped.token_count, True, clipped.lines_omitted))
+        remaining -= clipped.token_count
+    return placed, over_budget
+
+
+# --- 7. the result ---------------------------------------------------------------------------------
+
+
+def _count_of(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def why(draft: Draft) -> str:
+    """One line an agent reads: "match (score 0.91)", "hub: connects 3 results",
+    "match (score 0.62); expands 2 matching children (best 0.91)"."""
+    own = draft.root.candidate
+    if own.reason is Reason.HUB:
+        text = f"hub: connects {_count_of(len(own.connected_ids), 'result', 'results')}"
+    else:
+        text = f"match (score {own.score:.2f})"
+    if draft.merged:
+        text += f"; expands {_count_of(len(draft.merged), 'matching child', 'matching children')}"
+        if draft.score > own.score:
+            text += f" (best {draft.score:.2f})"
+    return text
+
+
+def to_result(placed: Placed) -> SelectedResult:
+    draft = placed.draft
+    chunk = draft.root.candidate.chunk
+    best = min(draft.members, key=lambda s: (-s.score, s.index))
+    reasons = [draft.root.candidate.reason]
+    if draft.merged:
+        reasons.append(Reason.MERGED_PARENT)
+    connected: dict[str, None] = {}
+    for member in draft.members:
+        if member.candidate.reason is Reason.HUB:
+            connected.update(dict.fromkeys(member.candidate.connected_ids))
+    return SelectedResult(
+        chunk_id=chunk.id,
+        relative_path=chunk.relative_path,
+        start_line=draft.start_line,
+        end_line=draft.end_line,
+        qualified_name=chunk.qualified_name,
+        node_kind=chunk.node_kind,
+        language=chunk.language,
+        score=draft.score,
+        relevance=max(s.relevance for s in draft.members),
+        provenance=best.candidate.provenance,
+        reasons=tuple(reasons),
+        why=why(draft),
+        header=draft.header,
+        source=placed.source,
+        token_count=placed.token_count,
+        expanded_child_ids=tuple(s.id for s in draft.merged),
+        clipped=placed.clipped,
+        lines_omitted=placed.lines_omitted,
+        connected_ids=tuple(connected),
+    )
+
+
+# --- the whole selection ---------------------------------------------------------------------------
+
+
+def merge_cap(forest: Sequence[Node], max_tokens: int) -> int:
+    """The cap a merged result would have: half the budget when other results wait, else all."""
+    return max_tokens // 2 if len(forest) > 1 else max_tokens
+
+
+class SelectionEngine:
+    def __init__(self, settings: SelectionSettings, renderer: Renderer) -> None:
+        self._settings = settings
+        self._renderer = renderer
+
+    def select(self, query: SelectQuery) -> SelectOutcome:
+        started = time.monotonic()
+        settings = self._settings
+        max_tokens = query.max_tokens or settings.max_tokens
+        min_relevance = settings.min_relevance if query.min_relevance is None else query.min_relevance
+        focus = resolve_focus(query.focus, query.query)
+        kept, below = gate(score_candidates(query.candidates, query.confidence, focus, settings.focus_multiplier),
+                           min_relevance)
+        forest = merge_forest(kept)
+        specs = render_specs(forest)
+        fallback_reason = ""
+        renders: dict[RenderSpec, Rendered | None] = {}
+        if specs:
+            try:
+                renders = dict(zip(specs, self._renderer.render(query.workspace_root, specs), strict=True))
+            except RenderFailed as exc:
+                log.warning("rendering fell back to stored source",
+                            extra={"reason": exc.reason, "detail": exc.detail, "symbols": len(specs)})
+                fallback_reason = exc.reason
+        drafts = compose(forest, renders, merge_cap(forest, max_tokens))
+        placed, over_budget = fill_budget(drafts, max_tokens)
+        results = tuple(to_result(p) for p in placed)
+        fell_back = any(p.draft.fallback for p in placed)
+        if fell_back and not fallback_reason:
+            fallback_reason = FALLBACK_MISSING
+        return SelectOutcome(
+            results=results,
+            total_tokens=sum(r.token_count for r in results),
+            max_tokens=max_tokens,
+            min_relevance=min_relevance,
+            focus=focus,
+            below_relevance=below,
+            over_budget=over_budget,
+            merged=sum(len(p.draft.merged) for p in placed),
+            render_fallback=fell_back,
+            render_fallback_reason=fallback_reason if fell_back else "",
+            duration_ms=(time.monotonic() - started) * 1000,
+        )

@@ -1,0 +1,118 @@
+"""Domain types of the selection service (no generated proto types here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from codecompass.common.chunks import Chunk, Language, NodeKind
+
+
+class QueryFocus(str, Enum):
+    # Judged from the query; never the focus of an answer.
+    AUTO = "auto"
+    IMPLEMENTATION = "implementation"
+    TESTS = "tests"
+    NONE = "none"
+
+
+class Reason(str, Enum):
+    MATCH = "match"
+    HUB = "hub"
+    MERGED_PARENT = "merged_parent"
+
+
+# Retrieval's provenance values ("lexical", "semantic", "hybrid", "structure"); "" when unset.
+Provenance = str
+
+# Why rendering fell back to the stored collapsed source; short codes, as rerank's.
+FALLBACK_UNAVAILABLE = "analysis_unavailable"
+FALLBACK_TIMEOUT = "render_timeout"
+FALLBACK_ERROR = "render_error"
+FALLBACK_MISSING = "symbol_missing"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    chunk: Chunk
+    score: float
+    reason: Reason = Reason.MATCH
+    provenance: Provenance = ""
+    connected_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SelectQuery:
+    workspace_root: str
+    query: str
+    candidates: tuple[Candidate, ...]
+    max_tokens: int = 0  # 0: the server default
+    min_relevance: float | None = None  # None: the server default
+    confidence: float = 0.0
+    focus: QueryFocus = QueryFocus.AUTO
+
+
+@dataclass(frozen=True)
+class SelectedResult:
+    chunk_id: str
+    relative_path: str
+    start_line: int
+    end_line: int
+    qualified_name: str
+    node_kind: NodeKind
+    language: Language
+    score: float
+    relevance: float
+    provenance: Provenance
+    reasons: tuple[Reason, ...]
+    why: str
+    header: str
+    source: str
+    token_count: int
+    expanded_child_ids: tuple[str, ...] = ()
+    clipped: bool = False
+    lines_omitted: int = 0
+    connected_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SelectOutcome:
+    results: tuple[SelectedResult, ...]
+    total_tokens: int
+    max_tokens: int
+    min_relevance: float
+    focus: QueryFocus
+    below_relevance: int = 0
+    over_budget: int = 0
+    merged: int = 0
+    render_fallback: bool = False
+    render_fallback_reason: str = ""
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class RenderSpec:
+    """One symbol to render, with the descendants to show expanded."""
+
+    symbol_id: str
+    expand_child_ids: tuple[str, ...] = ()
+    relative_path: str = ""
+
+
+@dataclass(frozen=True)
+class Rendered:
+    symbol_id: str
+    source: str
+    start_line: int
+    end_line: int
+    # Requested children that are not descendants of the symbol (the file changed since indexing).
+    unknown_child_ids: tuple[str, ...] = ()
+
+
+class RenderFailed(Exception):
+    """The analysis service did not render; `reason` is one of the FALLBACK_* codes."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail

@@ -1,0 +1,353 @@
+"""Selection policy: gate, focus, merging, budget, clipping, render fallback (no servers)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+
+from codecompass.common.chunks import Chunk, Language, NodeKind
+from codecompass.common.config import SelectionSettings, settings_from
+from codecompass.common.tokens import count_tokens
+from codecompass.selection.engine import (
+    CLIP_MIN_TOKENS,
+    SelectionEngine,
+    clip,
+    file_line_numbers,
+    resolve_focus,
+)
+from codecompass.selection.model import (
+    FALLBACK_MISSING,
+    FALLBACK_UNAVAILABLE,
+    Candidate,
+    QueryFocus,
+    Reason,
+    Rendered,
+    RenderFailed,
+    RenderSpec,
+    SelectOutcome,
+    SelectQuery,
+)
+
+ROOT = "/ws"
+
+
+def chunk(id: str, *, name: str | None = None, path: str = "src/auth.ts", parent: str = "",
+          kind: NodeKind = NodeKind.FUNCTION, lines: int = 3, start: int = 1, is_test: bool = False,
+          qualified_name: str | None = None) -> Chunk:
+    name = name or id
+    body = "\n".join([f"function {name}() {{", *[f"  step{i}();" for i in range(max(lines - 2, 0))], "}"])
+    return Chunk(id=id, snippet_hash="h", relative_path=path, language=Language.TYPESCRIPT, node_kind=kind,
+                 name=name, qualified_name=qualified_name or name, parent_id=parent, child_ids=(), depth=0,
+                 signature=f"function {name}()", full_source="", collapsed_source=f"/* stored */\n{body}",
+                 start_line=start, end_line=start + lines - 1, jsdoc="", jsdoc_start_line=0,
+                 relevant_imports=(), is_test=is_test, embedding_text="")
+
+
+class FakeRenderer:
+    """Renders `<id> expands [<ids>]` plus the symbol's stored lines; `sizes` makes a symbol long."""
+
+    def __init__(self, chunks: Sequence[Chunk], *, missing: Sequence[str] = (), sizes: dict[str, int] | None = None,
+                 fail: RenderFailed | None = None) -> None:
+        self.by_id = {c.id: c for c in chunks}
+        self.missing = set(missing)
+        self.sizes = sizes or {}
+        self.fail = fail
+        self.calls: list[list[RenderSpec]] = []
+
+    def render(self, workspace_root: str, specs: Sequence[RenderSpec]) -> list[Rendered | None]:
+        assert workspace_root == ROOT
+        self.calls.append(list(specs))
+        if self.fail is not None:
+            raise self.fail
+        out: list[Rendered | None] = []
+        for spec in specs:
+            if spec.symbol_id in self.missing:
+                out.append(None)
+                continue
+            c = self.by_id[spec.symbol_id]
+            lines = [f"class {c.name} {{ // rendered, expands [{', '.join(spec.expand_child_ids)}]"]
+            for child in spec.expand_child_ids:
+                lines += [f"  {self.by_id[child].name}() {{", *["    work();"] * self.sizes.get(child, 1), "  }"]
+            lines += [f"  line{i} = {i};" for i in range(self.sizes.get(c.id, 1))] + ["}"]
+            out.append(Rendered(c.id, "\n".join(lines), c.start_line, c.end_line))
+        return out
+
+
+def select(candidates: Sequence[Candidate], renderer: FakeRenderer | None = None, *, confidence: float = 1.0,
+           query: str = "how does auth work", settings: SelectionSettings | None = None,
+           **request) -> SelectOutcome:
+    renderer = renderer or FakeRenderer([])
+    for c in candidates:
+        renderer.by_id.setdefault(c.chunk.id, c.chunk)
+    engine = SelectionEngine(settings or SelectionSettings(), renderer)
+    return engine.select(SelectQuery(ROOT, query, tuple(candidates), confidence=confidence, **request))
+
+
+def ids(outcome: SelectOutcome) -> list[str]:
+    return [r.chunk_id for r in outcome.results]
+
+
+def accounted(outcome: SelectOutcome, offered: int) -> bool:
+    """Every candidate is a result, merged into one, below the gate, or over the budget."""
+    return len(outcome.results) + outcome.merged + outcome.below_relevance + outcome.over_budget == offered
+
+
+# --- the gate ---------------------------------------------------------------------------------------
+
+
+def test_gate_keeps_relevant_candidates_and_never_pads() -> None:
+    cands = [Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), 0.3)]
+    outcome = select(cands, confidence=0.8)
+    # relevance: 0.8, 0.533, 0.267
+    assert ids(outcome) == ["a", "b"]
+    assert outcome.below_relevance == 1 and outcome.min_relevance == 0.5 and accounted(outcome, 3)
+    assert outcome.results[1].relevance == pytest.approx(0.8 * 0.6 / 0.9)
+
+
+def test_low_confidence_gives_an_empty_answer() -> None:
+    renderer = FakeRenderer([chunk("a"), chunk("b")])
+    outcome = select([Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.8)], renderer, confidence=0.3)
+    assert outcome.results == () and outcome.below_relevance == 2 and outcome.total_tokens == 0
+    assert renderer.calls == []  # nothing to render, no call
+
+
+def test_request_gate_overrides_the_default() -> None:
+    cands = [Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.3)]
+    outcome = select(cands, confidence=0.3, min_relevance=0.05)
+    assert ids(outcome) == ["a", "b"] and outcome.min_relevance == 0.05
+    assert select(cands, confidence=1.0, min_relevance=1.0).results[0].chunk_id == "a"
+    assert ids(select(cands, confidence=0.9, settings=SelectionSettings(min_relevance=0.95))) == []
+
+
+# --- focus ------------------------------------------------------------------------------------------
+
+
+def test_focus_is_judged_from_the_query() -> None:
+    assert resolve_focus(QueryFocus.AUTO, "where is the router tested? Tests for routes") is QueryFocus.TESTS
+    assert resolve_focus(QueryFocus.AUTO, "router.test.ts") is QueryFocus.TESTS
+    assert resolve_focus(QueryFocus.AUTO, "how does routing work") is QueryFocus.IMPLEMENTATION
+    assert resolve_focus(QueryFocus.NONE, "unit tests") is QueryFocus.NONE
+
+
+def test_implementation_focus_down_weights_test_code() -> None:
+    impl = Candidate(chunk("route", path="src/router.ts"), 1.0)
+    test = Candidate(chunk("routeTest", path="tests/router.test.ts"), 0.8)
+    flagged = Candidate(chunk("helper", path="src/helper.ts", is_test=True), 0.8)
+    outcome = select([impl, test, flagged], confidence=0.8, query="how does the router match a route")
+    # tests: 0.8 x 0.8 x 0.7 = 0.448 < 0.5, dropped by the gate; without focus they pass
+    assert outcome.focus is QueryFocus.IMPLEMENTATION and ids(outcome) == ["route"]
+    assert outcome.below_relevance == 2
+    neutral = select([impl, test, flagged], confidence=0.8, focus=QueryFocus.NONE)
+    assert ids(neutral) == ["route", "routeTest", "helper"] and neutral.focus is QueryFocus.NONE
+
+
+def test_tests_focus_down_weights_implementation() -> None:
+    impl = Candidate(chunk("route", path="src/router.ts"), 1.0)
+    test = Candidate(chunk("routeTest", path="tests/router.test.ts"), 0.8)
+    outcome = select([impl, test], confidence=0.8, query="which tests cover the router")
+    # impl: 0.8 x 0.7 = 0.56 still passes; focus gates, it does not reorder
+    assert outcome.focus is QueryFocus.TESTS and ids(outcome) == ["route", "routeTest"]
+    assert outcome.results[0].relevance == pytest.approx(0.56) and outcome.results[0].score == 1.0
+    stricter = select([impl, test], confidence=0.7, query="which tests cover the router")
+    assert ids(stricter) == ["routeTest"]
+
+
+# --- merging -------------------------------------------------------------------------------------------
+
+
+def test_parent_and_child_become_one_result_with_the_child_expanded() -> None:
+    cls = chunk("cls", name="TokenService", kind=NodeKind.CLASS, lines=30)
+    method = chunk("m", name="validate", parent="cls", kind=NodeKind.METHOD, qualified_name="TokenService.validate")
+    other = chunk("other", path="src/other.ts")
+    outcome = select([Candidate(method, 0.9, provenance="lexical"), Candidate(other, 0.8),
+                      Candidate(cls, 0.7, provenance="semantic")])
+    assert ids(outcome) == ["cls", "other"]
+    merged = outcome.results[0]
+    assert merged.expanded_child_ids == ("m",) and outcome.merged == 1 and accounted(outcome, 3)
+    assert merged.score == 0.9 and merged.provenance == "lexical"  # of its best member
+    assert merged.reasons == (Reason.MATCH, Reason.MERGED_PARENT)
+    assert merged.why == "match (score 0.70); expands 1 matching child (best 0.90)"
+    assert "expands [m]" in merged.source and "validate() {" in merged.source
+    assert merged.header == "// src/auth.ts > TokenService"
+
+
+def test_child_alone_stays_alone() -> None:
+    method = chunk("m", name="validate", parent="cls", kind=NodeKind.METHOD, qualified_name="TokenService.validate")
+    outcome = select([Candidate(method, 0.9)])
+    assert ids(outcome) == ["m"] and outcome.results[0].expanded_child_ids == () and outcome.merged == 0
+    assert outcome.results[0].header == "// src/auth.ts > TokenService.validate"
+    assert outcome.results[0].reasons == (Reason.MATCH,) and outcome.results[0].why == "match (score 0.90)"
+
+
+def test_grandchild_merges_through_a_kept_parent_chain() -> None:
+    outer = chunk("ns", kind=NodeKind.NAMESPACE, lines=40)
+    cls = chunk("cls", parent="ns", kind=NodeKind.CLASS, lines=20)
+    method = chunk("m", parent="cls", kind=NodeKind.METHOD)
+    orphan = chunk("m2", parent="not-kept", kind=NodeKind.METHOD)
+    renderer = FakeRenderer([outer, cls, method, orphan])
+    outcome = select([Candidate(method, 0.95), Candidate(outer, 0.8), Candidate(cls, 0.6), Candidate(orphan, 0.7)],
+                     renderer)
+    assert ids(outcome) == ["ns", "m2"]
+    assert outcome.results[0].expanded_child_ids == ("m", "cls") and outcome.merged == 2
+    assert outcome.results[0].why == "match (score 0.80); expands 2 matching children (best 0.95)"
+    # One call renders everything, bare and expanded, so a split needs no second round trip.
+    assert len(renderer.calls) == 1
+    assert RenderSpec("ns", ("cls", "m"), "src/auth.ts") in renderer.calls[0]
+
+
+def test_a_chain_broken_by_a_dropped_parent_does_not_merge() -> None:
+    outer = chunk("ns", kind=NodeKind.NAMESPACE, lines=40)
+    cls = chunk("cls", parent="ns", kind=NodeKind.CLASS)
+    method = chunk("m", parent="cls", kind=NodeKind.METHOD)
+    outcome = select([Candidate(outer, 1.0), Candidate(cls, 0.2), Candidate(method, 0.9)])
+    assert ids(outcome) == ["ns", "m"] and outcome.merged == 0 and outcome.below_relevance == 1
+
+
+def test_module_chunk_is_never_merged_into() -> None:
+    module = chunk("mod", kind=NodeKind.MODULE, qualified_name="<module top level>", lines=50)
+    fn = chunk("fn", parent="mod")
+    outcome = select([Candidate(module, 0.9), Candidate(fn, 0.8)])
+    assert ids(outcome) == ["mod", "fn"] and outcome.merged == 0
+    assert outcome.results[0].header == "// src/auth.ts"
+
+
+def test_a_merge_over_the_per_result_cap_keeps_the_child_separate() -> None:
+    cls = chunk("cls", kind=NodeKind.CLASS, lines=30)
+    method = chunk("m", parent="cls", kind=NodeKind.METHOD)
+    other = chunk("other", path="src/other.ts")
+    # Expanded, the method's 700 lines would make the class more than half of a 2,000-token budget.
+    renderer = FakeRenderer([cls, method, other], sizes={"m": 700})
+    outcome = select([Candidate(cls, 0.9), Candidate(method, 0.85), Candidate(other, 0.5)], renderer,
+                     max_tokens=2000)
+    assert ids(outcome) == ["cls", "m", "other"] and outcome.merged == 0
+    assert outcome.results[0].expanded_child_ids == () and "expands []" in outcome.results[0].source
+    # the separate child is its own rendering (clipped to its cap: it is still over half the budget)
+    assert outcome.results[1].clipped and outcome.total_tokens <= 2000
+
+
+def test_hub_keeps_its_reason_and_connections() -> None:
+    hub = Candidate(chunk("hub"), 0.8, reason=Reason.HUB, provenance="structure", connected_ids=("a", "b", "c"))
+    outcome = select([Candidate(chunk("a"), 0.9), hub])
+    result = outcome.results[1]
+    assert result.reasons == (Reason.HUB,) and result.connected_ids == ("a", "b", "c")
+    assert result.why == "hub: connects 3 results" and result.provenance == "structure"
+
+
+# --- budget -----------------------------------------------------------------------------------------------
+
+
+def test_budget_fills_in_score_order_and_smaller_results_still_fit() -> None:
+    cands = [Candidate(chunk("a"), 1.0), Candidate(chunk("b", path="src/b.ts"), 0.95),
+             Candidate(chunk("big", path="src/big.ts"), 0.9), Candidate(chunk("small", path="src/small.ts"), 0.8)]
+    sizes = {"a": 30, "b": 30, "big": 20}
+    costs = {r.chunk_id: r.token_count for r in select(cands, FakeRenderer([], sizes=sizes)).results}
+    assert costs["a"] > costs["big"] > costs["small"]
+    budget = costs["a"] + costs["b"] + costs["small"]
+    outcome = select(cands, FakeRenderer([], sizes=sizes), max_tokens=budget)
+    # "big" is under its cap (half the budget) but not under what is left: skipped; "small" still fits
+    assert costs["big"] <= budget // 2
+    assert ids(outcome) == ["a", "b", "small"] and outcome.over_budget == 1 and accounted(outcome, 4)
+    assert outcome.total_tokens == budget == outcome.max_tokens
+    assert not any(r.clipped for r in outcome.results)
+
+
+def test_token_count_is_header_plus_source() -> None:
+    outcome = select([Candidate(chunk("a"), 1.0)])
+    result = outcome.results[0]
+    assert result.token_count == count_tokens(result.header + "\n" + result.source)
+    assert outcome.total_tokens == result.token_count and outcome.max_tokens == 8000
+
+
+def test_a_huge_symbol_is_clipped_with_a_marker_line() -> None:
+    huge = chunk("huge", lines=40_000, start=101)
+    renderer = FakeRenderer([huge], sizes={"huge": 39_998})
+    outcome = select([Candidate(huge, 1.0), Candidate(chunk("next", path="src/next.ts"), 0.9)], renderer,
+                     max_tokens=4000)
+    first = outcome.results[0]
+    assert first.clipped and first.token_count <= 2000  # half the budget while another result waits
+    last_line = first.source.rsplit("\n", 1)[-1]
+    kept = first.source.count("\n")
+    assert first.lines_omitted == 40_000 - kept
+    assert last_line == (f"// … {first.lines_omitted} more lines (L{100 + kept + 1}–L40100); "
+                         "read the symbol to see them")
+    assert first.end_line == 40_100
+    assert ids(outcome) == ["huge", "next"] and not outcome.results[1].clipped
+
+
+def test_alone_a_huge_symbol_may_take_the_whole_budget() -> None:
+    huge = chunk("huge", lines=5000)
+    outcome = select([Candidate(huge, 1.0)], FakeRenderer([huge], sizes={"huge": 4998}), max_tokens=3000)
+    assert outcome.results[0].clipped and 2000 < outcome.results[0].token_count <= 3000
+
+
+def test_no_clip_with_too_little_budget_left() -> None:
+    first, huge = chunk("first"), chunk("huge", lines=5000, path="src/huge.ts")
+    renderer = FakeRenderer([first, huge], sizes={"huge": 4998})
+    first_cost = select([Candidate(first, 1.0)]).total_tokens
+    outcome = select([Candidate(first, 1.0), Candidate(huge, 0.9)], renderer,
+                     max_tokens=first_cost + CLIP_MIN_TOKENS - 1)
+    assert ids(outcome) == ["first"] and outcome.over_budget == 1
+
+
+def test_clip_line_numbers_count_collapsed_children() -> None:
+    source = "class A {\n  a() { /* 10 lines collapsed */ }\n  b() { /* 5 lines collapsed */ }\n  c = 1;\n}"
+    # lines 1..18: `class A {` 1, a() 2-11, b() 12-16, c 17, `}` 18
+    assert file_line_numbers(source.split("\n"), 18) == [1, 11, 16, 17, 18]
+    clipped = clip("// a.ts > A", source, 18, count_tokens("// a.ts > A\nclass A {\n  a() { /* 10 lines collapsed */ }")
+                   + 30)
+    assert clipped is not None and clipped.lines_omitted == 7
+    assert clipped.source.endswith("// … 7 more lines (L12–L18); read the symbol to see them")
+
+
+# --- rendering fallback ------------------------------------------------------------------------------------
+
+
+def test_render_failure_falls_back_to_stored_source_without_merging() -> None:
+    cls = chunk("cls", kind=NodeKind.CLASS, lines=30)
+    method = chunk("m", parent="cls", kind=NodeKind.METHOD)
+    renderer = FakeRenderer([cls, method], fail=RenderFailed(FALLBACK_UNAVAILABLE, "connection refused"))
+    outcome = select([Candidate(cls, 0.9), Candidate(method, 0.8)], renderer)
+    assert outcome.render_fallback and outcome.render_fallback_reason == FALLBACK_UNAVAILABLE
+    assert ids(outcome) == ["cls", "m"] and outcome.merged == 0
+    assert outcome.results[0].source == cls.collapsed_source
+    assert (outcome.results[0].start_line, outcome.results[0].end_line) == (1, 30)
+
+
+def test_a_missing_symbol_falls_back_alone() -> None:
+    a, b = chunk("a"), chunk("b", path="src/b.ts")
+    outcome = select([Candidate(a, 0.9), Candidate(b, 0.8)], FakeRenderer([a, b], missing=["b"]))
+    assert outcome.render_fallback and outcome.render_fallback_reason == FALLBACK_MISSING
+    assert "rendered" in outcome.results[0].source and outcome.results[1].source == b.collapsed_source
+
+
+def test_a_missing_parent_lets_its_child_render_alone() -> None:
+    cls = chunk("cls", kind=NodeKind.CLASS, lines=30)
+    method = chunk("m", parent="cls", kind=NodeKind.METHOD)
+    outcome = select([Candidate(cls, 0.9), Candidate(method, 0.8)], FakeRenderer([cls, method], missing=["cls"]))
+    assert ids(outcome) == ["cls", "m"] and outcome.merged == 0
+    assert outcome.results[0].source == cls.collapsed_source and "rendered" in outcome.results[1].source
+
+
+def test_no_fallback_when_everything_renders() -> None:
+    outcome = select([Candidate(chunk("a"), 0.9)])
+    assert not outcome.render_fallback and outcome.render_fallback_reason == ""
+
+
+# --- settings ------------------------------------------------------------------------------------------------
+
+
+def test_settings_defaults_and_env() -> None:
+    settings = settings_from({})
+    assert settings.selection == SelectionSettings(max_tokens=8000, min_relevance=0.5, focus_multiplier=0.7,
+                                                   render_timeout_s=2.0)
+    assert settings.selection_addr == "127.0.0.1:50055" and settings.selection_port == 50055
+    tuned = settings_from({"CODECOMPASS_SELECTION_MAX_TOKENS": "4000", "CODECOMPASS_SELECTION_MIN_RELEVANCE": "0.4",
+                           "CODECOMPASS_SELECTION_FOCUS_MULTIPLIER": "0.5", "SELECTION_PORT": "0",
+                           "SELECTION_ADDR": "127.0.0.1:6000"})
+    assert replace(tuned.selection, render_timeout_s=2.0) == SelectionSettings(4000, 0.4, 0.5)
+    assert tuned.selection_port == 0 and tuned.selection_addr == "127.0.0.1:6000"
+    from codecompass.common.config import ConfigError
+    with pytest.raises(ConfigError, match="CODECOMPASS_SELECTION_MIN_RELEVANCE"):
+        settings_from({"CODECOMPASS_SELECTION_MIN_RELEVANCE": "1.5"})

@@ -1,0 +1,88 @@
+"""Proto <-> domain round trips of the selection messages, and RenderSymbols answers matched to specs."""
+
+from __future__ import annotations
+
+import pytest
+
+from codecompass.common.chunk_convert import UnknownEnumValue
+from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
+from codecompass.selection import convert
+from codecompass.selection.model import (
+    Candidate,
+    QueryFocus,
+    Reason,
+    Rendered,
+    RenderSpec,
+    SelectedResult,
+    SelectOutcome,
+    SelectQuery,
+)
+from codecompass.v1 import analysis_pb2
+from codecompass.v1 import selection_pb2 as pb
+
+CHUNK = Chunk(id="c1", snippet_hash="h", relative_path="src/a.ts", language=Language.TSX, node_kind=NodeKind.METHOD,
+              name="run", qualified_name="A.run", parent_id="p", child_ids=("x",), depth=1, signature="run()",
+              full_source="", collapsed_source="run() { /* 3 lines collapsed */ }", start_line=4, end_line=6,
+              jsdoc="", jsdoc_start_line=0, relevant_imports=("import x from 'x'",), is_test=True,
+              embedding_text="e", references=(SymbolReference("B", "class B", "src/b.ts", "b1"),))
+
+RESULT = SelectedResult(chunk_id="c1", relative_path="src/a.ts", start_line=4, end_line=6, qualified_name="A.run",
+                        node_kind=NodeKind.CLASS, language=Language.JAVASCRIPT, score=0.75, relevance=0.5,
+                        provenance="hybrid", reasons=(Reason.MATCH, Reason.MERGED_PARENT), why="match (score 0.75)",
+                        header="// src/a.ts > A.run", source="run() {}", token_count=12, expanded_child_ids=("x",),
+                        clipped=True, lines_omitted=3, connected_ids=("h1", "h2"))
+
+
+@pytest.mark.parametrize("min_relevance", [None, 0.0, 0.4])
+@pytest.mark.parametrize("focus", list(QueryFocus))
+def test_query_round_trip(min_relevance: float | None, focus: QueryFocus) -> None:
+    query = SelectQuery(workspace_root="/ws", query="q", max_tokens=123, min_relevance=min_relevance, confidence=0.25,
+                        focus=focus, candidates=(
+                            Candidate(CHUNK, 0.5, Reason.MATCH, "lexical"),
+                            Candidate(CHUNK, 0.25, Reason.HUB, "structure", ("a", "b")),
+                            Candidate(CHUNK, 0.0, Reason.MATCH, ""),
+                        ))
+    assert convert.query_from_proto(convert.query_to_proto(query)) == query
+
+
+def test_unset_reason_and_focus_mean_match_and_auto() -> None:
+    message = pb.SelectRequest(candidates=[pb.SelectCandidate()])
+    message.candidates[0].chunk.language = 1
+    message.candidates[0].chunk.node_kind = 1
+    query = convert.query_from_proto(message)
+    assert query.focus is QueryFocus.AUTO and query.candidates[0].reason is Reason.MATCH
+    assert query.min_relevance is None and query.max_tokens == 0
+    message.candidates[0].reason = pb.SELECTION_REASON_MERGED_PARENT
+    with pytest.raises(UnknownEnumValue):
+        convert.query_from_proto(message)
+
+
+@pytest.mark.parametrize("focus", [QueryFocus.IMPLEMENTATION, QueryFocus.TESTS, QueryFocus.NONE])
+def test_outcome_round_trip_keeps_every_field(focus: QueryFocus) -> None:
+    outcome = SelectOutcome(results=(RESULT, SelectedResult(
+        chunk_id="c2", relative_path="b.ts", start_line=1, end_line=1, qualified_name="<module top level>",
+        node_kind=NodeKind.MODULE, language=Language.TYPESCRIPT, score=0.25, relevance=0.125, provenance="",
+        reasons=(Reason.HUB,), why="hub: connects 0 results", header="// b.ts", source="", token_count=3)),
+        total_tokens=15, max_tokens=8000, min_relevance=0.5, focus=focus, below_relevance=1, over_budget=2, merged=3,
+        render_fallback=True, render_fallback_reason="render_timeout", duration_ms=1.5)
+    message = convert.outcome_to_proto(outcome)
+    assert message.results[0].reasons == [pb.SELECTION_REASON_MATCH, pb.SELECTION_REASON_MERGED_PARENT]
+    assert convert.outcome_from_proto(message) == outcome
+    # every proto field is set by the conversion (none left at a silent default by omission)
+    assert {f.name for f, _ in message.results[0].ListFields()} == {f.name for f in pb.SelectedResult.DESCRIPTOR.fields}
+
+
+def test_render_answers_match_specs_in_order_with_missing_ones_left_out() -> None:
+    specs = [RenderSpec("a", (), "a.ts"), RenderSpec("a", ("a1",), "a.ts"), RenderSpec("gone", (), "g.ts"),
+             RenderSpec("b", (), "b.ts")]
+    request = convert.render_request_to_proto("/ws", specs)
+    assert request.workspace_root == "/ws" and list(request.specs[1].expand_child_ids) == ["a1"]
+    assert request.specs[3].relative_path == "b.ts"
+    response = analysis_pb2.RenderSymbolsResponse(
+        symbols=[analysis_pb2.RenderedSymbol(symbol_id="a", source="bare", start_line=1, end_line=9),
+                 analysis_pb2.RenderedSymbol(symbol_id="a", source="full", start_line=1, end_line=9,
+                                             unknown_child_ids=["zz"]),
+                 analysis_pb2.RenderedSymbol(symbol_id="b", source="b", start_line=3, end_line=4)],
+        missing_symbol_ids=["gone"])
+    assert convert.rendered_from_proto(specs, response) == [
+        Rendered("a", "bare", 1, 9), Rendered("a", "full", 1, 9, ("zz",)), None, Rendered("b", "b", 3, 4)]

@@ -27,9 +27,9 @@ NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
-$(VENV_STAMP): py_services/pyproject.toml
+$(VENV_STAMP): py_services/pyproject.toml gateway_mcp/pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet -e 'py_services[dev]'
+	$(VENV)/bin/pip install --quiet -e 'py_services[dev]' -e gateway_mcp
 	# Export the default embedding model to ONNX now (~7 s) rather than on the
 	# embedding service's first start, which has a 3 s budget.
 	$(VENV)/bin/python -m codecompass.embedding.minilm_onnx

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -44,7 +45,8 @@ def _isolated_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CODECOMPASS_STATE_DIR", str(base / "state"))
         patch.setenv("CODECOMPASS_CONFIG", str(empty_config))
-        for name in ("ANALYSIS_ADDR", "EMBEDDING_ADDR", "RETRIEVAL_ADDR", "OTEL_EXPORTER_OTLP_ENDPOINT",
+        for name in ("ANALYSIS_ADDR", "EMBEDDING_ADDR", "RETRIEVAL_ADDR", "RERANK_ADDR", "SELECTION_ADDR",
+                     "OTEL_EXPORTER_OTLP_ENDPOINT",
                      "CODECOMPASS_TRACE_FILE", "OTEL_SERVICE_NAME"):
             patch.delenv(name, raising=False)
         yield
@@ -178,3 +180,11 @@ def analysis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _, address = services.start("analysis", ["node", str(NODE_ENTRY)])
     yield address
     services.stop_all()
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, read, released): for "service is down" cases."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

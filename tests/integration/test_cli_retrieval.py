@@ -88,7 +88,7 @@ def fake_retrieval(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeRetrieval, Runn
 
 def test_search_json_is_one_object_with_results_and_metadata(fake_retrieval, run_cli, sample_workspace) -> None:
     servicer, _ = fake_retrieval
-    result = run_cli("search", str(sample_workspace), "validate jwt", "--json", "--limit", "5",
+    result = run_cli("search", str(sample_workspace), "validate jwt", "--json", "--limit", "5", "--no-select",
                      "--kind", "method", "--kind", "function", "--path", "src/auth/**", "--no-tests")
     assert result.code == 0, result.err
     (payload,) = result.json_lines()
@@ -96,11 +96,13 @@ def test_search_json_is_one_object_with_results_and_metadata(fake_retrieval, run
     assert first == {
         "path": "src/auth/tokenService.ts", "start_line": 48, "end_line": 70,
         "qualified_name": "TokenService.validateToken", "kind": "method", "score": pytest.approx(0.91),
+        "first_stage_score": pytest.approx(0.91), "rerank_score": None, "reason": "match", "connected_ids": [],
         "lexical_score": pytest.approx(0.8), "vector_similarity": pytest.approx(0.72), "provenance": "hybrid",
         "id": "id-validateToken", "signature": "validateToken(token: string): ValidationResult",
         "fusion_score": pytest.approx(0.7), "signals": {"definition": 1.0},
         "code": first["code"], "code_lines_omitted": 0,
     }
+    assert payload["selection"] is None
     # The code comes with the result, whole up to --max-lines (80 by default).
     assert first["code"].startswith("validateToken(token: string): ValidationResult {")
     assert len(first["code"].splitlines()) == 23
@@ -111,10 +113,12 @@ def test_search_json_is_one_object_with_results_and_metadata(fake_retrieval, run
     assert meta["embedding_model_id"] == "minilm" and meta["embedding_model_version"] == "1"
     assert meta["sync"]["files_changed"] == 1 and meta["sync_ms"] == 12.5 and meta["search_ms"] == 30.25
     assert (meta["total_chunks"], meta["embedded_chunks"]) == (120, 120)
+    assert meta["rerank_provider"] == "local" and meta["skipped_stages"] == {"hubs": "off", "select": "off"}
 
     (request,) = servicer.requests
     assert request.workspace_root == str(sample_workspace.resolve())
-    assert request.query == "validate jwt" and request.limit == 5
+    # The pipeline asks for the candidates its later stages read, whatever the list shows.
+    assert request.query == "validate jwt" and request.limit == 40
     assert list(request.filters.node_kinds) == [chunk_pb2.NODE_KIND_METHOD, chunk_pb2.NODE_KIND_FUNCTION]
     assert list(request.filters.path_patterns) == ["src/auth/**"]
     assert request.filters.exclude_tests is True
@@ -123,7 +127,8 @@ def test_search_json_is_one_object_with_results_and_metadata(fake_retrieval, run
 
 def test_search_human_output_lists_ranked_symbols(fake_retrieval, run_cli, sample_workspace) -> None:
     servicer, _ = fake_retrieval
-    result = run_cli("search", str(sample_workspace), "token expiry", "--semantic-ratio", "0.2", "--no-sync")
+    result = run_cli("search", str(sample_workspace), "token expiry", "--semantic-ratio", "0.2", "--no-sync",
+                     "--no-select")
     assert result.code == 0, result.err
     lines = result.out.splitlines()
     assert lines[0].startswith(" 1. 0.910  src/auth/tokenService.ts:48-70  TokenService.validateToken  (method)")
@@ -136,11 +141,22 @@ def test_search_human_output_lists_ranked_symbols(fake_retrieval, run_cli, sampl
 
 
 def test_search_clips_long_code_with_a_pointer_to_the_rest(fake_retrieval, run_cli, sample_workspace) -> None:
-    result = run_cli("search", str(sample_workspace), "token expiry", "--max-lines", "5")
+    result = run_cli("search", str(sample_workspace), "token expiry", "--max-lines", "5", "--no-select")
     assert result.code == 0, result.err
     assert "    /* … 18 more lines: src/auth/tokenService.ts:48-70 */" in result.out.splitlines()
     (request, *_) = fake_retrieval[0].requests
     assert request.view == retrieval_pb2.RESULT_VIEW_CODE
+
+
+def test_a_dead_selection_service_leaves_the_ranked_list(fake_retrieval, run_cli, sample_workspace, monkeypatch,
+                                                         free_port) -> None:
+    monkeypatch.setenv("SELECTION_ADDR", f"127.0.0.1:{free_port}")
+    result = run_cli("search", str(sample_workspace), "token expiry", "--json")
+    assert result.code == 0, result.err
+    (payload,) = result.json_lines()
+    assert payload["selection"] is None
+    assert [r["qualified_name"] for r in payload["results"]] == ["TokenService.validateToken", "TokenService.isExpired"]
+    assert payload["metadata"]["skipped_stages"]["select"].startswith("selection service not running at 127.0.0.1:")
 
 
 def test_index_shows_progress_on_stderr_and_a_summary(fake_retrieval, run_cli, sample_workspace) -> None:

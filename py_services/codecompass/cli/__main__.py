@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from codecompass.cli import commands
 from codecompass.cli.errors import EXIT_USAGE, CliError
 from codecompass.common.chunks import NodeKind
-from codecompass.common.config import ConfigError, load_settings
+from codecompass.common.config import RERANK_PROVIDERS, ConfigError, load_settings
 from codecompass.common.logging import configure_logging
+from codecompass.selection.model import QueryFocus
 
 # Enough for most functions and for a class's member signatures; longer symbols end in a pointer
 # to the rest (file and lines).
@@ -71,19 +72,32 @@ def build_parser() -> argparse.ArgumentParser:
                    help="return once the lexical index is written; embeddings continue in the background")
     p.set_defaults(handler=commands.cmd_index)
 
-    p = sub.add_parser("search", help="hybrid search over a workspace (syncs changed files first)")
+    p = sub.add_parser("search", help="answer a query with selected code context (the agents' pipeline)")
     p.add_argument("path", metavar="PATH", help="workspace root")
     p.add_argument("query")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--limit", type=_positive_int, default=0, help="maximum results (default: server's)")
     p.add_argument("--kind", action="append", choices=[k.value for k in NodeKind], help="keep only this kind")
     p.add_argument("--path", dest="path_glob", action="append", metavar="GLOB",
                    help="keep only paths under this prefix or matching this glob")
     p.add_argument("--no-tests", action="store_true", help="leave out test files")
     p.add_argument("--semantic-ratio", type=_ratio, help="maximum semantic weight in [0, 1]")
     p.add_argument("--no-sync", action="store_true", help="search the index as it is, without syncing")
+    stages = p.add_argument_group("stages (each can be turned off to compare)")
+    stages.add_argument("--no-rerank", action="store_true", help="skip the rerank stage")
+    stages.add_argument("--rerank-provider", choices=RERANK_PROVIDERS, help="rerank provider for this query")
+    hubs = stages.add_mutually_exclusive_group()
+    hubs.add_argument("--hubs", dest="hubs", action="store_const", const=True, default=None,
+                      help="run the structure stage (hub elevation)")
+    hubs.add_argument("--no-hubs", dest="hubs", action="store_const", const=False, help="skip the structure stage")
+    stages.add_argument("--no-select", action="store_true",
+                        help="print the ranked list instead of the selected context")
+    p.add_argument("--max-tokens", type=_positive_int, help="token budget of the answer (default 8000)")
+    p.add_argument("--min-relevance", type=_ratio, help="relevance gate in [0, 1] (default 0.5)")
+    p.add_argument("--focus", choices=[f.value for f in QueryFocus], default=QueryFocus.AUTO.value,
+                   help="down-weight tests (implementation) or implementation (tests); auto judges the query")
+    p.add_argument("--limit", type=_positive_int, default=10, help="results of the ranked list (--no-select)")
     p.add_argument("--max-lines", type=_positive_int, default=DEFAULT_CODE_LINES,
-                   help=f"code lines shown per result, the rest summarised (default {DEFAULT_CODE_LINES})")
+                   help=f"code lines shown per ranked result with --no-select (default {DEFAULT_CODE_LINES})")
     p.set_defaults(handler=commands.cmd_search)
 
     p = sub.add_parser("run", help="start services, index a workspace and answer a sample query")

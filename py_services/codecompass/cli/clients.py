@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from codecompass.cli.convert import (
     FileChunks,
@@ -12,11 +11,10 @@ from codecompass.cli.convert import (
     file_chunks_from_proto,
     index_progress_from_proto,
     index_request,
-    search_response_to_dict,
 )
 from codecompass.cli.errors import rpc_errors
 from codecompass.common.telemetry import traced_channel
-from codecompass.v1 import analysis_pb2_grpc, retrieval_pb2, retrieval_pb2_grpc
+from codecompass.v1 import analysis_pb2_grpc, retrieval_pb2_grpc
 
 
 def chunk_files(address: str, workspace_root: str, paths: Sequence[str], include_references: bool,
@@ -34,11 +32,3 @@ def index_workspace(address: str, workspace_root: str, wait_for_embeddings: bool
         stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
         for response in stub.IndexWorkspace(index_request(workspace_root, wait_for_embeddings), timeout=timeout_s):
             yield index_progress_from_proto(response)
-
-
-def search(
-    address: str, request: retrieval_pb2.SearchRequest, timeout_s: float, *, max_code_lines: int = 0
-) -> dict[str, Any]:
-    with traced_channel(address) as channel, rpc_errors("retrieval", address):
-        stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
-        return search_response_to_dict(stub.Search(request, timeout=timeout_s), max_code_lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -10,13 +11,20 @@ import sys
 import time
 from pathlib import Path
 
+# The CLI answers through the gateway's pipeline so a person and an agent get the same answer.
+from codecompass_gateway.answer import answer_to_dict
+from codecompass_gateway.pipeline import Pipeline, PipelineAnswer, PipelineRequest
+
 from codecompass.cli import clients, render
-from codecompass.cli.convert import search_request
-from codecompass.cli.errors import EXIT_FAILURE
+from codecompass.cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError
 from codecompass.cli.progress import ProgressReporter
 from codecompass.cli.runtime import down, read_state, service_address, service_rows, state_path, up
 from codecompass.cli.workspace import resolve_target, workspace_dir
+from codecompass.clients.errors import INVALID, ServiceError
+from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings, documented_settings, redacted
+from codecompass.retrieval.filters import Filters
+from codecompass.selection.model import QueryFocus
 
 
 def _out(line: str = "") -> None:
@@ -110,19 +118,40 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     workspace = workspace_dir(args.path)
-    request = search_request(
-        str(workspace), args.query, limit=args.limit, kinds=args.kind or (), path_patterns=args.path_glob or (),
-        exclude_tests=args.no_tests, semantic_ratio=args.semantic_ratio, skip_sync=args.no_sync,
+    try:
+        filters = Filters(
+            path_patterns=tuple(args.path_glob or ()),
+            node_kinds=tuple(NodeKind(k) for k in args.kind or ()),
+            exclude_tests=args.no_tests,
+        )
+    except ValueError as exc:
+        raise CliError(f"invalid filter: {exc}", EXIT_USAGE) from None
+    request = PipelineRequest(
+        workspace_root=str(workspace), query=args.query, filters=filters, semantic_ratio=args.semantic_ratio,
+        sync=not args.no_sync, rerank=not args.no_rerank, rerank_provider=args.rerank_provider, hubs=args.hubs,
+        select=not args.no_select, max_tokens=args.max_tokens, min_relevance=args.min_relevance,
+        focus=QueryFocus(args.focus), limit=args.limit,
     )
-    response = clients.search(
-        service_address(settings, "retrieval"), request, settings.long_rpc_timeout_s, max_code_lines=args.max_lines
-    )
+    answer = _answer(settings, request)
+    payload = answer_to_dict(answer, args.max_lines)
     if args.json:
-        _out(json.dumps(response, ensure_ascii=False))
+        _out(json.dumps(payload, ensure_ascii=False))
     else:
-        for line in render.search_lines(response):
+        for line in render.answer_lines(payload):
             _out(line)
     return 0
+
+
+def _answer(settings: Settings, request: PipelineRequest) -> PipelineAnswer:
+    """Runs the gateway's pipeline against the local services (the same answer an agent gets)."""
+    addresses = {f"{name}_addr": service_address(settings, name) for name in ("retrieval", "rerank", "selection")}
+    pipeline = Pipeline(dataclasses.replace(settings, **addresses))
+    try:
+        return pipeline.run(request)
+    except ServiceError as exc:
+        raise CliError(exc.user_message(), EXIT_USAGE if exc.kind == INVALID else EXIT_FAILURE) from None
+    finally:
+        pipeline.close()
 
 
 def _invocation() -> str:
@@ -155,10 +184,8 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     query, source = render.sample_query(summary.chunks)
     origin = f" (the purpose of {source.qualified_name})" if source is not None else ""
     _out(f"== sample query: \"{query}\"{origin}")
-    response = clients.search(service_address(settings, "retrieval"),
-                              search_request(str(workspace), query, limit=5), settings.long_rpc_timeout_s,
-                              max_code_lines=20)
-    for line in render.search_lines(response):
+    answer = _answer(settings, PipelineRequest(workspace_root=str(workspace), query=query, max_tokens=2000))
+    for line in render.answer_lines(answer_to_dict(answer, 20)):
         _out(f"  {line}")
 
     command = _invocation()

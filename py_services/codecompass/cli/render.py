@@ -122,33 +122,71 @@ def sample_query(chunks: Iterable[Chunk]) -> tuple[str, Chunk | None]:
     return jsdoc_purpose(best.jsdoc).rstrip("."), best
 
 
-def search_lines(response: dict[str, Any]) -> list[str]:
-    lines = []
-    for rank, result in enumerate(response["results"], start=1):
-        lines.append(
-            f"{rank:>2}. {result['score']:.3f}  {result['path']}:{result['start_line']}-{result['end_line']}"
-            f"  {result['qualified_name']}  ({result['kind']})"
-        )
+def answer_lines(answer: dict[str, Any]) -> list[str]:
+    """The selected context (or, with --no-select, the ranked list) and how it was made."""
+    lines: list[str] = []
+    selection = answer["selection"]
+    for rank, result in enumerate(answer["results"], start=1):
+        head = (f"{rank:>2}. {result['score']:.3f}  {result['path']}:{result['start_line']}-{result['end_line']}"
+                f"  {result['qualified_name']}  ({result['kind']})")
+        if selection is not None:
+            lines.append(f"{head}  {result['why']}")
+            lines.append("")
+            lines.append(f"    {result['header']}")
+            lines.extend(f"    {line}" for line in _align_first_line(result["code"].splitlines()))
+            lines.append("")
+            continue
+        lines.append(head)
         why = f"  {', '.join(result['signals'])}" if result.get("signals") else ""
-        lines.append(
-            f"      lexical {result['lexical_score']:.3f}  vector {result['vector_similarity']:.3f}"
-            f"  {result['provenance']}{why}"
-        )
+        reason = "  hub" if result.get("reason") == "hub" else ""
+        lines.append(f"      lexical {result['lexical_score']:.3f}  vector {result['vector_similarity']:.3f}"
+                     f"  {result['provenance']}{why}{reason}")
         code = result.get("code") or result["signature"]
         if code:
             lines.append("")
             lines.append(f"    // {result['path']} > {result['qualified_name']}")
             lines.extend(f"    {line}" for line in _align_first_line(code.splitlines()))
             if result.get("code_lines_omitted"):
-                lines.append(
-                    f"    /* … {result['code_lines_omitted']} more lines: {result['path']}:"
-                    f"{result['start_line']}-{result['end_line']} */"
-                )
+                lines.append(f"    /* … {result['code_lines_omitted']} more lines: {result['path']}:"
+                             f"{result['start_line']}-{result['end_line']} */")
             lines.append("")
-    if not response["results"]:
-        lines.append("no results")
-    lines.append(metadata_line(response["metadata"]))
+    meta = answer["metadata"]
+    if not answer["results"]:
+        if selection is not None and selection["below_relevance"]:
+            lines.append(f"no result passed the relevance gate {selection['min_relevance']:.2f} (search confidence "
+                         f"{meta['confidence']:.2f}): nothing here looks like an answer; try other words, "
+                         f"or --min-relevance 0 to see the best guesses")
+        else:
+            lines.append("no results")
+    lines.append(pipeline_line(answer))
+    lines.append(metadata_line(meta))
     return lines
+
+
+def pipeline_line(answer: dict[str, Any]) -> str:
+    meta, selection = answer["metadata"], answer["selection"]
+    parts = [f"confidence {meta['confidence']:.2f}"]
+    if selection is not None:
+        parts.append(f"{len(answer['results'])} results, {selection['total_tokens']:,}/{selection['max_tokens']:,} tokens")
+        parts.append(f"gate {selection['min_relevance']:.2f} ({selection['below_relevance']} below)")
+        if selection["over_budget"]:
+            parts.append(f"{selection['over_budget']} over budget")
+        if selection["merged"]:
+            parts.append(f"{selection['merged']} merged into parents")
+        parts.append(f"focus {selection['focus']}")
+        if selection["render_fallback"]:
+            parts.append(f"rendered from the index ({selection['render_fallback_reason']})")
+    if meta["rerank_provider"]:
+        fallback = f" (fell back: {meta['rerank_fallback_reason']})" if meta["rerank_fallback"] else ""
+        parts.append(f"rerank {meta['rerank_provider']}{fallback}")
+    if meta["hubs_added"]:
+        parts.append(f"hubs +{meta['hubs_added']}")
+    for stage, why in meta["skipped_stages"].items():
+        parts.append(f"{stage} {'off' if why == 'off' else 'skipped: ' + why}")
+    timings = ", ".join(f"{stage} {ms:.0f}" for stage, ms in meta["stage_ms"].items())
+    if timings:
+        parts.append(f"ms: {timings}")
+    return "-- " + " · ".join(parts)
 
 
 def _align_first_line(lines: list[str]) -> list[str]:

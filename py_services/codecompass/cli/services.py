@@ -55,6 +55,9 @@ SERVICES: tuple[ServiceDef, ...] = (
                "codecompass.v1.EmbeddingService"),
     ServiceDef("retrieval", _python_argv("codecompass.retrieval"), "RETRIEVAL_PORT",
                "codecompass.v1.RetrievalService", needs=("analysis", "embedding")),
+    ServiceDef("rerank", _python_argv("codecompass.rerank"), "RERANK_PORT", "codecompass.v1.RerankService"),
+    ServiceDef("selection", _python_argv("codecompass.selection"), "SELECTION_PORT",
+               "codecompass.v1.SelectionService", needs=("analysis",)),
 )
 SERVICES_BY_NAME = {svc.name: svc for svc in SERVICES}
 

@@ -103,6 +103,25 @@ class SelectionSettings:
 
 
 @dataclass(frozen=True)
+class GatewaySettings:
+    """The pipeline the gateway runs per query, and each stage's deadline."""
+
+    # Candidates retrieval hands on (the blueprint's 40); the reranker reads the first
+    # `rerank_candidates`, hubs start from the best `hub_seeds`, selection sees `select_candidates`.
+    candidates: int = 40
+    rerank_candidates: int = 40
+    hub_seeds: int = 15
+    select_candidates: int = 30
+    # Hub elevation stays off unless the benchmark shows it helps (bench/README.md, "Pipeline").
+    hubs: bool = False
+    retrieve_timeout_s: float = 30.0
+    # The rerank provider's own timeout plus the hop.
+    rerank_timeout_s: float = 3.0
+    hubs_timeout_s: float = 2.0
+    select_timeout_s: float = 5.0
+
+
+@dataclass(frozen=True)
 class Settings:
     state_dir: Path
     analysis_addr: str = "127.0.0.1:50051"
@@ -123,6 +142,7 @@ class Settings:
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)
     selection: SelectionSettings = field(default_factory=SelectionSettings)
+    gateway: GatewaySettings = field(default_factory=GatewaySettings)
 
 
 # --- value parsers: each takes the raw value (str from env, any from YAML) and
@@ -332,6 +352,18 @@ _FIELDS: tuple[_Field, ...] = (
            "Share of the final score taken from the reranker's score"),
     _Field("rerank.timeout_s", "CODECOMPASS_RERANK_TIMEOUT_S", "rerank.timeout_s",
            _float_parser(0.0, exclusive_min=True), "Timeout of one rerank provider request"),
+    _Field("gateway.hubs", "CODECOMPASS_GATEWAY_HUBS", "gateway.hubs", _parse_bool,
+           "Run the structure stage (hub elevation) by default"),
+    _Field("gateway.candidates", "CODECOMPASS_GATEWAY_CANDIDATES", "gateway.candidates", _int_parser(1, 500),
+           "Candidates retrieval hands to the later stages"),
+    _Field("gateway.retrieve_timeout_s", "CODECOMPASS_GATEWAY_RETRIEVE_TIMEOUT_S", "gateway.retrieve_timeout_s",
+           _float_parser(0.0, exclusive_min=True), "Deadline of the retrieve stage (sync included)"),
+    _Field("gateway.rerank_timeout_s", "CODECOMPASS_GATEWAY_RERANK_TIMEOUT_S", "gateway.rerank_timeout_s",
+           _float_parser(0.0, exclusive_min=True), "Deadline of the rerank stage; past it the first-stage order stands"),
+    _Field("gateway.hubs_timeout_s", "CODECOMPASS_GATEWAY_HUBS_TIMEOUT_S", "gateway.hubs_timeout_s",
+           _float_parser(0.0, exclusive_min=True), "Deadline of the structure stage; past it no hubs are added"),
+    _Field("gateway.select_timeout_s", "CODECOMPASS_GATEWAY_SELECT_TIMEOUT_S", "gateway.select_timeout_s",
+           _float_parser(0.0, exclusive_min=True), "Deadline of the selection stage; past it the ranked list answers"),
     _Field("selection.max_tokens", "CODECOMPASS_SELECTION_MAX_TOKENS", "selection.max_tokens",
            _int_parser(256, 1_000_000), "Token budget of an answer when the request sets none"),
     _Field("selection.min_relevance", "CODECOMPASS_SELECTION_MIN_RELEVANCE", "selection.min_relevance",
@@ -396,7 +428,7 @@ def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None 
     """Build Settings from an environment and a flattened config file (pure; tests use it)."""
     file_values = file_values or {}
     top: dict[str, Any] = {"state_dir": _default_state_dir(env)}
-    sections: dict[str, dict[str, Any]] = {"embedding": {}, "retrieval": {}, "rerank": {}, "selection": {}}
+    sections: dict[str, dict[str, Any]] = {"embedding": {}, "retrieval": {}, "rerank": {}, "selection": {}, "gateway": {}}
     for spec in _FIELDS:
         if spec.env in env:
             value = spec.parse(env[spec.env], spec.env)
@@ -414,7 +446,7 @@ def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None 
         )
     rerank = RerankSettings(**sections["rerank"])
     return Settings(**top, embedding=embedding, retrieval=retrieval, rerank=rerank,
-                    selection=SelectionSettings(**sections["selection"]))
+                    selection=SelectionSettings(**sections["selection"]), gateway=GatewaySettings(**sections["gateway"]))
 
 
 def load_settings_from_environ(env: Mapping[str, str]) -> Settings:

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
-
 from codecompass.cli.convert import (
     SYNC_FIELDS,
     chunk_files_request,
     file_chunks_from_proto,
     index_progress_from_proto,
-    search_request,
-    search_response_to_dict,
     sync_stats_to_dict,
 )
-from codecompass.common.chunk_convert import chunk_from_proto, chunk_to_proto
+from codecompass.common.chunk_convert import chunk_to_proto
 from codecompass.common.chunks import Chunk, Language, NodeKind
-from codecompass.v1 import analysis_pb2, chunk_pb2, retrieval_pb2
+from codecompass.v1 import analysis_pb2, retrieval_pb2
 
 CHUNK = Chunk(
     id="c1", snippet_hash="s", relative_path="a.ts", language=Language.TSX,
@@ -62,35 +58,3 @@ def test_sync_stats_dict_has_every_proto_field() -> None:
     assert set(SYNC_FIELDS) == {f.name for f in retrieval_pb2.SyncStats.DESCRIPTOR.fields}
     stats = retrieval_pb2.SyncStats(**{name: 3 for name in SYNC_FIELDS})
     assert sync_stats_to_dict(stats) == {name: 3 for name in SYNC_FIELDS}
-
-
-def test_search_request_sets_semantic_ratio_only_when_given() -> None:
-    plain = search_request("/ws", "q")
-    assert not plain.HasField("semantic_ratio") and plain.limit == 0
-    tuned = search_request("/ws", "q", limit=3, kinds=["class"], semantic_ratio=0.0, skip_sync=True)
-    assert tuned.HasField("semantic_ratio") and tuned.semantic_ratio == 0.0
-    assert list(tuned.filters.node_kinds) == [chunk_pb2.NODE_KIND_CLASS] and tuned.skip_sync
-
-
-def test_search_request_refuses_an_unknown_kind() -> None:
-    with pytest.raises(ValueError):
-        search_request("/ws", "q", kinds=["widget"])
-
-
-def test_search_response_dict_uses_lowercase_enum_names_and_keeps_chunk_fields() -> None:
-    response = retrieval_pb2.SearchResponse(
-        results=[retrieval_pb2.SearchResult(chunk=chunk_to_proto(CHUNK), score=0.5,
-                                            provenance=retrieval_pb2.PROVENANCE_LEXICAL)],
-        metadata=retrieval_pb2.SearchMetadata(
-            indexing_status=retrieval_pb2.INDEXING_STATUS_INDEXING,
-            result_completeness=retrieval_pb2.RESULT_COMPLETENESS_PARTIAL,
-            semantic_fallback=True, semantic_skipped_reason="lexical_short_circuit"))
-    data = search_response_to_dict(response)
-    (result,) = data["results"]
-    assert result["provenance"] == "lexical" and result["kind"] == "component"
-    assert (result["path"], result["start_line"], result["end_line"], result["id"]) == ("a.ts", 3, 9, "c1")
-    assert chunk_from_proto(response.results[0].chunk) == CHUNK
-    meta = data["metadata"]
-    assert (meta["indexing_status"], meta["result_completeness"]) == ("indexing", "partial")
-    assert meta["semantic_fallback"] and meta["semantic_skipped_reason"] == "lexical_short_circuit"
-    assert set(meta["sync"]) == set(SYNC_FIELDS)

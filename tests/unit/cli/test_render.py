@@ -109,23 +109,55 @@ def test_eta_format() -> None:
     assert (format_eta(None), format_eta(5), format_eta(3725)) == ("--:--", "00:05", "1:02:05")
 
 
-def test_search_code_block_reads_as_written():
-    from codecompass.cli.render import search_lines
+META = {
+    "indexing_status": "ready", "result_completeness": "complete", "semantic_ratio_used": 0.0, "confidence": 0.8,
+    "semantic_fallback": False, "semantic_skipped_reason": "", "external_provider_blocked": False,
+    "embedding_model_id": "", "embedding_model_version": "", "embedded_chunks": 1, "total_chunks": 1,
+    "sync_ms": 1.0, "search_ms": 1.0, "rerank_provider": "local", "rerank_fallback": False,
+    "rerank_fallback_reason": "", "hubs_added": 0, "stage_ms": {"retrieve": 12.0, "select": 3.0},
+    "skipped_stages": {"hubs": "off"},
+}
+CODE = "validate(token) {\n    if (!token) {\n      return false;\n    }\n    return true;\n  }"
 
-    code = "validate(token) {\n    if (!token) {\n      return false;\n    }\n    return true;\n  }"
+
+def test_ranked_code_block_reads_as_written():
+    from codecompass.cli.render import answer_lines
+
     result = {
         "score": 0.9, "path": "src/a.ts", "start_line": 3, "end_line": 8, "qualified_name": "Auth.validate",
         "kind": "method", "lexical_score": 0.9, "vector_similarity": 0.0, "provenance": "lexical",
-        "signature": "validate(token)", "signals": {}, "code": code, "code_lines_omitted": 0,
+        "signature": "validate(token)", "signals": {}, "code": CODE, "code_lines_omitted": 0, "reason": "match",
     }
-    meta = {
-        "indexing_status": "ready", "result_completeness": "complete", "semantic_ratio_used": 0.0,
-        "semantic_fallback": False, "semantic_skipped_reason": "", "external_provider_blocked": False,
-        "embedding_model_id": "", "embedding_model_version": "", "embedded_chunks": 1, "total_chunks": 1,
-        "sync_ms": 1.0, "search_ms": 1.0,
-    }
-    lines = search_lines({"results": [result], "metadata": meta})
+    lines = answer_lines({"results": [result], "selection": None, "metadata": META})
     start = lines.index("    validate(token) {")
     assert lines[start + 1 : start + 6] == [
         "      if (!token) {", "        return false;", "      }", "      return true;", "    }",
     ]
+    assert any(line.startswith("-- confidence 0.80") and "hubs off" in line for line in lines)
+
+
+def test_selected_context_prints_header_why_and_budget():
+    from codecompass.cli.render import answer_lines
+
+    result = {
+        "score": 0.9, "path": "src/a.ts", "start_line": 3, "end_line": 8, "qualified_name": "Auth.validate",
+        "kind": "method", "why": "match (score 0.90)", "header": "// src/a.ts > Auth.validate", "code": CODE,
+    }
+    selection = {"total_tokens": 40, "max_tokens": 8000, "min_relevance": 0.5, "below_relevance": 3,
+                 "over_budget": 0, "merged": 1, "focus": "implementation", "render_fallback": False,
+                 "render_fallback_reason": ""}
+    lines = answer_lines({"results": [result], "selection": selection, "metadata": META})
+    assert lines[0].endswith("Auth.validate  (method)  match (score 0.90)")
+    assert "    // src/a.ts > Auth.validate" in lines
+    footer = next(line for line in lines if line.startswith("-- confidence"))
+    assert "1 results, 40/8,000 tokens" in footer and "gate 0.50 (3 below)" in footer and "1 merged" in footer
+
+
+def test_an_empty_gated_answer_says_why():
+    from codecompass.cli.render import answer_lines
+
+    selection = {"total_tokens": 0, "max_tokens": 8000, "min_relevance": 0.5, "below_relevance": 30,
+                 "over_budget": 0, "merged": 0, "focus": "implementation", "render_fallback": False,
+                 "render_fallback_reason": ""}
+    lines = answer_lines({"results": [], "selection": selection, "metadata": {**META, "confidence": 0.1}})
+    assert lines[0].startswith("no result passed the relevance gate 0.50 (search confidence 0.10)")

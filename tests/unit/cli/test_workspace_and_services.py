@@ -49,7 +49,7 @@ def test_paths_outside_the_workspace_and_missing_paths_are_usage_errors(tmp_path
 
 def test_services_start_in_dependency_waves() -> None:
     waves = [[svc.name for svc in wave] for wave in start_waves(SERVICES)]
-    assert waves == [["analysis", "embedding"], ["retrieval"]]
+    assert waves == [["analysis", "embedding", "rerank"], ["retrieval", "selection"]]
 
 
 def test_a_dependency_cycle_is_reported() -> None:

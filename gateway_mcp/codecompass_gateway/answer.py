@@ -1,0 +1,127 @@
+"""A pipeline answer as plain data: what `codecompass search --json` prints and what the MCP
+tools will return as structured content. One shape for every caller."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from codecompass.retrieval.state import SearchMetadata
+from codecompass.selection.model import SelectedResult, SelectOutcome
+from codecompass_gateway.pipeline import PipelineAnswer, Ranked
+
+
+def clip_code(code: str, max_lines: int) -> tuple[str, int]:
+    """The first `max_lines` lines of `code` and how many were left out: a symbol with nothing
+    to collapse (a 40k-line generated function) is never pasted whole."""
+    lines = code.splitlines()
+    if max_lines <= 0 or len(lines) <= max_lines:
+        return code, 0
+    return "\n".join(lines[:max_lines]), len(lines) - max_lines
+
+
+def selected_to_dict(result: SelectedResult) -> dict[str, Any]:
+    return {
+        "path": result.relative_path,
+        "start_line": result.start_line,
+        "end_line": result.end_line,
+        "qualified_name": result.qualified_name,
+        "kind": result.node_kind.value,
+        "language": result.language.value,
+        "id": result.chunk_id,
+        "score": round(result.score, 6),
+        "relevance": round(result.relevance, 6),
+        "provenance": result.provenance,
+        "reasons": [r.value for r in result.reasons],
+        "why": result.why,
+        "header": result.header,
+        "code": result.source,
+        "tokens": result.token_count,
+        "expanded_child_ids": list(result.expanded_child_ids),
+        "clipped": result.clipped,
+        "lines_omitted": result.lines_omitted,
+        "connected_ids": list(result.connected_ids),
+    }
+
+
+def ranked_to_dict(item: Ranked, max_code_lines: int) -> dict[str, Any]:
+    r = item.result
+    chunk = r.chunk
+    code, omitted = clip_code(chunk.collapsed_source, max_code_lines)
+    return {
+        "path": chunk.relative_path,
+        "start_line": chunk.start_line,
+        "end_line": chunk.end_line,
+        "qualified_name": chunk.qualified_name,
+        "kind": chunk.node_kind.value,
+        "id": chunk.id,
+        "score": round(item.score, 6),
+        "first_stage_score": round(r.score, 6),
+        "rerank_score": None if item.rerank_score is None else round(item.rerank_score, 6),
+        "reason": item.reason.value,
+        "connected_ids": list(item.connected_ids),
+        "lexical_score": round(r.lexical_score, 6),
+        "vector_similarity": round(r.vector_similarity, 6),
+        "fusion_score": round(r.fusion_score, 6),
+        "provenance": r.provenance,
+        "signals": {name: round(value, 4) for name, value in sorted(r.signals.items()) if not name.startswith("_")},
+        "signature": chunk.signature,
+        "code": code,
+        "code_lines_omitted": omitted,
+    }
+
+
+def selection_to_dict(outcome: SelectOutcome) -> dict[str, Any]:
+    return {
+        "total_tokens": outcome.total_tokens,
+        "max_tokens": outcome.max_tokens,
+        "min_relevance": outcome.min_relevance,
+        "focus": outcome.focus.value,
+        "below_relevance": outcome.below_relevance,
+        "over_budget": outcome.over_budget,
+        "merged": outcome.merged,
+        "render_fallback": outcome.render_fallback,
+        "render_fallback_reason": outcome.render_fallback_reason,
+        "duration_ms": round(outcome.duration_ms, 3),
+    }
+
+
+def search_metadata_to_dict(meta: SearchMetadata) -> dict[str, Any]:
+    return {
+        "indexing_status": meta.indexing_status.value,
+        "result_completeness": meta.result_completeness.value,
+        "confidence": round(meta.confidence, 4),
+        "semantic_fallback": meta.semantic_fallback,
+        "semantic_skipped_reason": meta.semantic_skipped_reason,
+        "semantic_ratio_used": round(meta.semantic_ratio_used, 6),
+        "external_provider_blocked": meta.external_provider_blocked,
+        "embedding_model_id": meta.embedding_model_id,
+        "embedding_model_version": meta.embedding_model_version,
+        "sync_ms": round(meta.sync_ms, 3),
+        "search_ms": round(meta.search_ms, 3),
+        "total_chunks": meta.total_chunks,
+        "embedded_chunks": meta.embedded_chunks,
+        "total_candidates": meta.total_candidates,
+        "sync": dataclasses.asdict(meta.sync),
+    }
+
+
+def answer_to_dict(answer: PipelineAnswer, max_code_lines: int = 0) -> dict[str, Any]:
+    """`results` is the selected context when selection ran, else the ranked list."""
+    if answer.selection is not None:
+        results = [selected_to_dict(r) for r in answer.selection.results]
+    else:
+        results = [ranked_to_dict(c, max_code_lines) for c in answer.candidates]
+    return {
+        "results": results,
+        "selection": selection_to_dict(answer.selection) if answer.selection is not None else None,
+        "metadata": {
+            **search_metadata_to_dict(answer.metadata),
+            "rerank_provider": answer.rerank_provider,
+            "rerank_fallback": answer.rerank_fallback,
+            "rerank_fallback_reason": answer.rerank_fallback_reason,
+            "hubs_added": answer.hubs_added,
+            "stage_ms": dict(answer.stage_ms),
+            "skipped_stages": dict(answer.skipped),
+        },
+    }

@@ -1,0 +1,108 @@
+"""The gateway's pipeline end to end: real analysis, embedding, retrieval, rerank and selection
+services, each its own process, on the sample workspace."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from codecompass_gateway.pipeline import HUBS, RERANK, RETRIEVE, SELECT, Pipeline, PipelineRequest
+
+from codecompass.clients.retrieval import RetrievalClient
+from codecompass.common.config import load_settings
+from codecompass.common.tokens import count_tokens
+from codecompass.selection.model import Reason
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def stack(start_python_service_session, analysis_server: str, tmp_path_factory: pytest.TempPathFactory
+          ) -> Iterator[dict[str, str]]:
+    root = tmp_path_factory.mktemp("pipeline") / "ws"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "sample_workspace", root)
+    state = root.parent / "state"
+    _, embedding = start_python_service_session("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "minilm"})
+    _, retrieval = start_python_service_session("codecompass.retrieval", {
+        "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding, "CODECOMPASS_STATE_DIR": str(state)})
+    _, rerank = start_python_service_session("codecompass.rerank")
+    _, selection = start_python_service_session("codecompass.selection", {"ANALYSIS_ADDR": analysis_server})
+    client = RetrievalClient(retrieval)
+    for _ in client.index(str(root), wait_for_embeddings=True, timeout_s=300):
+        pass
+    client.close()
+    yield {"root": str(root), "retrieval_addr": retrieval, "rerank_addr": rerank, "selection_addr": selection}
+
+
+@pytest.fixture
+def pipeline(stack: dict[str, str]) -> Iterator[Pipeline]:
+    settings = dataclasses.replace(load_settings(), **{k: v for k, v in stack.items() if k.endswith("_addr")})
+    running = Pipeline(settings)
+    yield running
+    running.close()
+
+
+def test_the_answer_is_selected_rendered_code_within_budget(pipeline, stack, span_exporter) -> None:
+    answer = pipeline.run(PipelineRequest(workspace_root=stack["root"], query="how are tokens validated",
+                                          max_tokens=3000))
+    selection = answer.selection
+    assert selection is not None and selection.results
+    assert selection.total_tokens <= 3000
+    assert sum(r.token_count for r in selection.results) == selection.total_tokens
+    names = [r.qualified_name for r in selection.results]
+    # validateToken matched with its class: one result, the class with that method expanded.
+    top = selection.results[0]
+    assert top.qualified_name == "TokenService" and Reason.MERGED_PARENT in top.reasons
+    assert "decoded = decodeJwt(token);" in top.source and "lines collapsed" in top.source
+    assert "TokenService.validateToken" not in names  # never the same lines twice
+    assert top.header == "// src/auth/tokenService.ts > TokenService"
+    assert count_tokens(top.header + "\n" + top.source) == top.token_count
+    assert set(answer.stage_ms) == {RETRIEVE, SELECT} and answer.skipped == {HUBS: "off"}
+    assert answer.rerank_provider == "local"
+    spans = {s.name for s in span_exporter.get_finished_spans()}
+    assert {"pipeline", "pipeline.retrieve", "pipeline.select"} <= spans
+
+
+def test_a_query_with_no_answer_returns_at_most_two_results(pipeline, stack) -> None:
+    for query in ("purple elephant quantum banana", "zzqxNotAName", "?!;"):
+        answer = pipeline.run(PipelineRequest(workspace_root=stack["root"], query=query))
+        assert answer.selection is not None and len(answer.selection.results) <= 2, query
+        assert answer.metadata.confidence < 0.5, query
+
+
+def test_hubs_connect_several_results(pipeline, stack) -> None:
+    answer = pipeline.run(PipelineRequest(workspace_root=stack["root"], query="how are tokens validated",
+                                          hubs=True, select=False, limit=40))
+    assert HUBS in answer.stage_ms
+    hubs = [c for c in answer.candidates if c.connected_ids]
+    assert hubs, "the sample workspace's token code shares types (JwtPayload, AuthConfig)"
+    assert all(len(c.connected_ids) >= 2 for c in hubs)
+    added = [c for c in answer.candidates if c.reason is Reason.HUB]
+    assert len(added) == answer.hubs_added and all(c.result.provenance == "structure" for c in added)
+
+
+def test_an_external_reranker_behind_closed_gates_keeps_the_first_stage(pipeline, stack) -> None:
+    plain = pipeline.run(PipelineRequest(workspace_root=stack["root"], query="revoke a token", select=False))
+    gated = pipeline.run(PipelineRequest(workspace_root=stack["root"], query="revoke a token", select=False,
+                                         rerank_provider="llm"))
+    assert RERANK in gated.stage_ms
+    assert (gated.rerank_provider, gated.rerank_fallback_reason) == ("local", "external_provider_blocked")
+    assert [c.result.chunk.id for c in gated.candidates] == [c.result.chunk.id for c in plain.candidates]
+
+
+def test_dead_optional_services_skip_their_stage(stack, free_port) -> None:
+    dead = f"127.0.0.1:{free_port}"
+    settings = dataclasses.replace(load_settings(), retrieval_addr=stack["retrieval_addr"], rerank_addr=dead,
+                                   selection_addr=dead)
+    running = Pipeline(settings)
+    try:
+        answer = running.run(PipelineRequest(workspace_root=stack["root"], query="revoke a token",
+                                             rerank_provider="cohere", limit=3))
+    finally:
+        running.close()
+    assert answer.selection is None and len(answer.candidates) == 3
+    assert answer.skipped[RERANK].startswith("rerank service not running at")
+    assert answer.skipped[SELECT].startswith("selection service not running at")

@@ -17,8 +17,25 @@ def _encoding() -> bpe_openai.Encoding:
     return bpe_openai.get_encoding("cl100k_base")
 
 
+# bpe-openai refuses inputs over 200,000 tokens (a 40,000-line generated function has more);
+# longer texts are counted in line-aligned pieces of at most this many characters (a character
+# is at most 4 UTF-8 bytes, so at most 4 tokens).
+_PIECE_CHARS = 40_000
+
+
 def count_tokens(text: str) -> int:
-    """Exact cl100k_base token count of `text`."""
+    """cl100k_base token count of `text`: exact up to _PIECE_CHARS characters, and beyond that
+    the sum over line-aligned pieces (a token may straddle a cut, so within one per piece)."""
     if not text:
         return 0
-    return len(_encoding().encode(text))
+    if len(text) <= _PIECE_CHARS:
+        return len(_encoding().encode(text))
+    total, start = 0, 0
+    while start < len(text):
+        end = min(start + _PIECE_CHARS, len(text))
+        if end < len(text):
+            cut = text.rfind("\n", start, end)
+            end = cut + 1 if cut > start else end
+        total += len(_encoding().encode(text[start:end]))
+        start = end
+    return total

@@ -45,10 +45,6 @@ log = get_logger("codecompass.selection.engine")
 MODULE_QUALIFIED_NAME = "<module top level>"
 # Below this many tokens a clipped result is a signature and a marker: not worth a slot.
 CLIP_MIN_TOKENS = 150
-# The tokenizer refuses inputs of more than 200,000 tokens, and a generated 40,000-line function
-# has more; longer texts are counted in pieces of at most this many characters (a character is at
-# most 4 UTF-8 bytes, so at most 4 tokens), cut at line ends.
-_COUNT_PIECE_CHARS = 40_000
 # The same word split retrieval's query analysis uses (`retrieval/query.py`), so "router.test.ts"
 # is about tests here exactly when it is for the ranking.
 _WORD = re.compile(r"[A-Za-z0-9_$]+")
@@ -209,23 +205,7 @@ def header_for(chunk: Chunk) -> str:
 
 
 def tokens_of(header: str, source: str) -> int:
-    return count_text_tokens(f"{header}\n{source}")
-
-
-def count_text_tokens(text: str) -> int:
-    """cl100k_base tokens of `text`; exact up to _COUNT_PIECE_CHARS characters, and within a
-    token per piece beyond (only texts that will be clipped are that long)."""
-    if len(text) <= _COUNT_PIECE_CHARS:
-        return count_tokens(text)
-    total, start = 0, 0
-    while start < len(text):
-        end = min(start + _COUNT_PIECE_CHARS, len(text))
-        if end < len(text):
-            cut = text.rfind("\n", start, end)
-            end = cut + 1 if cut > start else end
-        total += count_tokens(text[start:end])
-        start = end
-    return total
+    return count_tokens(f"{header}\n{source}")
 
 
 @dataclass(frozen=True)
@@ -336,7 +316,7 @@ def clip(header: str, source: str, end_line: int, limit: int) -> Clipped | None:
     used = count_tokens(header) + count_tokens(clip_marker(end_line, end_line, end_line)) + 2
     keep = 0
     while keep < len(lines) - 1:
-        used += count_text_tokens(lines[keep]) + 1
+        used += count_tokens(lines[keep]) + 1
         if used > limit:
             break
         keep += 1

@@ -11,3 +11,10 @@ def test_counts_match_cl100k_base():
 def test_non_ascii_and_long_text():
     assert count_tokens("naïve café 日本語") > 0
     assert count_tokens("x = 1;\n" * 10_000) >= 10_000
+
+
+def test_texts_past_the_tokenizers_limit_are_counted_in_pieces():
+    line = "const value_" + "x" * 40 + " = computeSomething(alpha, beta, gamma);\n"
+    text = line * 30_000  # ~2.8M characters, far over 200,000 tokens
+    one = count_tokens(line)
+    assert abs(count_tokens(text) - one * 30_000) <= len(text) // 40_000 + 1

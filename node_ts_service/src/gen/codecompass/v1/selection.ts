@@ -191,7 +191,10 @@ export interface SelectedResult {
   nodeKind: NodeKind;
   /** Language of the file. */
   language: Language;
-  /** Score the result was ordered by: the best of the candidates it holds, after focus. */
+  /**
+   * Score the result was ordered by: the best of the candidates it holds (focus
+   * acts on relevance, the gate, not on this order).
+   */
   score: number;
   /** Calibrated relevance in [0, 1] that passed the gate. */
   relevance: number;

@@ -53,7 +53,7 @@ interface HostFile {
  * moves only when its content hash changes, so re-submitting identical text
  * (the common case on re-index) keeps every cached AST and type.
  */
-class VersionedHost implements ts.LanguageServiceHost {
+export class VersionedHost implements ts.LanguageServiceHost {
   readonly files = new Map<string, HostFile>();
   roots: string[];
   private projectVersion = 0;
@@ -188,9 +188,8 @@ export function warmLibraries(): void {
   // lives in a directory with no node_modules, so no @types come along.
   const warmRoot = path.join(path.parse(process.cwd()).root, '__codecompass_lib_warmup__');
   const warmFile = `${warmRoot}/warmup.ts`;
-  const host = new VersionedHost(INFERRED_OPTIONS, warmRoot, warmRoot, [warmFile]);
+  const { host, service } = openProject(INFERRED_OPTIONS, warmRoot, warmRoot, [warmFile]);
   host.setText(warmFile, 'export {};\n', 'warmup');
-  const service = ts.createLanguageService(host, documentRegistry);
   // Creating the checker binds every file; bound state lives on the shared SourceFile.
   service.getProgram()?.getTypeChecker();
   libraryHolder = service;
@@ -205,9 +204,20 @@ interface ParsedConfig {
   generation: number;
 }
 
-interface Project {
+/** A LanguageService and the host it reads files through. */
+export interface Project {
   host: VersionedHost;
   service: ts.LanguageService;
+}
+
+/**
+ * The one way this service makes a LanguageService: over a VersionedHost,
+ * with the shared DocumentRegistry. Chunking's per-config projects, the lib
+ * warm-up and Trace's whole-workspace project all come from here.
+ */
+export function openProject(options: ts.CompilerOptions, currentDirectory: string, workspaceRoot: string, roots: string[]): Project {
+  const host = new VersionedHost(options, currentDirectory, workspaceRoot, roots);
+  return { host, service: ts.createLanguageService(host, documentRegistry) };
 }
 
 export interface ProgramFile {
@@ -339,8 +349,7 @@ export class ProjectRegistry {
     const config = key === INFERRED ? undefined : this.configs.get(key);
     const options = config ? config.options : INFERRED_OPTIONS;
     const directory = config ? path.dirname(key) : this.workspaceRoot;
-    const host = new VersionedHost(options, directory, this.workspaceRoot, config ? config.fileNames : []);
-    const project: Project = { host, service: ts.createLanguageService(host, documentRegistry) };
+    const project = openProject(options, directory, this.workspaceRoot, config ? config.fileNames : []);
     this.live.set(key, project);
     while (this.live.size > this.maxPrograms) {
       const [oldestKey, oldest] = this.live.entries().next().value as [string, Project];

@@ -5,6 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import ts from 'typescript';
+import { type Project, openProject } from './program';
 import { workspacePath } from './references';
 import { discoverSymbols, endLineOf, lineOf, startLineOf, type SymbolNode } from './symbols';
 import { RequestError } from './workspace';
@@ -380,67 +381,28 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
 
 /**
  * One LanguageService per workspace over every source file the scanner
- * lists, versioned by mtime so an unchanged workspace reuses its Program.
- * It lives here rather than in ProjectRegistry because a trace needs the
- * whole workspace in one Program (callers live anywhere), while chunking
- * deliberately keeps inferred Programs to the requested files.
+ * lists; texts come from disk and are re-read when their mtime moves, so an
+ * unchanged workspace reuses its Program. It is separate from
+ * ProjectRegistry because a trace needs the whole workspace in one Program
+ * (callers live anywhere), while chunking deliberately keeps inferred
+ * Programs to the requested files; both come from the same host factory.
  */
-export class TraceProjectHost implements ts.LanguageServiceHost {
-  // No getProjectVersion: without it the LanguageService compares every
-  // file's version (mtime) on each request, which is what picks up edits.
-  private roots: string[] = [];
-  private readonly service: ts.LanguageService;
-  private readonly options: ts.CompilerOptions;
+export class TraceProjectHost {
+  private readonly live: Project;
 
   constructor(private readonly root: string) {
-    this.options = compilerOptionsFor(root);
-    this.service = ts.createLanguageService(this);
+    this.live = openProject(compilerOptionsFor(root), root, root, []);
   }
 
-  /** The project over exactly these workspace files (absolute paths). */
+  /** The project over exactly these workspace files (absolute paths), edits since the last call picked up. */
   project(absolutePaths: string[]): TraceProject {
-    const sorted = [...absolutePaths].sort();
-    if (sorted.length !== this.roots.length || sorted.some((p, i) => p !== this.roots[i])) {
-      this.roots = sorted;
-    }
-    return { service: this.service, root: this.root };
+    this.live.host.setRoots([...absolutePaths].sort());
+    this.live.host.refreshFromDisk();
+    return { service: this.live.service, root: this.root };
   }
 
   dispose(): void {
-    this.service.dispose();
-  }
-
-  getScriptFileNames(): string[] {
-    return this.roots;
-  }
-  getScriptVersion(fileName: string): string {
-    try {
-      return String(fs.statSync(fileName).mtimeMs);
-    } catch {
-      return '0';
-    }
-  }
-  getScriptSnapshot(fileName: string): ts.IScriptSnapshot | undefined {
-    const text = ts.sys.readFile(fileName);
-    return text === undefined ? undefined : ts.ScriptSnapshot.fromString(text);
-  }
-  getCompilationSettings(): ts.CompilerOptions {
-    return this.options;
-  }
-  getCurrentDirectory(): string {
-    return this.root;
-  }
-  getDefaultLibFileName(options: ts.CompilerOptions): string {
-    return ts.getDefaultLibFilePath(options);
-  }
-  fileExists = ts.sys.fileExists;
-  readFile = ts.sys.readFile;
-  readDirectory = ts.sys.readDirectory;
-  directoryExists = ts.sys.directoryExists;
-  getDirectories = ts.sys.getDirectories;
-  realpath = ts.sys.realpath;
-  useCaseSensitiveFileNames(): boolean {
-    return ts.sys.useCaseSensitiveFileNames;
+    this.live.service.dispose();
   }
 }
 

@@ -215,3 +215,26 @@ describe('Trace over gRPC', () => {
     );
   });
 });
+
+describe('Trace after an edit', () => {
+  it('picks up an edited file: its whole-workspace Program follows the disk', async () => {
+    const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cc-trace-edit-')));
+    const service = new AnalysisService({ maxFileBytes: 1 << 20, maxPrograms: 2, maxRenderCacheFiles: 4, maxWorkspaces: 2 });
+    try {
+      fs.writeFileSync(path.join(root, 'target.ts'), 'export function target(): number {\n  return 1;\n}\n');
+      const caller = path.join(root, 'caller.ts');
+      fs.writeFileSync(caller, "import { target } from './target';\n\nexport function first(): number {\n  return target();\n}\n");
+      const callers = async () => names(await service.trace({ ...request('target', 'callers'), workspaceRoot: root }, FAR));
+      assert.deepEqual(await callers(), ['first']);
+      fs.appendFileSync(caller, '\nexport function second(): number {\n  return target() + 1;\n}\n');
+      // A later mtime, even where the file system's clock is coarse.
+      fs.utimesSync(caller, new Date(), new Date(Date.now() + 10_000));
+      assert.deepEqual(await callers(), ['first', 'second']);
+      fs.writeFileSync(path.join(root, 'third.ts'), "import { target } from './target';\n\nexport const third = () => target();\n");
+      assert.deepEqual(await callers(), ['first', 'second', 'third']);
+    } finally {
+      service.dispose();
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});

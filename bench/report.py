@@ -657,6 +657,100 @@ class Section:
     render: Callable[[dict[str, Any]], str]
 
 
+# --- Pipeline ----------------------------------------------------------------------------
+
+PIPELINE_COLUMNS = (("MRR@10", "mrr10"), ("nDCG@10", "ndcg10"), ("R@1", "r1"), ("R@5", "r5"),
+                    ("R@500 tok", "r_500tok"), ("R@2k tok", "r_2000tok"), ("R@8k tok", "r_8000tok"),
+                    ("Gold lines", "gold_line_share"))
+
+
+def _bm25_row(split: str, group: str) -> dict[str, Any] | None:
+    quality = load_latest("quality", RESULTS_DIR)
+    if quality is None:
+        return None
+    return next((r for r in quality["tables"] if r["split"] == split and r["group"] == group and r["mode"] == "bm25"),
+                None)
+
+
+def pipeline_stage_table(doc: dict[str, Any], split: str, group: str) -> str:
+    header = ("Stage", "Queries", *(label for label, _ in PIPELINE_COLUMNS), "Tokens per answer (mean / median / max)",
+              "Empty answers")
+    rows = []
+    bm25 = _bm25_row(split, group)
+    if bm25 is not None:
+        rows.append(("BM25 only (quality run)", bm25["n"], fmt_metric(bm25.get("MRR@10")), fmt_metric(bm25.get("nDCG@10")),
+                     fmt_metric(bm25.get("R@1")), fmt_metric(bm25.get("R@5")), fmt_metric(bm25.get("R@500 tok")),
+                     fmt_metric(bm25.get("R@2k tok")), fmt_metric(bm25.get("R@8k tok")), "–",
+                     f"{fmt_int(bm25.get('tokens@10 mean'))} / {fmt_int(bm25.get('tokens@10 median'))} / – (top 10)",
+                     "–"))
+    for row in doc["tables"]:
+        if row["split"] != split or row["group"] != group:
+            continue
+        tokens = f"{fmt_int(row.get('tokens'))} / {fmt_int(row.get('tokens median'))} / {fmt_int(row.get('tokens max'))}"
+        if not row["stage"].startswith("selection"):
+            tokens += " (top 10)"
+        rows.append((f"`{row['stage']}`", row["n"], *(fmt_metric(row.get(key)) for _, key in PIPELINE_COLUMNS),
+                     tokens, f"{row.get('empty answers', 0):.0%}"))
+    return md_table(header, rows)
+
+
+def pipeline_type_matrix(doc: dict[str, Any], split: str) -> str:
+    stages = list(doc["settings"]["stages"])
+    groups = list(dict.fromkeys(r["group"] for r in doc["tables"] if r["split"] == split))
+    rows = []
+    for group in groups:
+        by_stage = {r["stage"]: r for r in doc["tables"] if r["split"] == split and r["group"] == group}
+        bm25 = _bm25_row(split, group)
+        n = next(iter(by_stage.values()))["n"]
+        rows.append((group, n, fmt_metric(bm25.get("MRR@10")) if bm25 else "–",
+                     *(fmt_metric(by_stage[s].get("mrr10")) if s in by_stage else "–" for s in stages)))
+    return md_table(("Query type", "Queries", "BM25 only", *(f"`{s}`" for s in stages)), rows)
+
+
+def pipeline_latency_table(doc: dict[str, Any]) -> str:
+    rows = []
+    for stage, by_name in doc["latency_ms"].items():
+        cells = ", ".join(f"{name} {v['p50']:.0f} / {v['p95']:.0f}" for name, v in by_name.items() if name != "total")
+        total = by_name.get("total", {})
+        rows.append((f"`{stage}`", cells, f"{total.get('p50', 0):.0f} / {total.get('p95', 0):.0f}"))
+    return md_table(("Stage configuration", "Per stage, ms p50 / p95", "Whole pipeline, ms p50 / p95"), rows)
+
+
+def pipeline_nonsense(doc: dict[str, Any]) -> str:
+    nonsense = doc["nonsense"]
+    n = sum(len(v) for v in nonsense["results_by_repo"].values())
+    return (f"Queries with no answer ({len(nonsense['queries'])} per workspace, {n} in all: punctuation, names that "
+            f"exist nowhere, unrelated sentences): at most {nonsense['max_results']} results; "
+            f"{nonsense['at_most_two']:.0%} return 2 or fewer.")
+
+
+def render_pipeline_summary(doc: dict[str, Any]) -> str:
+    split = headline_split(doc)
+    parts = [provenance(doc), "",
+             (f"**{split.capitalize()} split**, all query types (`+ rerank` with the local provider keeps the first "
+             "stage's order, so it is that row):"), "",
+             pipeline_stage_table(doc, split, "all"), "",
+             f"{split.capitalize()} split, natural-language queries (commit subjects):", "",
+             pipeline_stage_table(doc, split, "nl"), "",
+             pipeline_nonsense(doc), "",
+             "Latency on the quality workspaces (all splits):", "",
+             pipeline_latency_table(doc)]
+    return "\n".join(parts)
+
+
+def render_pipeline_full(doc: dict[str, Any]) -> str:
+    parts = [provenance(doc), ""]
+    for split in SPLIT_ORDER:
+        if not any(r["split"] == split for r in doc["tables"]):
+            continue
+        parts += [f"**{split.capitalize()} split**, MRR@10 by query type and stage:", "",
+                  pipeline_type_matrix(doc, split), ""]
+        for group in dict.fromkeys(r["group"] for r in doc["tables"] if r["split"] == split):
+            parts += [f"{split.capitalize()} split, `{group}`:", "", pipeline_stage_table(doc, split, group), ""]
+    parts += [pipeline_nonsense(doc), "", pipeline_latency_table(doc)]
+    return "\n".join(parts)
+
+
 SECTIONS: dict[str, Section] = {
     "quality": Section("quality", render_quality_summary),
     "quality-full": Section("quality", render_quality_full),
@@ -665,6 +759,8 @@ SECTIONS: dict[str, Section] = {
     "speed-full": Section("speed", render_speed_full),
     "chunk": Section("chunk", render_chunk_summary),
     "chunk-full": Section("chunk", render_chunk_full),
+    "pipeline": Section("pipeline", render_pipeline_summary),
+    "pipeline-full": Section("pipeline", render_pipeline_full),
 }
 
 

@@ -34,7 +34,7 @@ from codecompass.retrieval.ranking import Calibration, confidence
 
 L2 = 1.0
 # Assumed share of queries that have no answer in the workspace.
-UNANSWERABLE_SHARE = 0.2
+UNANSWERABLE_SHARE = 0.1
 
 
 def fit(x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, l2: float = L2, steps: int = 50) -> np.ndarray:

@@ -101,7 +101,7 @@ def test_select_renders_merges_and_fits_the_budget(selection, chunks, sample_wor
     assert merged.token_count == count_tokens(merged.header + "\n" + merged.source)
 
     standalone = response.results[1]
-    assert standalone.header == f"// {JWT} > decodeJwt" and standalone.relevance == pytest.approx(0.6)
+    assert standalone.header == f"// {JWT} > decodeJwt" and standalone.relevance == pytest.approx((0.6 / 0.9) ** 0.5 * 0.9)
     assert standalone.source == file_lines(sample_workspace, JWT, decode.start_line, decode.end_line)
     assert list(standalone.reasons) == [pb.SELECTION_REASON_MATCH] and not standalone.expanded_child_ids
 

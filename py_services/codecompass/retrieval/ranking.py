@@ -448,9 +448,9 @@ class Calibration:
 
 
 # Fitted by bench/quality/calibrate.py on the dev split (results: bench/results/calibration-latest.json).
-DEFAULT_CALIBRATION = Calibration(bias=-3.289, weights=(
-    ("cosine", 2.217), ("coverage", 2.824), ("definition", 1.747), ("lexical", 0.151), ("name_words", 2.713),
-    ("natural_language", 0.23), ("path", 2.462), ("phrase", 0.979), ("terms", 0.453),
+DEFAULT_CALIBRATION = Calibration(bias=-2.206, weights=(
+    ("cosine", 1.598), ("coverage", 2.208), ("definition", 1.493), ("lexical", 0.138), ("name_words", 2.585),
+    ("natural_language", 0.246), ("path", 2.203), ("phrase", 0.925), ("terms", 0.234),
 ))
 
 

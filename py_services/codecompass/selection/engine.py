@@ -4,8 +4,8 @@ Every step but rendering is a pure function of the request; `SelectionEngine.sel
 them together around one RenderSymbols call made through an injected `Renderer`.
 
 The order of steps matters:
-1. relevance = confidence x score / best score, then focus scales the relevance of the side the
-   query is not about;
+1. relevance = confidence x sqrt(score / best score), then focus scales the relevance of the side
+   the query is not about;
 2. the gate drops what is below min_relevance, and nothing ever takes a dropped slot (an empty
    answer is more useful to an agent than a padded one);
 3. kept candidates whose kept parent chain leads to another kept candidate are merged into the
@@ -60,6 +60,9 @@ class Renderer(Protocol):
         ...
 
 
+# Chosen on the dev split (bench/quality/run_pipeline.py); see score_candidates.
+RELATIVE_EXPONENT = 0.5
+
 # --- 1. relevance and focus ---------------------------------------------------------------------
 
 
@@ -93,7 +96,12 @@ class Scored:
 
 def score_candidates(candidates: Sequence[Candidate], confidence: float, focus: QueryFocus,
                      focus_multiplier: float) -> list[Scored]:
-    """relevance_i = confidence x score_i / best score, scaled by focus.
+    """relevance_i = confidence x (score_i / best score) ** RELATIVE_EXPONENT, scaled by focus.
+
+    The best result's relevance is the search's calibrated confidence; the others' falls with
+    their distance from it. On the square-root scale a result at a quarter of the best score
+    keeps half the confidence: on the dev split the linear scale cut answers to two results and
+    lost a sixth of the recall, while queries with no answer stayed empty either way.
 
     The order of the candidates already includes the ranking's test penalty, so focus does not
     reorder anything: it acts on relevance, i.e. on the gate, so that test code needs a stronger
@@ -102,7 +110,7 @@ def score_candidates(candidates: Sequence[Candidate], confidence: float, focus: 
     best = max((c.score for c in candidates), default=0.0)
     scored = []
     for index, candidate in enumerate(candidates):
-        relevance = confidence * candidate.score / best if best > 0 else 0.0
+        relevance = confidence * (max(candidate.score, 0.0) / best) ** RELATIVE_EXPONENT if best > 0 else 0.0
         test = is_test_code(candidate.chunk)
         if (focus is QueryFocus.IMPLEMENTATION and test) or (focus is QueryFocus.TESTS and not test):
             relevance *= focus_multiplier

@@ -100,10 +100,10 @@ def accounted(outcome: SelectOutcome, offered: int) -> bool:
 def test_gate_keeps_relevant_candidates_and_never_pads() -> None:
     cands = [Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), 0.3)]
     outcome = select(cands, confidence=0.8)
-    # relevance: 0.8, 0.533, 0.267
+    # relevance = confidence x sqrt(score / best): 0.8, 0.653, 0.462
     assert ids(outcome) == ["a", "b"]
     assert outcome.below_relevance == 1 and outcome.min_relevance == 0.5 and accounted(outcome, 3)
-    assert outcome.results[1].relevance == pytest.approx(0.8 * 0.6 / 0.9)
+    assert outcome.results[1].relevance == pytest.approx(0.8 * (0.6 / 0.9) ** 0.5)
 
 
 def test_low_confidence_gives_an_empty_answer() -> None:
@@ -133,10 +133,10 @@ def test_focus_is_judged_from_the_query() -> None:
 
 def test_implementation_focus_down_weights_test_code() -> None:
     impl = Candidate(chunk("route", path="src/router.ts"), 1.0)
-    test = Candidate(chunk("routeTest", path="tests/router.test.ts"), 0.8)
-    flagged = Candidate(chunk("helper", path="src/helper.ts", is_test=True), 0.8)
+    test = Candidate(chunk("routeTest", path="tests/router.test.ts"), 0.7)
+    flagged = Candidate(chunk("helper", path="src/helper.ts", is_test=True), 0.7)
     outcome = select([impl, test, flagged], confidence=0.8, query="how does the router match a route")
-    # tests: 0.8 x 0.8 x 0.7 = 0.448 < 0.5, dropped by the gate; without focus they pass
+    # tests: 0.8 x sqrt(0.7) x 0.7 = 0.469 < 0.5, dropped by the gate; without focus (0.669) they pass
     assert outcome.focus is QueryFocus.IMPLEMENTATION and ids(outcome) == ["route"]
     assert outcome.below_relevance == 2
     neutral = select([impl, test, flagged], confidence=0.8, focus=QueryFocus.NONE)

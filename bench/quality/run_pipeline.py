@@ -1,0 +1,302 @@
+"""The whole pipeline, stage by stage, through the real services: what an agent receives.
+
+Starts analysis, embedding, retrieval, rerank and selection (one state dir; with the quality
+run's --state-dir the indexes are reused after a sync), then runs every query of
+bench/quality/queries.jsonl through the gateway's `Pipeline` once per stage configuration:
+
+- `first stage`: retrieval's ranked list (hybrid + ranking), nothing after it;
+- `+ rerank`: the configured reranker (the local default keeps the first-stage order, so this
+  row equals the first stage by construction; a model reranker needs a key and the gates);
+- `+ hubs`: hub elevation over the ranked list;
+- `selection` / `selection + hubs`: the selected, rendered answer (gate, budget, merging, focus).
+
+Ranked lists are scored as in run_quality (a result is a target when it is that symbol; context
+cost = header + collapsed source per result). A selected answer is scored on what it shows: a
+target counts when a result is that symbol or shows it expanded inside a merged parent; its
+context is the rendered results in order, each costing its own token count. Both get MRR@10,
+nDCG@10, R@1, R@5, recall within 500 / 2,000 / 8,000 tokens, tokens per answer (top 10 for a
+list, the whole answer for a selection) and the share of returned code lines that belong to a
+target symbol (lines compared by text within the target's file; blank and bracket-only lines
+left out). Also: stage latencies, and how many results queries with no answer get.
+
+Writes bench/results/pipeline-<UTC>.json (and pipeline-latest.json); `python -m bench.report`
+renders it into the READMEs.
+
+Run: .venv/bin/python -m bench.quality.run_pipeline --state-dir bench/.work/quality-state [--split test]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from codecompass_gateway.pipeline import Pipeline, PipelineAnswer, PipelineRequest
+
+from bench.lib.metrics import TOKEN_BUDGETS, percentile, score_context, score_query
+from bench.lib.results import run_metadata, write_results
+from bench.lib.services import ServiceProcess, start_service, start_stack
+from bench.quality.run_quality import (
+    DEFAULT_QUERIES,
+    SPLITS,
+    Query,
+    Target,
+    TokenCosts,
+    index_workspace,
+    load_queries,
+    log,
+    repo_label,
+    select_queries,
+    target_hit,
+    workspace_for,
+)
+from codecompass.common.config import load_settings
+
+LIST_DEPTH = 60
+STAGES: dict[str, dict[str, Any]] = {
+    "first stage": {"rerank": False, "hubs": False, "select": False, "limit": LIST_DEPTH},
+    "+ hubs": {"hubs": True, "select": False, "limit": LIST_DEPTH},
+    "selection": {"hubs": False, "select": True},
+    "selection + hubs": {"hubs": True, "select": True},
+}
+# Queries no workspace can answer: punctuation, a name that exists nowhere, unrelated words.
+NONSENSE_QUERIES = (
+    "?!;:,.", "zzqxNotANameAnywhere", "purple elephant quantum banana", "qwxz vbnm plok",
+    "recipe for sourdough bread starter", "how tall is the eiffel tower", "FluxCapacitorWarpDriveImpl",
+    "the migration of arctic terns", "asdf jkl asdf jkl", "volcanic eruptions in iceland 2010",
+)
+COLUMNS = ("first_rank", "mrr10", "r1", "r5", "r10", "ndcg10", *(f"r_{b}tok" for b in TOKEN_BUDGETS),
+           "tokens", "gold_line_share", "results", "client_ms")
+_MEANINGFUL = re.compile(r"[A-Za-z0-9_$]")
+
+
+def meaningful(line: str) -> str | None:
+    text = line.strip()
+    return text if _MEANINGFUL.search(text) else None
+
+
+class GoldLines:
+    """Stripped text of each target's lines, per query (read from the workspace's files)."""
+
+    def __init__(self) -> None:
+        self._files: dict[Path, list[str]] = {}
+
+    def lines(self, query: Query) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = defaultdict(set)
+        root = workspace_for(query.repo)
+        for target in query.targets:
+            path = root / target.path
+            if path not in self._files:
+                try:
+                    self._files[path] = path.read_text(encoding="utf-8", errors="replace").splitlines()
+                except OSError:
+                    self._files[path] = []
+            text = self._files[path][max(target.start_line - 1, 0): target.end_line]
+            out[target.path].update(t for t in (meaningful(line) for line in text) if t)
+        return out
+
+
+def gold_share(shown: Sequence[tuple[str, str]], gold: dict[str, set[str]]) -> float:
+    """Share of meaningful returned lines (path, code) whose text is a line of a target in that file."""
+    total = inside = 0
+    for path, code in shown:
+        targets = gold.get(path, set())
+        for line in code.splitlines():
+            text = meaningful(line)
+            if text is None:
+                continue
+            total += 1
+            inside += text in targets
+    return inside / total if total else 0.0
+
+
+def selection_hits(answer: PipelineAnswer, targets: Sequence[Target]) -> list[int | None]:
+    """Per selected result: the target it shows (itself, or expanded inside it), or None."""
+    by_id = {c.result.chunk.id: c.result.chunk for c in answer.candidates}
+    hits: list[int | None] = []
+    for result in answer.selection.results:
+        shown = [(result.relative_path, result.qualified_name, result.start_line, result.end_line)]
+        shown += [(c.relative_path, c.qualified_name, c.start_line, c.end_line)
+                  for c in (by_id.get(i) for i in result.expanded_child_ids) if c is not None]
+        hit = None
+        for path, name, start, end in shown:
+            for index, t in enumerate(targets):
+                if path == t.path and (name == t.qualified_name or (start, end) == (t.start_line, t.end_line)):
+                    hit = index
+                    break
+            if hit is not None:
+                break
+        hits.append(hit)
+    return hits
+
+
+def score(query: Query, answer: PipelineAnswer, client_ms: float, costs: TokenCosts, gold: GoldLines) -> list[float]:
+    if answer.selection is not None:
+        results = answer.selection.results
+        hits = selection_hits(answer, query.targets)
+        result_costs = [r.token_count for r in results]
+        tokens = answer.selection.total_tokens
+        shown = [(r.relative_path, r.source) for r in results]
+    else:
+        chunks = [c.result.chunk for c in answer.candidates]
+        hits = [target_hit(c, query.targets) for c in chunks]
+        result_costs = [costs(c) for c in chunks]
+        tokens = sum(result_costs[:10])
+        shown = [(c.relative_path, c.collapsed_source) for c in chunks[:10]]
+    ranking = score_query(hits[:10], len(query.targets))
+    context = score_context(hits, result_costs, len(query.targets))
+    first = next((rank for rank, hit in enumerate(hits, start=1) if hit is not None), 0)
+    return [first, *ranking.values(), *context.recall_by_budget, tokens,
+            gold_share(shown, gold.lines(query)), len(hits), client_ms]
+
+
+def aggregate(rows: Sequence[Sequence[float]]) -> dict[str, float]:
+    col = {name: i for i, name in enumerate(COLUMNS)}
+    out: dict[str, float] = {"n": len(rows)}
+    if not rows:
+        return out
+    for name in COLUMNS[1:]:
+        out[name] = round(statistics.fmean(r[col[name]] for r in rows), 4)
+    out["tokens median"] = statistics.median(r[col["tokens"]] for r in rows)
+    out["tokens max"] = max(r[col["tokens"]] for r in rows)
+    out["empty answers"] = round(sum(1 for r in rows if r[col["results"]] == 0) / len(rows), 4)
+    return out
+
+
+def start_pipeline_services(state_dir: Path, echo: bool) -> tuple[list[ServiceProcess], Any]:
+    env = {"CODECOMPASS_STATE_DIR": str(state_dir)}
+    stack = start_stack(env, echo=echo)
+    extra = [start_service("rerank", [_python(), "-m", "codecompass.rerank"], "RERANK_PORT", env, echo=echo),
+             start_service("selection", [_python(), "-m", "codecompass.selection"], "SELECTION_PORT",
+                           {**env, "ANALYSIS_ADDR": stack.analysis.address}, echo=echo)]
+    return extra, stack
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queries", type=Path, default=DEFAULT_QUERIES)
+    parser.add_argument("--split", choices=SPLITS, help="only this split (default: both)")
+    parser.add_argument("--repos", help="comma-separated repo names")
+    parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of {', '.join(STAGES)}")
+    parser.add_argument("--max-queries", type=int, help="smoke run: at most N queries per repo x split x type")
+    parser.add_argument("--state-dir", type=Path, help="index location; the quality run's is reused")
+    parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--echo-logs", action="store_true")
+    args = parser.parse_args(argv)
+
+    stages = [s.strip() for s in args.stages.split(",") if s.strip()]
+    if unknown := [s for s in stages if s not in STAGES]:
+        parser.error(f"unknown stage(s) {unknown}")
+    repos = {r.strip() for r in args.repos.split(",")} if args.repos else None
+    queries = select_queries(load_queries(args.queries), args.split, repos, args.max_queries)
+    by_repo: dict[str | None, list[Query]] = defaultdict(list)
+    for query in queries:
+        by_repo[query.repo].append(query)
+    state_dir = (args.state_dir or Path(tempfile.mkdtemp(prefix="cc-pipeline-"))).resolve()
+    started = time.perf_counter()
+    metadata = run_metadata()
+    log(f"pipeline: {len(queries)} queries in {len(by_repo)} repo(s), stages {stages}, state dir {state_dir}")
+    extra, stack = start_pipeline_services(state_dir, args.echo_logs)
+    rows: dict[str, dict[str, list[float]]] = {s: {} for s in stages}
+    stage_ms: dict[str, dict[str, list[float]]] = {s: defaultdict(list) for s in stages}
+    nonsense: dict[str, list[int]] = defaultdict(list)
+    errors: list[str] = []
+    try:
+        settings = dataclasses.replace(load_settings(), retrieval_addr=stack.retrieval.address,
+                                       rerank_addr=extra[0].address, selection_addr=extra[1].address)
+        pipeline = Pipeline(settings)
+        costs, gold = TokenCosts(), GoldLines()
+        for repo in by_repo:
+            log(f"index {repo_label(repo)} ...")
+            info = index_workspace(stack.retrieval, workspace_for(repo))
+            if info["status"] != "INDEXING_STATUS_READY":
+                raise SystemExit(f"index of {repo_label(repo)} is not ready: {info}")
+        for stage in stages:
+            t0 = time.perf_counter()
+            for query in queries:
+                request = PipelineRequest(workspace_root=str(workspace_for(query.repo)), query=query.query,
+                                          sync=False, **STAGES[stage])
+                c0 = time.perf_counter()
+                answer = pipeline.run(request)
+                client_ms = (time.perf_counter() - c0) * 1000
+                for failed, why in answer.skipped.items():
+                    if why != "off":
+                        errors.append(f"{stage}/{query.id}: {failed} {why}")
+                rows[stage][query.id] = score(query, answer, client_ms, costs, gold)
+                for name, ms in answer.stage_ms.items():
+                    stage_ms[stage][name].append(ms)
+                stage_ms[stage]["total"].append(client_ms)
+            overall = aggregate(list(rows[stage].values()))
+            log(f"{stage}: {time.perf_counter() - t0:.0f} s, MRR@10 {overall.get('mrr10')}, "
+                f"R@2k {overall.get('r_2000tok')}, tokens {overall.get('tokens')}")
+        for repo in by_repo:
+            for text in NONSENSE_QUERIES:
+                answer = pipeline.run(PipelineRequest(workspace_root=str(workspace_for(repo)), query=text, sync=False))
+                nonsense[repo_label(repo)].append(len(answer.selection.results) if answer.selection else -1)
+        pipeline.close()
+    finally:
+        for service in reversed(extra):
+            service.stop()
+        stack.stop()
+
+    tables = []
+    for split in SPLITS:
+        in_split = [q for q in queries if q.split == split]
+        if not in_split:
+            continue
+        groups = [("all", in_split)] + [(t, [q for q in in_split if q.type == t])
+                                         for t in sorted({q.type for q in in_split})]
+        for group, members in groups:
+            for stage in stages:
+                tables.append({"split": split, "group": group, "stage": stage,
+                               **aggregate([rows[stage][q.id] for q in members])})
+    latency = {stage: {name: {"p50": round(percentile(v, 50), 1), "p95": round(percentile(v, 95), 1)}
+                       for name, v in by_name.items()} for stage, by_name in stage_ms.items()}
+    counts = [n for per_repo in nonsense.values() for n in per_repo]
+    payload = {
+        "run": {**metadata, "seconds": round(time.perf_counter() - started, 1)},
+        "settings": {"stages": {s: STAGES[s] for s in stages}, "token_budgets": list(TOKEN_BUDGETS),
+                     "list_depth": LIST_DEPTH, "gateway": dataclasses.asdict(load_settings().gateway),
+                     "selection": dataclasses.asdict(load_settings().selection)},
+        "queries": {"total": len(queries), "by_repo": {repo_label(r): len(q) for r, q in by_repo.items()}},
+        "tables": tables,
+        "latency_ms": latency,
+        "nonsense": {"queries": list(NONSENSE_QUERIES), "results_by_repo": dict(nonsense),
+                     "max_results": max(counts) if counts else 0,
+                     "at_most_two": round(sum(1 for n in counts if 0 <= n <= 2) / len(counts), 4) if counts else 0},
+        "errors": errors[:50],
+        "per_query": {"columns": list(COLUMNS), "queries": {q.id: [q.split, q.type, repo_label(q.repo)] for q in queries},
+                      "rows": {s: {qid: [round(v, 4) for v in row] for qid, row in by_id.items()}
+                               for s, by_id in rows.items()}},
+    }
+    for row in tables:
+        if row["group"] in ("all", "nl"):
+            log(f"{row['split']:<5} {row['group']:<5} {row['stage']:<17} MRR {row.get('mrr10', 0):.3f} "
+                f"R@2k {row.get('r_2000tok', 0):.3f} gold lines {row.get('gold_line_share', 0):.3f} "
+                f"tokens {row.get('tokens', 0):.0f} empty {row.get('empty answers', 0):.2f}")
+    log(f"latency: {latency}")
+    log(f"nonsense: {payload['nonsense']}")
+    if errors:
+        log(f"{len(errors)} stage failures, e.g. {errors[:3]}")
+    if args.no_write:
+        return 0
+    path = write_results("pipeline", payload)
+    log(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -122,21 +122,21 @@ export class CheckerWorker {
     private readonly script: string = CHECKER_WORKER_SCRIPT,
   ) {}
 
-  /** Starts the worker and parses the default libraries in it, ahead of the first request. */
-  warm(): void {
-    void this.start({ kind: 'warm' }, () => false).then(
+  /** Starts the worker ahead of the first request; with `libraries`, also parses the default libs in it. */
+  warm(libraries: boolean): void {
+    void this.start({ kind: 'warm', libraries }, () => false).then(
       (session) => session.inbox.next().catch(() => undefined),
       () => undefined,
     );
   }
 
   /**
-   * Chunks a window of files with references and yields their outputs in
-   * the window's order. Leaving the loop early cancels the rest of the job.
+   * Chunks a window of files and yields their outputs in the window's
+   * order. Leaving the loop early cancels the rest of the job.
    */
-  async *chunkWindow(workspaceRoot: string, files: WindowFile[], isCancelled: () => boolean): AsyncGenerator<ChunkOutput> {
+  async *chunkWindow(workspaceRoot: string, files: WindowFile[], includeReferences: boolean, isCancelled: () => boolean): AsyncGenerator<ChunkOutput> {
     if (files.length === 0) return;
-    const session = await this.start({ kind: 'chunk', workspaceRoot, files }, isCancelled, CHUNK_CANCEL_GRACE_MS);
+    const session = await this.start({ kind: 'chunk', workspaceRoot, files, includeReferences }, isCancelled, CHUNK_CANCEL_GRACE_MS);
     try {
       for (let index = 0; index < files.length; index++) {
         const reply = await session.inbox.next();

@@ -22,11 +22,12 @@ interface JobBase {
   cancel: SharedArrayBuffer;
 }
 
-/** Chunk a window of files with references, in one Program update per project. */
+/** Chunk a window of files: with references, in one Program update per project; else each parsed alone. */
 export interface ChunkJob extends JobBase {
   kind: 'chunk';
   workspaceRoot: string;
   files: WindowFile[];
+  includeReferences: boolean;
 }
 
 /** Trace one symbol over the workspace's whole-workspace LanguageService. */
@@ -39,9 +40,10 @@ export interface TraceJob extends JobBase {
   deadlineMs: number;
 }
 
-/** Parse and bind the default libraries ahead of the first request. */
+/** Answered once the worker has loaded its modules; with `libraries`, also parses and binds the default libs. */
 export interface WarmJob extends JobBase {
   kind: 'warm';
+  libraries: boolean;
 }
 
 export type CheckerJob = ChunkJob | TraceJob | WarmJob;

@@ -1,8 +1,9 @@
-// A worker thread that owns the type checker: Programs, LanguageServices and
-// the chunking that needs them. Building a Program for a window of files or
-// a whole workspace takes seconds of synchronous work; here it blocks only
-// this thread, so the main thread keeps answering health checks,
-// RenderSymbols and Trace. One job at a time; checkerClient.ts queues them.
+// A worker thread that chunks and owns the type checker: Programs,
+// LanguageServices and the chunking that needs them. Building a Program for
+// a window of files or a whole workspace takes seconds of synchronous work,
+// and parsing a multi-megabyte file most of one; here it blocks only this
+// thread, so the main thread keeps answering health checks, RenderSymbols
+// and Trace. One job at a time; checkerClient.ts queues them.
 import { parentPort, workerData } from 'node:worker_threads';
 import { chunkText } from './chunker';
 import type { CheckerJob, CheckerReply, CheckerWorkerData, ChunkJob, JobError, TraceJob } from './checkerProtocol';
@@ -40,14 +41,16 @@ function post(reply: CheckerReply): void {
 }
 
 function chunkWindow(job: ChunkJob, isCancelled: () => boolean): void {
-  const registry = recent(registries, job.workspaceRoot, () => new ProjectRegistry(job.workspaceRoot, limits.maxPrograms));
   const views = new Map<string, ProgramView | undefined>();
-  // A window spanning several projects builds one Program per project; a
-  // cancel is noticed between them.
-  registry.withPrograms(job.files, (file, view) => {
-    if (isCancelled()) throw new JobCancelled();
-    views.set(file.absolutePath, view);
-  });
+  if (job.includeReferences) {
+    const registry = recent(registries, job.workspaceRoot, () => new ProjectRegistry(job.workspaceRoot, limits.maxPrograms));
+    // A window spanning several projects builds one Program per project; a
+    // cancel is noticed between them.
+    registry.withPrograms(job.files, (file, view) => {
+      if (isCancelled()) throw new JobCancelled();
+      views.set(file.absolutePath, view);
+    });
+  }
   job.files.forEach((file, index) => {
     if (isCancelled()) throw new JobCancelled();
     post({ kind: 'file', id: job.id, index, output: chunkText(file, job.workspaceRoot, views.get(file.absolutePath)) });
@@ -75,7 +78,7 @@ port.on('message', (job: CheckerJob) => {
     if (job.kind === 'chunk') chunkWindow(job, isCancelled);
     else if (job.kind === 'trace') traceSymbol(job, isCancelled);
     else {
-      warmLibraries();
+      if (job.libraries) warmLibraries();
       post({ kind: 'done', id: job.id });
     }
   } catch (err) {

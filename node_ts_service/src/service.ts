@@ -64,6 +64,8 @@ interface LoadedTarget {
  * the texts and outputs held ahead of the stream.
  */
 const REFERENCE_WINDOW = 512;
+/** Files per job of the syntax chunker: enough to keep it busy between jobs, few texts held. */
+const SYNTAX_WINDOW = 32;
 
 export interface ServiceOptions {
   /** The checker worker's module; tests substitute one that misbehaves. */
@@ -71,15 +73,24 @@ export interface ServiceOptions {
 }
 
 /**
- * The type checker never runs on this thread: Programs, reference-resolving
- * chunking and Trace run in two worker threads (checkerWorker.ts), one for
- * chunking and one for Trace, so a cold index neither delays a health check
- * or RenderSymbols nor queues a Trace behind it. Listing and reading files,
- * ordering the stream and cancellation stay here.
+ * Neither parsing for ChunkFiles nor the type checker runs on this thread:
+ * chunking and Trace run in three worker threads (checkerWorker.ts), one
+ * for chunking with references (Programs), one for syntax-only chunking
+ * and one for Trace, so a cold index delays no health check or
+ * RenderSymbols, a Trace does not queue behind a Program build, and the
+ * lexical-first pass does not wait for one either. Listing, reading and
+ * vetting files, ordering the stream and cancellation stay here; so does
+ * RenderSymbols (one file, parsed once into the render cache).
+ *
+ * Measured on the 300k-line workspace (bench/speed/health_during_index.py)
+ * with syntax-only chunking still on this thread, health answered in up to
+ * 1.2 s on a loaded 2-core machine: a multi-megabyte file's parse is one
+ * uninterruptible piece of work, hence its own worker.
  */
 export class AnalysisService {
   private readonly workspaces: WorkspaceRegistry;
   private readonly chunkChecker: CheckerWorker;
+  private readonly syntaxChunker: CheckerWorker;
   private readonly traceChecker: CheckerWorker;
 
   constructor(
@@ -91,6 +102,7 @@ export class AnalysisService {
     const limits = { maxPrograms: config.maxPrograms, maxWorkspaces: config.maxWorkspaces };
     const script = options.checkerWorkerScript ?? CHECKER_WORKER_SCRIPT;
     this.chunkChecker = new CheckerWorker('chunk checker', limits, script);
+    this.syntaxChunker = new CheckerWorker('syntax chunker', limits, script);
     this.traceChecker = new CheckerWorker('trace checker', limits, script);
   }
 
@@ -106,8 +118,9 @@ export class AnalysisService {
     if (out.chunks.length === 0 || countTokens(out.chunks[0].embeddingText) === 0) {
       throw new Error('warm-up chunking produced no chunks');
     }
-    // Only a head start: a failure recurs, and is reported, on the first request that needs a Program.
-    this.chunkChecker.warm();
+    // Only a head start: a failure recurs, and is reported, on the first request that needs it.
+    this.syntaxChunker.warm(false);
+    this.chunkChecker.warm(true);
   }
 
   async scan(request: ScanRequest, isCancelled: () => boolean = () => false): Promise<ScanResult> {
@@ -135,20 +148,20 @@ export class AnalysisService {
     const workspace = this.workspaces.get(request.workspaceRoot);
     if (request.paths.length === 0) throw new RequestError('invalid_argument', 'paths is empty: name at least one file or directory');
     const targets = await this.expandTargets(workspace, request.paths, isCancelled);
-    const windowSize = request.includeReferences ? REFERENCE_WINDOW : 1;
+    const windowSize = request.includeReferences ? REFERENCE_WINDOW : SYNTAX_WINDOW;
+    const chunker = request.includeReferences ? this.chunkChecker : this.syntaxChunker;
     for (let start = 0; start < targets.length; start += windowSize) {
       if (isCancelled()) throw new CancelledError();
       const window = targets.slice(start, start + windowSize).map((t) => this.loadTarget(t));
-      // With references, the readable files of the window go to the checker
-      // worker, which sends their outputs back in window order.
-      const outputs = request.includeReferences
-        ? this.chunkChecker.chunkWindow(workspace.root, window.flatMap((l) => windowFile(l) ?? []), isCancelled)
-        : undefined;
+      // The readable files of the window go to a worker, which sends their
+      // outputs back in window order; skipped files are answered here.
+      const files = window.flatMap((l) => windowFile(l) ?? []);
+      const outputs = chunker.chunkWindow(workspace.root, files, request.includeReferences, isCancelled);
       try {
         for (const loaded of window) {
           if (isCancelled()) throw new CancelledError();
           let output: ChunkOutput | undefined;
-          if (outputs && loaded.load?.ok) {
+          if (loaded.load?.ok) {
             const next = await outputs.next();
             if (next.done) throw new Error(`the checker worker sent no output for ${loaded.target.relativePath}`);
             output = next.value;
@@ -161,7 +174,7 @@ export class AnalysisService {
         }
       } finally {
         // Stops the worker's job when the stream ends early (an error, a cancel).
-        await outputs?.return(undefined);
+        await outputs.return(undefined);
       }
     }
   }
@@ -207,6 +220,7 @@ export class AnalysisService {
   /** Stops the checker workers; calls still in flight fail. */
   dispose(): void {
     this.chunkChecker.dispose();
+    this.syntaxChunker.dispose();
     this.traceChecker.dispose();
   }
 
@@ -261,7 +275,7 @@ export class AnalysisService {
     return { target, sizeBytes, mtimeNs: Number(stats.mtimeNs), load };
   }
 
-  /** `output` is the checker worker's, for a file chunked with references; without it the file is parsed here. */
+  /** `output` is a chunk worker's, for ChunkFiles; without it (RenderSymbols) the file is parsed here. */
   private toChunkedFile(workspace: Workspace, loaded: LoadedTarget, output: ChunkOutput | undefined): ChunkedFile {
     const { target, load } = loaded;
     const base = {

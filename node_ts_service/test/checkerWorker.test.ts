@@ -187,6 +187,23 @@ describe('type checker in worker threads', () => {
     assert.equal(add?.relativePath, 'shared.ts');
   });
 
+  it('answers health while a syntax-only ChunkFiles is held in its worker', async () => {
+    const jobsBefore = count('job chunk');
+    mark('hold');
+    const held = chunkStream(client, root, ['slow'], false);
+    await waitUntil(() => count('job chunk') > jobsBefore, 'the syntax chunker to take the job');
+    const status = await new Promise<string>((resolve, reject) =>
+      health.check({ service: '' }, deadline(), (err, res) => (err ? reject(err) : resolve(res!.status))),
+    );
+    assert.equal(status, 'SERVING');
+    assert.equal(held.files.length, 0);
+    assert.equal(held.isEnded(), false);
+    unmark('hold');
+    const files = await held.done;
+    assert.equal(files.length, 3);
+    assert.deepEqual(files[0].chunks.flatMap((c) => c.references), []);
+  });
+
   it('a cancelled call stops the worker between files', async () => {
     mark('pause');
     let cancelled = false;

@@ -23,7 +23,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
-	bench-report bench-candidates
+	bench-report bench-candidates bench-pipeline
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
@@ -102,6 +102,12 @@ bench-report:
 # Offline ranking work: bench/.work/candidates-$(SPLIT).jsonl, 200 first-stage candidates per query.
 bench-candidates: setup
 	$(VENV)/bin/python -m bench.quality.dump_candidates --split $(SPLIT) --state-dir $(QUALITY_STATE_DIR)
+
+# The whole pipeline per stage on the quality workspaces (reuses the quality run's indexes). The
+# confidence model it relies on is refit by hand after ranking changes: bench/quality/calibrate.py.
+bench-pipeline: bench-corpus
+	$(VENV)/bin/python -m bench.quality.run_pipeline --state-dir $(QUALITY_STATE_DIR)
+	$(VENV)/bin/python -m bench.report
 
 bench-speed: bench-corpus
 	$(VENV)/bin/python -m bench.speed.run_speed

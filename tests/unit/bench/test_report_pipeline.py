@@ -1,0 +1,48 @@
+"""The pipeline sections: a payload shaped as run_pipeline writes it, rendered into tables."""
+
+from __future__ import annotations
+
+from bench import report
+from bench.quality import run_pipeline
+
+
+def payload() -> dict:
+    def row(split, group, stage, mrr, **extra):
+        return {"split": split, "group": group, "stage": stage, "n": 10, "mrr10": mrr, "ndcg10": mrr, "r1": 0.3,
+                "r5": 0.6, "r_500tok": 0.4, "r_2000tok": 0.6, "r_8000tok": 0.8, "gold_line_share": 0.35,
+                "tokens": 900.0, "tokens median": 800, "tokens max": 7900, "empty answers": 0.1, **extra}
+
+    tables = [row(split, group, stage, mrr)
+              for split in ("test", "dev") for group in ("all", "nl")
+              for stage, mrr in (("first stage", 0.55), ("selection", 0.5))]
+    return {
+        "kind": "pipeline",
+        "run": {"date_utc": "2026-11-23T15:00:00+00:00", "git": {"commit": "abc"}, "machine": {"nproc": 2}},
+        "settings": {"stages": {"first stage": {}, "selection": {}}},
+        "tables": tables,
+        "latency_ms": {"selection": {"retrieve": {"p50": 40.0, "p95": 80.0}, "select": {"p50": 10.0, "p95": 60.0},
+                                     "total": {"p50": 55.0, "p95": 150.0}}},
+        "nonsense": {"queries": ["?!"], "results_by_repo": {"a": [0], "b": [1]}, "max_results": 1, "at_most_two": 1.0},
+    }
+
+
+def test_summary_leads_with_the_test_split_and_every_stage() -> None:
+    text = report.render_pipeline_summary(payload())
+    assert "**Test split**" in text
+    assert "| `first stage` | 10 | 0.550 |" in text and "| `selection` | 10 | 0.500 |" in text
+    assert "900 / 800 / 7,900 (top 10)" in text  # a list's tokens are its top 10
+    assert "at most 1 results; 100% return 2 or fewer" in text
+    assert "| `selection` | retrieve 40 / 80, select 10 / 60 | 55 / 150 |" in text
+
+
+def test_full_section_has_both_splits_and_a_type_matrix() -> None:
+    text = report.render_pipeline_full(payload())
+    assert text.index("**Test split**") < text.index("**Dev split**")
+    assert "| Query type | Queries | BM25 only | `first stage` | `selection` |" in text
+
+
+def test_gold_share_counts_meaningful_lines_of_the_targets_file_only() -> None:
+    gold = {"src/a.ts": {"return token.valid;", "function check(token) {"}}
+    shown = [("src/a.ts", "function check(token) {\n  return token.valid;\n}\n"), ("src/b.ts", "return token.valid;")]
+    # "}" is not meaningful; the b.ts line is outside the target's file.
+    assert run_pipeline.gold_share(shown, gold) == 2 / 3

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
-from codecompass.v1 import chunk_pb2
+from codecompass.v1 import chunk_pb2, retrieval_pb2
 
 _LANGUAGE_TO_PROTO = {
     Language.TYPESCRIPT: chunk_pb2.LANGUAGE_TYPESCRIPT,
@@ -41,6 +41,29 @@ def node_kind_from_proto(value: int) -> NodeKind:
         return _KIND_FROM_PROTO[value]
     except KeyError:
         raise UnknownEnumValue(f"unknown NodeKind value {value}") from None
+
+
+# Provenance travels with chunks in retrieval's results and in selection's candidates and
+# results; the domain keeps retrieval's strings ("" when unset).
+_PROVENANCE_TO_PROTO = {
+    "": retrieval_pb2.PROVENANCE_UNSPECIFIED,
+    "lexical": retrieval_pb2.PROVENANCE_LEXICAL,
+    "semantic": retrieval_pb2.PROVENANCE_SEMANTIC,
+    "hybrid": retrieval_pb2.PROVENANCE_HYBRID,
+    "structure": retrieval_pb2.PROVENANCE_STRUCTURE,
+}
+_PROVENANCE_FROM_PROTO = {v: k for k, v in _PROVENANCE_TO_PROTO.items()}
+
+
+def provenance_to_proto(provenance: str) -> int:
+    return _PROVENANCE_TO_PROTO[provenance]
+
+
+def provenance_from_proto(value: int) -> str:
+    try:
+        return _PROVENANCE_FROM_PROTO[value]
+    except KeyError:
+        raise UnknownEnumValue(f"unknown Provenance value {value}") from None
 
 
 def chunk_from_proto(msg: chunk_pb2.Chunk) -> Chunk:

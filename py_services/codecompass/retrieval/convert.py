@@ -18,6 +18,8 @@ from codecompass.common.chunk_convert import (
     language_to_proto,
     node_kind_from_proto,
     node_kind_to_proto,
+    provenance_from_proto,
+    provenance_to_proto,
 )
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.ranking import RankedResult
@@ -72,13 +74,6 @@ _VIEW_FROM_PROTO = {v: k for k, v in _VIEW_TO_PROTO.items()} | {retrieval_pb2.RE
 _PHASE_TO_PROTO = {phase: retrieval_pb2.IndexPhase.Value(f"INDEX_PHASE_{phase.name}") for phase in IndexPhase}
 _PHASE_FROM_PROTO = {v: k for k, v in _PHASE_TO_PROTO.items()}
 
-_PROVENANCE_TO_PROTO = {
-    "lexical": retrieval_pb2.PROVENANCE_LEXICAL,
-    "semantic": retrieval_pb2.PROVENANCE_SEMANTIC,
-    "hybrid": retrieval_pb2.PROVENANCE_HYBRID,
-    "structure": retrieval_pb2.PROVENANCE_STRUCTURE,
-}
-_PROVENANCE_FROM_PROTO = {v: k for k, v in _PROVENANCE_TO_PROTO.items()}
 
 _FILE_STATUS_FROM_PROTO = {
     analysis_pb2.FILE_STATUS_OK: FileStatus.OK,
@@ -346,7 +341,7 @@ def _result_to_proto(result: RankedResult, view: ResultView) -> retrieval_pb2.Se
         score=result.score,
         lexical_score=result.lexical_score,
         vector_similarity=result.vector_similarity,
-        provenance=_PROVENANCE_TO_PROTO[result.provenance],
+        provenance=provenance_to_proto(result.provenance),
         lexical_rank=result.lexical_rank,
         semantic_rank=result.semantic_rank,
         fusion_score=result.fusion_score,
@@ -360,7 +355,7 @@ def _result_from_proto(msg: retrieval_pb2.SearchResult) -> RankedResult:
         score=msg.score,
         lexical_score=msg.lexical_score,
         vector_similarity=msg.vector_similarity,
-        provenance=_PROVENANCE_FROM_PROTO[msg.provenance],
+        provenance=provenance_from_proto(msg.provenance),
         lexical_rank=msg.lexical_rank,
         semantic_rank=msg.semantic_rank,
         fusion_score=msg.fusion_score,

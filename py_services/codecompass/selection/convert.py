@@ -13,6 +13,8 @@ from codecompass.common.chunk_convert import (
     language_to_proto,
     node_kind_from_proto,
     node_kind_to_proto,
+    provenance_from_proto,
+    provenance_to_proto,
 )
 from codecompass.selection.model import (
     Candidate,
@@ -24,7 +26,7 @@ from codecompass.selection.model import (
     SelectOutcome,
     SelectQuery,
 )
-from codecompass.v1 import analysis_pb2, retrieval_pb2
+from codecompass.v1 import analysis_pb2
 from codecompass.v1 import selection_pb2 as pb
 
 _REASON_TO_PROTO = {
@@ -42,15 +44,6 @@ _FOCUS_TO_PROTO = {
 }
 _FOCUS_FROM_PROTO = {v: k for k, v in _FOCUS_TO_PROTO.items()} | {pb.QUERY_FOCUS_UNSPECIFIED: QueryFocus.AUTO}
 
-# The same strings retrieval's domain uses for provenance.
-_PROVENANCE_TO_PROTO = {
-    "": retrieval_pb2.PROVENANCE_UNSPECIFIED,
-    "lexical": retrieval_pb2.PROVENANCE_LEXICAL,
-    "semantic": retrieval_pb2.PROVENANCE_SEMANTIC,
-    "hybrid": retrieval_pb2.PROVENANCE_HYBRID,
-    "structure": retrieval_pb2.PROVENANCE_STRUCTURE,
-}
-_PROVENANCE_FROM_PROTO = {v: k for k, v in _PROVENANCE_TO_PROTO.items()}
 
 
 def _lookup(table: dict, value: int, what: str):
@@ -79,7 +72,7 @@ def query_from_proto(message: pb.SelectRequest) -> SelectQuery:
                 chunk=chunk_from_proto(c.chunk),
                 score=c.score,
                 reason=candidate_reason_from_proto(c.reason),
-                provenance=_lookup(_PROVENANCE_FROM_PROTO, c.provenance, "Provenance"),
+                provenance=provenance_from_proto(c.provenance),
                 connected_ids=tuple(c.connected_ids),
             )
             for c in message.candidates
@@ -100,7 +93,7 @@ def query_to_proto(query: SelectQuery) -> pb.SelectRequest:
                 chunk=chunk_to_proto(c.chunk),
                 score=c.score,
                 reason=_REASON_TO_PROTO[c.reason],
-                provenance=_PROVENANCE_TO_PROTO[c.provenance],
+                provenance=provenance_to_proto(c.provenance),
                 connected_ids=list(c.connected_ids),
             )
             for c in query.candidates
@@ -125,7 +118,7 @@ def result_to_proto(result: SelectedResult) -> pb.SelectedResult:
         language=language_to_proto(result.language),
         score=result.score,
         relevance=result.relevance,
-        provenance=_PROVENANCE_TO_PROTO[result.provenance],
+        provenance=provenance_to_proto(result.provenance),
         reasons=[_REASON_TO_PROTO[r] for r in result.reasons],
         why=result.why,
         header=result.header,
@@ -149,7 +142,7 @@ def result_from_proto(message: pb.SelectedResult) -> SelectedResult:
         language=language_from_proto(message.language),
         score=message.score,
         relevance=message.relevance,
-        provenance=_lookup(_PROVENANCE_FROM_PROTO, message.provenance, "Provenance"),
+        provenance=provenance_from_proto(message.provenance),
         reasons=tuple(_lookup(_REASON_FROM_PROTO, r, "SelectionReason") for r in message.reasons),
         why=message.why,
         header=message.header,

@@ -107,10 +107,11 @@ export class AnalysisService {
   }
 
   /**
-   * Loads the parser, chunker and tokenizer so the first real request pays
-   * no start-up cost, then parses the default libs in the chunk checker
-   * worker: they take over a second, which would otherwise land on the first
-   * sync after a start (one edited file), while the caller's other services start.
+   * Loads the parser, chunker and tokenizer here (RenderSymbols parses on
+   * this thread) so the first real request pays no start-up cost, starts the
+   * chunk workers, and has the checker worker parse the default libs: they
+   * take over a second, which would otherwise land on the first sync after a
+   * start (one edited file), while the caller's other services start.
    */
   warmUp(): void {
     const text = '/** Greets. */\nexport function greet(name: string): string {\n  return `hi ${name}`;\n}\n';

@@ -16,11 +16,10 @@ from codecompass_gateway.answer import answer_to_dict
 from codecompass_gateway.pipeline import Pipeline, PipelineAnswer, PipelineRequest
 
 from codecompass.cli import clients, render
-from codecompass.cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError
+from codecompass.cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError, service_errors
 from codecompass.cli.progress import ProgressReporter
 from codecompass.cli.runtime import down, read_state, service_address, service_rows, state_path, up
 from codecompass.cli.workspace import resolve_target, workspace_dir
-from codecompass.clients.errors import INVALID, ServiceError
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings, documented_settings, redacted
 from codecompass.retrieval.filters import Filters
@@ -147,9 +146,8 @@ def _answer(settings: Settings, request: PipelineRequest) -> PipelineAnswer:
     addresses = {f"{name}_addr": service_address(settings, name) for name in ("retrieval", "rerank", "selection")}
     pipeline = Pipeline(dataclasses.replace(settings, **addresses))
     try:
-        return pipeline.run(request)
-    except ServiceError as exc:
-        raise CliError(exc.user_message(), EXIT_USAGE if exc.kind == INVALID else EXIT_FAILURE) from None
+        with service_errors():
+            return pipeline.run(request)
     finally:
         pipeline.close()
 

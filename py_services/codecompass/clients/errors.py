@@ -11,6 +11,7 @@ UNAVAILABLE = "unavailable"
 DEADLINE = "deadline_exceeded"
 INVALID = "invalid_argument"
 NOT_FOUND = "not_found"
+UNIMPLEMENTED = "unimplemented"
 FAILED = "failed"
 
 _KINDS = {
@@ -18,6 +19,7 @@ _KINDS = {
     grpc.StatusCode.DEADLINE_EXCEEDED: DEADLINE,
     grpc.StatusCode.INVALID_ARGUMENT: INVALID,
     grpc.StatusCode.NOT_FOUND: NOT_FOUND,
+    grpc.StatusCode.UNIMPLEMENTED: UNIMPLEMENTED,
 }
 
 
@@ -35,6 +37,8 @@ class ServiceError(Exception):
             return f"{self.service} service not running at {self.address}; run `codecompass up`"
         if self.kind == DEADLINE:
             return f"{self.service} service at {self.address} did not answer in time ({self})"
+        if self.kind == UNIMPLEMENTED:
+            return f"{self.service} service at {self.address} does not implement this call ({self})"
         if self.kind in (INVALID, NOT_FOUND):
             return f"{self.service}: {self}"
         return f"{self.service} service error: {self}"

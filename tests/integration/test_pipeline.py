@@ -70,7 +70,6 @@ def test_a_query_with_no_answer_returns_at_most_two_results(pipeline, stack) -> 
     for query in ("purple elephant quantum banana", "zzqxNotAName", "?!;"):
         answer = pipeline.run(PipelineRequest(workspace_root=stack["root"], query=query))
         assert answer.selection is not None and len(answer.selection.results) <= 2, query
-        assert answer.metadata.confidence < 0.5, query
 
 
 def test_hubs_connect_several_results(pipeline, stack) -> None:

@@ -50,6 +50,14 @@ interface ChunkTarget {
   skip: Skip | undefined;
 }
 
+/** A window of files, read, and the worker job that chunks them. */
+interface OpenWindow {
+  loaded: LoadedTarget[];
+  outputs: AsyncGenerator<ChunkOutput>;
+  /** The first output, asked for when the window opened, so that its job queued right away. */
+  first: Promise<IteratorResult<ChunkOutput>> | undefined;
+}
+
 interface LoadedTarget {
   target: ChunkTarget;
   sizeBytes: number;
@@ -151,20 +159,35 @@ export class AnalysisService {
     const targets = await this.expandTargets(workspace, request.paths, isCancelled);
     const windowSize = request.includeReferences ? REFERENCE_WINDOW : SYNTAX_WINDOW;
     const chunker = request.includeReferences ? this.chunkChecker : this.syntaxChunker;
-    for (let start = 0; start < targets.length; start += windowSize) {
-      if (isCancelled()) throw new CancelledError();
-      const window = targets.slice(start, start + windowSize).map((t) => this.loadTarget(t));
-      // The readable files of the window go to a worker, which sends their
-      // outputs back in window order; skipped files are answered here.
-      const files = window.flatMap((l) => windowFile(l) ?? []);
+    // Syntax-only windows are small: the next one is read and queued while
+    // this one streams, so the worker never waits on this thread. Windows
+    // with references stay one at a time, each holding a Program's worth.
+    const prefetch = !request.includeReferences;
+    const open = (start: number): OpenWindow => {
+      const loaded = targets.slice(start, start + windowSize).map((t) => this.loadTarget(t));
+      // The readable files go to a worker, which sends their outputs back in
+      // window order; skipped files are answered here.
+      const files = loaded.flatMap((l) => windowFile(l) ?? []);
       const outputs = chunker.chunkWindow(workspace.root, files, request.includeReferences, isCancelled);
-      try {
-        for (const loaded of window) {
+      const first = prefetch ? outputs.next() : undefined;
+      first?.catch(() => undefined); // awaited later; a cancel before then is not unhandled
+      return { loaded, outputs, first };
+    };
+    let current: OpenWindow | undefined;
+    let ahead: OpenWindow | undefined;
+    try {
+      for (let start = 0; start < targets.length; start += windowSize) {
+        if (isCancelled()) throw new CancelledError();
+        current = ahead ?? open(start);
+        ahead = prefetch && start + windowSize < targets.length ? open(start + windowSize) : undefined;
+        let first = current.first;
+        for (const loaded of current.loaded) {
           if (isCancelled()) throw new CancelledError();
           let output: ChunkOutput | undefined;
           if (loaded.load?.ok) {
-            const next = await outputs.next();
-            if (next.done) throw new Error(`the checker worker sent no output for ${loaded.target.relativePath}`);
+            const next = await (first ?? current.outputs.next());
+            first = undefined;
+            if (next.done) throw new Error(`the chunk worker sent no output for ${loaded.target.relativePath}`);
             output = next.value;
           }
           const result = this.toChunkedFile(workspace, loaded, output);
@@ -173,10 +196,12 @@ export class AnalysisService {
           // Let cancellation and health checks through between files.
           await new Promise<void>((resolve) => setImmediate(resolve));
         }
-      } finally {
-        // Stops the worker's job when the stream ends early (an error, a cancel).
-        await outputs.return(undefined);
+        await current.outputs.return(undefined);
+        current = undefined;
       }
+    } finally {
+      // Stops the workers' jobs when the stream ends early (an error, a cancel).
+      await Promise.all([current?.outputs.return(undefined), ahead?.outputs.return(undefined)]);
     }
   }
 

@@ -435,9 +435,11 @@ def to_result(placed: Placed) -> SelectedResult:
 # --- the whole selection ---------------------------------------------------------------------------
 
 
-def merge_cap(forest: Sequence[Node], max_tokens: int) -> int:
-    """The cap a merged result would have: half the budget when other results wait, else all."""
-    return max_tokens // 2 if len(forest) > 1 else max_tokens
+def merge_cap(forest: Sequence[Node], max_tokens: int, merge_max_tokens: int) -> int:
+    """The cap a merged result has: half the budget when other results wait (else all of it), and
+    never more than merge_max_tokens: a merged result takes its best child's place in the
+    answer, so a large parent would push every later result out of a small context."""
+    return min(max_tokens // 2 if len(forest) > 1 else max_tokens, merge_max_tokens)
 
 
 class SelectionEngine:
@@ -464,7 +466,7 @@ class SelectionEngine:
                 log.warning("rendering fell back to stored source",
                             extra={"reason": exc.reason, "detail": exc.detail, "symbols": len(specs)})
                 fallback_reason = exc.reason
-        drafts = compose(forest, renders, merge_cap(forest, max_tokens))
+        drafts = compose(forest, renders, merge_cap(forest, max_tokens, settings.merge_max_tokens))
         placed, over_budget = fill_budget(drafts, max_tokens)
         results = tuple(to_result(p) for p in placed)
         fell_back = any(p.draft.fallback for p in placed)

@@ -23,7 +23,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
-	bench-report bench-candidates bench-pipeline
+	bench-report bench-candidates bench-pipeline bench-health
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
@@ -111,6 +111,11 @@ bench-pipeline: bench-corpus
 
 bench-speed: bench-corpus
 	$(VENV)/bin/python -m bench.speed.run_speed
+	$(VENV)/bin/python -m bench.report
+
+# The analysis service's health and RenderSymbols latency while it chunks ws-300k cold.
+bench-health: bench-corpus
+	$(VENV)/bin/python -m bench.speed.health_during_index
 	$(VENV)/bin/python -m bench.report
 
 bench-embed: setup

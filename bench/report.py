@@ -751,6 +751,29 @@ def render_pipeline_full(doc: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+# --- Health during a cold index ---------------------------------------------------------------
+
+
+def render_health(doc: dict[str, Any]) -> str:
+    m = doc["measures"]
+    health, render = m["health"], m["render"]
+    goal = doc.get("goals", {}).get("health_max_ms", 1000.0)
+    verdict = "met" if health["max_ms"] <= goal and not m.get("health_errors") else "missed"
+    rows = [
+        ("`grpc.health.v1` Check, every 100 ms", health["count"],
+         f"{health['p50_ms']:.0f} / {health['p95_ms']:.0f} / **{health['max_ms']:.0f}**",
+         (f"answers within {goal / 1000:g} s: {verdict} ({m.get('health_over_1s', 0)} over, "
+         f"{m.get('health_errors', 0)} errors)")),
+        ("`RenderSymbols`, every second", render["count"],
+         f"{render['p50_ms']:.0f} / {render['p95_ms']:.0f} / {render['max_ms']:.0f}", f"{m.get('render_errors', 0)} errors"),
+    ]
+    caption = (f"While `ChunkFiles` with references ran cold over `{Path(doc['workspace']).name}` "
+               f"({m['chunk_files']:,} files, {m['chunk_references']:,} references, {m['chunk_s']:.0f} s; "
+               f"analysis peak RSS {m['peak_rss_mib']:,.0f} MiB):")
+    return "\n".join([provenance(doc), "", caption, "",
+                      md_table(("Call", "Calls", "ms p50 / p95 / max", "Result"), rows)])
+
+
 SECTIONS: dict[str, Section] = {
     "quality": Section("quality", render_quality_summary),
     "quality-full": Section("quality", render_quality_full),
@@ -761,6 +784,7 @@ SECTIONS: dict[str, Section] = {
     "chunk-full": Section("chunk", render_chunk_full),
     "pipeline": Section("pipeline", render_pipeline_summary),
     "pipeline-full": Section("pipeline", render_pipeline_full),
+    "health": Section("health", render_health),
 }
 
 

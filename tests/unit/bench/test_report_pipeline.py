@@ -46,3 +46,17 @@ def test_gold_share_counts_meaningful_lines_of_the_targets_file_only() -> None:
     shown = [("src/a.ts", "function check(token) {\n  return token.valid;\n}\n"), ("src/b.ts", "return token.valid;")]
     # "}" is not meaningful; the b.ts line is outside the target's file.
     assert run_pipeline.gold_share(shown, gold) == 2 / 3
+
+
+def test_health_section_says_whether_the_service_kept_answering() -> None:
+    doc = {
+        "kind": "health", "workspace": "bench/.work/ws-300k", "goals": {"health_max_ms": 1000.0},
+        "run": {"date_utc": "2026-11-23", "git": {"commit": "abc"}, "machine": {"nproc": 2}},
+        "measures": {"chunk_files": 972, "chunk_references": 85218, "chunk_s": 67.4, "peak_rss_mib": 1214.8,
+                     "health": {"count": 628, "p50_ms": 6.1, "p95_ms": 66.0, "max_ms": 1197.4}, "health_over_1s": 1,
+                     "health_errors": 0, "render": {"count": 68, "p50_ms": 14.5, "p95_ms": 111.6, "max_ms": 555.5},
+                     "render_errors": 0},
+    }
+    text = report.render_health(doc)
+    assert "| 6 / 66 / **1197** | answers within 1 s: missed (1 over, 0 errors) |" in text
+    assert "(972 files, 85,218 references, 67 s" in text

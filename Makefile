@@ -23,7 +23,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
-	bench-report bench-candidates bench-pipeline bench-health
+	bench-report bench-candidates bench-pipeline bench-pipeline-speed bench-health
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
@@ -107,6 +107,11 @@ bench-candidates: setup
 # confidence model it relies on is refit by hand after ranking changes: bench/quality/calibrate.py.
 bench-pipeline: bench-corpus
 	$(VENV)/bin/python -m bench.quality.run_pipeline --state-dir $(QUALITY_STATE_DIR)
+	$(VENV)/bin/python -m bench.report
+
+# The pipeline's latency per stage on ws-300k (indexes it once into bench/.work/pipeline-speed-state).
+bench-pipeline-speed: bench-corpus
+	$(VENV)/bin/python -m bench.speed.run_pipeline_speed
 	$(VENV)/bin/python -m bench.report
 
 bench-speed: bench-corpus

@@ -60,3 +60,18 @@ def test_health_section_says_whether_the_service_kept_answering() -> None:
     text = report.render_health(doc)
     assert "| 6 / 66 / **1197** | answers within 1 s: missed (1 over, 0 errors) |" in text
     assert "(972 files, 85,218 references, 67 s" in text
+
+
+def test_pipeline_speed_section_lists_configurations_and_targets() -> None:
+    stage = {"p50": 80.0, "p90": 100.0, "p95": 110.0}
+    doc = {
+        "kind": "pipeline-speed",
+        "run": {"date_utc": "2026-11-23", "git": {"commit": "abc"}, "machine": {"nproc": 2}},
+        "workspace": {"name": "ws-300k", "lines": 339752, "chunks": 22056},
+        "settings": {"queries": 50, "passes": 2, "warm_up_passes": 1},
+        "latency_ms": {"default": {"retrieve": stage, "select": stage, "total": {"p50": 95.0, "p90": 140.0, "p95": 260.0}}},
+        "targets": [{"target": "whole local pipeline p95", "goal_ms": 250.0, "measured_ms": 260.0, "met": False}],
+    }
+    text = report.render_pipeline_speed(doc)
+    assert "| `default` | retrieve 80 / 110, select 80 / 110 | 95 / 140 / **260** |" in text
+    assert "| whole local pipeline p95 | 260 ms | ≤ 250 ms: **missed** |" in text

@@ -7,6 +7,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from codecompass_gateway.__main__ import add_server_arguments
+
 from codecompass.cli import commands
 from codecompass.cli.errors import EXIT_USAGE, CliError
 from codecompass.common.chunks import NodeKind
@@ -99,6 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-lines", type=_positive_int, default=DEFAULT_CODE_LINES,
                    help=f"code lines shown per ranked result with --no-select (default {DEFAULT_CODE_LINES})")
     p.set_defaults(handler=commands.cmd_search)
+
+    p = sub.add_parser("mcp", help="serve the MCP tools (stdio or streamable HTTP), starting the services if needed")
+    add_server_arguments(p)
+    p.set_defaults(handler=commands.cmd_mcp)
 
     p = sub.add_parser("run", help="start services, index a workspace and answer a sample query")
     p.add_argument("--workspace", required=True)

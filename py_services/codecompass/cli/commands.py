@@ -152,6 +152,19 @@ def _answer(settings: Settings, request: PipelineRequest) -> PipelineAnswer:
         pipeline.close()
 
 
+def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve the MCP tools over the local services: reused when they run, else started first.
+    Everything but the protocol goes to stderr (stdout is the protocol in stdio mode)."""
+    from codecompass_gateway.__main__ import run as run_gateway
+
+    workspace = workspace_dir(args.workspace)
+    up(settings, str(workspace), say=_err)
+    addresses = {f"{name}_addr": service_address(settings, name)
+                 for name in ("analysis", "embedding", "retrieval", "rerank", "selection")}
+    args.workspace = str(workspace)
+    return run_gateway(args, dataclasses.replace(settings, **addresses))
+
+
 def _invocation() -> str:
     """How the user ran us, so the printed hints can be pasted as they are."""
     program = Path(sys.argv[0])

@@ -1,0 +1,377 @@
+"""The CodeCompass MCP server: code search, tracing and reading for agents, over the local services.
+
+Usage (the services are reused when `codecompass up` runs them, else started first):
+
+    codecompass mcp --workspace /abs/path/to/repo                      # stdio: VS Code, Claude Code
+    codecompass mcp --workspace /abs/path --transport streamable-http --port 8765
+                                                                        # http://127.0.0.1:8765/mcp
+    python -m codecompass_gateway --workspace /abs/path                 # services at RETRIEVAL_ADDR,
+                                                                        # RERANK_ADDR, SELECTION_ADDR,
+                                                                        # ANALYSIS_ADDR (no starting)
+
+    Claude Code:  claude mcp add codecompass -- codecompass mcp --workspace /abs/path/to/repo
+    VS Code (.vscode/mcp.json):
+        {"servers": {"codecompass": {"type": "stdio", "command": "codecompass",
+                                     "args": ["mcp", "--workspace", "${workspaceFolder}"]}}}
+
+Tools: `semantic_search` (what code answers a question), `codebase_trace` (who calls / what calls /
+who implements a symbol), `read_symbol` (a symbol with its members collapsed, or a file's outline),
+`index_status`. Every tool takes an optional `workspace` (an absolute folder); one server serves
+several workspaces. In stdio mode stdout carries the protocol only; logs are JSON lines on stderr.
+
+The handshake never waits on indexing: a workspace that is not indexed starts indexing in the
+background (lexical index first, embeddings after), and searches answer lexically meanwhile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
+
+from codecompass.clients.analysis import AnalysisClient
+from codecompass.clients.analysis_model import TraceDirection, TraceQuery
+from codecompass.clients.errors import NOT_FOUND, ServiceError
+from codecompass.clients.retrieval import RetrievalClient
+from codecompass.common.chunks import NodeKind
+from codecompass.common.config import Settings
+from codecompass.common.logging import get_logger
+from codecompass.retrieval.state import IndexingStatus
+from codecompass_gateway import tools
+from codecompass_gateway.answer import answer_to_dict
+from codecompass_gateway.pipeline import Pipeline, PipelineRequest
+
+log = get_logger("codecompass.gateway.server")
+
+SERVER_NAME = "codecompass"
+Transport = Literal["stdio", "streamable-http"]
+# Status and resolution calls are small; a trace on a large workspace first builds its Program.
+STATUS_TIMEOUT_S = 5.0
+
+INSTRUCTIONS = """\
+CodeCompass searches and navigates the TypeScript/JavaScript workspace it was started for (and any
+other absolute folder passed as `workspace`). Start with `semantic_search` for a question in words
+("how are tokens validated", "where is the retry policy configured"); it returns the few pieces of
+code that answer it, each headed `// path > Parent.member`. Then use `read_symbol` to read a symbol
+or a file's outline instead of opening whole files, and `codebase_trace` to follow calls, references
+and type hierarchies through the type checker. `index_status` says how far indexing has come."""
+
+
+class BackgroundIndexer:
+    """Starts indexing a workspace that is not indexed, once per workspace, without waiting on it:
+    `IndexWorkspace(wait_for_embeddings=False)` writes the lexical index first, so searches
+    answer lexically within seconds while embeddings continue in the retrieval service."""
+
+    def __init__(self, retrieval: RetrievalClient, timeout_s: float) -> None:
+        self._retrieval = retrieval
+        self._timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._state: dict[str, str] = {}
+
+    def ensure(self, workspace: Path) -> None:
+        key = str(workspace)
+        with self._lock:
+            if key in self._state:
+                return
+            self._state[key] = ""
+        threading.Thread(target=self._run, args=(key,), name=f"index {key}", daemon=True).start()
+
+    def describe(self, workspace: Path) -> str | None:
+        """What this gateway did about the workspace's index, when it started indexing it."""
+        with self._lock:
+            return self._state.get(str(workspace)) or None
+
+    def _set(self, key: str, state: str) -> None:
+        with self._lock:
+            self._state[key] = state
+
+    def _run(self, key: str) -> None:
+        try:
+            status = self._retrieval.status(key, STATUS_TIMEOUT_S).indexing_status
+            if status in (IndexingStatus.READY, IndexingStatus.INDEXING):
+                return
+            started = time.monotonic()
+            self._set(key, "indexing (started by this gateway)")
+            for _progress in self._retrieval.index(key, wait_for_embeddings=False, timeout_s=self._timeout_s):
+                pass
+            self._set(key, f"lexical index written in {time.monotonic() - started:.1f}s; "
+                           "embeddings continue in the retrieval service")
+        except ServiceError as exc:
+            # Forget the attempt so the next call on this workspace tries again.
+            with self._lock:
+                self._state.pop(key, None)
+            log.warning("background indexing failed", extra={"workspace": key, "detail": exc.user_message()})
+
+
+@dataclass
+class Gateway:
+    """What the tools share for the server's lifetime: the clients, and the default workspace."""
+
+    settings: Settings
+    workspace: Path
+    pipeline: Pipeline
+    retrieval: RetrievalClient
+    analysis: AnalysisClient
+    indexer: BackgroundIndexer
+    started_at: float = field(default_factory=time.monotonic)
+
+    @classmethod
+    def open(cls, settings: Settings, workspace: Path) -> Gateway:
+        retrieval = RetrievalClient(settings.retrieval_addr)
+        return cls(settings=settings, workspace=workspace, pipeline=Pipeline(settings), retrieval=retrieval,
+                   analysis=AnalysisClient(settings.analysis_addr),
+                   indexer=BackgroundIndexer(retrieval, settings.long_rpc_timeout_s))
+
+    def close(self) -> None:
+        self.pipeline.close()
+        self.retrieval.close()
+        self.analysis.close()
+
+    def workspace_for(self, given: str | None) -> Path:
+        workspace = tools.resolve_workspace(given, self.workspace)
+        self.indexer.ensure(workspace)
+        return workspace
+
+    # --- the tools, as plain methods (the MCP wrappers below only add the schema) ---
+
+    @tools.tool_errors("semantic_search")
+    def semantic_search(self, query: str, max_tokens: int | None, min_relevance: float | None, path: str | None,
+                        kind: str | None, include_tests: bool, rewrite: bool | None,
+                        workspace: str | None) -> CallToolResult:
+        root = self.workspace_for(workspace)
+        if not query.strip():
+            raise tools.ToolInputError("query is empty: describe the code you are looking for")
+        budget = tools.search_budget(max_tokens)
+        request = PipelineRequest(
+            workspace_root=str(root), query=query, filters=tools.search_filters(path, kind, include_tests),
+            max_tokens=budget.selection_tokens, min_relevance=min_relevance,
+        )
+        answer = self.pipeline.run(request)
+        payload = answer_to_dict(answer, tools.RANKED_CODE_LINES)
+        extra = {"trace_id": tools.trace_id(), "query": query,
+                 "rewrite": {"requested": rewrite, "applied": False, "reason": "query rewriting is not available yet"}}
+        return tools.search_result(payload, root, query, budget, extra)
+
+    @tools.tool_errors("codebase_trace")
+    def codebase_trace(self, symbol: str, direction: str, depth: int, limit: int, path: str | None,
+                       workspace: str | None) -> CallToolResult:
+        root = self.workspace_for(workspace)
+        if not symbol.strip():
+            raise tools.ToolInputError("symbol is empty: give a qualified name (TokenService.validateToken) "
+                                       "or path:line (src/auth/tokenService.ts:42)")
+        chosen = TraceDirection(direction)
+        query = TraceQuery(workspace_root=str(root), symbol=symbol.strip(), direction=chosen,
+                           relative_path=(path or "").strip(), depth=depth, limit=limit)
+        with tools.not_found_as_input("check the spelling, or give path:line"):
+            outcome = self.analysis.trace(query, self.settings.rpc_timeout_s)
+        structured = {**tools.trace_structured(outcome, chosen),
+                      "metadata": {"trace_id": tools.trace_id(), "workspace": str(root)}}
+        return CallToolResult(content=[TextContent(type="text", text=tools.trace_text(outcome, chosen, depth))],
+                              structured_content=structured)
+
+    @tools.tool_errors("read_symbol")
+    def read_symbol(self, symbol: str, expand: list[str] | None, path: str | None,
+                    workspace: str | None) -> CallToolResult:
+        root = self.workspace_for(workspace)
+        text = symbol.strip()
+        if not text:
+            raise tools.ToolInputError("symbol is empty: give a qualified name, path:line, or a file path")
+        metadata = {"trace_id": tools.trace_id()}
+        timeout = self.settings.rpc_timeout_s
+        file_path = tools.workspace_file(root, text) if tools.location_of(text) is None else None
+        if file_path is not None:
+            with tools.not_found_as_input("give a path relative to the workspace"):
+                chunks = self.analysis.file_chunks(str(root), file_path, timeout)
+            return tools.outline_result(chunks, root, metadata)
+        with tools.not_found_as_input("check the spelling, give path:line, or a file path for its outline"):
+            resolved = self.analysis.trace(tools.resolve_query(root, text, (path or "").strip()), timeout).root
+        if not resolved.chunk_id:
+            raise tools.ToolInputError(f"{text} resolves to {resolved.qualified_name or 'a location'} in "
+                                       f"{resolved.relative_path}, which is not a declaration that can be shown")
+        view_expanded, not_found, child_ids = [], [], []
+        for name in expand or ():
+            if not name.strip():
+                continue
+            qualified = tools.expand_name(resolved, name)
+            try:
+                child = self.analysis.trace(tools.resolve_query(root, qualified, resolved.relative_path), timeout).root
+            except ServiceError as exc:
+                if exc.kind != NOT_FOUND:
+                    raise
+                not_found.append(name.strip())
+                continue
+            if child.chunk_id and child.chunk_id != resolved.chunk_id:
+                child_ids.append(child.chunk_id)
+                view_expanded.append(child.qualified_name)
+            else:
+                not_found.append(name.strip())
+        rendered = self.analysis.render(str(root), [tools.render_request(resolved, child_ids)], timeout)
+        if not rendered:
+            raise tools.ToolInputError(f"{resolved.qualified_name} is no longer in {resolved.relative_path}; "
+                                       "the file changed: search again")
+        shown = rendered[0]
+        view = tools.SymbolView(root=dataclasses.replace(resolved, start_line=shown.start_line or resolved.start_line,
+                                                         end_line=shown.end_line or resolved.end_line),
+                                source=shown.source, token_count=shown.token_count, expanded=view_expanded,
+                                not_found=not_found)
+        return tools.symbol_result(view, root, metadata)
+
+    @tools.tool_errors("index_status")
+    def index_status(self, workspace: str | None) -> CallToolResult:
+        root = self.workspace_for(workspace)
+        report = self.retrieval.status(str(root), STATUS_TIMEOUT_S)
+        return tools.status_result(report, root, self.indexer.describe(root), {"trace_id": tools.trace_id()})
+
+
+# --- the MCP surface ---------------------------------------------------------------------------
+
+
+class GatewayServer(MCPServer[Gateway]):
+    """MCPServer whose argument errors read as one line per field, for the model to correct:
+    `codebase_trace: direction: Input should be 'callers', … (got 'sideways')`."""
+
+    async def call_tool(self, name: str, arguments: dict[str, object], context: Context[Gateway] | None = None
+                        ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+                + (f" (got {err['input']!r})" if err["type"] != "missing" else "")
+                for err in cause.errors()
+            )
+            return tools.error_result(f"{name}: invalid arguments: {problems}")
+
+
+WorkspaceArg = Annotated[str | None, Field(
+    description="Absolute path of the workspace to answer about; default: the one the server was started for.")]
+PathArg = Annotated[str | None, Field(
+    description="Workspace-relative file that declares the symbol, when its name is declared in several files.")]
+Direction = Literal["callers", "callees", "references", "implementations", "supertypes", "subtypes"]
+Kind = Literal[tuple(k.value for k in NodeKind)]  # type: ignore[valid-type]
+
+_READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+SEMANTIC_SEARCH = """\
+Find the code that answers a question about this codebase, by meaning and by name. Use it first,
+for questions in words ("how are auth tokens validated", "where do we retry failed HTTP calls") or
+names you half remember. Returns the few most relevant pieces of code, best first, one text item
+each: a header `// path > Parent.member` then clean source, members that do not matter collapsed
+to `{ … }`. Items carry a priority (relevance in [0, 1]); structured content has each result's
+location, score and why it was chosen. Fewer results means the rest were not relevant enough.
+Answers fit max_tokens (default 8,000; at most 20,000). To read more of a symbol use read_symbol;
+to follow calls use codebase_trace."""
+
+CODEBASE_TRACE = """\
+Follow one symbol through the TypeScript type checker: its callers, callees, references,
+implementations, supertypes or subtypes. Use it to see who calls a function before changing it,
+what a function depends on, or which classes implement an interface. `symbol` is a qualified name
+as search results show it (`TokenService.validateToken`, `requireAuth`) or `path:line`. Returns
+one line per location: `path:line  enclosing symbol  — that line of code`, with the total found
+and whether the list is partial. depth (1-3) follows callers/callees/type hierarchies further."""
+
+READ_SYMBOL = """\
+Read one symbol instead of a whole file: a class, function, interface or member, with its members
+collapsed to their signatures and the ones named in `expand` shown in full. `symbol` is a qualified
+name (`TokenService`, `TokenService.validateToken`), a `path:line` inside the declaration, or a
+file path (`src/auth/tokenService.ts`) for that file's outline: every declaration with its line
+range and signature. Use it after semantic_search or codebase_trace to see more of what they
+found, e.g. read_symbol("TokenService", expand=["validateToken"])."""
+
+INDEX_STATUS = """\
+How far indexing of a workspace has come: files, chunks, the share embedded, the embedding
+model, and whether indexing is still running. While it runs, semantic_search answers lexically
+(exact words and identifiers). Use it when results look thin or to check a new workspace."""
+
+
+def build_server(settings: Settings, workspace: Path) -> GatewayServer:
+    """The MCP server for `workspace`; its lifespan owns one Gateway (the clients) for all sessions."""
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer[Gateway]) -> AsyncIterator[Gateway]:
+        gateway = Gateway.open(settings, workspace)
+        # In the background: the client's handshake never waits on the index.
+        gateway.indexer.ensure(workspace)
+        try:
+            yield gateway
+        finally:
+            gateway.close()
+
+    server = GatewayServer(SERVER_NAME, instructions=INSTRUCTIONS, lifespan=lifespan)
+
+    def gateway_of(ctx: Context[Gateway]) -> Gateway:
+        return ctx.request_context.lifespan_context
+
+    @server.tool(description=SEMANTIC_SEARCH, annotations=_READ_ONLY, title="Semantic code search")
+    def semantic_search(
+        query: Annotated[str, Field(description="What you are looking for, in words or names.")],
+        ctx: Context[Gateway],
+        max_tokens: Annotated[int | None, Field(ge=100, description="Token budget of the answer (default 8000; "
+                                                                    "at most 20000).")] = None,
+        min_relevance: Annotated[float | None, Field(ge=0.0, le=1.0, description="Relevance gate in [0, 1] "
+                                                     "(default 0.5); lower it to see weaker matches.")] = None,
+        path: Annotated[str | None, Field(description="Only code under this folder or matching this glob "
+                                                      "(`src/auth`, `**/*.tsx`).")] = None,
+        kind: Annotated[Kind | None, Field(description="Only symbols of this kind.")] = None,
+        include_tests: Annotated[bool, Field(description="Include test files (default true).")] = True,
+        rewrite: Annotated[bool | None, Field(description="Reserved: query rewriting is not available yet; "
+                                                          "ignored.")] = None,
+        workspace: WorkspaceArg = None,
+    ) -> CallToolResult:
+        return gateway_of(ctx).semantic_search(query, max_tokens, min_relevance, path, kind, include_tests, rewrite,
+                                               workspace)
+
+    @server.tool(description=CODEBASE_TRACE, annotations=_READ_ONLY, title="Trace a symbol")
+    def codebase_trace(
+        symbol: Annotated[str, Field(description="Qualified name (`TokenService.validateToken`) or `path:line`.")],
+        direction: Annotated[Direction, Field(description="Which relation to follow.")],
+        ctx: Context[Gateway],
+        depth: Annotated[int, Field(ge=1, le=3, description="Hops for callers/callees/supertypes/subtypes "
+                                                            "(1-3, default 1).")] = 1,
+        limit: Annotated[int, Field(ge=1, le=tools.TRACE_MAX_LIMIT, description="Most locations to return "
+                                                                                "(default 50).")] = 50,
+        path: PathArg = None,
+        workspace: WorkspaceArg = None,
+    ) -> CallToolResult:
+        return gateway_of(ctx).codebase_trace(symbol, direction, depth, limit, path, workspace)
+
+    @server.tool(description=READ_SYMBOL, annotations=_READ_ONLY, title="Read a symbol or a file outline")
+    def read_symbol(
+        symbol: Annotated[str, Field(description="Qualified name, `path:line`, or a file path for its outline.")],
+        ctx: Context[Gateway],
+        expand: Annotated[list[str] | None, Field(description="Members to show in full, by name "
+                                                              "(`validateToken`); the rest stay collapsed.")] = None,
+        path: PathArg = None,
+        workspace: WorkspaceArg = None,
+    ) -> CallToolResult:
+        return gateway_of(ctx).read_symbol(symbol, expand, path, workspace)
+
+    @server.tool(description=INDEX_STATUS, annotations=_READ_ONLY, title="Index status")
+    def index_status(ctx: Context[Gateway], workspace: WorkspaceArg = None) -> CallToolResult:
+        return gateway_of(ctx).index_status(workspace)
+
+    return server
+
+
+def serve(settings: Settings, workspace: Path, transport: Transport = "stdio", host: str = "127.0.0.1",
+          port: int = 8765) -> None:
+    server = build_server(settings, workspace)
+    log.info("serving", extra={"transport": transport, "workspace": str(workspace),
+                               "retrieval": settings.retrieval_addr, "analysis": settings.analysis_addr})
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=host, port=port)

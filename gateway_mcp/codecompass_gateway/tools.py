@@ -1,0 +1,429 @@
+"""What each MCP tool does and how its answer reads, apart from the protocol plumbing (`server`).
+
+Every tool returns a `CallToolResult`: text for the model that called it, structured content for
+the client program, and `isError` with one line that says what to change when it could not answer.
+Nothing here raises to the SDK: a failure the caller can fix is a `ToolInputError`, a service that
+is down is a `ServiceError`, and `tool_errors` turns both (and anything unexpected) into tool errors.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp.types import Annotations, CallToolResult, TextContent
+
+from codecompass.clients.analysis_model import (
+    FileChunks,
+    RenderRequest,
+    TraceDirection,
+    TraceOutcome,
+    TraceQuery,
+    TraceRoot,
+)
+from codecompass.clients.errors import INVALID, NOT_FOUND, ServiceError
+from codecompass.common.chunks import NodeKind
+from codecompass.common.logging import get_logger
+from codecompass.common.telemetry import current_trace_ids, tracer
+from codecompass.common.tokens import count_tokens
+from codecompass.retrieval.filters import FilterError, Filters
+from codecompass.retrieval.state import IndexStatusReport
+
+log = get_logger("codecompass.gateway.tools")
+_tracer = tracer("codecompass.gateway")
+
+# Claude Code rejects a tool result over 25,000 tokens; no answer may reach it, whatever the caller
+# asks for. The selection budget stays below it so the structured content and notes fit beside it.
+RESPONSE_MAX_TOKENS = 25_000
+SELECTION_MAX_TOKENS = 20_000
+# Claude Code saves a result over 50,000 characters to a file instead of showing it; an answer at
+# the default budget stays under that.
+DEFAULT_MAX_CHARS = 50_000
+# Code lines per result when selection did not run (the ranked list answers with stored code).
+RANKED_CODE_LINES = 80
+TRACE_MAX_LIMIT = 200
+SNIPPET_CHARS = 160
+_LOCATION = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
+
+
+class ToolInputError(Exception):
+    """An argument the caller can fix; the message says how, in one line."""
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def error_result(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=one_line(message))], is_error=True)
+
+
+def tool_errors(name: str) -> Callable[[Callable[..., CallToolResult]], Callable[..., CallToolResult]]:
+    """One span per tool call, and every failure as a tool error with one clear line."""
+
+    def wrap(fn: Callable[..., CallToolResult]) -> Callable[..., CallToolResult]:
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> CallToolResult:
+            with _tracer.start_as_current_span(f"tool {name}") as span:
+                span.set_attribute("mcp.tool.name", name)
+                try:
+                    return fn(*args, **kwargs)
+                except ToolInputError as exc:
+                    span.set_attribute("mcp.tool.error", "input")
+                    return error_result(f"{name}: {exc}")
+                except ServiceError as exc:
+                    span.set_attribute("mcp.tool.error", exc.kind)
+                    log.warning("tool call failed", extra={"tool": name, "service": exc.service, "kind": exc.kind})
+                    if exc.kind in (INVALID, NOT_FOUND):
+                        return error_result(f"{name}: {exc}")
+                    return error_result(f"{name}: {exc.user_message()}")
+                except Exception as exc:  # the boundary: a bug must not end the session
+                    span.record_exception(exc)
+                    log.exception("tool crashed", extra={"tool": name})
+                    return error_result(f"{name}: internal error ({type(exc).__name__}); the gateway's log has details")
+
+        return run
+
+    return wrap
+
+
+def trace_id() -> str:
+    ids = current_trace_ids()
+    return ids[0] if ids else ""
+
+
+# --- workspaces --------------------------------------------------------------------------------
+
+
+def resolve_workspace(given: str | None, default: Path) -> Path:
+    """The workspace a call is about: `given` (absolute, an existing folder) or the server's own."""
+    if given is None or not given.strip():
+        return default
+    path = Path(given.strip()).expanduser()
+    if not path.is_absolute():
+        raise ToolInputError(f"workspace must be an absolute path, got {given!r}")
+    path = path.resolve()
+    if not path.exists():
+        raise ToolInputError(f"workspace {str(path)!r} does not exist")
+    if not path.is_dir():
+        raise ToolInputError(f"workspace {str(path)!r} is not a folder")
+    return path
+
+
+def workspace_file(workspace: Path, text: str) -> str | None:
+    """`text` as a workspace-relative file path when it names a file inside the workspace."""
+    candidate = Path(text.strip())
+    path = (candidate if candidate.is_absolute() else workspace / candidate).resolve()
+    try:
+        relative = path.relative_to(workspace)
+    except ValueError:
+        return None
+    return relative.as_posix() if path.is_file() else None
+
+
+# --- semantic_search ---------------------------------------------------------------------------
+
+
+def search_filters(path: str | None, kind: str | None, include_tests: bool) -> Filters:
+    try:
+        return Filters(
+            path_patterns=(path.strip(),) if path and path.strip() else (),
+            node_kinds=(NodeKind(kind),) if kind else (),
+            exclude_tests=not include_tests,
+        )
+    except FilterError as exc:
+        raise ToolInputError(f"invalid path filter: {exc}") from None
+    except ValueError:
+        kinds = ", ".join(k.value for k in NodeKind)
+        raise ToolInputError(f"kind must be one of {kinds}; got {kind!r}") from None
+
+
+@dataclass(frozen=True)
+class SearchBudget:
+    selection_tokens: int | None  # None: the configured default
+    max_chars: int | None  # None: no character cap (the caller chose a budget)
+    capped_from: int | None = None  # the caller's max_tokens when it was above the ceiling
+
+
+def search_budget(max_tokens: int | None) -> SearchBudget:
+    if max_tokens is None:
+        return SearchBudget(selection_tokens=None, max_chars=DEFAULT_MAX_CHARS)
+    if max_tokens > SELECTION_MAX_TOKENS:
+        return SearchBudget(selection_tokens=SELECTION_MAX_TOKENS, max_chars=None, capped_from=max_tokens)
+    return SearchBudget(selection_tokens=max_tokens, max_chars=None)
+
+
+def _priority(result: dict[str, Any], best: float) -> float:
+    value = result.get("relevance")
+    if value is None:  # the ranked list: scores relative to the best one
+        value = result["score"] / best if best > 0 else 0.0
+    return round(min(1.0, max(0.0, float(value))), 4)
+
+
+def _result_text(result: dict[str, Any]) -> str:
+    header = result.get("header") or f"// {result['path']} > {result['qualified_name']}"
+    text = f"{header}\n{result['code']}"
+    omitted = result.get("code_lines_omitted") or result.get("lines_omitted") or 0
+    if omitted and not result.get("header"):
+        text += f"\n// … {omitted} more lines: read_symbol \"{result['path']}:{result['start_line']}\""
+    return text
+
+
+def search_notes(payload: dict[str, Any], workspace: Path, query: str) -> list[str]:
+    meta = payload["metadata"]
+    notes = []
+    status = meta.get("indexing_status", "ready")
+    if status != "ready":
+        total, embedded = meta.get("total_chunks", 0), meta.get("embedded_chunks", 0)
+        share = f", {embedded}/{total} chunks embedded" if total else ""
+        notes.append(f"The index of {workspace} is {status.replace('_', ' ')}{share}: these results are lexical "
+                     "(exact words and identifiers) until embeddings catch up; ask again later for semantic matches.")
+    elif meta.get("semantic_fallback"):
+        reason = meta.get("semantic_skipped_reason") or "unavailable"
+        notes.append(f"Semantic search was skipped ({reason}); results are lexical.")
+    if not payload["results"]:
+        notes.append(f"No code in {workspace} matched {query!r} well enough. Try the identifiers you expect "
+                     "(a function or class name), a shorter query, or a lower min_relevance.")
+    return notes
+
+
+def search_result(payload: dict[str, Any], workspace: Path, query: str, budget: SearchBudget,
+                  extra_metadata: dict[str, Any]) -> CallToolResult:
+    """One text item per result (header + code, priority = relevance), structured content without
+    the code, and the whole within RESPONSE_MAX_TOKENS (and DEFAULT_MAX_CHARS at the default budget):
+    the lowest-ranked results go first when it is not."""
+    results = list(payload["results"])
+    best = max((r["score"] for r in results), default=0.0)
+    notes = search_notes(payload, workspace, query)
+    items = [(_result_text(r), _priority(r, best)) for r in results]
+    structured_results = [{k: v for k, v in r.items() if k != "code"} for r in results]
+    metadata = {**payload["metadata"], **extra_metadata, "workspace": str(workspace)}
+    if budget.capped_from is not None:
+        metadata["max_tokens_capped"] = {"requested": budget.capped_from, "used": SELECTION_MAX_TOKENS,
+                                         "reason": f"no answer may exceed {RESPONSE_MAX_TOKENS} tokens"}
+
+    def build(keep: int) -> tuple[list[TextContent], dict[str, Any]]:
+        content = [TextContent(type="text", text=note, annotations=Annotations(audience=["assistant"], priority=1.0))
+                   for note in notes]
+        content += [TextContent(type="text", text=text, annotations=Annotations(audience=["assistant"], priority=p))
+                    for text, p in items[:keep]]
+        structured = {"results": structured_results[:keep], "selection": payload.get("selection"),
+                      "metadata": dict(metadata)}
+        if keep < len(items):
+            structured["metadata"]["response_truncated"] = {
+                "dropped_results": len(items) - keep,
+                "reason": "response size cap (25,000 tokens; 50,000 characters at the default budget)"}
+        if not content:
+            content = [TextContent(type="text", text="No results.")]
+        return content, structured
+
+    keep = len(items)
+    content, structured = build(keep)
+    while keep > 0 and not _fits(content, structured, budget.max_chars):
+        keep -= 1
+        content, structured = build(keep)
+    tokens = sum(count_tokens(c.text) for c in content) + count_tokens(json.dumps(structured))
+    structured["metadata"]["response_tokens"] = tokens
+    return CallToolResult(content=content, structured_content=structured)
+
+
+def _fits(content: list[TextContent], structured: dict[str, Any], max_chars: int | None) -> bool:
+    serialized = json.dumps(structured)
+    if max_chars is not None and sum(len(c.text) for c in content) + len(serialized) > max_chars:
+        return False
+    return sum(count_tokens(c.text) for c in content) + count_tokens(serialized) <= RESPONSE_MAX_TOKENS
+
+
+# --- codebase_trace ----------------------------------------------------------------------------
+
+_DIRECTION_PHRASE = {
+    TraceDirection.CALLERS: "callers of",
+    TraceDirection.CALLEES: "callees of",
+    TraceDirection.REFERENCES: "references to",
+    TraceDirection.IMPLEMENTATIONS: "implementations of",
+    TraceDirection.SUPERTYPES: "supertypes of",
+    TraceDirection.SUBTYPES: "subtypes of",
+}
+
+
+def _snippet(text: str) -> str:
+    text = one_line(text)
+    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
+
+
+def _root_line(root: TraceRoot) -> str:
+    return f"{root.qualified_name} ({root.relative_path}:{root.start_line}-{root.end_line})"
+
+
+def trace_text(outcome: TraceOutcome, direction: TraceDirection, depth: int) -> str:
+    phrase = _DIRECTION_PHRASE[direction]
+    lines = [f"{phrase} {_root_line(outcome.root)}"]
+    shown = len(outcome.nodes)
+    if outcome.partial:
+        reason = outcome.partial_reason.value if outcome.partial_reason else "partial"
+        hint = {"limit": "raise limit to see more", "deadline": "the 5 s budget ran out; lower depth",
+                "depth": "depth is at most 3"}.get(reason, "")
+        lines.append(f"{shown} shown of {outcome.total_found} found — partial ({reason}{'; ' + hint if hint else ''})")
+    else:
+        lines.append(f"{shown} found (depth {depth}), complete")
+    if not outcome.nodes:
+        lines.append(f"none: the type checker found no {phrase.split()[0]} in the workspace")
+    for node in outcome.nodes:
+        indent = "  " * (node.depth - 1)
+        name = node.qualified_name or "(top level)"
+        lines.append(f"{indent}{node.relative_path}:{node.line}  {name}  — {_snippet(node.snippet)}")
+    return "\n".join(lines)
+
+
+def trace_structured(outcome: TraceOutcome, direction: TraceDirection) -> dict[str, Any]:
+    root = outcome.root
+    return {
+        "direction": direction.value,
+        "root": {"path": root.relative_path, "qualified_name": root.qualified_name, "start_line": root.start_line,
+                 "end_line": root.end_line, "id": root.chunk_id},
+        "nodes": [{"path": n.relative_path, "line": n.line, "qualified_name": n.qualified_name, "id": n.chunk_id,
+                   "depth": n.depth, "snippet": _snippet(n.snippet)} for n in outcome.nodes],
+        "partial": outcome.partial,
+        "partial_reason": outcome.partial_reason.value if outcome.partial_reason else None,
+        "total_found": outcome.total_found,
+        "returned": len(outcome.nodes),
+    }
+
+
+# --- read_symbol -------------------------------------------------------------------------------
+
+
+@dataclass
+class SymbolView:
+    root: TraceRoot
+    source: str
+    token_count: int
+    expanded: list[str] = field(default_factory=list)
+    not_found: list[str] = field(default_factory=list)
+
+
+def expand_name(root: TraceRoot, name: str) -> str:
+    """A child name as a qualified name: `validateToken` under `TokenService`, or already qualified."""
+    name = name.strip()
+    return name if name.startswith(root.qualified_name + ".") else f"{root.qualified_name}.{name}"
+
+
+def resolve_query(workspace: Path, symbol: str, relative_path: str = "") -> TraceQuery:
+    """A trace that only resolves `symbol`: supertypes is the direction that costs no reference
+    search, and a limit of one keeps the walk to one step."""
+    return TraceQuery(workspace_root=str(workspace), symbol=symbol, relative_path=relative_path,
+                      direction=TraceDirection.SUPERTYPES, depth=1, limit=1)
+
+
+def render_request(root: TraceRoot, child_ids: list[str]) -> RenderRequest:
+    return RenderRequest(symbol_id=root.chunk_id, expand_child_ids=tuple(child_ids), relative_path=root.relative_path)
+
+
+def clip_to_tokens(text: str, max_tokens: int) -> tuple[str, int]:
+    """`text` cut at a line so that it fits `max_tokens`, and how many lines were cut."""
+    if count_tokens(text) <= max_tokens:
+        return text, 0
+    lines = text.splitlines()
+    low, high = 0, len(lines)
+    while low < high:  # the most lines that fit
+        mid = (low + high + 1) // 2
+        if count_tokens("\n".join(lines[:mid])) <= max_tokens:
+            low = mid
+        else:
+            high = mid - 1
+    return "\n".join(lines[:low]), len(lines) - low
+
+
+def symbol_result(view: SymbolView, workspace: Path, metadata: dict[str, Any]) -> CallToolResult:
+    root = view.root
+    header = f"// {root.relative_path} > {root.qualified_name}  (lines {root.start_line}-{root.end_line})"
+    source, cut = clip_to_tokens(view.source, SELECTION_MAX_TOKENS)
+    text = f"{header}\n{source}"
+    if cut:
+        text += f"\n// … {cut} more lines cut to stay within the response limit; expand fewer members"
+    notes = []
+    if view.not_found:
+        notes.append(f"no member named {', '.join(view.not_found)} under {root.qualified_name}; "
+                     "the collapsed lines above name the members there are")
+    content = [TextContent(type="text", text=text)] + [TextContent(type="text", text=n) for n in notes]
+    structured = {
+        "path": root.relative_path, "qualified_name": root.qualified_name, "start_line": root.start_line,
+        "end_line": root.end_line, "id": root.chunk_id, "tokens": view.token_count, "expanded": view.expanded,
+        "expand_not_found": view.not_found, "lines_cut": cut,
+        "metadata": {**metadata, "workspace": str(workspace)},
+    }
+    return CallToolResult(content=content, structured_content=structured)
+
+
+def outline_result(chunks: FileChunks, workspace: Path, metadata: dict[str, Any]) -> CallToolResult:
+    if chunks.status == "skipped":
+        raise ToolInputError(f"{chunks.relative_path} is not indexed ({chunks.skip_detail or 'skipped'})")
+    symbols = [c for c in chunks.chunks if c.node_kind is not NodeKind.MODULE]
+    depth0 = min((c.depth for c in symbols), default=0)
+    lines = [(f"// {chunks.relative_path} — outline: {len(symbols)} symbols, {chunks.line_count} lines. "
+              "read_symbol with a name below shows its code.")]
+    entries = []
+    for chunk in symbols:
+        signature = _snippet(chunk.signature or f"{chunk.node_kind.value} {chunk.name}")
+        indent = "  " * (chunk.depth - depth0)
+        lines.append(f"L{chunk.start_line}-{chunk.end_line}  {indent}{signature}")
+        entries.append({"qualified_name": chunk.qualified_name, "kind": chunk.node_kind.value,
+                        "start_line": chunk.start_line, "end_line": chunk.end_line, "signature": signature,
+                        "depth": chunk.depth - depth0, "id": chunk.id})
+    if not symbols:
+        lines.append("(no declarations: only top-level statements)")
+    text, cut = clip_to_tokens("\n".join(lines), SELECTION_MAX_TOKENS)
+    structured = {"path": chunks.relative_path, "outline": entries, "line_count": chunks.line_count,
+                  "lines_cut": cut, "metadata": {**metadata, "workspace": str(workspace)}}
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+def location_of(symbol: str) -> tuple[str, int] | None:
+    match = _LOCATION.match(symbol.strip())
+    return (match["path"], int(match["line"])) if match else None
+
+
+# --- index_status ------------------------------------------------------------------------------
+
+
+def status_result(report: IndexStatusReport, workspace: Path, background: str | None,
+                  metadata: dict[str, Any]) -> CallToolResult:
+    share = report.embedded_chunks / report.chunks if report.chunks else 0.0
+    model = report.embedding_model_id or "none yet"
+    if report.embedding_model_version:
+        model += f" ({report.embedding_model_version})"
+    line = (f"{workspace}: {report.indexing_status.value.replace('_', ' ')} — {report.files} files, "
+            f"{report.chunks} chunks, {report.embedded_chunks} embedded ({share:.0%}), model {model}, "
+            f"index {report.index_bytes / 1e6:.1f} MB")
+    lines = [line]
+    if report.error:
+        lines.append(f"last indexing error: {one_line(report.error)}")
+    if background:
+        lines.append(f"this gateway: {background}")
+    if report.indexing_status.value != "ready":
+        lines.append("searches answer lexically (exact words and identifiers) until the index is ready")
+    structured = {
+        "workspace": str(workspace), "indexing_status": report.indexing_status.value, "files": report.files,
+        "chunks": report.chunks, "embedded_chunks": report.embedded_chunks, "embedded_share": round(share, 4),
+        "embedding_model_id": report.embedding_model_id, "embedding_model_version": report.embedding_model_version,
+        "index_format_version": report.index_format_version, "index_bytes": report.index_bytes,
+        "error": report.error, "background_indexing": background, "metadata": metadata,
+    }
+    return CallToolResult(content=[TextContent(type="text", text="\n".join(lines))], structured_content=structured)
+
+
+@contextmanager
+def not_found_as_input(message: str) -> Iterator[None]:
+    """A NOT_FOUND from a service is the caller's to fix: say what to change."""
+    try:
+        yield
+    except ServiceError as exc:
+        if exc.kind == NOT_FOUND:
+            raise ToolInputError(f"{exc}; {message}") from None
+        raise

@@ -1,0 +1,49 @@
+"""The analysis client's conversions survive a round trip through the wire messages."""
+
+from __future__ import annotations
+
+from codecompass.clients import analysis_convert as convert
+from codecompass.clients.analysis_model import (
+    FileChunks,
+    RenderedSymbol,
+    RenderRequest,
+    TraceDirection,
+    TraceNode,
+    TraceOutcome,
+    TracePartialReason,
+    TraceQuery,
+    TraceRoot,
+)
+from codecompass.common.chunks import Chunk, Language, NodeKind
+
+
+def test_trace_queries_round_trip_in_every_direction() -> None:
+    for direction in TraceDirection:
+        query = TraceQuery("/ws", "A.run", direction, relative_path="src/a.ts", depth=2, limit=7)
+        assert convert.trace_query_from_proto(convert.trace_query_to_proto(query)) == query
+
+
+def test_trace_outcomes_round_trip() -> None:
+    nodes = (TraceNode("src/b.ts", "main", "id-b", 12, "a.run()", 1), TraceNode("src/c.ts", "", "", 2, "x", 2))
+    for reason in (None, *TracePartialReason):
+        outcome = TraceOutcome(TraceRoot("src/a.ts", "A.run", 3, 9, "id-a"), nodes, reason is not None, reason, 9)
+        assert convert.trace_outcome_from_proto(convert.trace_outcome_to_proto(outcome)) == outcome
+
+
+def test_render_messages_round_trip() -> None:
+    spec = RenderRequest("id-a", ("id-b",), "src/a.ts")
+    message = convert.render_request_to_proto("/ws", [spec])
+    assert (message.workspace_root, message.specs[0].symbol_id, list(message.specs[0].expand_child_ids),
+            message.specs[0].relative_path) == ("/ws", "id-a", ["id-b"], "src/a.ts")
+    symbol = RenderedSymbol("id-a", "src/a.ts", "A", "class A { }", 4, 1, 9, ("id-x",))
+    assert convert.rendered_from_proto(convert.rendered_to_proto([symbol], ["gone"])) == (symbol,)
+
+
+def test_file_chunks_round_trip() -> None:
+    chunk = Chunk(id="c", snippet_hash="h", relative_path="src/a.ts", language=Language.TYPESCRIPT,
+                  node_kind=NodeKind.CLASS, name="A", qualified_name="A", parent_id="", child_ids=("d",), depth=1,
+                  signature="class A", full_source="class A {}", collapsed_source="class A {}", start_line=1,
+                  end_line=1, jsdoc="", jsdoc_start_line=0, relevant_imports=(), is_test=False, embedding_text="A")
+    for status in ("ok", "syntax_errors", "skipped"):
+        chunked = FileChunks("src/a.ts", status, (chunk,), line_count=3, skip_detail="d")
+        assert convert.file_chunks_from_proto(convert.file_chunks_to_proto(chunked)) == chunked

@@ -1,0 +1,99 @@
+"""The MCP server through the SDK's in-memory client: the tool list, argument errors and a
+service that is down, with no services running."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import pytest
+from codecompass_gateway.server import build_server
+from mcp import Client
+from mcp.types import CallToolResult
+
+from codecompass.common.config import load_settings
+
+_T = TypeVar("_T")
+
+
+@pytest.fixture
+def server(tmp_path: Path, free_port: int):
+    dead = f"127.0.0.1:{free_port}"
+    settings = dataclasses.replace(load_settings(), retrieval_addr=dead, rerank_addr=dead, selection_addr=dead,
+                                   analysis_addr=dead)
+    return build_server(settings, tmp_path)
+
+
+def session(server: Any, run: Callable[[Client], Awaitable[_T]], mode: str = "auto") -> _T:
+    async def main() -> _T:
+        async with Client(server, mode=mode) as client:
+            return await run(client)
+
+    return anyio.run(main)
+
+
+def call(server: Any, name: str, arguments: dict[str, Any]) -> CallToolResult:
+    return session(server, lambda c: c.call_tool(name, arguments))
+
+
+def error_line(result: CallToolResult) -> str:
+    assert result.is_error and len(result.content) == 1
+    text = result.content[0].text
+    assert "\n" not in text
+    return text
+
+
+def test_the_four_tools_describe_themselves(server) -> None:
+    listed = session(server, lambda c: c.list_tools()).tools
+    assert [t.name for t in listed] == ["semantic_search", "codebase_trace", "read_symbol", "index_status"]
+    for tool in listed:
+        assert len(tool.description) > 200 and tool.annotations.read_only_hint
+        assert tool.input_schema["properties"]["workspace"]["default"] is None
+    search = listed[0].input_schema
+    assert search["required"] == ["query"]
+    assert set(search["properties"]) == {"query", "max_tokens", "min_relevance", "path", "kind", "include_tests",
+                                         "rewrite", "workspace"}
+
+
+@pytest.mark.parametrize(("name", "arguments", "expected"), [
+    ("codebase_trace", {"symbol": "X", "direction": "sideways"},
+     "codebase_trace: invalid arguments: direction: Input should be 'callers'"),
+    ("semantic_search", {"query": "x", "max_tokens": 5}, "max_tokens: Input should be greater than or equal to 100"),
+    ("semantic_search", {}, "semantic_search: invalid arguments: query: Field required"),
+    ("codebase_trace", {"symbol": "X", "direction": "callers", "depth": 9}, "depth: Input should be less than"),
+    ("semantic_search", {"query": "x", "workspace": "relative/ws"}, "workspace must be an absolute path"),
+    ("index_status", {"workspace": "/no/such/dir"}, "workspace '/no/such/dir' does not exist"),
+    ("semantic_search", {"query": "  "}, "semantic_search: query is empty"),
+    ("codebase_trace", {"symbol": " ", "direction": "callers"}, "codebase_trace: symbol is empty"),
+    ("read_symbol", {"symbol": ""}, "read_symbol: symbol is empty"),
+])
+def test_bad_arguments_are_one_line_tool_errors(server, name, arguments, expected) -> None:
+    assert expected in error_line(call(server, name, arguments))
+
+
+def test_a_file_as_workspace_is_refused(server, tmp_path) -> None:
+    file = tmp_path / "a.ts"
+    file.write_text("export const a = 1;\n")
+    assert "is not a folder" in error_line(call(server, "index_status", {"workspace": str(file)}))
+
+
+@pytest.mark.parametrize(("name", "arguments", "service"), [
+    ("semantic_search", {"query": "tokens"}, "retrieval"),
+    ("index_status", {}, "retrieval"),
+    ("codebase_trace", {"symbol": "requireAuth", "direction": "callers"}, "analysis"),
+    ("read_symbol", {"symbol": "requireAuth"}, "analysis"),
+])
+def test_a_service_that_is_down_is_a_tool_error(server, name, arguments, service) -> None:
+    line = error_line(call(server, name, arguments))
+    assert line.startswith(f"{name}: {service} service not running at 127.0.0.1:")
+
+
+def test_the_previous_protocol_revision_lists_the_same_tools(server) -> None:
+    async def run(client: Client) -> tuple[str, list[str]]:
+        return client.protocol_version, [t.name for t in (await client.list_tools()).tools]
+
+    version, names = session(server, run, mode="legacy")
+    assert version == "2025-11-25" and len(names) == 4

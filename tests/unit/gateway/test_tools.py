@@ -1,0 +1,153 @@
+"""The tools' pure parts: workspaces, budgets and the response cap, and how traces, symbols and
+outlines read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from codecompass_gateway import tools
+
+from codecompass.clients.analysis_model import (
+    FileChunks,
+    TraceDirection,
+    TraceNode,
+    TraceOutcome,
+    TracePartialReason,
+    TraceRoot,
+)
+from codecompass.common.chunks import Chunk, Language, NodeKind
+from codecompass.common.tokens import count_tokens
+
+
+def test_a_workspace_is_the_default_or_an_absolute_existing_folder(tmp_path: Path) -> None:
+    assert tools.resolve_workspace(None, tmp_path) == tmp_path
+    assert tools.resolve_workspace("  ", tmp_path) == tmp_path
+    (tmp_path / "ws").mkdir()
+    assert tools.resolve_workspace(str(tmp_path / "ws" / ".." / "ws"), Path("/")) == tmp_path / "ws"
+    for bad, reason in (("ws", "absolute"), (str(tmp_path / "nope"), "does not exist")):
+        with pytest.raises(tools.ToolInputError, match=reason):
+            tools.resolve_workspace(bad, tmp_path)
+
+
+def test_a_file_path_is_recognised_only_inside_the_workspace(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.ts").write_text("export {};\n")
+    assert tools.workspace_file(tmp_path, "src/a.ts") == "src/a.ts"
+    assert tools.workspace_file(tmp_path, str(tmp_path / "src" / "a.ts")) == "src/a.ts"
+    assert tools.workspace_file(tmp_path, "src") is None
+    assert tools.workspace_file(tmp_path, "../etc/passwd") is None
+    assert tools.workspace_file(tmp_path, "TokenService") is None
+    assert tools.location_of("src/a.ts:12") == ("src/a.ts", 12)
+    assert tools.location_of("TokenService.validateToken") is None
+
+
+def test_filters_name_what_is_wrong() -> None:
+    filters = tools.search_filters("src/auth", "method", include_tests=False)
+    assert filters.path_patterns == ("src/auth",) and filters.node_kinds == (NodeKind.METHOD,)
+    assert filters.exclude_tests
+    with pytest.raises(tools.ToolInputError, match="kind must be one of function"):
+        tools.search_filters(None, "widget", True)
+    with pytest.raises(tools.ToolInputError, match="invalid path filter"):
+        tools.search_filters("src/[a", None, True)
+
+
+def test_the_budget_is_capped_below_the_response_limit() -> None:
+    assert tools.search_budget(None) == tools.SearchBudget(None, tools.DEFAULT_MAX_CHARS)
+    assert tools.search_budget(3000) == tools.SearchBudget(3000, None)
+    capped = tools.search_budget(200_000)
+    assert capped.selection_tokens == tools.SELECTION_MAX_TOKENS and capped.capped_from == 200_000
+
+
+def _payload(results: int, code_lines: int) -> dict:
+    code = "\n".join(f"  const value{i} = compute(value{i - 1}, 'some text here');" for i in range(code_lines))
+    return {
+        "results": [{"path": f"src/f{i}.ts", "qualified_name": f"f{i}", "start_line": 1, "end_line": code_lines,
+                     "header": f"// src/f{i}.ts > f{i}", "code": code, "score": 1.0 - i / 100,
+                     "relevance": 1.0 - i / 50, "why": "match"} for i in range(results)],
+        "selection": None,
+        "metadata": {"indexing_status": "ready"},
+    }
+
+
+def test_the_response_never_exceeds_25000_tokens_whatever_the_budget() -> None:
+    payload = _payload(results=30, code_lines=150)  # ~60k tokens of code
+    result = tools.search_result(payload, Path("/ws"), "q", tools.search_budget(1_000_000), {})
+    texts = [c.text for c in result.content]
+    total = sum(count_tokens(t) for t in texts) + count_tokens(json.dumps(result.structured_content))
+    assert total <= tools.RESPONSE_MAX_TOKENS
+    meta = result.structured_content["metadata"]
+    assert meta["response_truncated"]["dropped_results"] == 30 - len(texts) > 0
+    assert len(result.structured_content["results"]) == len(texts)
+    assert texts[0].startswith("// src/f0.ts > f0\n  const value0")
+    assert [c.annotations.priority for c in result.content] == sorted(
+        (c.annotations.priority for c in result.content), reverse=True)
+
+
+def test_the_default_budget_stays_under_50000_characters() -> None:
+    result = tools.search_result(_payload(results=12, code_lines=100), Path("/ws"), "q", tools.search_budget(None), {})
+    size = sum(len(c.text) for c in result.content) + len(json.dumps(result.structured_content))
+    assert size <= tools.DEFAULT_MAX_CHARS and "response_truncated" in result.structured_content["metadata"]
+
+
+def test_no_results_and_a_cold_index_are_said_not_left_empty() -> None:
+    payload = {"results": [], "selection": None,
+               "metadata": {"indexing_status": "indexing", "total_chunks": 10, "embedded_chunks": 2}}
+    result = tools.search_result(payload, Path("/ws"), "nothing", tools.search_budget(None), {})
+    assert not result.is_error and len(result.content) == 2
+    assert "lexical" in result.content[0].text and "2/10 chunks embedded" in result.content[0].text
+    assert "No code in /ws matched 'nothing'" in result.content[1].text
+
+
+def test_a_trace_reads_one_line_per_location() -> None:
+    outcome = TraceOutcome(
+        root=TraceRoot("src/a.ts", "A.run", 3, 9, "id-a"),
+        nodes=(TraceNode("src/b.ts", "main", "id-b", 12, "  a.run(   1 )  ", 1),
+               TraceNode("src/c.ts", "", "", 2, "x" * 400, 2)),
+        partial=True, partial_reason=TracePartialReason.LIMIT, total_found=7)
+    text = tools.trace_text(outcome, TraceDirection.CALLERS, 2)
+    lines = text.splitlines()
+    assert lines[0] == "callers of A.run (src/a.ts:3-9)"
+    assert lines[1].startswith("2 shown of 7 found — partial (limit; raise limit")
+    assert lines[2] == "src/b.ts:12  main  — a.run( 1 )"
+    assert lines[3].startswith("  src/c.ts:2  (top level)  — xxx") and len(lines[3]) < 200
+    none = tools.trace_text(TraceOutcome(outcome.root, (), False, None, 0), TraceDirection.SUBTYPES, 1)
+    assert none.splitlines()[1:] == ["0 found (depth 1), complete",
+                                     "none: the type checker found no subtypes in the workspace"]
+
+
+def test_a_long_symbol_is_cut_at_a_line_to_fit() -> None:
+    text = "\n".join(f"line {i} " + "word " * 20 for i in range(3000))
+    clipped, cut = tools.clip_to_tokens(text, 1000)
+    assert count_tokens(clipped) <= 1000 and cut > 0 and len(clipped.splitlines()) + cut == 3000
+    assert tools.clip_to_tokens("short", 10) == ("short", 0)
+
+
+def _chunk(name: str, kind: NodeKind, depth: int, start: int, end: int, signature: str) -> Chunk:
+    return Chunk(id=name, snippet_hash="", relative_path="src/a.ts", language=Language.TYPESCRIPT, node_kind=kind,
+                 name=name.rsplit(".", 1)[-1], qualified_name=name, parent_id="", child_ids=(), depth=depth,
+                 signature=signature, full_source="", collapsed_source="", start_line=start, end_line=end, jsdoc="",
+                 jsdoc_start_line=0, relevant_imports=(), is_test=False, embedding_text="")
+
+
+def test_an_outline_lists_declarations_by_nesting() -> None:
+    chunks = FileChunks("src/a.ts", "ok", (
+        _chunk("<module>", NodeKind.MODULE, 0, 1, 20, ""),
+        _chunk("A", NodeKind.CLASS, 1, 2, 19, "export class A"),
+        _chunk("A.run", NodeKind.METHOD, 2, 3, 9, "run(x: number):\n  void"),
+    ), line_count=20)
+    result = tools.outline_result(chunks, Path("/ws"), {})
+    lines = result.content[0].text.splitlines()
+    assert lines[1:] == ["L2-19  export class A", "L3-9    run(x: number): void"]
+    assert [e["qualified_name"] for e in result.structured_content["outline"]] == ["A", "A.run"]
+    with pytest.raises(tools.ToolInputError, match="not indexed"):
+        tools.outline_result(FileChunks("min.js", "skipped", (), skip_detail="minified"), Path("/ws"), {})
+
+
+def test_expand_names_are_relative_to_the_symbol() -> None:
+    root = TraceRoot("src/a.ts", "A", 1, 9, "id")
+    assert tools.expand_name(root, "run") == "A.run"
+    assert tools.expand_name(root, "A.run") == "A.run"
+    query = tools.resolve_query(Path("/ws"), "A.run", "src/a.ts")
+    assert (query.direction, query.limit, query.relative_path) == (TraceDirection.SUPERTYPES, 1, "src/a.ts")

@@ -2,13 +2,15 @@
 // files, render symbols. The gRPC layer (server.ts) only converts and maps
 // errors; everything here is testable without a network.
 import * as path from 'node:path';
+import type ts from 'typescript';
 import { type ChunkOutput, chunkText } from './chunker';
 import { CHECKER_WORKER_SCRIPT, CheckerWorker } from './checkerClient';
 import type { WindowFile } from './checkerProtocol';
 import type { AnalysisConfig } from './config';
 import { CancelledError } from './errors';
 import { type FsOps, type Skip, isSourceFileName, languageOf, loadSource, realFs, skipForError } from './fileio';
-import { renderSymbol } from './render';
+import { parseForRender, renderFromSource } from './render';
+import { discoverSymbols } from './symbols';
 import { ScanCancelledError, compareStrings, listSourceFiles, scanWorkspace } from './scanner';
 import { countTokens } from './tokens';
 import type { TraceRequest, TraceResult } from './trace';
@@ -216,7 +218,7 @@ export class AnalysisService {
       let rendered: RenderedSymbol | undefined;
       for (const relativePath of candidates) {
         const source = this.renderSource(workspace, relativePath);
-        rendered = source && renderSymbol(source.chunks, source.text, { symbolId: spec.symbolId, expandChildIds: spec.expandChildIds });
+        rendered = source && renderFromSource(source.sourceFile, source.relativePath, spec);
         if (rendered) break;
       }
       if (rendered) symbols.push(rendered);
@@ -339,7 +341,7 @@ export class AnalysisService {
     };
   }
 
-  private renderSource(workspace: Workspace, relativePath: string): { text: string; chunks: ChunkedFile['chunks'] } | undefined {
+  private renderSource(workspace: Workspace, relativePath: string): { sourceFile: ts.SourceFile; relativePath: string } | undefined {
     let resolved;
     try {
       resolved = resolveRequestPath(workspace, relativePath);
@@ -352,12 +354,13 @@ export class AnalysisService {
     const loaded = this.loadTarget({ relativePath: resolved.relativePath, absolutePath: resolved.absolutePath, skip: undefined });
     if (!loaded.load?.ok) return undefined;
     const cached = workspace.cachedRender(resolved.relativePath, loaded.load.contentHash);
-    if (cached) return cached;
-    const chunked = this.toChunkedFile(workspace, loaded, undefined);
-    workspace.rememberSymbols(chunked.relativePath, chunked.chunks);
-    const entry = { contentHash: loaded.load.contentHash, text: loaded.load.text, chunks: chunked.chunks };
-    workspace.cacheRender(resolved.relativePath, entry);
-    return entry;
+    if (cached) return { sourceFile: cached.sourceFile, relativePath: resolved.relativePath };
+    // Parse and discover only: rendering needs the symbol tree, not chunks with their
+    // embedding texts and token counts (most of a full chunking's cost on a large file).
+    const sourceFile = parseForRender(resolved.relativePath, loaded.load.text, languageOf(resolved.relativePath) ?? 'typescript');
+    workspace.rememberSymbolIds(resolved.relativePath, discoverSymbols(sourceFile, resolved.relativePath).byId.keys());
+    workspace.cacheRender(resolved.relativePath, { contentHash: loaded.load.contentHash, sourceFile });
+    return { sourceFile, relativePath: resolved.relativePath };
   }
 }
 

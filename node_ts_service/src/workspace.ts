@@ -3,6 +3,7 @@
 // every request inside its workspace root.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type ts from 'typescript';
 import type { Chunk } from './types';
 
 export type RequestErrorKind = 'invalid_argument' | 'not_found';
@@ -18,10 +19,10 @@ export class RequestError extends Error {
   }
 }
 
+/** A file parsed for rendering, kept per content hash: parsing is the cost of a render. */
 export interface RenderCacheEntry {
   contentHash: string;
-  text: string;
-  chunks: Chunk[];
+  sourceFile: ts.SourceFile;
 }
 
 /** Enough for every symbol of a very large workspace; beyond it the oldest ids are forgotten. */
@@ -40,9 +41,13 @@ export class Workspace {
   ) {}
 
   rememberSymbols(relativePath: string, chunks: readonly Chunk[]): void {
-    for (const chunk of chunks) {
-      this.symbolPaths.delete(chunk.id);
-      this.symbolPaths.set(chunk.id, relativePath);
+    this.rememberSymbolIds(relativePath, chunks.map((c) => c.id));
+  }
+
+  rememberSymbolIds(relativePath: string, ids: Iterable<string>): void {
+    for (const id of ids) {
+      this.symbolPaths.delete(id);
+      this.symbolPaths.set(id, relativePath);
     }
     while (this.symbolPaths.size > MAX_SYMBOL_PATHS) {
       this.symbolPaths.delete(this.symbolPaths.keys().next().value as string);

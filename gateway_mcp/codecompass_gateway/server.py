@@ -57,6 +57,9 @@ SERVER_NAME = "codecompass"
 Transport = Literal["stdio", "streamable-http"]
 # Status and resolution calls are small; a trace on a large workspace first builds its Program.
 STATUS_TIMEOUT_S = 5.0
+# How long a search on a workspace this gateway is indexing waits for its lexical index: the
+# first answer on a cold workspace is lexical, not empty (issue 9's goal: useful within 5 s).
+LEXICAL_WAIT_S = 10.0
 
 INSTRUCTIONS = """\
 CodeCompass searches and navigates the TypeScript/JavaScript workspace it was started for (and any
@@ -69,22 +72,30 @@ and type hierarchies through the type checker. `index_status` says how far index
 
 class BackgroundIndexer:
     """Starts indexing a workspace that is not indexed, once per workspace, without waiting on it:
-    `IndexWorkspace(wait_for_embeddings=False)` writes the lexical index first, so searches
-    answer lexically within seconds while embeddings continue in the retrieval service."""
+    `IndexWorkspace(wait_for_embeddings=False)` writes the lexical index first and returns, while
+    embeddings continue in the retrieval service. A search may wait a bounded time for that
+    lexical index (`wait_lexical`); the handshake never waits for anything."""
 
     def __init__(self, retrieval: RetrievalClient, timeout_s: float) -> None:
         self._retrieval = retrieval
         self._timeout_s = timeout_s
         self._lock = threading.Lock()
         self._state: dict[str, str] = {}
+        self._lexical: dict[str, threading.Event] = {}
 
     def ensure(self, workspace: Path) -> None:
         key = str(workspace)
         with self._lock:
-            if key in self._state:
+            if key in self._lexical:
                 return
-            self._state[key] = ""
+            self._lexical[key] = threading.Event()
         threading.Thread(target=self._run, args=(key,), name=f"index {key}", daemon=True).start()
+
+    def wait_lexical(self, workspace: Path, timeout_s: float) -> bool:
+        """Waits until the workspace has a lexical index (or this gateway gave up making one)."""
+        with self._lock:
+            event = self._lexical.get(str(workspace))
+        return event is None or event.wait(timeout_s)
 
     def describe(self, workspace: Path) -> str | None:
         """What this gateway did about the workspace's index, when it started indexing it."""
@@ -96,6 +107,8 @@ class BackgroundIndexer:
             self._state[key] = state
 
     def _run(self, key: str) -> None:
+        with self._lock:
+            lexical = self._lexical[key]
         try:
             status = self._retrieval.status(key, STATUS_TIMEOUT_S).indexing_status
             if status in (IndexingStatus.READY, IndexingStatus.INDEXING):
@@ -110,7 +123,10 @@ class BackgroundIndexer:
             # Forget the attempt so the next call on this workspace tries again.
             with self._lock:
                 self._state.pop(key, None)
+                self._lexical.pop(key, None)
             log.warning("background indexing failed", extra={"workspace": key, "detail": exc.user_message()})
+        finally:
+            lexical.set()
 
 
 @dataclass
@@ -152,13 +168,14 @@ class Gateway:
         if not query.strip():
             raise tools.ToolInputError("query is empty: describe the code you are looking for")
         budget = tools.search_budget(max_tokens)
+        lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
         request = PipelineRequest(
             workspace_root=str(root), query=query, filters=tools.search_filters(path, kind, include_tests),
             max_tokens=budget.selection_tokens, min_relevance=min_relevance,
         )
         answer = self.pipeline.run(request)
         payload = answer_to_dict(answer, tools.RANKED_CODE_LINES)
-        extra = {"trace_id": tools.trace_id(), "query": query,
+        extra = {"trace_id": tools.trace_id(), "query": query, "lexical_index_ready": lexical_ready,
                  "rewrite": {"requested": rewrite, "applied": False, "reason": "query rewriting is not available yet"}}
         return tools.search_result(payload, root, query, budget, extra)
 

@@ -168,6 +168,8 @@ def _priority(result: dict[str, Any], best: float) -> float:
 
 def _result_text(result: dict[str, Any]) -> str:
     header = result.get("header") or f"// {result['path']} > {result['qualified_name']}"
+    if result.get("stale"):
+        header += "  (stale: the file changed since it was indexed; read_symbol shows it as it is now)"
     text = f"{header}\n{result['code']}"
     omitted = result.get("code_lines_omitted") or result.get("lines_omitted") or 0
     if omitted and not result.get("header"):
@@ -184,6 +186,9 @@ def search_notes(payload: dict[str, Any], workspace: Path, query: str) -> list[s
         share = f", {embedded}/{total} chunks embedded" if total else ""
         notes.append(f"The index of {workspace} is {status.replace('_', ' ')}{share}: these results are lexical "
                      "(exact words and identifiers) until embeddings catch up; ask again later for semantic matches.")
+    elif meta.get("freshness_status") == "syncing":
+        notes.append("Recent edits are still being indexed: results marked stale show the code as it was "
+                     "indexed; read_symbol shows it as it is now.")
     elif meta.get("semantic_fallback"):
         reason = meta.get("semantic_skipped_reason") or "unavailable"
         notes.append(f"Semantic search was skipped ({reason}); results are lexical.")

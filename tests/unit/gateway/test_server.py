@@ -97,3 +97,50 @@ def test_the_previous_protocol_revision_lists_the_same_tools(server) -> None:
 
     version, names = session(server, run, mode="legacy")
     assert version == "2025-11-25" and len(names) == 4
+
+
+class _FakeRetrieval:
+    def __init__(self, status: str, index_delay_s: float = 0.0, fail: bool = False) -> None:
+        self._status, self._delay, self._fail = status, index_delay_s, fail
+        self.indexed: list[str] = []
+
+    def status(self, workspace: str, timeout_s: float):
+        from codecompass.clients.errors import UNAVAILABLE, ServiceError
+        from codecompass.retrieval.state import IndexingStatus
+
+        if self._fail:
+            raise ServiceError("retrieval", "127.0.0.1:1", UNAVAILABLE, "down")
+        return type("Report", (), {"indexing_status": IndexingStatus(self._status)})()
+
+    def index(self, workspace: str, wait_for_embeddings: bool, timeout_s: float):
+        assert wait_for_embeddings is False
+        import time
+
+        time.sleep(self._delay)
+        self.indexed.append(workspace)
+        yield "progress"
+
+
+def test_a_cold_workspace_is_indexed_once_in_the_background(tmp_path: Path) -> None:
+    from codecompass_gateway.server import BackgroundIndexer
+
+    fake = _FakeRetrieval("not_indexed", index_delay_s=0.2)
+    indexer = BackgroundIndexer(fake, timeout_s=10)  # type: ignore[arg-type]
+    indexer.ensure(tmp_path)
+    indexer.ensure(tmp_path)
+    assert indexer.wait_lexical(tmp_path, 5)
+    assert fake.indexed == [str(tmp_path)]
+    assert "lexical index written" in indexer.describe(tmp_path)
+
+
+def test_a_ready_workspace_is_not_indexed_and_a_failure_is_retried(tmp_path: Path) -> None:
+    from codecompass_gateway.server import BackgroundIndexer
+
+    ready = _FakeRetrieval("ready")
+    indexer = BackgroundIndexer(ready, timeout_s=10)  # type: ignore[arg-type]
+    indexer.ensure(tmp_path)
+    assert indexer.wait_lexical(tmp_path, 5) and ready.indexed == [] and indexer.describe(tmp_path) is None
+    down = _FakeRetrieval("ready", fail=True)
+    failing = BackgroundIndexer(down, timeout_s=10)  # type: ignore[arg-type]
+    failing.ensure(tmp_path)
+    assert failing.wait_lexical(tmp_path, 5)  # a search does not wait on a service that is down

@@ -151,3 +151,13 @@ def test_expand_names_are_relative_to_the_symbol() -> None:
     assert tools.expand_name(root, "A.run") == "A.run"
     query = tools.resolve_query(Path("/ws"), "A.run", "src/a.ts")
     assert (query.direction, query.limit, query.relative_path) == (TraceDirection.SUPERTYPES, 1, "src/a.ts")
+
+
+def test_a_stale_result_and_a_running_sync_are_flagged() -> None:
+    payload = _payload(results=2, code_lines=3)
+    payload["results"][1]["stale"] = True
+    payload["metadata"]["freshness_status"] = "syncing"
+    result = tools.search_result(payload, Path("/ws"), "q", tools.search_budget(None), {})
+    texts = [c.text for c in result.content]
+    assert "still being indexed" in texts[0]
+    assert "(stale:" not in texts[1].splitlines()[0] and "(stale:" in texts[2].splitlines()[0]

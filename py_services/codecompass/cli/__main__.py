@@ -7,6 +7,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from codecompass_gateway.__main__ import SERVICE_NAME as GATEWAY_SERVICE_NAME
 from codecompass_gateway.__main__ import add_server_arguments
 
 from codecompass.cli import commands
@@ -117,8 +118,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = load_settings()
         # The CLI's own output is for people; only problems go to the JSON log on stderr.
-        configure_logging("codecompass-cli", level="WARNING")
-        init_telemetry("codecompass-cli")
+        if args.command == "mcp":
+            # A long-running server: it is the gateway in logs and traces, whoever started it.
+            configure_logging(GATEWAY_SERVICE_NAME)
+            init_telemetry(GATEWAY_SERVICE_NAME)
+        else:
+            configure_logging("codecompass-cli", level="WARNING")
+            init_telemetry("codecompass-cli")
     except ConfigError as exc:
         print(f"codecompass: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE

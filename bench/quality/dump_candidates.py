@@ -58,7 +58,6 @@ def candidate_request(query: Query) -> retrieval_pb2.SearchRequest:
         candidate_pool=CANDIDATE_POOL,
         ranking=retrieval_pb2.RANKING_MODE_FUSION,
         view=retrieval_pb2.RESULT_VIEW_SUMMARY,
-        skip_sync=True,
     )
 
 

@@ -75,7 +75,7 @@ MODES: dict[str, dict[str, Any]] = {
     "hybrid": {"ranking": FUSION},
     "hybrid+ranking": {"ranking": FULL},  # the product's default
 }
-COMMON_REQUEST: dict[str, Any] = {"limit": RESULT_LIMIT, "view": retrieval_pb2.RESULT_VIEW_CODE, "skip_sync": True}
+COMMON_REQUEST: dict[str, Any] = {"limit": RESULT_LIMIT, "view": retrieval_pb2.RESULT_VIEW_CODE}
 
 # One row per (query, mode) in the results file, in this column order.
 PER_QUERY_COLUMNS = (

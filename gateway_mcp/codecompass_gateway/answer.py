@@ -4,11 +4,12 @@ tools will return as structured content. One shape for every caller."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from codecompass.retrieval.state import SearchMetadata
 from codecompass.selection.model import SelectedResult, SelectOutcome
-from codecompass_gateway.pipeline import PipelineAnswer, Ranked
+from codecompass_gateway.pipeline import SYNC, PipelineAnswer, Ranked
 
 
 def clip_code(code: str, max_lines: int) -> tuple[str, int]:
@@ -20,7 +21,7 @@ def clip_code(code: str, max_lines: int) -> tuple[str, int]:
     return "\n".join(lines[:max_lines]), len(lines) - max_lines
 
 
-def selected_to_dict(result: SelectedResult) -> dict[str, Any]:
+def selected_to_dict(result: SelectedResult, stale: bool = False) -> dict[str, Any]:
     return {
         "path": result.relative_path,
         "start_line": result.start_line,
@@ -41,6 +42,7 @@ def selected_to_dict(result: SelectedResult) -> dict[str, Any]:
         "clipped": result.clipped,
         "lines_omitted": result.lines_omitted,
         "connected_ids": list(result.connected_ids),
+        "stale": stale,
     }
 
 
@@ -68,6 +70,7 @@ def ranked_to_dict(item: Ranked, max_code_lines: int) -> dict[str, Any]:
         "signature": chunk.signature,
         "code": code,
         "code_lines_omitted": omitted,
+        "stale": item.stale,
     }
 
 
@@ -97,19 +100,43 @@ def search_metadata_to_dict(meta: SearchMetadata) -> dict[str, Any]:
         "external_provider_blocked": meta.external_provider_blocked,
         "embedding_model_id": meta.embedding_model_id,
         "embedding_model_version": meta.embedding_model_version,
-        "sync_ms": round(meta.sync_ms, 3),
         "search_ms": round(meta.search_ms, 3),
         "total_chunks": meta.total_chunks,
         "embedded_chunks": meta.embedded_chunks,
         "total_candidates": meta.total_candidates,
-        "sync": dataclasses.asdict(meta.sync),
     }
+
+
+def freshness_to_dict(answer: PipelineAnswer) -> dict[str, Any]:
+    sync = answer.sync
+    return {
+        "freshness_status": answer.freshness_status,
+        "sync_ms": answer.stage_ms.get(SYNC, 0.0),
+        # What the sync changed, when it finished within the budget.
+        "sync": dataclasses.asdict(sync.stats) if sync is not None and sync.stats is not None else None,
+        # Files changed or removed whose new state was not yet written when the query was
+        # answered (their results are marked stale), and new files not yet fully written.
+        "pending_files": sync.pending_count if sync is not None and not sync.finished else 0,
+        "pending_new_files": sync.pending_new_files if sync is not None and not sync.finished else 0,
+        # False while the sync had not yet listed the files: some stale results may be unmarked.
+        "pending_known": not (sync is not None and sync.scanning),
+    }
+
+
+def _selected_stale(answer: PipelineAnswer) -> Callable[[SelectedResult], bool]:
+    """A selected result is stale when the candidate it came from is (its chunk id maps back to
+    it), or when it comes from a file the sync has not written (a merged parent is no candidate)."""
+    stale_ids = {c.result.chunk.id for c in answer.candidates if c.stale}
+    sync = answer.sync
+    stale_paths = frozenset(sync.pending_paths) if sync is not None and not sync.finished else frozenset()
+    return lambda r: r.chunk_id in stale_ids or r.relative_path in stale_paths
 
 
 def answer_to_dict(answer: PipelineAnswer, max_code_lines: int = 0) -> dict[str, Any]:
     """`results` is the selected context when selection ran, else the ranked list."""
     if answer.selection is not None:
-        results = [selected_to_dict(r) for r in answer.selection.results]
+        is_stale = _selected_stale(answer)
+        results = [selected_to_dict(r, is_stale(r)) for r in answer.selection.results]
     else:
         results = [ranked_to_dict(c, max_code_lines) for c in answer.candidates]
     return {
@@ -117,6 +144,7 @@ def answer_to_dict(answer: PipelineAnswer, max_code_lines: int = 0) -> dict[str,
         "selection": selection_to_dict(answer.selection) if answer.selection is not None else None,
         "metadata": {
             **search_metadata_to_dict(answer.metadata),
+            **freshness_to_dict(answer),
             "rerank_provider": answer.rerank_provider,
             "rerank_fallback": answer.rerank_fallback,
             "rerank_fallback_reason": answer.rerank_fallback_reason,

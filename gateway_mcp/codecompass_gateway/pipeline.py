@@ -1,10 +1,16 @@
-"""The query pipeline: retrieve -> rerank -> structure (hubs) -> select.
+"""The query pipeline: sync -> retrieve -> rerank -> structure (hubs) -> select.
 
 The gateway decides what runs, in which order and within which time budget; each service
 does one thing. Every stage is a span, has its own deadline and can be turned off per
-request. Only retrieval is required: a rerank, hub or selection failure skips that stage
+request. Only retrieval is required: a sync, rerank, hub or selection failure skips that stage
 (the answer says which and why) instead of failing the query, because a ranked list that
 lacks one refinement is still an answer.
+
+Freshness is the gateway's decision, not the search's (a search is a pure read): the sync
+stage waits for the index to catch up with the files at most `freshness_budget_ms`; past it
+the query answers from the index as it stands, says `freshness_status: syncing`, and marks
+each result from a file the sync has not written yet `stale`; the sync finishes in the
+background. A query never waits for embeddings.
 """
 
 from __future__ import annotations
@@ -14,11 +20,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
-from codecompass.clients.selection import SelectionClient
-
-from codecompass.clients.errors import ServiceError
+from codecompass.clients.errors import UNAVAILABLE, ServiceError
 from codecompass.clients.rerank import RerankClient
 from codecompass.clients.retrieval import RetrievalClient
+from codecompass.clients.selection import SelectionClient
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import tracer
@@ -26,14 +31,26 @@ from codecompass.rerank.model import LOCAL, RerankQuery
 from codecompass.rerank.model import Candidate as RerankCandidate
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.ranking import RankedResult
-from codecompass.retrieval.state import HubQuery, ResultView, SearchMetadata, SearchQuery
+from codecompass.retrieval.state import (
+    FreshnessStatus,
+    HubQuery,
+    ResultView,
+    SearchMetadata,
+    SearchQuery,
+    SyncOutcome,
+)
 from codecompass.selection.model import Candidate as SelectCandidate
 from codecompass.selection.model import QueryFocus, Reason, SelectOutcome, SelectQuery
 
 log = get_logger("codecompass.gateway.pipeline")
 _tracer = tracer("codecompass.gateway")
 
-RETRIEVE, RERANK, HUBS, SELECT = "retrieve", "rerank", "hubs", "select"
+SYNC, RETRIEVE, RERANK, HUBS, SELECT = "sync", "retrieve", "rerank", "hubs", "select"
+# freshness_status when the sync stage did not run or its service did not answer: the index
+# may or may not match the files.
+FRESHNESS_UNKNOWN = "unknown"
+# The sync service answers at the budget; this covers the hop (and a workspace's first open).
+_SYNC_HOP_S = 2.0
 # What a reranker reads of a candidate: where it is, what it is, and the head of its code.
 _RERANK_TEXT_CHARS = 2000
 
@@ -65,6 +82,9 @@ class Ranked:
     reason: Reason = Reason.MATCH
     connected_ids: tuple[str, ...] = ()
     rerank_score: float | None = None
+    # Its file changed since it was indexed and the sync has not written it yet: the code shown
+    # is what the index holds, not what the file says now.
+    stale: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,6 +99,11 @@ class PipelineAnswer:
     stage_ms: dict[str, float] = field(default_factory=dict)
     # Stage -> why it did not run or did not count ("off", or the failure in one line).
     skipped: dict[str, str] = field(default_factory=dict)
+    # "fresh" / "syncing" / "not_indexed" / "failed" (FreshnessStatus values), or "unknown"
+    # when the sync stage was off or its service did not answer.
+    freshness_status: str = FRESHNESS_UNKNOWN
+    # What the sync stage learnt (None when it did not run or failed to answer).
+    sync: SyncOutcome | None = None
 
 
 class Pipeline:
@@ -99,14 +124,32 @@ class Pipeline:
         skipped: dict[str, str] = {}
         with _tracer.start_as_current_span("pipeline") as span:
             span.set_attribute("codecompass.query_chars", len(request.query))
+            sync: SyncOutcome | None = None
+            if not request.sync:
+                skipped[SYNC] = "off"
+            else:
+                try:
+                    with self._stage(SYNC, stage_ms):
+                        sync = self._sync(request)
+                except ServiceError as exc:
+                    # An unreachable retrieval service fails the search that follows, which
+                    # says so itself; one warning per outage is enough.
+                    skipped[SYNC] = self._failed(SYNC, exc, quiet=exc.kind == UNAVAILABLE)
+                if sync is not None and sync.freshness_status is FreshnessStatus.FAILED:
+                    skipped[SYNC] = f"sync failed: {sync.error}"
+            freshness = sync.freshness_status.value if sync is not None else FRESHNESS_UNKNOWN
+            span.set_attribute("codecompass.freshness_status", freshness)
+            stale_paths = frozenset(sync.pending_paths) if sync is not None and not sync.finished else frozenset()
+
             with self._stage(RETRIEVE, stage_ms):
                 outcome = self.retrieval.search(SearchQuery(
                     workspace_root=request.workspace_root, query=request.query, filters=request.filters,
-                    semantic_ratio=request.semantic_ratio, skip_sync=not request.sync,
+                    semantic_ratio=request.semantic_ratio,
                     limit=max(g.candidates, request.limit), view=ResultView.CODE,
                 ), g.retrieve_timeout_s)
-            ranked = [Ranked(result=r, score=r.score) for r in outcome.results]
-            answer = PipelineAnswer(candidates=(), selection=None, metadata=outcome.metadata)
+            ranked = mark_stale([Ranked(result=r, score=r.score) for r in outcome.results], stale_paths)
+            answer = PipelineAnswer(candidates=(), selection=None, metadata=outcome.metadata,
+                                    freshness_status=freshness, sync=sync)
 
             provider = request.rerank_provider or self._settings.rerank.provider
             if not request.rerank:
@@ -127,6 +170,7 @@ class Pipeline:
                 try:
                     with self._stage(HUBS, stage_ms):
                         ranked, added = self._hubs(request, ranked)
+                    ranked = mark_stale(ranked, stale_paths)
                     answer = replace(answer, hubs_added=added)
                 except ServiceError as exc:
                     skipped[HUBS] = self._failed(HUBS, exc)
@@ -142,6 +186,11 @@ class Pipeline:
                     skipped[SELECT] = self._failed(SELECT, exc)
             keep = ranked if selection is not None else ranked[: request.limit]
             return replace(answer, candidates=tuple(keep), selection=selection, stage_ms=stage_ms, skipped=skipped)
+
+    def _sync(self, request: PipelineRequest) -> SyncOutcome:
+        budget_ms = self._gateway.freshness_budget_ms
+        timeout_s = budget_ms / 1000 + _SYNC_HOP_S if budget_ms else self._gateway.retrieve_timeout_s
+        return self.retrieval.sync(request.workspace_root, budget_ms, timeout_s)
 
     def _rerank(self, request: PipelineRequest, ranked: list[Ranked], answer: PipelineAnswer
                 ) -> tuple[list[Ranked], PipelineAnswer]:
@@ -207,10 +256,17 @@ class Pipeline:
                 stage_ms[name] = round((time.perf_counter() - started) * 1000, 3)
 
     @staticmethod
-    def _failed(stage: str, exc: ServiceError) -> str:
-        log.warning("pipeline stage failed; answering without it",
+    def _failed(stage: str, exc: ServiceError, quiet: bool = False) -> str:
+        (log.info if quiet else log.warning)("pipeline stage failed; answering without it",
                     extra={"stage": stage, "service": exc.service, "kind": exc.kind, "detail": str(exc)})
         return exc.user_message()
+
+
+def mark_stale(ranked: list[Ranked], stale_paths: frozenset[str]) -> list[Ranked]:
+    """Flag the candidates whose file the sync has not written yet."""
+    if not stale_paths:
+        return ranked
+    return [replace(c, stale=True) if c.result.chunk.relative_path in stale_paths else c for c in ranked]
 
 
 def rerank_text(result: RankedResult) -> str:

@@ -50,6 +50,15 @@ class FakeRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
             stats=retrieval_pb2.SyncStats(files_added=17, files_skipped=1, chunks_upserted=120, chunks_embedded=118,
                                           embeddings_reused=2, duration_ms=1500.0))
 
+    def Sync(self, request, context):
+        self.requests.append(request)
+        return retrieval_pb2.SyncResponse(
+            finished=True, freshness_status=retrieval_pb2.FRESHNESS_STATUS_FRESH, duration_ms=12.5,
+            stats=retrieval_pb2.SyncStats(files_changed=1, chunks_upserted=3, duration_ms=12.5))
+
+    def searches(self) -> list[retrieval_pb2.SearchRequest]:
+        return [r for r in self.requests if isinstance(r, retrieval_pb2.SearchRequest)]
+
     def Search(self, request, context):
         self.requests.append(request)
         return retrieval_pb2.SearchResponse(
@@ -66,8 +75,7 @@ class FakeRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
                 indexing_status=retrieval_pb2.INDEXING_STATUS_READY,
                 result_completeness=retrieval_pb2.RESULT_COMPLETENESS_COMPLETE,
                 semantic_ratio_used=0.5, embedding_model_id="minilm", embedding_model_version="1",
-                sync=retrieval_pb2.SyncStats(files_changed=1, chunks_upserted=3, duration_ms=12.5),
-                sync_ms=12.5, search_ms=30.25, total_chunks=120, embedded_chunks=120),
+                search_ms=30.25, total_chunks=120, embedded_chunks=120),
         )
 
 
@@ -100,7 +108,7 @@ def test_search_json_is_one_object_with_results_and_metadata(fake_retrieval, run
         "lexical_score": pytest.approx(0.8), "vector_similarity": pytest.approx(0.72), "provenance": "hybrid",
         "id": "id-validateToken", "signature": "validateToken(token: string): ValidationResult",
         "fusion_score": pytest.approx(0.7), "signals": {"definition": 1.0},
-        "code": first["code"], "code_lines_omitted": 0,
+        "code": first["code"], "code_lines_omitted": 0, "stale": False,
     }
     assert payload["selection"] is None
     # The code comes with the result, whole up to --max-lines (80 by default).
@@ -111,18 +119,21 @@ def test_search_json_is_one_object_with_results_and_metadata(fake_retrieval, run
     assert meta["indexing_status"] == "ready" and meta["result_completeness"] == "complete"
     assert meta["semantic_fallback"] is False and meta["external_provider_blocked"] is False
     assert meta["embedding_model_id"] == "minilm" and meta["embedding_model_version"] == "1"
-    assert meta["sync"]["files_changed"] == 1 and meta["sync_ms"] == 12.5 and meta["search_ms"] == 30.25
+    # The pipeline synced first (within the freshness budget), then searched.
+    assert meta["freshness_status"] == "fresh" and meta["sync"]["files_changed"] == 1
+    assert meta["sync_ms"] >= 0 and meta["search_ms"] == 30.25
     assert (meta["total_chunks"], meta["embedded_chunks"]) == (120, 120)
     assert meta["rerank_provider"] == "local" and meta["skipped_stages"] == {"hubs": "off", "select": "off"}
 
-    (request,) = servicer.requests
-    assert request.workspace_root == str(sample_workspace.resolve())
+    sync, request = servicer.requests
+    assert isinstance(sync, retrieval_pb2.SyncRequest) and sync.budget_ms == 300
+    assert request.workspace_root == sync.workspace_root == str(sample_workspace.resolve())
     # The pipeline asks for the candidates its later stages read, whatever the list shows.
     assert request.query == "validate jwt" and request.limit == 40
     assert list(request.filters.node_kinds) == [chunk_pb2.NODE_KIND_METHOD, chunk_pb2.NODE_KIND_FUNCTION]
     assert list(request.filters.path_patterns) == ["src/auth/**"]
     assert request.filters.exclude_tests is True
-    assert not request.HasField("semantic_ratio") and request.skip_sync is False
+    assert not request.HasField("semantic_ratio")
 
 
 def test_search_human_output_lists_ranked_symbols(fake_retrieval, run_cli, sample_workspace) -> None:
@@ -136,15 +147,16 @@ def test_search_human_output_lists_ranked_symbols(fake_retrieval, run_cli, sampl
     assert "    // src/auth/tokenService.ts > TokenService.validateToken" in lines
     assert "    validateToken(token: string): ValidationResult {" in lines
     assert lines[-1].startswith("-- index ready") and "120/120 embedded" in lines[-1]
+    # --no-sync: no Sync call, only the search (which never syncs).
     (request,) = servicer.requests
-    assert request.semantic_ratio == pytest.approx(0.2) and request.skip_sync is True
+    assert isinstance(request, retrieval_pb2.SearchRequest) and request.semantic_ratio == pytest.approx(0.2)
 
 
 def test_search_clips_long_code_with_a_pointer_to_the_rest(fake_retrieval, run_cli, sample_workspace) -> None:
     result = run_cli("search", str(sample_workspace), "token expiry", "--max-lines", "5", "--no-select")
     assert result.code == 0, result.err
     assert "    /* … 18 more lines: src/auth/tokenService.ts:48-70 */" in result.out.splitlines()
-    (request, *_) = fake_retrieval[0].requests
+    (request, *_) = fake_retrieval[0].searches()
     assert request.view == retrieval_pb2.RESULT_VIEW_CODE
 
 

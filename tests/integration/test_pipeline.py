@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from codecompass_gateway.pipeline import HUBS, RERANK, RETRIEVE, SELECT, Pipeline, PipelineRequest
+from codecompass_gateway.answer import answer_to_dict
+from codecompass_gateway.pipeline import HUBS, RERANK, RETRIEVE, SELECT, SYNC, Pipeline, PipelineRequest
 
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.config import load_settings
@@ -60,10 +62,11 @@ def test_the_answer_is_selected_rendered_code_within_budget(pipeline, stack, spa
     assert "TokenService.validateToken" not in names  # never the same lines twice
     assert top.header == "// src/auth/tokenService.ts > TokenService"
     assert count_tokens(top.header + "\n" + top.source) == top.token_count
-    assert set(answer.stage_ms) == {RETRIEVE, SELECT} and answer.skipped == {HUBS: "off"}
-    assert answer.rerank_provider == "local"
+    assert set(answer.stage_ms) == {SYNC, RETRIEVE, SELECT} and answer.skipped == {HUBS: "off"}
+    assert answer.rerank_provider == "local" and answer.freshness_status == "fresh"
+    assert not any(r["stale"] for r in answer_to_dict(answer)["results"])
     spans = {s.name for s in span_exporter.get_finished_spans()}
-    assert {"pipeline", "pipeline.retrieve", "pipeline.select"} <= spans
+    assert {"pipeline", "pipeline.sync", "pipeline.retrieve", "pipeline.select"} <= spans
 
 
 def test_a_query_with_no_answer_returns_at_most_two_results(pipeline, stack) -> None:
@@ -105,3 +108,87 @@ def test_dead_optional_services_skip_their_stage(stack, free_port) -> None:
     assert answer.selection is None and len(answer.candidates) == 3
     assert answer.skipped[RERANK].startswith("rerank service not running at")
     assert answer.skipped[SELECT].startswith("selection service not running at")
+
+
+# A change big enough that its sync runs for seconds: the reference pass over this many new
+# files needs the whole program built, and the edited file is written last.
+_BIG_CHANGE_FILES = 400
+
+
+def _slug(answer) -> str:
+    return next(c.result.chunk.collapsed_source for c in answer.candidates if c.result.chunk.name == "slugify")
+
+
+def test_the_gateway_owns_freshness(start_python_service, analysis_server: str, sample_workspace: Path,
+                                    tmp_path: Path) -> None:
+    """Its own retrieval and embedding services: the big change below keeps them busy for a while,
+    which must not slow the other tests' queries."""
+    root = tmp_path / "ws"
+    shutil.copytree(sample_workspace, root)
+    _, embedding = start_python_service("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "minilm"})
+    _, retrieval = start_python_service("codecompass.retrieval", {
+        "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding, "CODECOMPASS_STATE_DIR": str(tmp_path / "state")})
+    base = dataclasses.replace(load_settings(), retrieval_addr=retrieval)
+
+    def pipeline(budget_ms: int) -> Pipeline:
+        return Pipeline(dataclasses.replace(base, gateway=dataclasses.replace(base.gateway,
+                                                                              freshness_budget_ms=budget_ms)))
+
+    # A budget any edit-sized sync fits in, however loaded the test machine, and one none does.
+    quick, hasty = pipeline(20_000), pipeline(1)
+    client = RetrievalClient(retrieval)
+    query = PipelineRequest(workspace_root=str(root), query="slugify", select=False)
+    try:
+        for _ in client.index(str(root), wait_for_embeddings=True, timeout_s=300):
+            pass
+        strings = root / "src" / "utils" / "strings.ts"
+        original = strings.read_text()
+        strings.write_text(original.replace(".toLowerCase()", ".toLowerCase() /* edit-1 */"))
+
+        # Without the sync stage, the search answers from the index as it stands: the old code.
+        unsynced = quick.run(dataclasses.replace(query, sync=False))
+        assert unsynced.freshness_status == "unknown" and unsynced.skipped[SYNC] == "off"
+        assert "edit-1" not in _slug(unsynced)
+        # Within the budget (an edit-sized sync), the answer is fresh.
+        fresh = quick.run(query)
+        assert fresh.freshness_status == "fresh" and "edit-1" in _slug(fresh)
+        assert not any(c.stale for c in fresh.candidates)
+
+        # A big change with a 1 ms budget: the answer comes from the index as it stands, says
+        # so, and marks the results of the file not yet synced.
+        for i in range(_BIG_CHANGE_FILES):
+            (root / "src" / "gen").mkdir(exist_ok=True)
+            (root / "src" / "gen" / f"module{i}.ts").write_text(
+                f"import {{ slugify }} from '../utils/strings';\n"
+                f"export function label{i}(title: string): string {{\n  return slugify(title) + '-{i}';\n}}\n")
+        strings.write_text(original.replace(".toLowerCase()", ".toLowerCase() /* edit-2 */"))
+        syncing = None
+        deadline = time.monotonic() + 60
+        while syncing is None and time.monotonic() < deadline:
+            answer = hasty.run(query)
+            assert answer.freshness_status in ("syncing", "fresh"), answer.freshness_status
+            if answer.freshness_status == "fresh":
+                break
+            if any(c.stale for c in answer.candidates):
+                syncing = answer
+            time.sleep(0.05)
+        assert syncing is not None, "the sync finished before any answer saw it running"
+        assert answer.stage_ms[SYNC] < 1000
+        slug = next(c for c in syncing.candidates if c.result.chunk.name == "slugify")
+        assert slug.stale and "edit-2" not in slug.result.chunk.collapsed_source
+        assert all(c.stale == (c.result.chunk.relative_path == "src/utils/strings.ts") for c in syncing.candidates), [
+            (c.result.chunk.relative_path, c.stale) for c in syncing.candidates]
+        data = answer_to_dict(syncing)
+        assert data["metadata"]["freshness_status"] == "syncing" and data["metadata"]["pending_files"] == 1
+        assert any(r["stale"] for r in data["results"])
+
+        # The sync goes on in the background and completes.
+        done = client.sync(str(root), 0, 300)
+        assert done.freshness_status.value == "fresh"
+        after = quick.run(query)
+        assert after.freshness_status == "fresh" and "edit-2" in _slug(after)
+        assert not any(c.stale for c in after.candidates)
+        assert client.status(str(root), 30).files >= _BIG_CHANGE_FILES
+    finally:
+        for closable in (quick, hasty, client):
+            closable.close()

@@ -49,6 +49,10 @@ def _search(stub, root: Path, query: str, **kwargs) -> retrieval_pb2.SearchRespo
     return stub.Search(retrieval_pb2.SearchRequest(workspace_root=str(root), query=query, **kwargs), timeout=60)
 
 
+def _sync(stub, root: Path, budget_ms: int = 0) -> retrieval_pb2.SyncResponse:
+    return stub.Sync(retrieval_pb2.SyncRequest(workspace_root=str(root), budget_ms=budget_ms), timeout=120)
+
+
 def test_index_search_edit_delete(retrieval, workspace: Path) -> None:
     progress = list(
         retrieval.IndexWorkspace(
@@ -67,24 +71,45 @@ def test_index_search_edit_delete(retrieval, workspace: Path) -> None:
     assert meta.indexing_status == retrieval_pb2.INDEXING_STATUS_READY
     assert meta.result_completeness == retrieval_pb2.RESULT_COMPLETENESS_COMPLETE
     assert meta.embedding_model_id and meta.total_chunks == meta.embedded_chunks > 0
-    assert meta.sync.files_changed == 0 and meta.sync.chunks_upserted == 0
+    synced = _sync(retrieval, workspace)
+    assert synced.finished and synced.freshness_status == retrieval_pb2.FRESHNESS_STATUS_FRESH
+    assert synced.stats.files_changed == 0 and synced.stats.chunks_upserted == 0 and not synced.pending_paths
 
     strings = workspace / "src" / "utils" / "strings.ts"
     strings.write_text(
         strings.read_text() + "\nexport function reverseWords(text: string): string {\n"
         "  return text.split(' ').reverse().join(' ');\n}\n"
     )
+    # A search is a read: without a Sync it answers from the index as it stands.
     response = _search(retrieval, workspace, "reverseWords")
-    assert response.metadata.sync.files_changed == 1
+    assert all(r.chunk.name != "reverseWords" for r in response.results)
+    synced = _sync(retrieval, workspace)
+    assert synced.freshness_status == retrieval_pb2.FRESHNESS_STATUS_FRESH and synced.stats.files_changed == 1
+    response = _search(retrieval, workspace, "reverseWords")
     assert response.results[0].chunk.name == "reverseWords"
 
     (workspace / "src" / "auth" / "tokenService.ts").unlink()
+    assert any(r.chunk.relative_path == "src/auth/tokenService.ts"
+               for r in _search(retrieval, workspace, "validate token").results)
+    synced = _sync(retrieval, workspace)
+    assert synced.stats.files_removed == 1 and synced.stats.chunks_deleted > 0
     response = _search(retrieval, workspace, "validate token")
-    assert response.metadata.sync.files_removed == 1 and response.metadata.sync.chunks_deleted > 0
     assert all(r.chunk.relative_path != "src/auth/tokenService.ts" for r in response.results)
 
     status = retrieval.GetIndexStatus(retrieval_pb2.GetIndexStatusRequest(workspace_root=str(workspace)), timeout=30)
     assert status.chunks == response.metadata.total_chunks and status.index_bytes > 0
+
+
+def test_a_search_of_a_never_indexed_workspace_is_not_indexed_and_starts_nothing(retrieval, workspace: Path) -> None:
+    response = _search(retrieval, workspace, "validate token")
+    assert not response.results
+    assert response.metadata.indexing_status == retrieval_pb2.INDEXING_STATUS_NOT_INDEXED
+    status = retrieval.GetIndexStatus(retrieval_pb2.GetIndexStatusRequest(workspace_root=str(workspace)), timeout=30)
+    assert status.indexing_status == retrieval_pb2.INDEXING_STATUS_NOT_INDEXED and status.files == 0
+    # Sync is what indexes it.
+    synced = _sync(retrieval, workspace)
+    assert synced.freshness_status == retrieval_pb2.FRESHNESS_STATUS_FRESH and synced.stats.files_added >= 10
+    assert _search(retrieval, workspace, "validate token").results
 
 
 def test_bad_roots_get_clear_status_codes(retrieval, tmp_path: Path) -> None:
@@ -98,3 +123,6 @@ def test_bad_roots_get_clear_status_codes(retrieval, tmp_path: Path) -> None:
             retrieval.GetIndexStatus(retrieval_pb2.GetIndexStatusRequest(workspace_root=root), timeout=30)
         assert err.value.code() == code
         assert "Traceback" not in (err.value.details() or "")
+        with pytest.raises(grpc.RpcError) as err:
+            retrieval.Sync(retrieval_pb2.SyncRequest(workspace_root=root), timeout=30)
+        assert err.value.code() == code

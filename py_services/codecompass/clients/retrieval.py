@@ -1,10 +1,11 @@
-"""Client of the retrieval service: search (a read), hubs, indexing and status."""
+"""Client of the retrieval service: sync (the only write a query makes happen), search and hubs
+(reads), indexing and status."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from codecompass.clients.errors import mapped
+from codecompass.clients.errors import FAILED, ServiceError, mapped
 from codecompass.common.telemetry import traced_channel
 from codecompass.retrieval import convert
 from codecompass.retrieval.state import (
@@ -14,6 +15,7 @@ from codecompass.retrieval.state import (
     IndexStatusReport,
     SearchOutcome,
     SearchQuery,
+    SyncOutcome,
 )
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
@@ -30,6 +32,16 @@ class RetrievalClient:
         with mapped(SERVICE, self.address):
             reply = self._stub.Search(convert.search_query_to_proto(query), timeout=timeout_s)
         return convert.search_outcome_from_proto(reply)
+
+    def sync(self, workspace_root: str, budget_ms: int, timeout_s: float) -> SyncOutcome:
+        """Sync within `budget_ms` (0: until done, bounded by `timeout_s`); past the budget the
+        sync goes on in the background and the outcome lists what is not written yet."""
+        with mapped(SERVICE, self.address):
+            reply = self._stub.Sync(convert.sync_request_to_proto(workspace_root, budget_ms), timeout=timeout_s)
+        try:
+            return convert.sync_outcome_from_proto(reply)
+        except ValueError as exc:  # a newer server's freshness status
+            raise ServiceError(SERVICE, self.address, FAILED, f"unreadable Sync answer: {exc}") from None
 
     def find_hubs(self, query: HubQuery, timeout_s: float) -> HubOutcome:
         with mapped(SERVICE, self.address):

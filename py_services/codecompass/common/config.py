@@ -118,6 +118,10 @@ class GatewaySettings:
     select_candidates: int = 30
     # Hub elevation stays off unless the benchmark shows it helps (bench/README.md, "Pipeline").
     hubs: bool = False
+    # How long a query waits for the index to catch up with the files before answering from
+    # the index as it stands (results of files not yet synced are marked stale); 0 waits for
+    # the sync to finish, bounded by `retrieve_timeout_s`.
+    freshness_budget_ms: int = 300
     retrieve_timeout_s: float = 30.0
     # The rerank provider's own timeout plus the hop.
     rerank_timeout_s: float = 3.0
@@ -360,8 +364,11 @@ _FIELDS: tuple[_Field, ...] = (
            "Run the structure stage (hub elevation) by default"),
     _Field("gateway.candidates", "CODECOMPASS_GATEWAY_CANDIDATES", "gateway.candidates", _int_parser(1, 500),
            "Candidates retrieval hands to the later stages"),
+    _Field("gateway.freshness_budget_ms", "CODECOMPASS_GATEWAY_FRESHNESS_BUDGET_MS", "gateway.freshness_budget_ms",
+           _int_parser(0, 600_000), "Milliseconds a query waits for the index to sync before answering "
+           "from it as it stands (0: until the sync is done)"),
     _Field("gateway.retrieve_timeout_s", "CODECOMPASS_GATEWAY_RETRIEVE_TIMEOUT_S", "gateway.retrieve_timeout_s",
-           _float_parser(0.0, exclusive_min=True), "Deadline of the retrieve stage (sync included)"),
+           _float_parser(0.0, exclusive_min=True), "Deadline of the retrieve stage"),
     _Field("gateway.rerank_timeout_s", "CODECOMPASS_GATEWAY_RERANK_TIMEOUT_S", "gateway.rerank_timeout_s",
            _float_parser(0.0, exclusive_min=True), "Deadline of the rerank stage; past it the first-stage order stands"),
     _Field("gateway.hubs_timeout_s", "CODECOMPASS_GATEWAY_HUBS_TIMEOUT_S", "gateway.hubs_timeout_s",

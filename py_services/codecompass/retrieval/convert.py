@@ -28,6 +28,7 @@ from codecompass.retrieval.state import (
     ChunkedFile,
     FileEntry,
     FileStatus,
+    FreshnessStatus,
     HubOutcome,
     HubQuery,
     HubResult,
@@ -42,6 +43,7 @@ from codecompass.retrieval.state import (
     SearchOutcome,
     SearchQuery,
     SkippedFile,
+    SyncOutcome,
     SyncStats,
 )
 from codecompass.v1 import analysis_pb2, embedding_pb2, retrieval_pb2
@@ -70,6 +72,14 @@ _VIEW_TO_PROTO = {
     ResultView.SUMMARY: retrieval_pb2.RESULT_VIEW_SUMMARY,
 }
 _VIEW_FROM_PROTO = {v: k for k, v in _VIEW_TO_PROTO.items()} | {retrieval_pb2.RESULT_VIEW_UNSPECIFIED: ResultView.FULL}
+
+_FRESHNESS_TO_PROTO = {
+    FreshnessStatus.FRESH: retrieval_pb2.FRESHNESS_STATUS_FRESH,
+    FreshnessStatus.SYNCING: retrieval_pb2.FRESHNESS_STATUS_SYNCING,
+    FreshnessStatus.NOT_INDEXED: retrieval_pb2.FRESHNESS_STATUS_NOT_INDEXED,
+    FreshnessStatus.FAILED: retrieval_pb2.FRESHNESS_STATUS_FAILED,
+}
+_FRESHNESS_FROM_PROTO = {v: k for k, v in _FRESHNESS_TO_PROTO.items()}
 
 _PHASE_TO_PROTO = {phase: retrieval_pb2.IndexPhase.Value(f"INDEX_PHASE_{phase.name}") for phase in IndexPhase}
 _PHASE_FROM_PROTO = {v: k for k, v in _PHASE_TO_PROTO.items()}
@@ -239,7 +249,6 @@ def search_query_from_proto(msg: retrieval_pb2.SearchRequest) -> SearchQuery:
         limit=msg.limit,
         filters=filters_from_proto(msg.filters),
         semantic_ratio=msg.semantic_ratio if msg.HasField("semantic_ratio") else None,
-        skip_sync=msg.skip_sync,
         candidate_pool=msg.candidate_pool,
         view=_view_from_proto(msg.view),
         ranked=msg.ranking != retrieval_pb2.RANKING_MODE_FUSION,
@@ -259,7 +268,6 @@ def search_query_to_proto(query: SearchQuery) -> retrieval_pb2.SearchRequest:
         query=query.query,
         limit=query.limit,
         filters=filters_to_proto(query.filters),
-        skip_sync=query.skip_sync,
         candidate_pool=query.candidate_pool,
         view=_VIEW_TO_PROTO[query.view],
         ranking=retrieval_pb2.RANKING_MODE_FULL if query.ranked else retrieval_pb2.RANKING_MODE_FUSION,
@@ -295,6 +303,50 @@ def sync_stats_from_proto(msg: retrieval_pb2.SyncStats) -> SyncStats:
         chunks_embedded=msg.chunks_embedded,
         embeddings_reused=msg.embeddings_reused,
         cascade_reembedded=msg.cascade_reembedded,
+        duration_ms=msg.duration_ms,
+    )
+
+
+def sync_request_to_proto(workspace_root: str, budget_ms: int) -> retrieval_pb2.SyncRequest:
+    return retrieval_pb2.SyncRequest(workspace_root=workspace_root, budget_ms=budget_ms)
+
+
+def sync_budget_from_proto(msg: retrieval_pb2.SyncRequest) -> float | None:
+    """The budget in seconds; None for 0, which waits until the sync is done."""
+    return msg.budget_ms / 1000 if msg.budget_ms else None
+
+
+def sync_outcome_to_proto(outcome: SyncOutcome) -> retrieval_pb2.SyncResponse:
+    msg = retrieval_pb2.SyncResponse(
+        finished=outcome.finished,
+        freshness_status=_FRESHNESS_TO_PROTO[outcome.freshness_status],
+        pending_paths=list(outcome.pending_paths),
+        pending_count=outcome.pending_count,
+        pending_new_files=outcome.pending_new_files,
+        scanning=outcome.scanning,
+        error=outcome.error,
+        duration_ms=outcome.duration_ms,
+    )
+    if outcome.stats is not None:
+        msg.stats.CopyFrom(sync_stats_to_proto(outcome.stats))
+    return msg
+
+
+def sync_outcome_from_proto(msg: retrieval_pb2.SyncResponse) -> SyncOutcome:
+    """Raises UnknownEnumValue for a freshness status this build does not know."""
+    try:
+        freshness = _FRESHNESS_FROM_PROTO[msg.freshness_status]
+    except KeyError:
+        raise UnknownEnumValue(f"unknown FreshnessStatus value {msg.freshness_status}") from None
+    return SyncOutcome(
+        finished=msg.finished,
+        freshness_status=freshness,
+        stats=sync_stats_from_proto(msg.stats) if msg.HasField("stats") else None,
+        pending_paths=tuple(msg.pending_paths),
+        pending_count=msg.pending_count,
+        pending_new_files=msg.pending_new_files,
+        scanning=msg.scanning,
+        error=msg.error,
         duration_ms=msg.duration_ms,
     )
 
@@ -373,8 +425,6 @@ def _metadata_to_proto(meta: SearchMetadata) -> retrieval_pb2.SearchMetadata:
         external_provider_blocked=meta.external_provider_blocked,
         embedding_model_id=meta.embedding_model_id,
         embedding_model_version=meta.embedding_model_version,
-        sync=sync_stats_to_proto(meta.sync),
-        sync_ms=meta.sync_ms,
         search_ms=meta.search_ms,
         total_chunks=meta.total_chunks,
         embedded_chunks=meta.embedded_chunks,
@@ -393,8 +443,6 @@ def _metadata_from_proto(msg: retrieval_pb2.SearchMetadata) -> SearchMetadata:
         external_provider_blocked=msg.external_provider_blocked,
         embedding_model_id=msg.embedding_model_id,
         embedding_model_version=msg.embedding_model_version,
-        sync=sync_stats_from_proto(msg.sync),
-        sync_ms=msg.sync_ms,
         search_ms=msg.search_ms,
         total_chunks=msg.total_chunks,
         embedded_chunks=msg.embedded_chunks,

@@ -1,13 +1,16 @@
 """The retrieval service's domain core: one `WorkspaceIndex` per workspace (its catalog, its
 chunk table, its sync queue and its background embedder) and the `RetrievalEngine` that
-answers IndexWorkspace / Search / GetIndexStatus over them.
+answers IndexWorkspace / Sync / Search / GetIndexStatus over them.
 
 Concurrency model, per workspace:
-- syncs run one at a time on a single-thread executor; a sync requested while another runs is
-  queued once and shared by every caller that asks meanwhile (so a burst of searches after an
-  edit costs one sync, and it starts after the running one, so it sees the edit);
-- a search waits for its sync at most `SEARCH_SYNC_WAIT_S`, then answers from what is already
-  written (a cold index of a big workspace must not block the first query);
+- the index has one writer: syncs run one at a time on a single-thread executor; a sync
+  requested while another runs is queued once and shared by every caller that asks meanwhile
+  (so a burst of Sync calls after an edit costs one sync, and it starts after the running one,
+  so it sees the edit);
+- a Sync call waits for its sync at most its budget, then reports which files are not written
+  yet; the sync goes on in the background;
+- a search is a read: it never syncs and never starts indexing, it answers from the index as
+  it stands (the caller, the gateway, decides when to sync and within which budget);
 - `write_lock` serialises table writes + catalog commits of the sync with the vector writes
   of the background embedder; reads never take it (LanceDB reads a consistent version).
 """
@@ -50,6 +53,7 @@ from codecompass.retrieval.schema import INDEX_FORMAT_VERSION, EmbeddingModel
 from codecompass.retrieval.state import (
     DependencyUnavailable,
     EmbeddingUnavailable,
+    FreshnessStatus,
     HubOutcome,
     HubQuery,
     HubResult,
@@ -63,6 +67,7 @@ from codecompass.retrieval.state import (
     SearchMetadata,
     SearchOutcome,
     SearchQuery,
+    SyncOutcome,
     SyncStats,
     WorkspaceNotFound,
     index_uri,
@@ -73,10 +78,9 @@ from codecompass.retrieval.sync import Syncer, SyncTuning, rebase_on_empty_catal
 
 _log = get_logger(__name__)
 
-# How long a search waits for its pre-search sync before answering from the index as it is.
-# An edit-sized sync takes well under this; a cold index of a large workspace takes minutes,
-# and its first flushes are already searchable lexically.
-SEARCH_SYNC_WAIT_S = 5.0
+# Most pending paths a Sync answer lists (it counts them all): enough for any edit-sized
+# change, while a branch switch of 100k files does not make a multi-megabyte answer.
+PENDING_PATHS_CAP = 1000
 # A query embedding slower than this is not worth waiting for: lexical answers alone.
 QUERY_EMBED_TIMEOUT_S = 2.0
 # Reason reported when the embedding service now runs another model than the index's.
@@ -96,6 +100,9 @@ class _SyncJob:
     def __init__(self) -> None:
         self.future: Future[SyncStats] = Future()
         self.started = False
+        # Set once the sync knows what it will write (its scan is diffed and the files are
+        # marked pending in the catalog).
+        self.planned = threading.Event()
         # The requester's context (its trace span): the sync's outbound RPCs join that trace.
         self.context = contextvars.copy_context()
         self._listeners: list[Callable[[IndexProgress], None]] = []
@@ -330,13 +337,14 @@ class WorkspaceIndex:
             if self._queued is job:
                 self._queued = None
         try:
-            job.future.set_result(job.context.run(self._sync, job.notify))
+            job.future.set_result(job.context.run(self._sync, job))
         # Whatever ends the sync, waiters must learn of it rather than wait forever; they map
         # it to a status code.
         except BaseException as exc:  # noqa: BLE001
             job.future.set_exception(exc)
 
-    def _sync(self, notify: Callable[[IndexProgress], None]) -> SyncStats:
+    def _sync(self, job: _SyncJob) -> SyncStats:
+        notify = job.notify
         try:
             notify(IndexProgress(phase=IndexPhase.SCANNING))
             had_files = len(self.catalog) > 0
@@ -361,6 +369,7 @@ class WorkspaceIndex:
                 tuning=self._tuning,
                 progress=notify,
                 cancel=self._closing,
+                planned=job.planned.set,
             )
             stats = syncer.run(scan)
             stats.duration_ms = (time.perf_counter() - scan_started) * 1000
@@ -517,26 +526,52 @@ class WorkspaceIndex:
             # take the workspace down, and the next scheduled run retries it.
             _log.exception("maintenance of %s failed", self.root)
 
-    # How often a search waiting on a cold index's sync looks for its first rows.
-    COLD_POLL_S = 0.1
-
-    def sync_for_search(self, wait_s: float) -> tuple[SyncStats, bool]:
-        """(stats, finished): the stats are empty when the sync did not finish in time."""
+    def sync(self, budget_s: float | None) -> SyncOutcome:
+        """Bring the index up to date, waiting at most `budget_s` (None: until done); past
+        the budget the sync goes on in the background and the answer says what it has not
+        written yet."""
+        started = time.perf_counter()
         job = self.request_sync()
-        deadline = time.monotonic() + wait_s
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                return job.future.result(timeout=min(self.COLD_POLL_S, max(remaining, 0.0))), True
-            except FutureTimeout:
-                pass
-            if remaining <= 0:
-                return SyncStats(), False
-            # A cold (or resuming) index answers as soon as its first rows are written: that
-            # is what makes the first search of a new workspace come back in seconds.
-            store = self._store
-            if not self.catalog.complete and store is not None and store.counts()[0] > 0:
-                return SyncStats(), False
+        try:
+            stats = job.future.result(timeout=budget_s)
+        except FutureTimeout:
+            pass
+        except Exception as exc:  # noqa: BLE001 - a failed sync is a state of the index, reported
+            # as such: the index is still readable as the last successful sync left it.
+            return SyncOutcome(finished=True, freshness_status=FreshnessStatus.FAILED,
+                               error=str(exc) or type(exc).__name__, duration_ms=_ms_since(started))
+        else:
+            return SyncOutcome(finished=True, freshness_status=FreshnessStatus.FRESH, stats=stats,
+                               duration_ms=_ms_since(started))
+        stale, new = self.pending()
+        store = self._store
+        nothing_yet = store is None or (not self.catalog.complete and store.counts()[0] == 0)
+        return SyncOutcome(
+            finished=False,
+            freshness_status=FreshnessStatus.NOT_INDEXED if nothing_yet else FreshnessStatus.SYNCING,
+            pending_paths=tuple(stale[:PENDING_PATHS_CAP]),
+            pending_count=len(stale),
+            pending_new_files=new,
+            scanning=not job.planned.is_set(),
+            duration_ms=_ms_since(started),
+        )
+
+    def pending(self) -> tuple[list[str], int]:
+        """(stale paths, new files) a sync has marked pending and not written yet.
+
+        Stale paths are the files the index holds an older version of (changed or removed
+        since indexed): what a search finds of them is out of date. New files (never indexed)
+        are only counted: whatever the index holds of them was written by this sync from their
+        current content (the lexical-first pass), so a search may miss them but never shows
+        them stale."""
+        stale: list[str] = []
+        new = 0
+        for path in self.catalog.pending():
+            if self.catalog.get(path) is not None:
+                stale.append(path)
+            else:
+                new += 1
+        return sorted(stale), new
 
     # --- status ---
 
@@ -691,11 +726,7 @@ class RetrievalEngine:
             if ratio > 0
             else None
         )
-        stats, finished = SyncStats(), True
-        if not request.skip_sync:
-            stats, finished = ws.sync_for_search(SEARCH_SYNC_WAIT_S)
-        synced = time.perf_counter()
-
+        # A read: the index as it stands. Syncing is the Sync call's job, never a search's.
         store = ws.store
         if store is None:
             if query_future is not None:
@@ -703,7 +734,7 @@ class RetrievalEngine:
             status, _ = ws.indexing_status()
             return SearchOutcome(
                 results=(),
-                metadata=self._metadata(ws, status, ResultCompleteness.PARTIAL, stats, started, synced),
+                metadata=self._metadata(ws, status, ResultCompleteness.PARTIAL, started),
             )
 
         query_vector, unavailable_reason, blocked = None, SKIP_EMBEDDING_UNAVAILABLE, ws.external_provider_blocked
@@ -733,7 +764,7 @@ class RetrievalEngine:
         )
         counts = store.counts()
         status, _ = ws.indexing_status(counts)
-        if not (finished and counts[1] >= counts[0]):
+        if not (ws.catalog.complete and counts[1] >= counts[0]):
             completeness = ResultCompleteness.PARTIAL
         elif outcome.truncated:
             completeness = ResultCompleteness.TRUNCATED
@@ -744,9 +775,7 @@ class RetrievalEngine:
             ws,
             status,
             completeness,
-            stats,
             started,
-            synced,
             counts=counts,
             fallback=reason in _FALLBACK_REASONS,
             reason=reason,
@@ -765,9 +794,7 @@ class RetrievalEngine:
         ws: WorkspaceIndex,
         status: IndexingStatus,
         completeness: ResultCompleteness,
-        stats: SyncStats,
         started: float,
-        synced: float,
         *,
         counts: tuple[int, int] = (0, 0),
         fallback: bool = False,
@@ -787,14 +814,20 @@ class RetrievalEngine:
             external_provider_blocked=blocked,
             embedding_model_id=model.model_id if model else "",
             embedding_model_version=model.model_version if model else "",
-            sync=stats,
-            sync_ms=(synced - started) * 1000,
-            search_ms=(time.perf_counter() - synced) * 1000,
+            search_ms=_ms_since(started),
             total_chunks=counts[0],
             embedded_chunks=counts[1],
             total_candidates=total_candidates,
             confidence=confidence,
         )
+
+    # --- Sync ---
+
+    def sync(self, root_text: str, budget_s: float | None) -> SyncOutcome:
+        """Sync a workspace within a budget (None: until done); see `WorkspaceIndex.sync`."""
+        if budget_s is not None and budget_s < 0:
+            raise InvalidQuery(f"sync budget must not be negative, got {budget_s}")
+        return self.workspace(root_text).sync(budget_s)
 
     # --- FindHubs ---
 
@@ -855,6 +888,10 @@ class RetrievalEngine:
             error=error,
             index_bytes=store.size_bytes() if store is not None else 0,
         )
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
 
 
 def _validated_root(root_text: str) -> Path:

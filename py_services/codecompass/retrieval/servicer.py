@@ -19,6 +19,8 @@ from codecompass.retrieval.state import (
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 SERVICE_NAME = "codecompass.v1.RetrievalService"
+# What a Sync keeps of its caller's deadline to build and send its answer.
+_DEADLINE_MARGIN_S = 0.05
 
 _STATUS_OF = (
     (InvalidWorkspace, grpc.StatusCode.INVALID_ARGUMENT),
@@ -62,6 +64,20 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         except RetrievalError as exc:
             _abort(context, exc)
         return convert.search_outcome_to_proto(outcome, query.view)
+
+    def Sync(self, request: retrieval_pb2.SyncRequest, context: grpc.ServicerContext) -> retrieval_pb2.SyncResponse:
+        budget_s = convert.sync_budget_from_proto(request)
+        remaining = context.time_remaining()
+        if remaining is not None:
+            # Answer (still syncing) just before the caller gives up, rather than let the
+            # call fail with DEADLINE_EXCEEDED and lose what it would have said.
+            cap = max(remaining - _DEADLINE_MARGIN_S, 0.0)
+            budget_s = cap if budget_s is None else min(budget_s, cap)
+        try:
+            outcome = self._engine.sync(request.workspace_root, budget_s)
+        except RetrievalError as exc:
+            _abort(context, exc)
+        return convert.sync_outcome_to_proto(outcome)
 
     def FindHubs(
         self, request: retrieval_pb2.FindHubsRequest, context: grpc.ServicerContext

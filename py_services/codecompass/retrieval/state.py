@@ -32,6 +32,15 @@ class ResultCompleteness(str, Enum):
     TRUNCATED = "truncated"
 
 
+class FreshnessStatus(str, Enum):
+    """How the index relates to the workspace's files once a Sync's budget is spent."""
+
+    FRESH = "fresh"  # the sync finished: every file is written as it was when the call came
+    SYNCING = "syncing"  # searchable, but `pending_paths` are not written yet
+    NOT_INDEXED = "not_indexed"  # nothing written yet (a cold index still on its first files)
+    FAILED = "failed"  # the sync failed; the index is as the last successful sync left it
+
+
 class IndexPhase(str, Enum):
     SCANNING = "scanning"
     CHUNKING = "chunking"
@@ -141,8 +150,6 @@ class SearchMetadata:
     external_provider_blocked: bool
     embedding_model_id: str
     embedding_model_version: str
-    sync: SyncStats = field(default_factory=SyncStats)
-    sync_ms: float = 0.0
     search_ms: float = 0.0
     total_chunks: int = 0
     embedded_chunks: int = 0
@@ -165,10 +172,30 @@ class SearchQuery:
     limit: int = 0  # 0: the configured default
     filters: Filters = field(default_factory=Filters)
     semantic_ratio: float | None = None  # None: the configured default
-    skip_sync: bool = False
     candidate_pool: int = 0  # 0: the configured default
     view: ResultView = ResultView.FULL
     ranked: bool = True  # False: first-stage fusion only (benchmarks, ablations)
+
+
+@dataclass(frozen=True)
+class SyncOutcome:
+    """What a Sync call found when its budget was spent (the sync itself may go on)."""
+
+    finished: bool
+    freshness_status: FreshnessStatus
+    stats: SyncStats | None = None  # set only when finished
+    # Workspace-relative paths of files changed or removed since indexed whose new state is not
+    # written yet (a search shows their old content), sorted and capped; `pending_count` counts
+    # them all.
+    pending_paths: tuple[str, ...] = ()
+    pending_count: int = 0
+    # Files added since the last sync whose chunks are not all written yet (a search may miss
+    # them; what it finds of them is current).
+    pending_new_files: int = 0
+    # The budget ran out before the scan listed the files: what changed is not known yet.
+    scanning: bool = False
+    error: str = ""
+    duration_ms: float = 0.0
 
 
 @dataclass(frozen=True)

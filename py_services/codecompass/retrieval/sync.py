@@ -88,6 +88,7 @@ class Syncer:
         tuning: SyncTuning = SyncTuning(),
         progress: ProgressFn = lambda _p: None,
         cancel: threading.Event | None = None,
+        planned: Callable[[], None] = lambda: None,
     ) -> None:
         self._root = root
         self._catalog = catalog
@@ -99,6 +100,9 @@ class Syncer:
         self._tuning = tuning
         self._progress = progress
         self._cancel = cancel or threading.Event()
+        # Called once the files this sync will write are marked pending in the catalog (or
+        # it found nothing to do): from then on the catalog's pending set is what it lacks.
+        self._planned = planned
         self._chunk_started = 0.0
         self._stats = SyncStats()
         self._current: dict[str, FileEntry] = {}
@@ -151,10 +155,12 @@ class Syncer:
         if not to_chunk and not removed:
             if not self._catalog.complete:
                 self._catalog.commit([], [], complete=True)
+            self._planned()
             stats.duration_ms = (time.perf_counter() - started) * 1000
             return stats
 
         self._catalog.mark_pending([*to_chunk, *removed])
+        self._planned()
         # Only files never indexed: rewriting indexed ones without vectors would defeat the
         # snippet-hash vector reuse of the pass that follows.
         unindexed = [p for p in to_chunk if p not in entries]

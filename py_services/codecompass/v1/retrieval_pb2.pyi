@@ -40,6 +40,14 @@ class IndexPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INDEX_PHASE_EMBEDDING: _ClassVar[IndexPhase]
     INDEX_PHASE_DONE: _ClassVar[IndexPhase]
 
+class FreshnessStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FRESHNESS_STATUS_UNSPECIFIED: _ClassVar[FreshnessStatus]
+    FRESHNESS_STATUS_FRESH: _ClassVar[FreshnessStatus]
+    FRESHNESS_STATUS_SYNCING: _ClassVar[FreshnessStatus]
+    FRESHNESS_STATUS_NOT_INDEXED: _ClassVar[FreshnessStatus]
+    FRESHNESS_STATUS_FAILED: _ClassVar[FreshnessStatus]
+
 class ResultView(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     RESULT_VIEW_UNSPECIFIED: _ClassVar[ResultView]
@@ -72,6 +80,11 @@ INDEX_PHASE_CHUNKING: IndexPhase
 INDEX_PHASE_WRITING: IndexPhase
 INDEX_PHASE_EMBEDDING: IndexPhase
 INDEX_PHASE_DONE: IndexPhase
+FRESHNESS_STATUS_UNSPECIFIED: FreshnessStatus
+FRESHNESS_STATUS_FRESH: FreshnessStatus
+FRESHNESS_STATUS_SYNCING: FreshnessStatus
+FRESHNESS_STATUS_NOT_INDEXED: FreshnessStatus
+FRESHNESS_STATUS_FAILED: FreshnessStatus
 RESULT_VIEW_UNSPECIFIED: ResultView
 RESULT_VIEW_FULL: ResultView
 RESULT_VIEW_CODE: ResultView
@@ -134,6 +147,36 @@ class SyncStats(_message.Message):
     duration_ms: float
     def __init__(self, files_added: _Optional[int] = ..., files_changed: _Optional[int] = ..., files_removed: _Optional[int] = ..., files_skipped: _Optional[int] = ..., chunks_upserted: _Optional[int] = ..., chunks_deleted: _Optional[int] = ..., chunks_embedded: _Optional[int] = ..., embeddings_reused: _Optional[int] = ..., cascade_reembedded: _Optional[int] = ..., duration_ms: _Optional[float] = ...) -> None: ...
 
+class SyncRequest(_message.Message):
+    __slots__ = ("workspace_root", "budget_ms")
+    WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
+    workspace_root: str
+    budget_ms: int
+    def __init__(self, workspace_root: _Optional[str] = ..., budget_ms: _Optional[int] = ...) -> None: ...
+
+class SyncResponse(_message.Message):
+    __slots__ = ("finished", "freshness_status", "stats", "pending_paths", "pending_count", "scanning", "error", "duration_ms", "pending_new_files")
+    FINISHED_FIELD_NUMBER: _ClassVar[int]
+    FRESHNESS_STATUS_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_PATHS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SCANNING_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_NEW_FILES_FIELD_NUMBER: _ClassVar[int]
+    finished: bool
+    freshness_status: FreshnessStatus
+    stats: SyncStats
+    pending_paths: _containers.RepeatedScalarFieldContainer[str]
+    pending_count: int
+    scanning: bool
+    error: str
+    duration_ms: float
+    pending_new_files: int
+    def __init__(self, finished: _Optional[bool] = ..., freshness_status: _Optional[_Union[FreshnessStatus, str]] = ..., stats: _Optional[_Union[SyncStats, _Mapping]] = ..., pending_paths: _Optional[_Iterable[str]] = ..., pending_count: _Optional[int] = ..., scanning: _Optional[bool] = ..., error: _Optional[str] = ..., duration_ms: _Optional[float] = ..., pending_new_files: _Optional[int] = ...) -> None: ...
+
 class SearchFilters(_message.Message):
     __slots__ = ("path_patterns", "languages", "node_kinds", "exclude_tests", "only_tests")
     PATH_PATTERNS_FIELD_NUMBER: _ClassVar[int]
@@ -149,13 +192,12 @@ class SearchFilters(_message.Message):
     def __init__(self, path_patterns: _Optional[_Iterable[str]] = ..., languages: _Optional[_Iterable[_Union[_chunk_pb2.Language, str]]] = ..., node_kinds: _Optional[_Iterable[_Union[_chunk_pb2.NodeKind, str]]] = ..., exclude_tests: _Optional[bool] = ..., only_tests: _Optional[bool] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("workspace_root", "query", "limit", "filters", "semantic_ratio", "skip_sync", "candidate_pool", "view", "ranking")
+    __slots__ = ("workspace_root", "query", "limit", "filters", "semantic_ratio", "candidate_pool", "view", "ranking")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     FILTERS_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_RATIO_FIELD_NUMBER: _ClassVar[int]
-    SKIP_SYNC_FIELD_NUMBER: _ClassVar[int]
     CANDIDATE_POOL_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
     RANKING_FIELD_NUMBER: _ClassVar[int]
@@ -164,11 +206,10 @@ class SearchRequest(_message.Message):
     limit: int
     filters: SearchFilters
     semantic_ratio: float
-    skip_sync: bool
     candidate_pool: int
     view: ResultView
     ranking: RankingMode
-    def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filters: _Optional[_Union[SearchFilters, _Mapping]] = ..., semantic_ratio: _Optional[float] = ..., skip_sync: _Optional[bool] = ..., candidate_pool: _Optional[int] = ..., view: _Optional[_Union[ResultView, str]] = ..., ranking: _Optional[_Union[RankingMode, str]] = ...) -> None: ...
+    def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filters: _Optional[_Union[SearchFilters, _Mapping]] = ..., semantic_ratio: _Optional[float] = ..., candidate_pool: _Optional[int] = ..., view: _Optional[_Union[ResultView, str]] = ..., ranking: _Optional[_Union[RankingMode, str]] = ...) -> None: ...
 
 class SearchResult(_message.Message):
     __slots__ = ("chunk", "score", "lexical_score", "vector_similarity", "provenance", "lexical_rank", "semantic_rank", "fusion_score", "signals")
@@ -200,7 +241,7 @@ class SearchResult(_message.Message):
     def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., lexical_score: _Optional[float] = ..., vector_similarity: _Optional[float] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., lexical_rank: _Optional[int] = ..., semantic_rank: _Optional[int] = ..., fusion_score: _Optional[float] = ..., signals: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class SearchMetadata(_message.Message):
-    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "sync", "sync_ms", "search_ms", "total_chunks", "embedded_chunks", "total_candidates", "confidence")
+    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "search_ms", "total_chunks", "embedded_chunks", "total_candidates", "confidence")
     INDEXING_STATUS_FIELD_NUMBER: _ClassVar[int]
     RESULT_COMPLETENESS_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_FALLBACK_FIELD_NUMBER: _ClassVar[int]
@@ -209,8 +250,6 @@ class SearchMetadata(_message.Message):
     EXTERNAL_PROVIDER_BLOCKED_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
-    SYNC_FIELD_NUMBER: _ClassVar[int]
-    SYNC_MS_FIELD_NUMBER: _ClassVar[int]
     SEARCH_MS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_CHUNKS_FIELD_NUMBER: _ClassVar[int]
     EMBEDDED_CHUNKS_FIELD_NUMBER: _ClassVar[int]
@@ -224,14 +263,12 @@ class SearchMetadata(_message.Message):
     external_provider_blocked: bool
     embedding_model_id: str
     embedding_model_version: str
-    sync: SyncStats
-    sync_ms: float
     search_ms: float
     total_chunks: int
     embedded_chunks: int
     total_candidates: int
     confidence: float
-    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., sync: _Optional[_Union[SyncStats, _Mapping]] = ..., sync_ms: _Optional[float] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., total_candidates: _Optional[int] = ..., confidence: _Optional[float] = ...) -> None: ...
+    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., total_candidates: _Optional[int] = ..., confidence: _Optional[float] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("results", "metadata")

@@ -47,6 +47,11 @@ class RetrievalServiceStub:
                 request_serializer=codecompass_dot_v1_dot_retrieval__pb2.SearchRequest.SerializeToString,
                 response_deserializer=codecompass_dot_v1_dot_retrieval__pb2.SearchResponse.FromString,
                 _registered_method=True)
+        self.Sync = channel.unary_unary(
+                '/codecompass.v1.RetrievalService/Sync',
+                request_serializer=codecompass_dot_v1_dot_retrieval__pb2.SyncRequest.SerializeToString,
+                response_deserializer=codecompass_dot_v1_dot_retrieval__pb2.SyncResponse.FromString,
+                _registered_method=True)
         self.GetIndexStatus = channel.unary_unary(
                 '/codecompass.v1.RetrievalService/GetIndexStatus',
                 request_serializer=codecompass_dot_v1_dot_retrieval__pb2.GetIndexStatusRequest.SerializeToString,
@@ -73,7 +78,19 @@ class RetrievalServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Search(self, request, context):
-        """Search syncs changed files first (unless told not to), then searches.
+        """Search answers from the index as it stands: a read, it never syncs and
+        never starts indexing. Callers that want fresh results call Sync first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Sync(self, request, context):
+        """Sync brings the index up to date with the workspace's files (indexing it
+        from scratch when it has no index yet) and waits for that at most the
+        request's budget; the sync goes on in the background past it. Calls made
+        while a sync runs share one follow-up sync, queued behind the running one
+        so that it sees every edit made before the call.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -108,6 +125,11 @@ def add_RetrievalServiceServicer_to_server(servicer, server):
                     servicer.Search,
                     request_deserializer=codecompass_dot_v1_dot_retrieval__pb2.SearchRequest.FromString,
                     response_serializer=codecompass_dot_v1_dot_retrieval__pb2.SearchResponse.SerializeToString,
+            ),
+            'Sync': grpc.unary_unary_rpc_method_handler(
+                    servicer.Sync,
+                    request_deserializer=codecompass_dot_v1_dot_retrieval__pb2.SyncRequest.FromString,
+                    response_serializer=codecompass_dot_v1_dot_retrieval__pb2.SyncResponse.SerializeToString,
             ),
             'GetIndexStatus': grpc.unary_unary_rpc_method_handler(
                     servicer.GetIndexStatus,
@@ -177,6 +199,33 @@ class RetrievalService:
             '/codecompass.v1.RetrievalService/Search',
             codecompass_dot_v1_dot_retrieval__pb2.SearchRequest.SerializeToString,
             codecompass_dot_v1_dot_retrieval__pb2.SearchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Sync(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/codecompass.v1.RetrievalService/Sync',
+            codecompass_dot_v1_dot_retrieval__pb2.SyncRequest.SerializeToString,
+            codecompass_dot_v1_dot_retrieval__pb2.SyncResponse.FromString,
             options,
             channel_credentials,
             insecure,

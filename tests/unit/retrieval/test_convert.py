@@ -14,6 +14,7 @@ from codecompass.retrieval.state import (
     ChunkedFile,
     FileEntry,
     FileStatus,
+    FreshnessStatus,
     IndexingStatus,
     IndexPhase,
     IndexProgress,
@@ -24,6 +25,7 @@ from codecompass.retrieval.state import (
     SearchOutcome,
     SearchQuery,
     SkippedFile,
+    SyncOutcome,
     SyncStats,
 )
 from codecompass.v1 import analysis_pb2, embedding_pb2, retrieval_pb2
@@ -101,7 +103,6 @@ def test_search_query_round_trip(ratio: float | None) -> None:
             exclude_tests=True,
         ),
         semantic_ratio=ratio,
-        skip_sync=True,
     )
     assert convert.search_query_from_proto(_wire(convert.search_query_to_proto(query))) == query
 
@@ -138,14 +139,35 @@ def test_search_outcome_round_trip(status: IndexingStatus, completeness: ResultC
         external_provider_blocked=True,
         embedding_model_id="m",
         embedding_model_version="v",
-        sync=STATS,
-        sync_ms=1.5,
         search_ms=2.5,
         total_chunks=10,
         embedded_chunks=4,
     )
     outcome = SearchOutcome(results=results, metadata=metadata)
     assert convert.search_outcome_from_proto(_wire(convert.search_outcome_to_proto(outcome))) == outcome
+
+
+@pytest.mark.parametrize("freshness", list(FreshnessStatus))
+def test_sync_outcome_round_trip(freshness: FreshnessStatus) -> None:
+    for outcome in (
+        SyncOutcome(finished=True, freshness_status=freshness, stats=STATS, duration_ms=12.5),
+        SyncOutcome(finished=False, freshness_status=freshness, pending_paths=("src/a.ts", "src/b.ts"),
+                    pending_count=3, pending_new_files=4, scanning=True, error="analysis service unreachable", duration_ms=300.0),
+    ):
+        assert convert.sync_outcome_from_proto(_wire(convert.sync_outcome_to_proto(outcome))) == outcome
+
+
+def test_sync_request_budget_zero_waits_until_done() -> None:
+    assert convert.sync_budget_from_proto(_wire(convert.sync_request_to_proto("/ws", 0))) is None
+    request = _wire(convert.sync_request_to_proto("/ws", 250))
+    assert (request.workspace_root, convert.sync_budget_from_proto(request)) == ("/ws", 0.25)
+
+
+def test_an_unknown_freshness_status_is_a_value_error() -> None:
+    with pytest.raises(ValueError):
+        convert.sync_outcome_from_proto(retrieval_pb2.SyncResponse(freshness_status=99))
+    with pytest.raises(ValueError):
+        convert.sync_outcome_from_proto(retrieval_pb2.SyncResponse())
 
 
 @pytest.mark.parametrize("phase", list(IndexPhase))

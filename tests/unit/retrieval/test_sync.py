@@ -35,12 +35,13 @@ from codecompass.retrieval.analysis_client import AnalysisClient
 from codecompass.retrieval.embed_client import EmbeddingClient
 from codecompass.retrieval.indexer import BackgroundEmbedder, RetrievalEngine, WorkspaceIndex
 from codecompass.retrieval.state import (
-    AnalysisUnavailable,
+    FreshnessStatus,
     IndexingStatus,
     IndexPhase,
     InvalidWorkspace,
     ResultCompleteness,
     SearchQuery,
+    SyncOutcome,
     WorkspaceNotFound,
 )
 from codecompass.retrieval.sync import SyncInterrupted, SyncTuning
@@ -297,6 +298,15 @@ class Harness:
     def search(self, query: str, **kwargs):
         return self.engine.search(SearchQuery(workspace_root=str(self.root), query=query, **kwargs))
 
+    def sync(self, budget_s: float | None = None) -> SyncOutcome:
+        return self.engine.sync(str(self.root), budget_s)
+
+    def synced_search(self, query: str, **kwargs):
+        """What the gateway does: sync until done, then search. Returns (sync stats, outcome)."""
+        synced = self.sync()
+        assert synced.freshness_status == FreshnessStatus.FRESH, synced
+        return synced.stats, self.search(query, **kwargs)
+
     def store(self):
         return self.engine.workspace(str(self.root)).store
 
@@ -384,8 +394,7 @@ def test_unchanged_workspace_sync_does_no_work(harness: Harness) -> None:
     _seed(harness)
     harness.index()
     calls, embedded = len(harness.analysis.chunk_calls), len(harness.embedding.documents)
-    outcome = harness.search("validate token")
-    sync = outcome.metadata.sync
+    sync, outcome = harness.synced_search("validate token")
     assert (sync.files_added, sync.files_changed, sync.files_removed, sync.chunks_upserted) == (0, 0, 0, 0)
     assert len(harness.analysis.chunk_calls) == calls
     assert len(harness.embedding.documents) == embedded
@@ -402,8 +411,7 @@ def test_edit_rechunks_only_that_file_and_embeds_only_the_changed_chunk(harness:
         _func("slugify", body="return input.toLowerCase().replace(' ', '-');") + _func("capitalize"),
     )
     before = len(harness.embedding.documents)
-    outcome = harness.search("lower case dash replace")
-    sync = outcome.metadata.sync
+    sync, outcome = harness.synced_search("lower case dash replace")
     assert harness.analysis.chunk_calls[-1] == ["src/util/strings.ts"]
     assert (sync.files_changed, sync.chunks_upserted, sync.chunks_embedded, sync.embeddings_reused) == (1, 2, 1, 1)
     assert len(harness.embedding.documents) == before + 1
@@ -416,13 +424,13 @@ def test_removed_function_and_removed_file_leave_the_index(harness: Harness) -> 
     _seed(harness)
     harness.index()
     harness.write("src/util/strings.ts", _func("slugify"))
-    sync = harness.search("capitalize").metadata.sync
+    sync = harness.sync().stats
     assert (sync.files_changed, sync.chunks_deleted) == (1, 1)
     assert chunk_id("src/util/strings.ts", "capitalize") not in harness.all_rows()
 
     (harness.root / "src/auth/token.ts").unlink()
-    outcome = harness.search("validate token signature")
-    assert (outcome.metadata.sync.files_removed, outcome.metadata.sync.chunks_deleted) == (1, 2)
+    sync, outcome = harness.synced_search("validate token signature")
+    assert (sync.files_removed, sync.chunks_deleted) == (1, 2)
     assert all(r.chunk.relative_path != "src/auth/token.ts" for r in outcome.results)
     assert harness.engine.status(str(harness.root)).files == 2
 
@@ -432,7 +440,7 @@ def test_moving_a_file_reuses_every_vector(harness: Harness) -> None:
     harness.index()
     before = len(harness.embedding.documents)
     (harness.root / "src/util/strings.ts").rename(harness.root / "src/strings.ts")
-    sync = harness.search("slugify").metadata.sync
+    sync = harness.sync().stats
     assert (sync.files_added, sync.files_removed, sync.chunks_upserted, sync.chunks_deleted) == (1, 1, 2, 2)
     assert (sync.chunks_embedded, sync.embeddings_reused) == (0, 2)
     assert len(harness.embedding.documents) == before
@@ -450,7 +458,7 @@ def test_signature_change_re_embeds_the_chunks_that_quote_it(harness: Harness) -
         + _func("checkSignature", "token: string", "boolean", "return token.length > 0;"),
     )
     before = len(harness.embedding.documents)
-    sync = harness.search("route request").metadata.sync
+    sync = harness.sync().stats
     assert sync.cascade_reembedded == 1
     assert ["src/http/router.ts"] in harness.analysis.chunk_calls
     (router,) = harness.store().get_chunks([router_id])
@@ -468,7 +476,7 @@ def test_signature_change_re_embeds_the_chunks_that_quote_it(harness: Harness) -
         )
         + _func("checkSignature", "token: string", "boolean", "return token.length > 0;"),
     )
-    assert harness.search("route request").metadata.sync.cascade_reembedded == 0
+    assert harness.sync().stats.cascade_reembedded == 0
 
 
 def test_skipped_files_are_counted_and_lose_their_chunks(harness: Harness) -> None:
@@ -478,7 +486,7 @@ def test_skipped_files_are_counted_and_lose_their_chunks(harness: Harness) -> No
     assert stats.files_skipped == 1
     assert not any(r.startswith("src/bundle") for r in harness.engine.workspace(str(harness.root)).catalog.entries())
     harness.write("src/util/strings.ts", "var b=2;" * 100)
-    sync = harness.search("slugify").metadata.sync
+    sync = harness.sync().stats
     assert (sync.files_skipped, sync.chunks_deleted) == (2, 2)
     assert all(r.chunk.relative_path != "src/util/strings.ts" for r in harness.search("slugify").results)
 
@@ -490,7 +498,7 @@ def test_cold_index_serves_lexically_while_embeddings_fill_in(harness: Harness) 
     harness.write("tests/mod.test.ts", _func("testsHandler"))
     harness.embedding.delay_s = 1.5
     harness.index(wait=False)
-    outcome = harness.search("handler3", skip_sync=True)
+    outcome = harness.search("handler3")
     assert outcome.results[0].chunk.name == "handler3"
     assert outcome.metadata.indexing_status == IndexingStatus.INDEXING
     assert outcome.metadata.result_completeness == ResultCompleteness.PARTIAL
@@ -517,11 +525,11 @@ def test_embedding_service_down_answers_lexically(harness: Harness) -> None:
     harness.index()
     harness.embedding_server.stop(None)
     harness.write("src/extra.ts", _func("parseHeaders"))
-    outcome = harness.search("is the token signature long enough")
+    sync, outcome = harness.synced_search("is the token signature long enough")
     meta = outcome.metadata
     assert outcome.results[0].chunk.name == "checkSignature"
     assert meta.semantic_fallback and meta.semantic_skipped_reason == "embedding_unavailable"
-    assert meta.sync.files_added == 1
+    assert sync.files_added == 1
     assert meta.result_completeness == ResultCompleteness.PARTIAL
 
 
@@ -555,8 +563,9 @@ def test_a_new_embedding_model_version_moves_the_workspace_to_a_new_index(harnes
     assert switched.metadata.semantic_fallback
     assert switched.metadata.semantic_skipped_reason == "embedding_model_changed"
     assert switched.results[0].chunk.name == "checkSignature"
-    reindex = harness.search("is the token signature long enough").metadata
-    assert reindex.sync.files_added == 3 and reindex.sync.chunks_upserted == 5
+    # The search noticed the new model; the next sync moves the index to it.
+    reindex = harness.sync().stats
+    assert reindex.files_added == 3 and reindex.chunks_upserted == 5
     assert harness.store().table_name != old_table
     _wait_ready(harness)
     status = harness.engine.status(str(harness.root))
@@ -573,7 +582,7 @@ def test_searches_run_while_a_slow_index_is_in_progress(harness: Harness) -> Non
 
     def search() -> None:
         try:
-            harness.search("worker", skip_sync=True)
+            harness.search("worker")
         except Exception as exc:  # noqa: BLE001 - collected and asserted below
             errors.append(exc)
 
@@ -603,7 +612,7 @@ def test_crash_between_table_write_and_catalog_commit_neither_loses_nor_duplicat
 
     monkeypatch.setattr(catalog_module.Catalog, "commit", crash)
     with pytest.raises(SimulatedKill):
-        harness.search("truncate")
+        harness.sync()
     monkeypatch.undo()
     # While "down", the user deletes a function the crashed sync already wrote.
     harness.write("src/util/strings.ts", _func("slugify") + _func("capitalize"))
@@ -636,9 +645,13 @@ def test_analysis_service_down_is_unavailable(harness: Harness, tmp_path: Path) 
         EmbeddingClient(harness.embedding_addr, timeout_s=2, batch_size=8),
     )
     try:
-        with pytest.raises(AnalysisUnavailable, match="analysis service unreachable at 127.0.0.1:1"):
-            engine.search(SearchQuery(workspace_root=str(harness.root), query="x"))
+        synced = engine.sync(str(harness.root), None)
+        assert synced.freshness_status == FreshnessStatus.FAILED and synced.finished
+        assert "analysis service unreachable at 127.0.0.1:1" in synced.error
         assert engine.status(str(harness.root)).indexing_status == IndexingStatus.FAILED
+        # A failed sync fails no search: it answers from the index as it stands (none here).
+        outcome = engine.search(SearchQuery(workspace_root=str(harness.root), query="x"))
+        assert outcome.results == () and outcome.metadata.indexing_status == IndexingStatus.FAILED
     finally:
         engine.close()
 
@@ -691,6 +704,14 @@ def test_grpc_service_maps_errors_and_serves_search(harness: Harness) -> None:
         status = stub.GetIndexStatus(retrieval_pb2.GetIndexStatusRequest(workspace_root=str(harness.root)), timeout=10)
         assert (status.files, status.chunks, status.embedded_chunks) == (3, 5, 5)
         assert status.index_bytes > 0
+        # Sync over the wire: a bad root is refused like everywhere else; an edit is synced.
+        with pytest.raises(grpc.RpcError) as err:
+            stub.Sync(retrieval_pb2.SyncRequest(workspace_root="rel/dir"), timeout=10)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        harness.write("src/util/strings.ts", _func("slugify") + _func("capitalize") + _func("kebabCase"))
+        synced = stub.Sync(retrieval_pb2.SyncRequest(workspace_root=str(harness.root), budget_ms=0), timeout=10)
+        assert synced.finished and synced.freshness_status == retrieval_pb2.FRESHNESS_STATUS_FRESH
+        assert (synced.stats.files_changed, synced.stats.chunks_upserted) == (1, 3) and not synced.pending_paths
     finally:
         channel.close()
         running.stop(0)
@@ -773,8 +794,8 @@ def test_the_old_model_s_table_is_dropped_once_the_new_one_is_complete_and_not_b
     assert len(old_tables) == 2  # chunks and their sources
     harness.embedding.model_version = "2"
     harness.embedding.delay_s = 0.3
-    harness.search("is the token signature long enough")
-    harness.search("is the token signature long enough")
+    harness.search("is the token signature long enough")  # notices the new model
+    harness.sync()  # moves the index to the new model's table; its vectors fill in slowly
     status = harness.engine.status(str(harness.root))
     assert (status.embedding_model_version, status.indexing_status) == ("2", IndexingStatus.INDEXING)
     # The new table is still being embedded: the old one stays (a switch back would reuse it).
@@ -798,3 +819,87 @@ def test_versions_left_by_a_cold_index_are_cleaned_once_past_the_retention(
     _eventually(lambda: store.version_count() == 1 and store.cleanup_due_at(timedelta(seconds=1)) is None)
     assert store.counts() == (40, 40)
     assert harness.search("fn7").results[0].chunk.name == "fn7"
+
+
+def test_a_search_never_syncs_and_answers_from_the_index_as_it_stands(harness: Harness) -> None:
+    _seed(harness)
+    harness.index()
+    calls = len(harness.analysis.chunk_calls)
+    harness.write("src/util/strings.ts", _func("slugify", body="return input.toLowerCase();") + _func("capitalize"))
+    before = harness.search("slugify").results[0].chunk
+    assert before.name == "slugify" and "toLowerCase" not in before.full_source
+    assert len(harness.analysis.chunk_calls) == calls
+    assert harness.sync().stats.files_changed == 1
+    assert "toLowerCase" in harness.search("slugify").results[0].chunk.full_source
+
+
+def test_a_search_of_a_never_indexed_workspace_starts_no_indexing(harness: Harness) -> None:
+    _seed(harness)
+    outcome = harness.search("validate token")
+    assert outcome.results == () and outcome.metadata.indexing_status == IndexingStatus.NOT_INDEXED
+    time.sleep(0.2)
+    assert harness.analysis.chunk_calls == []
+    assert harness.engine.status(str(harness.root)).indexing_status == IndexingStatus.NOT_INDEXED
+
+
+def test_sync_past_its_budget_lists_what_it_has_not_written_and_finishes_in_the_background(
+    harness: Harness,
+) -> None:
+    _seed(harness)
+    harness.index()
+    harness.analysis.chunk_delay_s = 0.3
+    harness.write("src/util/strings.ts", _func("slugify", body="return input.toLowerCase();") + _func("capitalize"))
+    harness.write("src/http/router.ts", _func("routeRequest", "path: string", "string", "return path;"))
+    (harness.root / "src/auth/token.ts").unlink()
+    changed = ("src/auth/token.ts", "src/http/router.ts", "src/util/strings.ts")
+
+    first = harness.sync(0.001)
+    assert not first.finished and first.freshness_status == FreshnessStatus.SYNCING and first.stats is None
+    # Once the running sync has diffed its scan, every Sync lists what it has not written yet.
+    outcome = first
+    deadline = time.monotonic() + 10
+    while outcome.pending_paths != changed and time.monotonic() < deadline:
+        outcome = harness.sync(0.01)
+    assert outcome.pending_paths == changed and outcome.pending_count == 3
+    assert outcome.freshness_status == FreshnessStatus.SYNCING
+    # Meanwhile a search answers from the index as it stands.
+    assert "toLowerCase" not in harness.search("slugify").results[0].chunk.full_source
+
+    done = harness.sync()
+    assert done.finished and done.freshness_status == FreshnessStatus.FRESH and done.pending_paths == ()
+    assert "toLowerCase" in harness.search("slugify").results[0].chunk.full_source
+    assert harness.engine.workspace(str(harness.root)).pending() == ([], 0)
+    # Every Sync of the burst shared the one sync that saw the edits: each file was chunked once.
+    chunked = [p for call in harness.analysis.chunk_calls[1:] for p in call]
+    assert sorted(chunked) == ["src/http/router.ts", "src/util/strings.ts"]
+
+
+def test_sync_of_a_cold_workspace_past_its_budget_is_not_indexed_yet(harness: Harness) -> None:
+    _seed(harness)
+    harness.analysis.chunk_delay_s = 0.3
+    outcome = harness.sync(0.001)
+    assert not outcome.finished and outcome.freshness_status == FreshnessStatus.NOT_INDEXED
+    assert harness.sync().freshness_status == FreshnessStatus.FRESH
+    assert harness.search("validate token").results
+
+
+@pytest.mark.parametrize("harness", [SyncTuning(lexical_first_min_files=2, files_per_call=1)], indirect=True)
+def test_new_files_are_counted_apart_from_the_stale_ones(harness: Harness) -> None:
+    _seed(harness)
+    harness.index()
+    harness.analysis.chunk_delay_s = 0.2
+    for i in range(3):
+        harness.write(f"src/new{i}.ts", _func(f"fresh{i}"))
+    harness.write("src/util/strings.ts", _func("slugify", body="return input.toLowerCase();") + _func("capitalize"))
+    harness.sync(0.001)
+    deadline = time.monotonic() + 10
+    outcome = harness.sync(0.01)
+    while outcome.pending_new_files == 0 and time.monotonic() < deadline:
+        outcome = harness.sync(0.01)
+    # Whatever the index holds of a new file was written from its current content (first by
+    # the lexical pass): a search may miss it, but never shows it stale.
+    assert outcome.pending_paths == ("src/util/strings.ts",) and outcome.pending_count == 1
+    assert outcome.pending_new_files == 3
+    done = harness.sync()
+    assert (done.pending_paths, done.pending_new_files) == ((), 0)
+    assert harness.search("fresh2").results[0].chunk.name == "fresh2"

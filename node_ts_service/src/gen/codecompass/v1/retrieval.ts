@@ -264,6 +264,79 @@ export function indexPhaseToJSON(object: IndexPhase): string {
 }
 
 /**
+ * FreshnessStatus says how the index relates to the workspace's files after
+ * a Sync call.
+ */
+export enum FreshnessStatus {
+  /** FRESHNESS_STATUS_UNSPECIFIED - Not set. */
+  FRESHNESS_STATUS_UNSPECIFIED = 0,
+  /**
+   * FRESHNESS_STATUS_FRESH - The sync finished within the budget: the index holds every file as it was
+   * when the call arrived. Vectors may still be filling in; the lexical
+   * channel already sees every chunk.
+   */
+  FRESHNESS_STATUS_FRESH = 1,
+  /**
+   * FRESHNESS_STATUS_SYNCING - The budget ran out while the sync was running: the index is searchable
+   * but the files in pending_paths are not yet written to it.
+   */
+  FRESHNESS_STATUS_SYNCING = 2,
+  /**
+   * FRESHNESS_STATUS_NOT_INDEXED - The budget ran out before the workspace's first chunks were written:
+   * there is nothing to search yet.
+   */
+  FRESHNESS_STATUS_NOT_INDEXED = 3,
+  /**
+   * FRESHNESS_STATUS_FAILED - The sync failed (see error); the index stays as the last successful sync
+   * left it and can still be searched.
+   */
+  FRESHNESS_STATUS_FAILED = 4,
+  UNRECOGNIZED = -1,
+}
+
+export function freshnessStatusFromJSON(object: any): FreshnessStatus {
+  switch (object) {
+    case 0:
+    case "FRESHNESS_STATUS_UNSPECIFIED":
+      return FreshnessStatus.FRESHNESS_STATUS_UNSPECIFIED;
+    case 1:
+    case "FRESHNESS_STATUS_FRESH":
+      return FreshnessStatus.FRESHNESS_STATUS_FRESH;
+    case 2:
+    case "FRESHNESS_STATUS_SYNCING":
+      return FreshnessStatus.FRESHNESS_STATUS_SYNCING;
+    case 3:
+    case "FRESHNESS_STATUS_NOT_INDEXED":
+      return FreshnessStatus.FRESHNESS_STATUS_NOT_INDEXED;
+    case 4:
+    case "FRESHNESS_STATUS_FAILED":
+      return FreshnessStatus.FRESHNESS_STATUS_FAILED;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return FreshnessStatus.UNRECOGNIZED;
+  }
+}
+
+export function freshnessStatusToJSON(object: FreshnessStatus): string {
+  switch (object) {
+    case FreshnessStatus.FRESHNESS_STATUS_UNSPECIFIED:
+      return "FRESHNESS_STATUS_UNSPECIFIED";
+    case FreshnessStatus.FRESHNESS_STATUS_FRESH:
+      return "FRESHNESS_STATUS_FRESH";
+    case FreshnessStatus.FRESHNESS_STATUS_SYNCING:
+      return "FRESHNESS_STATUS_SYNCING";
+    case FreshnessStatus.FRESHNESS_STATUS_NOT_INDEXED:
+      return "FRESHNESS_STATUS_NOT_INDEXED";
+    case FreshnessStatus.FRESHNESS_STATUS_FAILED:
+      return "FRESHNESS_STATUS_FAILED";
+    case FreshnessStatus.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/**
  * ResultView selects the chunk fields a search result carries, so a large
  * candidate pool does not ship every symbol's complete source.
  */
@@ -419,6 +492,55 @@ export interface SyncStats {
   durationMs: number;
 }
 
+/** SyncRequest asks to bring a workspace's index up to date within a budget. */
+export interface SyncRequest {
+  /** Absolute path of the workspace root. */
+  workspaceRoot: string;
+  /**
+   * Milliseconds to wait for the sync before answering; the sync goes on in
+   * the background past it. 0 waits until it is done (bounded by the call's
+   * deadline: the answer comes just before the deadline rather than failing).
+   */
+  budgetMs: number;
+}
+
+/** SyncResponse says how fresh the index is once the budget was spent. */
+export interface SyncResponse {
+  /** True when the sync finished within the budget. */
+  finished: boolean;
+  /** How the index relates to the files now. */
+  freshnessStatus: FreshnessStatus;
+  /** What the sync changed; set only when finished. */
+  stats:
+    | SyncStats
+    | undefined;
+  /**
+   * Workspace-relative paths of files changed or removed since they were
+   * indexed whose new state is not written to the index yet, sorted, at most a
+   * server-chosen cap (1,000). Results from these files show what the index
+   * held before the change: they are stale.
+   */
+  pendingPaths: string[];
+  /** Number of such paths, including those past the cap. */
+  pendingCount: number;
+  /**
+   * True when the budget ran out before the sync had listed the workspace's
+   * files: which files changed is not known yet, so pending_paths is
+   * incomplete (it holds only what an earlier, unfinished sync left pending).
+   */
+  scanning: boolean;
+  /** Why the sync failed when freshness_status is FAILED; empty otherwise. */
+  error: string;
+  /** Milliseconds the call waited. */
+  durationMs: number;
+  /**
+   * Files added since the last sync whose chunks are not all written yet: a
+   * search may miss them. They are not in pending_paths: whatever the index
+   * already holds of them was written from their current content.
+   */
+  pendingNewFiles: number;
+}
+
 /** SearchFilters narrow a search. */
 export interface SearchFilters {
   /** Keep only paths under one of these prefixes or matching one of these globs. */
@@ -449,8 +571,6 @@ export interface SearchRequest {
   semanticRatio?:
     | number
     | undefined;
-  /** Skip the pre-search sync (for benchmarks and read-only replicas). */
-  skipSync: boolean;
   /**
    * Candidates each channel contributes before ranking; 0 means the server
    * default. A second-stage reranker asks for 100-200.
@@ -512,13 +632,7 @@ export interface SearchMetadata {
   embeddingModelId: string;
   /** Embedding model version of the index's vectors. */
   embeddingModelVersion: string;
-  /** What the pre-search sync changed. */
-  sync:
-    | SyncStats
-    | undefined;
-  /** Milliseconds spent in the pre-search sync. */
-  syncMs: number;
-  /** Milliseconds spent searching after the sync. */
+  /** Milliseconds spent searching. */
   searchMs: number;
   /** Chunks in the index. */
   totalChunks: bigint;
@@ -1278,6 +1392,328 @@ export const SyncStats: MessageFns<SyncStats> = {
   },
 };
 
+function createBaseSyncRequest(): SyncRequest {
+  return { workspaceRoot: "", budgetMs: 0 };
+}
+
+export const SyncRequest: MessageFns<SyncRequest> = {
+  encode(message: SyncRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceRoot !== "") {
+      writer.uint32(10).string(message.workspaceRoot);
+    }
+    if (message.budgetMs !== 0) {
+      writer.uint32(16).uint32(message.budgetMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SyncRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSyncRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceRoot = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.budgetMs = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SyncRequest {
+    return {
+      workspaceRoot: isSet(object.workspaceRoot)
+        ? globalThis.String(object.workspaceRoot)
+        : isSet(object.workspace_root)
+        ? globalThis.String(object.workspace_root)
+        : "",
+      budgetMs: isSet(object.budgetMs)
+        ? globalThis.Number(object.budgetMs)
+        : isSet(object.budget_ms)
+        ? globalThis.Number(object.budget_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: SyncRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceRoot !== "") {
+      obj.workspaceRoot = message.workspaceRoot;
+    }
+    if (message.budgetMs !== 0) {
+      obj.budgetMs = Math.round(message.budgetMs);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SyncRequest>): SyncRequest {
+    return SyncRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SyncRequest>): SyncRequest {
+    const message = createBaseSyncRequest();
+    message.workspaceRoot = object.workspaceRoot ?? "";
+    message.budgetMs = object.budgetMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseSyncResponse(): SyncResponse {
+  return {
+    finished: false,
+    freshnessStatus: 0,
+    stats: undefined,
+    pendingPaths: [],
+    pendingCount: 0,
+    scanning: false,
+    error: "",
+    durationMs: 0,
+    pendingNewFiles: 0,
+  };
+}
+
+export const SyncResponse: MessageFns<SyncResponse> = {
+  encode(message: SyncResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.finished !== false) {
+      writer.uint32(8).bool(message.finished);
+    }
+    if (message.freshnessStatus !== 0) {
+      writer.uint32(16).int32(message.freshnessStatus);
+    }
+    if (message.stats !== undefined) {
+      SyncStats.encode(message.stats, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.pendingPaths) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.pendingCount !== 0) {
+      writer.uint32(40).uint32(message.pendingCount);
+    }
+    if (message.scanning !== false) {
+      writer.uint32(48).bool(message.scanning);
+    }
+    if (message.error !== "") {
+      writer.uint32(58).string(message.error);
+    }
+    if (message.durationMs !== 0) {
+      writer.uint32(65).double(message.durationMs);
+    }
+    if (message.pendingNewFiles !== 0) {
+      writer.uint32(72).uint32(message.pendingNewFiles);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SyncResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSyncResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.finished = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.freshnessStatus = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.stats = SyncStats.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.pendingPaths.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.pendingCount = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.scanning = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 65) {
+              break;
+            }
+
+            message.durationMs = reader.double();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.pendingNewFiles = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SyncResponse {
+    return {
+      finished: isSet(object.finished) ? globalThis.Boolean(object.finished) : false,
+      freshnessStatus: isSet(object.freshnessStatus)
+        ? freshnessStatusFromJSON(object.freshnessStatus)
+        : isSet(object.freshness_status)
+        ? freshnessStatusFromJSON(object.freshness_status)
+        : 0,
+      stats: isSet(object.stats) ? SyncStats.fromJSON(object.stats) : undefined,
+      pendingPaths: globalThis.Array.isArray(object?.pendingPaths)
+        ? object.pendingPaths.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.pending_paths)
+        ? object.pending_paths.map((e: any) => globalThis.String(e))
+        : [],
+      pendingCount: isSet(object.pendingCount)
+        ? globalThis.Number(object.pendingCount)
+        : isSet(object.pending_count)
+        ? globalThis.Number(object.pending_count)
+        : 0,
+      scanning: isSet(object.scanning) ? globalThis.Boolean(object.scanning) : false,
+      error: isSet(object.error) ? globalThis.String(object.error) : "",
+      durationMs: isSet(object.durationMs)
+        ? globalThis.Number(object.durationMs)
+        : isSet(object.duration_ms)
+        ? globalThis.Number(object.duration_ms)
+        : 0,
+      pendingNewFiles: isSet(object.pendingNewFiles)
+        ? globalThis.Number(object.pendingNewFiles)
+        : isSet(object.pending_new_files)
+        ? globalThis.Number(object.pending_new_files)
+        : 0,
+    };
+  },
+
+  toJSON(message: SyncResponse): unknown {
+    const obj: any = {};
+    if (message.finished !== false) {
+      obj.finished = message.finished;
+    }
+    if (message.freshnessStatus !== 0) {
+      obj.freshnessStatus = freshnessStatusToJSON(message.freshnessStatus);
+    }
+    if (message.stats !== undefined) {
+      obj.stats = SyncStats.toJSON(message.stats);
+    }
+    if (message.pendingPaths?.length) {
+      obj.pendingPaths = message.pendingPaths;
+    }
+    if (message.pendingCount !== 0) {
+      obj.pendingCount = Math.round(message.pendingCount);
+    }
+    if (message.scanning !== false) {
+      obj.scanning = message.scanning;
+    }
+    if (message.error !== "") {
+      obj.error = message.error;
+    }
+    if (message.durationMs !== 0) {
+      obj.durationMs = floatToJson(message.durationMs);
+    }
+    if (message.pendingNewFiles !== 0) {
+      obj.pendingNewFiles = Math.round(message.pendingNewFiles);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SyncResponse>): SyncResponse {
+    return SyncResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SyncResponse>): SyncResponse {
+    const message = createBaseSyncResponse();
+    message.finished = object.finished ?? false;
+    message.freshnessStatus = object.freshnessStatus ?? 0;
+    message.stats = (object.stats !== undefined && object.stats !== null)
+      ? SyncStats.fromPartial(object.stats)
+      : undefined;
+    message.pendingPaths = object.pendingPaths?.map((e) => e) || [];
+    message.pendingCount = object.pendingCount ?? 0;
+    message.scanning = object.scanning ?? false;
+    message.error = object.error ?? "";
+    message.durationMs = object.durationMs ?? 0;
+    message.pendingNewFiles = object.pendingNewFiles ?? 0;
+    return message;
+  },
+};
+
 function createBaseSearchFilters(): SearchFilters {
   return { pathPatterns: [], languages: [], nodeKinds: [], excludeTests: false, onlyTests: false };
 }
@@ -1464,7 +1900,6 @@ function createBaseSearchRequest(): SearchRequest {
     limit: 0,
     filters: undefined,
     semanticRatio: undefined,
-    skipSync: false,
     candidatePool: 0,
     view: 0,
     ranking: 0,
@@ -1487,9 +1922,6 @@ export const SearchRequest: MessageFns<SearchRequest> = {
     }
     if (message.semanticRatio !== undefined) {
       writer.uint32(45).float(message.semanticRatio);
-    }
-    if (message.skipSync !== false) {
-      writer.uint32(48).bool(message.skipSync);
     }
     if (message.candidatePool !== 0) {
       writer.uint32(56).uint32(message.candidatePool);
@@ -1556,14 +1988,6 @@ export const SearchRequest: MessageFns<SearchRequest> = {
             message.semanticRatio = reader.float();
             continue;
           }
-          case 6: {
-            if (tag !== 48) {
-              break;
-            }
-
-            message.skipSync = reader.bool();
-            continue;
-          }
           case 7: {
             if (tag !== 56) {
               break;
@@ -1615,11 +2039,6 @@ export const SearchRequest: MessageFns<SearchRequest> = {
         : isSet(object.semantic_ratio)
         ? globalThis.Number(object.semantic_ratio)
         : undefined,
-      skipSync: isSet(object.skipSync)
-        ? globalThis.Boolean(object.skipSync)
-        : isSet(object.skip_sync)
-        ? globalThis.Boolean(object.skip_sync)
-        : false,
       candidatePool: isSet(object.candidatePool)
         ? globalThis.Number(object.candidatePool)
         : isSet(object.candidate_pool)
@@ -1647,9 +2066,6 @@ export const SearchRequest: MessageFns<SearchRequest> = {
     if (message.semanticRatio !== undefined) {
       obj.semanticRatio = floatToJson(message.semanticRatio);
     }
-    if (message.skipSync !== false) {
-      obj.skipSync = message.skipSync;
-    }
     if (message.candidatePool !== 0) {
       obj.candidatePool = Math.round(message.candidatePool);
     }
@@ -1674,7 +2090,6 @@ export const SearchRequest: MessageFns<SearchRequest> = {
       ? SearchFilters.fromPartial(object.filters)
       : undefined;
     message.semanticRatio = object.semanticRatio ?? undefined;
-    message.skipSync = object.skipSync ?? false;
     message.candidatePool = object.candidatePool ?? 0;
     message.view = object.view ?? 0;
     message.ranking = object.ranking ?? 0;
@@ -2034,8 +2449,6 @@ function createBaseSearchMetadata(): SearchMetadata {
     externalProviderBlocked: false,
     embeddingModelId: "",
     embeddingModelVersion: "",
-    sync: undefined,
-    syncMs: 0,
     searchMs: 0,
     totalChunks: 0n,
     embeddedChunks: 0n,
@@ -2069,12 +2482,6 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     }
     if (message.embeddingModelVersion !== "") {
       writer.uint32(66).string(message.embeddingModelVersion);
-    }
-    if (message.sync !== undefined) {
-      SyncStats.encode(message.sync, writer.uint32(74).fork()).join();
-    }
-    if (message.syncMs !== 0) {
-      writer.uint32(81).double(message.syncMs);
     }
     if (message.searchMs !== 0) {
       writer.uint32(89).double(message.searchMs);
@@ -2177,22 +2584,6 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
             message.embeddingModelVersion = reader.string();
             continue;
           }
-          case 9: {
-            if (tag !== 74) {
-              break;
-            }
-
-            message.sync = SyncStats.decode(reader, reader.uint32());
-            continue;
-          }
-          case 10: {
-            if (tag !== 81) {
-              break;
-            }
-
-            message.syncMs = reader.double();
-            continue;
-          }
           case 11: {
             if (tag !== 89) {
               break;
@@ -2287,12 +2678,6 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
         : isSet(object.embedding_model_version)
         ? globalThis.String(object.embedding_model_version)
         : "",
-      sync: isSet(object.sync) ? SyncStats.fromJSON(object.sync) : undefined,
-      syncMs: isSet(object.syncMs)
-        ? globalThis.Number(object.syncMs)
-        : isSet(object.sync_ms)
-        ? globalThis.Number(object.sync_ms)
-        : 0,
       searchMs: isSet(object.searchMs)
         ? globalThis.Number(object.searchMs)
         : isSet(object.search_ms)
@@ -2343,12 +2728,6 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     if (message.embeddingModelVersion !== "") {
       obj.embeddingModelVersion = message.embeddingModelVersion;
     }
-    if (message.sync !== undefined) {
-      obj.sync = SyncStats.toJSON(message.sync);
-    }
-    if (message.syncMs !== 0) {
-      obj.syncMs = floatToJson(message.syncMs);
-    }
     if (message.searchMs !== 0) {
       obj.searchMs = floatToJson(message.searchMs);
     }
@@ -2380,8 +2759,6 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     message.externalProviderBlocked = object.externalProviderBlocked ?? false;
     message.embeddingModelId = object.embeddingModelId ?? "";
     message.embeddingModelVersion = object.embeddingModelVersion ?? "";
-    message.sync = (object.sync !== undefined && object.sync !== null) ? SyncStats.fromPartial(object.sync) : undefined;
-    message.syncMs = object.syncMs ?? 0;
     message.searchMs = object.searchMs ?? 0;
     message.totalChunks = (object.totalChunks !== undefined && object.totalChunks !== null)
       ? BigInt(object.totalChunks)
@@ -3249,7 +3626,10 @@ export const RetrievalServiceService = {
       Buffer.from(IndexWorkspaceResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): IndexWorkspaceResponse => IndexWorkspaceResponse.decode(value),
   },
-  /** Search syncs changed files first (unless told not to), then searches. */
+  /**
+   * Search answers from the index as it stands: a read, it never syncs and
+   * never starts indexing. Callers that want fresh results call Sync first.
+   */
   search: {
     path: "/codecompass.v1.RetrievalService/Search" as const,
     requestStream: false as const,
@@ -3258,6 +3638,22 @@ export const RetrievalServiceService = {
     requestDeserialize: (value: Buffer): SearchRequest => SearchRequest.decode(value),
     responseSerialize: (value: SearchResponse): Buffer => Buffer.from(SearchResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SearchResponse => SearchResponse.decode(value),
+  },
+  /**
+   * Sync brings the index up to date with the workspace's files (indexing it
+   * from scratch when it has no index yet) and waits for that at most the
+   * request's budget; the sync goes on in the background past it. Calls made
+   * while a sync runs share one follow-up sync, queued behind the running one
+   * so that it sees every edit made before the call.
+   */
+  sync: {
+    path: "/codecompass.v1.RetrievalService/Sync" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SyncRequest): Buffer => Buffer.from(SyncRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SyncRequest => SyncRequest.decode(value),
+    responseSerialize: (value: SyncResponse): Buffer => Buffer.from(SyncResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SyncResponse => SyncResponse.decode(value),
   },
   /** GetIndexStatus reports the state of a workspace's index. */
   getIndexStatus: {
@@ -3291,8 +3687,19 @@ export const RetrievalServiceService = {
 export interface RetrievalServiceServer extends UntypedServiceImplementation {
   /** IndexWorkspace syncs the index with the workspace, streaming progress. */
   indexWorkspace: handleServerStreamingCall<IndexWorkspaceRequest, IndexWorkspaceResponse>;
-  /** Search syncs changed files first (unless told not to), then searches. */
+  /**
+   * Search answers from the index as it stands: a read, it never syncs and
+   * never starts indexing. Callers that want fresh results call Sync first.
+   */
   search: handleUnaryCall<SearchRequest, SearchResponse>;
+  /**
+   * Sync brings the index up to date with the workspace's files (indexing it
+   * from scratch when it has no index yet) and waits for that at most the
+   * request's budget; the sync goes on in the background past it. Calls made
+   * while a sync runs share one follow-up sync, queued behind the running one
+   * so that it sees every edit made before the call.
+   */
+  sync: handleUnaryCall<SyncRequest, SyncResponse>;
   /** GetIndexStatus reports the state of a workspace's index. */
   getIndexStatus: handleUnaryCall<GetIndexStatusRequest, GetIndexStatusResponse>;
   /**
@@ -3315,7 +3722,10 @@ export interface RetrievalServiceClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<IndexWorkspaceResponse>;
-  /** Search syncs changed files first (unless told not to), then searches. */
+  /**
+   * Search answers from the index as it stands: a read, it never syncs and
+   * never starts indexing. Callers that want fresh results call Sync first.
+   */
   search(
     request: SearchRequest,
     callback: (error: ServiceError | null, response: SearchResponse) => void,
@@ -3330,6 +3740,25 @@ export interface RetrievalServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SearchResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Sync brings the index up to date with the workspace's files (indexing it
+   * from scratch when it has no index yet) and waits for that at most the
+   * request's budget; the sync goes on in the background past it. Calls made
+   * while a sync runs share one follow-up sync, queued behind the running one
+   * so that it sees every edit made before the call.
+   */
+  sync(request: SyncRequest, callback: (error: ServiceError | null, response: SyncResponse) => void): ClientUnaryCall;
+  sync(
+    request: SyncRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SyncResponse) => void,
+  ): ClientUnaryCall;
+  sync(
+    request: SyncRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SyncResponse) => void,
   ): ClientUnaryCall;
   /** GetIndexStatus reports the state of a workspace's index. */
   getIndexStatus(

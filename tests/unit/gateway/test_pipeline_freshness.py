@@ -1,0 +1,178 @@
+"""The pipeline's freshness decision, against fake clients: sync first within the budget,
+answer from the index as it stands past it, mark what the sync has not written yet."""
+
+from __future__ import annotations
+
+import pytest
+from codecompass_gateway.answer import answer_to_dict
+from codecompass_gateway.pipeline import RETRIEVE, SELECT, SYNC, Pipeline, PipelineRequest
+
+from codecompass.clients.errors import UNAVAILABLE, ServiceError
+from codecompass.common.chunks import Chunk, Language, NodeKind
+from codecompass.common.config import ConfigError, GatewaySettings, Settings, load_settings_from_environ
+from codecompass.retrieval.ranking import RankedResult
+from codecompass.retrieval.state import (
+    FreshnessStatus,
+    IndexingStatus,
+    ResultCompleteness,
+    SearchMetadata,
+    SearchOutcome,
+    SyncOutcome,
+    SyncStats,
+)
+from codecompass.selection.model import QueryFocus, Reason, SelectedResult, SelectOutcome
+
+
+def _chunk(cid: str, path: str, parent: str = "") -> Chunk:
+    return Chunk(id=cid, snippet_hash=cid, relative_path=path, language=Language.TYPESCRIPT,
+                 node_kind=NodeKind.FUNCTION, name=cid, qualified_name=cid, parent_id=parent, child_ids=(),
+                 depth=1 if parent else 0, signature=f"{cid}()", full_source="", collapsed_source=f"function {cid}() {{}}",
+                 start_line=1, end_line=3, jsdoc="", jsdoc_start_line=0, relevant_imports=(), is_test=False,
+                 embedding_text="")
+
+
+RESULTS = tuple(
+    RankedResult(chunk=chunk, score=score, lexical_score=score, vector_similarity=0.0, provenance="lexical",
+                 lexical_rank=rank, semantic_rank=0)
+    for rank, (chunk, score) in enumerate(
+        [(_chunk("edited", "src/edited.ts", parent="Edited"), 0.9), (_chunk("clean", "src/clean.ts"), 0.8)], start=1)
+)
+METADATA = SearchMetadata(indexing_status=IndexingStatus.READY, result_completeness=ResultCompleteness.COMPLETE,
+                          semantic_fallback=False, semantic_skipped_reason="", semantic_ratio_used=0.3,
+                          external_provider_blocked=False, embedding_model_id="m", embedding_model_version="1")
+
+
+class FakeRetrieval:
+    def __init__(self, sync: SyncOutcome | ServiceError) -> None:
+        self._sync = sync
+        self.calls: list[tuple] = []
+
+    def sync(self, workspace_root: str, budget_ms: int, timeout_s: float) -> SyncOutcome:
+        self.calls.append(("sync", budget_ms, timeout_s))
+        if isinstance(self._sync, ServiceError):
+            raise self._sync
+        return self._sync
+
+    def search(self, query, timeout_s: float) -> SearchOutcome:
+        self.calls.append(("search",))
+        return SearchOutcome(results=RESULTS, metadata=METADATA)
+
+    def close(self) -> None:
+        pass
+
+
+class FakeSelection:
+    """Selects the clean candidate as itself and the edited one merged into its parent, whose id
+    is no candidate's."""
+
+    def select(self, query, timeout_s: float) -> SelectOutcome:
+        def picked(cid: str, path: str) -> SelectedResult:
+            return SelectedResult(chunk_id=cid, relative_path=path, start_line=1, end_line=3, qualified_name=cid,
+                                  node_kind=NodeKind.FUNCTION, language=Language.TYPESCRIPT, score=0.5,
+                                  relevance=0.5, provenance="lexical", reasons=(Reason.MATCH,), why="", header="",
+                                  source="", token_count=3)
+
+        return SelectOutcome(results=(picked("Edited", "src/edited.ts"), picked("clean", "src/clean.ts")),
+                             total_tokens=6, max_tokens=100, min_relevance=0.0, focus=QueryFocus.AUTO)
+
+    def close(self) -> None:
+        pass
+
+
+def _pipeline(sync: SyncOutcome | ServiceError, budget_ms: int = 300) -> tuple[Pipeline, FakeRetrieval]:
+    settings = Settings(state_dir=None, gateway=GatewaySettings(freshness_budget_ms=budget_ms))  # type: ignore[arg-type]
+    pipeline = Pipeline(settings)
+    pipeline.close()  # the real clients' channels; fakes take their place
+    fake = FakeRetrieval(sync)
+    pipeline.retrieval = fake  # type: ignore[assignment]
+    pipeline.selection = FakeSelection()  # type: ignore[assignment]
+    return pipeline, fake
+
+
+def _request(**kwargs) -> PipelineRequest:
+    return PipelineRequest(workspace_root="/ws", query="edited", rerank=False, **kwargs)
+
+
+def test_a_sync_within_the_budget_answers_fresh_and_marks_nothing() -> None:
+    stats = SyncStats(files_changed=1, chunks_upserted=2, duration_ms=40.0)
+    pipeline, fake = _pipeline(SyncOutcome(finished=True, freshness_status=FreshnessStatus.FRESH, stats=stats))
+    answer = pipeline.run(_request(select=False))
+    assert [c[0] for c in fake.calls] == ["sync", "search"]  # the sync first, then the read
+    assert fake.calls[0][1] == 300 and fake.calls[0][2] > 0.3
+    assert answer.freshness_status == "fresh" and not any(c.stale for c in answer.candidates)
+    assert SYNC in answer.stage_ms and SYNC not in answer.skipped
+    meta = answer_to_dict(answer)["metadata"]
+    assert meta["freshness_status"] == "fresh" and meta["sync"]["files_changed"] == 1
+    assert meta["pending_files"] == 0 and meta["sync_ms"] == answer.stage_ms[SYNC]
+
+
+def test_past_the_budget_results_of_files_not_yet_synced_are_stale() -> None:
+    pipeline, _ = _pipeline(SyncOutcome(finished=False, freshness_status=FreshnessStatus.SYNCING,
+                                        pending_paths=("src/edited.ts", "src/other.ts"), pending_count=2))
+    answer = pipeline.run(_request(select=False))
+    assert answer.freshness_status == "syncing"
+    assert {c.result.chunk.id: c.stale for c in answer.candidates} == {"edited": True, "clean": False}
+    data = answer_to_dict(answer)
+    assert {r["id"]: r["stale"] for r in data["results"]} == {"edited": True, "clean": False}
+    assert data["metadata"]["pending_files"] == 2 and data["metadata"]["pending_known"]
+    assert data["metadata"]["sync"] is None
+
+
+def test_a_selected_result_is_stale_through_its_candidate_or_its_file() -> None:
+    # The candidate is stale (its id maps back), and a merged parent from the same file is too.
+    pipeline, _ = _pipeline(SyncOutcome(finished=False, freshness_status=FreshnessStatus.SYNCING,
+                                        pending_paths=("src/edited.ts",), pending_count=1))
+    answer = pipeline.run(_request())
+    assert SELECT in answer.stage_ms
+    results = answer_to_dict(answer)["results"]
+    assert {r["id"]: r["stale"] for r in results} == {"Edited": True, "clean": False}
+
+
+def test_a_sync_still_scanning_says_what_it_does_not_know() -> None:
+    pipeline, _ = _pipeline(SyncOutcome(finished=False, freshness_status=FreshnessStatus.SYNCING, scanning=True))
+    answer = pipeline.run(_request(select=False))
+    meta = answer_to_dict(answer)["metadata"]
+    assert meta["freshness_status"] == "syncing" and meta["pending_known"] is False
+    assert not any(c.stale for c in answer.candidates)
+
+
+def test_a_sync_service_error_is_no_search_failure() -> None:
+    error = ServiceError("retrieval", "127.0.0.1:1", UNAVAILABLE, "connection refused")
+    pipeline, fake = _pipeline(error)
+    answer = pipeline.run(_request(select=False))
+    assert answer.freshness_status == "unknown" and len(answer.candidates) == 2
+    assert answer.skipped[SYNC].startswith("retrieval service not running at 127.0.0.1:1")
+    assert [c[0] for c in fake.calls] == ["sync", "search"]
+
+
+def test_a_failed_sync_answers_from_the_index_and_says_why() -> None:
+    pipeline, _ = _pipeline(SyncOutcome(finished=True, freshness_status=FreshnessStatus.FAILED,
+                                        error="analysis service unreachable at 127.0.0.1:1: down"))
+    answer = pipeline.run(_request(select=False))
+    assert answer.freshness_status == "failed" and len(answer.candidates) == 2
+    assert answer.skipped[SYNC] == "sync failed: analysis service unreachable at 127.0.0.1:1: down"
+
+
+def test_sync_off_skips_the_stage() -> None:
+    pipeline, fake = _pipeline(SyncOutcome(finished=True, freshness_status=FreshnessStatus.FRESH))
+    answer = pipeline.run(_request(select=False, sync=False))
+    assert [c[0] for c in fake.calls] == ["search"]
+    assert answer.freshness_status == "unknown" and answer.skipped[SYNC] == "off"
+    assert set(answer.stage_ms) == {RETRIEVE}
+
+
+@pytest.mark.parametrize(("budget_ms", "timeout_s"), [(0, 30.0), (1000, 3.0)])
+def test_the_sync_deadline_follows_the_budget(budget_ms: int, timeout_s: float) -> None:
+    pipeline, fake = _pipeline(SyncOutcome(finished=True, freshness_status=FreshnessStatus.FRESH), budget_ms)
+    pipeline.run(_request(select=False))
+    assert fake.calls[0] == ("sync", budget_ms, pytest.approx(timeout_s))
+
+
+def test_the_budget_is_configurable_and_range_checked(tmp_path) -> None:
+    env = {"CODECOMPASS_STATE_DIR": str(tmp_path), "HOME": str(tmp_path)}
+    assert load_settings_from_environ(env).gateway.freshness_budget_ms == 300
+    env["CODECOMPASS_GATEWAY_FRESHNESS_BUDGET_MS"] = "1500"
+    assert load_settings_from_environ(env).gateway.freshness_budget_ms == 1500
+    env["CODECOMPASS_GATEWAY_FRESHNESS_BUDGET_MS"] = "-1"
+    with pytest.raises(ConfigError, match="CODECOMPASS_GATEWAY_FRESHNESS_BUDGET_MS"):
+        load_settings_from_environ(env)

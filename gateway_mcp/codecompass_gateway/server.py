@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -139,7 +139,6 @@ class Gateway:
     retrieval: RetrievalClient
     analysis: AnalysisClient
     indexer: BackgroundIndexer
-    started_at: float = field(default_factory=time.monotonic)
 
     @classmethod
     def open(cls, settings: Settings, workspace: Path) -> Gateway:
@@ -215,7 +214,9 @@ class Gateway:
         if not resolved.chunk_id:
             raise tools.ToolInputError(f"{text} resolves to {resolved.qualified_name or 'a location'} in "
                                        f"{resolved.relative_path}, which is not a declaration that can be shown")
-        view_expanded, not_found, child_ids = [], [], []
+        view_expanded: list[tuple[str, str, str]] = []  # (chunk id, qualified name, name as given)
+        not_found: list[str] = []
+        child_ids: list[str] = []
         for name in expand or ():
             if not name.strip():
                 continue
@@ -229,7 +230,7 @@ class Gateway:
                 continue
             if child.chunk_id and child.chunk_id != resolved.chunk_id:
                 child_ids.append(child.chunk_id)
-                view_expanded.append(child.qualified_name)
+                view_expanded.append((child.chunk_id, child.qualified_name, name.strip()))
             else:
                 not_found.append(name.strip())
         rendered = self.analysis.render(str(root), [tools.render_request(resolved, child_ids)], timeout)
@@ -237,9 +238,13 @@ class Gateway:
             raise tools.ToolInputError(f"{resolved.qualified_name} is no longer in {resolved.relative_path}; "
                                        "the file changed: search again")
         shown = rendered[0]
+        # A name that resolved elsewhere (not under this symbol) was not expanded: say so.
+        not_found += [given for child_id, _, given in view_expanded if child_id in shown.unknown_child_ids]
+        expanded_names = [qualified for child_id, qualified, _ in view_expanded
+                          if child_id not in shown.unknown_child_ids]
         view = tools.SymbolView(root=dataclasses.replace(resolved, start_line=shown.start_line or resolved.start_line,
                                                          end_line=shown.end_line or resolved.end_line),
-                                source=shown.source, token_count=shown.token_count, expanded=view_expanded,
+                                source=shown.source, token_count=shown.token_count, expanded=expanded_names,
                                 not_found=not_found)
         return tools.symbol_result(view, root, metadata)
 

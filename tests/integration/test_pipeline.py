@@ -182,7 +182,11 @@ def test_the_gateway_owns_freshness(start_python_service, analysis_server: str, 
         assert data["metadata"]["freshness_status"] == "syncing" and data["metadata"]["pending_files"] == 1
         assert any(r["stale"] for r in data["results"])
 
-        # The sync goes on in the background and completes.
+        # The sync goes on in the background and completes: reads alone (no Sync) see it land.
+        deadline = time.monotonic() + 120
+        while "edit-2" not in _slug(quick.run(dataclasses.replace(query, sync=False))):
+            assert time.monotonic() < deadline, "the background sync never wrote the edit"
+            time.sleep(0.2)
         done = client.sync(str(root), 0, 300)
         assert done.freshness_status.value == "fresh"
         after = quick.run(query)

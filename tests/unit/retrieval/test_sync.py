@@ -903,3 +903,27 @@ def test_new_files_are_counted_apart_from_the_stale_ones(harness: Harness) -> No
     done = harness.sync()
     assert (done.pending_paths, done.pending_new_files) == ((), 0)
     assert harness.search("fresh2").results[0].chunk.name == "fresh2"
+
+
+def test_a_sync_that_would_outlast_the_call_s_deadline_answers_before_it(harness: Harness) -> None:
+    _seed(harness)
+    harness.index()
+    running = start_server(ServiceSpec(name="retrieval", register=lambda s: servicer.register(s, harness.engine)))
+    running.wait_until_serving(10)
+    channel = grpc.insecure_channel(running.address)
+    stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+    try:
+        harness.analysis.chunk_delay_s = 1.0
+        harness.write("src/util/strings.ts", _func("slugify", body="return input.trim();") + _func("capitalize"))
+        started = time.monotonic()
+        # budget_ms 0 waits until done, but never past the caller's deadline: it answers first.
+        synced = stub.Sync(retrieval_pb2.SyncRequest(workspace_root=str(harness.root), budget_ms=0), timeout=0.5)
+        assert time.monotonic() - started < 0.5
+        assert not synced.finished and synced.freshness_status == retrieval_pb2.FRESHNESS_STATUS_SYNCING
+        with pytest.raises(grpc.RpcError) as err:
+            stub.Sync(retrieval_pb2.SyncRequest(workspace_root="relative"), timeout=5)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert harness.sync().freshness_status == FreshnessStatus.FRESH
+    finally:
+        channel.close()
+        running.stop(0)

@@ -129,6 +129,8 @@ def answer_lines(answer: dict[str, Any]) -> list[str]:
     for rank, result in enumerate(answer["results"], start=1):
         head = (f"{rank:>2}. {result['score']:.3f}  {result['path']}:{result['start_line']}-{result['end_line']}"
                 f"  {result['qualified_name']}  ({result['kind']})")
+        if result.get("stale"):
+            head += "  [stale: the file changed since it was indexed]"
         if selection is not None:
             lines.append(f"{head}  {result['why']}")
             lines.append("")
@@ -152,7 +154,10 @@ def answer_lines(answer: dict[str, Any]) -> list[str]:
             lines.append("")
     meta = answer["metadata"]
     if not answer["results"]:
-        if selection is not None and selection["below_relevance"]:
+        if meta.get("freshness_status") == "not_indexed":
+            lines.append("this workspace is not indexed yet: indexing has started; run `codecompass index PATH` "
+                         "to watch it, then search again")
+        elif selection is not None and selection["below_relevance"]:
             lines.append(f"no result passed the relevance gate {selection['min_relevance']:.2f} (search confidence "
                          f"{meta['confidence']:.2f}): nothing here looks like an answer; try other words, "
                          f"or --min-relevance 0 to see the best guesses")
@@ -166,6 +171,8 @@ def answer_lines(answer: dict[str, Any]) -> list[str]:
 def pipeline_line(answer: dict[str, Any]) -> str:
     meta, selection = answer["metadata"], answer["selection"]
     parts = [f"confidence {meta['confidence']:.2f}"]
+    if meta.get("freshness_status") == "syncing":
+        parts.append(f"index syncing ({meta.get('pending_files', 0)} changed files not in it yet)")
     if selection is not None:
         parts.append(f"{len(answer['results'])} results, {selection['total_tokens']:,}/{selection['max_tokens']:,} tokens")
         parts.append(f"gate {selection['min_relevance']:.2f} ({selection['below_relevance']} below)")

@@ -161,3 +161,21 @@ def test_an_empty_gated_answer_says_why():
                  "render_fallback_reason": ""}
     lines = answer_lines({"results": [], "selection": selection, "metadata": {**META, "confidence": 0.1}})
     assert lines[0].startswith("no result passed the relevance gate 0.50 (search confidence 0.10)")
+
+
+def test_stale_results_and_an_unindexed_workspace_are_said():
+    from codecompass.cli.render import answer_lines
+
+    result = {
+        "score": 0.9, "path": "src/a.ts", "start_line": 3, "end_line": 8, "qualified_name": "Auth.validate",
+        "kind": "method", "why": "match", "header": "// src/a.ts > Auth.validate", "code": CODE, "stale": True,
+    }
+    selection = {"total_tokens": 40, "max_tokens": 8000, "min_relevance": 0.5, "below_relevance": 0,
+                 "over_budget": 0, "merged": 0, "focus": "implementation", "render_fallback": False,
+                 "render_fallback_reason": ""}
+    syncing = {**META, "freshness_status": "syncing", "pending_files": 3}
+    lines = answer_lines({"results": [result], "selection": selection, "metadata": syncing})
+    assert "[stale: the file changed since it was indexed]" in lines[0]
+    assert any("index syncing (3 changed files not in it yet)" in line for line in lines)
+    cold = answer_lines({"results": [], "selection": None, "metadata": {**META, "freshness_status": "not_indexed"}})
+    assert cold[0].startswith("this workspace is not indexed yet")

@@ -10,6 +10,12 @@ from typing import Any
 from codecompass.retrieval.state import SearchMetadata
 from codecompass.selection.model import SelectedResult, SelectOutcome
 from codecompass_gateway.pipeline import SYNC, PipelineAnswer, Ranked
+from codecompass_gateway.understanding import BestResult, ConfidenceGuidance, QueryUnderstanding, assess
+
+# Seed 003: the version of the search_code contract (fields, meanings) this gateway speaks.
+PROTOCOL_VERSION = "1.0"
+# `ref` as the answer reports it: the files as they are on disk, uncommitted edits included.
+WORKING_TREE = "working_tree"
 
 
 def clip_code(code: str, max_lines: int) -> tuple[str, int]:
@@ -149,6 +155,121 @@ def answer_to_dict(answer: PipelineAnswer, max_code_lines: int = 0) -> dict[str,
             "rerank_fallback": answer.rerank_fallback,
             "rerank_fallback_reason": answer.rerank_fallback_reason,
             "hubs_added": answer.hubs_added,
+            "stage_ms": dict(answer.stage_ms),
+            "skipped_stages": dict(answer.skipped),
+            **(understanding_to_dict(answer.understanding) if answer.understanding is not None else {}),
+        },
+    }
+
+
+def understanding_to_dict(understood: QueryUnderstanding) -> dict[str, Any]:
+    plan = understood.plan
+    return {
+        "query_intent": understood.intent,
+        "query_intent_confidence": round(understood.intent_confidence, 4),
+        "intent_escalation_hint": understood.escalation_hint,
+        "semantic_mode": plan.mode,
+        "semantic_ratio_cap": plan.ratio_cap,
+        "semantic_ratio_source": plan.ratio_source,
+    }
+
+
+def snippet_of(code: str, max_lines: int, max_line_chars: int) -> str:
+    """The head of a result's collapsed code: at most `max_lines` lines, each at most
+    `max_line_chars`, and a last line saying how many lines were left out."""
+    clipped, omitted = clip_code(code, max_lines)
+    lines = [line if len(line) <= max_line_chars else line[: max_line_chars - 1] + "…"
+             for line in clipped.splitlines()]
+    if omitted:
+        lines.append(f"… {omitted} more lines")
+    return "\n".join(lines)
+
+
+def search_code_result(item: Ranked, max_lines: int, max_line_chars: int) -> dict[str, Any]:
+    """One result of seed 003's `search_code` (plus `stale`)."""
+    chunk = item.result.chunk
+    return {
+        "path": chunk.relative_path,
+        "line_start": chunk.start_line,
+        "line_end": chunk.end_line,
+        "kind": chunk.node_kind.value,
+        "name": chunk.name,
+        "qualified_name": chunk.qualified_name,
+        "language": chunk.language.value,
+        "score": round(item.score, 6),
+        "snippet": snippet_of(chunk.collapsed_source, max_lines, max_line_chars),
+        "provenance": item.result.provenance,
+        "stale": item.stale,
+    }
+
+
+def contract_freshness(status: str) -> str:
+    """Seed 003 knows fresh | stale | syncing: an index the sync did not confirm (it failed, did
+    not run, or has not written a file yet) is reported stale."""
+    return status if status in ("fresh", "syncing") else "stale"
+
+
+def guidance_for(answer: PipelineAnswer, threshold: float) -> ConfidenceGuidance:
+    understood = answer.understanding
+    assert understood is not None, "search_code runs the understanding stage"
+    candidates = list(answer.candidates)
+    best = None
+    if candidates:
+        chunk = candidates[0].result.chunk
+        best = BestResult(qualified_name=chunk.qualified_name, name=chunk.name, path=chunk.relative_path,
+                          kind=chunk.node_kind.value)
+    return assess(understood.shape, [c.result for c in candidates], [c.score for c in candidates], best,
+                  answer.metadata.confidence, threshold, answer.metadata.indexing_status.value)
+
+
+def search_code_to_dict(answer: PipelineAnswer, *, threshold: float, trace_id: str, max_lines: int,
+                        max_line_chars: int) -> dict[str, Any]:
+    """Seed 003's `search_code` output: every contract field, then a few of our own
+    (`confidence`, `retrieval_confidence`, `suggested_call`, `rewrite`, …)."""
+    understood = answer.understanding
+    assert understood is not None, "search_code runs the understanding stage"
+    meta = answer.metadata
+    plan = understood.plan
+    guidance = guidance_for(answer, threshold)
+    triggered = meta.semantic_ratio_used > 0
+    skipped_reason = None if triggered else (plan.skipped_reason or meta.semantic_skipped_reason or None)
+    agreement = guidance.channel_agreement
+    return {
+        "results": [search_code_result(c, max_lines, max_line_chars) for c in answer.candidates],
+        "query_intent": understood.intent,
+        "total_candidates": meta.total_candidates,
+        "metadata": {
+            "codecompass_protocol_version": PROTOCOL_VERSION,
+            "freshness_status": contract_freshness(answer.freshness_status),
+            "indexing_status": meta.indexing_status.value,
+            "result_completeness": meta.result_completeness.value,
+            "ref": WORKING_TREE,
+            "semantic_mode": plan.mode,
+            "semantic_enabled": plan.enabled,
+            "semantic_ratio_used": round(meta.semantic_ratio_used, 6),
+            "semantic_triggered": triggered,
+            "semantic_skipped_reason": skipped_reason,
+            "external_provider_blocked": meta.external_provider_blocked,
+            "embedding_model_version": (meta.embedding_model_version or None) if triggered else None,
+            "rerank_provider": answer.rerank_provider or "none",
+            "rerank_fallback": answer.rerank_fallback,
+            "low_confidence": guidance.low_confidence,
+            "suggested_action": guidance.suggested_action,
+            "confidence_threshold": threshold,
+            "top_score": round(guidance.top_score, 6),
+            "score_margin": round(guidance.score_margin, 6),
+            "channel_agreement": None if agreement is None else round(agreement, 4),
+            "query_intent_confidence": round(understood.intent_confidence, 4),
+            "intent_escalation_hint": understood.escalation_hint,
+            "semantic_fallback": meta.semantic_fallback,
+            "trace_id": trace_id,
+            # Ours, beyond the contract.
+            "confidence": round(guidance.confidence, 4),
+            "retrieval_confidence": round(guidance.calibrated, 4),
+            "suggested_call": guidance.suggested_call,
+            "freshness_detail": answer.freshness_status,
+            "rerank_fallback_reason": answer.rerank_fallback_reason or None,
+            "rewrite": understood.rewrite,
             "stage_ms": dict(answer.stage_ms),
             "skipped_stages": dict(answer.skipped),
         },

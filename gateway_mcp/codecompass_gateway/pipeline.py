@@ -1,4 +1,4 @@
-"""The query pipeline: sync -> retrieve -> rerank -> structure (hubs) -> select.
+"""The query pipeline: sync -> understand -> retrieve -> rerank -> structure (hubs) -> select.
 
 The gateway decides what runs, in which order and within which time budget; each service
 does one thing. Every stage is a span, has its own deadline and can be turned off per
@@ -11,6 +11,10 @@ stage waits for the index to catch up with the files at most `freshness_budget_m
 the query answers from the index as it stands, says `freshness_status: syncing`, and marks
 each result from a file the sync has not written yet `stale`; the sync finishes in the
 background. A query never waits for embeddings.
+
+Understanding (`understanding.py`) reads the query's intent and settles the semantic plan before
+retrieval: in `semantic_mode` off or rerank_only retrieval gets a semantic ratio of 0 and never
+embeds the query; in off a model reranker is skipped too.
 """
 
 from __future__ import annotations
@@ -41,11 +45,12 @@ from codecompass.retrieval.state import (
 )
 from codecompass.selection.model import Candidate as SelectCandidate
 from codecompass.selection.model import QueryFocus, Reason, SelectOutcome, SelectQuery
+from codecompass_gateway.understanding import QueryUnderstanding, understand
 
 log = get_logger("codecompass.gateway.pipeline")
 _tracer = tracer("codecompass.gateway")
 
-SYNC, RETRIEVE, RERANK, HUBS, SELECT = "sync", "retrieve", "rerank", "hubs", "select"
+SYNC, UNDERSTAND, RETRIEVE, RERANK, HUBS, SELECT = "sync", "understand", "retrieve", "rerank", "hubs", "select"
 # freshness_status when the sync stage did not run or its service did not answer: the index
 # may or may not match the files.
 FRESHNESS_UNKNOWN = "unknown"
@@ -71,6 +76,9 @@ class PipelineRequest:
     focus: QueryFocus = QueryFocus.AUTO
     # Results when selection is off (a plain ranked list).
     limit: int = 10
+    # "off" / "rerank_only" / "hybrid"; None: the gateway's configured mode.
+    semantic_mode: str | None = None
+    rewrite: bool | None = None  # accepted and reported; rewriting is not built yet
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,8 @@ class PipelineAnswer:
     freshness_status: str = FRESHNESS_UNKNOWN
     # What the sync stage learnt (None when it did not run or failed to answer).
     sync: SyncOutcome | None = None
+    # The query's intent and the semantic plan the search ran with.
+    understanding: QueryUnderstanding | None = None
 
 
 class Pipeline:
@@ -141,19 +151,28 @@ class Pipeline:
             span.set_attribute("codecompass.freshness_status", freshness)
             stale_paths = frozenset(sync.pending_paths) if sync is not None and not sync.finished else frozenset()
 
+            # A span but no stage time: a pure function of the text, microseconds.
+            with _tracer.start_as_current_span(f"pipeline.{UNDERSTAND}"):
+                understood = understand(request.query, g, request.semantic_mode, request.semantic_ratio,
+                                        request.rewrite)
+            span.set_attribute("codecompass.query_intent", understood.intent)
+            span.set_attribute("codecompass.semantic_mode", understood.plan.mode)
+
             with self._stage(RETRIEVE, stage_ms):
                 outcome = self.retrieval.search(SearchQuery(
                     workspace_root=request.workspace_root, query=request.query, filters=request.filters,
-                    semantic_ratio=request.semantic_ratio,
+                    semantic_ratio=understood.plan.ratio_cap,
                     limit=max(g.candidates, request.limit), view=ResultView.CODE,
                 ), g.retrieve_timeout_s)
             ranked = mark_stale([Ranked(result=r, score=r.score) for r in outcome.results], stale_paths)
             answer = PipelineAnswer(candidates=(), selection=None, metadata=outcome.metadata,
-                                    freshness_status=freshness, sync=sync)
+                                    freshness_status=freshness, sync=sync, understanding=understood)
 
             provider = request.rerank_provider or self._settings.rerank.provider
             if not request.rerank:
                 skipped[RERANK] = "off"
+            elif provider != LOCAL and not understood.plan.model_rerank:
+                skipped[RERANK] = f"semantic_mode {understood.plan.mode}: no model reranker"
             elif provider == LOCAL:
                 # The local reranker is the ranking retrieval already applied: no call needed.
                 answer = replace(answer, rerank_provider=LOCAL)

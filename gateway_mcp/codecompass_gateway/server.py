@@ -14,9 +14,10 @@ Usage (the services are reused when `codecompass up` runs them, else started fir
         {"servers": {"codecompass": {"type": "stdio", "command": "codecompass",
                                      "args": ["mcp", "--workspace", "${workspaceFolder}"]}}}
 
-Tools: `semantic_search` (what code answers a question), `codebase_trace` (who calls / what calls /
-who implements a symbol), `read_symbol` (a symbol with its members collapsed, or a file's outline),
-`index_status`. Every tool takes an optional `workspace` (an absolute folder); one server serves
+Tools: `semantic_search` (what code answers a question), `search_code` (seed 003's ranked list with
+its protocol metadata: intent, semantic mode, confidence and a suggested next call), `codebase_trace`
+(who calls / what calls / who implements a symbol), `read_symbol` (a symbol with its members
+collapsed, or a file's outline), `index_status`. Errors carry a code from `errors.ERROR_CODES`. Every tool takes an optional `workspace` (an absolute folder); one server serves
 several workspaces. In stdio mode stdout carries the protocol only; logs are JSON lines on stderr.
 
 The handshake never waits on indexing: a workspace that is not indexed starts indexing in the
@@ -47,8 +48,8 @@ from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.retrieval.state import IndexingStatus
-from codecompass_gateway import tools
-from codecompass_gateway.answer import answer_to_dict
+from codecompass_gateway import errors, tools
+from codecompass_gateway.answer import answer_to_dict, search_code_to_dict
 from codecompass_gateway.pipeline import Pipeline, PipelineRequest
 
 log = get_logger("codecompass.gateway.server")
@@ -67,7 +68,9 @@ other absolute folder passed as `workspace`). Start with `semantic_search` for a
 ("how are tokens validated", "where is the retry policy configured"); it returns the few pieces of
 code that answer it, each headed `// path > Parent.member`. Then use `read_symbol` to read a symbol
 or a file's outline instead of opening whole files, and `codebase_trace` to follow calls, references
-and type hierarchies through the type checker. `index_status` says how far indexing has come."""
+and type hierarchies through the type checker. `search_code` gives a ranked list with snippets, the
+query's intent and how sure the search is (with the next call to make when it is not).
+`index_status` says how far indexing has come."""
 
 
 class BackgroundIndexer:
@@ -178,6 +181,28 @@ class Gateway:
                  "rewrite": {"requested": rewrite, "applied": False, "reason": "query rewriting is not available yet"}}
         return tools.search_result(payload, root, query, budget, extra)
 
+    @tools.tool_errors("search_code")
+    def search_code(self, query: str, ref: str | None, language: str | None, limit: int,
+                    semantic_ratio: float | None, confidence_threshold: float | None, rewrite: bool | None,
+                    semantic_mode: str | None, workspace: str | None) -> CallToolResult:
+        if not query.strip():
+            raise tools.ToolInputError("query is empty: give a symbol name, a file path, an error message or a "
+                                       "question")
+        tools.check_ref(ref)
+        filters = tools.language_filters(language)
+        root = self.workspace_for(workspace)
+        lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
+        threshold = (self.settings.gateway.confidence_threshold if confidence_threshold is None
+                     else confidence_threshold)
+        answer = self.pipeline.run(PipelineRequest(
+            workspace_root=str(root), query=query, filters=filters, semantic_ratio=semantic_ratio, select=False,
+            limit=limit, semantic_mode=semantic_mode, rewrite=rewrite,
+        ))
+        payload = search_code_to_dict(answer, threshold=threshold, trace_id=tools.trace_id(),
+                                      max_lines=tools.SNIPPET_LINES, max_line_chars=tools.SNIPPET_LINE_CHARS)
+        payload["metadata"].update({"workspace": str(root), "lexical_index_ready": lexical_ready})
+        return tools.search_code_result(payload)
+
     @tools.tool_errors("codebase_trace")
     def codebase_trace(self, symbol: str, direction: str, depth: int, limit: int, path: str | None,
                        workspace: str | None) -> CallToolResult:
@@ -275,7 +300,7 @@ class GatewayServer(MCPServer[Gateway]):
                 + (f" (got {err['input']!r})" if err["type"] != "missing" else "")
                 for err in cause.errors()
             )
-            return tools.error_result(f"{name}: invalid arguments: {problems}")
+            return tools.error_result(f"{name}: invalid arguments: {problems}", errors.INVALID_ARGUMENT, name)
 
 
 WorkspaceArg = Annotated[str | None, Field(
@@ -284,6 +309,8 @@ PathArg = Annotated[str | None, Field(
     description="Workspace-relative file that declares the symbol, when its name is declared in several files.")]
 Direction = Literal["callers", "callees", "references", "implementations", "supertypes", "subtypes"]
 Kind = Literal[tuple(k.value for k in NodeKind)]  # type: ignore[valid-type]
+SearchLanguage = Literal["typescript", "tsx", "javascript", "jsx"]
+SemanticMode = Literal["off", "rerank_only", "hybrid"]
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -296,6 +323,23 @@ to `{ … }`. Items carry a priority (relevance in [0, 1]); structured content h
 location, score and why it was chosen. Fewer results means the rest were not relevant enough.
 Answers fit max_tokens (default 8,000; at most 20,000). To read more of a symbol use read_symbol;
 to follow calls use codebase_trace."""
+
+SEARCH_CODE = f"""\
+Ranked code search with its full protocol metadata (CodeCompass protocol 1.0): the best matching
+declarations for a symbol name (`validateToken`, `TokenService.validateToken`), a file path
+(`src/auth/tokenService.ts`), an error message, or a question in words. Use it when you want a
+list to choose from with scores and a short snippet each, or a verdict on how sure the search is;
+use semantic_search instead for the code itself, ready to read. Returns JSON (also as structured
+content): `results[]` (path, line_start, line_end, kind, name, qualified_name, language, score,
+snippet: the first lines of the declaration with its members collapsed, provenance: lexical |
+semantic | hybrid), `query_intent` (symbol | path | error | natural_language), `total_candidates`,
+and `metadata`: freshness, indexing status, the semantic mode and ratio used, reranker,
+`low_confidence` with a `suggested_action` (the next call to make, with its arguments) when the
+answer is unsure, and `intent_escalation_hint` when the query could be read another way.
+semantic_mode: off (names and words only), rerank_only (no vector search), hybrid (default).
+`ref`: only the working tree is indexed; leave it out. {errors.REGISTRY_TEXT}"""
+
+_ERRORS_LINE = f"Errors end in [code]: {', '.join(errors.ERROR_CODES)}."
 
 CODEBASE_TRACE = """\
 Follow one symbol through the TypeScript type checker: its callers, callees, references,
@@ -337,7 +381,7 @@ def build_server(settings: Settings, workspace: Path) -> GatewayServer:
     def gateway_of(ctx: Context[Gateway]) -> Gateway:
         return ctx.request_context.lifespan_context
 
-    @server.tool(description=SEMANTIC_SEARCH, annotations=_READ_ONLY, title="Semantic code search")
+    @server.tool(description=f"{SEMANTIC_SEARCH}\n{_ERRORS_LINE}", annotations=_READ_ONLY, title="Semantic code search")
     def semantic_search(
         query: Annotated[str, Field(description="What you are looking for, in words or names.")],
         ctx: Context[Gateway],
@@ -356,7 +400,34 @@ def build_server(settings: Settings, workspace: Path) -> GatewayServer:
         return gateway_of(ctx).semantic_search(query, max_tokens, min_relevance, path, kind, include_tests, rewrite,
                                                workspace)
 
-    @server.tool(description=CODEBASE_TRACE, annotations=_READ_ONLY, title="Trace a symbol")
+    @server.tool(description=SEARCH_CODE, annotations=_READ_ONLY, title="Ranked code search (protocol 1.0)")
+    def search_code(
+        query: Annotated[str, Field(description="A symbol name, a file path, an error message or a question.")],
+        ctx: Context[Gateway],
+        ref: Annotated[str | None, Field(description="Branch or ref scope. Only the working tree is indexed: "
+                                                     "leave it out (anything else is an unsupported_ref error)."
+                                         )] = None,
+        language: Annotated[SearchLanguage | None, Field(description="Only code in this language (typescript "
+                                                                     "includes tsx, javascript includes jsx).")] = None,
+        limit: Annotated[int, Field(ge=1, le=tools.SEARCH_CODE_MAX_LIMIT, description="Most results (default 10).")
+                         ] = 10,
+        semantic_ratio: Annotated[float | None, Field(ge=0.0, le=1.0, description="Cap of the semantic share of "
+                                                      "the blend (0-1); the search may use less, e.g. for a name "
+                                                      "it finds defined. Default: from config.")] = None,
+        confidence_threshold: Annotated[float | None, Field(ge=0.0, le=1.0, description="Below this composite "
+                                                            "confidence the answer is low_confidence (default "
+                                                            "0.5).")] = None,
+        rewrite: Annotated[bool | None, Field(description="Reserved: query rewriting is not available yet; the "
+                                                          "answer's metadata.rewrite says it was not applied."
+                                              )] = None,
+        semantic_mode: Annotated[SemanticMode | None, Field(description="off | rerank_only | hybrid; default: "
+                                                                        "from config (hybrid).")] = None,
+        workspace: WorkspaceArg = None,
+    ) -> CallToolResult:
+        return gateway_of(ctx).search_code(query, ref, language, limit, semantic_ratio, confidence_threshold,
+                                           rewrite, semantic_mode, workspace)
+
+    @server.tool(description=f"{CODEBASE_TRACE}\n{_ERRORS_LINE}", annotations=_READ_ONLY, title="Trace a symbol")
     def codebase_trace(
         symbol: Annotated[str, Field(description="Qualified name (`TokenService.validateToken`) or `path:line`.")],
         direction: Annotated[Direction, Field(description="Which relation to follow.")],
@@ -370,7 +441,7 @@ def build_server(settings: Settings, workspace: Path) -> GatewayServer:
     ) -> CallToolResult:
         return gateway_of(ctx).codebase_trace(symbol, direction, depth, limit, path, workspace)
 
-    @server.tool(description=READ_SYMBOL, annotations=_READ_ONLY, title="Read a symbol or a file outline")
+    @server.tool(description=f"{READ_SYMBOL}\n{_ERRORS_LINE}", annotations=_READ_ONLY, title="Read a symbol or a file outline")
     def read_symbol(
         symbol: Annotated[str, Field(description="Qualified name, `path:line`, or a file path for its outline.")],
         ctx: Context[Gateway],
@@ -381,7 +452,7 @@ def build_server(settings: Settings, workspace: Path) -> GatewayServer:
     ) -> CallToolResult:
         return gateway_of(ctx).read_symbol(symbol, expand, path, workspace)
 
-    @server.tool(description=INDEX_STATUS, annotations=_READ_ONLY, title="Index status")
+    @server.tool(description=f"{INDEX_STATUS}\n{_ERRORS_LINE}", annotations=_READ_ONLY, title="Index status")
     def index_status(ctx: Context[Gateway], workspace: WorkspaceArg = None) -> CallToolResult:
         return gateway_of(ctx).index_status(workspace)
 

@@ -28,12 +28,14 @@ from codecompass.clients.analysis_model import (
     TraceRoot,
 )
 from codecompass.clients.errors import INVALID, NOT_FOUND, ServiceError
-from codecompass.common.chunks import NodeKind
+from codecompass.common.chunks import Language, NodeKind
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import current_trace_ids, tracer
 from codecompass.common.tokens import count_tokens
 from codecompass.retrieval.filters import FilterError, Filters
 from codecompass.retrieval.state import IndexStatusReport
+from codecompass_gateway import errors
+from codecompass_gateway.errors import one_line
 
 log = get_logger("codecompass.gateway.tools")
 _tracer = tracer("codecompass.gateway")
@@ -53,19 +55,20 @@ _LOCATION = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
 
 
 class ToolInputError(Exception):
-    """An argument the caller can fix; the message says how, in one line."""
+    """An argument the caller can fix; the message says how, in one line. `code` is its entry in
+    the error registry (`errors.ERROR_CODES`)."""
+
+    def __init__(self, message: str, code: str = errors.INVALID_ARGUMENT) -> None:
+        super().__init__(message)
+        self.code = code
 
 
-def one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
-def error_result(message: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=one_line(message))], is_error=True)
+def error_result(message: str, code: str = errors.INVALID_ARGUMENT, tool: str = "") -> CallToolResult:
+    return errors.error_result(message, code, tool)
 
 
 def tool_errors(name: str) -> Callable[[Callable[..., CallToolResult]], Callable[..., CallToolResult]]:
-    """One span per tool call, and every failure as a tool error with one clear line."""
+    """One span per tool call, and every failure as a tool error with one clear line and its code."""
 
     def wrap(fn: Callable[..., CallToolResult]) -> Callable[..., CallToolResult]:
         @functools.wraps(fn)
@@ -75,18 +78,20 @@ def tool_errors(name: str) -> Callable[[Callable[..., CallToolResult]], Callable
                 try:
                     return fn(*args, **kwargs)
                 except ToolInputError as exc:
-                    span.set_attribute("mcp.tool.error", "input")
-                    return error_result(f"{name}: {exc}")
+                    span.set_attribute("mcp.tool.error", exc.code)
+                    return error_result(f"{name}: {exc}", exc.code, name)
                 except ServiceError as exc:
-                    span.set_attribute("mcp.tool.error", exc.kind)
+                    code = errors.code_for_service_error(exc.kind)
+                    span.set_attribute("mcp.tool.error", code)
                     log.warning("tool call failed", extra={"tool": name, "service": exc.service, "kind": exc.kind})
                     if exc.kind in (INVALID, NOT_FOUND):
-                        return error_result(f"{name}: {exc}")
-                    return error_result(f"{name}: {exc.user_message()}")
+                        return error_result(f"{name}: {exc}", code, name)
+                    return error_result(f"{name}: {exc.user_message()}", code, name)
                 except Exception as exc:  # the boundary: a bug must not end the session
                     span.record_exception(exc)
                     log.exception("tool crashed", extra={"tool": name})
-                    return error_result(f"{name}: internal error ({type(exc).__name__}); the gateway's log has details")
+                    return error_result(f"{name}: internal error ({type(exc).__name__}); the gateway's log has details",
+                                        errors.INTERNAL_ERROR, name)
 
         return run
 
@@ -107,12 +112,12 @@ def resolve_workspace(given: str | None, default: Path) -> Path:
         return default
     path = Path(given.strip()).expanduser()
     if not path.is_absolute():
-        raise ToolInputError(f"workspace must be an absolute path, got {given!r}")
+        raise ToolInputError(f"workspace must be an absolute path, got {given!r}", errors.INVALID_WORKSPACE)
     path = path.resolve()
     if not path.exists():
-        raise ToolInputError(f"workspace {str(path)!r} does not exist")
+        raise ToolInputError(f"workspace {str(path)!r} does not exist", errors.INVALID_WORKSPACE)
     if not path.is_dir():
-        raise ToolInputError(f"workspace {str(path)!r} is not a folder")
+        raise ToolInputError(f"workspace {str(path)!r} is not a folder", errors.INVALID_WORKSPACE)
     return path
 
 
@@ -243,6 +248,61 @@ def _fits(content: list[TextContent], structured: dict[str, Any], max_chars: int
     if max_chars is not None and sum(len(c.text) for c in content) + len(serialized) > max_chars:
         return False
     return sum(count_tokens(c.text) for c in content) + count_tokens(serialized) <= RESPONSE_MAX_TOKENS
+
+
+# --- search_code -------------------------------------------------------------------------------
+
+SEARCH_CODE_MAX_LIMIT = 50
+# A snippet is the head of the result's collapsed code: enough to recognise it, small enough that
+# 50 results stay far below the response cap.
+SNIPPET_LINES = 8
+SNIPPET_LINE_CHARS = 160
+# What `ref` may say to mean the files as they are now: the only thing indexed.
+WORKING_TREE_REFS = frozenset({"", "working_tree", "worktree"})
+# A language as an agent names it -> the languages of the index it covers.
+LANGUAGES: dict[str, tuple[Language, ...]] = {
+    "typescript": (Language.TYPESCRIPT, Language.TSX),
+    "tsx": (Language.TSX,),
+    "javascript": (Language.JAVASCRIPT, Language.JSX),
+    "jsx": (Language.JSX,),
+}
+
+
+def check_ref(ref: str | None) -> None:
+    """Only the working tree is indexed: any other ref is refused rather than silently answered
+    from files that may differ from it."""
+    if ref is None or ref.strip().lower() in WORKING_TREE_REFS:
+        return
+    raise ToolInputError(f"ref {ref.strip()!r} is not indexed: only the working tree is (the files as they are "
+                         "on disk); omit ref. Branch- and commit-aware indexes are on the roadmap", errors.UNSUPPORTED_REF)
+
+
+def language_filters(language: str | None) -> Filters:
+    if language is None or not language.strip():
+        return Filters()
+    covered = LANGUAGES.get(language.strip().lower())
+    if covered is None:
+        raise ToolInputError(f"language must be one of {', '.join(LANGUAGES)} (the languages this index "
+                             f"covers); got {language!r}")
+    return Filters(languages=covered)
+
+
+def search_code_text(payload: dict[str, Any]) -> str:
+    """The contract's JSON as the text item: the model reads the same fields a program does."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def search_code_result(payload: dict[str, Any]) -> CallToolResult:
+    """Seed 003's answer as structured content and as its JSON text, within RESPONSE_MAX_TOKENS:
+    the lowest-ranked results go first when it is not (then `result_completeness: truncated`)."""
+    payload = {**payload, "results": list(payload["results"]), "metadata": dict(payload["metadata"])}
+    text = search_code_text(payload)
+    while payload["results"] and count_tokens(text) > RESPONSE_MAX_TOKENS // 2:
+        # Half the cap: the text and the structured content carry the same answer.
+        payload["results"].pop()
+        payload["metadata"]["result_completeness"] = "truncated"
+        text = search_code_text(payload)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
 
 
 # --- codebase_trace ----------------------------------------------------------------------------
@@ -430,5 +490,5 @@ def not_found_as_input(message: str) -> Iterator[None]:
         yield
     except ServiceError as exc:
         if exc.kind == NOT_FOUND:
-            raise ToolInputError(f"{exc}; {message}") from None
+            raise ToolInputError(f"{exc}; {message}", errors.NOT_FOUND_CODE) from None
         raise

@@ -26,7 +26,7 @@ from codecompass.common.tokens import count_tokens
 pytestmark = pytest.mark.slow
 
 _T = TypeVar("_T")
-TOOLS = {"semantic_search", "codebase_trace", "read_symbol", "index_status"}
+TOOLS = {"semantic_search", "search_code", "codebase_trace", "read_symbol", "index_status"}
 
 
 @pytest.fixture(scope="module")

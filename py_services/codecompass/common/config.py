@@ -27,6 +27,9 @@ EMBEDDING_PROFILES = ("minilm", "e5-small", "voyage", "openai-compatible")
 API_KEY_ENV = "CODECOMPASS_EMBEDDING_API_KEY"
 RERANK_PROVIDERS = ("local", "voyage", "cohere", "llm")
 RERANK_API_KEY_ENV = "CODECOMPASS_RERANK_API_KEY"
+# Seed 004: `off` never calls the embedding service (nor a model reranker), `rerank_only` builds
+# no vectors but may rerank with a model, `hybrid` blends lexical and vector search.
+SEMANTIC_MODES = ("off", "rerank_only", "hybrid")
 _REDACTED = "***"
 
 
@@ -127,6 +130,24 @@ class GatewaySettings:
     rerank_timeout_s: float = 3.0
     hubs_timeout_s: float = 2.0
     select_timeout_s: float = 5.0
+    # Query understanding (issue 9 section 4). The mode applies to every search unless a request
+    # names its own.
+    semantic_mode: str = "hybrid"
+    # Semantic ratio cap per query intent; None leaves the cap to the request or to
+    # retrieval.semantic_ratio (the ranking policy may still lower it by intent).
+    semantic_ratio_symbol: float | None = None
+    semantic_ratio_path: float | None = None
+    semantic_ratio_error: float | None = None
+    semantic_ratio_natural_language: float | None = None
+    # Below this composite confidence a search_code answer is `low_confidence` and suggests a
+    # next call (seed 004 FR-713).
+    confidence_threshold: float = 0.5
+    # Below this intent confidence the answer carries an escalation hint (FR-727).
+    intent_confidence_threshold: float = 0.75
+
+    def semantic_ratio_for(self, intent: str) -> float | None:
+        """The configured semantic ratio cap for queries of `intent`, if any."""
+        return getattr(self, f"semantic_ratio_{intent}", None)
 
 
 @dataclass(frozen=True)
@@ -220,6 +241,17 @@ def _float_parser(minimum: float, maximum: float | None = None, *, exclusive_min
             bound = f"{low} and <= {maximum}" if maximum is not None else low
             raise ConfigError(f"{source}: must be {bound}, got {value!r}")
         return number
+
+    return parse
+
+
+def _optional_float_parser(minimum: float, maximum: float) -> Callable[[Any, str], float | None]:
+    parse_float = _float_parser(minimum, maximum)
+
+    def parse(value: Any, source: str) -> float | None:
+        if value is None or str(value).strip() == "":
+            return None
+        return parse_float(value, source)
 
     return parse
 
@@ -375,6 +407,20 @@ _FIELDS: tuple[_Field, ...] = (
            _float_parser(0.0, exclusive_min=True), "Deadline of the structure stage; past it no hubs are added"),
     _Field("gateway.select_timeout_s", "CODECOMPASS_GATEWAY_SELECT_TIMEOUT_S", "gateway.select_timeout_s",
            _float_parser(0.0, exclusive_min=True), "Deadline of the selection stage; past it the ranked list answers"),
+    _Field("gateway.semantic_mode", "CODECOMPASS_GATEWAY_SEMANTIC_MODE", "gateway.semantic_mode",
+           _choice_parser(SEMANTIC_MODES), "off (lexical only, no embedding call) | rerank_only (no vectors; a "
+           "model reranker may run) | hybrid (lexical + vectors)"),
+    *(_Field(f"gateway.semantic_ratio_{intent}", f"CODECOMPASS_GATEWAY_SEMANTIC_RATIO_{intent.upper()}",
+             f"gateway.semantic_ratio_overrides.{intent}", _optional_float_parser(0.0, 1.0),
+             f"Semantic ratio cap for {intent.replace('_', ' ')} queries (unset: the request's or "
+             "retrieval.semantic_ratio)")
+      for intent in ("symbol", "path", "error", "natural_language")),
+    _Field("gateway.confidence_threshold", "CODECOMPASS_GATEWAY_CONFIDENCE_THRESHOLD",
+           "gateway.confidence_threshold", _float_parser(0.0, 1.0),
+           "Composite confidence below which search_code reports low_confidence and a suggested action"),
+    _Field("gateway.intent_confidence_threshold", "CODECOMPASS_GATEWAY_INTENT_CONFIDENCE_THRESHOLD",
+           "gateway.intent_confidence_threshold", _float_parser(0.0, 1.0),
+           "Intent confidence below which search_code adds an intent escalation hint"),
     _Field("selection.max_tokens", "CODECOMPASS_SELECTION_MAX_TOKENS", "selection.max_tokens",
            _int_parser(256, 1_000_000), "Token budget of an answer when the request sets none"),
     _Field("selection.min_relevance", "CODECOMPASS_SELECTION_MIN_RELEVANCE", "selection.min_relevance",

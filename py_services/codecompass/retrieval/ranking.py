@@ -497,6 +497,53 @@ def _coverage(terms: list[str], chunk: Chunk) -> float:
     return hits / len(terms)
 
 
+# --- Composite confidence: how sure an answer is, as an agent reads it ----------------------
+#
+# Seed 004 FR-721: confidence combines the top score, the top-1/top-2 margin and whether the
+# lexical and semantic channels agree. Scores are normalised per query (the best is near 1
+# whatever matched), so on their own they cannot tell an answer from noise; the calibrated
+# confidence above can. The composite therefore scales the calibrated probability by the
+# support the score shape gives it: `calibrated * (1 - SUPPORT_WEIGHT + SUPPORT_WEIGHT * support)`,
+# support being the mean of the signals that exist (agreement only when both channels ran). A
+# query nothing matched stays at 0; a clear, corroborated winner keeps its calibrated value;
+# a flat list or channels that disagree lose up to SUPPORT_WEIGHT of it.
+
+SUPPORT_WEIGHT = 0.4
+# A top-1/top-2 margin this large (scores in [0, 1]) counts as a clear winner.
+MARGIN_FULL = 0.15
+# How many of the best results the channels' agreement is judged on.
+AGREEMENT_TOP = 5
+
+
+def score_margin(scores: list[float]) -> float:
+    """Top-1 minus top-2 (the top score itself when there is one result, 0 when none)."""
+    if not scores:
+        return 0.0
+    if len(scores) == 1:
+        return _clamp(scores[0])
+    return _clamp(scores[0] - scores[1])
+
+
+def channel_agreement(results: list[RankedResult], top: int = AGREEMENT_TOP) -> float | None:
+    """How far the lexical and semantic channels agree on the best results, in [0, 1]: half
+    for the best result being found by both, half for the share of the first `top` found by
+    both. None when either channel found none of them (nothing to agree or disagree with)."""
+    head = [r for r in results[:top] if r.provenance != STRUCTURE]
+    if not head or not any(r.lexical_rank for r in head) or not any(r.semantic_rank for r in head):
+        return None
+    both = [bool(r.lexical_rank and r.semantic_rank) for r in head]
+    return 0.5 * float(both[0]) + 0.5 * sum(both) / len(both)
+
+
+def composite_confidence(calibrated: float, top_score: float, margin: float, agreement: float | None) -> float:
+    """The calibrated confidence scaled by the support of the score shape (see above)."""
+    signals = [_clamp(top_score), _clamp(margin / MARGIN_FULL)]
+    if agreement is not None:
+        signals.append(_clamp(agreement))
+    support = sum(signals) / len(signals)
+    return _clamp(calibrated) * (1.0 - SUPPORT_WEIGHT + SUPPORT_WEIGHT * support)
+
+
 # --- Hubs: symbols that connect several of the best results --------------------------------
 #
 # The blueprint's structure stage. Edges are the references the type checker resolved at

@@ -46,16 +46,28 @@ def error_line(result: CallToolResult) -> str:
     return text
 
 
-def test_the_four_tools_describe_themselves(server) -> None:
+TOOL_NAMES = ["semantic_search", "search_code", "codebase_trace", "read_symbol", "index_status"]
+
+
+def test_the_tools_describe_themselves(server) -> None:
     listed = session(server, lambda c: c.list_tools()).tools
-    assert [t.name for t in listed] == ["semantic_search", "codebase_trace", "read_symbol", "index_status"]
+    assert [t.name for t in listed] == TOOL_NAMES
     for tool in listed:
         assert len(tool.description) > 200 and tool.annotations.read_only_hint
         assert tool.input_schema["properties"]["workspace"]["default"] is None
+        assert "[code]" in tool.description and "unsupported_ref" in tool.description
     search = listed[0].input_schema
     assert search["required"] == ["query"]
     assert set(search["properties"]) == {"query", "max_tokens", "min_relevance", "path", "kind", "include_tests",
                                          "rewrite", "workspace"}
+    code = listed[1]
+    assert code.input_schema["required"] == ["query"]
+    assert set(code.input_schema["properties"]) == {"query", "ref", "language", "limit", "semantic_ratio",
+                                                    "confidence_threshold", "rewrite", "semantic_mode", "workspace"}
+    # The whole registry, with meanings, in the description the model reads.
+    from codecompass_gateway.errors import ERROR_CODES
+
+    assert all(f"{c} ({m})" in code.description for c, m in ERROR_CODES.items())
 
 
 @pytest.mark.parametrize(("name", "arguments", "expected"), [
@@ -69,9 +81,39 @@ def test_the_four_tools_describe_themselves(server) -> None:
     ("semantic_search", {"query": "  "}, "semantic_search: query is empty"),
     ("codebase_trace", {"symbol": " ", "direction": "callers"}, "codebase_trace: symbol is empty"),
     ("read_symbol", {"symbol": ""}, "read_symbol: symbol is empty"),
+    ("search_code", {"query": " "}, "search_code: query is empty"),
+    ("search_code", {"query": "x", "limit": 0}, "limit: Input should be greater than or equal to 1"),
+    ("search_code", {"query": "x", "semantic_ratio": 1.5}, "semantic_ratio: Input should be less than or equal"),
+    ("search_code", {"query": "x", "confidence_threshold": -1}, "confidence_threshold: Input should be greater"),
+    ("search_code", {"query": "x", "language": "rust"}, "language: Input should be 'typescript'"),
+    ("search_code", {"query": "x", "semantic_mode": "vectors"}, "semantic_mode: Input should be 'off'"),
 ])
 def test_bad_arguments_are_one_line_tool_errors(server, name, arguments, expected) -> None:
     assert expected in error_line(call(server, name, arguments))
+
+
+@pytest.mark.parametrize(("name", "arguments", "code"), [
+    ("codebase_trace", {"symbol": "X", "direction": "sideways"}, "invalid_argument"),
+    ("semantic_search", {"query": "  "}, "invalid_argument"),
+    ("semantic_search", {"query": "x", "workspace": "relative/ws"}, "invalid_workspace"),
+    ("index_status", {"workspace": "/no/such/dir"}, "invalid_workspace"),
+    ("search_code", {"query": "x", "ref": "main"}, "unsupported_ref"),
+    ("search_code", {"query": "tokens"}, "service_unavailable"),
+    ("read_symbol", {"symbol": "requireAuth"}, "service_unavailable"),
+])
+def test_every_tool_error_carries_a_registered_code(server, name, arguments, code) -> None:
+    from codecompass_gateway.errors import ERROR_CODES
+
+    result = call(server, name, arguments)
+    line = error_line(result)
+    assert line.startswith(f"{name}: ") and line.endswith(f" [{code}]")
+    assert result.structured_content["error"] == {"code": code, "message": line, "tool": name}
+    assert code in ERROR_CODES
+
+
+def test_a_ref_other_than_the_working_tree_is_refused_before_any_service_is_called(server) -> None:
+    line = error_line(call(server, "search_code", {"query": "x", "ref": "feature/login"}))
+    assert "ref 'feature/login' is not indexed: only the working tree is" in line and "roadmap" in line
 
 
 def test_a_file_as_workspace_is_refused(server, tmp_path) -> None:
@@ -82,6 +124,7 @@ def test_a_file_as_workspace_is_refused(server, tmp_path) -> None:
 
 @pytest.mark.parametrize(("name", "arguments", "service"), [
     ("semantic_search", {"query": "tokens"}, "retrieval"),
+    ("search_code", {"query": "tokens", "ref": "working_tree"}, "retrieval"),
     ("index_status", {}, "retrieval"),
     ("codebase_trace", {"symbol": "requireAuth", "direction": "callers"}, "analysis"),
     ("read_symbol", {"symbol": "requireAuth"}, "analysis"),
@@ -96,7 +139,7 @@ def test_the_previous_protocol_revision_lists_the_same_tools(server) -> None:
         return client.protocol_version, [t.name for t in (await client.list_tools()).tools]
 
     version, names = session(server, run, mode="legacy")
-    assert version == "2025-11-25" and len(names) == 4
+    assert version == "2025-11-25" and names == TOOL_NAMES
 
 
 class _FakeRetrieval:

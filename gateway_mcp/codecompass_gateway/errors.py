@@ -1,0 +1,83 @@
+"""The error codes of every CodeCompass MCP tool: one registry, one meaning each.
+
+A failed tool call is a tool result with `isError: true`, one text line
+`<tool>: <what happened and what to change> [<code>]`, and structured content
+`{"error": {"code": <code>, "message": <the line>, "tool": <tool>}}` so a client program can branch
+on the code without parsing the text. Every tool uses these codes and no others; a new failure
+either fits one of them or gets a row here (and in the tools' descriptions, which quote
+`REGISTRY_TEXT`).
+
+| code                  | meaning                                                                        |
+|-----------------------|--------------------------------------------------------------------------------|
+| `invalid_argument`    | an argument is missing, malformed or out of range; the message says which      |
+| `invalid_workspace`   | `workspace` is not an absolute path to an existing folder                      |
+| `not_found`           | the symbol, file or location named is not in the workspace                     |
+| `unsupported_ref`     | `ref` names a branch or commit: only the working tree is indexed (branch-aware |
+|                       | indexes are on the roadmap)                                                    |
+| `service_unavailable` | a CodeCompass service is not running or cannot be reached                      |
+| `deadline_exceeded`   | a service did not answer within its deadline                                   |
+| `service_error`       | a service failed for another reason; the message has its words                 |
+| `internal_error`      | a bug in the gateway; its log has the details                                  |
+
+Degraded answers are not errors: a semantic channel, reranker or selection that could not run
+is reported in the answer's metadata (`semantic_fallback`, `rerank_fallback`, `skipped_stages`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.types import CallToolResult, TextContent
+
+from codecompass.clients.errors import DEADLINE, INVALID, NOT_FOUND, UNAVAILABLE
+
+INVALID_ARGUMENT = "invalid_argument"
+INVALID_WORKSPACE = "invalid_workspace"
+NOT_FOUND_CODE = "not_found"
+UNSUPPORTED_REF = "unsupported_ref"
+SERVICE_UNAVAILABLE = "service_unavailable"
+DEADLINE_EXCEEDED = "deadline_exceeded"
+SERVICE_ERROR = "service_error"
+INTERNAL_ERROR = "internal_error"
+
+ERROR_CODES: dict[str, str] = {
+    INVALID_ARGUMENT: "an argument is missing, malformed or out of range; the message says which",
+    INVALID_WORKSPACE: "`workspace` is not an absolute path to an existing folder",
+    NOT_FOUND_CODE: "the symbol, file or location named is not in the workspace",
+    UNSUPPORTED_REF: "`ref` names a branch or commit: only the working tree is indexed "
+                     "(branch-aware indexes are on the roadmap)",
+    SERVICE_UNAVAILABLE: "a CodeCompass service is not running or cannot be reached",
+    DEADLINE_EXCEEDED: "a service did not answer within its deadline",
+    SERVICE_ERROR: "a service failed for another reason; the message has its words",
+    INTERNAL_ERROR: "a bug in the gateway; its log has the details",
+}
+
+# For tool descriptions: the model that reads them learns the codes it may see.
+REGISTRY_TEXT = "Errors come back as isError with one line ending in [code]; codes: " + "; ".join(
+    f"{code} ({meaning})" for code, meaning in ERROR_CODES.items()) + "."
+
+_SERVICE_KINDS = {
+    UNAVAILABLE: SERVICE_UNAVAILABLE,
+    DEADLINE: DEADLINE_EXCEEDED,
+    INVALID: INVALID_ARGUMENT,
+    NOT_FOUND: NOT_FOUND_CODE,
+}
+
+
+def code_for_service_error(kind: str) -> str:
+    """The registry code for a `ServiceError.kind`."""
+    return _SERVICE_KINDS.get(kind, SERVICE_ERROR)
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def error_result(message: str, code: str = INVALID_ARGUMENT, tool: str = "") -> CallToolResult:
+    """The one shape of a failed tool call (see the module docstring)."""
+    if code not in ERROR_CODES:
+        raise ValueError(f"unregistered error code {code!r}")
+    line = f"{one_line(message)} [{code}]"
+    error: dict[str, Any] = {"code": code, "message": line, "tool": tool}
+    return CallToolResult(content=[TextContent(type="text", text=line)], structured_content={"error": error},
+                          is_error=True)

@@ -1,0 +1,218 @@
+"""Query understanding: the pipeline's second stage (issue 9, section 4), before retrieval.
+
+- The intent (`symbol` / `path` / `error` / `natural_language`) and how sure it is come from
+  `retrieval.query.analyze`, the one judge of a query's shape; this module only reads it.
+- The semantic plan: which `semantic_mode` applies (the request's, else the gateway's setting)
+  and the semantic ratio cap retrieval gets. `off` and `rerank_only` send a cap of 0, so the
+  retrieval service never embeds the query and no vector is searched; `off` also skips a model
+  reranker. In `hybrid` the cap is the request's, else the configured override for the intent,
+  else retrieval's own default; the ranking policy may lower it further by intent.
+- An escalation hint when the intent is unsure, and the suggested next call when an answer's
+  confidence is low: both name our real tools with real arguments, and both are deterministic
+  (the same query and answer give the same text), so an agent can act on them and tests can pin
+  them down.
+
+Query rewriting (seed 002) is not built: a `rewrite` request is accepted and reported as not
+applied (`rewrite_status`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from codecompass.common.config import SEMANTIC_MODES, GatewaySettings
+from codecompass.common.identifiers import identifier_parts
+from codecompass.retrieval import query as q
+from codecompass.retrieval.query import REQUEST_WORDS, QueryShape
+from codecompass.retrieval.ranking import RankedResult, channel_agreement, composite_confidence, score_margin
+
+OFF, RERANK_ONLY, HYBRID = SEMANTIC_MODES
+# Why semantic retrieval did not run because of the mode (seed 003's `semantic_skipped_reason`).
+SKIP_DISABLED = "semantic_disabled"
+SKIP_RERANK_ONLY = "semantic_mode_rerank_only"
+# The most content words a narrower query keeps.
+_NARROW_WORDS = 4
+
+
+@dataclass(frozen=True)
+class SemanticPlan:
+    mode: str
+    # The cap sent to retrieval: None leaves retrieval's configured default.
+    ratio_cap: float | None
+    # Where the cap came from: "request", "intent_override", "retrieval_default" or the mode.
+    ratio_source: str
+    # Semantic retrieval may run for this query (hybrid and a cap that is not 0).
+    enabled: bool
+    # Why it may not, when it may not.
+    skipped_reason: str | None
+    # A model reranker may run (False only in `off`).
+    model_rerank: bool
+
+
+@dataclass(frozen=True)
+class QueryUnderstanding:
+    shape: QueryShape
+    plan: SemanticPlan
+    escalation_hint: str | None = None
+    rewrite: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def intent(self) -> str:
+        return self.shape.intent
+
+    @property
+    def intent_confidence(self) -> float:
+        return self.shape.intent_confidence
+
+
+def semantic_plan(shape: QueryShape, settings: GatewaySettings, mode: str | None,
+                  requested_ratio: float | None) -> SemanticPlan:
+    chosen = (mode or settings.semantic_mode).strip().lower()
+    if chosen not in SEMANTIC_MODES:
+        raise ValueError(f"semantic_mode must be one of {', '.join(SEMANTIC_MODES)}; got {mode!r}")
+    if chosen == OFF:
+        return SemanticPlan(OFF, 0.0, OFF, enabled=False, skipped_reason=SKIP_DISABLED, model_rerank=False)
+    if chosen == RERANK_ONLY:
+        return SemanticPlan(RERANK_ONLY, 0.0, RERANK_ONLY, enabled=False, skipped_reason=SKIP_RERANK_ONLY,
+                            model_rerank=True)
+    if requested_ratio is not None:
+        # As given: retrieval refuses a ratio outside [0, 1] with a message that names it.
+        cap, source = requested_ratio, "request"
+    elif settings.semantic_ratio_for(shape.intent) is not None:
+        cap, source = settings.semantic_ratio_for(shape.intent), "intent_override"
+    else:
+        cap, source = None, "retrieval_default"
+    if cap == 0.0:
+        return SemanticPlan(HYBRID, 0.0, source, enabled=False, skipped_reason="semantic_ratio_zero", model_rerank=True)
+    return SemanticPlan(HYBRID, cap, source, enabled=True, skipped_reason=None, model_rerank=True)
+
+
+def understand(query: str, settings: GatewaySettings, mode: str | None = None, requested_ratio: float | None = None,
+               rewrite: bool | None = None) -> QueryUnderstanding:
+    shape = q.analyze(query)
+    hint = escalation_hint(shape) if shape.intent_confidence < settings.intent_confidence_threshold else None
+    return QueryUnderstanding(shape=shape, plan=semantic_plan(shape, settings, mode, requested_ratio),
+                              escalation_hint=hint, rewrite=rewrite_status(rewrite))
+
+
+def rewrite_status(requested: bool | None) -> dict[str, Any]:
+    return {"requested": requested, "applied": False,
+            "reason": "query rewriting is not available yet; the query was searched as given"}
+
+
+def call_text(tool: str, arguments: dict[str, Any]) -> str:
+    """`tool(name="value", …)`, the way a suggestion names a call."""
+    return f"{tool}(" + ", ".join(f"{k}={json.dumps(v)}" for k, v in arguments.items()) + ")"
+
+
+def _words_of(identifier: str) -> str:
+    return " ".join(p for p in identifier_parts(identifier.rsplit(".", 1)[-1]) if p) or identifier
+
+
+def _content_words(shape: QueryShape) -> list[str]:
+    return [w for w in shape.words if w not in REQUEST_WORDS and len(w) >= 3]
+
+
+def escalation_hint(shape: QueryShape) -> str:
+    """What to do when the intent is unsure: how to ask so the other reading wins."""
+    confidence = f"{shape.intent_confidence:.2f}"
+    if shape.intent == q.PATH:
+        return (f"read as a file path ({shape.path}) at {confidence}: for that file's outline call "
+                f"{call_text('read_symbol', {'symbol': shape.path})}; to search by meaning, ask without the path")
+    if shape.intent == q.SYMBOL:
+        name = shape.identifiers[0] if shape.identifiers else shape.text
+        return (f"read as a symbol name at {confidence}: for its definition give the name exactly as declared "
+                f"({call_text('search_code', {'query': name})}); for a topic, ask a question in words "
+                f"({call_text('semantic_search', {'query': 'how does ' + _words_of(name) + ' work'})})")
+    if shape.intent == q.ERROR:
+        return (f"read as an error message at {confidence}: quote the exact text of the message to match it "
+                "verbatim, or ask in words what fails (semantic_search)")
+    return (f"read as natural language at {confidence}: name the identifier if you know it "
+            f"(search_code with the exact name), or ask a complete question (semantic_search)")
+
+
+@dataclass(frozen=True)
+class BestResult:
+    """What a suggestion needs of the best result."""
+
+    qualified_name: str
+    name: str
+    path: str
+    kind: str = ""
+
+
+def suggested_action(shape: QueryShape, best: BestResult | None, indexing_status: str
+                     ) -> tuple[str, dict[str, Any]]:
+    """The next call for a low-confidence answer, as text and as `{"tool", "arguments", "why"}`.
+
+    In order: an index that is not ready is the likeliest cause; a file the query names is read
+    directly; a name the index defines is followed through the type checker; a name it does not
+    define is searched by its words; a sentence is narrowed to its identifiers or content
+    words; and when nothing narrower exists, the best candidate is read to judge it."""
+    if indexing_status != "ready":
+        return _action("index_status", {}, f"the index is {indexing_status.replace('_', ' ')}: results may be "
+                                           "missing until it is ready")
+    if shape.path:
+        return _action("read_symbol", {"symbol": shape.path}, "the query names this file: read its outline")
+    if best is None:
+        if shape.identifiers:
+            return _action("semantic_search", {"query": _words_of(shape.identifiers[0])},
+                           "nothing matched the name: search by the words it is made of")
+        return _action("index_status", {}, "nothing matched: check the index covers the code you expect, "
+                                           "then try other words")
+    identifiers = {i.lower() for i in shape.identifiers}
+    defines = best.name.lower() in identifiers or best.qualified_name.lower() in identifiers
+    if shape.intent == q.SYMBOL and defines:
+        return _action("codebase_trace", {"symbol": best.qualified_name, "direction": "references",
+                                          "path": best.path},
+                       "the best result defines the name: see where it is used to confirm it is the one meant")
+    if shape.intent == q.SYMBOL and shape.identifiers:
+        return _action("semantic_search", {"query": _words_of(shape.identifiers[0])},
+                       "no definition has that exact name: search by the words it is made of")
+    if shape.identifiers:
+        narrower = " ".join(shape.identifiers[:_NARROW_WORDS])
+        return _action("search_code", {"query": narrower}, "search the names the question mentions")
+    words = _content_words(shape)[:_NARROW_WORDS]
+    narrower = " ".join(words)
+    if len(words) >= 2 and narrower.lower() != shape.text.lower():
+        return _action("semantic_search", {"query": narrower}, "a narrower query: the question's content words")
+    if best.kind == "module":  # a file's top-level code: its outline shows what the file holds
+        return _action("read_symbol", {"symbol": best.path}, "read the best candidate's file outline to judge it")
+    return _action("read_symbol", {"symbol": best.qualified_name, "path": best.path},
+                   "read the best candidate to judge whether it answers the question")
+
+
+def _action(tool: str, arguments: dict[str, Any], why: str) -> tuple[str, dict[str, Any]]:
+    return f"{call_text(tool, arguments)} — {why}", {"tool": tool, "arguments": arguments, "why": why}
+
+
+@dataclass(frozen=True)
+class ConfidenceGuidance:
+    """Seed 004 FR-712/721: the composite confidence of an answer and what to do when it is low."""
+
+    confidence: float  # composite, in [0, 1]
+    calibrated: float  # retrieval's calibrated P(an answer is among the first ten)
+    top_score: float
+    score_margin: float
+    channel_agreement: float | None  # None when only one channel found the best results
+    threshold: float
+    low_confidence: bool
+    suggested_action: str | None
+    suggested_call: dict[str, Any] | None
+
+
+def assess(shape: QueryShape, results: list[RankedResult], scores: list[float], best: BestResult | None,
+           calibrated: float, threshold: float, indexing_status: str) -> ConfidenceGuidance:
+    """`results` are the ranked results best first (their channel ranks), `scores` their final
+    scores (after reranking), `best` the first of them as a suggestion names it."""
+    top = scores[0] if scores else 0.0
+    margin = score_margin(scores)
+    agreement = channel_agreement(results)
+    value = composite_confidence(calibrated, top, margin, agreement) if scores else 0.0
+    low = value < threshold
+    action, call = suggested_action(shape, best, indexing_status) if low else (None, None)
+    return ConfidenceGuidance(confidence=value, calibrated=calibrated, top_score=top, score_margin=margin,
+                              channel_agreement=agreement, threshold=threshold, low_confidence=low,
+                              suggested_action=action, suggested_call=call)

@@ -1,0 +1,294 @@
+"""search_code's contract (seed 003) from a pipeline run against fake clients; the semantic mode as
+retrieval and the reranker see it; the error registry; the gateway settings it reads."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from codecompass_gateway import errors, tools
+from codecompass_gateway.answer import answer_to_dict, search_code_to_dict, snippet_of
+from codecompass_gateway.pipeline import RERANK, Pipeline, PipelineRequest
+
+from codecompass.clients.errors import DEADLINE, FAILED, INVALID, NOT_FOUND, UNAVAILABLE
+from codecompass.common.chunks import Chunk, Language, NodeKind
+from codecompass.common.config import ConfigError, GatewaySettings, Settings, settings_from
+from codecompass.rerank.model import RerankOutcome, ScoredCandidate
+from codecompass.retrieval.ranking import RankedResult
+from codecompass.retrieval.state import (
+    IndexingStatus,
+    ResultCompleteness,
+    SearchMetadata,
+    SearchOutcome,
+)
+
+# Every field of seed 003's output and the type it has (None allowed where the seed says null).
+RESULT_FIELDS = {"path": str, "line_start": int, "line_end": int, "kind": str, "name": str, "qualified_name": str,
+                 "language": str, "score": float, "snippet": str, "provenance": str}
+METADATA_FIELDS = {
+    "codecompass_protocol_version": str, "freshness_status": str, "indexing_status": str,
+    "result_completeness": str, "ref": str, "semantic_mode": str, "semantic_enabled": bool,
+    "semantic_ratio_used": float, "semantic_triggered": bool, "semantic_skipped_reason": (str, type(None)),
+    "external_provider_blocked": bool, "embedding_model_version": (str, type(None)), "rerank_provider": str,
+    "rerank_fallback": bool, "low_confidence": bool, "suggested_action": (str, type(None)),
+    "confidence_threshold": float, "top_score": float, "score_margin": float,
+    "channel_agreement": (float, type(None)), "query_intent_confidence": float,
+    "intent_escalation_hint": (str, type(None)), "semantic_fallback": bool, "trace_id": str,
+}
+
+
+def check_contract(payload: dict) -> None:
+    assert set(payload) >= {"results", "query_intent", "total_candidates", "metadata"}
+    assert payload["query_intent"] in ("symbol", "path", "error", "natural_language")
+    assert isinstance(payload["total_candidates"], int)
+    for result in payload["results"]:
+        for name, kind in RESULT_FIELDS.items():
+            assert isinstance(result[name], kind), (name, result[name])
+        assert result["provenance"] in ("lexical", "semantic", "hybrid", "structure")
+    meta = payload["metadata"]
+    for name, kind in METADATA_FIELDS.items():
+        assert name in meta, name
+        assert isinstance(meta[name], kind), (name, meta[name])
+    assert meta["freshness_status"] in ("fresh", "stale", "syncing")
+    assert meta["semantic_mode"] in ("off", "rerank_only", "hybrid")
+    assert meta["rerank_provider"] in ("local", "voyage", "cohere", "llm", "none")
+    assert (meta["suggested_action"] is not None) == meta["low_confidence"]
+
+
+def _chunk(name: str, lines: int = 3) -> Chunk:
+    source = "\n".join([f"export function {name}() {{"] + [f"  step{i}();" for i in range(lines - 2)] + ["}"])
+    return Chunk(id=name, snippet_hash=name, relative_path=f"src/{name}.ts", language=Language.TSX,
+                 node_kind=NodeKind.FUNCTION, name=name, qualified_name=name, parent_id="", child_ids=(), depth=0,
+                 signature=f"{name}()", full_source=source, collapsed_source=source, start_line=1, end_line=lines,
+                 jsdoc="", jsdoc_start_line=0, relevant_imports=(), is_test=False, embedding_text="")
+
+
+def _metadata(confidence: float, ratio_used: float = 0.0, reason: str = "") -> SearchMetadata:
+    return SearchMetadata(indexing_status=IndexingStatus.READY, result_completeness=ResultCompleteness.COMPLETE,
+                          semantic_fallback=False, semantic_skipped_reason=reason, semantic_ratio_used=ratio_used,
+                          external_provider_blocked=False, embedding_model_id="m", embedding_model_version="v1",
+                          total_candidates=17, confidence=confidence)
+
+
+class FakeRetrieval:
+    def __init__(self, results: tuple[RankedResult, ...], metadata: SearchMetadata) -> None:
+        self.results, self.metadata = results, metadata
+        self.queries: list = []
+
+    def search(self, query, timeout_s: float) -> SearchOutcome:
+        self.queries.append(query)
+        return SearchOutcome(results=self.results, metadata=self.metadata)
+
+    def close(self) -> None:
+        pass
+
+
+class FakeRerank:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def rerank(self, query, timeout_s: float) -> RerankOutcome:
+        self.calls += 1
+        return RerankOutcome(scores=tuple(ScoredCandidate(id=c.id, rerank_score=0.5, final_score=c.first_stage_score)
+                                          for c in query.candidates), provider="voyage")
+
+    def close(self) -> None:
+        pass
+
+
+RESULTS = (
+    RankedResult(chunk=_chunk("validateToken", 30), score=1.0, lexical_score=1.0, vector_similarity=0.6,
+                 provenance="hybrid", lexical_rank=1, semantic_rank=1),
+    RankedResult(chunk=_chunk("refreshToken"), score=0.6, lexical_score=0.6, vector_similarity=0.0,
+                 provenance="lexical", lexical_rank=2, semantic_rank=0),
+)
+
+
+def _pipeline(metadata: SearchMetadata, gateway: GatewaySettings | None = None, provider: str = "local"
+              ) -> tuple[Pipeline, FakeRetrieval, FakeRerank]:
+    settings = Settings(state_dir=None, gateway=gateway or GatewaySettings())  # type: ignore[arg-type]
+    settings = dataclasses.replace(settings, rerank=dataclasses.replace(settings.rerank, provider=provider))
+    pipeline = Pipeline(settings)
+    pipeline.close()
+    retrieval, rerank = FakeRetrieval(RESULTS, metadata), FakeRerank()
+    pipeline.retrieval = retrieval  # type: ignore[assignment]
+    pipeline.rerank = rerank  # type: ignore[assignment]
+    return pipeline, retrieval, rerank
+
+
+def _run(pipeline: Pipeline, query: str, **kwargs) -> object:
+    return pipeline.run(PipelineRequest(workspace_root="/ws", query=query, sync=False, select=False, **kwargs))
+
+
+def test_every_contract_field_is_there_and_typed() -> None:
+    pipeline, _, _ = _pipeline(_metadata(0.9, ratio_used=0.2))
+    answer = _run(pipeline, "validateToken")
+    payload = search_code_to_dict(answer, threshold=0.5, trace_id="t" * 32, max_lines=8, max_line_chars=160)
+    check_contract(payload)
+    top = payload["results"][0]
+    assert (top["path"], top["line_start"], top["line_end"], top["language"]) == ("src/validateToken.ts", 1, 30, "tsx")
+    assert top["snippet"].splitlines()[0] == "export function validateToken() {"
+    assert top["snippet"].splitlines()[-1] == "… 22 more lines" and len(top["snippet"].splitlines()) == 9
+    meta = payload["metadata"]
+    assert payload["query_intent"] == "symbol" and payload["total_candidates"] == 17
+    assert meta["codecompass_protocol_version"] == "1.0" and meta["ref"] == "working_tree"
+    assert meta["freshness_status"] == "stale" and meta["freshness_detail"] == "unknown"  # no sync ran
+    assert meta["semantic_triggered"] and meta["semantic_skipped_reason"] is None
+    assert meta["embedding_model_version"] == "v1" and meta["rerank_provider"] == "local"
+    assert meta["top_score"] == 1.0 and meta["score_margin"] == pytest.approx(0.4)
+    assert meta["channel_agreement"] == pytest.approx(0.5 + 0.5 * 1 / 2)
+    assert not meta["low_confidence"] and meta["suggested_action"] is None
+    assert meta["rewrite"]["applied"] is False and meta["trace_id"] == "t" * 32
+
+
+def test_a_low_confidence_answer_suggests_a_next_call() -> None:
+    pipeline, _, _ = _pipeline(_metadata(0.2))
+    answer = _run(pipeline, "how are expired auth tokens rejected")
+    payload = search_code_to_dict(answer, threshold=0.5, trace_id="", max_lines=8, max_line_chars=160)
+    check_contract(payload)
+    meta = payload["metadata"]
+    assert meta["low_confidence"] and meta["confidence"] < 0.5
+    assert meta["suggested_call"] == {"tool": "semantic_search", "arguments": {"query": "expired auth tokens rejected"},
+                                      "why": "a narrower query: the question's content words"}
+    assert meta["suggested_action"].startswith('semantic_search(query="expired auth tokens rejected") — ')
+    lenient = search_code_to_dict(answer, threshold=0.1, trace_id="", max_lines=8, max_line_chars=160)
+    assert not lenient["metadata"]["low_confidence"] and lenient["metadata"]["confidence_threshold"] == 0.1
+
+
+@pytest.mark.parametrize(("mode", "ratio_sent", "reason"), [
+    ("off", 0.0, "semantic_disabled"),
+    ("rerank_only", 0.0, "semantic_mode_rerank_only"),
+    ("hybrid", 0.4, None),
+])
+def test_the_mode_decides_the_ratio_retrieval_gets(mode: str, ratio_sent: float, reason: str | None) -> None:
+    pipeline, retrieval, _ = _pipeline(_metadata(0.9, ratio_used=0.0 if mode != "hybrid" else 0.4))
+    answer = _run(pipeline, "how are tokens validated", semantic_mode=mode, semantic_ratio=0.4)
+    assert retrieval.queries[0].semantic_ratio == ratio_sent
+    meta = search_code_to_dict(answer, threshold=0.5, trace_id="", max_lines=8, max_line_chars=160)["metadata"]
+    assert meta["semantic_mode"] == mode and meta["semantic_enabled"] == (mode == "hybrid")
+    assert meta["semantic_skipped_reason"] == reason and meta["semantic_triggered"] == (mode == "hybrid")
+    assert meta["embedding_model_version"] == ("v1" if mode == "hybrid" else None)
+
+
+def test_off_skips_a_model_reranker_and_rerank_only_keeps_it() -> None:
+    pipeline, _, rerank = _pipeline(_metadata(0.9), provider="voyage")
+    off = _run(pipeline, "how are tokens validated", semantic_mode="off")
+    assert rerank.calls == 0 and "no model reranker" in off.skipped[RERANK]
+    assert search_code_to_dict(off, threshold=0.5, trace_id="", max_lines=8,
+                               max_line_chars=160)["metadata"]["rerank_provider"] == "none"
+    kept = _run(pipeline, "how are tokens validated", semantic_mode="rerank_only")
+    assert rerank.calls == 1 and kept.rerank_provider == "voyage"
+
+
+def test_the_configured_mode_and_intent_override_apply_to_every_search() -> None:
+    gateway = GatewaySettings(semantic_mode="hybrid", semantic_ratio_natural_language=0.7)
+    pipeline, retrieval, _ = _pipeline(_metadata(0.9), gateway)
+    answer = _run(pipeline, "how are tokens validated")
+    assert retrieval.queries[0].semantic_ratio == 0.7
+    meta = answer_to_dict(answer)["metadata"]  # semantic_search and the CLI see the understanding too
+    assert (meta["query_intent"], meta["semantic_mode"], meta["semantic_ratio_source"]) == (
+        "natural_language", "hybrid", "intent_override")
+    off = _pipeline(_metadata(0.9), GatewaySettings(semantic_mode="off"))
+    _run(off[0], "how are tokens validated", semantic_ratio=0.9)
+    assert off[1].queries[0].semantic_ratio == 0.0
+
+
+def test_snippets_are_clipped_by_lines_and_characters() -> None:
+    assert snippet_of("a\nb", 8, 160) == "a\nb"
+    assert snippet_of("x" * 200, 8, 10) == "x" * 9 + "…"
+    assert snippet_of("\n".join("l" for _ in range(20)), 3, 160) == "l\nl\nl\n… 17 more lines"
+
+
+def test_an_oversized_answer_drops_its_last_results_and_says_truncated() -> None:
+    big = {"results": [{"snippet": "word " * 2000} for _ in range(10)], "query_intent": "symbol",
+           "total_candidates": 10, "metadata": {"result_completeness": "complete"}}
+    result = tools.search_code_result(big)
+    kept = result.structured_content
+    assert 0 < len(kept["results"]) < 10 and kept["metadata"]["result_completeness"] == "truncated"
+    assert result.content[0].text.startswith('{"results":')
+
+
+# --- ref and language -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ref", [None, "", "working_tree", "WORKTREE", "  "])
+def test_the_working_tree_is_the_ref_accepted(ref) -> None:
+    tools.check_ref(ref)
+
+
+@pytest.mark.parametrize("ref", ["main", "HEAD", "refs/heads/dev", "a1b2c3d"])
+def test_any_other_ref_is_unsupported(ref) -> None:
+    with pytest.raises(tools.ToolInputError, match="only the working tree is") as caught:
+        tools.check_ref(ref)
+    assert caught.value.code == errors.UNSUPPORTED_REF
+
+
+def test_language_filters() -> None:
+    assert tools.language_filters(None).languages == ()
+    assert tools.language_filters("TypeScript").languages == (Language.TYPESCRIPT, Language.TSX)
+    assert tools.language_filters("jsx").languages == (Language.JSX,)
+    with pytest.raises(tools.ToolInputError, match="language must be one of typescript, tsx"):
+        tools.language_filters("rust")
+
+
+# --- the error registry -------------------------------------------------------------------------
+
+
+def test_the_registry_documents_every_code_once() -> None:
+    codes = [errors.INVALID_ARGUMENT, errors.INVALID_WORKSPACE, errors.NOT_FOUND_CODE, errors.UNSUPPORTED_REF,
+             errors.SERVICE_UNAVAILABLE, errors.DEADLINE_EXCEEDED, errors.SERVICE_ERROR, errors.INTERNAL_ERROR]
+    assert list(errors.ERROR_CODES) == codes
+    for code, meaning in errors.ERROR_CODES.items():
+        assert meaning and "\n" not in meaning
+        assert f"| `{code}`" in errors.__doc__  # the module's table
+        assert f"{code} ({meaning})" in errors.REGISTRY_TEXT
+
+
+def test_an_error_result_has_one_shape() -> None:
+    result = errors.error_result("search_code: ref 'main'\n is not indexed", errors.UNSUPPORTED_REF, "search_code")
+    assert result.is_error and result.content[0].text == "search_code: ref 'main' is not indexed [unsupported_ref]"
+    assert result.structured_content == {"error": {"code": "unsupported_ref", "tool": "search_code",
+                                                   "message": result.content[0].text}}
+    with pytest.raises(ValueError, match="unregistered error code"):
+        errors.error_result("x", "oops")
+
+
+@pytest.mark.parametrize(("kind", "code"), [
+    (UNAVAILABLE, "service_unavailable"), (DEADLINE, "deadline_exceeded"), (INVALID, "invalid_argument"),
+    (NOT_FOUND, "not_found"), (FAILED, "service_error"), ("unimplemented", "service_error"),
+])
+def test_service_failures_map_to_registered_codes(kind: str, code: str) -> None:
+    assert errors.code_for_service_error(kind) == code
+
+
+# --- settings -----------------------------------------------------------------------------------
+
+
+def test_gateway_settings_from_env_and_yaml() -> None:
+    settings = settings_from({"CODECOMPASS_GATEWAY_SEMANTIC_MODE": "Rerank_Only",
+                              "CODECOMPASS_GATEWAY_CONFIDENCE_THRESHOLD": "0.4",
+                              "CODECOMPASS_GATEWAY_SEMANTIC_RATIO_SYMBOL": "0"},
+                             {"gateway.semantic_ratio_overrides.natural_language": 0.6,
+                              "gateway.intent_confidence_threshold": 0.8}).gateway
+    assert (settings.semantic_mode, settings.confidence_threshold, settings.intent_confidence_threshold) == (
+        "rerank_only", 0.4, 0.8)
+    assert settings.semantic_ratio_for("symbol") == 0.0 and settings.semantic_ratio_for("natural_language") == 0.6
+    assert settings.semantic_ratio_for("path") is None and settings.semantic_ratio_for("error") is None
+    defaults = GatewaySettings()
+    assert (defaults.semantic_mode, defaults.confidence_threshold) == ("hybrid", 0.5)
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"CODECOMPASS_GATEWAY_SEMANTIC_MODE": "vectors"}, "CODECOMPASS_GATEWAY_SEMANTIC_MODE: must be one of off"),
+    ({"CODECOMPASS_GATEWAY_CONFIDENCE_THRESHOLD": "1.5"}, "CODECOMPASS_GATEWAY_CONFIDENCE_THRESHOLD: must be"),
+    ({"CODECOMPASS_GATEWAY_INTENT_CONFIDENCE_THRESHOLD": "-0.1"}, "CODECOMPASS_GATEWAY_INTENT_CONFIDENCE_THRESHOLD"),
+    ({"CODECOMPASS_GATEWAY_SEMANTIC_RATIO_ERROR": "2"}, "CODECOMPASS_GATEWAY_SEMANTIC_RATIO_ERROR: must be"),
+])
+def test_out_of_range_gateway_settings_name_the_variable(env, message) -> None:
+    with pytest.raises(ConfigError, match=message):
+        settings_from(env)
+
+
+def test_out_of_range_yaml_names_the_key() -> None:
+    with pytest.raises(ConfigError, match="config key gateway.semantic_ratio_overrides.path: must be"):
+        settings_from({}, {"gateway.semantic_ratio_overrides.path": 1.2})

@@ -27,12 +27,12 @@ class AnalysisClient:
         return convert.trace_outcome_from_proto(reply)
 
     def render(self, workspace_root: str, specs: Sequence[RenderRequest], timeout_s: float
-               ) -> tuple[RenderedSymbol, ...]:
-        """The symbols found, in request order; a symbol that no longer exists is left out."""
+               ) -> list[RenderedSymbol | None]:
+        """One answer per spec, in request order; None where the symbol no longer exists."""
         with mapped(SERVICE, self.address):
             reply = self._stub.RenderSymbols(convert.render_request_to_proto(workspace_root, specs),
                                              timeout=timeout_s)
-        return convert.rendered_from_proto(reply)
+        return convert.rendered_from_proto(specs, reply)
 
     def file_chunks(self, workspace_root: str, relative_path: str, timeout_s: float) -> FileChunks:
         """The chunks of one file, syntax only (no type checker)."""

@@ -95,13 +95,26 @@ def rendered_to_proto(symbols: Sequence[RenderedSymbol], missing: Sequence[str] 
     )
 
 
-def rendered_from_proto(message: analysis_pb2.RenderSymbolsResponse) -> tuple[RenderedSymbol, ...]:
-    return tuple(
-        RenderedSymbol(symbol_id=s.symbol_id, relative_path=s.relative_path, qualified_name=s.qualified_name,
-                       source=s.source, token_count=s.token_count, start_line=s.start_line, end_line=s.end_line,
-                       unknown_child_ids=tuple(s.unknown_child_ids))
-        for s in message.symbols
-    )
+def rendered_from_proto(specs: Sequence[RenderRequest],
+                        message: analysis_pb2.RenderSymbolsResponse) -> list[RenderedSymbol | None]:
+    """One entry per spec, None where the symbol no longer exists. The service answers found
+    specs in request order and leaves missing ones out, so answers are matched to specs in order;
+    a symbol is found or missing whatever its expanded children, so two specs of one symbol (plain
+    and expanded) never get each other's answer."""
+    answers = list(message.symbols)
+    out: list[RenderedSymbol | None] = []
+    at = 0
+    for spec in specs:
+        if at < len(answers) and answers[at].symbol_id == spec.symbol_id:
+            s = answers[at]
+            out.append(RenderedSymbol(symbol_id=s.symbol_id, relative_path=s.relative_path,
+                                      qualified_name=s.qualified_name, source=s.source, token_count=s.token_count,
+                                      start_line=s.start_line, end_line=s.end_line,
+                                      unknown_child_ids=tuple(s.unknown_child_ids)))
+            at += 1
+        else:
+            out.append(None)
+    return out
 
 
 def file_chunks_to_proto(chunked: FileChunks) -> analysis_pb2.ChunkFilesResponse:

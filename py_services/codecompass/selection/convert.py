@@ -1,9 +1,6 @@
-"""The only place selection domain types meet the generated proto types (selection's own, and
-the analysis service's RenderSymbols messages)."""
+"""The only place selection domain types meet the generated proto types."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from codecompass.common.chunk_convert import (
     UnknownEnumValue,
@@ -20,13 +17,10 @@ from codecompass.selection.model import (
     Candidate,
     QueryFocus,
     Reason,
-    Rendered,
-    RenderSpec,
     SelectedResult,
     SelectOutcome,
     SelectQuery,
 )
-from codecompass.v1 import analysis_pb2
 from codecompass.v1 import selection_pb2 as pb
 
 _REASON_TO_PROTO = {
@@ -188,29 +182,3 @@ def outcome_from_proto(message: pb.SelectResponse) -> SelectOutcome:
 
 
 # --- the analysis service's RenderSymbols -------------------------------------------------------
-
-
-def render_request_to_proto(workspace_root: str, specs: Sequence[RenderSpec]) -> analysis_pb2.RenderSymbolsRequest:
-    return analysis_pb2.RenderSymbolsRequest(
-        workspace_root=workspace_root,
-        specs=[analysis_pb2.RenderSpec(symbol_id=s.symbol_id, expand_child_ids=list(s.expand_child_ids),
-                                       relative_path=s.relative_path) for s in specs],
-    )
-
-
-def rendered_from_proto(specs: Sequence[RenderSpec],
-                        response: analysis_pb2.RenderSymbolsResponse) -> list[Rendered | None]:
-    """One entry per spec. The service answers found specs in request order and leaves missing ones
-    out, so the answers are matched to the specs in order; a symbol is found or missing whatever
-    its expanded children, so two specs of one symbol never get each other's answer."""
-    answers = list(response.symbols)
-    out: list[Rendered | None] = []
-    at = 0
-    for spec in specs:
-        if at < len(answers) and answers[at].symbol_id == spec.symbol_id:
-            a = answers[at]
-            out.append(Rendered(a.symbol_id, a.source, a.start_line, a.end_line, tuple(a.unknown_child_ids)))
-            at += 1
-        else:
-            out.append(None)
-    return out

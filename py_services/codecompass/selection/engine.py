@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from codecompass.clients.analysis_model import RenderedSymbol, RenderRequest
 from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.config import SelectionSettings
 from codecompass.common.logging import get_logger
@@ -32,9 +33,7 @@ from codecompass.selection.model import (
     Candidate,
     QueryFocus,
     Reason,
-    Rendered,
     RenderFailed,
-    RenderSpec,
     SelectedResult,
     SelectOutcome,
     SelectQuery,
@@ -54,7 +53,7 @@ _COLLAPSED = re.compile(r"/\* (\d+) lines collapsed \*/")
 
 
 class Renderer(Protocol):
-    def render(self, workspace_root: str, specs: Sequence[RenderSpec]) -> list[Rendered | None]:
+    def render(self, workspace_root: str, specs: Sequence[RenderRequest]) -> list[RenderedSymbol | None]:
         """One answer per spec, in order; None for a symbol the workspace no longer has.
         Raises RenderFailed when the analysis service cannot answer at all."""
         ...
@@ -180,17 +179,17 @@ def _is_ancestor(node: Node, other: Node) -> bool:
     return False
 
 
-def render_specs(forest: Sequence[Node]) -> list[RenderSpec]:
+def render_specs(forest: Sequence[Node]) -> list[RenderRequest]:
     """Every spec the composition may need: each kept symbol bare, and each one with kept
     descendants also expanded, so a merge that turns out too large can be split without a
     second round trip."""
-    specs: list[RenderSpec] = []
+    specs: list[RenderRequest] = []
 
     def visit(node: Node) -> None:
         chunk = node.scored.candidate.chunk
-        specs.append(RenderSpec(chunk.id, (), chunk.relative_path))
+        specs.append(RenderRequest(chunk.id, (), chunk.relative_path))
         if node.children:
-            specs.append(RenderSpec(chunk.id, _expand_ids(node), chunk.relative_path))
+            specs.append(RenderRequest(chunk.id, _expand_ids(node), chunk.relative_path))
         for child in node.children:
             visit(child)
 
@@ -242,7 +241,7 @@ class Draft:
         return min(s.index for s in self.members)
 
 
-def _draft(root: Scored, merged: Sequence[Scored], rendered: Rendered | None) -> Draft:
+def _draft(root: Scored, merged: Sequence[Scored], rendered: RenderedSymbol | None) -> Draft:
     chunk = root.candidate.chunk
     header = header_for(chunk)
     if rendered is None:
@@ -254,7 +253,7 @@ def _draft(root: Scored, merged: Sequence[Scored], rendered: Rendered | None) ->
     return Draft(root, ordered, header, source, start, end, tokens_of(header, source), fallback)
 
 
-def compose(forest: Sequence[Node], renders: Mapping[RenderSpec, Rendered | None], merge_cap: int) -> list[Draft]:
+def compose(forest: Sequence[Node], renders: Mapping[RenderRequest, RenderedSymbol | None], merge_cap: int) -> list[Draft]:
     """Drafts in score order. A node with kept descendants becomes one merged draft when its
     expanded rendering exists, knows every child, and fits merge_cap; otherwise the node stands
     alone (children collapsed) and each kept child is composed the same way on its own."""
@@ -263,13 +262,13 @@ def compose(forest: Sequence[Node], renders: Mapping[RenderSpec, Rendered | None
     def visit(node: Node) -> None:
         chunk = node.scored.candidate.chunk
         if node.children:
-            full = renders.get(RenderSpec(chunk.id, _expand_ids(node), chunk.relative_path))
+            full = renders.get(RenderRequest(chunk.id, _expand_ids(node), chunk.relative_path))
             if full is not None and not full.unknown_child_ids:
                 draft = _draft(node.scored, node.descendants(), full)
                 if draft.token_count <= merge_cap:
                     drafts.append(draft)
                     return
-        drafts.append(_draft(node.scored, (), renders.get(RenderSpec(chunk.id, (), chunk.relative_path))))
+        drafts.append(_draft(node.scored, (), renders.get(RenderRequest(chunk.id, (), chunk.relative_path))))
         for child in node.children:
             visit(child)
 
@@ -458,7 +457,7 @@ class SelectionEngine:
         forest = merge_forest(kept)
         specs = render_specs(forest)
         fallback_reason = ""
-        renders: dict[RenderSpec, Rendered | None] = {}
+        renders: dict[RenderRequest, RenderedSymbol | None] = {}
         if specs:
             try:
                 renders = dict(zip(specs, self._renderer.render(query.workspace_root, specs), strict=True))

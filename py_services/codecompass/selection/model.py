@@ -90,25 +90,6 @@ class SelectOutcome:
     duration_ms: float = 0.0
 
 
-@dataclass(frozen=True)
-class RenderSpec:
-    """One symbol to render, with the descendants to show expanded."""
-
-    symbol_id: str
-    expand_child_ids: tuple[str, ...] = ()
-    relative_path: str = ""
-
-
-@dataclass(frozen=True)
-class Rendered:
-    symbol_id: str
-    source: str
-    start_line: int
-    end_line: int
-    # Requested children that are not descendants of the symbol (the file changed since indexing).
-    unknown_child_ids: tuple[str, ...] = ()
-
-
 class RenderFailed(Exception):
     """The analysis service did not render; `reason` is one of the FALLBACK_* codes."""
 

@@ -1,4 +1,4 @@
-"""Client of the analysis service's RenderSymbols, the selection's one outbound call.
+"""The selection's one outbound call, RenderSymbols, through the shared analysis client.
 
 Rendering makes an answer cleaner but is not needed for one: every failure becomes
 RenderFailed with a short reason, and the engine falls back to the stored collapsed source.
@@ -8,40 +8,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import grpc
+from codecompass.clients.analysis import AnalysisClient
+from codecompass.clients.analysis_model import RenderedSymbol, RenderRequest
+from codecompass.clients.errors import DEADLINE, UNAVAILABLE, ServiceError
+from codecompass.selection.model import FALLBACK_ERROR, FALLBACK_TIMEOUT, FALLBACK_UNAVAILABLE, RenderFailed
 
-from codecompass.common.telemetry import traced_channel
-from codecompass.selection import convert
-from codecompass.selection.model import (
-    FALLBACK_ERROR,
-    FALLBACK_TIMEOUT,
-    FALLBACK_UNAVAILABLE,
-    Rendered,
-    RenderFailed,
-    RenderSpec,
-)
-from codecompass.v1 import analysis_pb2_grpc
+_REASONS = {UNAVAILABLE: FALLBACK_UNAVAILABLE, DEADLINE: FALLBACK_TIMEOUT}
 
 
 class RenderClient:
     def __init__(self, addr: str, *, timeout_s: float) -> None:
         self.addr = addr
         self._timeout_s = timeout_s
-        self._channel = traced_channel(addr)
-        self._stub = analysis_pb2_grpc.CodeAnalysisServiceStub(self._channel)
+        self._client = AnalysisClient(addr)
 
     def close(self) -> None:
-        self._channel.close()
+        self._client.close()
 
-    def render(self, workspace_root: str, specs: Sequence[RenderSpec]) -> list[Rendered | None]:
-        request = convert.render_request_to_proto(workspace_root, specs)
+    def render(self, workspace_root: str, specs: Sequence[RenderRequest]) -> list[RenderedSymbol | None]:
         try:
-            response = self._stub.RenderSymbols(request, timeout=self._timeout_s)
-        except grpc.RpcError as exc:
-            code = exc.code() if hasattr(exc, "code") else None
-            detail = exc.details() if hasattr(exc, "details") else str(exc)
-            reason = {grpc.StatusCode.UNAVAILABLE: FALLBACK_UNAVAILABLE,
-                      grpc.StatusCode.DEADLINE_EXCEEDED: FALLBACK_TIMEOUT}.get(code, FALLBACK_ERROR)
-            name = code.name if code is not None else "UNKNOWN"
-            raise RenderFailed(reason, f"RenderSymbols at {self.addr}: {name}: {detail}") from None
-        return convert.rendered_from_proto(specs, response)
+            return self._client.render(workspace_root, specs, self._timeout_s)
+        except ServiceError as exc:
+            raise RenderFailed(_REASONS.get(exc.kind, FALLBACK_ERROR), f"RenderSymbols at {self.addr}: {exc}") from None

@@ -36,7 +36,18 @@ def test_render_messages_round_trip() -> None:
     assert (message.workspace_root, message.specs[0].symbol_id, list(message.specs[0].expand_child_ids),
             message.specs[0].relative_path) == ("/ws", "id-a", ["id-b"], "src/a.ts")
     symbol = RenderedSymbol("id-a", "src/a.ts", "A", "class A { }", 4, 1, 9, ("id-x",))
-    assert convert.rendered_from_proto(convert.rendered_to_proto([symbol], ["gone"])) == (symbol,)
+    gone = RenderRequest("gone", (), "src/g.ts")
+    assert convert.rendered_from_proto([spec, gone], convert.rendered_to_proto([symbol], ["gone"])) == [symbol, None]
+
+
+def test_render_answers_match_specs_in_order_with_missing_ones_left_out() -> None:
+    specs = [RenderRequest("a", (), "a.ts"), RenderRequest("a", ("a1",), "a.ts"), RenderRequest("gone", (), "g.ts"),
+             RenderRequest("b", (), "b.ts")]
+    bare = RenderedSymbol("a", "a.ts", "A", "bare", 1, 1, 9)
+    full = RenderedSymbol("a", "a.ts", "A", "full", 1, 1, 9, ("zz",))
+    b = RenderedSymbol("b", "b.ts", "B", "b", 1, 3, 4)
+    response = convert.rendered_to_proto([bare, full, b], ["gone"])
+    assert convert.rendered_from_proto(specs, response) == [bare, full, None, b]
 
 
 def test_file_chunks_round_trip() -> None:

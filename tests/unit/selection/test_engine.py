@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from codecompass.clients.analysis_model import RenderedSymbol, RenderRequest
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import SelectionSettings, settings_from
 from codecompass.common.tokens import count_tokens
@@ -23,9 +24,7 @@ from codecompass.selection.model import (
     Candidate,
     QueryFocus,
     Reason,
-    Rendered,
     RenderFailed,
-    RenderSpec,
     SelectOutcome,
     SelectQuery,
 )
@@ -54,14 +53,14 @@ class FakeRenderer:
         self.missing = set(missing)
         self.sizes = sizes or {}
         self.fail = fail
-        self.calls: list[list[RenderSpec]] = []
+        self.calls: list[list[RenderRequest]] = []
 
-    def render(self, workspace_root: str, specs: Sequence[RenderSpec]) -> list[Rendered | None]:
+    def render(self, workspace_root: str, specs: Sequence[RenderRequest]) -> list[RenderedSymbol | None]:
         assert workspace_root == ROOT
         self.calls.append(list(specs))
         if self.fail is not None:
             raise self.fail
-        out: list[Rendered | None] = []
+        out: list[RenderedSymbol | None] = []
         for spec in specs:
             if spec.symbol_id in self.missing:
                 out.append(None)
@@ -71,7 +70,7 @@ class FakeRenderer:
             for child in spec.expand_child_ids:
                 lines += [f"  {self.by_id[child].name}() {{", *["    work();"] * self.sizes.get(child, 1), "  }"]
             lines += [f"  line{i} = {i};" for i in range(self.sizes.get(c.id, 1))] + ["}"]
-            out.append(Rendered(c.id, "\n".join(lines), c.start_line, c.end_line))
+            out.append(RenderedSymbol(c.id, c.relative_path, c.qualified_name, "\n".join(lines), 0, c.start_line, c.end_line))
         return out
 
 
@@ -194,7 +193,7 @@ def test_grandchild_merges_through_a_kept_parent_chain() -> None:
     assert outcome.results[0].why == "match (score 0.80); expands 2 matching children (best 0.95)"
     # One call renders everything, bare and expanded, so a split needs no second round trip.
     assert len(renderer.calls) == 1
-    assert RenderSpec("ns", ("cls", "m"), "src/auth.ts") in renderer.calls[0]
+    assert RenderRequest("ns", ("cls", "m"), "src/auth.ts") in renderer.calls[0]
 
 
 def test_a_chain_broken_by_a_dropped_parent_does_not_merge() -> None:

@@ -11,13 +11,10 @@ from codecompass.selection.model import (
     Candidate,
     QueryFocus,
     Reason,
-    Rendered,
-    RenderSpec,
     SelectedResult,
     SelectOutcome,
     SelectQuery,
 )
-from codecompass.v1 import analysis_pb2
 from codecompass.v1 import selection_pb2 as pb
 
 CHUNK = Chunk(id="c1", snippet_hash="h", relative_path="src/a.ts", language=Language.TSX, node_kind=NodeKind.METHOD,
@@ -70,19 +67,3 @@ def test_outcome_round_trip_keeps_every_field(focus: QueryFocus) -> None:
     assert convert.outcome_from_proto(message) == outcome
     # every proto field is set by the conversion (none left at a silent default by omission)
     assert {f.name for f, _ in message.results[0].ListFields()} == {f.name for f in pb.SelectedResult.DESCRIPTOR.fields}
-
-
-def test_render_answers_match_specs_in_order_with_missing_ones_left_out() -> None:
-    specs = [RenderSpec("a", (), "a.ts"), RenderSpec("a", ("a1",), "a.ts"), RenderSpec("gone", (), "g.ts"),
-             RenderSpec("b", (), "b.ts")]
-    request = convert.render_request_to_proto("/ws", specs)
-    assert request.workspace_root == "/ws" and list(request.specs[1].expand_child_ids) == ["a1"]
-    assert request.specs[3].relative_path == "b.ts"
-    response = analysis_pb2.RenderSymbolsResponse(
-        symbols=[analysis_pb2.RenderedSymbol(symbol_id="a", source="bare", start_line=1, end_line=9),
-                 analysis_pb2.RenderedSymbol(symbol_id="a", source="full", start_line=1, end_line=9,
-                                             unknown_child_ids=["zz"]),
-                 analysis_pb2.RenderedSymbol(symbol_id="b", source="b", start_line=3, end_line=4)],
-        missing_symbol_ids=["gone"])
-    assert convert.rendered_from_proto(specs, response) == [
-        Rendered("a", "bare", 1, 9), Rendered("a", "full", 1, 9, ("zz",)), None, Rendered("b", "b", 3, 4)]

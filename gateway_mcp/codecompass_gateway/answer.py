@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from codecompass.retrieval.ranking import SEMANTIC
 from codecompass.retrieval.state import SearchMetadata
 from codecompass.selection.model import SelectedResult, SelectOutcome
 from codecompass_gateway.pipeline import SYNC, PipelineAnswer, Ranked
@@ -217,7 +218,8 @@ def guidance_for(answer: PipelineAnswer, threshold: float) -> ConfidenceGuidance
     if candidates:
         chunk = candidates[0].result.chunk
         best = BestResult(qualified_name=chunk.qualified_name, name=chunk.name, path=chunk.relative_path,
-                          kind=chunk.node_kind.value)
+                          kind=chunk.node_kind.value,
+                          words_matched=any(c.result.provenance != SEMANTIC for c in candidates))
     return assess(understood.shape, [c.result for c in candidates], [c.score for c in candidates], best,
                   answer.metadata.confidence, threshold, answer.metadata.indexing_status.value)
 

@@ -141,6 +141,9 @@ class BestResult:
     name: str
     path: str
     kind: str = ""
+    # Some result was found by the words of the query (the full-text, name or path channel);
+    # False when only the vector channel answered, i.e. the query's words occur nowhere.
+    words_matched: bool = True
 
 
 def suggested_action(shape: QueryShape, best: BestResult | None, indexing_status: str
@@ -148,7 +151,8 @@ def suggested_action(shape: QueryShape, best: BestResult | None, indexing_status
     """The next call for a low-confidence answer, as text and as `{"tool", "arguments", "why"}`.
 
     In order: an index that is not ready is the likeliest cause; a file the query names is read
-    directly; a name the index defines is followed through the type checker; a name it does not
+    directly; words that occur nowhere (no result, or only vector neighbours) call for other
+    words, not for reading a neighbour; a name the index defines is followed through the type checker; a name it does not
     define is searched by its words; a sentence is narrowed to its identifiers or content
     words; and when nothing narrower exists, the best candidate is read to judge it."""
     if indexing_status != "ready":
@@ -156,12 +160,12 @@ def suggested_action(shape: QueryShape, best: BestResult | None, indexing_status
                                            "missing until it is ready")
     if shape.path:
         return _action("read_symbol", {"symbol": shape.path}, "the query names this file: read its outline")
-    if best is None:
+    if best is None or not best.words_matched:
         if shape.identifiers:
             return _action("semantic_search", {"query": _words_of(shape.identifiers[0])},
                            "nothing matched the name: search by the words it is made of")
-        return _action("index_status", {}, "nothing matched: check the index covers the code you expect, "
-                                           "then try other words")
+        return _action("index_status", {}, "none of the query's words occur in the index: check it covers the "
+                                           "code you expect, then try the names you expect to find")
     identifiers = {i.lower() for i in shape.identifiers}
     defines = best.name.lower() in identifiers or best.qualified_name.lower() in identifiers
     if shape.intent == q.SYMBOL and defines:

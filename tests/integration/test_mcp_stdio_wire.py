@@ -48,7 +48,7 @@ def test_stdout_carries_only_json_rpc(tmp_path: Path, free_port: int) -> None:
         assert json.loads(line)["jsonrpc"] == "2.0"
     assert replies[1]["result"]["protocolVersion"] == LATEST_HANDSHAKE_VERSION
     assert replies[1]["result"]["serverInfo"]["name"] == "codecompass"
-    assert len(replies[2]["result"]["tools"]) == 4
+    assert len(replies[2]["result"]["tools"]) == 5
     for request_id in (3, 4):
         result = replies[request_id]["result"]
         assert result["isError"] is True and len(result["content"]) == 1, result

@@ -261,7 +261,7 @@ class Gateway:
         (shown,) = self.analysis.render(str(root), [tools.render_request(resolved, child_ids)], timeout)
         if shown is None:
             raise tools.ToolInputError(f"{resolved.qualified_name} is no longer in {resolved.relative_path}; "
-                                       "the file changed: search again")
+                                       "the file changed: search again", errors.NOT_FOUND_CODE)
         # A name that resolved elsewhere (not under this symbol) was not expanded: say so.
         not_found += [given for child_id, _, given in view_expanded if child_id in shown.unknown_child_ids]
         expanded_names = [qualified for child_id, qualified, _ in view_expanded

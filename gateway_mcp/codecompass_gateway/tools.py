@@ -428,7 +428,8 @@ def symbol_result(view: SymbolView, workspace: Path, metadata: dict[str, Any]) -
 
 def outline_result(chunks: FileChunks, workspace: Path, metadata: dict[str, Any]) -> CallToolResult:
     if chunks.status == "skipped":
-        raise ToolInputError(f"{chunks.relative_path} is not indexed ({chunks.skip_detail or 'skipped'})")
+        raise ToolInputError(f"{chunks.relative_path} is not indexed ({chunks.skip_detail or 'skipped'})",
+                             errors.NOT_FOUND_CODE)
     symbols = [c for c in chunks.chunks if c.node_kind is not NodeKind.MODULE]
     depth0 = min((c.depth for c in symbols), default=0)
     lines = [(f"// {chunks.relative_path} — outline: {len(symbols)} symbols, {chunks.line_count} lines. "

@@ -141,8 +141,9 @@ def test_an_outline_lists_declarations_by_nesting() -> None:
     lines = result.content[0].text.splitlines()
     assert lines[1:] == ["L2-19  export class A", "L3-9    run(x: number): void"]
     assert [e["qualified_name"] for e in result.structured_content["outline"]] == ["A", "A.run"]
-    with pytest.raises(tools.ToolInputError, match="not indexed"):
+    with pytest.raises(tools.ToolInputError, match="not indexed") as skipped:
         tools.outline_result(FileChunks("min.js", "skipped", (), skip_detail="minified"), Path("/ws"), {})
+    assert skipped.value.code == "not_found"
 
 
 def test_expand_names_are_relative_to_the_symbol() -> None:

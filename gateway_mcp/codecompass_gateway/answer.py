@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from codecompass.retrieval.ranking import SEMANTIC
+from codecompass.retrieval.ranking import SEMANTIC, SKIP_RATIO_ZERO
 from codecompass.retrieval.state import SearchMetadata
 from codecompass.selection.model import SelectedResult, SelectOutcome
 from codecompass_gateway.pipeline import SYNC, PipelineAnswer, Ranked
@@ -247,7 +247,8 @@ def search_code_to_dict(answer: PipelineAnswer, *, threshold: float, trace_id: s
             "result_completeness": meta.result_completeness.value,
             "ref": WORKING_TREE,
             "semantic_mode": plan.mode,
-            "semantic_enabled": plan.enabled,
+            # A cap of 0 from retrieval's own default (no request, no override) disables it too.
+            "semantic_enabled": plan.enabled and meta.semantic_skipped_reason != SKIP_RATIO_ZERO,
             "semantic_ratio_used": round(meta.semantic_ratio_used, 6),
             "semantic_triggered": triggered,
             "semantic_skipped_reason": skipped_reason,

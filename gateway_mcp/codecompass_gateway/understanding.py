@@ -26,7 +26,13 @@ from codecompass.common.config import SEMANTIC_MODES, GatewaySettings
 from codecompass.common.identifiers import identifier_parts
 from codecompass.retrieval import query as q
 from codecompass.retrieval.query import REQUEST_WORDS, QueryShape
-from codecompass.retrieval.ranking import RankedResult, channel_agreement, composite_confidence, score_margin
+from codecompass.retrieval.ranking import (
+    SKIP_RATIO_ZERO,
+    RankedResult,
+    channel_agreement,
+    composite_confidence,
+    score_margin,
+)
 
 OFF, RERANK_ONLY, HYBRID = SEMANTIC_MODES
 # Why semantic retrieval did not run because of the mode (seed 003's `semantic_skipped_reason`).
@@ -85,7 +91,7 @@ def semantic_plan(shape: QueryShape, settings: GatewaySettings, mode: str | None
     else:
         cap, source = None, "retrieval_default"
     if cap == 0.0:
-        return SemanticPlan(HYBRID, 0.0, source, enabled=False, skipped_reason="semantic_ratio_zero", model_rerank=True)
+        return SemanticPlan(HYBRID, 0.0, source, enabled=False, skipped_reason=SKIP_RATIO_ZERO, model_rerank=True)
     return SemanticPlan(HYBRID, cap, source, enabled=True, skipped_reason=None, model_rerank=True)
 
 

@@ -170,6 +170,14 @@ def test_the_mode_decides_the_ratio_retrieval_gets(mode: str, ratio_sent: float,
     assert meta["embedding_model_version"] == ("v1" if mode == "hybrid" else None)
 
 
+def test_a_zero_default_ratio_in_retrieval_reads_as_semantic_disabled() -> None:
+    pipeline, retrieval, _ = _pipeline(_metadata(0.9, reason="semantic_ratio_zero"))
+    answer = _run(pipeline, "how are tokens validated")
+    assert retrieval.queries[0].semantic_ratio is None  # retrieval's own default, which is 0 here
+    meta = search_code_to_dict(answer, threshold=0.5, trace_id="", max_lines=8, max_line_chars=160)["metadata"]
+    assert not meta["semantic_enabled"] and meta["semantic_skipped_reason"] == "semantic_ratio_zero"
+
+
 def test_off_skips_a_model_reranker_and_rerank_only_keeps_it() -> None:
     pipeline, _, rerank = _pipeline(_metadata(0.9), provider="voyage")
     off = _run(pipeline, "how are tokens validated", semantic_mode="off")

@@ -4,17 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from codecompass.cli.convert import (
-    FileChunks,
-    IndexProgress,
-    chunk_files_request,
-    file_chunks_from_proto,
-    index_progress_from_proto,
-    index_request,
-)
-from codecompass.cli.errors import rpc_errors
+from codecompass.cli.convert import FileChunks, chunk_files_request, file_chunks_from_proto
+from codecompass.cli.errors import rpc_errors, service_errors
+from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.telemetry import traced_channel
-from codecompass.v1 import analysis_pb2_grpc, retrieval_pb2_grpc
+from codecompass.retrieval.state import IndexProgress
+from codecompass.v1 import analysis_pb2_grpc
 
 
 def chunk_files(address: str, workspace_root: str, paths: Sequence[str], include_references: bool,
@@ -28,7 +23,10 @@ def chunk_files(address: str, workspace_root: str, paths: Sequence[str], include
 
 def index_workspace(address: str, workspace_root: str, wait_for_embeddings: bool,
                     timeout_s: float) -> Iterator[IndexProgress]:
-    with traced_channel(address) as channel, rpc_errors("retrieval", address):
-        stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
-        for response in stub.IndexWorkspace(index_request(workspace_root, wait_for_embeddings), timeout=timeout_s):
-            yield index_progress_from_proto(response)
+    """IndexWorkspace through the retrieval client: its progress type, decoded in one place."""
+    client = RetrievalClient(address)
+    try:
+        with service_errors():
+            yield from client.index(workspace_root, wait_for_embeddings, timeout_s)
+    finally:
+        client.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TextIO
 
-from codecompass.cli.convert import IndexProgress
+from codecompass.retrieval.state import IndexPhase, IndexProgress
 
 BAR_WIDTH = 24
 # Without a terminal a line per message would flood CI logs; one per interval is enough.
@@ -22,9 +22,9 @@ def format_eta(seconds: float | None) -> str:
 
 
 def _fraction(progress: IndexProgress) -> float | None:
-    if progress.phase == "done":
+    if progress.phase is IndexPhase.DONE:
         return 1.0
-    if progress.phase == "embedding" and progress.embeddings_total:
+    if progress.phase is IndexPhase.EMBEDDING and progress.embeddings_total:
         return progress.embeddings_done / progress.embeddings_total
     if progress.files_total:
         return progress.files_done / progress.files_total
@@ -32,7 +32,7 @@ def _fraction(progress: IndexProgress) -> float | None:
 
 
 def describe(progress: IndexProgress) -> str:
-    parts = [f"{progress.phase:<9}"]
+    parts = [f"{progress.phase.value:<9}"]
     # The embedding phase works on chunks, not files; a "files 0/0" there only confuses.
     if progress.files_total:
         parts.append(f"files {progress.files_done}/{progress.files_total}")
@@ -41,7 +41,8 @@ def describe(progress: IndexProgress) -> str:
         parts.append(f"embedded {progress.embeddings_done}/{progress.embeddings_total}")
     if progress.embeddings_per_second > 0:
         parts.append(f"{progress.embeddings_per_second:.1f} emb/s")
-    parts.append(f"ETA {format_eta(progress.eta_seconds)}")
+    # The service sends a negative ETA when it has none yet.
+    parts.append(f"ETA {format_eta(progress.eta_seconds if progress.eta_seconds >= 0 else None)}")
     return "  ".join(parts)
 
 
@@ -66,11 +67,11 @@ class ProgressReporter:
             self._drawn = True
             return
         now = time.monotonic()
-        if progress.phase != self._last_phase or now - self._last_plain >= PLAIN_INTERVAL_S:
+        if progress.phase.value != self._last_phase or now - self._last_plain >= PLAIN_INTERVAL_S:
             self._stream.write(describe(progress) + "\n")
             self._stream.flush()
             self._last_plain = now
-            self._last_phase = progress.phase
+            self._last_phase = progress.phase.value
 
     def close(self) -> None:
         if self._tty and self._drawn:

@@ -10,6 +10,7 @@ from typing import Any
 
 from codecompass.cli.convert import FileChunks
 from codecompass.common.chunks import Chunk
+from codecompass.retrieval.state import SyncStats
 
 
 def file_header(result: FileChunks) -> str:
@@ -225,16 +226,16 @@ def metadata_line(meta: dict[str, Any]) -> str:
     return "-- " + " · ".join(parts)
 
 
-def index_summary_lines(workspace: str, stats: dict[str, float] | None, seconds: float) -> list[str]:
+def index_summary_lines(workspace: str, stats: SyncStats | None, seconds: float) -> list[str]:
     if stats is None:
         return [f"indexed {workspace} in {seconds:.1f}s (the service sent no summary)"]
     return [
         f"indexed {workspace} in {seconds:.1f}s",
-        (f"  files       {stats['files_added']} added, {stats['files_changed']} changed, "
-         f"{stats['files_removed']} removed, {stats['files_skipped']} skipped"),
-        f"  chunks      {stats['chunks_upserted']} written, {stats['chunks_deleted']} deleted",
-        (f"  embeddings  {stats['chunks_embedded']} embedded, {stats['embeddings_reused']} reused, "
-         f"{stats['cascade_reembedded']} re-embedded by signature changes"),
+        (f"  files       {stats.files_added} added, {stats.files_changed} changed, "
+         f"{stats.files_removed} removed, {stats.files_skipped} skipped"),
+        f"  chunks      {stats.chunks_upserted} written, {stats.chunks_deleted} deleted",
+        (f"  embeddings  {stats.chunks_embedded} embedded, {stats.embeddings_reused} reused, "
+         f"{stats.cascade_reembedded} re-embedded by signature changes"),
     ]
 
 

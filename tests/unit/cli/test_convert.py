@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from codecompass.cli.convert import (
-    SYNC_FIELDS,
-    chunk_files_request,
-    file_chunks_from_proto,
-    index_progress_from_proto,
-    sync_stats_to_dict,
-)
+from codecompass.cli.convert import chunk_files_request, file_chunks_from_proto
 from codecompass.common.chunk_convert import chunk_to_proto
 from codecompass.common.chunks import Chunk, Language, NodeKind
-from codecompass.v1 import analysis_pb2, retrieval_pb2
+from codecompass.v1 import analysis_pb2
 
 CHUNK = Chunk(
     id="c1", snippet_hash="s", relative_path="a.ts", language=Language.TSX,
@@ -44,17 +38,3 @@ def test_chunk_files_request_carries_every_argument() -> None:
     request = chunk_files_request("/ws", ["src"], True)
     assert (request.workspace_root, list(request.paths), request.include_references) == ("/ws", ["src"], True)
 
-
-def test_index_progress_maps_unknown_eta_to_none_and_keeps_stats() -> None:
-    running = index_progress_from_proto(retrieval_pb2.IndexWorkspaceResponse(
-        phase=retrieval_pb2.INDEX_PHASE_EMBEDDING, eta_seconds=-1, embeddings_done=5, embeddings_total=9))
-    assert running.phase == "embedding" and running.eta_seconds is None and running.stats is None
-    done = index_progress_from_proto(retrieval_pb2.IndexWorkspaceResponse(
-        phase=retrieval_pb2.INDEX_PHASE_DONE, stats=retrieval_pb2.SyncStats(files_added=2)))
-    assert done.phase == "done" and done.eta_seconds == 0 and done.stats["files_added"] == 2
-
-
-def test_sync_stats_dict_has_every_proto_field() -> None:
-    assert set(SYNC_FIELDS) == {f.name for f in retrieval_pb2.SyncStats.DESCRIPTOR.fields}
-    stats = retrieval_pb2.SyncStats(**{name: 3 for name in SYNC_FIELDS})
-    assert sync_stats_to_dict(stats) == {name: 3 for name in SYNC_FIELDS}

@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 from dataclasses import replace
 
-from codecompass.cli.convert import FileChunks, IndexProgress
+from codecompass.cli.convert import FileChunks
 from codecompass.cli.progress import ProgressReporter, format_eta
-from codecompass.cli.render import ChunkSummary, file_block, jsdoc_purpose, sample_query
+from codecompass.cli.render import ChunkSummary, file_block, index_summary_lines, jsdoc_purpose, sample_query
 from codecompass.common.chunks import Chunk, Language, NodeKind
+from codecompass.retrieval.state import IndexPhase, IndexProgress, SyncStats
 
 BASE = Chunk(
     id="", snippet_hash="", relative_path="src/auth/tokenService.ts", language=Language.TYPESCRIPT,
@@ -74,10 +75,11 @@ def test_chunk_summary_counts_kinds_and_finds_the_largest_chunk() -> None:
     assert lines[4] == "time      0.50s, 170 lines/s"
 
 
-def _progress(**fields) -> IndexProgress:
-    base = {"phase": "chunking", "files_done": 3, "files_total": 10, "chunks_done": 30, "embeddings_done": 0,
-                "embeddings_total": 0, "embeddings_per_second": 0.0, "eta_seconds": None, "stats": None}
-    return IndexProgress(**{**base, **fields})
+def _progress(phase: str = "chunking", **fields) -> IndexProgress:
+    """Retrieval's progress type, as RetrievalClient.index yields it (-1: no ETA yet)."""
+    base = {"files_done": 3, "files_total": 10, "chunks_done": 30, "embeddings_done": 0,
+            "embeddings_total": 0, "embeddings_per_second": 0.0, "eta_seconds": -1.0, "stats": None}
+    return IndexProgress(phase=IndexPhase(phase), **{**base, **fields})
 
 
 def test_plain_progress_prints_a_line_per_phase_change() -> None:
@@ -107,6 +109,18 @@ def test_terminal_progress_redraws_one_bar() -> None:
 
 def test_eta_format() -> None:
     assert (format_eta(None), format_eta(5), format_eta(3725)) == ("--:--", "00:05", "1:02:05")
+
+
+def test_index_summary_reads_the_sync_stats() -> None:
+    stats = SyncStats(files_added=2, files_changed=1, files_skipped=3, chunks_upserted=40, chunks_deleted=4,
+                      chunks_embedded=36, embeddings_reused=4, cascade_reembedded=1, duration_ms=12.5)
+    assert index_summary_lines("/ws", stats, 1.25) == [
+        "indexed /ws in 1.2s",
+        "  files       2 added, 1 changed, 0 removed, 3 skipped",
+        "  chunks      40 written, 4 deleted",
+        "  embeddings  36 embedded, 4 reused, 1 re-embedded by signature changes",
+    ]
+    assert index_summary_lines("/ws", None, 0.5) == ["indexed /ws in 0.5s (the service sent no summary)"]
 
 
 META = {

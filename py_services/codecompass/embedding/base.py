@@ -7,11 +7,12 @@ code, so a provider never decides wire behaviour and never leaks a traceback.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Generic, Literal, Protocol, TypeVar
 
 import numpy as np
 
 InputType = Literal["document", "query"]
+ModelT = TypeVar("ModelT")
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,14 @@ class ModelInfo:
 
 
 @dataclass(frozen=True, eq=False)
-class EmbedResult:
-    """Vectors (n, d) float32 in input order, the model that made them, and whether a gate blocked another."""
+class EmbedResult(Generic[ModelT]):
+    """Vectors (n, d) float32 in input order, the model that made them, and whether a gate blocked another.
+
+    The one result type of an embedding, on both sides of the wire. The model is named as its holder
+    names models: the service by its `ModelInfo` (input window included), the retrieval service's
+    client by the index's `EmbeddingModel` (the identity its vectors are keyed by, which the input
+    window is no part of).
+    """
 
     vectors: np.ndarray
     model: ModelInfo

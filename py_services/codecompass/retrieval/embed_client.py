@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import grpc
 import numpy as np
 
 from codecompass.common.telemetry import traced_channel
+from codecompass.embedding.base import EmbedResult
 from codecompass.retrieval import convert
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import EmbeddingUnavailable, RetrievalError
@@ -25,13 +25,6 @@ _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 class EmbeddingFailed(RetrievalError):
     """The embedding service answered with an error that retrying the same input will not fix."""
-
-
-@dataclass(frozen=True)
-class EmbedResult:
-    vectors: np.ndarray  # (n, dimensions) float32, L2-normalized by the service
-    model: EmbeddingModel
-    external_provider_blocked: bool
 
 
 class EmbeddingClient:
@@ -55,12 +48,12 @@ class EmbeddingClient:
             raise self._error("GetModelInfo", exc) from None
         return convert.model_from_proto(response.model), response.external_provider_blocked
 
-    def embed_query(self, text: str, *, timeout_s: float) -> EmbedResult:
+    def embed_query(self, text: str, *, timeout_s: float) -> EmbedResult[EmbeddingModel]:
         return self._embed([text], embedding_pb2.INPUT_TYPE_QUERY, timeout_s)
 
-    def embed_documents(self, texts: list[str]) -> EmbedResult:
+    def embed_documents(self, texts: list[str]) -> EmbedResult[EmbeddingModel]:
         """Embed in service-sized batches; all batches must come from one model."""
-        parts: list[EmbedResult] = [
+        parts: list[EmbedResult[EmbeddingModel]] = [
             self._embed(batch, embedding_pb2.INPUT_TYPE_DOCUMENT, self._timeout_s) for batch in self._batches(texts)
         ]
         if not parts:
@@ -88,7 +81,7 @@ class EmbeddingClient:
         if batch:
             yield batch
 
-    def _embed(self, texts: list[str], input_type: int, timeout_s: float) -> EmbedResult:
+    def _embed(self, texts: list[str], input_type: int, timeout_s: float) -> EmbedResult[EmbeddingModel]:
         request = embedding_pb2.EmbedRequest(texts=texts, input_type=input_type)
         try:
             response = self._stub.Embed(request, timeout=timeout_s)

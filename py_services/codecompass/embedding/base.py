@@ -37,7 +37,7 @@ class EmbedResult(Generic[ModelT]):
     """
 
     vectors: np.ndarray
-    model: ModelInfo
+    model: ModelT
     external_provider_blocked: bool
 
 

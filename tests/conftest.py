@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -188,3 +189,30 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def indexed_stack(start_python_service_session, analysis_server: str, tmp_path_factory: pytest.TempPathFactory
+                  ) -> dict[str, str]:
+    """Every service over a copy of the sample workspace, indexed with embeddings: one per test
+    module (its own workspace copy and retrieval state), sharing the session's analysis service.
+    Keys: root, state, and each service's <SVC>_ADDR."""
+    from codecompass.clients.retrieval import RetrievalClient
+
+    root = tmp_path_factory.mktemp("stack") / "ws"
+    shutil.copytree(SAMPLE_WORKSPACE, root)
+    state = root.parent / "state"
+    _, embedding = start_python_service_session("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "minilm"})
+    _, retrieval = start_python_service_session("codecompass.retrieval", {
+        "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding, "CODECOMPASS_STATE_DIR": str(state)})
+    _, rerank = start_python_service_session("codecompass.rerank")
+    _, selection = start_python_service_session("codecompass.selection", {"ANALYSIS_ADDR": analysis_server})
+    client = RetrievalClient(retrieval)
+    try:
+        for _ in client.index(str(root), wait_for_embeddings=True, timeout_s=300):
+            pass
+    finally:
+        client.close()
+    return {"root": str(root), "state": str(state), "RETRIEVAL_ADDR": retrieval, "RERANK_ADDR": rerank,
+            "SELECTION_ADDR": selection, "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding}
+

@@ -7,19 +7,13 @@ documented."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.types import CallToolResult
-
-from codecompass.clients.retrieval import RetrievalClient
+from tests.fixtures.gateway import gateway_stdio_params
 
 pytestmark = pytest.mark.slow
 
@@ -40,37 +34,15 @@ TOOL_NAMES = {"semantic_search", "search_code", "codebase_trace", "read_symbol",
 
 
 @pytest.fixture(scope="module")
-def stack(start_python_service_session, analysis_server: str, tmp_path_factory: pytest.TempPathFactory
-          ) -> Iterator[dict[str, str]]:
-    root = tmp_path_factory.mktemp("search_code") / "ws"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "sample_workspace", root)
-    state = root.parent / "state"
-    _, embedding = start_python_service_session("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "minilm"})
-    _, retrieval = start_python_service_session("codecompass.retrieval", {
-        "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding, "CODECOMPASS_STATE_DIR": str(state)})
-    _, rerank = start_python_service_session("codecompass.rerank")
-    _, selection = start_python_service_session("codecompass.selection", {"ANALYSIS_ADDR": analysis_server})
-    client = RetrievalClient(retrieval)
-    for _ in client.index(str(root), wait_for_embeddings=True, timeout_s=300):
-        pass
-    client.close()
-    yield {"root": str(root), "RETRIEVAL_ADDR": retrieval, "RERANK_ADDR": rerank, "SELECTION_ADDR": selection,
-           "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding}
-
-
-def _params(stack: dict[str, str]) -> StdioServerParameters:
-    env = dict(os.environ)
-    env.update({k: v for k, v in stack.items() if k.endswith("_ADDR")})
-    env["PYTHONUNBUFFERED"] = "1"
-    return StdioServerParameters(command=sys.executable, args=["-m", "codecompass_gateway", "--workspace", stack["root"]],
-                                 env=env)
+def stack(indexed_stack: dict[str, str]) -> dict[str, str]:
+    return indexed_stack
 
 
 def calls(stack: dict[str, str], arguments: list[dict[str, Any]]) -> tuple[set[str], list[CallToolResult]]:
     """One stdio session: the tool list, then search_code with each set of arguments in turn."""
 
     async def run() -> tuple[set[str], list[CallToolResult]]:
-        async with Client(_params(stack), read_timeout_seconds=60) as client:
+        async with Client(gateway_stdio_params(stack), read_timeout_seconds=60) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             return names, [await client.call_tool("search_code", a) for a in arguments]
 

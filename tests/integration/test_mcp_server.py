@@ -4,23 +4,21 @@ sample workspace."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
 import httpx
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.types import CallToolResult
 from mcp.types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
+from tests.fixtures.gateway import gateway_env, gateway_stdio_params
 
-from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.tokens import count_tokens
 
 pytestmark = pytest.mark.slow
@@ -30,35 +28,11 @@ TOOLS = {"semantic_search", "search_code", "codebase_trace", "read_symbol", "ind
 
 
 @pytest.fixture(scope="module")
-def stack(start_python_service_session, analysis_server: str, tmp_path_factory: pytest.TempPathFactory
-          ) -> Iterator[dict[str, str]]:
-    root = tmp_path_factory.mktemp("mcp") / "ws"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "sample_workspace", root)
-    state = root.parent / "state"
-    _, embedding = start_python_service_session("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "minilm"})
-    _, retrieval = start_python_service_session("codecompass.retrieval", {
-        "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding, "CODECOMPASS_STATE_DIR": str(state)})
-    _, rerank = start_python_service_session("codecompass.rerank")
-    _, selection = start_python_service_session("codecompass.selection", {"ANALYSIS_ADDR": analysis_server})
-    client = RetrievalClient(retrieval)
-    for _ in client.index(str(root), wait_for_embeddings=True, timeout_s=300):
-        pass
-    client.close()
-    yield {"root": str(root), "state": str(state), "RETRIEVAL_ADDR": retrieval, "RERANK_ADDR": rerank,
-           "SELECTION_ADDR": selection, "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding}
+def stack(indexed_stack: dict[str, str]) -> dict[str, str]:
+    return indexed_stack
 
 
-def gateway_env(stack: dict[str, str]) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({k: v for k, v in stack.items() if k.endswith("_ADDR")})
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def stdio_params(stack: dict[str, str], workspace: str | None = None) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable,
-                                 args=["-m", "codecompass_gateway", "--workspace", workspace or stack["root"]],
-                                 env=gateway_env(stack))
+stdio_params = gateway_stdio_params
 
 
 def with_client(server: Any, session: Callable[[Client], Awaitable[_T]], mode: str = "auto") -> _T:

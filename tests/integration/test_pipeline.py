@@ -22,21 +22,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def stack(start_python_service_session, analysis_server: str, tmp_path_factory: pytest.TempPathFactory
-          ) -> Iterator[dict[str, str]]:
-    root = tmp_path_factory.mktemp("pipeline") / "ws"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "sample_workspace", root)
-    state = root.parent / "state"
-    _, embedding = start_python_service_session("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "minilm"})
-    _, retrieval = start_python_service_session("codecompass.retrieval", {
-        "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding, "CODECOMPASS_STATE_DIR": str(state)})
-    _, rerank = start_python_service_session("codecompass.rerank")
-    _, selection = start_python_service_session("codecompass.selection", {"ANALYSIS_ADDR": analysis_server})
-    client = RetrievalClient(retrieval)
-    for _ in client.index(str(root), wait_for_embeddings=True, timeout_s=300):
-        pass
-    client.close()
-    yield {"root": str(root), "retrieval_addr": retrieval, "rerank_addr": rerank, "selection_addr": selection}
+def stack(indexed_stack: dict[str, str]) -> dict[str, str]:
+    return {"root": indexed_stack["root"], "retrieval_addr": indexed_stack["RETRIEVAL_ADDR"],
+            "rerank_addr": indexed_stack["RERANK_ADDR"], "selection_addr": indexed_stack["SELECTION_ADDR"]}
 
 
 @pytest.fixture

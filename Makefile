@@ -23,7 +23,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
-	bench-report bench-candidates bench-pipeline bench-pipeline-speed bench-health
+	bench-report bench-candidates bench-pipeline bench-pipeline-speed bench-health bench-mcp
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
@@ -112,6 +112,11 @@ bench-pipeline: bench-corpus
 # The pipeline's latency per stage on ws-300k (indexes it once into bench/.work/pipeline-speed-state).
 bench-pipeline-speed: bench-corpus
 	$(VENV)/bin/python -m bench.speed.run_pipeline_speed
+	$(VENV)/bin/python -m bench.report
+
+# MCP tool-call latency on ws-300k and cold start of `codecompass mcp`.
+bench-mcp: bench-corpus
+	$(VENV)/bin/python -m bench.speed.run_mcp_speed
 	$(VENV)/bin/python -m bench.report
 
 bench-speed: bench-corpus

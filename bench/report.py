@@ -774,6 +774,38 @@ def render_pipeline_speed(doc: dict[str, Any]) -> str:
     ])
 
 
+# --- MCP tool calls ------------------------------------------------------------------------------
+
+
+def render_mcp_speed(doc: dict[str, Any]) -> str:
+    ws, calls = doc["workspace"], doc["calls"]
+    rows = [(f"`{tool}`", v["n"], v["errors"], f"{v['p50']:.0f} / {v['p95']:.0f}", f"{v['first_call_ms']:,.0f}")
+            for tool, v in doc["latency_ms"].items()]
+    answers = []
+    for label, a in doc["semantic_search_answer"].items():
+        tokens = a["text_tokens_all_answers"]
+        answers.append((f"`{label}`", f"{a['with_results']} / {a['answers']}", f"{a['results']['median']:.0f}",
+                        f"{tokens['mean']:,.0f} / {tokens['median']:,.0f} / {tokens['max']:,.0f}",
+                        f"{a['response_tokens']['max']:,.0f}", f"{a['chars']['max']:,.0f}",
+                        f"{a['over_25000_tokens']} / {a['over_50000_chars']}"))
+    cold = doc["cold_start"]
+    verdict = "met" if cold["met"] else "**missed**"
+    cold_line = (f"Cold start on a fresh state dir (`codecompass mcp` starts every service, then the workspace "
+                 f"indexes in the background): handshake after {cold['handshake_s']:.1f} s, first answer with "
+                 f"results after **{cold['first_answer_s']:.1f} s** ({cold['tries']} call, index "
+                 f"{cold['index_status_after']['indexing_status']}); goal < {cold['goal_s']:.0f} s: {verdict}.")
+    return "\n".join([
+        provenance(doc), "",
+        (f"Through the SDK's stdio client ({doc['client']['protocol_version']}), warm, `{ws['name']}` "
+         f"({ws['lines']:,} lines), {calls['queries']} calls per tool, client-side:"), "",
+        md_table(("Tool", "Calls", "Errors", "ms p50 / p95", "First call ms"), rows), "",
+        "`semantic_search` answers (text tokens are the code items, cl100k_base):", "",
+        md_table(("Call", "With results", "Results median", "Text tokens mean / median / max",
+                  "Whole response tokens max", "Characters max", "Over 25k tokens / 50k chars"), answers), "",
+        cold_line,
+    ])
+
+
 # --- Health during a cold index ---------------------------------------------------------------
 
 
@@ -808,6 +840,7 @@ SECTIONS: dict[str, Section] = {
     "pipeline": Section("pipeline", render_pipeline_summary),
     "pipeline-full": Section("pipeline", render_pipeline_full),
     "health": Section("health", render_health),
+    "mcp-speed": Section("mcp-speed", render_mcp_speed),
     "pipeline-speed": Section("pipeline-speed", render_pipeline_speed),
 }
 

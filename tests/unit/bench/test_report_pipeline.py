@@ -75,3 +75,23 @@ def test_pipeline_speed_section_lists_configurations_and_targets() -> None:
     text = report.render_pipeline_speed(doc)
     assert "| `default` | retrieve 80 / 110, select 80 / 110 | 95 / 140 / **260** |" in text
     assert "| whole local pipeline p95 | 260 ms | ≤ 250 ms: **missed** |" in text
+
+
+def test_mcp_speed_section_has_tools_answers_and_cold_start() -> None:
+    tokens = {"mean": 2625.5, "median": 721.0, "max": 7997.0}
+    doc = {
+        "kind": "mcp-speed", "run": {"date_utc": "2026-11-23", "git": {"commit": "abc"}, "machine": {"nproc": 2}},
+        "workspace": {"name": "ws-300k", "lines": 339752}, "calls": {"queries": 50},
+        "client": {"protocol_version": "2026-07-28"},
+        "latency_ms": {"read_symbol": {"n": 50, "errors": 0, "p50": 27.0, "p95": 33.4, "first_call_ms": 39.5}},
+        "semantic_search_answer": {"semantic_search": {
+            "answers": 50, "with_results": 33, "results": {"median": 4.0}, "text_tokens_all_answers": tokens,
+            "response_tokens": {"max": 12873.0}, "chars": {"max": 34703.0}, "over_25000_tokens": 0,
+            "over_50000_chars": 0}},
+        "cold_start": {"met": False, "handshake_s": 3.77, "first_answer_s": 14.96, "tries": 1, "goal_s": 5.0,
+                       "index_status_after": {"indexing_status": "indexing"}},
+    }
+    text = report.render_mcp_speed(doc)
+    assert "| `read_symbol` | 50 | 0 | 27 / 33 | 40 |" in text
+    assert "| `semantic_search` | 33 / 50 | 4 | 2,626 / 721 / 7,997 | 12,873 | 34,703 | 0 / 0 |" in text
+    assert "first answer with results after **15.0 s**" in text and "goal < 5 s: **missed**" in text

@@ -61,6 +61,8 @@ STATUS_TIMEOUT_S = 5.0
 # How long a search on a workspace this gateway is indexing waits for its lexical index: the
 # first answer on a cold workspace is lexical, not empty (issue 9's goal: useful within 5 s).
 LEXICAL_WAIT_S = 10.0
+# How often a search on a workspace being indexed checks whether rows have landed.
+ROWS_POLL_S = 0.25
 
 INSTRUCTIONS = """\
 CodeCompass searches and navigates the TypeScript/JavaScript workspace it was started for (and any
@@ -95,10 +97,24 @@ class BackgroundIndexer:
         threading.Thread(target=self._run, args=(key,), name=f"index {key}", daemon=True).start()
 
     def wait_lexical(self, workspace: Path, timeout_s: float) -> bool:
-        """Waits until the workspace has a lexical index (or this gateway gave up making one)."""
+        """Waits, at most `timeout_s`, until the workspace's index has rows to search: the lexical
+        pass writes them in growing batches long before it ends, and a partial answer (flagged) now
+        beats a complete one in half a minute. True when the lexical index is complete."""
         with self._lock:
             event = self._lexical.get(str(workspace))
-        return event is None or event.wait(timeout_s)
+        if event is None:
+            return True
+        deadline = time.monotonic() + timeout_s
+        while not event.wait(min(ROWS_POLL_S, max(deadline - time.monotonic(), 0.0))):
+            if time.monotonic() >= deadline or self._has_rows(str(workspace)):
+                return False
+        return True
+
+    def _has_rows(self, key: str) -> bool:
+        try:
+            return self._retrieval.status(key, STATUS_TIMEOUT_S).chunks > 0
+        except ServiceError:
+            return False
 
     def describe(self, workspace: Path) -> str | None:
         """What this gateway did about the workspace's index, when it started indexing it."""

@@ -143,8 +143,9 @@ def test_the_previous_protocol_revision_lists_the_same_tools(server) -> None:
 
 
 class _FakeRetrieval:
-    def __init__(self, status: str, index_delay_s: float = 0.0, fail: bool = False) -> None:
+    def __init__(self, status: str, index_delay_s: float = 0.0, fail: bool = False, chunks: int = 0) -> None:
         self._status, self._delay, self._fail = status, index_delay_s, fail
+        self.chunks = chunks
         self.indexed: list[str] = []
 
     def status(self, workspace: str, timeout_s: float):
@@ -153,7 +154,7 @@ class _FakeRetrieval:
 
         if self._fail:
             raise ServiceError("retrieval", "127.0.0.1:1", UNAVAILABLE, "down")
-        return type("Report", (), {"indexing_status": IndexingStatus(self._status)})()
+        return type("Report", (), {"indexing_status": IndexingStatus(self._status), "chunks": self.chunks})()
 
     def index(self, workspace: str, wait_for_embeddings: bool, timeout_s: float):
         assert wait_for_embeddings is False
@@ -187,3 +188,18 @@ def test_a_ready_workspace_is_not_indexed_and_a_failure_is_retried(tmp_path: Pat
     failing = BackgroundIndexer(down, timeout_s=10)  # type: ignore[arg-type]
     failing.ensure(tmp_path)
     assert failing.wait_lexical(tmp_path, 5)  # a search does not wait on a service that is down
+
+
+def test_a_search_waits_only_until_the_first_rows_land(tmp_path: Path) -> None:
+    import time
+
+    from codecompass_gateway.server import BackgroundIndexer
+
+    fake = _FakeRetrieval("not_indexed", index_delay_s=5.0)
+    indexer = BackgroundIndexer(fake, timeout_s=10)  # type: ignore[arg-type]
+    indexer.ensure(tmp_path)
+    started = time.monotonic()
+    assert indexer.wait_lexical(tmp_path, 0.3) is False  # no rows yet: the wait runs out
+    fake.chunks = 120  # the lexical pass wrote its first batch
+    assert indexer.wait_lexical(tmp_path, 4.0) is False  # partial, answered at once, not after 5 s
+    assert time.monotonic() - started < 2.0

@@ -48,7 +48,7 @@ from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.retrieval.state import IndexingStatus
-from codecompass_gateway import errors, tools
+from codecompass_gateway import advisor, errors, tools
 from codecompass_gateway.answer import answer_to_dict, search_code_to_dict
 from codecompass_gateway.pipeline import Pipeline, PipelineRequest
 
@@ -292,7 +292,10 @@ class Gateway:
     def index_status(self, workspace: str | None) -> CallToolResult:
         root = self.workspace_for(workspace)
         report = self.retrieval.status(str(root), STATUS_TIMEOUT_S)
-        return tools.status_result(report, root, self.indexer.describe(root), {"trace_id": tools.trace_id()})
+        advice = advisor.advise(report.files, advisor.ts_js_share(root), advisor.DEFAULT_LATENCY_BUDGET_MS,
+                                self.settings.embedding)
+        return tools.status_result(report, root, self.indexer.describe(root), {"trace_id": tools.trace_id()},
+                                   advice)
 
 
 # --- the MCP surface ---------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from codecompass.common.tokens import count_tokens
 from codecompass.retrieval.filters import FilterError, Filters
 from codecompass.retrieval.state import IndexStatusReport
 from codecompass_gateway import errors
+from codecompass_gateway.advisor import Advice
 from codecompass_gateway.errors import one_line
 
 log = get_logger("codecompass.gateway.tools")
@@ -459,7 +460,7 @@ def location_of(symbol: str) -> tuple[str, int] | None:
 
 
 def status_result(report: IndexStatusReport, workspace: Path, background: str | None,
-                  metadata: dict[str, Any]) -> CallToolResult:
+                  metadata: dict[str, Any], advice: Advice | None = None) -> CallToolResult:
     share = report.embedded_chunks / report.chunks if report.chunks else 0.0
     model = report.embedding_model_id or "none yet"
     if report.embedding_model_version:
@@ -474,12 +475,20 @@ def status_result(report: IndexStatusReport, workspace: Path, background: str | 
         lines.append(f"this gateway: {background}")
     if report.indexing_status.value != "ready":
         lines.append("searches answer lexically (exact words and identifiers) until the index is ready")
+    if advice is not None:
+        change = ("keep it" if advice.profile == advice.current_profile
+                  else f"set embedding.profile: {advice.profile} (this changes nothing by itself)")
+        lines.append(f"profile advisor: {advice.tier} ({', '.join(advice.reasons)}); current profile "
+                     f"{advice.current_profile}: {change}")
     structured = {
         "workspace": str(workspace), "indexing_status": report.indexing_status.value, "files": report.files,
         "chunks": report.chunks, "embedded_chunks": report.embedded_chunks, "embedded_share": round(share, 4),
         "embedding_model_id": report.embedding_model_id, "embedding_model_version": report.embedding_model_version,
         "index_format_version": report.index_format_version, "index_bytes": report.index_bytes,
         "error": report.error, "background_indexing": background, "metadata": metadata,
+        "profile_advice": None if advice is None else {
+            "tier": advice.tier, "profile": advice.profile, "current_profile": advice.current_profile,
+            "reasons": list(advice.reasons), "size_bucket": advice.size_bucket},
     }
     return CallToolResult(content=[TextContent(type="text", text="\n".join(lines))], structured_content=structured)
 

@@ -172,6 +172,7 @@ def understanding_to_dict(understood: QueryUnderstanding) -> dict[str, Any]:
         "semantic_mode": plan.mode,
         "semantic_ratio_cap": plan.ratio_cap,
         "semantic_ratio_source": plan.ratio_source,
+        "rewrite": understood.rewrite,
     }
 
 

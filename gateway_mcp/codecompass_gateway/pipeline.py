@@ -15,6 +15,12 @@ background. A query never waits for embeddings.
 Understanding (`understanding.py`) reads the query's intent and settles the semantic plan before
 retrieval: in `semantic_mode` off or rerank_only retrieval gets a semantic ratio of 0 and never
 embeds the query; in off a model reranker is skipped too.
+
+Rewriting (`rewrite.py`, seed 002) follows the first search: when the caller forces it, the
+heuristic calls for it, or the query found nothing, an LLM turns the query into code terms; the
+terms are searched as a second query, merged with the first results (the higher score of a
+chunk wins), and the focus the LLM read (implementation / tests) applies unless the caller set
+one. A failed rewrite leaves the first results as they are and says why.
 """
 
 from __future__ import annotations
@@ -45,12 +51,25 @@ from codecompass.retrieval.state import (
 )
 from codecompass.selection.model import Candidate as SelectCandidate
 from codecompass.selection.model import QueryFocus, Reason, SelectOutcome, SelectQuery
+from codecompass_gateway.rewrite import (
+    FORCED,
+    HEURISTIC,
+    ZERO_RESULTS,
+    ChatRewriter,
+    RewriteFailed,
+    RewriteOutcome,
+    should_rewrite,
+    vocabulary_of,
+)
 from codecompass_gateway.understanding import QueryUnderstanding, understand
 
 log = get_logger("codecompass.gateway.pipeline")
 _tracer = tracer("codecompass.gateway")
 
-SYNC, UNDERSTAND, RETRIEVE, RERANK, HUBS, SELECT = "sync", "understand", "retrieve", "rerank", "hubs", "select"
+SYNC, UNDERSTAND, RETRIEVE, REWRITE, RERANK, HUBS, SELECT = (
+    "sync", "understand", "retrieve", "rewrite", "rerank", "hubs", "select")
+# The rewrite LLM's focus as selection's.
+_FOCUS = {"implementation": QueryFocus.IMPLEMENTATION, "tests": QueryFocus.TESTS, "all": QueryFocus.NONE}
 # freshness_status when the sync stage did not run or its service did not answer: the index
 # may or may not match the files.
 FRESHNESS_UNKNOWN = "unknown"
@@ -78,7 +97,9 @@ class PipelineRequest:
     limit: int = 10
     # "off" / "rerank_only" / "hybrid"; None: the gateway's configured mode.
     semantic_mode: str | None = None
-    rewrite: bool | None = None  # accepted and reported; rewriting is not built yet
+    # True: rewrite with the LLM; None: when the heuristic or a zero-result answer calls for it;
+    # False: never.
+    rewrite: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +144,8 @@ class Pipeline:
         self.retrieval = RetrievalClient(settings.retrieval_addr)
         self.rerank = RerankClient(settings.rerank_addr)
         self.selection = SelectionClient(settings.selection_addr)
+        # None: no endpoint configured, rewriting is inert.
+        self.rewriter: ChatRewriter | None = ChatRewriter.from_settings(settings.gateway)
 
     def close(self) -> None:
         for client in (self.retrieval, self.rerank, self.selection):
@@ -164,7 +187,13 @@ class Pipeline:
                     semantic_ratio=understood.plan.ratio_cap,
                     limit=max(g.candidates, request.limit), view=ResultView.CODE,
                 ), g.retrieve_timeout_s)
-            ranked = mark_stale([Ranked(result=r, score=r.score) for r in outcome.results], stale_paths)
+            ranked = [Ranked(result=r, score=r.score) for r in outcome.results]
+            ranked, rewritten = self._rewrite(request, understood, ranked, stage_ms)
+            understood = replace(understood, rewrite=rewritten.to_dict())
+            span.set_attribute("codecompass.rewrite_applied", rewritten.applied)
+            if rewritten.applied and request.focus is QueryFocus.AUTO and rewritten.focus in _FOCUS:
+                request = replace(request, focus=_FOCUS[rewritten.focus])
+            ranked = mark_stale(ranked, stale_paths)
             answer = PipelineAnswer(candidates=(), selection=None, metadata=outcome.metadata,
                                     freshness_status=freshness, sync=sync, understanding=understood)
 
@@ -203,8 +232,53 @@ class Pipeline:
                         selection = self._select(request, ranked, outcome.metadata.confidence)
                 except ServiceError as exc:
                     skipped[SELECT] = self._failed(SELECT, exc)
+            if selection is None and rewritten.applied:
+                # No selection to apply the rewrite's focus: the ranked list takes it.
+                ranked = apply_focus(ranked, request.focus, self._settings.selection.focus_multiplier)
             keep = ranked if selection is not None else ranked[: request.limit]
             return replace(answer, candidates=tuple(keep), selection=selection, stage_ms=stage_ms, skipped=skipped)
+
+    def _rewrite(self, request: PipelineRequest, understood: QueryUnderstanding, ranked: list[Ranked],
+                 stage_ms: dict[str, float]) -> tuple[list[Ranked], RewriteOutcome]:
+        """Rewrite when asked or called for, search the terms, merge; any failure keeps `ranked`."""
+        g = self._gateway
+        requested = request.rewrite
+        if requested is False:
+            return ranked, RewriteOutcome(requested, reason="off for this request")
+        if not g.rewrite_enabled:
+            return ranked, RewriteOutcome(requested, reason="disabled by configuration (gateway.rewrite_enabled)")
+        wanted, why = should_rewrite(understood.shape)
+        if requested:
+            trigger = FORCED
+        elif wanted:
+            trigger = HEURISTIC
+        elif not ranked:
+            trigger = ZERO_RESULTS
+        else:
+            return ranked, RewriteOutcome(requested, reason=f"not needed: {why}")
+        if self.rewriter is None:
+            return ranked, RewriteOutcome(requested, trigger=trigger, reason=(
+                "no LLM source: sampling through the MCP client is not built, and no chat endpoint is "
+                "configured (CODECOMPASS_GATEWAY_REWRITE_BASE_URL and CODECOMPASS_GATEWAY_REWRITE_MODEL)"))
+        source = self.rewriter.source
+        try:
+            with self._stage(REWRITE, stage_ms):
+                vocabulary = vocabulary_of(c.result.chunk.qualified_name for c in ranked)
+                terms = self.rewriter.rewrite(request.query, vocabulary)
+                extra = self.retrieval.search(SearchQuery(
+                    workspace_root=request.workspace_root, query=" ".join(terms.terms), filters=request.filters,
+                    semantic_ratio=understood.plan.ratio_cap,
+                    limit=max(g.candidates, request.limit), view=ResultView.CODE,
+                ), g.retrieve_timeout_s)
+        except RewriteFailed as exc:
+            log.info("query rewrite failed; searching the query as given", extra={"reason": exc.reason})
+            return ranked, RewriteOutcome(requested, source=source, trigger=trigger, reason=f"{exc.reason}: {exc}")
+        except ServiceError as exc:
+            return ranked, RewriteOutcome(requested, source=source, trigger=trigger,
+                                          reason=f"the rewritten search failed: {self._failed(REWRITE, exc)}")
+        merged, added = merge_results(ranked, [Ranked(result=r, score=r.score) for r in extra.results])
+        return merged, RewriteOutcome(requested, applied=True, source=source, terms=terms.terms, focus=terms.focus,
+                                      trigger=trigger, reason=f"{trigger}: searched the terms and merged", added=added)
 
     def _sync(self, request: PipelineRequest) -> SyncOutcome:
         budget_ms = self._gateway.freshness_budget_ms
@@ -286,6 +360,30 @@ def mark_stale(ranked: list[Ranked], stale_paths: frozenset[str]) -> list[Ranked
     if not stale_paths:
         return ranked
     return [replace(c, stale=True) if c.result.chunk.relative_path in stale_paths else c for c in ranked]
+
+
+def merge_results(first: list[Ranked], second: list[Ranked]) -> tuple[list[Ranked], int]:
+    """Both searches' candidates, one per chunk id with the higher score, best first; and how many
+    only the second found."""
+    by_id = {c.result.chunk.id: c for c in first}
+    added = 0
+    for c in second:
+        here = by_id.get(c.result.chunk.id)
+        if here is None:
+            added += 1
+            by_id[c.result.chunk.id] = c
+        elif c.score > here.score:
+            by_id[c.result.chunk.id] = c
+    return sorted(by_id.values(), key=lambda c: -c.score), added
+
+
+def apply_focus(ranked: list[Ranked], focus: QueryFocus, multiplier: float) -> list[Ranked]:
+    """Seed 002's focus multiplier on a ranked list: the side the query is not about scores less."""
+    if focus not in (QueryFocus.IMPLEMENTATION, QueryFocus.TESTS):
+        return ranked
+    want_tests = focus is QueryFocus.TESTS
+    out = [c if c.result.chunk.is_test == want_tests else replace(c, score=c.score * multiplier) for c in ranked]
+    return sorted(out, key=lambda c: -c.score)
 
 
 def rerank_text(result: RankedResult) -> str:

@@ -189,12 +189,11 @@ class Gateway:
         lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
         request = PipelineRequest(
             workspace_root=str(root), query=query, filters=tools.search_filters(path, kind, include_tests),
-            max_tokens=budget.selection_tokens, min_relevance=min_relevance,
+            max_tokens=budget.selection_tokens, min_relevance=min_relevance, rewrite=rewrite,
         )
         answer = self.pipeline.run(request)
         payload = answer_to_dict(answer, tools.RANKED_CODE_LINES)
-        extra = {"trace_id": tools.trace_id(), "query": query, "lexical_index_ready": lexical_ready,
-                 "rewrite": {"requested": rewrite, "applied": False, "reason": "query rewriting is not available yet"}}
+        extra = {"trace_id": tools.trace_id(), "query": query, "lexical_index_ready": lexical_ready}
         return tools.search_result(payload, root, query, budget, extra)
 
     @tools.tool_errors("search_code")
@@ -299,6 +298,11 @@ class Gateway:
 
 
 # --- the MCP surface ---------------------------------------------------------------------------
+
+# Module level: the tools' annotations are evaluated from module globals.
+_REWRITE_DOC = ("Rewrite the query into code terms with an LLM (when one is configured): true forces it, "
+                "false never; default: for questions in words and for queries that find nothing. "
+                "metadata.rewrite says whether it applied, the terms and why.")
 
 
 class GatewayServer(MCPServer[Gateway]):
@@ -411,8 +415,7 @@ def build_server(settings: Settings, workspace: Path) -> GatewayServer:
                                                       "(`src/auth`, `**/*.tsx`).")] = None,
         kind: Annotated[Kind | None, Field(description="Only symbols of this kind.")] = None,
         include_tests: Annotated[bool, Field(description="Include test files (default true).")] = True,
-        rewrite: Annotated[bool | None, Field(description="Reserved: query rewriting is not available yet; "
-                                                          "ignored.")] = None,
+        rewrite: Annotated[bool | None, Field(description=_REWRITE_DOC)] = None,
         workspace: WorkspaceArg = None,
     ) -> CallToolResult:
         return gateway_of(ctx).semantic_search(query, max_tokens, min_relevance, path, kind, include_tests, rewrite,
@@ -435,9 +438,7 @@ def build_server(settings: Settings, workspace: Path) -> GatewayServer:
         confidence_threshold: Annotated[float | None, Field(ge=0.0, le=1.0, description="Below this composite "
                                                             "confidence the answer is low_confidence (default "
                                                             "0.5).")] = None,
-        rewrite: Annotated[bool | None, Field(description="Reserved: query rewriting is not available yet; the "
-                                                          "answer's metadata.rewrite says it was not applied."
-                                              )] = None,
+        rewrite: Annotated[bool | None, Field(description=_REWRITE_DOC)] = None,
         semantic_mode: Annotated[SemanticMode | None, Field(description="off | rerank_only | hybrid; default: "
                                                                         "from config (hybrid).")] = None,
         workspace: WorkspaceArg = None,

@@ -12,8 +12,8 @@
   (the same query and answer give the same text), so an agent can act on them and tests can pin
   them down.
 
-Query rewriting (seed 002) is not built: a `rewrite` request is accepted and reported as not
-applied (`rewrite_status`).
+Query rewriting (seed 002) is decided after the first search (`rewrite.py`, run by the pipeline,
+which replaces `rewrite` with what happened); until then it reads "not decided yet".
 """
 
 from __future__ import annotations
@@ -104,8 +104,9 @@ def understand(query: str, settings: GatewaySettings, mode: str | None = None, r
 
 
 def rewrite_status(requested: bool | None) -> dict[str, Any]:
-    return {"requested": requested, "applied": False,
-            "reason": "query rewriting is not available yet; the query was searched as given"}
+    """The rewrite report before the pipeline decides (the shape `RewriteOutcome.to_dict` fills)."""
+    return {"requested": requested, "applied": False, "source": None, "terms": [], "focus": None, "trigger": None,
+            "reason": "not decided yet", "added": 0}
 
 
 def call_text(tool: str, arguments: dict[str, Any]) -> str:

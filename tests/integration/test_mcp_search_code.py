@@ -155,10 +155,11 @@ def test_a_ref_other_than_the_working_tree_is_an_error_with_its_code(answers) ->
     assert result.structured_content["error"]["code"] == "unsupported_ref"
 
 
-def test_rewrite_is_reported_not_applied_and_the_threshold_is_per_request(answers) -> None:
+def test_rewrite_without_an_llm_source_is_reported_not_applied_and_the_threshold_is_per_request(answers) -> None:
     meta = _payload(answers["rewrite"])["metadata"]
-    assert meta["rewrite"] == {"requested": True, "applied": False,
-                               "reason": "query rewriting is not available yet; the query was searched as given"}
+    rewrite = meta["rewrite"]
+    assert rewrite["requested"] is True and rewrite["applied"] is False and rewrite["trigger"] == "forced"
+    assert "no LLM source" in rewrite["reason"] and rewrite["terms"] == []
     assert meta["confidence_threshold"] == 0.99 and meta["low_confidence"]
     assert meta["suggested_call"]["tool"] == "codebase_trace"
     assert meta["suggested_call"]["arguments"]["symbol"] == "TokenService.validateToken"

@@ -27,6 +27,7 @@ EMBEDDING_PROFILES = ("minilm", "e5-small", "voyage", "openai-compatible")
 API_KEY_ENV = "CODECOMPASS_EMBEDDING_API_KEY"
 RERANK_PROVIDERS = ("local", "voyage", "cohere", "llm")
 RERANK_API_KEY_ENV = "CODECOMPASS_RERANK_API_KEY"
+REWRITE_API_KEY_ENV = "CODECOMPASS_REWRITE_API_KEY"
 # Seed 004: `off` never calls the embedding service (nor a model reranker), `rerank_only` builds
 # no vectors but may rerank with a model, `hybrid` blends lexical and vector search.
 SEMANTIC_MODES = ("off", "rerank_only", "hybrid")
@@ -144,6 +145,14 @@ class GatewaySettings:
     confidence_threshold: float = 0.5
     # Below this intent confidence the answer carries an escalation hint (FR-727).
     intent_confidence_threshold: float = 0.75
+    # Query rewriting (seed 002): an LLM turns a question into code-vocabulary search terms.
+    # Enabled by default but inert until an OpenAI-compatible chat endpoint and model are set.
+    rewrite_enabled: bool = True
+    rewrite_base_url: str | None = None
+    rewrite_model: str | None = None
+    # The LLM is in the query's hot path: past this the query is searched as given.
+    rewrite_timeout_s: float = 3.0
+    rewrite_api_key: str | None = field(default=None, repr=False)
 
     def semantic_ratio_for(self, intent: str) -> float | None:
         """The configured semantic ratio cap for queries of `intent`, if any."""
@@ -421,6 +430,17 @@ _FIELDS: tuple[_Field, ...] = (
     _Field("gateway.intent_confidence_threshold", "CODECOMPASS_GATEWAY_INTENT_CONFIDENCE_THRESHOLD",
            "gateway.intent_confidence_threshold", _float_parser(0.0, 1.0),
            "Intent confidence below which search_code adds an intent escalation hint"),
+    _Field("gateway.rewrite_enabled", "CODECOMPASS_GATEWAY_REWRITE_ENABLED", "gateway.rewrite_enabled", _parse_bool,
+           "Rewrite question-like and zero-result queries with an LLM (needs rewrite base_url and model)"),
+    _Field("gateway.rewrite_base_url", "CODECOMPASS_GATEWAY_REWRITE_BASE_URL", "gateway.rewrite_base_url",
+           _parse_optional_str, "OpenAI-compatible /v1 base of the query-rewriting LLM (Ollama, vLLM, …)"),
+    _Field("gateway.rewrite_model", "CODECOMPASS_GATEWAY_REWRITE_MODEL", "gateway.rewrite_model",
+           _parse_optional_str, "Model of the query-rewriting LLM"),
+    _Field("gateway.rewrite_timeout_s", "CODECOMPASS_GATEWAY_REWRITE_TIMEOUT_S", "gateway.rewrite_timeout_s",
+           _float_parser(0.0, exclusive_min=True), "Timeout of one rewrite request; past it the query is "
+           "searched as given"),
+    _Field("gateway.rewrite_api_key", REWRITE_API_KEY_ENV, None, _parse_optional_str,
+           "API key of the query-rewriting LLM (env only; never read from files, never logged)"),
     _Field("selection.max_tokens", "CODECOMPASS_SELECTION_MAX_TOKENS", "selection.max_tokens",
            _int_parser(256, 1_000_000), "Token budget of an answer when the request sets none"),
     _Field("selection.min_relevance", "CODECOMPASS_SELECTION_MIN_RELEVANCE", "selection.min_relevance",
@@ -435,7 +455,8 @@ _FIELDS: tuple[_Field, ...] = (
 )
 
 _YAML_KEYS = {f.yaml_key: f for f in _FIELDS if f.yaml_key is not None}
-_SECRET_YAML_KEYS = {"embedding.api_key": API_KEY_ENV, "rerank.api_key": RERANK_API_KEY_ENV}
+_SECRET_YAML_KEYS = {"embedding.api_key": API_KEY_ENV, "rerank.api_key": RERANK_API_KEY_ENV,
+                     "gateway.rewrite_api_key": REWRITE_API_KEY_ENV}
 
 
 def default_config_path(env: Mapping[str, str]) -> Path:
@@ -532,6 +553,7 @@ def redacted(settings: Settings) -> dict[str, Any]:
     data["embedding"]["api_key"] = _REDACTED if settings.embedding.api_key else None
     data["retrieval"]["storage_options"] = {k: _REDACTED for k in settings.retrieval.storage_options}
     data["rerank"]["api_key"] = _REDACTED if settings.rerank.api_key else None
+    data["gateway"]["rewrite_api_key"] = _REDACTED if settings.gateway.rewrite_api_key else None
     return data
 
 

@@ -117,10 +117,10 @@ def test_an_unknown_mode_is_refused() -> None:
         semantic_plan(analyze("x"), SETTINGS, "vectors", None)
 
 
-def test_rewrite_is_accepted_and_reported_not_applied() -> None:
+def test_rewrite_is_undecided_until_the_pipeline_has_searched() -> None:
     understood = understand("how are tokens validated", SETTINGS, rewrite=True)
     assert understood.rewrite["requested"] is True and understood.rewrite["applied"] is False
-    assert "not available" in understood.rewrite["reason"]
+    assert understood.rewrite["reason"] == "not decided yet"
 
 
 # --- composite confidence --------------------------------------------------------------------

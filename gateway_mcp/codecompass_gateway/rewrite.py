@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 
 from codecompass.common.config import GatewaySettings
+from codecompass.common.outbound import INVALID, ChatFailed, chat_completion, unfenced
 from codecompass.retrieval import query as q
 from codecompass.retrieval.query import REQUEST_WORDS, STOP_WORDS, QueryShape
 
@@ -39,7 +40,7 @@ FOCUS_VALUES = ("implementation", "tests", "all")
 # Why a rewrite was tried.
 FORCED, HEURISTIC, ZERO_RESULTS = "forced", "heuristic", "zero_results"
 # Reason codes of a rewrite that did not happen (the message after the colon says more).
-NOT_CONFIGURED, TIMEOUT, NETWORK, INVALID = "not_configured", "timeout", "network", "invalid_response"
+NOT_CONFIGURED = "not_configured"
 
 MIN_TERMS, MAX_TERMS = 3, 8
 MAX_TERM_CHARS = 80
@@ -53,7 +54,6 @@ STOP_WORD_RATIO = 0.4
 _QUESTION_WORDS = frozenset({"how", "what", "where", "why", "which", "when", "who", "does", "do", "is", "are",
                              "can", "should", "explain", "show", "find"})
 _WORD = re.compile(r"[A-Za-z0-9_$']+")
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 
@@ -152,9 +152,7 @@ def parse_rewrite(content: str) -> RewrittenQuery:
     """The LLM's JSON object, cleaned: fenced or bare, terms as distinct short strings (at most
     MAX_TERMS), focus one of FOCUS_VALUES ("all" when missing or unknown). Raises RewriteFailed
     when there is no object, `terms` is not a list, or no usable term is left."""
-    fenced = _FENCE.search(content)
-    text = fenced.group(1) if fenced else content
-    match = _OBJECT.search(text)
+    match = _OBJECT.search(unfenced(content))
     if match is None:
         raise RewriteFailed(INVALID, "no JSON object in the answer")
     try:
@@ -175,10 +173,6 @@ def parse_rewrite(content: str) -> RewrittenQuery:
     focus = data.get("focus")
     focus = focus.strip().lower() if isinstance(focus, str) else "all"
     return RewrittenQuery(terms=tuple(terms[:MAX_TERMS]), focus=focus if focus in FOCUS_VALUES else "all")
-
-
-def redact(message: str, secret: str | None) -> str:
-    return message.replace(secret, "***") if secret and len(secret) >= 4 else message
 
 
 class ChatRewriter:
@@ -205,25 +199,11 @@ class ChatRewriter:
     def rewrite(self, query: str, vocabulary: Sequence[str]) -> RewrittenQuery:
         if not self._base_url or not self._model:
             raise RewriteFailed(NOT_CONFIGURED, "set CODECOMPASS_GATEWAY_REWRITE_BASE_URL and _MODEL")
-        body = {"model": self._model, "messages": build_messages(query, vocabulary), "temperature": TEMPERATURE,
-                "max_tokens": MAX_ANSWER_TOKENS}
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         try:
-            with httpx.Client(timeout=self._timeout_s, transport=self._transport) as client:
-                response = client.post(f"{self._base_url}/chat/completions", json=body, headers=headers)
-                response.raise_for_status()
-                data = response.json()
-            content = data["choices"][0]["message"]["content"]
-        except httpx.TimeoutException:
-            raise RewriteFailed(TIMEOUT, f"the rewrite LLM did not answer within {self._timeout_s:g}s") from None
-        except httpx.HTTPStatusError as exc:
-            status = exc.response.status_code
-            raise RewriteFailed(f"http_{status}", f"the rewrite LLM answered HTTP {status}") from None
-        except httpx.HTTPError as exc:
-            raise RewriteFailed(NETWORK, f"the rewrite LLM is unreachable: {redact(str(exc), self._api_key)}"
-                                ) from None
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise RewriteFailed(INVALID, "not a chat completion response") from None
-        if not isinstance(content, str):
-            raise RewriteFailed(INVALID, "the message has no text content")
+            content = chat_completion(base_url=self._base_url, model=self._model, api_key=self._api_key,
+                                      messages=build_messages(query, vocabulary), temperature=TEMPERATURE,
+                                      max_tokens=MAX_ANSWER_TOKENS, timeout_s=self._timeout_s,
+                                      who="the rewrite LLM", transport=self._transport)
+        except ChatFailed as exc:
+            raise RewriteFailed(exc.reason, str(exc)) from None
         return parse_rewrite(content)

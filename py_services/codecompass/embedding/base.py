@@ -95,8 +95,3 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.where(norms > 0, norms, 1.0)
 
 
-def redact(message: str, secret: str | None) -> str:
-    """Remove a secret from text that may reach a client or a log (servers sometimes echo headers)."""
-    if secret and len(secret) >= 4:
-        return message.replace(secret, "***")
-    return message

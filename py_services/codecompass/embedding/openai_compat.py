@@ -15,6 +15,7 @@ import time
 import httpx
 import numpy as np
 
+from codecompass.common.outbound import redact
 from codecompass.embedding.base import (
     EmbeddingError,
     InputType,
@@ -28,7 +29,6 @@ from codecompass.embedding.base import (
     ProviderTimeout,
     ProviderUnavailable,
     normalize_rows,
-    redact,
 )
 from codecompass.embedding.batching import request_batches
 

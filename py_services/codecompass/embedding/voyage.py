@@ -13,6 +13,7 @@ import logging
 
 import numpy as np
 
+from codecompass.common.outbound import redact
 from codecompass.embedding.base import (
     EmbeddingError,
     InputType,
@@ -26,7 +27,6 @@ from codecompass.embedding.base import (
     ProviderTimeout,
     ProviderUnavailable,
     normalize_rows,
-    redact,
 )
 from codecompass.embedding.batching import request_batches
 

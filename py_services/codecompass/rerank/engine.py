@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from codecompass.common.config import RerankSettings
 from codecompass.common.logging import get_logger
+from codecompass.common.outbound import redact
 from codecompass.rerank.model import (
     EXTERNAL_PROVIDERS,
     LOCAL,
@@ -33,7 +34,6 @@ from codecompass.rerank.providers import (
     Reranker,
     RerankFailed,
     VoyageReranker,
-    redact,
 )
 
 log = get_logger("codecompass.rerank.engine")

@@ -17,6 +17,7 @@ from typing import Protocol
 
 import httpx
 
+from codecompass.common.outbound import ChatFailed, chat_completion, http_failure, redact, unfenced
 from codecompass.rerank.model import (
     REASON_EMPTY,
     REASON_ERROR,
@@ -51,12 +52,6 @@ class Reranker(Protocol):
     def score(self, query: str, texts: Sequence[str], top_n: int) -> dict[int, float]: ...
 
 
-def redact(message: str, secret: str | None) -> str:
-    if secret and len(secret) >= 4:
-        return message.replace(secret, "***")
-    return message
-
-
 class LocalReranker:
     """Keeps the first-stage scores: the ranking stack already ran in retrieval."""
 
@@ -67,14 +62,7 @@ class LocalReranker:
 
 
 def _http_failure(exc: Exception, provider: str, timeout_s: float, api_key: str | None) -> RerankFailed:
-    if isinstance(exc, httpx.TimeoutException):
-        return RerankFailed(REASON_TIMEOUT, f"{provider} did not answer within {timeout_s:g}s")
-    if isinstance(exc, httpx.HTTPStatusError):
-        status = exc.response.status_code
-        return RerankFailed(f"http_{status}", f"{provider} answered HTTP {status}")
-    if isinstance(exc, httpx.TransportError):
-        return RerankFailed(REASON_NETWORK, f"{provider} unreachable: {redact(str(exc), api_key)}")
-    return RerankFailed(REASON_ERROR, f"{provider} failed: {redact(str(exc), api_key)}")
+    return RerankFailed(*http_failure(exc, provider, timeout_s, api_key))
 
 
 def _scores_from_results(results: object, count: int, provider: str) -> dict[int, float]:
@@ -170,16 +158,13 @@ class VoyageReranker:
         return _scores_from_results(rows, len(texts), "voyage")
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _ARRAY = re.compile(r"\[[^\[\]]*\]")
 
 
 def parse_indices(content: str, count: int) -> list[int]:
     """The LLM's JSON array of snippet indices, cleaned: out-of-range, duplicate and non-integer
     entries dropped. Raises RerankFailed when there is no JSON array or nothing valid is left."""
-    fenced = _FENCE.search(content)
-    text = fenced.group(1) if fenced else content
-    match = _ARRAY.search(text)
+    match = _ARRAY.search(unfenced(content))
     if match is None:
         raise RerankFailed(REASON_INVALID, "llm: no JSON array in the answer")
     try:
@@ -232,24 +217,12 @@ class LlmReranker:
         if not self._base_url or not self._model:
             raise RerankFailed(REASON_NOT_CONFIGURED,
                                "llm: set CODECOMPASS_RERANK_BASE_URL and CODECOMPASS_RERANK_MODEL")
-        body = {
-            "model": self._model,
-            "messages": [{"role": "user", "content": build_prompt(query, texts, top_n or len(texts))}],
-            "temperature": LLM_TEMPERATURE,
-            "max_tokens": LLM_MAX_TOKENS,
-        }
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        messages = [{"role": "user", "content": build_prompt(query, texts, top_n or len(texts))}]
         try:
-            with httpx.Client(timeout=self._timeout_s, transport=self._transport) as client:
-                response = client.post(f"{self._base_url}/chat/completions", json=body, headers=headers)
-                response.raise_for_status()
-                data = response.json()
-            content = data["choices"][0]["message"]["content"]
-        except httpx.HTTPError as exc:
-            raise _http_failure(exc, "llm", self._timeout_s, self._api_key) from None
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise RerankFailed(REASON_INVALID, "llm: not a chat completion response") from None
-        if not isinstance(content, str):
-            raise RerankFailed(REASON_INVALID, "llm: the message has no text content")
+            content = chat_completion(base_url=self._base_url, model=self._model, api_key=self._api_key,
+                                      messages=messages, temperature=LLM_TEMPERATURE, max_tokens=LLM_MAX_TOKENS,
+                                      timeout_s=self._timeout_s, who="llm", transport=self._transport)
+        except ChatFailed as exc:
+            raise RerankFailed(exc.reason, str(exc)) from None
         indices = parse_indices(content, len(texts))
         return scores_by_rank(indices[:top_n] if top_n else indices)

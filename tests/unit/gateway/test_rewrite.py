@@ -11,9 +11,7 @@ import pytest
 from codecompass_gateway.answer import answer_to_dict, search_code_to_dict
 from codecompass_gateway.pipeline import REWRITE, Pipeline, PipelineRequest
 from codecompass_gateway.rewrite import (
-    INVALID,
     MAX_TERMS,
-    TIMEOUT,
     VOCABULARY_NAMES,
     ChatRewriter,
     RewriteFailed,
@@ -25,6 +23,7 @@ from codecompass_gateway.rewrite import (
 
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import GatewaySettings, Settings, redacted, settings_from
+from codecompass.common.outbound import INVALID, TIMEOUT
 from codecompass.retrieval.query import analyze
 from codecompass.retrieval.ranking import RankedResult
 from codecompass.retrieval.state import (

@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { ChunkOutput } from './chunker';
-import type { CheckerJob, CheckerReply, CheckerWorkerData, JobError, WindowFile } from './checkerProtocol';
+import type { CheckerJob, CheckerReply, CheckerWorkerData, ChunkDetail, JobError, WindowFile } from './checkerProtocol';
 import { CancelledError } from './errors';
 import type { TraceRequest, TraceResult } from './trace';
 import { RequestError } from './workspace';
@@ -134,9 +134,9 @@ export class CheckerWorker {
    * Chunks a window of files and yields their outputs in the window's
    * order. Leaving the loop early cancels the rest of the job.
    */
-  async *chunkWindow(workspaceRoot: string, files: WindowFile[], includeReferences: boolean, isCancelled: () => boolean): AsyncGenerator<ChunkOutput> {
+  async *chunkWindow(workspaceRoot: string, files: WindowFile[], detail: ChunkDetail, isCancelled: () => boolean): AsyncGenerator<ChunkOutput> {
     if (files.length === 0) return;
-    const session = await this.start({ kind: 'chunk', workspaceRoot, files, includeReferences }, isCancelled, CHUNK_CANCEL_GRACE_MS);
+    const session = await this.start({ kind: 'chunk', workspaceRoot, files, ...detail }, isCancelled, CHUNK_CANCEL_GRACE_MS);
     try {
       for (let index = 0; index < files.length; index++) {
         const reply = await session.inbox.next();

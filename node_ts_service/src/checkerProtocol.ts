@@ -22,12 +22,17 @@ interface JobBase {
   cancel: SharedArrayBuffer;
 }
 
+/** How much a chunk job computes: references need a Program; lexical-only skips the embedding text. */
+export interface ChunkDetail {
+  includeReferences: boolean;
+  lexicalOnly: boolean;
+}
+
 /** Chunk a window of files: with references, in one Program update per project; else each parsed alone. */
-export interface ChunkJob extends JobBase {
+export interface ChunkJob extends JobBase, ChunkDetail {
   kind: 'chunk';
   workspaceRoot: string;
   files: WindowFile[];
-  includeReferences: boolean;
 }
 
 /** Trace one symbol over the workspace's whole-workspace LanguageService. */

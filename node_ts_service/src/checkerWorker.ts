@@ -53,7 +53,7 @@ function chunkWindow(job: ChunkJob, isCancelled: () => boolean): void {
   }
   job.files.forEach((file, index) => {
     if (isCancelled()) throw new JobCancelled();
-    post({ kind: 'file', id: job.id, index, output: chunkText(file, job.workspaceRoot, views.get(file.absolutePath)) });
+    post({ kind: 'file', id: job.id, index, output: chunkText(file, job.workspaceRoot, views.get(file.absolutePath), job.lexicalOnly) });
   });
   post({ kind: 'done', id: job.id });
 }

@@ -34,6 +34,8 @@ export interface ChunkInput {
   sourceFile: ts.SourceFile;
   checker?: ts.TypeChecker;
   workspaceRoot: string;
+  /** Leave the embedding text empty (ChunkFilesRequest.lexical_only): counting its tokens is a quarter of syntactic chunking. */
+  lexicalOnly?: boolean;
 }
 
 export interface ChunkOutput {
@@ -298,10 +300,15 @@ export interface ChunkText {
  * Chunks a file as part of a Program (its SourceFile, and the checker for
  * references) when one is given, else parsed on its own without references.
  */
-export function chunkText(file: ChunkText, workspaceRoot: string, program?: { sourceFile: ts.SourceFile; checker: ts.TypeChecker }): ChunkOutput {
+export function chunkText(
+  file: ChunkText,
+  workspaceRoot: string,
+  program?: { sourceFile: ts.SourceFile; checker: ts.TypeChecker },
+  lexicalOnly = false,
+): ChunkOutput {
   const sourceFile =
     program?.sourceFile ?? ts.createSourceFile(file.absolutePath, file.text, ts.ScriptTarget.Latest, true, SCRIPT_KIND[file.language]);
-  return chunkSourceFile({ ...file, sourceFile, checker: program?.checker, workspaceRoot });
+  return chunkSourceFile({ ...file, sourceFile, checker: lexicalOnly ? undefined : program?.checker, workspaceRoot, lexicalOnly });
 }
 
 export function chunkSourceFile(input: ChunkInput): ChunkOutput {
@@ -344,8 +351,9 @@ export function chunkSourceFile(input: ChunkInput): ChunkOutput {
         );
       }
     }
-    const preamble = embeddingPreamble(input.language, input.relativePath, sym, jsdocPurpose(jsdoc), dependencies, references);
-    const embedding = fitEmbedding(preamble, collapsedSource);
+    const embedding = input.lexicalOnly
+      ? { text: '', tokens: 0 }
+      : fitEmbedding(embeddingPreamble(input.language, input.relativePath, sym, jsdocPurpose(jsdoc), dependencies, references), collapsedSource);
     chunks.push({
       id: sym.id,
       snippetHash: sha(fullSource),

@@ -178,11 +178,21 @@ export function scanResultFromPb(response: pb.ScanWorkspaceResponse): ScanResult
 }
 
 export function chunkRequestFromPb(request: pb.ChunkFilesRequest): ChunkRequest {
-  return { workspaceRoot: request.workspaceRoot, paths: [...request.paths], includeReferences: request.includeReferences };
+  return {
+    workspaceRoot: request.workspaceRoot,
+    paths: [...request.paths],
+    includeReferences: request.includeReferences,
+    lexicalOnly: request.lexicalOnly,
+  };
 }
 
 export function chunkRequestToPb(request: ChunkRequest): pb.ChunkFilesRequest {
-  return { workspaceRoot: request.workspaceRoot, paths: request.paths, includeReferences: request.includeReferences };
+  return {
+    workspaceRoot: request.workspaceRoot,
+    paths: request.paths,
+    includeReferences: request.includeReferences,
+    lexicalOnly: request.lexicalOnly,
+  };
 }
 
 function referenceToPb(ref: SymbolReference): chunkPb.SymbolReference {

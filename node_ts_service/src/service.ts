@@ -29,6 +29,8 @@ export interface ChunkRequest {
   workspaceRoot: string;
   paths: string[];
   includeReferences: boolean;
+  /** See ChunkFilesRequest.lexical_only: no embedding text, no references. */
+  lexicalOnly: boolean;
 }
 
 /** A render spec plus the file the caller indexed the symbol from. */
@@ -159,18 +161,19 @@ export class AnalysisService {
     const workspace = this.workspaces.get(request.workspaceRoot);
     if (request.paths.length === 0) throw new RequestError('invalid_argument', 'paths is empty: name at least one file or directory');
     const targets = await this.expandTargets(workspace, request.paths, isCancelled);
-    const windowSize = request.includeReferences ? REFERENCE_WINDOW : SYNTAX_WINDOW;
-    const chunker = request.includeReferences ? this.chunkChecker : this.syntaxChunker;
+    const includeReferences = request.includeReferences && !request.lexicalOnly;
+    const windowSize = includeReferences ? REFERENCE_WINDOW : SYNTAX_WINDOW;
+    const chunker = includeReferences ? this.chunkChecker : this.syntaxChunker;
     // Syntax-only windows are small: the next one is read and queued while
     // this one streams, so the worker never waits on this thread. Windows
     // with references stay one at a time, each holding a Program's worth.
-    const prefetch = !request.includeReferences;
+    const prefetch = !includeReferences;
     const open = (start: number): OpenWindow => {
       const loaded = targets.slice(start, start + windowSize).map((t) => this.loadTarget(t));
       // The readable files go to a worker, which sends their outputs back in
       // window order; skipped files are answered here.
       const files = loaded.flatMap((l) => windowFile(l) ?? []);
-      const outputs = chunker.chunkWindow(workspace.root, files, request.includeReferences, isCancelled);
+      const outputs = chunker.chunkWindow(workspace.root, files, { includeReferences, lexicalOnly: request.lexicalOnly }, isCancelled);
       const first = prefetch ? outputs.next() : undefined;
       first?.catch(() => undefined); // awaited later; a cancel before then is not unhandled
       return { loaded, outputs, first };

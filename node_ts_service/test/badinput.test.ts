@@ -25,7 +25,7 @@ function write(rel: string, content: string | Buffer): string {
 }
 
 async function chunk(service: AnalysisService, paths: string[], includeReferences = false): Promise<ChunkedFile[]> {
-  const request: ChunkRequest = { workspaceRoot: root, paths, includeReferences };
+  const request: ChunkRequest = { workspaceRoot: root, paths, includeReferences, lexicalOnly: false };
   const out: ChunkedFile[] = [];
   for await (const file of service.chunkFiles(request)) out.push(file);
   return out;
@@ -39,7 +39,7 @@ async function chunkOne(paths: string, service = new AnalysisService(LIMITS)): P
 function grpcChunk(client: CodeAnalysisServiceClient, workspaceRoot: string, paths: string[]): Promise<ChunkFilesResponse[]> {
   return new Promise((resolve, reject) => {
     const got: ChunkFilesResponse[] = [];
-    const stream = client.chunkFiles({ workspaceRoot, paths, includeReferences: false }, { deadline: Date.now() + 20_000 });
+    const stream = client.chunkFiles({ workspaceRoot, paths, includeReferences: false, lexicalOnly: false }, { deadline: Date.now() + 20_000 });
     stream.on('data', (r: ChunkFilesResponse) => got.push(r));
     stream.on('error', reject);
     stream.on('end', () => resolve(got));

@@ -81,7 +81,7 @@ export function use${n}(x: number): number {
 function chunkStream(client: CodeAnalysisServiceClient, root: string, paths: string[], includeReferences: boolean) {
   const files: ChunkedFile[] = [];
   let ended = false;
-  const stream = client.chunkFiles({ workspaceRoot: root, paths, includeReferences }, new grpc.Metadata(), deadline());
+  const stream = client.chunkFiles({ workspaceRoot: root, paths, includeReferences, lexicalOnly: false }, new grpc.Metadata(), deadline());
   const done = new Promise<ChunkedFile[]>((resolve, reject) => {
     stream.on('data', (r: ChunkFilesResponse) => files.push(chunkedFileFromPb(r)));
     stream.on('error', (err) => {
@@ -207,7 +207,7 @@ describe('type checker in worker threads', () => {
   it('a cancelled call stops the worker between files', async () => {
     mark('pause');
     let cancelled = false;
-    const stream = service.chunkFiles({ workspaceRoot: root, paths: ['between'], includeReferences: true }, () => cancelled);
+    const stream = service.chunkFiles({ workspaceRoot: root, paths: ['between'], includeReferences: true, lexicalOnly: false }, () => cancelled);
     const first = await stream.next();
     assert.equal(first.value?.relativePath, 'between/user0.ts');
     const repliesBefore = logLines().length;

@@ -114,7 +114,7 @@ describe('convert', () => {
       excludePatterns: ['gen/'],
     };
     assert.deepEqual(convert.scanRequestFromPb(overWire(pb.ScanWorkspaceRequest, convert.scanRequestToPb(scan))), scan);
-    const chunk = { workspaceRoot: '/ws', paths: ['src', 'a.ts'], includeReferences: true };
+    const chunk = { workspaceRoot: '/ws', paths: ['src', 'a.ts'], includeReferences: true, lexicalOnly: false };
     assert.deepEqual(convert.chunkRequestFromPb(overWire(pb.ChunkFilesRequest, convert.chunkRequestToPb(chunk))), chunk);
     const render = { workspaceRoot: '/ws', specs: [{ symbolId: 's', expandChildIds: ['c'], relativePath: 'a.ts' }] };
     assert.deepEqual(convert.renderRequestFromPb(overWire(pb.RenderSymbolsRequest, convert.renderRequestToPb(render))), render);

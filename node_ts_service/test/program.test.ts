@@ -118,7 +118,7 @@ describe('projects', () => {
     const service = new AnalysisService({ maxFileBytes: 1 << 20, maxPrograms: 2, maxRenderCacheFiles: 8, maxWorkspaces: 2 });
     try {
       const results = [];
-      for await (const file of service.chunkFiles({ workspaceRoot: root, paths: ['packages/app/src/main.ts'], includeReferences: true })) {
+      for await (const file of service.chunkFiles({ workspaceRoot: root, paths: ['packages/app/src/main.ts'], includeReferences: true, lexicalOnly: false })) {
         results.push(file);
       }
       assert.equal(results.length, 1);

@@ -144,7 +144,7 @@ describe('graceful shutdown (in-process server)', () => {
       let stopped: Promise<void> | undefined;
       const names = await new Promise<string[]>((resolve, reject) => {
         const got: string[] = [];
-        const stream = client.chunkFiles({ workspaceRoot: root, paths: ['.'], includeReferences: false }, deadline());
+        const stream = client.chunkFiles({ workspaceRoot: root, paths: ['.'], includeReferences: false, lexicalOnly: false }, deadline());
         stream.on('data', (r: ChunkFilesResponse) => {
           assert.equal(r.chunkerVersion, CHUNKER_VERSION);
           got.push(r.relativePath);
@@ -244,7 +244,7 @@ describe('analysis service process', () => {
     const parentSpanId = '00f067aa0ba902b7';
     const metadata = new grpc.Metadata();
     metadata.set('traceparent', `00-${traceId}-${parentSpanId}-01`);
-    const files = await chunkFiles(client, { workspaceRoot: root, paths: ['src'], includeReferences: false }, metadata);
+    const files = await chunkFiles(client, { workspaceRoot: root, paths: ['src'], includeReferences: false, lexicalOnly: false }, metadata);
     assert.deepEqual(files.map((f) => [f.relativePath, f.status]), [
       ['src/greeter.ts', 'ok'],
       ['src/new.tsx', 'ok'],
@@ -255,8 +255,14 @@ describe('analysis service process', () => {
     assert.equal(greeter.lineCount, 14);
     assert.ok(files[2].chunks.some((c) => c.name === 'double'));
 
-    const withRefs = await chunkFiles(client, { workspaceRoot: root, paths: [path.join(root, 'src/greeter.ts')], includeReferences: true });
+    const withRefs = await chunkFiles(client, { workspaceRoot: root, paths: [path.join(root, 'src/greeter.ts')], includeReferences: true, lexicalOnly: false });
     assert.deepEqual(withRefs.map((f) => f.chunks.map((c) => c.id)), [greeter.chunks.map((c) => c.id)]);
+
+    // Lexical-only: the same chunks and sources, no embedding text, references ignored.
+    const lexical = await chunkFiles(client, { workspaceRoot: root, paths: ['src/greeter.ts'], includeReferences: true, lexicalOnly: true });
+    const strip = (c: (typeof greeter.chunks)[number]) => ({ ...c, embeddingText: '', embeddingTokenCount: 0, references: [] });
+    assert.deepEqual(lexical[0].chunks, greeter.chunks.map(strip));
+    assert.ok(greeter.chunks.every((c) => c.embeddingText.length > 0 && c.embeddingTokenCount > 0));
 
     const spans = await waitFor(
       async () => fs.readFileSync(traceFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)),
@@ -271,7 +277,7 @@ describe('analysis service process', () => {
   });
 
   it('RenderSymbols expands the requested child, collapses the rest, reports missing ids', async () => {
-    const [greeterFile] = await chunkFiles(client, { workspaceRoot: root, paths: ['src/greeter.ts'], includeReferences: false });
+    const [greeterFile] = await chunkFiles(client, { workspaceRoot: root, paths: ['src/greeter.ts'], includeReferences: false, lexicalOnly: false });
     const byName = new Map(greeterFile.chunks.map((c) => [c.name, c]));
     const cls = byName.get('Greeter')!;
     const greet = byName.get('greet')!;
@@ -300,12 +306,12 @@ describe('analysis service process', () => {
   });
 
   it('refuses bad requests with a status and keeps serving; survives a cancelled stream', async () => {
-    await assert.rejects(chunkFiles(client, { workspaceRoot: root, paths: ['../outside.ts'], includeReferences: false }), (err: grpc.ServiceError) => {
+    await assert.rejects(chunkFiles(client, { workspaceRoot: root, paths: ['../outside.ts'], includeReferences: false, lexicalOnly: false }), (err: grpc.ServiceError) => {
       assert.equal(err.code, grpc.status.INVALID_ARGUMENT);
       return true;
     });
     for (let i = 0; i < 200; i++) write(`many/f${String(i).padStart(3, '0')}.ts`, `export function f${i}(): number {\n  return ${i};\n}\n`);
-    const stream = client.chunkFiles({ workspaceRoot: root, paths: ['many'], includeReferences: false }, deadline());
+    const stream = client.chunkFiles({ workspaceRoot: root, paths: ['many'], includeReferences: false, lexicalOnly: false }, deadline());
     const outcome = await new Promise<string>((resolve) => {
       stream.on('data', () => stream.cancel());
       stream.on('error', (err: grpc.ServiceError) => resolve(grpc.status[err.code]));
@@ -313,7 +319,7 @@ describe('analysis service process', () => {
     });
     assert.equal(outcome, 'CANCELLED');
     assert.equal(await checkHealth(health, ''), 'SERVING');
-    const again = await chunkFiles(client, { workspaceRoot: root, paths: ['many/f000.ts'], includeReferences: false });
+    const again = await chunkFiles(client, { workspaceRoot: root, paths: ['many/f000.ts'], includeReferences: false, lexicalOnly: false });
     assert.equal(again[0].chunks[0].name, 'f0');
   });
 

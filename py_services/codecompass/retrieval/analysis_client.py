@@ -51,10 +51,13 @@ class AnalysisClient:
             raise self._error("ScanWorkspace", exc) from None
         return convert.scan_result_from_proto(response)
 
-    def chunk_files(self, root: str, paths: list[str], *, include_references: bool = True) -> Iterator[ChunkedFile]:
-        """Stream the chunks of `paths`, one ChunkedFile per file as the service sends them."""
+    def chunk_files(
+        self, root: str, paths: list[str], *, include_references: bool = True, lexical_only: bool = False
+    ) -> Iterator[ChunkedFile]:
+        """Stream the chunks of `paths`, one ChunkedFile per file as the service sends them.
+        `lexical_only` chunks carry no embedding text and no references."""
         request = analysis_pb2.ChunkFilesRequest(
-            workspace_root=root, paths=paths, include_references=include_references
+            workspace_root=root, paths=paths, include_references=include_references, lexical_only=lexical_only
         )
         timeout = self._timeout_s + _CHUNK_SECONDS_PER_FILE * len(paths)
         try:

@@ -286,14 +286,15 @@ class ChunkStore:
 
     def chunks_missing_vectors(self, limit: int) -> list[Chunk]:
         """Chunks still waiting for a vector, implementation files before tests (they are what
-        most queries are after)."""
+        most queries are after). Rows without embedding text (a cold index's lexical-only first
+        pass, which its full pass rewrites) are not ready for one."""
         out: list[Chunk] = []
         for is_test in ("false", "true"):
             remaining = limit - len(out)
             if remaining <= 0:
                 break
             rows = self._scan(
-                f"has_vector = false AND is_test = {is_test}",
+                f"has_vector = false AND is_test = {is_test} AND embedding_prefix != ''",
                 list(CHUNK_COLUMNS),
                 remaining,
             )

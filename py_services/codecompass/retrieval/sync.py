@@ -214,7 +214,7 @@ class Syncer:
         for call in _slices(paths, self._tuning.files_per_call):
             if self._cancel.is_set():
                 break
-            for chunked in self._analysis.chunk_files(self._root, call, include_references=False):
+            for chunked in self._analysis.chunk_files(self._root, call, lexical_only=True):
                 if chunked.status != FileStatus.SKIPPED:
                     upserts.extend(chunked.chunks)
                 if len(upserts) >= flush_at:

@@ -121,14 +121,16 @@ class ScanWorkspaceResponse(_message.Message):
     def __init__(self, files: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ..., added: _Optional[_Iterable[str]] = ..., changed: _Optional[_Iterable[str]] = ..., removed: _Optional[_Iterable[str]] = ..., skipped: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ..., duration_ms: _Optional[float] = ..., chunker_version: _Optional[str] = ...) -> None: ...
 
 class ChunkFilesRequest(_message.Message):
-    __slots__ = ("workspace_root", "paths", "include_references")
+    __slots__ = ("workspace_root", "paths", "include_references", "lexical_only")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     PATHS_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_REFERENCES_FIELD_NUMBER: _ClassVar[int]
+    LEXICAL_ONLY_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
     paths: _containers.RepeatedScalarFieldContainer[str]
     include_references: bool
-    def __init__(self, workspace_root: _Optional[str] = ..., paths: _Optional[_Iterable[str]] = ..., include_references: _Optional[bool] = ...) -> None: ...
+    lexical_only: bool
+    def __init__(self, workspace_root: _Optional[str] = ..., paths: _Optional[_Iterable[str]] = ..., include_references: _Optional[bool] = ..., lexical_only: _Optional[bool] = ...) -> None: ...
 
 class ChunkFilesResponse(_message.Message):
     __slots__ = ("relative_path", "status", "skip_reason", "diagnostics", "chunks", "content_hash", "line_count", "mtime_ns", "size_bytes", "skip_detail", "chunker_version")

@@ -101,6 +101,7 @@ class FakeAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
     def __init__(self) -> None:
         self.chunk_calls: list[list[str]] = []
         self.reference_flags: list[bool] = []
+        self.lexical_flags: list[bool] = []
         self.chunk_delay_s = 0.0
 
     def _source_files(self, root: Path) -> Iterator[tuple[str, Path]]:
@@ -159,8 +160,9 @@ class FakeAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
         root = Path(request.workspace_root)
         self.chunk_calls.append(list(request.paths))
         self.reference_flags.append(request.include_references)
+        self.lexical_flags.append(request.lexical_only)
         # Like the real service, no references are resolved unless asked for.
-        symbols = self._symbols(root) if request.include_references else {}
+        symbols = self._symbols(root) if request.include_references and not request.lexical_only else {}
         for rel in request.paths:
             time.sleep(self.chunk_delay_s)
             path = root / rel
@@ -181,6 +183,9 @@ class FakeAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
                 )
                 continue
             chunks = [self._chunk(root, rel, func, symbols) for func in parse_functions(data.decode("utf-8"))]
+            if request.lexical_only:
+                for chunk in chunks:
+                    chunk.embedding_text = ""
             yield analysis_pb2.ChunkFilesResponse(status=analysis_pb2.FILE_STATUS_OK, chunks=chunks, **common)
 
     def _chunk(self, root: Path, rel: str, func: _Func, symbols: dict[str, tuple[str, str]]) -> chunk_pb2.Chunk:
@@ -763,7 +768,8 @@ def test_large_cold_sync_writes_syntactic_chunks_first_then_embeds_only_full_tex
     _seed(harness)
     expected = sum(len(parse_functions(p.read_text())) for p in harness.root.rglob("*.ts"))
     stats = harness.index()[-1].stats
-    assert harness.analysis.reference_flags == [False, True]
+    assert harness.analysis.lexical_flags == [True, False]
+    assert harness.analysis.reference_flags[-1] is True
     assert stats.chunks_upserted == expected
     assert sorted(harness.all_rows()) == sorted(set(harness.all_rows()))
     assert len(harness.all_rows()) == expected

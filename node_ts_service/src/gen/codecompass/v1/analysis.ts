@@ -348,6 +348,13 @@ export interface ChunkFilesRequest {
   paths: string[];
   /** Resolve one-hop referenced symbols with the type checker; slower. */
   includeReferences: boolean;
+  /**
+   * Only what full-text search and rendering need: no embedding text
+   * (embedding_text empty, embedding_token_count 0) and no references
+   * (include_references is then ignored). About a quarter faster; for a
+   * first pass whose chunks a full pass replaces before any is embedded.
+   */
+  lexicalOnly: boolean;
 }
 
 /** ChunkFilesResponse carries the chunks of one file. */
@@ -1042,7 +1049,7 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
 };
 
 function createBaseChunkFilesRequest(): ChunkFilesRequest {
-  return { workspaceRoot: "", paths: [], includeReferences: false };
+  return { workspaceRoot: "", paths: [], includeReferences: false, lexicalOnly: false };
 }
 
 export const ChunkFilesRequest: MessageFns<ChunkFilesRequest> = {
@@ -1055,6 +1062,9 @@ export const ChunkFilesRequest: MessageFns<ChunkFilesRequest> = {
     }
     if (message.includeReferences !== false) {
       writer.uint32(24).bool(message.includeReferences);
+    }
+    if (message.lexicalOnly !== false) {
+      writer.uint32(32).bool(message.lexicalOnly);
     }
     return writer;
   },
@@ -1096,6 +1106,14 @@ export const ChunkFilesRequest: MessageFns<ChunkFilesRequest> = {
             message.includeReferences = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.lexicalOnly = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1121,6 +1139,11 @@ export const ChunkFilesRequest: MessageFns<ChunkFilesRequest> = {
         : isSet(object.include_references)
         ? globalThis.Boolean(object.include_references)
         : false,
+      lexicalOnly: isSet(object.lexicalOnly)
+        ? globalThis.Boolean(object.lexicalOnly)
+        : isSet(object.lexical_only)
+        ? globalThis.Boolean(object.lexical_only)
+        : false,
     };
   },
 
@@ -1135,6 +1158,9 @@ export const ChunkFilesRequest: MessageFns<ChunkFilesRequest> = {
     if (message.includeReferences !== false) {
       obj.includeReferences = message.includeReferences;
     }
+    if (message.lexicalOnly !== false) {
+      obj.lexicalOnly = message.lexicalOnly;
+    }
     return obj;
   },
 
@@ -1146,6 +1172,7 @@ export const ChunkFilesRequest: MessageFns<ChunkFilesRequest> = {
     message.workspaceRoot = object.workspaceRoot ?? "";
     message.paths = object.paths?.map((e) => e) || [];
     message.includeReferences = object.includeReferences ?? false;
+    message.lexicalOnly = object.lexicalOnly ?? false;
     return message;
   },
 };

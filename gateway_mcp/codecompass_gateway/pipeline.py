@@ -58,6 +58,7 @@ from codecompass_gateway.rewrite import (
     ChatRewriter,
     RewriteFailed,
     RewriteOutcome,
+    Rewriter,
     should_rewrite,
     vocabulary_of,
 )
@@ -100,6 +101,9 @@ class PipelineRequest:
     # True: rewrite with the LLM; None: when the heuristic or a zero-result answer calls for it;
     # False: never.
     rewrite: bool | None = None
+    # An LLM this call may rewrite with ahead of the configured endpoint: the connected MCP
+    # client's model, when its connection allows sampling.
+    rewriter: Rewriter | None = None
 
 
 @dataclass(frozen=True)
@@ -256,15 +260,17 @@ class Pipeline:
             trigger = ZERO_RESULTS
         else:
             return ranked, RewriteOutcome(requested, reason=f"not needed: {why}")
-        if self.rewriter is None:
+        rewriter = request.rewriter or self.rewriter
+        if rewriter is None:
             return ranked, RewriteOutcome(requested, trigger=trigger, reason=(
-                "no LLM source: sampling through the MCP client is not built, and no chat endpoint is "
-                "configured (CODECOMPASS_GATEWAY_REWRITE_BASE_URL and CODECOMPASS_GATEWAY_REWRITE_MODEL)"))
-        source = self.rewriter.source
+                "no LLM source: the MCP client offers no sampling (a 2025 protocol revision and the sampling "
+                "capability are needed), and no chat endpoint is configured "
+                "(CODECOMPASS_GATEWAY_REWRITE_BASE_URL and CODECOMPASS_GATEWAY_REWRITE_MODEL)"))
+        source = rewriter.source
         try:
             with self._stage(REWRITE, stage_ms):
                 vocabulary = vocabulary_of(c.result.chunk.qualified_name for c in ranked)
-                terms = self.rewriter.rewrite(request.query, vocabulary)
+                terms = rewriter.rewrite(request.query, vocabulary)
                 extra = self.retrieval.search(SearchQuery(
                     workspace_root=request.workspace_root, query=" ".join(terms.terms), filters=request.filters,
                     semantic_ratio=understood.plan.ratio_cap,

@@ -9,9 +9,10 @@ is in the hot path only then, and any failure leaves the query as given: the ans
 `metadata.rewrite` says why, the user never sees an error.
 
 Where the LLM comes from, in the issue's order:
-1. Sampling through the connected MCP client: NOT BUILT. The 2026-07-28 protocol revision
-   deprecates server-to-client sampling on new connections, and older (2025) clients offer it
-   only when they declare the capability; wiring it through the tool handlers is left for later.
+1. Sampling through the connected MCP client (`sampling.py`): the agent's own model, when the
+   connection speaks a 2025 (handshake) revision and the client declared the sampling
+   capability. The 2026-07-28 revision deprecates server-to-client sampling on new
+   connections, so a client on it is never asked.
 2. A configured OpenAI-compatible chat endpoint (`gateway.rewrite_base_url` + `rewrite_model`;
    Ollama and vLLM expose one), the key from CODECOMPASS_REWRITE_API_KEY only.
 3. Otherwise no rewrite.
@@ -24,9 +25,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -36,6 +37,7 @@ from codecompass.retrieval import query as q
 from codecompass.retrieval.query import REQUEST_WORDS, STOP_WORDS, QueryShape
 
 SOURCE_CHAT = "openai_compatible"
+SOURCE_SAMPLING = "mcp_sampling"
 FOCUS_VALUES = ("implementation", "tests", "all")
 # Why a rewrite was tried.
 FORCED, HEURISTIC, ZERO_RESULTS = "forced", "heuristic", "zero_results"
@@ -173,6 +175,31 @@ def parse_rewrite(content: str) -> RewrittenQuery:
     focus = data.get("focus")
     focus = focus.strip().lower() if isinstance(focus, str) else "all"
     return RewrittenQuery(terms=tuple(terms[:MAX_TERMS]), focus=focus if focus in FOCUS_VALUES else "all")
+
+
+class Rewriter(Protocol):
+    """An LLM source for rewriting; `source` names it in metadata.rewrite."""
+
+    source: str
+
+    def rewrite(self, query: str, vocabulary: Sequence[str]) -> RewrittenQuery: ...
+
+
+# (system prompt, user message) -> the model's text; raises RewriteFailed.
+Ask = Callable[[str, str], str]
+
+
+class SamplingRewriter:
+    """The connected MCP client's model, asked through sampling (see `sampling.py`)."""
+
+    source = SOURCE_SAMPLING
+
+    def __init__(self, ask: Ask) -> None:
+        self._ask = ask
+
+    def rewrite(self, query: str, vocabulary: Sequence[str]) -> RewrittenQuery:
+        system, user = (m["content"] for m in build_messages(query, vocabulary))
+        return parse_rewrite(self._ask(system, user))
 
 
 class ChatRewriter:

@@ -51,6 +51,8 @@ from codecompass.retrieval.state import IndexingStatus
 from codecompass_gateway import advisor, errors, tools
 from codecompass_gateway.answer import answer_to_dict, search_code_to_dict
 from codecompass_gateway.pipeline import Pipeline, PipelineRequest
+from codecompass_gateway.rewrite import Rewriter
+from codecompass_gateway.sampling import client_rewriter
 
 log = get_logger("codecompass.gateway.server")
 
@@ -181,7 +183,7 @@ class Gateway:
     @tools.tool_errors("semantic_search")
     def semantic_search(self, query: str, max_tokens: int | None, min_relevance: float | None, path: str | None,
                         kind: str | None, include_tests: bool, rewrite: bool | None,
-                        workspace: str | None) -> CallToolResult:
+                        workspace: str | None, rewriter: Rewriter | None = None) -> CallToolResult:
         root = self.workspace_for(workspace)
         if not query.strip():
             raise tools.ToolInputError("query is empty: describe the code you are looking for")
@@ -189,7 +191,7 @@ class Gateway:
         lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
         request = PipelineRequest(
             workspace_root=str(root), query=query, filters=tools.search_filters(path, kind, include_tests),
-            max_tokens=budget.selection_tokens, min_relevance=min_relevance, rewrite=rewrite,
+            max_tokens=budget.selection_tokens, min_relevance=min_relevance, rewrite=rewrite, rewriter=rewriter,
         )
         answer = self.pipeline.run(request)
         payload = answer_to_dict(answer, tools.RANKED_CODE_LINES)
@@ -199,7 +201,8 @@ class Gateway:
     @tools.tool_errors("search_code")
     def search_code(self, query: str, ref: str | None, language: str | None, limit: int,
                     semantic_ratio: float | None, confidence_threshold: float | None, rewrite: bool | None,
-                    semantic_mode: str | None, workspace: str | None) -> CallToolResult:
+                    semantic_mode: str | None, workspace: str | None,
+                    rewriter: Rewriter | None = None) -> CallToolResult:
         if not query.strip():
             raise tools.ToolInputError("query is empty: give a symbol name, a file path, an error message or a "
                                        "question")
@@ -211,7 +214,7 @@ class Gateway:
                      else confidence_threshold)
         answer = self.pipeline.run(PipelineRequest(
             workspace_root=str(root), query=query, filters=filters, semantic_ratio=semantic_ratio, select=False,
-            limit=limit, semantic_mode=semantic_mode, rewrite=rewrite,
+            limit=limit, semantic_mode=semantic_mode, rewrite=rewrite, rewriter=rewriter,
         ))
         payload = search_code_to_dict(answer, threshold=threshold, trace_id=tools.trace_id(),
                                       max_lines=tools.SNIPPET_LINES, max_line_chars=tools.SNIPPET_LINE_CHARS)
@@ -418,8 +421,9 @@ def build_server(settings: Settings, workspace: Path) -> GatewayServer:
         rewrite: Annotated[bool | None, Field(description=_REWRITE_DOC)] = None,
         workspace: WorkspaceArg = None,
     ) -> CallToolResult:
-        return gateway_of(ctx).semantic_search(query, max_tokens, min_relevance, path, kind, include_tests, rewrite,
-                                               workspace)
+        gateway = gateway_of(ctx)
+        return gateway.semantic_search(query, max_tokens, min_relevance, path, kind, include_tests, rewrite,
+                                       workspace, client_rewriter(ctx, gateway.settings.gateway.rewrite_timeout_s))
 
     @server.tool(description=SEARCH_CODE, annotations=_READ_ONLY, title="Ranked code search (protocol 1.0)")
     def search_code(
@@ -443,8 +447,10 @@ def build_server(settings: Settings, workspace: Path) -> GatewayServer:
                                                                         "from config (hybrid).")] = None,
         workspace: WorkspaceArg = None,
     ) -> CallToolResult:
-        return gateway_of(ctx).search_code(query, ref, language, limit, semantic_ratio, confidence_threshold,
-                                           rewrite, semantic_mode, workspace)
+        gateway = gateway_of(ctx)
+        return gateway.search_code(query, ref, language, limit, semantic_ratio, confidence_threshold, rewrite,
+                                   semantic_mode, workspace,
+                                   client_rewriter(ctx, gateway.settings.gateway.rewrite_timeout_s))
 
     @server.tool(description=f"{CODEBASE_TRACE}\n{_ERRORS_LINE}", annotations=_READ_ONLY, title="Trace a symbol")
     def codebase_trace(

@@ -4,6 +4,7 @@ sample workspace."""
 
 from __future__ import annotations
 
+import datetime as dt
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ from typing import Any, TypeVar
 import anyio
 import httpx
 import pytest
-from mcp import Client
+from mcp import Client, types
 from mcp.types import CallToolResult
 from mcp.types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 from tests.fixtures.gateway import gateway_env, gateway_stdio_params
@@ -147,6 +148,10 @@ def test_index_status(stack) -> None:
     assert structured["indexing_status"] == "ready" and structured["files"] >= 10
     assert structured["chunks"] == structured["embedded_chunks"] > 0 and structured["embedded_share"] == 1.0
     assert structured["embedding_model_id"] in texts(result)[0]
+    # The stack indexed this workspace moments ago: the last sync is recent and said in words too.
+    synced = dt.datetime.fromisoformat(structured["last_sync_time"])
+    assert dt.timedelta(0) <= dt.datetime.now(dt.UTC) - synced < dt.timedelta(minutes=30)
+    assert "last sync " in texts(result)[0] and " ago" in texts(result)[0]
 
 
 @pytest.mark.parametrize(("name", "arguments", "expected"), [
@@ -232,3 +237,53 @@ def test_streamable_http(stack, free_port) -> None:
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+def test_rewrite_asks_the_connected_client_s_model_on_a_2025_connection_only(stack) -> None:
+    asked: list[types.CreateMessageRequestParams] = []
+
+    async def sampling(_context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append(params)
+        terms = '{"terms": ["validateToken", "decodeJwt", "TokenService"], "focus": "implementation"}'
+        return types.CreateMessageResult(role="assistant", model="stub-model", stop_reason="endTurn",
+                                         content=types.TextContent(type="text", text=f"```json\n{terms}\n```"))
+
+    def search(mode: str) -> CallToolResult:
+        async def run() -> CallToolResult:
+            async with Client(stdio_params(stack), mode=mode, read_timeout_seconds=60,
+                              sampling_callback=sampling) as client:
+                return await client.call_tool("semantic_search", {"query": "how are tokens checked", "rewrite": True})
+
+        return anyio.run(run)
+
+    legacy = search("legacy")
+    assert not legacy.is_error, texts(legacy)
+    rewrite = legacy.structured_content["metadata"]["rewrite"]
+    assert (rewrite["applied"], rewrite["source"], rewrite["focus"]) == (True, "mcp_sampling", "implementation")
+    assert rewrite["terms"] == ["validateToken", "decodeJwt", "TokenService"]
+    assert len(asked) == 1 and "Symbols in this codebase" in asked[0].system_prompt
+    assert asked[0].messages[0].content.text == "how are tokens checked"
+    assert any("validateToken" in t for t in texts(legacy))
+
+    # The 2026-07-28 revision deprecates sampling on new connections: that client is never asked.
+    modern = search("auto")
+    assert not modern.is_error, texts(modern)
+    rewrite = modern.structured_content["metadata"]["rewrite"]
+    assert rewrite["applied"] is False and "no LLM source" in rewrite["reason"] and len(asked) == 1
+
+
+def test_a_client_that_refuses_sampling_leaves_the_query_as_given(stack) -> None:
+    async def refuse(_context: Any, _params: types.CreateMessageRequestParams) -> types.ErrorData:
+        return types.ErrorData(code=-1, message="the user declined")
+
+    async def run() -> CallToolResult:
+        async with Client(stdio_params(stack), mode="legacy", read_timeout_seconds=60,
+                          sampling_callback=refuse) as client:
+            return await client.call_tool("semantic_search", {"query": "how are tokens checked", "rewrite": True})
+
+    result = anyio.run(run)
+    assert not result.is_error, texts(result)
+    rewrite = result.structured_content["metadata"]["rewrite"]
+    assert (rewrite["applied"], rewrite["source"]) == (False, "mcp_sampling")
+    assert rewrite["reason"].startswith("client_error:") and "the user declined" in rewrite["reason"]
+    assert result.structured_content["results"]

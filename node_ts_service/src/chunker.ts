@@ -22,7 +22,7 @@ import type { Chunk, Language, SymbolReference } from './types';
  * embedding text change for the same input, so indexes built with an older
  * chunker are rebuilt instead of mixing two formats.
  */
-export const CHUNKER_VERSION = '3';
+export const CHUNKER_VERSION = '4';
 
 export interface ChunkInput {
   absolutePath: string;

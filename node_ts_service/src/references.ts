@@ -71,18 +71,35 @@ function limit(text: string): string {
   return text.length <= SIGNATURE_LIMIT ? text : `${text.slice(0, SIGNATURE_LIMIT - 1)}…`;
 }
 
-// `import("/home/me/app/node_modules/x/index").Foo`: the checker qualifies a
-// type it cannot name in scope with its file's absolute path.
-const IMPORT_TYPE_QUALIFIER = /\bimport\(\s*(["'])[^"'\n]*\1\s*\)\./g;
+// The checker names a file it cannot name in scope by its absolute path:
+// `import("/home/me/app/node_modules/x/index").Foo` qualifies a type,
+// `typeof import("/home/me/app/src/mod")` is the type of a module itself.
+const IMPORT_TYPE = /\bimport\(\s*(["'])([^"'\n]*)\1\s*\)(\.)?/g;
+const ABSOLUTE_PATH = /^(\/|[A-Za-z]:[\\/])/;
+
+/** A module path as the checker prints it, without the machine's part. */
+function portableModulePath(modulePath: string, workspaceRoot: string): string {
+  if (!ABSOLUTE_PATH.test(modulePath)) return modulePath;
+  const inWorkspace = workspacePath(workspaceRoot, modulePath);
+  if (inWorkspace !== undefined) return inWorkspace;
+  const posix = modulePath.replace(/\\/g, '/');
+  const packageStart = posix.lastIndexOf('/node_modules/');
+  return packageStart >= 0 ? posix.slice(packageStart + '/node_modules/'.length) : path.posix.basename(posix);
+}
 
 /**
  * Text that may carry machine paths (checker type strings, error messages)
  * made machine-independent: `import("…")` qualifiers are dropped (the type
- * name stays), then any remaining mention of the workspace root becomes
+ * name stays), a module's own `import("…")` keeps a workspace-relative or
+ * package path, then any remaining mention of the workspace root becomes
  * workspace-relative. Chunks are indexed and may move between machines.
  */
 export function withoutMachinePaths(text: string, workspaceRoot: string): string {
-  let out = text.includes('import(') ? text.replace(IMPORT_TYPE_QUALIFIER, '') : text;
+  let out = text.includes('import(')
+    ? text.replace(IMPORT_TYPE, (_m, quote: string, modulePath: string, qualifier: string | undefined) =>
+        qualifier ? '' : `import(${quote}${portableModulePath(modulePath, workspaceRoot)}${quote})`,
+      )
+    : text;
   if (workspaceRoot !== '' && out.includes(workspaceRoot)) {
     const root = workspaceRoot.replace(/[\\/]+$/, '');
     out = out.split(`${root}/`).join('').split(`${root}\\`).join('').split(root).join('.');
@@ -90,6 +107,7 @@ export function withoutMachinePaths(text: string, workspaceRoot: string): string
   return out;
 }
 
+/** A declaration's one-line signature, uncut: the caller removes machine paths before cutting, so none is left half. */
 function renderSignature(
   checker: ts.TypeChecker,
   decl: ts.Declaration,
@@ -99,19 +117,19 @@ function renderSignature(
   const sf = decl.getSourceFile();
   if (ts.isInterfaceDeclaration(decl) || ts.isTypeAliasDeclaration(decl) || ts.isEnumDeclaration(decl)) {
     const head = sf.text.slice(decl.getStart(sf), Math.min(decl.end, decl.getStart(sf) + 2000));
-    return limit(compact(head.replace(/\/\*[\s\S]*?\*\/|\/\/[^\n]*/g, '')));
+    return compact(head.replace(/\/\*[\s\S]*?\*\/|\/\/[^\n]*/g, ''));
   }
-  if (chunk && chunk.kind !== 'variable') return limit(chunk.signature);
+  if (chunk && chunk.kind !== 'variable') return chunk.signature;
   if (ts.isVariableDeclaration(decl) || ts.isParameter(decl) || ts.isPropertyDeclaration(decl) || ts.isBindingElement(decl)) {
     const typed = (decl as ts.VariableDeclaration).type;
     const type = typed ? compact(sf.text.slice(typed.getStart(sf), typed.end)) : checker.typeToString(checker.getTypeOfSymbolAtLocation(symbol, decl));
     const keyword = ts.isVariableDeclaration(decl) ? `${variableKeyword(decl)} ` : '';
-    return limit(`${keyword}${symbol.name}: ${type}`);
+    return `${keyword}${symbol.name}: ${type}`;
   }
-  if (chunk) return limit(chunk.signature);
+  if (chunk) return chunk.signature;
   const start = decl.getStart(sf);
   const newline = sf.text.indexOf('\n', start);
-  return limit(compact(sf.text.slice(start, newline < 0 || newline > decl.end ? decl.end : newline)));
+  return compact(sf.text.slice(start, newline < 0 || newline > decl.end ? decl.end : newline));
 }
 
 /**
@@ -175,7 +193,9 @@ export function resolveReferences(sym: SymbolNode, ctx: ReferenceContext): Symbo
   };
   const toReference = (symbol: ts.Symbol, viaProperty: boolean): SymbolReference | undefined => {
     const decl = symbol.declarations?.[0];
-    if (!decl) return undefined;
+    // A whole module (`import * as m`, `require('./m')`): the checker names it by its absolute
+    // path, and the Dependencies line already names it by its specifier.
+    if (!decl || ts.isSourceFile(decl)) return undefined;
     const declFile = decl.getSourceFile();
     if (declFile === sf && decl.pos >= sym.start && decl.end <= sym.end) return undefined;
     // Default lib files (lib.*.d.ts) carry no-default-lib; they are never workspace code,
@@ -190,7 +210,7 @@ export function resolveReferences(sym: SymbolNode, ctx: ReferenceContext): Symbo
     if (chunk === sym) return undefined;
     return {
       name: chunk ? chunk.qualifiedName : symbol.name,
-      signature: withoutMachinePaths(renderSignature(checker, decl, symbol, chunk), ctx.workspaceRoot),
+      signature: limit(withoutMachinePaths(renderSignature(checker, decl, symbol, chunk), ctx.workspaceRoot)),
       relativePath: rel,
       chunkId: chunk ? chunk.id : '',
     };

@@ -284,6 +284,20 @@ describe('machine paths', () => {
     assert.equal(withoutMachinePaths('cannot read /home/me/app/src/a.ts', '/home/me/app'), 'cannot read src/a.ts');
   });
 
+  it('keeps a module type, by its workspace or package path', () => {
+    assert.equal(
+      withoutMachinePaths('const m: typeof import("/home/me/app/src/schema/builders")', '/home/me/app'),
+      'const m: typeof import("src/schema/builders")',
+    );
+    // A monorepo's hoisted packages lie outside the workspace root.
+    assert.equal(
+      withoutMachinePaths('Promise<typeof import("/home/me/mono/node_modules/@types/dep/index")>', '/home/me/mono/packages/app'),
+      'Promise<typeof import("@types/dep/index")>',
+    );
+    assert.equal(withoutMachinePaths('typeof import("C:\\src\\shared\\util")', 'D:\\app'), 'typeof import("util")');
+    assert.equal(withoutMachinePaths('typeof import("fs")', '/w'), 'typeof import("fs")');
+  });
+
   it('leaves the workspace path out of every chunk field, references included', () => {
     const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cc-abs-')));
     try {
@@ -296,10 +310,13 @@ describe('machine paths', () => {
       const mainText = [
         "import { make } from 'dep';",
         "import { Shape } from './shape';",
+        // The checker names a namespace import's module, and the module's type, by its absolute path.
+        "import * as shapes from './shape';",
         'export const widget = make();',
         'export const shape = new Shape();',
+        'export const shapeModule = shapes;',
         'export function measure() {',
-        '  return widget.size + shape.area();',
+        '  return widget.size + shape.area() + new shapes.Shape().area() + new shapeModule.Shape().area();',
         '}',
         "app.get('/size', (req, res) => {",
         '  res.json(measure());',
@@ -324,6 +341,10 @@ describe('machine paths', () => {
       const widget = measure.references.find((r) => r.name === 'widget');
       assert.ok(widget, JSON.stringify(measure.references));
       assert.equal(widget.signature, 'const widget: Widget');
+      assert.equal(measure.references.find((r) => r.name === 'shapeModule')?.signature, 'const shapeModule: typeof import("src/shape")');
+      // The module itself is no reference: the Dependencies line names it by its specifier.
+      assert.ok(measure.references.every((r) => r.chunkId !== '' || !r.name.startsWith('"')), JSON.stringify(measure.references));
+      assert.ok(measure.embeddingText.includes('\nDependencies: ./shape\n'), measure.embeddingText);
       const serialized = JSON.stringify(out);
       assert.ok(!serialized.includes(root), 'no chunk field holds the workspace path');
       assert.ok(!serialized.includes(os.tmpdir()), 'nor the temp dir');

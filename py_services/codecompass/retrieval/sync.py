@@ -22,6 +22,7 @@ import numpy as np
 
 from codecompass.common.chunks import Chunk
 from codecompass.common.logging import get_logger
+from codecompass.common.testcode import is_test_path
 from codecompass.retrieval.analysis_client import AnalysisClient
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, signature_digest
 from codecompass.retrieval.embed_client import EmbeddingClient, EmbeddingFailed
@@ -163,7 +164,8 @@ class Syncer:
         self._planned()
         # Only files never indexed: rewriting indexed ones without vectors would defeat the
         # snippet-hash vector reuse of the pass that follows.
-        unindexed = [p for p in to_chunk if p not in entries]
+        # Implementation before tests: the first rows searchable are what most queries are after.
+        unindexed = sorted((p for p in to_chunk if p not in entries), key=is_test_path)
         if len(unindexed) >= self._tuning.lexical_first_min_files:
             self._write_lexical_first(unindexed)
             # Their rows now exist without catalog entries; like an interrupted sync's, the

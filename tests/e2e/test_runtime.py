@@ -46,7 +46,7 @@ def test_up_status_chunks_down(state_dir: Path, sample_workspace: Path) -> None:
         assert rows[name]["state"] == "running" and rows[name]["health"] == "SERVING"
 
     again = _cli(state_dir, "up")
-    assert again.returncode == 0 and "already up" in again.stdout
+    assert again.returncode == 0 and "already running" in again.stdout
 
     chunks = _cli(state_dir, "chunks", str(sample_workspace), "--json")
     assert chunks.returncode == 0, chunks.stderr

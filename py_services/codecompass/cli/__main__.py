@@ -11,7 +11,7 @@ from codecompass_gateway.__main__ import SERVICE_NAME as GATEWAY_SERVICE_NAME
 from codecompass_gateway.__main__ import add_server_arguments
 
 from codecompass.cli import commands
-from codecompass.cli.errors import EXIT_USAGE, CliError
+from codecompass.cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import RERANK_PROVIDERS, ConfigError, load_settings
 from codecompass.common.logging import configure_logging
@@ -51,8 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workspace", help="workspace this runtime is for (recorded; shown by `status`)")
     p.set_defaults(handler=commands.cmd_up)
 
-    p = sub.add_parser("down", help="stop the local services")
+    p = sub.add_parser("down", help="stop every local service process of this state dir (indexes are kept)")
+    p.add_argument("--purge", action="store_true", help="also delete every index in the state dir")
     p.set_defaults(handler=commands.cmd_down)
+
+    p = sub.add_parser("gc", help="list the indexes with size and workspace; remove those of deleted workspaces")
+    p.add_argument("--dry-run", action="store_true", help="only list; remove nothing")
+    p.set_defaults(handler=commands.cmd_gc)
 
     p = sub.add_parser("status", help="show the local services and their health")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -138,6 +143,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("codecompass: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:
+        # A file the command needed (state dir, log, workspace) could not be used: say which.
+        where = f"{exc.filename}: " if exc.filename else ""
+        # mkdir's "File exists" hides the actual problem.
+        problem = ("a file stands where a folder is needed" if isinstance(exc, FileExistsError | NotADirectoryError)
+                   else exc.strerror or str(exc))
+        print(f"codecompass: {where}{problem}", file=sys.stderr)
+        return EXIT_FAILURE
     finally:
         # Flush rather than shut down: main() also runs in-process (tests), and
         # the SDK's own exit hook shuts the provider down when the process ends.

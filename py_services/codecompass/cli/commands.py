@@ -18,10 +18,21 @@ from codecompass_gateway.pipeline import Pipeline, PipelineAnswer, PipelineReque
 from codecompass.cli import clients, render
 from codecompass.cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError, service_errors
 from codecompass.cli.progress import ProgressReporter
-from codecompass.cli.runtime import down, read_state, service_address, service_rows, state_path, up
+from codecompass.cli.runtime import (
+    STATE_FILE,
+    down,
+    gc,
+    orphan_rows,
+    read_state,
+    service_address,
+    service_rows,
+    state_locked,
+    state_path,
+    up,
+)
 from codecompass.cli.workspace import resolve_target, workspace_dir
 from codecompass.common.chunks import NodeKind
-from codecompass.common.config import Settings, documented_settings, redacted
+from codecompass.common.config import CHECKOUT_ROOT, Settings, documented_settings, redacted
 from codecompass.retrieval.filters import Filters
 from codecompass.selection.model import QueryFocus
 
@@ -42,21 +53,43 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
-    down(settings, say=_out)
+    down(settings, say=_out, purge=args.purge)
+    return 0
+
+
+def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
+    gc(settings, dry_run=args.dry_run, say=_out)
     return 0
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     rows = service_rows(settings)
+    orphans = orphan_rows(settings)
     state = read_state(settings)
     workspace = state.workspace if state is not None else None
+    busy = state_locked(settings)
     if args.json:
-        _out(json.dumps({"state_file": str(state_path(settings)), "workspace": workspace, "services": rows}))
+        _out(json.dumps({"checkout": str(CHECKOUT_ROOT), "state_dir": str(settings.state_dir),
+                         "state_file": str(state_path(settings)), "workspace": workspace,
+                         "changing": busy, "services": rows, "orphans": orphans}))
     else:
-        for line in render.status_lines(rows):
+        # Which tool and which services: another checkout has its own state dir and services.
+        _out(f"checkout: {CHECKOUT_ROOT}")
+        _out(f"state:    {settings.state_dir}")
+        for line in render.status_lines(rows + orphans):
             _out(line)
         if workspace:
             _out(f"workspace: {workspace}")
+        if orphans:
+            _out(f"orphans (processes of this state dir that runtime.json does not name): {len(orphans)}; "
+                 "`codecompass down` stops them")
+        if busy:
+            _out("a codecompass up/down/gc is running on this state dir; the services may be changing")
+        # Versions before the per-checkout default kept one state dir per user: the parent of ours.
+        legacy = settings.state_dir.parent / STATE_FILE
+        if legacy.is_file():
+            _out(f"note: {legacy} is an older shared runtime; "
+                 f"`CODECOMPASS_STATE_DIR={legacy.parent} codecompass down` stops its services")
     started = [row for row in rows if row["state"] != "not started"]
     return 0 if started and all(row["health"] == "SERVING" for row in started) else EXIT_FAILURE
 

@@ -4,6 +4,11 @@ A service writes ``LISTENING host:port`` on stdout once bound; stdout and
 stderr both go to its log file (a pipe would break the service with EPIPE
 once `codecompass up` exits), so the launcher finds the line by reading the
 log file.
+
+Every service `codecompass up` starts carries two environment variables naming the state dir
+and the service it belongs to. The kernel keeps a process's initial environment readable in
+/proc/<pid>/environ, so `down` and `status` find every process of a state dir, including
+one whose pid never reached runtime.json (an `up` killed between spawn and write).
 """
 
 from __future__ import annotations
@@ -21,27 +26,32 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 _LISTENING = re.compile(r"^LISTENING (\S+:\d+)\s*$", re.MULTILINE)
+RUNTIME_DIR_ENV = "CODECOMPASS_RUNTIME_DIR"
+RUNTIME_SERVICE_ENV = "CODECOMPASS_RUNTIME_SERVICE"
 
 
 class StartError(Exception):
-    """A service did not come up; carries the tail of its log."""
+    """A service did not come up; carries where this start's part of its log begins."""
 
-    def __init__(self, service: str, reason: str, log_path: Path | None) -> None:
+    def __init__(self, service: str, reason: str, log_path: Path | None, log_offset: int = 0) -> None:
         self.service = service
         self.reason = reason
         self.log_path = log_path
+        # Earlier runs' lines explain earlier failures; only what this start appended counts.
+        self.log_offset = log_offset
         super().__init__(f"{service}: {reason}")
 
-    def log_tail(self, lines: int = 30) -> str:
-        return tail(self.log_path, lines) if self.log_path is not None else ""
+    def log_tail(self, lines: int = 20) -> str:
+        return tail(self.log_path, lines, self.log_offset) if self.log_path is not None else ""
 
 
-def tail(path: Path, lines: int = 30) -> str:
+def tail(path: Path, lines: int = 30, offset: int = 0) -> str:
+    """The last lines of a file, from ``offset`` on."""
     try:
         with open(path, "rb") as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
-            handle.seek(max(0, size - 64 * 1024))
+            handle.seek(max(offset, size - 64 * 1024))
             data = handle.read().decode("utf-8", "replace")
     except OSError:
         return ""
@@ -75,9 +85,9 @@ def wait_for_listening(name: str, process: subprocess.Popen, log_path: Path, off
             return match.group(1)
         code = process.poll()
         if code is not None:
-            raise StartError(name, f"exited with code {code} before listening", log_path)
+            raise StartError(name, f"exited with code {code} before listening", log_path, offset)
         if time.monotonic() > deadline:
-            raise StartError(name, f"did not print LISTENING within {timeout:.0f}s", log_path)
+            raise StartError(name, f"did not print LISTENING within {timeout:.0f}s", log_path, offset)
         time.sleep(0.05)
 
 
@@ -95,7 +105,7 @@ def health_status(address: str, service: str, timeout: float) -> str:
 
 
 def wait_until_serving(name: str, process: subprocess.Popen, address: str, health_service: str,
-                       log_path: Path, timeout: float) -> None:
+                       log_path: Path, timeout: float, log_offset: int = 0) -> None:
     deadline = time.monotonic() + timeout
     last = "UNREACHABLE"
     while True:
@@ -104,9 +114,9 @@ def wait_until_serving(name: str, process: subprocess.Popen, address: str, healt
             return
         code = process.poll()
         if code is not None:
-            raise StartError(name, f"exited with code {code} while warming up", log_path)
+            raise StartError(name, f"exited with code {code} while warming up", log_path, log_offset)
         if time.monotonic() > deadline:
-            raise StartError(name, f"not SERVING after {timeout:.0f}s (health: {last})", log_path)
+            raise StartError(name, f"not SERVING after {timeout:.0f}s (health: {last})", log_path, log_offset)
         time.sleep(0.1)
 
 
@@ -146,6 +156,34 @@ def pid_runs(pid: int, argv: Sequence[str]) -> bool:
         return True  # no /proc (macOS): liveness is the best available check
     # The script or module name is enough: a recycled pid running it is not plausible.
     return argv[-1] in [part.decode("utf-8", "replace") for part in cmdline]
+
+
+def marked_processes(state_dir: Path) -> dict[int, str]:
+    """{pid: service} of every live process started for ``state_dir`` (empty without /proc).
+
+    Processes of other users cannot be read and are not ours to stop, so they are passed over.
+    """
+    wanted = f"{RUNTIME_DIR_ENV}={state_dir}".encode()
+    prefix = f"{RUNTIME_SERVICE_ENV}=".encode()
+    found: dict[int, str] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if wanted not in environ:
+            continue
+        service = next((item[len(prefix):].decode("utf-8", "replace") for item in environ
+                        if item.startswith(prefix)), "?")
+        if pid_alive(int(entry)):
+            found[int(entry)] = service
+    return found
 
 
 def signal_pid(pid: int, sig: signal.Signals) -> None:

@@ -11,10 +11,10 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-NODE_ENTRY = REPO_ROOT / "node_ts_service" / "dist" / "src" / "main.js"
+from codecompass.common.config import CHECKOUT_ROOT
+
+NODE_ENTRY = CHECKOUT_ROOT / "node_ts_service" / "dist" / "src" / "main.js"
 
 
 class ServiceUnavailable(Exception):

@@ -13,6 +13,7 @@ leads people to believe the file is the place for it.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import os
@@ -31,6 +32,11 @@ REWRITE_API_KEY_ENV = "CODECOMPASS_REWRITE_API_KEY"
 # Seed 004: `off` never calls the embedding service (nor a model reranker), `rerank_only` builds
 # no vectors but may rerank with a model, `hybrid` blends lexical and vector search.
 SEMANTIC_MODES = ("off", "rerank_only", "hybrid")
+# Only the levels every service accepts: the Node analysis service knows no CRITICAL, and a
+# level that passes `codecompass config` must not stop `up` later.
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+# The checkout (or installed copy) of the tool this code runs from: its services, its state.
+CHECKOUT_ROOT = Path(__file__).resolve().parents[3]
 _REDACTED = "***"
 
 
@@ -162,6 +168,7 @@ class GatewaySettings:
 @dataclass(frozen=True)
 class Settings:
     state_dir: Path
+    log_level: str = "INFO"
     analysis_addr: str = "127.0.0.1:50051"
     embedding_addr: str = "127.0.0.1:50052"
     retrieval_addr: str = "127.0.0.1:50053"
@@ -290,6 +297,28 @@ def _parse_path(value: Any, source: str) -> Path:
     return Path(text).expanduser()
 
 
+def _parse_state_dir(value: Any, source: str) -> Path:
+    # Resolved once, so every process (and `down`, matching its services by it) sees one path.
+    path = _parse_path(value, source).resolve()
+    try:
+        existing = next(p for p in (path, *path.parents) if p.exists())
+        is_dir = existing.is_dir()
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot use {path} ({exc.strerror})") from None
+    if not is_dir:
+        where = "" if existing == path else f" ({existing} is a file)"
+        raise ConfigError(f"{source}: {path} is not a folder{where}")
+    return path
+
+
+def parse_log_level(value: Any, source: str) -> str:
+    name = _parse_str(value, source).strip().upper()
+    name = "WARNING" if name == "WARN" else name
+    if name not in LOG_LEVELS:
+        raise ConfigError(f"{source}: must be one of {', '.join(LOG_LEVELS)}; got {value!r}")
+    return name
+
+
 def _parse_storage_options(value: Any, source: str) -> dict[str, str]:
     if isinstance(value, str):
         try:
@@ -313,8 +342,11 @@ class _Field:
 
 
 _FIELDS: tuple[_Field, ...] = (
-    _Field("state_dir", "CODECOMPASS_STATE_DIR", "state_dir", _parse_path,
-           "Runtime state: addresses, pids, logs, indexes (default ~/.local/state/codecompass)"),
+    _Field("state_dir", "CODECOMPASS_STATE_DIR", "state_dir", _parse_state_dir,
+           "Runtime state: addresses, pids, logs, indexes (default: one folder per user and checkout, "
+           "$XDG_STATE_HOME/codecompass/<checkout>-<hash>, XDG_STATE_HOME defaulting to ~/.local/state)"),
+    _Field("log_level", "LOG_LEVEL", None, parse_log_level,
+           f"Log level of every service: {', '.join(LOG_LEVELS)} (WARN is WARNING)"),
     _Field("analysis_addr", "ANALYSIS_ADDR", "analysis_addr", _parse_addr,
            "Address clients use for the analysis service"),
     _Field("embedding_addr", "EMBEDDING_ADDR", "embedding_addr", _parse_addr,
@@ -464,19 +496,51 @@ def default_config_path(env: Mapping[str, str]) -> Path:
 
 
 def _default_state_dir(env: Mapping[str, str]) -> Path:
-    return Path(env.get("HOME", str(Path.home()))) / ".local" / "state" / "codecompass"
+    # Per checkout as well as per user: two checkouts sharing one folder would each drive the
+    # other's services. The folder name keeps the checkout's name readable; the hash tells
+    # two checkouts of the same name apart.
+    xdg = Path(env.get("XDG_STATE_HOME") or "relative")
+    # The XDG spec says a relative XDG_STATE_HOME is invalid and to be ignored.
+    base = xdg if xdg.is_absolute() else Path(env.get("HOME", str(Path.home()))) / ".local" / "state"
+    digest = hashlib.sha256(str(CHECKOUT_ROOT).encode("utf-8")).hexdigest()[:8]
+    return (base / "codecompass" / f"{CHECKOUT_ROOT.name}-{digest}").resolve()
 
 
-def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+_SECTIONS = frozenset(key.rpartition(".")[0] for key in _YAML_KEYS if "." in key)
+
+
+def _flatten(data: Mapping[str, Any], path: Path, prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in data.items():
         dotted = f"{prefix}{key}"
         # storage_options is itself a mapping value, not a section to descend into.
         if isinstance(value, Mapping) and dotted not in _YAML_KEYS:
-            flat.update(_flatten(value, f"{dotted}."))
+            flat.update(_flatten(value, path, f"{dotted}."))
+        elif dotted in _SECTIONS:
+            if value is None:  # an empty section, e.g. `embedding:` with its settings commented out
+                continue
+            raise ConfigError(f"config file {path}: {dotted} must be a mapping of settings, "
+                              f"got {_yaml_type(value)}")
         else:
             flat[dotted] = value
     return flat
+
+
+_YAML_TYPES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list"}
+
+
+def _yaml_type(value: Any) -> str:
+    return _YAML_TYPES.get(type(value), f"a {type(value).__name__}")
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line for a YAML error (its str() spans several lines and quotes the file)."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"{exc.problem} at line {mark.line + 1}, column {mark.column + 1}"
+    if isinstance(exc, yaml.reader.ReaderError) and isinstance(exc.character, int):
+        return f"{exc.reason} (U+{exc.character:04X} at offset {exc.position})"
+    return " ".join(str(exc).split())
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -485,15 +549,18 @@ def read_config_file(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"config file {path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
+                          f"at offset {exc.start}); expected YAML") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path}: invalid YAML ({exc})") from None
+        raise ConfigError(f"config file {path}: invalid YAML: {_yaml_problem(exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, Mapping):
-        raise ConfigError(f"config file {path}: top level must be a mapping")
-    flat = _flatten(data)
+        raise ConfigError(f"config file {path}: top level must be a mapping of settings, got {_yaml_type(data)}")
+    flat = _flatten(data, path)
     for key in flat:
         if key in _SECRET_YAML_KEYS:
             raise ConfigError(
@@ -533,11 +600,19 @@ def load_settings_from_environ(env: Mapping[str, str]) -> Settings:
     explicit = env.get("CODECOMPASS_CONFIG")
     if explicit:
         path = Path(explicit).expanduser()
-        if not path.is_file():
+        if not _exists(path):
             raise ConfigError(f"CODECOMPASS_CONFIG: no such file {path}")
         return settings_from(env, read_config_file(path))
     path = default_config_path(env)
-    return settings_from(env, read_config_file(path) if path.is_file() else None)
+    return settings_from(env, read_config_file(path) if _exists(path) else None)
+
+
+def _exists(path: Path) -> bool:
+    # A path that cannot even be looked at counts as there, so reading it names the real problem.
+    try:
+        return path.exists()
+    except OSError:
+        return True
 
 
 @functools.cache

@@ -15,10 +15,9 @@ import sys
 import time
 from typing import Any, TextIO
 
-from codecompass.common.config import API_KEY_ENV, ConfigError
+from codecompass.common.config import API_KEY_ENV, parse_log_level
 from codecompass.common.telemetry import current_trace_ids
 
-LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 SECRET_ENV_VARS = (API_KEY_ENV,)
 _SECRET_FIELD_MARKERS = ("api_key", "apikey", "authorization", "password", "secret", "access_token")
 _REDACTED = "***"
@@ -63,16 +62,11 @@ def _looks_secret(field_name: str) -> bool:
 
 
 def _resolve_level(level: str | None) -> int:
+    # Services set up logging before they load their settings (so a bad setting is logged),
+    # hence LOG_LEVEL is read here, with the parser the settings use.
     if level is not None:
-        name, source = level, "level"
-    else:
-        name, source = os.environ.get("LOG_LEVEL", "INFO"), "LOG_LEVEL"
-    name = name.strip().upper()
-    if name == "WARN":
-        name = "WARNING"
-    if name not in LEVELS:
-        raise ConfigError(f"{source}: must be one of {', '.join(LEVELS)}; got {name!r}")
-    return getattr(logging, name)
+        return getattr(logging, parse_log_level(level, "level"))
+    return getattr(logging, parse_log_level(os.environ.get("LOG_LEVEL", "INFO"), "LOG_LEVEL"))
 
 
 def configure_logging(service_name: str, level: str | None = None, *, stream: TextIO | None = None) -> None:

@@ -24,9 +24,9 @@ from codecompass.retrieval.indexer import RetrievalEngine
 
 def main() -> int:
     init_telemetry("codecompass-retrieval")
-    configure_logging("codecompass-retrieval")
     log = get_logger("codecompass.retrieval")
     try:
+        configure_logging("codecompass-retrieval")
         settings = load_settings()
     except ConfigError as exc:
         log.error("invalid configuration: %s", exc)

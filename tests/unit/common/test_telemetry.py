@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import grpc
@@ -14,7 +15,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from codecompass.common.serving import ServiceSpec, start_server
-from codecompass.common.telemetry import JsonLinesSpanExporter, current_trace_ids, traced_channel, tracer
+from codecompass.common.telemetry import (
+    LIBRARY_TELEMETRY_OFF,
+    JsonLinesSpanExporter,
+    current_trace_ids,
+    disable_library_telemetry,
+    traced_channel,
+    tracer,
+)
 
 SERVICE = "test.Trace"
 
@@ -117,3 +125,11 @@ def test_json_lines_file_matches_the_shared_schema(tmp_path: Path) -> None:
     assert len(inner["trace_id"]) == 32 and len(inner["span_id"]) == 16
     assert inner["attributes"] == {"k": 1}
     assert outer_record["start_ns"] <= inner["start_ns"] <= inner["end_ns"] <= outer_record["end_ns"]
+
+
+def test_library_telemetry_is_off_even_when_the_shell_turned_it_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert LIBRARY_TELEMETRY_OFF["ORT_DISABLE_TELEMETRY"] == "1"
+    for name in LIBRARY_TELEMETRY_OFF:
+        monkeypatch.setenv(name, "0")
+    disable_library_telemetry()
+    assert {name: os.environ[name] for name in LIBRARY_TELEMETRY_OFF} == LIBRARY_TELEMETRY_OFF

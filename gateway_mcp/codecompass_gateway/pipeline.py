@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
-from codecompass.clients.errors import UNAVAILABLE, ServiceError
+from codecompass.clients.errors import INVALID, UNAVAILABLE, ServiceError
 from codecompass.clients.rerank import RerankClient
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.clients.selection import SelectionClient
@@ -169,6 +169,10 @@ class Pipeline:
                     with self._stage(SYNC, stage_ms):
                         sync = self._sync(request)
                 except ServiceError as exc:
+                    if exc.kind == INVALID:
+                        # A workspace the service will not index (`/`, the home folder, one far
+                        # above the size limits): an empty "not indexed" answer would hide why.
+                        raise
                     # An unreachable retrieval service fails the search that follows, which
                     # says so itself; one warning per outage is enough.
                     skipped[SYNC] = self._failed(SYNC, exc, quiet=exc.kind == UNAVAILABLE)

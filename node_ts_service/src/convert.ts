@@ -57,6 +57,10 @@ const SKIP_REASON_TO_PB: Record<SkipReason, pb.SkipReason> = {
   vanished: pb.SkipReason.SKIP_REASON_VANISHED,
   outside_workspace: pb.SkipReason.SKIP_REASON_OUTSIDE_WORKSPACE,
   symlink_loop: pb.SkipReason.SKIP_REASON_SYMLINK_LOOP,
+  ignored: pb.SkipReason.SKIP_REASON_IGNORED,
+  nested_repository: pb.SkipReason.SKIP_REASON_NESTED_REPOSITORY,
+  declaration_file: pb.SkipReason.SKIP_REASON_DECLARATION_FILE,
+  excluded: pb.SkipReason.SKIP_REASON_EXCLUDED,
 };
 const SKIP_REASON_FROM_PB = invert(SKIP_REASON_TO_PB);
 
@@ -127,7 +131,12 @@ export function fileEntryFromPb(entry: pb.FileEntry): FileEntry {
 }
 
 export function skippedFileToPb(skipped: SkippedFile): pb.SkippedFile {
-  return { relativePath: skipped.relativePath, reason: SKIP_REASON_TO_PB[skipped.reason], detail: skipped.detail };
+  return {
+    relativePath: skipped.relativePath,
+    reason: SKIP_REASON_TO_PB[skipped.reason],
+    detail: skipped.detail,
+    folder: skipped.folder ?? false,
+  };
 }
 
 export function skippedFileFromPb(skipped: pb.SkippedFile): SkippedFile {
@@ -135,6 +144,7 @@ export function skippedFileFromPb(skipped: pb.SkippedFile): SkippedFile {
     relativePath: skipped.relativePath,
     reason: fromTable(SKIP_REASON_FROM_PB, skipped.reason, 'SkipReason'),
     detail: skipped.detail,
+    ...(skipped.folder ? { folder: true } : {}),
   };
 }
 

@@ -39,10 +39,11 @@ const LANGUAGE_BY_EXTENSION: Record<string, Language> = {
 };
 
 /**
- * Declaration files (.d.ts, .d.mts, .d.cts) are left out of the catalog:
- * they hold signatures only, duplicate the symbols of the sources they
- * describe (or of dependencies), and the type checker still reads them when
- * resolving references.
+ * Declaration files (.d.ts, .d.mts, .d.cts) are left out of the catalog (the
+ * scan lists them as skipped, reason declaration_file): they hold signatures
+ * only, duplicate the symbols of the sources they describe (or of
+ * dependencies), and the type checker still reads them when resolving
+ * references.
  */
 export function isDeclarationFile(fileName: string): boolean {
   return /\.d\.[cm]?ts$/i.test(fileName) || /\.d\.[^.]+\.ts$/i.test(fileName);

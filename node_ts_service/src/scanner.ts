@@ -3,8 +3,8 @@
 // which is what keeps a no-change re-scan of 10k files far under a second.
 import * as path from 'node:path';
 import ignore, { type Ignore } from 'ignore';
-import { type FsOps, isSourceFileName, languageOf, loadSource, realFs, skipForError } from './fileio';
-import type { FileEntry, ScanResult, SkippedFile } from './types';
+import { type FsOps, isDeclarationFile, isSourceFileName, languageOf, loadSource, realFs, skipForError } from './fileio';
+import type { FileEntry, ScanResult, SkipReason, SkippedFile } from './types';
 
 /** Directories that hold dependencies, build output or VCS data, never sources worth indexing. */
 export const DEFAULT_EXCLUDES: readonly string[] = [
@@ -23,6 +23,28 @@ export const DEFAULT_EXCLUDES: readonly string[] = [
   '.turbo',
   '.cache',
 ];
+
+/**
+ * Version-control metadata: not content at all, so never entered and never
+ * listed among the skipped paths (every repository has one; listing it would
+ * only bury the skips worth reading).
+ */
+const VCS_DIRS: ReadonlySet<string> = new Set(['.git', '.hg', '.svn']);
+
+/**
+ * Ignore files read in every folder, in this order. Rules are applied the way
+ * git applies them: the last matching rule wins and deeper files come later,
+ * so a .codecompassignore can re-include (`!pattern`) what .gitignore leaves
+ * out, and a nested file can override its parents.
+ */
+export const IGNORE_FILES: readonly string[] = ['.gitignore', '.codecompassignore'];
+
+/**
+ * Skips decided by the rules of what a workspace holds (ignore files, default
+ * excludes, nested repositories, declaration files), as opposed to a source
+ * file that could not be read or used.
+ */
+export const RULE_SKIPS: ReadonlySet<SkipReason> = new Set<SkipReason>(['ignored', 'excluded', 'nested_repository', 'declaration_file']);
 
 export class ScanCancelledError extends Error {
   constructor() {
@@ -52,7 +74,10 @@ export interface Listing {
 }
 
 interface IgnoreRule {
+  /** Workspace-relative folder of the ignore file; '' for the root. */
   base: string;
+  /** Workspace-relative path of the ignore file, named in skip details. */
+  source: string;
   matcher: Ignore;
 }
 
@@ -65,12 +90,27 @@ interface DirFrame {
 
 const YIELD_EVERY = 512;
 
-function isIgnored(rules: IgnoreRule[], rel: string, isDir: boolean): boolean {
+/** The rule that leaves `rel` out, if any: the last rule to decide, as in git. */
+function ignoredBy(rules: IgnoreRule[], rel: string, isDir: boolean): { rule: IgnoreRule; pattern: string } | undefined {
+  let decided: { rule: IgnoreRule; pattern: string } | undefined;
   for (const rule of rules) {
     const local = rule.base === '' ? rel : rel.slice(rule.base.length + 1);
-    if (rule.matcher.ignores(isDir ? local + '/' : local)) return true;
+    const result = rule.matcher.test(isDir ? local + '/' : local);
+    const slash = local.lastIndexOf('/');
+    // The matcher also calls a path ignored when a folder above it is. The
+    // walk judged that folder already and entered it only because a later
+    // rule re-included it, so only a rule that matches the path itself counts.
+    if (result.ignored && (slash === -1 || !rule.matcher.test(local.slice(0, slash + 1)).ignored)) {
+      decided = { rule, pattern: result.rule?.pattern ?? '' };
+    } else if (result.unignored) {
+      decided = undefined;
+    }
   }
-  return false;
+  return decided;
+}
+
+function ignoredDetail(match: { rule: IgnoreRule; pattern: string }): string {
+  return match.pattern ? `matches "${match.pattern}" in ${match.rule.source}` : `matches ${match.rule.source}`;
 }
 
 function joinRel(dir: string, name: string): string {
@@ -81,10 +121,34 @@ function isInside(root: string, candidate: string): boolean {
   return candidate === root || candidate.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
 }
 
+/** A .git file (worktree, submodule) or folder in `dir`. */
+function gitEntryIn(dir: string, fsOps: FsOps): 'file' | 'folder' | undefined {
+  try {
+    return fsOps.lstat(path.join(dir, '.git')).isDirectory() ? 'folder' : 'file';
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * Lists source files below the root, honouring .gitignore files at every
- * level, the default excludes and extra patterns. Symlinks are followed when
+ * Whether the root is a repository or lies inside one. Only then is a nested
+ * repository someone else's code; a plain folder of checkouts (a forced index
+ * of ~/projects) indexes each of them instead of skipping them all.
+ */
+function inRepository(root: string, fsOps: FsOps): boolean {
+  for (let dir = root; ; dir = path.dirname(dir)) {
+    if (gitEntryIn(dir, fsOps) !== undefined) return true;
+    if (path.dirname(dir) === dir) return false;
+  }
+}
+
+/**
+ * Lists source files below the root, honouring .gitignore and
+ * .codecompassignore files at every level, the default excludes and extra
+ * patterns, and skipping nested repositories. Symlinks are followed when
  * they stay inside the workspace and do not point back at an ancestor.
+ * Every source file or folder left out is listed with its reason; a folder
+ * left out whole is one entry, nothing below it is read.
  */
 export async function listSourceFiles(options: WalkOptions): Promise<Listing> {
   const fsOps = options.fsOps ?? realFs;
@@ -93,10 +157,18 @@ export async function listSourceFiles(options: WalkOptions): Promise<Listing> {
   // the pattern matcher would at a fraction of the cost per entry.
   const excludedNames = new Set(DEFAULT_EXCLUDES);
   const extra = options.excludePatterns ?? [];
-  const rootRules: IgnoreRule[] = extra.length > 0 ? [{ base: '', matcher: ignore().add(extra as string[]) }] : [];
+  const excludeMatcher = extra.length > 0 ? ignore().add(extra as string[]) : undefined;
+  const skipNestedRepositories = inRepository(options.root, fsOps);
   const files: ListedFile[] = [];
   const skipped: SkippedFile[] = [];
-  const stack: DirFrame[] = [{ rel: '', abs: options.root, real: options.root, rules: rootRules }];
+  const skip = (relativePath: string, reason: SkipReason, detail: string, folder: boolean) =>
+    skipped.push(folder ? { relativePath, reason, detail, folder } : { relativePath, reason, detail });
+  // Only what lies on the way to, or below, the requested folder is walked or reported.
+  const onBranch = (rel: string, isDir: boolean) =>
+    under === '' ||
+    rel.startsWith(under + '/') ||
+    (isDir && (under === rel || under.startsWith(rel + '/')));
+  const stack: DirFrame[] = [{ rel: '', abs: options.root, real: options.root, rules: [] }];
   let sinceYield = 0;
 
   while (stack.length > 0) {
@@ -105,16 +177,25 @@ export async function listSourceFiles(options: WalkOptions): Promise<Listing> {
     try {
       entries = fsOps.readdir(frame.abs);
     } catch (err) {
-      if (frame.rel !== '') skipped.push({ relativePath: frame.rel, ...skipForError(err) });
+      const failure = skipForError(err);
+      if (frame.rel !== '') skip(frame.rel, failure.reason, failure.detail, true);
       continue;
     }
+    if (frame.rel !== '' && skipNestedRepositories) {
+      const git = entries.find((e) => e.name === '.git');
+      if (git) {
+        skip(frame.rel, 'nested_repository', git.isDirectory() ? 'holds its own .git folder: another repository' : 'holds a .git file: a worktree or submodule', true);
+        continue;
+      }
+    }
     let rules = frame.rules;
-    if (entries.some((e) => e.name === '.gitignore' && !e.isDirectory())) {
+    for (const name of IGNORE_FILES) {
+      if (!entries.some((e) => e.name === name && !e.isDirectory())) continue;
       try {
-        const text = fsOps.readFile(path.join(frame.abs, '.gitignore')).toString('utf8');
-        rules = [...rules, { base: frame.rel, matcher: ignore().add(text) }];
+        const text = fsOps.readFile(path.join(frame.abs, name)).toString('utf8');
+        rules = [...rules, { base: frame.rel, source: joinRel(frame.rel, name), matcher: ignore().add(text) }];
       } catch {
-        // An unreadable .gitignore excludes nothing; the files it would hide still get content checks.
+        // An unreadable ignore file excludes nothing; the files it would hide still get content checks.
       }
     }
     for (const entry of entries) {
@@ -123,46 +204,57 @@ export async function listSourceFiles(options: WalkOptions): Promise<Listing> {
         await new Promise<void>((resolve) => setImmediate(resolve));
         if (options.isCancelled?.()) throw new ScanCancelledError();
       }
-      if (excludedNames.has(entry.name)) continue;
-      const rel = joinRel(frame.rel, entry.name);
-      const abs = path.join(frame.abs, entry.name);
+      if (VCS_DIRS.has(entry.name)) continue;
+      const isLink = entry.isSymbolicLink();
       let isDir = entry.isDirectory();
+      // Sockets, devices and non-source files are not candidates, so not skips either.
+      if (!isDir && !isLink && !(entry.isFile() && languageOf(entry.name) !== undefined)) continue;
+      const rel = joinRel(frame.rel, entry.name);
+      if (!onBranch(rel, isDir || isLink)) continue;
+      const abs = path.join(frame.abs, entry.name);
+      if (excludedNames.has(entry.name)) {
+        skip(rel, 'excluded', 'dependencies or build output, left out by default', isDir || isLink);
+        continue;
+      }
+      if (excludeMatcher && (excludeMatcher.ignores(rel) || ((isDir || isLink) && excludeMatcher.ignores(rel + '/')))) {
+        skip(rel, 'excluded', 'matches the exclude patterns of the request', isDir);
+        continue;
+      }
+      const ignoredMatch = isLink ? (ignoredBy(rules, rel, false) ?? ignoredBy(rules, rel, true)) : ignoredBy(rules, rel, isDir);
+      if (ignoredMatch) {
+        if (isDir || languageOf(entry.name) !== undefined) skip(rel, 'ignored', ignoredDetail(ignoredMatch), isDir);
+        continue;
+      }
       let real = path.join(frame.real, entry.name);
-      if (entry.isSymbolicLink()) {
-        if (isIgnored(rules, rel, false) || isIgnored(rules, rel, true)) continue;
+      if (isLink) {
         try {
           real = fsOps.realpath(abs);
           isDir = fsOps.stat(real).isDirectory();
         } catch (err) {
-          const skip = skipForError(err);
-          if (skip.reason === 'symlink_loop' || isSourceFileName(entry.name)) {
+          const failure = skipForError(err);
+          if (failure.reason === 'symlink_loop' || isSourceFileName(entry.name)) {
             skipped.push({
               relativePath: rel,
-              ...(skip.reason === 'vanished' ? { reason: 'unreadable', detail: 'dangling symbolic link' } : skip),
+              ...(failure.reason === 'vanished' ? { reason: 'unreadable', detail: 'dangling symbolic link' } : failure),
             });
           }
           continue;
         }
         if (!isInside(options.root, real)) {
-          if (isDir || isSourceFileName(entry.name)) {
-            skipped.push({ relativePath: rel, reason: 'outside_workspace', detail: `symbolic link to ${real}` });
-          }
+          if (isDir || isSourceFileName(entry.name)) skip(rel, 'outside_workspace', `symbolic link to ${real}`, isDir);
           continue;
         }
         if (isDir && isInside(real, frame.real)) {
-          skipped.push({ relativePath: rel, reason: 'symlink_loop', detail: `symbolic link to ancestor ${real}` });
+          skip(rel, 'symlink_loop', `symbolic link to ancestor ${real}`, true);
           continue;
         }
-      } else if (!isDir && !(entry.isFile() && isSourceFileName(entry.name))) {
-        continue;
+        if (!isDir && !onBranch(rel, false)) continue;
       }
-      if (isIgnored(rules, rel, isDir)) continue;
       if (isDir) {
-        // Walk only the branch that leads to, or lies below, the requested folder.
-        if (under !== '' && !(under === rel || under.startsWith(rel + '/') || rel.startsWith(under + '/'))) continue;
         stack.push({ rel, abs, real, rules });
+      } else if (isDeclarationFile(entry.name)) {
+        skip(rel, 'declaration_file', 'declarations only: the type checker reads them, search indexes the implementations', false);
       } else if (isSourceFileName(entry.name)) {
-        if (under !== '' && !rel.startsWith(under + '/')) continue;
         files.push({ relativePath: rel, absolutePath: abs });
       }
     }

@@ -11,7 +11,7 @@ import { CancelledError } from './errors';
 import { type FsOps, type Skip, isSourceFileName, languageOf, loadSource, realFs, skipForError } from './fileio';
 import { parseForRender, renderFromSource } from './render';
 import { discoverSymbols } from './symbols';
-import { ScanCancelledError, compareStrings, listSourceFiles, scanWorkspace } from './scanner';
+import { RULE_SKIPS, ScanCancelledError, compareStrings, listSourceFiles, scanWorkspace } from './scanner';
 import { countTokens } from './tokens';
 import type { TraceRequest, TraceResult } from './trace';
 import type { ChunkedFile, FileEntry, RenderedSymbol, RenderSpec, ScanResult } from './types';
@@ -275,6 +275,9 @@ export class AnalysisService {
         }
         for (const file of listing.files) byPath.set(file.relativePath, { ...file, skip: undefined });
         for (const skipped of listing.skipped) {
+          // A folder's answer is its files; what the workspace rules leave out
+          // is the scan's to report (`codecompass index --show-skipped`).
+          if (RULE_SKIPS.has(skipped.reason)) continue;
           byPath.set(skipped.relativePath, {
             relativePath: skipped.relativePath,
             absolutePath: path.join(workspace.root, skipped.relativePath),

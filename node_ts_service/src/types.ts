@@ -58,7 +58,11 @@ export type SkipReason =
   | 'unreadable'
   | 'vanished'
   | 'outside_workspace'
-  | 'symlink_loop';
+  | 'symlink_loop'
+  | 'ignored'
+  | 'nested_repository'
+  | 'declaration_file'
+  | 'excluded';
 
 export interface FileEntry {
   relativePath: string;
@@ -72,6 +76,8 @@ export interface SkippedFile {
   relativePath: string;
   reason: SkipReason;
   detail: string;
+  /** A folder skipped as a whole: one entry stands for everything below it. */
+  folder?: boolean;
 }
 
 export interface ScanResult {

@@ -15,7 +15,7 @@ import pytest
 from codecompass.common.chunk_convert import chunk_to_proto
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.serving import RunningServer, ServiceSpec, start_server
-from codecompass.v1 import chunk_pb2, retrieval_pb2, retrieval_pb2_grpc
+from codecompass.v1 import analysis_pb2, chunk_pb2, retrieval_pb2, retrieval_pb2_grpc
 
 
 def _chunk(name: str, kind: NodeKind, start: int, end: int) -> Chunk:
@@ -48,7 +48,9 @@ class FakeRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
             phase=retrieval_pb2.INDEX_PHASE_DONE, files_done=17, files_total=17, chunks_done=120,
             embeddings_done=120, embeddings_total=120, embeddings_per_second=80.0, eta_seconds=0,
             stats=retrieval_pb2.SyncStats(files_added=17, files_skipped=1, chunks_upserted=120, chunks_embedded=118,
-                                          embeddings_reused=2, duration_ms=1500.0))
+                                          embeddings_reused=2, duration_ms=1500.0),
+            skipped=[analysis_pb2.SkippedFile(relative_path="vendor/app.min.js", reason=analysis_pb2.SKIP_REASON_MINIFIED,
+                                              detail="longest line 48213 chars")])
 
     def Sync(self, request, context):
         self.requests.append(request)
@@ -178,7 +180,7 @@ def test_index_shows_progress_on_stderr_and_a_summary(fake_retrieval, run_cli, s
     assert "chunking   files 10/17  chunks 80" in result.err
     assert "embedded 60/120  75.0 emb/s" in result.err
     assert "indexed " in result.out
-    assert "17 added, 0 changed, 0 removed, 1 skipped" in result.out
+    assert "17 added, 0 changed, 0 removed, 1 skipped (1 minified)" in result.out
     assert "118 embedded, 2 reused" in result.out
     (request,) = servicer.requests
     assert request.wait_for_embeddings is True

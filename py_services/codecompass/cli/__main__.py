@@ -78,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", metavar="PATH", help="workspace root")
     p.add_argument("--no-wait", action="store_true",
                    help="return once the lexical index is written; embeddings continue in the background")
+    p.add_argument("--force", action="store_true",
+                   help="index even the filesystem root, the home folder, a system folder, or a first index above "
+                        "retrieval.large_index_files / large_index_mb")
+    p.add_argument("--show-skipped", action="store_true", help="list the paths left out of the index, with reasons")
     p.set_defaults(handler=commands.cmd_index)
 
     p = sub.add_parser("search", help="answer a query with selected code context (the agents' pipeline)")

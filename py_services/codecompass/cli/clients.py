@@ -22,11 +22,11 @@ def chunk_files(address: str, workspace_root: str, paths: Sequence[str], include
 
 
 def index_workspace(address: str, workspace_root: str, wait_for_embeddings: bool,
-                    timeout_s: float) -> Iterator[IndexProgress]:
+                    timeout_s: float, force: bool = False) -> Iterator[IndexProgress]:
     """IndexWorkspace through the retrieval client: its progress type, decoded in one place."""
     client = RetrievalClient(address)
     try:
         with service_errors():
-            yield from client.index(workspace_root, wait_for_embeddings, timeout_s)
+            yield from client.index(workspace_root, wait_for_embeddings, timeout_s, force=force)
     finally:
         client.close()

@@ -15,7 +15,7 @@ from pathlib import Path
 from codecompass_gateway.answer import answer_to_dict
 from codecompass_gateway.pipeline import Pipeline, PipelineAnswer, PipelineRequest
 
-from codecompass.cli import clients, render
+from codecompass.cli import clients, render, skips
 from codecompass.cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError, service_errors
 from codecompass.cli.progress import ProgressReporter
 from codecompass.cli.runtime import (
@@ -126,25 +126,32 @@ def cmd_chunks(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _run_index(settings: Settings, workspace: Path, wait_for_embeddings: bool) -> None:
+def _run_index(settings: Settings, workspace: Path, wait_for_embeddings: bool, *, force: bool = False,
+               show_skipped: bool = False) -> None:
     address = service_address(settings, "retrieval")
     reporter = ProgressReporter(sys.stderr)
     started = time.monotonic()
-    stats = None
+    final = None
     try:
         for progress in clients.index_workspace(address, str(workspace), wait_for_embeddings,
-                                                settings.long_rpc_timeout_s):
+                                                settings.long_rpc_timeout_s, force):
             reporter.update(progress)
             if progress.stats is not None:
-                stats = progress.stats
+                final = progress
     finally:
         reporter.close()
-    for line in render.index_summary_lines(str(workspace), stats, time.monotonic() - started):
+    stats, skipped = (final.stats, final.skipped) if final is not None else (None, ())
+    for line in render.index_summary_lines(str(workspace), stats, time.monotonic() - started, skipped):
         _out(line)
+    if show_skipped and skipped:
+        _out("skipped:")
+        for line in skips.listing(skipped):
+            _out(line)
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
-    _run_index(settings, workspace_dir(args.path), wait_for_embeddings=not args.no_wait)
+    _run_index(settings, workspace_dir(args.path), wait_for_embeddings=not args.no_wait, force=args.force,
+               show_skipped=args.show_skipped)
     return 0
 
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from typing import TextIO
 
 from codecompass.retrieval.state import IndexPhase, IndexProgress
 
 BAR_WIDTH = 24
-# Without a terminal a line per message would flood CI logs; one per interval is enough.
-PLAIN_INTERVAL_S = 2.0
+# Without a terminal every line stays in the log (CI, a pipe): a line when a phase starts and one
+# per tenth of its work shows it moving, and a long index no longer writes a line a second.
+PLAIN_STEPS = 10
 
 
 def format_eta(seconds: float | None) -> str:
@@ -50,8 +50,9 @@ class ProgressReporter:
     def __init__(self, stream: TextIO, is_tty: bool | None = None) -> None:
         self._stream = stream
         self._tty = stream.isatty() if is_tty is None else is_tty
-        self._last_plain = 0.0
-        self._last_phase = ""
+        # Per phase, the last tenth printed: a sync alternates chunking and writing once per
+        # flush, and a phase seen again prints only when its own progress moved on.
+        self._plain_steps: dict[IndexPhase, int] = {}
         self._drawn = False
 
     def update(self, progress: IndexProgress) -> None:
@@ -66,12 +67,12 @@ class ProgressReporter:
             self._stream.flush()
             self._drawn = True
             return
-        now = time.monotonic()
-        if progress.phase.value != self._last_phase or now - self._last_plain >= PLAIN_INTERVAL_S:
+        fraction = _fraction(progress)
+        step = int(fraction * PLAIN_STEPS) if fraction is not None else -1
+        if progress.phase not in self._plain_steps or step > self._plain_steps[progress.phase]:
             self._stream.write(describe(progress) + "\n")
             self._stream.flush()
-            self._last_plain = now
-            self._last_phase = progress.phase.value
+            self._plain_steps[progress.phase] = step
 
     def close(self) -> None:
         if self._tty and self._drawn:

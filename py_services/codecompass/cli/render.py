@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from codecompass.cli import skips
 from codecompass.cli.convert import FileChunks
 from codecompass.common.chunks import Chunk
-from codecompass.retrieval.state import SyncStats
+from codecompass.retrieval.state import SkippedFile, SyncStats
 
 
 def file_header(result: FileChunks) -> str:
@@ -226,13 +227,14 @@ def metadata_line(meta: dict[str, Any]) -> str:
     return "-- " + " · ".join(parts)
 
 
-def index_summary_lines(workspace: str, stats: SyncStats | None, seconds: float) -> list[str]:
+def index_summary_lines(workspace: str, stats: SyncStats | None, seconds: float,
+                        skipped: Sequence[SkippedFile] = ()) -> list[str]:
     if stats is None:
         return [f"indexed {workspace} in {seconds:.1f}s (the service sent no summary)"]
     return [
         f"indexed {workspace} in {seconds:.1f}s",
         (f"  files       {stats.files_added} added, {stats.files_changed} changed, "
-         f"{stats.files_removed} removed, {stats.files_skipped} skipped"),
+         f"{stats.files_removed} removed, {skips.summary(skipped)}"),
         f"  chunks      {stats.chunks_upserted} written, {stats.chunks_deleted} deleted",
         (f"  embeddings  {stats.chunks_embedded} embedded, {stats.embeddings_reused} reused, "
          f"{stats.cascade_reembedded} re-embedded by signature changes"),

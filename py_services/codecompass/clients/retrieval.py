@@ -48,9 +48,10 @@ class RetrievalClient:
             reply = self._stub.FindHubs(convert.hub_query_to_proto(query), timeout=timeout_s)
         return convert.hub_outcome_from_proto(reply)
 
-    def index(self, workspace_root: str, wait_for_embeddings: bool, timeout_s: float) -> Iterator[IndexProgress]:
+    def index(self, workspace_root: str, wait_for_embeddings: bool, timeout_s: float, *,
+              force: bool = False) -> Iterator[IndexProgress]:
         request = retrieval_pb2.IndexWorkspaceRequest(workspace_root=workspace_root,
-                                                      wait_for_embeddings=wait_for_embeddings)
+                                                      wait_for_embeddings=wait_for_embeddings, force=force)
         with mapped(SERVICE, self.address):
             for reply in self._stub.IndexWorkspace(request, timeout=timeout_s):
                 yield convert.progress_from_proto(reply)

@@ -77,6 +77,11 @@ class RetrievalSettings:
     # Candidates each channel contributes before ranking (a request may ask for more).
     candidate_pool: int = 40
     compact_every_n_syncs: int = 20
+    # A workspace's first index above either limit needs force: a folder that large is more
+    # often a slip (a parent folder, a checkout full of vendored code) than a project, and its
+    # index costs many minutes.
+    large_index_files: int = 20_000
+    large_index_mb: int = 200
 
 
 @dataclass(frozen=True)
@@ -415,6 +420,10 @@ _FIELDS: tuple[_Field, ...] = (
            "retrieval.candidate_pool", _int_parser(1, 1000), "Candidates each search channel contributes before ranking"),
     _Field("retrieval.compact_every_n_syncs", "CODECOMPASS_RETRIEVAL_COMPACT_EVERY_N_SYNCS",
            "retrieval.compact_every_n_syncs", _int_parser(1), "Compact the table and drop old versions every N syncs"),
+    _Field("retrieval.large_index_files", "CODECOMPASS_RETRIEVAL_LARGE_INDEX_FILES", "retrieval.large_index_files",
+           _int_parser(1, 10_000_000), "Source files above which a workspace's first index needs --force"),
+    _Field("retrieval.large_index_mb", "CODECOMPASS_RETRIEVAL_LARGE_INDEX_MB", "retrieval.large_index_mb",
+           _int_parser(1, 1_000_000), "Megabytes of source above which a workspace's first index needs --force"),
     _Field("rerank.provider", "CODECOMPASS_RERANK_PROVIDER", "rerank.provider", _choice_parser(RERANK_PROVIDERS),
            "local | voyage | cohere | llm (local keeps the first-stage scores)"),
     _Field("rerank.external_provider_enabled", "CODECOMPASS_RERANK_EXTERNAL_PROVIDER_ENABLED",

@@ -128,6 +128,15 @@ def file_entry_from_proto(msg: analysis_pb2.FileEntry) -> FileEntry:
     )
 
 
+def skipped_file_from_proto(msg: analysis_pb2.SkippedFile) -> SkippedFile:
+    return SkippedFile(msg.relative_path, _skip_reason_name(msg.reason), msg.detail, msg.folder)
+
+
+def skipped_file_to_proto(skipped: SkippedFile) -> analysis_pb2.SkippedFile:
+    return analysis_pb2.SkippedFile(relative_path=skipped.relative_path, reason=_skip_reason_value(skipped.reason),
+                                    detail=skipped.detail, folder=skipped.folder)
+
+
 def scan_request_to_proto(root: str, previous: Iterable[FileEntry]) -> analysis_pb2.ScanWorkspaceRequest:
     return analysis_pb2.ScanWorkspaceRequest(workspace_root=root, previous=[file_entry_to_proto(e) for e in previous])
 
@@ -142,7 +151,7 @@ def scan_result_from_proto(msg: analysis_pb2.ScanWorkspaceResponse) -> ScanResul
         added=tuple(msg.added),
         changed=tuple(msg.changed),
         removed=tuple(msg.removed),
-        skipped=tuple(SkippedFile(s.relative_path, _skip_reason_name(s.reason), s.detail) for s in msg.skipped),
+        skipped=tuple(skipped_file_from_proto(s) for s in msg.skipped),
         duration_ms=msg.duration_ms,
         chunker_version=_chunker_version(msg),
     )
@@ -154,12 +163,7 @@ def scan_result_to_proto(result: ScanResult) -> analysis_pb2.ScanWorkspaceRespon
         added=list(result.added),
         changed=list(result.changed),
         removed=list(result.removed),
-        skipped=[
-            analysis_pb2.SkippedFile(
-                relative_path=s.relative_path, reason=_skip_reason_value(s.reason), detail=s.detail
-            )
-            for s in result.skipped
-        ],
+        skipped=[skipped_file_to_proto(s) for s in result.skipped],
         duration_ms=result.duration_ms,
     )
 
@@ -364,6 +368,7 @@ def progress_to_proto(progress: IndexProgress) -> retrieval_pb2.IndexWorkspaceRe
     )
     if progress.stats is not None:
         msg.stats.CopyFrom(sync_stats_to_proto(progress.stats))
+    msg.skipped.extend(skipped_file_to_proto(s) for s in progress.skipped)
     return msg
 
 
@@ -378,6 +383,7 @@ def progress_from_proto(msg: retrieval_pb2.IndexWorkspaceResponse) -> IndexProgr
         embeddings_per_second=msg.embeddings_per_second,
         eta_seconds=msg.eta_seconds,
         stats=sync_stats_from_proto(msg.stats) if msg.HasField("stats") else None,
+        skipped=tuple(skipped_file_from_proto(s) for s in msg.skipped),
     )
 
 

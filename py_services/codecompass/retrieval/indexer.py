@@ -34,6 +34,7 @@ from codecompass.common.logging import get_logger
 from codecompass.retrieval.analysis_client import AnalysisClient
 from codecompass.retrieval.catalog import Catalog, IndexIdentity
 from codecompass.retrieval.embed_client import EmbeddingClient, EmbeddingFailed
+from codecompass.retrieval.guards import folder_refusal, size_refusal
 from codecompass.retrieval.hybrid import (
     SKIP_DIMENSION_MISMATCH,
     SKIP_EMBEDDING_UNAVAILABLE,
@@ -60,6 +61,7 @@ from codecompass.retrieval.state import (
     IndexingStatus,
     IndexPhase,
     IndexProgress,
+    IndexRefused,
     IndexStatusReport,
     InvalidWorkspace,
     ResultCompleteness,
@@ -67,6 +69,7 @@ from codecompass.retrieval.state import (
     SearchMetadata,
     SearchOutcome,
     SearchQuery,
+    SkippedFile,
     SyncOutcome,
     SyncStats,
     WorkspaceNotFound,
@@ -87,6 +90,7 @@ QUERY_EMBED_TIMEOUT_S = 2.0
 # Reason reported when the embedding service now runs another model than the index's.
 SKIP_MODEL_CHANGED = "embedding_model_changed"
 _FALLBACK_REASONS = {SKIP_EMBEDDING_UNAVAILABLE, SKIP_NO_VECTORS, SKIP_DIMENSION_MISMATCH, SKIP_MODEL_CHANGED}
+CATALOG_FILE = "catalog.sqlite3"
 # Progress messages of an IndexWorkspace stream are throttled to this interval.
 _PROGRESS_INTERVAL_S = 0.2
 
@@ -104,6 +108,8 @@ class _SyncJob:
         # Set once the sync knows what it will write (its scan is diffed and the files are
         # marked pending in the catalog).
         self.planned = threading.Event()
+        # Whether any caller that shares this sync forced it past the guards (see `guards`).
+        self.force = False
         # The requester's context (its trace span): the sync's outbound RPCs join that trace.
         self.context = contextvars.copy_context()
         self._listeners: list[Callable[[IndexProgress], None]] = []
@@ -270,7 +276,7 @@ class WorkspaceIndex:
         self._tuning = tuning
         self._uri = index_uri(settings.state_dir, settings.retrieval.db_uri, root)
         record_workspace_root(settings.state_dir, root)
-        self.catalog = Catalog.open(workspace_state_dir(settings.state_dir, root) / "catalog.sqlite3")
+        self.catalog = Catalog.open(workspace_state_dir(settings.state_dir, root) / CATALOG_FILE)
         self.write_lock = threading.Lock()
         self._store: ChunkStore | None = None
         self._model_stale = False
@@ -280,6 +286,8 @@ class WorkspaceIndex:
         self._queued: _SyncJob | None = None
         self._syncing = False
         self._sync_error = ""
+        # The last scan's skips (ignored, excluded, minified ...), for the final IndexWorkspace report.
+        self._scan_skipped: tuple[SkippedFile, ...] = ()
         self._syncs_since_maintain = 0
         self._closing = threading.Event()
         self._maintainer: threading.Thread | None = None
@@ -321,13 +329,16 @@ class WorkspaceIndex:
 
     # --- syncing ---
 
-    def request_sync(self, listener: Callable[[IndexProgress], None] | None = None) -> _SyncJob:
+    def request_sync(
+        self, listener: Callable[[IndexProgress], None] | None = None, *, force: bool = False
+    ) -> _SyncJob:
         with self._jobs_lock:
             job = self._queued
             if job is None or job.started:
                 job = _SyncJob()
                 self._queued = job
                 self._executor.submit(self._run_job, job)
+            job.force = job.force or force
             if listener is not None:
                 job.add_listener(listener)
             return job
@@ -356,6 +367,12 @@ class WorkspaceIndex:
                 str(self.root), self.catalog.previous_files, version=(id(self.catalog), self.catalog.generation)
             )
             scan_rpc_ms = (time.perf_counter() - scan_started) * 1000
+            self._scan_skipped = scan.skipped
+            if not job.force and self.catalog.identity is None:
+                retrieval = self._settings.retrieval
+                refusal = size_refusal(self.root, scan.files, retrieval.large_index_files, retrieval.large_index_mb)
+                if refusal is not None:
+                    raise IndexRefused(refusal)
             self._ensure_identity(scan.chunker_version)
             if had_files and len(self.catalog) == 0:
                 scan = rebase_on_empty_catalog(scan)
@@ -528,16 +545,26 @@ class WorkspaceIndex:
             # take the workspace down, and the next scheduled run retries it.
             _log.exception("maintenance of %s failed", self.root)
 
-    def sync(self, budget_s: float | None) -> SyncOutcome:
+    def skipped(self) -> tuple[SkippedFile, ...]:
+        """What the last sync left out of the index: the scan's skips, and the files chunking
+        skipped (the catalog keeps those so that an unchanged one is not chunked again)."""
+        chunking = [SkippedFile(path, entry.skip_reason) for path, entry in self.catalog.entries().items()
+                    if entry.skip_reason]
+        return tuple(sorted([*self._scan_skipped, *chunking], key=lambda s: s.relative_path))
+
+    def sync(self, budget_s: float | None, *, force: bool = False) -> SyncOutcome:
         """Bring the index up to date, waiting at most `budget_s` (None: until done); past
         the budget the sync goes on in the background and the answer says what it has not
         written yet."""
         started = time.perf_counter()
-        job = self.request_sync()
+        job = self.request_sync(force=force)
         try:
             stats = job.future.result(timeout=budget_s)
         except FutureTimeout:
             pass
+        except IndexRefused:
+            # Not a state of the index but an answer to the request: the caller must change it.
+            raise
         except Exception as exc:  # noqa: BLE001 - a failed sync is a state of the index, reported
             # as such: the index is still readable as the last successful sync left it.
             return SyncOutcome(finished=True, freshness_status=FreshnessStatus.FAILED,
@@ -647,10 +674,28 @@ class RetrievalEngine:
 
     # --- IndexWorkspace ---
 
-    def index(self, root_text: str, *, wait_for_embeddings: bool) -> Iterator[IndexProgress]:
-        ws = self.workspace(root_text)
+    def _workspace_to_sync(self, root_text: str, force: bool) -> WorkspaceIndex:
+        """The workspace, unless it is a folder never indexed without force and has no index
+        yet (one made with force stays in sync without it)."""
+        root = _validated_root(root_text)
+        if not force:
+            refusal = folder_refusal(root, _home())
+            if refusal is not None and not self._indexed_before(root):
+                raise IndexRefused(refusal)
+        return self.workspace(root_text)
+
+    def _indexed_before(self, root: Path) -> bool:
+        with self._lock:
+            known = self._workspaces.get(root)
+        if known is None and not (workspace_state_dir(self._settings.state_dir, root) / CATALOG_FILE).exists():
+            # Checked first so that a refused folder gets no state of its own.
+            return False
+        return (known or self.workspace(str(root))).catalog.identity is not None
+
+    def index(self, root_text: str, *, wait_for_embeddings: bool, force: bool = False) -> Iterator[IndexProgress]:
+        ws = self._workspace_to_sync(root_text, force)
         updates: queue.Queue[IndexProgress] = queue.Queue()
-        job = ws.request_sync(updates.put)
+        job = ws.request_sync(updates.put, force=force)
         last_sent = 0.0
         last_phase: IndexPhase | None = None
         while True:
@@ -682,6 +727,7 @@ class RetrievalEngine:
             embeddings_per_second=ws.embedder.rate(),
             eta_seconds=0.0,
             stats=stats,
+            skipped=ws.skipped(),
         )
 
     def _wait_for_embeddings(self, ws: WorkspaceIndex) -> Iterator[IndexProgress]:
@@ -825,11 +871,11 @@ class RetrievalEngine:
 
     # --- Sync ---
 
-    def sync(self, root_text: str, budget_s: float | None) -> SyncOutcome:
+    def sync(self, root_text: str, budget_s: float | None, *, force: bool = False) -> SyncOutcome:
         """Sync a workspace within a budget (None: until done); see `WorkspaceIndex.sync`."""
         if budget_s is not None and budget_s < 0:
             raise InvalidQuery(f"sync budget must not be negative, got {budget_s}")
-        return self.workspace(root_text).sync(budget_s)
+        return self._workspace_to_sync(root_text, force).sync(budget_s, force=force)
 
     # --- FindHubs ---
 
@@ -894,6 +940,13 @@ class RetrievalEngine:
 
 def _ms_since(started: float) -> float:
     return (time.perf_counter() - started) * 1000
+
+
+def _home() -> Path | None:
+    try:
+        return Path.home().resolve()
+    except (RuntimeError, OSError):  # no HOME and no passwd entry: no home folder to protect
+        return None
 
 
 def _validated_root(root_text: str) -> Path:

@@ -47,7 +47,8 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         self, request: retrieval_pb2.IndexWorkspaceRequest, context: grpc.ServicerContext
     ) -> Iterator[retrieval_pb2.IndexWorkspaceResponse]:
         try:
-            for progress in self._engine.index(request.workspace_root, wait_for_embeddings=request.wait_for_embeddings):
+            for progress in self._engine.index(request.workspace_root, wait_for_embeddings=request.wait_for_embeddings,
+                                               force=request.force):
                 yield convert.progress_to_proto(progress)
         except RetrievalError as exc:
             _abort(context, exc)
@@ -74,7 +75,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             cap = max(remaining - _DEADLINE_MARGIN_S, 0.0)
             budget_s = cap if budget_s is None else min(budget_s, cap)
         try:
-            outcome = self._engine.sync(request.workspace_root, budget_s)
+            outcome = self._engine.sync(request.workspace_root, budget_s, force=request.force)
         except RetrievalError as exc:
             _abort(context, exc)
         return convert.sync_outcome_to_proto(outcome)

@@ -67,6 +67,8 @@ class SkippedFile:
     relative_path: str
     reason: str  # lower-case SkipReason name, e.g. "minified"
     detail: str = ""
+    # A folder skipped as a whole: one entry stands for everything below it.
+    folder: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,8 @@ class IndexProgress:
     embeddings_per_second: float = 0.0
     eta_seconds: float = -1.0
     stats: SyncStats | None = None
+    # On the final report: what the sync left out of the index, sorted by path.
+    skipped: tuple[SkippedFile, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -234,6 +238,10 @@ class RetrievalError(Exception):
 
 class InvalidWorkspace(RetrievalError):
     """The request names no usable workspace root (missing or relative)."""
+
+
+class IndexRefused(InvalidWorkspace):
+    """A workspace the service does not index unless the request forces it (see `guards`)."""
 
 
 class WorkspaceNotFound(RetrievalError):

@@ -19,6 +19,10 @@ class SkipReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SKIP_REASON_VANISHED: _ClassVar[SkipReason]
     SKIP_REASON_OUTSIDE_WORKSPACE: _ClassVar[SkipReason]
     SKIP_REASON_SYMLINK_LOOP: _ClassVar[SkipReason]
+    SKIP_REASON_IGNORED: _ClassVar[SkipReason]
+    SKIP_REASON_NESTED_REPOSITORY: _ClassVar[SkipReason]
+    SKIP_REASON_DECLARATION_FILE: _ClassVar[SkipReason]
+    SKIP_REASON_EXCLUDED: _ClassVar[SkipReason]
 
 class FileStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -52,6 +56,10 @@ SKIP_REASON_UNREADABLE: SkipReason
 SKIP_REASON_VANISHED: SkipReason
 SKIP_REASON_OUTSIDE_WORKSPACE: SkipReason
 SKIP_REASON_SYMLINK_LOOP: SkipReason
+SKIP_REASON_IGNORED: SkipReason
+SKIP_REASON_NESTED_REPOSITORY: SkipReason
+SKIP_REASON_DECLARATION_FILE: SkipReason
+SKIP_REASON_EXCLUDED: SkipReason
 FILE_STATUS_UNSPECIFIED: FileStatus
 FILE_STATUS_OK: FileStatus
 FILE_STATUS_SYNTAX_ERRORS: FileStatus
@@ -83,14 +91,16 @@ class FileEntry(_message.Message):
     def __init__(self, relative_path: _Optional[str] = ..., size_bytes: _Optional[int] = ..., mtime_ns: _Optional[int] = ..., content_hash: _Optional[str] = ..., language: _Optional[_Union[_chunk_pb2.Language, str]] = ...) -> None: ...
 
 class SkippedFile(_message.Message):
-    __slots__ = ("relative_path", "reason", "detail")
+    __slots__ = ("relative_path", "reason", "detail", "folder")
     RELATIVE_PATH_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    FOLDER_FIELD_NUMBER: _ClassVar[int]
     relative_path: str
     reason: SkipReason
     detail: str
-    def __init__(self, relative_path: _Optional[str] = ..., reason: _Optional[_Union[SkipReason, str]] = ..., detail: _Optional[str] = ...) -> None: ...
+    folder: bool
+    def __init__(self, relative_path: _Optional[str] = ..., reason: _Optional[_Union[SkipReason, str]] = ..., detail: _Optional[str] = ..., folder: _Optional[bool] = ...) -> None: ...
 
 class ScanWorkspaceRequest(_message.Message):
     __slots__ = ("workspace_root", "previous", "exclude_patterns")

@@ -22,10 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from codecompass.v1 import analysis_pb2 as codecompass_dot_v1_dot_analysis__pb2
 from codecompass.v1 import chunk_pb2 as codecompass_dot_v1_dot_chunk__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63odecompass/v1/retrieval.proto\x12\x0e\x63odecompass.v1\x1a\x1a\x63odecompass/v1/chunk.proto\"L\n\x15IndexWorkspaceRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\x1b\n\x13wait_for_embeddings\x18\x02 \x01(\x08\"\x92\x02\n\x16IndexWorkspaceResponse\x12)\n\x05phase\x18\x01 \x01(\x0e\x32\x1a.codecompass.v1.IndexPhase\x12\x12\n\nfiles_done\x18\x02 \x01(\x04\x12\x13\n\x0b\x66iles_total\x18\x03 \x01(\x04\x12\x13\n\x0b\x63hunks_done\x18\x04 \x01(\x04\x12\x17\n\x0f\x65mbeddings_done\x18\x05 \x01(\x04\x12\x18\n\x10\x65mbeddings_total\x18\x06 \x01(\x04\x12\x1d\n\x15\x65mbeddings_per_second\x18\x07 \x01(\x01\x12\x13\n\x0b\x65ta_seconds\x18\x08 \x01(\x01\x12(\n\x05stats\x18\t \x01(\x0b\x32\x19.codecompass.v1.SyncStats\"\xfb\x01\n\tSyncStats\x12\x13\n\x0b\x66iles_added\x18\x01 \x01(\x04\x12\x15\n\rfiles_changed\x18\x02 \x01(\x04\x12\x15\n\rfiles_removed\x18\x03 \x01(\x04\x12\x15\n\rfiles_skipped\x18\x04 \x01(\x04\x12\x17\n\x0f\x63hunks_upserted\x18\x05 \x01(\x04\x12\x16\n\x0e\x63hunks_deleted\x18\x06 \x01(\x04\x12\x17\n\x0f\x63hunks_embedded\x18\x07 \x01(\x04\x12\x19\n\x11\x65mbeddings_reused\x18\x08 \x01(\x04\x12\x1a\n\x12\x63\x61scade_reembedded\x18\t \x01(\x04\x12\x13\n\x0b\x64uration_ms\x18\n \x01(\x01\"8\n\x0bSyncRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\x11\n\tbudget_ms\x18\x02 \x01(\r\"\x84\x02\n\x0cSyncResponse\x12\x10\n\x08\x66inished\x18\x01 \x01(\x08\x12\x39\n\x10\x66reshness_status\x18\x02 \x01(\x0e\x32\x1f.codecompass.v1.FreshnessStatus\x12(\n\x05stats\x18\x03 \x01(\x0b\x32\x19.codecompass.v1.SyncStats\x12\x15\n\rpending_paths\x18\x04 \x03(\t\x12\x15\n\rpending_count\x18\x05 \x01(\r\x12\x10\n\x08scanning\x18\x06 \x01(\x08\x12\r\n\x05\x65rror\x18\x07 \x01(\t\x12\x13\n\x0b\x64uration_ms\x18\x08 \x01(\x01\x12\x19\n\x11pending_new_files\x18\t \x01(\r\"\xac\x01\n\rSearchFilters\x12\x15\n\rpath_patterns\x18\x01 \x03(\t\x12+\n\tlanguages\x18\x02 \x03(\x0e\x32\x18.codecompass.v1.Language\x12,\n\nnode_kinds\x18\x03 \x03(\x0e\x32\x18.codecompass.v1.NodeKind\x12\x15\n\rexclude_tests\x18\x04 \x01(\x08\x12\x12\n\nonly_tests\x18\x05 \x01(\x08\"\xa6\x02\n\rSearchRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\r\x12.\n\x07\x66ilters\x18\x04 \x01(\x0b\x32\x1d.codecompass.v1.SearchFilters\x12\x1b\n\x0esemantic_ratio\x18\x05 \x01(\x02H\x00\x88\x01\x01\x12\x16\n\x0e\x63\x61ndidate_pool\x18\x07 \x01(\r\x12(\n\x04view\x18\x08 \x01(\x0e\x32\x1a.codecompass.v1.ResultView\x12,\n\x07ranking\x18\t \x01(\x0e\x32\x1b.codecompass.v1.RankingModeB\x11\n\x0f_semantic_ratioJ\x04\x08\x06\x10\x07R\tskip_sync\"\xd4\x02\n\x0cSearchResult\x12$\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x15.codecompass.v1.Chunk\x12\r\n\x05score\x18\x02 \x01(\x02\x12\x15\n\rlexical_score\x18\x03 \x01(\x02\x12\x19\n\x11vector_similarity\x18\x04 \x01(\x02\x12.\n\nprovenance\x18\x05 \x01(\x0e\x32\x1a.codecompass.v1.Provenance\x12\x14\n\x0clexical_rank\x18\x06 \x01(\r\x12\x15\n\rsemantic_rank\x18\x07 \x01(\r\x12\x14\n\x0c\x66usion_score\x18\x08 \x01(\x02\x12:\n\x07signals\x18\t \x03(\x0b\x32).codecompass.v1.SearchResult.SignalsEntry\x1a.\n\x0cSignalsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x02:\x02\x38\x01\"\xce\x03\n\x0eSearchMetadata\x12\x37\n\x0findexing_status\x18\x01 \x01(\x0e\x32\x1e.codecompass.v1.IndexingStatus\x12?\n\x13result_completeness\x18\x02 \x01(\x0e\x32\".codecompass.v1.ResultCompleteness\x12\x19\n\x11semantic_fallback\x18\x03 \x01(\x08\x12\x1f\n\x17semantic_skipped_reason\x18\x04 \x01(\t\x12\x1b\n\x13semantic_ratio_used\x18\x05 \x01(\x02\x12!\n\x19\x65xternal_provider_blocked\x18\x06 \x01(\x08\x12\x1a\n\x12\x65mbedding_model_id\x18\x07 \x01(\t\x12\x1f\n\x17\x65mbedding_model_version\x18\x08 \x01(\t\x12\x11\n\tsearch_ms\x18\x0b \x01(\x01\x12\x14\n\x0ctotal_chunks\x18\x0c \x01(\x04\x12\x17\n\x0f\x65mbedded_chunks\x18\r \x01(\x04\x12\x18\n\x10total_candidates\x18\x0e \x01(\r\x12\x12\n\nconfidence\x18\x0f \x01(\x02J\x04\x08\t\x10\nJ\x04\x08\n\x10\x0bR\x04syncR\x07sync_ms\"q\n\x0eSearchResponse\x12-\n\x07results\x18\x01 \x03(\x0b\x32\x1c.codecompass.v1.SearchResult\x12\x30\n\x08metadata\x18\x02 \x01(\x0b\x32\x1e.codecompass.v1.SearchMetadata\"/\n\x15GetIndexStatusRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\"\x88\x02\n\x16GetIndexStatusResponse\x12\x37\n\x0findexing_status\x18\x01 \x01(\x0e\x32\x1e.codecompass.v1.IndexingStatus\x12\r\n\x05\x66iles\x18\x02 \x01(\x04\x12\x0e\n\x06\x63hunks\x18\x03 \x01(\x04\x12\x17\n\x0f\x65mbedded_chunks\x18\x04 \x01(\x04\x12\x1a\n\x12\x65mbedding_model_id\x18\x05 \x01(\t\x12\x1f\n\x17\x65mbedding_model_version\x18\x06 \x01(\t\x12\x1c\n\x14index_format_version\x18\x07 \x01(\t\x12\r\n\x05\x65rror\x18\x08 \x01(\t\x12\x13\n\x0bindex_bytes\x18\t \x01(\x04\"*\n\x07HubSeed\x12\x10\n\x08\x63hunk_id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\"\x8d\x01\n\x0f\x46indHubsRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12&\n\x05seeds\x18\x02 \x03(\x0b\x32\x17.codecompass.v1.HubSeed\x12\x10\n\x08max_hubs\x18\x03 \x01(\r\x12(\n\x04view\x18\x04 \x01(\x0e\x32\x1a.codecompass.v1.ResultView\"s\n\x03Hub\x12,\n\x06result\x18\x01 \x01(\x0b\x32\x1c.codecompass.v1.SearchResult\x12\x1a\n\x12\x63onnected_seed_ids\x18\x02 \x03(\t\x12\x10\n\x08outgoing\x18\x03 \x01(\r\x12\x10\n\x08incoming\x18\x04 \x01(\r\"J\n\x10\x46indHubsResponse\x12!\n\x04hubs\x18\x01 \x03(\x0b\x32\x13.codecompass.v1.Hub\x12\x13\n\x0b\x64uration_ms\x18\x02 \x01(\x01*\xa7\x01\n\x0eIndexingStatus\x12\x1f\n\x1bINDEXING_STATUS_UNSPECIFIED\x10\x00\x12\x1f\n\x1bINDEXING_STATUS_NOT_INDEXED\x10\x01\x12\x1c\n\x18INDEXING_STATUS_INDEXING\x10\x02\x12\x19\n\x15INDEXING_STATUS_READY\x10\x03\x12\x1a\n\x16INDEXING_STATUS_FAILED\x10\x04*\x9f\x01\n\x12ResultCompleteness\x12#\n\x1fRESULT_COMPLETENESS_UNSPECIFIED\x10\x00\x12 \n\x1cRESULT_COMPLETENESS_COMPLETE\x10\x01\x12\x1f\n\x1bRESULT_COMPLETENESS_PARTIAL\x10\x02\x12!\n\x1dRESULT_COMPLETENESS_TRUNCATED\x10\x03*\x8a\x01\n\nProvenance\x12\x1a\n\x16PROVENANCE_UNSPECIFIED\x10\x00\x12\x16\n\x12PROVENANCE_LEXICAL\x10\x01\x12\x17\n\x13PROVENANCE_SEMANTIC\x10\x02\x12\x15\n\x11PROVENANCE_HYBRID\x10\x03\x12\x18\n\x14PROVENANCE_STRUCTURE\x10\x04*\xa7\x01\n\nIndexPhase\x12\x1b\n\x17INDEX_PHASE_UNSPECIFIED\x10\x00\x12\x18\n\x14INDEX_PHASE_SCANNING\x10\x01\x12\x18\n\x14INDEX_PHASE_CHUNKING\x10\x02\x12\x17\n\x13INDEX_PHASE_WRITING\x10\x03\x12\x19\n\x15INDEX_PHASE_EMBEDDING\x10\x04\x12\x14\n\x10INDEX_PHASE_DONE\x10\x05*\xac\x01\n\x0f\x46reshnessStatus\x12 \n\x1c\x46RESHNESS_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x46RESHNESS_STATUS_FRESH\x10\x01\x12\x1c\n\x18\x46RESHNESS_STATUS_SYNCING\x10\x02\x12 \n\x1c\x46RESHNESS_STATUS_NOT_INDEXED\x10\x03\x12\x1b\n\x17\x46RESHNESS_STATUS_FAILED\x10\x04*n\n\nResultView\x12\x1b\n\x17RESULT_VIEW_UNSPECIFIED\x10\x00\x12\x14\n\x10RESULT_VIEW_FULL\x10\x01\x12\x14\n\x10RESULT_VIEW_CODE\x10\x02\x12\x17\n\x13RESULT_VIEW_SUMMARY\x10\x03*[\n\x0bRankingMode\x12\x1c\n\x18RANKING_MODE_UNSPECIFIED\x10\x00\x12\x17\n\x13RANKING_MODE_FUSION\x10\x01\x12\x15\n\x11RANKING_MODE_FULL\x10\x02\x32\xb1\x03\n\x10RetrievalService\x12\x61\n\x0eIndexWorkspace\x12%.codecompass.v1.IndexWorkspaceRequest\x1a&.codecompass.v1.IndexWorkspaceResponse0\x01\x12G\n\x06Search\x12\x1d.codecompass.v1.SearchRequest\x1a\x1e.codecompass.v1.SearchResponse\x12\x41\n\x04Sync\x12\x1b.codecompass.v1.SyncRequest\x1a\x1c.codecompass.v1.SyncResponse\x12_\n\x0eGetIndexStatus\x12%.codecompass.v1.GetIndexStatusRequest\x1a&.codecompass.v1.GetIndexStatusResponse\x12M\n\x08\x46indHubs\x12\x1f.codecompass.v1.FindHubsRequest\x1a .codecompass.v1.FindHubsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63odecompass/v1/retrieval.proto\x12\x0e\x63odecompass.v1\x1a\x1d\x63odecompass/v1/analysis.proto\x1a\x1a\x63odecompass/v1/chunk.proto\"[\n\x15IndexWorkspaceRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\x1b\n\x13wait_for_embeddings\x18\x02 \x01(\x08\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\"\xc0\x02\n\x16IndexWorkspaceResponse\x12)\n\x05phase\x18\x01 \x01(\x0e\x32\x1a.codecompass.v1.IndexPhase\x12\x12\n\nfiles_done\x18\x02 \x01(\x04\x12\x13\n\x0b\x66iles_total\x18\x03 \x01(\x04\x12\x13\n\x0b\x63hunks_done\x18\x04 \x01(\x04\x12\x17\n\x0f\x65mbeddings_done\x18\x05 \x01(\x04\x12\x18\n\x10\x65mbeddings_total\x18\x06 \x01(\x04\x12\x1d\n\x15\x65mbeddings_per_second\x18\x07 \x01(\x01\x12\x13\n\x0b\x65ta_seconds\x18\x08 \x01(\x01\x12(\n\x05stats\x18\t \x01(\x0b\x32\x19.codecompass.v1.SyncStats\x12,\n\x07skipped\x18\n \x03(\x0b\x32\x1b.codecompass.v1.SkippedFile\"\xfb\x01\n\tSyncStats\x12\x13\n\x0b\x66iles_added\x18\x01 \x01(\x04\x12\x15\n\rfiles_changed\x18\x02 \x01(\x04\x12\x15\n\rfiles_removed\x18\x03 \x01(\x04\x12\x15\n\rfiles_skipped\x18\x04 \x01(\x04\x12\x17\n\x0f\x63hunks_upserted\x18\x05 \x01(\x04\x12\x16\n\x0e\x63hunks_deleted\x18\x06 \x01(\x04\x12\x17\n\x0f\x63hunks_embedded\x18\x07 \x01(\x04\x12\x19\n\x11\x65mbeddings_reused\x18\x08 \x01(\x04\x12\x1a\n\x12\x63\x61scade_reembedded\x18\t \x01(\x04\x12\x13\n\x0b\x64uration_ms\x18\n \x01(\x01\"G\n\x0bSyncRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\x11\n\tbudget_ms\x18\x02 \x01(\r\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\"\x84\x02\n\x0cSyncResponse\x12\x10\n\x08\x66inished\x18\x01 \x01(\x08\x12\x39\n\x10\x66reshness_status\x18\x02 \x01(\x0e\x32\x1f.codecompass.v1.FreshnessStatus\x12(\n\x05stats\x18\x03 \x01(\x0b\x32\x19.codecompass.v1.SyncStats\x12\x15\n\rpending_paths\x18\x04 \x03(\t\x12\x15\n\rpending_count\x18\x05 \x01(\r\x12\x10\n\x08scanning\x18\x06 \x01(\x08\x12\r\n\x05\x65rror\x18\x07 \x01(\t\x12\x13\n\x0b\x64uration_ms\x18\x08 \x01(\x01\x12\x19\n\x11pending_new_files\x18\t \x01(\r\"\xac\x01\n\rSearchFilters\x12\x15\n\rpath_patterns\x18\x01 \x03(\t\x12+\n\tlanguages\x18\x02 \x03(\x0e\x32\x18.codecompass.v1.Language\x12,\n\nnode_kinds\x18\x03 \x03(\x0e\x32\x18.codecompass.v1.NodeKind\x12\x15\n\rexclude_tests\x18\x04 \x01(\x08\x12\x12\n\nonly_tests\x18\x05 \x01(\x08\"\xa6\x02\n\rSearchRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\r\x12.\n\x07\x66ilters\x18\x04 \x01(\x0b\x32\x1d.codecompass.v1.SearchFilters\x12\x1b\n\x0esemantic_ratio\x18\x05 \x01(\x02H\x00\x88\x01\x01\x12\x16\n\x0e\x63\x61ndidate_pool\x18\x07 \x01(\r\x12(\n\x04view\x18\x08 \x01(\x0e\x32\x1a.codecompass.v1.ResultView\x12,\n\x07ranking\x18\t \x01(\x0e\x32\x1b.codecompass.v1.RankingModeB\x11\n\x0f_semantic_ratioJ\x04\x08\x06\x10\x07R\tskip_sync\"\xd4\x02\n\x0cSearchResult\x12$\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x15.codecompass.v1.Chunk\x12\r\n\x05score\x18\x02 \x01(\x02\x12\x15\n\rlexical_score\x18\x03 \x01(\x02\x12\x19\n\x11vector_similarity\x18\x04 \x01(\x02\x12.\n\nprovenance\x18\x05 \x01(\x0e\x32\x1a.codecompass.v1.Provenance\x12\x14\n\x0clexical_rank\x18\x06 \x01(\r\x12\x15\n\rsemantic_rank\x18\x07 \x01(\r\x12\x14\n\x0c\x66usion_score\x18\x08 \x01(\x02\x12:\n\x07signals\x18\t \x03(\x0b\x32).codecompass.v1.SearchResult.SignalsEntry\x1a.\n\x0cSignalsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x02:\x02\x38\x01\"\xce\x03\n\x0eSearchMetadata\x12\x37\n\x0findexing_status\x18\x01 \x01(\x0e\x32\x1e.codecompass.v1.IndexingStatus\x12?\n\x13result_completeness\x18\x02 \x01(\x0e\x32\".codecompass.v1.ResultCompleteness\x12\x19\n\x11semantic_fallback\x18\x03 \x01(\x08\x12\x1f\n\x17semantic_skipped_reason\x18\x04 \x01(\t\x12\x1b\n\x13semantic_ratio_used\x18\x05 \x01(\x02\x12!\n\x19\x65xternal_provider_blocked\x18\x06 \x01(\x08\x12\x1a\n\x12\x65mbedding_model_id\x18\x07 \x01(\t\x12\x1f\n\x17\x65mbedding_model_version\x18\x08 \x01(\t\x12\x11\n\tsearch_ms\x18\x0b \x01(\x01\x12\x14\n\x0ctotal_chunks\x18\x0c \x01(\x04\x12\x17\n\x0f\x65mbedded_chunks\x18\r \x01(\x04\x12\x18\n\x10total_candidates\x18\x0e \x01(\r\x12\x12\n\nconfidence\x18\x0f \x01(\x02J\x04\x08\t\x10\nJ\x04\x08\n\x10\x0bR\x04syncR\x07sync_ms\"q\n\x0eSearchResponse\x12-\n\x07results\x18\x01 \x03(\x0b\x32\x1c.codecompass.v1.SearchResult\x12\x30\n\x08metadata\x18\x02 \x01(\x0b\x32\x1e.codecompass.v1.SearchMetadata\"/\n\x15GetIndexStatusRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\"\x88\x02\n\x16GetIndexStatusResponse\x12\x37\n\x0findexing_status\x18\x01 \x01(\x0e\x32\x1e.codecompass.v1.IndexingStatus\x12\r\n\x05\x66iles\x18\x02 \x01(\x04\x12\x0e\n\x06\x63hunks\x18\x03 \x01(\x04\x12\x17\n\x0f\x65mbedded_chunks\x18\x04 \x01(\x04\x12\x1a\n\x12\x65mbedding_model_id\x18\x05 \x01(\t\x12\x1f\n\x17\x65mbedding_model_version\x18\x06 \x01(\t\x12\x1c\n\x14index_format_version\x18\x07 \x01(\t\x12\r\n\x05\x65rror\x18\x08 \x01(\t\x12\x13\n\x0bindex_bytes\x18\t \x01(\x04\"*\n\x07HubSeed\x12\x10\n\x08\x63hunk_id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\"\x8d\x01\n\x0f\x46indHubsRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12&\n\x05seeds\x18\x02 \x03(\x0b\x32\x17.codecompass.v1.HubSeed\x12\x10\n\x08max_hubs\x18\x03 \x01(\r\x12(\n\x04view\x18\x04 \x01(\x0e\x32\x1a.codecompass.v1.ResultView\"s\n\x03Hub\x12,\n\x06result\x18\x01 \x01(\x0b\x32\x1c.codecompass.v1.SearchResult\x12\x1a\n\x12\x63onnected_seed_ids\x18\x02 \x03(\t\x12\x10\n\x08outgoing\x18\x03 \x01(\r\x12\x10\n\x08incoming\x18\x04 \x01(\r\"J\n\x10\x46indHubsResponse\x12!\n\x04hubs\x18\x01 \x03(\x0b\x32\x13.codecompass.v1.Hub\x12\x13\n\x0b\x64uration_ms\x18\x02 \x01(\x01*\xa7\x01\n\x0eIndexingStatus\x12\x1f\n\x1bINDEXING_STATUS_UNSPECIFIED\x10\x00\x12\x1f\n\x1bINDEXING_STATUS_NOT_INDEXED\x10\x01\x12\x1c\n\x18INDEXING_STATUS_INDEXING\x10\x02\x12\x19\n\x15INDEXING_STATUS_READY\x10\x03\x12\x1a\n\x16INDEXING_STATUS_FAILED\x10\x04*\x9f\x01\n\x12ResultCompleteness\x12#\n\x1fRESULT_COMPLETENESS_UNSPECIFIED\x10\x00\x12 \n\x1cRESULT_COMPLETENESS_COMPLETE\x10\x01\x12\x1f\n\x1bRESULT_COMPLETENESS_PARTIAL\x10\x02\x12!\n\x1dRESULT_COMPLETENESS_TRUNCATED\x10\x03*\x8a\x01\n\nProvenance\x12\x1a\n\x16PROVENANCE_UNSPECIFIED\x10\x00\x12\x16\n\x12PROVENANCE_LEXICAL\x10\x01\x12\x17\n\x13PROVENANCE_SEMANTIC\x10\x02\x12\x15\n\x11PROVENANCE_HYBRID\x10\x03\x12\x18\n\x14PROVENANCE_STRUCTURE\x10\x04*\xa7\x01\n\nIndexPhase\x12\x1b\n\x17INDEX_PHASE_UNSPECIFIED\x10\x00\x12\x18\n\x14INDEX_PHASE_SCANNING\x10\x01\x12\x18\n\x14INDEX_PHASE_CHUNKING\x10\x02\x12\x17\n\x13INDEX_PHASE_WRITING\x10\x03\x12\x19\n\x15INDEX_PHASE_EMBEDDING\x10\x04\x12\x14\n\x10INDEX_PHASE_DONE\x10\x05*\xac\x01\n\x0f\x46reshnessStatus\x12 \n\x1c\x46RESHNESS_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x46RESHNESS_STATUS_FRESH\x10\x01\x12\x1c\n\x18\x46RESHNESS_STATUS_SYNCING\x10\x02\x12 \n\x1c\x46RESHNESS_STATUS_NOT_INDEXED\x10\x03\x12\x1b\n\x17\x46RESHNESS_STATUS_FAILED\x10\x04*n\n\nResultView\x12\x1b\n\x17RESULT_VIEW_UNSPECIFIED\x10\x00\x12\x14\n\x10RESULT_VIEW_FULL\x10\x01\x12\x14\n\x10RESULT_VIEW_CODE\x10\x02\x12\x17\n\x13RESULT_VIEW_SUMMARY\x10\x03*[\n\x0bRankingMode\x12\x1c\n\x18RANKING_MODE_UNSPECIFIED\x10\x00\x12\x17\n\x13RANKING_MODE_FUSION\x10\x01\x12\x15\n\x11RANKING_MODE_FULL\x10\x02\x32\xb1\x03\n\x10RetrievalService\x12\x61\n\x0eIndexWorkspace\x12%.codecompass.v1.IndexWorkspaceRequest\x1a&.codecompass.v1.IndexWorkspaceResponse0\x01\x12G\n\x06Search\x12\x1d.codecompass.v1.SearchRequest\x1a\x1e.codecompass.v1.SearchResponse\x12\x41\n\x04Sync\x12\x1b.codecompass.v1.SyncRequest\x1a\x1c.codecompass.v1.SyncResponse\x12_\n\x0eGetIndexStatus\x12%.codecompass.v1.GetIndexStatusRequest\x1a&.codecompass.v1.GetIndexStatusResponse\x12M\n\x08\x46indHubs\x12\x1f.codecompass.v1.FindHubsRequest\x1a .codecompass.v1.FindHubsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,54 +35,54 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_SEARCHRESULT_SIGNALSENTRY']._loaded_options = None
   _globals['_SEARCHRESULT_SIGNALSENTRY']._serialized_options = b'8\001'
-  _globals['_INDEXINGSTATUS']._serialized_start=3101
-  _globals['_INDEXINGSTATUS']._serialized_end=3268
-  _globals['_RESULTCOMPLETENESS']._serialized_start=3271
-  _globals['_RESULTCOMPLETENESS']._serialized_end=3430
-  _globals['_PROVENANCE']._serialized_start=3433
-  _globals['_PROVENANCE']._serialized_end=3571
-  _globals['_INDEXPHASE']._serialized_start=3574
-  _globals['_INDEXPHASE']._serialized_end=3741
-  _globals['_FRESHNESSSTATUS']._serialized_start=3744
-  _globals['_FRESHNESSSTATUS']._serialized_end=3916
-  _globals['_RESULTVIEW']._serialized_start=3918
-  _globals['_RESULTVIEW']._serialized_end=4028
-  _globals['_RANKINGMODE']._serialized_start=4030
-  _globals['_RANKINGMODE']._serialized_end=4121
-  _globals['_INDEXWORKSPACEREQUEST']._serialized_start=78
-  _globals['_INDEXWORKSPACEREQUEST']._serialized_end=154
-  _globals['_INDEXWORKSPACERESPONSE']._serialized_start=157
-  _globals['_INDEXWORKSPACERESPONSE']._serialized_end=431
-  _globals['_SYNCSTATS']._serialized_start=434
-  _globals['_SYNCSTATS']._serialized_end=685
-  _globals['_SYNCREQUEST']._serialized_start=687
-  _globals['_SYNCREQUEST']._serialized_end=743
-  _globals['_SYNCRESPONSE']._serialized_start=746
-  _globals['_SYNCRESPONSE']._serialized_end=1006
-  _globals['_SEARCHFILTERS']._serialized_start=1009
-  _globals['_SEARCHFILTERS']._serialized_end=1181
-  _globals['_SEARCHREQUEST']._serialized_start=1184
-  _globals['_SEARCHREQUEST']._serialized_end=1478
-  _globals['_SEARCHRESULT']._serialized_start=1481
-  _globals['_SEARCHRESULT']._serialized_end=1821
-  _globals['_SEARCHRESULT_SIGNALSENTRY']._serialized_start=1775
-  _globals['_SEARCHRESULT_SIGNALSENTRY']._serialized_end=1821
-  _globals['_SEARCHMETADATA']._serialized_start=1824
-  _globals['_SEARCHMETADATA']._serialized_end=2286
-  _globals['_SEARCHRESPONSE']._serialized_start=2288
-  _globals['_SEARCHRESPONSE']._serialized_end=2401
-  _globals['_GETINDEXSTATUSREQUEST']._serialized_start=2403
-  _globals['_GETINDEXSTATUSREQUEST']._serialized_end=2450
-  _globals['_GETINDEXSTATUSRESPONSE']._serialized_start=2453
-  _globals['_GETINDEXSTATUSRESPONSE']._serialized_end=2717
-  _globals['_HUBSEED']._serialized_start=2719
-  _globals['_HUBSEED']._serialized_end=2761
-  _globals['_FINDHUBSREQUEST']._serialized_start=2764
-  _globals['_FINDHUBSREQUEST']._serialized_end=2905
-  _globals['_HUB']._serialized_start=2907
-  _globals['_HUB']._serialized_end=3022
-  _globals['_FINDHUBSRESPONSE']._serialized_start=3024
-  _globals['_FINDHUBSRESPONSE']._serialized_end=3098
-  _globals['_RETRIEVALSERVICE']._serialized_start=4124
-  _globals['_RETRIEVALSERVICE']._serialized_end=4557
+  _globals['_INDEXINGSTATUS']._serialized_start=3208
+  _globals['_INDEXINGSTATUS']._serialized_end=3375
+  _globals['_RESULTCOMPLETENESS']._serialized_start=3378
+  _globals['_RESULTCOMPLETENESS']._serialized_end=3537
+  _globals['_PROVENANCE']._serialized_start=3540
+  _globals['_PROVENANCE']._serialized_end=3678
+  _globals['_INDEXPHASE']._serialized_start=3681
+  _globals['_INDEXPHASE']._serialized_end=3848
+  _globals['_FRESHNESSSTATUS']._serialized_start=3851
+  _globals['_FRESHNESSSTATUS']._serialized_end=4023
+  _globals['_RESULTVIEW']._serialized_start=4025
+  _globals['_RESULTVIEW']._serialized_end=4135
+  _globals['_RANKINGMODE']._serialized_start=4137
+  _globals['_RANKINGMODE']._serialized_end=4228
+  _globals['_INDEXWORKSPACEREQUEST']._serialized_start=109
+  _globals['_INDEXWORKSPACEREQUEST']._serialized_end=200
+  _globals['_INDEXWORKSPACERESPONSE']._serialized_start=203
+  _globals['_INDEXWORKSPACERESPONSE']._serialized_end=523
+  _globals['_SYNCSTATS']._serialized_start=526
+  _globals['_SYNCSTATS']._serialized_end=777
+  _globals['_SYNCREQUEST']._serialized_start=779
+  _globals['_SYNCREQUEST']._serialized_end=850
+  _globals['_SYNCRESPONSE']._serialized_start=853
+  _globals['_SYNCRESPONSE']._serialized_end=1113
+  _globals['_SEARCHFILTERS']._serialized_start=1116
+  _globals['_SEARCHFILTERS']._serialized_end=1288
+  _globals['_SEARCHREQUEST']._serialized_start=1291
+  _globals['_SEARCHREQUEST']._serialized_end=1585
+  _globals['_SEARCHRESULT']._serialized_start=1588
+  _globals['_SEARCHRESULT']._serialized_end=1928
+  _globals['_SEARCHRESULT_SIGNALSENTRY']._serialized_start=1882
+  _globals['_SEARCHRESULT_SIGNALSENTRY']._serialized_end=1928
+  _globals['_SEARCHMETADATA']._serialized_start=1931
+  _globals['_SEARCHMETADATA']._serialized_end=2393
+  _globals['_SEARCHRESPONSE']._serialized_start=2395
+  _globals['_SEARCHRESPONSE']._serialized_end=2508
+  _globals['_GETINDEXSTATUSREQUEST']._serialized_start=2510
+  _globals['_GETINDEXSTATUSREQUEST']._serialized_end=2557
+  _globals['_GETINDEXSTATUSRESPONSE']._serialized_start=2560
+  _globals['_GETINDEXSTATUSRESPONSE']._serialized_end=2824
+  _globals['_HUBSEED']._serialized_start=2826
+  _globals['_HUBSEED']._serialized_end=2868
+  _globals['_FINDHUBSREQUEST']._serialized_start=2871
+  _globals['_FINDHUBSREQUEST']._serialized_end=3012
+  _globals['_HUB']._serialized_start=3014
+  _globals['_HUB']._serialized_end=3129
+  _globals['_FINDHUBSRESPONSE']._serialized_start=3131
+  _globals['_FINDHUBSRESPONSE']._serialized_end=3205
+  _globals['_RETRIEVALSERVICE']._serialized_start=4231
+  _globals['_RETRIEVALSERVICE']._serialized_end=4664
 # @@protoc_insertion_point(module_scope)

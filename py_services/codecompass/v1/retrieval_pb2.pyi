@@ -1,3 +1,4 @@
+from codecompass.v1 import analysis_pb2 as _analysis_pb2
 from codecompass.v1 import chunk_pb2 as _chunk_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -94,15 +95,17 @@ RANKING_MODE_FUSION: RankingMode
 RANKING_MODE_FULL: RankingMode
 
 class IndexWorkspaceRequest(_message.Message):
-    __slots__ = ("workspace_root", "wait_for_embeddings")
+    __slots__ = ("workspace_root", "wait_for_embeddings", "force")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     WAIT_FOR_EMBEDDINGS_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
     wait_for_embeddings: bool
-    def __init__(self, workspace_root: _Optional[str] = ..., wait_for_embeddings: _Optional[bool] = ...) -> None: ...
+    force: bool
+    def __init__(self, workspace_root: _Optional[str] = ..., wait_for_embeddings: _Optional[bool] = ..., force: _Optional[bool] = ...) -> None: ...
 
 class IndexWorkspaceResponse(_message.Message):
-    __slots__ = ("phase", "files_done", "files_total", "chunks_done", "embeddings_done", "embeddings_total", "embeddings_per_second", "eta_seconds", "stats")
+    __slots__ = ("phase", "files_done", "files_total", "chunks_done", "embeddings_done", "embeddings_total", "embeddings_per_second", "eta_seconds", "stats", "skipped")
     PHASE_FIELD_NUMBER: _ClassVar[int]
     FILES_DONE_FIELD_NUMBER: _ClassVar[int]
     FILES_TOTAL_FIELD_NUMBER: _ClassVar[int]
@@ -112,6 +115,7 @@ class IndexWorkspaceResponse(_message.Message):
     EMBEDDINGS_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
     ETA_SECONDS_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
     phase: IndexPhase
     files_done: int
     files_total: int
@@ -121,7 +125,8 @@ class IndexWorkspaceResponse(_message.Message):
     embeddings_per_second: float
     eta_seconds: float
     stats: SyncStats
-    def __init__(self, phase: _Optional[_Union[IndexPhase, str]] = ..., files_done: _Optional[int] = ..., files_total: _Optional[int] = ..., chunks_done: _Optional[int] = ..., embeddings_done: _Optional[int] = ..., embeddings_total: _Optional[int] = ..., embeddings_per_second: _Optional[float] = ..., eta_seconds: _Optional[float] = ..., stats: _Optional[_Union[SyncStats, _Mapping]] = ...) -> None: ...
+    skipped: _containers.RepeatedCompositeFieldContainer[_analysis_pb2.SkippedFile]
+    def __init__(self, phase: _Optional[_Union[IndexPhase, str]] = ..., files_done: _Optional[int] = ..., files_total: _Optional[int] = ..., chunks_done: _Optional[int] = ..., embeddings_done: _Optional[int] = ..., embeddings_total: _Optional[int] = ..., embeddings_per_second: _Optional[float] = ..., eta_seconds: _Optional[float] = ..., stats: _Optional[_Union[SyncStats, _Mapping]] = ..., skipped: _Optional[_Iterable[_Union[_analysis_pb2.SkippedFile, _Mapping]]] = ...) -> None: ...
 
 class SyncStats(_message.Message):
     __slots__ = ("files_added", "files_changed", "files_removed", "files_skipped", "chunks_upserted", "chunks_deleted", "chunks_embedded", "embeddings_reused", "cascade_reembedded", "duration_ms")
@@ -148,12 +153,14 @@ class SyncStats(_message.Message):
     def __init__(self, files_added: _Optional[int] = ..., files_changed: _Optional[int] = ..., files_removed: _Optional[int] = ..., files_skipped: _Optional[int] = ..., chunks_upserted: _Optional[int] = ..., chunks_deleted: _Optional[int] = ..., chunks_embedded: _Optional[int] = ..., embeddings_reused: _Optional[int] = ..., cascade_reembedded: _Optional[int] = ..., duration_ms: _Optional[float] = ...) -> None: ...
 
 class SyncRequest(_message.Message):
-    __slots__ = ("workspace_root", "budget_ms")
+    __slots__ = ("workspace_root", "budget_ms", "force")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
     budget_ms: int
-    def __init__(self, workspace_root: _Optional[str] = ..., budget_ms: _Optional[int] = ...) -> None: ...
+    force: bool
+    def __init__(self, workspace_root: _Optional[str] = ..., budget_ms: _Optional[int] = ..., force: _Optional[bool] = ...) -> None: ...
 
 class SyncResponse(_message.Message):
     __slots__ = ("finished", "freshness_status", "stats", "pending_paths", "pending_count", "scanning", "error", "duration_ms", "pending_new_files")

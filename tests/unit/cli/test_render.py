@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
+from collections import Counter
 from dataclasses import replace
 
 from codecompass.cli.convert import FileChunks
 from codecompass.cli.progress import ProgressReporter, format_eta
 from codecompass.cli.render import ChunkSummary, file_block, index_summary_lines, jsdoc_purpose, sample_query
 from codecompass.common.chunks import Chunk, Language, NodeKind
-from codecompass.retrieval.state import IndexPhase, IndexProgress, SyncStats
+from codecompass.retrieval.state import IndexPhase, IndexProgress, SkippedFile, SyncStats
 
 BASE = Chunk(
     id="", snippet_hash="", relative_path="src/auth/tokenService.ts", language=Language.TYPESCRIPT,
@@ -86,7 +87,7 @@ def test_plain_progress_prints_a_line_per_phase_change() -> None:
     stream = io.StringIO()
     reporter = ProgressReporter(stream, is_tty=False)
     reporter.update(_progress())
-    reporter.update(_progress(files_done=4))
+    reporter.update(_progress(files_done=3))
     reporter.update(_progress(phase="embedding", embeddings_done=5, embeddings_total=50,
                               embeddings_per_second=61.5, eta_seconds=73))
     reporter.close()
@@ -94,6 +95,25 @@ def test_plain_progress_prints_a_line_per_phase_change() -> None:
         "chunking   files 3/10  chunks 30  ETA --:--",
         "embedding  files 3/10  chunks 30  embedded 5/50  61.5 emb/s  ETA 01:13",
     ]
+
+
+def test_plain_progress_prints_each_tenth_not_each_message() -> None:
+    """A 5-minute index without a terminal: a line per phase and per 10%, not one a second."""
+    stream = io.StringIO()
+    reporter = ProgressReporter(stream, is_tty=False)
+    reporter.update(_progress(phase="scanning", files_done=0, files_total=0))
+    for done in range(1, 1001):
+        reporter.update(_progress(files_done=done, files_total=1000))
+        if done % 250 == 0:  # each flush writes, then chunking goes on: no line for coming back
+            reporter.update(_progress(phase="writing", files_done=250, files_total=250))
+    for done in range(0, 3001, 3):
+        reporter.update(_progress(phase="embedding", embeddings_done=done, embeddings_total=3000))
+    reporter.update(_progress(phase="done"))
+    lines = stream.getvalue().splitlines()
+    assert Counter(line.split()[0] for line in lines) == {"scanning": 1, "chunking": 11, "writing": 1,
+                                                          "embedding": 11, "done": 1}
+    chunking = [line.split()[2] for line in lines if line.startswith("chunking")]
+    assert chunking == ["1/1000"] + [f"{n}/1000" for n in range(100, 1001, 100)]
 
 
 def test_terminal_progress_redraws_one_bar() -> None:
@@ -114,9 +134,11 @@ def test_eta_format() -> None:
 def test_index_summary_reads_the_sync_stats() -> None:
     stats = SyncStats(files_added=2, files_changed=1, files_skipped=3, chunks_upserted=40, chunks_deleted=4,
                       chunks_embedded=36, embeddings_reused=4, cascade_reembedded=1, duration_ms=12.5)
-    assert index_summary_lines("/ws", stats, 1.25) == [
+    skipped = (SkippedFile("dist", "excluded", "dependencies or build output", folder=True),
+               SkippedFile("a.d.ts", "declaration_file"), SkippedFile("b.d.ts", "declaration_file"))
+    assert index_summary_lines("/ws", stats, 1.25, skipped) == [
         "indexed /ws in 1.2s",
-        "  files       2 added, 1 changed, 0 removed, 3 skipped",
+        "  files       2 added, 1 changed, 0 removed, 3 skipped (2 declaration files, 1 excluded)",
         "  chunks      40 written, 4 deleted",
         "  embeddings  36 embedded, 4 reused, 1 re-embedded by signature changes",
     ]

@@ -46,6 +46,28 @@ export enum SkipReason {
   SKIP_REASON_OUTSIDE_WORKSPACE = 7,
   /** SKIP_REASON_SYMLINK_LOOP - The path is a symlink that was already visited (a loop). */
   SKIP_REASON_SYMLINK_LOOP = 8,
+  /**
+   * SKIP_REASON_IGNORED - The path matches a rule of a .gitignore or .codecompassignore file; the
+   * detail names the file and the rule.
+   */
+  SKIP_REASON_IGNORED = 9,
+  /**
+   * SKIP_REASON_NESTED_REPOSITORY - The folder is another repository or a worktree (it holds its own .git
+   * file or folder) inside the workspace's repository: its code is not the
+   * workspace's own and would be indexed twice or out of step.
+   */
+  SKIP_REASON_NESTED_REPOSITORY = 10,
+  /**
+   * SKIP_REASON_DECLARATION_FILE - A TypeScript declaration file (.d.ts, .d.mts, .d.cts): signatures only,
+   * usually generated from sources that are indexed themselves. The type
+   * checker still reads it when it resolves references.
+   */
+  SKIP_REASON_DECLARATION_FILE = 11,
+  /**
+   * SKIP_REASON_EXCLUDED - Dependencies or build output that no workspace indexes (node_modules,
+   * dist, build, coverage, ...), or a match of the request's exclude_patterns.
+   */
+  SKIP_REASON_EXCLUDED = 12,
   UNRECOGNIZED = -1,
 }
 
@@ -78,6 +100,18 @@ export function skipReasonFromJSON(object: any): SkipReason {
     case 8:
     case "SKIP_REASON_SYMLINK_LOOP":
       return SkipReason.SKIP_REASON_SYMLINK_LOOP;
+    case 9:
+    case "SKIP_REASON_IGNORED":
+      return SkipReason.SKIP_REASON_IGNORED;
+    case 10:
+    case "SKIP_REASON_NESTED_REPOSITORY":
+      return SkipReason.SKIP_REASON_NESTED_REPOSITORY;
+    case 11:
+    case "SKIP_REASON_DECLARATION_FILE":
+      return SkipReason.SKIP_REASON_DECLARATION_FILE;
+    case 12:
+    case "SKIP_REASON_EXCLUDED":
+      return SkipReason.SKIP_REASON_EXCLUDED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -105,6 +139,14 @@ export function skipReasonToJSON(object: SkipReason): string {
       return "SKIP_REASON_OUTSIDE_WORKSPACE";
     case SkipReason.SKIP_REASON_SYMLINK_LOOP:
       return "SKIP_REASON_SYMLINK_LOOP";
+    case SkipReason.SKIP_REASON_IGNORED:
+      return "SKIP_REASON_IGNORED";
+    case SkipReason.SKIP_REASON_NESTED_REPOSITORY:
+      return "SKIP_REASON_NESTED_REPOSITORY";
+    case SkipReason.SKIP_REASON_DECLARATION_FILE:
+      return "SKIP_REASON_DECLARATION_FILE";
+    case SkipReason.SKIP_REASON_EXCLUDED:
+      return "SKIP_REASON_EXCLUDED";
     case SkipReason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -296,7 +338,10 @@ export interface FileEntry {
   language: Language;
 }
 
-/** SkippedFile is a file that was seen but not cataloged or chunked. */
+/**
+ * SkippedFile is a file, or a whole folder, that was seen but not cataloged
+ * or chunked.
+ */
 export interface SkippedFile {
   /** Path relative to the workspace root. */
   relativePath: string;
@@ -304,6 +349,11 @@ export interface SkippedFile {
   reason: SkipReason;
   /** Human-readable detail, e.g. "longest line 48213 chars". */
   detail: string;
+  /**
+   * True when relative_path is a folder skipped as a whole: nothing below it
+   * was listed, so one entry stands for all of its files.
+   */
+  folder: boolean;
 }
 
 /** ScanWorkspaceRequest asks for the catalog of a workspace. */
@@ -660,7 +710,7 @@ export const FileEntry: MessageFns<FileEntry> = {
 };
 
 function createBaseSkippedFile(): SkippedFile {
-  return { relativePath: "", reason: 0, detail: "" };
+  return { relativePath: "", reason: 0, detail: "", folder: false };
 }
 
 export const SkippedFile: MessageFns<SkippedFile> = {
@@ -673,6 +723,9 @@ export const SkippedFile: MessageFns<SkippedFile> = {
     }
     if (message.detail !== "") {
       writer.uint32(26).string(message.detail);
+    }
+    if (message.folder !== false) {
+      writer.uint32(32).bool(message.folder);
     }
     return writer;
   },
@@ -714,6 +767,14 @@ export const SkippedFile: MessageFns<SkippedFile> = {
             message.detail = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.folder = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -735,6 +796,7 @@ export const SkippedFile: MessageFns<SkippedFile> = {
         : "",
       reason: isSet(object.reason) ? skipReasonFromJSON(object.reason) : 0,
       detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+      folder: isSet(object.folder) ? globalThis.Boolean(object.folder) : false,
     };
   },
 
@@ -749,6 +811,9 @@ export const SkippedFile: MessageFns<SkippedFile> = {
     if (message.detail !== "") {
       obj.detail = message.detail;
     }
+    if (message.folder !== false) {
+      obj.folder = message.folder;
+    }
     return obj;
   },
 
@@ -760,6 +825,7 @@ export const SkippedFile: MessageFns<SkippedFile> = {
     message.relativePath = object.relativePath ?? "";
     message.reason = object.reason ?? 0;
     message.detail = object.detail ?? "";
+    message.folder = object.folder ?? false;
     return message;
   },
 };

@@ -20,6 +20,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { SkippedFile } from "./analysis";
 import { Chunk, Language, languageFromJSON, languageToJSON, NodeKind, nodeKindFromJSON, nodeKindToJSON } from "./chunk";
 
 export const protobufPackage = "codecompass.v1";
@@ -444,6 +445,14 @@ export interface IndexWorkspaceRequest {
    * ends once the lexical index is written and embeddings continue in the background.
    */
   waitForEmbeddings: boolean;
+  /**
+   * Index even what the service refuses by default: the filesystem root, the
+   * home folder itself, a system folder, or a workspace whose first index
+   * would be above the retrieval.large_index_files / large_index_mb limits.
+   * Without it such a request fails with INVALID_ARGUMENT and one line that
+   * says why. Once a workspace is indexed, later syncs need no force.
+   */
+  force: boolean;
 }
 
 /** IndexWorkspaceResponse is one progress report of an indexing run. */
@@ -465,7 +474,14 @@ export interface IndexWorkspaceResponse {
   /** Estimated seconds until the current step ends; negative when unknown. */
   etaSeconds: number;
   /** Set on the final report. */
-  stats: SyncStats | undefined;
+  stats:
+    | SyncStats
+    | undefined;
+  /**
+   * Set on the final report: every path the last sync left out of the index,
+   * with its reason, sorted by path; a folder left out whole is one entry.
+   */
+  skipped: SkippedFile[];
 }
 
 /** SyncStats summarizes what a sync changed. */
@@ -476,7 +492,10 @@ export interface SyncStats {
   filesChanged: bigint;
   /** Files removed. */
   filesRemoved: bigint;
-  /** Files skipped with a reason (minified, binary, ...). */
+  /**
+   * Files skipped with a reason (minified, binary, ignored, ...); a folder
+   * skipped as a whole counts once.
+   */
   filesSkipped: bigint;
   /** Chunks written. */
   chunksUpserted: bigint;
@@ -502,6 +521,13 @@ export interface SyncRequest {
    * deadline: the answer comes just before the deadline rather than failing).
    */
   budgetMs: number;
+  /**
+   * Sync even a workspace the service refuses to index by default; see
+   * IndexWorkspaceRequest.force. Without it a refused workspace fails the
+   * call with INVALID_ARGUMENT, not a FAILED freshness status (a size
+   * refusal that comes after the budget is GetIndexStatus's error instead).
+   */
+  force: boolean;
 }
 
 /** SyncResponse says how fresh the index is once the budget was spent. */
@@ -731,7 +757,7 @@ export interface FindHubsResponse {
 }
 
 function createBaseIndexWorkspaceRequest(): IndexWorkspaceRequest {
-  return { workspaceRoot: "", waitForEmbeddings: false };
+  return { workspaceRoot: "", waitForEmbeddings: false, force: false };
 }
 
 export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
@@ -741,6 +767,9 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
     }
     if (message.waitForEmbeddings !== false) {
       writer.uint32(16).bool(message.waitForEmbeddings);
+    }
+    if (message.force !== false) {
+      writer.uint32(24).bool(message.force);
     }
     return writer;
   },
@@ -774,6 +803,14 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
             message.waitForEmbeddings = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.force = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -798,6 +835,7 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
         : isSet(object.wait_for_embeddings)
         ? globalThis.Boolean(object.wait_for_embeddings)
         : false,
+      force: isSet(object.force) ? globalThis.Boolean(object.force) : false,
     };
   },
 
@@ -809,6 +847,9 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
     if (message.waitForEmbeddings !== false) {
       obj.waitForEmbeddings = message.waitForEmbeddings;
     }
+    if (message.force !== false) {
+      obj.force = message.force;
+    }
     return obj;
   },
 
@@ -819,6 +860,7 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
     const message = createBaseIndexWorkspaceRequest();
     message.workspaceRoot = object.workspaceRoot ?? "";
     message.waitForEmbeddings = object.waitForEmbeddings ?? false;
+    message.force = object.force ?? false;
     return message;
   },
 };
@@ -834,6 +876,7 @@ function createBaseIndexWorkspaceResponse(): IndexWorkspaceResponse {
     embeddingsPerSecond: 0,
     etaSeconds: 0,
     stats: undefined,
+    skipped: [],
   };
 }
 
@@ -880,6 +923,9 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
     }
     if (message.stats !== undefined) {
       SyncStats.encode(message.stats, writer.uint32(74).fork()).join();
+    }
+    for (const v of message.skipped) {
+      SkippedFile.encode(v!, writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -969,6 +1015,14 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
             message.stats = SyncStats.decode(reader, reader.uint32());
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.skipped.push(SkippedFile.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1020,6 +1074,9 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
         ? globalThis.Number(object.eta_seconds)
         : 0,
       stats: isSet(object.stats) ? SyncStats.fromJSON(object.stats) : undefined,
+      skipped: globalThis.Array.isArray(object?.skipped)
+        ? object.skipped.map((e: any) => SkippedFile.fromJSON(e))
+        : [],
     };
   },
 
@@ -1052,6 +1109,9 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
     if (message.stats !== undefined) {
       obj.stats = SyncStats.toJSON(message.stats);
     }
+    if (message.skipped?.length) {
+      obj.skipped = message.skipped.map((e) => SkippedFile.toJSON(e));
+    }
     return obj;
   },
 
@@ -1079,6 +1139,7 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
     message.stats = (object.stats !== undefined && object.stats !== null)
       ? SyncStats.fromPartial(object.stats)
       : undefined;
+    message.skipped = object.skipped?.map((e) => SkippedFile.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1393,7 +1454,7 @@ export const SyncStats: MessageFns<SyncStats> = {
 };
 
 function createBaseSyncRequest(): SyncRequest {
-  return { workspaceRoot: "", budgetMs: 0 };
+  return { workspaceRoot: "", budgetMs: 0, force: false };
 }
 
 export const SyncRequest: MessageFns<SyncRequest> = {
@@ -1403,6 +1464,9 @@ export const SyncRequest: MessageFns<SyncRequest> = {
     }
     if (message.budgetMs !== 0) {
       writer.uint32(16).uint32(message.budgetMs);
+    }
+    if (message.force !== false) {
+      writer.uint32(24).bool(message.force);
     }
     return writer;
   },
@@ -1436,6 +1500,14 @@ export const SyncRequest: MessageFns<SyncRequest> = {
             message.budgetMs = reader.uint32();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.force = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1460,6 +1532,7 @@ export const SyncRequest: MessageFns<SyncRequest> = {
         : isSet(object.budget_ms)
         ? globalThis.Number(object.budget_ms)
         : 0,
+      force: isSet(object.force) ? globalThis.Boolean(object.force) : false,
     };
   },
 
@@ -1471,6 +1544,9 @@ export const SyncRequest: MessageFns<SyncRequest> = {
     if (message.budgetMs !== 0) {
       obj.budgetMs = Math.round(message.budgetMs);
     }
+    if (message.force !== false) {
+      obj.force = message.force;
+    }
     return obj;
   },
 
@@ -1481,6 +1557,7 @@ export const SyncRequest: MessageFns<SyncRequest> = {
     const message = createBaseSyncRequest();
     message.workspaceRoot = object.workspaceRoot ?? "";
     message.budgetMs = object.budgetMs ?? 0;
+    message.force = object.force ?? false;
     return message;
   },
 };

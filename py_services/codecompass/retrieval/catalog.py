@@ -24,6 +24,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,6 +165,12 @@ class Catalog:
         """True once a sync has run to the end under the current identity."""
         return self._meta.get("complete") == "1"
 
+    @property
+    def synced_at(self) -> float | None:
+        """Epoch seconds of the last commit that completed a sync; None before the first."""
+        text = self._meta.get("synced_at")
+        return float(text) if text else None
+
     def entries(self) -> Mapping[str, CatalogEntry]:
         with self._lock:
             return MappingProxyType(dict(self._entries))
@@ -240,7 +247,11 @@ class Catalog:
                 self._conn.executemany("DELETE FROM files WHERE relative_path = ?", [(p,) for p in removed])
                 self._conn.executemany("DELETE FROM pending WHERE relative_path = ?", [(p,) for p in done])
                 if complete:
-                    self._conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('complete', '1')")
+                    synced_at = repr(time.time())
+                    self._conn.executemany(
+                        "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                        [("complete", "1"), ("synced_at", synced_at)],
+                    )
             for path in removed:
                 self._drop(path)
             for entry in entries:
@@ -250,7 +261,7 @@ class Catalog:
                     self._chunk_paths[chunk.id] = entry.file.relative_path
             self._pending.difference_update(done)
             if complete:
-                self._meta["complete"] = "1"
+                self._meta.update(complete="1", synced_at=synced_at)
             self.generation += 1
 
     def touch(self, files: Iterable[FileEntry]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
+from google.protobuf import timestamp_pb2
 
 from codecompass.common.chunk_convert import (
     UnknownEnumValue,
@@ -522,6 +523,11 @@ def status_to_proto(report: IndexStatusReport) -> retrieval_pb2.GetIndexStatusRe
         index_format_version=report.index_format_version,
         error=report.error,
         index_bytes=report.index_bytes,
+        last_sync_time=(
+            timestamp_pb2.Timestamp(seconds=int(report.last_sync_at), nanos=int(report.last_sync_at % 1 * 1e9))
+            if report.last_sync_at is not None
+            else None
+        ),
     )
 
 
@@ -536,4 +542,7 @@ def status_from_proto(msg: retrieval_pb2.GetIndexStatusResponse) -> IndexStatusR
         index_format_version=msg.index_format_version,
         error=msg.error,
         index_bytes=msg.index_bytes,
+        last_sync_at=(
+            msg.last_sync_time.seconds + msg.last_sync_time.nanos / 1e9 if msg.HasField("last_sync_time") else None
+        ),
     )

@@ -1,5 +1,8 @@
+import datetime
+
 from codecompass.v1 import analysis_pb2 as _analysis_pb2
 from codecompass.v1 import chunk_pb2 as _chunk_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -292,7 +295,7 @@ class GetIndexStatusRequest(_message.Message):
     def __init__(self, workspace_root: _Optional[str] = ...) -> None: ...
 
 class GetIndexStatusResponse(_message.Message):
-    __slots__ = ("indexing_status", "files", "chunks", "embedded_chunks", "embedding_model_id", "embedding_model_version", "index_format_version", "error", "index_bytes")
+    __slots__ = ("indexing_status", "files", "chunks", "embedded_chunks", "embedding_model_id", "embedding_model_version", "index_format_version", "error", "index_bytes", "last_sync_time")
     INDEXING_STATUS_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
@@ -302,6 +305,7 @@ class GetIndexStatusResponse(_message.Message):
     INDEX_FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     INDEX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LAST_SYNC_TIME_FIELD_NUMBER: _ClassVar[int]
     indexing_status: IndexingStatus
     files: int
     chunks: int
@@ -311,7 +315,8 @@ class GetIndexStatusResponse(_message.Message):
     index_format_version: str
     error: str
     index_bytes: int
-    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., files: _Optional[int] = ..., chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., index_format_version: _Optional[str] = ..., error: _Optional[str] = ..., index_bytes: _Optional[int] = ...) -> None: ...
+    last_sync_time: _timestamp_pb2.Timestamp
+    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., files: _Optional[int] = ..., chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., index_format_version: _Optional[str] = ..., error: _Optional[str] = ..., index_bytes: _Optional[int] = ..., last_sync_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class HubSeed(_message.Message):
     __slots__ = ("chunk_id", "score")

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from codecompass.common.chunks import Language
@@ -27,12 +28,17 @@ def test_commit_survives_reopen_and_indexes_chunk_paths(tmp_path: Path) -> None:
     catalog = Catalog.open(db)
     catalog.reset(IndexIdentity(MODEL, "c1"))
     catalog.mark_pending(["a.ts", "b.ts"])
+    assert catalog.synced_at is None
+    before = time.time()
     catalog.commit([_entry("a.ts", "x", "a1", "a2"), _entry("b.ts", "y", "b1")], [], complete=True)
+    synced_at = catalog.synced_at
+    assert synced_at is not None and before <= synced_at <= time.time()
     catalog.close()
 
     reopened = Catalog.open(db)
     assert reopened.identity == IndexIdentity(MODEL, "c1")
     assert reopened.complete
+    assert reopened.synced_at == synced_at
     assert reopened.pending() == frozenset()
     assert reopened.get("a.ts") == _entry("a.ts", "x", "a1", "a2")
     assert reopened.path_of_chunk("b1") == "b.ts"

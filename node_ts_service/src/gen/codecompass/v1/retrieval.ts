@@ -20,6 +20,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { Timestamp } from "../../google/protobuf/timestamp";
 import { SkippedFile } from "./analysis";
 import { Chunk, Language, languageFromJSON, languageToJSON, NodeKind, nodeKindFromJSON, nodeKindToJSON } from "./chunk";
 
@@ -705,10 +706,19 @@ export interface GetIndexStatusResponse {
   embeddingModelVersion: string;
   /** Index format version (chunker version and schema). */
   indexFormatVersion: string;
-  /** Last error when indexing_status is FAILED. */
+  /**
+   * Why indexing_status is FAILED; or, with any other status, why the last
+   * sync failed (the index then stands as the last successful sync left it).
+   */
   error: string;
   /** Bytes of the index on disk. */
   indexBytes: bigint;
+  /**
+   * When a sync last finished: the index was then as fresh as the files
+   * (later edits are picked up by the next sync). Since a restart of the
+   * service, the last sync that wrote changes; unset when there was none.
+   */
+  lastSyncTime: Date | undefined;
 }
 
 /** HubSeed is one starting point of the structure stage: a ranked result. */
@@ -3022,6 +3032,7 @@ function createBaseGetIndexStatusResponse(): GetIndexStatusResponse {
     indexFormatVersion: "",
     error: "",
     indexBytes: 0n,
+    lastSyncTime: undefined,
   };
 }
 
@@ -3065,6 +3076,9 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
         throw new globalThis.Error("value provided for field message.indexBytes of type uint64 too large");
       }
       writer.uint32(72).uint64(message.indexBytes);
+    }
+    if (message.lastSyncTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastSyncTime), writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -3154,6 +3168,14 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
             message.indexBytes = reader.uint64() as bigint;
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.lastSyncTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3201,6 +3223,11 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
         : isSet(object.index_bytes)
         ? BigInt(object.index_bytes)
         : 0n,
+      lastSyncTime: isSet(object.lastSyncTime)
+        ? fromJsonTimestamp(object.lastSyncTime)
+        : isSet(object.last_sync_time)
+        ? fromJsonTimestamp(object.last_sync_time)
+        : undefined,
     };
   },
 
@@ -3233,6 +3260,9 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     if (message.indexBytes !== 0n) {
       obj.indexBytes = message.indexBytes.toString();
     }
+    if (message.lastSyncTime !== undefined) {
+      obj.lastSyncTime = message.lastSyncTime.toISOString();
+    }
     return obj;
   },
 
@@ -3254,6 +3284,7 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     message.indexBytes = (object.indexBytes !== undefined && object.indexBytes !== null)
       ? BigInt(object.indexBytes)
       : 0n;
+    message.lastSyncTime = object.lastSyncTime ?? undefined;
     return message;
   },
 };
@@ -3897,6 +3928,28 @@ export type DeepPartial<T> = T extends bigint ? string | number | bigint
   : T extends { $case: string; value: unknown } ? { $case: T["$case"]; value?: DeepPartial<T["value"]> }
   : T extends {} ? { [K in keyof T]?: DeepPartial<T[K]> }
   : Partial<T>;
+
+function toTimestamp(date: Date): Timestamp {
+  const seconds = BigInt(Math.trunc(date.getTime() / 1_000));
+  const nanos = (date.getTime() % 1_000) * 1_000_000;
+  return { seconds, nanos };
+}
+
+function fromTimestamp(t: Timestamp): Date {
+  let millis = (globalThis.Number(t.seconds.toString()) || 0) * 1_000;
+  millis += (t.nanos || 0) / 1_000_000;
+  return new globalThis.Date(millis);
+}
+
+function fromJsonTimestamp(o: any): Date {
+  if (o instanceof globalThis.Date) {
+    return o;
+  } else if (typeof o === "string") {
+    return new globalThis.Date(o);
+  } else {
+    return fromTimestamp(Timestamp.fromJSON(o));
+  }
+}
 
 function isObject(value: any): boolean {
   return typeof value === "object" && value !== null;

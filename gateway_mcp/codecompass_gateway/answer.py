@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from codecompass.retrieval.ranking import SEMANTIC, SKIP_RATIO_ZERO
-from codecompass.retrieval.state import SearchMetadata
+from codecompass.retrieval.state import FreshnessStatus, SearchMetadata
 from codecompass.selection.model import SelectedResult, SelectOutcome
 from codecompass_gateway.pipeline import SYNC, PipelineAnswer, Ranked
 from codecompass_gateway.understanding import BestResult, ConfidenceGuidance, QueryUnderstanding, assess
@@ -114,10 +114,23 @@ def search_metadata_to_dict(meta: SearchMetadata) -> dict[str, Any]:
     }
 
 
+def freshness_reason(answer: PipelineAnswer) -> str:
+    """Why the index may not match the files, in one line; empty when it does (or is catching up)."""
+    sync = answer.sync
+    if sync is not None and sync.freshness_status is FreshnessStatus.FAILED:
+        return (f"the files could not be checked for changes ({sync.error}): results come from the index as "
+                "the last successful sync left it")
+    if sync is None and answer.skipped.get(SYNC, "off") != "off":
+        return f"the index was not synced ({answer.skipped[SYNC]}): results come from the index as it stands"
+    return ""
+
+
 def freshness_to_dict(answer: PipelineAnswer) -> dict[str, Any]:
     sync = answer.sync
     return {
         "freshness_status": answer.freshness_status,
+        # Set when freshness_status is failed or unknown for a reason other than "off".
+        "freshness_reason": freshness_reason(answer),
         "sync_ms": answer.stage_ms.get(SYNC, 0.0),
         # What the sync changed, when it finished within the budget.
         "sync": dataclasses.asdict(sync.stats) if sync is not None and sync.stats is not None else None,

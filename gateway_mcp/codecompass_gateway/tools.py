@@ -8,9 +8,11 @@ is down is a `ServiceError`, and `tool_errors` turns both (and anything unexpect
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -187,7 +189,12 @@ def search_notes(payload: dict[str, Any], workspace: Path, query: str) -> list[s
     meta = payload["metadata"]
     notes = []
     status = meta.get("indexing_status", "ready")
-    if status != "ready":
+    if meta.get("freshness_reason"):
+        notes.append(f"Possibly out of date: {meta['freshness_reason']}.")
+    if status == "failed":
+        notes.append(f"Indexing {workspace} did not finish: these results come from what was indexed; "
+                     "index_status says why.")
+    elif status != "ready":
         total, embedded = meta.get("total_chunks", 0), meta.get("embedded_chunks", 0)
         share = f", {embedded}/{total} chunks embedded" if total else ""
         notes.append(f"The index of {workspace} is {status.replace('_', ' ')}{share}: these results are lexical "
@@ -469,6 +476,15 @@ def status_result(report: IndexStatusReport, workspace: Path, background: str | 
             f"{report.chunks} chunks, {report.embedded_chunks} embedded ({share:.0%}), model {model}, "
             f"index {report.index_bytes / 1e6:.1f} MB")
     lines = [line]
+    synced = None
+    if report.last_sync_at is not None:
+        synced = dt.datetime.fromtimestamp(report.last_sync_at, dt.UTC).isoformat(timespec="seconds")
+        synced = synced.replace("+00:00", "Z")
+        age = max(time.time() - report.last_sync_at, 0.0)
+        lines.append(f"last sync {synced} ({_age(age)} ago): edits since then are picked "
+                     "up by the next search")
+    else:
+        lines.append("no sync has finished yet")
     if report.error:
         lines.append(f"last indexing error: {one_line(report.error)}")
     if background:
@@ -485,12 +501,23 @@ def status_result(report: IndexStatusReport, workspace: Path, background: str | 
         "chunks": report.chunks, "embedded_chunks": report.embedded_chunks, "embedded_share": round(share, 4),
         "embedding_model_id": report.embedding_model_id, "embedding_model_version": report.embedding_model_version,
         "index_format_version": report.index_format_version, "index_bytes": report.index_bytes,
-        "error": report.error, "background_indexing": background, "metadata": metadata,
+        "error": report.error, "background_indexing": background, "last_sync_time": synced,
+        "metadata": metadata,
         "profile_advice": None if advice is None else {
             "tier": advice.tier, "profile": advice.profile, "current_profile": advice.current_profile,
             "reasons": list(advice.reasons), "size_bucket": advice.size_bucket},
     }
     return CallToolResult(content=[TextContent(type="text", text="\n".join(lines))], structured_content=structured)
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} days"
 
 
 @contextmanager

@@ -10,14 +10,22 @@ import grpc
 from codecompass.common.chunk_convert import UnknownEnumValue
 from codecompass.common.telemetry import traced_channel
 from codecompass.retrieval import convert
-from codecompass.retrieval.state import AnalysisFailed, AnalysisUnavailable, ChunkedFile, FileEntry, ScanResult
+from codecompass.retrieval.state import (
+    AnalysisFailed,
+    AnalysisTimedOut,
+    AnalysisUnavailable,
+    ChunkedFile,
+    FileEntry,
+    ScanResult,
+)
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc
 
 # Chunking with one-hop references runs the type checker; the first call on a workspace also
 # builds its Programs. The stream deadline therefore grows with the number of files asked for.
 _CHUNK_SECONDS_PER_FILE = 0.5
 
-_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+# What each RPC is, in the words of a message about its deadline.
+_STAGE = {"ScanWorkspace": "scanning the workspace", "ChunkFiles": "chunking files"}
 
 
 class AnalysisClient:
@@ -48,7 +56,7 @@ class AnalysisClient:
         try:
             response = self._stub.ScanWorkspace(request, timeout=self._timeout_s)
         except grpc.RpcError as exc:
-            raise self._error("ScanWorkspace", exc) from None
+            raise self._error("ScanWorkspace", exc, self._timeout_s) from None
         return convert.scan_result_from_proto(response)
 
     def chunk_files(
@@ -64,16 +72,19 @@ class AnalysisClient:
             for message in self._stub.ChunkFiles(request, timeout=timeout):
                 yield convert.chunked_file_from_proto(message)
         except grpc.RpcError as exc:
-            raise self._error("ChunkFiles", exc) from None
+            raise self._error("ChunkFiles", exc, timeout) from None
         except UnknownEnumValue as exc:
             raise AnalysisFailed(
                 f"analysis service at {self.addr} sent a chunk this build cannot read: {exc}"
             ) from None
 
-    def _error(self, method: str, exc: grpc.RpcError) -> Exception:
+    def _error(self, method: str, exc: grpc.RpcError, timeout_s: float) -> Exception:
         code = exc.code() if hasattr(exc, "code") else None
         detail = exc.details() if hasattr(exc, "details") else str(exc)
-        if code in _UNREACHABLE:
-            return AnalysisUnavailable(self.addr, f"{method}: {code.name.lower()} ({detail})")
+        if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+            # A long scan of a big workspace is not a dead service: say which stage ran out.
+            return AnalysisTimedOut(self.addr, _STAGE.get(method, method), timeout_s)
+        if code is grpc.StatusCode.UNAVAILABLE:
+            return AnalysisUnavailable(self.addr, f"{method}: unavailable ({detail})")
         name = code.name if code is not None else "UNKNOWN"
         return AnalysisFailed(f"analysis service {method} failed: {name}: {detail}")

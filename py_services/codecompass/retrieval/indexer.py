@@ -41,6 +41,7 @@ from codecompass.retrieval.hybrid import (
     SKIP_NO_VECTORS,
     hybrid_search,
 )
+from codecompass.retrieval.query import length_problem as query_length_problem
 from codecompass.retrieval.ranking import (
     DEFAULT_HUB_POLICY,
     DEFAULT_POLICY,
@@ -288,6 +289,8 @@ class WorkspaceIndex:
         self._sync_error = ""
         # The last scan's skips (ignored, excluded, minified ...), for the final IndexWorkspace report.
         self._scan_skipped: tuple[SkippedFile, ...] = ()
+        # When this process last finished a sync (a no-op sync writes nothing to the catalog).
+        self._synced_at: float | None = None
         self._syncs_since_maintain = 0
         self._closing = threading.Event()
         self._maintainer: threading.Thread | None = None
@@ -312,6 +315,12 @@ class WorkspaceIndex:
     @property
     def model(self) -> EmbeddingModel | None:
         return self._store.model if self._store is not None else None
+
+    @property
+    def last_sync_at(self) -> float | None:
+        """Epoch seconds when a sync last finished: in this process, else as the catalog recorded."""
+        times = [t for t in (self._synced_at, self.catalog.synced_at) if t is not None]
+        return max(times, default=None)
 
     def mark_model_stale(self) -> None:
         self._model_stale = True
@@ -392,6 +401,7 @@ class WorkspaceIndex:
             )
             stats = syncer.run(scan)
             stats.duration_ms = (time.perf_counter() - scan_started) * 1000
+            self._synced_at = time.time()
             self._sync_error = ""
             if stats.chunks_upserted or stats.chunks_deleted:
                 _log.info(
@@ -412,6 +422,8 @@ class WorkspaceIndex:
                 )
         except RetrievalError as exc:
             self._sync_error = str(exc)
+            # An expected failure (a dependency down, a refused workspace): one line, no traceback.
+            _log.warning("sync failed", extra={"workspace": str(self.root), "error": str(exc)})
             raise
         except Exception as exc:
             self._sync_error = f"sync failed: {exc}"
@@ -605,8 +617,15 @@ class WorkspaceIndex:
     # --- status ---
 
     def indexing_status(self, counts: tuple[int, int] | None = None) -> tuple[IndexingStatus, str]:
-        if self._sync_error:
+        """The index's state, and the last error. A failed sync of a complete index (say, the
+        analysis service is down) leaves that index as it was and searchable: its status stays
+        what its rows say, with the error; only a first index that could not finish is FAILED."""
+        if self._sync_error and not self.catalog.complete:
             return IndexingStatus.FAILED, self._sync_error
+        status, error = self._rows_status(counts)
+        return status, error or self._sync_error
+
+    def _rows_status(self, counts: tuple[int, int] | None) -> tuple[IndexingStatus, str]:
         busy = self._syncing or self._queued is not None
         if not self.catalog.complete or self._store is None:
             return (IndexingStatus.INDEXING if busy else IndexingStatus.NOT_INDEXED), ""
@@ -762,6 +781,8 @@ class RetrievalEngine:
         ws = self.workspace(request.workspace_root)
         if not request.query.strip():
             raise InvalidQuery("query must not be empty")
+        if (too_long := query_length_problem(request.query)) is not None:
+            raise InvalidQuery(too_long)
         retrieval = self._settings.retrieval
         ratio = retrieval.semantic_ratio if request.semantic_ratio is None else request.semantic_ratio
         if not 0.0 <= ratio <= 1.0:
@@ -935,6 +956,7 @@ class RetrievalEngine:
             ),
             error=error,
             index_bytes=store.size_bytes() if store is not None else 0,
+            last_sync_at=ws.last_sync_at,
         )
 
 

@@ -144,6 +144,8 @@ class IndexStatusReport:
     index_format_version: str
     error: str
     index_bytes: int
+    # Epoch seconds when a sync last finished; None when none has.
+    last_sync_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -255,6 +257,17 @@ class DependencyUnavailable(RetrievalError):
 class AnalysisUnavailable(DependencyUnavailable):
     def __init__(self, addr: str, detail: str) -> None:
         super().__init__(f"analysis service unreachable at {addr}: {detail}")
+        self.addr = addr
+
+
+class AnalysisTimedOut(DependencyUnavailable):
+    """The analysis service answers but a stage ran past its deadline: slow, not dead."""
+
+    def __init__(self, addr: str, stage: str, timeout_s: float) -> None:
+        super().__init__(
+            f"the analysis service at {addr} did not finish {stage} within {timeout_s:g} s "
+            "(that stage's deadline; CODECOMPASS_RPC_TIMEOUT_S sets it)"
+        )
         self.addr = addr
 
 

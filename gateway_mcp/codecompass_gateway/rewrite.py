@@ -23,11 +23,13 @@ the index already associates with the question, at no extra RPC, bounded so a pr
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -43,6 +45,7 @@ FOCUS_VALUES = ("implementation", "tests", "all")
 FORCED, HEURISTIC, ZERO_RESULTS = "forced", "heuristic", "zero_results"
 # Reason codes of a rewrite that did not happen (the message after the colon says more).
 NOT_CONFIGURED = "not_configured"
+EXTERNAL_BLOCKED = "external_blocked"
 
 MIN_TERMS, MAX_TERMS = 3, 8
 MAX_TERM_CHARS = 80
@@ -202,17 +205,29 @@ class SamplingRewriter:
         return parse_rewrite(self._ask(system, user))
 
 
+def is_loopback_url(url: str) -> bool:
+    """Whether `url`'s host is this machine (localhost or a loopback address)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class ChatRewriter:
     """Any OpenAI-compatible chat endpoint: POST {base}/chat/completions."""
 
     source = SOURCE_CHAT
 
     def __init__(self, *, base_url: str | None, model: str | None, api_key: str | None, timeout_s: float,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 allow_remote: bool = False, transport: httpx.BaseTransport | None = None) -> None:
         self._base_url = base_url.rstrip("/") if base_url else None
         self._model = model
         self._api_key = api_key
         self._timeout_s = timeout_s
+        self._allow_remote = allow_remote
         self._transport = transport
 
     @classmethod
@@ -221,11 +236,15 @@ class ChatRewriter:
         if not settings.rewrite_base_url or not settings.rewrite_model:
             return None
         return cls(base_url=settings.rewrite_base_url, model=settings.rewrite_model,
-                   api_key=settings.rewrite_api_key, timeout_s=settings.rewrite_timeout_s)
+                   api_key=settings.rewrite_api_key, timeout_s=settings.rewrite_timeout_s,
+                   allow_remote=settings.rewrite_allow_remote)
 
     def rewrite(self, query: str, vocabulary: Sequence[str]) -> RewrittenQuery:
         if not self._base_url or not self._model:
             raise RewriteFailed(NOT_CONFIGURED, "set CODECOMPASS_GATEWAY_REWRITE_BASE_URL and _MODEL")
+        if not self._allow_remote and not is_loopback_url(self._base_url):
+            raise RewriteFailed(EXTERNAL_BLOCKED, f"{self._base_url} is not on this machine and would receive the "
+                                "query and symbol names; set gateway.rewrite_allow_remote: true to allow it")
         try:
             content = chat_completion(base_url=self._base_url, model=self._model, api_key=self._api_key,
                                       messages=build_messages(query, vocabulary), temperature=TEMPERATURE,

@@ -164,6 +164,9 @@ class GatewaySettings:
     # The LLM is in the query's hot path: past this the query is searched as given.
     rewrite_timeout_s: float = 3.0
     rewrite_api_key: str | None = field(default=None, repr=False)
+    # A rewrite sends the query and the workspace's symbol names: to an endpoint off this
+    # machine only when this is set (private by construction, like the providers' gates).
+    rewrite_allow_remote: bool = False
 
     def semantic_ratio_for(self, intent: str) -> float | None:
         """The configured semantic ratio cap for queries of `intent`, if any."""
@@ -482,6 +485,10 @@ _FIELDS: tuple[_Field, ...] = (
            "searched as given"),
     _Field("gateway.rewrite_api_key", REWRITE_API_KEY_ENV, None, _parse_optional_str,
            "API key of the query-rewriting LLM (env only; never read from files, never logged)"),
+    _Field("gateway.rewrite_allow_remote", "CODECOMPASS_GATEWAY_REWRITE_ALLOW_REMOTE",
+           "gateway.rewrite_allow_remote", _parse_bool,
+           "Allow a rewrite endpoint off this machine (it receives queries and symbol names); loopback needs "
+           "no permission"),
     _Field("selection.max_tokens", "CODECOMPASS_SELECTION_MAX_TOKENS", "selection.max_tokens",
            _int_parser(256, 1_000_000), "Token budget of an answer when the request sets none"),
     _Field("selection.min_relevance", "CODECOMPASS_SELECTION_MIN_RELEVANCE", "selection.min_relevance",

@@ -11,11 +11,13 @@ import pytest
 from codecompass_gateway.answer import answer_to_dict, search_code_to_dict
 from codecompass_gateway.pipeline import REWRITE, Pipeline, PipelineRequest
 from codecompass_gateway.rewrite import (
+    EXTERNAL_BLOCKED,
     MAX_TERMS,
     VOCABULARY_NAMES,
     ChatRewriter,
     RewriteFailed,
     build_messages,
+    is_loopback_url,
     parse_rewrite,
     should_rewrite,
     vocabulary_of,
@@ -109,6 +111,21 @@ def test_bad_answers_are_refused(content: str) -> None:
 
 def _rewriter(stub: StubRerankAPI, timeout_s: float = 2.0) -> ChatRewriter:
     return ChatRewriter(base_url=stub.v1_url, model="qwen2.5:3b", api_key="sk-secret-key", timeout_s=timeout_s)
+
+
+@pytest.mark.parametrize(("url", "local"), [
+    ("http://127.0.0.1:11434/v1", True), ("http://localhost:8000/v1", True), ("http://[::1]:8000/v1", True),
+    ("https://api.example.com/v1", False), ("http://10.0.0.5:8000/v1", False), ("http://localhost.evil.com/v1", False),
+])
+def test_only_loopback_endpoints_count_as_this_machine(url: str, local: bool) -> None:
+    assert is_loopback_url(url) is local
+
+
+def test_a_remote_endpoint_needs_its_own_permission_and_is_never_called_without() -> None:
+    blocked = ChatRewriter(base_url="https://llm.example.com/v1", model="m", api_key=None, timeout_s=1.0)
+    with pytest.raises(RewriteFailed) as failed:
+        blocked.rewrite("how are edges inserted?", ["GraphStore.insertEdge"])
+    assert failed.value.reason == EXTERNAL_BLOCKED and "gateway.rewrite_allow_remote" in str(failed.value)
 
 
 def test_the_chat_endpoint_answers_terms_with_a_low_temperature_and_the_key() -> None:

@@ -76,8 +76,15 @@ interface LoadedTarget {
  * the texts and outputs held ahead of the stream.
  */
 const REFERENCE_WINDOW = 512;
-/** Files per job of the syntax chunker: enough to keep it busy between jobs, few texts held. */
+/** Files per job of a syntax chunker: enough to keep it busy between jobs, few texts held. */
 const SYNTAX_WINDOW = 32;
+/**
+ * Syntax chunkers: consecutive windows alternate between them, so the window
+ * read ahead is parsed while this one streams. Two, because a cold index's
+ * lexical-first pass is parse-bound and the machines we size for have two
+ * cores or more; each worker holds its own parser (about 60 MiB).
+ */
+const SYNTAX_CHUNKERS = 2;
 
 export interface ServiceOptions {
   /** The checker worker's module; tests substitute one that misbehaves. */
@@ -86,9 +93,9 @@ export interface ServiceOptions {
 
 /**
  * Neither parsing for ChunkFiles nor the type checker runs on this thread:
- * chunking and Trace run in three worker threads (checkerWorker.ts), one
- * for chunking with references (Programs), one for syntax-only chunking
- * and one for Trace, so a cold index delays no health check or
+ * chunking and Trace run in worker threads (checkerWorker.ts), one for
+ * chunking with references (Programs), SYNTAX_CHUNKERS for syntax-only
+ * chunking and one for Trace, so a cold index delays no health check or
  * RenderSymbols, a Trace does not queue behind a Program build, and the
  * lexical-first pass does not wait for one either. Listing, reading and
  * vetting files, ordering the stream and cancellation stay here; so does
@@ -102,7 +109,7 @@ export interface ServiceOptions {
 export class AnalysisService {
   private readonly workspaces: WorkspaceRegistry;
   private readonly chunkChecker: CheckerWorker;
-  private readonly syntaxChunker: CheckerWorker;
+  private readonly syntaxChunkers: CheckerWorker[];
   private readonly traceChecker: CheckerWorker;
 
   constructor(
@@ -114,7 +121,7 @@ export class AnalysisService {
     const limits = { maxPrograms: config.maxPrograms, maxWorkspaces: config.maxWorkspaces };
     const script = options.checkerWorkerScript ?? CHECKER_WORKER_SCRIPT;
     this.chunkChecker = new CheckerWorker('chunk checker', limits, script);
-    this.syntaxChunker = new CheckerWorker('syntax chunker', limits, script);
+    this.syntaxChunkers = Array.from({ length: SYNTAX_CHUNKERS }, (_, i) => new CheckerWorker(`syntax chunker ${i + 1}`, limits, script));
     this.traceChecker = new CheckerWorker('trace checker', limits, script);
   }
 
@@ -132,7 +139,7 @@ export class AnalysisService {
       throw new Error('warm-up chunking produced no chunks');
     }
     // Only a head start: a failure recurs, and is reported, on the first request that needs it.
-    this.syntaxChunker.warm(false);
+    for (const chunker of this.syntaxChunkers) chunker.warm(false);
     this.chunkChecker.warm(true);
   }
 
@@ -163,7 +170,8 @@ export class AnalysisService {
     const targets = await this.expandTargets(workspace, request.paths, isCancelled);
     const includeReferences = request.includeReferences && !request.lexicalOnly;
     const windowSize = includeReferences ? REFERENCE_WINDOW : SYNTAX_WINDOW;
-    const chunker = includeReferences ? this.chunkChecker : this.syntaxChunker;
+    const chunkerOf = (start: number) =>
+      includeReferences ? this.chunkChecker : this.syntaxChunkers[(start / windowSize) % this.syntaxChunkers.length];
     // Syntax-only windows are small: the next one is read and queued while
     // this one streams, so the worker never waits on this thread. Windows
     // with references stay one at a time, each holding a Program's worth.
@@ -173,7 +181,7 @@ export class AnalysisService {
       // The readable files go to a worker, which sends their outputs back in
       // window order; skipped files are answered here.
       const files = loaded.flatMap((l) => windowFile(l) ?? []);
-      const outputs = chunker.chunkWindow(workspace.root, files, { includeReferences, lexicalOnly: request.lexicalOnly }, isCancelled);
+      const outputs = chunkerOf(start).chunkWindow(workspace.root, files, { includeReferences, lexicalOnly: request.lexicalOnly }, isCancelled);
       const first = prefetch ? outputs.next() : undefined;
       first?.catch(() => undefined); // awaited later; a cancel before then is not unhandled
       return { loaded, outputs, first };
@@ -251,7 +259,7 @@ export class AnalysisService {
   /** Stops the checker workers; calls still in flight fail. */
   dispose(): void {
     this.chunkChecker.dispose();
-    this.syntaxChunker.dispose();
+    for (const chunker of this.syntaxChunkers) chunker.dispose();
     this.traceChecker.dispose();
   }
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import os
 import shlex
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -198,7 +200,13 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     from codecompass_gateway.__main__ import run as run_gateway
 
     workspace = workspace_dir(args.workspace)
+    # The server's modules (the MCP SDK, the tokenizer) take about two seconds to import: done
+    # while the services start, the client's handshake is that much sooner on a cold start.
+    importer = threading.Thread(target=importlib.import_module, args=("codecompass_gateway.server",),
+                                name="import gateway", daemon=True)
+    importer.start()
     up(settings, str(workspace), say=_err)
+    importer.join()
     addresses = {f"{name}_addr": service_address(settings, name)
                  for name in ("analysis", "embedding", "retrieval", "rerank", "selection")}
     args.workspace = str(workspace)

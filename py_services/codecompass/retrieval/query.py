@@ -63,6 +63,21 @@ REQUEST_WORDS = frozenset({
 })
 
 
+# Longer than any question, error message or stack trace a person pastes: that is a whole file
+# or log. The lexical channel's cost grows with every word (120 kB of identifiers took 11 s), and
+# the embedding model reads only the first few hundred tokens, so such a query is refused with
+# the limit rather than cut silently.
+MAX_QUERY_CHARS = 10_000
+
+
+def length_problem(query: str) -> str | None:
+    """Why ``query`` is too long to search, or None."""
+    if len(query) <= MAX_QUERY_CHARS:
+        return None
+    return (f"query too long: {len(query):,} characters (the limit is {MAX_QUERY_CHARS:,}); "
+            "search with the lines that matter")
+
+
 def is_code_shaped(token: str) -> bool:
     """camelCase, PascalCase with an inner capital, snake_case, `$x`, dotted `a.b`, `f()`: a
     token that is an identifier (or a path to one) rather than an English word."""

@@ -2,7 +2,16 @@
 
 import pytest
 
-from codecompass.retrieval.query import ERROR, NATURAL_LANGUAGE, PATH, SYMBOL, analyze, is_code_shaped
+from codecompass.retrieval.query import (
+    ERROR,
+    MAX_QUERY_CHARS,
+    NATURAL_LANGUAGE,
+    PATH,
+    SYMBOL,
+    analyze,
+    is_code_shaped,
+    length_problem,
+)
 
 
 @pytest.mark.parametrize("token", ["validateToken", "AuthHandler", "parse_url", "auth.validateToken", "getUser(id)", "$scope"])
@@ -82,3 +91,9 @@ def test_name_parts_keep_stop_words():
     shape = analyze("element at function")
     assert shape.words == ("element", "function")
     assert shape.name_parts == ("element", "at", "function")
+
+
+def test_a_query_longer_than_the_limit_is_refused_with_both_lengths() -> None:
+    assert length_problem("x" * MAX_QUERY_CHARS) is None
+    assert length_problem("x" * 200_000) == ("query too long: 200,000 characters (the limit is 10,000); "
+                                             "search with the lines that matter")

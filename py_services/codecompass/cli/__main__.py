@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from codecompass_gateway.__main__ import SERVICE_NAME as GATEWAY_SERVICE_NAME
 from codecompass_gateway.__main__ import add_server_arguments
@@ -41,6 +41,25 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+# Upper bounds of search's numbers: far above any useful value, and checked here because the
+# wire fields are 32-bit (a larger number was a traceback from the protobuf encoder).
+MAX_TOKENS_LIMIT = 1_000_000  # beyond any model's context window
+MAX_LIST_LIMIT = 1_000  # a ranked list nobody reads to the end
+
+
+def _int_up_to(high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if not 1 <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer from 1 to {high:,}, got {text!r}")
+        return value
+
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,11 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
     hubs.add_argument("--no-hubs", dest="hubs", action="store_const", const=False, help="skip the structure stage")
     stages.add_argument("--no-select", action="store_true",
                         help="print the ranked list instead of the selected context")
-    p.add_argument("--max-tokens", type=_positive_int, help="token budget of the answer (default 8000)")
+    p.add_argument("--max-tokens", type=_int_up_to(MAX_TOKENS_LIMIT), help="token budget of the answer (default 8000)")
     p.add_argument("--min-relevance", type=_ratio, help="relevance gate in [0, 1] (default 0.5)")
     p.add_argument("--focus", choices=[f.value for f in QueryFocus], default=QueryFocus.AUTO.value,
                    help="down-weight tests (implementation) or implementation (tests); auto judges the query")
-    p.add_argument("--limit", type=_positive_int, default=10, help="results of the ranked list (--no-select)")
+    p.add_argument("--limit", type=_int_up_to(MAX_LIST_LIMIT), default=10, help="results of the ranked list (--no-select)")
     p.add_argument("--max-lines", type=_positive_int, default=DEFAULT_CODE_LINES,
                    help=f"code lines shown per ranked result with --no-select (default {DEFAULT_CODE_LINES})")
     p.set_defaults(handler=commands.cmd_search)

@@ -48,6 +48,10 @@ class Filters:
         for pattern in self.path_patterns:
             if not pattern.strip():
                 raise FilterError("path pattern must not be empty")
+            # Indexed paths are workspace-relative and never hold `..`: such a pattern would
+            # match nothing, silently.
+            if ".." in pattern.strip().replace("\\", "/").split("/"):
+                raise FilterError(f"path pattern {pattern!r} leaves the workspace; patterns are relative to its root")
             if is_glob(pattern):
                 glob_to_regex(pattern)
 

@@ -76,6 +76,16 @@ def test_empty_pattern_is_rejected():
         Filters(path_patterns=("  ",))
 
 
+@pytest.mark.parametrize("outside", ["../", "../../**", "src/../../x.ts", "..\\other"])
+def test_a_pattern_leaving_the_workspace_is_rejected(outside):
+    with pytest.raises(FilterError, match="leaves the workspace"):
+        Filters(path_patterns=(outside,))
+
+
+def test_dots_inside_names_are_no_parent_segment():
+    assert Filters(path_patterns=("src/..hidden/a..b.ts",)).path_patterns == ("src/..hidden/a..b.ts",)
+
+
 def test_no_filters_no_predicate():
     assert to_sql(Filters()) is None
 

@@ -23,7 +23,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
-	bench-report bench-candidates bench-pipeline bench-pipeline-speed bench-health bench-mcp
+	bench-report bench-candidates bench-pipeline bench-pipeline-speed bench-health bench-mcp bench-badinput
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
@@ -130,3 +130,11 @@ bench-health: bench-corpus
 
 bench-embed: setup
 	$(VENV)/bin/python -m bench.embed_bench
+
+# The bad-input suite (issue 10): exactly the tests marked `badinput` across tests/, each case's
+# behaviour and outcome, and the tracebacks seen in any output, into
+# bench/results/badinput-<UTC>.json; then the README table. Fails when a case or a traceback does,
+# after the table shows which.
+bench-badinput: setup
+	status=0; $(VENV)/bin/python -m bench.badinput || status=$$?; \
+	$(VENV)/bin/python -m bench.report; exit $$status

@@ -829,6 +829,31 @@ def render_health(doc: dict[str, Any]) -> str:
                       md_table(("Call", "Calls", "ms p50 / p95 / max", "Result"), rows)])
 
 
+
+# --- Bad input and faults ----------------------------------------------------------------
+
+BADINPUT_RESULTS = {"passed": "pass", "xpassed": "pass (marked xfail)", "failed": "**FAIL**", "error": "**ERROR**",
+                    "skipped": "not run", "not run": "not run"}
+
+
+def _cell(text: str) -> str:
+    """Table-safe text: a `|` would start a new column, even inside backticks."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_badinput(doc: dict[str, Any]) -> str:
+    counts = doc["counts"]
+    summary = (f"**{counts['cases']} cases**: {counts['passed']} pass, {counts['xfailed']} known gaps (xfail, "
+               f"the reason names the missing part), {counts['failed']} fail; **{counts['tracebacks']} tracebacks** in "
+               f"any output. `{doc['command']}`, {doc['duration_s']:.0f} s.")
+    rows = []
+    for case in doc["cases"]:
+        result = BADINPUT_RESULTS.get(case["result"], case["result"])
+        if case["result"] == "xfailed":
+            result = f"xfail: {case['xfail_reason']}"
+        rows.append((_cell(case["case"]), _cell(case["behaviour"]), _cell(result)))
+    return "\n".join([provenance(doc), "", summary, "", md_table(("Case", "Behaviour", "Result"), rows)])
+
 SECTIONS: dict[str, Section] = {
     "quality": Section("quality", render_quality_summary),
     "quality-full": Section("quality", render_quality_full),
@@ -842,6 +867,7 @@ SECTIONS: dict[str, Section] = {
     "health": Section("health", render_health),
     "mcp-speed": Section("mcp-speed", render_mcp_speed),
     "pipeline-speed": Section("pipeline-speed", render_pipeline_speed),
+    "badinput": Section("badinput", render_badinput),
 }
 
 

@@ -126,6 +126,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateRun]:
     yield PrivateRun(root=str(root), state=state, violations=guard.violations(), answer=answer, chunks=chunks)
 
 
+@pytest.mark.badinput(case="index + search with the privacy gates off, under a socket guard",
+                      behaviour="0 outbound connections or DNS lookups")
 def test_index_and_search_make_no_connection_off_the_machine(run: PrivateRun) -> None:
     assert run.violations == [], "connections or lookups off the machine:\n" + "\n".join(run.violations)
     # Not vacuous: the search went through every stage and found the workspace's code.
@@ -160,6 +162,7 @@ def test_chunks_carry_no_machine_path(run: PrivateRun) -> None:
     assert leaks == []
 
 
+@pytest.mark.badinput(case="machine paths in the index", behaviour="no stored row holds the workspace's absolute path")
 def test_index_rows_hold_no_machine_path(run: PrivateRun) -> None:
     # A table is a `<name>.lance` folder; its own indices hold more `.lance` entries.
     databases = {table.parent for table in run.state.rglob("*.lance")

@@ -73,6 +73,8 @@ def _start_orphan(state_dir: Path, service: str, module: str) -> subprocess.Pope
     return process
 
 
+@pytest.mark.badinput(case="three concurrent `up`",
+                      behaviour="one set of services; the others reuse it; `down` leaves no process")
 def test_three_concurrent_ups_leave_one_set_and_down_leaves_none(state_dir: Path) -> None:
     ups = [subprocess.Popen([sys.executable, "-m", "codecompass.cli", "up"], env=_cli_env(state_dir),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
@@ -99,6 +101,8 @@ def test_three_concurrent_ups_leave_one_set_and_down_leaves_none(state_dir: Path
     assert not (state_dir / "runtime.json").exists()
 
 
+@pytest.mark.badinput(case="an orphan service runtime.json does not name",
+                      behaviour="`status` shows it; `down` stops it")
 def test_down_finds_and_stops_an_orphan_that_runtime_json_does_not_name(state_dir: Path) -> None:
     assert _cli(state_dir, "up").returncode == 0
     orphan = _start_orphan(state_dir, "rerank", "codecompass.rerank")
@@ -117,6 +121,7 @@ def test_down_finds_and_stops_an_orphan_that_runtime_json_does_not_name(state_di
     assert _processes_of(state_dir) == {}
 
 
+@pytest.mark.badinput(case="orphans of a killed `up`", behaviour="the next `up` stops them and starts one set")
 def test_up_stops_the_orphans_of_a_killed_up_before_starting_one_set(state_dir: Path) -> None:
     orphan = _start_orphan(state_dir, "selection", "codecompass.selection")
     up = _cli(state_dir, "up")
@@ -129,6 +134,8 @@ def test_up_stops_the_orphans_of_a_killed_up_before_starting_one_set(state_dir: 
     assert _processes_of(state_dir) == {}
 
 
+@pytest.mark.badinput(case="a service that fails to start",
+                      behaviour="exit 1, no traceback; only this start's log lines")
 def test_a_failed_start_shows_only_this_starts_log_lines(state_dir: Path) -> None:
     log = state_dir / "logs" / "analysis.log"
     log.parent.mkdir(parents=True)

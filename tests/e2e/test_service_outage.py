@@ -72,6 +72,8 @@ def _texts(result: CallToolResult) -> list[str]:
     return [b.text for b in result.content]
 
 
+@pytest.mark.badinput(case="search with analysis down",
+                      behaviour="answers from the index, flagged possibly out of date, naming the analysis service")
 def test_analysis_down_answers_from_the_index_flagged_and_names_the_service(stack: Stack) -> None:
     stack.kill("analysis")
     result = stack.search({"query": QUERY})
@@ -87,6 +89,8 @@ def test_analysis_down_answers_from_the_index_flagged_and_names_the_service(stac
     assert "analysis service" in meta["freshness_reason"] and "retrieval" not in meta["freshness_reason"]
 
 
+@pytest.mark.badinput(case="search with embedding down",
+                      behaviour="answers lexically; semantic_fallback names the embedding service")
 def test_embedding_down_degrades_to_lexical(stack: Stack) -> None:
     stack.kill("embedding")
     result = stack.search({"query": QUERY})
@@ -96,6 +100,8 @@ def test_embedding_down_degrades_to_lexical(stack: Stack) -> None:
     assert meta["semantic_fallback"] is True and "embedding" in meta["semantic_skipped_reason"]
 
 
+@pytest.mark.badinput(case="search with selection down",
+                      behaviour="answers with the ranked list; the skipped stage names the selection service")
 def test_selection_down_answers_with_the_ranked_list(stack: Stack) -> None:
     stack.kill("selection")
     result = stack.search({"query": QUERY})
@@ -105,6 +111,7 @@ def test_selection_down_answers_with_the_ranked_list(stack: Stack) -> None:
     assert "selection service" in meta["skipped_stages"]["select"]
 
 
+@pytest.mark.badinput(case="search with retrieval down", behaviour="one-line tool error naming the retrieval service")
 def test_retrieval_down_is_one_clear_tool_error_naming_it(stack: Stack) -> None:
     stack.kill("retrieval")
     result = stack.search({"query": QUERY})

@@ -46,6 +46,7 @@ def _refusal(path: Path | str, why: str) -> str:
             f"or run `codecompass index --force {path}` to index it anyway")
 
 
+@pytest.mark.badinput(case="index / search of `/`", behaviour="exit 2: refused, naming the reason and --force")
 def test_index_and_search_of_the_filesystem_root_are_refused_with_the_reason(retrieval, run_cli) -> None:
     for argv in (["index", "/"], ["search", "/", "where is the config read"]):
         result = run_cli(*argv)
@@ -53,6 +54,7 @@ def test_index_and_search_of_the_filesystem_root_are_refused_with_the_reason(ret
             EXIT_USAGE, _refusal("/", "it is the filesystem root"), ""), argv
 
 
+@pytest.mark.badinput(case="index of the home folder", behaviour="exit 2 until --force, naming the reason")
 def test_the_home_folder_needs_force(retrieval, run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     (home / "src").mkdir(parents=True)
@@ -68,6 +70,7 @@ def test_the_home_folder_needs_force(retrieval, run_cli, tmp_path: Path, monkeyp
         "  files       1 added, 0 changed, 0 removed, 2 skipped (1 declaration file, 1 excluded)")
 
 
+@pytest.mark.badinput(case="index --show-skipped", behaviour="every skipped path listed with its reason")
 def test_show_skipped_lists_each_path_with_its_reason(retrieval, run_cli, tmp_path: Path) -> None:
     root = tmp_path / "ws"
     (root / "src").mkdir(parents=True)

@@ -50,6 +50,8 @@ def _chunks(stub, root: Path) -> int:
     return stub.GetIndexStatus(retrieval_pb2.GetIndexStatusRequest(workspace_root=str(root)), timeout=60).chunks
 
 
+@pytest.mark.badinput(case="kill -9 of retrieval during a cold index (gRPC)",
+                      behaviour="after a restart: exactly the rows of a clean index")
 def test_kill_9_during_indexing_then_restart_matches_a_clean_index(
     start_python_service, analysis_server: str, tmp_path: Path
 ) -> None:

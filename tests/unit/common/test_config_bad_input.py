@@ -42,6 +42,8 @@ def _drop_file_access_override() -> None:
     ids=["binary", "nul-byte", "unclosed-list", "top-list", "top-int", "top-string", "section-string",
          "subsection-number", "section-list"],
 )
+@pytest.mark.badinput(case="malformed config file",
+                      behaviour="exit 2: `configuration error: config file PATH: <problem>`")
 def test_a_malformed_config_file_is_one_line(run_cli, monkeypatch, tmp_path: Path, content: bytes,
                                              problem: str) -> None:
     config = tmp_path / "config.yaml"
@@ -59,12 +61,16 @@ def test_an_empty_section_is_no_error(run_cli, monkeypatch, tmp_path: Path) -> N
     assert run_cli("config").code == 0
 
 
+@pytest.mark.badinput(case="config path is a folder",
+                      behaviour="exit 2: `config file PATH: cannot read (Is a directory)`")
 def test_a_config_path_that_is_a_folder_is_one_line(run_cli, monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CODECOMPASS_CONFIG", str(tmp_path))
     result = run_cli("status")
     assert (result.code, result.err) == (2, f"{PREFIX}config file {tmp_path}: cannot read (Is a directory)\n")
 
 
+@pytest.mark.badinput(case="unreadable config file",
+                      behaviour="exit 2: `config file PATH: cannot read (Permission denied)`")
 def test_an_unreadable_config_file_is_one_line(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     config.write_text("rpc_timeout_s: 5\n")
@@ -77,6 +83,8 @@ def test_an_unreadable_config_file_is_one_line(tmp_path: Path) -> None:
     assert result.stderr == f"{PREFIX}config file {config}: cannot read (Permission denied)\n"
 
 
+@pytest.mark.badinput(case="CODECOMPASS_STATE_DIR is a file",
+                      behaviour="exit 2: `CODECOMPASS_STATE_DIR: PATH is not a folder`")
 def test_a_state_dir_that_is_a_file_is_one_line(run_cli, monkeypatch, tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.write_text("not a folder")
@@ -90,6 +98,8 @@ def test_a_state_dir_that_is_a_file_is_one_line(run_cli, monkeypatch, tmp_path: 
     assert result.err == f"{PREFIX}CODECOMPASS_STATE_DIR: {state / 'below'} is not a folder ({state} is a file)\n"
 
 
+@pytest.mark.badinput(case="config key state_dir is a file",
+                      behaviour="exit 2: `config key state_dir: PATH is not a folder`")
 def test_a_state_dir_in_the_config_file_that_is_a_file_names_the_key(run_cli, monkeypatch, tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.write_text("")
@@ -101,6 +111,8 @@ def test_a_state_dir_in_the_config_file_that_is_a_file_names_the_key(run_cli, mo
     assert (result.code, result.err) == (2, f"{PREFIX}config key state_dir: {state} is not a folder\n")
 
 
+@pytest.mark.badinput(case="LOG_LEVEL=LOUD",
+                      behaviour="`config` fails: `LOG_LEVEL: must be one of DEBUG, INFO, WARNING, ERROR`")
 def test_a_log_level_is_checked_by_config_naming_the_allowed_values(run_cli, monkeypatch) -> None:
     monkeypatch.setenv("LOG_LEVEL", "LOUD")
     result = run_cli("config")
@@ -115,6 +127,8 @@ def test_a_log_level_is_checked_by_config_naming_the_allowed_values(run_cli, mon
     assert shown.code == 0 and '"log_level": "WARNING"' in shown.out
 
 
+@pytest.mark.badinput(case="a file where the state dir needs a folder",
+                      behaviour="exit 1: `PATH: a file stands where a folder is needed`")
 def test_a_file_where_the_state_dir_needs_a_folder_is_one_line(run_cli, monkeypatch, tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir()
@@ -125,6 +139,8 @@ def test_a_file_where_the_state_dir_needs_a_folder_is_one_line(run_cli, monkeypa
     assert not (state / "runtime.json").exists()
 
 
+@pytest.mark.badinput(case="a folder where the lock file goes",
+                      behaviour="exit 1: `cannot use PATH/runtime.lock: Is a directory`")
 def test_a_folder_where_the_lock_file_goes_is_one_line(run_cli, monkeypatch, tmp_path: Path) -> None:
     state = tmp_path / "state"
     (state / "runtime.lock").mkdir(parents=True)

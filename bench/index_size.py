@@ -19,8 +19,9 @@ from pathlib import Path
 
 import lancedb
 
-from bench.lib.services import ServiceProcess, dir_size_bytes, start_analysis, start_embedding, start_retrieval
+from bench.lib.services import ServiceProcess, start_analysis, start_embedding, start_retrieval
 from bench.speed.run_speed import source_stats
+from codecompass.common.files import tree_bytes
 from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             indexed_s = time.perf_counter() - started
             status_request = retrieval_pb2.GetIndexStatusRequest(workspace_root=str(workspace))
             status = stub.GetIndexStatus(status_request, timeout=60)
-            ready_bytes = dir_size_bytes(state_dir)
+            ready_bytes = tree_bytes(state_dir)
             # Versions younger than the retention outlive the last maintenance of the run; the
             # service cleans them up once they are old enough. Measure the index as it stays.
             settle_until = time.monotonic() + DEFAULT_VERSION_RETENTION.total_seconds() + args.settle_s
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         for service in reversed(services):
             service.stop()
 
-    total = dir_size_bytes(state_dir)
+    total = tree_bytes(state_dir)
     parts = _tree_bytes(state_dir)
     db_dirs = {p.parent for p in state_dir.rglob("*.lance")}
     columns: dict[str, int] = {}

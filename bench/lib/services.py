@@ -223,15 +223,6 @@ def start_retrieval(
     return start_service("retrieval", [sys.executable, "-m", "codecompass.retrieval"], "RETRIEVAL_PORT", env, echo=echo)
 
 
-def dir_size_bytes(path: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                pass
-    return total
 
 
 @dataclass

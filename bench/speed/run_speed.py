@@ -34,12 +34,12 @@ from bench.lib.results import RESULTS_DIR, write_results
 from bench.lib.services import (
     REPO_ROOT,
     ServiceProcess,
-    dir_size_bytes,
     start_analysis,
     start_embedding,
     start_retrieval,
 )
 from bench.report import speed_table
+from codecompass.common.files import tree_bytes
 from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             results["embed_chunks_per_s"] = (embedded_now / embed_seconds) if embed_seconds > 0 else 0.0
             results["embedded_before_poll"] = embedded_at_start
             results["index_bytes_reported"] = status.index_bytes
-            results["state_dir_bytes"] = dir_size_bytes(state_dir)
+            results["state_dir_bytes"] = tree_bytes(state_dir)
             results["indexing_status"] = retrieval_pb2.IndexingStatus.Name(status.indexing_status)
 
             texts = warm_query_texts()
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             # that stays is measured after that.
             settle_at = t_ready + DEFAULT_VERSION_RETENTION.total_seconds() + SETTLE_S
             time.sleep(max(settle_at - time.perf_counter(), 0.0))
-            results["state_dir_bytes_settled"] = dir_size_bytes(state_dir)
+            results["state_dir_bytes_settled"] = tree_bytes(state_dir)
             results["index_bytes_settled"] = stub.GetIndexStatus(status_req, timeout=30).index_bytes
         results["rss_mib"] = {svc.name: svc.peak_rss_mib() for svc in services}
     except BaseException:

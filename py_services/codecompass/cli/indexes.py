@@ -8,13 +8,13 @@ indexes built before it did are listed with an unknown workspace and never remov
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from codecompass.cli.errors import CliError
 from codecompass.common.config import Settings
+from codecompass.common.files import tree_bytes
 from codecompass.retrieval.state import recorded_workspace_root
 
 # The two folders that hold one workspace's state, each keyed by the workspace digest.
@@ -55,17 +55,6 @@ def human_size(size: int) -> str:
     return f"{value:.1f} GB"
 
 
-def _tree_size(folder: Path) -> int:
-    total = 0
-    for dirpath, _dirnames, filenames in os.walk(folder):
-        for name in filenames:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_size
-            except OSError:
-                continue  # removed while we walked (a sync dropping old versions)
-    return total
-
-
 def list_indexes(settings: Settings) -> list[IndexEntry]:
     """Every workspace state in the state dir, largest first."""
     folders: dict[str, list[Path]] = {}
@@ -84,7 +73,7 @@ def list_indexes(settings: Settings) -> list[IndexEntry]:
     entries = [
         IndexEntry(key=key,
                    workspace=recorded_workspace_root(settings.state_dir / "workspaces" / key),
-                   size_bytes=sum(_tree_size(folder) for folder in paths),
+                   size_bytes=sum(tree_bytes(folder) for folder in paths),
                    folders=tuple(paths))
         for key, paths in folders.items()
     ]

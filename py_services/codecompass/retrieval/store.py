@@ -22,6 +22,7 @@ import pyarrow as pa
 from lancedb.index import FTS, IvfPq
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
+from codecompass.common.files import tree_bytes
 from codecompass.common.identifiers import split_identifiers
 from codecompass.retrieval import filters as sqlf
 from codecompass.retrieval import packing
@@ -492,15 +493,10 @@ class ChunkStore:
         sources); for object stores the manifests' count of live data and index files."""
         if "://" not in self.uri or self.uri.startswith("file://"):
             root = self.uri.removeprefix("file://")
-            total = 0
-            for name in (self.table_name, sources_table_name(self.table_name)):
-                for dirpath, _dirs, files in os.walk(os.path.join(root, f"{name}.lance")):
-                    for f in files:
-                        try:
-                            total += os.path.getsize(os.path.join(dirpath, f))
-                        except FileNotFoundError:
-                            continue
-            return total
+            return sum(
+                tree_bytes(os.path.join(root, f"{name}.lance"))
+                for name in (self.table_name, sources_table_name(self.table_name))
+            )
         return int(self._table.stats().total_bytes) + int(self._sources.stats().total_bytes)
 
     def index_status(self) -> dict[str, dict[str, int]]:

@@ -35,7 +35,8 @@ class CaseRecord:
     tracebacks: int = 0
 
 
-@dataclass
+# eq=False: pytest registers plugins in sets, so a plugin must hash by identity.
+@dataclass(eq=False)
 class BadInputRecorder:
     """A pytest plugin: one CaseRecord per test carrying the `badinput` marker."""
 

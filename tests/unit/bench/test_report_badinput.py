@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
 from bench import report
 from bench.badinput import BadInputRecorder, CaseRecord
 
@@ -63,6 +64,13 @@ def test_outcomes_tracebacks_and_counts() -> None:
     assert [(c["case"], c["result"], c["xfail_reason"]) for c in payload["cases"]] == [
         ("binary file", "passed", ""), ("kill", "xfailed", "owner: not yet"), ("huge query", "failed", "")]
     assert payload["duration_s"] == 12.3 and payload["command"] == "make bench-badinput"
+
+
+def test_the_recorder_registers_as_a_pytest_plugin() -> None:
+    manager = pytest.PytestPluginManager()
+    recorder = BadInputRecorder()
+    manager.register(recorder)
+    assert manager.is_registered(recorder)
 
 
 def test_a_failed_setup_or_teardown_is_an_error() -> None:

@@ -240,6 +240,10 @@ def _start(settings: Settings, workspace: str | None, say: Say) -> RuntimeState:
     state = RuntimeState(started_at=_now(), workspace=workspace)
     log_dir = settings.state_dir / "logs"
     addresses: dict[str, str] = {}
+    # A service needs only its dependencies' addresses to start, not their readiness: the next
+    # wave starts as soon as the previous one listens, and warm-ups (the embedding model, the
+    # TypeScript parser, Python imports) overlap. Readiness is awaited once all are started.
+    started = []
     try:
         for wave in start_waves(SERVICES):
             pending = []
@@ -260,11 +264,12 @@ def _start(settings: Settings, workspace: str | None, say: Say) -> RuntimeState:
                 state.services[svc.name].address = address
                 addresses[svc.name] = address
             write_state(settings, state)
-            for svc, process, log_path, offset, spawned_at in pending:
-                wait_until_serving(svc.name, process, addresses[svc.name], svc.health_service, log_path,
-                                   settings.startup_timeout_s, offset)
-                say(f"{svc.name:<10} SERVING at {addresses[svc.name]}  "
-                    f"(pid {process.pid}, ready {time.monotonic() - spawned_at:.1f}s after start)")
+            started += pending
+        for svc, process, log_path, offset, spawned_at in started:
+            wait_until_serving(svc.name, process, addresses[svc.name], svc.health_service, log_path,
+                               settings.startup_timeout_s, offset)
+            say(f"{svc.name:<10} SERVING at {addresses[svc.name]}  "
+                f"(pid {process.pid}, ready {time.monotonic() - spawned_at:.1f}s after start)")
     except StartError as exc:
         stop_pids([svc.pid for svc in state.services.values()], settings.shutdown_grace_s + KILL_MARGIN_S)
         remove_state(settings)

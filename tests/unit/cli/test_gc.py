@@ -68,6 +68,8 @@ def test_gc_dry_run_lists_every_index_and_removes_nothing(run_cli, state: Path, 
     assert (state / "index" / workspace_key(workspaces["gone"])).is_dir()
 
 
+@pytest.mark.badinput(case="indexes of deleted workspaces",
+                      behaviour="`gc` lists them with size and workspace and removes them; live ones stay")
 def test_gc_removes_the_index_of_a_missing_workspace_and_keeps_the_live_one(
         run_cli, state: Path, workspaces: dict[str, Path]) -> None:
     result = run_cli("gc")
@@ -103,6 +105,8 @@ def test_gc_leaves_indexes_alone_while_the_services_run(run_cli, state: Path, wo
         service.wait()
 
 
+@pytest.mark.badinput(case="`down` and the indexes",
+                      behaviour="`down` keeps them and says where; `down --purge` removes them")
 def test_down_keeps_the_indexes_and_says_so_and_purge_removes_them(
         run_cli, state: Path, workspaces: dict[str, Path]) -> None:
     down = run_cli("down")

@@ -156,6 +156,8 @@ def test_the_home_folder_is_refused_until_forced_and_then_kept_in_sync(engine_fo
     assert restarted.sync(str(home), None).freshness_status is FreshnessStatus.FRESH
 
 
+@pytest.mark.badinput(case="a first index above the file-count or size limits",
+                      behaviour="refused until --force, saying what it would hold")
 def test_a_first_index_above_the_limits_is_refused_with_what_it_would_hold(engine_for, tmp_path: Path) -> None:
     root = _workspace(tmp_path / "ws", 3)
     engine = engine_for(large_index_files=2)
@@ -177,6 +179,8 @@ def test_a_first_index_above_the_limits_is_refused_with_what_it_would_hold(engin
     assert engine.sync(str(root), None).stats.files_added == 2
 
 
+@pytest.mark.badinput(case="skipped files, .d.ts included",
+                      behaviour="every skip listed with its reason (`declaration file` for .d.ts)")
 def test_the_final_report_lists_every_skip_with_its_reason(engine_for, tmp_path: Path) -> None:
     root = _workspace(tmp_path / "ws", 1)
     (root / "src" / "bundle.ts").write_text("var a=1;" * 100, encoding="utf-8")

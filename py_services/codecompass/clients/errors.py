@@ -13,6 +13,9 @@ INVALID = "invalid_argument"
 NOT_FOUND = "not_found"
 UNIMPLEMENTED = "unimplemented"
 FAILED = "failed"
+# Trailing metadata of an UNAVAILABLE a server sends because a service *it* depends on is down:
+# the server itself answered, so "not running" would blame the wrong one.
+UPSTREAM_KEY = "codecompass-upstream-unavailable"
 
 _KINDS = {
     grpc.StatusCode.UNAVAILABLE: UNAVAILABLE,
@@ -26,13 +29,17 @@ _KINDS = {
 class ServiceError(Exception):
     """A call to `service` failed; `kind` is one of the constants above, `message` one line."""
 
-    def __init__(self, service: str, address: str, kind: str, message: str) -> None:
+    def __init__(self, service: str, address: str, kind: str, message: str, *, upstream: bool = False) -> None:
         super().__init__(message)
         self.service = service
         self.address = address
         self.kind = kind
+        # The service answered; one it depends on is down (the message names it).
+        self.upstream = upstream
 
     def user_message(self) -> str:
+        if self.upstream:
+            return f"{self.service}: {self}"
         if self.kind == UNAVAILABLE:
             return f"{self.service} service not running at {self.address}; run `codecompass up`"
         if self.kind == DEADLINE:
@@ -51,4 +58,6 @@ def mapped(service: str, address: str) -> Iterator[None]:
     except grpc.RpcError as exc:
         code = exc.code() if hasattr(exc, "code") else None
         details = (exc.details() if hasattr(exc, "details") else None) or str(code)
-        raise ServiceError(service, address, _KINDS.get(code, FAILED), details) from None
+        trailing = (exc.trailing_metadata() if hasattr(exc, "trailing_metadata") else None) or ()
+        upstream = any(key == UPSTREAM_KEY for key, _value in trailing)
+        raise ServiceError(service, address, _KINDS.get(code, FAILED), details, upstream=upstream) from None

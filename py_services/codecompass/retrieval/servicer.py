@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import grpc
 
+from codecompass.clients.errors import UPSTREAM_KEY
 from codecompass.retrieval import convert
 from codecompass.retrieval.embed_client import EmbeddingFailed
 from codecompass.retrieval.indexer import InvalidQuery, RetrievalEngine
@@ -33,6 +34,9 @@ _STATUS_OF = (
 
 
 def _abort(context: grpc.ServicerContext, exc: Exception) -> None:
+    if isinstance(exc, DependencyUnavailable):
+        # This service is up; a caller must not report it as the one that is down.
+        context.set_trailing_metadata(((UPSTREAM_KEY, "1"),))
     for kind, code in _STATUS_OF:
         if isinstance(exc, kind):
             context.abort(code, str(exc))

@@ -98,6 +98,17 @@ def test_a_name_that_exists_nowhere(stack: Stack, workspace: Path) -> None:
     assert all(r["lexical_score"] == 0 for r in ranked["results"]) and ranked["metadata"]["confidence"] < 0.5
 
 
+@pytest.mark.badinput(case="a name that exists nowhere, as a ranked list (--no-select)",
+                      behaviour="exit 0; the list opens with `low confidence (C < 0.50): nothing here may answer "
+                                "the query`")
+def test_a_ranked_list_for_a_name_that_exists_nowhere_says_low_confidence(stack: Stack, workspace: Path) -> None:
+    run = _search(stack, workspace, "frobnicateWidget", "--no-select")
+    assert run.code == 0, run.err
+    first = run.out.splitlines()[0]
+    assert first.startswith("low confidence (0.") and first.endswith(
+        " < 0.50): nothing here may answer the query; these are the best guesses"), first
+
+
 @pytest.mark.badinput(case="empty query", behaviour="exit 2: `retrieval: query must not be empty`")
 def test_empty_query(stack: Stack, workspace: Path) -> None:
     run = _search(stack, workspace, "   ")

@@ -178,7 +178,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         _out(json.dumps(payload, ensure_ascii=False))
     else:
-        for line in render.answer_lines(payload):
+        for line in render.answer_lines(payload, settings.gateway.confidence_threshold):
             _out(line)
     return 0
 

@@ -124,10 +124,15 @@ def sample_query(chunks: Iterable[Chunk]) -> tuple[str, Chunk | None]:
     return jsdoc_purpose(best.jsdoc).rstrip("."), best
 
 
-def answer_lines(answer: dict[str, Any]) -> list[str]:
-    """The selected context (or, with --no-select, the ranked list) and how it was made."""
+def answer_lines(answer: dict[str, Any], low_confidence_below: float = 0.0) -> list[str]:
+    """The selected context (or, with --no-select, the ranked list) and how it was made. A ranked
+    list has no relevance gate: below `low_confidence_below` it opens with a warning instead."""
     lines: list[str] = []
     selection = answer["selection"]
+    confidence = answer["metadata"]["confidence"]
+    if selection is None and answer["results"] and confidence < low_confidence_below:
+        lines.append(f"low confidence ({confidence:.2f} < {low_confidence_below:.2f}): nothing here may answer the "
+                     "query; these are the best guesses")
     for rank, result in enumerate(answer["results"], start=1):
         head = (f"{rank:>2}. {result['score']:.3f}  {result['path']}:{result['start_line']}-{result['end_line']}"
                 f"  {result['qualified_name']}  ({result['kind']})")

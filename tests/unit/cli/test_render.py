@@ -170,6 +170,10 @@ def test_ranked_code_block_reads_as_written():
         "      if (!token) {", "        return false;", "      }", "      return true;", "    }",
     ]
     assert any(line.startswith("-- confidence 0.80") and "hubs off" in line for line in lines)
+    assert not lines[0].startswith("low confidence")
+    doubtful = answer_lines({"results": [result], "selection": None, "metadata": {**META, "confidence": 0.31}}, 0.5)
+    assert doubtful[0] == ("low confidence (0.31 < 0.50): nothing here may answer the query; these are the best "
+                           "guesses")
 
 
 def test_selected_context_prints_header_why_and_budget():

@@ -40,6 +40,7 @@ TOOL_SPAN = "tool semantic_search"
 EXPECTED_EDGES = {
     (TEST_CLIENT, GATEWAY, "tools/call semantic_search"),  # over stdio, in the request's _meta
     (GATEWAY, RETRIEVAL, "codecompass.v1.RetrievalService/Sync"),  # the freshness stage
+    (RETRIEVAL, ANALYSIS, "codecompass.v1.CodeAnalysisService/ScanWorkspace"),  # what the sync compares
     (GATEWAY, RETRIEVAL, "codecompass.v1.RetrievalService/Search"),
     (GATEWAY, RERANK, "codecompass.v1.RerankService/Rerank"),
     (GATEWAY, SELECTION, "codecompass.v1.SelectionService/Select"),
@@ -50,7 +51,10 @@ EXPECTED_EDGES = {
 # RPCs only a search makes (indexing makes none of them): every one of their spans, wherever it
 # was recorded, belongs to the call's trace, or context was lost on some hop.
 SEARCH_ONLY_RPCS = {rpc for _, _, rpc in EXPECTED_EDGES} - {
-    "codecompass.v1.EmbeddingService/Embed", "codecompass.v1.RetrievalService/Sync", "tools/call semantic_search"}
+    "codecompass.v1.EmbeddingService/Embed", "codecompass.v1.RetrievalService/Sync", "tools/call semantic_search",
+    "codecompass.v1.CodeAnalysisService/ScanWorkspace"}
+# The tools that read code live call the analysis service from the gateway itself.
+READ_EDGE = (GATEWAY, ANALYSIS, "codecompass.v1.CodeAnalysisService/Trace")
 QUERY = "how are tokens validated"
 # Exporters batch; a short delay makes spans arrive within a fraction of a second of ending.
 EXPORT_ENV = {"OTEL_BSP_SCHEDULE_DELAY": "200"}
@@ -125,7 +129,7 @@ def from_sdk(span: ReadableSpan) -> ReceivedSpan:
 
 
 def call_and_collect(stack: dict[str, str], receiver: OtlpReceiver, client_spans: InMemorySpanExporter
-                     ) -> tuple[CallToolResult, list[ReceivedSpan]]:
+                     ) -> tuple[CallToolResult, list[ReceivedSpan], CallToolResult, list[ReceivedSpan]]:
     """One semantic_search; the spans are awaited while the gateway still runs, so its exporter
     flushes on its own schedule rather than racing the client's shutdown of the process.
     Returns the services' spans and the test process's own (the MCP client's) together."""
@@ -141,11 +145,17 @@ def call_and_collect(stack: dict[str, str], receiver: OtlpReceiver, client_spans
         ours = [from_sdk(s) for s in client_spans.get_finished_spans()]
         return receiver.wait_for(lambda spans: complete(in_trace(spans + ours, trace_id)), SPANS_TIMEOUT_S) + ours
 
-    async def session() -> tuple[CallToolResult, list[ReceivedSpan]]:
+    def read_received(trace_id: str) -> list[ReceivedSpan]:
+        return receiver.wait_for(lambda spans: READ_EDGE in edges(in_trace(spans, trace_id)), SPANS_TIMEOUT_S)
+
+    async def session() -> tuple[CallToolResult, list[ReceivedSpan], CallToolResult, list[ReceivedSpan]]:
         async with Client(params, read_timeout_seconds=CALL_TIMEOUT_S) as client:
             result = await client.call_tool("semantic_search", {"query": QUERY})
             trace_id = (result.structured_content or {}).get("metadata", {}).get("trace_id", "")
-            return result, await anyio.to_thread.run_sync(received, trace_id)
+            spans = await anyio.to_thread.run_sync(received, trace_id)
+            read = await client.call_tool("read_symbol", {"symbol": "TokenService"})
+            read_trace = (read.structured_content or {}).get("metadata", {}).get("trace_id", "")
+            return result, spans, read, await anyio.to_thread.run_sync(read_received, read_trace)
 
     return anyio.run(session)
 
@@ -155,7 +165,7 @@ def call_and_collect(stack: dict[str, str], receiver: OtlpReceiver, client_spans
 def test_one_semantic_search_is_one_trace_across_every_service(
         stack, receiver: OtlpReceiver, span_exporter: InMemorySpanExporter) -> None:
     span_exporter.clear()  # the indexing's client spans
-    result, spans = call_and_collect(stack, receiver, span_exporter)
+    result, spans, read, read_spans = call_and_collect(stack, receiver, span_exporter)
     assert not result.is_error, [block.text for block in result.content]
     meta = result.structured_content["metadata"]
     # The rerank service was called, and answered with the first-stage order: the gates are closed.
@@ -186,3 +196,7 @@ def test_one_semantic_search_is_one_trace_across_every_service(
     strays = [(s.service, s.name, s.kind) for s in spans
               if s.name in SEARCH_ONLY_RPCS and s.trace_id != call.trace_id]
     assert not strays, f"spans of the search outside its trace: {strays}"
+
+    # read_symbol: gateway -> analysis, in the trace its answer names.
+    assert not read.is_error, [block.text for block in read.content]
+    assert READ_EDGE in edges(in_trace(read_spans, read.structured_content["metadata"]["trace_id"]))

@@ -15,22 +15,9 @@ from pathlib import Path
 
 import pytest
 from tests.badinput.harness import CliRun, Stack, assert_clean, copy_workspace
+from tests.fixtures.chain_workspace import write_chain_workspace
 
 FILES = 200
-
-
-def _generate(root: Path) -> Path:
-    """FILES modules, each calling into the previous one (so chunks carry references)."""
-    (root / "src").mkdir(parents=True)
-    (root / "package.json").write_text('{"name": "kill-ws"}\n')
-    for i in range(FILES):
-        previous = f"import {{ helper{i - 1} }} from './mod{i - 1}';\n" if i else ""
-        call = f"helper{i - 1}(x)" if i else "x"
-        (root / "src" / f"mod{i}.ts").write_text(
-            f"{previous}/** Computes the value of stage {i}. */\n"
-            f"export function compute{i}(x: number): number {{\n  return {call} + {i};\n}}\n\n"
-            f"export function helper{i}(x: number): number {{\n  return x * {i};\n}}\n")
-    return root
 
 
 def _counts(line: str) -> tuple[int, int]:
@@ -80,14 +67,14 @@ def _index_and_kill(stack: Stack, root: Path, service: str) -> tuple[str, CliRun
 
 @pytest.fixture(scope="module")
 def clean_rows(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> list[tuple]:
-    root = _generate(tmp_path_factory.mktemp("kill-clean") / "ws")
+    root = write_chain_workspace(tmp_path_factory.mktemp("kill-clean") / "ws", FILES)
     run = stack.cli("index", str(root))
     assert run.code == 0, run.err
     return stack.rows(root)
 
 
 def _crash(stack: Stack, base: Path, service: str) -> Crash:
-    root = copy_workspace(_generate(base / "source"), base / "ws")
+    root = copy_workspace(write_chain_workspace(base / "source", FILES), base / "ws")
     stack.up()
     killed_at, interrupted = _index_and_kill(stack, root, service)
     stack.up()  # restarts the set the dead service belonged to

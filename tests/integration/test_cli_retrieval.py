@@ -77,7 +77,7 @@ class FakeRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
                 indexing_status=retrieval_pb2.INDEXING_STATUS_READY,
                 result_completeness=retrieval_pb2.RESULT_COMPLETENESS_COMPLETE,
                 semantic_ratio_used=0.5, embedding_model_id="minilm", embedding_model_version="1",
-                search_ms=30.25, total_chunks=120, embedded_chunks=120),
+                search_ms=30.25, total_chunks=120, embedded_chunks=120, confidence=0.9),
         )
 
 

@@ -8,28 +8,13 @@ from pathlib import Path
 
 import grpc
 import pytest
+from tests.fixtures.chain_workspace import write_chain_workspace
 
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 pytestmark = pytest.mark.slow
 
 FILES = 300
-
-
-def _generate(root: Path) -> None:
-    """FILES modules, each calling into the previous one (so chunks carry references)."""
-    (root / "src").mkdir(parents=True)
-    (root / "tsconfig.json").write_text('{"compilerOptions": {"strict": true}, "include": ["src"]}')
-    for i in range(FILES):
-        previous = f"import {{ helper{i - 1} }} from './mod{i - 1}';\n" if i else ""
-        call = f"helper{i - 1}(x)" if i else "x"
-        (root / "src" / f"mod{i}.ts").write_text(
-            f"{previous}"
-            f"/** Computes the value of stage {i}. */\n"
-            f"export function compute{i}(x: number): number {{\n  return {call} + {i};\n}}\n\n"
-            f"export function helper{i}(x: number): number {{\n  return x * {i};\n}}\n\n"
-            f"export class Stage{i} {{\n  run(x: number): number {{\n    return compute{i}(x);\n  }}\n}}\n"
-        )
 
 
 def _start(start_python_service, analysis: str, embedding: str, state: Path):
@@ -57,7 +42,7 @@ def test_kill_9_during_indexing_then_restart_matches_a_clean_index(
 ) -> None:
     _, embedding = start_python_service("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "minilm"})
     root = tmp_path / "ws"
-    _generate(root)
+    write_chain_workspace(root, FILES, classes=True)
 
     process, channel, stub = _start(start_python_service, analysis_server, embedding, tmp_path / "crash-state")
     killed_after = None

@@ -54,5 +54,11 @@ def client_rewriter(ctx: Context, timeout_s: float) -> SamplingRewriter | None:
             raise RewriteFailed(TIMEOUT, f"the client's model did not answer within {timeout_s:g} s") from None
         except MCPError as exc:
             raise RewriteFailed(CLIENT_ERROR, f"the client declined the sampling request: {exc}") from None
+        except RewriteFailed:
+            raise
+        # Whatever else goes wrong with the client's answer (a malformed result, a closed
+        # session), the query is searched as given: a rewrite is never worth a failed search.
+        except Exception as exc:  # noqa: BLE001
+            raise RewriteFailed(CLIENT_ERROR, f"the sampling request failed: {type(exc).__name__}: {exc}") from None
 
     return SamplingRewriter(ask)

@@ -285,6 +285,10 @@ def _start(settings: Settings, workspace: str | None, say: Say) -> RuntimeState:
     return state
 
 
+def _indexes(count: int) -> str:
+    return f"{count} index" if count == 1 else f"{count} indexes"
+
+
 def down(settings: Settings, say: Say, purge: bool = False) -> None:
     """Stop every process started for this state dir; with ``purge`` delete its indexes too."""
     started = time.monotonic()
@@ -296,7 +300,7 @@ def down(settings: Settings, say: Say, purge: bool = False) -> None:
     else:
         say("codecompass is not running")
     if removed is not None:
-        say(f"removed {removed.count} indexes ({removed.size_text}) from {settings.state_dir}")
+        say(f"removed {_indexes(removed.count)} ({removed.size_text}) from {settings.state_dir}")
     else:
         # `down` once claimed to remove the state; it keeps the indexes, and says where they are.
         say(f"indexes kept in {settings.state_dir} (`codecompass gc` removes those of deleted "
@@ -355,7 +359,7 @@ def gc(settings: Settings, dry_run: bool, say: Say) -> None:
         freed = human_size(sum(entry.size_bytes for entry in missing))
         total = human_size(sum(entry.size_bytes for entry in entries))
         action = "would remove" if dry_run else "removed"
-        say(f"{len(entries)} indexes ({total}) in {settings.state_dir}; {action} {len(missing)} of deleted "
+        say(f"{_indexes(len(entries))} ({total}) in {settings.state_dir}; {action} {len(missing)} of deleted "
             f"workspaces ({freed})")
         if settings.retrieval.db_uri and missing and not dry_run:
             say(f"their tables under {settings.retrieval.db_uri} are not removed")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from codecompass.retrieval.ranking import SEMANTIC, SKIP_RATIO_ZERO
-from codecompass.retrieval.state import FreshnessStatus, SearchMetadata
+from codecompass.retrieval.state import FreshnessStatus, SearchMetadata, SyncOutcome
 from codecompass.selection.model import SelectedResult, SelectOutcome
 from codecompass_gateway.pipeline import SYNC, PipelineAnswer, Ranked
 from codecompass_gateway.understanding import BestResult, ConfidenceGuidance, QueryUnderstanding, assess
@@ -111,6 +111,9 @@ def search_metadata_to_dict(meta: SearchMetadata) -> dict[str, Any]:
         "total_chunks": meta.total_chunks,
         "embedded_chunks": meta.embedded_chunks,
         "total_candidates": meta.total_candidates,
+        "missing_names": list(meta.missing_names),
+        "nearest_names": list(meta.nearest_names),
+        "filtered_chunks": meta.filtered_chunks,
     }
 
 
@@ -140,7 +143,17 @@ def freshness_to_dict(answer: PipelineAnswer) -> dict[str, Any]:
         "pending_new_files": sync.pending_new_files if sync is not None and not sync.finished else 0,
         # False while the sync had not yet listed the files: some stale results may be unmarked.
         "pending_known": not (sync is not None and sync.scanning),
+        # How far a sync still running is (a cold index's first pass above all): what the
+        # answer could search is what it had written.
+        "indexing_progress": _progress(sync),
     }
+
+
+def _progress(sync: SyncOutcome | None) -> dict[str, Any] | None:
+    if sync is None or sync.finished or sync.phase is None:
+        return None
+    return {"phase": sync.phase.value, "files_done": sync.phase_files_done, "files_total": sync.phase_files_total,
+            "chunks_written": sync.chunks_written}
 
 
 def _selected_stale(answer: PipelineAnswer) -> Callable[[SelectedResult], bool]:
@@ -234,8 +247,9 @@ def guidance_for(answer: PipelineAnswer, threshold: float) -> ConfidenceGuidance
         best = BestResult(qualified_name=chunk.qualified_name, name=chunk.name, path=chunk.relative_path,
                           kind=chunk.node_kind.value,
                           words_matched=any(c.result.provenance != SEMANTIC for c in candidates))
+    meta = answer.metadata
     return assess(understood.shape, [c.result for c in candidates], [c.score for c in candidates], best,
-                  answer.metadata.confidence, threshold, answer.metadata.indexing_status.value)
+                  meta.confidence, threshold, meta.indexing_status.value, meta.missing_names, meta.nearest_names)
 
 
 def search_code_to_dict(answer: PipelineAnswer, *, threshold: float, trace_id: str, max_lines: int,
@@ -280,6 +294,10 @@ def search_code_to_dict(answer: PipelineAnswer, *, threshold: float, trace_id: s
             "intent_escalation_hint": understood.escalation_hint,
             "semantic_fallback": meta.semantic_fallback,
             "trace_id": trace_id,
+            # Ours, beyond the contract: names typed that the index lacks, and its closest ones.
+            "missing_names": list(meta.missing_names),
+            "nearest_names": list(meta.nearest_names),
+            "filtered_chunks": meta.filtered_chunks,
             # Ours, beyond the contract.
             "confidence": round(guidance.confidence, 4),
             "retrieval_confidence": round(guidance.calibrated, 4),

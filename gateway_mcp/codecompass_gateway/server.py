@@ -195,7 +195,8 @@ class Gateway:
         )
         answer = self.pipeline.run(request)
         payload = answer_to_dict(answer, tools.RANKED_CODE_LINES)
-        extra = {"trace_id": tools.trace_id(), "query": query, "lexical_index_ready": lexical_ready}
+        extra = {"trace_id": tools.trace_id(), "query": query, "lexical_index_ready": lexical_ready,
+                 "filters": {"path": path, "kind": kind, "include_tests": include_tests}}
         return tools.search_result(payload, root, query, budget, extra)
 
     @tools.tool_errors("search_code")

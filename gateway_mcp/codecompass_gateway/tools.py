@@ -185,13 +185,36 @@ def _result_text(result: dict[str, Any]) -> str:
     return text
 
 
-def search_notes(payload: dict[str, Any], workspace: Path, query: str) -> list[str]:
+def _being_written(meta: dict[str, Any]) -> str | None:
+    """How far the index is when a sync was still writing it as the search ran: the answer
+    covers only that part. None when the index was complete (or the sync had finished)."""
+    progress = meta.get("indexing_progress")
+    if not progress or meta.get("indexing_status") == "ready":
+        return None
+    step = {"lexical": "first pass", "chunking": "full pass", "writing": "writing",
+            "scanning": "listing files"}.get(progress["phase"], progress["phase"])
+    files = (f"{progress['files_done']:,} of {progress['files_total']:,} files, "
+             if progress.get("files_total") else "")
+    return f"{step}: {files}{progress.get('chunks_written', 0):,} chunks searchable so far"
+
+
+def search_notes(payload: dict[str, Any], workspace: Path, query: str,
+                 filters: dict[str, Any] | None = None) -> list[str]:
+    """What the agent must know besides the code: how far the index is, names it lacks, a
+    filter that matched nothing, and why an answer is empty. An empty answer never just says
+    'no match' when the reason is elsewhere."""
     meta = payload["metadata"]
     notes = []
     status = meta.get("indexing_status", "ready")
+    written = _being_written(meta)
+    missing, nearest = meta.get("missing_names") or [], meta.get("nearest_names") or []
+    filtered_out = bool(meta.get("total_chunks")) and meta.get("filtered_chunks") == 0
     if meta.get("freshness_reason"):
         notes.append(f"Possibly out of date: {meta['freshness_reason']}.")
-    if status == "failed":
+    if written is not None:
+        notes.append(f"The index of {workspace} is still being written ({written}): these results come from that "
+                     "part only; ask again shortly for the rest (index_status shows progress).")
+    elif status == "failed":
         notes.append(f"Indexing {workspace} did not finish: these results come from what was indexed; "
                      "index_status says why.")
     elif status != "ready":
@@ -205,7 +228,19 @@ def search_notes(payload: dict[str, Any], workspace: Path, query: str) -> list[s
     elif meta.get("semantic_fallback"):
         reason = meta.get("semantic_skipped_reason") or "unavailable"
         notes.append(f"Semantic search was skipped ({reason}); results are lexical.")
-    if not payload["results"]:
+    if missing:
+        names = ", ".join(missing)
+        closest = f"; the nearest names are {', '.join(nearest)}" if nearest else ""
+        notes.append(f"Nothing in the index is named {names}{closest}. Results below (if any) are only near matches.")
+    if filtered_out:
+        given = ", ".join(f"{k}={v!r}" for k, v in (filters or {}).items() if v not in (None, "", True))
+        notes.append(f"The filter{' ' + given if given else 's'} matched no indexed code (the index holds "
+                     f"{meta['total_chunks']:,} chunks): paths are relative to {workspace}, e.g. `src/auth` or "
+                     "`**/*.tsx`. Search again without it, or with another one.")
+    if not payload["results"] and written is not None:
+        notes.append(f"Nothing matched {query!r} in the part of {workspace} indexed so far; the rest is still "
+                     "being written.")
+    elif not payload["results"] and not filtered_out:
         notes.append(f"No code in {workspace} matched {query!r} well enough. Try the identifiers you expect "
                      "(a function or class name), a shorter query, or a lower min_relevance.")
     return notes
@@ -218,7 +253,7 @@ def search_result(payload: dict[str, Any], workspace: Path, query: str, budget: 
     the lowest-ranked results go first when it is not."""
     results = list(payload["results"])
     best = max((r["score"] for r in results), default=0.0)
-    notes = search_notes(payload, workspace, query)
+    notes = search_notes(payload, workspace, query, extra_metadata.get("filters"))
     items = [(_result_text(r), _priority(r, best)) for r in results]
     structured_results = [{k: v for k, v in r.items() if k != "code"} for r in results]
     metadata = {**payload["metadata"], **extra_metadata, "workspace": str(workspace)}

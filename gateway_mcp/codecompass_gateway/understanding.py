@@ -153,8 +153,8 @@ class BestResult:
     words_matched: bool = True
 
 
-def suggested_action(shape: QueryShape, best: BestResult | None, indexing_status: str
-                     ) -> tuple[str, dict[str, Any]]:
+def suggested_action(shape: QueryShape, best: BestResult | None, indexing_status: str,
+                     missing: tuple[str, ...] = (), nearest: tuple[str, ...] = ()) -> tuple[str, dict[str, Any]]:
     """The next call for a low-confidence answer, as text and as `{"tool", "arguments", "why"}`.
 
     In order: an index that is not ready is the likeliest cause; a file the query names is read
@@ -167,6 +167,10 @@ def suggested_action(shape: QueryShape, best: BestResult | None, indexing_status
                                            "missing until it is ready")
     if shape.path:
         return _action("read_symbol", {"symbol": shape.path}, "the query names this file: read its outline")
+    if missing and nearest:
+        return _action("search_code", {"query": nearest[0]},
+                       f"nothing in the index is named {', '.join(missing)}; the nearest names are "
+                       f"{', '.join(nearest)}")
     if best is None or not best.words_matched:
         if shape.identifiers:
             return _action("semantic_search", {"query": _words_of(shape.identifiers[0])},
@@ -215,15 +219,17 @@ class ConfidenceGuidance:
 
 
 def assess(shape: QueryShape, results: list[RankedResult], scores: list[float], best: BestResult | None,
-           calibrated: float, threshold: float, indexing_status: str) -> ConfidenceGuidance:
+           calibrated: float, threshold: float, indexing_status: str, missing: tuple[str, ...] = (),
+           nearest: tuple[str, ...] = ()) -> ConfidenceGuidance:
     """`results` are the ranked results best first (their channel ranks), `scores` their final
-    scores (after reranking), `best` the first of them as a suggestion names it."""
+    scores (after reranking), `best` the first of them as a suggestion names it; `missing` the
+    exact names the query typed that the index lacks, `nearest` its closest names."""
     top = scores[0] if scores else 0.0
     margin = score_margin(scores)
     agreement = channel_agreement(results)
     value = composite_confidence(calibrated, top, margin, agreement) if scores else 0.0
     low = value < threshold
-    action, call = suggested_action(shape, best, indexing_status) if low else (None, None)
+    action, call = suggested_action(shape, best, indexing_status, missing, nearest) if low else (None, None)
     return ConfidenceGuidance(confidence=value, calibrated=calibrated, top_score=top, score_margin=margin,
                               channel_agreement=agreement, threshold=threshold, low_confidence=low,
                               suggested_action=action, suggested_call=call)

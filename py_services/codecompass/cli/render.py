@@ -160,6 +160,18 @@ def answer_lines(answer: dict[str, Any], low_confidence_below: float = 0.0) -> l
                              f"{result['start_line']}-{result['end_line']} */")
             lines.append("")
     meta = answer["metadata"]
+    progress = meta.get("indexing_progress")
+    if progress and meta.get("indexing_status") != "ready":
+        files = f"{progress['files_done']:,}/{progress['files_total']:,} files, " if progress["files_total"] else ""
+        lines.append(f"the index is still being written ({progress['phase']}: {files}{progress['chunks_written']:,} "
+                     "chunks searchable so far): this answer covers that part only")
+    if meta.get("missing_names"):
+        nearest = meta.get("nearest_names") or []
+        lines.append(f"nothing in the index is named {', '.join(meta['missing_names'])}"
+                     + (f"; nearest names: {', '.join(nearest)}" if nearest else ""))
+    if meta.get("total_chunks") and meta.get("filtered_chunks") == 0:
+        lines.append(f"the filters matched no indexed code (the index holds {meta['total_chunks']:,} chunks); "
+                     "--path patterns are relative to the workspace root")
     if not answer["results"]:
         if meta.get("freshness_status") == "not_indexed":
             lines.append("this workspace is not indexed yet: indexing has started; run `codecompass index PATH` "
@@ -236,7 +248,7 @@ def index_summary_lines(workspace: str, stats: SyncStats | None, seconds: float,
                         skipped: Sequence[SkippedFile] = ()) -> list[str]:
     if stats is None:
         return [f"indexed {workspace} in {seconds:.1f}s (the service sent no summary)"]
-    return [
+    lines = [
         f"indexed {workspace} in {seconds:.1f}s",
         (f"  files       {stats.files_added} added, {stats.files_changed} changed, "
          f"{stats.files_removed} removed, {skips.summary(skipped)}"),
@@ -244,6 +256,11 @@ def index_summary_lines(workspace: str, stats: SyncStats | None, seconds: float,
         (f"  embeddings  {stats.chunks_embedded} embedded, {stats.embeddings_reused} reused, "
          f"{stats.cascade_reembedded} re-embedded by signature changes"),
     ]
+    if stats.files_vanished or stats.files_changed_during_sync:
+        # Files edited while the index ran: said, so a count that looks short is explained.
+        lines.append(f"  edited while indexing: {stats.files_vanished} vanished (dropped), "
+                     f"{stats.files_changed_during_sync} changed (indexed as read; the next sync re-reads them)")
+    return lines
 
 
 def status_lines(rows: list[dict[str, Any]]) -> list[str]:

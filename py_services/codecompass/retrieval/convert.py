@@ -294,6 +294,8 @@ def sync_stats_to_proto(stats: SyncStats) -> retrieval_pb2.SyncStats:
         embeddings_reused=stats.embeddings_reused,
         cascade_reembedded=stats.cascade_reembedded,
         duration_ms=stats.duration_ms,
+        files_vanished=stats.files_vanished,
+        files_changed_during_sync=stats.files_changed_during_sync,
     )
 
 
@@ -309,6 +311,8 @@ def sync_stats_from_proto(msg: retrieval_pb2.SyncStats) -> SyncStats:
         embeddings_reused=msg.embeddings_reused,
         cascade_reembedded=msg.cascade_reembedded,
         duration_ms=msg.duration_ms,
+        files_vanished=msg.files_vanished,
+        files_changed_during_sync=msg.files_changed_during_sync,
     )
 
 
@@ -331,6 +335,10 @@ def sync_outcome_to_proto(outcome: SyncOutcome) -> retrieval_pb2.SyncResponse:
         scanning=outcome.scanning,
         error=outcome.error,
         duration_ms=outcome.duration_ms,
+        phase=_PHASE_TO_PROTO[outcome.phase] if outcome.phase is not None else 0,
+        phase_files_done=outcome.phase_files_done,
+        phase_files_total=outcome.phase_files_total,
+        chunks_written=outcome.chunks_written,
     )
     if outcome.stats is not None:
         msg.stats.CopyFrom(sync_stats_to_proto(outcome.stats))
@@ -353,6 +361,10 @@ def sync_outcome_from_proto(msg: retrieval_pb2.SyncResponse) -> SyncOutcome:
         scanning=msg.scanning,
         error=msg.error,
         duration_ms=msg.duration_ms,
+        phase=_PHASE_FROM_PROTO.get(msg.phase),
+        phase_files_done=msg.phase_files_done,
+        phase_files_total=msg.phase_files_total,
+        chunks_written=msg.chunks_written,
     )
 
 
@@ -437,6 +449,9 @@ def _metadata_to_proto(meta: SearchMetadata) -> retrieval_pb2.SearchMetadata:
         embedded_chunks=meta.embedded_chunks,
         total_candidates=meta.total_candidates,
         confidence=meta.confidence,
+        missing_names=list(meta.missing_names),
+        nearest_names=list(meta.nearest_names),
+        filtered_chunks=meta.filtered_chunks,
     )
 
 
@@ -455,6 +470,9 @@ def _metadata_from_proto(msg: retrieval_pb2.SearchMetadata) -> SearchMetadata:
         embedded_chunks=msg.embedded_chunks,
         total_candidates=msg.total_candidates,
         confidence=msg.confidence,
+        missing_names=tuple(msg.missing_names),
+        nearest_names=tuple(msg.nearest_names),
+        filtered_chunks=msg.filtered_chunks,
     )
 
 

@@ -15,13 +15,16 @@ Path patterns:
   spans segments, `[abc]` and `{a,b}` as in shells; a glob without `/` matches the base name at
   any depth (`*.test.ts`), as in .gitignore. Globs become anchored regular expressions
   evaluated by LanceDB (`regexp_like`).
-Several patterns are OR-ed; the other filters are AND-ed.
+Several patterns are OR-ed; the other filters are AND-ed. An absolute pattern inside the
+workspace is read as the relative one (`relative_patterns`); outside it, it is an error.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from codecompass.common.chunks import Language, NodeKind
 
@@ -54,6 +57,37 @@ class Filters:
                 raise FilterError(f"path pattern {pattern!r} leaves the workspace; patterns are relative to its root")
             if is_glob(pattern):
                 glob_to_regex(pattern)
+
+
+def relative_patterns(filters: Filters, root: Path) -> Filters:
+    """`filters` with absolute path patterns inside `root` made workspace-relative, the form
+    indexed paths have (an agent often passes the absolute path it sees in its editor). An
+    absolute pattern outside the workspace is a FilterError naming it; one that is the root
+    itself means the whole workspace and is dropped."""
+    if not any(_is_absolute(p) for p in filters.path_patterns):
+        return filters
+    roots = [root.as_posix().rstrip("/"), root.resolve().as_posix().rstrip("/")]
+    patterns: list[str] = []
+    for pattern in filters.path_patterns:
+        text = pattern.strip().replace("\\", "/")
+        if not _is_absolute(text):
+            patterns.append(pattern)
+            continue
+        for base in roots:
+            if text.rstrip("/") == base:
+                break  # the whole workspace: no narrowing
+            if text.startswith(base + "/"):
+                patterns.append(text[len(base) + 1:])
+                break
+        else:
+            raise FilterError(f"path pattern {pattern!r} is outside the workspace {root}; patterns are relative to "
+                              "its root (e.g. src/auth or **/*.ts)")
+    return replace(filters, path_patterns=tuple(patterns))
+
+
+def _is_absolute(pattern: str) -> bool:
+    text = pattern.strip()
+    return text.startswith("/") or bool(re.match(r"^[A-Za-z]:[\\/]", text))
 
 
 def sql_string(value: str) -> str:

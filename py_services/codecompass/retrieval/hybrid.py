@@ -30,6 +30,9 @@ from codecompass.retrieval.ranking import (
     RankingPolicy,
     confidence,
     confidence_features,
+    exact_identifiers,
+    missing_names,
+    nearest_names,
     rank,
     semantic_weight,
 )
@@ -58,6 +61,9 @@ class HybridOutcome:
     # Calibrated P(an answer is among the first ten), and the evidence it was judged from.
     confidence: float = 0.0
     confidence_features: dict[str, float] = field(default_factory=dict)
+    # Exact identifiers the query typed that no chunk is named, and the index's closest names.
+    missing_names: tuple[str, ...] = ()
+    nearest_names: tuple[str, ...] = ()
 
 
 def hybrid_search(
@@ -95,6 +101,7 @@ def hybrid_search(
     candidates: list[Candidate] = []
     has_definition = False
     has_lexical = False
+    missing: tuple[str, ...] = ()
     if not vectors_only:
         lexical = store.search_lexical(shape.lexical_text or query, filters, pool)
         has_lexical = bool(lexical)
@@ -103,6 +110,7 @@ def hybrid_search(
             named = store.find_by_names(shape.identifiers, filters, pool)
             has_definition = bool(named)
             candidates += [Candidate(c, name_match=True) for c in named]
+            missing = missing_names(exact_identifiers(shape), named)
         if shape.path:
             candidates += [Candidate(c, path_match=True) for c in store.find_by_path(shape.path, filters, pool)]
     ratio, reason = semantic_weight(
@@ -132,7 +140,8 @@ def hybrid_search(
     results = ranked[:limit]
     cut = ranked[limit:]
     truncated = bool(cut and results and cut[0].score >= 0.5 * results[0].score)
-    features = confidence_features(shape, ranked)
+    exact_missing = bool(missing) and len(missing) == len(exact_identifiers(shape))
+    features = confidence_features(shape, ranked, exact_missing)
     return HybridOutcome(
         results=results,
         semantic_ratio_used=ratio,
@@ -142,6 +151,8 @@ def hybrid_search(
         truncated=truncated,
         confidence=confidence(features) if ranked else 0.0,
         confidence_features=features,
+        missing_names=missing,
+        nearest_names=nearest_names(missing, *store.names()) if missing else (),
     )
 
 

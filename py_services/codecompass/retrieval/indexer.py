@@ -34,6 +34,7 @@ from codecompass.common.logging import get_logger
 from codecompass.retrieval.analysis_client import AnalysisClient
 from codecompass.retrieval.catalog import Catalog, IndexIdentity
 from codecompass.retrieval.embed_client import EmbeddingClient, EmbeddingFailed
+from codecompass.retrieval.filters import FilterError, Filters, relative_patterns
 from codecompass.retrieval.guards import folder_refusal, size_refusal
 from codecompass.retrieval.hybrid import (
     SKIP_DIMENSION_MISMATCH,
@@ -287,6 +288,8 @@ class WorkspaceIndex:
         self._queued: _SyncJob | None = None
         self._syncing = False
         self._sync_error = ""
+        # The running sync's last progress report (None between syncs).
+        self._progress: IndexProgress | None = None
         # The last scan's skips (ignored, excluded, minified ...), for the final IndexWorkspace report.
         self._scan_skipped: tuple[SkippedFile, ...] = ()
         # When this process last finished a sync (a no-op sync writes nothing to the catalog).
@@ -366,7 +369,11 @@ class WorkspaceIndex:
             job.future.set_exception(exc)
 
     def _sync(self, job: _SyncJob) -> SyncStats:
-        notify = job.notify
+        def notify(progress: IndexProgress) -> None:
+            # What a Sync call that cannot wait says of the sync it joined: how far it is.
+            self._progress = progress
+            job.notify(progress)
+
         try:
             notify(IndexProgress(phase=IndexPhase.SCANNING))
             had_files = len(self.catalog) > 0
@@ -431,6 +438,7 @@ class WorkspaceIndex:
             raise
         finally:
             self._syncing = False
+            self._progress = None
         if stats.chunks_upserted or stats.chunks_deleted:
             self._syncs_since_maintain += 1
             # A fresh table has no full-text index yet and every query would scan it,
@@ -586,7 +594,9 @@ class WorkspaceIndex:
                                duration_ms=_ms_since(started))
         stale, new = self.pending()
         store = self._store
-        nothing_yet = store is None or (not self.catalog.complete and store.counts()[0] == 0)
+        written = store.counts()[0] if store is not None else 0
+        nothing_yet = store is None or (not self.catalog.complete and written == 0)
+        progress = self._progress
         return SyncOutcome(
             finished=False,
             freshness_status=FreshnessStatus.NOT_INDEXED if nothing_yet else FreshnessStatus.SYNCING,
@@ -595,6 +605,10 @@ class WorkspaceIndex:
             pending_new_files=new,
             scanning=not job.planned.is_set(),
             duration_ms=_ms_since(started),
+            phase=progress.phase if progress is not None else None,
+            phase_files_done=progress.files_done if progress is not None else 0,
+            phase_files_total=progress.files_total if progress is not None else 0,
+            chunks_written=written,
         )
 
     def pending(self) -> tuple[list[str], int]:
@@ -717,6 +731,9 @@ class RetrievalEngine:
         job = ws.request_sync(updates.put, force=force)
         last_sent = 0.0
         last_phase: IndexPhase | None = None
+        # The newest report not sent (throttled): sent before the next step's first, so each
+        # step's last word (files 9/9, chunks written) is never dropped.
+        unsent: IndexProgress | None = None
         while True:
             try:
                 update = updates.get(timeout=0.1)
@@ -726,8 +743,14 @@ class RetrievalEngine:
                 continue
             now = time.monotonic()
             if update.phase != last_phase or now - last_sent >= _PROGRESS_INTERVAL_S:
-                last_phase, last_sent = update.phase, now
+                if unsent is not None and unsent.phase == last_phase and update.phase != last_phase:
+                    yield unsent
+                last_phase, last_sent, unsent = update.phase, now, None
                 yield update
+            else:
+                unsent = update
+        if unsent is not None:
+            yield unsent
         stats = job.future.result()
         if wait_for_embeddings:
             yield from self._wait_for_embeddings(ws)
@@ -788,6 +811,10 @@ class RetrievalEngine:
         if not 0.0 <= ratio <= 1.0:
             raise InvalidQuery(f"semantic_ratio must be within [0, 1], got {ratio}")
         limit = request.limit or retrieval.default_limit
+        try:
+            filters = relative_patterns(request.filters, ws.root)
+        except FilterError as exc:
+            raise InvalidQuery(f"invalid filter: {exc}") from None
 
         started = time.perf_counter()
         query_future = (
@@ -824,7 +851,7 @@ class RetrievalEngine:
             store,
             request.query,
             query_vector=query_vector,
-            filters=request.filters,
+            filters=filters,
             limit=limit,
             semantic_ratio=ratio,
             candidate_pool=request.candidate_pool or retrieval.candidate_pool,
@@ -852,6 +879,10 @@ class RetrievalEngine:
             blocked=blocked,
             total_candidates=outcome.total_candidates,
             confidence=outcome.confidence,
+            missing_names=outcome.missing_names,
+            nearest_names=outcome.nearest_names,
+            # Counted only under a filter: an empty answer then may mean the filter, not the query.
+            filtered_chunks=store.count_matching(filters) if filters != Filters() else counts[0],
         )
         return SearchOutcome(results=tuple(outcome.results), metadata=metadata)
 
@@ -872,6 +903,9 @@ class RetrievalEngine:
         blocked: bool = False,
         total_candidates: int = 0,
         confidence: float = 0.0,
+        missing_names: tuple[str, ...] = (),
+        nearest_names: tuple[str, ...] = (),
+        filtered_chunks: int = 0,
     ) -> SearchMetadata:
         model = ws.model
         return SearchMetadata(
@@ -888,6 +922,9 @@ class RetrievalEngine:
             embedded_chunks=counts[1],
             total_candidates=total_candidates,
             confidence=confidence,
+            missing_names=missing_names,
+            nearest_names=nearest_names,
+            filtered_chunks=filtered_chunks,
         )
 
     # --- Sync ---

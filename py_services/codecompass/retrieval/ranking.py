@@ -31,6 +31,7 @@ Two steps:
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections import defaultdict
@@ -457,8 +458,10 @@ DEFAULT_CALIBRATION = Calibration(bias=-1.079, weights=(
 ))
 
 
-def confidence_features(shape: QueryShape, results: list[RankedResult]) -> dict[str, float]:
-    """The evidence confidence is judged from, each in [0, 1]."""
+def confidence_features(shape: QueryShape, results: list[RankedResult], exact_missing: bool = False
+                        ) -> dict[str, float]:
+    """The evidence confidence is judged from, each in [0, 1]. `exact_missing`: every exact
+    identifier the query typed is missing from the index (see `missing_names`)."""
     terms = [t for t in dict.fromkeys(shape.words or shape.name_parts) if len(t) >= 3 and t not in _KIND_WORDS]
     top = results[:CONFIDENCE_TOP]
     coverage = max((_coverage(terms, r.chunk) for r in top), default=0.0) if terms else 0.0
@@ -471,6 +474,7 @@ def confidence_features(shape: QueryShape, results: list[RankedResult]) -> dict[
         "name_words": min(1.0, max((s.get("name_words", 0.0) for s in signals), default=0.0)),
         "path": 1.0 if any("path" in s or "_path" in s for s in signals) else 0.0,
         "phrase": 1.0 if any("phrase" in s for s in signals) else 0.0,
+        "missing_name": 1.0 if exact_missing else 0.0,
     }
 
 
@@ -479,7 +483,55 @@ def confidence(features: dict[str, float], calibration: Calibration = DEFAULT_CA
             and not features.get("path"):
         return 0.0  # nothing matched in any channel
     z = calibration.bias + sum(w * features.get(name, 0.0) for name, w in calibration.weights)
-    return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+    calibrated = 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+    if features.get("missing_name"):
+        # A rule, not a weight: the calibration set has few misspelt names, and an agent that
+        # typed an exact name must never be told with confidence that something else is it.
+        return min(calibrated, MISSING_NAME_CONFIDENCE)
+    return calibrated
+
+
+# --- Names the query typed that the index does not have ------------------------------------
+#
+# `validateTokenz` finds `validateToken` by its parts and ranks it first with a fused score of
+# 1.0, which reads as "found". When the query is an exact identifier (symbol intent, code-shaped:
+# camelCase, snake_case, dotted, `f()`) and no chunk has that name, the answer is a guess: its
+# confidence is capped below every gate, and the closest names in the index are offered instead.
+# Plain words (`retry`, `logger`) are concepts, not names, and keep their confidence.
+
+MISSING_NAME_CONFIDENCE = 0.2
+NEAREST_NAMES = 5
+# difflib's similarity below which a name is not offered as "did you mean".
+_NEAREST_CUTOFF = 0.6
+
+
+def exact_identifiers(shape: QueryShape) -> tuple[str, ...]:
+    """The identifiers a symbol query typed as exact code names."""
+    if shape.intent != q.SYMBOL:
+        return ()
+    return tuple(i for i in shape.identifiers if q.is_code_shaped(i))
+
+
+def missing_names(identifiers: Iterable[str], named: Iterable[Chunk]) -> tuple[str, ...]:
+    """The identifiers no chunk of `named` (the exact-name lookup's hits) is called, ignoring case."""
+    found = {n.lower() for c in named for n in (c.name, c.qualified_name)}
+    return tuple(i for i in identifiers if i.lower() not in found)
+
+
+def nearest_names(missing: Iterable[str], names: Iterable[str], qualified: Iterable[str],
+                  limit: int = NEAREST_NAMES) -> tuple[str, ...]:
+    """Names of the index closest to each missing identifier (qualified names for a dotted
+    one), best first, at most `limit` in all."""
+    plain = {n.lower(): n for n in sorted(names)}
+    dotted = {n.lower(): n for n in sorted(qualified)}
+    out: list[str] = []
+    for wanted in missing:
+        pool = dotted if any(sep in wanted for sep in (".", "#", "::")) else plain
+        key = wanted.lower().replace("#", ".").replace("::", ".")
+        for match in difflib.get_close_matches(key, pool, n=limit, cutoff=_NEAREST_CUTOFF):
+            if pool[match] not in out:
+                out.append(pool[match])
+    return tuple(out[:limit])
 
 
 def _coverage(terms: list[str], chunk: Chunk) -> float:

@@ -49,6 +49,9 @@ class IndexPhase(str, Enum):
     WRITING = "writing"
     EMBEDDING = "embedding"
     DONE = "done"
+    # A cold index's first pass: chunks written for words and names only, rewritten in full
+    # by the chunking step that follows.
+    LEXICAL = "lexical"
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,10 @@ class SyncStats:
     embeddings_reused: int = 0
     cascade_reembedded: int = 0
     duration_ms: float = 0.0
+    # Files edited under the sync: gone by the time they were chunked (dropped), or changed
+    # since the scan (indexed as read; the next sync re-reads them).
+    files_vanished: int = 0
+    files_changed_during_sync: int = 0
 
 
 @dataclass(frozen=True)
@@ -163,6 +170,11 @@ class SearchMetadata:
     embedded_chunks: int = 0
     total_candidates: int = 0
     confidence: float = 0.0  # calibrated P(an answer is among the first ten results)
+    # Identifiers the query typed that nothing in the index is named, and the closest names.
+    missing_names: tuple[str, ...] = ()
+    nearest_names: tuple[str, ...] = ()
+    # Chunks the filters admit (total_chunks when no filter was given); 0: the filter matched no file.
+    filtered_chunks: int = 0
 
 
 class ResultView(str, Enum):
@@ -204,6 +216,11 @@ class SyncOutcome:
     scanning: bool = False
     error: str = ""
     duration_ms: float = 0.0
+    # While the sync runs: its step, how far that step is, and the chunks searchable now.
+    phase: IndexPhase | None = None
+    phase_files_done: int = 0
+    phase_files_total: int = 0
+    chunks_written: int = 0
 
 
 @dataclass(frozen=True)

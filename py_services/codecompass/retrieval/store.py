@@ -142,6 +142,8 @@ class ChunkStore:
         self._write_lock = threading.Lock()
         self._schema = chunk_schema(model, chunker_version)
         self._has_vector_index = self._vector_index_exists()
+        # (table version, names, qualified names): see `names`.
+        self._names: tuple[int, frozenset[str], frozenset[str]] | None = None
 
     @classmethod
     def open(
@@ -354,6 +356,24 @@ class ChunkStore:
     def counts(self) -> tuple[int, int]:
         """(total chunks, chunks with a vector)."""
         return self._table.count_rows(), self._table.count_rows("has_vector = true")
+
+    def count_matching(self, filters: Filters) -> int:
+        """Chunks the filters admit."""
+        where = sqlf.to_sql(filters)
+        return self._table.count_rows(where) if where else self._table.count_rows()
+
+    def names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """(every chunk name, every qualified name) in the table, read once per table version:
+        the vocabulary a mistyped identifier is matched against."""
+        version = self._table.version
+        cached = self._names
+        if cached is not None and cached[0] == version:
+            return cached[1], cached[2]
+        rows = self._scan(None, ["name", "qualified_name"])
+        names = frozenset(n for n in rows.column("name").to_pylist() if n)
+        qualified = frozenset(n for n in rows.column("qualified_name").to_pylist() if n)
+        self._names = (version, names, qualified)
+        return names, qualified
 
     # ---- search -------------------------------------------------------------------------
 

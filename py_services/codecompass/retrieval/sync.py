@@ -104,7 +104,6 @@ class Syncer:
         # Called once the files this sync will write are marked pending in the catalog (or
         # it found nothing to do): from then on the catalog's pending set is what it lacks.
         self._planned = planned
-        self._chunk_started = 0.0
         self._stats = SyncStats()
         self._current: dict[str, FileEntry] = {}
         # Files a previous, interrupted sync was writing: the table may hold ids for them that
@@ -113,7 +112,8 @@ class Syncer:
         # Chunk ids that must be re-embedded even if their snippet is cached (cascade).
         self._force_embed: set[str] = set()
         self._queued: set[str] = set()
-        self._chunks_done = 0
+        # Chunks the chunking step has produced so far (progress: what it has found, written or not).
+        self._chunks_seen = 0
         # Milliseconds per step, for the sync log line (where an edit's overhead goes).
         self.timings: dict[str, float] = {}
 
@@ -176,7 +176,9 @@ class Syncer:
         buffered_chunks = 0
         flush_at = self._tuning.first_flush_chunks
         files_done = 0
-        chunk_started = self._chunk_started = time.perf_counter()
+        rate = _Rate(len(to_chunk))
+        chunk_started = time.perf_counter()
+        self._progress(IndexProgress(phase=IndexPhase.CHUNKING, files_total=len(to_chunk)))
         for call in _slices(to_chunk, self._tuning.files_per_call):
             if self._cancel.is_set():
                 # Keep what is chunked; the files not reached stay pending for the next run.
@@ -186,22 +188,31 @@ class Syncer:
             for chunked in self._analysis.chunk_files(self._root, call):
                 returned.add(chunked.relative_path)
                 self._queued.discard(chunked.relative_path)
-                buffer[chunked.relative_path] = chunked
-                buffered_chunks += len(chunked.chunks)
                 files_done += 1
-                self._report(IndexPhase.CHUNKING, files_done, len(to_chunk))
+                if _vanished(chunked):
+                    removed.add(chunked.relative_path)
+                    stats.files_vanished += 1
+                else:
+                    buffer[chunked.relative_path] = chunked
+                    buffered_chunks += len(chunked.chunks)
+                    self._chunks_seen += len(chunked.chunks)
+                self._progress(IndexProgress(phase=IndexPhase.CHUNKING, files_done=files_done,
+                                             files_total=len(to_chunk), chunks_done=self._chunks_seen,
+                                             eta_seconds=rate.eta(files_done)))
                 if buffered_chunks >= flush_at:
                     self._flush(buffer, removed=set(), complete=False)
                     buffer, buffered_chunks = {}, 0
                     flush_at = min(flush_at * 2, self._tuning.max_flush_chunks)
-            # A file that vanished between the scan and chunking is gone; the next scan
-            # brings it back if it reappears.
+            # A file the analysis service did not answer for vanished with no word from it.
             for path in call:
                 if path not in returned:
                     self._queued.discard(path)
                     removed.add(path)
+                    stats.files_vanished += 1
         flushed_ms = sum(self.timings.values())
         self.timings["chunk"] = (time.perf_counter() - chunk_started) * 1000 - flushed_ms
+        self._progress(IndexProgress(phase=IndexPhase.WRITING, files_done=files_done, files_total=len(to_chunk),
+                                     chunks_done=self._chunks_seen))
         self._flush(buffer, removed=removed, complete=True)
         stats.duration_ms = (time.perf_counter() - started) * 1000
         return stats
@@ -213,20 +224,32 @@ class Syncer:
         embedded from the reference-less text."""
         flush_at = self._tuning.first_flush_chunks
         upserts: list[Chunk] = []
+        rate = _Rate(len(paths))
+        written = files_done = 0
+        self._progress(IndexProgress(phase=IndexPhase.LEXICAL, files_total=len(paths)))
         for call in _slices(paths, self._tuning.files_per_call):
             if self._cancel.is_set():
                 break
             for chunked in self._analysis.chunk_files(self._root, call, lexical_only=True):
+                files_done += 1
                 if chunked.status != FileStatus.SKIPPED:
                     upserts.extend(chunked.chunks)
                 if len(upserts) >= flush_at:
                     with self._timed("lexical_first"), self._write_lock:
                         self._store.apply_changes(upserts=upserts, delete_ids=[], vectors={})
+                    written += len(upserts)
                     upserts = []
                     flush_at = min(flush_at * 2, self._tuning.max_flush_chunks)
+                    # Reported at each write: chunks_done is what a search can find now.
+                    self._progress(IndexProgress(phase=IndexPhase.LEXICAL, files_done=files_done,
+                                                 files_total=len(paths), chunks_done=written,
+                                                 eta_seconds=rate.eta(files_done)))
         if upserts:
             with self._timed("lexical_first"), self._write_lock:
                 self._store.apply_changes(upserts=upserts, delete_ids=[], vectors={})
+            written += len(upserts)
+        self._progress(IndexProgress(phase=IndexPhase.LEXICAL, files_done=files_done, files_total=len(paths),
+                                     chunks_done=written, eta_seconds=0.0))
 
     def _flush(self, files: dict[str, ChunkedFile], *, removed: set[str], complete: bool) -> None:
         stats = self._stats
@@ -249,14 +272,15 @@ class Syncer:
         with self._timed("embed_inline"):
             self._embed_inline([c for c in upserts if c.id not in vectors], vectors)
 
-        self._report(IndexPhase.WRITING, len(files), len(files))
         with self._timed("write"), self._write_lock:
             self._store.apply_changes(upserts=upserts, delete_ids=sorted(stale), vectors=vectors)
             self._catalog.commit([self._entry(f) for f in files.values()], removed - set(files), complete=complete)
         stats.chunks_upserted += len(upserts)
         stats.chunks_deleted += len(stale)
         stats.files_skipped += sum(1 for f in files.values() if f.status == FileStatus.SKIPPED)
-        self._chunks_done += len(upserts)
+        stats.files_changed_during_sync += sum(
+            1 for path, f in files.items()
+            if f.content_hash and path in self._current and f.content_hash != self._current[path].content_hash)
 
     def _cascade(self, files: dict[str, ChunkedFile], removed: set[str]) -> None:
         """Blueprint 000 step 4: a chunk whose signature changed makes every chunk whose
@@ -343,16 +367,37 @@ class Syncer:
             return CatalogEntry(file, (), chunked.skip_reason or "skipped")
         return CatalogEntry(file, tuple(IndexedChunk.of(c) for c in chunked.chunks))
 
-    def _report(self, phase: IndexPhase, done: int, total: int) -> None:
-        eta = -1.0
-        elapsed = time.perf_counter() - self._chunk_started
-        if phase == IndexPhase.CHUNKING and done and elapsed > 0:
-            eta = (total - done) / (done / elapsed)
-        self._progress(
-            IndexProgress(
-                phase=phase, files_done=done, files_total=total, chunks_done=self._chunks_done, eta_seconds=eta
-            )
-        )
+
+def _vanished(chunked: ChunkedFile) -> bool:
+    """The file was gone when the analysis service came to read it: a delete or a checkout
+    under the sync. It leaves the index; the next scan adds whatever took its place."""
+    return chunked.status == FileStatus.SKIPPED and chunked.skip_reason == "vanished"
+
+
+class _Rate:
+    """An ETA that does not promise before it knows: none until the step has run a few seconds
+    and done a twentieth of its files, then the remaining files at the rate since the first file
+    came back (a cold step's first answer waits on the type checker's Program, which no later
+    file pays again: counting it made a 10-minute index first show 45 minutes)."""
+
+    MIN_SECONDS = 3.0
+    MIN_SHARE = 0.05
+
+    def __init__(self, total: int) -> None:
+        self._total = total
+        self._first: float | None = None
+        self._first_done = 0
+
+    def eta(self, done: int) -> float:
+        now = time.perf_counter()
+        if self._first is None:
+            self._first, self._first_done = now, done
+            return -1.0
+        elapsed = now - self._first
+        progressed = done - self._first_done
+        if elapsed < self.MIN_SECONDS or progressed <= 0 or done < self.MIN_SHARE * self._total:
+            return -1.0
+        return (self._total - done) * elapsed / progressed
 
 
 def _slices(items: list[str], size: int) -> Iterable[list[str]]:

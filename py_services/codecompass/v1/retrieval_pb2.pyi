@@ -43,6 +43,7 @@ class IndexPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INDEX_PHASE_WRITING: _ClassVar[IndexPhase]
     INDEX_PHASE_EMBEDDING: _ClassVar[IndexPhase]
     INDEX_PHASE_DONE: _ClassVar[IndexPhase]
+    INDEX_PHASE_LEXICAL: _ClassVar[IndexPhase]
 
 class FreshnessStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -84,6 +85,7 @@ INDEX_PHASE_CHUNKING: IndexPhase
 INDEX_PHASE_WRITING: IndexPhase
 INDEX_PHASE_EMBEDDING: IndexPhase
 INDEX_PHASE_DONE: IndexPhase
+INDEX_PHASE_LEXICAL: IndexPhase
 FRESHNESS_STATUS_UNSPECIFIED: FreshnessStatus
 FRESHNESS_STATUS_FRESH: FreshnessStatus
 FRESHNESS_STATUS_SYNCING: FreshnessStatus
@@ -132,7 +134,7 @@ class IndexWorkspaceResponse(_message.Message):
     def __init__(self, phase: _Optional[_Union[IndexPhase, str]] = ..., files_done: _Optional[int] = ..., files_total: _Optional[int] = ..., chunks_done: _Optional[int] = ..., embeddings_done: _Optional[int] = ..., embeddings_total: _Optional[int] = ..., embeddings_per_second: _Optional[float] = ..., eta_seconds: _Optional[float] = ..., stats: _Optional[_Union[SyncStats, _Mapping]] = ..., skipped: _Optional[_Iterable[_Union[_analysis_pb2.SkippedFile, _Mapping]]] = ...) -> None: ...
 
 class SyncStats(_message.Message):
-    __slots__ = ("files_added", "files_changed", "files_removed", "files_skipped", "chunks_upserted", "chunks_deleted", "chunks_embedded", "embeddings_reused", "cascade_reembedded", "duration_ms")
+    __slots__ = ("files_added", "files_changed", "files_removed", "files_skipped", "chunks_upserted", "chunks_deleted", "chunks_embedded", "embeddings_reused", "cascade_reembedded", "duration_ms", "files_vanished", "files_changed_during_sync")
     FILES_ADDED_FIELD_NUMBER: _ClassVar[int]
     FILES_CHANGED_FIELD_NUMBER: _ClassVar[int]
     FILES_REMOVED_FIELD_NUMBER: _ClassVar[int]
@@ -143,6 +145,8 @@ class SyncStats(_message.Message):
     EMBEDDINGS_REUSED_FIELD_NUMBER: _ClassVar[int]
     CASCADE_REEMBEDDED_FIELD_NUMBER: _ClassVar[int]
     DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    FILES_VANISHED_FIELD_NUMBER: _ClassVar[int]
+    FILES_CHANGED_DURING_SYNC_FIELD_NUMBER: _ClassVar[int]
     files_added: int
     files_changed: int
     files_removed: int
@@ -153,7 +157,9 @@ class SyncStats(_message.Message):
     embeddings_reused: int
     cascade_reembedded: int
     duration_ms: float
-    def __init__(self, files_added: _Optional[int] = ..., files_changed: _Optional[int] = ..., files_removed: _Optional[int] = ..., files_skipped: _Optional[int] = ..., chunks_upserted: _Optional[int] = ..., chunks_deleted: _Optional[int] = ..., chunks_embedded: _Optional[int] = ..., embeddings_reused: _Optional[int] = ..., cascade_reembedded: _Optional[int] = ..., duration_ms: _Optional[float] = ...) -> None: ...
+    files_vanished: int
+    files_changed_during_sync: int
+    def __init__(self, files_added: _Optional[int] = ..., files_changed: _Optional[int] = ..., files_removed: _Optional[int] = ..., files_skipped: _Optional[int] = ..., chunks_upserted: _Optional[int] = ..., chunks_deleted: _Optional[int] = ..., chunks_embedded: _Optional[int] = ..., embeddings_reused: _Optional[int] = ..., cascade_reembedded: _Optional[int] = ..., duration_ms: _Optional[float] = ..., files_vanished: _Optional[int] = ..., files_changed_during_sync: _Optional[int] = ...) -> None: ...
 
 class SyncRequest(_message.Message):
     __slots__ = ("workspace_root", "budget_ms", "force")
@@ -166,7 +172,7 @@ class SyncRequest(_message.Message):
     def __init__(self, workspace_root: _Optional[str] = ..., budget_ms: _Optional[int] = ..., force: _Optional[bool] = ...) -> None: ...
 
 class SyncResponse(_message.Message):
-    __slots__ = ("finished", "freshness_status", "stats", "pending_paths", "pending_count", "scanning", "error", "duration_ms", "pending_new_files")
+    __slots__ = ("finished", "freshness_status", "stats", "pending_paths", "pending_count", "scanning", "error", "duration_ms", "pending_new_files", "phase", "phase_files_done", "phase_files_total", "chunks_written")
     FINISHED_FIELD_NUMBER: _ClassVar[int]
     FRESHNESS_STATUS_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
@@ -176,6 +182,10 @@ class SyncResponse(_message.Message):
     ERROR_FIELD_NUMBER: _ClassVar[int]
     DURATION_MS_FIELD_NUMBER: _ClassVar[int]
     PENDING_NEW_FILES_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FILES_DONE_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FILES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_WRITTEN_FIELD_NUMBER: _ClassVar[int]
     finished: bool
     freshness_status: FreshnessStatus
     stats: SyncStats
@@ -185,7 +195,11 @@ class SyncResponse(_message.Message):
     error: str
     duration_ms: float
     pending_new_files: int
-    def __init__(self, finished: _Optional[bool] = ..., freshness_status: _Optional[_Union[FreshnessStatus, str]] = ..., stats: _Optional[_Union[SyncStats, _Mapping]] = ..., pending_paths: _Optional[_Iterable[str]] = ..., pending_count: _Optional[int] = ..., scanning: _Optional[bool] = ..., error: _Optional[str] = ..., duration_ms: _Optional[float] = ..., pending_new_files: _Optional[int] = ...) -> None: ...
+    phase: IndexPhase
+    phase_files_done: int
+    phase_files_total: int
+    chunks_written: int
+    def __init__(self, finished: _Optional[bool] = ..., freshness_status: _Optional[_Union[FreshnessStatus, str]] = ..., stats: _Optional[_Union[SyncStats, _Mapping]] = ..., pending_paths: _Optional[_Iterable[str]] = ..., pending_count: _Optional[int] = ..., scanning: _Optional[bool] = ..., error: _Optional[str] = ..., duration_ms: _Optional[float] = ..., pending_new_files: _Optional[int] = ..., phase: _Optional[_Union[IndexPhase, str]] = ..., phase_files_done: _Optional[int] = ..., phase_files_total: _Optional[int] = ..., chunks_written: _Optional[int] = ...) -> None: ...
 
 class SearchFilters(_message.Message):
     __slots__ = ("path_patterns", "languages", "node_kinds", "exclude_tests", "only_tests")
@@ -251,7 +265,7 @@ class SearchResult(_message.Message):
     def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., lexical_score: _Optional[float] = ..., vector_similarity: _Optional[float] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., lexical_rank: _Optional[int] = ..., semantic_rank: _Optional[int] = ..., fusion_score: _Optional[float] = ..., signals: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class SearchMetadata(_message.Message):
-    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "search_ms", "total_chunks", "embedded_chunks", "total_candidates", "confidence")
+    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "search_ms", "total_chunks", "embedded_chunks", "total_candidates", "confidence", "missing_names", "nearest_names", "filtered_chunks")
     INDEXING_STATUS_FIELD_NUMBER: _ClassVar[int]
     RESULT_COMPLETENESS_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_FALLBACK_FIELD_NUMBER: _ClassVar[int]
@@ -265,6 +279,9 @@ class SearchMetadata(_message.Message):
     EMBEDDED_CHUNKS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    MISSING_NAMES_FIELD_NUMBER: _ClassVar[int]
+    NEAREST_NAMES_FIELD_NUMBER: _ClassVar[int]
+    FILTERED_CHUNKS_FIELD_NUMBER: _ClassVar[int]
     indexing_status: IndexingStatus
     result_completeness: ResultCompleteness
     semantic_fallback: bool
@@ -278,7 +295,10 @@ class SearchMetadata(_message.Message):
     embedded_chunks: int
     total_candidates: int
     confidence: float
-    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., total_candidates: _Optional[int] = ..., confidence: _Optional[float] = ...) -> None: ...
+    missing_names: _containers.RepeatedScalarFieldContainer[str]
+    nearest_names: _containers.RepeatedScalarFieldContainer[str]
+    filtered_chunks: int
+    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., total_candidates: _Optional[int] = ..., confidence: _Optional[float] = ..., missing_names: _Optional[_Iterable[str]] = ..., nearest_names: _Optional[_Iterable[str]] = ..., filtered_chunks: _Optional[int] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("results", "metadata")

@@ -162,3 +162,32 @@ def test_a_stale_result_and_a_running_sync_are_flagged() -> None:
     texts = [c.text for c in result.content]
     assert "still being indexed" in texts[0]
     assert "(stale:" not in texts[1].splitlines()[0] and "(stale:" in texts[2].splitlines()[0]
+
+
+def test_a_partly_written_index_a_missing_name_and_an_empty_filter_are_said() -> None:
+    """An agent acts on what it is told: an empty answer from the first 501 chunks of a cold
+    index, a name nothing is called, or a filter that matched no file never reads as 'no code
+    matched'."""
+    cold = {"results": [], "selection": None, "metadata": {
+        "indexing_status": "indexing", "total_chunks": 501, "filtered_chunks": 501, "embedded_chunks": 0,
+        "indexing_progress": {"phase": "lexical", "files_done": 120, "files_total": 1000, "chunks_written": 501}}}
+    texts = [c.text for c in tools.search_result(cold, Path("/ws"), "q", tools.search_budget(None), {}).content]
+    assert "still being written (first pass: 120 of 1,000 files, 501 chunks searchable so far)" in texts[0]
+    assert "Nothing matched 'q' in the part of /ws indexed so far" in texts[-1]
+    assert not any("No code in /ws matched" in t for t in texts)
+
+    missing = {"results": [], "selection": None, "metadata": {
+        "indexing_status": "ready", "total_chunks": 9, "filtered_chunks": 9, "missing_names": ["validateTokenz"],
+        "nearest_names": ["validateToken", "ValidationResult"]}}
+    texts = [c.text for c in tools.search_result(missing, Path("/ws"), "validateTokenz", tools.search_budget(None),
+                                                 {}).content]
+    assert texts[0] == ("Nothing in the index is named validateTokenz; the nearest names are validateToken, "
+                        "ValidationResult. Results below (if any) are only near matches.")
+
+    filtered = {"results": [], "selection": None, "metadata": {
+        "indexing_status": "ready", "total_chunks": 9, "filtered_chunks": 0}}
+    result = tools.search_result(filtered, Path("/ws"), "q", tools.search_budget(None),
+                                 {"filters": {"path": "nothere/", "kind": None, "include_tests": True}})
+    texts = [c.text for c in result.content]
+    assert texts == ["The filter path='nothere/' matched no indexed code (the index holds 9 chunks): paths are "
+                     "relative to /ws, e.g. `src/auth` or `**/*.tsx`. Search again without it, or with another one."]

@@ -108,3 +108,21 @@ def test_filters_are_anded_and_patterns_ored():
     assert "language IN ('typescript', 'tsx')" in sql
     assert "node_kind IN ('function')" in sql
     assert sql.endswith("is_test = false")
+
+
+def test_an_absolute_pattern_inside_the_workspace_is_read_as_the_relative_one(tmp_path):
+    from codecompass.retrieval.filters import relative_patterns
+
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    given = Filters(path_patterns=(f"{root}/src/auth", "lib/**", f"{root}/src/**/*.tsx", f"{root}/"))
+    assert relative_patterns(given, root).path_patterns == ("src/auth", "lib/**", "src/**/*.tsx")
+    link = tmp_path / "link"
+    link.symlink_to(root)  # the workspace as the agent's editor names it, through a symlink
+    assert relative_patterns(Filters(path_patterns=(f"{root.resolve()}/src",)), link).path_patterns == ("src",)
+    relative = Filters(path_patterns=("src",))
+    assert relative_patterns(relative, root) is relative
+    with pytest.raises(FilterError, match=r"'/etc/passwd' is outside the workspace .*relative to its root"):
+        relative_patterns(Filters(path_patterns=("/etc/passwd",)), root)
+    with pytest.raises(FilterError, match="outside the workspace"):
+        relative_patterns(Filters(path_patterns=(f"{root}x/src",)), root)  # a sibling sharing the prefix

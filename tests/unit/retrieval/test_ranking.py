@@ -161,3 +161,37 @@ def test_name_words_count_short_words_names_are_made_of():
     other = chunk("o", "ignoreElements", "src/operators/ignoreElements.ts")
     out = rank(analyze("element at function"), lexical((other, 6.0), (target, 5.0)), ratio=0.0, limit=10)
     assert ids(out)[0] == "t" and out[0].signals["name_words"] > 0
+
+
+def test_an_exact_identifier_nothing_is_named_is_low_confidence_with_the_nearest_names():
+    """`validateTokenz` finds `validateToken` by its parts and ranks it first; it must not read
+    as found. Plain words are concepts, not names: they keep their confidence."""
+    from codecompass.retrieval.ranking import (
+        MISSING_NAME_CONFIDENCE,
+        confidence,
+        confidence_features,
+        exact_identifiers,
+        missing_names,
+        nearest_names,
+    )
+
+    shape = analyze("validateTokenz")
+    assert exact_identifiers(shape) == ("validateTokenz",)
+    assert exact_identifiers(analyze("retry")) == ()
+    assert exact_identifiers(analyze("how are tokens validated")) == ()
+    named = [chunk("a", "validateToken")]
+    assert missing_names(exact_identifiers(shape), named) == ("validateTokenz",)
+    assert missing_names(exact_identifiers(analyze("ValidateToken")), named) == ()  # case is ignored
+    assert missing_names(exact_identifiers(analyze("TokenService.validateToken")), named) == ("TokenService.validateToken",)
+
+    results = rank(shape, lexical((chunk("a", "validateToken", source="validateToken(token) {}"), 7.0)),
+                   ratio=0.0, limit=10)
+    full = confidence(confidence_features(shape, results))
+    capped = confidence(confidence_features(shape, results, exact_missing=True))
+    assert full > 0.5 and capped == pytest.approx(min(full, MISSING_NAME_CONFIDENCE))
+
+    names = {"validateToken", "ValidationResult", "decodeJwt", "InvalidTokenError"}
+    qualified = {"TokenService.validateToken", "TokenService.revoke"}
+    assert nearest_names(["validateTokenz"], names, qualified)[0] == "validateToken"
+    assert nearest_names(["TokenService.validateTokn"], names, qualified)[0] == "TokenService.validateToken"
+    assert nearest_names(["zzqxBlorf"], names, qualified) == ()

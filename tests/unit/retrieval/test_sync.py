@@ -15,7 +15,7 @@ import hashlib
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass
 from datetime import timedelta
@@ -103,6 +103,11 @@ class FakeAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
         self.reference_flags: list[bool] = []
         self.lexical_flags: list[bool] = []
         self.chunk_delay_s = 0.0
+        # Called with each path just before it is read: a test edits the workspace under a sync.
+        self.before_read: Callable[[str], None] = lambda _rel: None
+        # A file gone at read time: the real service answers with a `vanished` skip; an older
+        # one sent nothing for it.
+        self.report_vanished = True
 
     def _source_files(self, root: Path) -> Iterator[tuple[str, Path]]:
         for path in sorted(root.rglob("*.ts")):
@@ -165,8 +170,12 @@ class FakeAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
         symbols = self._symbols(root) if request.include_references and not request.lexical_only else {}
         for rel in request.paths:
             time.sleep(self.chunk_delay_s)
+            self.before_read(rel)
             path = root / rel
             if not path.is_file():
+                if self.report_vanished:
+                    yield analysis_pb2.ChunkFilesResponse(relative_path=rel, status=analysis_pb2.FILE_STATUS_SKIPPED,
+                                                          skip_reason=analysis_pb2.SKIP_REASON_VANISHED)
                 continue
             data = path.read_bytes()
             stat = path.stat()
@@ -933,3 +942,84 @@ def test_a_sync_that_would_outlast_the_call_s_deadline_answers_before_it(harness
     finally:
         channel.close()
         running.stop(0)
+
+
+@pytest.mark.parametrize("report_vanished", [True, False])
+@pytest.mark.parametrize("harness", [SyncTuning(files_per_call=2)], indirect=True)
+def test_files_edited_under_a_sync_are_counted_and_the_next_sync_converges(harness: Harness,
+                                                                            report_vanished: bool) -> None:
+    """A checkout while the index runs: one file deleted, one rewritten, one added after the
+    scan. The run drops the first, indexes the second as it read it, and says so; the next sync
+    ends with exactly the index a clean run of the final files makes."""
+    _seed(harness)
+    harness.write("src/extra/gone.ts", _func("goneSoon"))
+    harness.analysis.report_vanished = report_vanished
+    edited: list[str] = []
+
+    def checkout(rel: str) -> None:
+        if edited:
+            return
+        edited.append(rel)
+        (harness.root / "src/extra/gone.ts").unlink()
+        harness.write("src/util/strings.ts", _func("slugify", body="return input.trim();") + _func("titleCase"))
+        harness.write("src/extra/late.ts", _func("arrivedLate"))
+
+    harness.analysis.before_read = checkout
+    stats = harness.index()[-1].stats
+    assert (stats.files_vanished, stats.files_changed_during_sync) == (1, 1)
+    names = {r.chunk.name for r in harness.search("titleCase slugify goneSoon arrivedLate", limit=20).results}
+    assert "goneSoon" not in names and "titleCase" in names and "arrivedLate" not in names
+
+    harness.analysis.before_read = lambda _rel: None
+    again = harness.sync().stats
+    assert (again.files_added, again.files_vanished, again.files_changed_during_sync) == (1, 0, 0)
+    expected = {chunk_id(p.relative_to(harness.root).as_posix(), f.name)
+                for p in harness.root.rglob("*.ts") for f in parse_functions(p.read_text())}
+    assert sorted(harness.all_rows()) == sorted(expected)
+    assert harness.sync().stats.chunks_upserted == 0
+
+
+@pytest.mark.parametrize("harness", [SyncTuning(lexical_first_min_files=2, files_per_call=1,
+                                                first_flush_chunks=2)], indirect=True)
+def test_index_progress_reports_each_step_once_in_order_with_what_it_has_found(harness: Harness) -> None:
+    """No `writing` line between chunking reports, no `chunks 0` while chunks come in, a
+    first lexical pass that says how much is searchable, and no ETA before evidence."""
+    _seed(harness)
+    for i in range(6):
+        harness.write(f"src/more/m{i}.ts", _func(f"more{i}") + _func(f"other{i}"))
+    progress = harness.index(wait=False)
+    phases = [p.phase for p in progress]
+    order = [phase for i, phase in enumerate(phases) if i == 0 or phases[i - 1] != phase]
+    assert order == [IndexPhase.SCANNING, IndexPhase.LEXICAL, IndexPhase.CHUNKING, IndexPhase.WRITING,
+                     IndexPhase.DONE]
+    expected = sum(len(parse_functions(p.read_text())) for p in harness.root.rglob("*.ts"))
+    lexical = [p for p in progress if p.phase == IndexPhase.LEXICAL]
+    assert lexical[-1].files_done == lexical[-1].files_total == 9 and lexical[-1].chunks_done == expected
+    chunking = [p for p in progress if p.phase == IndexPhase.CHUNKING and p.files_done]
+    assert [p.chunks_done for p in chunking] == sorted(p.chunks_done for p in chunking)
+    assert all(p.chunks_done > 0 for p in chunking) and chunking[-1].files_done == 9
+    # Nine quick files never give the ETA the evidence it waits for.
+    assert all(p.eta_seconds < 0 for p in [*lexical[:-1], *chunking])
+
+
+def test_the_eta_waits_for_evidence_then_extrapolates_from_the_first_answer(monkeypatch) -> None:
+    from codecompass.retrieval import sync as sync_module
+
+    clock = iter([100.0, 101.0, 130.0, 140.0])
+    monkeypatch.setattr(sync_module.time, "perf_counter", lambda: next(clock))
+    rate = sync_module._Rate(100)
+    assert rate.eta(1) == -1.0  # the first answer (after the type checker's warm-up) starts the clock
+    assert rate.eta(3) == -1.0  # 1 s and 3 % in: too early to promise
+    assert rate.eta(11) == pytest.approx(89 * 30 / 10)  # 10 files in 30 s
+    assert rate.eta(21) == pytest.approx(79 * 40 / 20)
+
+
+def test_a_sync_that_cannot_wait_says_how_far_the_running_one_is(harness: Harness) -> None:
+    _seed(harness)
+    harness.analysis.chunk_delay_s = 0.3
+    harness.sync(0.001)
+    outcome = harness.sync(0.5)
+    assert not outcome.finished
+    assert outcome.phase == IndexPhase.CHUNKING and outcome.phase_files_total == 3
+    assert outcome.chunks_written == len(harness.all_rows())
+    assert harness.sync().phase is None

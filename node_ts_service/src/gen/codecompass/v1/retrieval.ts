@@ -215,6 +215,12 @@ export enum IndexPhase {
   INDEX_PHASE_EMBEDDING = 4,
   /** INDEX_PHASE_DONE - Finished. */
   INDEX_PHASE_DONE = 5,
+  /**
+   * INDEX_PHASE_LEXICAL - A cold index's first pass: new files' chunks written without type-checker
+   * references or vectors, so they are searchable by words and names within
+   * seconds; the chunking step that follows rewrites them in full.
+   */
+  INDEX_PHASE_LEXICAL = 6,
   UNRECOGNIZED = -1,
 }
 
@@ -238,6 +244,9 @@ export function indexPhaseFromJSON(object: any): IndexPhase {
     case 5:
     case "INDEX_PHASE_DONE":
       return IndexPhase.INDEX_PHASE_DONE;
+    case 6:
+    case "INDEX_PHASE_LEXICAL":
+      return IndexPhase.INDEX_PHASE_LEXICAL;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -259,6 +268,8 @@ export function indexPhaseToJSON(object: IndexPhase): string {
       return "INDEX_PHASE_EMBEDDING";
     case IndexPhase.INDEX_PHASE_DONE:
       return "INDEX_PHASE_DONE";
+    case IndexPhase.INDEX_PHASE_LEXICAL:
+      return "INDEX_PHASE_LEXICAL";
     case IndexPhase.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -510,6 +521,17 @@ export interface SyncStats {
   cascadeReembedded: bigint;
   /** Wall time of the sync in milliseconds. */
   durationMs: number;
+  /**
+   * Files that vanished between the scan and their chunking (a checkout or a
+   * delete while the sync ran): dropped from the index; the next sync adds
+   * whatever took their place.
+   */
+  filesVanished: bigint;
+  /**
+   * Files that changed between the scan and their chunking: indexed as they
+   * were read, so the next sync sees the newer content and re-chunks them.
+   */
+  filesChangedDuringSync: bigint;
 }
 
 /** SyncRequest asks to bring a workspace's index up to date within a budget. */
@@ -566,6 +588,17 @@ export interface SyncResponse {
    * already holds of them was written from their current content.
    */
   pendingNewFiles: number;
+  /**
+   * While the sync runs (finished false): its current step, e.g. LEXICAL while
+   * a cold index writes its first pass; UNSPECIFIED when finished or not started.
+   */
+  phase: IndexPhase;
+  /** Files of the current step written so far (files_total: the step's files). */
+  phaseFilesDone: bigint;
+  /** Files the current step handles. */
+  phaseFilesTotal: bigint;
+  /** Chunks in the index now: what a search can find while the sync runs. */
+  chunksWritten: bigint;
 }
 
 /** SearchFilters narrow a search. */
@@ -674,6 +707,23 @@ export interface SearchMetadata {
    * per-query normalised scores. Low for a query that matches nothing.
    */
   confidence: number;
+  /**
+   * Identifiers the query typed that no chunk in the index is named (exact,
+   * ignoring case), e.g. a misspelt or invented name: results are then only
+   * near matches and confidence is low.
+   */
+  missingNames: string[];
+  /**
+   * Names in the index closest to missing_names (edit distance and shared
+   * name parts), best first, at most five: what the caller may have meant.
+   */
+  nearestNames: string[];
+  /**
+   * Chunks of the index the request's filters admit, counted when a filter
+   * was given (otherwise equal to total_chunks): 0 means the filters match no
+   * indexed file, so an empty answer says nothing about the query.
+   */
+  filteredChunks: bigint;
 }
 
 /** SearchResponse carries ranked results and how they were produced. */
@@ -1166,6 +1216,8 @@ function createBaseSyncStats(): SyncStats {
     embeddingsReused: 0n,
     cascadeReembedded: 0n,
     durationMs: 0,
+    filesVanished: 0n,
+    filesChangedDuringSync: 0n,
   };
 }
 
@@ -1227,6 +1279,18 @@ export const SyncStats: MessageFns<SyncStats> = {
     }
     if (message.durationMs !== 0) {
       writer.uint32(81).double(message.durationMs);
+    }
+    if (message.filesVanished !== 0n) {
+      if (BigInt.asUintN(64, message.filesVanished) !== message.filesVanished) {
+        throw new globalThis.Error("value provided for field message.filesVanished of type uint64 too large");
+      }
+      writer.uint32(88).uint64(message.filesVanished);
+    }
+    if (message.filesChangedDuringSync !== 0n) {
+      if (BigInt.asUintN(64, message.filesChangedDuringSync) !== message.filesChangedDuringSync) {
+        throw new globalThis.Error("value provided for field message.filesChangedDuringSync of type uint64 too large");
+      }
+      writer.uint32(96).uint64(message.filesChangedDuringSync);
     }
     return writer;
   },
@@ -1324,6 +1388,22 @@ export const SyncStats: MessageFns<SyncStats> = {
             message.durationMs = reader.double();
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.filesVanished = reader.uint64() as bigint;
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.filesChangedDuringSync = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1388,6 +1468,16 @@ export const SyncStats: MessageFns<SyncStats> = {
         : isSet(object.duration_ms)
         ? globalThis.Number(object.duration_ms)
         : 0,
+      filesVanished: isSet(object.filesVanished)
+        ? BigInt(object.filesVanished)
+        : isSet(object.files_vanished)
+        ? BigInt(object.files_vanished)
+        : 0n,
+      filesChangedDuringSync: isSet(object.filesChangedDuringSync)
+        ? BigInt(object.filesChangedDuringSync)
+        : isSet(object.files_changed_during_sync)
+        ? BigInt(object.files_changed_during_sync)
+        : 0n,
     };
   },
 
@@ -1422,6 +1512,12 @@ export const SyncStats: MessageFns<SyncStats> = {
     }
     if (message.durationMs !== 0) {
       obj.durationMs = floatToJson(message.durationMs);
+    }
+    if (message.filesVanished !== 0n) {
+      obj.filesVanished = message.filesVanished.toString();
+    }
+    if (message.filesChangedDuringSync !== 0n) {
+      obj.filesChangedDuringSync = message.filesChangedDuringSync.toString();
     }
     return obj;
   },
@@ -1459,6 +1555,13 @@ export const SyncStats: MessageFns<SyncStats> = {
       ? BigInt(object.cascadeReembedded)
       : 0n;
     message.durationMs = object.durationMs ?? 0;
+    message.filesVanished = (object.filesVanished !== undefined && object.filesVanished !== null)
+      ? BigInt(object.filesVanished)
+      : 0n;
+    message.filesChangedDuringSync =
+      (object.filesChangedDuringSync !== undefined && object.filesChangedDuringSync !== null)
+        ? BigInt(object.filesChangedDuringSync)
+        : 0n;
     return message;
   },
 };
@@ -1583,6 +1686,10 @@ function createBaseSyncResponse(): SyncResponse {
     error: "",
     durationMs: 0,
     pendingNewFiles: 0,
+    phase: 0,
+    phaseFilesDone: 0n,
+    phaseFilesTotal: 0n,
+    chunksWritten: 0n,
   };
 }
 
@@ -1614,6 +1721,27 @@ export const SyncResponse: MessageFns<SyncResponse> = {
     }
     if (message.pendingNewFiles !== 0) {
       writer.uint32(72).uint32(message.pendingNewFiles);
+    }
+    if (message.phase !== 0) {
+      writer.uint32(80).int32(message.phase);
+    }
+    if (message.phaseFilesDone !== 0n) {
+      if (BigInt.asUintN(64, message.phaseFilesDone) !== message.phaseFilesDone) {
+        throw new globalThis.Error("value provided for field message.phaseFilesDone of type uint64 too large");
+      }
+      writer.uint32(88).uint64(message.phaseFilesDone);
+    }
+    if (message.phaseFilesTotal !== 0n) {
+      if (BigInt.asUintN(64, message.phaseFilesTotal) !== message.phaseFilesTotal) {
+        throw new globalThis.Error("value provided for field message.phaseFilesTotal of type uint64 too large");
+      }
+      writer.uint32(96).uint64(message.phaseFilesTotal);
+    }
+    if (message.chunksWritten !== 0n) {
+      if (BigInt.asUintN(64, message.chunksWritten) !== message.chunksWritten) {
+        throw new globalThis.Error("value provided for field message.chunksWritten of type uint64 too large");
+      }
+      writer.uint32(104).uint64(message.chunksWritten);
     }
     return writer;
   },
@@ -1703,6 +1831,38 @@ export const SyncResponse: MessageFns<SyncResponse> = {
             message.pendingNewFiles = reader.uint32();
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.phase = reader.int32() as any;
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.phaseFilesDone = reader.uint64() as bigint;
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.phaseFilesTotal = reader.uint64() as bigint;
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.chunksWritten = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1746,6 +1906,22 @@ export const SyncResponse: MessageFns<SyncResponse> = {
         : isSet(object.pending_new_files)
         ? globalThis.Number(object.pending_new_files)
         : 0,
+      phase: isSet(object.phase) ? indexPhaseFromJSON(object.phase) : 0,
+      phaseFilesDone: isSet(object.phaseFilesDone)
+        ? BigInt(object.phaseFilesDone)
+        : isSet(object.phase_files_done)
+        ? BigInt(object.phase_files_done)
+        : 0n,
+      phaseFilesTotal: isSet(object.phaseFilesTotal)
+        ? BigInt(object.phaseFilesTotal)
+        : isSet(object.phase_files_total)
+        ? BigInt(object.phase_files_total)
+        : 0n,
+      chunksWritten: isSet(object.chunksWritten)
+        ? BigInt(object.chunksWritten)
+        : isSet(object.chunks_written)
+        ? BigInt(object.chunks_written)
+        : 0n,
     };
   },
 
@@ -1778,6 +1954,18 @@ export const SyncResponse: MessageFns<SyncResponse> = {
     if (message.pendingNewFiles !== 0) {
       obj.pendingNewFiles = Math.round(message.pendingNewFiles);
     }
+    if (message.phase !== 0) {
+      obj.phase = indexPhaseToJSON(message.phase);
+    }
+    if (message.phaseFilesDone !== 0n) {
+      obj.phaseFilesDone = message.phaseFilesDone.toString();
+    }
+    if (message.phaseFilesTotal !== 0n) {
+      obj.phaseFilesTotal = message.phaseFilesTotal.toString();
+    }
+    if (message.chunksWritten !== 0n) {
+      obj.chunksWritten = message.chunksWritten.toString();
+    }
     return obj;
   },
 
@@ -1797,6 +1985,16 @@ export const SyncResponse: MessageFns<SyncResponse> = {
     message.error = object.error ?? "";
     message.durationMs = object.durationMs ?? 0;
     message.pendingNewFiles = object.pendingNewFiles ?? 0;
+    message.phase = object.phase ?? 0;
+    message.phaseFilesDone = (object.phaseFilesDone !== undefined && object.phaseFilesDone !== null)
+      ? BigInt(object.phaseFilesDone)
+      : 0n;
+    message.phaseFilesTotal = (object.phaseFilesTotal !== undefined && object.phaseFilesTotal !== null)
+      ? BigInt(object.phaseFilesTotal)
+      : 0n;
+    message.chunksWritten = (object.chunksWritten !== undefined && object.chunksWritten !== null)
+      ? BigInt(object.chunksWritten)
+      : 0n;
     return message;
   },
 };
@@ -2541,6 +2739,9 @@ function createBaseSearchMetadata(): SearchMetadata {
     embeddedChunks: 0n,
     totalCandidates: 0,
     confidence: 0,
+    missingNames: [],
+    nearestNames: [],
+    filteredChunks: 0n,
   };
 }
 
@@ -2590,6 +2791,18 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     }
     if (message.confidence !== 0) {
       writer.uint32(125).float(message.confidence);
+    }
+    for (const v of message.missingNames) {
+      writer.uint32(130).string(v!);
+    }
+    for (const v of message.nearestNames) {
+      writer.uint32(138).string(v!);
+    }
+    if (message.filteredChunks !== 0n) {
+      if (BigInt.asUintN(64, message.filteredChunks) !== message.filteredChunks) {
+        throw new globalThis.Error("value provided for field message.filteredChunks of type uint64 too large");
+      }
+      writer.uint32(144).uint64(message.filteredChunks);
     }
     return writer;
   },
@@ -2711,6 +2924,30 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
             message.confidence = reader.float();
             continue;
           }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.missingNames.push(reader.string());
+            continue;
+          }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.nearestNames.push(reader.string());
+            continue;
+          }
+          case 18: {
+            if (tag !== 144) {
+              break;
+            }
+
+            message.filteredChunks = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2786,6 +3023,21 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
         ? globalThis.Number(object.total_candidates)
         : 0,
       confidence: isSet(object.confidence) ? globalThis.Number(object.confidence) : 0,
+      missingNames: globalThis.Array.isArray(object?.missingNames)
+        ? object.missingNames.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.missing_names)
+        ? object.missing_names.map((e: any) => globalThis.String(e))
+        : [],
+      nearestNames: globalThis.Array.isArray(object?.nearestNames)
+        ? object.nearestNames.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.nearest_names)
+        ? object.nearest_names.map((e: any) => globalThis.String(e))
+        : [],
+      filteredChunks: isSet(object.filteredChunks)
+        ? BigInt(object.filteredChunks)
+        : isSet(object.filtered_chunks)
+        ? BigInt(object.filtered_chunks)
+        : 0n,
     };
   },
 
@@ -2830,6 +3082,15 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     if (message.confidence !== 0) {
       obj.confidence = floatToJson(message.confidence);
     }
+    if (message.missingNames?.length) {
+      obj.missingNames = message.missingNames;
+    }
+    if (message.nearestNames?.length) {
+      obj.nearestNames = message.nearestNames;
+    }
+    if (message.filteredChunks !== 0n) {
+      obj.filteredChunks = message.filteredChunks.toString();
+    }
     return obj;
   },
 
@@ -2855,6 +3116,11 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
       : 0n;
     message.totalCandidates = object.totalCandidates ?? 0;
     message.confidence = object.confidence ?? 0;
+    message.missingNames = object.missingNames?.map((e) => e) || [];
+    message.nearestNames = object.nearestNames?.map((e) => e) || [];
+    message.filteredChunks = (object.filteredChunks !== undefined && object.filteredChunks !== null)
+      ? BigInt(object.filteredChunks)
+      : 0n;
     return message;
   },
 };

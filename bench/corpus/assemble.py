@@ -8,11 +8,12 @@ copied out into plain folders under bench/.work/:
   ws-300k       the sources of effect, rxjs, TanStack Query, knex, undici and mocha laid
                 out as a monorepo (>= 300k lines of ordinary code; scale and speed benchmarks)
   ws-10k-files  10,000 small generated TypeScript files (re-scan timing only)
-  quality       one workspace per repository, bench/.work/quality/<repo>/, laid out with
-                the repository's own paths (a user has one repository open, so the queries
-                of repository R are searched in workspace R); the JSDoc comments that
-                `jsdoc` queries of bench/quality/queries.jsonl were taken from are blanked
-                (spaces, line breaks kept), everything else is the published source.
+  quality       one workspace per repository, bench/.work/quality/<repo>/: the repository
+                at its pinned release commit, everything a clone has (a user has one
+                repository open, so the queries of repository R are searched in workspace
+                R), checked out of git mirrors (bench/corpus/mirrors.py); the JSDoc comments
+                that `jsdoc` queries of bench/quality/queries.jsonl were taken from are
+                blanked (spaces, line breaks kept), everything else is as committed.
 
 Usage: python -m bench.corpus.assemble {chunk-corpus|ws-300k|ws-10k-files|quality|all} [--force]
 """
@@ -20,13 +21,16 @@ Usage: python -m bench.corpus.assemble {chunk-corpus|ws-300k|ws-10k-files|qualit
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.corpus.mirrors import MirrorError, checkout, ensure_mirror, tag_commit
 from bench.corpus.policy import assert_allowed
 from bench.lib.text import blank_spans
 
@@ -35,6 +39,9 @@ CORPUS_MODULES = BENCH_DIR / ".corpus" / "node_modules"
 WORK_DIR = BENCH_DIR / ".work"
 QUALITY_DIR = WORK_DIR / "quality"
 QUERIES_PATH = BENCH_DIR / "quality" / "queries.jsonl"
+# What a quality build was made from, kept next to the workspaces: a different stamp rebuilds them.
+QUALITY_STAMP = ".assembled.json"
+QUALITY_LAYOUT = "repository checkout at the pinned commit, jsdoc blanked"
 SOURCE_SUFFIXES = (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
 
 
@@ -67,71 +74,81 @@ CORPUS_PARTS: tuple[CorpusPart, ...] = (
 
 
 @dataclass(frozen=True)
-class RepoSlice:
-    """Files of an installed package that are a folder of its repository at the release tag."""
-
-    package: str
-    subpath: str  # inside the package: a folder or one file
-    repo_prefix: str = ""  # where the package sits in its repository ("packages/query-core/")
-
-
-@dataclass(frozen=True)
 class QualityRepo:
-    """A repository of the quality benchmark: its published sources and where its history is.
+    """A repository of the quality benchmark, pinned at the commit of one npm release.
 
-    The workspace bench/.work/quality/<name>/ holds each slice at its repository path, so
-    a path in a commit of the repository is a path in the workspace.
+    Its workspace bench/.work/quality/<name>/ is that commit's whole tree as a clone has it
+    (tests, fixtures, examples, docs, scripts, configs): the index leaves out what it leaves
+    out for a user, and nothing else is taken away. Queries are drawn from `code_paths`, the
+    library's own code: the paths its npm package publishes, which are byte-identical to the
+    package at the tag (checked file by file when the workspaces moved from the packages to
+    the repositories), so a path in a query, a commit or the package is the same path.
     """
 
     name: str
     github: str
-    release_tag: str  # the git tag of the pinned npm version (bench/corpus/package.json)
+    release_tag: str  # the git tag of the npm release (e.g. `v5.12.1` for fastify@5.12.1)
+    commit: str  # what release_tag points to: the workspace is this commit's tree
     split: str  # "dev" (tune on it) or "test" (report it); fixed, see bench/README.md
-    slices: tuple[RepoSlice, ...]
-    exclude: tuple[str, ...] = ()  # workspace paths left out (generated code)
+    code_paths: tuple[str, ...]  # folders or files of the library's own code (query sources)
+    not_code: tuple[str, ...] = ()  # paths under code_paths that are no query source (see each)
 
 
 # Half of the repositories (and about half of the commit queries) in each split; the split
 # is by repository so that no tuning decision sees the code or history of a test repository.
 QUALITY_REPOS: tuple[QualityRepo, ...] = (
-    QualityRepo("rxjs", "ReactiveX/rxjs", "7.8.2", "dev", (RepoSlice("rxjs", "src"),)),
+    QualityRepo("rxjs", "ReactiveX/rxjs", "7.8.2", "e5351d02e225e275ac0e497c7b66eaa5f0c88791", "dev", ("src",)),
     QualityRepo(
         "tanstack-query",
         "TanStack/query",
         "@tanstack/query-core@5.102.0",
+        "574346846239b8d00d8d8dec4188c572c7cce205",
         "test",
-        (
-            RepoSlice("@tanstack/query-core", "src", "packages/query-core/"),
-            RepoSlice("@tanstack/react-query", "src", "packages/react-query/"),
-        ),
+        ("packages/query-core/src", "packages/react-query/src"),
     ),
     QualityRepo(
         "fastify",
         "fastify/fastify",
         "v5.12.1",
+        "7d196a998c422062a3aaa3f8041db91ad576cea0",
         "dev",
-        (RepoSlice("fastify", "fastify.js"), RepoSlice("fastify", "lib")),
+        ("fastify.js", "lib"),
     ),
-    QualityRepo("pino", "pinojs/pino", "v10.3.1", "test", (RepoSlice("pino", "pino.js"), RepoSlice("pino", "lib"))),
-    QualityRepo("knex", "knex/knex", "3.3.0", "test", (RepoSlice("knex", "knex.js"), RepoSlice("knex", "lib"))),
-    QualityRepo("mocha", "mochajs/mocha", "v11.8.0", "dev", (RepoSlice("mocha", "lib"),)),
+    QualityRepo(
+        "pino", "pinojs/pino", "v10.3.1", "6b344980eae3ebed904fc87caf4bba0ab9dbe946", "test", ("pino.js", "lib")
+    ),
+    QualityRepo(
+        "knex",
+        "knex/knex",
+        "3.3.0",
+        "e25d54bcb707714a17f5a5744eba5c4246bb4d1d",
+        "test",
+        ("knex.js", "lib"),
+        # The TypeScript source of lib/dialects/index.js: the package ships only the compiled file.
+        not_code=("lib/dialects/index.ts",),
+    ),
+    QualityRepo("mocha", "mochajs/mocha", "v11.8.0", "90c1bb3e183a262ac91d83fa45035d03ea9f6045", "dev", ("lib",)),
     QualityRepo(
         "preact",
         "preactjs/preact",
         "10.29.8",
+        "389c7bcc5140566f3fbae73cf17edf4ab44f4d96",
         "test",
-        (RepoSlice("preact", "src"), RepoSlice("preact", "hooks/src"), RepoSlice("preact", "compat/src")),
+        ("src", "hooks/src", "compat/src"),
     ),
-    QualityRepo("immer", "immerjs/immer", "v11.1.18", "dev", (RepoSlice("immer", "src"),)),
-    QualityRepo("mobx", "mobxjs/mobx", "mobx@7.0.3", "test", (RepoSlice("mobx", "src", "packages/mobx/"),)),
+    QualityRepo("immer", "immerjs/immer", "v11.1.18", "b00474e3755954f6b27a392dcb4bce97254c100c", "dev", ("src",)),
+    QualityRepo(
+        "mobx", "mobxjs/mobx", "mobx@7.0.3", "5dbb04a15f7eb0ef6b844904c43955357a9bbdfc", "test", ("packages/mobx/src",)
+    ),
     QualityRepo(
         "undici",
         "nodejs/undici",
         "v8.10.0",
+        "c8d80e6b2dcfab282557b08f51352937bc9e5692",
         "dev",
-        (RepoSlice("undici", "index.js"), RepoSlice("undici", "lib")),
+        ("index.js", "lib"),
         # WebAssembly of llhttp as base64: generated, megabytes on a few lines.
-        exclude=("lib/llhttp/llhttp-wasm.js", "lib/llhttp/llhttp_simd-wasm.js"),
+        not_code=("lib/llhttp/llhttp-wasm.js", "lib/llhttp/llhttp_simd-wasm.js"),
     ),
 )
 QUALITY_REPOS_BY_NAME = {repo.name: repo for repo in QUALITY_REPOS}
@@ -139,11 +156,9 @@ for _part in CORPUS_PARTS:
     assert_allowed(_part.package)
 for _repo in QUALITY_REPOS:
     assert_allowed(_repo.github)
-    for _slice in _repo.slices:
-        assert_allowed(_slice.package)
 
-# Tests and fixtures are not what a user searches for the code's behaviour; they also hold
-# copies of the very sentences and messages queries are made of.
+# Tests and fixtures are not where queries about the code's behaviour are drawn from (they are
+# in the workspace, competing with the code, as in a user's clone).
 TEST_DIR_NAMES = {"test", "tests", "__tests__", "__mocks__", "spec", "fixtures", "node_modules"}
 TEST_SUFFIXES = (".test.ts", ".test.tsx", ".test.js", ".spec.ts", ".spec.tsx", ".spec.js", ".test-d.ts")
 
@@ -154,25 +169,30 @@ def is_source(path: Path) -> bool:
 
 
 def is_quality_source(repo_path: str) -> bool:
-    """A repository path that belongs in a quality workspace: source, not a test or a declaration."""
+    """A repository path that queries may come from: source, not a test or a declaration."""
     parts = repo_path.split("/")
     return is_source(Path(parts[-1])) and not parts[-1].endswith(TEST_SUFFIXES) and not set(parts[:-1]) & TEST_DIR_NAMES
 
 
-def quality_files(repo: QualityRepo) -> dict[str, Path]:
-    """Workspace path (= repository path) -> installed file, for every source of `repo`."""
-    files: dict[str, Path] = {}
-    for piece in repo.slices:
-        base = CORPUS_MODULES / piece.package
-        root = base / piece.subpath
+def in_code_paths(repo: QualityRepo, repo_path: str) -> bool:
+    return any(repo_path == p or repo_path.startswith(p + "/") for p in repo.code_paths)
+
+
+def is_code_file(repo: QualityRepo, repo_path: str) -> bool:
+    """A file of the library's own code: where queries and commit gold come from."""
+    return in_code_paths(repo, repo_path) and is_quality_source(repo_path) and repo_path not in repo.not_code
+
+
+def code_files(repo: QualityRepo, workspace: Path) -> list[str]:
+    """Workspace paths (= repository paths) of the library's own code in an assembled workspace."""
+    found = []
+    for path in repo.code_paths:
+        root = workspace / path
         if not root.exists():
-            raise SystemExit(f"{root} is missing: run bench/corpus/install.sh first")
-        found = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-        for src in found:
-            rel = piece.repo_prefix + src.relative_to(base).as_posix()
-            if is_quality_source(rel) and rel not in repo.exclude:
-                files[rel] = src
-    return dict(sorted(files.items()))
+            raise SystemExit(f"{root} is missing: run python -m bench.corpus.assemble quality")
+        items = [root] if root.is_file() else (p for p in root.rglob("*") if p.is_file())
+        found.extend(p.relative_to(workspace).as_posix() for p in items)
+    return sorted(rel for rel in set(found) if is_code_file(repo, rel))
 
 
 def load_blanks(queries_path: Path) -> dict[tuple[str, str], list[tuple[int, int]]]:
@@ -189,37 +209,107 @@ def load_blanks(queries_path: Path) -> dict[tuple[str, str], list[tuple[int, int
     return {key: sorted(spans) for key, spans in blanks.items()}
 
 
-def read_source(path: Path) -> str:
-    return path.read_text(encoding="utf-8").removeprefix("\ufeff")
+def blank_file(path: Path, spans: list[tuple[int, int]]) -> None:
+    """Blank JSDoc spans in place with spaces; line breaks (and a BOM) stay where they were."""
+    raw = path.read_text(encoding="utf-8")
+    bom = "\ufeff" if raw.startswith("\ufeff") else ""
+    text = raw.removeprefix(bom)
+    out = blank_spans(text, spans, keep_width=True)
+    if out.count("\n") != text.count("\n"):
+        raise AssertionError(f"line count changed while blanking {path}")
+    path.write_text(bom + out, encoding="utf-8")
+
+
+def workspace_digest(root: Path) -> str:
+    """sha256 over every file's path and bytes (a symlink: its target text): what a run measured."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink():
+            data = b"link:" + os.readlink(path).encode()
+        elif path.is_file():
+            data = path.read_bytes()
+        else:
+            continue
+        rel = path.relative_to(root).as_posix().encode()
+        digest.update(len(rel).to_bytes(4, "big") + rel + len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest()
+
+
+def source_stats(root: Path) -> tuple[int, int, int]:
+    """(all files, TS/JS source files, their lines) of a workspace, before the index's own rules."""
+    files = sources = lines = 0
+    for path in root.rglob("*"):
+        if path.is_symlink() or not path.is_file():
+            continue
+        files += 1
+        if is_source(path):
+            sources += 1
+            with open(path, "rb") as fh:
+                lines += sum(1 for _ in fh)
+    return files, sources, lines
+
+
+def invisible_to_the_index(repo_path: str) -> bool:
+    """A file the analysis service never reads: not a TS/JS source and not an ignore file."""
+    name = repo_path.rsplit("/", 1)[-1]
+    return not name.endswith(SOURCE_SUFFIXES) and name not in (".gitignore", ".codecompassignore")
+
+
+def checkout_repo(repo: QualityRepo, dest: Path) -> list[str]:
+    """The pinned commit's tree into `dest`; returns the files the mirror lacked (never one the index reads).
+
+    A tag that moved away from the pin is an error: the pin, not the tag, is what was measured.
+    """
+    try:
+        mirror = ensure_mirror(repo.github, repo.commit)
+        tagged = tag_commit(mirror, repo.release_tag)
+        if tagged is not None and tagged != repo.commit:
+            raise MirrorError(f"tag {repo.release_tag} of {repo.github} is {tagged} in {mirror}, pinned {repo.commit}")
+        return checkout(mirror, repo.commit, dest, may_lack=invisible_to_the_index)
+    except MirrorError as err:
+        raise SystemExit(f"quality/{repo.name}: {err}") from None
 
 
 def assemble_quality(force: bool, queries_path: Path | None = QUERIES_PATH, dest: Path = QUALITY_DIR) -> Path:
-    """Copy every quality repository's sources; blank the JSDoc that `jsdoc` queries name (None: blank nothing)."""
-    if prepare(dest, force):
-        blanks = load_blanks(queries_path) if queries_path else {}
-        total_files = total_lines = blanked = 0
-        for repo in QUALITY_REPOS:
-            files = quality_files(repo)
-            lines = 0
-            for rel, src in files.items():
-                text = read_source(src)
-                spans = blanks.pop((repo.name, rel), [])
-                if spans:
-                    out = blank_spans(text, spans, keep_width=True)
-                    if out.count("\n") != text.count("\n"):
-                        raise AssertionError(f"line count changed while blanking {repo.name}/{rel}")
-                    text = out
-                    blanked += len(spans)
-                target = dest / repo.name / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text, encoding="utf-8")
-                lines += text.count("\n") + (not text.endswith("\n"))
-            print(f"quality/{repo.name}: {len(files)} files, {lines} lines ({repo.split})")
-            total_files += len(files)
-            total_lines += lines
-        if blanks:
-            raise SystemExit(f"queries name JSDoc in files missing from the workspaces: {sorted(blanks)[:5]}")
-        print(f"quality: {total_files} files, {total_lines} lines, {blanked} JSDoc comments blanked in {dest}")
+    """Check out every quality repository; blank the JSDoc that `jsdoc` queries name (None: blank nothing).
+
+    Rebuilt when forced or when what it was built from (pins, queries, layout) changed, so a
+    workspace of an older layout is never measured by mistake.
+    """
+    blanks = load_blanks(queries_path) if queries_path else {}
+    stamp = {
+        "layout": QUALITY_LAYOUT,
+        "repos": {repo.name: repo.commit for repo in QUALITY_REPOS},
+        "queries_sha256": hashlib.sha256(queries_path.read_bytes()).hexdigest() if queries_path else None,
+    }
+    stamp_path = dest / QUALITY_STAMP
+    if not force and stamp_path.is_file() and json.loads(stamp_path.read_text(encoding="utf-8")) == stamp:
+        print(f"{dest} is up to date (use --force to rebuild)")
+        return dest
+    prepare(dest, force=True)
+    total_files = total_sources = total_lines = blanked = 0
+    for repo in QUALITY_REPOS:
+        root = dest / repo.name
+        root.mkdir()
+        absent = checkout_repo(repo, root)
+        for (name, rel), spans in sorted(blanks.items()):
+            if name == repo.name:
+                if not (root / rel).is_file():
+                    raise SystemExit(f"queries name JSDoc in {repo.name}/{rel}, which the checkout lacks")
+                blank_file(root / rel, spans)
+                blanked += len(spans)
+        files, sources, lines = source_stats(root)
+        print(
+            f"quality/{repo.name}: {repo.github}@{repo.commit[:10]} ({repo.release_tag}), {files} files, "
+            f"{sources} TS/JS sources, {lines} lines, {len(code_files(repo, root))} code files ({repo.split}); "
+            f"sha256 {workspace_digest(root)[:16]}" + (f"; not in the mirror: {', '.join(absent)}" if absent else "")
+        )
+        total_files, total_sources, total_lines = total_files + files, total_sources + sources, total_lines + lines
+    stamp_path.write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
+    print(
+        f"quality: {total_files} files, {total_sources} TS/JS sources, {total_lines} lines, "
+        f"{blanked} JSDoc comments blanked in {dest}"
+    )
     return dest
 
 

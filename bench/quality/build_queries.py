@@ -1,9 +1,10 @@
 """Build the quality benchmark's query set and its workspaces.
 
-Corpus: the repositories of bench/corpus/assemble.py QUALITY_REPOS, each the published
-source of a pinned npm version (bench/corpus/package.json), assembled as one workspace per
-repository under bench/.work/quality/<repo>/ at the repository's own paths. A query of
-repository R is searched in workspace R only (a user has one repository open).
+Corpus: the repositories of bench/corpus/assemble.py QUALITY_REPOS, each checked out at the
+commit of a pinned npm release as one workspace per repository, bench/.work/quality/<repo>/
+(everything a clone has: tests, examples and docs compete with the code). Queries are drawn
+from the library's own code only (`code_paths`: the paths its npm package publishes). A query
+of repository R is searched in workspace R only (a user has one repository open).
 
 Query types (rules fixed here; a fixed seed picks the samples; the set is committed as
 queries.jsonl, and re-running this script reproduces it byte for byte):
@@ -43,7 +44,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench.corpus.assemble import QUALITY_REPOS, QualityRepo, assemble_quality, quality_files
+from bench.corpus.assemble import QUALITY_REPOS, QualityRepo, assemble_quality, code_files
 from bench.corpus.policy import assert_allowed
 from bench.lib.text import contains_sequence, first_sentence, leaks_name, split_identifier, words
 
@@ -252,7 +253,7 @@ def sample(candidates: list[Candidate], quota: int, rng: random.Random) -> list[
 
 
 def repo_queries(repo: QualityRepo, root: Path, rng: random.Random, stats: Counter) -> list[Query]:
-    rels = list(quality_files(repo))
+    rels = code_files(repo, root / repo.name)
     records = extract(root / repo.name, rels)
     texts = {rel: (root / repo.name / rel).read_text(encoding="utf-8").removeprefix("\ufeff") for rel in rels}
     pools = {
@@ -295,7 +296,7 @@ def build(seed: int) -> tuple[list[Query], Counter]:
     stats: Counter = Counter()
     queries: list[Query] = []
     with tempfile.TemporaryDirectory(prefix="quality-src-") as tmp:
-        # Queries are always drawn from the published sources, never from a blanked workspace.
+        # Queries are always drawn from the code as committed, never from a blanked workspace.
         root = assemble_quality(True, queries_path=None, dest=Path(tmp) / "quality")
         for repo in QUALITY_REPOS:
             assert_allowed(repo.github)

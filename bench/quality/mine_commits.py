@@ -7,15 +7,15 @@ this project wrote the text, and nobody picked the answers.
 The rule, per repository of bench/corpus/assemble.py QUALITY_REPOS (its git mirror named on
 the command line, its pinned npm version's release tag in QUALITY_REPOS):
 
-1. Window: non-merge commits reachable from the release tag, at most --window-days older
-   than the tag's commit and at most --max-commits of the newest, that touch a path of the
-   repository's workspace (the published folders, at their repository paths).
+1. Window: non-merge commits reachable from the pinned release commit, at most --window-days
+   older than it and at most --max-commits of the newest, that touch the library's own code
+   (`code_paths`: the folders its npm package publishes).
 2. Subject: conventional-commit prefixes (`fix(core): `, `[v4] `, `fetch: `) and trailing
    PR/issue references (`(#1234)`) are stripped; release, version bump, merge, revert,
    docs, chore, ci, test, build, style, typo, lint, format and dependency commits are
    dropped, as are subjects shorter than 4 words.
-3. Diff: `git show --unified=0` of the commit, source files only (no tests, no .d.ts, the
-   same filter as the workspace). Commits touching more than MAX_SOURCE_FILES are refactors
+3. Diff: `git show --unified=0` of the commit, code files only (no tests, no .d.ts, the
+   same filter as the other query types). Commits touching more than MAX_SOURCE_FILES are refactors
    and dropped. Each changed line of the post-commit file goes to the innermost named symbol
    containing it (symbols from bench/quality/extract_symbols.js, the same TypeScript-compiler
    extraction as the other query types); a pure deletion counts when the lines on both sides
@@ -37,11 +37,12 @@ text, gold symbols, leaks_name and provenance (repository URL, commit sha, date,
 subject). bench/quality/build_queries.py turns it into the `nl` queries of queries.jsonl.
 No code of the repositories is stored, only these derived facts.
 
-Needs the pinned corpus installed and the quality workspaces assembled
-(bench/corpus/install.sh; python -m bench.corpus.assemble quality), and git mirrors of the
-repositories (any clone with the release tags). Not run by CI.
+Needs the quality workspaces assembled (python -m bench.corpus.assemble quality), which also
+brings the git mirrors it reads (bench/corpus/mirrors.py; or name a mirror per repository).
+Not run by CI.
 
-Run: .venv/bin/python -m bench.quality.mine_commits rxjs=/path/to/rxjs.git fastify=/path/... [--cap 80]
+Run: .venv/bin/python -m bench.quality.mine_commits [rxjs=/path/to/rxjs.git ...] [--cap 80]
+     (no repositories named: every quality repository, from its mirror)
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.corpus.assemble import QUALITY_DIR, QUALITY_REPOS_BY_NAME, QualityRepo, is_quality_source
+from bench.corpus.assemble import QUALITY_DIR, QUALITY_REPOS, QUALITY_REPOS_BY_NAME, QualityRepo, is_code_file
+from bench.corpus.mirrors import MirrorError, ensure_mirror, git, git_bytes
 from bench.corpus.policy import assert_allowed
 from bench.lib.text import leaks_name, words
 
@@ -128,18 +130,8 @@ class FileChange:
     deletions: list[int]  # post-commit line after which lines were deleted
 
 
-def git(mirror: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "--git-dir", str(mirror), *args], check=True, capture_output=True, text=True, errors="replace"
-    ).stdout
-
-
-def pathspecs(repo: QualityRepo) -> list[str]:
-    return [piece.repo_prefix + piece.subpath for piece in repo.slices]
-
-
 def window_commits(mirror: Path, repo: QualityRepo, window_days: int, max_commits: int) -> list[Commit]:
-    tag_time = int(git(mirror, "log", "-1", "--format=%ct", repo.release_tag).strip())
+    tag_time = int(git(mirror, "log", "-1", "--format=%ct", repo.commit).strip())
     since = tag_time - window_days * 86400
     out = git(
         mirror,
@@ -148,9 +140,9 @@ def window_commits(mirror: Path, repo: QualityRepo, window_days: int, max_commit
         f"--max-count={max_commits}",
         f"--since={since}",
         "--format=%H%x1f%cI%x1f%s",
-        repo.release_tag,
+        repo.commit,
         "--",
-        *pathspecs(repo),
+        *repo.code_paths,
     )
     commits = []
     for line in out.splitlines():
@@ -165,15 +157,15 @@ _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
 def diff_changes(mirror: Path, repo: QualityRepo, sha: str) -> list[FileChange]:
-    out = git(mirror, "show", "--format=", "--unified=0", "--no-color", "--no-ext-diff", sha, "--", *pathspecs(repo))
+    out = git(mirror, "show", "--format=", "--unified=0", "--no-color", "--no-ext-diff", sha, "--", *repo.code_paths)
     changes: list[FileChange] = []
     current: FileChange | None = None
     for line in out.splitlines():
         if line.startswith("+++ "):
             target = line[4:]
             path = target[2:] if target.startswith("b/") else None
-            current = FileChange(path, set(), []) if path and is_quality_source(path) else None
-            if current and path not in repo.exclude:
+            current = FileChange(path, set(), []) if path and is_code_file(repo, path) else None
+            if current:
                 changes.append(current)
         elif current is not None and (match := _HUNK.match(line)):
             start, count = int(match.group(1)), int(match.group(2) or "1")
@@ -242,13 +234,7 @@ def mine_repo(mirror: Path, repo: QualityRepo, window_days: int, max_commits: in
                 rel = f"{commit.sha}/{change.path}"
                 target = root / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(
-                    subprocess.run(
-                        ["git", "--git-dir", str(mirror), "show", f"{commit.sha}:{change.path}"],
-                        check=True,
-                        capture_output=True,
-                    ).stdout
-                )
+                target.write_bytes(git_bytes(mirror, "show", f"{commit.sha}:{change.path}"))
                 rels.append(rel)
         post = extract(root, rels)
     workspace = QUALITY_DIR / repo.name
@@ -303,20 +289,32 @@ def mine_repo(mirror: Path, repo: QualityRepo, window_days: int, max_commits: in
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mirrors", nargs="+", metavar="REPO=GIT_DIR", help="a quality repository and its git mirror")
+    parser.add_argument(
+        "mirrors",
+        nargs="*",
+        metavar="REPO=GIT_DIR",
+        help="a quality repository and its git mirror (default: every repository, its own mirror)",
+    )
     parser.add_argument("--window-days", type=int, default=DEFAULT_WINDOW_DAYS)
     parser.add_argument("--max-commits", type=int, default=DEFAULT_MAX_COMMITS)
     parser.add_argument("--cap", type=int, default=DEFAULT_CAP, help="most queries kept per repository")
     parser.add_argument("--out", type=Path, default=OUT_PATH)
     args = parser.parse_args(argv)
     mined: list[dict] = []
-    for item in args.mirrors:
-        name, _, mirror = item.partition("=")
+    named = dict(item.partition("=")[::2] for item in args.mirrors)
+    for name in named:
         if name not in QUALITY_REPOS_BY_NAME:
             raise SystemExit(f"unknown repository {name!r}: one of {sorted(QUALITY_REPOS_BY_NAME)}")
-        repo = QUALITY_REPOS_BY_NAME[name]
+    for repo in QUALITY_REPOS:
+        if named and repo.name not in named:
+            continue
+        name = repo.name
         assert_allowed(repo.github)
-        rows, stats = mine_repo(Path(mirror), repo, args.window_days, args.max_commits)
+        try:
+            mirror = Path(named[name]) if named.get(name) else ensure_mirror(repo.github, repo.commit)
+            rows, stats = mine_repo(mirror, repo, args.window_days, args.max_commits)
+        except MirrorError as err:
+            raise SystemExit(f"{name}: {err}") from None
         print(f"{name}: {dict(stats)}")
         mined.extend(rows)
     # One subject, several commits: no single right answer.

@@ -39,6 +39,7 @@ from typing import Any
 
 import grpc
 
+from bench.corpus.assemble import QUALITY_REPOS_BY_NAME, workspace_digest
 from bench.lib.metrics import (
     BUDGET_METRIC_NAMES,
     METRIC_NAMES,
@@ -50,6 +51,7 @@ from bench.lib.metrics import (
 )
 from bench.lib.results import run_metadata, write_results
 from bench.lib.services import ServiceProcess, ServiceStack, start_stack
+from bench.lib.testcode import is_test_code
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, retrieval_pb2, retrieval_pb2_grpc
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
@@ -90,6 +92,8 @@ PER_QUERY_COLUMNS = (
     "search_ms",
     "client_ms",
     "results",
+    "first_test",  # 1 when the first result is test code (bench/lib/testcode.py, the benchmark's own rule)
+    "test_top10",  # how many of the first 10 results are test code
 )
 
 
@@ -252,6 +256,7 @@ def run_query(stub, query: Query, mode: str, costs: TokenCosts) -> Outcome:
     ranking = score_query(hits[:10], len(query.targets))
     context = score_context(hits, result_costs, len(query.targets))
     first_rank = next((rank for rank, hit in enumerate(hits, start=1) if hit is not None), 0)
+    tests = [is_test_code(r.chunk.relative_path, r.chunk.qualified_name, r.chunk.is_test) for r in results[:10]]
     row = [
         first_rank,
         *ranking.values(),
@@ -260,6 +265,8 @@ def run_query(stub, query: Query, mode: str, costs: TokenCosts) -> Outcome:
         reply.metadata.search_ms,
         client_ms,
         len(results),
+        int(bool(tests) and tests[0]),
+        sum(tests),
     ]
     return Outcome(
         row=row,
@@ -311,6 +318,8 @@ def aggregate(rows: Sequence[Sequence[float]]) -> dict[str, Any]:
     tokens = [r[COL["tokens_top10"]] for r in rows]
     out["tokens@10 mean"] = round(statistics.fmean(tokens), 1)
     out["tokens@10 median"] = round(statistics.median(tokens), 1)
+    out["first is test code"] = round(statistics.fmean(r[COL["first_test"]] for r in rows), 4)
+    out["test code in top 10"] = round(statistics.fmean(r[COL["test_top10"]] for r in rows) / 10, 4)
     return out
 
 
@@ -477,6 +486,10 @@ def main(argv: list[str] | None = None) -> int:
             workspace = workspace_for(repo)
             log(f"index {repo_label(repo)} ({workspace}) ...")
             indexes[repo_label(repo)] = index_workspace(stack.retrieval, workspace)
+            if repo in QUALITY_REPOS_BY_NAME:
+                # What exactly was measured: the pinned commit, and the workspace's bytes after blanking.
+                indexes[repo]["commit"] = QUALITY_REPOS_BY_NAME[repo].commit
+                indexes[repo]["workspace_sha256"] = workspace_digest(workspace)
             log(f"  {indexes[repo_label(repo)]}")
             unanswerable[repo_label(repo)] = unresolvable_queries(stack.analysis, workspace, repo_queries)
         costs = TokenCosts()

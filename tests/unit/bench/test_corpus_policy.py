@@ -86,9 +86,8 @@ def test_no_off_limits_part_of_any_assembled_workspace() -> None:
     for repo in assemble.QUALITY_REPOS:
         assert repo.github.lower() not in OFF_LIMITS_GITHUB, repo
         assert repo.name.lower() not in OFF_LIMITS_REPO_NAMES, repo
-        for piece in repo.slices:
-            assert not forbidden_package(piece.package), repo
-            assert not forbidden_path(piece.repo_prefix + piece.subpath), repo
+        for path in repo.code_paths:
+            assert not forbidden_path(path), repo
 
 
 def test_query_files_exist() -> None:

@@ -157,8 +157,10 @@ for _part in CORPUS_PARTS:
 for _repo in QUALITY_REPOS:
     assert_allowed(_repo.github)
 
-# Tests and fixtures are not where queries about the code's behaviour are drawn from (they are
-# in the workspace, competing with the code, as in a user's clone).
+# Tests and fixtures are no query source (they are in the workspace, competing with the code,
+# as in a user's clone). With these rules the code files of every quality repository are
+# exactly what its npm package publishes; a broader rule would drop mocha's lib/test.js (its
+# Test class) and lib/reporters/spec.js, which are the library's code.
 TEST_DIR_NAMES = {"test", "tests", "__tests__", "__mocks__", "spec", "fixtures", "node_modules"}
 TEST_SUFFIXES = (".test.ts", ".test.tsx", ".test.js", ".spec.ts", ".spec.tsx", ".spec.js", ".test-d.ts")
 

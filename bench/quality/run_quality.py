@@ -39,7 +39,7 @@ from typing import Any
 
 import grpc
 
-from bench.corpus.assemble import QUALITY_REPOS_BY_NAME, workspace_digest
+from bench.corpus.assemble import QUALITY_REPOS_BY_NAME, is_code_file, workspace_digest
 from bench.lib.metrics import (
     BUDGET_METRIC_NAMES,
     METRIC_NAMES,
@@ -245,6 +245,13 @@ class Outcome:
     error: str = ""  # the RPC failed: scored as a miss, and the run writes no results file
 
 
+def is_test_result(repo: str | None, chunk) -> bool:
+    """Test code by the benchmark's own rule; the repository's published code never is."""
+    quality_repo = QUALITY_REPOS_BY_NAME.get(repo or "")
+    library = quality_repo is not None and is_code_file(quality_repo, chunk.relative_path)
+    return is_test_code(chunk.relative_path, chunk.qualified_name, chunk.is_test, library_code=library)
+
+
 def run_query(stub, query: Query, mode: str, costs: TokenCosts) -> Outcome:
     request = search_request(query, mode)
     t0 = time.perf_counter()
@@ -256,7 +263,7 @@ def run_query(stub, query: Query, mode: str, costs: TokenCosts) -> Outcome:
     ranking = score_query(hits[:10], len(query.targets))
     context = score_context(hits, result_costs, len(query.targets))
     first_rank = next((rank for rank, hit in enumerate(hits, start=1) if hit is not None), 0)
-    tests = [is_test_code(r.chunk.relative_path, r.chunk.qualified_name, r.chunk.is_test) for r in results[:10]]
+    tests = [is_test_result(query.repo, r.chunk) for r in results[:10]]
     row = [
         first_rank,
         *ranking.values(),

@@ -99,7 +99,10 @@ def start_server(spec: ServiceSpec, *, host: str = "127.0.0.1", port: int = 0, m
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"{spec.name}-rpc"),
         interceptors=[server_interceptor()],
-        options=CHANNEL_OPTIONS,
+        # gRPC binds with SO_REUSEPORT by default, so two servers could share one port and split
+        # its connections: `codecompass up` restarts a service on the port it had, and must find
+        # out when another program took it meanwhile.
+        options=(*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)),
     )
     service_names = list(spec.register(server))
     health_servicer = health.HealthServicer(

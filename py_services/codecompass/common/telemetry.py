@@ -246,9 +246,25 @@ class _ClientInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClien
         return self._intercept(continuation, client_call_details, request)
 
 
+# gRPC's reconnect backoff grows from 1 s to 120 s while a service is down, and a channel in
+# backoff fails every call at once: after a 30 s outage a channel refused calls for another 15 s
+# although the service was back (`codecompass up` restarts a dead service on the port it had).
+# Local services restart in seconds; retrying a loopback connect every second costs nothing.
+# Each channel keeps its own connections: gRPC shares them between channels to one address by
+# default, so a fresh channel (the clients' second try after UNAVAILABLE) would inherit the
+# backoff of the one that failed.
+RECONNECT_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 250),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.use_local_subchannel_pool", 1),
+)
+
+
 def traced_channel(addr: str) -> grpc.Channel:
-    """Insecure loopback channel whose unary and server-streaming calls are traced."""
-    return grpc.intercept_channel(grpc.insecure_channel(addr, options=CHANNEL_OPTIONS), _ClientInterceptor())
+    """Insecure loopback channel whose unary and server-streaming calls are traced, and which
+    reconnects within a second of its service coming back."""
+    return grpc.intercept_channel(grpc.insecure_channel(addr, options=CHANNEL_OPTIONS + RECONNECT_OPTIONS),
+                                  _ClientInterceptor())
 
 
 # --- server side ---------------------------------------------------------

@@ -27,6 +27,7 @@ background (lexical index first, embeddings after), and searches answer lexicall
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -37,6 +38,7 @@ from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -48,7 +50,7 @@ from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.retrieval.state import IndexingStatus
-from codecompass_gateway import advisor, errors, tools
+from codecompass_gateway import advisor, errors, tools, wire
 from codecompass_gateway.answer import answer_to_dict, search_code_to_dict
 from codecompass_gateway.pipeline import Pipeline, PipelineRequest
 from codecompass_gateway.rewrite import Rewriter
@@ -57,6 +59,7 @@ from codecompass_gateway.sampling import client_rewriter
 log = get_logger("codecompass.gateway.server")
 
 SERVER_NAME = "codecompass"
+HTTP_PATH = "/mcp"
 Transport = Literal["stdio", "streamable-http"]
 # Status and resolution calls are small; a trace on a large workspace first builds its Program.
 STATUS_TIMEOUT_S = 5.0
@@ -311,7 +314,17 @@ _REWRITE_DOC = ("Rewrite the query into code terms with an LLM (when one is conf
 
 class GatewayServer(MCPServer[Gateway]):
     """MCPServer whose argument errors read as one line per field, for the model to correct:
-    `codebase_trace: direction: Input should be 'callers', … (got 'sideways')`."""
+    `codebase_trace: direction: Input should be 'callers', … (got 'sideways')`, and whose stdio
+    transport answers every request, whatever its bytes (`wire`)."""
+
+    async def run_stdio_async(self) -> None:
+        # The SDK's transport, with a stdin that screens each line first: the SDK drops a line it
+        # cannot parse without an answer. stdout stays the SDK's (and so does its fd diversion).
+        stdin = wire.ScreenedStdin(sys.stdin.buffer)
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+            stdin.answer_on(write_stream)
+            lowlevel = self._lowlevel_server
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
     async def call_tool(self, name: str, arguments: dict[str, object], context: Context[Gateway] | None = None
                         ) -> CallToolResult | InputRequiredResult:
@@ -402,7 +415,8 @@ def build_server(settings: Settings, workspace: Path) -> GatewayServer:
         finally:
             gateway.close()
 
-    server = GatewayServer(SERVER_NAME, instructions=INSTRUCTIONS, lifespan=lifespan)
+    server = GatewayServer(SERVER_NAME, instructions=INSTRUCTIONS, lifespan=lifespan,
+                           middleware=[wire.InitializeFirst()])
 
     def gateway_of(ctx: Context[Gateway]) -> Gateway:
         return ctx.request_context.lifespan_context
@@ -492,5 +506,8 @@ def serve(settings: Settings, workspace: Path, transport: Transport = "stdio", h
                                "retrieval": settings.retrieval_addr, "analysis": settings.analysis_addr})
     if transport == "stdio":
         server.run("stdio")
-    else:
-        server.run("streamable-http", host=host, port=port)
+        return
+    import uvicorn
+
+    app = wire.ScreenedHttp(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host), HTTP_PATH)
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=settings.log_level.lower())).run()

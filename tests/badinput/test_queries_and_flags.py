@@ -88,11 +88,12 @@ def test_punctuation_only_query(stack: Stack, workspace: Path) -> None:
 
 
 @pytest.mark.badinput(case="a name that exists nowhere",
-                      behaviour="exit 0; no result passes the relevance gate, and the answer says so")
+                      behaviour="exit 0; `nothing in the index is named NAME`; no result passes the relevance gate")
 def test_a_name_that_exists_nowhere(stack: Stack, workspace: Path) -> None:
     run = _search(stack, workspace, "frobnicateWidget")
     assert run.code == 0, run.err
-    assert run.out.splitlines()[0].startswith("no result passed the relevance gate 0.50 (search confidence 0.")
+    assert run.out.splitlines()[0] == "nothing in the index is named frobnicateWidget"
+    assert run.out.splitlines()[1].startswith("no result passed the relevance gate 0.50 (search confidence 0.")
     ranked = _search(stack, workspace, "frobnicateWidget", "--no-select", "--json").json()
     # Nothing matched lexically: what the list shows is the vector channel's nearest guesses.
     assert all(r["lexical_score"] == 0 for r in ranked["results"]) and ranked["metadata"]["confidence"] < 0.5

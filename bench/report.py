@@ -756,6 +756,57 @@ def render_pipeline_full(doc: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+# --- Comparison of runs (before / after a change) ------------------------------------------------
+
+
+def _comparison_table(doc: dict[str, Any], source: str, split: str) -> str | None:
+    metrics = doc["metrics"][source]
+    labels = list(doc["runs"][source])
+    rows = [r for r in doc["rows"] if r["source"] == source and r["split"] == split]
+    if not rows:
+        return None
+    by = {(r["group"], r["label"]): r for r in rows}
+    header = ["Query type", "Queries"]
+    header += [f"{label}: {metric}" if i == 0 else metric for label in labels for i, metric in enumerate(metrics)]
+    body = []
+    for group in dict.fromkeys(r["group"] for r in rows):
+        counts = {by[(group, label)]["n"] for label in labels if (group, label) in by}
+        cells = []
+        for label in labels:
+            row = by.get((group, label), {})
+            cells += [fmt_metric(row.get(metric)) for metric in metrics]
+        body.append((group, " / ".join(str(n) for n in sorted(counts)), *cells))
+    return md_table(header, body)
+
+
+def _comparison_runs(doc: dict[str, Any]) -> str:
+    rows = []
+    for source, runs in doc["runs"].items():
+        for label, info in runs.items():
+            rows.append((f"{label} ({source})", f"`{info['file']}`", info.get("date_utc") or "?",
+                         f"`{(info.get('commit') or '?')[:10]}`", fmt_int(info.get("files")),
+                         fmt_int(info.get("chunks")), ", ".join(info.get("index_format") or []) or "–"))
+    return md_table(("Run", "Results file", "Date (UTC)", "Commit", "Files indexed", "Chunks", "Index format"), rows)
+
+
+def render_comparison(doc: dict[str, Any]) -> str:
+    """Runs side by side per split and query type: the ranked list, then the selected answer."""
+    parts = [provenance(doc), doc["title"], _comparison_runs(doc)]
+    for split in SPLIT_ORDER:
+        ranked = _comparison_table(doc, "quality", split)
+        if ranked:
+            parts += [f"{split_caption(doc_with_splits(doc), split)}, the ranked list (`{doc['ranked_mode']}`):", ranked]
+        selected = _comparison_table(doc, "pipeline", split)
+        if selected:
+            parts += [f"{split.capitalize()} split, the selected answer (`{doc['selected_stage']}`):", selected]
+    return "\n\n".join(parts)
+
+
+def doc_with_splits(doc: dict[str, Any]) -> dict[str, Any]:
+    """split_caption reads `tables`; a comparison's rows carry the same split field."""
+    return {"tables": doc["rows"]}
+
+
 # --- Pipeline speed on the 300k-line workspace -------------------------------------------------
 
 
@@ -872,6 +923,7 @@ SECTIONS: dict[str, Section] = {
     "chunk-full": Section("chunk", render_chunk_full),
     "pipeline": Section("pipeline", render_pipeline_summary),
     "pipeline-full": Section("pipeline", render_pipeline_full),
+    "comparison": Section("comparison", render_comparison),
     "health": Section("health", render_health),
     "mcp-speed": Section("mcp-speed", render_mcp_speed),
     "pipeline-speed": Section("pipeline-speed", render_pipeline_speed),

@@ -34,3 +34,18 @@ def test_the_librarys_own_code_is_never_test_code() -> None:
     # mocha's Test class lives in lib/test.js; even a product flag does not make it a test.
     assert why_test_code("lib/test.js", "Test", True, library_code=True) is None
     assert why_test_code("lib/test.js", "Test", False) == "path"
+
+
+def test_a_query_answered_first_by_a_test_and_what_taking_tests_out_would_give() -> None:
+    from bench.quality.testcode_share import Judged, query_row
+
+    # A describe block first (not penalised), the target second, a penalised test file third.
+    judged = Judged(reasons=["block", None, "path"], penalised=[False, False, True], hits=[None, 0, None],
+                    costs=[7000, 900, 50], library_flagged=0)  # fmt: skip
+    row = query_row(judged, n_targets=1)
+    assert row["first_test"] == row["first_block"] == row["first_unpenalised"] == 1.0
+    assert row["first_flag"] == row["first_path"] == 0.0
+    assert row["test_top10"] == 0.2 and row["answer_under_test"] == 1.0
+    assert (row["mrr10"], row["mrr10_no_tests"]) == (0.5, 1.0)
+    # 7,000 + 900 tokens fit in 8,000; without the test the target costs 900.
+    assert (row["r8k"], row["r8k_no_tests"]) == (1.0, 1.0)

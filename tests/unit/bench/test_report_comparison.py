@@ -1,0 +1,62 @@
+"""The comparison section: named quality and pipeline results files side by side, per split and query type."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bench import report
+from bench.lib.results import write_results
+from bench.quality import compare_runs
+
+
+def quality(mrr: float, first_test: float | None) -> dict:
+    row = {"MRR@10": mrr, "R@8k tok": 0.8}
+    if first_test is not None:  # results files from before the column existed lack it
+        row["first is test code"] = first_test
+    tables = [
+        {"split": split, "group": group, "mode": mode, "n": 5, **row}
+        for split in ("dev", "test")
+        for group in ("all", "jsdoc")
+        for mode in ("bm25", "hybrid+ranking")
+    ]
+    indexes = {"pino": {"files": 15, "chunks": 172, "index_format_version": "format=3;chunker=4"}}
+    return {"tables": tables, "indexes": indexes}
+
+
+def pipeline(mrr: float) -> dict:
+    tables = [
+        {"split": "test", "group": group, "stage": stage, "n": 5, "mrr10": mrr, "r_2000tok": 0.6, "r_8000tok": 0.7}
+        for group in ("all", "jsdoc")
+        for stage in ("first stage", "selection")
+    ]
+    return {"tables": tables}
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    return {
+        "old": write_results("quality", quality(0.5, None), results_dir=tmp_path, stamp="1"),
+        "new": write_results("quality", quality(0.25, 0.4), results_dir=tmp_path, stamp="2"),
+        "selection": write_results("pipeline", pipeline(0.3), results_dir=tmp_path, stamp="3"),
+    }
+
+
+def test_runs_are_side_by_side_per_split_and_query_type(files: dict[str, Path]) -> None:
+    payload = compare_runs.compare(
+        [("published", files["old"]), ("repository", files["new"])], [("repository", files["selection"])], "Why."
+    )
+    text = report.render_comparison({"kind": "comparison", **payload})
+    assert text.index("**Test split**") < text.index("**Dev split**")
+    assert "| Query type | Queries | published: MRR@10 | R@8k tok | first is test code | repository: MRR@10 |" in text
+    # The ranked list is the product's default mode; a file without the test column shows a dash.
+    assert "| jsdoc | 5 | 0.500 | 0.800 | – | 0.250 | 0.800 | 0.400 |" in text
+    assert "Test split, the selected answer (`selection`):" in text and "| all | 5 | 0.300 | 0.600 | 0.700 |" in text
+    assert "| repository (quality) |" in text and "| 15 | 172 | format=3;chunker=4 |" in text
+
+
+def test_a_file_of_another_kind_is_one_clear_line(files: dict[str, Path]) -> None:
+    with pytest.raises(SystemExit, match=r"a 'pipeline' results file, expected 'quality'"):
+        compare_runs.compare([("x", files["selection"])], [], "t")
+    with pytest.raises(SystemExit, match=r"expected LABEL=FILE"):
+        compare_runs.parse_named("no-label")

@@ -5,7 +5,7 @@ import * as chunkPb from './gen/codecompass/v1/chunk';
 import { CHUNKER_VERSION } from './chunker';
 import { languageOf } from './fileio';
 import type { ChunkRequest, RenderRequest, RenderResult, ScanRequest } from './service';
-import type { TraceDirection, TracePartialReason, TraceRequest, TraceResult } from './trace';
+import type { TraceDirection, TracePartialReason, TraceRequest, TraceResolution, TraceResult } from './trace';
 import type {
   Chunk,
   ChunkedFile,
@@ -61,6 +61,8 @@ const SKIP_REASON_TO_PB: Record<SkipReason, pb.SkipReason> = {
   nested_repository: pb.SkipReason.SKIP_REASON_NESTED_REPOSITORY,
   declaration_file: pb.SkipReason.SKIP_REASON_DECLARATION_FILE,
   excluded: pb.SkipReason.SKIP_REASON_EXCLUDED,
+  chunk_failed: pb.SkipReason.SKIP_REASON_CHUNK_FAILED,
+  duplicate: pb.SkipReason.SKIP_REASON_DUPLICATE,
 };
 const SKIP_REASON_FROM_PB = invert(SKIP_REASON_TO_PB);
 
@@ -304,6 +306,7 @@ export function renderRequestFromPb(request: pb.RenderSymbolsRequest): RenderReq
       symbolId: spec.symbolId,
       expandChildIds: [...spec.expandChildIds],
       relativePath: spec.relativePath,
+      focusLine: spec.focusLine,
     })),
   };
 }
@@ -315,6 +318,7 @@ export function renderRequestToPb(request: RenderRequest): pb.RenderSymbolsReque
       symbolId: spec.symbolId,
       expandChildIds: spec.expandChildIds,
       relativePath: spec.relativePath,
+      focusLine: spec.focusLine ?? 0,
     })),
   };
 }
@@ -349,8 +353,15 @@ const TRACE_PARTIAL_REASON_TO_PB: Record<TracePartialReason, pb.TracePartialReas
   limit: pb.TracePartialReason.TRACE_PARTIAL_REASON_LIMIT,
   deadline: pb.TracePartialReason.TRACE_PARTIAL_REASON_DEADLINE,
   depth: pb.TracePartialReason.TRACE_PARTIAL_REASON_DEPTH,
+  unresolved: pb.TracePartialReason.TRACE_PARTIAL_REASON_UNRESOLVED,
 };
 const TRACE_PARTIAL_REASON_FROM_PB = invert(TRACE_PARTIAL_REASON_TO_PB);
+
+const TRACE_RESOLUTION_TO_PB: Record<TraceResolution, pb.TraceResolution> = {
+  checker: pb.TraceResolution.TRACE_RESOLUTION_CHECKER,
+  name: pb.TraceResolution.TRACE_RESOLUTION_NAME,
+};
+const TRACE_RESOLUTION_FROM_PB = invert(TRACE_RESOLUTION_TO_PB);
 
 export function traceRequestFromPb(request: pb.TraceRequest): TraceRequest {
   if (request.direction === pb.TraceDirection.TRACE_DIRECTION_UNSPECIFIED) {
@@ -373,7 +384,7 @@ export function traceRequestToPb(request: TraceRequest): pb.TraceRequest {
 export function traceResultToPb(result: TraceResult): pb.TraceResponse {
   return {
     root: { ...result.root },
-    nodes: result.nodes.map((n) => ({ ...n })),
+    nodes: result.nodes.map((n) => ({ ...n, resolvedBy: TRACE_RESOLUTION_TO_PB[n.resolvedBy] })),
     partial: result.partial,
     partialReason:
       result.partialReason === undefined ? pb.TracePartialReason.TRACE_PARTIAL_REASON_UNSPECIFIED : TRACE_PARTIAL_REASON_TO_PB[result.partialReason],
@@ -386,7 +397,8 @@ export function traceResultFromPb(response: pb.TraceResponse): TraceResult {
   if (!response.root) throw new ConversionError('TraceResponse has no root');
   return {
     root: { ...response.root },
-    nodes: response.nodes.map((n) => ({ ...n })),
+    // An older service sets no resolution: everything it found came from the checker.
+    nodes: response.nodes.map((n) => ({ ...n, resolvedBy: TRACE_RESOLUTION_FROM_PB.get(n.resolvedBy) ?? 'checker' })),
     partial: response.partial,
     partialReason:
       response.partialReason === pb.TracePartialReason.TRACE_PARTIAL_REASON_UNSPECIFIED

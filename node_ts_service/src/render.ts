@@ -97,5 +97,7 @@ export function renderFromSource(sf: ts.SourceFile, relativePath: string, spec: 
     startLine: startLineOf(sf, root),
     endLine: endLineOf(sf, root),
     unknownChildIds,
+    windowStartLine: 0,
+    windowEndLine: 0,
   };
 }

@@ -11,7 +11,10 @@ import { discoverSymbols, endLineOf, lineOf, startLineOf, type SymbolNode } from
 import { RequestError } from './workspace';
 
 export type TraceDirection = 'callers' | 'callees' | 'references' | 'implementations' | 'supertypes' | 'subtypes';
-export type TracePartialReason = 'limit' | 'deadline' | 'depth';
+/** See TracePartialReason in analysis.proto; `unresolved`: name-matched sites were added. */
+export type TracePartialReason = 'limit' | 'deadline' | 'depth' | 'unresolved';
+/** How a node was found: resolved by the type checker, or matched by name where it could not resolve. */
+export type TraceResolution = 'checker' | 'name';
 
 export interface TraceRequest {
   workspaceRoot: string;
@@ -39,6 +42,7 @@ export interface TraceNode {
   line: number;
   snippet: string;
   depth: number;
+  resolvedBy: TraceResolution;
 }
 
 export interface TraceResult {
@@ -95,7 +99,7 @@ class Collector {
   }
 
   /** Adds a location once; returns false when it was already there or lies outside the workspace. */
-  add(loc: Location, depth: number): boolean {
+  add(loc: Location, depth: number, resolvedBy: TraceResolution = 'checker'): boolean {
     const sf = this.program.getSourceFile(loc.fileName);
     if (!sf) return false;
     const rel = workspacePath(this.project.root, sf.fileName);
@@ -117,6 +121,7 @@ class Collector {
       line,
       snippet: snippetAt(sf, loc.pos),
       depth,
+      resolvedBy,
     });
     return true;
   }

@@ -62,7 +62,11 @@ export type SkipReason =
   | 'ignored'
   | 'nested_repository'
   | 'declaration_file'
-  | 'excluded';
+  | 'excluded'
+  /** Read, but the parser or checker failed on it (stack, crash, time limit): SKIP_REASON_CHUNK_FAILED. */
+  | 'chunk_failed'
+  /** Another name, through a symlink, for a file or folder indexed under another path. */
+  | 'duplicate';
 
 export interface FileEntry {
   relativePath: string;
@@ -107,6 +111,8 @@ export interface ChunkedFile {
 export interface RenderSpec {
   symbolId: string;
   expandChildIds: string[];
+  /** A 1-based file line to centre a long symbol's window on; 0 or absent for the whole symbol. */
+  focusLine?: number;
 }
 
 export interface RenderedSymbol {
@@ -118,4 +124,7 @@ export interface RenderedSymbol {
   startLine: number;
   endLine: number;
   unknownChildIds: string[];
+  /** First and last file line shown when focusLine cut the symbol to a window; 0 when whole. */
+  windowStartLine: number;
+  windowEndLine: number;
 }

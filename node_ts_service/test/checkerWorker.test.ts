@@ -159,7 +159,7 @@ describe('type checker in worker threads', () => {
     );
     assert.equal(status, 'SERVING');
     const rendered = await new Promise<RenderSymbolsResponse>((resolve, reject) =>
-      client.renderSymbols({ workspaceRoot: root, specs: [{ symbolId, expandChildIds: [], relativePath: 'fast/user0.ts' }] }, new grpc.Metadata(), deadline(), (err, res) =>
+      client.renderSymbols({ workspaceRoot: root, specs: [{ symbolId, expandChildIds: [], relativePath: 'fast/user0.ts', focusLine: 0 }] }, new grpc.Metadata(), deadline(), (err, res) =>
         err ? reject(err) : resolve(res!),
       ),
     );

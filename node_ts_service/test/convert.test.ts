@@ -8,7 +8,8 @@ const NODE_KINDS: NodeKind[] = [
   'function', 'method', 'class', 'interface', 'type', 'enum', 'component', 'variable', 'namespace', 'constructor', 'accessor',
 ];
 const SKIP_REASONS: SkipReason[] = [
-  'minified', 'binary', 'not_utf8', 'too_large', 'unreadable', 'vanished', 'outside_workspace', 'symlink_loop',
+  'minified', 'binary', 'not_utf8', 'too_large', 'unreadable', 'vanished', 'outside_workspace', 'symlink_loop', 'ignored',
+  'nested_repository', 'declaration_file', 'excluded', 'chunk_failed', 'duplicate',
 ];
 
 function sampleChunk(nodeKind: NodeKind): Chunk {
@@ -116,7 +117,7 @@ describe('convert', () => {
     assert.deepEqual(convert.scanRequestFromPb(overWire(pb.ScanWorkspaceRequest, convert.scanRequestToPb(scan))), scan);
     const chunk = { workspaceRoot: '/ws', paths: ['src', 'a.ts'], includeReferences: true, lexicalOnly: false };
     assert.deepEqual(convert.chunkRequestFromPb(overWire(pb.ChunkFilesRequest, convert.chunkRequestToPb(chunk))), chunk);
-    const render = { workspaceRoot: '/ws', specs: [{ symbolId: 's', expandChildIds: ['c'], relativePath: 'a.ts' }] };
+    const render = { workspaceRoot: '/ws', specs: [{ symbolId: 's', expandChildIds: ['c'], relativePath: 'a.ts', focusLine: 7 }] };
     assert.deepEqual(convert.renderRequestFromPb(overWire(pb.RenderSymbolsRequest, convert.renderRequestToPb(render))), render);
   });
 
@@ -130,6 +131,8 @@ describe('convert', () => {
       startLine: 2,
       endLine: 4,
       unknownChildIds: ['zzz'],
+      windowStartLine: 3,
+      windowEndLine: 3,
     };
     const result = { symbols: [symbol], missingSymbolIds: ['gone'] };
     assert.deepEqual(convert.renderResultFromPb(overWire(pb.RenderSymbolsResponse, convert.renderResultToPb(result))), result);

@@ -285,9 +285,9 @@ describe('analysis service process', () => {
       await render(client, {
         workspaceRoot: root,
         specs: [
-          { symbolId: cls.id, expandChildIds: [greet.id, 'no-such-child'], relativePath: 'src/greeter.ts' },
-          { symbolId: greet.id, expandChildIds: [], relativePath: '' },
-          { symbolId: 'deadbeef', expandChildIds: [], relativePath: 'src/greeter.ts' },
+          { symbolId: cls.id, expandChildIds: [greet.id, 'no-such-child'], relativePath: 'src/greeter.ts', focusLine: 0 },
+          { symbolId: greet.id, expandChildIds: [], relativePath: '', focusLine: 0 },
+          { symbolId: 'deadbeef', expandChildIds: [], relativePath: 'src/greeter.ts', focusLine: 0 },
         ],
       }),
     );

@@ -23,6 +23,10 @@ _LABELS = {
     "vanished": ("vanished", "vanished"),
     "outside_workspace": ("outside the workspace", "outside the workspace"),
     "symlink_loop": ("symlink loop", "symlink loops"),
+    # Read but not chunkable: the parser or type checker ran out of stack, crashed or timed out.
+    "chunk_failed": ("could not be chunked", "could not be chunked"),
+    # Another name (a symlink inside the workspace) for a file or folder indexed under its own path.
+    "duplicate": ("duplicate path", "duplicate paths"),
 }
 # More files than this in one folder skipped for one reason and detail print as one line.
 GROUP_AT = 10

@@ -15,6 +15,7 @@ from codecompass.clients.analysis_model import (
     TraceOutcome,
     TracePartialReason,
     TraceQuery,
+    TraceResolution,
     TraceRoot,
 )
 from codecompass.common.chunk_convert import chunk_from_proto, chunk_to_proto
@@ -25,6 +26,8 @@ _DIRECTION_FROM_PROTO = {v: k for k, v in _DIRECTION_TO_PROTO.items()}
 _PARTIAL_TO_PROTO = {r: analysis_pb2.TracePartialReason.Value(f"TRACE_PARTIAL_REASON_{r.name}")
                      for r in TracePartialReason}
 _PARTIAL_FROM_PROTO = {v: k for k, v in _PARTIAL_TO_PROTO.items()}
+_RESOLUTION_TO_PROTO = {r: analysis_pb2.TraceResolution.Value(f"TRACE_RESOLUTION_{r.name}") for r in TraceResolution}
+_RESOLUTION_FROM_PROTO = {v: k for k, v in _RESOLUTION_TO_PROTO.items()}
 _FILE_STATUS_NAMES = {
     analysis_pb2.FILE_STATUS_OK: "ok",
     analysis_pb2.FILE_STATUS_SYNTAX_ERRORS: "syntax_errors",
@@ -53,7 +56,8 @@ def trace_outcome_to_proto(outcome: TraceOutcome) -> analysis_pb2.TraceResponse:
         root=analysis_pb2.TraceSymbol(relative_path=root.relative_path, qualified_name=root.qualified_name,
                                       start_line=root.start_line, end_line=root.end_line, chunk_id=root.chunk_id),
         nodes=[analysis_pb2.TraceNode(relative_path=n.relative_path, qualified_name=n.qualified_name,
-                                      chunk_id=n.chunk_id, line=n.line, snippet=n.snippet, depth=n.depth)
+                                      chunk_id=n.chunk_id, line=n.line, snippet=n.snippet, depth=n.depth,
+                                      resolved_by=_RESOLUTION_TO_PROTO[n.resolved_by])
                for n in outcome.nodes],
         partial=outcome.partial,
         partial_reason=(analysis_pb2.TRACE_PARTIAL_REASON_UNSPECIFIED if outcome.partial_reason is None
@@ -68,8 +72,11 @@ def trace_outcome_from_proto(message: analysis_pb2.TraceResponse) -> TraceOutcom
     return TraceOutcome(
         root=TraceRoot(relative_path=root.relative_path, qualified_name=root.qualified_name,
                        start_line=root.start_line, end_line=root.end_line, chunk_id=root.chunk_id),
+        # An older service sets no resolution: everything it found came from the checker.
         nodes=tuple(TraceNode(relative_path=n.relative_path, qualified_name=n.qualified_name, chunk_id=n.chunk_id,
-                              line=n.line, snippet=n.snippet, depth=n.depth) for n in message.nodes),
+                              line=n.line, snippet=n.snippet, depth=n.depth,
+                              resolved_by=_RESOLUTION_FROM_PROTO.get(n.resolved_by, TraceResolution.CHECKER))
+                    for n in message.nodes),
         partial=message.partial,
         # An unknown (newer) reason still means "partial"; it reads as none rather than failing the call.
         partial_reason=_PARTIAL_FROM_PROTO.get(message.partial_reason),
@@ -81,7 +88,7 @@ def render_request_to_proto(workspace_root: str, specs: Sequence[RenderRequest])
     return analysis_pb2.RenderSymbolsRequest(
         workspace_root=workspace_root,
         specs=[analysis_pb2.RenderSpec(symbol_id=s.symbol_id, expand_child_ids=list(s.expand_child_ids),
-                                       relative_path=s.relative_path) for s in specs],
+                                       relative_path=s.relative_path, focus_line=s.focus_line) for s in specs],
     )
 
 
@@ -90,7 +97,8 @@ def rendered_to_proto(symbols: Sequence[RenderedSymbol], missing: Sequence[str] 
         symbols=[analysis_pb2.RenderedSymbol(
             symbol_id=s.symbol_id, relative_path=s.relative_path, qualified_name=s.qualified_name, source=s.source,
             token_count=s.token_count, start_line=s.start_line, end_line=s.end_line,
-            unknown_child_ids=list(s.unknown_child_ids)) for s in symbols],
+            unknown_child_ids=list(s.unknown_child_ids), window_start_line=s.window_start_line,
+            window_end_line=s.window_end_line) for s in symbols],
         missing_symbol_ids=list(missing),
     )
 
@@ -110,7 +118,8 @@ def rendered_from_proto(specs: Sequence[RenderRequest],
             out.append(RenderedSymbol(symbol_id=s.symbol_id, relative_path=s.relative_path,
                                       qualified_name=s.qualified_name, source=s.source, token_count=s.token_count,
                                       start_line=s.start_line, end_line=s.end_line,
-                                      unknown_child_ids=tuple(s.unknown_child_ids)))
+                                      unknown_child_ids=tuple(s.unknown_child_ids),
+                                      window_start_line=s.window_start_line, window_end_line=s.window_end_line))
             at += 1
         else:
             out.append(None)

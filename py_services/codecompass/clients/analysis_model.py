@@ -22,6 +22,17 @@ class TracePartialReason(str, Enum):
     LIMIT = "limit"
     DEADLINE = "deadline"
     DEPTH = "depth"
+    # The type checker could not resolve every site; name-matched nodes were added.
+    UNRESOLVED = "unresolved"
+
+
+class TraceResolution(str, Enum):
+    """How a trace node was found: resolved by the type checker, or matched by name only
+    where the checker could not resolve (untyped JavaScript, `this` of a prototype assignment,
+    dynamic calls): likely, not certain."""
+
+    CHECKER = "checker"
+    NAME = "name"
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,7 @@ class TraceNode:
     line: int
     snippet: str
     depth: int
+    resolved_by: TraceResolution = TraceResolution.CHECKER
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,9 @@ class RenderRequest:
     symbol_id: str
     expand_child_ids: tuple[str, ...] = ()
     relative_path: str = ""
+    # A 1-based file line: a symbol longer than the service's window renders only the lines
+    # around it, with a marker line for each run left out. 0: the whole symbol.
+    focus_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -79,6 +94,9 @@ class RenderedSymbol:
     start_line: int
     end_line: int
     unknown_child_ids: tuple[str, ...] = ()
+    # The file lines source shows when focus_line cut the symbol to a window; 0 when whole.
+    window_start_line: int = 0
+    window_end_line: int = 0
 
 
 @dataclass(frozen=True)

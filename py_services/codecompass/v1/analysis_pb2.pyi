@@ -23,6 +23,8 @@ class SkipReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SKIP_REASON_NESTED_REPOSITORY: _ClassVar[SkipReason]
     SKIP_REASON_DECLARATION_FILE: _ClassVar[SkipReason]
     SKIP_REASON_EXCLUDED: _ClassVar[SkipReason]
+    SKIP_REASON_CHUNK_FAILED: _ClassVar[SkipReason]
+    SKIP_REASON_DUPLICATE: _ClassVar[SkipReason]
 
 class FileStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -47,6 +49,13 @@ class TracePartialReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TRACE_PARTIAL_REASON_LIMIT: _ClassVar[TracePartialReason]
     TRACE_PARTIAL_REASON_DEADLINE: _ClassVar[TracePartialReason]
     TRACE_PARTIAL_REASON_DEPTH: _ClassVar[TracePartialReason]
+    TRACE_PARTIAL_REASON_UNRESOLVED: _ClassVar[TracePartialReason]
+
+class TraceResolution(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TRACE_RESOLUTION_UNSPECIFIED: _ClassVar[TraceResolution]
+    TRACE_RESOLUTION_CHECKER: _ClassVar[TraceResolution]
+    TRACE_RESOLUTION_NAME: _ClassVar[TraceResolution]
 SKIP_REASON_UNSPECIFIED: SkipReason
 SKIP_REASON_MINIFIED: SkipReason
 SKIP_REASON_BINARY: SkipReason
@@ -60,6 +69,8 @@ SKIP_REASON_IGNORED: SkipReason
 SKIP_REASON_NESTED_REPOSITORY: SkipReason
 SKIP_REASON_DECLARATION_FILE: SkipReason
 SKIP_REASON_EXCLUDED: SkipReason
+SKIP_REASON_CHUNK_FAILED: SkipReason
+SKIP_REASON_DUPLICATE: SkipReason
 FILE_STATUS_UNSPECIFIED: FileStatus
 FILE_STATUS_OK: FileStatus
 FILE_STATUS_SYNTAX_ERRORS: FileStatus
@@ -75,6 +86,10 @@ TRACE_PARTIAL_REASON_UNSPECIFIED: TracePartialReason
 TRACE_PARTIAL_REASON_LIMIT: TracePartialReason
 TRACE_PARTIAL_REASON_DEADLINE: TracePartialReason
 TRACE_PARTIAL_REASON_DEPTH: TracePartialReason
+TRACE_PARTIAL_REASON_UNRESOLVED: TracePartialReason
+TRACE_RESOLUTION_UNSPECIFIED: TraceResolution
+TRACE_RESOLUTION_CHECKER: TraceResolution
+TRACE_RESOLUTION_NAME: TraceResolution
 
 class FileEntry(_message.Message):
     __slots__ = ("relative_path", "size_bytes", "mtime_ns", "content_hash", "language")
@@ -169,14 +184,16 @@ class ChunkFilesResponse(_message.Message):
     def __init__(self, relative_path: _Optional[str] = ..., status: _Optional[_Union[FileStatus, str]] = ..., skip_reason: _Optional[_Union[SkipReason, str]] = ..., diagnostics: _Optional[_Iterable[str]] = ..., chunks: _Optional[_Iterable[_Union[_chunk_pb2.Chunk, _Mapping]]] = ..., content_hash: _Optional[str] = ..., line_count: _Optional[int] = ..., mtime_ns: _Optional[int] = ..., size_bytes: _Optional[int] = ..., skip_detail: _Optional[str] = ..., chunker_version: _Optional[str] = ...) -> None: ...
 
 class RenderSpec(_message.Message):
-    __slots__ = ("symbol_id", "expand_child_ids", "relative_path")
+    __slots__ = ("symbol_id", "expand_child_ids", "relative_path", "focus_line")
     SYMBOL_ID_FIELD_NUMBER: _ClassVar[int]
     EXPAND_CHILD_IDS_FIELD_NUMBER: _ClassVar[int]
     RELATIVE_PATH_FIELD_NUMBER: _ClassVar[int]
+    FOCUS_LINE_FIELD_NUMBER: _ClassVar[int]
     symbol_id: str
     expand_child_ids: _containers.RepeatedScalarFieldContainer[str]
     relative_path: str
-    def __init__(self, symbol_id: _Optional[str] = ..., expand_child_ids: _Optional[_Iterable[str]] = ..., relative_path: _Optional[str] = ...) -> None: ...
+    focus_line: int
+    def __init__(self, symbol_id: _Optional[str] = ..., expand_child_ids: _Optional[_Iterable[str]] = ..., relative_path: _Optional[str] = ..., focus_line: _Optional[int] = ...) -> None: ...
 
 class RenderSymbolsRequest(_message.Message):
     __slots__ = ("workspace_root", "specs")
@@ -187,7 +204,7 @@ class RenderSymbolsRequest(_message.Message):
     def __init__(self, workspace_root: _Optional[str] = ..., specs: _Optional[_Iterable[_Union[RenderSpec, _Mapping]]] = ...) -> None: ...
 
 class RenderedSymbol(_message.Message):
-    __slots__ = ("symbol_id", "relative_path", "qualified_name", "source", "token_count", "start_line", "end_line", "unknown_child_ids")
+    __slots__ = ("symbol_id", "relative_path", "qualified_name", "source", "token_count", "start_line", "end_line", "unknown_child_ids", "window_start_line", "window_end_line")
     SYMBOL_ID_FIELD_NUMBER: _ClassVar[int]
     RELATIVE_PATH_FIELD_NUMBER: _ClassVar[int]
     QUALIFIED_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -196,6 +213,8 @@ class RenderedSymbol(_message.Message):
     START_LINE_FIELD_NUMBER: _ClassVar[int]
     END_LINE_FIELD_NUMBER: _ClassVar[int]
     UNKNOWN_CHILD_IDS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_START_LINE_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_END_LINE_FIELD_NUMBER: _ClassVar[int]
     symbol_id: str
     relative_path: str
     qualified_name: str
@@ -204,7 +223,9 @@ class RenderedSymbol(_message.Message):
     start_line: int
     end_line: int
     unknown_child_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, symbol_id: _Optional[str] = ..., relative_path: _Optional[str] = ..., qualified_name: _Optional[str] = ..., source: _Optional[str] = ..., token_count: _Optional[int] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., unknown_child_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    window_start_line: int
+    window_end_line: int
+    def __init__(self, symbol_id: _Optional[str] = ..., relative_path: _Optional[str] = ..., qualified_name: _Optional[str] = ..., source: _Optional[str] = ..., token_count: _Optional[int] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., unknown_child_ids: _Optional[_Iterable[str]] = ..., window_start_line: _Optional[int] = ..., window_end_line: _Optional[int] = ...) -> None: ...
 
 class RenderSymbolsResponse(_message.Message):
     __slots__ = ("symbols", "missing_symbol_ids")
@@ -245,20 +266,22 @@ class TraceSymbol(_message.Message):
     def __init__(self, relative_path: _Optional[str] = ..., qualified_name: _Optional[str] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., chunk_id: _Optional[str] = ...) -> None: ...
 
 class TraceNode(_message.Message):
-    __slots__ = ("relative_path", "qualified_name", "chunk_id", "line", "snippet", "depth")
+    __slots__ = ("relative_path", "qualified_name", "chunk_id", "line", "snippet", "depth", "resolved_by")
     RELATIVE_PATH_FIELD_NUMBER: _ClassVar[int]
     QUALIFIED_NAME_FIELD_NUMBER: _ClassVar[int]
     CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
     LINE_FIELD_NUMBER: _ClassVar[int]
     SNIPPET_FIELD_NUMBER: _ClassVar[int]
     DEPTH_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_BY_FIELD_NUMBER: _ClassVar[int]
     relative_path: str
     qualified_name: str
     chunk_id: str
     line: int
     snippet: str
     depth: int
-    def __init__(self, relative_path: _Optional[str] = ..., qualified_name: _Optional[str] = ..., chunk_id: _Optional[str] = ..., line: _Optional[int] = ..., snippet: _Optional[str] = ..., depth: _Optional[int] = ...) -> None: ...
+    resolved_by: TraceResolution
+    def __init__(self, relative_path: _Optional[str] = ..., qualified_name: _Optional[str] = ..., chunk_id: _Optional[str] = ..., line: _Optional[int] = ..., snippet: _Optional[str] = ..., depth: _Optional[int] = ..., resolved_by: _Optional[_Union[TraceResolution, str]] = ...) -> None: ...
 
 class TraceResponse(_message.Message):
     __slots__ = ("root", "nodes", "partial", "partial_reason", "total_found", "returned")

@@ -12,6 +12,7 @@ from codecompass.clients.analysis_model import (
     TraceOutcome,
     TracePartialReason,
     TraceQuery,
+    TraceResolution,
     TraceRoot,
 )
 from codecompass.common.chunks import Chunk, Language, NodeKind
@@ -24,18 +25,20 @@ def test_trace_queries_round_trip_in_every_direction() -> None:
 
 
 def test_trace_outcomes_round_trip() -> None:
-    nodes = (TraceNode("src/b.ts", "main", "id-b", 12, "a.run()", 1), TraceNode("src/c.ts", "", "", 2, "x", 2))
+    nodes = (TraceNode("src/b.ts", "main", "id-b", 12, "a.run()", 1),
+             TraceNode("src/c.ts", "", "", 2, "x", 2, TraceResolution.NAME))
     for reason in (None, *TracePartialReason):
         outcome = TraceOutcome(TraceRoot("src/a.ts", "A.run", 3, 9, "id-a"), nodes, reason is not None, reason, 9)
         assert convert.trace_outcome_from_proto(convert.trace_outcome_to_proto(outcome)) == outcome
 
 
 def test_render_messages_round_trip() -> None:
-    spec = RenderRequest("id-a", ("id-b",), "src/a.ts")
+    spec = RenderRequest("id-a", ("id-b",), "src/a.ts", focus_line=5)
     message = convert.render_request_to_proto("/ws", [spec])
     assert (message.workspace_root, message.specs[0].symbol_id, list(message.specs[0].expand_child_ids),
-            message.specs[0].relative_path) == ("/ws", "id-a", ["id-b"], "src/a.ts")
-    symbol = RenderedSymbol("id-a", "src/a.ts", "A", "class A { }", 4, 1, 9, ("id-x",))
+            message.specs[0].relative_path, message.specs[0].focus_line) == ("/ws", "id-a", ["id-b"], "src/a.ts", 5)
+    symbol = RenderedSymbol("id-a", "src/a.ts", "A", "class A { }", 4, 1, 9, ("id-x",),
+                            window_start_line=3, window_end_line=6)
     gone = RenderRequest("gone", (), "src/g.ts")
     assert convert.rendered_from_proto([spec, gone], convert.rendered_to_proto([symbol], ["gone"])) == [symbol, None]
 

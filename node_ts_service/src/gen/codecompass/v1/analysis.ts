@@ -68,6 +68,20 @@ export enum SkipReason {
    * dist, build, coverage, ...), or a match of the request's exclude_patterns.
    */
   SKIP_REASON_EXCLUDED = 12,
+  /**
+   * SKIP_REASON_CHUNK_FAILED - The file was read but could not be chunked: the parser or the type
+   * checker ran out of stack, the chunk worker crashed, or chunking took
+   * longer than the per-file limit. The detail names the failure. Every other
+   * file of the request is still chunked.
+   */
+  SKIP_REASON_CHUNK_FAILED = 13,
+  /**
+   * SKIP_REASON_DUPLICATE - The path is another name, through a symbolic link inside the workspace,
+   * for a file or folder that is indexed under another path (the detail names
+   * it): each real file is indexed once, under its real path when that is
+   * walked, else under the first of its names in path order.
+   */
+  SKIP_REASON_DUPLICATE = 14,
   UNRECOGNIZED = -1,
 }
 
@@ -112,6 +126,12 @@ export function skipReasonFromJSON(object: any): SkipReason {
     case 12:
     case "SKIP_REASON_EXCLUDED":
       return SkipReason.SKIP_REASON_EXCLUDED;
+    case 13:
+    case "SKIP_REASON_CHUNK_FAILED":
+      return SkipReason.SKIP_REASON_CHUNK_FAILED;
+    case 14:
+    case "SKIP_REASON_DUPLICATE":
+      return SkipReason.SKIP_REASON_DUPLICATE;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -147,6 +167,10 @@ export function skipReasonToJSON(object: SkipReason): string {
       return "SKIP_REASON_DECLARATION_FILE";
     case SkipReason.SKIP_REASON_EXCLUDED:
       return "SKIP_REASON_EXCLUDED";
+    case SkipReason.SKIP_REASON_CHUNK_FAILED:
+      return "SKIP_REASON_CHUNK_FAILED";
+    case SkipReason.SKIP_REASON_DUPLICATE:
+      return "SKIP_REASON_DUPLICATE";
     case SkipReason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -284,6 +308,15 @@ export enum TracePartialReason {
   TRACE_PARTIAL_REASON_DEADLINE = 2,
   /** TRACE_PARTIAL_REASON_DEPTH - The requested depth was above the maximum and was lowered to it. */
   TRACE_PARTIAL_REASON_DEPTH = 3,
+  /**
+   * TRACE_PARTIAL_REASON_UNRESOLVED - The type checker could not resolve every site that may belong to the
+   * answer (untyped JavaScript, `this` inside a function assigned to a
+   * property, dynamic calls), so sites that match by name were added and
+   * marked TRACE_RESOLUTION_NAME: some may not be the root, and sites named
+   * differently (computed or aliased calls) may be missing. Reported only when
+   * no other reason applies.
+   */
+  TRACE_PARTIAL_REASON_UNRESOLVED = 4,
   UNRECOGNIZED = -1,
 }
 
@@ -301,6 +334,9 @@ export function tracePartialReasonFromJSON(object: any): TracePartialReason {
     case 3:
     case "TRACE_PARTIAL_REASON_DEPTH":
       return TracePartialReason.TRACE_PARTIAL_REASON_DEPTH;
+    case 4:
+    case "TRACE_PARTIAL_REASON_UNRESOLVED":
+      return TracePartialReason.TRACE_PARTIAL_REASON_UNRESOLVED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -318,7 +354,56 @@ export function tracePartialReasonToJSON(object: TracePartialReason): string {
       return "TRACE_PARTIAL_REASON_DEADLINE";
     case TracePartialReason.TRACE_PARTIAL_REASON_DEPTH:
       return "TRACE_PARTIAL_REASON_DEPTH";
+    case TracePartialReason.TRACE_PARTIAL_REASON_UNRESOLVED:
+      return "TRACE_PARTIAL_REASON_UNRESOLVED";
     case TracePartialReason.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/** TraceResolution says how a trace node was connected to the node it came from. */
+export enum TraceResolution {
+  /** TRACE_RESOLUTION_UNSPECIFIED - Not set (an older service): read as TRACE_RESOLUTION_CHECKER. */
+  TRACE_RESOLUTION_UNSPECIFIED = 0,
+  /** TRACE_RESOLUTION_CHECKER - The type checker resolved the site to the symbol. */
+  TRACE_RESOLUTION_CHECKER = 1,
+  /**
+   * TRACE_RESOLUTION_NAME - The site only matches by name (the same member name called or accessed,
+   * or a function whose name matches a call) where the checker could not
+   * resolve it: likely, not certain.
+   */
+  TRACE_RESOLUTION_NAME = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function traceResolutionFromJSON(object: any): TraceResolution {
+  switch (object) {
+    case 0:
+    case "TRACE_RESOLUTION_UNSPECIFIED":
+      return TraceResolution.TRACE_RESOLUTION_UNSPECIFIED;
+    case 1:
+    case "TRACE_RESOLUTION_CHECKER":
+      return TraceResolution.TRACE_RESOLUTION_CHECKER;
+    case 2:
+    case "TRACE_RESOLUTION_NAME":
+      return TraceResolution.TRACE_RESOLUTION_NAME;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return TraceResolution.UNRECOGNIZED;
+  }
+}
+
+export function traceResolutionToJSON(object: TraceResolution): string {
+  switch (object) {
+    case TraceResolution.TRACE_RESOLUTION_UNSPECIFIED:
+      return "TRACE_RESOLUTION_UNSPECIFIED";
+    case TraceResolution.TRACE_RESOLUTION_CHECKER:
+      return "TRACE_RESOLUTION_CHECKER";
+    case TraceResolution.TRACE_RESOLUTION_NAME:
+      return "TRACE_RESOLUTION_NAME";
+    case TraceResolution.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
   }
@@ -444,6 +529,12 @@ export interface RenderSpec {
    * lets a freshly started service find the symbol without a full scan.
    */
   relativePath: string;
+  /**
+   * A 1-based line of the file to show: when the rendered symbol is longer
+   * than a window of lines, only the lines around this one are rendered, with
+   * a marker line for each run of lines left out. 0 renders the whole symbol.
+   */
+  focusLine: number;
 }
 
 /** RenderSymbolsRequest asks for the rendered source of some symbols. */
@@ -472,6 +563,16 @@ export interface RenderedSymbol {
   endLine: number;
   /** Requested child ids that are not descendants of the symbol. */
   unknownChildIds: string[];
+  /**
+   * First line of the file shown in source, 1-based, when focus_line cut the
+   * symbol to a window; 0 when source is the whole symbol.
+   */
+  windowStartLine: number;
+  /**
+   * Last line of the file shown in source, 1-based, inclusive, when
+   * focus_line cut the symbol to a window; 0 when source is the whole symbol.
+   */
+  windowEndLine: number;
 }
 
 /** RenderSymbolsResponse carries the rendered symbols. */
@@ -538,6 +639,8 @@ export interface TraceNode {
   snippet: string;
   /** Hops from the root: 1 for direct relations. */
   depth: number;
+  /** How the site was found: by the type checker or by name only. */
+  resolvedBy: TraceResolution;
 }
 
 /** TraceResponse is the resolved root and what the trace found from it. */
@@ -1523,7 +1626,7 @@ export const ChunkFilesResponse: MessageFns<ChunkFilesResponse> = {
 };
 
 function createBaseRenderSpec(): RenderSpec {
-  return { symbolId: "", expandChildIds: [], relativePath: "" };
+  return { symbolId: "", expandChildIds: [], relativePath: "", focusLine: 0 };
 }
 
 export const RenderSpec: MessageFns<RenderSpec> = {
@@ -1536,6 +1639,9 @@ export const RenderSpec: MessageFns<RenderSpec> = {
     }
     if (message.relativePath !== "") {
       writer.uint32(26).string(message.relativePath);
+    }
+    if (message.focusLine !== 0) {
+      writer.uint32(32).uint32(message.focusLine);
     }
     return writer;
   },
@@ -1577,6 +1683,14 @@ export const RenderSpec: MessageFns<RenderSpec> = {
             message.relativePath = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.focusLine = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1606,6 +1720,11 @@ export const RenderSpec: MessageFns<RenderSpec> = {
         : isSet(object.relative_path)
         ? globalThis.String(object.relative_path)
         : "",
+      focusLine: isSet(object.focusLine)
+        ? globalThis.Number(object.focusLine)
+        : isSet(object.focus_line)
+        ? globalThis.Number(object.focus_line)
+        : 0,
     };
   },
 
@@ -1620,6 +1739,9 @@ export const RenderSpec: MessageFns<RenderSpec> = {
     if (message.relativePath !== "") {
       obj.relativePath = message.relativePath;
     }
+    if (message.focusLine !== 0) {
+      obj.focusLine = Math.round(message.focusLine);
+    }
     return obj;
   },
 
@@ -1631,6 +1753,7 @@ export const RenderSpec: MessageFns<RenderSpec> = {
     message.symbolId = object.symbolId ?? "";
     message.expandChildIds = object.expandChildIds?.map((e) => e) || [];
     message.relativePath = object.relativePath ?? "";
+    message.focusLine = object.focusLine ?? 0;
     return message;
   },
 };
@@ -1734,6 +1857,8 @@ function createBaseRenderedSymbol(): RenderedSymbol {
     startLine: 0,
     endLine: 0,
     unknownChildIds: [],
+    windowStartLine: 0,
+    windowEndLine: 0,
   };
 }
 
@@ -1762,6 +1887,12 @@ export const RenderedSymbol: MessageFns<RenderedSymbol> = {
     }
     for (const v of message.unknownChildIds) {
       writer.uint32(66).string(v!);
+    }
+    if (message.windowStartLine !== 0) {
+      writer.uint32(72).uint32(message.windowStartLine);
+    }
+    if (message.windowEndLine !== 0) {
+      writer.uint32(80).uint32(message.windowEndLine);
     }
     return writer;
   },
@@ -1843,6 +1974,22 @@ export const RenderedSymbol: MessageFns<RenderedSymbol> = {
             message.unknownChildIds.push(reader.string());
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.windowStartLine = reader.uint32();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.windowEndLine = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1893,6 +2040,16 @@ export const RenderedSymbol: MessageFns<RenderedSymbol> = {
         : globalThis.Array.isArray(object?.unknown_child_ids)
         ? object.unknown_child_ids.map((e: any) => globalThis.String(e))
         : [],
+      windowStartLine: isSet(object.windowStartLine)
+        ? globalThis.Number(object.windowStartLine)
+        : isSet(object.window_start_line)
+        ? globalThis.Number(object.window_start_line)
+        : 0,
+      windowEndLine: isSet(object.windowEndLine)
+        ? globalThis.Number(object.windowEndLine)
+        : isSet(object.window_end_line)
+        ? globalThis.Number(object.window_end_line)
+        : 0,
     };
   },
 
@@ -1922,6 +2079,12 @@ export const RenderedSymbol: MessageFns<RenderedSymbol> = {
     if (message.unknownChildIds?.length) {
       obj.unknownChildIds = message.unknownChildIds;
     }
+    if (message.windowStartLine !== 0) {
+      obj.windowStartLine = Math.round(message.windowStartLine);
+    }
+    if (message.windowEndLine !== 0) {
+      obj.windowEndLine = Math.round(message.windowEndLine);
+    }
     return obj;
   },
 
@@ -1938,6 +2101,8 @@ export const RenderedSymbol: MessageFns<RenderedSymbol> = {
     message.startLine = object.startLine ?? 0;
     message.endLine = object.endLine ?? 0;
     message.unknownChildIds = object.unknownChildIds?.map((e) => e) || [];
+    message.windowStartLine = object.windowStartLine ?? 0;
+    message.windowEndLine = object.windowEndLine ?? 0;
     return message;
   },
 };
@@ -2344,7 +2509,7 @@ export const TraceSymbol: MessageFns<TraceSymbol> = {
 };
 
 function createBaseTraceNode(): TraceNode {
-  return { relativePath: "", qualifiedName: "", chunkId: "", line: 0, snippet: "", depth: 0 };
+  return { relativePath: "", qualifiedName: "", chunkId: "", line: 0, snippet: "", depth: 0, resolvedBy: 0 };
 }
 
 export const TraceNode: MessageFns<TraceNode> = {
@@ -2366,6 +2531,9 @@ export const TraceNode: MessageFns<TraceNode> = {
     }
     if (message.depth !== 0) {
       writer.uint32(48).uint32(message.depth);
+    }
+    if (message.resolvedBy !== 0) {
+      writer.uint32(56).int32(message.resolvedBy);
     }
     return writer;
   },
@@ -2431,6 +2599,14 @@ export const TraceNode: MessageFns<TraceNode> = {
             message.depth = reader.uint32();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.resolvedBy = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2463,6 +2639,11 @@ export const TraceNode: MessageFns<TraceNode> = {
       line: isSet(object.line) ? globalThis.Number(object.line) : 0,
       snippet: isSet(object.snippet) ? globalThis.String(object.snippet) : "",
       depth: isSet(object.depth) ? globalThis.Number(object.depth) : 0,
+      resolvedBy: isSet(object.resolvedBy)
+        ? traceResolutionFromJSON(object.resolvedBy)
+        : isSet(object.resolved_by)
+        ? traceResolutionFromJSON(object.resolved_by)
+        : 0,
     };
   },
 
@@ -2486,6 +2667,9 @@ export const TraceNode: MessageFns<TraceNode> = {
     if (message.depth !== 0) {
       obj.depth = Math.round(message.depth);
     }
+    if (message.resolvedBy !== 0) {
+      obj.resolvedBy = traceResolutionToJSON(message.resolvedBy);
+    }
     return obj;
   },
 
@@ -2500,6 +2684,7 @@ export const TraceNode: MessageFns<TraceNode> = {
     message.line = object.line ?? 0;
     message.snippet = object.snippet ?? "";
     message.depth = object.depth ?? 0;
+    message.resolvedBy = object.resolvedBy ?? 0;
     return message;
   },
 };

@@ -234,7 +234,12 @@ export interface Chunk {
   jsdocStartLine: number;
   /** The import statements of the file that this chunk actually uses. */
   relevantImports: string[];
-  /** True when the file is a test file by path convention. */
+  /**
+   * True when the chunk is test code: its file is a test file by path
+   * convention (a test folder, `*.test.*`, `*.spec.*`, or a file named
+   * `test.*`, `tests.*` or `spec.*`), or the chunk is, or lies inside, a test
+   * block (`describe`, `it`, `test`, their hooks and modifiers).
+   */
   isTest: boolean;
   /** Text that is embedded: metadata preamble, "---", then collapsed_source. */
   embeddingText: string;

@@ -4,8 +4,8 @@ A failed tool call is a tool result with `isError: true`, one text line
 `<tool>: <what happened and what to change> [<code>]`, and structured content
 `{"error": {"code": <code>, "message": <the line>, "tool": <tool>}}` so a client program can branch
 on the code without parsing the text. Every tool uses these codes and no others; a new failure
-either fits one of them or gets a row here (and in the tools' descriptions, which quote
-`REGISTRY_TEXT`).
+either fits one of them or gets a row here. The tools' descriptions do not list them (every agent
+would pay for the list on every session): the line itself says what to change.
 
 | code                  | meaning                                                                        |
 |-----------------------|--------------------------------------------------------------------------------|
@@ -51,10 +51,6 @@ ERROR_CODES: dict[str, str] = {
     SERVICE_ERROR: "a service failed for another reason; the message has its words",
     INTERNAL_ERROR: "a bug in the gateway; its log has the details",
 }
-
-# For tool descriptions: the model that reads them learns the codes it may see.
-REGISTRY_TEXT = "Errors come back as isError with one line ending in [code]; codes: " + "; ".join(
-    f"{code} ({meaning})" for code, meaning in ERROR_CODES.items()) + "."
 
 _SERVICE_KINDS = {
     UNAVAILABLE: SERVICE_UNAVAILABLE,

@@ -40,6 +40,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.types import Tool as MCPTool
 from pydantic import Field, ValidationError
 
 from codecompass.clients.analysis import AnalysisClient
@@ -49,6 +50,7 @@ from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
+from codecompass.retrieval.query import MAX_QUERY_CHARS
 from codecompass.retrieval.state import IndexingStatus
 from codecompass_gateway import advisor, errors, tools, wire
 from codecompass_gateway.answer import answer_to_dict, search_code_to_dict
@@ -70,14 +72,13 @@ LEXICAL_WAIT_S = 10.0
 ROWS_POLL_S = 0.25
 
 INSTRUCTIONS = """\
-CodeCompass searches and navigates the TypeScript/JavaScript workspace it was started for (and any
-other absolute folder passed as `workspace`). Start with `semantic_search` for a question in words
-("how are tokens validated", "where is the retry policy configured"); it returns the few pieces of
-code that answer it, each headed `// path > Parent.member`. Then use `read_symbol` to read a symbol
-or a file's outline instead of opening whole files, and `codebase_trace` to follow calls, references
-and type hierarchies through the type checker. `search_code` gives a ranked list with snippets, the
-query's intent and how sure the search is (with the next call to make when it is not).
-`index_status` says how far indexing has come."""
+CodeCompass answers questions about the TypeScript/JavaScript workspace this server was started for
+(and the other folders it was started to open, named by `workspace`). Start with `semantic_search`
+for a question in words or a half-remembered name: it returns the code itself. `search_code` gives a
+ranked list to choose from, with how sure the search is. Then `read_symbol` reads a symbol or a
+file's outline instead of a whole file, and `codebase_trace` follows calls and types through the
+type checker. `index_status` says how far indexing has come. A call that fails answers one line
+that says what to change, ending in a code such as [invalid_argument]."""
 
 
 class BackgroundIndexer:
@@ -177,7 +178,12 @@ class Gateway:
         self.analysis.close()
 
     def workspace_for(self, given: str | None) -> Path:
-        workspace = tools.resolve_workspace(given, self.workspace)
+        """The workspace a call is about. Only a search starts indexing it (`workspace_to_search`):
+        the other tools are read-only, and need no index (trace and read ask the type checker)."""
+        return tools.resolve_workspace(given, self.workspace)
+
+    def workspace_to_search(self, given: str | None) -> Path:
+        workspace = self.workspace_for(given)
         self.indexer.ensure(workspace)
         return workspace
 
@@ -187,7 +193,7 @@ class Gateway:
     def semantic_search(self, query: str, max_tokens: int | None, min_relevance: float | None, path: str | None,
                         kind: str | None, include_tests: bool, rewrite: bool | None,
                         workspace: str | None, rewriter: Rewriter | None = None) -> CallToolResult:
-        root = self.workspace_for(workspace)
+        root = self.workspace_to_search(workspace)
         if not query.strip():
             raise tools.ToolInputError("query is empty: describe the code you are looking for")
         budget = tools.search_budget(max_tokens)
@@ -212,7 +218,7 @@ class Gateway:
                                        "question")
         tools.check_ref(ref)
         filters = tools.language_filters(language)
-        root = self.workspace_for(workspace)
+        root = self.workspace_to_search(workspace)
         lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
         threshold = (self.settings.gateway.confidence_threshold if confidence_threshold is None
                      else confidence_threshold)
@@ -307,15 +313,14 @@ class Gateway:
 # --- the MCP surface ---------------------------------------------------------------------------
 
 # Module level: the tools' annotations are evaluated from module globals.
-_REWRITE_DOC = ("Rewrite the query into code terms with an LLM (when one is configured): true forces it, "
-                "false never; default: for questions in words and for queries that find nothing. "
-                "metadata.rewrite says whether it applied, the terms and why.")
+_REWRITE_DOC = "LLM rewrite into code terms, if one is configured (default: when it helps)."
 
 
 class GatewayServer(MCPServer[Gateway]):
     """MCPServer whose argument errors read as one line per field, for the model to correct:
-    `codebase_trace: direction: Input should be 'callers', … (got 'sideways')`, and whose stdio
-    transport answers every request, whatever its bytes (`wire`)."""
+    `codebase_trace: direction: Input should be 'callers', … (got 'sideways')`; whose tool schemas
+    are closed (an argument a tool does not take is an error naming those it does) and lean; and
+    whose stdio transport answers every request, whatever its bytes (`wire`)."""
 
     async def run_stdio_async(self) -> None:
         # The SDK's transport, with a stdin that screens each line first: the SDK drops a line it
@@ -326,8 +331,18 @@ class GatewayServer(MCPServer[Gateway]):
             lowlevel = self._lowlevel_server
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
+    async def list_tools(self) -> list[MCPTool]:
+        return [tool.model_copy(update={"input_schema": tools.lean_schema(tool.input_schema)})
+                for tool in await super().list_tools()]
+
     async def call_tool(self, name: str, arguments: dict[str, object], context: Context[Gateway] | None = None
                         ) -> CallToolResult | InputRequiredResult:
+        # The SDK ignores an argument its model does not declare: `limit` on semantic_search, or a
+        # misspelt `relative_path`, would be answered as if it had not been given.
+        takes = {t.name: list(t.input_schema.get("properties", {})) for t in await super().list_tools()}.get(name)
+        unknown = [key for key in arguments if takes is not None and key not in takes]
+        if unknown and takes is not None:
+            return tools.error_result(tools.unknown_arguments(name, unknown, takes), errors.INVALID_ARGUMENT, name)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -342,64 +357,46 @@ class GatewayServer(MCPServer[Gateway]):
             return tools.error_result(f"{name}: invalid arguments: {problems}", errors.INVALID_ARGUMENT, name)
 
 
-WorkspaceArg = Annotated[str | None, Field(
-    description="Absolute path of the workspace to answer about; default: the one the server was started for.")]
-PathArg = Annotated[str | None, Field(
-    description="Workspace-relative file that declares the symbol, when its name is declared in several files.")]
+WorkspaceArg = Annotated[str | None, Field(description="Absolute folder; default: the server's.")]
+IndexingWorkspaceArg = Annotated[str | None, Field(
+    description="Absolute folder; default: the server's. One not yet indexed starts indexing.")]
+PathArg = Annotated[str | None, Field(description="File that declares the symbol, when several do.")]
+QueryArg = Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="A question in words, or names.")]
 Direction = Literal["callers", "callees", "references", "implementations", "supertypes", "subtypes"]
 Kind = Literal[tuple(k.value for k in NodeKind)]  # type: ignore[valid-type]
 SearchLanguage = Literal["typescript", "tsx", "javascript", "jsx"]
 SemanticMode = Literal["off", "rerank_only", "hybrid"]
 
-_READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+# A search given the `workspace` of a folder that has no index starts indexing it (it writes an
+# index under the state dir): not read-only. Trace, read and status never start indexing. (The
+# destructive and idempotent hints mean something only for a tool that is not read-only.)
+_READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_MAY_INDEX = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                             open_world_hint=False)
 
 SEMANTIC_SEARCH = """\
-Find the code that answers a question about this codebase, by meaning and by name. Use it first,
-for questions in words ("how are auth tokens validated", "where do we retry failed HTTP calls") or
-names you half remember. Returns the few most relevant pieces of code, best first, one text item
-each: a header `// path > Parent.member` then clean source, members that do not matter collapsed
-to `{ … }`. Items carry a priority (relevance in [0, 1]); structured content has each result's
-location, score and why it was chosen. Fewer results means the rest were not relevant enough.
-Answers fit max_tokens (default 8,000; at most 20,000). To read more of a symbol use read_symbol;
-to follow calls use codebase_trace."""
+Start here. Returns the code that answers a question in words ("how are auth tokens validated") or \
+a half-remembered name, best first, one item per piece headed `// path > Parent.member`, within \
+max_tokens. Few results: nothing else was relevant enough."""
 
-SEARCH_CODE = f"""\
-Ranked code search with its full protocol metadata (CodeCompass protocol 1.0): the best matching
-declarations for a symbol name (`validateToken`, `TokenService.validateToken`), a file path
-(`src/auth/tokenService.ts`), an error message, or a question in words. Use it when you want a
-list to choose from with scores and a short snippet each, or a verdict on how sure the search is;
-use semantic_search instead for the code itself, ready to read. Returns JSON (also as structured
-content): `results[]` (path, line_start, line_end, kind, name, qualified_name, language, score,
-snippet: the first lines of the declaration with its members collapsed, provenance: lexical |
-semantic | hybrid), `query_intent` (symbol | path | error | natural_language), `total_candidates`,
-and `metadata`: freshness, indexing status, the semantic mode and ratio used, reranker,
-`low_confidence` with a `suggested_action` (the next call to make, with its arguments) when the
-answer is unsure, and `intent_escalation_hint` when the query could be read another way.
-semantic_mode: off (names and words only), rerank_only (no vector search), hybrid (default).
-`ref`: only the working tree is indexed; leave it out. {errors.REGISTRY_TEXT}"""
-
-_ERRORS_LINE = f"Errors end in [code]: {', '.join(errors.ERROR_CODES)}."
+SEARCH_CODE = """\
+A ranked list to choose from: location, kind, score and a short snippet per result, how sure the \
+search is and, when unsure, the next call to make. Best for an exact name, a file path or an error \
+message; semantic_search returns the code itself."""
 
 CODEBASE_TRACE = """\
-Follow one symbol through the TypeScript type checker: its callers, callees, references,
-implementations, supertypes or subtypes. Use it to see who calls a function before changing it,
-what a function depends on, or which classes implement an interface. `symbol` is a qualified name
-as search results show it (`TokenService.validateToken`, `requireAuth`) or `path:line`. Returns
-one line per location: `path:line  enclosing symbol  — that line of code`, with the total found
-and whether the list is partial. depth (1-3) follows callers/callees/type hierarchies further."""
+Follows a symbol through the TypeScript type checker: callers, callees, references, \
+implementations, supertypes or subtypes. Use it before changing a function, or to find what \
+implements an interface. One line per location, with the total and whether it is complete."""
 
 READ_SYMBOL = """\
-Read one symbol instead of a whole file: a class, function, interface or member, with its members
-collapsed to their signatures and the ones named in `expand` shown in full. `symbol` is a qualified
-name (`TokenService`, `TokenService.validateToken`), a `path:line` inside the declaration, or a
-file path (`src/auth/tokenService.ts`) for that file's outline: every declaration with its line
-range and signature. Use it after semantic_search or codebase_trace to see more of what they
-found, e.g. read_symbol("TokenService", expand=["validateToken"])."""
+Reads one symbol instead of its whole file: members collapsed to signatures, those named in \
+`expand` in full; a file path gives the file's outline. Use it to see more of what a search or \
+trace found."""
 
 INDEX_STATUS = """\
-How far indexing of a workspace has come: files, chunks, the share embedded, the embedding
-model, and whether indexing is still running. While it runs, semantic_search answers lexically
-(exact words and identifiers). Use it when results look thin or to check a new workspace."""
+How far indexing of a workspace has come (files, chunks, share embedded) and its last error. Until \
+it is ready, searches match exact words and names only."""
 
 
 def build_server(settings: Settings, workspace: Path) -> GatewayServer:
@@ -421,78 +418,68 @@ def build_server(settings: Settings, workspace: Path) -> GatewayServer:
     def gateway_of(ctx: Context[Gateway]) -> Gateway:
         return ctx.request_context.lifespan_context
 
-    @server.tool(description=f"{SEMANTIC_SEARCH}\n{_ERRORS_LINE}", annotations=_READ_ONLY, title="Semantic code search")
+    @server.tool(description=SEMANTIC_SEARCH, annotations=_MAY_INDEX, title="Semantic code search")
     def semantic_search(
-        query: Annotated[str, Field(description="What you are looking for, in words or names.")],
+        query: QueryArg,
         ctx: Context[Gateway],
-        max_tokens: Annotated[int | None, Field(ge=100, description="Token budget of the answer (default 8000; "
-                                                                    "at most 20000).")] = None,
-        min_relevance: Annotated[float | None, Field(ge=0.0, le=1.0, description="Relevance gate in [0, 1] "
-                                                     "(default 0.5); lower it to see weaker matches.")] = None,
-        path: Annotated[str | None, Field(description="Only code under this folder or matching this glob "
-                                                      "(`src/auth`, `**/*.tsx`).")] = None,
-        kind: Annotated[Kind | None, Field(description="Only symbols of this kind.")] = None,
-        include_tests: Annotated[bool, Field(description="Include test files (default true).")] = True,
+        max_tokens: Annotated[int | None, Field(ge=100, le=tools.SELECTION_MAX_TOKENS,
+                                                description="Default 8000.")] = None,
+        min_relevance: Annotated[float | None, Field(ge=0.0, le=1.0, description="Default 0.5; lower shows "
+                                                     "weaker matches.")] = None,
+        path: Annotated[str | None, Field(description="Folder or glob (`src/auth`, `**/*.tsx`).")] = None,
+        kind: Kind | None = None,
+        include_tests: bool = True,
         rewrite: Annotated[bool | None, Field(description=_REWRITE_DOC)] = None,
-        workspace: WorkspaceArg = None,
+        workspace: IndexingWorkspaceArg = None,
     ) -> CallToolResult:
         gateway = gateway_of(ctx)
         return gateway.semantic_search(query, max_tokens, min_relevance, path, kind, include_tests, rewrite,
                                        workspace, client_rewriter(ctx, gateway.settings.gateway.rewrite_timeout_s))
 
-    @server.tool(description=SEARCH_CODE, annotations=_READ_ONLY, title="Ranked code search (protocol 1.0)")
+    @server.tool(description=SEARCH_CODE, annotations=_MAY_INDEX, title="Ranked code search")
     def search_code(
-        query: Annotated[str, Field(description="A symbol name, a file path, an error message or a question.")],
+        query: QueryArg,
         ctx: Context[Gateway],
-        ref: Annotated[str | None, Field(description="Branch or ref scope. Only the working tree is indexed: "
-                                                     "leave it out (anything else is an unsupported_ref error)."
-                                         )] = None,
-        language: Annotated[SearchLanguage | None, Field(description="Only code in this language (typescript "
-                                                                     "includes tsx, javascript includes jsx).")] = None,
-        limit: Annotated[int, Field(ge=1, le=tools.SEARCH_CODE_MAX_LIMIT, description="Most results (default 10).")
-                         ] = 10,
-        semantic_ratio: Annotated[float | None, Field(ge=0.0, le=1.0, description="Cap of the semantic share of "
-                                                      "the blend (0-1); the search may use less, e.g. for a name "
-                                                      "it finds defined. Default: from config.")] = None,
-        confidence_threshold: Annotated[float | None, Field(ge=0.0, le=1.0, description="Below this composite "
-                                                            "confidence the answer is low_confidence (default "
-                                                            "0.5).")] = None,
+        ref: Annotated[str | None, Field(description="Only the working tree is indexed: omit.")] = None,
+        language: SearchLanguage | None = None,
+        limit: Annotated[int, Field(ge=1, le=tools.SEARCH_CODE_MAX_LIMIT)] = 10,
+        semantic_ratio: Annotated[float | None, Field(ge=0.0, le=1.0, description="Most weight of meaning over "
+                                                      "words.")] = None,
+        confidence_threshold: Annotated[float | None, Field(ge=0.0, le=1.0, description="Default 0.5.")] = None,
         rewrite: Annotated[bool | None, Field(description=_REWRITE_DOC)] = None,
-        semantic_mode: Annotated[SemanticMode | None, Field(description="off | rerank_only | hybrid; default: "
-                                                                        "from config (hybrid).")] = None,
-        workspace: WorkspaceArg = None,
+        semantic_mode: Annotated[SemanticMode | None, Field(description="off: words only; rerank_only: no "
+                                                            "vectors; default hybrid.")] = None,
+        workspace: IndexingWorkspaceArg = None,
     ) -> CallToolResult:
         gateway = gateway_of(ctx)
         return gateway.search_code(query, ref, language, limit, semantic_ratio, confidence_threshold, rewrite,
                                    semantic_mode, workspace,
                                    client_rewriter(ctx, gateway.settings.gateway.rewrite_timeout_s))
 
-    @server.tool(description=f"{CODEBASE_TRACE}\n{_ERRORS_LINE}", annotations=_READ_ONLY, title="Trace a symbol")
+    @server.tool(description=CODEBASE_TRACE, annotations=_READ_ONLY, title="Trace a symbol")
     def codebase_trace(
         symbol: Annotated[str, Field(description="Qualified name (`TokenService.validateToken`) or `path:line`.")],
-        direction: Annotated[Direction, Field(description="Which relation to follow.")],
+        direction: Direction,
         ctx: Context[Gateway],
-        depth: Annotated[int, Field(ge=1, le=3, description="Hops for callers/callees/supertypes/subtypes "
-                                                            "(1-3, default 1).")] = 1,
-        limit: Annotated[int, Field(ge=1, le=tools.TRACE_MAX_LIMIT, description="Most locations to return "
-                                                                                "(default 50).")] = 50,
+        depth: Annotated[int, Field(ge=1, le=3)] = 1,
+        limit: Annotated[int, Field(ge=1, le=tools.TRACE_MAX_LIMIT)] = 50,
         path: PathArg = None,
         workspace: WorkspaceArg = None,
     ) -> CallToolResult:
         return gateway_of(ctx).codebase_trace(symbol, direction, depth, limit, path, workspace)
 
-    @server.tool(description=f"{READ_SYMBOL}\n{_ERRORS_LINE}", annotations=_READ_ONLY, title="Read a symbol or a file outline")
+    @server.tool(description=READ_SYMBOL, annotations=_READ_ONLY, title="Read a symbol or outline")
     def read_symbol(
-        symbol: Annotated[str, Field(description="Qualified name, `path:line`, or a file path for its outline.")],
+        symbol: Annotated[str, Field(description="Qualified name, `path:line`, or a file path.")],
         ctx: Context[Gateway],
-        expand: Annotated[list[str] | None, Field(description="Members to show in full, by name "
-                                                              "(`validateToken`); the rest stay collapsed.")] = None,
+        expand: Annotated[list[str] | None, Field(max_length=tools.EXPAND_MAX_NAMES,
+                                                  description="Members to show in full (`validateToken`).")] = None,
         path: PathArg = None,
         workspace: WorkspaceArg = None,
     ) -> CallToolResult:
         return gateway_of(ctx).read_symbol(symbol, expand, path, workspace)
 
-    @server.tool(description=f"{INDEX_STATUS}\n{_ERRORS_LINE}", annotations=_READ_ONLY, title="Index status")
+    @server.tool(description=INDEX_STATUS, annotations=_READ_ONLY, title="Index status")
     def index_status(ctx: Context[Gateway], workspace: WorkspaceArg = None) -> CallToolResult:
         return gateway_of(ctx).index_status(workspace)
 

@@ -9,6 +9,7 @@ is down is a `ServiceError`, and `tool_errors` turns both (and anything unexpect
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import functools
 import json
 import re
@@ -53,6 +54,8 @@ DEFAULT_MAX_CHARS = 50_000
 # Code lines per result when selection did not run (the ranked list answers with stored code).
 RANKED_CODE_LINES = 80
 TRACE_MAX_LIMIT = 200
+# Members read_symbol shows in full at once: each one is a resolution (a type-checker call).
+EXPAND_MAX_NAMES = 50
 SNIPPET_CHARS = 160
 _LOCATION = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
 
@@ -99,6 +102,47 @@ def tool_errors(name: str) -> Callable[[Callable[..., CallToolResult]], Callable
         return run
 
     return wrap
+
+
+def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's argument schema as pydantic writes it, less what costs the model tokens and tells it
+    nothing (every `title`; an optional argument's `anyOf [T, null]` and its null default: leaving
+    it out says the same), and closed: the tool takes no argument it does not list."""
+
+    def lean(node: Any) -> Any:
+        if isinstance(node, list):
+            return [lean(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {key: ({name: lean(sub) for name, sub in value.items()} if key == "properties" else lean(value))
+               for key, value in node.items() if key != "title"}
+        options = out.get("anyOf")
+        if isinstance(options, list) and {"type": "null"} in options:
+            rest = [option for option in options if option != {"type": "null"}]
+            del out["anyOf"]
+            out = {**rest[0], **out} if len(rest) == 1 else {**out, "anyOf": rest}
+            if "default" in out and out["default"] is None:
+                del out["default"]
+        return out
+
+    return {**lean(schema), "additionalProperties": False}
+
+
+# Arguments agents give that another name means; the first one the tool takes is suggested.
+_MEANT = {"limit": ("max_tokens",), "max_results": ("limit", "max_tokens"), "top_k": ("limit", "max_tokens"),
+          "k": ("limit", "max_tokens"), "max_tokens": ("limit",), "relative_path": ("path",), "file": ("path",),
+          "file_path": ("path",), "filepath": ("path",), "name": ("symbol", "query"), "q": ("query",),
+          "text": ("query",), "members": ("expand",), "root": ("workspace",), "workspace_root": ("workspace",)}
+
+
+def unknown_arguments(tool: str, unknown: list[str], takes: list[str]) -> str:
+    """One line: the arguments `tool` does not take, what each may have meant, and all it takes."""
+    parts = []
+    for name in unknown:
+        meant = [m for m in _MEANT.get(name, ()) if m in takes][:1] or difflib.get_close_matches(name, takes, 1, 0.6)
+        parts.append(f"{name!r} (did you mean {meant[0]}?)" if meant else repr(name))
+    noun = "argument" if len(unknown) == 1 else "arguments"
+    return f"{tool}: unknown {noun} {', '.join(parts)}; {tool} takes {', '.join(takes)}"
 
 
 def trace_id() -> str:
@@ -156,14 +200,12 @@ def search_filters(path: str | None, kind: str | None, include_tests: bool) -> F
 class SearchBudget:
     selection_tokens: int | None  # None: the configured default
     max_chars: int | None  # None: no character cap (the caller chose a budget)
-    capped_from: int | None = None  # the caller's max_tokens when it was above the ceiling
 
 
 def search_budget(max_tokens: int | None) -> SearchBudget:
+    """The tool's schema bounds max_tokens by SELECTION_MAX_TOKENS; a larger one never gets here."""
     if max_tokens is None:
         return SearchBudget(selection_tokens=None, max_chars=DEFAULT_MAX_CHARS)
-    if max_tokens > SELECTION_MAX_TOKENS:
-        return SearchBudget(selection_tokens=SELECTION_MAX_TOKENS, max_chars=None, capped_from=max_tokens)
     return SearchBudget(selection_tokens=max_tokens, max_chars=None)
 
 
@@ -257,9 +299,6 @@ def search_result(payload: dict[str, Any], workspace: Path, query: str, budget: 
     items = [(_result_text(r), _priority(r, best)) for r in results]
     structured_results = [{k: v for k, v in r.items() if k != "code"} for r in results]
     metadata = {**payload["metadata"], **extra_metadata, "workspace": str(workspace)}
-    if budget.capped_from is not None:
-        metadata["max_tokens_capped"] = {"requested": budget.capped_from, "used": SELECTION_MAX_TOKENS,
-                                         "reason": f"no answer may exceed {RESPONSE_MAX_TOKENS} tokens"}
 
     def build(keep: int) -> tuple[list[TextContent], dict[str, Any]]:
         content = [TextContent(type="text", text=note, annotations=Annotations(audience=["assistant"], priority=1.0))
@@ -331,17 +370,43 @@ def language_filters(language: str | None) -> Filters:
 
 
 def search_code_text(payload: dict[str, Any]) -> str:
-    """The contract's JSON as the text item: the model reads the same fields a program does."""
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    """The answer as the model reads it: one header line (how many, the query's intent, how sure),
+    what to do when unsure, then one line per result and its snippet. Programs read the same
+    answer as structured content (seed 003's JSON); it is not repeated here."""
+    meta = payload["metadata"]
+    results = payload["results"]
+    confidence = meta.get("confidence")
+    sure = f", confidence {confidence:.2f}" if confidence is not None else ""
+    intent = payload.get("query_intent", "unknown").replace("_", " ")
+    total = payload.get("total_candidates", len(results))
+    lines = [f"{len(results)} results of {total} candidates (query read as {intent}{sure})"]
+    if meta.get("low_confidence"):
+        lines.append(f"Low confidence. Next: {meta.get('suggested_action')}")
+    if meta.get("intent_escalation_hint"):
+        lines.append(meta["intent_escalation_hint"])
+    status = meta.get("indexing_status", "ready")
+    if status != "ready":
+        lines.append(f"The index is {status.replace('_', ' ')}: results match exact words and names until it is "
+                     "ready.")
+    elif meta.get("freshness_status") == "stale":
+        lines.append("The index may be out of date: results marked stale show code as it was indexed.")
+    if meta.get("result_completeness") == "truncated":
+        lines.append("Results were cut to fit the response limit: ask for fewer (limit).")
+    for rank, result in enumerate(results, 1):
+        stale = "  stale" if result.get("stale") else ""
+        lines.append(f"{rank}. {result['path']}:{result['line_start']}-{result['line_end']}  {result['kind']} "
+                     f"{result['qualified_name']}  score {result['score']:.2f} ({result['provenance']}){stale}")
+        lines += [f"   {line}" for line in result["snippet"].splitlines()]
+    return "\n".join(lines)
 
 
 def search_code_result(payload: dict[str, Any]) -> CallToolResult:
-    """Seed 003's answer as structured content and as its JSON text, within RESPONSE_MAX_TOKENS:
-    the lowest-ranked results go first when it is not (then `result_completeness: truncated`)."""
+    """Seed 003's answer as structured content, and as text for the model, within
+    RESPONSE_MAX_TOKENS together: the lowest-ranked results go first when they are not (then
+    `result_completeness: truncated`)."""
     payload = {**payload, "results": list(payload["results"]), "metadata": dict(payload["metadata"])}
     text = search_code_text(payload)
-    while payload["results"] and count_tokens(text) > RESPONSE_MAX_TOKENS // 2:
-        # Half the cap: the text and the structured content carry the same answer.
+    while payload["results"] and count_tokens(text) + count_tokens(json.dumps(payload)) > RESPONSE_MAX_TOKENS:
         payload["results"].pop()
         payload["metadata"]["result_completeness"] = "truncated"
         text = search_code_text(payload)
@@ -524,7 +589,9 @@ def status_result(report: IndexStatusReport, workspace: Path, background: str | 
         lines.append(f"last indexing error: {one_line(report.error)}")
     if background:
         lines.append(f"this gateway: {background}")
-    if report.indexing_status.value != "ready":
+    if report.indexing_status.value == "not_indexed" and not background:
+        lines.append("a search (semantic_search or search_code) on this workspace starts indexing it")
+    elif report.indexing_status.value != "ready":
         lines.append("searches answer lexically (exact words and identifiers) until the index is ready")
     if advice is not None:
         change = ("keep it" if advice.profile == advice.current_profile

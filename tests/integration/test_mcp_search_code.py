@@ -6,7 +6,6 @@ documented."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anyio
@@ -68,7 +67,12 @@ def answers(stack) -> dict[str, Any]:
 def _payload(result: CallToolResult) -> dict[str, Any]:
     assert not result.is_error, result.content[0].text
     structured = result.structured_content
-    assert json.loads(result.content[0].text) == structured  # the text item is the same JSON
+    # Text for the model, the JSON for programs: the text is a reading of the same answer, not a copy.
+    text = result.content[0].text
+    assert len(result.content) == 1 and not text.startswith("{")
+    assert text.splitlines()[0].startswith(f"{len(structured['results'])} results of ")
+    for rank, found in enumerate(structured["results"], 1):
+        assert f"{rank}. {found['path']}:{found['line_start']}-{found['line_end']}  {found['kind']} " in text
     return structured
 
 

@@ -63,7 +63,8 @@ def test_lists_the_tools_on_the_current_protocol_revision(stack) -> None:
     by_name = {t.name: t for t in listed}
     assert by_name["codebase_trace"].input_schema["properties"]["direction"]["enum"][0] == "callers"
     assert all("workspace" in t.input_schema["properties"] for t in listed)
-    assert all(t.annotations.read_only_hint for t in listed)
+    # A search may start indexing a folder that has none; the other tools only read.
+    assert {t.name for t in listed if t.annotations.read_only_hint} == {"codebase_trace", "read_symbol", "index_status"}
     assert instructions and "semantic_search" in instructions
 
 
@@ -88,10 +89,8 @@ def test_semantic_search_returns_the_validating_code_as_multi_content(stack) -> 
 
 
 def test_semantic_search_never_exceeds_the_response_cap(stack) -> None:
-    result = call(stack, "semantic_search", {"query": "token", "max_tokens": 1_000_000, "min_relevance": 0})
+    result = call(stack, "semantic_search", {"query": "token", "max_tokens": 20_000, "min_relevance": 0})
     assert not result.is_error, texts(result)
-    meta = result.structured_content["metadata"]
-    assert meta["max_tokens_capped"]["requested"] == 1_000_000
     assert sum(count_tokens(t) for t in texts(result)) <= 25_000
 
 
@@ -160,6 +159,7 @@ def test_index_status(stack) -> None:
     ("semantic_search", {"query": "   "}, "query is empty"),
     ("semantic_search", {"query": "x", "path": "src/[a"}, "invalid path filter"),
     ("semantic_search", {"query": "x", "max_tokens": 5}, "max_tokens"),
+    ("semantic_search", {"query": "x", "max_tokens": 1_000_000}, "max_tokens: Input should be less than or equal"),
     ("codebase_trace", {"symbol": "TokenService", "direction": "sideways"}, "direction"),
     ("codebase_trace", {"symbol": "NoSuchSymbol", "direction": "callers"}, "no symbol named"),
     ("read_symbol", {"symbol": "NoSuchSymbol"}, "no symbol named"),

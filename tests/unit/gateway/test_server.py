@@ -4,6 +4,7 @@ service that is down, with no services running."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,9 +13,10 @@ import anyio
 import pytest
 from codecompass_gateway.server import build_server
 from mcp import Client
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, ListToolsResult
 
 from codecompass.common.config import load_settings
+from codecompass.common.tokens import count_tokens
 
 _T = TypeVar("_T")
 
@@ -49,25 +51,85 @@ def error_line(result: CallToolResult) -> str:
 TOOL_NAMES = ["semantic_search", "search_code", "codebase_trace", "read_symbol", "index_status"]
 
 
-def test_the_tools_describe_themselves(server) -> None:
-    listed = session(server, lambda c: c.list_tools()).tools
-    assert [t.name for t in listed] == TOOL_NAMES
-    for tool in listed:
-        assert len(tool.description) > 200 and tool.annotations.read_only_hint
-        assert tool.input_schema["properties"]["workspace"]["default"] is None
-        assert "[code]" in tool.description and "unsupported_ref" in tool.description
-    search = listed[0].input_schema
+# What every session pays for the tool list, measured as a client receives it (issue 15: it was
+# 2,685 tokens, search_code's description alone 430 with the whole error registry in it).
+TOOLS_LIST_MAX_TOKENS = 1_200
+
+
+def test_the_tools_describe_themselves_briefly(server) -> None:
+    from codecompass_gateway.errors import ERROR_CODES
+
+    async def run(client: Client) -> ListToolsResult:
+        return await client.list_tools()
+
+    listed = session(server, run)
+    assert [t.name for t in listed.tools] == TOOL_NAMES
+    assert count_tokens(listed.model_dump_json(by_alias=True, exclude_none=True)) <= TOOLS_LIST_MAX_TOKENS
+    for tool in listed.tools:
+        assert 100 < len(tool.description) < 400 and not any(code in tool.description for code in ERROR_CODES)
+        schema = tool.input_schema
+        assert schema["additionalProperties"] is False and "title" not in json.dumps(schema)
+        assert schema["properties"]["workspace"] == {"type": "string", "description": schema["properties"]["workspace"][
+            "description"]}  # optional: no `anyOf [string, null]`, no null default
+    search = listed.tools[0].input_schema
     assert search["required"] == ["query"]
     assert set(search["properties"]) == {"query", "max_tokens", "min_relevance", "path", "kind", "include_tests",
                                          "rewrite", "workspace"}
-    code = listed[1]
+    assert (search["properties"]["max_tokens"]["minimum"], search["properties"]["max_tokens"]["maximum"]) == (100,
+                                                                                                            20_000)
+    assert search["properties"]["query"]["maxLength"] == 10_000
+    code = listed.tools[1]
     assert code.input_schema["required"] == ["query"]
     assert set(code.input_schema["properties"]) == {"query", "ref", "language", "limit", "semantic_ratio",
                                                     "confidence_threshold", "rewrite", "semantic_mode", "workspace"}
-    # The whole registry, with meanings, in the description the model reads.
-    from codecompass_gateway.errors import ERROR_CODES
+    assert code.input_schema["properties"]["limit"] == {"default": 10, "minimum": 1, "maximum": 50, "type": "integer"}
+    # Only a search can start indexing a folder (one given as `workspace` that has no index yet).
+    hints = {t.name: t.annotations.read_only_hint for t in listed.tools}
+    assert hints == {"semantic_search": False, "search_code": False, "codebase_trace": True, "read_symbol": True,
+                     "index_status": True}
+    assert all(t.annotations.open_world_hint is False for t in listed.tools)
 
-    assert all(f"{c} ({m})" in code.description for c, m in ERROR_CODES.items())
+
+@pytest.mark.badinput(case="MCP: an argument the tool does not take",
+                      behaviour="one line naming it, the argument meant and every one the tool takes; nothing run")
+@pytest.mark.parametrize(("name", "arguments", "expected"), [
+    ("semantic_search", {"query": "x", "limit": 5},
+     ("semantic_search: unknown argument 'limit' (did you mean max_tokens?); semantic_search takes query, max_tokens, "
+     "min_relevance, path, kind, include_tests, rewrite, workspace [invalid_argument]")),
+    ("read_symbol", {"symbol": "TokenService", "relative_path": "src/auth/tokenService.ts"},
+     ("read_symbol: unknown argument 'relative_path' (did you mean path?); read_symbol takes symbol, expand, path, "
+     "workspace [invalid_argument]")),
+    ("codebase_trace", {"symbol": "X", "direction": "callers", "dpeth": 2, "color": "red"},
+     ("codebase_trace: unknown arguments 'dpeth' (did you mean depth?), 'color'; codebase_trace takes symbol, "
+     "direction, depth, limit, path, workspace [invalid_argument]")),
+])
+def test_an_unknown_argument_names_the_valid_ones(server, name, arguments, expected) -> None:
+    assert error_line(call(server, name, arguments)) == expected
+
+
+def test_suggested_calls_name_real_tools_and_arguments(server) -> None:
+    """Every next call a low-confidence answer suggests is one the server would accept."""
+    from codecompass_gateway.understanding import BestResult, suggested_action
+
+    from codecompass.retrieval.query import analyze
+
+    schemas = {t.name: t.input_schema for t in session(server, lambda c: c.list_tools()).tools}
+    best = [None, BestResult("TokenService.validateToken", "validateToken", "src/auth/tokenService.ts", "method"),
+            BestResult("TokenService", "TokenService", "src/auth/tokenService.ts", "class", words_matched=False),
+            BestResult("", "", "src/index.ts", "module")]
+    queries = ["validateToken", "src/auth/tokenService.ts", "how are tokens validated", "TypeError: x is undefined",
+               "retry", "zzqx blorf"]
+    seen = set()
+    for query in queries:
+        for candidate in best:
+            for status in ("ready", "indexing"):
+                for missing, nearest in (((), ()), (("validateTokn",), ("validateToken",))):
+                    _, call_ = suggested_action(analyze(query), candidate, status, missing, nearest)
+                    schema = schemas[call_["tool"]]
+                    assert set(call_["arguments"]) <= set(schema["properties"]), call_
+                    assert set(schema.get("required", ())) <= set(call_["arguments"]), call_
+                    seen.add(call_["tool"])
+    assert seen == set(TOOL_NAMES) - {"codebase_trace"} | {"codebase_trace"}
 
 
 @pytest.mark.parametrize(("name", "arguments", "expected"), [

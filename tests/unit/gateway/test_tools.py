@@ -53,11 +53,10 @@ def test_filters_name_what_is_wrong() -> None:
         tools.search_filters("src/[a", None, True)
 
 
-def test_the_budget_is_capped_below_the_response_limit() -> None:
+def test_the_default_budget_also_caps_characters() -> None:
+    # A larger max_tokens than SELECTION_MAX_TOKENS is refused by the tool's schema (test_server).
     assert tools.search_budget(None) == tools.SearchBudget(None, tools.DEFAULT_MAX_CHARS)
     assert tools.search_budget(3000) == tools.SearchBudget(3000, None)
-    capped = tools.search_budget(200_000)
-    assert capped.selection_tokens == tools.SELECTION_MAX_TOKENS and capped.capped_from == 200_000
 
 
 def _payload(results: int, code_lines: int) -> dict:
@@ -189,5 +188,5 @@ def test_a_partly_written_index_a_missing_name_and_an_empty_filter_are_said() ->
     result = tools.search_result(filtered, Path("/ws"), "q", tools.search_budget(None),
                                  {"filters": {"path": "nothere/", "kind": None, "include_tests": True}})
     texts = [c.text for c in result.content]
-    assert texts == ["The filter path='nothere/' matched no indexed code (the index holds 9 chunks): paths are "
-                     "relative to /ws, e.g. `src/auth` or `**/*.tsx`. Search again without it, or with another one."]
+    assert texts == [("The filter path='nothere/' matched no indexed code (the index holds 9 chunks): paths are "
+                      "relative to /ws, e.g. `src/auth` or `**/*.tsx`. Search again without it, or with another one.")]

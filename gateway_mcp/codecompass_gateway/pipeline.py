@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
+from codecompass.clients.channel import Locate, address_for
 from codecompass.clients.errors import INVALID, UNAVAILABLE, ServiceError
 from codecompass.clients.rerank import RerankClient
 from codecompass.clients.retrieval import RetrievalClient
@@ -142,12 +143,13 @@ class PipelineAnswer:
 
 
 class Pipeline:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, locate: Locate | None = None) -> None:
         self._settings = settings
         self._gateway = settings.gateway
-        self.retrieval = RetrievalClient(settings.retrieval_addr)
-        self.rerank = RerankClient(settings.rerank_addr)
-        self.selection = SelectionClient(settings.selection_addr)
+        # `locate`: where each service is at each call (the local runtime), else the settings' addresses.
+        self.retrieval = RetrievalClient(address_for("retrieval", settings.retrieval_addr, locate))
+        self.rerank = RerankClient(address_for("rerank", settings.rerank_addr, locate))
+        self.selection = SelectionClient(address_for("selection", settings.selection_addr, locate))
         # None: no endpoint configured, rewriting is inert.
         self.rewriter: ChatRewriter | None = ChatRewriter.from_settings(settings.gateway)
 

@@ -22,6 +22,7 @@ from codecompass.cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError, service_e
 from codecompass.cli.progress import ProgressReporter
 from codecompass.cli.runtime import (
     STATE_FILE,
+    Locator,
     down,
     gc,
     orphan_rows,
@@ -184,9 +185,9 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _answer(settings: Settings, request: PipelineRequest) -> PipelineAnswer:
-    """Runs the gateway's pipeline against the local services (the same answer an agent gets)."""
-    addresses = {f"{name}_addr": service_address(settings, name) for name in ("retrieval", "rerank", "selection")}
-    pipeline = Pipeline(dataclasses.replace(settings, **addresses))
+    """Runs the gateway's pipeline against the local services (the same answer an agent gets);
+    a service `up` restarts meanwhile is found where runtime.json says it is now."""
+    pipeline = Pipeline(settings, Locator(settings))
     try:
         with service_errors():
             return pipeline.run(request)

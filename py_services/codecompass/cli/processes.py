@@ -14,6 +14,7 @@ one whose pid never reached runtime.json (an `up` killed between spawn and write
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import signal
@@ -42,7 +43,49 @@ class StartError(Exception):
         super().__init__(f"{service}: {reason}")
 
     def log_tail(self, lines: int = 20) -> str:
-        return tail(self.log_path, lines, self.log_offset) if self.log_path is not None else ""
+        """Why it failed, in the words of this start's log, for a person: never a traceback."""
+        if self.log_path is None:
+            return ""
+        return "\n".join(readable(tail(self.log_path, 200, self.log_offset).splitlines())[-lines:])
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+_CHAINED = ("The above exception was the direct cause", "During handling of the above exception")
+_EXCEPTION_NAME = re.compile(r"^[A-Za-z_][\w.]*: ")
+
+
+def readable(lines: list[str]) -> list[str]:
+    """A service's log lines as a person reads them. A service writes its reason for a person
+    (a bad setting) as a plain line, and everything else as JSON records: the plain lines when
+    there are any, else the error records as their message and exception. Tracebacks stay in the
+    log file: of one, only its last line (the exception) is kept."""
+    plain: list[str] = []
+    errors: list[str] = []
+    in_traceback = False
+    for line in lines:
+        if in_traceback and line[:1].isspace():
+            continue
+        in_traceback = line == _TRACEBACK
+        if in_traceback or not line.strip() or line.startswith(_CHAINED) or _LISTENING.match(line):
+            continue
+        record = _json_record(line)
+        if record is None:
+            plain.append(line)
+        elif str(record.get("level", "")).upper() in ("ERROR", "CRITICAL", "FATAL"):
+            reason = record.get("error") or (str(record.get("exc") or "").strip().splitlines() or [""])[-1]
+            reason = _EXCEPTION_NAME.sub("", str(reason))
+            errors.append(f"{record.get('msg', '')}: {reason}" if reason else str(record.get("msg", "")))
+    return plain or errors
+
+
+def _json_record(line: str) -> dict | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def tail(path: Path, lines: int = 30, offset: int = 0) -> str:

@@ -5,6 +5,13 @@ State lives in ``<state_dir>/runtime.json`` (addresses, pids, argv, log
 paths); logs in ``<state_dir>/logs/<service>.log``. The state file is written
 after every start wave, so an interrupted `up` can still be cleaned by `down`.
 
+`up` heals a set in place: it restarts only the services that are dead or do not answer, and
+keeps the others (and their pids) running, so a running `index`, search or MCP server that uses
+them is not cut off. A restarted service binds the port it had, so every client finds it where
+it was; when another program took that port it gets a new one, the services started with the old
+address (retrieval and selection reach analysis, retrieval reaches embedding, by <SVC>_ADDR) are
+restarted too, and clients that resolve addresses per call (``Locator``) follow runtime.json.
+
 `up`, `down` and `gc` of one state dir hold ``<state_dir>/runtime.lock`` (flock) for their
 whole run, so concurrent ones take turns: the second `up` finds the first one's services
 and reuses them, and runtime.json always describes exactly one set. The kernel drops the
@@ -18,6 +25,9 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import socket
+import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -52,6 +62,13 @@ from codecompass.common.config import Settings
 STATE_FILE = "runtime.json"
 LOCK_FILE = "runtime.lock"
 HEALTH_DEADLINE_S = 1.0
+# A running service that missed the quick check gets this long to answer before `up` restarts it:
+# one busy with an index can be slow to answer, and restarting it would cut the index off.
+RECHECK_DEADLINE_S = 5.0
+# How long `up` waits for a dead service's port before giving it a new one: a killed Node
+# process's listening socket outlives it by tens of milliseconds (libuv's io_uring lets go of
+# it after the exit), and a new port makes the services that reach it restart too.
+PORT_RELEASE_S = 2.0
 # Seconds past the services' own drain period before `down` uses SIGKILL.
 KILL_MARGIN_S = 5.0
 
@@ -152,10 +169,40 @@ def state_locked(settings: Settings) -> bool:
 
 def service_address(settings: Settings, name: str) -> str:
     """Where clients reach a service: the running local one, else <SVC>_ADDR."""
-    state = read_state(settings)
-    if state is not None and name in state.services:
-        return state.services[name].address
+    return _address_in(read_state(settings), settings, name)
+
+
+def _address_in(state: RuntimeState | None, settings: Settings, name: str) -> str:
+    recorded = state.services.get(name) if state is not None else None
+    # An empty address: a start that never reached LISTENING.
+    if recorded is not None and recorded.address:
+        return recorded.address
     return getattr(settings, f"{name}_addr")
+
+
+class Locator:
+    """`service_address` for clients that live across `up`s (an MCP server, a long CLI call):
+    asked before every call, it reads runtime.json again only when the file changed."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._lock = threading.Lock()
+        self._seen: tuple[int, int, int] | None = None
+        self._state: RuntimeState | None = None
+
+    def __call__(self, name: str) -> str:
+        try:
+            stat = os.stat(state_path(self._settings))
+            # write_state replaces the file, so a new state is a new inode.
+            seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            seen = None
+        with self._lock:
+            if seen != self._seen:
+                self._state = read_state(self._settings) if seen is not None else None
+                self._seen = seen
+            state = self._state
+        return _address_in(state, self._settings, name)
 
 
 def service_rows(settings: Settings) -> list[dict[str, Any]]:
@@ -198,11 +245,11 @@ def _healthy(rows: list[dict[str, Any]]) -> bool:
     return bool(started) and all(row["health"] == "SERVING" for row in started)
 
 
-def _child_env(settings: Settings, svc: ServiceDef, addresses: dict[str, str]) -> dict[str, str]:
+def _child_env(settings: Settings, svc: ServiceDef, addresses: dict[str, str], port: int) -> dict[str, str]:
     env = dict(os.environ)
     # One OTEL_SERVICE_NAME for every child would merge their traces into one service.
     env.pop("OTEL_SERVICE_NAME", None)
-    env[svc.port_env] = "0"
+    env[svc.port_env] = str(port)
     env["CODECOMPASS_STATE_DIR"] = str(settings.state_dir)
     env[RUNTIME_DIR_ENV] = str(settings.state_dir)
     env[RUNTIME_SERVICE_ENV] = svc.name
@@ -220,69 +267,199 @@ def _check_buildable() -> None:
             raise CliError(str(exc), EXIT_USAGE) from None
 
 
+@dataclass
+class _Plan:
+    """What `up` does with each service of a state dir."""
+
+    keep: dict[str, ServiceState]  # running and SERVING: left alone
+    start: dict[str, str]  # service -> why it starts (not started, dead, not answering)
+    stop: dict[int, str]  # {pid: service} of those that run but do not answer
+
+
+def _plan(existing: RuntimeState | None) -> _Plan:
+    plan = _Plan(keep={}, start={}, stop={})
+    recorded_services = existing.services if existing is not None else {}
+    for svc in SERVICES:
+        recorded = recorded_services.get(svc.name)
+        if recorded is None:
+            plan.start[svc.name] = "not started"
+        elif not pid_runs(recorded.pid, recorded.argv):
+            plan.start[svc.name] = f"dead (pid {recorded.pid})"
+        else:
+            health = _health(recorded, svc)
+            if health == "SERVING":
+                plan.keep[svc.name] = recorded
+            else:
+                plan.start[svc.name] = f"running but {health} (pid {recorded.pid})"
+                plan.stop[recorded.pid] = svc.name
+    return plan
+
+
+def _health(recorded: ServiceState, svc: ServiceDef) -> str:
+    if not recorded.address:
+        return "not listening"
+    health = health_status(recorded.address, svc.health_service, HEALTH_DEADLINE_S)
+    if health == "UNREACHABLE":
+        health = health_status(recorded.address, svc.health_service, RECHECK_DEADLINE_S)
+    return health
+
+
+def _port_free(address: str) -> bool:
+    """True when ``host:port`` can be bound now (as the services bind: SO_REUSEADDR, so the
+    closed connections of a dead service do not hold its port)."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host.strip("[]"), int(port)))
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _released(address: str) -> bool:
+    """True once ``address`` can be bound, within PORT_RELEASE_S."""
+    deadline = time.monotonic() + PORT_RELEASE_S
+    while not _port_free(address):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@dataclass
+class _Launch:
+    svc: ServiceDef
+    process: subprocess.Popen
+    log_path: Path
+    offset: int
+    spawned_at: float
+    port: int
+
+
 def up(settings: Settings, workspace: str | None, say: Say) -> RuntimeState:
-    """Start every available service, or confirm that they already run."""
+    """Start the services that are not running and answering; the others keep running as they are."""
     _check_buildable()
     with state_lock(settings, say):
         existing = read_state(settings)
-        if existing is not None:
-            complete = set(existing.services) == {svc.name for svc in SERVICES}
-            if complete and _healthy(service_rows(settings)):
-                _stop(settings, orphans(settings, existing), say)
-                say(f"codecompass is already running (since {existing.started_at})")
-                return existing
-            say("found a stale, partial or unhealthy runtime; restarting it")
-        _stop_all(settings, say)
-        return _start(settings, workspace, say)
+        _stop(settings, orphans(settings, existing), say)
+        plan = _plan(existing)
+        if existing is not None and not plan.start:
+            say(f"codecompass is already running (since {existing.started_at})")
+            return existing
+        return _start(settings, existing, plan, workspace, say)
 
 
-def _start(settings: Settings, workspace: str | None, say: Say) -> RuntimeState:
-    state = RuntimeState(started_at=_now(), workspace=workspace)
-    log_dir = settings.state_dir / "logs"
-    addresses: dict[str, str] = {}
+def _start(settings: Settings, existing: RuntimeState | None, plan: _Plan, workspace: str | None,
+           say: Say) -> RuntimeState:
+    previous = dict(existing.services) if existing is not None else {}
+    state = RuntimeState(
+        started_at=existing.started_at if existing is not None and plan.keep else _now(),
+        workspace=workspace or (existing.workspace if existing is not None else None),
+        services=dict(plan.keep),
+    )
+    if previous:
+        for name, why in plan.start.items():
+            say(f"{name:<10} {why}; {'restarting' if name in previous else 'starting'} it")
+    _stop(settings, plan.stop, say, recorded=existing)
+    addresses = {name: svc.address for name, svc in plan.keep.items()}
+    # Services whose address changed: those started with the old one must restart too.
+    moved: set[str] = set()
+    launched: list[_Launch] = []
+    changed: set[str] = set()
     # A service needs only its dependencies' addresses to start, not their readiness: the next
     # wave starts as soon as the previous one listens, and warm-ups (the embedding model, the
     # TypeScript parser, Python imports) overlap. Readiness is awaited once all are started.
-    started = []
     try:
         for wave in start_waves(SERVICES):
             pending = []
             for svc in wave:
-                log_path = log_dir / f"{svc.name}.log"
-                offset = log_path.stat().st_size if log_path.exists() else 0
-                argv = svc.argv()
-                spawned_at = time.monotonic()
-                process = spawn(svc.name, argv, _child_env(settings, svc, addresses), log_path)
-                pending.append((svc, process, log_path, offset, spawned_at))
+                kept = plan.keep.get(svc.name)
+                if kept is not None:
+                    stale = [need for need in svc.needs if need in moved]
+                    if not stale:
+                        continue
+                    say(f"{svc.name:<10} restarting it too: it was started with the old address of "
+                        f"{' and '.join(stale)}")
+                    changed.add(svc.name)
+                    _stop(settings, {kept.pid: svc.name}, say, recorded=existing)
+                changed.add(svc.name)
+                recorded = previous.get(svc.name)
+                port = 0
+                if recorded is not None and recorded.address:
+                    if _released(recorded.address):
+                        port = int(recorded.address.rpartition(":")[2])
+                    else:
+                        say(f"{svc.name:<10} its port ({recorded.address}) is taken by another program; "
+                            "it gets a new one")
+                launch = _launch(settings, svc, addresses, port)
+                pending.append(launch)
                 state.services[svc.name] = ServiceState(
-                    name=svc.name, pid=process.pid, address="", log_path=str(log_path), argv=argv,
-                    started_at=_now(),
+                    name=svc.name, pid=launch.process.pid, address=recorded.address if recorded else "",
+                    log_path=str(launch.log_path), argv=launch.process.args, started_at=_now(),
                 )
             write_state(settings, state)
-            for svc, process, log_path, offset, _spawned_at in pending:
-                address = wait_for_listening(svc.name, process, log_path, offset, settings.startup_timeout_s)
-                state.services[svc.name].address = address
-                addresses[svc.name] = address
+            for index, launch in enumerate(pending):
+                try:
+                    address = wait_for_listening(launch.svc.name, launch.process, launch.log_path, launch.offset,
+                                                 settings.startup_timeout_s)
+                except StartError:
+                    recorded = previous[launch.svc.name] if launch.port else None
+                    if recorded is None or _port_free(recorded.address):
+                        raise
+                    # Another program bound the port between the check and the service's bind.
+                    say(f"{launch.svc.name:<10} its port ({recorded.address}) was taken while it started; "
+                        "it gets a new one")
+                    launch = pending[index] = _launch(settings, launch.svc, addresses, 0)
+                    state.services[launch.svc.name].pid = launch.process.pid
+                    write_state(settings, state)
+                    address = wait_for_listening(launch.svc.name, launch.process, launch.log_path, launch.offset,
+                                                 settings.startup_timeout_s)
+                state.services[launch.svc.name].address = address
+                addresses[launch.svc.name] = address
+                before = previous.get(launch.svc.name)
+                if before is None or before.address != address:
+                    moved.add(launch.svc.name)
             write_state(settings, state)
-            started += pending
-        for svc, process, log_path, offset, spawned_at in started:
-            wait_until_serving(svc.name, process, addresses[svc.name], svc.health_service, log_path,
-                               settings.startup_timeout_s, offset)
-            say(f"{svc.name:<10} SERVING at {addresses[svc.name]}  "
-                f"(pid {process.pid}, ready {time.monotonic() - spawned_at:.1f}s after start)")
-    except StartError as exc:
-        stop_pids([svc.pid for svc in state.services.values()], settings.shutdown_grace_s + KILL_MARGIN_S)
-        remove_state(settings)
-        raise CliError(
-            f"{exc.service} failed to start: {exc.reason} (log: {exc.log_path})",
-            detail=exc.log_tail() or f"({exc.service} wrote nothing to its log this time)",
-        ) from None
-    except BaseException:
+            launched += pending
+        for launch in launched:
+            name = launch.svc.name
+            wait_until_serving(name, launch.process, addresses[name], launch.svc.health_service, launch.log_path,
+                               settings.startup_timeout_s, launch.offset)
+            say(f"{name:<10} SERVING at {addresses[name]}  "
+                f"(pid {launch.process.pid}, ready {time.monotonic() - launch.spawned_at:.1f}s after start)")
+    except BaseException as exc:
+        # Stop what this run started; what it kept keeps running, and runtime.json names the
+        # others as they were (dead), so `status` shows them and the next `up` tries their ports.
+        stop_pids([state.services[name].pid for name in changed if name in state.services],
+                  settings.shutdown_grace_s + KILL_MARGIN_S)
+        for name in changed:
+            state.services.pop(name, None)
+            if name in previous:
+                state.services[name] = previous[name]
+        if previous:
+            write_state(settings, state)
+        else:
+            remove_state(settings)
+        if isinstance(exc, StartError):
+            raise CliError(
+                f"{exc.service} failed to start: {exc.reason} (log: {exc.log_path})",
+                detail=exc.log_tail() or f"({exc.service} logged no error during this start)",
+            ) from None
         # Ctrl-C or a crash mid-start must not leave orphans behind.
-        stop_pids([svc.pid for svc in state.services.values()], settings.shutdown_grace_s + KILL_MARGIN_S)
-        remove_state(settings)
         raise
+    kept = [name for name in plan.keep if name not in changed]
+    if kept:
+        say(f"kept running (same pids): {', '.join(kept)}")
     return state
+
+
+def _launch(settings: Settings, svc: ServiceDef, addresses: dict[str, str], port: int) -> _Launch:
+    log_path = settings.state_dir / "logs" / f"{svc.name}.log"
+    offset = log_path.stat().st_size if log_path.exists() else 0
+    spawned_at = time.monotonic()
+    process = spawn(svc.name, svc.argv(), _child_env(settings, svc, addresses, port), log_path)
+    return _Launch(svc, process, log_path, offset, spawned_at, port)
 
 
 def _indexes(count: int) -> str:

@@ -77,7 +77,7 @@ def _crash(stack: Stack, base: Path, service: str) -> Crash:
     root = copy_workspace(write_chain_workspace(base / "source", FILES), base / "ws")
     stack.up()
     killed_at, interrupted = _index_and_kill(stack, root, service)
-    stack.up()  # restarts the set the dead service belonged to
+    stack.up()  # restarts the dead service alone, on the address it had
     recovered = stack.cli("index", str(root))
     return Crash(service, killed_at, interrupted, recovered, stack.rows(root))
 

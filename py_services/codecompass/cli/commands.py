@@ -86,6 +86,10 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         if orphans:
             _out(f"orphans (processes of this state dir that runtime.json does not name): {len(orphans)}; "
                  "`codecompass down` stops them")
+        unwell = [row["name"] for row in rows if row["state"] == "dead"
+                  or (row["state"] == "running" and row["health"] != "SERVING")]
+        if unwell and not busy:
+            _out(f"`codecompass up` restarts {', '.join(unwell)}; the others keep running")
         if busy:
             _out("a codecompass up/down/gc is running on this state dir; the services may be changing")
         # Versions before the per-checkout default kept one state dir per user: the parent of ours.

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from codecompass.clients.channel import Locate
 from codecompass.common.config import ConfigError, Settings, load_settings
 from codecompass.common.logging import configure_logging
 from codecompass.common.telemetry import flush_telemetry, init_telemetry
@@ -25,7 +26,20 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio",
                         help="stdio (default; for VS Code, Claude Code) or streamable-http (remote use)")
     parser.add_argument("--host", default="127.0.0.1", help="streamable-http: address to listen on")
-    parser.add_argument("--port", type=int, default=8765, help="streamable-http: port to listen on (default 8765)")
+    parser.add_argument("--port", type=_port, default=8765,
+                        help="streamable-http: port to listen on (default 8765)")
+
+
+def _port(text: str) -> int:
+    # Not 0 ("any free port"): an MCP client is configured with the server's URL, so a port
+    # nobody knows in advance serves no one.
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 1 to 65535, got {text!r}")
+    return value
 
 
 def workspace_root(text: str) -> Path:
@@ -36,15 +50,21 @@ def workspace_root(text: str) -> Path:
     return path
 
 
-def run(args: argparse.Namespace, settings: Settings) -> int:
-    from codecompass_gateway.server import serve  # the SDK loads only when a server runs
+def run(args: argparse.Namespace, settings: Settings, locate: Locate | None = None) -> int:
+    """Serve until the transport ends; `locate` finds the services at each call (else: the
+    settings' addresses)."""
+    from codecompass_gateway.server import ListenError, serve  # the SDK loads only when a server runs
 
     try:
         workspace = workspace_root(args.workspace)
     except ValueError as exc:
         print(f"codecompass-gateway: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    serve(settings, workspace, args.transport, args.host, args.port)
+    try:
+        serve(settings, workspace, args.transport, args.host, args.port, locate)
+    except ListenError as exc:
+        print(f"codecompass-gateway: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -27,6 +27,7 @@ background (lexical index first, embeddings after), and searches answer lexicall
 from __future__ import annotations
 
 import dataclasses
+import socket
 import sys
 import threading
 import time
@@ -45,6 +46,7 @@ from pydantic import Field, ValidationError
 
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.analysis_model import TraceDirection, TraceQuery
+from codecompass.clients.channel import Locate, address_for
 from codecompass.clients.errors import NOT_FOUND, ServiceError
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.chunks import NodeKind
@@ -166,10 +168,12 @@ class Gateway:
     indexer: BackgroundIndexer
 
     @classmethod
-    def open(cls, settings: Settings, workspace: Path) -> Gateway:
-        retrieval = RetrievalClient(settings.retrieval_addr)
-        return cls(settings=settings, workspace=workspace, pipeline=Pipeline(settings), retrieval=retrieval,
-                   analysis=AnalysisClient(settings.analysis_addr),
+    def open(cls, settings: Settings, workspace: Path, locate: Locate | None = None) -> Gateway:
+        """The clients reach the configured addresses, or where `locate` finds each service at
+        each call (`codecompass mcp`: the local runtime, whose services `up` may restart)."""
+        retrieval = RetrievalClient(address_for("retrieval", settings.retrieval_addr, locate))
+        return cls(settings=settings, workspace=workspace, pipeline=Pipeline(settings, locate), retrieval=retrieval,
+                   analysis=AnalysisClient(address_for("analysis", settings.analysis_addr, locate)),
                    indexer=BackgroundIndexer(retrieval, settings.long_rpc_timeout_s))
 
     def close(self) -> None:
@@ -399,12 +403,12 @@ How far indexing of a workspace has come (files, chunks, share embedded) and its
 it is ready, searches match exact words and names only."""
 
 
-def build_server(settings: Settings, workspace: Path) -> GatewayServer:
+def build_server(settings: Settings, workspace: Path, locate: Locate | None = None) -> GatewayServer:
     """The MCP server for `workspace`; its lifespan owns one Gateway (the clients) for all sessions."""
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Gateway]) -> AsyncIterator[Gateway]:
-        gateway = Gateway.open(settings, workspace)
+        gateway = Gateway.open(settings, workspace, locate)
         # In the background: the client's handshake never waits on the index.
         gateway.indexer.ensure(workspace)
         try:
@@ -486,9 +490,40 @@ def build_server(settings: Settings, workspace: Path) -> GatewayServer:
     return server
 
 
+class ListenError(Exception):
+    """The HTTP server cannot listen where it was told to; the message says where and why."""
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket listening on host:port, bound before the server starts anything: given the
+    address, uvicorn would start the server's lifespan (and its indexing) first, then log a taken
+    port and exit."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ListenError(f"cannot listen on {host}:{port}: {_reason(exc)}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(socket.SOMAXCONN)
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot listen on {host}:{port}: {_reason(exc)}") from None
+    return sock
+
+
+def _reason(exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    return reason[:1].lower() + reason[1:]
+
+
 def serve(settings: Settings, workspace: Path, transport: Transport = "stdio", host: str = "127.0.0.1",
-          port: int = 8765) -> None:
-    server = build_server(settings, workspace)
+          port: int = 8765, locate: Locate | None = None) -> None:
+    # Bound before the log says "serving": a taken port ends here, in one line.
+    listening = listening_socket(host, port) if transport != "stdio" else None
+    server = build_server(settings, workspace, locate)
     log.info("serving", extra={"transport": transport, "workspace": str(workspace),
                                "retrieval": settings.retrieval_addr, "analysis": settings.analysis_addr})
     if transport == "stdio":
@@ -497,4 +532,5 @@ def serve(settings: Settings, workspace: Path, transport: Transport = "stdio", h
     import uvicorn
 
     app = wire.ScreenedHttp(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host), HTTP_PATH)
-    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=settings.log_level.lower())).run()
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=settings.log_level.lower())).run(
+        sockets=[listening])

@@ -215,7 +215,9 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     addresses = {f"{name}_addr": service_address(settings, name)
                  for name in ("analysis", "embedding", "retrieval", "rerank", "selection")}
     args.workspace = str(workspace)
-    return run_gateway(args, dataclasses.replace(settings, **addresses))
+    # The server outlives any one set of services: `up` may restart one on a new port, so every
+    # call finds its service through runtime.json (the addresses of now are what the log shows).
+    return run_gateway(args, dataclasses.replace(settings, **addresses), Locator(settings))
 
 
 def _invocation() -> str:

@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import lancedb
 
+from codecompass.cli.processes import pid_alive
 from codecompass.retrieval.state import workspace_key
 
 TRACEBACK = "Traceback (most recent call last)"
@@ -80,6 +83,16 @@ class Stack:
     def address(self, service: str) -> str:
         return self.runtime()[service]["address"]
 
+    def kill(self, service: str) -> int:
+        """kill -9 of ``service``; returns its pid once the process is gone."""
+        pid = self.pid(service)
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while pid_alive(pid):
+            assert time.monotonic() < deadline, f"{service} (pid {pid}) outlived SIGKILL"
+            time.sleep(0.05)
+        return pid
+
     def rows(self, root: Path) -> list[tuple]:
         """Every chunk row of ``root``'s index, sorted (duplicates kept: they must show)."""
         folder = self.state / "index" / workspace_key(root.resolve())
@@ -87,6 +100,11 @@ class Stack:
         (name,) = [n for n in db.list_tables().tables if n.startswith("chunks_")]
         table = db.open_table(name).to_arrow().select(list(ROW_COLUMNS)).to_pylist()
         return sorted(tuple(row[c] for c in ROW_COLUMNS) for row in table)
+
+
+def up_lines(run: CliRun) -> list[str]:
+    """`codecompass up`'s lines without the readiness times, which vary."""
+    return [line.split("  (pid")[0] for line in run.out.splitlines()]
 
 
 def assert_clean(rows: list[tuple], clean: list[tuple]) -> None:

@@ -7,42 +7,23 @@ one line, and nothing starts or is indexed. tests/e2e/test_heal.py has the live 
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from tests.badinput.harness import CliRun, Stack, assert_clean, copy_workspace
+from tests.badinput.harness import CliRun, Stack, assert_clean, copy_workspace, up_lines
 from tests.fixtures.chain_workspace import write_chain_workspace
 
-from codecompass.cli.processes import pid_alive
 from codecompass.retrieval.state import workspace_key
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "sample_workspace"
 FILES = 200
 
 
-def _kill(stack: Stack, service: str) -> int:
-    pid = stack.pid(service)
-    os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while pid_alive(pid):
-        assert time.monotonic() < deadline, f"{service} (pid {pid}) outlived SIGKILL"
-        time.sleep(0.05)
-    return pid
-
-
 def _others(stack: Stack, service: str) -> dict[str, tuple[int, str]]:
     """(pid, address) of every service but ``service``."""
     return {name: (svc["pid"], svc["address"]) for name, svc in stack.runtime().items() if name != service}
-
-
-def _up_lines(run: CliRun) -> list[str]:
-    """`up`'s lines without the readiness times, which vary."""
-    return [line.split("  (pid")[0] for line in run.out.splitlines()]
 
 
 @pytest.mark.badinput(case="`up` after one service died",
@@ -53,13 +34,13 @@ def test_up_restarts_only_the_dead_service_on_its_address(stack: Stack, tmp_path
     assert stack.cli("index", str(root)).code == 0
     stack.up()
     address, others = stack.address("selection"), _others(stack, "selection")
-    pid = _kill(stack, "selection")
+    pid = stack.kill("selection")
     status = stack.cli("status")
     assert status.code == 1 and status.out.splitlines()[-1] == (
         "`codecompass up` restarts selection; the others keep running"), status.out
     healed = stack.cli("up")
     assert healed.code == 0, healed.err
-    assert _up_lines(healed) == [
+    assert up_lines(healed) == [
         f"selection  dead (pid {pid}); restarting it",
         f"selection  SERVING at {address}",
         "kept running (same pids): analysis, embedding, retrieval, rerank",
@@ -90,14 +71,14 @@ def test_an_index_survives_up_restarting_a_dependency(stack: Stack, tmp_path_fac
         # Analysis has done its part: retrieval embeds what it chunked.
         if line.startswith("embedding"):
             break
-    pid = _kill(stack, "analysis")
+    pid = stack.kill("analysis")
     healed = stack.cli("up")
     running_during_up = index.poll() is None
     out, err = index.communicate(timeout=300)
     indexed = Stack.record(CliRun(("index", str(root)), index.returncode, out, "".join(seen) + err))
     assert indexed.code == 0, indexed.err
     assert running_during_up, "the index ended before `up` restarted analysis: nothing was shown"
-    assert healed.code == 0 and _up_lines(healed)[:3] == [
+    assert healed.code == 0 and up_lines(healed)[:3] == [
         f"analysis   dead (pid {pid}); restarting it",
         f"analysis   SERVING at {address}",
         "kept running (same pids): embedding, retrieval, rerank, selection",
@@ -112,7 +93,7 @@ def test_an_index_survives_up_restarting_a_dependency(stack: Stack, tmp_path_fac
 def test_a_dead_embedding_endpoint_at_up_is_one_line(stack: Stack, free_port: int) -> None:
     stack.up()
     others = _others(stack, "embedding")
-    pid = _kill(stack, "embedding")
+    pid = stack.kill("embedding")
     endpoint = f"http://127.0.0.1:{free_port}/v1"
     dead = {"CODECOMPASS_EMBEDDING_PROFILE": "openai-compatible", "CODECOMPASS_EMBEDDING_MODEL": "nomic-embed-text",
             "CODECOMPASS_EMBEDDING_BASE_URL": endpoint, "CODECOMPASS_EMBEDDING_EXTERNAL_PROVIDER_ENABLED": "true",
@@ -133,7 +114,7 @@ def test_a_dead_embedding_endpoint_at_up_is_one_line(stack: Stack, free_port: in
     assert {row["name"]: (row["state"], row["pid"]) for row in status.json()["services"]}["embedding"] == (
         "dead", pid)
     healed = stack.cli("up")
-    assert healed.code == 0 and _up_lines(healed)[0] == f"embedding  dead (pid {pid}); restarting it", healed.out
+    assert healed.code == 0 and up_lines(healed)[0] == f"embedding  dead (pid {pid}); restarting it", healed.out
 
 
 @pytest.mark.parametrize("port", [

@@ -12,8 +12,6 @@ its old address, and the sessions follow runtime.json to the new one.
 from __future__ import annotations
 
 import functools
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -26,9 +24,9 @@ import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
-from tests.badinput.harness import CliRun, Stack, copy_workspace
+from tests.badinput.harness import CliRun, Stack, copy_workspace, up_lines
 
-from codecompass.cli.processes import pid_alive
+from codecompass.cli.services import SERVICES
 
 pytestmark = pytest.mark.slow
 
@@ -80,15 +78,6 @@ def _ok(result: CallToolResult) -> CallToolResult:
     return result
 
 
-def _kill(stack: Stack, service: str) -> None:
-    pid = stack.pid(service)
-    os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while pid_alive(pid):
-        assert time.monotonic() < deadline, f"{service} (pid {pid}) outlived SIGKILL"
-        time.sleep(0.05)
-
-
 def _take_port(host: str, port: int) -> socket.socket:
     """Listen on ``port`` as another program would. A killed Node process's listening socket can
     outlive it for a moment (libuv's io_uring lets go of it after the exit), so the port may need
@@ -110,9 +99,26 @@ def _addresses(stack: Stack) -> dict[str, str]:
     return {name: svc["address"] for name, svc in stack.runtime().items()}
 
 
-def _out_lines(run: CliRun) -> list[str]:
-    """`up`'s lines without the readiness times, which vary."""
-    return [line.split("  (pid")[0] for line in run.out.splitlines()]
+def _assert_healed_alone(stack: Stack, healed: CliRun, service: str, pids: dict[str, int],
+                         addresses: dict[str, str]) -> None:
+    """`up` restarted ``service`` alone, on the address it had; the others kept their pids."""
+    assert healed.code == 0, healed.err
+    kept = [svc.name for svc in SERVICES if svc.name != service]
+    assert up_lines(healed)[:3] == [
+        f"{service:<10} dead (pid {pids[service]}); restarting it",
+        f"{service:<10} SERVING at {addresses[service]}",
+        f"kept running (same pids): {', '.join(kept)}",
+    ]
+    assert _addresses(stack) == addresses
+    assert {name: _pids(stack)[name] for name in kept} == {name: pids[name] for name in kept}
+
+
+def _assert_traced_and_fresh(results: list[CallToolResult]) -> None:
+    """Each session's trace found the callers, and its search checked the files: retrieval reached
+    the analysis service as it is now."""
+    for trace, search in zip(results[::2], results[1::2], strict=True):
+        assert "requireAuth" in trace.content[0].text
+        assert search.structured_content["metadata"]["freshness_status"] == "fresh"
 
 
 @pytest.mark.badinput(case="kill -9 of retrieval, then of analysis, under a live HTTP and a live stdio MCP session, "
@@ -130,13 +136,13 @@ def test_live_http_and_stdio_sessions_answer_the_next_call_after_up_heals(stack:
 
     async def first_answers(sessions: dict[str, Client], step: str, *calls: tuple[str, dict]) -> list[
             CallToolResult]:
-        """Both sessions' next calls, in order; the time from the end of `up` to each answer."""
-        answered = time.monotonic()
+        """Both sessions' next calls, in order, and how long each took (`pytest -s` shows them)."""
         results = []
         for name, session in sessions.items():
             for tool, arguments in calls:
+                started = time.monotonic()
                 results.append(_ok(await session.call_tool(tool, arguments)))
-            measured[f"{step}: {name}"] = time.monotonic() - answered
+                measured[f"{step}: {name} {tool}"] = time.monotonic() - started
         return results
 
     async def scenario() -> None:
@@ -149,55 +155,35 @@ def test_live_http_and_stdio_sessions_answer_the_next_call_after_up_heals(stack:
 
             # Retrieval: every search goes through it.
             pids, addresses = _pids(stack), _addresses(stack)
-            _kill(stack, "retrieval")
+            stack.kill("retrieval")
             for session in sessions.values():
                 down = await session.call_tool(*SEARCH)
                 assert down.is_error and "retrieval service not running at " in down.content[0].text
             healed = await anyio.to_thread.run_sync(up)
-            assert healed.code == 0, healed.err
             for result in await first_answers(sessions, "retrieval", SEARCH):
                 assert result.structured_content["results"][0]["qualified_name"].startswith("TokenService")
-            assert _out_lines(healed)[:3] == [
-                f"retrieval  dead (pid {pids['retrieval']}); restarting it",
-                f"retrieval  SERVING at {addresses['retrieval']}",
-                "kept running (same pids): analysis, embedding, rerank, selection",
-            ]
-            assert _addresses(stack) == addresses
-            assert {k: v for k, v in _pids(stack).items() if k != "retrieval"} == {
-                k: v for k, v in pids.items() if k != "retrieval"}
+            _assert_healed_alone(stack, healed, "retrieval", pids, addresses)
 
             # Analysis: the gateway traces through it, and retrieval and selection reach it.
             pids = _pids(stack)
-            _kill(stack, "analysis")
+            stack.kill("analysis")
             for session in sessions.values():
                 degraded = _ok(await session.call_tool(*SEARCH))
                 assert degraded.structured_content["metadata"]["freshness_status"] == "failed"
             healed = await anyio.to_thread.run_sync(up)
-            assert healed.code == 0, healed.err
-            results = await first_answers(sessions, "analysis", TRACE, SEARCH)
-            for trace, search in zip(results[::2], results[1::2], strict=True):
-                assert "requireAuth" in trace.content[0].text
-                # Retrieval reached the restarted analysis service too: the files were checked.
-                assert search.structured_content["metadata"]["freshness_status"] == "fresh"
-            assert _out_lines(healed)[:3] == [
-                f"analysis   dead (pid {pids['analysis']}); restarting it",
-                f"analysis   SERVING at {addresses['analysis']}",
-                "kept running (same pids): embedding, retrieval, rerank, selection",
-            ]
-            assert _addresses(stack) == addresses
-            assert {k: v for k, v in _pids(stack).items() if k != "analysis"} == {
-                k: v for k, v in pids.items() if k != "analysis"}
+            _assert_traced_and_fresh(await first_answers(sessions, "analysis", TRACE, SEARCH))
+            _assert_healed_alone(stack, healed, "analysis", pids, addresses)
 
             # Analysis again, and another program takes its port meanwhile.
             pids = _pids(stack)
-            _kill(stack, "analysis")
+            stack.kill("analysis")
             host, _, port = addresses["analysis"].rpartition(":")
             with _take_port(host, int(port)):
                 healed = await anyio.to_thread.run_sync(up)
                 assert healed.code == 0, healed.err
                 moved = _addresses(stack)
                 assert moved["analysis"] != addresses["analysis"]
-                assert _out_lines(healed) == [
+                assert up_lines(healed) == [
                     f"analysis   dead (pid {pids['analysis']}); restarting it",
                     f"analysis   its port ({addresses['analysis']}) is taken by another program; it gets a new one",
                     "retrieval  restarting it too: it was started with the old address of analysis",
@@ -214,11 +200,8 @@ def test_live_http_and_stdio_sessions_answer_the_next_call_after_up_heals(stack:
                     k: addresses[k] for k in addresses if k != "analysis"}
                 after = _pids(stack)
                 assert (after["embedding"], after["rerank"]) == (pids["embedding"], pids["rerank"])
-                results = await first_answers(sessions, "analysis on a new port", TRACE, SEARCH)
-                for trace, search in zip(results[::2], results[1::2], strict=True):
-                    assert "requireAuth" in trace.content[0].text
-                    assert search.structured_content["metadata"]["freshness_status"] == "fresh"
+                _assert_traced_and_fresh(await first_answers(sessions, "analysis on a new port", TRACE, SEARCH))
 
     anyio.run(scenario)
-    # Seconds from the end of `up` to each session's answers (`pytest -s` shows them).
+    # Seconds each first call after `up` took.
     print({step: round(seconds, 2) for step, seconds in measured.items()})

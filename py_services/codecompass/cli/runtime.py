@@ -240,11 +240,6 @@ def orphan_rows(settings: Settings) -> list[dict[str, Any]]:
             for pid, name in sorted(orphans(settings, read_state(settings)).items())]
 
 
-def _healthy(rows: list[dict[str, Any]]) -> bool:
-    started = [row for row in rows if row["state"] != "not started"]
-    return bool(started) and all(row["health"] == "SERVING" for row in started)
-
-
 def _child_env(settings: Settings, svc: ServiceDef, addresses: dict[str, str], port: int) -> dict[str, str]:
     env = dict(os.environ)
     # One OTEL_SERVICE_NAME for every child would merge their traces into one service.
@@ -381,18 +376,10 @@ def _start(settings: Settings, existing: RuntimeState | None, plan: _Plan, works
                         continue
                     say(f"{svc.name:<10} restarting it too: it was started with the old address of "
                         f"{' and '.join(stale)}")
-                    changed.add(svc.name)
                     _stop(settings, {kept.pid: svc.name}, say, recorded=existing)
                 changed.add(svc.name)
                 recorded = previous.get(svc.name)
-                port = 0
-                if recorded is not None and recorded.address:
-                    if _released(recorded.address):
-                        port = int(recorded.address.rpartition(":")[2])
-                    else:
-                        say(f"{svc.name:<10} its port ({recorded.address}) is taken by another program; "
-                            "it gets a new one")
-                launch = _launch(settings, svc, addresses, port)
+                launch = _launch(settings, svc, addresses, _port_for(svc.name, recorded, say))
                 pending.append(launch)
                 state.services[svc.name] = ServiceState(
                     name=svc.name, pid=launch.process.pid, address=recorded.address if recorded else "",
@@ -452,6 +439,17 @@ def _start(settings: Settings, existing: RuntimeState | None, plan: _Plan, works
     if kept:
         say(f"kept running (same pids): {', '.join(kept)}")
     return state
+
+
+def _port_for(name: str, recorded: ServiceState | None, say: Say) -> int:
+    """The port a service had, once it is free again; 0 (any free port) when it had none or another
+    program took it."""
+    if recorded is None or not recorded.address:
+        return 0
+    if not _released(recorded.address):
+        say(f"{name:<10} its port ({recorded.address}) is taken by another program; it gets a new one")
+        return 0
+    return int(recorded.address.rpartition(":")[2])
 
 
 def _launch(settings: Settings, svc: ServiceDef, addresses: dict[str, str], port: int) -> _Launch:

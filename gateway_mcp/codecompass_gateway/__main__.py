@@ -15,6 +15,7 @@ from codecompass.clients.channel import Locate
 from codecompass.common.config import ConfigError, Settings, load_settings
 from codecompass.common.logging import configure_logging
 from codecompass.common.telemetry import flush_telemetry, init_telemetry
+from codecompass_gateway.remote import ServerPlan, exposure
 
 SERVICE_NAME = "codecompass-gateway"
 EXIT_USAGE = 2
@@ -22,10 +23,17 @@ EXIT_USAGE = 2
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     """The server's options, shared with `codecompass mcp`."""
-    parser.add_argument("--workspace", required=True, help="the workspace the tools answer about by default")
+    parser.add_argument("--workspace", required=True, action="append",
+                        help="a workspace the tools answer about; repeat it to serve several (the first is the "
+                             "default, each is indexed at start)")
+    parser.add_argument("--allow-root", action="append", default=[], metavar="FOLDER",
+                        help="a folder under which a tool call may name any workspace (also gateway.allowed_roots); "
+                             "calls may name no folder outside these and the --workspace folders")
     parser.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio",
                         help="stdio (default; for VS Code, Claude Code) or streamable-http (remote use)")
-    parser.add_argument("--host", default="127.0.0.1", help="streamable-http: address to listen on")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="streamable-http: address to listen on (beyond loopback it needs a bearer token: "
+                             "CODECOMPASS_GATEWAY_AUTH_TOKEN)")
     parser.add_argument("--port", type=_port, default=8765,
                         help="streamable-http: port to listen on (default 8765)")
 
@@ -42,12 +50,22 @@ def _port(text: str) -> int:
     return value
 
 
-def workspace_root(text: str) -> Path:
-    """The --workspace folder, absolute; ValueError with the reason when it is not usable."""
+def _folder(option: str, text: str) -> Path:
+    """A folder option, absolute and resolved; ValueError with the reason when it is not one."""
     path = Path(text).expanduser().resolve()
     if not path.is_dir():
-        raise ValueError(f"--workspace {text!r}: not an existing folder")
+        raise ValueError(f"{option} {text!r}: not an existing folder")
     return path
+
+
+def server_plan(args: argparse.Namespace, settings: Settings) -> ServerPlan:
+    """What to serve; ValueError (RemoteRefused among them) with the one line that says why not.
+    Checked before anything starts (`codecompass mcp` checks it before starting the services)."""
+    workspaces = tuple(dict.fromkeys(_folder("--workspace", text) for text in args.workspace))
+    roots = tuple(dict.fromkeys((*(_folder("--allow-root", text) for text in args.allow_root),
+                                 *settings.gateway.allowed_roots)))
+    exposed = exposure(args.host, args.port, settings.gateway) if args.transport == "streamable-http" else None
+    return ServerPlan(workspaces=workspaces, allowed_roots=roots, transport=args.transport, exposure=exposed)
 
 
 def run(args: argparse.Namespace, settings: Settings, locate: Locate | None = None) -> int:
@@ -56,12 +74,12 @@ def run(args: argparse.Namespace, settings: Settings, locate: Locate | None = No
     from codecompass_gateway.server import ListenError, serve  # the SDK loads only when a server runs
 
     try:
-        workspace = workspace_root(args.workspace)
+        plan = server_plan(args, settings)
     except ValueError as exc:
         print(f"codecompass-gateway: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        serve(settings, workspace, args.transport, args.host, args.port, locate)
+        serve(settings, plan, locate)
     except ListenError as exc:
         print(f"codecompass-gateway: {exc}", file=sys.stderr)
         return 1

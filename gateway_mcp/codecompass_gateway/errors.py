@@ -11,6 +11,8 @@ would pay for the list on every session): the line itself says what to change.
 |-----------------------|--------------------------------------------------------------------------------|
 | `invalid_argument`    | an argument is missing, malformed or out of range; the message says which      |
 | `invalid_workspace`   | `workspace` is not an absolute path to an existing folder                      |
+| `workspace_refused`   | `workspace` is outside the folders this server opens, or a folder never        |
+|                       | indexed (the filesystem root, the home folder, a system folder)                |
 | `not_found`           | the symbol, file or location named is not in the workspace                     |
 | `unsupported_ref`     | `ref` names a branch or commit: only the working tree is indexed (branch-aware |
 |                       | indexes are on the roadmap)                                                    |
@@ -33,6 +35,7 @@ from codecompass.clients.errors import DEADLINE, INVALID, NOT_FOUND, UNAVAILABLE
 
 INVALID_ARGUMENT = "invalid_argument"
 INVALID_WORKSPACE = "invalid_workspace"
+WORKSPACE_REFUSED = "workspace_refused"
 NOT_FOUND_CODE = "not_found"
 UNSUPPORTED_REF = "unsupported_ref"
 SERVICE_UNAVAILABLE = "service_unavailable"
@@ -43,6 +46,8 @@ INTERNAL_ERROR = "internal_error"
 ERROR_CODES: dict[str, str] = {
     INVALID_ARGUMENT: "an argument is missing, malformed or out of range; the message says which",
     INVALID_WORKSPACE: "`workspace` is not an absolute path to an existing folder",
+    WORKSPACE_REFUSED: "`workspace` is outside the folders this server opens, or a folder never indexed (the "
+                       "filesystem root, the home folder, a system folder)",
     NOT_FOUND_CODE: "the symbol, file or location named is not in the workspace",
     UNSUPPORTED_REF: "`ref` names a branch or commit: only the working tree is indexed "
                      "(branch-aware indexes are on the roadmap)",

@@ -47,14 +47,14 @@ from pydantic import Field, ValidationError
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.analysis_model import TraceDirection, TraceQuery
 from codecompass.clients.channel import Locate, address_for
-from codecompass.clients.errors import NOT_FOUND, ServiceError
+from codecompass.clients.errors import INVALID, NOT_FOUND, ServiceError
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.retrieval.query import MAX_QUERY_CHARS
 from codecompass.retrieval.state import IndexingStatus
-from codecompass_gateway import advisor, errors, tools, wire
+from codecompass_gateway import advisor, errors, remote, tools, wire
 from codecompass_gateway.answer import answer_to_dict, search_code_to_dict
 from codecompass_gateway.pipeline import Pipeline, PipelineRequest
 from codecompass_gateway.rewrite import Rewriter
@@ -64,7 +64,6 @@ log = get_logger("codecompass.gateway.server")
 
 SERVER_NAME = "codecompass"
 HTTP_PATH = "/mcp"
-Transport = Literal["stdio", "streamable-http"]
 # Status and resolution calls are small; a trace on a large workspace first builds its Program.
 STATUS_TIMEOUT_S = 5.0
 # How long a search on a workspace this gateway is indexing waits for its lexical index: the
@@ -92,6 +91,7 @@ class BackgroundIndexer:
     def __init__(self, retrieval: RetrievalClient, timeout_s: float) -> None:
         self._retrieval = retrieval
         self._timeout_s = timeout_s
+        self._closed = threading.Event()
         self._lock = threading.Lock()
         self._state: dict[str, str] = {}
         self._lexical: dict[str, threading.Event] = {}
@@ -129,6 +129,11 @@ class BackgroundIndexer:
         with self._lock:
             return self._state.get(str(workspace)) or None
 
+    def close(self) -> None:
+        """The server is stopping (its session closed): a stream it follows is cut, but the retrieval
+        service goes on indexing. That is no failure, and must not be logged as one."""
+        self._closed.set()
+
     def _set(self, key: str, state: str) -> None:
         with self._lock:
             self._state[key] = state
@@ -151,7 +156,11 @@ class BackgroundIndexer:
             with self._lock:
                 self._state.pop(key, None)
                 self._lexical.pop(key, None)
-            log.warning("background indexing failed", extra={"workspace": key, "detail": exc.user_message()})
+            if self._closed.is_set():
+                log.info("stopped following indexing: the server is stopping; the retrieval service goes on",
+                         extra={"workspace": key})
+            else:
+                log.warning("background indexing failed", extra={"workspace": key, "detail": exc.user_message()})
         finally:
             lexical.set()
 
@@ -166,6 +175,9 @@ class Gateway:
     retrieval: RetrievalClient
     analysis: AnalysisClient
     indexer: BackgroundIndexer
+    # Where else a call may name a workspace: the server's other --workspace folders and its
+    # allowed roots (and the folders under them).
+    roots: tuple[Path, ...] = ()
 
     @classmethod
     def open(cls, settings: Settings, workspace: Path, locate: Locate | None = None) -> Gateway:
@@ -184,7 +196,7 @@ class Gateway:
     def workspace_for(self, given: str | None) -> Path:
         """The workspace a call is about. Only a search starts indexing it (`workspace_to_search`):
         the other tools are read-only, and need no index (trace and read ask the type checker)."""
-        return tools.resolve_workspace(given, self.workspace)
+        return tools.resolve_workspace(given, self.workspace, self.roots)
 
     def workspace_to_search(self, given: str | None) -> Path:
         workspace = self.workspace_for(given)
@@ -307,7 +319,14 @@ class Gateway:
     @tools.tool_errors("index_status")
     def index_status(self, workspace: str | None) -> CallToolResult:
         root = self.workspace_for(workspace)
-        report = self.retrieval.status(str(root), STATUS_TIMEOUT_S)
+        try:
+            report = self.retrieval.status(str(root), STATUS_TIMEOUT_S)
+        except ServiceError as exc:
+            if exc.kind != INVALID:
+                raise
+            # The only argument is an existing absolute folder: the service refuses to index it
+            # (the filesystem root, the home folder, a system folder), and says why.
+            raise tools.ToolInputError(str(exc), errors.WORKSPACE_REFUSED) from None
         advice = advisor.advise(report.files, advisor.ts_js_share(root), advisor.DEFAULT_LATENCY_BUDGET_MS,
                                 self.settings.embedding)
         return tools.status_result(report, root, self.indexer.describe(root), {"trace_id": tools.trace_id()},
@@ -403,17 +422,22 @@ How far indexing of a workspace has come (files, chunks, share embedded) and its
 it is ready, searches match exact words and names only."""
 
 
-def build_server(settings: Settings, workspace: Path, locate: Locate | None = None) -> GatewayServer:
-    """The MCP server for `workspace`; its lifespan owns one Gateway (the clients) for all sessions."""
+def build_server(settings: Settings, workspace: Path, locate: Locate | None = None, *, also: tuple[Path, ...] = (),
+                 allowed_roots: tuple[Path, ...] = ()) -> GatewayServer:
+    """The MCP server for `workspace` (and the workspaces `also`, all indexed at start; calls may
+    name these and folders under them or under `allowed_roots`); its lifespan owns one Gateway
+    (the clients) for all sessions."""
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Gateway]) -> AsyncIterator[Gateway]:
-        gateway = Gateway.open(settings, workspace, locate)
+        gateway = dataclasses.replace(Gateway.open(settings, workspace, locate), roots=(*also, *allowed_roots))
         # In the background: the client's handshake never waits on the index.
-        gateway.indexer.ensure(workspace)
+        for served in (workspace, *also):
+            gateway.indexer.ensure(served)
         try:
             yield gateway
         finally:
+            gateway.indexer.close()
             gateway.close()
 
     server = GatewayServer(SERVER_NAME, instructions=INSTRUCTIONS, lifespan=lifespan,
@@ -519,18 +543,27 @@ def _reason(exc: OSError) -> str:
     return reason[:1].lower() + reason[1:]
 
 
-def serve(settings: Settings, workspace: Path, transport: Transport = "stdio", host: str = "127.0.0.1",
-          port: int = 8765, locate: Locate | None = None) -> None:
-    # Bound before the log says "serving": a taken port ends here, in one line.
-    listening = listening_socket(host, port) if transport != "stdio" else None
-    server = build_server(settings, workspace, locate)
-    log.info("serving", extra={"transport": transport, "workspace": str(workspace),
-                               "retrieval": settings.retrieval_addr, "analysis": settings.analysis_addr})
-    if transport == "stdio":
+def serve(settings: Settings, plan: remote.ServerPlan, locate: Locate | None = None) -> None:
+    workspace, *also = plan.workspaces
+    server = build_server(settings, workspace, locate, also=tuple(also), allowed_roots=plan.allowed_roots)
+    served = {"workspaces": [str(w) for w in plan.workspaces], "allowed_roots": [str(r) for r in plan.allowed_roots]}
+    exposure = plan.exposure
+    if exposure is None:
+        log.info("serving", extra={"transport": plan.transport, **served, "retrieval": settings.retrieval_addr,
+                                   "analysis": settings.analysis_addr})
         server.run("stdio")
         return
+    # Bound before the log says "serving": a taken port ends here, in one line.
+    listening = listening_socket(exposure.host, exposure.port)
+    summary = exposure.summary(plan.workspaces, plan.allowed_roots)
+    if exposure.loopback:
+        log.info("serving", extra={"transport": plan.transport, **summary})
+    else:
+        log.warning("serving beyond this machine", extra={"transport": plan.transport, **summary})
     import uvicorn
 
-    app = wire.ScreenedHttp(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host), HTTP_PATH)
-    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=settings.log_level.lower())).run(
-        sockets=[listening])
+    sdk_app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=exposure.host,
+                                         transport_security=wire.transport_security(exposure))
+    app = wire.Guarded(wire.ScreenedHttp(sdk_app, HTTP_PATH), exposure)
+    uvicorn.Server(uvicorn.Config(app, host=exposure.host, port=exposure.port,
+                                  log_level=settings.log_level.lower())).run(sockets=[listening])

@@ -153,14 +153,22 @@ def trace_id() -> str:
 # --- workspaces --------------------------------------------------------------------------------
 
 
-def resolve_workspace(given: str | None, default: Path) -> Path:
-    """The workspace a call is about: `given` (absolute, an existing folder) or the server's own."""
+def resolve_workspace(given: str | None, default: Path, roots: tuple[Path, ...] = ()) -> Path:
+    """The workspace a call is about: the server's own (`default`) when none is given, else an
+    absolute folder at or under `default` or one of `roots` (the server's other --workspace folders
+    and its allowed roots). The allow-list is judged before the folder is looked at, so that a
+    refused caller learns nothing about what exists outside it."""
     if given is None or not given.strip():
         return default
     path = Path(given.strip()).expanduser()
     if not path.is_absolute():
         raise ToolInputError(f"workspace must be an absolute path, got {given!r}", errors.INVALID_WORKSPACE)
-    path = path.resolve()
+    path = path.resolve()  # a link or `..` cannot lead out of an allowed folder
+    allowed = (default, *roots)
+    if not any(path == root or root in path.parents for root in allowed):
+        raise ToolInputError(f"workspace {str(path)!r} is not a folder this server opens: it opens "
+                             f"{', '.join(str(r) for r in allowed)} and the folders under them (start it with "
+                             "--workspace or --allow-root for more)", errors.WORKSPACE_REFUSED)
     if not path.exists():
         raise ToolInputError(f"workspace {str(path)!r} does not exist", errors.INVALID_WORKSPACE)
     if not path.is_dir():

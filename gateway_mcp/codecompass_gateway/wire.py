@@ -14,13 +14,14 @@ A message that fails gets one JSON-RPC error per request it holds, with the requ
 id can be read (from the top level of the message, however deep or long the rest is), else null.
 Notifications and responses get none, as JSON-RPC says. What passes goes to the SDK unchanged.
 
-`ScreenedStdin` applies this to the stdio transport, `ScreenedHttp` to streamable HTTP;
-`InitializeFirst` turns the SDK's answer to a call before `initialize` ("Invalid request
+`ScreenedStdin` applies this to the stdio transport, `ScreenedHttp` to streamable HTTP (behind
+`Guarded`, which lets in only who `remote.Exposure` says); `InitializeFirst` turns the SDK's answer to a call before `initialize` ("Invalid request
 parameters", which sends a client hunting for a wrong argument) into one that says what is missing.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
@@ -30,7 +31,11 @@ from typing import Any, BinaryIO
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
-from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    TransportSecurityMiddleware,
+    TransportSecuritySettings,
+)
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp.types import (
@@ -44,8 +49,10 @@ from mcp.types import (
 )
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+from starlette.requests import Request
 
 from codecompass.common.logging import get_logger
+from codecompass_gateway.remote import Exposure
 
 log = get_logger("codecompass.gateway.wire")
 
@@ -391,6 +398,45 @@ async def _drain(receive: Receive) -> None:
         drained += len(message.get("body", b""))
         if not message.get("more_body", False):
             return
+
+
+def transport_security(exposure: Exposure) -> TransportSecuritySettings:
+    """The SDK's Host and Origin checks, with the lists `exposure` allows."""
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=list(exposure.allowed_hosts),
+                                     allowed_origins=list(exposure.allowed_origins))
+
+
+class Guarded:
+    """ASGI middleware before everything else: the Host and Origin checks (the SDK's own, so that a
+    request from a rebinding web page is refused before anything reads it), then the bearer token
+    when the exposure requires one (401 without it)."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], exposure: Exposure) -> None:
+        self.app = app
+        self._headers = TransportSecurityMiddleware(transport_security(exposure))
+        self._token = None if exposure.token is None else exposure.token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        # Content-Type is the transport's to judge (is_post=False): only Host and Origin here.
+        refused = await self._headers.validate_request(Request(scope, receive), is_post=False)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        if self._token is not None and not self._authorized(scope):
+            await respond(send, 401, b"missing or wrong bearer token: send Authorization: Bearer <token>\n",
+                          b"text/plain; charset=utf-8", ((b"www-authenticate", b'Bearer realm="codecompass"'),))
+            return
+        await self.app(scope, receive, send)
+
+    def _authorized(self, scope: Scope) -> bool:
+        assert self._token is not None
+        given = next((value for key, value in scope["headers"] if key.lower() == b"authorization"), b"")
+        scheme, _, token = given.strip().partition(b" ")
+        # Constant time: how much of a guess matched must not show in how long the answer takes.
+        return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._token)
 
 
 # --- the handshake ----------------------------------------------------------------------------------

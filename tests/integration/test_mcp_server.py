@@ -155,7 +155,7 @@ def test_index_status(stack) -> None:
 
 @pytest.mark.parametrize(("name", "arguments", "expected"), [
     ("semantic_search", {"query": "x", "workspace": "relative/path"}, "workspace must be an absolute path"),
-    ("semantic_search", {"query": "x", "workspace": "/no/such/folder"}, "does not exist"),
+    ("semantic_search", {"query": "x", "workspace": "/no/such/folder"}, "is not a folder this server opens"),
     ("semantic_search", {"query": "   "}, "query is empty"),
     ("semantic_search", {"query": "x", "path": "src/[a"}, "invalid path filter"),
     ("semantic_search", {"query": "x", "max_tokens": 5}, "max_tokens"),
@@ -185,7 +185,9 @@ def test_several_workspaces_and_the_previous_protocol_revision(stack, tmp_path) 
         status = await client.call_tool("index_status", {"workspace": str(other)})
         return client.protocol_version, cold, status
 
-    version, cold, status = with_client(stdio_params(stack), session, mode="legacy")
+    # `other` is under a root the server was started to allow (it serves no folder outside those).
+    version, cold, status = with_client(stdio_params(stack, None, "--allow-root", str(tmp_path)), session,
+                                        mode="legacy")
     assert version == LATEST_HANDSHAKE_VERSION  # 2025-11-25, the handshake era
     assert not cold.is_error, texts(cold)
     assert any("computeInvoiceTotal" in t for t in texts(cold))

@@ -203,8 +203,13 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the MCP tools over the local services: reused when they run, else started first.
     Everything but the protocol goes to stderr (stdout is the protocol in stdio mode)."""
     from codecompass_gateway.__main__ import run as run_gateway
+    from codecompass_gateway.__main__ import server_plan
 
-    workspace = workspace_dir(args.workspace)
+    try:  # refused (a remote bind without a token, a missing folder) before anything starts
+        server_plan(args, settings)
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    workspace = workspace_dir(args.workspace[0])
     # The server's modules (the MCP SDK, the tokenizer) take about two seconds to import: done
     # while the services start, the client's handshake is that much sooner on a cold start.
     importer = threading.Thread(target=importlib.import_module, args=("codecompass_gateway.server",),
@@ -214,7 +219,6 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     importer.join()
     addresses = {f"{name}_addr": service_address(settings, name)
                  for name in ("analysis", "embedding", "retrieval", "rerank", "selection")}
-    args.workspace = str(workspace)
     # The server outlives any one set of services: `up` may restart one on a new port, so every
     # call finds its service through runtime.json (the addresses of now are what the log shows).
     return run_gateway(args, dataclasses.replace(settings, **addresses), Locator(settings))

@@ -29,6 +29,7 @@ API_KEY_ENV = "CODECOMPASS_EMBEDDING_API_KEY"
 RERANK_PROVIDERS = ("local", "voyage", "cohere", "llm")
 RERANK_API_KEY_ENV = "CODECOMPASS_RERANK_API_KEY"
 REWRITE_API_KEY_ENV = "CODECOMPASS_REWRITE_API_KEY"
+GATEWAY_AUTH_TOKEN_ENV = "CODECOMPASS_GATEWAY_AUTH_TOKEN"
 # Seed 004: `off` never calls the embedding service (nor a model reranker), `rerank_only` builds
 # no vectors but may rerank with a model, `hybrid` blends lexical and vector search.
 SEMANTIC_MODES = ("off", "rerank_only", "hybrid")
@@ -167,6 +168,17 @@ class GatewaySettings:
     # A rewrite sends the query and the workspace's symbol names: to an endpoint off this
     # machine only when this is set (private by construction, like the providers' gates).
     rewrite_allow_remote: bool = False
+    # Remote use of the HTTP server (issue 15 section 5). Bound to anything but loopback it needs a
+    # bearer token (the variable, else the file's first line) and checks Host and Origin against
+    # these lists (`host:port`, `host:*`; `scheme://host:port`); a loopback bind keeps the SDK's
+    # loopback lists and adds these.
+    auth_token: str | None = field(default=None, repr=False)
+    auth_token_file: Path | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    # Folders under which a tool call may name any `workspace`, besides the server's --workspace
+    # folders (and --allow-root).
+    allowed_roots: tuple[Path, ...] = ()
 
     def semantic_ratio_for(self, intent: str) -> float | None:
         """The configured semantic ratio cap for queries of `intent`, if any."""
@@ -325,6 +337,30 @@ def parse_log_level(value: Any, source: str) -> str:
     if name not in LOG_LEVELS:
         raise ConfigError(f"{source}: must be one of {', '.join(LOG_LEVELS)}; got {value!r}")
     return name
+
+
+def _parse_list(value: Any, source: str, separator: str) -> list[str]:
+    """A list from YAML, or one string split on `separator` (env); blanks dropped."""
+    items = value if isinstance(value, list) else _parse_str(value, source).split(separator)
+    return [text for text in (_parse_str(item, source).strip() for item in items) if text]
+
+
+def _parse_names(value: Any, source: str) -> tuple[str, ...]:
+    return tuple(_parse_list(value, source, ","))
+
+
+def _parse_folders(value: Any, source: str) -> tuple[Path, ...]:
+    folders = []
+    for text in _parse_list(value, source, os.pathsep):
+        path = Path(text).expanduser()
+        if not path.is_absolute():
+            raise ConfigError(f"{source}: {text!r} is not an absolute path")
+        folders.append(path.resolve())
+    return tuple(folders)
+
+
+def _parse_optional_path(value: Any, source: str) -> Path | None:
+    return _parse_path(value, source) if _parse_str(value, source).strip() else None
 
 
 def _parse_storage_options(value: Any, source: str) -> dict[str, str]:
@@ -489,6 +525,20 @@ _FIELDS: tuple[_Field, ...] = (
            "gateway.rewrite_allow_remote", _parse_bool,
            "Allow a rewrite endpoint off this machine (it receives queries and symbol names); loopback needs "
            "no permission"),
+    _Field("gateway.auth_token", GATEWAY_AUTH_TOKEN_ENV, None, _parse_optional_str,
+           "Bearer token the MCP HTTP server requires, needed when it listens on anything but loopback (env only; "
+           "never read from the config file, never logged)"),
+    _Field("gateway.auth_token_file", "CODECOMPASS_GATEWAY_AUTH_TOKEN_FILE", "gateway.auth_token_file",
+           _parse_optional_path, "File whose first line is that token (when the variable is not set)"),
+    _Field("gateway.allowed_hosts", "CODECOMPASS_GATEWAY_ALLOWED_HOSTS", "gateway.allowed_hosts", _parse_names,
+           "Host headers the MCP HTTP server accepts besides its own address (host:port or host:*; comma-separated "
+           "in env)"),
+    _Field("gateway.allowed_origins", "CODECOMPASS_GATEWAY_ALLOWED_ORIGINS", "gateway.allowed_origins",
+           _parse_names, "Origin headers the MCP HTTP server accepts (scheme://host:port or scheme://host:*); a "
+           "request with any other Origin is refused (403)"),
+    _Field("gateway.allowed_roots", "CODECOMPASS_GATEWAY_ALLOWED_ROOTS", "gateway.allowed_roots", _parse_folders,
+           f"Folders under which an MCP call may name its own workspace, besides the server's --workspace folders "
+           f"('{os.pathsep}'-separated in env)"),
     _Field("selection.max_tokens", "CODECOMPASS_SELECTION_MAX_TOKENS", "selection.max_tokens",
            _int_parser(256, 1_000_000), "Token budget of an answer when the request sets none"),
     _Field("selection.min_relevance", "CODECOMPASS_SELECTION_MIN_RELEVANCE", "selection.min_relevance",
@@ -504,7 +554,7 @@ _FIELDS: tuple[_Field, ...] = (
 
 _YAML_KEYS = {f.yaml_key: f for f in _FIELDS if f.yaml_key is not None}
 _SECRET_YAML_KEYS = {"embedding.api_key": API_KEY_ENV, "rerank.api_key": RERANK_API_KEY_ENV,
-                     "gateway.rewrite_api_key": REWRITE_API_KEY_ENV}
+                     "gateway.rewrite_api_key": REWRITE_API_KEY_ENV, "gateway.auth_token": GATEWAY_AUTH_TOKEN_ENV}
 
 
 def default_config_path(env: Mapping[str, str]) -> Path:
@@ -645,6 +695,10 @@ def redacted(settings: Settings) -> dict[str, Any]:
     data["retrieval"]["storage_options"] = {k: _REDACTED for k in settings.retrieval.storage_options}
     data["rerank"]["api_key"] = _REDACTED if settings.rerank.api_key else None
     data["gateway"]["rewrite_api_key"] = _REDACTED if settings.gateway.rewrite_api_key else None
+    data["gateway"]["auth_token"] = _REDACTED if settings.gateway.auth_token else None
+    gateway = settings.gateway
+    data["gateway"]["auth_token_file"] = str(gateway.auth_token_file) if gateway.auth_token_file else None
+    data["gateway"]["allowed_roots"] = [str(root) for root in gateway.allowed_roots]
     return data
 
 

@@ -975,7 +975,9 @@ class RetrievalEngine:
     # --- GetIndexStatus ---
 
     def status(self, root_text: str) -> IndexStatusReport:
-        ws = self.workspace(root_text)
+        # A folder that is refused (and was never indexed with force) has no index to report on:
+        # its status is the refusal, and asking for it creates no state for it.
+        ws = self._workspace_to_sync(root_text, force=False)
         store = ws.store
         counts = store.counts() if store is not None else (0, 0)
         status, error = ws.indexing_status(counts)

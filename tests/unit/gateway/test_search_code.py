@@ -269,8 +269,9 @@ def test_language_filters() -> None:
 
 
 def test_the_registry_documents_every_code_once() -> None:
-    codes = [errors.INVALID_ARGUMENT, errors.INVALID_WORKSPACE, errors.NOT_FOUND_CODE, errors.UNSUPPORTED_REF,
-             errors.SERVICE_UNAVAILABLE, errors.DEADLINE_EXCEEDED, errors.SERVICE_ERROR, errors.INTERNAL_ERROR]
+    codes = [errors.INVALID_ARGUMENT, errors.INVALID_WORKSPACE, errors.WORKSPACE_REFUSED, errors.NOT_FOUND_CODE,
+             errors.UNSUPPORTED_REF, errors.SERVICE_UNAVAILABLE, errors.DEADLINE_EXCEEDED, errors.SERVICE_ERROR,
+             errors.INTERNAL_ERROR]
     assert list(errors.ERROR_CODES) == codes
     for code, meaning in errors.ERROR_CODES.items():
         assert meaning and "\n" not in meaning

@@ -139,7 +139,7 @@ def test_suggested_calls_name_real_tools_and_arguments(server) -> None:
     ("semantic_search", {}, "semantic_search: invalid arguments: query: Field required"),
     ("codebase_trace", {"symbol": "X", "direction": "callers", "depth": 9}, "depth: Input should be less than"),
     ("semantic_search", {"query": "x", "workspace": "relative/ws"}, "workspace must be an absolute path"),
-    ("index_status", {"workspace": "/no/such/dir"}, "workspace '/no/such/dir' does not exist"),
+    ("index_status", {"workspace": "/no/such/dir"}, "workspace '/no/such/dir' is not a folder this server opens"),
     ("semantic_search", {"query": "  "}, "semantic_search: query is empty"),
     ("codebase_trace", {"symbol": " ", "direction": "callers"}, "codebase_trace: symbol is empty"),
     ("read_symbol", {"symbol": ""}, "read_symbol: symbol is empty"),
@@ -158,7 +158,7 @@ def test_bad_arguments_are_one_line_tool_errors(server, name, arguments, expecte
     ("codebase_trace", {"symbol": "X", "direction": "sideways"}, "invalid_argument"),
     ("semantic_search", {"query": "  "}, "invalid_argument"),
     ("semantic_search", {"query": "x", "workspace": "relative/ws"}, "invalid_workspace"),
-    ("index_status", {"workspace": "/no/such/dir"}, "invalid_workspace"),
+    ("index_status", {"workspace": "/no/such/dir"}, "workspace_refused"),
     ("search_code", {"query": "x", "ref": "main"}, "unsupported_ref"),
     ("search_code", {"query": "tokens"}, "service_unavailable"),
     ("read_symbol", {"symbol": "requireAuth"}, "service_unavailable"),
@@ -182,6 +182,26 @@ def test_a_file_as_workspace_is_refused(server, tmp_path) -> None:
     file = tmp_path / "a.ts"
     file.write_text("export const a = 1;\n")
     assert "is not a folder" in error_line(call(server, "index_status", {"workspace": str(file)}))
+    missing = error_line(call(server, "index_status", {"workspace": str(tmp_path / "gone")}))
+    assert missing.endswith(f"workspace '{tmp_path / 'gone'}' does not exist [invalid_workspace]")
+
+
+def test_a_call_opens_only_the_served_folders_and_those_under_them(tmp_path: Path) -> None:
+    from codecompass_gateway.tools import ToolInputError, resolve_workspace
+
+    served, extra, root, outside = (tmp_path / name for name in ("served", "extra", "root", "outside"))
+    for folder in (served / "pkg", extra, root / "team" / "app", outside):
+        folder.mkdir(parents=True)
+    (served / "escape").symlink_to(outside)
+    roots = (extra, root)
+    assert resolve_workspace(None, served, roots) == served
+    for allowed in (served / "pkg", extra, root / "team" / "app", served / "pkg" / ".."):
+        assert resolve_workspace(str(allowed), served, roots) == allowed.resolve()
+    for refused in (outside, served / "escape", tmp_path, served / ".." / "outside", "/"):
+        with pytest.raises(ToolInputError, match="is not a folder this server opens") as caught:
+            resolve_workspace(str(refused), served, roots)
+        assert caught.value.code == "workspace_refused"
+        assert f"it opens {served}, {extra}, {root} and the folders under them" in str(caught.value)
 
 
 @pytest.mark.parametrize(("name", "arguments", "service"), [

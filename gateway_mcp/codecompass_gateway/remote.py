@@ -1,0 +1,122 @@
+"""Who may talk to the MCP server over HTTP (issue 15, section 5: remote use is safe by default).
+
+A loopback bind (127.0.0.0/8, ::1, localhost) is reachable from this machine only: it keeps the
+checks the MCP SDK makes by default there (the Host and Origin of a request must be a loopback
+name, against DNS rebinding from a web page), extended to the address actually bound and to the
+configured lists.
+
+Any other bind is reachable from the network, so the server refuses to start unless
+- a bearer token is set (`CODECOMPASS_GATEWAY_AUTH_TOKEN`, or the first line of
+  `gateway.auth_token_file`): every request must carry `Authorization: Bearer <token>`, compared in
+  constant time; without it, 401;
+- the Host names clients use are known: the address bound, when it is one address, and
+  `gateway.allowed_hosts`; a request for any other Host is refused (421, the SDK's answer), and one
+  from a browser Origin not in `gateway.allowed_origins` too (403).
+It then logs one line saying what it exposes (never the token). `wire.Guarded` applies this.
+
+Which folders a call may open is the other half (`tools.resolve_workspace`): the server's
+--workspace folders and the allowed roots, whatever the transport.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from codecompass.common.config import GATEWAY_AUTH_TOKEN_ENV, GatewaySettings
+
+# What the SDK allows on a loopback bind when it is left to choose (its streamable_http_app).
+_LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+_LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+_ANY_ADDRESS = ("0.0.0.0", "::", "")
+
+Transport = Literal["stdio", "streamable-http"]
+
+
+class RemoteRefused(ValueError):
+    """The server must not start as asked; the message says why and what to set, in one line."""
+
+
+def is_loopback(host: str) -> bool:
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve to any address
+
+
+def _host_port(host: str, port: int | str) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """What the HTTP server accepts: from where (Host, Origin) and with which token (None: none
+    needed, on loopback)."""
+
+    host: str
+    port: int
+    allowed_hosts: tuple[str, ...]
+    allowed_origins: tuple[str, ...]
+    token: str | None = field(default=None, repr=False)
+    token_source: str = ""
+
+    @property
+    def loopback(self) -> bool:
+        return self.token is None
+
+    def summary(self, workspaces: tuple[Path, ...], roots: tuple[Path, ...]) -> dict[str, Any]:
+        """What is exposed, for the one log line: never the token, only where it comes from."""
+        return {"url": f"http://{_host_port(self.host, self.port)}/mcp", "workspaces": [str(w) for w in workspaces],
+                "allowed_roots": [str(r) for r in roots], "allowed_hosts": list(self.allowed_hosts),
+                "allowed_origins": list(self.allowed_origins),
+                "auth": f"bearer token from {self.token_source}" if self.token else "none (loopback only)"}
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    """What a server serves: its workspaces (the first answers calls that name none), the roots
+    under which a call may name another, and, over HTTP, whom it lets in."""
+
+    workspaces: tuple[Path, ...]
+    allowed_roots: tuple[Path, ...] = ()
+    transport: Transport = "stdio"
+    exposure: Exposure | None = None  # streamable-http only
+
+
+def exposure(host: str, port: int, gateway: GatewaySettings) -> Exposure:
+    """What a server bound to `host:port` accepts; RemoteRefused when it may not start."""
+    if is_loopback(host):
+        hosts = (*_LOOPBACK_HOSTS, _host_port(host, "*"), *gateway.allowed_hosts)
+        origins = (*_LOOPBACK_ORIGINS, f"http://{_host_port(host, '*')}", *gateway.allowed_origins)
+        return Exposure(host, port, tuple(dict.fromkeys(hosts)), tuple(dict.fromkeys(origins)))
+    token, source = _token(gateway)
+    if token is None:
+        raise RemoteRefused(f"--host {host} listens beyond this machine: set {GATEWAY_AUTH_TOKEN_ENV} (or "
+                            "gateway.auth_token_file) to the bearer token clients must send, or listen on 127.0.0.1")
+    hosts = gateway.allowed_hosts if host in _ANY_ADDRESS else (_host_port(host, port), *gateway.allowed_hosts)
+    if not hosts:
+        raise RemoteRefused(f"--host {host} listens on every address: set gateway.allowed_hosts "
+                            "(CODECOMPASS_GATEWAY_ALLOWED_HOSTS) to the host names clients use, e.g. "
+                            f"myhost.example:{port}")
+    return Exposure(host, port, tuple(dict.fromkeys(hosts)), gateway.allowed_origins, token, source)
+
+
+def _token(gateway: GatewaySettings) -> tuple[str | None, str]:
+    if gateway.auth_token:
+        return gateway.auth_token, GATEWAY_AUTH_TOKEN_ENV
+    if gateway.auth_token_file is None:
+        return None, ""
+    path = gateway.auth_token_file
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise RemoteRefused(f"gateway.auth_token_file {path}: cannot read it ({reason})") from None
+    token = lines[0].strip() if lines else ""
+    if not token:
+        raise RemoteRefused(f"gateway.auth_token_file {path}: its first line is empty")
+    return token, str(path)

@@ -1,0 +1,100 @@
+"""Who may reach the MCP server over HTTP, decided before it starts (`remote`), and the settings
+and options that say so. The requests themselves are tested over real HTTP in
+tests/badinput/test_mcp_remote.py."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from codecompass_gateway.__main__ import add_server_arguments, server_plan
+from codecompass_gateway.remote import RemoteRefused, exposure, is_loopback
+
+from codecompass.common.config import ConfigError, GatewaySettings, read_config_file, redacted, settings_from
+
+TOKEN = "s3cret-token-never-logged"
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1", True), ("127.0.0.2", True), ("localhost", True), ("::1", True), ("[::1]", True),
+    ("0.0.0.0", False), ("::", False), ("192.0.2.7", False), ("myhost.example", False),
+])
+def test_only_loopback_addresses_are_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+def test_loopback_keeps_the_sdk_s_lists_and_adds_the_address_bound() -> None:
+    local = exposure("127.0.0.2", 8765, GatewaySettings(allowed_origins=("https://ide.example",)))
+    assert local.loopback and local.token is None
+    assert local.allowed_hosts == ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.2:*")
+    assert local.allowed_origins == ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*",
+                                     "http://127.0.0.2:*", "https://ide.example")
+
+
+def test_beyond_loopback_the_server_needs_a_token_and_host_names() -> None:
+    with pytest.raises(RemoteRefused) as refused:
+        exposure("192.0.2.7", 8765, GatewaySettings())
+    assert str(refused.value) == ("--host 192.0.2.7 listens beyond this machine: set CODECOMPASS_GATEWAY_AUTH_TOKEN "
+                                  "(or gateway.auth_token_file) to the bearer token clients must send, or listen "
+                                  "on 127.0.0.1")
+    with pytest.raises(RemoteRefused, match=r"--host 0.0.0.0 listens on every address: set gateway.allowed_hosts"):
+        exposure("0.0.0.0", 8765, GatewaySettings(auth_token=TOKEN))
+    one = exposure("192.0.2.7", 8765, GatewaySettings(auth_token=TOKEN))
+    assert (one.allowed_hosts, one.allowed_origins, one.token) == (("192.0.2.7:8765",), (), TOKEN)
+    every = exposure("0.0.0.0", 8765, GatewaySettings(auth_token=TOKEN, allowed_hosts=("ci.example:8765",)))
+    assert every.allowed_hosts == ("ci.example:8765",) and not every.loopback
+
+
+def test_the_token_file_is_read_once_and_never_shown(tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    path.write_text(f"  {TOKEN}\n# the rest is ignored\n")
+    remote = exposure("192.0.2.7", 9000, GatewaySettings(auth_token_file=path))
+    assert remote.token == TOKEN and TOKEN not in repr(remote)
+    summary = remote.summary((tmp_path,), ())
+    assert TOKEN not in str(summary) and summary["auth"] == f"bearer token from {path}"
+    assert summary["url"] == "http://192.0.2.7:9000/mcp"
+    path.write_text("\n")
+    with pytest.raises(RemoteRefused, match="its first line is empty"):
+        exposure("192.0.2.7", 9000, GatewaySettings(auth_token_file=path))
+    with pytest.raises(RemoteRefused, match=r"cannot read it \(No such file or directory\)"):
+        exposure("192.0.2.7", 9000, GatewaySettings(auth_token_file=tmp_path / "missing"))
+
+
+def test_the_settings_of_remote_use(tmp_path: Path) -> None:
+    settings = settings_from({"CODECOMPASS_GATEWAY_AUTH_TOKEN": TOKEN,
+                              "CODECOMPASS_GATEWAY_ALLOWED_HOSTS": "a.example:8765, b.example:*",
+                              "CODECOMPASS_GATEWAY_ALLOWED_ROOTS": "/srv/code:/home/dev/src"},
+                             {"gateway.allowed_origins": ["https://ide.example"]})
+    gateway = settings.gateway
+    assert gateway.allowed_hosts == ("a.example:8765", "b.example:*")
+    assert gateway.allowed_roots == (Path("/srv/code"), Path("/home/dev/src"))
+    assert gateway.allowed_origins == ("https://ide.example",) and gateway.auth_token == TOKEN
+    assert redacted(settings)["gateway"]["auth_token"] == "***" and TOKEN not in repr(settings)
+    config = tmp_path / "config.yaml"
+    config.write_text(f"gateway:\n  auth_token: {TOKEN}\n")
+    with pytest.raises(ConfigError, match="gateway.auth_token is not read from files; set "
+                                          "CODECOMPASS_GATEWAY_AUTH_TOKEN"):
+        read_config_file(config)
+    with pytest.raises(ConfigError, match="CODECOMPASS_GATEWAY_ALLOWED_ROOTS: 'src' is not an absolute path"):
+        settings_from({"CODECOMPASS_GATEWAY_ALLOWED_ROOTS": "src"})
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_server_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_the_plan_lists_every_workspace_and_root_once(tmp_path: Path) -> None:
+    a, b, root = tmp_path / "a", tmp_path / "b", tmp_path / "root"
+    for folder in (a, b, root):
+        folder.mkdir()
+    settings = settings_from({"CODECOMPASS_GATEWAY_ALLOWED_ROOTS": str(root)})
+    plan = server_plan(_args("--workspace", str(a), "--workspace", str(b), "--workspace", str(a), "--allow-root",
+                             str(root)), settings)
+    assert plan.workspaces == (a, b) and plan.allowed_roots == (root,) and plan.exposure is None
+    with pytest.raises(ValueError, match=r"--allow-root '/no/such': not an existing folder"):
+        server_plan(_args("--workspace", str(a), "--allow-root", "/no/such"), settings)
+    with pytest.raises(RemoteRefused, match="listens beyond this machine"):
+        server_plan(_args("--workspace", str(a), "--transport", "streamable-http", "--host", "0.0.0.0"), settings)

@@ -4,10 +4,11 @@
 // that crashed or would not stop. Nothing here blocks the event loop.
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { ChunkOutput } from './chunker';
-import type { CheckerJob, CheckerReply, CheckerWorkerData, ChunkDetail, JobError, WindowFile } from './checkerProtocol';
+import type { ChunkText } from './chunker';
+import type { CheckerJob, CheckerReply, CheckerWorkerData, ChunkDetail, FileResult, JobError, WindowFile } from './checkerProtocol';
 import { CancelledError } from './errors';
 import type { TraceRequest, TraceResult } from './trace';
+import type { RenderedSymbol, RenderSpec } from './types';
 import { RequestError } from './workspace';
 
 export const CHECKER_WORKER_SCRIPT = path.join(__dirname, 'checkerWorker.js');
@@ -21,6 +22,16 @@ const CANCEL_POLL_MS = 25;
  * costing CPU; the next job starts a fresh worker.
  */
 const CHUNK_CANCEL_GRACE_MS = 1000;
+/**
+ * Stack of each worker thread. The TypeScript parser, binder and checker
+ * recurse once per nesting level (an array literal nested N deep costs about
+ * 20 frames per level to parse), and the 4 MB a worker gets by default ends
+ * somewhere between 2,000 and 5,000 levels. Measured with this limit: a file
+ * of one array literal nested 100,000 deep parses and chunks (see
+ * test/deepNesting.test.ts); deeper is skipped as chunk_failed. The stack is
+ * reserved address space, touched only as deep as a file makes it go.
+ */
+export const WORKER_STACK_MB = 256;
 
 /** The worker failed a job, crashed, or is gone; the message is one line, fit for a status. */
 export class CheckerError extends Error {
@@ -34,14 +45,46 @@ export class CheckerError extends Error {
 type JobPayload = DistributiveOmit<CheckerJob, 'id' | 'cancel'>;
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
+/** The worker exited under a job: `why` says how ("crashed: …", "exited with code 1"). */
+class WorkerGone extends CheckerError {
+  constructor(
+    name: string,
+    readonly why: string,
+  ) {
+    super(`the ${name} worker ${why}; it is restarted for the next request`);
+  }
+}
+
+/**
+ * A chunk job that could not finish a file: the worker crashed (or failed
+ * the job as a whole) or one file ran past the per-file limit. `index` is
+ * the file of the window it was on; the files before it were answered.
+ */
+export class ChunkJobError extends CheckerError {
+  constructor(
+    readonly kind: 'crash' | 'timeout',
+    readonly index: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ChunkJobError';
+  }
+}
+
+/** No reply came within the time allowed. */
+class ReplyTimeout extends Error {}
+
 /** Replies of one job as they arrive; a failure or cancel ends it early. */
 class Inbox {
   private readonly items: CheckerReply[] = [];
   private waiter: { resolve: (r: CheckerReply) => void; reject: (e: Error) => void } | undefined;
   private error: Error | undefined;
+  /** When the worker last said something: a per-file limit counts the worker's time, not the reader's. */
+  private lastArrivalMs = Date.now();
 
   push(reply: CheckerReply): void {
     if (this.error) return;
+    this.lastArrivalMs = Date.now();
     if (this.waiter) {
       this.waiter.resolve(reply);
       this.waiter = undefined;
@@ -56,16 +99,31 @@ class Inbox {
     this.waiter = undefined;
   }
 
-  next(): Promise<CheckerReply> {
+  /** The next reply; with `withinMs`, rejects with ReplyTimeout once that long has passed since the last one. */
+  next(withinMs = Infinity): Promise<CheckerReply> {
     if (this.error) return Promise.reject(this.error);
     const item = this.items.shift();
     if (item) return Promise.resolve(item);
-    return new Promise((resolve, reject) => (this.waiter = { resolve, reject }));
+    return new Promise((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const settle = <T>(fn: (value: T) => void) => (value: T) => {
+        clearTimeout(timer);
+        fn(value);
+      };
+      this.waiter = { resolve: settle(resolve), reject: settle(reject) };
+      if (Number.isFinite(withinMs)) {
+        timer = setTimeout(() => {
+          this.waiter = undefined;
+          reject(new ReplyTimeout());
+        }, Math.max(0, this.lastArrivalMs + withinMs - Date.now()));
+      }
+    });
   }
 }
 
 interface Session {
   inbox: Inbox;
+  worker: Worker;
   /** Asks the worker to stop this job; a no-op once it has finished. */
   cancel(): void;
 }
@@ -75,6 +133,10 @@ interface ActiveJob {
   worker: Worker;
   onReply(reply: CheckerReply): void;
   onExit(error: Error): void;
+}
+
+function formatSeconds(ms: number): string {
+  return `${Number((ms / 1000).toFixed(1))} s`;
 }
 
 function firstLine(text: string): string {
@@ -131,20 +193,61 @@ export class CheckerWorker {
   }
 
   /**
-   * Chunks a window of files and yields their outputs in the window's
-   * order. Leaving the loop early cancels the rest of the job.
+   * Chunks a window of files and yields their results in the window's
+   * order. Leaving the loop early cancels the rest of the job. A file that
+   * takes longer than `fileTimeoutMs` of the worker's time (a Program build
+   * does not count) or a worker that crashes ends the job with a
+   * ChunkJobError naming the file it was on; the worker is replaced.
    */
-  async *chunkWindow(workspaceRoot: string, files: WindowFile[], detail: ChunkDetail, isCancelled: () => boolean): AsyncGenerator<ChunkOutput> {
+  async *chunkWindow(
+    workspaceRoot: string,
+    files: WindowFile[],
+    detail: ChunkDetail,
+    isCancelled: () => boolean,
+    fileTimeoutMs = Infinity,
+  ): AsyncGenerator<FileResult> {
     if (files.length === 0) return;
     const session = await this.start({ kind: 'chunk', workspaceRoot, files, ...detail }, isCancelled, CHUNK_CANCEL_GRACE_MS);
+    let index = 0;
     try {
-      for (let index = 0; index < files.length; index++) {
-        const reply = await session.inbox.next();
+      // With references the job opens with a Program build, which has no per-file limit.
+      let building = detail.includeReferences;
+      for (;;) {
+        let reply: CheckerReply;
+        try {
+          reply = await session.inbox.next(building ? Infinity : fileTimeoutMs);
+        } catch (err) {
+          if (err instanceof ReplyTimeout) {
+            this.retire(session.worker);
+            throw new ChunkJobError('timeout', index, `chunking took longer than ${formatSeconds(fileTimeoutMs)}`);
+          }
+          if (err instanceof WorkerGone) throw new ChunkJobError('crash', index, `the chunk worker ${err.why} while chunking it`);
+          throw err;
+        }
+        if (reply.kind === 'program') {
+          building = reply.building;
+          continue;
+        }
+        if (index === files.length && reply.kind === 'done') return;
+        if (reply.kind === 'failed' && reply.error.requestErrorKind === undefined) {
+          throw new ChunkJobError('crash', index, toError(reply.error).message);
+        }
         if (reply.kind !== 'file' || reply.index !== index) throw unexpected(reply);
-        yield reply.output;
+        index++;
+        yield reply.failure !== undefined ? { failure: reply.failure } : { output: reply.output };
       }
-      const last = await session.inbox.next();
-      if (last.kind !== 'done') throw unexpected(last);
+    } finally {
+      session.cancel();
+    }
+  }
+
+  /** Renders symbols of one file in the worker, whose stack takes nesting the main thread's does not. */
+  async render(file: ChunkText, specs: RenderSpec[], isCancelled: () => boolean): Promise<(RenderedSymbol | undefined)[]> {
+    const session = await this.start({ kind: 'render', file, specs }, isCancelled);
+    try {
+      const reply = await session.inbox.next();
+      if (reply.kind !== 'done' || !reply.rendered) throw unexpected(reply);
+      return reply.rendered;
     } finally {
       session.cancel();
     }
@@ -227,7 +330,7 @@ export class CheckerWorker {
       worker,
       onReply: (reply) => {
         inbox.push(reply);
-        if (reply.kind === 'file') return;
+        if (reply.kind === 'file' || reply.kind === 'program') return;
         finish();
         // After an unexpected failure the worker's caches may be half updated: start afresh.
         if (reply.kind === 'failed' && reply.error.requestErrorKind === undefined) this.retire(worker);
@@ -239,13 +342,13 @@ export class CheckerWorker {
     };
     worker.ref();
     worker.postMessage({ ...payload, id, cancel: flag.buffer } as CheckerJob);
-    return { inbox, cancel };
+    return { inbox, worker, cancel };
   }
 
   private spawn(): Worker {
     if (this.disposed) throw new CheckerError('the analysis service is shutting down');
     if (this.worker) return this.worker;
-    const worker = new Worker(this.script, { workerData: this.data, name: this.name });
+    const worker = new Worker(this.script, { workerData: this.data, name: this.name, resourceLimits: { stackSizeMb: WORKER_STACK_MB } });
     worker.unref();
     let crash: Error | undefined;
     worker.on('message', (reply: CheckerReply) => {
@@ -264,7 +367,7 @@ export class CheckerWorker {
       if (this.active?.worker !== worker) return;
       const why = crash ? `crashed: ${firstLine(crash.message)}` : `exited with code ${code}`;
       this.active.onExit(
-        this.disposed ? new CheckerError('the analysis service is shutting down') : new CheckerError(`the ${this.name} worker ${why}; it is restarted for the next request`),
+        this.disposed ? new CheckerError('the analysis service is shutting down') : new WorkerGone(this.name, why),
       );
     });
     this.worker = worker;

@@ -2,6 +2,7 @@
 // Only plain data crosses: texts go in, ChunkOutputs and TraceResults come
 // out, so the main thread never holds a Program or a checker.
 import type { ChunkOutput, ChunkText } from './chunker';
+import type { RenderedSymbol, RenderSpec } from './types';
 import type { TraceRequest, TraceResult } from './trace';
 import type { RequestErrorKind } from './workspace';
 
@@ -51,7 +52,20 @@ export interface WarmJob extends JobBase {
   libraries: boolean;
 }
 
-export type CheckerJob = ChunkJob | TraceJob | WarmJob;
+/**
+ * Render symbols of one file whose parse overflowed the main thread's stack
+ * (about 1 MB, against the workers' WORKER_STACK_MB): deeply nested code.
+ */
+export interface RenderJob extends JobBase {
+  kind: 'render';
+  file: ChunkText;
+  specs: RenderSpec[];
+}
+
+export type CheckerJob = ChunkJob | TraceJob | WarmJob | RenderJob;
+
+/** One file of a chunk job: its chunks, or why it could not be chunked (one line). */
+export type FileResult = { output: ChunkOutput; failure?: undefined } | { output?: undefined; failure: string };
 
 /** A failure as it crosses threads: a request error keeps its kind, anything else is one line. */
 export interface JobError {
@@ -60,8 +74,13 @@ export interface JobError {
 }
 
 export type CheckerReply =
-  /** The output of `files[index]` of a ChunkJob; files come in order. */
-  | { kind: 'file'; id: number; index: number; output: ChunkOutput }
-  | { kind: 'done'; id: number; trace?: TraceResult }
+  /** The result of `files[index]` of a ChunkJob; files come in order. */
+  | ({ kind: 'file'; id: number; index: number } & FileResult)
+  /**
+   * A chunk job starts (`building`) or ends (`built`) building a Program: the
+   * per-file time limit does not run while a whole project is parsed.
+   */
+  | { kind: 'program'; id: number; building: boolean }
+  | { kind: 'done'; id: number; trace?: TraceResult; rendered?: (RenderedSymbol | undefined)[] }
   | { kind: 'cancelled'; id: number }
   | { kind: 'failed'; id: number; error: JobError };

@@ -5,9 +5,10 @@
 // thread, so the main thread keeps answering health checks, RenderSymbols
 // and Trace. One job at a time; checkerClient.ts queues them.
 import { parentPort, workerData } from 'node:worker_threads';
-import { chunkText } from './chunker';
-import type { CheckerJob, CheckerReply, CheckerWorkerData, ChunkJob, JobError, TraceJob } from './checkerProtocol';
-import { type ProgramView, ProjectRegistry, warmLibraries } from './program';
+import { type ChunkOutput, chunkText } from './chunker';
+import type { CheckerJob, CheckerReply, CheckerWorkerData, ChunkJob, FileResult, JobError, RenderJob, TraceJob, WindowFile } from './checkerProtocol';
+import { type ProgramView, ProjectRegistry, isStackOverflow, warmLibraries } from './program';
+import { parseForRender, renderFromSource } from './render';
 import { TraceProjectHost, trace } from './trace';
 import { RequestError } from './workspace';
 
@@ -40,22 +41,60 @@ function post(reply: CheckerReply): void {
   port.postMessage(reply);
 }
 
+/** Why a file could not be chunked, in one line a user can act on. */
+function failureOf(err: unknown): string {
+  if (isStackOverflow(err)) return 'nested too deep to parse: the parser ran out of stack (Maximum call stack size exceeded)';
+  return `chunking failed: ${(err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 300)}`;
+}
+
+/**
+ * One file's chunks. A failure is the file's alone: with a Program it is
+ * retried without one (the checker is the likelier culprit), and if it fails
+ * again the file is reported as not chunkable while the window goes on.
+ */
+function chunkOne(file: WindowFile, job: ChunkJob, view: ProgramView | undefined, note: string | undefined): FileResult {
+  let output: ChunkOutput;
+  try {
+    output = chunkText(file, job.workspaceRoot, view, job.lexicalOnly);
+  } catch (err) {
+    if (!view) return { failure: failureOf(err) };
+    try {
+      output = chunkText(file, job.workspaceRoot, undefined, job.lexicalOnly);
+      note = `references unavailable: ${failureOf(err)}`;
+    } catch (again) {
+      return { failure: failureOf(again) };
+    }
+  }
+  if (note) output.diagnostics.push(note);
+  return { output };
+}
+
 function chunkWindow(job: ChunkJob, isCancelled: () => boolean): void {
-  const views = new Map<string, ProgramView | undefined>();
+  const views = new Map<string, { view: ProgramView | undefined; note?: string }>();
   if (job.includeReferences) {
     const registry = recent(registries, job.workspaceRoot, () => new ProjectRegistry(job.workspaceRoot, limits.maxPrograms));
     // A window spanning several projects builds one Program per project; a
     // cancel is noticed between them.
-    registry.withPrograms(job.files, (file, view) => {
-      if (isCancelled()) throw new JobCancelled();
-      views.set(file.absolutePath, view);
-    });
+    registry.withPrograms(
+      job.files,
+      (file, view, note) => {
+        if (isCancelled()) throw new JobCancelled();
+        views.set(file.absolutePath, { view, note });
+      },
+      (building) => post({ kind: 'program', id: job.id, building }),
+    );
   }
   job.files.forEach((file, index) => {
     if (isCancelled()) throw new JobCancelled();
-    post({ kind: 'file', id: job.id, index, output: chunkText(file, job.workspaceRoot, views.get(file.absolutePath), job.lexicalOnly) });
+    const program = views.get(file.absolutePath);
+    post({ kind: 'file', id: job.id, index, ...chunkOne(file, job, program?.view, program?.note) });
   });
   post({ kind: 'done', id: job.id });
+}
+
+function renderFile(job: RenderJob): void {
+  const sourceFile = parseForRender(job.file.relativePath, job.file.text, job.file.language);
+  post({ kind: 'done', id: job.id, rendered: job.specs.map((spec) => renderFromSource(sourceFile, job.file.relativePath, spec)) });
 }
 
 function traceSymbol(job: TraceJob, isCancelled: () => boolean): void {
@@ -77,6 +116,7 @@ port.on('message', (job: CheckerJob) => {
   try {
     if (job.kind === 'chunk') chunkWindow(job, isCancelled);
     else if (job.kind === 'trace') traceSymbol(job, isCancelled);
+    else if (job.kind === 'render') renderFile(job);
     else {
       if (job.libraries) warmLibraries();
       post({ kind: 'done', id: job.id });

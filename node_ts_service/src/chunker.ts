@@ -16,6 +16,7 @@ import {
 } from './symbols';
 import { countTokens, countTokensUpTo } from './tokens';
 import type { Chunk, Language, SymbolReference } from './types';
+import { walkTree } from './walk';
 
 /**
  * Version of the chunk output format. Bump it whenever chunk ids, text or
@@ -122,11 +123,19 @@ function requiredModule(init: ts.Expression | undefined): string | undefined {
 }
 
 function collectBindingNames(name: ts.BindingName, out: string[]): void {
-  if (ts.isIdentifier(name)) {
-    out.push(name.text);
-    return;
+  // A stack, not recursion: a destructuring pattern can nest as deep as any literal.
+  const pending: ts.BindingName[] = [name];
+  while (pending.length > 0) {
+    const next = pending.pop()!;
+    if (ts.isIdentifier(next)) {
+      out.push(next.text);
+      continue;
+    }
+    for (let i = next.elements.length - 1; i >= 0; i--) {
+      const element = next.elements[i];
+      if (!ts.isOmittedExpression(element)) pending.push(element.name);
+    }
   }
-  for (const el of name.elements) if (!ts.isOmittedExpression(el)) collectBindingNames(el.name, out);
 }
 
 /** An identifier that names something in scope, as opposed to a property key or member name. */
@@ -158,19 +167,17 @@ function importUses(sf: ts.SourceFile, imports: FileImport[]): Map<string, numbe
   const uses = new Map<string, number[]>();
   for (const imp of imports) for (const n of imp.names) uses.set(n, []);
   if (uses.size === 0) return uses;
-  const visit = (node: ts.Node): void => {
-    if (ts.isIdentifier(node)) {
-      const list = uses.get(node.text);
-      if (list && isValueUse(node)) list.push(node.getStart(sf));
-      return;
-    }
-    ts.forEachChild(node, visit);
+  const visit = (node: ts.Node): boolean => {
+    if (!ts.isIdentifier(node)) return true;
+    const list = uses.get(node.text);
+    if (list && isValueUse(node)) list.push(node.getStart(sf));
+    return false;
   };
   // Import statements are top-level statements: skipping them there spares a set lookup per node.
   for (const stmt of sf.statements) {
-    if (!ts.isImportDeclaration(stmt) && !ts.isImportEqualsDeclaration(stmt)) visit(stmt);
+    if (!ts.isImportDeclaration(stmt) && !ts.isImportEqualsDeclaration(stmt)) walkTree(stmt, visit);
   }
-  visit(sf.endOfFileToken);
+  walkTree(sf.endOfFileToken, visit);
   return uses;
 }
 

@@ -10,6 +10,7 @@ export interface AnalysisConfig {
   readonly maxPrograms: number;
   readonly maxRenderCacheFiles: number;
   readonly maxWorkspaces: number;
+  readonly chunkFileTimeoutMs: number;
   readonly serviceName: string;
   readonly logLevel: LogLevel;
   readonly otlpEndpoint: string | undefined;
@@ -26,6 +27,8 @@ export class ConfigError extends Error {
 }
 
 const MIB = 1024 * 1024;
+/** See chunkFileTimeoutMs below. */
+export const DEFAULT_CHUNK_FILE_TIMEOUT_MS = 60_000;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AnalysisConfig {
   return Object.freeze({
@@ -42,6 +45,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AnalysisConfig
     maxPrograms: intVar(env, 'ANALYSIS_MAX_PROGRAMS', 4, 1, 256),
     maxRenderCacheFiles: intVar(env, 'ANALYSIS_RENDER_CACHE_FILES', 256, 1, 100_000),
     maxWorkspaces: intVar(env, 'ANALYSIS_MAX_WORKSPACES', 8, 1, 1024),
+    // One file's chunking (a Program build aside) past this is abandoned and
+    // the file skipped as chunk_failed, so a pathological file (the checker
+    // inferring a type through thousands of nesting levels takes minutes)
+    // cannot hold a whole index. The largest files we index (5 MiB, 50k lines
+    // with references) take a few seconds.
+    chunkFileTimeoutMs: intVar(env, 'ANALYSIS_CHUNK_FILE_TIMEOUT_MS', DEFAULT_CHUNK_FILE_TIMEOUT_MS, 100, 3_600_000),
     serviceName: stringVar(env, 'OTEL_SERVICE_NAME', 'codecompass-analysis'),
     logLevel: logLevelVar(env, 'LOG_LEVEL', 'info'),
     otlpEndpoint: optionalVar(env, 'OTEL_EXPORTER_OTLP_ENDPOINT'),

@@ -57,6 +57,16 @@ export class VersionedHost implements ts.LanguageServiceHost {
   readonly files = new Map<string, HostFile>();
   roots: string[];
   private projectVersion = 0;
+  /** The file whose text the LanguageService asked for last: the one it parses next. */
+  private lastRead: string | undefined;
+  /**
+   * Files the checker is not given, with the hash of the text that was left
+   * out: nested deeper than MAX_CHECKED_NESTING, or found unparsable (the
+   * parser ran out of stack). The Program gets an empty text in their place
+   * until they change, so one such file costs its project neither its type
+   * checker nor minutes of inference.
+   */
+  private readonly unparsable = new Map<string, { hash: string; why: string }>();
 
   constructor(
     private readonly options: ts.CompilerOptions,
@@ -81,6 +91,36 @@ export class VersionedHost implements ts.LanguageServiceHost {
     }
     this.files.set(fileName, { version: (existing?.version ?? 0) + 1, text, hash, diskMtimeMs: undefined });
     this.projectVersion++;
+    this.excludeTooDeep(fileName, text, hash);
+  }
+
+  private excludeTooDeep(fileName: string, text: string, hash: string): void {
+    if (nestsDeeperThan(text, MAX_CHECKED_NESTING)) {
+      this.unparsable.set(fileName, { hash, why: `nested more than ${MAX_CHECKED_NESTING} levels deep, too deep to type-check` });
+    }
+  }
+
+  /** The file read last, and forgets it: after a failed parse, the file that failed. */
+  takeLastRead(): string | undefined {
+    const last = this.lastRead;
+    this.lastRead = undefined;
+    return last;
+  }
+
+  /** Leaves the file's current text out of the Program; false when it already is (or is unknown). */
+  excludeUnparsable(fileName: string): boolean {
+    const file = this.load(fileName);
+    if (!file || this.excludedWhy(fileName) !== undefined) return false;
+    this.unparsable.set(fileName, { hash: file.hash, why: 'the parser ran out of stack on it' });
+    this.projectVersion++;
+    return true;
+  }
+
+  /** Why the Program does not see this file's current text; undefined when it does. */
+  excludedWhy(fileName: string): string | undefined {
+    const file = this.files.get(fileName);
+    const excluded = this.unparsable.get(fileName);
+    return file !== undefined && excluded?.hash === file.hash ? excluded.why : undefined;
   }
 
   /** Picks up edits to files the program loaded from disk (imports of requested files). */
@@ -104,6 +144,7 @@ export class VersionedHost implements ts.LanguageServiceHost {
         file.hash = hash;
         file.version++;
         this.projectVersion++;
+        this.excludeTooDeep(fileName, text, hash);
       }
     }
   }
@@ -132,6 +173,7 @@ export class VersionedHost implements ts.LanguageServiceHost {
     }
     const file: HostFile = { version: 1, text, hash: sha256Hex(Buffer.from(text)), diskMtimeMs: mtimeMs };
     this.files.set(fileName, file);
+    this.excludeTooDeep(fileName, text, file.hash);
     return file;
   }
 
@@ -142,11 +184,15 @@ export class VersionedHost implements ts.LanguageServiceHost {
     return this.roots;
   }
   getScriptVersion(fileName: string): string {
-    return String(this.load(fileName)?.version ?? 0);
+    const version = String(this.load(fileName)?.version ?? 0);
+    return this.excludedWhy(fileName) !== undefined ? `${version}-excluded` : version;
   }
   getScriptSnapshot(fileName: string): ts.IScriptSnapshot | undefined {
     const file = this.load(fileName);
-    return file ? ts.ScriptSnapshot.fromString(file.text) : undefined;
+    if (!file) return undefined;
+    if (this.excludedWhy(fileName) !== undefined) return ts.ScriptSnapshot.fromString('');
+    this.lastRead = fileName;
+    return ts.ScriptSnapshot.fromString(file.text);
   }
   getCompilationSettings(): ts.CompilerOptions {
     return this.options;
@@ -204,6 +250,44 @@ interface ParsedConfig {
   generation: number;
 }
 
+/**
+ * Nesting, in brackets, past which a file is kept out of Programs. The parser
+ * copes (see WORKER_STACK_MB), but the checker infers a nested literal's type
+ * in time that grows with the square of its depth (TypeScript 6.0: 10 s at
+ * 2,000 levels, 86 s at 5,000, measured on an array literal), and it does so
+ * for every file that merely uses the value. Hand-written code stays far
+ * below: a callback pyramid or a nested config is a few dozen levels.
+ */
+export const MAX_CHECKED_NESTING = 1000;
+
+/**
+ * Whether brackets ((, [, {) nest deeper than `limit` anywhere in `text`.
+ * A scan of characters, not a parse: strings and comments are skipped, a
+ * regular expression's brackets are not (they balance in practice), and it
+ * stops as soon as the answer is yes.
+ */
+export function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 40 || c === 91 || c === 123) {
+      if (++depth > limit) return true;
+    } else if (c === 41 || c === 93 || c === 125) {
+      if (depth > 0) depth--;
+    } else if (c === 34 || c === 39 || c === 96) {
+      // A string or template: to its closing quote (a template's ${} counts as text).
+      for (i++; i < text.length && text.charCodeAt(i) !== c; i++) if (text.charCodeAt(i) === 92) i++;
+    } else if (c === 47 && text.charCodeAt(i + 1) === 47) {
+      const end = text.indexOf('\n', i);
+      i = end < 0 ? text.length : end;
+    } else if (c === 47 && text.charCodeAt(i + 1) === 42) {
+      const end = text.indexOf('*/', i + 2);
+      i = end < 0 ? text.length : end + 1;
+    }
+  }
+  return false;
+}
+
 /** A LanguageService and the host it reads files through. */
 export interface Project {
   host: VersionedHost;
@@ -231,6 +315,20 @@ export interface ProgramView {
   checker: ts.TypeChecker;
 }
 
+/** How many unparsable files one Program build may leave out before it gives up on references. */
+const MAX_UNPARSABLE_PER_BUILD = 8;
+
+export function isStackOverflow(err: unknown): boolean {
+  return err instanceof RangeError && /call stack/i.test(err.message);
+}
+
+function errorLine(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).split('\n')[0];
+}
+
+/** A project's Program and checker, or why there is none (one line). */
+type Built = { program: ts.Program | undefined; checker: ts.TypeChecker | undefined; failure?: undefined } | { failure: string };
+
 export class ProjectRegistry {
   private readonly configs = new Map<string, ParsedConfig>();
   /** Insertion order is recency: the first entry is the least recently used. */
@@ -253,7 +351,11 @@ export class ProjectRegistry {
    * after its project is evicted: a Program is immutable and outlives the
    * LanguageService that built it; eviction only stops it being reused.
    */
-  withPrograms(files: readonly ProgramFile[], visit: (file: ProgramFile, view: ProgramView | undefined) => void): void {
+  withPrograms(
+    files: readonly ProgramFile[],
+    visit: (file: ProgramFile, view: ProgramView | undefined, note?: string) => void,
+    onBuild: (building: boolean) => void = () => {},
+  ): void {
     this.generation++;
     const groups = new Map<string, ProgramFile[]>();
     for (const file of files) {
@@ -272,14 +374,59 @@ export class ProjectRegistry {
       }
       project.host.refreshFromDisk();
       for (const file of group) project.host.setText(file.absolutePath, file.text, file.contentHash);
-      const program = project.service.getProgram();
-      const checker = program?.getTypeChecker();
+      onBuild(true);
+      const built = this.build(key, project);
+      onBuild(false);
+      if (built.failure !== undefined) {
+        // Chunked without references, and each file says why.
+        for (const file of group) visit(file, undefined, `references unavailable: ${built.failure}`);
+        continue;
+      }
+      const { program, checker } = built;
+      const host = this.live.get(key)?.host ?? project.host;
       for (const file of group) {
+        // A file left out of the Program has an empty SourceFile there: it is parsed on its own.
+        const excluded = host.excludedWhy(file.absolutePath);
+        if (excluded !== undefined) {
+          visit(file, undefined, `references unavailable: ${excluded}`);
+          continue;
+        }
         const sourceFile = program?.getSourceFile(file.absolutePath);
         visit(file, sourceFile && checker ? { sourceFile, checker } : undefined);
       }
       if (key === INFERRED && program) {
-        project.host.prune(new Set(program.getSourceFiles().map((sf) => sf.fileName)));
+        host.prune(new Set(program.getSourceFiles().map((sf) => sf.fileName)));
+      }
+    }
+  }
+
+  /**
+   * Brings a project's Program up to date. A file nested too deep for the
+   * parser (even on a worker's large stack) would fail every build of its
+   * project, and so every file of it: it is left out and the build retried,
+   * on a fresh LanguageService since the failed one may be half updated.
+   */
+  private build(key: string, first: Project): Built {
+    let project = first;
+    for (let excluded = 0; ; excluded++) {
+      project.host.takeLastRead();
+      let program: ts.Program | undefined;
+      try {
+        program = project.service.getProgram();
+      } catch (err) {
+        const culprit = project.host.takeLastRead();
+        if (!isStackOverflow(err) || culprit === undefined || excluded >= MAX_UNPARSABLE_PER_BUILD || !project.host.excludeUnparsable(culprit)) {
+          return { failure: `the type checker could not build this project: ${errorLine(err)}` };
+        }
+        project.service.dispose();
+        project = { host: project.host, service: ts.createLanguageService(project.host, documentRegistry) };
+        this.live.set(key, project);
+        continue;
+      }
+      try {
+        return { program, checker: program?.getTypeChecker() };
+      } catch (err) {
+        return { failure: `the type checker failed on this project: ${errorLine(err)}` };
       }
     }
   }

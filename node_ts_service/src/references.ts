@@ -5,6 +5,7 @@ import path from 'node:path';
 import ts from 'typescript';
 import { compact, discoverSymbols, isCollapsible, type SymbolNode } from './symbols';
 import type { SymbolReference } from './types';
+import { walkTree } from './walk';
 
 export interface ReferenceContext {
   checker: ts.TypeChecker;
@@ -163,14 +164,12 @@ export function resolveReferences(sym: SymbolNode, ctx: ReferenceContext): Symbo
   };
   const found = new Map<ts.Symbol, { count: number; first: number; ref: SymbolReference }>();
   const rejected = new Set<ts.Symbol>();
-  const visit = (node: ts.Node): void => {
-    if (node.end <= sym.start || node.pos >= sym.end) return;
-    if (insideSkipped(node.pos, node.end)) return;
-    if (ts.isIdentifier(node)) {
-      visitIdentifier(node);
-      return;
-    }
-    ts.forEachChild(node, visit);
+  const visit = (node: ts.Node): boolean => {
+    if (node.end <= sym.start || node.pos >= sym.end) return false;
+    if (insideSkipped(node.pos, node.end)) return false;
+    if (!ts.isIdentifier(node)) return true;
+    visitIdentifier(node);
+    return false;
   };
   const visitIdentifier = (id: ts.Identifier): void => {
     if (isDeclarationName(id) || ts.isJsxAttribute(id.parent)) return;
@@ -215,7 +214,7 @@ export function resolveReferences(sym: SymbolNode, ctx: ReferenceContext): Symbo
       chunkId: chunk ? chunk.id : '',
     };
   };
-  for (const root of sym.roots) visit(root);
+  for (const root of sym.roots) walkTree(root, visit);
   return [...found.values()]
     .sort((a, b) => b.count - a.count || a.first - b.first)
     .slice(0, MAX_REFERENCES)

@@ -103,7 +103,7 @@ export function createHandlers(service: AnalysisService, logger: Logger): CodeAn
     renderSymbols: (call, callback) => {
       void withServerSpan(ANALYSIS_SERVICE_NAME, 'RenderSymbols', call.metadata, async (span) => {
         try {
-          const result = service.render(renderRequestFromPb(call.request));
+          const result = await service.render(renderRequestFromPb(call.request), () => call.cancelled);
           finishSpan(span, undefined);
           callback(null, renderResultToPb(result));
         } catch (err) {

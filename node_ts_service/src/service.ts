@@ -3,19 +3,20 @@
 // errors; everything here is testable without a network.
 import * as path from 'node:path';
 import type ts from 'typescript';
-import { type ChunkOutput, chunkText } from './chunker';
-import { CHECKER_WORKER_SCRIPT, CheckerWorker } from './checkerClient';
-import type { WindowFile } from './checkerProtocol';
-import type { AnalysisConfig } from './config';
+import { type ChunkText, chunkText } from './chunker';
+import { CHECKER_WORKER_SCRIPT, ChunkJobError, CheckerWorker } from './checkerClient';
+import type { ChunkDetail, FileResult, WindowFile } from './checkerProtocol';
+import { type AnalysisConfig, DEFAULT_CHUNK_FILE_TIMEOUT_MS } from './config';
 import { CancelledError } from './errors';
 import { type FsOps, type Skip, isSourceFileName, languageOf, loadSource, realFs, skipForError } from './fileio';
+import { isStackOverflow } from './program';
 import { parseForRender, renderFromSource } from './render';
 import { discoverSymbols } from './symbols';
 import { RULE_SKIPS, ScanCancelledError, compareStrings, listSourceFiles, scanWorkspace } from './scanner';
 import { countTokens } from './tokens';
 import type { TraceRequest, TraceResult } from './trace';
 import type { ChunkedFile, FileEntry, RenderedSymbol, RenderSpec, ScanResult } from './types';
-import { RequestError, type Workspace, WorkspaceRegistry, resolveRequestPath } from './workspace';
+import { MissingPathError, RequestError, type Workspace, WorkspaceRegistry, resolveRequestPath } from './workspace';
 
 export { CancelledError } from './errors';
 
@@ -57,9 +58,17 @@ interface ChunkTarget {
 /** A window of files, read, and the worker job that chunks them. */
 interface OpenWindow {
   loaded: LoadedTarget[];
-  outputs: AsyncGenerator<ChunkOutput>;
+  outputs: AsyncGenerator<FileResult>;
   /** The first output, asked for when the window opened, so that its job queued right away. */
-  first: Promise<IteratorResult<ChunkOutput>> | undefined;
+  first: Promise<IteratorResult<FileResult>> | undefined;
+}
+
+/** What one ChunkFiles call has learnt about its workers so far. */
+interface ChunkCallState {
+  /** The detail jobs are started with; references are dropped after repeated crashes in a Program build. */
+  detail: ChunkDetail;
+  /** Jobs in a row that crashed before their first file. */
+  buildCrashes: number;
 }
 
 interface LoadedTarget {
@@ -85,11 +94,22 @@ const SYNTAX_WINDOW = 32;
  * cores or more; each worker holds its own parser (about 60 MiB).
  */
 const SYNTAX_CHUNKERS = 2;
+/**
+ * A chunk worker that crashes with the type checker on: the file it was on is
+ * chunked alone without references. A job that crashes before its first file,
+ * again and again, is crashing in the Program build (a project too big for
+ * memory), so after this many such crashes in a row the rest of the call goes
+ * without references rather than rebuilding and crashing once per file.
+ */
+const MAX_BUILD_CRASHES = 2;
 
 export interface ServiceOptions {
   /** The checker worker's module; tests substitute one that misbehaves. */
   checkerWorkerScript?: string;
 }
+
+type ServiceConfig = Pick<AnalysisConfig, 'maxFileBytes' | 'maxPrograms' | 'maxRenderCacheFiles' | 'maxWorkspaces'> &
+  Partial<Pick<AnalysisConfig, 'chunkFileTimeoutMs'>>;
 
 /**
  * Neither parsing for ChunkFiles nor the type checker runs on this thread:
@@ -113,7 +133,7 @@ export class AnalysisService {
   private readonly traceChecker: CheckerWorker;
 
   constructor(
-    private readonly config: Pick<AnalysisConfig, 'maxFileBytes' | 'maxPrograms' | 'maxRenderCacheFiles' | 'maxWorkspaces'>,
+    private readonly config: ServiceConfig,
     private readonly fsOps: FsOps = realFs,
     options: ServiceOptions = {},
   ) {
@@ -162,7 +182,11 @@ export class AnalysisService {
 
   /**
    * Yields one result per file in path order. Every path is validated before
-   * the first result, so a bad request fails as a whole instead of midway.
+   * the first result, so a bad request fails as a whole instead of midway;
+   * a path that does not exist (a file deleted or renamed since the caller
+   * listed it) is a file skipped as vanished. A file the parser or checker
+   * cannot chunk (too deep, a crash, the per-file time limit) is skipped as
+   * chunk_failed, and the files after it are chunked as usual.
    */
   async *chunkFiles(request: ChunkRequest, isCancelled: () => boolean = () => false): AsyncGenerator<ChunkedFile> {
     const workspace = this.workspaces.get(request.workspaceRoot);
@@ -172,6 +196,7 @@ export class AnalysisService {
     const windowSize = includeReferences ? REFERENCE_WINDOW : SYNTAX_WINDOW;
     const chunkerOf = (start: number) =>
       includeReferences ? this.chunkChecker : this.syntaxChunkers[(start / windowSize) % this.syntaxChunkers.length];
+    const state: ChunkCallState = { detail: { includeReferences, lexicalOnly: request.lexicalOnly }, buildCrashes: 0 };
     // Syntax-only windows are small: the next one is read and queued while
     // this one streams, so the worker never waits on this thread. Windows
     // with references stay one at a time, each holding a Program's worth.
@@ -181,7 +206,7 @@ export class AnalysisService {
       // The readable files go to a worker, which sends their outputs back in
       // window order; skipped files are answered here.
       const files = loaded.flatMap((l) => windowFile(l) ?? []);
-      const outputs = chunkerOf(start).chunkWindow(workspace.root, files, { includeReferences, lexicalOnly: request.lexicalOnly }, isCancelled);
+      const outputs = this.chunkWindow(chunkerOf(start), workspace.root, files, state, isCancelled);
       const first = prefetch ? outputs.next() : undefined;
       first?.catch(() => undefined); // awaited later; a cancel before then is not unhandled
       return { loaded, outputs, first };
@@ -196,7 +221,7 @@ export class AnalysisService {
         let first = current.first;
         for (const loaded of current.loaded) {
           if (isCancelled()) throw new CancelledError();
-          let output: ChunkOutput | undefined;
+          let output: FileResult | undefined;
           if (loaded.load?.ok) {
             const next = await (first ?? current.outputs.next());
             first = undefined;
@@ -218,7 +243,7 @@ export class AnalysisService {
     }
   }
 
-  render(request: RenderRequest): RenderResult {
+  async render(request: RenderRequest, isCancelled: () => boolean = () => false): Promise<RenderResult> {
     const workspace = this.workspaces.get(request.workspaceRoot);
     const symbols: RenderedSymbol[] = [];
     const missingSymbolIds: string[] = [];
@@ -229,7 +254,12 @@ export class AnalysisService {
       let rendered: RenderedSymbol | undefined;
       for (const relativePath of candidates) {
         const source = this.renderSource(workspace, relativePath);
-        rendered = source && renderFromSource(source.sourceFile, source.relativePath, spec);
+        if (source && 'tooDeep' in source) {
+          // Nested deeper than this thread's stack parses: a worker's stack does.
+          [rendered] = await this.syntaxChunkers[0].render(source.tooDeep, [spec], isCancelled);
+        } else {
+          rendered = source && renderFromSource(source.sourceFile, source.relativePath, spec);
+        }
         if (rendered) break;
       }
       if (rendered) symbols.push(rendered);
@@ -266,7 +296,20 @@ export class AnalysisService {
   private async expandTargets(workspace: Workspace, paths: string[], isCancelled: () => boolean): Promise<ChunkTarget[]> {
     const byPath = new Map<string, ChunkTarget>();
     for (const raw of paths) {
-      const resolved = resolveRequestPath(workspace, raw);
+      let resolved;
+      try {
+        resolved = resolveRequestPath(workspace, raw);
+      } catch (err) {
+        if (!(err instanceof MissingPathError)) throw err;
+        // Deleted or renamed since the caller listed it (a checkout under a
+        // sync): that file's answer, not the whole call's.
+        byPath.set(err.relativePath, {
+          relativePath: err.relativePath,
+          absolutePath: path.join(workspace.root, err.relativePath),
+          skip: { reason: 'vanished', detail: 'no longer exists' },
+        });
+        continue;
+      }
       if (resolved.realOutside !== undefined) {
         byPath.set(resolved.relativePath, {
           relativePath: resolved.relativePath,
@@ -312,13 +355,78 @@ export class AnalysisService {
     } catch (err) {
       return { target: { ...target, skip: skipForError(err) }, sizeBytes: 0, mtimeNs: 0, load: undefined };
     }
-    const sizeBytes = Number(stats.size);
-    const load = loadSource(target.absolutePath, sizeBytes, this.config.maxFileBytes, this.fsOps);
+    const load = loadSource(target.absolutePath, Number(stats.size), this.config.maxFileBytes, this.fsOps);
+    // A file rewritten between the stat and the read is answered as read: the
+    // size and hash of those bytes. Its mtime is the older one, so the next
+    // scan re-reads it, finds the same hash and converges.
+    const sizeBytes = load.ok ? load.bytes.length : Number(stats.size);
     return { target, sizeBytes, mtimeNs: Number(stats.mtimeNs), load };
   }
 
-  /** `output` is a chunk worker's, for ChunkFiles; without it (RenderSymbols) the file is parsed here. */
-  private toChunkedFile(workspace: Workspace, loaded: LoadedTarget, output: ChunkOutput | undefined): ChunkedFile {
+  /**
+   * A window's results from its worker, one per file, whatever happens to
+   * the worker: a file that runs past the time limit is a failure of its own;
+   * after a crash the file it was on is chunked alone without references (a
+   * crash of that too makes it a failure), and the rest of the window goes to
+   * a fresh job.
+   */
+  private async *chunkWindow(
+    chunker: CheckerWorker,
+    root: string,
+    files: WindowFile[],
+    state: ChunkCallState,
+    isCancelled: () => boolean,
+  ): AsyncGenerator<FileResult> {
+    const timeoutMs = this.config.chunkFileTimeoutMs ?? DEFAULT_CHUNK_FILE_TIMEOUT_MS;
+    let next = 0;
+    while (next < files.length) {
+      const detail = state.detail;
+      try {
+        for await (const result of chunker.chunkWindow(root, files.slice(next), detail, isCancelled, timeoutMs)) {
+          next++;
+          state.buildCrashes = 0;
+          yield result;
+        }
+        return;
+      } catch (err) {
+        if (!(err instanceof ChunkJobError)) throw err;
+        if (err.kind === 'timeout') {
+          yield { failure: err.message };
+        } else {
+          if (detail.includeReferences && err.index === 0 && ++state.buildCrashes >= MAX_BUILD_CRASHES) {
+            state.detail = { ...detail, includeReferences: false };
+          }
+          yield await this.chunkAlone(root, files[next], detail, err, isCancelled, timeoutMs);
+        }
+        next++;
+      }
+    }
+  }
+
+  /** One file on a fresh syntax-only job, after `crash` ended the job it was in. */
+  private async chunkAlone(
+    root: string,
+    file: WindowFile,
+    detail: ChunkDetail,
+    crash: ChunkJobError,
+    isCancelled: () => boolean,
+    timeoutMs: number,
+  ): Promise<FileResult> {
+    try {
+      const alone = { includeReferences: false, lexicalOnly: detail.lexicalOnly };
+      for await (const result of this.syntaxChunkers[0].chunkWindow(root, [file], alone, isCancelled, timeoutMs)) {
+        if (result.output && detail.includeReferences) result.output.diagnostics.push(`references unavailable: ${crash.message}`);
+        return result;
+      }
+    } catch (err) {
+      if (!(err instanceof ChunkJobError)) throw err;
+      return { failure: err.message };
+    }
+    return { failure: crash.message };
+  }
+
+  /** `result` is a chunk worker's, for ChunkFiles; without it (RenderSymbols) the file is parsed here. */
+  private toChunkedFile(workspace: Workspace, loaded: LoadedTarget, result: FileResult | undefined): ChunkedFile {
     const { target, load } = loaded;
     const base = {
       relativePath: target.relativePath,
@@ -327,7 +435,7 @@ export class AnalysisService {
       mtimeNs: loaded.mtimeNs,
       sizeBytes: loaded.sizeBytes,
     };
-    const skip = target.skip ?? (load && !load.ok ? load : undefined);
+    const skip = target.skip ?? (load && !load.ok ? load : result?.failure !== undefined ? { reason: 'chunk_failed' as const, detail: result.failure } : undefined);
     if (skip || !load || !load.ok) {
       return {
         ...base,
@@ -339,7 +447,7 @@ export class AnalysisService {
       };
     }
     const out =
-      output ??
+      result?.output ??
       chunkText(
         { absolutePath: target.absolutePath, relativePath: target.relativePath, text: load.text, language: languageOf(target.relativePath) ?? 'typescript' },
         workspace.root,
@@ -355,7 +463,10 @@ export class AnalysisService {
     };
   }
 
-  private renderSource(workspace: Workspace, relativePath: string): { sourceFile: ts.SourceFile; relativePath: string } | undefined {
+  private renderSource(
+    workspace: Workspace,
+    relativePath: string,
+  ): { sourceFile: ts.SourceFile; relativePath: string } | { tooDeep: ChunkText } | undefined {
     let resolved;
     try {
       resolved = resolveRequestPath(workspace, relativePath);
@@ -371,8 +482,15 @@ export class AnalysisService {
     if (cached) return { sourceFile: cached.sourceFile, relativePath: resolved.relativePath };
     // Parse and discover only: rendering needs the symbol tree, not chunks with their
     // embedding texts and token counts (most of a full chunking's cost on a large file).
-    const sourceFile = parseForRender(resolved.relativePath, loaded.load.text, languageOf(resolved.relativePath) ?? 'typescript');
-    workspace.rememberSymbolIds(resolved.relativePath, discoverSymbols(sourceFile, resolved.relativePath).byId.keys());
+    const language = languageOf(resolved.relativePath) ?? 'typescript';
+    let sourceFile: ts.SourceFile;
+    try {
+      sourceFile = parseForRender(resolved.relativePath, loaded.load.text, language);
+      workspace.rememberSymbolIds(resolved.relativePath, discoverSymbols(sourceFile, resolved.relativePath).byId.keys());
+    } catch (err) {
+      if (!isStackOverflow(err)) throw err;
+      return { tooDeep: { absolutePath: resolved.absolutePath, relativePath: resolved.relativePath, text: loaded.load.text, language } };
+    }
     workspace.cacheRender(resolved.relativePath, { contentHash: loaded.load.contentHash, sourceFile });
     return { sourceFile, relativePath: resolved.relativePath };
   }

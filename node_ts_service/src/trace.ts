@@ -225,9 +225,14 @@ function heritageOwner(node: ts.Node): ts.ClassLikeDeclaration | ts.InterfaceDec
   return owner && (ts.isClassLike(owner) || ts.isInterfaceDeclaration(owner)) ? owner : undefined;
 }
 
+/** The innermost node that spans `pos`; a loop down the tree, which may be deeper than the stack. */
 function tokenAt(sf: ts.SourceFile, pos: number): ts.Node {
-  const find = (node: ts.Node): ts.Node => ts.forEachChild(node, (c) => (c.getStart(sf) <= pos && pos < c.end ? find(c) : undefined)) ?? node;
-  return find(sf);
+  let node: ts.Node = sf;
+  for (;;) {
+    const child: ts.Node | undefined = ts.forEachChild(node, (c) => (c.getStart(sf) <= pos && pos < c.end ? c : undefined));
+    if (!child) return node;
+    node = child;
+  }
 }
 
 function declarationNamePos(decl: ts.Node): number {

@@ -76,6 +76,17 @@ export class Workspace {
 
 }
 
+/** A request path inside the workspace that does not exist (any more): for ChunkFiles, a vanished file. */
+export class MissingPathError extends RequestError {
+  constructor(
+    readonly relativePath: string,
+    raw: string,
+  ) {
+    super('not_found', `no such file or directory in the workspace: ${JSON.stringify(raw)}`);
+    this.name = 'MissingPathError';
+  }
+}
+
 export interface ResolvedPath {
   relativePath: string;
   absolutePath: string;
@@ -117,9 +128,7 @@ export function resolveRequestPath(workspace: Workspace, raw: string): ResolvedP
     isDirectory = fs.statSync(real).isDirectory();
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') {
-      throw new RequestError('not_found', `no such file or directory in the workspace: ${JSON.stringify(raw)}`);
-    }
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new MissingPathError(toPosix(rel), raw);
     if (code === 'ELOOP') {
       return { relativePath: toPosix(rel), absolutePath, isDirectory: false, realOutside: undefined };
     }

@@ -2,11 +2,13 @@
 // it gets a clear answer (a skip reason, a flag, or a status code) and
 // nothing crashes.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import { chunkedFileFromPb } from '../src/convert';
 import { type FsOps, realFs } from '../src/fileio';
 import { CodeAnalysisServiceClient, type ChunkFilesResponse } from '../src/gen/codecompass/v1/analysis';
 import { createLogger } from '../src/logging';
@@ -185,6 +187,22 @@ describe('bad input', () => {
     assert.deepEqual(files.map((f) => [f.relativePath, f.skipReason ?? f.status]), [['race/a.ts', 'ok'], ['race/b.ts', 'vanished'], ['race/c.ts', 'ok']]);
   });
 
+  it('file rewritten between its stat and its read: chunked as read, with the hash and size of what was read', async () => {
+    const edited = write('edit/a.ts', 'export function beforeTheEdit(): number {\n  return 1;\n}\n');
+    const after = 'export function afterTheEdit(): number {\n  return 2 + 2;\n}\n';
+    const rewriting: FsOps = {
+      ...realFs,
+      readFile: (p) => {
+        if (p === edited) fs.writeFileSync(edited, after);
+        return realFs.readFile(p);
+      },
+    };
+    const [file] = await chunk(new AnalysisService(LIMITS, rewriting), ['edit/a.ts']);
+    assert.deepEqual(file.chunks.map((c) => c.name), ['afterTheEdit']);
+    assert.equal(file.contentHash, createHash('sha256').update(after).digest('hex'));
+    assert.equal(file.sizeBytes, Buffer.byteLength(after));
+  });
+
   it('unreadable file: skipped as unreadable (EACCES), also when running as root', async () => {
     const locked = write('locked/secret.ts', 'export const s = 1;\n');
     write('locked/open.ts', 'export const o = 1;\n');
@@ -268,12 +286,16 @@ describe('bad input', () => {
       assert.equal(file.chunks.length, 0);
     });
 
-    it('missing path: NOT_FOUND; missing or relative workspace root: INVALID_ARGUMENT', async () => {
-      await assert.rejects(grpcChunk(client, root, ['nope/missing.ts']), (err: grpc.ServiceError) => {
-        assert.equal(err.code, grpc.status.NOT_FOUND);
-        assert.match(err.details, /no such file or directory in the workspace: "nope\/missing.ts"/);
-        return true;
-      });
+    it('missing path: that file skipped as vanished, the others chunked; missing or relative workspace root: INVALID_ARGUMENT', async () => {
+      // A file deleted or renamed after the caller listed it (a checkout under a sync) ends nothing but its own answer.
+      const files = (await grpcChunk(client, root, ['nope/missing.ts', 'syntax.ts'])).map(chunkedFileFromPb);
+      assert.deepEqual(
+        files.map((f) => [f.relativePath, f.status, f.skipReason, f.skipDetail]),
+        [
+          ['nope/missing.ts', 'skipped', 'vanished', 'no longer exists'],
+          ['syntax.ts', 'syntax_errors', undefined, ''],
+        ],
+      );
       for (const workspaceRoot of [path.join(root, 'does-not-exist'), 'relative/root', '']) {
         await assert.rejects(grpcChunk(client, workspaceRoot, ['a.ts']), (err: grpc.ServiceError) => {
           assert.equal(err.code, grpc.status.INVALID_ARGUMENT);

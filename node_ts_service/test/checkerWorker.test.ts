@@ -6,7 +6,9 @@
 // The real worker is wrapped by a test script (written below) that can hold a
 // job the way a long Program build does, by blocking the worker thread, for
 // as long as a marker file exists: "answers while chunking" is then a fact of
-// ordering, not a timing threshold.
+// ordering, not a timing threshold. A worker that dies on one file, or takes
+// too long over it, costs that file alone: it is skipped as chunk_failed and
+// every other file of the stream is chunked.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -28,12 +30,17 @@ type Health = InstanceType<typeof HealthClient> & {
 };
 const LIMITS = { maxFileBytes: 1 << 20, maxPrograms: 2, maxRenderCacheFiles: 8, maxWorkspaces: 2 };
 const deadline = () => ({ deadline: Date.now() + 20_000 });
+/** The per-file limit of this suite's service: long for these small files, short for a test. */
+const FILE_TIMEOUT_MS = 3000;
 
 /**
- * The real worker plus three faults, each keyed by the top folder of a chunk
- * job's files: `slow/` blocks the job while `<dir>/hold` exists; `between/`
- * blocks before posting its second file while `<dir>/pause` exists; `crash/`
- * throws out of the worker. Every start, job and reply is logged to `<dir>/worker.log`.
+ * The real worker plus faults, keyed by the top folder of a chunk job's
+ * files: `slow/` blocks the job while `<dir>/hold` exists; `between/` blocks
+ * before posting its second file while `<dir>/pause` exists; `crash/` throws
+ * out of the worker as a job starts; and per file, the worker exits (as on
+ * running out of memory) instead of answering for `dies/user1.ts`, and blocks
+ * forever instead of answering for `hangs/user1.ts`. Every start, job and
+ * reply is logged to `<dir>/worker.log`.
  */
 function wrapperScript(dir: string): string {
   return `
@@ -58,6 +65,9 @@ parentPort.on = (event, handler) => on(event, event === 'message' ? (job) => { b
 const post = parentPort.postMessage.bind(parentPort);
 parentPort.postMessage = (reply) => {
   if (reply.kind === 'file' && reply.index === 1 && touches(current, 'between')) waitWhile('pause');
+  const file = reply.kind === 'file' ? current.files[reply.index].relativePath : '';
+  if (file === 'dies/user1.ts') process.exit(7);
+  if (file === 'hangs/user1.ts') for (;;) Atomics.wait(nap, 0, 0, 10);
   log(reply.kind + (reply.kind === 'file' ? ' ' + reply.index : ''));
   post(reply);
 };
@@ -120,13 +130,13 @@ describe('type checker in worker threads', () => {
     root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cc-checker-')));
     dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cc-checker-ctl-')));
     fs.writeFileSync(path.join(root, 'shared.ts'), SHARED);
-    for (const top of ['slow', 'between', 'crash', 'fast']) {
+    for (const top of ['slow', 'between', 'crash', 'fast', 'dies', 'hangs']) {
       fs.mkdirSync(path.join(root, top));
       for (let i = 0; i < 3; i++) fs.writeFileSync(path.join(root, top, `user${i}.ts`), USER(i));
     }
     const script = path.join(dir, 'worker.js');
     fs.writeFileSync(script, wrapperScript(dir));
-    service = new AnalysisService(LIMITS, undefined, { checkerWorkerScript: script });
+    service = new AnalysisService({ ...LIMITS, chunkFileTimeoutMs: FILE_TIMEOUT_MS }, undefined, { checkerWorkerScript: script });
     server = await startServer({ host: '127.0.0.1', port: 0, service, logger: createLogger('test', 'error', () => {}) });
     server.setServing();
     client = new CodeAnalysisServiceClient(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
@@ -172,7 +182,8 @@ describe('type checker in worker threads', () => {
         (err, res) => (err ? reject(err) : resolve(res!)),
       ),
     );
-    assert.equal(traced.returned, 12);
+    // Every user*.ts of the six folders calls add.
+    assert.equal(traced.returned, 18);
     // All three answered while the chunk stream had not sent a single file.
     assert.equal(held.files.length, 0);
     assert.equal(held.isEnded(), false);
@@ -237,12 +248,12 @@ describe('type checker in worker threads', () => {
     unmark('hold');
   });
 
-  it('a crashed worker is a one-line INTERNAL error, the process lives on, and the worker is replaced', async () => {
-    await assert.rejects(chunkStream(client, root, ['crash'], true).done, (err: grpc.ServiceError) => {
-      assert.equal(err.code, grpc.status.INTERNAL);
-      assert.match(err.details, /^ChunkFiles failed: the chunk checker worker crashed: simulated checker crash; it is restarted for the next request$/);
-      return true;
-    });
+  it('a worker that crashes at every job skips those files with the crash on one line; the process lives on', async () => {
+    const files = await chunkStream(client, root, ['crash'], true).done;
+    assert.deepEqual(
+      files.map((f) => [f.relativePath, f.status, f.skipReason, f.skipDetail]),
+      [0, 1, 2].map((i) => [`crash/user${i}.ts`, 'skipped', 'chunk_failed', 'the chunk worker crashed: simulated checker crash while chunking it']),
+    );
     const status = await new Promise<string>((resolve, reject) =>
       health.check({ service: '' }, deadline(), (err, res) => (err ? reject(err) : resolve(res!.status))),
     );
@@ -253,5 +264,40 @@ describe('type checker in worker threads', () => {
       ['ok', 'ok', 'ok'],
     );
     assert.ok(next[0].chunks.flatMap((c) => c.references).some((r) => r.name === 'add' && r.relativePath === 'shared.ts'));
+  });
+
+  it('a worker that dies on one file costs that file alone: the rest of the stream is chunked, with references', async () => {
+    const files = await chunkStream(client, root, ['dies', 'fast'], true).done;
+    assert.deepEqual(
+      files.map((f) => [f.relativePath, f.status, f.skipReason ?? '', f.skipDetail]),
+      [
+        ['dies/user0.ts', 'ok', '', ''],
+        ['dies/user1.ts', 'skipped', 'chunk_failed', 'the chunk worker exited with code 7 while chunking it'],
+        ['dies/user2.ts', 'ok', '', ''],
+        ['fast/user0.ts', 'ok', '', ''],
+        ['fast/user1.ts', 'ok', '', ''],
+        ['fast/user2.ts', 'ok', '', ''],
+      ],
+    );
+    for (const file of files.filter((f) => f.status === 'ok')) {
+      assert.ok(file.chunks.flatMap((c) => c.references).some((r) => r.name === 'add'), `${file.relativePath} lost its references`);
+    }
+  });
+
+  it('a file that takes longer than the per-file limit is skipped as chunk_failed; the files after it are chunked', async () => {
+    for (const includeReferences of [true, false]) {
+      const files = await chunkStream(client, root, ['hangs', 'fast'], includeReferences).done;
+      assert.deepEqual(
+        files.map((f) => [f.relativePath, f.status, f.skipReason ?? '', f.skipDetail]),
+        [
+          ['fast/user0.ts', 'ok', '', ''],
+          ['fast/user1.ts', 'ok', '', ''],
+          ['fast/user2.ts', 'ok', '', ''],
+          ['hangs/user0.ts', 'ok', '', ''],
+          ['hangs/user1.ts', 'skipped', 'chunk_failed', 'chunking took longer than 3 s'],
+          ['hangs/user2.ts', 'ok', '', ''],
+        ],
+      );
+    }
   });
 });

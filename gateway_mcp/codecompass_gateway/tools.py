@@ -14,6 +14,7 @@ import functools
 import json
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import Any
 
 from mcp.types import Annotations, CallToolResult, TextContent
 
+from codecompass.cli import skips
 from codecompass.clients.analysis_model import (
     FileChunks,
     RenderRequest,
@@ -574,6 +576,11 @@ def location_of(symbol: str) -> tuple[str, int] | None:
 # --- index_status ------------------------------------------------------------------------------
 
 
+# Files not indexed, named in index_status's text and listed in its structured answer.
+_STATUS_LEFT_OUT_SHOWN = 5
+_STATUS_LEFT_OUT_LISTED = 50
+
+
 def status_result(report: IndexStatusReport, workspace: Path, background: str | None,
                   metadata: dict[str, Any], advice: Advice | None = None) -> CallToolResult:
     share = report.embedded_chunks / report.chunks if report.chunks else 0.0
@@ -595,6 +602,15 @@ def status_result(report: IndexStatusReport, workspace: Path, background: str | 
         lines.append("no sync has finished yet")
     if report.error:
         lines.append(f"last indexing error: {one_line(report.error)}")
+    # Files whose code is not in the index: a search cannot find them, so say which.
+    left_out = [s for s in report.skipped if s.reason in skips.CONTENT_LEFT_OUT]
+    if report.skipped:
+        lines.append(skips.summary(report.skipped))
+    for entry in left_out[:_STATUS_LEFT_OUT_SHOWN]:
+        lines.append(f"  not indexed: {entry.relative_path} ({skips.label(entry.reason)}: {entry.detail or 'no detail'})")
+    if len(left_out) > _STATUS_LEFT_OUT_SHOWN:
+        lines.append(f"  … {len(left_out) - _STATUS_LEFT_OUT_SHOWN} more not indexed; "
+                     "`codecompass index --show-skipped` lists them all")
     if background:
         lines.append(f"this gateway: {background}")
     if report.indexing_status.value == "not_indexed" and not background:
@@ -612,6 +628,13 @@ def status_result(report: IndexStatusReport, workspace: Path, background: str | 
         "embedding_model_id": report.embedding_model_id, "embedding_model_version": report.embedding_model_version,
         "index_format_version": report.index_format_version, "index_bytes": report.index_bytes,
         "error": report.error, "background_indexing": background, "last_sync_time": synced,
+        "skipped": {
+            "count": len(report.skipped),
+            "by_reason": dict(sorted(Counter(s.reason for s in report.skipped).items())),
+            "not_indexed": [{"path": s.relative_path, "reason": s.reason, "detail": s.detail}
+                            for s in left_out[:_STATUS_LEFT_OUT_LISTED]],
+            "not_indexed_count": len(left_out),
+        },
         "metadata": metadata,
         "profile_advice": None if advice is None else {
             "tier": advice.tier, "profile": advice.profile, "current_profile": advice.current_profile,

@@ -12,8 +12,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import anyio
 import lancedb
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.types import CallToolResult
 
 from codecompass.cli.processes import pid_alive
 from codecompass.retrieval.state import workspace_key
@@ -92,6 +97,18 @@ class Stack:
             assert time.monotonic() < deadline, f"{service} (pid {pid}) outlived SIGKILL"
             time.sleep(0.05)
         return pid
+
+    def mcp_call(self, root: Path, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        """One tool call through the SDK's stdio client to a gateway on ``root`` over these services."""
+        env = {**self.env, **{f"{name.upper()}_ADDR": svc["address"] for name, svc in self.runtime().items()}}
+        params = StdioServerParameters(command=sys.executable,
+                                       args=["-m", "codecompass_gateway", "--workspace", str(root)], env=env)
+
+        async def run() -> CallToolResult:
+            async with Client(params, read_timeout_seconds=60) as client:
+                return await client.call_tool(tool, arguments)
+
+        return anyio.run(run)
 
     def rows(self, root: Path) -> list[tuple]:
         """Every chunk row of ``root``'s index, sorted (duplicates kept: they must show)."""

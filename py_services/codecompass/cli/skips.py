@@ -30,9 +30,13 @@ _LABELS = {
 }
 # More files than this in one folder skipped for one reason and detail print as one line.
 GROUP_AT = 10
+# Reasons a source file's own content is missing from the index, as opposed to a path the
+# workspace's rules leave out (ignored, excluded, ...) or one that another path stands for
+# (duplicate, symlink loop): what someone searching for that file's code must be told.
+CONTENT_LEFT_OUT = frozenset({"chunk_failed", "minified", "binary", "not_utf8", "too_large", "unreadable"})
 
 
-def _label(reason: str, count: int = 1) -> str:
+def label(reason: str, count: int = 1) -> str:
     one, several = _LABELS.get(reason, (reason.replace("_", " ") or "skipped",) * 2)
     return one if count == 1 else several
 
@@ -42,7 +46,7 @@ def summary(skipped: Sequence[SkippedFile]) -> str:
     if not skipped:
         return "0 skipped"
     counts = Counter(s.reason for s in skipped)
-    parts = ", ".join(f"{n} {_label(reason, n)}" for reason, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
+    parts = ", ".join(f"{n} {label(reason, n)}" for reason, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
     return f"{len(skipped)} skipped ({parts})"
 
 
@@ -63,4 +67,4 @@ def listing(skipped: Sequence[SkippedFile]) -> list[str]:
             rows.extend((f.relative_path, f.reason, f.detail) for f in files)
     rows.sort()
     width = max((len(path) for path, _, _ in rows), default=0)
-    return [f"  {path:<{width}}  {_label(reason):<21}  {detail}".rstrip() for path, reason, detail in rows]
+    return [f"  {path:<{width}}  {label(reason):<21}  {detail}".rstrip() for path, reason, detail in rows]

@@ -43,7 +43,8 @@ CREATE TABLE IF NOT EXISTS files (
     content_hash TEXT NOT NULL,
     language TEXT NOT NULL,
     chunks TEXT NOT NULL,
-    skip_reason TEXT NOT NULL DEFAULT ''
+    skip_reason TEXT NOT NULL DEFAULT '',
+    skip_detail TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS pending (relative_path TEXT PRIMARY KEY);
 """
@@ -73,6 +74,8 @@ class CatalogEntry:
     # Non-empty when the chunker refused the file: it stays cataloged (with no chunks) so an
     # unchanged skipped file is not re-chunked on every sync.
     skip_reason: str = ""
+    # What the chunker said about it (`nested too deep to parse: …`), for `--show-skipped`.
+    skip_detail: str = ""
 
     @property
     def chunk_ids(self) -> tuple[str, ...]:
@@ -134,6 +137,9 @@ class Catalog:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(_SCHEMA)
+        # Catalogs written before skip details were kept gain the column (empty for their skips).
+        if "skip_detail" not in {row[1] for row in conn.execute("PRAGMA table_info(files)")}:
+            conn.execute("ALTER TABLE files ADD COLUMN skip_detail TEXT NOT NULL DEFAULT ''")
         return cls(conn)
 
     def close(self) -> None:
@@ -143,11 +149,13 @@ class Catalog:
     def _load(self) -> None:
         self._meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
         rows = self._conn.execute(
-            "SELECT relative_path, size_bytes, mtime_ns, content_hash, language, chunks, skip_reason FROM files"
+            "SELECT relative_path, size_bytes, mtime_ns, content_hash, language, chunks, skip_reason, skip_detail"
+            " FROM files"
         ).fetchall()
-        for path, size, mtime, content_hash, language, chunks_json, skip_reason in rows:
+        for path, size, mtime, content_hash, language, chunks_json, skip_reason, skip_detail in rows:
             chunks = tuple(IndexedChunk(*item) for item in json.loads(chunks_json))
-            entry = CatalogEntry(FileEntry(path, size, mtime, content_hash, Language(language)), chunks, skip_reason)
+            entry = CatalogEntry(FileEntry(path, size, mtime, content_hash, Language(language)), chunks, skip_reason,
+                                 skip_detail)
             self._entries[path] = entry
             for chunk in chunks:
                 self._chunk_paths[chunk.id] = path
@@ -230,7 +238,7 @@ class Catalog:
             with self._transaction():
                 self._conn.executemany(
                     "INSERT OR REPLACE INTO files(relative_path, size_bytes, mtime_ns, content_hash, language, chunks,"
-                    " skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    " skip_reason, skip_detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (
                             e.file.relative_path,
@@ -240,6 +248,7 @@ class Catalog:
                             e.file.language.value,
                             json.dumps([[c.id, c.snippet_hash, c.signature_digest] for c in e.chunks]),
                             e.skip_reason,
+                            e.skip_detail,
                         )
                         for e in entries
                     ],
@@ -278,7 +287,7 @@ class Catalog:
                 )
             for f in updates:
                 old = self._entries[f.relative_path]
-                self._entries[f.relative_path] = CatalogEntry(f, old.chunks, old.skip_reason)
+                self._entries[f.relative_path] = CatalogEntry(f, old.chunks, old.skip_reason, old.skip_detail)
             self.generation += 1
 
     def _drop(self, path: str) -> None:

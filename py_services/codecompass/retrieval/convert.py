@@ -546,6 +546,7 @@ def status_to_proto(report: IndexStatusReport) -> retrieval_pb2.GetIndexStatusRe
             if report.last_sync_at is not None
             else None
         ),
+        skipped=[skipped_file_to_proto(s) for s in report.skipped],
     )
 
 
@@ -563,4 +564,5 @@ def status_from_proto(msg: retrieval_pb2.GetIndexStatusResponse) -> IndexStatusR
         last_sync_at=(
             msg.last_sync_time.seconds + msg.last_sync_time.nanos / 1e9 if msg.HasField("last_sync_time") else None
         ),
+        skipped=tuple(skipped_file_from_proto(s) for s in msg.skipped),
     )

@@ -568,8 +568,8 @@ class WorkspaceIndex:
     def skipped(self) -> tuple[SkippedFile, ...]:
         """What the last sync left out of the index: the scan's skips, and the files chunking
         skipped (the catalog keeps those so that an unchanged one is not chunked again)."""
-        chunking = [SkippedFile(path, entry.skip_reason) for path, entry in self.catalog.entries().items()
-                    if entry.skip_reason]
+        chunking = [SkippedFile(path, entry.skip_reason, entry.skip_detail)
+                    for path, entry in self.catalog.entries().items() if entry.skip_reason]
         return tuple(sorted([*self._scan_skipped, *chunking], key=lambda s: s.relative_path))
 
     def sync(self, budget_s: float | None, *, force: bool = False) -> SyncOutcome:
@@ -996,6 +996,7 @@ class RetrievalEngine:
             error=error,
             index_bytes=store.size_bytes() if store is not None else 0,
             last_sync_at=ws.last_sync_at,
+            skipped=ws.skipped(),
         )
 
 

@@ -153,6 +153,8 @@ class IndexStatusReport:
     index_bytes: int
     # Epoch seconds when a sync last finished; None when none has.
     last_sync_at: float | None = None
+    # What the last sync left out of the index, sorted by path.
+    skipped: tuple[SkippedFile, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -364,7 +364,7 @@ class Syncer:
             language=scanned.language,
         )
         if chunked.status == FileStatus.SKIPPED:
-            return CatalogEntry(file, (), chunked.skip_reason or "skipped")
+            return CatalogEntry(file, (), chunked.skip_reason or "skipped", chunked.skip_detail)
         return CatalogEntry(file, tuple(IndexedChunk.of(c) for c in chunked.chunks))
 
 

@@ -768,7 +768,15 @@ export interface GetIndexStatusResponse {
    * (later edits are picked up by the next sync). Since a restart of the
    * service, the last sync that wrote changes; unset when there was none.
    */
-  lastSyncTime: Date | undefined;
+  lastSyncTime:
+    | Date
+    | undefined;
+  /**
+   * Every path the last sync left out of the index, with its reason and
+   * detail, sorted by path; a folder left out whole is one entry. The same
+   * list as IndexWorkspaceResponse.skipped.
+   */
+  skipped: SkippedFile[];
 }
 
 /** HubSeed is one starting point of the structure stage: a ranked result. */
@@ -3299,6 +3307,7 @@ function createBaseGetIndexStatusResponse(): GetIndexStatusResponse {
     error: "",
     indexBytes: 0n,
     lastSyncTime: undefined,
+    skipped: [],
   };
 }
 
@@ -3345,6 +3354,9 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     }
     if (message.lastSyncTime !== undefined) {
       Timestamp.encode(toTimestamp(message.lastSyncTime), writer.uint32(82).fork()).join();
+    }
+    for (const v of message.skipped) {
+      SkippedFile.encode(v!, writer.uint32(90).fork()).join();
     }
     return writer;
   },
@@ -3442,6 +3454,14 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
             message.lastSyncTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.skipped.push(SkippedFile.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3494,6 +3514,9 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
         : isSet(object.last_sync_time)
         ? fromJsonTimestamp(object.last_sync_time)
         : undefined,
+      skipped: globalThis.Array.isArray(object?.skipped)
+        ? object.skipped.map((e: any) => SkippedFile.fromJSON(e))
+        : [],
     };
   },
 
@@ -3529,6 +3552,9 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     if (message.lastSyncTime !== undefined) {
       obj.lastSyncTime = message.lastSyncTime.toISOString();
     }
+    if (message.skipped?.length) {
+      obj.skipped = message.skipped.map((e) => SkippedFile.toJSON(e));
+    }
     return obj;
   },
 
@@ -3551,6 +3577,7 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
       ? BigInt(object.indexBytes)
       : 0n;
     message.lastSyncTime = object.lastSyncTime ?? undefined;
+    message.skipped = object.skipped?.map((e) => SkippedFile.fromPartial(e)) || [];
     return message;
   },
 };

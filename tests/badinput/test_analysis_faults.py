@@ -1,0 +1,86 @@
+"""Files the analysis service cannot chunk, or must not chunk twice (issue 15 §2): each costs its
+own answer and nothing else. `index` exits 0, the file is listed with its path and reason by
+`--show-skipped` and by MCP `index_status`, and every other file of the workspace has its rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from tests.badinput.harness import CliRun, Stack
+
+TSCONFIG = '{ "compilerOptions": { "strict": true } }\n'
+AUTH = """/** Validates a session token against its expiry. */
+export function validateSessionToken(token: string, now: number): boolean {
+  return token.length > 10 && now > 0;
+}
+"""
+USES_AUTH = """import { validateSessionToken } from './auth';
+
+/** Accepts a request whose session token is still valid. */
+export function acceptRequest(token: string): boolean {
+  return validateSessionToken(token, Date.now());
+}
+"""
+# Deeper than the parser gets on a worker's 256 MB stack (it gets to 400,000 levels).
+TOO_DEEP = 1_000_000
+CANNOT_PARSE = "nested too deep to parse: the parser ran out of stack (Maximum call stack size exceeded)"
+
+
+def _nested(depth: int) -> str:
+    """An array literal nested `depth` deep, one bracket per line, and a function that uses it."""
+    return ("export const nested =\n" + "[\n" * depth + "]\n" * depth
+            + ";\n\nexport function outerLength(): number {\n  return nested.length;\n}\n")
+
+
+@dataclass
+class Indexed:
+    root: Path
+    run: CliRun
+    rows: list[tuple]
+
+    def names(self, path: str) -> set[str]:
+        return {row[2] for row in self.rows if row[1] == path}
+
+    def skipped_line(self, path: str) -> str:
+        """The `--show-skipped` line of ``path``, its columns joined by single spaces."""
+        (line,) = [" ".join(line.split()) for line in self.run.out.splitlines()
+                   if line.strip().split(" ")[0] == path]
+        return line
+
+
+@pytest.fixture(scope="module")
+def unparsable(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Indexed:
+    root = tmp_path_factory.mktemp("analysis-faults") / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "tsconfig.json").write_text(TSCONFIG)
+    (root / "src" / "auth.ts").write_text(AUTH)
+    (root / "src" / "nested.ts").write_text(_nested(TOO_DEEP))
+    (root / "src" / "request.ts").write_text(USES_AUTH)
+    run = stack.cli("index", str(root), "--show-skipped")
+    return Indexed(root, run, stack.rows(root))
+
+
+@pytest.mark.badinput(case="a file nested 1,000,000 deep in a project with a tsconfig",
+                      behaviour="exit 0; `src/nested.ts  could not be chunked  nested too deep to parse: …`; "
+                                "every other file indexed, with its references")
+def test_a_file_too_deep_to_parse_is_skipped_and_the_rest_indexed(unparsable: Indexed) -> None:
+    assert unparsable.run.code == 0, unparsable.run.err
+    assert unparsable.skipped_line("src/nested.ts") == f"src/nested.ts could not be chunked {CANNOT_PARSE}"
+    assert "  files       3 added, 0 changed, 0 removed, 1 skipped (1 could not be chunked)" in unparsable.run.out
+    assert {row[1] for row in unparsable.rows} == {"src/auth.ts", "src/request.ts"}
+    assert unparsable.names("src/auth.ts") == {"validateSessionToken"}
+    assert unparsable.names("src/request.ts") >= {"acceptRequest"}
+
+
+@pytest.mark.badinput(case="index_status after a file could not be chunked (MCP)",
+                      behaviour="`not indexed: src/nested.ts (could not be chunked: nested too deep to parse: …)`; "
+                                "structured `skipped` counts it and lists it with reason and detail")
+def test_index_status_names_the_file_that_could_not_be_chunked(stack: Stack, unparsable: Indexed) -> None:
+    result = stack.mcp_call(unparsable.root, "index_status", {})
+    assert not result.is_error, result.content[0].text
+    assert f"  not indexed: src/nested.ts (could not be chunked: {CANNOT_PARSE})" in result.content[0].text.splitlines()
+    skipped = result.structured_content["skipped"]
+    assert skipped["by_reason"] == {"chunk_failed": 1}
+    assert skipped["not_indexed"] == [{"path": "src/nested.ts", "reason": "chunk_failed", "detail": CANNOT_PARSE}]

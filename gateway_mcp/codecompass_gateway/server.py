@@ -17,8 +17,10 @@ Usage (the services are reused when `codecompass up` runs them, else started fir
 Tools: `semantic_search` (what code answers a question), `search_code` (seed 003's ranked list with
 its protocol metadata: intent, semantic mode, confidence and a suggested next call), `codebase_trace`
 (who calls / what calls / who implements a symbol), `read_symbol` (a symbol with its members
-collapsed, or a file's outline), `index_status`. Errors carry a code from `errors.ERROR_CODES`. Every tool takes an optional `workspace` (an absolute folder); one server serves
-several workspaces. In stdio mode stdout carries the protocol only; logs are JSON lines on stderr.
+collapsed, or a file's outline), `index_status`. Errors carry a code from `errors.ERROR_CODES`.
+Every tool takes an optional `workspace`: one of the server's --workspace folders, or a folder under
+one of them or under an allowed root (`remote.ServerPlan`); no other. In stdio mode stdout carries the
+protocol only; logs are JSON lines on stderr. Over HTTP, `remote` says who may connect.
 
 The handshake never waits on indexing: a workspace that is not indexed starts indexing in the
 background (lexical index first, embeddings after), and searches answer lexically meanwhile.

@@ -86,6 +86,8 @@ interface DirFrame {
   abs: string;
   real: string;
   rules: IgnoreRule[];
+  /** Reached through a symlink: its files are other names for whatever they resolve to. */
+  throughLink?: boolean;
 }
 
 const YIELD_EVERY = 512;
@@ -149,6 +151,17 @@ function inRepository(root: string, fsOps: FsOps): boolean {
  * they stay inside the workspace and do not point back at an ancestor.
  * Every source file or folder left out is listed with its reason; a folder
  * left out whole is one entry, nothing below it is read.
+ *
+ * Each real file is listed once. A symlink inside the workspace is another
+ * name for something the walk may list anyway, and links between sibling
+ * folders (a -> ../b, b -> ../a) would otherwise list the same files again
+ * at every turn of the cycle. So linked folders are walked last, in path
+ * order, and only when their real folder has not been walked; and files
+ * are grouped by real path, listed under their real path when the walk
+ * reaches it there, else under the first link to them in path order. The
+ * real path wins because it is the one that does not depend on which links
+ * exist or on the order of the walk, and it is the path git tracks. Every
+ * other name is skipped as a duplicate naming the path that was kept.
  */
 export async function listSourceFiles(options: WalkOptions): Promise<Listing> {
   const fsOps = options.fsOps ?? realFs;
@@ -169,10 +182,31 @@ export async function listSourceFiles(options: WalkOptions): Promise<Listing> {
     rel.startsWith(under + '/') ||
     (isDir && (under === rel || under.startsWith(rel + '/')));
   const stack: DirFrame[] = [{ rel: '', abs: options.root, real: options.root, rules: [] }];
+  /** Folders reached through a symlink, walked once the plain folders are. */
+  const linked: DirFrame[] = [];
+  /** Real path of every folder walked -> its workspace-relative path. */
+  const walked = new Map<string, string>();
+  /** Listed files with their real paths, grouped after the walk. */
+  const found: { file: ListedFile; real: string; throughLink: boolean }[] = [];
   let sinceYield = 0;
 
-  while (stack.length > 0) {
-    const frame = stack.pop()!;
+  const nextFrame = (): DirFrame | undefined => {
+    for (;;) {
+      const plain = stack.pop();
+      if (plain) return plain;
+      if (linked.length === 0) return undefined;
+      // The first linked folder in path order; a later one may be a name for the same folder.
+      let first = 0;
+      for (let i = 1; i < linked.length; i++) if (compareStrings(linked[i].rel, linked[first].rel) < 0) first = i;
+      const [frame] = linked.splice(first, 1);
+      const same = walked.get(frame.real);
+      if (same === undefined) return frame;
+      skip(frame.rel, 'duplicate', `symbolic link to ${same}/, indexed there`, true);
+    }
+  };
+
+  for (let frame = nextFrame(); frame !== undefined; frame = nextFrame()) {
+    walked.set(frame.real, frame.rel);
     let entries;
     try {
       entries = fsOps.readdir(frame.abs);
@@ -251,17 +285,37 @@ export async function listSourceFiles(options: WalkOptions): Promise<Listing> {
         if (!isDir && !onBranch(rel, false)) continue;
       }
       if (isDir) {
-        stack.push({ rel, abs, real, rules });
+        (isLink || frame.throughLink ? linked : stack).push({ rel, abs, real, rules, throughLink: isLink || frame.throughLink });
       } else if (isDeclarationFile(entry.name)) {
         skip(rel, 'declaration_file', 'declarations only: the type checker reads them, search indexes the implementations', false);
       } else if (isSourceFileName(entry.name)) {
-        files.push({ relativePath: rel, absolutePath: abs });
+        found.push({ file: { relativePath: rel, absolutePath: abs }, real, throughLink: isLink || frame.throughLink === true });
       }
     }
   }
+  files.push(...onePerRealFile(found, skipped));
   files.sort((a, b) => compareStrings(a.relativePath, b.relativePath));
   skipped.sort((a, b) => compareStrings(a.relativePath, b.relativePath));
   return { files, skipped };
+}
+
+/** One name per real file: its real path when listed, else its first name in path order; the rest are duplicates. */
+function onePerRealFile(found: { file: ListedFile; real: string; throughLink: boolean }[], skipped: SkippedFile[]): ListedFile[] {
+  const byReal = new Map<string, typeof found>();
+  for (const entry of found) {
+    const names = byReal.get(entry.real);
+    if (names) names.push(entry);
+    else byReal.set(entry.real, [entry]);
+  }
+  const kept: ListedFile[] = [];
+  for (const names of byReal.values()) {
+    names.sort((a, b) => Number(a.throughLink) - Number(b.throughLink) || compareStrings(a.file.relativePath, b.file.relativePath));
+    kept.push(names[0].file);
+    for (const other of names.slice(1)) {
+      skipped.push({ relativePath: other.file.relativePath, reason: 'duplicate', detail: `symbolic link to ${names[0].file.relativePath}, indexed there` });
+    }
+  }
+  return kept;
 }
 
 /** Code-unit order, identical to Python's default str ordering for BMP paths. */

@@ -103,10 +103,11 @@ describe('scanner', () => {
       fs.symlinkSync(path.join(root, 'self1.ts'), path.join(root, 'self2.ts'));
       fs.symlinkSync(path.join(root, 'self2.ts'), path.join(root, 'self1.ts'));
       const scan = await scanWorkspace({ root, maxFileBytes: 1 << 20 });
-      assert.deepEqual(scan.files.map((f) => f.relativePath), ['alias.ts', 'src/a.ts']);
+      assert.deepEqual(scan.files.map((f) => f.relativePath), ['src/a.ts']);
       assert.deepEqual(
         scan.skipped.map((s) => [s.relativePath, s.reason]),
         [
+          ['alias.ts', 'duplicate'],
           ['escape', 'outside_workspace'],
           ['secret.ts', 'outside_workspace'],
           ['self1.ts', 'symlink_loop'],
@@ -117,5 +118,34 @@ describe('scanner', () => {
     } finally {
       fs.rmSync(outside, { recursive: true, force: true });
     }
+  });
+
+  it('lists each real file once, under its real path, whatever links lead to it (sibling folders linked both ways)', async () => {
+    write('src/a/alpha.ts', 'export const alpha = 1;\n');
+    write('src/b/beta.ts', 'export const beta = 2;\n');
+    write('vendor/lib/gamma.ts', 'export const gamma = 3;\n');
+    write('.gitignore', 'vendor/\n');
+    // A cycle through two siblings: walking it by links alone never ends (a/toB/toA/toB/...).
+    fs.symlinkSync('../b', path.join(root, 'src', 'a', 'toB'));
+    fs.symlinkSync('../a', path.join(root, 'src', 'b', 'toA'));
+    // Two names for one file, and two links into a folder the walk does not reach by itself.
+    fs.symlinkSync('a/alpha.ts', path.join(root, 'src', 'alpha-link.ts'));
+    fs.symlinkSync('../vendor/lib', path.join(root, 'src', 'lib2'));
+    fs.symlinkSync('../vendor/lib', path.join(root, 'src', 'lib1'));
+    const listing = await listSourceFiles({ root });
+    assert.deepEqual(
+      listing.files.map((f) => f.relativePath),
+      ['src/a/alpha.ts', 'src/b/beta.ts', 'src/lib1/gamma.ts'],
+    );
+    assert.deepEqual(
+      listing.skipped.map((s) => [s.relativePath, s.reason, s.detail, s.folder ?? false]),
+      [
+        ['src/a/toB', 'duplicate', 'symbolic link to src/b/, indexed there', true],
+        ['src/alpha-link.ts', 'duplicate', 'symbolic link to src/a/alpha.ts, indexed there', false],
+        ['src/b/toA', 'duplicate', 'symbolic link to src/a/, indexed there', true],
+        ['src/lib2', 'duplicate', 'symbolic link to src/lib1/, indexed there', true],
+        ['vendor', 'ignored', 'matches "vendor/" in .gitignore', true],
+      ],
+    );
   });
 });

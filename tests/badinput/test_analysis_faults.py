@@ -84,3 +84,36 @@ def test_index_status_names_the_file_that_could_not_be_chunked(stack: Stack, unp
     skipped = result.structured_content["skipped"]
     assert skipped["by_reason"] == {"chunk_failed": 1}
     assert skipped["not_indexed"] == [{"path": "src/nested.ts", "reason": "chunk_failed", "detail": CANNOT_PARSE}]
+
+
+@pytest.fixture(scope="module")
+def linked(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Indexed:
+    root = tmp_path_factory.mktemp("symlink-cycle") / "ws"
+    (root / "src" / "auth").mkdir(parents=True)
+    (root / "src" / "requests").mkdir()
+    (root / "src" / "auth" / "auth.ts").write_text(AUTH)
+    (root / "src" / "requests" / "request.ts").write_text(USES_AUTH.replace("'./auth'", "'../auth/auth'"))
+    # Sibling folders linked both ways, and a second name for one file.
+    (root / "src" / "auth" / "requests").symlink_to("../requests")
+    (root / "src" / "requests" / "auth").symlink_to("../auth")
+    (root / "src" / "session.ts").symlink_to("auth/auth.ts")
+    run = stack.cli("index", str(root), "--show-skipped")
+    return Indexed(root, run, stack.rows(root))
+
+
+@pytest.mark.badinput(case="symlinked sibling folders pointing at each other (a cycle), and a second name for a file",
+                      behaviour="each real file indexed once under its real path; every other name listed as "
+                                "`duplicate path` naming the path indexed")
+def test_a_symlink_cycle_indexes_each_file_once(linked: Indexed) -> None:
+    assert linked.run.code == 0, linked.run.err
+    assert "  files       2 added, 0 changed, 0 removed, 3 skipped (3 duplicate paths)" in linked.run.out
+    assert linked.skipped_line("src/auth/requests/") == (
+        "src/auth/requests/ duplicate path symbolic link to src/requests/, indexed there")
+    assert linked.skipped_line("src/requests/auth/") == (
+        "src/requests/auth/ duplicate path symbolic link to src/auth/, indexed there")
+    assert linked.skipped_line("src/session.ts") == (
+        "src/session.ts duplicate path symbolic link to src/auth/auth.ts, indexed there")
+    ids = [row[0] for row in linked.rows]
+    assert len(ids) == len(set(ids))
+    assert {row[1] for row in linked.rows} == {"src/auth/auth.ts", "src/requests/request.ts"}
+    assert [row[2] for row in linked.rows if row[1] == "src/auth/auth.ts"] == ["validateSessionToken"]

@@ -41,7 +41,7 @@ def _session(params: StdioServerParameters, calls: list[tuple[str, dict[str, Any
                       behaviour="one line `index_status: refusing to index /: it is the filesystem root, …` "
                                 "[workspace_refused]; no index and no state created for it")
 @pytest.mark.parametrize(("folder", "why"), [(Path("/"), "it is the filesystem root"),
-                                             (Path.home().resolve(), "it is your home folder")])
+                                             (Path.home().resolve(), "it is your home folder")], ids=["root", "home"])
 def test_index_status_of_a_refused_folder_says_why_and_creates_nothing(stack: Stack, tmp_path: Path, folder: Path,
                                                                        why: str) -> None:
     workspace = write_chain_workspace(tmp_path / "ws", 2)

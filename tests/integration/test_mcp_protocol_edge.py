@@ -49,8 +49,15 @@ def _line(message: dict) -> bytes:
     return json.dumps(message).encode() + b"\n"
 
 
-def _env(free_port: int) -> dict[str, str]:
-    dead = f"127.0.0.1:{free_port}"
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _env(dead_port: int) -> dict[str, str]:
+    """The services' addresses, all on a port nothing listens on: none of this reaches them."""
+    dead = f"127.0.0.1:{dead_port}"
     return {**os.environ, "RETRIEVAL_ADDR": dead, "RERANK_ADDR": dead, "SELECTION_ADDR": dead,
             "ANALYSIS_ADDR": dead}
 
@@ -96,10 +103,7 @@ class RawStdio:
 @pytest.fixture(scope="module")
 def stdio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawStdio]:
     """One initialized session for the module's stdio cases."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    raw = RawStdio(tmp_path_factory.mktemp("edge-ws"), _env(port))
+    raw = RawStdio(tmp_path_factory.mktemp("edge-ws"), _env(_free_port()))
     assert raw.call(_line(INITIALIZE))["result"]["serverInfo"]["name"] == "codecompass"
     raw.send(_line(INITIALIZED))
     yield raw
@@ -207,16 +211,11 @@ class RawHttp:
 
 @pytest.fixture(scope="module")
 def http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawHttp]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        dead, port = probe.getsockname()[1], None
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = _free_port()
     process = subprocess.Popen([sys.executable, "-m", "codecompass_gateway", "--workspace",
                                 str(tmp_path_factory.mktemp("edge-http")), "--transport", "streamable-http",
                                 "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               env=_env(dead))
+                               env=_env(_free_port()))
     deadline = time.monotonic() + 60
     while True:
         try:

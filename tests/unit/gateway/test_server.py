@@ -102,7 +102,7 @@ def test_the_tools_describe_themselves_briefly(server) -> None:
     ("codebase_trace", {"symbol": "X", "direction": "callers", "dpeth": 2, "color": "red"},
      ("codebase_trace: unknown arguments 'dpeth' (did you mean depth?), 'color'; codebase_trace takes symbol, "
      "direction, depth, limit, path, workspace [invalid_argument]")),
-])
+], ids=["limit on semantic_search", "relative_path on read_symbol", "two on codebase_trace"])
 def test_an_unknown_argument_names_the_valid_ones(server, name, arguments, expected) -> None:
     assert error_line(call(server, name, arguments)) == expected
 

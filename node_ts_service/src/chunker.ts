@@ -11,6 +11,7 @@ import {
   lineOf,
   sourceWithChildren,
   startLineOf,
+  textWithoutLongLiterals,
   type FileSymbols,
   type SymbolNode,
 } from './symbols';
@@ -50,7 +51,8 @@ export interface ChunkOutput {
  * nearly every chunk far below that, but a single enormous function without
  * nested symbols (generated tables, bundler output) has nothing to collapse;
  * its embedding text is cut at a line boundary below this budget so that it
- * can still be embedded. fullSource is never cut.
+ * can still be embedded. fullSource is never cut (only its long literals of
+ * data are shortened, as in every text of a chunk: see longLiterals).
  */
 export const EMBEDDING_TOKEN_BUDGET = 30_000;
 const MAX_DIAGNOSTICS = 20;
@@ -333,7 +335,7 @@ export function chunkSourceFile(input: ChunkInput): ChunkOutput {
   const chunks: Chunk[] = [];
   let checker = input.checker;
   for (const sym of symbols.all) {
-    const fullSource = text.slice(sym.start, sym.end);
+    const fullSource = textWithoutLongLiterals(sf, sym.start, sym.end);
     const collapsedSource = sourceWithChildren(sf, sym);
     const relevant = imports.filter((imp) => imp.names.some((n) => anyWithin(uses.get(n) ?? [], sym.start, sym.end)));
     const dependencies = [...new Set(relevant.map((imp) => imp.moduleSpecifier).filter((m) => m !== ''))];

@@ -113,8 +113,51 @@ function firstInvalidUtf8(bytes: Uint8Array): number {
 /** Minified or generated code: no useful symbols, and it swamps parse time. */
 const MINIFIED_NAME = /\.min\.[cm]?[jt]sx?$|[.-]bundle\.min\./i;
 const AVERAGE_LINE_LIMIT = 1000;
-const LONG_LINE = 1000;
+/** A line longer than this is a long line: minified code, or data on one line. */
+export const LONG_LINE = 1000;
+/**
+ * Share of a long line that may be something other than literal data (a
+ * declaration around it, `as const`, a call wrapping it) for the line to be
+ * data rather than code.
+ */
+const DATA_LINE_CODE_SHARE = 0.05;
 
+/**
+ * Whether a long line is data: one or more literals (strings, templates,
+ * numbers, arrays and objects of them, `true`, `false`, `null`) with almost
+ * nothing else. Minified code is the opposite: identifiers, calls,
+ * operators and keywords throughout. Measured outside string literals, after
+ * removing numbers, literal keywords, object keys and the punctuation of
+ * arrays and objects: what is left must be under DATA_LINE_CODE_SHARE of the
+ * line (`export const ICON = "data:…";` leaves `export const ICON = ;`).
+ */
+export function isDataLine(line: string): boolean {
+  let outside = '';
+  for (let i = 0; i < line.length; i++) {
+    const c = line.charCodeAt(i);
+    if (c === 34 || c === 39 || c === 96) {
+      for (i++; i < line.length && line.charCodeAt(i) !== c; i++) if (line.charCodeAt(i) === 92) i++;
+      outside += ' ';
+    } else {
+      outside += line[i];
+    }
+  }
+  const code = outside
+    .replace(/\b(?:true|false|null|undefined|NaN|Infinity)\b/g, '')
+    .replace(/[A-Za-z_$][\w$]*\s*:/g, '')
+    .replace(/0[xX][\da-fA-F_]+n?|[-+]?(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][-+]?\d+)?n?/g, '')
+    .replace(/[\s[\]{},:]/g, '');
+  return code.length <= line.length * DATA_LINE_CODE_SHARE;
+}
+
+/**
+ * Minified code is skipped; data on long lines is not. A file is minified when
+ * its name says so, or when its long lines that are code (not data, see
+ * isDataLine) hold most of its text, or every line is long on average
+ * without the data lines. A file of normal code with one 40,000-character
+ * base64 string, JSON literal or number table is indexed, the literal
+ * shortened in its chunks (see the chunker's elided literals).
+ */
 export function detectMinified(fileName: string, text: string): Skip | undefined {
   if (MINIFIED_NAME.test(path.basename(fileName))) {
     return { reason: 'minified', detail: 'file name marks it as minified' };
@@ -122,7 +165,9 @@ export function detectMinified(fileName: string, text: string): Skip | undefined
   if (text.length < 2 * LONG_LINE) return undefined;
   let lines = 0;
   let longest = 0;
-  let inLongLines = 0;
+  let inLongCodeLines = 0;
+  let inDataLines = 0;
+  let dataLines = 0;
   let start = 0;
   while (start <= text.length) {
     let end = text.indexOf('\n', start);
@@ -130,13 +175,22 @@ export function detectMinified(fileName: string, text: string): Skip | undefined
     const len = end - start;
     lines++;
     if (len > longest) longest = len;
-    if (len > LONG_LINE) inLongLines += len;
+    if (len > LONG_LINE) {
+      if (isDataLine(text.slice(start, end))) {
+        inDataLines += len;
+        dataLines++;
+      } else {
+        inLongCodeLines += len;
+      }
+    }
     start = end + 1;
   }
   const average = Math.round(text.length / lines);
+  const codeLines = lines - dataLines;
+  const codeAverage = codeLines > 0 ? (text.length - inDataLines) / codeLines : 0;
   // Either every line is long, or most of the text sits on a few huge lines
-  // (a bundle with a short license header still qualifies).
-  if (average > AVERAGE_LINE_LIMIT || inLongLines > text.length / 2) {
+  // (a bundle with a short license header still qualifies); data lines aside.
+  if (codeAverage > AVERAGE_LINE_LIMIT || inLongCodeLines > (text.length - inDataLines) / 2) {
     return {
       reason: 'minified',
       detail: `longest line ${longest} chars, average ${average} chars over ${lines} lines`,

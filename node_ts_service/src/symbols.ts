@@ -4,8 +4,9 @@
 // declaration (references, rendering) without building chunk text.
 import { createHash, hash } from 'node:crypto';
 import ts from 'typescript';
+import { LONG_LINE } from './fileio';
 import type { NodeKind } from './types';
-import { someNode } from './walk';
+import { someNode, walkTree } from './walk';
 
 export type BodyStyle = 'brace' | 'bracket' | 'expr';
 
@@ -59,6 +60,14 @@ export interface FileSymbols {
   all: SymbolNode[];
   byNode: Map<ts.Node, SymbolNode>;
   byId: Map<string, SymbolNode>;
+  /** Literals of data too long for a chunk's text, in source order: see longLiterals. */
+  longLiterals: Span[];
+}
+
+/** A range of a file's text, [start, end). */
+export interface Span {
+  start: number;
+  end: number;
 }
 
 const SIGNATURE_LIMIT = 300;
@@ -281,7 +290,7 @@ class Discovery {
     if (module) this.all.unshift(module);
     const byId = new Map<string, SymbolNode>();
     for (const s of this.all) byId.set(s.id, s);
-    return { roots: this.roots, module, all: this.all, byNode: this.byNode, byId };
+    return { roots: this.roots, module, all: this.all, byNode: this.byNode, byId, longLiterals: longLiterals(this.sf) };
   }
 
   /**
@@ -1302,6 +1311,67 @@ function accessPath(e: ts.Expression): string[] {
   }
 }
 
+const LITERAL_KINDS = new Set<ts.SyntaxKind>([
+  ts.SyntaxKind.StringLiteral,
+  ts.SyntaxKind.NoSubstitutionTemplateLiteral,
+  ts.SyntaxKind.TemplateExpression,
+  ts.SyntaxKind.RegularExpressionLiteral,
+  ts.SyntaxKind.ArrayLiteralExpression,
+  ts.SyntaxKind.ObjectLiteralExpression,
+]);
+
+const isCode = (n: ts.Node): boolean => ts.isFunctionLike(n) || ts.isClassLike(n);
+
+/**
+ * Literals longer than LONG_LINE characters on a single line that hold no
+ * code (no function or class inside): a base64 image, a JSON blob, a number
+ * table. A file with such a line is indexed (fileio's detectMinified tells it
+ * from minified code), but a chunk shows each as a short marker
+ * (elidedLiteral): tens of thousands of characters of data would drown the
+ * words that describe the code in search, and an agent reading the chunk
+ * learns nothing from them. Rendered symbols show the marker too.
+ */
+function longLiterals(sf: ts.SourceFile): Span[] {
+  const text = sf.text;
+  let longLine = false;
+  for (let start = 0; start < text.length && !longLine; ) {
+    const end = text.indexOf('\n', start);
+    const stop = end < 0 ? text.length : end;
+    longLine = stop - start > LONG_LINE;
+    start = stop + 1;
+  }
+  if (!longLine) return [];
+  const spans: Span[] = [];
+  walkTree(sf, (node) => {
+    if (node.end - node.pos <= LONG_LINE) return false;
+    if (!LITERAL_KINDS.has(node.kind)) return true;
+    const start = node.getStart(sf);
+    if (node.end - start <= LONG_LINE || lineOf(sf, start) !== lineOf(sf, node.end - 1) || someNode(node, isCode)) return true;
+    spans.push({ start, end: node.end });
+    return false;
+  });
+  return spans;
+}
+
+/** What a chunk shows for a long literal: its delimiters and how much was left out. */
+export function elidedLiteral(literal: string): string {
+  return `${literal[0]}…${literal[literal.length - 1]} /* ${literal.length} characters of data not indexed */`;
+}
+
+/** `sf.text` from `from` to `to`, each long literal inside it shortened to its marker. */
+export function textWithoutLongLiterals(sf: ts.SourceFile, from: number, to: number): string {
+  const spans = cache.get(sf)?.symbols.longLiterals ?? [];
+  const text = sf.text;
+  let out = '';
+  let at = from;
+  for (const span of spans) {
+    if (span.start < at || span.end > to) continue;
+    out += text.slice(at, span.start) + elidedLiteral(text.slice(span.start, span.end));
+    at = span.end;
+  }
+  return out + text.slice(at, to);
+}
+
 /** Every chunkable symbol of `sf`, cached per SourceFile object. */
 export function discoverSymbols(sf: ts.SourceFile, relativePath: string): FileSymbols {
   const hit = cache.get(sf);
@@ -1350,19 +1420,18 @@ export function sourceWithChildren(
   sym: SymbolNode,
   expand?: (child: SymbolNode) => string | undefined,
 ): string {
-  const text = sf.text;
   let out = '';
   let at = sym.start;
   for (const child of sym.inner) {
     const expanded = expand ? expand(child) : undefined;
     if (expanded !== undefined) {
-      out += text.slice(at, child.start) + expanded;
+      out += textWithoutLongLiterals(sf, at, child.start) + expanded;
       at = child.end;
     } else if (isCollapsible(sf, child)) {
       const lines = endLineOf(sf, child) - startLineOf(sf, child) + 1;
-      out += text.slice(at, child.bodyStart) + collapsedBody(child.bodyStyle, lines);
+      out += textWithoutLongLiterals(sf, at, child.bodyStart) + collapsedBody(child.bodyStyle, lines);
       at = child.bodyEnd;
     }
   }
-  return out + text.slice(at, sym.end);
+  return out + textWithoutLongLiterals(sf, at, sym.end);
 }

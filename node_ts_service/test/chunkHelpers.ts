@@ -40,13 +40,39 @@ function lineStarts(text: string): number[] {
   return starts;
 }
 
-/** Character offset of a chunk's fullSource in the file: it must begin on its start line. */
-export function offsetOf(text: string, starts: number[], chunk: Chunk): number {
+/** A long literal of data as chunks show it (symbols.ts elidedLiteral): the length is of the original. */
+const ELIDED = /(.)…(.) \/\* (\d+) characters of data not indexed \*\//gs;
+
+/**
+ * Where a chunk's fullSource lies in the file, [start, end): it must begin on
+ * its start line, and be the file's text there except for long literals,
+ * each shown as a marker whose delimiters and length match the original.
+ */
+export function spanOf(text: string, starts: number[], chunk: Chunk): [number, number] {
+  const source = chunk.fullSource;
+  const pieces: { text: string; literal?: { open: string; close: string; length: number } }[] = [];
+  let last = 0;
+  for (const m of source.matchAll(ELIDED)) {
+    pieces.push({ text: source.slice(last, m.index) }, { text: '', literal: { open: m[1], close: m[2], length: Number(m[3]) } });
+    last = m.index! + m[0].length;
+  }
+  pieces.push({ text: source.slice(last) });
   const lineStart = starts[chunk.startLine - 1];
-  const at = text.indexOf(chunk.fullSource, lineStart);
+  const at = text.indexOf(pieces[0].text, lineStart);
   const nextLine = chunk.startLine < starts.length ? starts[chunk.startLine] : text.length + 1;
   assert.ok(at >= lineStart && at < nextLine, `${chunk.qualifiedName}: fullSource does not start on line ${chunk.startLine}`);
-  return at;
+  let pos = at;
+  for (const piece of pieces) {
+    if (piece.literal) {
+      const { open, close, length } = piece.literal;
+      assert.ok(text[pos] === open && text[pos + length - 1] === close && !text.slice(pos, pos + length).includes('\n'), `${chunk.qualifiedName}: elided literal at ${pos}`);
+      pos += length;
+    } else {
+      assert.equal(text.slice(pos, pos + piece.text.length), piece.text, `${chunk.qualifiedName}: exact source`);
+      pos += piece.text.length;
+    }
+  }
+  return [at, pos];
 }
 
 /**
@@ -59,11 +85,10 @@ export function assertInvariants(text: string, chunks: Chunk[]): void {
   assert.equal(byId.size, chunks.length, 'chunk ids are unique');
   const span = new Map<string, [number, number]>();
   for (const c of chunks) {
-    const at = offsetOf(text, starts, c);
-    assert.equal(c.fullSource, text.slice(at, at + c.fullSource.length));
+    const [at, end] = spanOf(text, starts, c);
     const endLine = c.startLine + (c.fullSource.match(/\n/g)?.length ?? 0);
     assert.equal(c.endLine, endLine, `${c.qualifiedName}: endLine`);
-    span.set(c.id, [at, at + c.fullSource.length]);
+    span.set(c.id, [at, end]);
     if (c.jsdoc) assert.ok(c.jsdocStartLine > 0 && c.jsdocStartLine <= c.startLine);
     else assert.equal(c.jsdocStartLine, 0);
     assert.ok(c.embeddingText.endsWith(c.collapsedSource) || c.embeddingText.includes('lines truncated for embedding'));

@@ -25,6 +25,11 @@ export function acceptRequest(token: string): boolean {
 """
 # Deeper than the parser gets on a worker's 256 MB stack (it gets to 400,000 levels).
 TOO_DEEP = 1_000_000
+# The trial's file: one line, an array nested 20,000 deep. With a tsconfig the type checker read it
+# whatever the scan said of it, and the first index wrote nothing.
+ONE_LINE_DEEP = ("export const deep = " + "[" * 20_000 + "]" * 20_000 + ";\n\n"
+                 "/** How many arrays the outer one holds. */\nexport function outerCount(): number {\n"
+                 "  return deep.length;\n}\n")
 CANNOT_PARSE = "nested too deep to parse: the parser ran out of stack (Maximum call stack size exceeded)"
 
 
@@ -56,6 +61,7 @@ def unparsable(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Indexe
     (root / "src").mkdir(parents=True)
     (root / "tsconfig.json").write_text(TSCONFIG)
     (root / "src" / "auth.ts").write_text(AUTH)
+    (root / "src" / "data.ts").write_text(ONE_LINE_DEEP)
     (root / "src" / "nested.ts").write_text(_nested(TOO_DEEP))
     (root / "src" / "request.ts").write_text(USES_AUTH)
     run = stack.cli("index", str(root), "--show-skipped")
@@ -68,10 +74,22 @@ def unparsable(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Indexe
 def test_a_file_too_deep_to_parse_is_skipped_and_the_rest_indexed(unparsable: Indexed) -> None:
     assert unparsable.run.code == 0, unparsable.run.err
     assert unparsable.skipped_line("src/nested.ts") == f"src/nested.ts could not be chunked {CANNOT_PARSE}"
-    assert "  files       3 added, 0 changed, 0 removed, 1 skipped (1 could not be chunked)" in unparsable.run.out
-    assert {row[1] for row in unparsable.rows} == {"src/auth.ts", "src/request.ts"}
+    assert "  files       4 added, 0 changed, 0 removed, 1 skipped (1 could not be chunked)" in unparsable.run.out
+    assert {row[1] for row in unparsable.rows} == {"src/auth.ts", "src/data.ts", "src/request.ts"}
     assert unparsable.names("src/auth.ts") == {"validateSessionToken"}
     assert unparsable.names("src/request.ts") >= {"acceptRequest"}
+
+
+@pytest.mark.badinput(case="one line nesting an array 20,000 deep, in a project with a tsconfig",
+                      behaviour="indexed, the line a data literal shown as a marker (not skipped as minified); "
+                                "the first index writes every other file (it wrote 0 chunks)")
+def test_a_line_nested_20000_deep_is_indexed_as_data(stack: Stack, unparsable: Indexed) -> None:
+    assert unparsable.names("src/data.ts") == {"deep", "outerCount"}
+    found = stack.cli("search", str(unparsable.root), "outerCount", "--no-select", "--limit", "1", "--json").json()
+    assert found["results"][0]["qualified_name"] == "outerCount"
+    shown = stack.cli("search", str(unparsable.root), "deep", "--path", "src/data.ts", "--no-select", "--json").json()
+    (deep,) = [r for r in shown["results"] if r["qualified_name"] == "deep"]
+    assert "[…] /* 40000 characters of data not indexed */" in deep["code"]
 
 
 @pytest.mark.badinput(case="index_status after a file could not be chunked (MCP)",

@@ -217,7 +217,12 @@ export interface Chunk {
   depth: number;
   /** Declaration header without the body, e.g. "async validateToken(token: string): Promise<JwtPayload | null>". */
   signature: string;
-  /** Exact text of the symbol from start_line to end_line (JSDoc excluded). */
+  /**
+   * Exact text of the symbol from start_line to end_line (JSDoc excluded),
+   * except that a literal of data (a string, array or object holding no
+   * code) longer than 1,000 characters on one line is shown as its
+   * delimiters and a comment giving its length, as in every text of a chunk.
+   */
   fullSource: string;
   /**
    * full_source with every body-bearing child collapsed to

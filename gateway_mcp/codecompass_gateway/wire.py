@@ -66,10 +66,13 @@ MAX_DEPTH = 64
 _ID_PREFIX_BYTES = 64 * 1024
 # A JSON string (escapes included) or a bracket: what the depth scan sees of a message.
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_UNIFY = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 _STRING_OR_COMMA = re.compile(rb'"(?:[^"\\]|\\.)*"|,', re.DOTALL)
 # A \uD800-\uDFFF escape: only then can a parsed string hold a lone surrogate.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_OPEN, _CLOSE, _QUOTE = frozenset(b"[{"), frozenset(b"]}"), ord('"')
+_OPEN, _QUOTE = frozenset(b"[{"), ord('"')
 _METHOD_SDK_GATE = "Invalid request parameters"  # what the SDK answers a call before initialize
 BATCH_REFUSED = "batch arrays are not supported (MCP removed them in 2025-06-18): send each message on its own"
 
@@ -130,7 +133,9 @@ def screen(raw: bytes) -> dict[str, Any] | Rejection:
             return _refuse(INVALID_PARAMS, f"Invalid params: {where} holds a lone UTF-16 surrogate (\\u{ord(char):04x}), "
                                            "which encodes no character: send the text as valid Unicode", top)
     try:
-        jsonrpc_message_adapter.validate_python(message, by_name=False)
+        # The envelope only: what the params or a result hold is the SDK's to judge (and a copy
+        # of a large one would cost more than the rest of the screen).
+        jsonrpc_message_adapter.validate_python(_envelope(message), by_name=False)
     except ValidationError:
         return _refuse(INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message (a request is an object with "
                                         '"jsonrpc": "2.0", an "id" and a string "method")', top)
@@ -150,6 +155,13 @@ def _refuse(code: int, message: str, top: Mapping[str, Any] | None, http_status:
     else:
         ids = (_request_id(top),)
     return Rejection(error=ErrorData(code=code, message=message), ids=ids, http_status=http_status)
+
+
+def _envelope(message: object) -> object:
+    if not isinstance(message, dict):
+        return message
+    return {key: ({} if key in ("params", "result") and isinstance(value, dict) else value)
+            for key, value in message.items()}
 
 
 def _is_notification(message: object) -> bool:
@@ -173,15 +185,17 @@ def _too_deep(raw: bytes) -> bool:
     # have too few brackets in all to need the scan.
     if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
         return False
-    depth = 0
-    for token in _TOKEN.finditer(raw):
-        first = raw[token.start()]
-        if first == _QUOTE:
-            continue
-        depth += 1 if first in _OPEN else -1
-        if depth > MAX_DEPTH:
-            return True
-    return False
+    # Without its strings, a message's depth is its brackets' (of either kind). Each pass of
+    # `replace` removes exactly the innermost pairs (pairs it makes adjacent wait for the next
+    # pass): the passes it takes to empty the brackets are their depth. All of it runs in C, so
+    # 100,000 nested arrays cost MAX_DEPTH passes, not a recursion or a Python loop per bracket.
+    brackets = _STRING.sub(b"", raw).translate(_UNIFY, _NOT_BRACKET)
+    for _ in range(MAX_DEPTH):
+        shorter = brackets.replace(b"[]", b"")
+        if shorter == brackets:  # empty, or unbalanced: the parser will say what is wrong
+            return False
+        brackets = shorter
+    return bool(brackets) and brackets.replace(b"[]", b"") != brackets
 
 
 def _top_level(raw: bytes) -> dict[str, Any] | None:

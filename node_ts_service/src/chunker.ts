@@ -24,7 +24,7 @@ import { walkTree } from './walk';
  * embedding text change for the same input, so indexes built with an older
  * chunker are rebuilt instead of mixing two formats.
  */
-export const CHUNKER_VERSION = '4';
+export const CHUNKER_VERSION = '5';
 
 export interface ChunkInput {
   absolutePath: string;
@@ -64,12 +64,20 @@ const DISPLAY_LANGUAGE: Record<Language, string> = {
   jsx: 'JSX',
 };
 
-const TEST_DIR = /(^|\/)(__tests__|__mocks__|test|tests|e2e)\//;
-const TEST_FILE = /\.(test|spec)\.[cm]?[jt]sx?$/;
+/**
+ * Test code by path: a file in a test folder (`__tests__/`, `test/`,
+ * `specs/`, `e2e/`, `fixtures/`, `mocks/`, …), a `*.test.*` or `*.spec.*`
+ * file, or a file named `test.*`, `tests.*` or `spec.*` (tests kept beside
+ * the code as `src/users/test.ts`). Not `mock/` or `testing/`: libraries
+ * ship those as product code. The same expression as is_test_path in
+ * py_services/codecompass/common/testcode.py, which ranks and selects by
+ * it; tests/fixtures/test_paths.json pins both to one table.
+ */
+const TEST_PATH =
+  /(?:^|\/)(?:__tests__|__mocks__|__fixtures__|tests?|specs?|e2e|fixtures?|mocks)(?:\/|$)|\.(?:test|spec)\.[cm]?[jt]sx?$|(?:^|\/)(?:tests?|spec)\.[cm]?[jt]sx?$/;
 
 export function isTestPath(relativePath: string): boolean {
-  const p = relativePath.replace(/\\/g, '/');
-  return TEST_DIR.test(p) || TEST_FILE.test(p);
+  return TEST_PATH.test(relativePath.replace(/\\/g, '/'));
 }
 
 /**
@@ -331,7 +339,7 @@ export function chunkSourceFile(input: ChunkInput): ChunkOutput {
   const symbols: FileSymbols = discoverSymbols(sf, input.relativePath);
   const imports = importsOf(sf);
   const uses = importUses(sf, imports);
-  const isTest = isTestPath(input.relativePath);
+  const isTestFile = isTestPath(input.relativePath);
   const chunks: Chunk[] = [];
   let checker = input.checker;
   for (const sym of symbols.all) {
@@ -382,7 +390,7 @@ export function chunkSourceFile(input: ChunkInput): ChunkOutput {
       jsdoc,
       jsdocStartLine: sym.jsdocStart >= 0 ? lineOf(sf, sym.jsdocStart) : 0,
       relevantImports: relevant.map((imp) => imp.statement),
-      isTest,
+      isTest: isTestFile || sym.inTestBlock,
       embeddingText: embedding.text,
       references,
       embeddingTokenCount: embedding.tokens,

@@ -50,6 +50,8 @@ export interface SymbolNode {
    * declared around it: it is a chunk, but its children's qualified names skip it.
    */
   transparent: boolean;
+  /** A test block (`describe`, `it`, `test`, a hook) or a symbol inside one: test code wherever its file is. */
+  inTestBlock: boolean;
 }
 
 export interface FileSymbols {
@@ -264,6 +266,8 @@ interface Spec {
   overloadable: boolean;
   contextNamed?: boolean;
   transparent?: boolean;
+  /** The callback of a test function (`describe`, `it`, `beforeEach`, …). */
+  testBlock?: boolean;
 }
 
 /** What most candidate nodes classify as; shared, never mutated. */
@@ -351,6 +355,7 @@ class Discovery {
       inner: roots,
       contextNamed: false,
       transparent: false,
+      inTestBlock: false,
     };
   }
 
@@ -547,6 +552,7 @@ class Discovery {
       inner: children,
       contextNamed,
       transparent: spec.transparent === true,
+      inTestBlock: spec.testBlock === true || parent?.inTestBlock === true,
     };
     for (const n of spec.nodes) this.byNode.set(n, sym);
     (parent ? parent.children : this.roots).push(sym);
@@ -919,7 +925,7 @@ class Discovery {
     // The factory of a top-level IIFE (`(function (root, factory) {…})(this, function () {…})`) is a wrapper too.
     const iifeFactory = moduleScope && this.isIifeCall(call);
     const name = iifeFactory ? `${IIFE_NAME} factory` : (test ?? callbackName(call, this.sf));
-    return this.callbackSpec(call, fn, fn, name, iifeFactory);
+    return { ...this.callbackSpec(call, fn, fn, name, iifeFactory), testBlock: test !== undefined };
   }
 
   /**
@@ -1032,7 +1038,7 @@ class Discovery {
     if (test === undefined && (this.lineSpan(fn.getStart(this.sf), fn.end) < MIN_CALLBACK_LINES || this.insideFunctionBody())) {
       return undefined;
     }
-    return this.callbackSpec(call, fn, stmt, test ?? callbackName(call, this.sf), false);
+    return { ...this.callbackSpec(call, fn, stmt, test ?? callbackName(call, this.sf), false), testBlock: test !== undefined };
   }
 
   private declarationSpec(d: ts.DeclarationStatement, kind: NodeKind, name: string, body: Spec['body']): Spec {

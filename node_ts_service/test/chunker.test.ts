@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
 import { describe, it } from 'node:test';
 import ts from 'typescript';
 import { chunkIdForDeclaration, CHUNKER_VERSION, EMBEDDING_TOKEN_BUDGET, isTestPath } from '../src/chunker';
@@ -371,13 +372,47 @@ describe('ids, paths and tokens', () => {
     assert.match(CHUNKER_VERSION, /^\d+$/);
   });
 
-  it('recognises test files by path convention', () => {
-    for (const p of ['a.test.ts', 'src/a.spec.tsx', 'src/__tests__/a.ts', 'test/a.js', 'pkg/tests/b.mjs', '__mocks__/fs.js', 'e2e/login.ts']) {
-      assert.equal(isTestPath(p), true, p);
-    }
-    for (const p of ['src/a.ts', 'src/testing.ts', 'src/contest/a.ts', 'latest.ts']) assert.equal(isTestPath(p), false, p);
+  it('recognises test files by path convention, by the table the Python side is pinned to as well', () => {
+    const table = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'tests', 'fixtures', 'test_paths.json'), 'utf8'));
+    for (const p of table.test as string[]) assert.equal(isTestPath(p), true, p);
+    for (const p of table.not_test as string[]) assert.equal(isTestPath(p), false, p);
+    assert.equal(isTestPath('src\\users\\test.ts'), true);
     assert.equal(chunkText('src/__tests__/a.ts', 'export const x = 1;\n').chunks[0].isTest, true);
+    assert.equal(chunkText('src/users/test.ts', 'export const x = 1;\n').chunks[0].isTest, true);
     assert.equal(sample.chunks[0].isTest, false);
+  });
+
+  it('marks a describe/it/test block and every chunk inside it as test code, whatever the file is called', () => {
+    const text = [
+      '/** Adds two numbers. */',
+      'export function add(a: number, b: number): number {',
+      '  return a + b;',
+      '}',
+      '',
+      "describe('add', () => {",
+      '  function twice(x: number): number {',
+      '    return add(x, x);',
+      '  }',
+      "  it('adds', () => {",
+      '    expect(add(1, 2)).toBe(3);',
+      '  });',
+      "  test.each([[1, 2]])('doubles %i', (x, y) => {",
+      '    expect(twice(x)).toBe(y);',
+      '  });',
+      '});',
+      '',
+    ].join('\n');
+    const out = chunkText('src/math.ts', text);
+    assert.deepEqual(
+      out.chunks.map((c) => [c.qualifiedName, c.isTest]),
+      [
+        ['add', false],
+        ["describe('add')", true],
+        ["describe('add') > twice", true],
+        ["describe('add') > it('adds')", true],
+        ["describe('add') > test.each('doubles %i')", true],
+      ],
+    );
   });
 
   it('counts exactly the tokens js-tiktoken cl100k_base produces', () => {

@@ -135,3 +135,50 @@ def test_a_symlink_cycle_indexes_each_file_once(linked: Indexed) -> None:
     assert len(ids) == len(set(ids))
     assert {row[1] for row in linked.rows} == {"src/auth/auth.ts", "src/requests/request.ts"}
     assert [row[2] for row in linked.rows if row[1] == "src/auth/auth.ts"] == ["validateSessionToken"]
+
+
+USERS = """import { hash } from './crypto';
+
+/** Creates a user account with a hashed password and a verified email address. */
+export function createUser(email: string, password: string): { email: string; hash: string } {
+  return { email: email.toLowerCase(), hash: hash(password) };
+}
+"""
+CRYPTO = """/** Hashes a secret with a fixed salt. */
+export function hash(secret: string): string {
+  return `salted:${secret}`;
+}
+"""
+# Tests beside the code, in a file named test.ts, using the words of the code's doc comment.
+USERS_TEST = """import { createUser } from './users';
+
+describe('createUser', () => {
+  it('creates a user account with a hashed password', () => {
+    const user = createUser('A@x.io', 'pw');
+    expect(user.hash).toBe('salted:pw');
+  });
+  it('creates a user account with a verified email address in lower case', () => {
+    expect(createUser('A@x.io', 'pw').email).toBe('a@x.io');
+  });
+});
+"""
+
+
+@pytest.mark.badinput(case="tests kept beside the code as src/users/test.ts, in the words of the code's doc comment",
+                      behaviour="the question from the doc comment answers the implementation first; the "
+                                "describe/it blocks are test code (--no-tests leaves them out)")
+def test_tests_beside_the_code_are_test_code(stack: Stack, tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "src" / "users").mkdir(parents=True)
+    (root / "src" / "users" / "users.ts").write_text(USERS)
+    (root / "src" / "users" / "crypto.ts").write_text(CRYPTO)
+    (root / "src" / "users" / "test.ts").write_text(USERS_TEST)
+    assert stack.cli("index", str(root)).code == 0
+    question = "creates a user account with a hashed password and a verified email address"
+    ranked = stack.cli("search", str(root), question, "--no-select", "--json").json()["results"]
+    names = [r["qualified_name"] for r in ranked]
+    assert ranked[0]["path"] == "src/users/users.ts", names
+    # Every test block ranks below the function it tests.
+    assert all(names.index("createUser") < i for i, r in enumerate(ranked) if r["path"] == "src/users/test.ts"), names
+    without_tests = stack.cli("search", str(root), question, "--no-select", "--no-tests", "--json").json()["results"]
+    assert {r["path"] for r in without_tests} <= {"src/users/users.ts", "src/users/crypto.ts"}

@@ -6,10 +6,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-# Test code by path convention. Not `mock/` or `testing/`: libraries ship those as product
-# code (undici's MockAgent, rxjs's TestScheduler).
+# Test code by path convention: a test folder, a `*.test.*` or `*.spec.*` file, or a file named
+# `test.*`, `tests.*` or `spec.*` (tests beside the code: `src/users/test.ts`). Not `mock/` or
+# `testing/`: libraries ship those as product code (undici's MockAgent, rxjs's TestScheduler).
+# The same expression as isTestPath in node_ts_service/src/chunker.ts, which sets each chunk's
+# is_test (a describe/it/test block is test code wherever it is, by the chunker's say alone);
+# tests/fixtures/test_paths.json pins both to one table.
 _TEST_PATH = re.compile(
-    r"(?:^|/)(?:__tests__|__mocks__|__fixtures__|tests?|specs?|e2e|fixtures?|mocks)(?:/|$)|\.(?:test|spec)\.[cm]?[jt]sx?$"
+    r"(?:^|/)(?:__tests__|__mocks__|__fixtures__|tests?|specs?|e2e|fixtures?|mocks)(?:/|$)"
+    r"|\.(?:test|spec)\.[cm]?[jt]sx?$|(?:^|/)(?:tests?|spec)\.[cm]?[jt]sx?$"
 )
 # Words that make a query about tests rather than about the code under test.
 TEST_WORDS = frozenset(

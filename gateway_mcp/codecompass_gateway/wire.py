@@ -100,8 +100,12 @@ def oversized(beginning: bytes, size: int | None) -> Rejection:
     """The answer to a message over MAX_MESSAGE_BYTES, of which only `beginning` was read; `size`
     is its length when known (a stdio line read to its end, an HTTP Content-Length)."""
     length = f"{size:,} bytes" if size is not None else f"over {MAX_MESSAGE_BYTES:,} bytes"
+    top = _top_level(beginning[:_ID_PREFIX_BYTES])
+    if top is not None and "id" not in top:
+        # An id may come after the part read: a null answer beats a request never answered.
+        top = None
     return _refuse(INVALID_REQUEST, f"Invalid Request: the message is {length}; at most {MAX_MESSAGE_BYTES:,} are "
-                                    "accepted", _top_level(beginning[:_ID_PREFIX_BYTES]), http_status=413)
+                                    "accepted", top, http_status=413)
 
 
 def screen(raw: bytes) -> dict[str, Any] | Rejection:

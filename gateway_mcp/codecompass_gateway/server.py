@@ -104,6 +104,9 @@ class BackgroundIndexer:
             if key in self._lexical:
                 return
             self._lexical[key] = threading.Event()
+            # Said at once: a status asked before the thread has looked must not read "not indexed,
+            # nobody is on it".
+            self._state[key] = "checking whether it needs indexing"
         threading.Thread(target=self._run, args=(key,), name=f"index {key}", daemon=True).start()
 
     def wait_lexical(self, workspace: Path, timeout_s: float) -> bool:
@@ -146,6 +149,8 @@ class BackgroundIndexer:
         try:
             status = self._retrieval.status(key, STATUS_TIMEOUT_S).indexing_status
             if status in (IndexingStatus.READY, IndexingStatus.INDEXING):
+                with self._lock:
+                    self._state.pop(key, None)  # indexed, or being indexed, by someone else
                 return
             started = time.monotonic()
             self._set(key, "indexing (started by this gateway)")
@@ -273,9 +278,10 @@ class Gateway:
         text = symbol.strip()
         if not text:
             raise tools.ToolInputError("symbol is empty: give a qualified name, path:line, or a file path")
-        metadata = {"trace_id": tools.trace_id()}
+        metadata: dict[str, object] = {"trace_id": tools.trace_id()}
         timeout = self.settings.rpc_timeout_s
-        file_path = tools.workspace_file(root, text) if tools.location_of(text) is None else None
+        location = tools.location_of(text)
+        file_path = tools.workspace_file(root, text) if location is None else None
         if file_path is not None:
             with tools.not_found_as_input("give a path relative to the workspace"):
                 chunks = self.analysis.file_chunks(str(root), file_path, timeout)
@@ -304,10 +310,16 @@ class Gateway:
                 view_expanded.append((child.chunk_id, child.qualified_name, name.strip()))
             else:
                 not_found.append(name.strip())
-        (shown,) = self.analysis.render(str(root), [tools.render_request(resolved, child_ids)], timeout)
+        # `path:LINE` inside a symbol too long to show whole shows the lines around LINE.
+        request = dataclasses.replace(tools.render_request(resolved, child_ids),
+                                      focus_line=location[1] if location is not None else 0)
+        (shown,) = self.analysis.render(str(root), [request], timeout)
         if shown is None:
             raise tools.ToolInputError(f"{resolved.qualified_name} is no longer in {resolved.relative_path}; "
                                        "the file changed: search again", errors.NOT_FOUND_CODE)
+        if shown.window_start_line and location is not None:
+            metadata["window"] = {"focus_line": location[1], "start_line": shown.window_start_line,
+                                  "end_line": shown.window_end_line}
         # A name that resolved elsewhere (not under this symbol) was not expanded: say so.
         not_found += [given for child_id, _, given in view_expanded if child_id in shown.unknown_child_ids]
         expanded_names = [qualified for child_id, qualified, _ in view_expanded

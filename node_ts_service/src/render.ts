@@ -1,7 +1,7 @@
 // Rendering: a symbol's source with chosen descendants expanded inline and
 // every other body-bearing child collapsed, the form answers are made of.
 import ts from 'typescript';
-import { discoverSymbols, endLineOf, sourceWithChildren, startLineOf, type SymbolNode } from './symbols';
+import { discoverSymbols, endLineOf, sourceWithChildren, startLineOf, textWithoutLongLiterals, type SymbolNode } from './symbols';
 import { countTokens } from './tokens';
 import type { Chunk, Language, RenderSpec, RenderedSymbol } from './types';
 
@@ -87,17 +87,60 @@ export function renderFromSource(sf: ts.SourceFile, relativePath: string, spec: 
 
   const render = (sym: SymbolNode): string =>
     sourceWithChildren(sf, sym, (child) => (expanded.has(child.id) ? render(child) : undefined));
-  const source = dedent(render(root), indentBefore(sf.text, root.start));
+  const whole = dedent(render(root), indentBefore(sf.text, root.start));
+  const startLine = startLineOf(sf, root);
+  const endLine = endLineOf(sf, root);
+  const focus = spec.focusLine ?? 0;
+  const window =
+    focus > startLine && focus < endLine && lineCount(whole) > FOCUS_RENDER_LIMIT ? focusWindow(sf, root, startLine, endLine, focus) : undefined;
+  const source = window?.source ?? whole;
   return {
     symbolId: root.id,
     relativePath,
     qualifiedName: root.qualifiedName,
     source,
     tokenCount: countTokens(source),
-    startLine: startLineOf(sf, root),
-    endLine: endLineOf(sf, root),
+    startLine,
+    endLine,
     unknownChildIds,
-    windowStartLine: 0,
-    windowEndLine: 0,
+    windowStartLine: window?.from ?? 0,
+    windowEndLine: window?.to ?? 0,
   };
+}
+
+/**
+ * A symbol whose rendering is longer than this many lines is shown around a
+ * focus line, when one is asked for, instead of from its top: `read_symbol
+ * src/gen.ts:61234` inside a 100,000-line function wants line 61,234, and
+ * any answer is cut to a few hundred lines on its way to an agent.
+ */
+export const FOCUS_RENDER_LIMIT = 200;
+/** Lines shown on each side of the focus line. */
+export const FOCUS_CONTEXT_LINES = 40;
+
+function lineCount(text: string): number {
+  let lines = 1;
+  for (let at = text.indexOf('\n'); at >= 0; at = text.indexOf('\n', at + 1)) lines++;
+  return lines;
+}
+
+/**
+ * The symbol's first line, the file's lines around `focus` as they are (its
+ * children not collapsed: the focus may be inside one), and its last line,
+ * with a marker line for each run of lines left out in between.
+ */
+function focusWindow(sf: ts.SourceFile, root: SymbolNode, startLine: number, endLine: number, focus: number): { source: string; from: number; to: number } {
+  const starts = sf.getLineStarts();
+  const lineEnd = (line: number) => (line < starts.length ? starts[line] - 1 : sf.text.length);
+  const text = (from: number, to: number) => textWithoutLongLiterals(sf, from, to).replace(/\r$/gm, '');
+  const from = Math.max(startLine + 1, focus - FOCUS_CONTEXT_LINES);
+  const to = Math.min(endLine - 1, focus + FOCUS_CONTEXT_LINES);
+  const indentOf = (line: number) => /^[ \t]*/.exec(sf.text.slice(starts[line - 1], lineEnd(line)))![0];
+  const leftOut = (a: number, b: number, besideLine: number) => `${indentOf(besideLine)}/* … lines ${a}-${b} not shown (${b - a + 1} lines) */`;
+  const parts = [text(root.start, lineEnd(startLine))];
+  if (from > startLine + 1) parts.push(leftOut(startLine + 1, from - 1, from));
+  parts.push(text(starts[from - 1], lineEnd(to)));
+  if (to < endLine - 1) parts.push(leftOut(to + 1, endLine - 1, to));
+  parts.push(text(starts[endLine - 1], root.end));
+  return { source: dedent(parts.join('\n'), indentBefore(sf.text, root.start)), from, to };
 }

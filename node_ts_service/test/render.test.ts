@@ -62,4 +62,57 @@ describe('renderSymbol', () => {
     const crlfOut = renderSymbol(crlfChunks, crlf, { symbolId: id('TokenService.validateToken'), expandChildIds: [] });
     assert.equal(crlfOut?.source, out.source.replace(/\n/g, '\r\n'));
   });
+
+  describe('around a focus line', () => {
+    // A 100,000-line function of generated steps, inside a class so that it is indented.
+    const STEPS = 100_000;
+    const text = [
+      'export class Pipeline {',
+      '  /** Runs every generated step. */',
+      '  run(input: number): number {',
+      '    let total = input;',
+      ...Array.from({ length: STEPS }, (_, i) => `    total = step${i}(total);`),
+      '    return total;',
+      '  }',
+      '}',
+      '',
+    ].join('\n');
+    const huge = chunkText('src/pipeline.ts', text);
+    const run = byQualifiedName(huge.chunks, 'Pipeline.run');
+    const lineOf = (needle: string) => text.split('\n').findIndex((l) => l.includes(needle)) + 1;
+
+    it('shows the lines around the focus line with the symbol\'s first and last lines, and says which lines were left out', () => {
+      const focus = lineOf('total = step61234(total);');
+      const out = renderSymbol(huge.chunks, text, { symbolId: run.id, expandChildIds: [], focusLine: focus });
+      assert.ok(out);
+      assert.deepEqual([out.startLine, out.endLine, out.windowStartLine, out.windowEndLine], [run.startLine, run.endLine, focus - 40, focus + 40]);
+      const lines = out.source.split('\n');
+      assert.equal(lines.length, 1 + 1 + 81 + 1 + 1);
+      assert.equal(lines[0], 'run(input: number): number {');
+      assert.equal(lines[1], `  /* … lines ${run.startLine + 1}-${focus - 41} not shown (${focus - 41 - run.startLine} lines) */`);
+      assert.equal(lines[2 + 40], '  total = step61234(total);');
+      assert.equal(lines[lines.length - 2], `  /* … lines ${focus + 41}-${run.endLine - 1} not shown (${run.endLine - 1 - focus - 40} lines) */`);
+      assert.equal(lines[lines.length - 1], '}');
+      assert.equal(out.tokenCount, countTokens(out.source));
+    });
+
+    it('near the top the window starts right after the first line; without a focus line the whole symbol is shown', () => {
+      const out = renderSymbol(huge.chunks, text, { symbolId: run.id, expandChildIds: [], focusLine: run.startLine + 3 });
+      assert.ok(out);
+      assert.equal(out.windowStartLine, run.startLine + 1);
+      assert.equal(out.source.split('\n')[1], '  let total = input;');
+      const whole = renderSymbol(huge.chunks, text, { symbolId: run.id, expandChildIds: [] });
+      assert.ok(whole);
+      assert.deepEqual([whole.windowStartLine, whole.windowEndLine], [0, 0]);
+      assert.equal(whole.source.split('\n').length, run.endLine - run.startLine + 1);
+    });
+
+    it('a symbol short enough to show whole ignores the focus line', () => {
+      const short = byQualifiedName(chunks, 'TokenService.validateToken');
+      const out = renderSymbol(chunks, SAMPLE, { symbolId: short.id, expandChildIds: [], focusLine: short.startLine + 2 });
+      assert.ok(out);
+      assert.deepEqual([out.windowStartLine, out.windowEndLine], [0, 0]);
+      assert.equal(out.source, renderSymbol(chunks, SAMPLE, { symbolId: short.id, expandChildIds: [] })!.source);
+    });
+  });
 });

@@ -182,3 +182,25 @@ def test_tests_beside_the_code_are_test_code(stack: Stack, tmp_path: Path) -> No
     assert all(names.index("createUser") < i for i, r in enumerate(ranked) if r["path"] == "src/users/test.ts"), names
     without_tests = stack.cli("search", str(root), question, "--no-select", "--no-tests", "--json").json()["results"]
     assert {r["path"] for r in without_tests} <= {"src/users/users.ts", "src/users/crypto.ts"}
+
+
+@pytest.mark.badinput(case="read_symbol `file:LINE` inside a 100,000-line function (MCP)",
+                      behaviour="the function's first line, a marker `/* … lines 4-61198 not shown (61195 lines) */`, "
+                                "the 81 lines around LINE, a marker for the rest, the last line; not lines 1-1,570")
+def test_read_symbol_at_a_line_of_a_huge_function_shows_that_line(stack: Stack, tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    steps = [f"    total = step{i}(total);" for i in range(100_000)]
+    lines = ["export class Pipeline {", "  /** Runs every generated step. */", "  run(input: number): number {",
+             "    let total = input;", *steps, "    return total;", "  }", "}", ""]
+    (root / "src" / "pipeline.ts").write_text("\n".join(lines))
+    focus = lines.index("    total = step61234(total);") + 1
+    result = stack.mcp_call(root, "read_symbol", {"symbol": f"src/pipeline.ts:{focus}"})
+    assert not result.is_error, result.content[0].text
+    shown = result.content[0].text.splitlines()
+    assert shown[:3] == ["// src/pipeline.ts > Pipeline.run  (lines 3-100006)", "run(input: number): number {",
+                         f"  /* … lines 4-{focus - 41} not shown ({focus - 44} lines) */"]
+    assert shown[3:84] == [line[2:] for line in lines[focus - 41:focus + 40]]
+    assert shown[84:] == [f"  /* … lines {focus + 41}-100005 not shown ({100_005 - focus - 40} lines) */", "}"]
+    assert result.structured_content["metadata"]["window"] == {"focus_line": focus, "start_line": focus - 40,
+                                                               "end_line": focus + 40}

@@ -564,13 +564,15 @@ export interface RenderedSymbol {
   /** Requested child ids that are not descendants of the symbol. */
   unknownChildIds: string[];
   /**
-   * First line of the file shown in source, 1-based, when focus_line cut the
-   * symbol to a window; 0 when source is the whole symbol.
+   * When focus_line cut the symbol to a window: the first line, 1-based, of
+   * the run of file lines around it that source shows (source also shows the
+   * symbol's first and last lines, and a marker line for each run of lines
+   * left out). 0 when source is the whole symbol.
    */
   windowStartLine: number;
   /**
-   * Last line of the file shown in source, 1-based, inclusive, when
-   * focus_line cut the symbol to a window; 0 when source is the whole symbol.
+   * The last line, 1-based, inclusive, of that run; 0 when source is the
+   * whole symbol.
    */
   windowEndLine: number;
 }

@@ -28,11 +28,23 @@ def _gateway(stack: Stack, *args: str) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=["-m", "codecompass.cli", "mcp", *args], env=stack.env)
 
 
-def _session(params: StdioServerParameters, calls: list[tuple[str, dict[str, Any]]], errlog: Any = None) -> list[Any]:
+def _session(params: StdioServerParameters, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     async def run() -> list[Any]:
-        transport = stdio_client(params, errlog=errlog) if errlog is not None else params
-        async with Client(transport, read_timeout_seconds=120) as client:
+        async with Client(params, read_timeout_seconds=120) as client:
             return [await client.call_tool(tool, arguments) for tool, arguments in calls]
+
+    return anyio.run(run)
+
+
+def _status_until(params: StdioServerParameters, errlog: Any, said: str, within_s: float = 60.0) -> str:
+    """index_status, asked until its text says `said`; the session closes as soon as it does."""
+    async def run() -> str:
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=120) as client:
+            deadline = time.monotonic() + within_s
+            while said not in (text := (await client.call_tool("index_status", {})).content[0].text):
+                assert time.monotonic() < deadline, text
+                await anyio.sleep(0.1)
+            return text
 
     return anyio.run(run)
 
@@ -65,8 +77,9 @@ def test_a_closed_session_is_no_indexing_failure(stack: Stack, tmp_path: Path) -
     errlog = tmp_path / "gateway.err"
     with errlog.open("w") as err:
         # index_status only reports: the gateway started indexing its workspace when it started.
-        (status,) = _session(_gateway(stack, "--workspace", str(workspace)), [("index_status", {})], err)
-    assert not status.is_error and "this gateway: indexing (started by this gateway)" in status.content[0].text
+        # The session closes as soon as that index is being written.
+        _status_until(_gateway(stack, "--workspace", str(workspace)), err, "this gateway: indexing (started by this "
+                                                                           "gateway)")
     logged = errlog.read_text()
     assert TRACEBACK not in logged
     records = [json.loads(line) for line in logged.splitlines() if line.startswith("{")]

@@ -285,3 +285,32 @@ def test_a_search_waits_only_until_the_first_rows_land(tmp_path: Path) -> None:
     fake.chunks = 120  # the lexical pass wrote its first batch
     assert indexer.wait_lexical(tmp_path, 4.0) is False  # partial, answered at once, not after 5 s
     assert time.monotonic() - started < 2.0
+
+
+def test_a_stream_cut_by_the_server_stopping_is_no_failure(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import threading
+
+    from codecompass_gateway.server import BackgroundIndexer
+
+    from codecompass.clients.errors import UNAVAILABLE, ServiceError
+
+    streaming, cut = threading.Event(), threading.Event()
+
+    class _CutRetrieval(_FakeRetrieval):
+        def index(self, workspace: str, wait_for_embeddings: bool, timeout_s: float):
+            streaming.set()
+            cut.wait(5)
+            raise ServiceError("retrieval", "127.0.0.1:1", UNAVAILABLE, "Channel closed!")
+            yield  # a generator, as the client's stream is
+
+    caplog.set_level("INFO", logger="codecompass.gateway.server")
+    indexer = BackgroundIndexer(_CutRetrieval("not_indexed"), timeout_s=10)  # type: ignore[arg-type]
+    assert indexer.describe(tmp_path) is None
+    indexer.ensure(tmp_path)
+    assert indexer.describe(tmp_path) in ("checking whether it needs indexing", "indexing (started by this gateway)")
+    assert streaming.wait(5)
+    indexer.close()  # the session closed: the lifespan stops the indexer before closing its channels
+    cut.set()
+    assert indexer.wait_lexical(tmp_path, 5)
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
+    assert "stopped following indexing: the server is stopping; the retrieval service goes on" in caplog.messages

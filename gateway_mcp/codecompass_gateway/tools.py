@@ -29,7 +29,9 @@ from codecompass.clients.analysis_model import (
     RenderRequest,
     TraceDirection,
     TraceOutcome,
+    TracePartialReason,
     TraceQuery,
+    TraceResolution,
     TraceRoot,
 )
 from codecompass.clients.errors import INVALID, NOT_FOUND, ServiceError
@@ -448,19 +450,28 @@ def trace_text(outcome: TraceOutcome, direction: TraceDirection, depth: int) -> 
     phrase = _DIRECTION_PHRASE[direction]
     lines = [f"{phrase} {_root_line(outcome.root)}"]
     shown = len(outcome.nodes)
+    by_name = sum(1 for n in outcome.nodes if n.resolved_by is TraceResolution.NAME)
     if outcome.partial:
         reason = outcome.partial_reason.value if outcome.partial_reason else "partial"
         hint = {"limit": "raise limit to see more", "deadline": "the 5 s budget ran out; lower depth",
-                "depth": "depth is at most 3"}.get(reason, "")
+                "depth": "depth is at most 3",
+                # An answer the checker could not see whole: say what it is made of, never "complete".
+                "unresolved": ("the type checker could not resolve some sites (untyped JavaScript, `this` in a "
+                               "function assigned to a property, dynamic calls): those marked [by name] only "
+                               "match by name, and sites named differently are missed")}.get(reason, "")
         lines.append(f"{shown} shown of {outcome.total_found} found — partial ({reason}{'; ' + hint if hint else ''})")
     else:
         lines.append(f"{shown} found (depth {depth}), complete")
+    if by_name and outcome.partial_reason is not TracePartialReason.UNRESOLVED:
+        lines.append(f"{by_name} of them [by name]: the type checker could not resolve those sites")
     if not outcome.nodes:
-        lines.append(f"none: the type checker found no {phrase.split()[0]} in the workspace")
+        lines.append(f"none: the type checker found no {phrase.split()[0]} in the workspace"
+                     + (", nor did a search by name" if outcome.partial_reason is TracePartialReason.UNRESOLVED else ""))
     for node in outcome.nodes:
         indent = "  " * (node.depth - 1)
         name = node.qualified_name or "(top level)"
-        lines.append(f"{indent}{node.relative_path}:{node.line}  {name}  — {_snippet(node.snippet)}")
+        mark = "  [by name]" if node.resolved_by is TraceResolution.NAME else ""
+        lines.append(f"{indent}{node.relative_path}:{node.line}  {name}  — {_snippet(node.snippet)}{mark}")
     return "\n".join(lines)
 
 
@@ -470,8 +481,11 @@ def trace_structured(outcome: TraceOutcome, direction: TraceDirection) -> dict[s
         "direction": direction.value,
         "root": {"path": root.relative_path, "qualified_name": root.qualified_name, "start_line": root.start_line,
                  "end_line": root.end_line, "id": root.chunk_id},
+        # resolved_by: "checker" (the type checker resolved the site) or "name" (it could not; the site
+        # only matches by name).
         "nodes": [{"path": n.relative_path, "line": n.line, "qualified_name": n.qualified_name, "id": n.chunk_id,
-                   "depth": n.depth, "snippet": _snippet(n.snippet)} for n in outcome.nodes],
+                   "depth": n.depth, "snippet": _snippet(n.snippet), "resolved_by": n.resolved_by.value}
+                  for n in outcome.nodes],
         "partial": outcome.partial,
         "partial_reason": outcome.partial_reason.value if outcome.partial_reason else None,
         "total_found": outcome.total_found,

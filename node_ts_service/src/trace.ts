@@ -8,6 +8,16 @@ import ts from 'typescript';
 import { type Project, openProject } from './program';
 import { workspacePath } from './references';
 import { discoverSymbols, endLineOf, lineOf, startLineOf, type SymbolNode } from './symbols';
+import {
+  type ChunkAt,
+  ChunksByName,
+  declarationNamePosition,
+  enclosingChunk,
+  isRealImplementation,
+  nodeAt,
+  unresolvedCallees,
+  unresolvedSites,
+} from './traceByName';
 import { RequestError } from './workspace';
 
 export type TraceDirection = 'callers' | 'callees' | 'references' | 'implementations' | 'supertypes' | 'subtypes';
@@ -70,6 +80,8 @@ export interface TraceProject {
 interface Location {
   fileName: string;
   pos: number;
+  /** Found by name where the checker could not resolve; absent: by the checker. */
+  resolvedBy?: TraceResolution;
 }
 
 class Budget {
@@ -135,32 +147,11 @@ function snippetAt(sf: ts.SourceFile, pos: number): string {
   return text.length <= SNIPPET_LIMIT ? text : `${text.slice(0, SNIPPET_LIMIT - 1)}…`;
 }
 
-/** The innermost chunk whose source holds `pos`, or undefined at a bare top level. */
-export function enclosingChunk(sf: ts.SourceFile, relativePath: string, pos: number): SymbolNode | undefined {
-  const symbols = discoverSymbols(sf, relativePath);
-  let best: SymbolNode | undefined;
-  // Parents come before their children, so the last match is the innermost.
-  for (const sym of symbols.all) {
-    if (sym === symbols.module) continue;
-    if (sym.start <= pos && pos < sym.end) best = sym;
-  }
-  return best;
-}
-
-/** Where the LanguageService should be asked about a chunk: its declaration's name. */
-function namePosition(sf: ts.SourceFile, sym: SymbolNode): number {
-  for (const node of sym.nodes) {
-    const name = (node as ts.Node & { name?: ts.Node }).name;
-    if (name && (ts.isIdentifier(name) || ts.isPrivateIdentifier(name) || ts.isStringLiteral(name))) return name.getStart(sf);
-  }
-  return sym.nodes[0]?.getStart(sf) ?? sym.start;
-}
-
 interface ResolvedRoot {
   root: TraceSymbol;
   fileName: string;
   pos: number;
-  declaration: ts.Node | undefined;
+  chunk: ChunkAt;
 }
 
 const LOCATION = /^(.+):(\d+)$/;
@@ -176,8 +167,8 @@ function resolveRoot(project: TraceProject, program: ts.Program, request: TraceR
   const toRoot = (sf: ts.SourceFile, rel: string, sym: SymbolNode): ResolvedRoot => ({
     root: { relativePath: rel, qualifiedName: sym.qualifiedName, startLine: startLineOf(sf, sym), endLine: endLineOf(sf, sym), chunkId: sym.id },
     fileName: sf.fileName,
-    pos: namePosition(sf, sym),
-    declaration: sym.nodes[0],
+    pos: declarationNamePosition({ sf, sym }),
+    chunk: { sf, sym },
   });
   if (located) {
     const wanted = located[1].replace(/\\/g, '/').replace(/^\.\//, '');
@@ -225,16 +216,6 @@ function heritageOwner(node: ts.Node): ts.ClassLikeDeclaration | ts.InterfaceDec
   return owner && (ts.isClassLike(owner) || ts.isInterfaceDeclaration(owner)) ? owner : undefined;
 }
 
-/** The innermost node that spans `pos`; a loop down the tree, which may be deeper than the stack. */
-function tokenAt(sf: ts.SourceFile, pos: number): ts.Node {
-  let node: ts.Node = sf;
-  for (;;) {
-    const child: ts.Node | undefined = ts.forEachChild(node, (c) => (c.getStart(sf) <= pos && pos < c.end ? c : undefined));
-    if (!child) return node;
-    node = child;
-  }
-}
-
 function declarationNamePos(decl: ts.Node): number {
   const name = (decl as ts.Node & { name?: ts.Node }).name;
   return (name ?? decl).getStart(decl.getSourceFile());
@@ -261,6 +242,21 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
   const out = new Collector(project, program, limit);
   const ls = project.service;
   const checker = program.getTypeChecker();
+  // Set when the checker left a site unresolved that the answer depends on: it is then not complete.
+  let unresolved = false;
+  const expired = () => budget.expired;
+  /** The chunk at a location: the root itself, else the innermost chunk around it. */
+  const chunkAt = (loc: Location): ChunkAt | undefined => {
+    if (loc.fileName === resolved.fileName && loc.pos === resolved.pos) return resolved.chunk;
+    const sf = program.getSourceFile(loc.fileName);
+    const rel = sf && workspacePath(project.root, sf.fileName);
+    const sym = sf && rel !== undefined ? enclosingChunk(sf, rel, loc.pos) : undefined;
+    return sf && sym ? { sf, sym } : undefined;
+  };
+  const byName = (sites: { sf: ts.SourceFile; node: ts.Node }[]): Location[] => {
+    if (sites.length > 0) unresolved = true;
+    return sites.map(({ sf, node }) => ({ fileName: sf.fileName, pos: node.getStart(sf), resolvedBy: 'name' as const }));
+  };
 
   const bfs = (expand: (loc: Location) => Location[]): void => {
     let frontier: Location[] = [{ fileName: resolved.fileName, pos: resolved.pos }];
@@ -276,7 +272,7 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
         if (expanded.has(key)) continue;
         expanded.add(key);
         for (const found of expand(loc)) {
-          if (out.add(found, level)) next.push(found);
+          if (out.add(found, level, found.resolvedBy)) next.push(found);
         }
       }
       frontier = next;
@@ -292,6 +288,7 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
           out.add({ fileName: ref.fileName, pos: ref.textSpan.start }, 1);
         }
       }
+      for (const found of byName(unresolvedSites(program, project.root, checker, resolved.chunk, 'references', expired))) out.add(found, 1, 'name');
       break;
     }
     case 'callers':
@@ -320,20 +317,36 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
       if (request.direction === 'callers') {
         // A caller node is a call site; the next hop starts from the function around it.
         bfs((loc) => {
-          if (loc.fileName === resolved.fileName && loc.pos === resolved.pos) return expand(loc);
-          const sf = program.getSourceFile(loc.fileName);
-          const rel = sf && workspacePath(project.root, sf.fileName);
-          const around = sf && rel !== undefined ? enclosingChunk(sf, rel, loc.pos) : undefined;
-          return sf && around ? expand({ fileName: loc.fileName, pos: namePosition(sf, around) }) : [];
+          const chunk = chunkAt(loc);
+          if (!chunk) return [];
+          return [
+            ...expand({ fileName: chunk.sf.fileName, pos: declarationNamePosition(chunk) }),
+            ...byName(unresolvedSites(program, project.root, checker, chunk, 'calls', expired)),
+          ];
         });
       } else {
-        bfs(expand);
+        const chunks = new ChunksByName(program, project.root);
+        bfs((loc) => {
+          const chunk = chunkAt(loc);
+          if (!chunk) return expand(loc);
+          const named = unresolvedCallees(checker, chunk, chunks);
+          if (named.unresolved > 0) unresolved = true;
+          return [
+            ...expand(loc),
+            ...named.candidates.map((c) => ({ fileName: c.sf.fileName, pos: declarationNamePosition(c), resolvedBy: 'name' as const })),
+          ];
+        });
       }
       break;
     }
     case 'implementations': {
+      // A member (an interface's method, an abstract method) is implemented by members; a type by classes and objects.
+      const declaration = resolved.chunk.sym.nodes[0];
+      const memberRoot = declaration !== undefined && declaration.parent !== undefined && (ts.isClassLike(declaration.parent) || ts.isInterfaceDeclaration(declaration.parent) || ts.isTypeLiteralNode(declaration.parent));
       for (const impl of ls.getImplementationAtPosition(resolved.fileName, resolved.pos) ?? []) {
         if (impl.fileName === resolved.fileName && impl.textSpan.start <= resolved.pos && resolved.pos < impl.textSpan.start + impl.textSpan.length) continue;
+        const sf = program.getSourceFile(impl.fileName);
+        if (!sf || !isRealImplementation(sf, impl.textSpan.start, impl.textSpan.length, memberRoot)) continue;
         out.add({ fileName: impl.fileName, pos: impl.textSpan.start }, 1);
       }
       break;
@@ -342,7 +355,7 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
       bfs((loc) => {
         const sf = program.getSourceFile(loc.fileName);
         if (!sf) return [];
-        let decl: ts.Node | undefined = tokenAt(sf, loc.pos);
+        let decl: ts.Node | undefined = nodeAt(sf, loc.pos);
         while (decl && !ts.isClassLike(decl) && !ts.isInterfaceDeclaration(decl)) decl = decl.parent;
         if (!decl) return [];
         const found: Location[] = [];
@@ -366,7 +379,7 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
           for (const ref of group.references) {
             if (ref.isDefinition) continue;
             const sf = program.getSourceFile(ref.fileName);
-            const owner = sf && heritageOwner(tokenAt(sf, ref.textSpan.start));
+            const owner = sf && heritageOwner(nodeAt(sf, ref.textSpan.start));
             if (owner) found.push({ fileName: ref.fileName, pos: declarationNamePos(owner) });
           }
         }
@@ -378,7 +391,7 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
   // One LanguageService call cannot be interrupted; a budget it overran still
   // makes the answer partial, since later hops or groups were not looked at.
   if (budget.expired && out.partialReason === undefined) partialReason ??= 'deadline';
-  partialReason = out.partialReason ?? partialReason;
+  partialReason = out.partialReason ?? partialReason ?? (unresolved ? 'unresolved' : undefined);
   return {
     root: resolved.root,
     nodes: out.nodes,

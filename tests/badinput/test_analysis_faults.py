@@ -8,9 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.badinput.harness import CliRun, Stack
+from tests.badinput.harness import CliRun, Stack, copy_workspace
 
 TSCONFIG = '{ "compilerOptions": { "strict": true } }\n'
+# An untyped JavaScript reply object whose methods call each other through `this`, and a mailer with
+# a method of the same name (the analysis service's own trace fixture).
+REPLY_JS = Path(__file__).resolve().parents[2] / "node_ts_service" / "test" / "fixtures" / "trace_js"
 AUTH = """/** Validates a session token against its expiry. */
 export function validateSessionToken(token: string, now: number): boolean {
   return token.length > 10 && now > 0;
@@ -204,3 +207,22 @@ def test_read_symbol_at_a_line_of_a_huge_function_shows_that_line(stack: Stack, 
     assert shown[84:] == [f"  /* … lines {focus + 41}-100005 not shown ({100_005 - focus - 40} lines) */", "}"]
     assert result.structured_content["metadata"]["window"] == {"focus_line": focus, "start_line": focus - 40,
                                                                "end_line": focus + 40}
+
+
+@pytest.mark.badinput(case="codebase_trace callers of a method assigned to an untyped JavaScript object (MCP)",
+                      behaviour="the three `this.deliver(…)` calls and `res.deliver('ok')`, each `[by name]` "
+                                "(resolved_by name); `partial (unresolved; …)`, never `complete`")
+def test_trace_finds_callers_the_checker_cannot_resolve(stack: Stack, tmp_path: Path) -> None:
+    root = copy_workspace(REPLY_JS, tmp_path / "ws")
+    result = stack.mcp_call(root, "codebase_trace", {"symbol": "reply.deliver", "direction": "callers"})
+    assert not result.is_error, result.content[0].text
+    lines = result.content[0].text.splitlines()
+    assert lines[0] == "callers of reply.deliver (lib/reply.js:13-20)"
+    assert lines[1].startswith("4 shown of 4 found — partial (unresolved; the type checker could not resolve")
+    assert [line.split("  — ")[0] for line in lines[2:]] == [
+        "lib/reply.js:26  reply.asJson", "lib/reply.js:33  reply.asJsonp", "lib/reply.js:39  reply.deliverStatus",
+        "lib/routes.js:7  health"]
+    assert all(line.endswith("[by name]") for line in lines[2:])
+    nodes = result.structured_content["nodes"]
+    assert {n["resolved_by"] for n in nodes} == {"name"}
+    assert result.structured_content["partial_reason"] == "unresolved"

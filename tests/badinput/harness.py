@@ -119,6 +119,12 @@ class Stack:
         return sorted(tuple(row[c] for c in ROW_COLUMNS) for row in table)
 
 
+def skipped_line(run: CliRun, path: str) -> str:
+    """The `index --show-skipped` line of ``path``, its columns joined by single spaces."""
+    (line,) = [" ".join(line.split()) for line in run.out.splitlines() if line.strip().split(" ")[0] == path]
+    return line
+
+
 def up_lines(run: CliRun) -> list[str]:
     """`codecompass up`'s lines without the readiness times, which vary."""
     return [line.split("  (pid")[0] for line in run.out.splitlines()]

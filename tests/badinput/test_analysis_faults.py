@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.badinput.harness import CliRun, Stack, copy_workspace
+from tests.badinput.harness import CliRun, Stack, copy_workspace, skipped_line
 
 TSCONFIG = '{ "compilerOptions": { "strict": true } }\n'
 # An untyped JavaScript reply object whose methods call each other through `this`, and a mailer with
@@ -52,10 +52,7 @@ class Indexed:
         return {row[2] for row in self.rows if row[1] == path}
 
     def skipped_line(self, path: str) -> str:
-        """The `--show-skipped` line of ``path``, its columns joined by single spaces."""
-        (line,) = [" ".join(line.split()) for line in self.run.out.splitlines()
-                   if line.strip().split(" ")[0] == path]
-        return line
+        return skipped_line(self.run, path)
 
 
 @pytest.fixture(scope="module")

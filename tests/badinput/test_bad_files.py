@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.badinput.harness import CliRun, Stack
+from tests.badinput.harness import CliRun, Stack, skipped_line
 
 GOOD = """/** Validates a session token against its expiry. */
 export function validateSessionToken(token: string, now: number): boolean {
@@ -43,10 +43,7 @@ class Indexed:
         return {row[1] for row in self.rows_after_first}
 
     def skipped_line(self, path: str) -> str:
-        """The `--show-skipped` line of ``path``, its columns joined by single spaces."""
-        (line,) = [" ".join(line.split()) for line in self.first.out.splitlines()
-                   if line.strip().split(" ")[0] == path]
-        return line
+        return skipped_line(self.first, path)
 
 
 @pytest.fixture(scope="module")

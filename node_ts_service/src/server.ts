@@ -54,6 +54,12 @@ function writable(call: grpc.ServerWritableStream<ChunkFilesRequest, ChunkFilesR
   });
 }
 
+/** The call's deadline in epoch milliseconds; Infinity when the client set none. */
+function deadlineOf(call: { getDeadline(): grpc.Deadline }): number {
+  const deadline = call.getDeadline();
+  return deadline instanceof Date ? deadline.getTime() : Number.isFinite(deadline) ? Number(deadline) : Infinity;
+}
+
 export function createHandlers(service: AnalysisService, logger: Logger): CodeAnalysisServiceServer {
   return {
     scanWorkspace: (call, callback) => {
@@ -83,7 +89,7 @@ export function createHandlers(service: AnalysisService, logger: Logger): CodeAn
       void withServerSpan(ANALYSIS_SERVICE_NAME, 'ChunkFiles', call.metadata, async (span) => {
         let files = 0;
         try {
-          for await (const file of service.chunkFiles(chunkRequestFromPb(call.request), () => call.cancelled)) {
+          for await (const file of service.chunkFiles(chunkRequestFromPb(call.request), () => call.cancelled, deadlineOf(call))) {
             if (call.cancelled) throw new CancelledError();
             files++;
             if (!call.write(chunkedFileToPb(file))) await writable(call);
@@ -119,9 +125,7 @@ export function createHandlers(service: AnalysisService, logger: Logger): CodeAn
         try {
           // No deadline from the client means no limit of its own; the service
           // still caps a trace at its internal budget.
-          const deadline = call.getDeadline();
-          const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number.isFinite(deadline) ? Number(deadline) : Infinity;
-          const result = await service.trace(traceRequestFromPb(call.request), deadlineMs, () => call.cancelled);
+          const result = await service.trace(traceRequestFromPb(call.request), deadlineOf(call), () => call.cancelled);
           span.setAttribute('codecompass.trace.returned', result.returned);
           span.setAttribute('codecompass.trace.partial', result.partial);
           finishSpan(span, undefined);

@@ -69,6 +69,8 @@ interface ChunkCallState {
   detail: ChunkDetail;
   /** Jobs in a row that crashed before their first file. */
   buildCrashes: number;
+  /** The call's deadline (epoch ms), Infinity when it has none. */
+  deadlineMs: number;
 }
 
 interface LoadedTarget {
@@ -102,6 +104,10 @@ const SYNTAX_CHUNKERS = 2;
  * without references rather than rebuilding and crashing once per file.
  */
 const MAX_BUILD_CRASHES = 2;
+/** Time kept back from a call's deadline to send the answers for the files left. */
+const DEADLINE_MARGIN_MS = 2000;
+/** A file gets at least this long, however little of the deadline is left. */
+const MIN_FILE_TIMEOUT_MS = 1000;
 
 export interface ServiceOptions {
   /** The checker worker's module; tests substitute one that misbehaves. */
@@ -188,7 +194,7 @@ export class AnalysisService {
    * cannot chunk (too deep, a crash, the per-file time limit) is skipped as
    * chunk_failed, and the files after it are chunked as usual.
    */
-  async *chunkFiles(request: ChunkRequest, isCancelled: () => boolean = () => false): AsyncGenerator<ChunkedFile> {
+  async *chunkFiles(request: ChunkRequest, isCancelled: () => boolean = () => false, deadlineMs = Infinity): AsyncGenerator<ChunkedFile> {
     const workspace = this.workspaces.get(request.workspaceRoot);
     if (request.paths.length === 0) throw new RequestError('invalid_argument', 'paths is empty: name at least one file or directory');
     const targets = await this.expandTargets(workspace, request.paths, isCancelled);
@@ -196,7 +202,7 @@ export class AnalysisService {
     const windowSize = includeReferences ? REFERENCE_WINDOW : SYNTAX_WINDOW;
     const chunkerOf = (start: number) =>
       includeReferences ? this.chunkChecker : this.syntaxChunkers[(start / windowSize) % this.syntaxChunkers.length];
-    const state: ChunkCallState = { detail: { includeReferences, lexicalOnly: request.lexicalOnly }, buildCrashes: 0 };
+    const state: ChunkCallState = { detail: { includeReferences, lexicalOnly: request.lexicalOnly }, buildCrashes: 0, deadlineMs };
     // Syntax-only windows are small: the next one is read and queued while
     // this one streams, so the worker never waits on this thread. Windows
     // with references stay one at a time, each holding a Program's worth.
@@ -377,10 +383,10 @@ export class AnalysisService {
     state: ChunkCallState,
     isCancelled: () => boolean,
   ): AsyncGenerator<FileResult> {
-    const timeoutMs = this.config.chunkFileTimeoutMs ?? DEFAULT_CHUNK_FILE_TIMEOUT_MS;
     let next = 0;
     while (next < files.length) {
       const detail = state.detail;
+      const timeoutMs = this.fileTimeoutMs(state.deadlineMs);
       try {
         for await (const result of chunker.chunkWindow(root, files.slice(next), detail, isCancelled, timeoutMs)) {
           next++;
@@ -396,11 +402,22 @@ export class AnalysisService {
           if (detail.includeReferences && err.index === 0 && ++state.buildCrashes >= MAX_BUILD_CRASHES) {
             state.detail = { ...detail, includeReferences: false };
           }
-          yield await this.chunkAlone(root, files[next], detail, err, isCancelled, timeoutMs);
+          yield await this.chunkAlone(root, files[next], detail, err, isCancelled, this.fileTimeoutMs(state.deadlineMs));
         }
         next++;
       }
     }
+  }
+
+  /**
+   * The per-file limit, and never more than the call has left: a file that
+   * would outlast the caller's deadline is skipped as chunk_failed while the
+   * stream can still answer, instead of the whole call failing with
+   * DEADLINE_EXCEEDED (and failing again on every sync after it).
+   */
+  private fileTimeoutMs(deadlineMs: number): number {
+    const configured = this.config.chunkFileTimeoutMs ?? DEFAULT_CHUNK_FILE_TIMEOUT_MS;
+    return Math.max(MIN_FILE_TIMEOUT_MS, Math.min(configured, deadlineMs - Date.now() - DEADLINE_MARGIN_MS));
   }
 
   /** One file on a fresh syntax-only job, after `crash` ended the job it was in. */

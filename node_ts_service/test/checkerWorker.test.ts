@@ -300,4 +300,23 @@ describe('type checker in worker threads', () => {
       );
     }
   });
+
+  it("a file that would outlast the call's deadline is skipped in time for the stream to answer every file", async () => {
+    const deadlineMs = Date.now() + 4000;
+    const files: ChunkedFile[] = [];
+    for await (const file of service.chunkFiles({ workspaceRoot: root, paths: ['hangs'], includeReferences: false, lexicalOnly: false }, () => false, deadlineMs)) {
+      files.push(file);
+    }
+    assert.ok(Date.now() < deadlineMs, 'answered before the deadline');
+    assert.deepEqual(
+      files.map((f) => [f.relativePath, f.status]),
+      [
+        ['hangs/user0.ts', 'ok'],
+        ['hangs/user1.ts', 'skipped'],
+        ['hangs/user2.ts', 'ok'],
+      ],
+    );
+    // Under the suite's 3 s limit: what the deadline left after the margin kept to send the rest.
+    assert.match(files[1].skipDetail, /^chunking took longer than [12](\.\d)? s$/);
+  });
 });

@@ -6,15 +6,10 @@ tells the truth."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 from tests.badinput.harness import Stack, copy_workspace
 from tests.fixtures.chain_workspace import write_chain_workspace
 
@@ -26,19 +21,6 @@ def workspace(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = copy_workspace(SAMPLE, tmp_path_factory.mktemp("honest") / "ws")
     assert stack.cli("index", str(root)).code == 0
     return root
-
-
-def _mcp_call(stack: Stack, root: Path, tool: str, arguments: dict[str, Any]) -> Any:
-    """One call through the SDK's stdio client to a gateway over the stack's services."""
-    env = {**stack.env, **{f"{name.upper()}_ADDR": svc["address"] for name, svc in stack.runtime().items()}}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "codecompass_gateway", "--workspace", str(root)],
-                                   env=env)
-
-    async def run() -> Any:
-        async with Client(params, read_timeout_seconds=60) as client:
-            return await client.call_tool(tool, arguments)
-
-    return anyio.run(run)
 
 
 @pytest.mark.badinput(case="a misspelt exact name (`validateTokenz`)",
@@ -64,14 +46,14 @@ def test_a_misspelt_name_names_the_nearest_ones(stack: Stack, workspace: Path) -
                       behaviour="low_confidence true, missing_names and nearest_names set, suggested_action "
                                 "`search_code(query=\"validateToken\")`")
 def test_search_code_for_a_misspelt_name_is_low_confidence(stack: Stack, workspace: Path) -> None:
-    result = _mcp_call(stack, workspace, "search_code", {"query": "validateTokenz"})
+    result = stack.mcp_call(workspace, "search_code", {"query": "validateTokenz"})
     assert not result.is_error, result.content[0].text
     meta = result.structured_content["metadata"]
     assert meta["low_confidence"] is True and meta["missing_names"] == ["validateTokenz"]
     assert meta["suggested_action"].startswith('search_code(query="validateToken") — nothing in the index is named '
                                                "validateTokenz; the nearest names are validateToken")
     # The right name is answered with confidence: the rule is about names that are missing.
-    found = _mcp_call(stack, workspace, "search_code", {"query": "validateToken"}).structured_content["metadata"]
+    found = stack.mcp_call(workspace, "search_code", {"query": "validateToken"}).structured_content["metadata"]
     assert found["low_confidence"] is False and found["missing_names"] == []
 
 
@@ -106,7 +88,7 @@ def test_a_path_filter_that_matches_nothing_says_so(stack: Stack, workspace: Pat
     total = len(stack.rows(workspace))
     assert run.out.splitlines()[0] == (f"the filters matched no indexed code (the index holds {total:,} chunks); "
                                        "--path patterns are relative to the workspace root")
-    result = _mcp_call(stack, workspace, "semantic_search", {"query": "validate token", "path": "nothere/"})
+    result = stack.mcp_call(workspace, "semantic_search", {"query": "validate token", "path": "nothere/"})
     assert not result.is_error
     assert result.content[0].text.startswith(f"The filter path='nothere/' matched no indexed code (the index holds "
                                              f"{total:,} chunks)")

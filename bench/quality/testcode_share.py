@@ -18,7 +18,11 @@ model; as bench/quality/tune_ranking.py does) and reports per query type:
   result taken out (an oracle: the most a perfect test demotion could give);
 - `library marked test`: results in the top 10 that are the library's published code but
   carry the product's is_test flag (a detection rule that hits product code, such as a
-  framework's lib/test.js).
+  framework's lib/test.js);
+- `read as about tests`: share of queries the product reads as a question about tests (a test
+  word such as `test`, `spec`, `mock` or `mocha`), which turns the test penalty onto the
+  implementation. Every target of this query set is the library's code, so here that reading
+  can only cost; the set has no question whose answer is a test.
 
 Variants change ranking weights (`--variant NAME=FIELD:VALUE[,FIELD:VALUE]`, repeatable), so
 a default that touches test code is measured on the same queries and index.
@@ -63,6 +67,7 @@ COLUMNS = (
     ("R@8k tok", "r8k"),
     ("R@8k tok without tests", "r8k_no_tests"),
     ("library marked test", "library_flagged"),
+    ("read as about tests", "about_tests"),
 )
 
 
@@ -93,7 +98,7 @@ def judge(repo: str, targets, results) -> Judged:
     return Judged(reasons, penalised, hits, costs, flagged)
 
 
-def query_row(judged: Judged, n_targets: int) -> dict[str, float]:
+def query_row(judged: Judged, n_targets: int, about_tests: bool = False) -> dict[str, float]:
     first = judged.reasons[0] if judged.reasons else None
     kept = [i for i, reason in enumerate(judged.reasons) if reason is None]
     hits_kept = [judged.hits[i] for i in kept]
@@ -107,6 +112,7 @@ def query_row(judged: Judged, n_targets: int) -> dict[str, float]:
         "r8k": recall_within_budget(judged.hits, judged.costs, n_targets, BUDGET),
         "r8k_no_tests": recall_within_budget(hits_kept, [judged.costs[i] for i in kept], n_targets, BUDGET),
         "library_flagged": float(judged.library_flagged),
+        "about_tests": float(about_tests),
     }
     if first is not None:
         row["answer_under_test"] = float(any(h is not None for h in judged.hits[:10]))
@@ -175,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
                 candidate_pool=settings.candidate_pool,
                 policy=policy,
             )
-            row = query_row(judge(qy.repo, qy.targets, outcome.results), len(qy.targets))
+            judged = judge(qy.repo, qy.targets, outcome.results)
+            row = query_row(judged, len(qy.targets), outcome.shape.mentions_tests)
             for group in ("all", qy.type, f"repo {qy.repo}"):
                 groups[group].append(row)
         for group in sorted(groups, key=lambda g: (g != "all", g.startswith("repo "), g)):

@@ -11,6 +11,9 @@ model; as bench/quality/tune_ranking.py does) and reports per query type:
   test file or folder; the library's published code never counts), and by reason;
 - `first is test, not penalised`: the same, where the ranking did not apply its test penalty
   to that result (test code the product's detection missed);
+- `first is other non-library code`: the first result is neither test code nor the library's
+  published code (examples, docs, benchmarks, scripts, tooling): the ranking's example,
+  compat and vendor penalties act there; every target is library code, so this is a miss;
 - `tests in top 10`: share of the first ten results that are test code;
 - `answer under a test`: of the queries answered first by test code, the share whose target
   is still in the top 10 (what demoting the test would win back);
@@ -60,6 +63,7 @@ COLUMNS = (
     ("first is test", "first_test"),
     *((f"  by {reason}", f"first_{reason}") for reason in REASONS),
     ("first is test, not penalised", "first_unpenalised"),
+    ("first is other non-library code", "first_other"),
     ("tests in top 10", "test_top10"),
     ("answer under a test", "answer_under_test"),
     ("MRR@10", "mrr10"),
@@ -77,6 +81,7 @@ class Judged:
 
     reasons: list[str | None]  # per result: why it is test code, None when it is not
     penalised: list[bool]  # per result: the ranking applied its test penalty
+    library: list[bool]  # per result: the library's published code (where every target is)
     hits: list[int | None]  # per result: the target it is
     costs: list[int]  # per result: tokens it costs a reader
     library_flagged: int  # top-10 results of the library's code that the product marks is_test
@@ -84,18 +89,19 @@ class Judged:
 
 def judge(repo: str, targets, results) -> Judged:
     quality_repo = QUALITY_REPOS_BY_NAME.get(repo)
-    reasons, flagged = [], 0
+    reasons, libraries, flagged = [], [], 0
     for rank, result in enumerate(results):
         chunk = result.chunk
         library = quality_repo is not None and is_code_file(quality_repo, chunk.relative_path)
         reasons.append(why_test_code(chunk.relative_path, chunk.qualified_name, chunk.is_test, library_code=library))
+        libraries.append(library)
         flagged += int(library and chunk.is_test and rank < 10)
     hits = [target_hit(r.chunk, targets) for r in results]
     costs = [
         result_token_cost(r.chunk.relative_path, r.chunk.qualified_name, r.chunk.collapsed_source) for r in results
     ]
     penalised = [TEST_PENALTY_SIGNAL in r.signals for r in results]
-    return Judged(reasons, penalised, hits, costs, flagged)
+    return Judged(reasons, penalised, libraries, hits, costs, flagged)
 
 
 def query_row(judged: Judged, n_targets: int, about_tests: bool = False) -> dict[str, float]:
@@ -106,6 +112,7 @@ def query_row(judged: Judged, n_targets: int, about_tests: bool = False) -> dict
         "first_test": float(first is not None),
         **{f"first_{reason}": float(first == reason) for reason in REASONS},
         "first_unpenalised": float(first is not None and not judged.penalised[0]),
+        "first_other": float(bool(judged.library) and first is None and not judged.library[0]),
         "test_top10": sum(r is not None for r in judged.reasons[:10]) / 10,
         "mrr10": reciprocal_rank(judged.hits, 10),
         "mrr10_no_tests": reciprocal_rank(hits_kept, 10),

@@ -145,7 +145,9 @@ export function isDataLine(line: string): boolean {
   const code = outside
     .replace(/\b(?:true|false|null|undefined|NaN|Infinity)\b/g, '')
     .replace(/[A-Za-z_$][\w$]*\s*:/g, '')
-    .replace(/0[xX][\da-fA-F_]+n?|[-+]?(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][-+]?\d+)?n?/g, '')
+    // A sign belongs to a number only where a value starts (`[-1, +2]`, `x: -3`): after an
+    // operand it is an operator, and `1+1+1…` is code.
+    .replace(/(?:(?<=^|[\s[{(,:])[-+])?(?:0[xX][\da-fA-F_]+n?|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][-+]?\d+)?n?)/g, '')
     .replace(/[\s[\]{},:]/g, '');
   return code.length <= line.length * DATA_LINE_CODE_SHARE;
 }

@@ -42,6 +42,9 @@ describe('long data lines', () => {
   it('tells a line of data from a line of minified code', () => {
     for (const line of [ICON_LINE, TABLE_LINE, JSON_LINE]) assert.equal(isDataLine(line), true, line.slice(0, 40));
     assert.equal(isDataLine(MINIFIED_LINE), false);
+    // Signs are part of numbers only where a value starts: a chain of additions is code.
+    assert.equal(isDataLine('var a=' + '1+'.repeat(3000) + '1;'), false);
+    assert.equal(isDataLine('export const T = [' + '-1, +2.5, '.repeat(300) + '];'), true);
     // Strings inside code are still code: calls and statements around them.
     assert.equal(isDataLine(Array.from({ length: 100 }, (_, i) => `list.push("item${i}")`).join(';')), false);
   });

@@ -10,11 +10,13 @@ import grpc
 import pytest
 from tests.fixtures.chain_workspace import write_chain_workspace
 
+from codecompass.retrieval.sync import SyncTuning
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 pytestmark = pytest.mark.slow
 
 FILES = 300
+FIRST_FLUSH = SyncTuning().first_flush_chunks
 
 
 def _start(start_python_service, analysis: str, embedding: str, state: Path):
@@ -47,8 +49,9 @@ def test_kill_9_during_indexing_then_restart_matches_a_clean_index(
     process, channel, stub = _start(start_python_service, analysis_server, embedding, tmp_path / "crash-state")
     killed_after = None
     for progress in stub.IndexWorkspace(retrieval_pb2.IndexWorkspaceRequest(workspace_root=str(root)), timeout=300):
-        # Some chunks are committed, more files are still being chunked: the middle of a sync.
-        if progress.phase == retrieval_pb2.INDEX_PHASE_CHUNKING and progress.chunks_done > 0:
+        # Some chunks are committed (the first flush is done once the chunks found reach its
+        # size), more files are still being chunked: the middle of a sync.
+        if progress.phase == retrieval_pb2.INDEX_PHASE_CHUNKING and progress.chunks_done >= FIRST_FLUSH:
             killed_after = progress.files_done
             process.send_signal(signal.SIGKILL)
             break

@@ -133,6 +133,20 @@ def answer_lines(answer: dict[str, Any], low_confidence_below: float = 0.0) -> l
     if selection is None and answer["results"] and confidence < low_confidence_below:
         lines.append(f"low confidence ({confidence:.2f} < {low_confidence_below:.2f}): nothing here may answer the "
                      "query; these are the best guesses")
+    # What the answer could not do comes first: a reader stops at the first screen.
+    meta = answer["metadata"]
+    progress = meta.get("indexing_progress")
+    if progress and meta.get("indexing_status") != "ready":
+        files = f"{progress['files_done']:,}/{progress['files_total']:,} files, " if progress["files_total"] else ""
+        lines.append(f"the index is still being written ({progress['phase']}: {files}{progress['chunks_written']:,} "
+                     "chunks searchable so far): this answer covers that part only")
+    if meta.get("missing_names"):
+        nearest = meta.get("nearest_names") or []
+        lines.append(f"nothing in the index is named {', '.join(meta['missing_names'])}"
+                     + (f"; nearest names: {', '.join(nearest)}" if nearest else ""))
+    if meta.get("total_chunks") and meta.get("filtered_chunks") == 0:
+        lines.append(f"the filters matched no indexed code (the index holds {meta['total_chunks']:,} chunks); "
+                     "--path patterns are relative to the workspace root")
     for rank, result in enumerate(answer["results"], start=1):
         head = (f"{rank:>2}. {result['score']:.3f}  {result['path']}:{result['start_line']}-{result['end_line']}"
                 f"  {result['qualified_name']}  ({result['kind']})")
@@ -160,18 +174,6 @@ def answer_lines(answer: dict[str, Any], low_confidence_below: float = 0.0) -> l
                              f"{result['start_line']}-{result['end_line']} */")
             lines.append("")
     meta = answer["metadata"]
-    progress = meta.get("indexing_progress")
-    if progress and meta.get("indexing_status") != "ready":
-        files = f"{progress['files_done']:,}/{progress['files_total']:,} files, " if progress["files_total"] else ""
-        lines.append(f"the index is still being written ({progress['phase']}: {files}{progress['chunks_written']:,} "
-                     "chunks searchable so far): this answer covers that part only")
-    if meta.get("missing_names"):
-        nearest = meta.get("nearest_names") or []
-        lines.append(f"nothing in the index is named {', '.join(meta['missing_names'])}"
-                     + (f"; nearest names: {', '.join(nearest)}" if nearest else ""))
-    if meta.get("total_chunks") and meta.get("filtered_chunks") == 0:
-        lines.append(f"the filters matched no indexed code (the index holds {meta['total_chunks']:,} chunks); "
-                     "--path patterns are relative to the workspace root")
     if not answer["results"]:
         if meta.get("freshness_status") == "not_indexed":
             lines.append("this workspace is not indexed yet: indexing has started; run `codecompass index PATH` "

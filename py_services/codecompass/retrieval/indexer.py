@@ -286,6 +286,7 @@ class WorkspaceIndex:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sync-{self.key[:8]}")
         self._jobs_lock = threading.Lock()
         self._queued: _SyncJob | None = None
+        self._running: _SyncJob | None = None
         self._syncing = False
         self._sync_error = ""
         # The running sync's last progress report (None between syncs).
@@ -355,10 +356,26 @@ class WorkspaceIndex:
                 job.add_listener(listener)
             return job
 
+    def join_sync(
+        self, listener: Callable[[IndexProgress], None], *, force: bool = False
+    ) -> tuple[_SyncJob | None, _SyncJob]:
+        """(the sync running now, the one queued after it) for a caller that reports what
+        indexing did: an `index` that arrives while another caller's sync writes the workspace
+        (the MCP server's background index, a search's sync) follows that one too, so it can say
+        what was written rather than "0 added" from the queued sync that found it all done."""
+        with self._jobs_lock:
+            running = self._running
+            if running is not None and not running.future.done():
+                running.add_listener(listener)
+            else:
+                running = None
+        return running, self.request_sync(listener, force=force)
+
     def _run_job(self, job: _SyncJob) -> None:
         with self._jobs_lock:
             job.started = True
             self._syncing = True
+            self._running = job
             if self._queued is job:
                 self._queued = None
         try:
@@ -728,7 +745,7 @@ class RetrievalEngine:
     def index(self, root_text: str, *, wait_for_embeddings: bool, force: bool = False) -> Iterator[IndexProgress]:
         ws = self._workspace_to_sync(root_text, force)
         updates: queue.Queue[IndexProgress] = queue.Queue()
-        job = ws.request_sync(updates.put, force=force)
+        running, job = ws.join_sync(updates.put, force=force)
         last_sent = 0.0
         last_phase: IndexPhase | None = None
         # The newest report not sent (throttled): sent before the next step's first, so each
@@ -752,6 +769,8 @@ class RetrievalEngine:
         if unsent is not None:
             yield unsent
         stats = job.future.result()
+        if running is not None and running.future.done() and running.future.exception() is None:
+            stats = _added(running.future.result(), stats)
         if wait_for_embeddings:
             yield from self._wait_for_embeddings(ws)
             # The sync only counts what it embedded inline; a caller that waited also
@@ -998,6 +1017,13 @@ class RetrievalEngine:
             last_sync_at=ws.last_sync_at,
             skipped=ws.skipped(),
         )
+
+
+def _added(first: SyncStats, then: SyncStats) -> SyncStats:
+    """What two syncs in a row did together; skips are the later scan's (each scan counts all)."""
+    summed = SyncStats(**{f.name: getattr(first, f.name) + getattr(then, f.name)
+                          for f in dataclasses.fields(SyncStats)})
+    return dataclasses.replace(summed, files_skipped=then.files_skipped)
 
 
 def _ms_since(started: float) -> float:

@@ -196,13 +196,14 @@ class Syncer:
                     buffer[chunked.relative_path] = chunked
                     buffered_chunks += len(chunked.chunks)
                     self._chunks_seen += len(chunked.chunks)
-                self._progress(IndexProgress(phase=IndexPhase.CHUNKING, files_done=files_done,
-                                             files_total=len(to_chunk), chunks_done=self._chunks_seen,
-                                             eta_seconds=rate.eta(files_done)))
                 if buffered_chunks >= flush_at:
                     self._flush(buffer, removed=set(), complete=False)
                     buffer, buffered_chunks = {}, 0
                     flush_at = min(flush_at * 2, self._tuning.max_flush_chunks)
+                # After the flush: a report never counts a file whose due write has not happened.
+                self._progress(IndexProgress(phase=IndexPhase.CHUNKING, files_done=files_done,
+                                             files_total=len(to_chunk), chunks_done=self._chunks_seen,
+                                             eta_seconds=rate.eta(files_done)))
             # A file the analysis service did not answer for vanished with no word from it.
             for path in call:
                 if path not in returned:

@@ -1023,3 +1023,16 @@ def test_a_sync_that_cannot_wait_says_how_far_the_running_one_is(harness: Harnes
     assert outcome.phase == IndexPhase.CHUNKING and outcome.phase_files_total == 3
     assert outcome.chunks_written == len(harness.all_rows())
     assert harness.sync().phase is None
+
+
+def test_an_index_that_arrives_during_another_sync_reports_what_that_one_wrote(harness: Harness) -> None:
+    """The MCP server's background index (or a search's sync) is writing the workspace when
+    `codecompass index` asks: the index follows that sync too and says what was added, not
+    "0 added" from the sync queued after it, which finds everything done."""
+    _seed(harness)
+    harness.analysis.chunk_delay_s = 0.2
+    assert not harness.sync(0.05).finished  # another caller's sync, now running
+    progress = harness.index(wait=False)
+    assert IndexPhase.CHUNKING in {p.phase for p in progress}
+    stats = progress[-1].stats
+    assert (stats.files_added, stats.chunks_upserted) == (3, 5)

@@ -807,6 +807,42 @@ def doc_with_splits(doc: dict[str, Any]) -> dict[str, Any]:
     return {"tables": doc["rows"]}
 
 
+# --- Test code in the ranked list (bench/quality/testcode_share.py) ------------------------------
+
+TESTCODE_COLUMNS = ("first_test", "first_unpenalised", "first_other", "test_top10", "mrr10", "mrr10_no_tests", "r8k",
+                    "r8k_no_tests", "library_flagged", "about_tests")  # fmt: skip
+
+
+def render_testcode(doc: dict[str, Any]) -> str:
+    """The default policy per query type and repository, then every variant's all-types row and MRR@10 by type."""
+    columns = doc["columns"]
+    rows = doc["rows"]
+    default = [r for r in rows if r["variant"] == "default"]
+    header = ("Group", "Queries", *(columns[c] for c in TESTCODE_COLUMNS))
+    parts = [
+        provenance(doc),
+        (
+            f"{doc['split'].capitalize()} split, index: {doc.get('label') or doc['state_dir']}; the product's ranking "
+            f"(list depth {doc['list_depth']}, recall within {doc['token_budget']:,} tokens)."
+        ),
+        md_table(header, [(r["group"], r["n"], *(fmt_metric(r.get(c)) for c in TESTCODE_COLUMNS)) for r in default]),
+    ]
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    if len(variants) > 1:
+        types = [g for g in dict.fromkeys(r["group"] for r in default) if g != "all" and not g.startswith("repo ")]
+        by = {(r["variant"], r["group"]): r for r in rows}
+        body = []
+        for variant in variants:
+            changes = ", ".join(f"{k}={v}" for k, v in doc["variants"].get(variant, {}).items()) or "as configured"
+            row = by[(variant, "all")]
+            body.append((f"{variant} ({changes})", fmt_metric(row.get("first_test")), fmt_metric(row.get("mrr10")),
+                         fmt_metric(row.get("r8k")), *(fmt_metric(by[(variant, t)].get("mrr10")) for t in types)))
+        parts += ["Ranking variants, all query types, and MRR@10 by type:",
+                  md_table(("Variant", columns["first_test"], "MRR@10", "R@8k tok", *(f"{t} MRR@10" for t in types)),
+                           body)]  # fmt: skip
+    return "\n\n".join(parts)
+
+
 # --- Pipeline speed on the 300k-line workspace -------------------------------------------------
 
 
@@ -924,6 +960,7 @@ SECTIONS: dict[str, Section] = {
     "pipeline": Section("pipeline", render_pipeline_summary),
     "pipeline-full": Section("pipeline", render_pipeline_full),
     "comparison": Section("comparison", render_comparison),
+    "testcode": Section("testcode", render_testcode),
     "health": Section("health", render_health),
     "mcp-speed": Section("mcp-speed", render_mcp_speed),
     "pipeline-speed": Section("pipeline-speed", render_pipeline_speed),

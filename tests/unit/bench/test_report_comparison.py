@@ -60,3 +60,23 @@ def test_a_file_of_another_kind_is_one_clear_line(files: dict[str, Path]) -> Non
         compare_runs.compare([("x", files["selection"])], [], "t")
     with pytest.raises(SystemExit, match=r"expected LABEL=FILE"):
         compare_runs.parse_named("no-label")
+
+
+def test_testcode_section_shows_the_default_per_group_and_every_variant() -> None:
+    columns = {"first_test": "first is test", "first_unpenalised": "first is test, not penalised",
+               "first_other": "first is other non-library code", "test_top10": "tests in top 10", "mrr10": "MRR@10",
+               "mrr10_no_tests": "MRR@10 without tests", "r8k": "R@8k tok", "r8k_no_tests": "R@8k tok without tests",
+               "library_flagged": "library marked test", "about_tests": "read as about tests"}  # fmt: skip
+    rows = [
+        {"variant": variant, "group": group, "n": 4, **{key: value for key in columns}}
+        for variant, value in (("default", 0.25), ("test 0.3", 0.125))
+        for group in ("all", "jsdoc", "repo pino")
+    ]
+    doc = {"kind": "testcode", "run": {"date_utc": "d", "git": {"commit": "abc"}}, "label": "after", "split": "dev",
+           "state_dir": "s", "list_depth": 60, "token_budget": 8000, "columns": columns, "rows": rows,
+           "variants": {"default": {}, "test 0.3": {"test_penalty": 0.3}}}  # fmt: skip
+    text = report.render_testcode(doc)
+    assert "Dev split, index: after;" in text
+    assert "| repo pino | 4 | 0.250 |" in text  # per repository, the default policy only
+    assert "| Variant | first is test | MRR@10 | R@8k tok | jsdoc MRR@10 |" in text
+    assert "| test 0.3 (test_penalty=0.3) | 0.125 | 0.125 | 0.125 | 0.125 |" in text

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types.version import LATEST_HANDSHAKE_VERSION
 from tests.badinput.harness import TRACEBACK, Stack, copy_workspace
+from tests.fixtures.gateway import wait_until_listening
 
 from codecompass.retrieval.state import workspace_key
 
@@ -81,15 +81,7 @@ def remote(stack: Stack, workspace: Path, tmp_path_factory: pytest.TempPathFacto
         process = subprocess.Popen(_mcp(stack, "--workspace", str(workspace), "--transport", "streamable-http",
                                         "--host", "0.0.0.0", "--port", str(port)),
                                    env=env, stdout=subprocess.DEVNULL, stderr=err)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.5).close()
-            break
-        except OSError:
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "the HTTP server did not start"
-            time.sleep(0.2)
+    wait_until_listening(process, port, START_TIMEOUT_S, log.read_text)
     yield Remote(f"http://127.0.0.1:{port}/mcp", port, process, log)
     process.terminate()
     process.wait(timeout=30)

@@ -20,11 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
-import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 from tests.badinput.harness import CliRun, Stack, copy_workspace, up_lines
+from tests.fixtures.gateway import wait_until_listening
 
 from codecompass.cli.services import SERVICES
 
@@ -58,15 +58,7 @@ def http_server(stack: Stack, tmp_path: Path, free_port: int) -> Iterator[tuple[
                                    env=stack.env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{free_port}/mcp"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.TransportError:
-                assert process.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, "the HTTP MCP server did not start"
-                time.sleep(0.2)
+        wait_until_listening(process, free_port, 60, log.read_text)
         yield url, root
     finally:
         process.terminate()

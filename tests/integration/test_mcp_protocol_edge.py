@@ -22,6 +22,7 @@ import httpx
 import pytest
 from codecompass_gateway.wire import MAX_DEPTH, MAX_MESSAGE_BYTES
 from mcp.types.version import LATEST_HANDSHAKE_VERSION
+from tests.fixtures.gateway import wait_until_listening
 
 REPLY_TIMEOUT_S = 20.0
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
@@ -216,14 +217,7 @@ def http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawHttp]:
                                 str(tmp_path_factory.mktemp("edge-http")), "--transport", "streamable-http",
                                 "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                env=_env(_free_port()))
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.5).close()
-            break
-        except OSError:
-            assert process.poll() is None and time.monotonic() < deadline, "the HTTP server did not start"
-            time.sleep(0.1)
+    wait_until_listening(process, port, 60)
     raw = RawHttp(f"http://127.0.0.1:{port}/mcp")
     initialized = raw.post(json.dumps(INITIALIZE).encode())
     assert initialized.status_code == 200

@@ -7,18 +7,16 @@ from __future__ import annotations
 import datetime as dt
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-import httpx
 import pytest
 from mcp import Client, types
 from mcp.types import CallToolResult
 from mcp.types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
-from tests.fixtures.gateway import gateway_env, gateway_stdio_params
+from tests.fixtures.gateway import gateway_env, gateway_stdio_params, wait_until_listening
 
 from codecompass.common.tokens import count_tokens
 
@@ -215,15 +213,7 @@ def test_streamable_http(stack, free_port) -> None:
         env=gateway_env(stack), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{free_port}/mcp"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.TransportError:
-                assert process.poll() is None, process.stdout.read().decode()
-                assert time.monotonic() < deadline, "the HTTP server did not start"
-                time.sleep(0.2)
+        wait_until_listening(process, free_port, 30)
 
         async def session(client: Client) -> tuple[str, set[str], CallToolResult]:
             listed = await client.list_tools()

@@ -25,7 +25,8 @@ model; as bench/quality/tune_ranking.py does) and reports per query type:
 - `read as about tests`: share of queries the product reads as a question about tests (a test
   word such as `test`, `spec`, `mock` or `mocha`), which turns the test penalty onto the
   implementation. Every target of this query set is the library's code, so here that reading
-  can only cost; the set has no question whose answer is a test.
+  can only cost; the set has no question whose answer is a test. Those queries are also a
+  group of their own.
 
 Variants change ranking weights (`--variant NAME=FIELD:VALUE[,FIELD:VALUE]`, repeatable), so
 a default that touches test code is measured on the same queries and index.
@@ -190,9 +191,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             judged = judge(qy.repo, qy.targets, outcome.results)
             row = query_row(judged, len(qy.targets), outcome.shape.mentions_tests)
-            for group in ("all", qy.type, f"repo {qy.repo}"):
+            about = ("read as about tests",) if outcome.shape.mentions_tests else ()
+            for group in ("all", qy.type, f"repo {qy.repo}", *about):
                 groups[group].append(row)
-        for group in sorted(groups, key=lambda g: (g != "all", g.startswith("repo "), g)):
+        for group in sorted(groups, key=lambda g: (g != "all", g.startswith(("repo ", "read as")), g)):
             rows.append({"variant": name, "group": group, "n": len(groups[group]), **mean_rows(groups[group])})
 
     print(f"{len(queries)} {args.split} queries, index {args.state_dir} {args.label}\n")

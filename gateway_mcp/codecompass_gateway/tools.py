@@ -262,7 +262,9 @@ def search_notes(payload: dict[str, Any], workspace: Path, query: str,
     status = meta.get("indexing_status", "ready")
     written = _being_written(meta)
     missing, nearest = meta.get("missing_names") or [], meta.get("nearest_names") or []
-    filtered_out = bool(meta.get("total_chunks")) and meta.get("filtered_chunks") == 0
+    # An answer with results shows the filters matched; an older server leaves filtered_chunks 0.
+    filtered_out = (not payload["results"] and bool(meta.get("total_chunks"))
+                    and meta.get("filtered_chunks") == 0)
     if meta.get("freshness_reason"):
         notes.append(f"Possibly out of date: {meta['freshness_reason']}.")
     if written is not None:

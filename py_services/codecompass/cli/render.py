@@ -144,7 +144,8 @@ def answer_lines(answer: dict[str, Any], low_confidence_below: float = 0.0) -> l
         nearest = meta.get("nearest_names") or []
         lines.append(f"nothing in the index is named {', '.join(meta['missing_names'])}"
                      + (f"; nearest names: {', '.join(nearest)}" if nearest else ""))
-    if meta.get("total_chunks") and meta.get("filtered_chunks") == 0:
+    # An answer with results shows the filters matched; an older server leaves filtered_chunks 0.
+    if not answer["results"] and meta.get("total_chunks") and meta.get("filtered_chunks") == 0:
         lines.append(f"the filters matched no indexed code (the index holds {meta['total_chunks']:,} chunks); "
                      "--path patterns are relative to the workspace root")
     for rank, result in enumerate(answer["results"], start=1):

@@ -57,33 +57,22 @@ def run_info(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def quality_rows(label: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
+def table_rows(label: str, doc: dict[str, Any], source: str) -> list[dict[str, Any]]:
+    """The rows of one run for the product's default: the ranked list of a quality file, the
+    selected answer of a pipeline file."""
+    metrics, column, wanted = ((QUALITY_METRICS, "mode", RANKED_MODE) if source == "quality"
+                               else (PIPELINE_METRICS, "stage", SELECTED_STAGE))
     return [
         {
             "label": label,
-            "source": "quality",
+            "source": source,
             "split": row["split"],
             "group": row["group"],
             "n": row["n"],
-            **{name: row.get(key) for name, key in QUALITY_METRICS.items()},
+            **{name: row.get(key) for name, key in metrics.items()},
         }
         for row in doc["tables"]
-        if row["mode"] == RANKED_MODE
-    ]
-
-
-def pipeline_rows(label: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        {
-            "label": label,
-            "source": "pipeline",
-            "split": row["split"],
-            "group": row["group"],
-            "n": row["n"],
-            **{name: row.get(key) for name, key in PIPELINE_METRICS.items()},
-        }
-        for row in doc["tables"]
-        if row["stage"] == SELECTED_STAGE
+        if row[column] == wanted
     ]
 
 
@@ -93,11 +82,11 @@ def compare(quality: list[tuple[str, Path]], pipeline: list[tuple[str, Path]], t
     for label, path in quality:
         doc = load(path, "quality")
         runs["quality"][label] = run_info(path, doc)
-        rows += quality_rows(label, doc)
+        rows += table_rows(label, doc, "quality")
     for label, path in pipeline:
         doc = load(path, "pipeline")
         runs["pipeline"][label] = run_info(path, doc)
-        rows += pipeline_rows(label, doc)
+        rows += table_rows(label, doc, "pipeline")
     return {
         "title": title,
         "ranked_mode": RANKED_MODE,

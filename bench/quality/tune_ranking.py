@@ -46,7 +46,7 @@ ABLATIONS: dict[str, dict] = {
     "- phrase": {"phrase": 0.0},
     "+ file_words": {"file_words": 0.3},
     "+ file_coherence": {"file_coherence": 0.15},
-    "- test penalty": {"test_penalty": 1.0},
+    "- test penalty": {"test_penalty": 1.0, "not_test_penalty": 1.0},
     "- example penalty": {"example_penalty": 1.0},
     "- tiny penalty": {"tiny_penalty": 1.0},
     "- module penalty": {"module_penalty": 1.0},

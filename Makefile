@@ -12,7 +12,7 @@ NODE_BIN := $(CURDIR)/$(NODE_DIR)/node_modules/.bin
 BUF := PATH="$(NODE_BIN):$$PATH" $(NODE_BIN)/buf
 WORKSPACE ?= tests/fixtures/sample_workspace
 GENERATED := py_services/codecompass/v1 $(NODE_DIR)/src/gen
-LINT_PY_DIRS := $(wildcard py_services tests gateway_mcp bench)
+LINT_PY_DIRS := $(wildcard py_services tests gateway_mcp bench models)
 
 # Stamps make `setup` a no-op when nothing it depends on changed.
 VENV_STAMP := $(VENV)/.stamp

@@ -1,1 +1,1 @@
-"""Training pipelines for CodeCompass
+"""Training pipelines for our own code models (issue 16) and their committed artifacts."""

@@ -13,6 +13,8 @@
 //     -> "x", `a.b = function` -> "a.b", `module.exports = function f` -> "f".
 // Output: one JSON object per file on stdout.
 // Usage: node bench/quality/extract_symbols.js ROOT [ROOT-RELATIVE-FILES...]
+// As a module it lends `extract` and its parsing helpers to the training corpus's miners
+// (models/corpus/extract_tests.js), so both name symbols by one rule.
 'use strict';
 
 const fs = require('node:fs');
@@ -254,4 +256,6 @@ function main() {
   }
 }
 
-main();
+module.exports = { ts, extract, scriptKind, toCodePointOffsets, SOURCE_EXT, DECLARATION_FILE };
+
+if (require.main === module) main();

@@ -53,6 +53,7 @@ import re
 import subprocess
 import tempfile
 from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +72,7 @@ MAX_SOURCE_FILES = 6
 DEFAULT_WINDOW_DAYS = 5 * 365
 DEFAULT_MAX_COMMITS = 3000
 DEFAULT_CAP = 80
+GOLD_RULE = "innermost named symbols containing the commit's changed lines"
 
 _BRACKET_PREFIX = re.compile(r"^\s*\[[^\]]*\]\s*")
 _CONVENTIONAL = re.compile(r"^(?P<type>[A-Za-z][\w-]*)(?:\((?P<scope>[^)]*)\))?!?:\s+")
@@ -130,8 +132,10 @@ class FileChange:
     deletions: list[int]  # post-commit line after which lines were deleted
 
 
-def window_commits(mirror: Path, repo: QualityRepo, window_days: int, max_commits: int) -> list[Commit]:
-    tag_time = int(git(mirror, "log", "-1", "--format=%ct", repo.commit).strip())
+def window_commits(
+    mirror: Path, pinned: str, pathspecs: Sequence[str], window_days: int, max_commits: int
+) -> list[Commit]:
+    tag_time = int(git(mirror, "log", "-1", "--format=%ct", pinned).strip())
     since = tag_time - window_days * 86400
     out = git(
         mirror,
@@ -140,9 +144,9 @@ def window_commits(mirror: Path, repo: QualityRepo, window_days: int, max_commit
         f"--max-count={max_commits}",
         f"--since={since}",
         "--format=%H%x1f%cI%x1f%s",
-        repo.commit,
+        pinned,
         "--",
-        *repo.code_paths,
+        *pathspecs,
     )
     commits = []
     for line in out.splitlines():
@@ -156,15 +160,15 @@ def window_commits(mirror: Path, repo: QualityRepo, window_days: int, max_commit
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
-def diff_changes(mirror: Path, repo: QualityRepo, sha: str) -> list[FileChange]:
-    out = git(mirror, "show", "--format=", "--unified=0", "--no-color", "--no-ext-diff", sha, "--", *repo.code_paths)
+def diff_changes(mirror: Path, sha: str, pathspecs: Sequence[str], is_code: Callable[[str], bool]) -> list[FileChange]:
+    out = git(mirror, "show", "--format=", "--unified=0", "--no-color", "--no-ext-diff", sha, "--", *pathspecs)
     changes: list[FileChange] = []
     current: FileChange | None = None
     for line in out.splitlines():
         if line.startswith("+++ "):
             target = line[4:]
             path = target[2:] if target.startswith("b/") else None
-            current = FileChange(path, set(), []) if path and is_code_file(repo, path) else None
+            current = FileChange(path, set(), []) if path and is_code(path) else None
             if current:
                 changes.append(current)
         elif current is not None and (match := _HUNK.match(line)):
@@ -213,13 +217,29 @@ def pinned_symbol(symbols: list[dict], qualified_name: str) -> dict | None:
     return max(matches, key=lambda s: (s["has_body"], s["end_line"] - s["start_line"]), default=None)
 
 
-def mine_repo(mirror: Path, repo: QualityRepo, window_days: int, max_commits: int) -> tuple[list[dict], Counter]:
-    stats: Counter = Counter()
-    commits = window_commits(mirror, repo, window_days, max_commits)
-    stats["subjects_kept"] = len(commits)
+@dataclass
+class MinedCommit:
+    commit: Commit
+    targets: list[dict]  # path, qualified_name and line range in the pinned version
+    gold_in_commit: int
+
+
+def mine_history(
+    mirror: Path,
+    pinned: str,
+    pinned_root: Path,
+    pathspecs: Sequence[str],
+    is_code: Callable[[str], bool],
+    window_days: int,
+    max_commits: int,
+    stats: Counter,
+) -> list[MinedCommit]:
+    """Steps 1-5 of the rule over one repository's history: its commits, each with its gold in the pinned checkout."""
+    commits = window_commits(mirror, pinned, pathspecs, window_days, max_commits)
+    stats["subjects_kept"] += len(commits)
     with_changes: list[tuple[Commit, list[FileChange]]] = []
     for commit in commits:
-        changes = [c for c in diff_changes(mirror, repo, commit.sha) if c.changed or c.deletions]
+        changes = [c for c in diff_changes(mirror, commit.sha, pathspecs, is_code) if c.changed or c.deletions]
         if not changes:
             stats["no_source_change"] += 1
         elif len(changes) > MAX_SOURCE_FILES:
@@ -237,11 +257,8 @@ def mine_repo(mirror: Path, repo: QualityRepo, window_days: int, max_commits: in
                 target.write_bytes(git_bytes(mirror, "show", f"{commit.sha}:{change.path}"))
                 rels.append(rel)
         post = extract(root, rels)
-    workspace = QUALITY_DIR / repo.name
-    if not workspace.is_dir():
-        raise SystemExit(f"{workspace} is missing: run python -m bench.corpus.assemble quality")
-    pinned_paths = sorted({c.path for _, changes in with_changes for c in changes if (workspace / c.path).is_file()})
-    pinned = extract(workspace, pinned_paths) if pinned_paths else {}
+    pinned_paths = sorted({c.path for _, changes in with_changes for c in changes if (pinned_root / c.path).is_file()})
+    pinned_symbols = extract(pinned_root, pinned_paths) if pinned_paths else {}
     mined = []
     for commit, changes in with_changes:
         gold: list[tuple[str, str]] = []
@@ -253,7 +270,7 @@ def mine_repo(mirror: Path, repo: QualityRepo, window_days: int, max_commits: in
             continue
         targets = []
         for path, name in gold:
-            symbol = pinned_symbol(pinned.get(path, []), name)
+            symbol = pinned_symbol(pinned_symbols.get(path, []), name)
             if symbol:
                 targets.append(
                     {
@@ -267,6 +284,28 @@ def mine_repo(mirror: Path, repo: QualityRepo, window_days: int, max_commits: in
             stats["gold_gone_in_pinned"] += 1
             continue
         stats["mined"] += 1
+        mined.append(MinedCommit(commit, targets, len(gold)))
+    return mined
+
+
+def mine_repo(mirror: Path, repo: QualityRepo, window_days: int, max_commits: int) -> tuple[list[dict], Counter]:
+    stats: Counter = Counter()
+    workspace = QUALITY_DIR / repo.name
+    if not workspace.is_dir():
+        raise SystemExit(f"{workspace} is missing: run python -m bench.corpus.assemble quality")
+    found = mine_history(
+        mirror,
+        repo.commit,
+        workspace,
+        repo.code_paths,
+        lambda path: is_code_file(repo, path),
+        window_days,
+        max_commits,
+        stats,
+    )
+    mined = []
+    for item in found:
+        commit, targets = item.commit, item.targets
         leaked = any(leaks_name(commit.query, t["qualified_name"].split(".")[-1]) for t in targets)
         mined.append(
             {
@@ -279,8 +318,8 @@ def mine_repo(mirror: Path, repo: QualityRepo, window_days: int, max_commits: in
                     "commit": commit.sha,
                     "date": commit.date,
                     "subject": commit.subject,
-                    "gold_rule": "innermost named symbols containing the commit's changed lines",
-                    "gold_in_commit": len(gold),
+                    "gold_rule": GOLD_RULE,
+                    "gold_in_commit": item.gold_in_commit,
                 },
             }
         )

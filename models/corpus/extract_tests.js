@@ -1,0 +1,309 @@
+#!/usr/bin/env node
+// What the training corpus's test-title and file-header rules need from a repository,
+// parsed by the same TypeScript compiler (and symbol naming) as bench/quality/extract_symbols.js.
+//
+// Input (stdin, JSON): { root, tests: [rel...], sources: [rel...], packages: [npm names...] }
+//   tests    test files (by the product's test-path rule), whose test cases are read;
+//   sources  the repository's non-test source files: call targets and file headers come from them;
+//   packages the repository's own package names (a test importing 'ky' imports the repository).
+// Output (stdout, one JSON object a line):
+//   { type: "test", path, title, describe: [...], title_span: [s, e], line, calls: [...], ambiguous: [...] }
+//     calls: the distinct non-test symbols the test body calls (`f()`, `x.f()`, `new F()`), each
+//     { path, qualified_name, start_line, end_line, name, how }, `how` being "checker" (the
+//     compiler resolved the callee through imports to its declaration) or "name" (the compiler
+//     could not, the callee is bound to an import of the repository's own code, and exactly one
+//     non-test symbol has that name); ambiguous: callee names that resolve to several symbols;
+//     unnamed: calls into the repository's code that land on no named symbol (`ky.get()`).
+//   { type: "header", path, text, span: [s, e], attached } for a source file's leading comment
+//     that is neither a licence banner nor a tool directive; `attached` when it sits directly on
+//     the file's first declaration (then it documents that declaration, not the file).
+'use strict';
+
+const fs = require('node:fs');
+const path = require('node:path');
+const { ts, extract, toCodePointOffsets } = require('../../bench/quality/extract_symbols.js');
+
+const TEST_CALLEES = new Set(['it', 'test', 'specify']);
+const SUITE_CALLEES = new Set(['describe', 'context', 'suite']);
+const TEST_MODIFIERS = new Set(['only', 'skip', 'serial', 'concurrent', 'failing', 'sequential']);
+const LICENCE = /licen[cs]e|copyright|\(c\)|©|spdx|all rights reserved/i;
+const DIRECTIVE = /^\s*(?:eslint|@ts-|prettier-|istanbul|jshint|jslint|globals?\b|@flow|#region|#endregion|tslint|c8\b|biome-|@jsx|@jest-environment|@vitest-environment|@vite-ignore|webpack|@refresh|<reference|@preserve|!)/i;
+
+function calleeKind(expr, names) {
+  // `it(...)`, `it.only(...)`, `test.serial.skip(...)`: the base name decides.
+  let node = expr;
+  while (ts.isPropertyAccessExpression(node)) {
+    if (!TEST_MODIFIERS.has(node.name.text)) return false;
+    node = node.expression;
+  }
+  return ts.isIdentifier(node) && names.has(node.text);
+}
+
+function titleOf(call) {
+  const arg = call.arguments[0];
+  if (arg && (ts.isStringLiteral(arg) || ts.isNoSubstitutionTemplateLiteral(arg))) return arg;
+  return undefined;
+}
+
+function bodyOf(call) {
+  for (let i = call.arguments.length - 1; i > 0; i--) {
+    const arg = call.arguments[i];
+    if (ts.isArrowFunction(arg) || ts.isFunctionExpression(arg)) return arg;
+  }
+  return undefined;
+}
+
+class Repository {
+  constructor(root, sources, packages) {
+    this.root = root;
+    this.sources = new Set(sources);
+    this.packages = new Set(packages);
+    this.symbolsByFile = new Map();
+    this.byName = undefined;
+  }
+
+  rel(fileName) {
+    return path.relative(this.root, fileName).split(path.sep).join('/');
+  }
+
+  symbols(rel) {
+    if (!this.symbolsByFile.has(rel)) this.symbolsByFile.set(rel, extract(this.root, path.join(this.root, rel)).symbols);
+    return this.symbolsByFile.get(rel);
+  }
+
+  // Every non-test symbol by its simple name, for the by-name fallback.
+  named(name) {
+    if (!this.byName) {
+      this.byName = new Map();
+      for (const rel of this.sources) {
+        for (const s of this.symbols(rel)) {
+          if (!this.byName.has(s.name)) this.byName.set(s.name, []);
+          this.byName.get(s.name).push({ rel, symbol: s });
+        }
+      }
+    }
+    return this.byName.get(name) || [];
+  }
+
+  ownModule(specifier) {
+    if (specifier.startsWith('.')) return true;
+    for (const name of this.packages) if (specifier === name || specifier.startsWith(name + '/')) return true;
+    return false;
+  }
+}
+
+// The symbol (as extract_symbols.js names it) that a declaration node declares, or undefined.
+function symbolOfDeclaration(repo, decl) {
+  const sf = decl.getSourceFile();
+  const rel = repo.rel(sf.fileName);
+  if (!repo.sources.has(rel)) return undefined;
+  const name = decl.name && (ts.isIdentifier(decl.name) || ts.isPrivateIdentifier(decl.name)) ? decl.name.text : undefined;
+  const line = sf.getLineAndCharacterOfPosition(decl.getStart(sf)).line + 1;
+  const holders = repo.symbols(rel).filter((s) => s.start_line <= line && line <= s.end_line
+    && (name === undefined ? ts.isConstructorDeclaration(decl) && s.name === 'constructor' : s.name === name));
+  if (holders.length === 0) return undefined;
+  const best = holders.reduce((a, b) => (b.end_line - b.start_line < a.end_line - a.start_line ? b : a));
+  return { rel, symbol: best };
+}
+
+// Names a test file binds to the repository's own modules: `import x from '../src'`,
+// `import { a } from 'pkg'`, `const x = require('..')`, `const { a } = require('../lib')`.
+function ownBindings(repo, sf) {
+  const names = new Set();
+  const visit = (node) => {
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier) && repo.ownModule(node.moduleSpecifier.text)) {
+      const clause = node.importClause;
+      if (clause && clause.name) names.add(clause.name.text);
+      const bindings = clause && clause.namedBindings;
+      if (bindings && ts.isNamespaceImport(bindings)) names.add(bindings.name.text);
+      if (bindings && ts.isNamedImports(bindings)) for (const el of bindings.elements) names.add(el.name.text);
+    } else if (ts.isVariableDeclaration(node) && node.initializer && ts.isCallExpression(node.initializer)
+      && ts.isIdentifier(node.initializer.expression) && node.initializer.expression.text === 'require') {
+      const arg = node.initializer.arguments[0];
+      if (arg && ts.isStringLiteral(arg) && repo.ownModule(arg.text)) {
+        if (ts.isIdentifier(node.name)) names.add(node.name.text);
+        else if (ts.isObjectBindingPattern(node.name)) {
+          for (const el of node.name.elements) if (ts.isIdentifier(el.name)) names.add(el.name.text);
+        }
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return names;
+}
+
+function rootIdentifier(expr) {
+  let node = expr;
+  while (ts.isPropertyAccessExpression(node) || ts.isCallExpression(node) || ts.isElementAccessExpression(node)) {
+    node = node.expression;
+  }
+  return ts.isIdentifier(node) ? node.text : undefined;
+}
+
+function declarationsOf(checker, nameNode) {
+  let sym = checker.getSymbolAtLocation(nameNode);
+  if (sym && sym.flags & ts.SymbolFlags.Alias) sym = checker.getAliasedSymbol(sym);
+  return (sym && sym.declarations) || [];
+}
+
+function resolveCall(repo, checker, callee, bindings) {
+  const nameNode = ts.isPropertyAccessExpression(callee) ? callee.name : ts.isIdentifier(callee) ? callee : undefined;
+  if (!nameNode) return { found: [], unnamed: false };
+  const found = new Map();
+  let inSources = false;
+  const take = (decls, how) => {
+    for (const decl of decls) {
+      const hit = symbolOfDeclaration(repo, decl);
+      if (repo.sources.has(repo.rel(decl.getSourceFile().fileName))) inSources = true;
+      if (hit) found.set(`${hit.rel}\u0000${hit.symbol.qualified_name}`, { ...hit, how });
+    }
+  };
+  take(declarationsOf(checker, nameNode), 'checker');
+  if (found.size === 0) {
+    // `const mm = require('..'); mm(...)`: the local variable's value is the repository's function.
+    const typeSymbol = checker.getTypeAtLocation(nameNode).getSymbol();
+    if (typeSymbol) take(typeSymbol.declarations || [], 'checker');
+  }
+  const root = rootIdentifier(callee);
+  const ownCallee = Boolean(root && bindings.has(root));
+  if (found.size === 0 && !inSources && ownCallee) {
+    // The compiler could not follow the import (a package self-reference, an untyped
+    // CommonJS export): fall back to the name, only for callees bound to the repository's code.
+    for (const hit of repo.named(nameNode.text)) {
+      found.set(`${hit.rel}\u0000${hit.symbol.qualified_name}`, { ...hit, how: 'name' });
+    }
+  }
+  // A call into the repository's code that lands on no named symbol (`ky.get()`, a method of
+  // an interface; a value made by a factory) may be what the test is about.
+  const unnamed = found.size === 0 && (inSources || ownCallee);
+  return { name: nameNode.text, found: [...found.values()], unnamed };
+}
+
+function testCases(repo, program, checker, rel) {
+  const sf = program.getSourceFile(path.join(repo.root, rel));
+  if (!sf) return [];
+  const bindings = ownBindings(repo, sf);
+  const out = [];
+  const walk = (node, suites) => {
+    if (ts.isCallExpression(node)) {
+      const title = titleOf(node);
+      if (title && calleeKind(node.expression, SUITE_CALLEES)) {
+        for (const arg of node.arguments.slice(1)) walk(arg, [...suites, title.text]);
+        return;
+      }
+      const body = bodyOf(node);
+      if (title && body && calleeKind(node.expression, TEST_CALLEES)) {
+        out.push(testCase(repo, checker, sf, rel, bindings, node, title, body, suites));
+        return;
+      }
+    }
+    ts.forEachChild(node, (child) => walk(child, suites));
+  };
+  walk(sf, []);
+  return out;
+}
+
+function testCase(repo, checker, sf, rel, bindings, call, title, body, suites) {
+  const calls = new Map();
+  const ambiguous = new Set();
+  const unnamed = new Set();
+  const visit = (node) => {
+    if ((ts.isCallExpression(node) || ts.isNewExpression(node)) && !ts.isCallExpression(node.expression)) {
+      const { name, found, unnamed: lost } = resolveCall(repo, checker, node.expression, bindings);
+      if (lost) unnamed.add(name);
+      if (found.length > 1) ambiguous.add(name);
+      else if (found.length === 1) {
+        const { rel: target, symbol, how } = found[0];
+        const key = `${target}\u0000${symbol.qualified_name}`;
+        if (!calls.has(key)) {
+          calls.set(key, { path: target, qualified_name: symbol.qualified_name, name: symbol.name,
+            start_line: symbol.start_line, end_line: symbol.end_line, how });
+        }
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  ts.forEachChild(body, visit);
+  const text = sf.text;
+  return {
+    type: 'test',
+    path: rel,
+    title: title.text,
+    describe: suites,
+    title_span: toCodePointOffsets(text, [[title.getStart(sf), title.getEnd()]])[0],
+    line: sf.getLineAndCharacterOfPosition(call.getStart(sf)).line + 1,
+    calls: [...calls.values()],
+    ambiguous: [...ambiguous].sort(),
+    unnamed: [...unnamed].sort(),
+  };
+}
+
+// A source file's first leading comment that is neither a licence banner nor a directive.
+function header(repo, rel) {
+  const text = fs.readFileSync(path.join(repo.root, rel), 'utf8').replace(/^\uFEFF/, '');
+  const ranges = ts.getLeadingCommentRanges(text, 0) || [];
+  // Consecutive `//` lines make one comment.
+  const groups = [];
+  for (const r of ranges) {
+    const last = groups[groups.length - 1];
+    const single = r.kind === ts.SyntaxKind.SingleLineCommentTrivia;
+    if (last && single && last.single && !/\n[ \t]*\r?\n/.test(text.slice(last.end, r.pos))) last.end = r.end;
+    else groups.push({ pos: r.pos, end: r.end, single });
+  }
+  const chosen = groups.find((g) => {
+    const body = text.slice(g.pos, g.end).replace(/^\/\*+!?|\*+\/$|^\s*\/\/+|^\s*\*+/gm, ' ');
+    return body.trim() && !LICENCE.test(body) && !DIRECTIVE.test(body);
+  });
+  if (!chosen) return undefined;
+  const sf = ts.createSourceFile(rel, text, ts.ScriptTarget.Latest, true);
+  const first = sf.statements[0];
+  const declares = first && !ts.isImportDeclaration(first) && !ts.isImportEqualsDeclaration(first)
+    && !(ts.isExpressionStatement(first) && (ts.isStringLiteral(first.expression) || isRequireCall(first.expression)))
+    && !(ts.isVariableStatement(first) && first.declarationList.declarations.every((d) => d.initializer && isRequireCall(d.initializer)));
+  const between = first ? text.slice(chosen.end, first.getStart(sf)) : '\n\n';
+  const isLast = chosen === groups[groups.length - 1];
+  const attached = Boolean(declares && isLast && !/\n[ \t]*\r?\n/.test(between));
+  return {
+    type: 'header',
+    path: rel,
+    text: text.slice(chosen.pos, chosen.end),
+    span: toCodePointOffsets(text, [[chosen.pos, chosen.end]])[0],
+    attached,
+  };
+}
+
+function isRequireCall(expr) {
+  return ts.isCallExpression(expr) && ts.isIdentifier(expr.expression) && expr.expression.text === 'require';
+}
+
+function main() {
+  const input = JSON.parse(fs.readFileSync(0, 'utf8'));
+  const root = path.resolve(input.root);
+  const repo = new Repository(root, input.sources, input.packages || []);
+  for (const rel of input.sources) {
+    const found = header(repo, rel);
+    if (found) process.stdout.write(JSON.stringify(found) + '\n');
+  }
+  if (input.tests.length === 0) return;
+  const program = ts.createProgram({
+    rootNames: [...input.tests, ...input.sources].map((rel) => path.join(root, rel)),
+    options: {
+      allowJs: true,
+      checkJs: false,
+      noEmit: true,
+      skipLibCheck: true,
+      types: [],
+      target: ts.ScriptTarget.ESNext,
+      module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      jsx: ts.JsxEmit.Preserve,
+    },
+  });
+  const checker = program.getTypeChecker();
+  for (const rel of input.tests) {
+    for (const found of testCases(repo, program, checker, rel)) process.stdout.write(JSON.stringify(found) + '\n');
+  }
+}
+
+main();

@@ -1,0 +1,181 @@
+"""Mine the training pairs of the corpus's repositories, each pair by a rule (models/corpus/mine_*.py).
+
+Rules: commit (commit subject -> the symbols it touched), jsdoc (JSDoc first sentence -> the
+symbol, that JSDoc blanked), test (test title -> the non-test symbols its body calls), header
+(file header comment -> the file, blanked), error (thrown message -> the thrower). Each
+repository is read from a checkout of its pinned commit: the `make corpus` checkout
+models/.work/corpus/<owner>+<name>/ when there is one, else one written here from its git mirror
+under models/.work/checkouts/; its history comes from the mirror ($BENCH_MIRRORS or --mirrors).
+
+Output: models/.work/pairs/<owner>+<name>.jsonl per repository, then every selected repository's
+file merged into models/corpus/pairs/train.jsonl.gz (committed: queries, names, line ranges and
+offsets only, no code). A pair: id, rule, repo, commit, query, targets [{path, qualified_name,
+start_line, end_line}], blank [{path, spans: [[start, end], ...]}] (code-point offsets to blank in
+the pinned file before it is a document), source (the rule's provenance).
+
+Run: .venv/bin/python -m models.corpus.mine [--repos owner/name[@commit] ...] [--cap 400]
+     (no --repos: every repository of models/corpus/manifest.json)
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from bench.corpus.assemble import QUALITY_REPOS
+from bench.corpus.mirrors import MIRRORS_ENV, MirrorError, checkout, find_mirror, git
+from bench.corpus.policy import off_limits
+from bench.quality.build_queries import extract
+
+from models.corpus import mine_commits, mine_errors, mine_headers, mine_jsdoc, mine_tests
+from models.corpus.pairs import DEFAULT_CAP, Repo, repository_files, scan
+
+MODELS_DIR = Path(__file__).resolve().parent.parent
+WORK_DIR = MODELS_DIR / ".work"
+CORPUS_CHECKOUTS = WORK_DIR / "corpus"
+OWN_CHECKOUTS = WORK_DIR / "checkouts"
+PAIRS_DIR = WORK_DIR / "pairs"
+MANIFEST_PATH = MODELS_DIR / "corpus" / "manifest.json"
+MERGED_PATH = MODELS_DIR / "corpus" / "pairs" / "train.jsonl.gz"
+RULES = ("commit", "jsdoc", "test", "header", "error")
+QUALITY_GITHUB = frozenset(repo.github.lower() for repo in QUALITY_REPOS)
+
+
+class MineError(Exception):
+    """A repository cannot be mined (off-limits, no mirror, no checkout); the message says which."""
+
+
+def refuse_excluded(github: str) -> None:
+    if off_limits(github):
+        raise MineError(f"{github} is off-limits (bench/corpus/policy.py)")
+    if github.lower() in QUALITY_GITHUB:
+        raise MineError(f"{github} is a quality benchmark repository (dev/test), never training data")
+
+
+def prepare(github: str, commit: str | None) -> Repo:
+    """The repository at its pinned commit: the corpus checkout, or one written from the mirror."""
+    refuse_excluded(github)
+    stem = github.replace("/", "+")
+    mirror = find_mirror(github)
+    if commit is None:
+        if mirror is None:
+            raise MineError(f"{github}: no pinned commit given and no mirror to read one from")
+        commit = git(mirror, "rev-parse", "HEAD").strip()
+    built = CORPUS_CHECKOUTS / stem
+    if built.is_dir():
+        return Repo(github, commit, built, mirror)
+    if mirror is None:
+        raise MineError(f"{github}: no checkout in {CORPUS_CHECKOUTS} and no mirror (set {MIRRORS_ENV} or --mirrors)")
+    root = OWN_CHECKOUTS / stem
+    stamp = root / ".mined-commit"
+    if not (stamp.is_file() and stamp.read_text().strip() == commit):
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        # A partial snapshot may lack its largest blobs: those files are simply not mined.
+        checkout(mirror, commit, root, lambda _path: True)
+        stamp.write_text(commit + "\n")
+    return Repo(github, commit, root, mirror)
+
+
+def mine_repo(repo: Repo, rules: tuple[str, ...], cap: int, max_commits: int) -> tuple[list[dict], Counter]:
+    stats: Counter = Counter()
+    sources, tests = repository_files(repo.root)
+    stats["source_files"], stats["test_files"] = len(sources), len(tests)
+    records = extract(repo.root, sources) if sources else []
+    texts = {r["path"]: (repo.root / r["path"]).read_text(encoding="utf-8", errors="replace") for r in records}
+    texts = {path: text.removeprefix("\ufeff") for path, text in texts.items()}
+    scanned = scan(repo.root, sources, tests) if {"test", "header"} & set(rules) and sources else []
+    seed = repo.github
+    by_rule = {
+        "commit": lambda: mine_commits.mine(repo, cap, stats, max_commits=max_commits),
+        "jsdoc": lambda: mine_jsdoc.mine(records, texts, cap, f"{seed}:jsdoc", stats),
+        "test": lambda: mine_tests.mine(scanned, cap, f"{seed}:test", stats),
+        "header": lambda: mine_headers.mine(scanned, records, cap, f"{seed}:header", stats),
+        "error": lambda: mine_errors.mine(records, cap, f"{seed}:error", stats),
+    }
+    rows = []
+    for rule in rules:
+        pairs = by_rule[rule]()
+        stats[f"pairs_{rule}"] = len(pairs)
+        rows.extend(pair.record(repo, n) for n, pair in enumerate(pairs, start=1))
+    return rows, stats
+
+
+def manifest_repos() -> list[tuple[str, str | None]]:
+    if not MANIFEST_PATH.is_file():
+        raise MineError(f"{MANIFEST_PATH} does not exist yet: name repositories with --repos owner/name[@commit]")
+    manifest = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
+    return [(entry["github"], entry["commit"]) for entry in manifest["repositories"] if entry.get("split") == "train"]
+
+
+def write_rows(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
+
+
+def merge(paths: list[Path], out: Path) -> int:
+    """Per-repository files into one gzip, byte-identical for identical inputs (no timestamp)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with open(out, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as fh:
+        for path in paths:
+            data = path.read_bytes()
+            count += data.count(b"\n")
+            fh.write(data)
+    return count
+
+
+def parse_repo(spec: str) -> tuple[str, str | None]:
+    github, _, commit = spec.partition("@")
+    if github.count("/") != 1:
+        raise MineError(f"{spec!r} is not owner/name[@commit]")
+    return github, commit or None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repos", nargs="*", metavar="OWNER/NAME[@COMMIT]", help="default: the manifest's")
+    parser.add_argument("--rules", nargs="*", choices=RULES, default=list(RULES))
+    parser.add_argument("--cap", type=int, default=DEFAULT_CAP, help="most pairs per rule per repository")
+    parser.add_argument("--max-commits", type=int, default=mine_commits.DEFAULT_MAX_COMMITS)
+    parser.add_argument("--mirrors", type=Path, help=f"folder of git mirrors (default ${MIRRORS_ENV})")
+    parser.add_argument("--out", type=Path, default=MERGED_PATH)
+    args = parser.parse_args(argv)
+    if args.mirrors:
+        os.environ[MIRRORS_ENV] = str(args.mirrors)
+    try:
+        wanted = [parse_repo(spec) for spec in args.repos] if args.repos else manifest_repos()
+    except MineError as err:
+        print(f"mine: {err}", file=sys.stderr)
+        return 2
+    written, failed, totals = [], 0, Counter()
+    for github, commit in wanted:
+        started = time.monotonic()
+        try:
+            repo = prepare(github, commit)
+            rows, stats = mine_repo(repo, tuple(args.rules), args.cap, args.max_commits)
+        except (MineError, MirrorError) as err:
+            print(f"{github}: skipped: {err}", file=sys.stderr)
+            failed += 1
+            continue
+        path = PAIRS_DIR / f"{github.replace('/', '+')}.jsonl"
+        write_rows(path, rows)
+        written.append(path)
+        totals.update({k: v for k, v in stats.items() if k.startswith("pairs_")})
+        seconds = round(time.monotonic() - started, 1)
+        print(json.dumps({"repo": github, "commit": repo.commit, "pairs": len(rows), "seconds": seconds, **stats}))
+    count = merge(written, args.out)
+    print(f"{count} pairs from {len(written)} repositories -> {args.out} ({dict(totals)}); {failed} skipped")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

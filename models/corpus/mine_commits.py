@@ -1,0 +1,62 @@
+"""Commit subjects -> the symbols the commit touched: the benchmark's `nl` rule, at scale.
+
+The rule is bench/quality/mine_commits.py's, word for word (its steps 1-5 run here through
+`mine_history`): non-merge commits reachable from the pinned commit within --window-days and
+--max-commits; conventional prefixes and PR references stripped, generic subjects dropped
+(release, version bump, merge, revert, docs, chore, typo, lint, dependencies, < 4 words);
+commits touching more than six code files dropped; each changed line goes to the innermost
+named symbol containing it; 1..3 symbols per commit; targets are those symbols as they stand
+at the pinned commit. The corpus differs only in what counts as code (every non-test source
+file of the repository, models/corpus/pairs.py is_train_file, as a user's clone has it, not
+an npm package's folders) and in dropping subjects that name a target (the bench tags them).
+Nothing is blanked: a commit subject is not in the code. Newest commits are kept first.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from bench.quality.build_queries import Target
+from bench.quality.mine_commits import DEFAULT_MAX_COMMITS, DEFAULT_WINDOW_DAYS, GOLD_RULE, mine_history
+
+from codecompass.common.testcode import is_test_path
+from models.corpus.pairs import Pair, Repo, finalize, is_train_file, leaks_any
+
+RULE = "commit"
+
+
+def is_code(rel: str) -> bool:
+    return is_train_file(rel) and not is_test_path(rel)
+
+
+def mine(
+    repo: Repo,
+    cap: int,
+    stats: Counter,
+    window_days: int = DEFAULT_WINDOW_DAYS,
+    max_commits: int = DEFAULT_MAX_COMMITS,
+) -> list[Pair]:
+    if repo.mirror is None:
+        stats["commit_no_history"] += 1
+        return []
+    history: Counter = Counter()
+    found = mine_history(repo.mirror, repo.commit, repo.root, (), is_code, window_days, max_commits, history)
+    stats.update({f"commit_{key}": value for key, value in history.items()})
+    pairs = []
+    for item in found:
+        targets = [Target(**t) for t in item.targets]
+        if leaks_any(item.commit.query, [t.qualified_name.split(".")[-1] for t in targets]):
+            stats["commit_leaks_name"] += 1
+            continue
+        source = {
+            "commit": item.commit.sha,
+            "date": item.commit.date,
+            "subject": item.commit.subject,
+            "gold_rule": GOLD_RULE,
+            "gold_in_commit": item.gold_in_commit,
+        }
+        pairs.append(Pair(RULE, item.commit.query, targets, [], source))
+    # git log lists the newest first: the commits nearest the pinned code are kept.
+    kept, dropped = finalize(pairs, cap, repo.github, ordered=True)
+    stats.update({f"commit_{key}": value for key, value in dropped.items()})
+    return kept

@@ -1,0 +1,71 @@
+"""The commit rule of the training corpus on a tiny git repository made here: the bench's rule, at scale."""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+from models.corpus import mine_commits
+from models.corpus.pairs import Repo
+
+RETRY = """export function computeDelay(attempt: number): number {
+  return attempt * 100;
+}
+
+export function shouldRetry(attempt: number): boolean {
+  return attempt < 3;
+}
+"""
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+
+
+def commit(
+    root: Path, subject: str, edits: dict[str, tuple[str, str]] | None = None, files: dict[str, str] | None = None
+):
+    for rel, text in (files or {}).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    for rel, (old, new) in (edits or {}).items():
+        path = root / rel
+        path.write_text(path.read_text(encoding="utf-8").replace(old, new, 1), encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", subject)
+
+
+def test_commit_subjects_pair_with_the_symbols_they_touched(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "a@example.com")
+    git(root, "config", "user.name", "A")
+    commit(root, "chore: initial import", files={"src/retry.ts": RETRY})
+    commit(root, "fix(retry): honour the server's date header when waiting (#12)", {"src/retry.ts": ("* 100", "* 250")})
+    commit(root, "Make shouldRetry give up after the last attempt", {"src/retry.ts": ("< 3", "<= 3")})
+    commit(root, "Bump version to 1.2.3", {"src/retry.ts": ("* 250", "* 260")})
+    commit(root, "Cover the retry jitter with more cases", files={"test/retry.test.ts": "test('x', () => {});\n"})
+    commit(root, "Handle a missing clock in the scheduler", {"src/retry.ts": ("* 260", "* 270")})
+    commit(root, "Handle a missing clock in the scheduler", {"src/retry.ts": ("<= 3", "<= 4")})
+    head = git(root, "rev-parse", "HEAD").strip()
+    stats: Counter = Counter()
+
+    pairs = mine_commits.mine(Repo("someone/retry", head, root, root / ".git"), 400, stats)
+
+    assert [(p.query, [(t.path, t.qualified_name, t.start_line, t.end_line) for t in p.targets]) for p in pairs] == [
+        ("honour the server's date header when waiting", [("src/retry.ts", "computeDelay", 1, 3)])
+    ]
+    assert pairs[0].blank == [] and pairs[0].source["subject"].startswith("fix(retry): ")
+    # The subject naming shouldRetry leaks its answer; one subject on two answers has none;
+    # the chore, the version bump and the test-only commit are no behaviour change of the code.
+    assert stats["commit_leaks_name"] == 1
+    assert stats["commit_same_text_other_answer"] == 2
+    assert stats["commit_subjects_kept"] == 5 and stats["commit_no_source_change"] == 1
+
+
+def test_a_repository_without_history_has_no_commit_pairs(tmp_path: Path) -> None:
+    stats: Counter = Counter()
+    assert mine_commits.mine(Repo("someone/retry", "0" * 40, tmp_path), 400, stats) == []
+    assert stats["commit_no_history"] == 1

@@ -26,7 +26,8 @@ const { ts, extract, toCodePointOffsets } = require('../../bench/quality/extract
 const TEST_CALLEES = new Set(['it', 'test', 'specify']);
 const SUITE_CALLEES = new Set(['describe', 'context', 'suite']);
 const TEST_MODIFIERS = new Set(['only', 'skip', 'serial', 'concurrent', 'failing', 'sequential']);
-const LICENCE = /licen[cs]e|copyright|\(c\)|©|spdx|all rights reserved/i;
+// Banners: licences, authorship lines, editor modelines.
+const LICENCE = /licen[cs]e|copyright|\(c\)|©|spdx|all rights reserved|^\s*(?:original )?authors?:|-\*-/im;
 const DIRECTIVE = /^\s*(?:eslint|@ts-|prettier-|istanbul|jshint|jslint|globals?\b|@flow|#region|#endregion|tslint|c8\b|biome-|@jsx|@jest-environment|@vitest-environment|@vite-ignore|webpack|@refresh|<reference|@preserve|!)/i;
 
 function calleeKind(expr, names) {

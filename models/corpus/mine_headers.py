@@ -1,7 +1,7 @@
 """File header comments -> that file, the header blanked.
 
 A header is the first comment before a source file's first statement that is neither a licence
-banner (licence, copyright, SPDX, "all rights reserved") nor a tool directive (eslint,
+banner (licence, copyright, SPDX, "all rights reserved", "Author:", an editor modeline) nor a tool directive (eslint,
 @ts-..., prettier, istanbul, `#region`, `/*!` ...) (models/corpus/extract_tests.js). A comment
 that sits directly on the first declaration, with no blank line between, documents that
 declaration (the JSDoc rule's business) and is no file header; one above imports,

@@ -29,7 +29,7 @@ setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
 $(VENV_STAMP): py_services/pyproject.toml gateway_mcp/pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet -e 'py_services[dev]' -e gateway_mcp
+	$(VENV)/bin/pip install --quiet -e 'py_services[dev,models]' -e gateway_mcp
 	# Export the default embedding model to ONNX now (~7 s) rather than on the
 	# embedding service's first start, which has a 3 s budget.
 	$(VENV)/bin/python -m codecompass.embedding.minilm_onnx

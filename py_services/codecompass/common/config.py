@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-EMBEDDING_PROFILES = ("minilm", "e5-small", "voyage", "openai-compatible")
+EMBEDDING_PROFILES = ("minilm", "e5-small", "code-static", "voyage", "openai-compatible")
 API_KEY_ENV = "CODECOMPASS_EMBEDDING_API_KEY"
 RERANK_PROVIDERS = ("local", "voyage", "cohere", "llm")
 RERANK_API_KEY_ENV = "CODECOMPASS_RERANK_API_KEY"
@@ -422,7 +422,7 @@ _FIELDS: tuple[_Field, ...] = (
            _float_parser(0.0, exclusive_min=True),
            "Deadline of long RPCs: chunking a folder, indexing, a search that syncs a cold index"),
     _Field("embedding.profile", "CODECOMPASS_EMBEDDING_PROFILE", "embedding.profile",
-           _choice_parser(EMBEDDING_PROFILES), "minilm | e5-small | voyage | openai-compatible"),
+           _choice_parser(EMBEDDING_PROFILES), "minilm | e5-small | code-static | voyage | openai-compatible"),
     _Field("embedding.external_provider_enabled", "CODECOMPASS_EMBEDDING_EXTERNAL_PROVIDER_ENABLED",
            "embedding.external_provider_enabled", _parse_bool,
            "Privacy gate 1: allow an external embedding provider at all"),
@@ -435,7 +435,7 @@ _FIELDS: tuple[_Field, ...] = (
     _Field("embedding.base_url", "CODECOMPASS_EMBEDDING_BASE_URL", "embedding.base_url",
            _parse_optional_str, "Endpoint of the external provider"),
     _Field("embedding.model", "CODECOMPASS_EMBEDDING_MODEL", "embedding.model", _parse_optional_str,
-           "Model name for the external provider (profile default when unset)"),
+           "Model name for the external provider, or the model2vec folder of code-static (profile default when unset)"),
     _Field("embedding.dimensions", "CODECOMPASS_EMBEDDING_DIMENSIONS", "embedding.dimensions",
            _optional_int_parser(1), "Requested output dimensions (provider default when unset)"),
     _Field("embedding.timeout_s", "CODECOMPASS_EMBEDDING_TIMEOUT_S", "embedding.timeout_s",

@@ -18,6 +18,7 @@ files); providers keep it out of every message they produce.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from codecompass.common.config import ConfigError, EmbeddingSettings
 from codecompass.common.logging import get_logger
@@ -60,6 +61,12 @@ def _build(profile: str, settings: EmbeddingSettings) -> Provider:
         from codecompass.embedding.e5 import E5Provider
 
         return E5Provider(max_tokens=settings.max_tokens, batch_size=settings.batch_size)
+    if profile == "code-static":
+        from codecompass.embedding.static import StaticProvider
+
+        # CODECOMPASS_EMBEDDING_MODEL may name another model2vec folder (a retrained model).
+        return StaticProvider(model_dir=Path(settings.model) if settings.model else None,
+                              max_tokens=settings.max_tokens)
     if profile == "voyage":
         if not settings.api_key:
             raise ConfigError("CODECOMPASS_EMBEDDING_API_KEY: required for CODECOMPASS_EMBEDDING_PROFILE=voyage")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from codecompass.common.identifiers import identifier_parts
 
@@ -32,14 +33,18 @@ _HEADER_PREFIXES = ("Purpose:", "Signature:")
 _CORE_SHARE = 0.75
 
 
+@lru_cache(maxsize=1 << 16)
+def _token_words(token: str) -> tuple[str, ...]:
+    # Memoised: code repeats its identifiers, and splitting them is most of the cost of
+    # preparing a text for the static model, which embeds thousands of chunks a second.
+    return (token.lower(),) if not token.isascii() else tuple(identifier_parts(token))
+
+
 def to_words(text: str) -> list[str]:
     """Lowercased words of `text`, identifiers split into their parts."""
     words: list[str] = []
     for token in _WORD.findall(text):
-        if not token.isascii():
-            words.append(token.lower())
-            continue
-        words.extend(identifier_parts(token))
+        words.extend(_token_words(token))
     return words
 
 

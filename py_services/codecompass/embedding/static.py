@@ -1,0 +1,144 @@
+"""Local provider `code-static`: our own static code embeddings (models/code_static), numpy only.
+
+A model2vec StaticModel is one table of token vectors: a text's vector is the mean of its
+tokens' rows, so embedding costs a tokenizer pass and a gather, thousands of chunks a second
+on two cores, with no torch or ONNX Runtime in the process. Its vocabulary holds the identifier
+parts that the index's text preparation produces ("validate", "jwt", "middleware"), so texts
+go through the same `text` preparation as minilm's (identifier splitting, header-preserving
+window) and are handed over as space-joined words.
+
+The window is counted in words, not tokens: each word costs the model one gather whatever its
+token count, and nearly every word is a single token of this vocabulary.
+
+The model's identity includes a hash of its weights, so a retrained model is a new index
+channel rather than vectors silently mixed with the old ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from codecompass.common.config import CHECKOUT_ROOT
+from codecompass.embedding.base import InputType, ModelInfo, ProviderNotReady, ProviderStartError, normalize_rows
+from codecompass.embedding.text import TEXT_PREP_VERSION, fit_window, split_sections
+
+MODEL_ID = "code-static"
+# The committed artifact of `make code-static` (models/code_static/train.py).
+DEFAULT_MODEL_DIR = CHECKOUT_ROOT / "models" / "code_static" / "model"
+WEIGHTS_FILE = "model.safetensors"
+# Enough of the weights' sha256 to tell two trainings apart.
+_HASH_CHARS = 12
+# Distinct words remembered with their token ids: a large workspace has ~100k.
+_MAX_CACHED_WORDS = 500_000
+
+
+def prepare(text: str, window: int) -> list[str]:
+    """The words of `text` the model sees: identifiers split, header first, at most `window` words."""
+    sections = split_sections(text).capped(window)
+    words = sections.words
+    return [words[index] for index in fit_window(sections, [1] * len(words), window)]
+
+
+def weights_hash(model_dir: Path) -> str:
+    digest = hashlib.sha256()
+    with open(model_dir / WEIGHTS_FILE, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:_HASH_CHARS]
+
+
+class StaticProvider:
+    """Embeds with a model2vec StaticModel's tokenizer and vectors, one memoised word at a time.
+
+    model2vec's own `encode` runs the whole tokenizer pipeline over every text; ours are already
+    words (the same for the tokenizer, which splits at spaces: a text's ids are its words' ids
+    in order), and code repeats its words, so each distinct word is tokenized once and a text
+    costs dictionary lookups and one gather. The result is model2vec's mean, then normalised.
+    """
+
+    def __init__(self, *, model_dir: Path | None = None, max_tokens: int = 256) -> None:
+        self._model_dir = Path(model_dir) if model_dir is not None else DEFAULT_MODEL_DIR
+        self._window = max_tokens
+        self._ready = threading.Event()
+        self._table: np.ndarray | None = None
+        self._tokenizer = None
+        self._word_ids: dict[str, tuple[int, ...]] = {}
+        self._unknown: int | None = None
+        self._empty_ids: tuple[int, ...] = ()
+        self._version = ""
+
+    def info(self) -> ModelInfo:
+        if not self._ready.is_set():
+            # The version is the loaded weights' hash; guessing it would mislabel vectors.
+            raise ProviderNotReady("code-static: the model is still loading")
+        return ModelInfo(
+            provider=MODEL_ID,
+            model_id=MODEL_ID,
+            model_version=self._version,
+            dimensions=int(self._table.shape[1]),
+            max_input_tokens=self._window,
+        )
+
+    def warmup(self) -> None:
+        if not (self._model_dir / WEIGHTS_FILE).is_file():
+            raise ProviderStartError(
+                f"code-static: no model at {self._model_dir} (expected {WEIGHTS_FILE}); "
+                "run `make code-static` or set CODECOMPASS_EMBEDDING_MODEL to a model2vec folder"
+            )
+        try:
+            from model2vec import StaticModel
+        except ImportError as exc:
+            raise ProviderStartError(f"code-static: a required package is missing ({exc.name}); run `make setup`") from None
+        try:
+            model = StaticModel.from_pretrained(self._model_dir)
+        except Exception as exc:  # safetensors and tokenizers raise their own untyped errors for a bad file
+            raise ProviderStartError(f"code-static: cannot load the model in {self._model_dir}: {exc}") from exc
+        # One float32 row per token id, with model2vec's optional token mapping and weights
+        # folded in, so a text's vector is a plain gather and sum.
+        table = np.asarray(model.embedding, dtype=np.float32)
+        if model.token_mapping is not None:
+            table = table[model.token_mapping]
+        if model.weights is not None:
+            table = table * np.asarray(model.weights, dtype=np.float32)[:, None]
+        tokenizer = model.tokenizer
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        # model2vec drops the unknown token from every text; a text left with no ids (empty,
+        # punctuation only, all unknown) would be a zero vector, whose cosine distance is NaN,
+        # so it gets the unknown token's vector instead: a defined "nothing in particular".
+        self._unknown = model.unk_token_id
+        self._empty_ids = (model.unk_token_id if model.unk_token_id is not None else 0,)
+        self._tokenizer = tokenizer
+        self._table = table
+        self._word_ids = {}
+        self._version = f"m2v-{weights_hash(self._model_dir)}+{TEXT_PREP_VERSION}+win{self._window}w"
+        self._ready.set()
+        self.embed(["warm up the model"], "query")
+
+    def _ids(self, words: list[str]) -> list[int]:
+        cache = self._word_ids
+        new = [word for word in dict.fromkeys(words) if word not in cache]
+        if new:
+            if len(cache) > _MAX_CACHED_WORDS:
+                # A workspace's words repeat; a cache this full is mostly one-off strings.
+                cache.clear()
+            for word, encoding in zip(new, self._tokenizer.encode_batch(new, add_special_tokens=False), strict=True):
+                cache[word] = tuple(token for token in encoding.ids if token != self._unknown)
+        ids = [token for word in words for token in cache[word]]
+        return ids or list(self._empty_ids)
+
+    def embed(self, texts: list[str], input_type: InputType) -> np.ndarray:
+        """Queries and documents share one preparation: the model has no instruction prefixes."""
+        if not self._ready.is_set():
+            raise ProviderNotReady("code-static: the model is still loading")
+        if not texts:
+            return np.zeros((0, self._table.shape[1]), dtype=np.float32)
+        table = self._table
+        # One small gather per text: a gather of the whole batch at once would copy
+        # (total tokens x dimensions) floats through memory and is ten times slower.
+        sums = np.stack([table[self._ids(prepare(text, self._window))].sum(axis=0) for text in texts])
+        return normalize_rows(sums)

@@ -23,7 +23,8 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
-	bench-report bench-candidates bench-pipeline bench-pipeline-speed bench-health bench-mcp bench-badinput
+	bench-report bench-candidates bench-pipeline bench-pipeline-speed bench-health bench-mcp bench-badinput \
+	code-static
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
@@ -130,6 +131,12 @@ bench-health: bench-corpus
 
 bench-embed: setup
 	$(VENV)/bin/python -m bench.embed_bench
+
+# The code-static embedding model (issue 16) from the training corpus's train repositories
+# (checked out by `make corpus`): models/code_static/model/ and its log training.json; a few
+# minutes on 2 cores. models/code_static/MODEL_CARD.md explains every step and number.
+code-static: setup
+	$(VENV)/bin/python -m models.code_static.train
 
 # The bad-input suite (issue 10): exactly the tests marked `badinput` across tests/, each case's
 # behaviour and outcome, and the tracebacks seen in any output, into

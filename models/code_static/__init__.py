@@ -1,0 +1,1 @@
+"""The `code-static` embedding model: training (train.py, vocabulary.py), the committed model/ and its card."""

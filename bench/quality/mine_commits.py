@@ -237,30 +237,39 @@ def mine_history(
     """Steps 1-5 of the rule over one repository's history: its commits, each with its gold in the pinned checkout."""
     commits = window_commits(mirror, pinned, pathspecs, window_days, max_commits)
     stats["subjects_kept"] += len(commits)
-    with_changes: list[tuple[Commit, list[FileChange]]] = []
+    with_changes: list[tuple[Commit, list[FileChange], list[bytes]]] = []
     for commit in commits:
-        changes = [c for c in diff_changes(mirror, commit.sha, pathspecs, is_code) if c.changed or c.deletions]
+        try:
+            changes = [c for c in diff_changes(mirror, commit.sha, pathspecs, is_code) if c.changed or c.deletions]
+            if len(changes) <= MAX_SOURCE_FILES:
+                posts = [git_bytes(mirror, "show", f"{commit.sha}:{change.path}") for change in changes]
+        except MirrorError:
+            # A partial snapshot lacks some old blobs: that commit cannot be read, the others can.
+            stats["unreadable_commit"] += 1
+            continue
         if not changes:
             stats["no_source_change"] += 1
         elif len(changes) > MAX_SOURCE_FILES:
             stats["too_many_files"] += 1
         else:
-            with_changes.append((commit, changes))
+            with_changes.append((commit, changes, posts))
     with tempfile.TemporaryDirectory(prefix="mine-") as tmp:
         root = Path(tmp)
         rels = []
-        for commit, changes in with_changes:
-            for change in changes:
+        for commit, changes, posts in with_changes:
+            for change, post_text in zip(changes, posts, strict=True):
                 rel = f"{commit.sha}/{change.path}"
                 target = root / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(git_bytes(mirror, "show", f"{commit.sha}:{change.path}"))
+                target.write_bytes(post_text)
                 rels.append(rel)
         post = extract(root, rels)
-    pinned_paths = sorted({c.path for _, changes in with_changes for c in changes if (pinned_root / c.path).is_file()})
+    pinned_paths = sorted(
+        {c.path for _, changes, _ in with_changes for c in changes if (pinned_root / c.path).is_file()}
+    )
     pinned_symbols = extract(pinned_root, pinned_paths) if pinned_paths else {}
     mined = []
-    for commit, changes in with_changes:
+    for commit, changes, _ in with_changes:
         gold: list[tuple[str, str]] = []
         for change in changes:
             names = touched_symbols(change, post.get(f"{commit.sha}/{change.path}", []))

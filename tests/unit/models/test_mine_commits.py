@@ -69,3 +69,28 @@ def test_a_repository_without_history_has_no_commit_pairs(tmp_path: Path) -> Non
     stats: Counter = Counter()
     assert mine_commits.mine(Repo("someone/retry", "0" * 40, tmp_path), 400, stats) == []
     assert stats["commit_no_history"] == 1
+
+
+def test_a_commit_a_partial_snapshot_cannot_read_is_skipped_not_the_repository(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "a@example.com")
+    git(root, "config", "user.name", "A")
+    budget = "export function spendBudget(left: number): number {\n  return left - 1;\n}\n"
+    commit(root, "chore: initial import", files={"src/retry.ts": RETRY, "src/budget.ts": budget})
+    commit(root, "Honour the server's date header when waiting", {"src/retry.ts": ("* 100", "* 250")})
+    commit(root, "Stop spending when nothing is left over", {"src/budget.ts": ("left - 1", "Math.max(0, left - 1)")})
+    # The snapshot lacks the blob of the second commit's retry.ts, as a partial fetch may.
+    blob = git(root, "rev-parse", "HEAD~1:src/retry.ts").strip()
+    (root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    stats: Counter = Counter()
+
+    pairs = mine_commits.mine(
+        Repo("someone/retry", git(root, "rev-parse", "HEAD").strip(), root, root / ".git"), 400, stats
+    )
+
+    assert [(p.query, p.targets[0].qualified_name) for p in pairs] == [
+        ("Stop spending when nothing is left over", "spendBudget")
+    ]
+    assert stats["commit_unreadable_commit"] == 1

@@ -1,0 +1,170 @@
+"""Validation of `code-static` on held-out corpus repositories: mined queries -> their symbols.
+
+The held-out repositories (`held_out`, one in ten of the manifest's train repositories by a
+hash of the name) give no word to the vocabulary (train.py), so their queries measure what the
+model does on code it never saw. In each repository the candidates are every symbol that any
+of its mined queries answers, embedded as the index embeds a chunk (a `path > name` header,
+`---`, the code, with the mined JSDoc and header comments blanked as the pairs say), and each
+query ranks them by cosine. The same candidates and queries go to MiniLM, the default profile,
+so the numbers compare the two models and nothing else (no BM25, no ranking: the quality
+benchmark measures the product).
+
+Run: .venv/bin/python -m models.code_static.evaluate [--model DIR] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from bench.lib.text import blank_spans
+
+from codecompass.embedding.minilm import MiniLMProvider
+from codecompass.embedding.static import StaticProvider
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+MODELS_DIR = PACKAGE_DIR.parent
+MERGED_PAIRS = MODELS_DIR / "corpus" / "pairs" / "train.jsonl.gz"
+PAIRS_DIR = MODELS_DIR / ".work" / "pairs"
+CHECKOUTS = (MODELS_DIR / ".work" / "corpus", MODELS_DIR / ".work" / "checkouts")
+K = 10
+# One repository in HELD_OUT_MODULUS is held out of the vocabulary for validation.
+HELD_OUT_MODULUS = 10
+
+
+def held_out(github: str) -> bool:
+    """The repository is validation data: a fixed hash rule, so no one chooses which."""
+    return int(hashlib.sha256(github.lower().encode()).hexdigest(), 16) % HELD_OUT_MODULUS == 0
+
+
+def read_pairs(source: Path) -> list[dict]:
+    paths = sorted(source.glob("*.jsonl")) if source.is_dir() else [source]
+    rows = []
+    for path in paths:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as fh:
+            rows.extend(json.loads(line) for line in fh if line.strip())
+    return rows
+
+
+def checkout_of(github: str, roots: tuple[Path, ...]) -> Path | None:
+    for root in roots:
+        folder = root / github.replace("/", "+", 1)
+        if folder.is_dir():
+            return folder
+    return None
+
+
+def target_key(target: dict) -> tuple:
+    return target["path"], target["start_line"], target["end_line"], target["qualified_name"]
+
+
+def repository_task(github: str, pairs: list[dict], checkout: Path) -> tuple[list[str], list[dict]] | None:
+    """(candidate texts, queries with the indices of their answers); None when files are missing."""
+    blanks: dict[str, list] = defaultdict(list)
+    for pair in pairs:
+        for blank in pair.get("blank", []):
+            blanks[blank["path"]].extend(blank["spans"])
+    files: dict[str, list[str]] = {}
+    keys: dict[tuple, int] = {}
+    documents: list[str] = []
+    queries: list[dict] = []
+    for pair in pairs:
+        answers = []
+        for target in pair["targets"]:
+            key = target_key(target)
+            if key not in keys:
+                path = target["path"]
+                if path not in files:
+                    try:
+                        text = (checkout / path).read_text(encoding="utf-8")
+                        spans = sorted({tuple(span) for span in blanks[path]})
+                        files[path] = blank_spans(text, spans).splitlines()
+                    except (OSError, UnicodeDecodeError, ValueError):
+                        files[path] = []
+                lines = files[path][target["start_line"] - 1:target["end_line"]]
+                if not lines:
+                    continue
+                keys[key] = len(documents)
+                documents.append(f"{path} > {target['qualified_name']}\n---\n" + "\n".join(lines))
+            answers.append(keys[key])
+        if answers:
+            queries.append({"query": pair["query"], "rule": pair["rule"], "answers": answers})
+    return (documents, queries) if queries else None
+
+
+def score(provider, documents: list[str], queries: list[dict]) -> list[float]:
+    """Reciprocal rank (0 past K) of each query's best-ranked answer."""
+    docs = provider.embed(documents, "document")
+    asked = provider.embed([q["query"] for q in queries], "query")
+    ranks = np.argsort(-(asked @ docs.T), axis=1)[:, :K]
+    out = []
+    for row, query in zip(ranks, queries, strict=True):
+        hits = [position for position, index in enumerate(row) if index in set(query["answers"])]
+        out.append(1.0 / (hits[0] + 1) if hits else 0.0)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m models.code_static.evaluate", description=__doc__.split("\n")[0])
+    parser.add_argument("--model", type=Path, default=PACKAGE_DIR / "model")
+    parser.add_argument("--pairs", type=Path, default=MERGED_PAIRS if MERGED_PAIRS.exists() else PAIRS_DIR)
+    parser.add_argument("--all-repositories", action="store_true",
+                        help="evaluate every repository with pairs, not only the held-out ones (development)")
+    parser.add_argument("--no-minilm", action="store_true", help="skip the MiniLM baseline (slow: ~20-60 texts/s)")
+    parser.add_argument("--json", type=Path, help="write the numbers here")
+    args = parser.parse_args(argv)
+
+    by_repo: dict[str, list[dict]] = defaultdict(list)
+    for pair in read_pairs(args.pairs):
+        if args.all_repositories or held_out(pair["repo"]):
+            by_repo[pair["repo"]].append(pair)
+    tasks = {}
+    for github, pairs in sorted(by_repo.items()):
+        checkout = checkout_of(github, CHECKOUTS)
+        task = repository_task(github, pairs, checkout) if checkout else None
+        if task:
+            tasks[github] = task
+    if not tasks:
+        print(f"no held-out repository with pairs and a checkout ({args.pairs})", file=sys.stderr)
+        return 1
+
+    providers = {"code-static": StaticProvider(model_dir=args.model)}
+    if not args.no_minilm:
+        providers["minilm"] = MiniLMProvider()
+    results: dict[str, dict] = {}
+    for name, provider in providers.items():
+        provider.warmup()
+        started = time.monotonic()
+        by_rule: dict[str, list[float]] = defaultdict(list)
+        for documents, queries in tasks.values():
+            for query, rr in zip(queries, score(provider, documents, queries), strict=True):
+                by_rule[query["rule"]].append(rr)
+                by_rule["all"].append(rr)
+        results[name] = {"seconds": round(time.monotonic() - started, 1),
+                         "mrr@10": {rule: round(float(np.mean(v)), 4) for rule, v in sorted(by_rule.items())},
+                         "queries": {rule: len(v) for rule, v in sorted(by_rule.items())},
+                         "model_version": provider.info().model_version}
+    documents = sum(len(d) for d, _ in tasks.values())
+    print(f"## code-static validation: {len(tasks)} repositories, {documents} candidate symbols\n")
+    rules = sorted(next(iter(results.values()))["queries"])
+    print("| rule | queries | " + " | ".join(f"{name} MRR@10" for name in results) + " |")
+    print("|---|---:|" + "---:|" * len(results))
+    for rule in rules:
+        cells = " | ".join(f"{results[name]['mrr@10'][rule]:.3f}" for name in results)
+        print(f"| {rule} | {next(iter(results.values()))['queries'][rule]} | {cells} |")
+    if args.json:
+        args.json.write_text(json.dumps({"repositories": sorted(tasks), "candidates": documents, "models": results},
+                                        indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

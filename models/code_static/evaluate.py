@@ -1,6 +1,6 @@
 """Validation of `code-static` on held-out corpus repositories: mined queries -> their symbols.
 
-The held-out repositories (`held_out`, one in ten of the manifest's train repositories by a
+The held-out repositories (vocabulary.held_out, one in ten of the manifest's train repositories by a
 hash of the name) give no word to the vocabulary (train.py), so their queries measure what the
 model does on code it never saw. In each repository the candidates are every symbol that any
 of its mined queries answers, embedded as the index embeds a chunk (a `path > name` header,
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import sys
 import time
@@ -28,6 +27,7 @@ from bench.lib.text import blank_spans
 
 from codecompass.embedding.minilm import MiniLMProvider
 from codecompass.embedding.static import StaticProvider
+from models.code_static.vocabulary import held_out
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 MODELS_DIR = PACKAGE_DIR.parent
@@ -35,13 +35,6 @@ MERGED_PAIRS = MODELS_DIR / "corpus" / "pairs" / "train.jsonl.gz"
 PAIRS_DIR = MODELS_DIR / ".work" / "pairs"
 CHECKOUTS = (MODELS_DIR / ".work" / "corpus", MODELS_DIR / ".work" / "checkouts")
 K = 10
-# One repository in HELD_OUT_MODULUS is held out of the vocabulary for validation.
-HELD_OUT_MODULUS = 10
-
-
-def held_out(github: str) -> bool:
-    """The repository is validation data: a fixed hash rule, so no one chooses which."""
-    return int(hashlib.sha256(github.lower().encode()).hexdigest(), 16) % HELD_OUT_MODULUS == 0
 
 
 def read_pairs(source: Path) -> list[dict]:

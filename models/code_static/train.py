@@ -3,7 +3,8 @@
 One seeded, logged run from pinned inputs to the committed artifact:
 
 1. the train repositories of models/corpus/manifest.json, checked out at their pinned commits
-   under models/.work/corpus/<owner>+<name>/ (`make corpus`); or, while developing, folders
+   under models/.work/corpus/<owner>+<name>/ (`make corpus`), less the one in ten held out for
+   validation (vocabulary.held_out, evaluate.py); or, while developing, folders
    named with --vocab-source (the output then goes under models/.work/, never to the
    committed folder);
 2. the code-aware vocabulary (vocabulary.py): identifier parts as the index splits them,
@@ -49,9 +50,14 @@ log = logging.getLogger("models.code_static.train")
 
 
 def train_repositories(manifest_path: Path, corpus_dir: Path) -> list[dict]:
-    """The manifest's train repositories, each with its checkout folder; a missing checkout is an error."""
+    """The manifest's train repositories less the held-out ones, each with its checkout folder.
+
+    A missing checkout is an error: a vocabulary silently counted over part of the corpus would
+    not be the one the manifest pins.
+    """
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    repos = [r for r in manifest.get("repositories", []) if r.get("split") == "train"]
+    repos = [r for r in manifest.get("repositories", [])
+             if r.get("split") == "train" and not vocabulary.held_out(r["github"])]
     if not repos:
         raise SystemExit(f"{manifest_path}: no train repositories")
     missing = []

@@ -8,7 +8,8 @@ same commit gives the same bytes on any machine.
 
 Mirrors live in $BENCH_MIRRORS (default bench/.mirrors/, gitignored), one per repository,
 either `<owner>+<name>.git` (`git clone --mirror`, what `ensure_mirror` makes when one is
-missing) or `<owner>+<name>/repo` (a bare repository fetched by other tooling). The same
+missing) or `<owner>+<name>/repo` (a bare repository fetched by other tooling, or a clone
+whose git directory is `repo/.git`). The same
 mirrors serve bench/quality/mine_commits.py, which reads their history.
 """
 
@@ -40,7 +41,8 @@ def mirror_candidates(github: str, base: Path | None = None) -> list[Path]:
     """Where the mirror of `owner/name` may be, in the order looked at."""
     base = base or mirrors_dir()
     stem = github.replace("/", "+")
-    return [base / f"{stem}.git", base / stem / "repo"]
+    # A fetched snapshot is a bare repository, or now and then a clone with its git directory inside.
+    return [base / f"{stem}.git", base / stem / "repo", base / stem / "repo" / ".git"]
 
 
 def _last_line(stderr: str) -> str:

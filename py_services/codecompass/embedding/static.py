@@ -119,6 +119,12 @@ class StaticProvider:
         self._ready.set()
         self.embed(["warm up the model"], "query")
 
+    def token_ids(self, text: str) -> list[int]:
+        """The model's token ids for `text`, as `embed` sees them (also what training feeds the model)."""
+        if not self._ready.is_set():
+            raise ProviderNotReady("code-static: the model is still loading")
+        return self._ids(prepare(text, self._window))
+
     def _ids(self, words: list[str]) -> list[int]:
         cache = self._word_ids
         new = [word for word in dict.fromkeys(words) if word not in cache]
@@ -140,5 +146,5 @@ class StaticProvider:
         table = self._table
         # One small gather per text: a gather of the whole batch at once would copy
         # (total tokens x dimensions) floats through memory and is ten times slower.
-        sums = np.stack([table[self._ids(prepare(text, self._window))].sum(axis=0) for text in texts])
+        sums = np.stack([table[self.token_ids(text)].sum(axis=0) for text in texts])
         return normalize_rows(sums)

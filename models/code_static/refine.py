@@ -1,0 +1,148 @@
+"""Refinement of the distilled static model on corpus text: tokenlearn's method, on our tokenization.
+
+Distillation gives each token the teacher's vector for that token alone. Tokenlearn (MinishLab,
+MIT) then trains the token vectors so that the mean over a text's tokens predicts the teacher's
+vector for the whole text: the targets are the teacher's text vectors reduced by PCA to the
+student's dimensions, the student is the token table (rows normalised, their norms a learned
+per-token weight), the mean of the weighted rows and a linear layer, trained with MSE and
+stopped early on a held-out tenth of the texts; the weighted rows are the new model, the linear
+layer is dropped.
+
+We follow `tokenlearn.pretrain` step for step rather than install it: tokenlearn requires
+model2vec[distill], whose transformers<5.4 cap would downgrade the transformers this project
+runs on. Two things differ on purpose: texts are tokenized by `StaticProvider.token_ids`, so the
+model trains on exactly the words it is served (identifier parts, header-first window); and the
+teacher is the MiniLM profile itself, which embeds a text exactly as the index does.
+
+Texts: windows of TS/JS source from the training repositories, shaped like the index's chunks
+(`path` header, `---`, code). The teacher embeds ~20-60 of them a second on two cores, so the
+CPU config uses a few thousand; the features are cached under models/.work/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from models.code_static import vocabulary
+
+log = logging.getLogger("models.code_static.refine")
+
+# Lines per text: about one function, the size of a typical chunk.
+WINDOW_LINES = 30
+VALIDATION_SHARE = 0.1
+BATCH_SIZE = 256
+LEARNING_RATE = 1e-3
+PATIENCE = 5
+MAX_EPOCHS = 200
+
+
+def corpus_texts(roots: Iterable[Path], count: int, seed: int) -> list[str]:
+    """`count` chunk-shaped texts sampled (seeded) from the TS/JS files of `roots`."""
+    windows: list[str] = []
+    for root in roots:
+        for path in vocabulary.source_files(root):
+            if not vocabulary.file_words(path):
+                continue  # too large or minified: no one's code
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            relative = f"{vocabulary.source_name(root)}/{path.relative_to(root)}"
+            for start in range(0, len(lines), WINDOW_LINES):
+                body = "\n".join(lines[start:start + WINDOW_LINES])
+                if body.strip():
+                    windows.append(f"{relative}\n---\n{body}")
+    random.Random(seed).shuffle(windows)
+    return windows[:count]
+
+
+def featurize(texts: list[str], cache_dir: Path) -> np.ndarray:
+    """The teacher's (MiniLM profile's) document vectors for `texts`, cached by their content."""
+    from codecompass.embedding.minilm import MiniLMProvider
+
+    digest = hashlib.sha256("\0".join(texts).encode()).hexdigest()[:16]
+    cache = cache_dir / f"teacher-{digest}.npy"
+    if cache.is_file():
+        return np.load(cache)
+    teacher = MiniLMProvider()
+    teacher.warmup()
+    vectors = np.concatenate([teacher.embed(texts[i:i + 64], "document") for i in range(0, len(texts), 64)])
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    np.save(cache, vectors)
+    return vectors
+
+
+def _pca(targets: np.ndarray, dims: int) -> np.ndarray:
+    centred = targets - targets.mean(axis=0)
+    _, _, components = np.linalg.svd(centred, full_matrices=False)
+    return centred @ components[:dims].T
+
+
+def refine(table: np.ndarray, pad_id: int, token_ids: list[list[int]], targets: np.ndarray,
+           seed: int) -> tuple[np.ndarray, dict]:
+    """New token vectors (same shape as `table`) and the training's log (losses, epochs)."""
+    import torch
+    from torch import nn
+    from torch.nn.utils.rnn import pad_sequence
+
+    torch.manual_seed(seed)
+    targets = _pca(targets.astype(np.float64), table.shape[1]).astype(np.float32)
+    order = np.random.default_rng(seed).permutation(len(token_ids))
+    n_val = max(1, int(len(order) * VALIDATION_SHARE))
+    val_index, train_index = order[:n_val], order[n_val:]
+
+    vectors = torch.from_numpy(table.astype(np.float32))
+    norms = vectors.norm(dim=1).clamp_min(1e-12)
+    embeddings = nn.Embedding.from_pretrained(vectors / norms[:, None], freeze=False, padding_idx=pad_id)
+    weights = nn.Parameter(norms.clone())
+    with torch.no_grad():
+        weights[pad_id] = 0
+    head = nn.Linear(table.shape[1], targets.shape[1])
+    optimizer = torch.optim.AdamW([embeddings.weight, weights, *head.parameters()], lr=LEARNING_RATE)
+
+    def pooled(ids: torch.Tensor) -> torch.Tensor:
+        mask = (ids != pad_id).float()
+        w = weights[ids] * mask
+        return torch.bmm(w[:, None, :], embeddings(ids)).squeeze(1) / (mask.sum(1, keepdim=True) + 1e-16)
+
+    def batch(indices) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = pad_sequence([torch.tensor(token_ids[i] or [pad_id]) for i in indices], batch_first=True,
+                           padding_value=pad_id)
+        return ids, torch.from_numpy(targets[indices])
+
+    def validation_loss() -> float:
+        with torch.no_grad():
+            losses = [nn.functional.mse_loss(head(pooled(x)), y).item() * len(y)
+                      for x, y in (batch(val_index[i:i + BATCH_SIZE]) for i in range(0, n_val, BATCH_SIZE))]
+        return sum(losses) / n_val
+
+    best = validation_loss()
+    start_loss, best_state, waited, epochs = best, None, 0, 0
+    rng = np.random.default_rng(seed + 1)
+    for epochs in range(1, MAX_EPOCHS + 1):
+        shuffled = rng.permutation(train_index)
+        for i in range(0, len(shuffled), BATCH_SIZE):
+            x, y = batch(shuffled[i:i + BATCH_SIZE])
+            optimizer.zero_grad()
+            nn.functional.mse_loss(head(pooled(x)), y).backward()
+            optimizer.step()
+        loss = validation_loss()
+        if best - loss > 1e-4:
+            best, waited = loss, 0
+            best_state = (embeddings.weight.detach().clone(), weights.detach().clone())
+        else:
+            waited += 1
+            if waited >= PATIENCE:
+                break
+    if best_state is None:
+        log.info("refinement did not lower the validation loss (%.4f); keeping the distilled vectors", start_loss)
+        return table, {"epochs": epochs, "validation_mse_start": start_loss, "validation_mse_best": best,
+                       "improved": False}
+    rows, row_weights = best_state
+    log.info("refined over %d epochs: validation MSE %.4f -> %.4f", epochs, start_loss, best)
+    new_table = (rows * row_weights[:, None]).numpy()
+    return new_table, {"epochs": epochs, "validation_mse_start": round(start_loss, 5),
+                       "validation_mse_best": round(best, 5), "improved": True}

@@ -41,6 +41,7 @@ import random
 import subprocess
 import tempfile
 from collections import Counter, defaultdict
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -108,11 +109,14 @@ def target_of(path: str, symbol: dict) -> Target:
     return Target(path, symbol["qualified_name"], symbol["start_line"], symbol["end_line"])
 
 
-def jsdoc_queries(records: list[dict], texts: dict[str, str]) -> list[Candidate]:
+def jsdoc_queries(
+    records: list[dict], texts: dict[str, str], kinds: Collection[str] = FUNCTION_KINDS
+) -> list[Candidate]:
+    """`kinds`: the symbol kinds a JSDoc query may target (the bench: functions; the training corpus: more)."""
     found: list[tuple[str, Target, dict]] = []
     for record in records:
         for symbol in record["symbols"]:
-            if symbol["kind"] not in FUNCTION_KINDS or not symbol["has_body"] or not symbol["jsdoc"]:
+            if symbol["kind"] not in kinds or not symbol["has_body"] or not symbol["jsdoc"]:
                 continue
             sentence = first_sentence(symbol["jsdoc"])
             if not MIN_QUERY_WORDS <= len(words(sentence)) <= MAX_QUERY_WORDS or leaks_name(sentence, symbol["name"]):

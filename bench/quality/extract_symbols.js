@@ -256,6 +256,6 @@ function main() {
   }
 }
 
-module.exports = { ts, extract, scriptKind, toCodePointOffsets, SOURCE_EXT, DECLARATION_FILE };
+module.exports = { ts, extract, jsdocDescription, ownJsdocSpans, scriptKind, toCodePointOffsets, SOURCE_EXT, DECLARATION_FILE };
 
 if (require.main === module) main();

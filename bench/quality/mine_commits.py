@@ -133,16 +133,19 @@ class FileChange:
 
 
 def window_commits(
-    mirror: Path, pinned: str, pathspecs: Sequence[str], window_days: int, max_commits: int
+    mirror: Path, pinned: str, pathspecs: Sequence[str], window_days: int | None, max_commits: int
 ) -> list[Commit]:
-    tag_time = int(git(mirror, "log", "-1", "--format=%ct", pinned).strip())
-    since = tag_time - window_days * 86400
+    """Window None: the whole history (the training corpus; the bench keeps its window for relevance)."""
+    since = []
+    if window_days is not None:
+        tag_time = int(git(mirror, "log", "-1", "--format=%ct", pinned).strip())
+        since = [f"--since={tag_time - window_days * 86400}"]
     out = git(
         mirror,
         "log",
         "--no-merges",
         f"--max-count={max_commits}",
-        f"--since={since}",
+        *since,
         "--format=%H%x1f%cI%x1f%s",
         pinned,
         "--",
@@ -230,7 +233,7 @@ def mine_history(
     pinned_root: Path,
     pathspecs: Sequence[str],
     is_code: Callable[[str], bool],
-    window_days: int,
+    window_days: int | None,
     max_commits: int,
     stats: Counter,
 ) -> list[MinedCommit]:

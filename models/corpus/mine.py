@@ -14,6 +14,7 @@ start_line, end_line}], blank [{path, spans: [[start, end], ...]}] (code-point o
 the pinned file before it is a document), source (the rule's provenance).
 
 Run: .venv/bin/python -m models.corpus.mine [--repos owner/name[@commit] ...] [--cap 400]
+     [--cap-per-symbol 0.1] [--window-days N] [--max-commits 3000]
      (no --repos: every repository of models/corpus/manifest.json)
 """
 
@@ -35,7 +36,7 @@ from bench.corpus.policy import off_limits
 from bench.quality.build_queries import extract
 
 from models.corpus import mine_commits, mine_errors, mine_headers, mine_jsdoc, mine_tests
-from models.corpus.pairs import DEFAULT_CAP, Repo, repository_files, scan
+from models.corpus.pairs import CAP_PER_SYMBOL, DEFAULT_CAP, Repo, repo_cap, repository_files, scan
 
 MODELS_DIR = Path(__file__).resolve().parent.parent
 WORK_DIR = MODELS_DIR / ".work"
@@ -84,18 +85,28 @@ def prepare(github: str, commit: str | None) -> Repo:
     return Repo(github, commit, root, mirror)
 
 
-def mine_repo(repo: Repo, rules: tuple[str, ...], cap: int, max_commits: int) -> tuple[list[dict], Counter]:
+def mine_repo(
+    repo: Repo,
+    rules: tuple[str, ...],
+    cap_floor: int,
+    max_commits: int,
+    *,
+    cap_per_symbol: float = CAP_PER_SYMBOL,
+    window_days: int | None = mine_commits.DEFAULT_WINDOW_DAYS,
+) -> tuple[list[dict], Counter]:
     stats: Counter = Counter()
     sources, tests = repository_files(repo.root)
     stats["source_files"], stats["test_files"] = len(sources), len(tests)
     records = extract(repo.root, sources) if sources else []
+    stats["symbols"] = sum(len(record["symbols"]) for record in records)
+    cap = stats["cap"] = repo_cap(stats["symbols"], cap_floor, cap_per_symbol)
     texts = {r["path"]: (repo.root / r["path"]).read_text(encoding="utf-8", errors="replace") for r in records}
     texts = {path: text.removeprefix("\ufeff") for path, text in texts.items()}
-    scanned = scan(repo.root, sources, tests) if {"test", "header"} & set(rules) and sources else []
+    scanned = scan(repo.root, sources, tests) if {"test", "header", "jsdoc"} & set(rules) and sources else []
     seed = repo.github
     by_rule = {
-        "commit": lambda: mine_commits.mine(repo, cap, stats, max_commits=max_commits),
-        "jsdoc": lambda: mine_jsdoc.mine(records, texts, cap, f"{seed}:jsdoc", stats),
+        "commit": lambda: mine_commits.mine(repo, cap, stats, window_days, max_commits),
+        "jsdoc": lambda: mine_jsdoc.mine(records, texts, scanned, cap, f"{seed}:jsdoc", stats),
         "test": lambda: mine_tests.mine(scanned, cap, f"{seed}:test", stats),
         "header": lambda: mine_headers.mine(scanned, records, cap, f"{seed}:header", stats),
         "error": lambda: mine_errors.mine(records, cap, f"{seed}:error", stats),
@@ -144,8 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repos", nargs="*", metavar="OWNER/NAME[@COMMIT]", help="default: the manifest's")
     parser.add_argument("--rules", nargs="*", choices=RULES, default=list(RULES))
-    parser.add_argument("--cap", type=int, default=DEFAULT_CAP, help="most pairs per rule per repository")
+    parser.add_argument("--cap", type=int, default=DEFAULT_CAP, help="per-rule cap of the smallest repositories")
+    parser.add_argument(
+        "--cap-per-symbol", type=float, default=CAP_PER_SYMBOL, help="per-rule cap per named non-test symbol"
+    )
     parser.add_argument("--max-commits", type=int, default=mine_commits.DEFAULT_MAX_COMMITS)
+    parser.add_argument(
+        "--window-days", type=int, default=mine_commits.DEFAULT_WINDOW_DAYS, help="commit window (default: all)"
+    )
     parser.add_argument("--mirrors", type=Path, help=f"folder of git mirrors (default ${MIRRORS_ENV})")
     parser.add_argument("--out", type=Path, default=MERGED_PATH)
     args = parser.parse_args(argv)
@@ -161,7 +178,14 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         try:
             repo = prepare(github, commit)
-            rows, stats = mine_repo(repo, tuple(args.rules), args.cap, args.max_commits)
+            rows, stats = mine_repo(
+                repo,
+                tuple(args.rules),
+                args.cap,
+                args.max_commits,
+                cap_per_symbol=args.cap_per_symbol,
+                window_days=args.window_days,
+            )
         except (MineError, MirrorError) as err:
             print(f"{github}: skipped: {err}", file=sys.stderr)
             failed += 1

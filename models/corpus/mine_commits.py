@@ -1,14 +1,18 @@
 """Commit subjects -> the symbols the commit touched: the benchmark's `nl` rule, at scale.
 
 The rule is bench/quality/mine_commits.py's, word for word (its steps 1-5 run here through
-`mine_history`): non-merge commits reachable from the pinned commit within --window-days and
---max-commits; conventional prefixes and PR references stripped, generic subjects dropped
-(release, version bump, merge, revert, docs, chore, typo, lint, dependencies, < 4 words);
-commits touching more than six code files dropped; each changed line goes to the innermost
-named symbol containing it; 1..3 symbols per commit; targets are those symbols as they stand
-at the pinned commit. The corpus differs only in what counts as code (every non-test source
-file of the repository, models/corpus/pairs.py is_train_file, as a user's clone has it, not
-an npm package's folders) and in dropping subjects that name a target (the bench tags them).
+`mine_history`): non-merge commits reachable from the pinned commit, the newest --max-commits;
+conventional prefixes and PR references stripped, generic subjects dropped (release, version
+bump, merge, revert, docs, chore, typo, lint, dependencies, < 4 words); commits touching more
+than six code files dropped; each changed line goes to the innermost named symbol containing
+it; 1..3 symbols per commit; targets are those symbols as they stand at the pinned commit
+(same path, same qualified name; a commit none of whose symbols survive is dropped).
+The corpus differs in what counts as code (every non-test source file of the repository,
+models/corpus/pairs.py is_train_file, as a user's clone has it, not an npm package's folders),
+in dropping subjects that name a target (the bench tags them), and in its window: the whole
+history by default (--window-days restores one). The bench's five-year window keeps its few
+queries near the pinned code; training needs the volume, and the pinned-target check already
+keeps only answers that exist in the code a user has.
 Nothing is blanked: a commit subject is not in the code. Newest commits are kept first.
 """
 
@@ -17,12 +21,14 @@ from __future__ import annotations
 from collections import Counter
 
 from bench.quality.build_queries import Target
-from bench.quality.mine_commits import DEFAULT_MAX_COMMITS, DEFAULT_WINDOW_DAYS, GOLD_RULE, mine_history
+from bench.quality.mine_commits import DEFAULT_MAX_COMMITS, GOLD_RULE, mine_history
 
 from codecompass.common.testcode import is_test_path
 from models.corpus.pairs import Pair, Repo, finalize, is_train_file, leaks_any
 
 RULE = "commit"
+# None: the whole history reachable from the pinned commit.
+DEFAULT_WINDOW_DAYS: int | None = None
 
 
 def is_code(rel: str) -> bool:
@@ -33,7 +39,7 @@ def mine(
     repo: Repo,
     cap: int,
     stats: Counter,
-    window_days: int = DEFAULT_WINDOW_DAYS,
+    window_days: int | None = DEFAULT_WINDOW_DAYS,
     max_commits: int = DEFAULT_MAX_COMMITS,
 ) -> list[Pair]:
     if repo.mirror is None:

@@ -7,7 +7,13 @@ argument is a string literal and whose last argument is a function, nested in an
 over the whole repository (imports followed to the declaration, CommonJS `require` included);
 where the compiler cannot follow an import (a package importing itself by name), a callee bound
 to an import of the repository's own code resolves by name. A call resolves when it lands on
-exactly one named symbol of the repository's non-test code.
+exactly one named symbol of the repository's non-test code. `new F()` calls F's constructor, so its target is
+that constructor; a class with no constructor of its own is the target only when it is small
+(SMALL_CLASS_LINES in extract_tests.js), as constructing a 2,700-line class says nothing about
+which of its members a test is about. Calls of test helpers (callees declared in files the
+product counts as test code, codecompass.common.testcode, as models/corpus/pairs.py sorts
+them) are neither targets nor a reason to drop the test: `expectParsed(...)` from
+test/helpers.js is how the test checks, not what it checks.
 
 Kept: tests with 1..3 resolved symbols (more is an integration test with no clear answer), no
 call that lands on several symbols and no call into the repository's code that lands on no named
@@ -36,6 +42,8 @@ def mine(scanned: list[dict], cap: int, seed: str, stats: Counter) -> list[Pair]
         if case["type"] != "test":
             continue
         stats["test_cases"] += 1
+        stats["test_helper_calls_ignored"] += len(case["helpers"])
+        stats["test_large_class_constructions_ignored"] += len(case["large_classes"])
         if case["ambiguous"] or case["unnamed"]:
             stats["test_ambiguous_call" if case["ambiguous"] else "test_unnamed_call"] += 1
             continue

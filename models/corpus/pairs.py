@@ -13,8 +13,10 @@ bench/lib/text.py are the one home of the JSDoc, commit-subject and leak rules):
 - duplicates: one query text (case-folded) for several different answers in a repository has
   no single right answer and is dropped; the same text for the same answer is kept once;
 - caps: at most PER_TARGET_CAP queries for one answer (micromatch has 1,500 tests of
-  `isMatch`) and at most `cap` per rule per repository (default DEFAULT_CAP), so no
-  repository and no function dominates. Which ones are kept is seeded per repository and
+  `isMatch`) and at most `cap` per rule per repository, so no repository and no function
+  dominates. The per-rule cap grows with the repository (repo_cap: CAP_PER_SYMBOL per named
+  non-test symbol, never below DEFAULT_CAP): a repository of 20,000 symbols has more to
+  ask about than one of 200, but not a hundred times more voice. Which ones are kept is seeded per repository and
   rule, or newest first where the rule has an order (commits).
 
 Targets are named the way the analysis service names chunks (bench/quality/extract_symbols.js
@@ -45,6 +47,7 @@ SCANNER = HERE / "extract_tests.js"
 MAX_WORDS = MAX_QUERY_WORDS
 PER_TARGET_CAP = 5
 DEFAULT_CAP = 400
+CAP_PER_SYMBOL = 0.1
 # Not the repository's own code: installed, built, vendored or minified.
 SKIPPED_DIRS = frozenset({"node_modules", "dist", "build", "coverage", "vendor", ".git", "out", ".next"})
 MAX_SOURCE_BYTES = 512 * 1024
@@ -82,6 +85,11 @@ class Pair:
             "blank": self.blank,
             "source": self.source,
         }
+
+
+def repo_cap(symbols: int, floor: int = DEFAULT_CAP, per_symbol: float = CAP_PER_SYMBOL) -> int:
+    """Most pairs of one rule in a repository of `symbols` named non-test symbols."""
+    return max(floor, round(per_symbol * symbols))
 
 
 def is_train_file(rel: str) -> bool:

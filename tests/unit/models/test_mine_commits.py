@@ -6,6 +6,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from models.corpus import mine_commits
 from models.corpus.pairs import Repo
 
@@ -94,3 +95,36 @@ def test_a_commit_a_partial_snapshot_cannot_read_is_skipped_not_the_repository(t
         ("Stop spending when nothing is left over", "spendBudget")
     ]
     assert stats["commit_unreadable_commit"] == 1
+
+
+def test_the_whole_history_is_mined_by_default_and_targets_must_exist_at_the_pinned_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "a@example.com")
+    git(root, "config", "user.name", "A")
+    old = "export function legacyDelay(attempt: number): number {\n  return attempt;\n}\n"
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2012-03-01T12:00:00Z")
+    commit(root, "chore: initial import", files={"src/retry.ts": RETRY, "src/legacy.ts": old})
+    commit(root, "Honour the server's date header when waiting", {"src/retry.ts": ("* 100", "* 250")})
+    commit(root, "Wait longer between the first attempts", {"src/legacy.ts": ("return attempt", "return 2 * attempt")})
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2024-03-01T12:00:00Z")
+    commit(root, "Stop retrying once the budget is spent", {"src/retry.ts": ("< 3", "< 4")})
+    (root / "src/legacy.ts").unlink()
+    commit(root, "Drop the old delay schedule nobody calls", files={})
+    head = git(root, "rev-parse", "HEAD").strip()
+    repo = Repo("someone/retry", head, root, root / ".git")
+
+    stats: Counter = Counter()
+    everything = mine_commits.mine(repo, 400, stats)
+    windowed = mine_commits.mine(repo, 400, Counter(), window_days=5 * 365)
+
+    # Twelve years back still pairs, as long as the symbol is still there: legacyDelay is gone.
+    assert [(p.query, p.targets[0].qualified_name) for p in everything] == [
+        ("Stop retrying once the budget is spent", "shouldRetry"),
+        ("Honour the server's date header when waiting", "computeDelay"),
+    ]
+    assert stats["commit_gold_gone_in_pinned"] == 1
+    assert [p.query for p in windowed] == ["Stop retrying once the budget is spent"]

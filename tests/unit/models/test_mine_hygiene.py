@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from bench.quality.build_queries import Target
 from models.corpus import mine
-from models.corpus.pairs import PER_TARGET_CAP, Pair, finalize, prose_words, well_sized
+from models.corpus.pairs import DEFAULT_CAP, PER_TARGET_CAP, Pair, finalize, prose_words, repo_cap, well_sized
 
 
 def pair(query: str, name: str) -> Pair:
@@ -61,3 +61,10 @@ def test_excluded_repositories_are_never_mined(github: str, reason: str, tmp_pat
 def test_a_malformed_repository_name_is_one_line(capsys) -> None:
     assert mine.main(["--repos", "not-a-repo"]) == 2
     assert capsys.readouterr().err.strip() == "mine: 'not-a-repo' is not owner/name[@commit]"
+
+
+def test_the_per_rule_cap_grows_with_the_repository_above_a_floor() -> None:
+    assert repo_cap(150) == DEFAULT_CAP == 400
+    assert repo_cap(4_000) == 400
+    assert repo_cap(20_000) == 2_000
+    assert repo_cap(20_000, floor=100, per_symbol=0.02) == 400

@@ -1,0 +1,150 @@
+"""What the test-title and JSDoc rules take as a target, on one small synthetic repository.
+
+Test titles: `new F()` is F's constructor (a large class without one is no answer), and test
+helpers are neither answers nor a reason to drop the test. JSDoc: classes, and the exported
+module-scope constants, interfaces and types the analysis service chunks, besides functions;
+never a private constant's note, never a tags-only JSDoc.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from models.corpus.mine import mine_repo
+from models.corpus.pairs import Repo
+
+LARGE_CLASS_BODY = "\n".join(f"  option{i}(): number {{\n    return {i};\n  }}" for i in range(25))
+
+TREE = {
+    "src/command.ts": f"""export class Command {{
+  parse(argv: string[]): string[] {{
+    return argv.slice(2);
+  }}
+{LARGE_CLASS_BODY}
+}}
+
+export class Point {{
+  x = 0;
+  y = 0;
+}}
+
+export class Grammar {{
+  rules: string[];
+  constructor(rules: string[]) {{
+    this.rules = rules;
+  }}
+}}
+""",
+    "src/settings.ts": """/** The values every program starts with before its flags override them. */
+export const defaultSettings = {
+  verbose: false,
+  colour: true,
+};
+
+/** Bookkeeping of the option table during a single reading of the arguments. */
+const table = new Map<string, string>();
+
+/** Where a flag came from when the arguments were read. */
+export interface FlagOrigin {
+  source: string;
+}
+
+/**
+ * @param name the flag
+ * @returns its value
+ */
+export function flagValue(name: string): string {
+  return table.get(name) ?? name;
+}
+
+/** A terminal application with its flags and its subcommands, ready to run. */
+export class Program {
+  run(): void {}
+}
+""",
+    "src/limits.js": """/** The largest sizes a request body may reach before it is refused. */
+const LIMITS = { body: 1024 };
+
+module.exports = { LIMITS };
+""",
+    "test/helpers.ts": """import { Command } from '../src/command';
+
+export function expectParsed(program: Command, argv: string[]): void {
+  if (program.parse(argv).length === 0) throw new Error('nothing parsed');
+}
+""",
+    "test/cli.test.ts": """import { Command, Point, Grammar } from '../src/command';
+import { expectParsed } from './helpers';
+
+it('reads the flags given after the script name', () => {
+  const program = new Command();
+  program.parse(['node', 'script', '--verbose']);
+  expectParsed(program, ['node', 'script', '-v']);
+});
+
+it('keeps both coordinates of a location', () => {
+  new Point();
+});
+
+it('builds a table from the rule list it was given', () => {
+  new Grammar(['a']);
+});
+
+it('starts a program that nobody configured at all', () => {
+  new Command();
+});
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict], Counter]:
+    root = tmp_path_factory.mktemp("repo")
+    for rel, text in TREE.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    rows, stats = mine_repo(Repo("someone/cli", "0" * 40, root), ("jsdoc", "test"), 400, 10)
+    return root, rows, stats
+
+
+def targets(rows: list[dict], rule: str) -> dict[str, list[tuple[str, str]]]:
+    return {
+        row["query"]: [(t["path"], t["qualified_name"]) for t in row["targets"]] for row in rows if row["rule"] == rule
+    }
+
+
+def test_constructing_a_class_targets_its_constructor_or_a_small_class_never_a_large_one(mined) -> None:
+    _, rows, stats = mined
+    assert targets(rows, "test") == {
+        # The helper from test/helpers.ts and the 80-line class are not answers; the parse is.
+        "reads the flags given after the script name": [("src/command.ts", "Command.parse")],
+        "keeps both coordinates of a location": [("src/command.ts", "Point")],
+        "builds a table from the rule list it was given": [("src/command.ts", "Grammar.constructor")],
+    }
+    # 'starts a program that nobody configured at all' constructs only the large class: no answer.
+    assert stats["test_no_call"] == 1
+    assert stats["test_large_class_constructions_ignored"] == 2
+    assert stats["test_helper_calls_ignored"] == 1
+
+
+def test_jsdoc_of_exported_constants_interfaces_and_classes_pairs_with_their_chunks(mined) -> None:
+    root, rows, stats = mined
+    jsdoc = {row["query"]: row for row in rows if row["rule"] == "jsdoc"}
+    assert {query: [(t["path"], t["qualified_name"], t["start_line"], t["end_line"]) for t in row["targets"]]
+            for query, row in jsdoc.items()} == {
+        "The values every program starts with before its flags override them.": [
+            ("src/settings.ts", "defaultSettings", 2, 5)
+        ],
+        "Where a flag came from when the arguments were read.": [("src/settings.ts", "FlagOrigin", 11, 13)],
+        "A terminal application with its flags and its subcommands, ready to run.": [("src/settings.ts", "Program", 24, 26)],
+        "The largest sizes a request body may reach before it is refused.": [("src/limits.js", "LIMITS", 2, 2)],
+    }  # fmt: skip
+    # Not the private `table`'s note, not flagValue's tags-only JSDoc.
+    row = jsdoc["The values every program starts with before its flags override them."]
+    text = (root / "src/settings.ts").read_text(encoding="utf-8")
+    assert [text[a:b] for a, b in row["blank"][0]["spans"]] == [
+        "/** The values every program starts with before its flags override them. */"
+    ]
+    assert (stats["jsdoc_kind_variable"], stats["jsdoc_kind_interface"], stats["jsdoc_kind_class"]) == (2, 1, 1)

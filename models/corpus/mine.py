@@ -14,7 +14,7 @@ start_line, end_line}], blank [{path, spans: [[start, end], ...]}] (code-point o
 the pinned file before it is a document), source (the rule's provenance).
 
 Run: .venv/bin/python -m models.corpus.mine [--repos owner/name[@commit] ...] [--cap 400]
-     [--cap-per-symbol 0.1] [--window-days N] [--max-commits 3000]
+     [--cap-per-symbol 0.1] [--window-days N] [--max-commits 3000] [--jobs 2]
      (no --repos: every repository of models/corpus/manifest.json)
 """
 
@@ -25,9 +25,11 @@ import gzip
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from bench.corpus.assemble import QUALITY_REPOS
@@ -151,6 +153,32 @@ def parse_repo(spec: str) -> tuple[str, str | None]:
     return github, commit or None
 
 
+def mine_one(github: str, commit: str | None, args: argparse.Namespace) -> tuple[Path | None, dict]:
+    """One repository mined and written, or the one line that says why not."""
+    started = time.monotonic()
+    try:
+        repo = prepare(github, commit)
+        rows, stats = mine_repo(
+            repo,
+            tuple(args.rules),
+            args.cap,
+            args.max_commits,
+            cap_per_symbol=args.cap_per_symbol,
+            window_days=args.window_days,
+        )
+    except (MineError, MirrorError) as err:
+        return None, {"repo": github, "error": str(err)}
+    except subprocess.CalledProcessError as err:
+        tail = (err.stderr or "").strip().splitlines()[-1:] or ["no message"]
+        return None, {"repo": github, "error": f"{Path(err.cmd[-1]).name} failed: {tail[0]}"}
+    except subprocess.TimeoutExpired as err:
+        return None, {"repo": github, "error": f"timed out after {err.timeout:.0f} s"}
+    path = PAIRS_DIR / f"{github.replace('/', '+')}.jsonl"
+    write_rows(path, rows)
+    seconds = round(time.monotonic() - started, 1)
+    return path, {"repo": github, "commit": repo.commit, "pairs": len(rows), "seconds": seconds, **stats}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repos", nargs="*", metavar="OWNER/NAME[@COMMIT]", help="default: the manifest's")
@@ -163,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--window-days", type=int, default=mine_commits.DEFAULT_WINDOW_DAYS, help="commit window (default: all)"
     )
+    parser.add_argument("--jobs", type=int, default=1, help="repositories mined at once")
     parser.add_argument("--mirrors", type=Path, help=f"folder of git mirrors (default ${MIRRORS_ENV})")
     parser.add_argument("--out", type=Path, default=MERGED_PATH)
     args = parser.parse_args(argv)
@@ -173,30 +202,21 @@ def main(argv: list[str] | None = None) -> int:
     except MineError as err:
         print(f"mine: {err}", file=sys.stderr)
         return 2
-    written, failed, totals = [], 0, Counter()
-    for github, commit in wanted:
-        started = time.monotonic()
-        try:
-            repo = prepare(github, commit)
-            rows, stats = mine_repo(
-                repo,
-                tuple(args.rules),
-                args.cap,
-                args.max_commits,
-                cap_per_symbol=args.cap_per_symbol,
-                window_days=args.window_days,
-            )
-        except (MineError, MirrorError) as err:
-            print(f"{github}: skipped: {err}", file=sys.stderr)
-            failed += 1
-            continue
-        path = PAIRS_DIR / f"{github.replace('/', '+')}.jsonl"
-        write_rows(path, rows)
-        written.append(path)
-        totals.update({k: v for k, v in stats.items() if k.startswith("pairs_")})
-        seconds = round(time.monotonic() - started, 1)
-        print(json.dumps({"repo": github, "commit": repo.commit, "pairs": len(rows), "seconds": seconds, **stats}))
-    count = merge(written, args.out)
+    written: dict[str, Path] = {}
+    failed, totals = 0, Counter()
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(mine_one, github, commit, args) for github, commit in wanted]
+        for future in as_completed(futures):
+            path, report = future.result()
+            if path is None:
+                print(f"{report['repo']}: skipped: {report['error']}", file=sys.stderr, flush=True)
+                failed += 1
+                continue
+            written[report["repo"]] = path
+            totals.update({k: v for k, v in report.items() if k.startswith("pairs_")})
+            print(json.dumps(report), flush=True)
+    # Merged in the order asked for, whichever finished first.
+    count = merge([written[github] for github, _ in wanted if github in written], args.out)
     print(f"{count} pairs from {len(written)} repositories -> {args.out} ({dict(totals)}); {failed} skipped")
     return 1 if failed else 0
 

@@ -1,7 +1,8 @@
 """Mine the training pairs of the corpus's repositories, each pair by a rule (models/corpus/mine_*.py).
 
 Rules: commit (commit subject -> the symbols it touched), jsdoc (JSDoc first sentence -> the
-symbol, that JSDoc blanked), test (test title -> the non-test symbols its body calls), header
+symbol, that JSDoc blanked), comment (the same for a plain `//` or `/* */` comment on a
+declaration), test (test title -> the non-test symbols its body calls), header
 (file header comment -> the file, blanked), error (thrown message -> the thrower). Each
 repository is read from a checkout of its pinned commit: the `make corpus` checkout
 models/.work/corpus/<owner>+<name>/ when there is one, else one written here from its git mirror
@@ -37,7 +38,7 @@ from bench.corpus.mirrors import MIRRORS_ENV, MirrorError, checkout, find_mirror
 from bench.corpus.policy import off_limits
 from bench.quality.build_queries import extract
 
-from models.corpus import mine_commits, mine_errors, mine_headers, mine_jsdoc, mine_tests
+from models.corpus import mine_comments, mine_commits, mine_errors, mine_headers, mine_jsdoc, mine_tests
 from models.corpus.pairs import CAP_PER_SYMBOL, DEFAULT_CAP, Repo, repo_cap, repository_files, scan
 
 MODELS_DIR = Path(__file__).resolve().parent.parent
@@ -47,7 +48,7 @@ OWN_CHECKOUTS = WORK_DIR / "checkouts"
 PAIRS_DIR = WORK_DIR / "pairs"
 MANIFEST_PATH = MODELS_DIR / "corpus" / "manifest.json"
 MERGED_PATH = MODELS_DIR / "corpus" / "pairs" / "train.jsonl.gz"
-RULES = ("commit", "jsdoc", "test", "header", "error")
+RULES = ("commit", "jsdoc", "comment", "test", "header", "error")
 QUALITY_GITHUB = frozenset(repo.github.lower() for repo in QUALITY_REPOS)
 
 
@@ -109,6 +110,7 @@ def mine_repo(
     by_rule = {
         "commit": lambda: mine_commits.mine(repo, cap, stats, window_days, max_commits),
         "jsdoc": lambda: mine_jsdoc.mine(records, texts, scanned, cap, f"{seed}:jsdoc", stats),
+        "comment": lambda: mine_comments.mine(records, texts, cap, f"{seed}:comment", stats),
         "test": lambda: mine_tests.mine(scanned, cap, f"{seed}:test", stats),
         "header": lambda: mine_headers.mine(scanned, records, cap, f"{seed}:header", stats),
         "error": lambda: mine_errors.mine(records, cap, f"{seed}:error", stats),

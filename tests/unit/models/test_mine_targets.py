@@ -3,7 +3,8 @@
 Test titles: `new F()` is F's constructor (a large class without one is no answer), and test
 helpers are neither answers nor a reason to drop the test. JSDoc: classes, and the exported
 module-scope constants, interfaces and types the analysis service chunks, besides functions;
-never a private constant's note, never a tags-only JSDoc.
+never a private constant's note, never a tags-only JSDoc. Plain comments on a declaration:
+the same rule, never a directive or commented-out code.
 """
 
 from __future__ import annotations
@@ -69,6 +70,37 @@ const LIMITS = { body: 1024 };
 
 module.exports = { LIMITS };
 """,
+    "src/legacy.js": """'use strict';
+
+// Walk up from the working folder until a configuration
+// file is found, and read it.
+function findConfig(cwd) {
+  return cwd;
+}
+
+// eslint-disable-next-line no-unused-vars
+function unusedHelper() {
+  return 1;
+}
+
+// const old = readSettings(cwd); return old;
+function replacement() {
+  return 2;
+}
+
+/* Split a list of paths on the platform's delimiter, dropping the empty ones. */
+function splitPaths(list) {
+  return list.split(':').filter(Boolean);
+}
+
+// Sorts the table of handlers by priority.
+/** Sorts the table of handlers by their declared priority, highest first. */
+function sortHandlers(table) {
+  return table;
+}
+
+module.exports = { findConfig, unusedHelper, replacement, splitPaths, sortHandlers };
+""",
     "test/helpers.ts": """import { Command } from '../src/command';
 
 export function expectParsed(program: Command, argv: string[]): void {
@@ -105,7 +137,7 @@ def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict], C
     for rel, text in TREE.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
-    rows, stats = mine_repo(Repo("someone/cli", "0" * 40, root), ("jsdoc", "test"), 400, 10)
+    rows, stats = mine_repo(Repo("someone/cli", "0" * 40, root), ("jsdoc", "comment", "test"), 400, 10)
     return root, rows, stats
 
 
@@ -140,6 +172,9 @@ def test_jsdoc_of_exported_constants_interfaces_and_classes_pairs_with_their_chu
         "Where a flag came from when the arguments were read.": [("src/settings.ts", "FlagOrigin", 11, 13)],
         "A terminal application with its flags and its subcommands, ready to run.": [("src/settings.ts", "Program", 24, 26)],
         "The largest sizes a request body may reach before it is refused.": [("src/limits.js", "LIMITS", 2, 2)],
+        "Sorts the table of handlers by their declared priority, highest first.": [
+            ("src/legacy.js", "sortHandlers", 26, 28)
+        ],
     }  # fmt: skip
     # Not the private `table`'s note, not flagValue's tags-only JSDoc.
     row = jsdoc["The values every program starts with before its flags override them."]
@@ -148,3 +183,20 @@ def test_jsdoc_of_exported_constants_interfaces_and_classes_pairs_with_their_chu
         "/** The values every program starts with before its flags override them. */"
     ]
     assert (stats["jsdoc_kind_variable"], stats["jsdoc_kind_interface"], stats["jsdoc_kind_class"]) == (2, 1, 1)
+
+
+def test_a_plain_comment_on_a_declaration_pairs_like_a_jsdoc(mined) -> None:
+    root, rows, stats = mined
+    comments = {row["query"]: row for row in rows if row["rule"] == "comment"}
+    # Not the eslint directive, not the commented-out code, not the `//` above sortHandlers' JSDoc.
+    assert {query: [(t["qualified_name"], t["start_line"], t["end_line"]) for t in row["targets"]]
+            for query, row in comments.items()} == {
+        "Walk up from the working folder until a configuration file is found, and read it.": [("findConfig", 5, 7)],
+        "Split a list of paths on the platform's delimiter, dropping the empty ones.": [("splitPaths", 20, 22)],
+    }  # fmt: skip
+    row = comments["Walk up from the working folder until a configuration file is found, and read it."]
+    text = (root / "src/legacy.js").read_text(encoding="utf-8")
+    assert [text[a:b] for a, b in row["blank"][0]["spans"]] == [
+        "// Walk up from the working folder until a configuration\n// file is found, and read it."
+    ]
+    assert stats["comment_not_prose"] == 2

@@ -2,8 +2,9 @@
 
 Rules: commit (commit subject -> the symbols it touched), jsdoc (JSDoc first sentence -> the
 symbol, that JSDoc blanked), comment (the same for a plain `//` or `/* */` comment on a
-declaration), test (test title -> the non-test symbols its body calls), header
-(file header comment -> the file, blanked), error (thrown message -> the thrower). Each
+declaration), doc (a README or docs section's first sentence -> the one symbol its heading
+names), test (test title -> the non-test symbols its body calls), header (file header
+comment -> the file, blanked), error (thrown message -> the thrower). Each
 repository is read from a checkout of its pinned commit: the `make corpus` checkout
 models/.work/corpus/<owner>+<name>/ when there is one, else one written here from its git mirror
 under models/.work/checkouts/; its history comes from the mirror ($BENCH_MIRRORS or --mirrors).
@@ -38,7 +39,7 @@ from bench.corpus.mirrors import MIRRORS_ENV, MirrorError, checkout, find_mirror
 from bench.corpus.policy import off_limits
 from bench.quality.build_queries import extract
 
-from models.corpus import mine_comments, mine_commits, mine_errors, mine_headers, mine_jsdoc, mine_tests
+from models.corpus import mine_comments, mine_commits, mine_docs, mine_errors, mine_headers, mine_jsdoc, mine_tests
 from models.corpus.pairs import CAP_PER_SYMBOL, DEFAULT_CAP, Repo, repo_cap, repository_files, scan
 
 MODELS_DIR = Path(__file__).resolve().parent.parent
@@ -48,7 +49,7 @@ OWN_CHECKOUTS = WORK_DIR / "checkouts"
 PAIRS_DIR = WORK_DIR / "pairs"
 MANIFEST_PATH = MODELS_DIR / "corpus" / "manifest.json"
 MERGED_PATH = MODELS_DIR / "corpus" / "pairs" / "train.jsonl.gz"
-RULES = ("commit", "jsdoc", "comment", "test", "header", "error")
+RULES = ("commit", "jsdoc", "comment", "doc", "test", "header", "error")
 QUALITY_GITHUB = frozenset(repo.github.lower() for repo in QUALITY_REPOS)
 
 
@@ -105,12 +106,13 @@ def mine_repo(
     cap = stats["cap"] = repo_cap(stats["symbols"], cap_floor, cap_per_symbol)
     texts = {r["path"]: (repo.root / r["path"]).read_text(encoding="utf-8", errors="replace") for r in records}
     texts = {path: text.removeprefix("\ufeff") for path, text in texts.items()}
-    scanned = scan(repo.root, sources, tests) if {"test", "header", "jsdoc"} & set(rules) and sources else []
+    scanned = scan(repo.root, sources, tests) if {"test", "header", "jsdoc", "doc"} & set(rules) and sources else []
     seed = repo.github
     by_rule = {
         "commit": lambda: mine_commits.mine(repo, cap, stats, window_days, max_commits),
         "jsdoc": lambda: mine_jsdoc.mine(records, texts, scanned, cap, f"{seed}:jsdoc", stats),
         "comment": lambda: mine_comments.mine(records, texts, cap, f"{seed}:comment", stats),
+        "doc": lambda: mine_docs.mine(repo.root, records, scanned, cap, f"{seed}:doc", stats),
         "test": lambda: mine_tests.mine(scanned, cap, f"{seed}:test", stats),
         "header": lambda: mine_headers.mine(scanned, records, cap, f"{seed}:header", stats),
         "error": lambda: mine_errors.mine(records, cap, f"{seed}:error", stats),

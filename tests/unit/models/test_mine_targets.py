@@ -4,7 +4,8 @@ Test titles: `new F()` is F's constructor (a large class without one is no answe
 helpers are neither answers nor a reason to drop the test. JSDoc: classes, and the exported
 module-scope constants, interfaces and types the analysis service chunks, besides functions;
 never a private constant's note, never a tags-only JSDoc. Plain comments on a declaration:
-the same rule, never a directive or commented-out code.
+the same rule, never a directive or commented-out code. Documentation sections: the one symbol
+their heading names as code.
 """
 
 from __future__ import annotations
@@ -101,6 +102,35 @@ function sortHandlers(table) {
 
 module.exports = { findConfig, unusedHelper, replacement, splitPaths, sortHandlers };
 """,
+    "README.md": """# cli
+
+## Options
+
+Every option of the program can also be set in the environment.
+
+### `flagValue(name)`
+
+![badge](https://example.com/b.svg)
+
+Looks up the value a flag was given on the command line. Falls back to the name.
+
+### program.parse(argv)
+
+```js
+# Reads nothing: a comment inside fenced code, not a heading
+program.parse(process.argv)
+```
+
+Reads the arguments and runs the matching subcommand.
+
+### `Point` and `Grammar`
+
+Both describe the shapes the parser works with in memory.
+""",
+    "CHANGELOG.md": """### `flagValue(name)`
+
+Returns the flag's name when the flag was never given.
+""",
     "test/helpers.ts": """import { Command } from '../src/command';
 
 export function expectParsed(program: Command, argv: string[]): void {
@@ -137,7 +167,7 @@ def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict], C
     for rel, text in TREE.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
-    rows, stats = mine_repo(Repo("someone/cli", "0" * 40, root), ("jsdoc", "comment", "test"), 400, 10)
+    rows, stats = mine_repo(Repo("someone/cli", "0" * 40, root), ("jsdoc", "comment", "doc", "test"), 400, 10)
     return root, rows, stats
 
 
@@ -200,3 +230,15 @@ def test_a_plain_comment_on_a_declaration_pairs_like_a_jsdoc(mined) -> None:
         "// Walk up from the working folder until a configuration\n// file is found, and read it."
     ]
     assert stats["comment_not_prose"] == 2
+
+
+def test_a_documentation_section_pairs_with_the_one_symbol_its_heading_names(mined) -> None:
+    _, rows, stats = mined
+    docs = {row["query"]: row for row in rows if row["rule"] == "doc"}
+    # Not "## Options" (no code), not the heading naming two classes, not the changelog.
+    assert {query: [(t["path"], t["qualified_name"]) for t in row["targets"]] for query, row in docs.items()} == {
+        "Looks up the value a flag was given on the command line.": [("src/settings.ts", "flagValue")],
+        "Reads the arguments and runs the matching subcommand.": [("src/command.ts", "Command.parse")],
+    }
+    assert all(row["blank"] == [] and row["source"]["path"] == "README.md" for row in docs.values())
+    assert stats["doc_ambiguous_heading"] == 1

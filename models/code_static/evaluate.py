@@ -1,11 +1,12 @@
 """Validation of `code-static` on held-out corpus repositories: mined queries -> their symbols.
 
-The held-out repositories (vocabulary.held_out, one in ten of the manifest's train repositories by a
-hash of the name) give no word to the vocabulary (train.py), so their queries measure what the
-model does on code it never saw. In each repository the candidates are every symbol that any
-of its mined queries answers, embedded as the index embeds a chunk (a `path > name` header,
-`---`, the code, with the mined JSDoc and header comments blanked as the pairs say), and each
-query ranks them by cosine. The same candidates and queries go to MiniLM, the default profile,
+The held-out repositories (vocabulary.held_out, one in ten of the manifest's train repositories
+by a hash of the name) give no word to the vocabulary and no text to the refinement (train.py),
+so their queries measure what the model does on code it never saw. In each repository the
+candidates are every chunk of the files that hold an answer, made by the real analysis service
+from a copy of the repository with the pairs' blanks applied (the mined JSDoc and header
+comments removed): the index's own embedding texts. Each query ranks them by cosine.
+The same candidates and queries go to MiniLM, the default profile,
 so the numbers compare the two models and nothing else (no BM25, no ranking: the quality
 benchmark measures the product).
 
@@ -18,6 +19,7 @@ import argparse
 import gzip
 import json
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -27,6 +29,7 @@ from bench.lib.text import blank_spans
 
 from codecompass.embedding.minilm import MiniLMProvider
 from codecompass.embedding.static import StaticProvider
+from models.code_static import vocabulary
 from models.code_static.vocabulary import held_out
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -55,42 +58,73 @@ def checkout_of(github: str, roots: tuple[Path, ...]) -> Path | None:
     return None
 
 
-def target_key(target: dict) -> tuple:
-    return target["path"], target["start_line"], target["end_line"], target["qualified_name"]
-
-
-def repository_task(github: str, pairs: list[dict], checkout: Path) -> tuple[list[str], list[dict]] | None:
-    """(candidate texts, queries with the indices of their answers); None when files are missing."""
-    blanks: dict[str, list] = defaultdict(list)
+def blanked_workspace(checkout: Path, pairs: list[dict], into: Path) -> Path:
+    """A copy of the checkout's TS/JS sources with every pair's blanks applied (line numbers kept)."""
+    spans: dict[str, set] = defaultdict(set)
     for pair in pairs:
         for blank in pair.get("blank", []):
-            blanks[blank["path"]].extend(blank["spans"])
-    files: dict[str, list[str]] = {}
-    keys: dict[tuple, int] = {}
-    documents: list[str] = []
-    queries: list[dict] = []
+            spans[blank["path"]].update(tuple(span) for span in blank["spans"])
+    for path in vocabulary.source_files(checkout):
+        relative = str(path.relative_to(checkout))
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if spans.get(relative):
+            try:
+                text = blank_spans(text, sorted(spans[relative]))
+            except ValueError:
+                continue  # spans from another version of the file: leave it out rather than leak
+        (into / relative).parent.mkdir(parents=True, exist_ok=True)
+        (into / relative).write_text(text, encoding="utf-8")
+    return into
+
+
+def answer_of(target: dict, chunks: list) -> int | None:
+    """Index of the chunk the target names: same path and name, else the tightest chunk around its lines."""
+    same_file = [(index, chunk) for index, chunk in enumerate(chunks) if chunk.relative_path == target["path"]]
+    for index, chunk in same_file:
+        if chunk.qualified_name == target["qualified_name"]:
+            return index
+    around = [(chunk.end_line - chunk.start_line, index) for index, chunk in same_file
+              if chunk.start_line <= target["start_line"] and target["end_line"] <= chunk.end_line]
+    return min(around)[1] if around else None
+
+
+def repository_task(client, pairs: list[dict], workspace: Path) -> tuple[list[str], list[dict]] | None:
+    """(candidate texts, queries with the indices of their answers): every chunk of the files that
+    hold an answer, as the analysis service makes it for the index."""
+    paths = sorted({t["path"] for pair in pairs for t in pair["targets"] if (workspace / t["path"]).is_file()})
+    if not paths:
+        return None
+    chunks = [chunk for chunked in client.chunk_files(str(workspace), paths) for chunk in chunked.chunks
+              if chunk.embedding_text]
+    queries = []
     for pair in pairs:
-        answers = []
-        for target in pair["targets"]:
-            key = target_key(target)
-            if key not in keys:
-                path = target["path"]
-                if path not in files:
-                    try:
-                        text = (checkout / path).read_text(encoding="utf-8")
-                        spans = sorted({tuple(span) for span in blanks[path]})
-                        files[path] = blank_spans(text, spans).splitlines()
-                    except (OSError, UnicodeDecodeError, ValueError):
-                        files[path] = []
-                lines = files[path][target["start_line"] - 1:target["end_line"]]
-                if not lines:
-                    continue
-                keys[key] = len(documents)
-                documents.append(f"{path} > {target['qualified_name']}\n---\n" + "\n".join(lines))
-            answers.append(keys[key])
+        answers = {answer_of(target, chunks) for target in pair["targets"]} - {None}
         if answers:
-            queries.append({"query": pair["query"], "rule": pair["rule"], "answers": answers})
-    return (documents, queries) if queries else None
+            queries.append({"query": pair["query"], "rule": pair["rule"], "answers": sorted(answers)})
+    return ([chunk.embedding_text for chunk in chunks], queries) if queries else None
+
+
+def build_tasks(by_repo: dict[str, list[dict]], scratch: Path) -> dict[str, tuple[list[str], list[dict]]]:
+    from bench.lib.services import start_analysis
+
+    from codecompass.retrieval.analysis_client import AnalysisClient
+
+    tasks = {}
+    analysis = start_analysis()
+    client = AnalysisClient(analysis.address, timeout_s=300)
+    try:
+        for github, pairs in sorted(by_repo.items()):
+            checkout = checkout_of(github, CHECKOUTS)
+            if checkout is None:
+                continue
+            workspace = blanked_workspace(checkout, pairs, scratch / checkout.name)
+            task = repository_task(client, pairs, workspace)
+            if task:
+                tasks[github] = task
+    finally:
+        client.close()
+        analysis.stop()
+    return tasks
 
 
 def score(provider, documents: list[str], queries: list[dict]) -> list[float]:
@@ -119,12 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     for pair in read_pairs(args.pairs):
         if args.all_repositories or held_out(pair["repo"]):
             by_repo[pair["repo"]].append(pair)
-    tasks = {}
-    for github, pairs in sorted(by_repo.items()):
-        checkout = checkout_of(github, CHECKOUTS)
-        task = repository_task(github, pairs, checkout) if checkout else None
-        if task:
-            tasks[github] = task
+    with tempfile.TemporaryDirectory(prefix="code-static-eval-") as scratch:
+        tasks = build_tasks(by_repo, Path(scratch))
     if not tasks:
         print(f"no held-out repository with pairs and a checkout ({args.pairs})", file=sys.stderr)
         return 1

@@ -14,8 +14,8 @@ runs on. Two things differ on purpose: texts are tokenized by `StaticProvider.to
 model trains on exactly the words it is served (identifier parts, header-first window); and the
 teacher is the MiniLM profile itself, which embeds a text exactly as the index does.
 
-Texts: windows of TS/JS source from the training repositories, shaped like the index's chunks
-(`path` header, `---`, code). The teacher embeds ~20-60 of them a second on two cores, so the
+Texts: chunks of the training repositories' TS/JS files, made by the real analysis service, so
+they are the index's own embedding texts. The teacher embeds ~20-60 of them a second on two cores, so the
 CPU config uses a few thousand; the features are cached under models/.work/.
 """
 
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import random
-from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +33,8 @@ from models.code_static import vocabulary
 
 log = logging.getLogger("models.code_static.refine")
 
-# Lines per text: about one function, the size of a typical chunk.
-WINDOW_LINES = 30
+# Chunks the analysis service makes of a typical source file (measured on commander.js: ~10).
+CHUNKS_PER_FILE = 8
 VALIDATION_SHARE = 0.1
 BATCH_SIZE = 256
 LEARNING_RATE = 1e-3
@@ -42,21 +42,35 @@ PATIENCE = 5
 MAX_EPOCHS = 200
 
 
-def corpus_texts(roots: Iterable[Path], count: int, seed: int) -> list[str]:
-    """`count` chunk-shaped texts sampled (seeded) from the TS/JS files of `roots`."""
-    windows: list[str] = []
-    for root in roots:
-        for path in vocabulary.source_files(root):
-            if not vocabulary.file_words(path):
-                continue  # too large or minified: no one's code
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-            relative = f"{vocabulary.source_name(root)}/{path.relative_to(root)}"
-            for start in range(0, len(lines), WINDOW_LINES):
-                body = "\n".join(lines[start:start + WINDOW_LINES])
-                if body.strip():
-                    windows.append(f"{relative}\n---\n{body}")
-    random.Random(seed).shuffle(windows)
-    return windows[:count]
+def corpus_chunks(roots: list[Path], count: int, seed: int) -> list[str]:
+    """About `count` chunk embedding texts from the TS/JS files of `roots`, sampled (seeded).
+
+    The real analysis service chunks them, so the texts are what the index embeds: preamble
+    (path > name, signature, dependencies, referenced symbols), `---`, the collapsed code.
+    Files are drawn evenly across repositories so that no large repository dominates.
+    """
+    from bench.lib.services import start_analysis
+
+    from codecompass.retrieval.analysis_client import AnalysisClient
+
+    rng = random.Random(seed)
+    files_per_repo = max(1, math.ceil(count / CHUNKS_PER_FILE / max(1, len(roots))))
+    texts: list[str] = []
+    analysis = start_analysis()
+    client = AnalysisClient(analysis.address, timeout_s=120)
+    try:
+        for root in roots:
+            files = [str(path.relative_to(root)) for path in vocabulary.source_files(root) if vocabulary.file_words(path)]
+            rng.shuffle(files)
+            if not files:
+                continue
+            for chunked in client.chunk_files(str(root.resolve()), sorted(files[:files_per_repo])):
+                texts.extend(chunk.embedding_text for chunk in chunked.chunks if chunk.embedding_text)
+    finally:
+        client.close()
+        analysis.stop()
+    rng.shuffle(texts)
+    return texts[:count]
 
 
 def featurize(texts: list[str], cache_dir: Path) -> np.ndarray:

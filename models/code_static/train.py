@@ -13,7 +13,7 @@ One seeded, logged run from pinned inputs to the committed artifact:
    every base token and every vocabulary word is passed through the teacher once, the outputs
    are reduced by PCA and weighted (SIF), and stored as float16;
 4. refinement on the same repositories' code (refine.py: tokenlearn's method): the MiniLM
-   profile embeds --refine-texts chunk-shaped texts, and the token vectors are trained so that
+   profile embeds --refine-texts chunks (made by the analysis service), and the token vectors are trained so that
    their mean predicts those vectors;
 5. models/code_static/model/ (model2vec's safetensors, tokenizer and config) and
    models/code_static/training.json, the log of the run (inputs with their commits, parameters,
@@ -120,7 +120,7 @@ def refined(model, roots: list[Path], count: int, seed: int) -> tuple[object, di
     from models.code_static import refine
 
     started = time.monotonic()
-    texts = refine.corpus_texts(roots, count, seed)
+    texts = refine.corpus_chunks(roots, count, seed)
     targets = refine.featurize(texts, WORK_DIR / "features")
     featurized_s = time.monotonic() - started
     # Token ids exactly as the served model will see these texts.

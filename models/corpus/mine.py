@@ -16,7 +16,7 @@ start_line, end_line}], blank [{path, spans: [[start, end], ...]}] (code-point o
 the pinned file before it is a document), source (the rule's provenance).
 
 Run: .venv/bin/python -m models.corpus.mine [--repos owner/name[@commit] ...] [--cap 400]
-     [--cap-per-symbol 0.1] [--window-days N] [--max-commits 3000] [--jobs 2]
+     [--cap-per-symbol 0.1] [--window-days N] [--max-commits 3000] [--jobs 2] [--reuse]
      (no --repos: every repository of models/corpus/manifest.json)
 """
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -37,12 +38,16 @@ from pathlib import Path
 from bench.corpus.assemble import QUALITY_REPOS
 from bench.corpus.mirrors import MIRRORS_ENV, MirrorError, checkout, find_mirror, git
 from bench.corpus.policy import off_limits
-from bench.quality.build_queries import extract
+from bench.lib import text as bench_text
+from bench.quality import build_queries
+from bench.quality import mine_commits as bench_mine_commits
+from bench.quality.build_queries import EXTRACTOR, extract
 
 from models.corpus import mine_comments, mine_commits, mine_docs, mine_errors, mine_headers, mine_jsdoc, mine_tests
 from models.corpus.pairs import CAP_PER_SYMBOL, DEFAULT_CAP, Repo, repo_cap, repository_files, scan
 
-MODELS_DIR = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+MODELS_DIR = HERE.parent
 WORK_DIR = MODELS_DIR / ".work"
 CORPUS_CHECKOUTS = WORK_DIR / "corpus"
 OWN_CHECKOUTS = WORK_DIR / "checkouts"
@@ -157,9 +162,31 @@ def parse_repo(spec: str) -> tuple[str, str | None]:
     return github, commit or None
 
 
-def mine_one(github: str, commit: str | None, args: argparse.Namespace) -> tuple[Path | None, dict]:
+def miner_version() -> str:
+    """A hash of every file that decides a pair: the miners and the extractors they run."""
+    files = sorted(HERE.glob("mine*.py")) + [HERE / "pairs.py", HERE / "extract_tests.js", EXTRACTOR]
+    files += [Path(build_queries.__file__), Path(bench_mine_commits.__file__), Path(bench_text.__file__)]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def stamp_of(commit: str, args: argparse.Namespace, version: str) -> dict:
+    settings = ("rules", "cap", "cap_per_symbol", "max_commits", "window_days")
+    return {"commit": commit, "miner": version, **{key: getattr(args, key) for key in settings}}
+
+
+def mine_one(github: str, commit: str | None, args: argparse.Namespace, version: str) -> tuple[Path | None, dict]:
     """One repository mined and written, or the one line that says why not."""
     started = time.monotonic()
+    path = PAIRS_DIR / f"{github.replace('/', '+')}.jsonl"
+    stamp_path = path.with_suffix(".stamp.json")
+    # --reuse: a repository mined at this commit by these miners with these settings is not mined again.
+    if args.reuse and commit and stamp_path.is_file() and path.is_file():
+        stamp = json.loads(stamp_path.read_text(encoding="utf-8"))
+        if stamp.get("settings") == stamp_of(commit, args, version):
+            return path, stamp["report"]
     try:
         repo = prepare(github, commit)
         rows, stats = mine_repo(
@@ -177,10 +204,12 @@ def mine_one(github: str, commit: str | None, args: argparse.Namespace) -> tuple
         return None, {"repo": github, "error": f"{Path(err.cmd[-1]).name} failed: {tail[0]}"}
     except subprocess.TimeoutExpired as err:
         return None, {"repo": github, "error": f"timed out after {err.timeout:.0f} s"}
-    path = PAIRS_DIR / f"{github.replace('/', '+')}.jsonl"
     write_rows(path, rows)
     seconds = round(time.monotonic() - started, 1)
-    return path, {"repo": github, "commit": repo.commit, "pairs": len(rows), "seconds": seconds, **stats}
+    report = {"repo": github, "commit": repo.commit, "pairs": len(rows), "seconds": seconds, **stats}
+    stamp = {"settings": stamp_of(repo.commit, args, version), "report": report}
+    stamp_path.write_text(json.dumps(stamp, sort_keys=True) + "\n", encoding="utf-8")
+    return path, report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         "--window-days", type=int, default=mine_commits.DEFAULT_WINDOW_DAYS, help="commit window (default: all)"
     )
     parser.add_argument("--jobs", type=int, default=1, help="repositories mined at once")
+    parser.add_argument(
+        "--reuse", action="store_true", help="keep a repository's pairs mined at the same commit, miners and settings"
+    )
     parser.add_argument("--mirrors", type=Path, help=f"folder of git mirrors (default ${MIRRORS_ENV})")
     parser.add_argument("--out", type=Path, default=MERGED_PATH)
     args = parser.parse_args(argv)
@@ -209,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     written: dict[str, Path] = {}
     failed, totals = 0, Counter()
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(mine_one, github, commit, args) for github, commit in wanted]
+        version = miner_version()
+        futures = [pool.submit(mine_one, github, commit, args, version) for github, commit in wanted]
         for future in as_completed(futures):
             path, report = future.result()
             if path is None:

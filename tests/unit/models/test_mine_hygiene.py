@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from bench.quality.build_queries import Target
 from models.corpus import mine
-from models.corpus.pairs import DEFAULT_CAP, PER_TARGET_CAP, Pair, finalize, prose_words, repo_cap, well_sized
+from models.corpus.pairs import DEFAULT_CAP, PER_TARGET_CAP, Pair, Repo, finalize, prose_words, repo_cap, well_sized
 
 
 def pair(query: str, name: str) -> Pair:
@@ -68,3 +68,29 @@ def test_the_per_rule_cap_grows_with_the_repository_above_a_floor() -> None:
     assert repo_cap(4_000) == 400
     assert repo_cap(20_000) == 2_000
     assert repo_cap(20_000, floor=100, per_symbol=0.02) == 400
+
+
+def test_reuse_keeps_a_repository_mined_at_the_same_commit_and_settings(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src/a.ts").write_text(
+        'export function check(x: string) {\n  if (!x) throw new Error("the input must be a non-empty string");\n}\n'
+    )
+    monkeypatch.setattr(mine, "PAIRS_DIR", tmp_path / "pairs")
+    monkeypatch.setattr(mine, "prepare", lambda github, commit: Repo(github, commit, root))
+    out = tmp_path / "train.jsonl.gz"
+    argv = ["--repos", f"someone/lib@{'a' * 40}", "--rules", "error", "--reuse", "--out", str(out)]
+    assert mine.main(argv) == 0
+    first = out.read_bytes()
+
+    def must_not_mine(*_args, **_kwargs):
+        raise AssertionError("mined again")
+
+    monkeypatch.setattr(mine, "mine_repo", must_not_mine)
+    assert mine.main(argv) == 0
+    assert out.read_bytes() == first
+    with gzip.open(out, "rt", encoding="utf-8") as fh:
+        assert [json.loads(line)["query"] for line in fh] == ["the input must be a non-empty string"]
+    # Another setting is another corpus: mined again.
+    with pytest.raises(AssertionError, match="mined again"):
+        mine.main([*argv, "--cap", "10"])

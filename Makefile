@@ -24,7 +24,7 @@ NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
 	bench-report bench-candidates bench-pipeline bench-pipeline-speed bench-health bench-mcp bench-badinput \
-	code-static
+	code-static corpus
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
@@ -131,6 +131,13 @@ bench-health: bench-corpus
 
 bench-embed: setup
 	$(VENV)/bin/python -m bench.embed_bench
+
+# The training corpus (issue 16): every repository of models/corpus/manifest.json checked out at
+# its pinned commit under models/.work/corpus/, copies of the benchmark's dev/test code removed and
+# files repeated across repositories kept once (models/.work/corpus/dedup.json). Mirrors are looked
+# up in $BENCH_MIRRORS; models/corpus/select.py is the rule that wrote the manifest.
+corpus: setup
+	$(VENV)/bin/python -m models.corpus.build
 
 # The code-static embedding model (issue 16) from the training corpus's train repositories
 # (checked out by `make corpus`): models/code_static/model/ and its log training.json; a few

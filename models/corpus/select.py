@@ -10,12 +10,14 @@ The rule, in order (every parameter is in RULE below and is written into the man
    is one of LICENCES (an `OR` expression needs one of them, an `AND` expression all).
 3. One repository per GitHub repository: a monorepo publishes many packages and ranks by its
    best one; its other packages are recorded beside it.
-4. Exclude the off-limits list (bench/corpus/policy.py: by package, scope and repository, and
-   every repository of an off-limits repository's owner), the
+4. Exclude the off-limits list (bench/corpus/policy.py: by package, scope and repository), every
+   repository of an off-limits repository's owner, and every repository with an off-limits name
+   as a part of its own (vite-node, zod-to-json-schema: that project's ecosystem). Exclude the
    benchmark's ten quality repositories (bench/corpus/assemble.py QUALITY_REPOS: they keep their
-   dev/test roles), and their forks and mirrors: a repository of the same name under another
-   owner (before fetching) or one that shares a root commit with a quality repository's mirror
-   (after fetching).
+   dev/test roles), every repository of their owners (same authors, same identifiers), and
+   their forks and mirrors: a repository of the same name under another owner (before
+   fetching) or one that shares a root commit with a quality repository's mirror (after; a
+   fork of a better-ranked train repository is rejected the same way).
 5. Screen before fetching: most top-ranked packages are one-file utilities, and the fetch tool
    brings at most 500 repositories a session, so a repository is fetched only when the npm
    tarball of one of its SCREEN_PACKAGES best-ranked packages holds at least
@@ -59,7 +61,7 @@ from pathlib import Path
 
 from bench.corpus.assemble import QUALITY_REPOS, is_source
 from bench.corpus.mirrors import MirrorError, find_mirror, git, mirrors_dir
-from bench.corpus.policy import OFF_LIMITS_REPOS, off_limits
+from bench.corpus.policy import OFF_LIMITS_NAMES, OFF_LIMITS_REPOS, off_limits
 
 MODELS_DIR = Path(__file__).resolve().parent.parent
 WORK_DIR = MODELS_DIR / ".work"
@@ -96,6 +98,7 @@ CODE_SUFFIXES = frozenset(
 OFF_LIMITS_OWNERS = frozenset(github.split("/")[0] for github in OFF_LIMITS_REPOS)
 QUALITY_GITHUB = frozenset(repo.github.lower() for repo in QUALITY_REPOS)
 QUALITY_NAMES = frozenset(repo.github.lower().split("/")[1] for repo in QUALITY_REPOS)
+QUALITY_OWNERS = frozenset(repo.github.lower().split("/")[0] for repo in QUALITY_REPOS)
 _GITHUB_URL = re.compile(r"github\.com[/:]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?(?:[/#?].*)?$")
 _SHORTHAND = re.compile(r"^(?:github:)?([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)$")
 
@@ -223,14 +226,20 @@ def exclusion(github: str, packages: list[str]) -> str | None:
     name = lowered.split("/")[1]
     if off_limits(github) or any(off_limits(package) for package in packages):
         return "off-limits (bench/corpus/policy.py)"
-    if lowered.split("/")[0] in OFF_LIMITS_OWNERS:
+    owner = lowered.split("/")[0]
+    if owner in OFF_LIMITS_OWNERS:
         # The off-limits projects' own organisations (their plugins, middleware, adapters) are
         # what an independent evaluation of those projects reads too.
         return "owned by the organisation of an off-limits repository"
+    if set(re.split(r"[-_.]", name)) & OFF_LIMITS_NAMES:
+        return "named after an off-limits project (part of its ecosystem: vite-node, zod-to-json-schema)"
     if lowered in QUALITY_GITHUB:
         return "a quality benchmark repository (dev/test)"
     if name in QUALITY_NAMES:
         return "same name as a quality benchmark repository (possible fork or mirror)"
+    if owner in QUALITY_OWNERS:
+        # Same authors, same identifiers and idioms: a dev/test score must not be helped by them.
+        return "owned by the organisation of a quality benchmark repository"
     return None
 
 
@@ -337,7 +346,7 @@ def quality_roots() -> dict[str, str]:
         mirror = find_mirror(repo.github)
         if mirror is not None:
             for root in root_commits(mirror, repo.commit):
-                roots[root] = repo.github
+                roots[root] = f"{repo.github} (a quality repository)"
     return roots
 
 
@@ -351,10 +360,12 @@ def judge(candidate: dict, mirror: Path, forks_of: dict[str, str]) -> dict:
     record["licence_files"] = files
     read = sorted({licence for licence in files.values() if licence})
     record["licence_file"] = " AND ".join(read) if read else None
-    shared_root = next((forks_of[root] for root in root_commits(mirror, commit) if root in forks_of), None)
+    roots = root_commits(mirror, commit)
+    record["root_commits"] = sorted(roots)
+    shared_root = next((forks_of[root] for root in roots if root in forks_of), None)
     reason = None
     if shared_root:
-        reason = f"shares its root commit with {shared_root} (a fork or mirror of a quality repository)"
+        reason = f"shares its root commit with {shared_root}: a fork or mirror"
     elif record["files"] > RULE["max_tree_files"]:
         reason = f"{record['files']} files in the tree (over {RULE['max_tree_files']})"
     elif record["ts_js_files"] < RULE["min_source_files"]:
@@ -449,7 +460,8 @@ def command_manifest(_args: argparse.Namespace) -> int:
         github = candidate["github"]
         if verdict is not None:
             rejected.append({**candidate, "reason": f"screened out: {verdict}"})
-        elif github.lower() in refusals:
+            continue  # a mirror fetched before the screen existed does not count
+        if github.lower() in refusals:
             rejected.append({**candidate, "reason": f"fetch refused: {refusals[github.lower()]}"})
             continue
         mirror = find_mirror(github)
@@ -464,6 +476,8 @@ def command_manifest(_args: argparse.Namespace) -> int:
             rejected.append(record)
         else:
             passed.append({**record, "split": "train"})
+            # A later fork or mirror of a chosen repository would only repeat it.
+            forks_of.update({root: f"{github}, already in the corpus" for root in record["root_commits"]})
     if not_fetched:
         print(
             f"{not_fetched} candidate(s) before the target are not fetched yet: python -m models.corpus.select pending"

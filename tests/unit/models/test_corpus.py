@@ -71,7 +71,8 @@ def test_rejected_candidates_carry_their_reasons(manifest: dict) -> None:
 
 
 def test_the_rule_reads_registry_metadata_and_licence_files() -> None:
-    assert github_repo({"url": "git+https://github.com/eslint/eslint.git", "directory": "packages/js"}) == "eslint/eslint"
+    monorepo = {"url": "git+https://github.com/eslint/eslint.git", "directory": "packages/js"}
+    assert github_repo(monorepo) == "eslint/eslint"
     assert github_repo("github:sindresorhus/got") == "sindresorhus/got" and github_repo("a/b") == "a/b"
     assert github_repo({"url": "https://gitlab.com/a/b.git"}) is None
     assert permissive_licence("(MIT OR GPL-3.0)") and not permissive_licence("MIT AND GPL-3.0")
@@ -160,9 +161,10 @@ def test_a_copy_of_dev_code_leaves_train_and_a_file_shared_by_two_train_reposito
         "acme/one": {"vendor/parse.ts": {"reason": "held_out", "copy_of": "bench/dev:src/parse.ts"}},
         "acme/two": {"src/util/clamp.js": {"reason": "repeated", "copy_of": "acme/one:lib/clamp.js"}},
     }
-    counts = dedup["counts"]
-    assert (counts["train_files"], counts["kept"], counts["removed_held_out"], counts["removed_repeated"]) == (5, 3, 1, 1)
-    assert corpus_build.removed_paths(corpus["dir"]) == {"acme/one": {"vendor/parse.ts"}, "acme/two": {"src/util/clamp.js"}}
+    counts = {key: dedup["counts"][key] for key in ("train_files", "kept", "removed_held_out", "removed_repeated")}
+    assert counts == {"train_files": 5, "kept": 3, "removed_held_out": 1, "removed_repeated": 1}
+    removed = corpus_build.removed_paths(corpus["dir"])
+    assert removed == {"acme/one": {"vendor/parse.ts"}, "acme/two": {"src/util/clamp.js"}}
 
 
 def test_an_unchanged_corpus_is_kept_and_a_new_ranking_rebuilds_what_it_changes(
@@ -190,4 +192,5 @@ def test_a_missing_mirror_is_one_line_naming_the_repository(
     assert run_build(corpus) == 1
     out = capsys.readouterr().out.strip()
     assert len(out.splitlines()) == 1
-    assert re.fullmatch(r"corpus not built: no mirror of acme/one in .*nowhere and cloning .* failed .*fetch github:.*", out)
+    expected = r"corpus not built: no mirror of acme/one in .*nowhere and cloning .* failed .*fetch github:.*"
+    assert re.fullmatch(expected, out)

@@ -172,9 +172,12 @@ def miner_version() -> str:
     return digest.hexdigest()[:16]
 
 
-def stamp_of(commit: str, args: argparse.Namespace, version: str) -> dict:
+def stamp_of(github: str, commit: str, args: argparse.Namespace, version: str) -> dict:
     settings = ("rules", "cap", "cap_per_symbol", "max_commits", "window_days")
-    return {"commit": commit, "miner": version, **{key: getattr(args, key) for key in settings}}
+    # Pairs mined from a mirror's checkout are mined again once `make corpus` has written the
+    # deduplicated checkout: its removed files (copies of dev/test code) must not be targets.
+    checkout = "corpus" if (CORPUS_CHECKOUTS / github.replace("/", "+")).is_dir() else "mirror"
+    return {"commit": commit, "miner": version, "checkout": checkout, **{key: getattr(args, key) for key in settings}}
 
 
 def mine_one(github: str, commit: str | None, args: argparse.Namespace, version: str) -> tuple[Path | None, dict]:
@@ -185,7 +188,7 @@ def mine_one(github: str, commit: str | None, args: argparse.Namespace, version:
     # --reuse: a repository mined at this commit by these miners with these settings is not mined again.
     if args.reuse and commit and stamp_path.is_file() and path.is_file():
         stamp = json.loads(stamp_path.read_text(encoding="utf-8"))
-        if stamp.get("settings") == stamp_of(commit, args, version):
+        if stamp.get("settings") == stamp_of(github, commit, args, version):
             return path, stamp["report"]
     try:
         repo = prepare(github, commit)
@@ -207,7 +210,7 @@ def mine_one(github: str, commit: str | None, args: argparse.Namespace, version:
     write_rows(path, rows)
     seconds = round(time.monotonic() - started, 1)
     report = {"repo": github, "commit": repo.commit, "pairs": len(rows), "seconds": seconds, **stats}
-    stamp = {"settings": stamp_of(repo.commit, args, version), "report": report}
+    stamp = {"settings": stamp_of(github, repo.commit, args, version), "report": report}
     stamp_path.write_text(json.dumps(stamp, sort_keys=True) + "\n", encoding="utf-8")
     return path, report
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from models.corpus import build as corpus_build
 from models.corpus.build import Source
-from models.corpus.select import MANIFEST_PATH, github_repo, licence_of_text, permissive_licence
+from models.corpus.select import MANIFEST_PATH, github_repo, judge, licence_of_text, permissive_licence
 
 OFF_LIMITS_NAMES = {"zod", "hono", "date-fns", "express", "excalidraw", "vite", "vitest", "trpc", "continue",
                     "axios", "redux", "redux-toolkit", "semble"}  # fmt: skip
@@ -93,8 +93,11 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def make_mirror(tmp_path: Path, github: str, files: dict[str, bytes]) -> str:
-    """A real repository with `files`, cloned as a mirror into tmp_path/mirrors; its commit."""
+def make_mirror(tmp_path: Path, github: str, files: dict[str, bytes], bare: bool = True) -> str:
+    """A real repository with `files`, cloned into tmp_path/mirrors; its commit.
+
+    `bare=False` lays it out as some fetched snapshots are: a clone whose git directory is repo/.git.
+    """
     work = tmp_path / "work" / github.replace("/", "+")
     for rel, data in files.items():
         (work / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -102,8 +105,13 @@ def make_mirror(tmp_path: Path, github: str, files: dict[str, bytes]) -> str:
     git(work, "init", "-q")
     git(work, "add", "-A")
     git(work, "commit", "-q", "-m", "first")
-    mirror = tmp_path / "mirrors" / f"{github.replace('/', '+')}.git"
-    subprocess.run(["git", "clone", "-q", "--mirror", str(work), str(mirror)], check=True)
+    stem = github.replace("/", "+")
+    if bare:
+        subprocess.run(
+            ["git", "clone", "-q", "--mirror", str(work), str(tmp_path / "mirrors" / f"{stem}.git")], check=True
+        )
+    else:
+        subprocess.run(["git", "clone", "-q", str(work), str(tmp_path / "mirrors" / stem / "repo")], check=True)
     return git(work, "rev-parse", "HEAD")
 
 
@@ -126,7 +134,9 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
             "README.md": b"# one\n",
         },
     )
-    two = make_mirror(tmp_path, "acme/two", {"src/util/clamp.js": SHARED, "src/two.ts": b"export const two = 2;\n"})
+    two = make_mirror(
+        tmp_path, "acme/two", {"src/util/clamp.js": SHARED, "src/two.ts": b"export const two = 2;\n"}, bare=False
+    )
     repos = [
         {"github": "acme/one", "commit": one, "split": "train"},
         {"github": "acme/two", "commit": two, "split": "train"},
@@ -194,3 +204,24 @@ def test_a_missing_mirror_is_one_line_naming_the_repository(
     assert len(out.splitlines()) == 1
     expected = r"corpus not built: no mirror of acme/one in .*nowhere and cloning .* failed .*fetch github:.*"
     assert re.fullmatch(expected, out)
+
+
+MIT_TEXT = b"MIT License\n\nPermission is hereby granted, free of charge, to any person obtaining a copy\n"
+
+
+def test_the_band_the_licence_file_and_a_shared_root_commit_decide_a_fetched_repository(tmp_path: Path) -> None:
+    files = {f"src/m{i}.ts": f"export const m{i} = {i};\n".encode() for i in range(30)}
+    commit = make_mirror(tmp_path, "acme/lib", {**files, "LICENSE": MIT_TEXT, "tool.py": b"print(1)\n"})
+    mirror = tmp_path / "mirrors" / "acme+lib.git"
+    record = judge({"github": "acme/lib"}, mirror, {})
+    assert "reason" not in record and record["commit"] == commit and record["licence_file"] == "MIT"
+    branch = git(tmp_path / "work" / "acme+lib", "branch", "--show-current")
+    assert record["ts_js_files"] == 30 and record["default_branch"] == branch
+    forked = judge({"github": "acme/lib"}, mirror, {record["root_commits"][0]: "bench/dev (a quality repository)"})
+    assert forked["reason"] == "shares its root commit with bench/dev (a quality repository): a fork or mirror"
+    make_mirror(tmp_path, "acme/small", {**dict(list(files.items())[:29]), "LICENSE": MIT_TEXT})
+    small = judge({"github": "acme/small"}, tmp_path / "mirrors" / "acme+small.git", {})
+    assert small["reason"] == "29 TS/JS source files (under 30)"
+    make_mirror(tmp_path, "acme/gpl", {**files, "COPYING": b"GNU GENERAL PUBLIC LICENSE\nVersion 3\n"})
+    gpl = judge({"github": "acme/gpl"}, tmp_path / "mirrors" / "acme+gpl.git", {})
+    assert gpl["reason"] == "licence file reads as GPL/LGPL"

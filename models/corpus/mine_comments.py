@@ -8,7 +8,9 @@ function, method, constructor, accessor or class with a body and no JSDoc of its
 the JSDoc rule's); its first sentence, 5..40 words, is the query; dropped when it names the
 symbol, when the same sentence documents two symbols, and when it is not prose: a tool directive
 or note (eslint, istanbul, @ts-..., prettier, TODO/FIXME/XXX/HACK, a licence line) or commented-out
-code (`;`, `{`, `}`, `=>` or ` = ` in the sentence). Blanked: the comment's lines.
+code (`;`, `{`, `}`, `=>` or ` = ` in the sentence), or a sentence that continues a thought
+(starting We, It, This, That, Also, But, Otherwise, ...: it needs the code around it).
+Blanked: the comment's lines.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ _NOT_PROSE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _CODE = re.compile(r"[;{}]|=>| = ")
+# A sentence that continues a thought ("We do the same in the other direction.") needs the code
+# around it to mean anything; a description of the symbol starts on its own.
+_CONTINUES = re.compile(
+    r"^(?:we|i|it|its|this|that|these|those|they|here|also|and|but|so|then|otherwise|however|else|see)\b",
+    re.IGNORECASE,
+)
 
 
 def comment_above(lines: list[str], start_line: int) -> tuple[int, int] | None:
@@ -70,7 +78,7 @@ def mine(records: list[dict], texts: dict[str, str], cap: int, seed: str, stats:
             first, last = found
             comment = "\n".join(lines[first : last + 1])
             sentence = first_sentence(_MARKERS.sub("", comment))
-            if _NOT_PROSE.search(comment) or _CODE.search(sentence):
+            if _NOT_PROSE.search(comment) or _CODE.search(sentence) or _CONTINUES.match(sentence):
                 stats["comment_not_prose"] += 1
                 continue
             if not MIN_QUERY_WORDS <= len(words(sentence)) <= MAX_QUERY_WORDS or leaks_name(sentence, symbol["name"]):

@@ -13,6 +13,7 @@ in dropping subjects that name a target (the bench tags them), and in its window
 history by default (--window-days restores one). The bench's five-year window keeps its few
 queries near the pinned code; training needs the volume, and the pinned-target check already
 keeps only answers that exist in the code a user has.
+A target longer than MAX_TARGET_LINES is dropped (the commit too, when it had no other).
 Nothing is blanked: a commit subject is not in the code. Newest commits are kept first.
 """
 
@@ -27,6 +28,9 @@ from codecompass.common.testcode import is_test_path
 from models.corpus.pairs import Pair, Repo, finalize, is_train_file, leaks_any
 
 RULE = "commit"
+# A change deep inside a symbol this long (lodash's runInContext wraps the whole library in
+# 14,000 lines) cannot be told from the symbol's chunk, which an embedding sees only the head of.
+MAX_TARGET_LINES = 500
 # None: the whole history reachable from the pinned commit.
 DEFAULT_WINDOW_DAYS: int | None = None
 
@@ -51,6 +55,12 @@ def mine(
     pairs = []
     for item in found:
         targets = [Target(**t) for t in item.targets]
+        large = [t for t in targets if t.end_line - t.start_line + 1 > MAX_TARGET_LINES]
+        if large:
+            stats["commit_large_target_dropped"] += len(large)
+            targets = [t for t in targets if t not in large]
+            if not targets:
+                continue
         if leaks_any(item.commit.query, [t.qualified_name.split(".")[-1] for t in targets]):
             stats["commit_leaks_name"] += 1
             continue

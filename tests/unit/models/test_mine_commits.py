@@ -128,3 +128,31 @@ def test_the_whole_history_is_mined_by_default_and_targets_must_exist_at_the_pin
     ]
     assert stats["commit_gold_gone_in_pinned"] == 1
     assert [p.query for p in windowed] == ["Stop retrying once the budget is spent"]
+
+
+def test_a_change_deep_inside_a_huge_symbol_has_no_answer(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "a@example.com")
+    git(root, "config", "user.name", "A")
+    body = "".join(f"  const v{i} = {i};\n" for i in range(mine_commits.MAX_TARGET_LINES))
+    wrapper = f"export function runInContext() {{\n{body}  return v1;\n}}\n"
+    commit(root, "chore: initial import", files={"src/retry.ts": RETRY, "src/lib.ts": wrapper})
+    commit(root, "Treat the first constant as a counted value", {"src/lib.ts": ("const v0 = 0", "const v0 = 1")})
+    commit(
+        root,
+        "Wait a little longer before the first attempt",
+        {"src/lib.ts": ("const v1 = 1", "const v1 = 2"), "src/retry.ts": ("* 100", "* 150")},
+    )
+    stats: Counter = Counter()
+
+    pairs = mine_commits.mine(
+        Repo("someone/lib", git(root, "rev-parse", "HEAD").strip(), root, root / ".git"), 400, stats
+    )
+
+    # The huge wrapper is no answer: the first commit has none left, the second keeps computeDelay.
+    assert [(p.query, [t.qualified_name for t in p.targets]) for p in pairs] == [
+        ("Wait a little longer before the first attempt", ["computeDelay"])
+    ]
+    assert stats["commit_large_target_dropped"] == 2

@@ -35,6 +35,8 @@ log = logging.getLogger("models.code_static.refine")
 
 # Chunks the analysis service makes of a typical source file (measured on commander.js: ~10).
 CHUNKS_PER_FILE = 8
+# Texts per teacher call, as the indexer sends them to the embedding service.
+TEACHER_BATCH = 64
 VALIDATION_SHARE = 0.1
 BATCH_SIZE = 256
 LEARNING_RATE = 1e-3
@@ -83,7 +85,12 @@ def featurize(texts: list[str], cache_dir: Path) -> np.ndarray:
         return np.load(cache)
     teacher = MiniLMProvider()
     teacher.warmup()
-    vectors = np.concatenate([teacher.embed(texts[i:i + 64], "document") for i in range(0, len(texts), 64)])
+    parts = []
+    for start in range(0, len(texts), TEACHER_BATCH):
+        parts.append(teacher.embed(texts[start:start + TEACHER_BATCH], "document"))
+        if start // TEACHER_BATCH % 20 == 0:
+            log.info("teacher: %d of %d texts", start + len(parts[-1]), len(texts))
+    vectors = np.concatenate(parts)
     cache_dir.mkdir(parents=True, exist_ok=True)
     np.save(cache, vectors)
     return vectors

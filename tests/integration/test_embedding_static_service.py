@@ -1,0 +1,78 @@
+"""The code-static profile through a real `python -m codecompass.embedding` process, with the committed model."""
+
+from __future__ import annotations
+
+import grpc
+import numpy as np
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from codecompass.embedding import convert
+from codecompass.embedding.static import DEFAULT_MODEL_DIR, weights_hash
+from codecompass.v1 import embedding_pb2 as pb
+from codecompass.v1 import embedding_pb2_grpc
+
+JWT_CHUNK = """[TypeScript] src/auth/tokenService.ts > TokenService > validateToken
+Purpose: Validates a JWT token and returns the decoded payload
+Signature: async validateToken(token: string): Promise<JwtPayload | null>
+---
+async validateToken(token: string): Promise<JwtPayload | null> {
+  try {
+    return jwt.verify(token, this.publicKey, { algorithms: ["RS256"] }) as JwtPayload;
+  } catch (err) {
+    if (err instanceof TokenExpiredError) return null;
+    throw err;
+  }
+}"""
+CSS_CHUNK = """[TypeScript] src/ui/theme.ts > buttonStyles
+Signature: const buttonStyles: CSSProperties
+---
+export const buttonStyles: CSSProperties = {
+  backgroundColor: "#0b5fff",
+  borderRadius: 4,
+  padding: "6px 12px",
+  fontWeight: 600,
+};"""
+
+
+@pytest.fixture(scope="module")
+def address(start_python_service_session) -> str:
+    _, address = start_python_service_session("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "code-static"})
+    return address
+
+
+@pytest.fixture(scope="module")
+def stub(address):
+    with grpc.insecure_channel(address) as channel:
+        yield embedding_pb2_grpc.EmbeddingServiceStub(channel)
+
+
+def embed(stub, texts, input_type):
+    return convert.embed_result_from_proto(stub.Embed(convert.embed_request_to_proto(texts, input_type), timeout=30))
+
+
+def test_the_service_serves_the_committed_model_under_its_own_identity(address, stub):
+    with grpc.insecure_channel(address) as channel:
+        response = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service="codecompass.v1.EmbeddingService"), timeout=5)
+        assert response.status == health_pb2.HealthCheckResponse.SERVING
+    info, blocked = convert.model_info_response_from_proto(stub.GetModelInfo(pb.GetModelInfoRequest(), timeout=5))
+    assert (info.provider, info.model_id, info.dimensions, blocked) == ("code-static", "code-static", 256, False)
+    assert info.model_version.startswith(f"m2v-{weights_hash(DEFAULT_MODEL_DIR)}+split-v1")
+
+
+def test_a_query_finds_the_chunk_that_answers_it(stub):
+    documents = embed(stub, [CSS_CHUNK, JWT_CHUNK], "document")
+    query = embed(stub, ["validate a JWT token"], "query")
+    assert documents.vectors.shape == (2, 256) and documents.model.provider == "code-static"
+    np.testing.assert_allclose(np.linalg.norm(documents.vectors, axis=1), 1.0, rtol=1e-5)
+    css, jwt = documents.vectors @ query.vectors[0]
+    assert jwt > css + 0.1, (jwt, css)
+
+
+def test_identifiers_mean_their_words_and_batches_change_nothing(stub):
+    texts = ["parseHttpHeaderValue", "parse http header value", "renderSidebarMenu", "", JWT_CHUNK]
+    batched = embed(stub, texts, "document").vectors
+    assert batched[0] @ batched[1] > 0.9999 and batched[0] @ batched[2] < 0.8
+    for index, text in enumerate(texts):
+        np.testing.assert_array_equal(embed(stub, [text], "document").vectors[0], batched[index])

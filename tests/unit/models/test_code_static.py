@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
-from models.code_static import train, vocabulary
+from models.code_static import refine, train, vocabulary
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
@@ -88,3 +89,18 @@ def test_a_quality_repository_given_as_a_source_stops_the_run_before_any_work(tm
     with pytest.raises(SystemExit, match="quality repository"):
         train.main(["--vocab-source", str(tmp_path / "mochajs+mocha"), "--output", str(tmp_path / "out")])
     assert not (tmp_path / "out").exists()
+
+
+def test_refinement_teaches_the_token_vectors_to_predict_the_teachers_text_vectors():
+    rng = np.random.default_rng(0)
+    vocab, dims = 40, 8
+    # A teacher whose text vector is the mean of hidden token vectors the student does not start with.
+    hidden = rng.normal(size=(vocab, 16))
+    texts = [list(rng.integers(1, vocab, size=rng.integers(3, 12))) for _ in range(400)]
+    targets = np.stack([hidden[ids].mean(axis=0) for ids in texts])
+    start = rng.normal(size=(vocab, dims)).astype(np.float32)
+    table, record = refine.refine(start, 0, texts, targets, seed=0)
+    assert table.shape == start.shape and record["improved"]
+    assert record["validation_mse_best"] < 0.7 * record["validation_mse_start"]
+    again, _ = refine.refine(start, 0, texts, targets, seed=0)
+    np.testing.assert_array_equal(table, again)

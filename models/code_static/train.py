@@ -156,8 +156,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--vocab-size", type=int, default=20_000, help="new words beyond the base vocabulary")
     parser.add_argument("--min-repos", type=int, default=3, help="repositories a word must occur in")
     parser.add_argument("--pca-dims", type=int, default=256)
-    parser.add_argument("--refine-texts", type=int, default=6000,
-                        help="texts the teacher embeds for refinement (0: distillation only); ~40 texts/s on 2 cores")
+    parser.add_argument("--refine-texts", type=int, default=8000,
+                        help="chunks the teacher embeds for refinement (0: distillation only); ~21 a second on 2 cores")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
 

@@ -1,11 +1,11 @@
 """Local provider `code-static`: our own static code embeddings (models/code_static), numpy only.
 
 A model2vec StaticModel is one table of token vectors: a text's vector is the mean of its
-tokens' rows, so embedding costs a tokenizer pass and a gather, thousands of chunks a second
-on two cores, with no torch or ONNX Runtime in the process. Its vocabulary holds the identifier
-parts that the index's text preparation produces ("validate", "jwt", "middleware"), so texts
-go through the same `text` preparation as minilm's (identifier splitting, header-preserving
-window) and are handed over as space-joined words.
+tokens' rows, so embedding costs a lookup and a gather, thousands of chunks a second on two
+cores, with no torch or ONNX Runtime in the process. Its vocabulary holds the identifier parts
+that the index's text preparation produces ("validate", "jwt", "middleware"), so texts go
+through the same `text` preparation as minilm's (identifier splitting, header-preserving
+window), and the model's tokenizer sees the resulting words.
 
 The window is counted in words, not tokens: each word costs the model one gather whatever its
 token count, and nearly every word is a single token of this vocabulary.

@@ -7,6 +7,9 @@ the base model's tokenizer does not already hold it whole, it occurs in at least
 repositories (a name used by one project is that project's, not the language's) and it is
 among the `size` most frequent such words.
 
+Measured on the held-out repositories, these words made the distilled model worse, so
+train.py adds none by default (--vocab-size, MODEL_CARD.md); the counts are still logged.
+
 Only training repositories may feed it: `check_source` refuses the benchmark's quality
 repositories (dev/test data) and the off-limits list by name.
 """

@@ -9,7 +9,17 @@ from pathlib import Path
 import pytest
 from bench.quality.build_queries import Target
 from models.corpus import mine
-from models.corpus.pairs import DEFAULT_CAP, PER_TARGET_CAP, Pair, Repo, finalize, prose_words, repo_cap, well_sized
+from models.corpus.pairs import (
+    DEFAULT_CAP,
+    PER_TARGET_CAP,
+    Pair,
+    Repo,
+    finalize,
+    is_train_file,
+    prose_words,
+    repo_cap,
+    well_sized,
+)
 
 
 def pair(query: str, name: str) -> Pair:
@@ -94,3 +104,9 @@ def test_reuse_keeps_a_repository_mined_at_the_same_commit_and_settings(tmp_path
     # Another setting is another corpus: mined again.
     with pytest.raises(AssertionError, match="mined again"):
         mine.main([*argv, "--cap", "10"])
+
+
+def test_tool_installed_bundles_are_not_the_repositorys_code() -> None:
+    assert is_train_file("src/index.ts") and is_train_file("lib/yarn-helpers.js")
+    assert not is_train_file(".yarn/releases/yarn-4.1.1.cjs")
+    assert not is_train_file("node_modules/a/index.js") and not is_train_file("dist/index.min.js")

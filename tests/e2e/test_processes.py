@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -116,7 +117,9 @@ def test_down_finds_and_stops_an_orphan_that_runtime_json_does_not_name(state_di
 
     down = _cli(state_dir, "down")
     assert down.returncode == 0, down.stdout + down.stderr
-    assert f"rerank     stopped (pid {orphan.pid}, an orphan runtime.json did not name)" in down.stdout
+    # Under load a service can outlive the grace period; either way the line names the orphan.
+    assert re.search(rf"^rerank     (stopped|killed after the grace period) \(pid {orphan.pid}, an orphan "
+                     r"runtime\.json did not name\)$", down.stdout, re.MULTILINE), down.stdout
     assert orphan.wait(timeout=5) is not None
     assert _processes_of(state_dir) == {}
 

@@ -10,36 +10,13 @@ import grpc
 import numpy as np
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from tests.fixtures.embedding_texts import CSS_CHUNK, JWT_CHUNK, QUERY
 
 from codecompass.embedding import convert
 from codecompass.embedding.e5 import E5Provider
 from codecompass.embedding.minilm import MiniLMProvider
 from codecompass.v1 import embedding_pb2 as pb
 from codecompass.v1 import embedding_pb2_grpc
-
-JWT_CHUNK = """[TypeScript] src/auth/tokenService.ts > TokenService > validateToken
-Purpose: Validates a JWT token and returns the decoded payload
-Signature: async validateToken(token: string): Promise<JwtPayload | null>
-Dependencies: jsonwebtoken
----
-async validateToken(token: string): Promise<JwtPayload | null> {
-  try {
-    return jwt.verify(token, this.publicKey, { algorithms: ["RS256"] }) as JwtPayload;
-  } catch (err) {
-    if (err instanceof TokenExpiredError) return null;
-    throw err;
-  }
-}"""
-CSS_CHUNK = """[TypeScript] src/ui/theme.ts > buttonStyles
-Signature: const buttonStyles: CSSProperties
----
-export const buttonStyles: CSSProperties = {
-  backgroundColor: "#0b5fff",
-  borderRadius: 4,
-  padding: "6px 12px",
-  fontWeight: 600,
-};"""
-QUERY = "validate a JWT token"
 
 
 @pytest.fixture(scope="module")

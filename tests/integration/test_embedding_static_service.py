@@ -6,33 +6,12 @@ import grpc
 import numpy as np
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from tests.fixtures.embedding_texts import CSS_CHUNK, JWT_CHUNK, QUERY
 
 from codecompass.embedding import convert
 from codecompass.embedding.static import DEFAULT_MODEL_DIR, weights_hash
 from codecompass.v1 import embedding_pb2 as pb
 from codecompass.v1 import embedding_pb2_grpc
-
-JWT_CHUNK = """[TypeScript] src/auth/tokenService.ts > TokenService > validateToken
-Purpose: Validates a JWT token and returns the decoded payload
-Signature: async validateToken(token: string): Promise<JwtPayload | null>
----
-async validateToken(token: string): Promise<JwtPayload | null> {
-  try {
-    return jwt.verify(token, this.publicKey, { algorithms: ["RS256"] }) as JwtPayload;
-  } catch (err) {
-    if (err instanceof TokenExpiredError) return null;
-    throw err;
-  }
-}"""
-CSS_CHUNK = """[TypeScript] src/ui/theme.ts > buttonStyles
-Signature: const buttonStyles: CSSProperties
----
-export const buttonStyles: CSSProperties = {
-  backgroundColor: "#0b5fff",
-  borderRadius: 4,
-  padding: "6px 12px",
-  fontWeight: 600,
-};"""
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +42,7 @@ def test_the_service_serves_the_committed_model_under_its_own_identity(address, 
 
 def test_a_query_finds_the_chunk_that_answers_it(stub):
     documents = embed(stub, [CSS_CHUNK, JWT_CHUNK], "document")
-    query = embed(stub, ["validate a JWT token"], "query")
+    query = embed(stub, [QUERY], "query")
     assert documents.vectors.shape == (2, 256) and documents.model.provider == "code-static"
     np.testing.assert_allclose(np.linalg.norm(documents.vectors, axis=1), 1.0, rtol=1e-5)
     css, jwt = documents.vectors @ query.vectors[0]

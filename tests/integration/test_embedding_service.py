@@ -10,7 +10,7 @@ import grpc
 import numpy as np
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from tests.fixtures.embedding_texts import CSS_CHUNK, JWT_CHUNK, QUERY
+from tests.fixtures.embedding import CSS_CHUNK, JWT_CHUNK, QUERY, embed
 
 from codecompass.embedding import convert
 from codecompass.embedding.e5 import E5Provider
@@ -29,10 +29,6 @@ def minilm_service(start_python_service_session) -> str:
 def stub(minilm_service):
     with grpc.insecure_channel(minilm_service) as channel:
         yield embedding_pb2_grpc.EmbeddingServiceStub(channel)
-
-
-def embed(stub, texts, input_type):
-    return convert.embed_result_from_proto(stub.Embed(convert.embed_request_to_proto(texts, input_type), timeout=30))
 
 
 def test_health_serving_and_model_info(minilm_service, stub):

@@ -6,7 +6,7 @@ import grpc
 import numpy as np
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from tests.fixtures.embedding_texts import CSS_CHUNK, JWT_CHUNK, QUERY
+from tests.fixtures.embedding import CSS_CHUNK, JWT_CHUNK, QUERY, embed
 
 from codecompass.embedding import convert
 from codecompass.embedding.static import DEFAULT_MODEL_DIR, weights_hash
@@ -24,10 +24,6 @@ def address(start_python_service_session) -> str:
 def stub(address):
     with grpc.insecure_channel(address) as channel:
         yield embedding_pb2_grpc.EmbeddingServiceStub(channel)
-
-
-def embed(stub, texts, input_type):
-    return convert.embed_result_from_proto(stub.Embed(convert.embed_request_to_proto(texts, input_type), timeout=30))
 
 
 def test_the_service_serves_the_committed_model_under_its_own_identity(address, stub):

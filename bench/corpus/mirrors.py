@@ -37,10 +37,15 @@ def mirrors_dir() -> Path:
     return Path(os.environ.get(MIRRORS_ENV) or DEFAULT_MIRRORS_DIR)
 
 
+def folder_name(github: str) -> str:
+    """`owner/name` as one path component: the name of its mirror and of its checkouts."""
+    return github.replace("/", "+")
+
+
 def mirror_candidates(github: str, base: Path | None = None) -> list[Path]:
     """Where the mirror of `owner/name` may be, in the order looked at."""
     base = base or mirrors_dir()
-    stem = github.replace("/", "+")
+    stem = folder_name(github)
     # A fetched snapshot is a bare repository, or now and then a clone with its git directory inside.
     return [base / f"{stem}.git", base / stem / "repo", base / stem / "repo" / ".git"]
 

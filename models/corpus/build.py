@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.corpus.assemble import QUALITY_REPOS, is_source
-from bench.corpus.mirrors import MirrorError, checkout, ensure_mirror, git
+from bench.corpus.mirrors import MirrorError, checkout, ensure_mirror, folder_name, git
 
 from models.corpus.select import MANIFEST_PATH, WORK_DIR
 
@@ -53,10 +53,6 @@ class Source:
     github: str
     commit: str
     split: str
-
-
-def folder_name(github: str) -> str:
-    return github.replace("/", "+")
 
 
 def content_hash(data: bytes) -> str:

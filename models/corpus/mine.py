@@ -36,7 +36,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from bench.corpus.assemble import QUALITY_REPOS
-from bench.corpus.mirrors import MIRRORS_ENV, MirrorError, checkout, find_mirror, git
+from bench.corpus.mirrors import MIRRORS_ENV, MirrorError, checkout, find_mirror, folder_name, git
 from bench.corpus.policy import off_limits
 from bench.lib import text as bench_text
 from bench.quality import build_queries
@@ -72,18 +72,17 @@ def refuse_excluded(github: str) -> None:
 def prepare(github: str, commit: str | None) -> Repo:
     """The repository at its pinned commit: the corpus checkout, or one written from the mirror."""
     refuse_excluded(github)
-    stem = github.replace("/", "+")
     mirror = find_mirror(github)
     if commit is None:
         if mirror is None:
             raise MineError(f"{github}: no pinned commit given and no mirror to read one from")
         commit = git(mirror, "rev-parse", "HEAD").strip()
-    built = CORPUS_CHECKOUTS / stem
+    built = CORPUS_CHECKOUTS / folder_name(github)
     if built.is_dir():
         return Repo(github, commit, built, mirror)
     if mirror is None:
         raise MineError(f"{github}: no checkout in {CORPUS_CHECKOUTS} and no mirror (set {MIRRORS_ENV} or --mirrors)")
-    root = OWN_CHECKOUTS / stem
+    root = OWN_CHECKOUTS / folder_name(github)
     stamp = root / ".mined-commit"
     if not (stamp.is_file() and stamp.read_text().strip() == commit):
         shutil.rmtree(root, ignore_errors=True)
@@ -176,7 +175,7 @@ def stamp_of(github: str, commit: str, args: argparse.Namespace, version: str) -
     settings = ("rules", "cap", "cap_per_symbol", "max_commits", "window_days")
     # Pairs mined from a mirror's checkout are mined again once `make corpus` has written the
     # deduplicated checkout: its removed files (copies of dev/test code) must not be targets.
-    checkout = "corpus" if (CORPUS_CHECKOUTS / github.replace("/", "+")).is_dir() else "mirror"
+    checkout = "corpus" if (CORPUS_CHECKOUTS / folder_name(github)).is_dir() else "mirror"
     return {"commit": commit, "miner": version, "checkout": checkout, **{key: getattr(args, key) for key in settings}}
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from models.corpus.mine import mine_repo
 from models.corpus.pairs import Repo
+from tests.fixtures.trees import write_tree
 
 TREE = {
     "package.json": json.dumps({"name": "mylib"}),
@@ -100,10 +101,7 @@ test('fetches the profile page of the current user', () => {
 
 @pytest.fixture(scope="module")
 def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict], Counter]:
-    root = tmp_path_factory.mktemp("repo")
-    for rel, text in TREE.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
+    root = write_tree(tmp_path_factory.mktemp("repo"), TREE)
     rows, stats = mine_repo(Repo("someone/mylib", "0" * 40, root), ("jsdoc", "test", "header", "error"), 400, 10)
     return root, rows, stats
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from models.corpus.mine import mine_repo
 from models.corpus.pairs import Repo
+from tests.fixtures.trees import write_tree
 
 LARGE_CLASS_BODY = "\n".join(f"  option{i}(): number {{\n    return {i};\n  }}" for i in range(25))
 
@@ -168,10 +169,7 @@ it('starts a program that nobody configured at all', () => {
 
 @pytest.fixture(scope="module")
 def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict], Counter]:
-    root = tmp_path_factory.mktemp("repo")
-    for rel, text in TREE.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
+    root = write_tree(tmp_path_factory.mktemp("repo"), TREE)
     rows, stats = mine_repo(Repo("someone/cli", "0" * 40, root), ("jsdoc", "comment", "doc", "test"), 400, 10)
     return root, rows, stats
 

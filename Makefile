@@ -23,7 +23,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
-	bench-report bench-candidates bench-pipeline bench-pipeline-speed bench-health bench-mcp bench-badinput \
+	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-health bench-mcp bench-badinput \
 	code-static corpus
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
@@ -94,6 +94,20 @@ bench-quality: bench-corpus
 	$(VENV)/bin/python -m bench.quality.build_queries
 	$(VENV)/bin/python -m bench.quality.run_quality --state-dir $(QUALITY_STATE_DIR)
 	$(VENV)/bin/python -m bench.quality.tune_ranking --state-dir $(QUALITY_STATE_DIR)
+	$(VENV)/bin/python -m bench.report
+
+# Our embedding models side by side (issue 16): one quality run per profile, each with its own
+# index and results folder (the default profile's run stays bench/results/quality-latest.json),
+# then one table per split: BM25 alone, each model's vectors alone, each model in the hybrid.
+MODEL_PROFILES ?= code-static code-small
+bench-models: bench-corpus
+	$(VENV)/bin/python -m bench.quality.build_queries
+	for profile in $(MODEL_PROFILES); do \
+		CODECOMPASS_EMBEDDING_PROFILE=$$profile $(VENV)/bin/python -m bench.quality.run_quality \
+			--state-dir bench/.work/quality-state-$$profile --results-dir bench/results/models/$$profile || exit 1; \
+	done
+	$(VENV)/bin/python -m bench.quality.compare_models --run MiniLM=bench/results/quality-latest.json \
+		$(foreach profile,$(MODEL_PROFILES),--run $(profile)=bench/results/models/$(profile)/quality-latest.json)
 	$(VENV)/bin/python -m bench.report
 
 # Rewrites the generated sections of README.md and bench/README.md from bench/results/*-latest.json.

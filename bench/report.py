@@ -802,6 +802,43 @@ def render_comparison(doc: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+# --- Embedding models side by side (bench/quality/compare_models.py) ------------------------
+
+
+def _models_table(doc: dict[str, Any], split: str) -> str | None:
+    rows = [r for r in doc["rows"] if r["split"] == split]
+    if not rows:
+        return None
+    by = {(r["group"], r["model"], r["mode"]): r for r in rows}
+    labels = list(doc["models"])
+    header = ["Query type", "Queries", "BM25 alone"]
+    header += [f"{label} vectors alone" for label in labels] + [f"hybrid, {label}" for label in labels]
+    body = []
+    for group in dict.fromkeys(r["group"] for r in rows):
+        lexical = by.get((group, "", "bm25"), {})
+        cells = [fmt_metric(by.get((group, label, "vector"), {}).get(doc["metric"])) for label in labels]
+        cells += [fmt_metric(by.get((group, label, "hybrid+ranking"), {}).get(doc["metric"])) for label in labels]
+        body.append((group, lexical.get("n", "?"), fmt_metric(lexical.get(doc["metric"])), *cells))
+    return md_table(header, body)
+
+
+def render_models(doc: dict[str, Any]) -> str:
+    """Per split and query type: BM25 alone, each model's vectors alone, each model in the hybrid."""
+    runs = md_table(
+        ("Model", "Embedding model (as the index records it)", "Results file", "Commit", "Chunks"),
+        [(label, ", ".join(info.get("embedding_models") or []) or "?", f"`{info['file']}`",
+          f"`{(info.get('commit') or '?')[:10]}`", fmt_int(info.get("chunks"))) for label, info in doc["models"].items()],
+    )
+    parts = [provenance(doc), runs]
+    for split in SPLIT_ORDER:
+        table = _models_table(doc, split)
+        if table:
+            caption = (f"{split_caption(doc_with_splits(doc), split)}, {doc['metric']} (hybrid = the product's "
+                       "ranked list, `hybrid+ranking`):")
+            parts += [caption, table]
+    return "\n\n".join(parts)
+
+
 def doc_with_splits(doc: dict[str, Any]) -> dict[str, Any]:
     """split_caption reads `tables`; a comparison's rows carry the same split field."""
     return {"tables": doc["rows"]}
@@ -960,6 +997,7 @@ SECTIONS: dict[str, Section] = {
     "pipeline": Section("pipeline", render_pipeline_summary),
     "pipeline-full": Section("pipeline", render_pipeline_full),
     "comparison": Section("comparison", render_comparison),
+    "models": Section("models", render_models),
     "testcode": Section("testcode", render_testcode),
     "health": Section("health", render_health),
     "mcp-speed": Section("mcp-speed", render_mcp_speed),

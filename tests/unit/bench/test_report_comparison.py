@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from bench import report
 from bench.lib.results import write_results
-from bench.quality import compare_runs
+from bench.quality import compare_models, compare_runs
 
 
 def quality(mrr: float, first_test: float | None) -> dict:
@@ -60,6 +60,35 @@ def test_a_file_of_another_kind_is_one_clear_line(files: dict[str, Path]) -> Non
         compare_runs.compare([("x", files["selection"])], [], "t")
     with pytest.raises(SystemExit, match=r"expected LABEL=FILE"):
         compare_runs.parse_named("no-label")
+
+
+def model_run(tmp_path: Path, stamp: str, bm25: float, vector: float, hybrid: float, model: str) -> Path:
+    tables = [
+        {"split": split, "group": group, "mode": mode, "n": 7, "MRR@10": value}
+        for split in ("dev", "test")
+        for group in ("all", "nl")
+        for mode, value in (("bm25", bm25), ("vector", vector), ("hybrid", 0.0), ("hybrid+ranking", hybrid))
+    ]
+    payload = {"tables": tables, "indexes": {"pino": {"chunks": 172}}, "settings": {"embedding_models": [model]}}
+    return write_results("quality", payload, results_dir=tmp_path, stamp=stamp)
+
+
+def test_models_are_compared_alone_and_in_the_hybrid_against_one_bm25_column(tmp_path: Path) -> None:
+    runs = [("MiniLM", model_run(tmp_path, "1", 0.3, 0.2, 0.45, "all-MiniLM-L6-v2 v1")),
+            ("code-small", model_run(tmp_path, "2", 0.302, 0.35, 0.5, "code-small v1"))]
+    text = report.render_models({"kind": "models", **compare_models.compare(runs)})
+    assert text.index("**Test split**") < text.index("**Dev split**")
+    assert ("| Query type | Queries | BM25 alone | MiniLM vectors alone | code-small vectors alone | hybrid, MiniLM "
+            "| hybrid, code-small |") in text
+    # BM25 comes from the first run; the plain hybrid (fusion only) is not the product's list and is left out.
+    assert "| nl | 7 | 0.300 | 0.200 | 0.350 | 0.450 | 0.500 |" in text
+    assert "| code-small | code-small v1 |" in text
+
+
+def test_models_whose_bm25_differs_were_not_run_on_the_same_index(tmp_path: Path) -> None:
+    runs = [("a", model_run(tmp_path, "1", 0.3, 0.2, 0.4, "a")), ("b", model_run(tmp_path, "2", 0.4, 0.2, 0.4, "b"))]
+    with pytest.raises(SystemExit, match=r"BM25 alone differs from the first run"):
+        compare_models.compare(runs)
 
 
 def test_testcode_section_shows_the_default_per_group_and_every_variant() -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-EMBEDDING_PROFILES = ("minilm", "e5-small", "code-static", "voyage", "openai-compatible")
+EMBEDDING_PROFILES = ("minilm", "e5-small", "code-static", "code-small", "voyage", "openai-compatible")
 API_KEY_ENV = "CODECOMPASS_EMBEDDING_API_KEY"
 RERANK_PROVIDERS = ("local", "voyage", "cohere", "llm")
 RERANK_API_KEY_ENV = "CODECOMPASS_RERANK_API_KEY"
@@ -83,6 +83,11 @@ class RetrievalSettings:
     # index costs many minutes.
     large_index_files: int = 20_000
     large_index_mb: int = 200
+    # Static vectors (code-static) computed in process with every chunk written, searched for
+    # the chunks the primary model has not embedded yet (retrieval/static_channel.py).
+    static_channel: bool = True
+    # The static model's folder; None: the committed models/code_static/model.
+    static_model_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -422,7 +427,7 @@ _FIELDS: tuple[_Field, ...] = (
            _float_parser(0.0, exclusive_min=True),
            "Deadline of long RPCs: chunking a folder, indexing, a search that syncs a cold index"),
     _Field("embedding.profile", "CODECOMPASS_EMBEDDING_PROFILE", "embedding.profile",
-           _choice_parser(EMBEDDING_PROFILES), "minilm | e5-small | code-static | voyage | openai-compatible"),
+           _choice_parser(EMBEDDING_PROFILES), "minilm | e5-small | code-static | code-small | voyage | openai-compatible"),
     _Field("embedding.external_provider_enabled", "CODECOMPASS_EMBEDDING_EXTERNAL_PROVIDER_ENABLED",
            "embedding.external_provider_enabled", _parse_bool,
            "Privacy gate 1: allow an external embedding provider at all"),
@@ -435,7 +440,7 @@ _FIELDS: tuple[_Field, ...] = (
     _Field("embedding.base_url", "CODECOMPASS_EMBEDDING_BASE_URL", "embedding.base_url",
            _parse_optional_str, "Endpoint of the external provider"),
     _Field("embedding.model", "CODECOMPASS_EMBEDDING_MODEL", "embedding.model", _parse_optional_str,
-           "Model name for the external provider, or the model2vec folder of code-static (profile default when unset)"),
+           "Model name for the external provider, the model2vec folder of code-static or the ONNX folder of code-small (profile default when unset)"),
     _Field("embedding.dimensions", "CODECOMPASS_EMBEDDING_DIMENSIONS", "embedding.dimensions",
            _optional_int_parser(1), "Requested output dimensions (provider default when unset)"),
     _Field("embedding.timeout_s", "CODECOMPASS_EMBEDDING_TIMEOUT_S", "embedding.timeout_s",
@@ -463,6 +468,10 @@ _FIELDS: tuple[_Field, ...] = (
            _int_parser(1, 10_000_000), "Source files above which a workspace's first index needs --force"),
     _Field("retrieval.large_index_mb", "CODECOMPASS_RETRIEVAL_LARGE_INDEX_MB", "retrieval.large_index_mb",
            _int_parser(1, 1_000_000), "Megabytes of source above which a workspace's first index needs --force"),
+    _Field("retrieval.static_channel", "CODECOMPASS_RETRIEVAL_STATIC_CHANNEL", "retrieval.static_channel",
+           _parse_bool, "Write static (code-static) vectors with every chunk, a semantic channel from the first sync"),
+    _Field("retrieval.static_model_dir", "CODECOMPASS_RETRIEVAL_STATIC_MODEL_DIR", "retrieval.static_model_dir",
+           _parse_optional_path, "The static channel's model2vec folder (default: the committed code-static model)"),
     _Field("rerank.provider", "CODECOMPASS_RERANK_PROVIDER", "rerank.provider", _choice_parser(RERANK_PROVIDERS),
            "local | voyage | cohere | llm (local keeps the first-stage scores)"),
     _Field("rerank.external_provider_enabled", "CODECOMPASS_RERANK_EXTERNAL_PROVIDER_ENABLED",

@@ -43,7 +43,7 @@ def main() -> int:
 
     try:
         return serve_forever(
-            ServiceSpec(name="retrieval", register=register, warmup=engine.check_state_dir),
+            ServiceSpec(name="retrieval", register=register, warmup=engine.warmup),
             port=settings.retrieval_port,
             grace_s=settings.shutdown_grace_s,
         )

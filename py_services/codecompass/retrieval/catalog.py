@@ -88,15 +88,16 @@ class IndexIdentity:
 
     model: EmbeddingModel
     chunker_version: str
+    # The static channel's model (its version is its weights' hash); None: no static channel.
+    # Part of the identity so that vectors of two static models never share a column.
+    static: EmbeddingModel | None = None
 
     def to_json(self) -> str:
         return json.dumps(
             {
-                "provider": self.model.provider,
-                "model_id": self.model.model_id,
-                "model_version": self.model.model_version,
-                "dimensions": self.model.dimensions,
+                **_model_json(self.model),
                 "chunker_version": self.chunker_version,
+                "static": _model_json(self.static) if self.static is not None else None,
             },
             sort_keys=True,
         )
@@ -104,13 +105,28 @@ class IndexIdentity:
     @classmethod
     def from_json(cls, text: str) -> IndexIdentity:
         data = json.loads(text)
-        model = EmbeddingModel(
-            provider=data["provider"],
-            model_id=data["model_id"],
-            model_version=data["model_version"],
-            dimensions=int(data["dimensions"]),
-        )
-        return cls(model=model, chunker_version=data["chunker_version"])
+        # Catalogs written before the static channel existed have no "static": none then.
+        static = data.get("static")
+        return cls(model=_model_of(data), chunker_version=data["chunker_version"],
+                   static=_model_of(static) if static else None)
+
+
+def _model_json(model: EmbeddingModel) -> dict:
+    return {
+        "provider": model.provider,
+        "model_id": model.model_id,
+        "model_version": model.model_version,
+        "dimensions": model.dimensions,
+    }
+
+
+def _model_of(data: dict) -> EmbeddingModel:
+    return EmbeddingModel(
+        provider=data["provider"],
+        model_id=data["model_id"],
+        model_version=data["model_version"],
+        dimensions=int(data["dimensions"]),
+    )
 
 
 class Catalog:

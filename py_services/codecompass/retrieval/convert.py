@@ -23,7 +23,7 @@ from codecompass.common.chunk_convert import (
     provenance_to_proto,
 )
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.ranking import RankedResult
+from codecompass.retrieval.ranking import PRIMARY_VECTORS, STATIC_VECTORS, RankedResult
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import (
     ChunkedFile,
@@ -81,6 +81,13 @@ _FRESHNESS_TO_PROTO = {
     FreshnessStatus.FAILED: retrieval_pb2.FRESHNESS_STATUS_FAILED,
 }
 _FRESHNESS_FROM_PROTO = {v: k for k, v in _FRESHNESS_TO_PROTO.items()}
+
+_CHANNEL_TO_PROTO = {
+    "": retrieval_pb2.VECTOR_CHANNEL_UNSPECIFIED,
+    PRIMARY_VECTORS: retrieval_pb2.VECTOR_CHANNEL_PRIMARY,
+    STATIC_VECTORS: retrieval_pb2.VECTOR_CHANNEL_STATIC,
+}
+_CHANNEL_FROM_PROTO = {v: k for k, v in _CHANNEL_TO_PROTO.items()}
 
 _PHASE_TO_PROTO = {phase: retrieval_pb2.IndexPhase.Value(f"INDEX_PHASE_{phase.name}") for phase in IndexPhase}
 _PHASE_FROM_PROTO = {v: k for k, v in _PHASE_TO_PROTO.items()}
@@ -417,6 +424,7 @@ def _result_to_proto(result: RankedResult, view: ResultView) -> retrieval_pb2.Se
         semantic_rank=result.semantic_rank,
         fusion_score=result.fusion_score,
         signals={k: v for k, v in result.signals.items() if not k.startswith("_")},
+        vector_channel=_CHANNEL_TO_PROTO[result.vector_channel],
     )
 
 
@@ -431,6 +439,8 @@ def _result_from_proto(msg: retrieval_pb2.SearchResult) -> RankedResult:
         semantic_rank=msg.semantic_rank,
         fusion_score=msg.fusion_score,
         signals=dict(msg.signals),
+        # A value a newer server added reads as "not said" rather than failing the answer.
+        vector_channel=_CHANNEL_FROM_PROTO.get(msg.vector_channel, ""),
     )
 
 
@@ -452,6 +462,12 @@ def _metadata_to_proto(meta: SearchMetadata) -> retrieval_pb2.SearchMetadata:
         missing_names=list(meta.missing_names),
         nearest_names=list(meta.nearest_names),
         filtered_chunks=meta.filtered_chunks,
+        vector_channels=[_CHANNEL_TO_PROTO[c] for c in meta.vector_channels],
+        primary_vector_chunks=meta.primary_vector_chunks,
+        static_vector_chunks=meta.static_vector_chunks,
+        static_model_id=meta.static_model_id,
+        static_model_version=meta.static_model_version,
+        primary_unavailable_reason=meta.primary_unavailable_reason,
     )
 
 
@@ -473,6 +489,12 @@ def _metadata_from_proto(msg: retrieval_pb2.SearchMetadata) -> SearchMetadata:
         missing_names=tuple(msg.missing_names),
         nearest_names=tuple(msg.nearest_names),
         filtered_chunks=msg.filtered_chunks,
+        vector_channels=tuple(c for v in msg.vector_channels if (c := _CHANNEL_FROM_PROTO.get(v, ""))),
+        primary_vector_chunks=msg.primary_vector_chunks,
+        static_vector_chunks=msg.static_vector_chunks,
+        static_model_id=msg.static_model_id,
+        static_model_version=msg.static_model_version,
+        primary_unavailable_reason=msg.primary_unavailable_reason,
     )
 
 
@@ -547,6 +569,9 @@ def status_to_proto(report: IndexStatusReport) -> retrieval_pb2.GetIndexStatusRe
             else None
         ),
         skipped=[skipped_file_to_proto(s) for s in report.skipped],
+        static_vector_chunks=report.static_vector_chunks,
+        static_model_id=report.static_model_id,
+        static_model_version=report.static_model_version,
     )
 
 
@@ -565,4 +590,7 @@ def status_from_proto(msg: retrieval_pb2.GetIndexStatusResponse) -> IndexStatusR
             msg.last_sync_time.seconds + msg.last_sync_time.nanos / 1e9 if msg.HasField("last_sync_time") else None
         ),
         skipped=tuple(skipped_file_from_proto(s) for s in msg.skipped),
+        static_vector_chunks=msg.static_vector_chunks,
+        static_model_id=msg.static_model_id,
+        static_model_version=msg.static_model_version,
     )

@@ -4,7 +4,11 @@ Channels (all raw features; `ranking.py` decides what they are worth):
 - full text: BM25 over identifier-split text;
 - names: chunks whose name or qualified name is an identifier the query typed;
 - paths: chunks of the file a path-shaped query names;
-- vectors: cosine similarity to the query's embedding, when the semantic ratio allows.
+- vectors: cosine similarity to the query's embedding, when the semantic ratio allows, in up
+  to two vector channels: the primary model's vectors, and the static model's for the chunks
+  that have no primary vector yet (or for every chunk, when the primary model could not embed
+  the query). A chunk is searched by one channel only, so each chunk uses whichever vector it
+  has, the primary one first.
 
 `semantic_ratio` is a ceiling, not a fixed weight (seed 004, FR-703/FR-717); the ranking
 policy lowers it by intent (`ranking.semantic_weight`). A ratio of 1.0 means the vector
@@ -15,8 +19,10 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -25,6 +31,8 @@ from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.query import QueryShape
 from codecompass.retrieval.ranking import (
     DEFAULT_POLICY,
+    PRIMARY_VECTORS,
+    STATIC_VECTORS,
     Candidate,
     RankedResult,
     RankingPolicy,
@@ -64,6 +72,8 @@ class HybridOutcome:
     # Exact identifiers the query typed that no chunk is named, and the index's closest names.
     missing_names: tuple[str, ...] = ()
     nearest_names: tuple[str, ...] = ()
+    # The vector channels the semantic search ran on (PRIMARY_VECTORS first); empty when skipped.
+    vector_channels: tuple[str, ...] = ()
 
 
 def hybrid_search(
@@ -77,12 +87,16 @@ def hybrid_search(
     candidate_pool: int = 40,
     policy: RankingPolicy = DEFAULT_POLICY,
     unavailable_reason: str = SKIP_EMBEDDING_UNAVAILABLE,
+    static_query_vector: np.ndarray | None = None,
 ) -> HybridOutcome:
     """Ranked results for `query`.
 
-    `query_vector` None means the query could not be embedded; `unavailable_reason` says
-    why (reported as `semantic_skipped_reason`). A query vector from another model (wrong
-    dimensions) falls back to lexical with reason "dimension_mismatch".
+    `query_vector` None means the query could not be embedded by the primary model;
+    `unavailable_reason` says why (reported as `semantic_skipped_reason` when no channel can
+    answer). `static_query_vector` (the static model's embedding of the query; None: no static
+    channel) searches the rows without a primary vector, or every row when `query_vector` is
+    None. A query vector from another model (wrong dimensions) falls back to lexical with
+    reason "dimension_mismatch".
     """
     shape = q.analyze(query)
     if limit <= 0:
@@ -94,9 +108,10 @@ def hybrid_search(
     # A natural-language query never short-circuits, so its vector search starts alongside
     # the lexical one (LanceDB releases the GIL): latency becomes the slower channel instead
     # of the sum. Other queries wait for the lexical verdict, which often makes it unnecessary.
-    speculative: Future[list[ScoredChunk]] | None = None
-    if cap > 0.0 and query_vector is not None and (vectors_only or shape.intent == q.NATURAL_LANGUAGE):
-        speculative = _EXECUTOR.submit(store.search_vector, query_vector, filters, pool)
+    channels = _vector_channels(store, query_vector, static_query_vector, filters, pool)
+    speculative: list[tuple[str, Future[list[ScoredChunk]]]] = []
+    if cap > 0.0 and channels and (vectors_only or shape.intent == q.NATURAL_LANGUAGE):
+        speculative = [(name, _EXECUTOR.submit(search)) for name, search in channels]
 
     candidates: list[Candidate] = []
     has_definition = False
@@ -117,20 +132,29 @@ def hybrid_search(
         shape, cap, has_definition=has_definition, has_lexical=has_lexical, policy=policy
     )
 
-    if ratio > 0.0 and query_vector is None:
+    used: tuple[str, ...] = ()
+    if ratio > 0.0 and not channels:
         ratio, reason = 0.0, unavailable_reason
     if ratio > 0.0:
         try:
-            semantic = speculative.result() if speculative is not None else store.search_vector(query_vector, filters, pool)
+            found = [(name, future.result()) for name, future in speculative] if speculative else \
+                [(name, search()) for name, search in channels]
         except DimensionMismatch as err:
             _log.warning("semantic search skipped: %s", err)
             ratio, reason = 0.0, SKIP_DIMENSION_MISMATCH
         else:
-            if not semantic and store.counts()[1] == 0:
+            if not any(hits for _, hits in found) and not _has_vectors(store, static_query_vector is not None):
                 ratio, reason = 0.0, SKIP_NO_VECTORS
-            candidates += [Candidate(h.chunk, cosine=h.score, semantic_rank=i) for i, h in enumerate(semantic, start=1)]
-    elif speculative is not None:
-        speculative.cancel()
+            else:
+                used = tuple(name for name, _ in found)
+            candidates += [
+                Candidate(h.chunk, cosine=h.score, semantic_rank=i, vector_channel=name)
+                for name, hits in found
+                for i, h in enumerate(hits, start=1)
+            ]
+    else:
+        for _, future in speculative:
+            future.cancel()
     if vectors_only and ratio == 0.0:
         # The vector channel was asked for alone and could not answer: say so with an empty
         # list rather than a silent switch to lexical.
@@ -153,7 +177,34 @@ def hybrid_search(
         confidence_features=features,
         missing_names=missing,
         nearest_names=nearest_names(missing, *store.names()) if missing else (),
+        vector_channels=used if ratio > 0.0 else (),
     )
+
+
+def _vector_channels(
+    store: ChunkStore,
+    query_vector: np.ndarray | None,
+    static_query_vector: np.ndarray | None,
+    filters: Filters,
+    pool: int,
+) -> list[tuple[str, Callable[[], list[ScoredChunk]]]]:
+    """The vector searches this query can run, by channel: the primary model's over the rows
+    that have its vector, the static model's over the rest (or over every row when the primary
+    model could not embed the query)."""
+    channels: list[tuple[str, Callable[[], list[ScoredChunk]]]] = []
+    if query_vector is not None:
+        channels.append((PRIMARY_VECTORS, partial(store.search_vector, query_vector, filters, pool)))
+    if static_query_vector is not None:
+        channels.append((STATIC_VECTORS, partial(store.search_static_vector, static_query_vector, filters, pool,
+                                                 without_primary=query_vector is not None)))
+    return channels
+
+
+def _has_vectors(store: ChunkStore, static: bool) -> bool:
+    """Whether any row has a vector a channel of this search could find."""
+    if store.counts()[1] > 0:
+        return True
+    return static and store.vector_counts().static > 0
 
 
 def _clamp_ratio(ratio: float) -> float:

@@ -47,6 +47,8 @@ from codecompass.retrieval.ranking import (
     DEFAULT_HUB_POLICY,
     DEFAULT_POLICY,
     FUSION_ONLY,
+    PRIMARY_VECTORS,
+    STATIC_VECTORS,
     STRUCTURE,
     RankedResult,
     hub_eligible,
@@ -79,7 +81,8 @@ from codecompass.retrieval.state import (
     record_workspace_root,
     workspace_state_dir,
 )
-from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION, ChunkStore
+from codecompass.retrieval.static_channel import StaticChannel
+from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION, ChunkStore, VectorCounts
 from codecompass.retrieval.sync import Syncer, SyncTuning, rebase_on_empty_catalog
 
 _log = get_logger(__name__)
@@ -269,6 +272,7 @@ class WorkspaceIndex:
         analysis: AnalysisClient,
         embedding: EmbeddingClient,
         tuning: SyncTuning,
+        static: StaticChannel,
     ) -> None:
         self.root = root
         self.key = workspace_state_dir(settings.state_dir, root).name
@@ -276,6 +280,7 @@ class WorkspaceIndex:
         self._analysis = analysis
         self._embedding = embedding
         self._tuning = tuning
+        self.static = static
         self._uri = index_uri(settings.state_dir, settings.retrieval.db_uri, root)
         record_workspace_root(settings.state_dir, root)
         self.catalog = Catalog.open(workspace_state_dir(settings.state_dir, root) / CATALOG_FILE)
@@ -422,6 +427,7 @@ class WorkspaceIndex:
                 progress=notify,
                 cancel=self._closing,
                 planned=job.planned.set,
+                static=self.static,
             )
             stats = syncer.run(scan)
             stats.duration_ms = (time.perf_counter() - scan_started) * 1000
@@ -487,10 +493,16 @@ class WorkspaceIndex:
                 model = known.model
         else:
             model = self._store.model
-        identity = IndexIdentity(model=model, chunker_version=chunker_version)
+        static = self.static.model()
+        if static == model:
+            # The primary model is the static one (the code-static profile): its column holds
+            # these very vectors, computed in process (see `sync`); a second would repeat them.
+            static = None
+        identity = IndexIdentity(model=model, chunker_version=chunker_version, static=static)
         with self._identity_lock:
             if self.catalog.identity != identity:
-                _log.info("index identity of %s is now %s / chunker %s", self.root, model.identity(), chunker_version)
+                _log.info("index identity of %s is now %s / static %s / chunker %s", self.root, model.identity(),
+                          static.identity() if static is not None else "none", chunker_version)
                 self.catalog.reset(identity)
                 self._store = None
             if self._store is None:
@@ -501,8 +513,12 @@ class WorkspaceIndex:
             self._uri,
             model=identity.model,
             chunker_version=identity.chunker_version,
+            static=identity.static,
             storage_options=dict(self._settings.retrieval.storage_options),
         )
+        if store.rebuilt:
+            _log.warning("the index of %s was written in another index format; it is rebuilt in format %s",
+                         self.root, INDEX_FORMAT_VERSION)
         if (store.created or store.rebuilt) and len(self.catalog) > 0:
             # The table is new but the catalog remembers files: the index was deleted or
             # rebuilt, so the catalog no longer describes it.
@@ -693,12 +709,22 @@ class RetrievalEngine:
         self._embedding = embedding
         self._tuning = tuning or SyncTuning()
         self._query_embed_timeout_s = query_embed_timeout_s
+        retrieval = settings.retrieval
+        # One static model per process, shared by every workspace (see `static_channel`).
+        self._static = StaticChannel(enabled=retrieval.static_channel, model_dir=retrieval.static_model_dir,
+                                     max_tokens=settings.embedding.max_tokens)
         self._workspaces: dict[Path, WorkspaceIndex] = {}
         self._lock = threading.Lock()
         self._query_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embed")
 
+    def warmup(self) -> None:
+        """The state dir must be writable, and the static model is loaded now (0.6 s) rather
+        than by the first sync; a model that cannot load only turns its channel off."""
+        self.check_state_dir()
+        self._static.model()
+
     def check_state_dir(self) -> None:
-        """Warmup: the state dir must be writable, or nothing can be indexed."""
+        """The state dir must be writable, or nothing can be indexed."""
         workspaces = self._settings.state_dir / "workspaces"
         workspaces.mkdir(parents=True, exist_ok=True)
         probe = workspaces / f".probe-{threading.get_ident()}"
@@ -718,7 +744,7 @@ class RetrievalEngine:
         with self._lock:
             ws = self._workspaces.get(root)
             if ws is None:
-                ws = WorkspaceIndex(root, self._settings, self._analysis, self._embedding, self._tuning)
+                ws = WorkspaceIndex(root, self._settings, self._analysis, self._embedding, self._tuning, self._static)
                 self._workspaces[root] = ws
             return ws
 
@@ -852,6 +878,8 @@ class RetrievalEngine:
                 metadata=self._metadata(ws, status, ResultCompleteness.PARTIAL, started),
             )
 
+        # Sub-millisecond and in process: embedded while the primary embedding is under way.
+        static_query = self._static_query(store, request.query) if query_future is not None else None
         query_vector, unavailable_reason, blocked = None, SKIP_EMBEDDING_UNAVAILABLE, ws.external_provider_blocked
         if query_future is not None:
             try:
@@ -866,6 +894,16 @@ class RetrievalEngine:
                     unavailable_reason = SKIP_MODEL_CHANGED
                 else:
                     query_vector = embedded_query.vectors[0]
+        if static_query is not None and store.static is None:
+            # The primary model is the static model: its in-process query vector stands in for
+            # the embedding service's (same model) when that one is missing.
+            if query_vector is None:
+                query_vector = static_query
+            static_query = None
+        counts = store.vector_counts()
+        if query_vector is not None and counts.static_only == 0:
+            # Every chunk with a static vector has a primary one: the primary channel answers alone.
+            static_query = None
         outcome = hybrid_search(
             store,
             request.query,
@@ -876,10 +914,18 @@ class RetrievalEngine:
             candidate_pool=request.candidate_pool or retrieval.candidate_pool,
             policy=DEFAULT_POLICY if request.ranked else FUSION_ONLY,
             unavailable_reason=unavailable_reason,
+            static_query_vector=static_query,
         )
-        counts = store.counts()
-        status, _ = ws.indexing_status(counts)
-        if not (ws.catalog.complete and counts[1] >= counts[0]):
+        status, _ = ws.indexing_status((counts.total, counts.primary))
+        channels = outcome.vector_channels
+        # Chunks some channel of this search could find by vector.
+        if STATIC_VECTORS in channels and PRIMARY_VECTORS not in channels:
+            vector_searchable = counts.static
+        elif query_vector is not None and store.static is not None and store.static == self._static.model():
+            vector_searchable = counts.primary + counts.static_only
+        else:
+            vector_searchable = counts.primary
+        if not (ws.catalog.complete and vector_searchable >= counts.total):
             completeness = ResultCompleteness.PARTIAL
         elif outcome.truncated:
             completeness = ResultCompleteness.TRUNCATED
@@ -891,7 +937,7 @@ class RetrievalEngine:
             status,
             completeness,
             started,
-            counts=counts,
+            counts=(counts.total, counts.primary),
             fallback=reason in _FALLBACK_REASONS,
             reason=reason,
             ratio_used=outcome.semantic_ratio_used,
@@ -901,9 +947,21 @@ class RetrievalEngine:
             missing_names=outcome.missing_names,
             nearest_names=outcome.nearest_names,
             # Counted only under a filter: an empty answer then may mean the filter, not the query.
-            filtered_chunks=store.count_matching(filters) if filters != Filters() else counts[0],
+            filtered_chunks=store.count_matching(filters) if filters != Filters() else counts.total,
+            channels=_channel_coverage(channels, counts),
+            primary_unavailable_reason=(
+                unavailable_reason if STATIC_VECTORS in channels and PRIMARY_VECTORS not in channels else ""
+            ),
         )
         return SearchOutcome(results=tuple(outcome.results), metadata=metadata)
+
+    def _static_query(self, store: ChunkStore, text: str):
+        """The static model's embedding of the query, when this index has a channel of that
+        model (its static column, or its primary column under the code-static profile)."""
+        model = self._static.model()
+        if model is None or (store.static != model and store.model != model):
+            return None
+        return self._static.embed_query(text)
 
     def _embed_query(self, text: str):
         return self._embedding.embed_query(text, timeout_s=self._query_embed_timeout_s)
@@ -925,8 +983,12 @@ class RetrievalEngine:
         missing_names: tuple[str, ...] = (),
         nearest_names: tuple[str, ...] = (),
         filtered_chunks: int = 0,
+        channels: tuple[tuple[str, int], ...] = (),
+        primary_unavailable_reason: str = "",
     ) -> SearchMetadata:
         model = ws.model
+        static = ws.store.static if ws.store is not None else None
+        coverage = dict(channels)
         return SearchMetadata(
             indexing_status=status,
             result_completeness=completeness,
@@ -944,6 +1006,12 @@ class RetrievalEngine:
             missing_names=missing_names,
             nearest_names=nearest_names,
             filtered_chunks=filtered_chunks,
+            vector_channels=tuple(name for name, _ in channels),
+            primary_vector_chunks=coverage.get(PRIMARY_VECTORS, 0),
+            static_vector_chunks=coverage.get(STATIC_VECTORS, 0),
+            static_model_id=static.model_id if static else "",
+            static_model_version=static.model_version if static else "",
+            primary_unavailable_reason=primary_unavailable_reason,
         )
 
     # --- Sync ---
@@ -998,9 +1066,11 @@ class RetrievalEngine:
         # its status is the refusal, and asking for it creates no state for it.
         ws = self._workspace_to_sync(root_text, force=False)
         store = ws.store
-        counts = store.counts() if store is not None else (0, 0)
+        vectors = store.vector_counts() if store is not None else VectorCounts(0, 0, 0, 0)
+        counts = (vectors.total, vectors.primary)
         status, error = ws.indexing_status(counts)
         model = ws.model
+        static = store.static if store is not None else None
         identity = ws.catalog.identity
         return IndexStatusReport(
             indexing_status=status,
@@ -1016,7 +1086,20 @@ class RetrievalEngine:
             index_bytes=store.size_bytes() if store is not None else 0,
             last_sync_at=ws.last_sync_at,
             skipped=ws.skipped(),
+            static_vector_chunks=vectors.static,
+            static_model_id=static.model_id if static else "",
+            static_model_version=static.model_version if static else "",
         )
+
+
+def _channel_coverage(channels: tuple[str, ...], counts: VectorCounts) -> tuple[tuple[str, int], ...]:
+    """(channel, chunks it searched) for each vector channel a search ran on: the primary one
+    its embedded rows; the static one the rest, or every row it has when it answered alone."""
+    alone = PRIMARY_VECTORS not in channels
+    return tuple(
+        (name, counts.primary if name == PRIMARY_VECTORS else (counts.static if alone else counts.static_only))
+        for name in channels
+    )
 
 
 def _added(first: SyncStats, then: SyncStats) -> SyncStats:

@@ -6,7 +6,10 @@ Two steps:
 1. **Fusion** of the channels: `(1 - r) * lexical + r * semantic`, where lexical is BM25
    divided by the query's best BM25 (raw BM25 is not comparable across queries) and semantic
    is the cosine similarity min-max scaled over the query's vector candidates (raw cosines of
-   small models crowd into a narrow band, which would make `r` mean less than it says).
+   small models crowd into a narrow band, which would make `r` mean less than it says). Each
+   vector channel (the primary model's vectors, the static model's for chunks the primary has
+   not embedded yet) is scaled within itself: two models' cosines live on different scales,
+   so they only meet once each is in [0, 1].
    `r` is the semantic ratio the caller settled on (`semantic_weight`).
 2. **Signals** (RANKING_MODE_FULL), each a plain, explainable prior, kept on only where the
    dev split of bench/quality says it helps (bench/README.md, "Ranking ablation"):
@@ -49,6 +52,9 @@ LEXICAL = "lexical"
 SEMANTIC = "semantic"
 HYBRID = "hybrid"
 STRUCTURE = "structure"  # a hub: found through references, not by matching the query
+# Vector channels: which vectors a semantic candidate was found by.
+PRIMARY_VECTORS = "primary"  # the index's embedding model (background-filled)
+STATIC_VECTORS = "static"  # the static model's, written with the chunk
 
 SKIP_SHORT_CIRCUIT = "lexical_short_circuit"
 SKIP_RATIO_ZERO = "semantic_ratio_zero"
@@ -113,9 +119,10 @@ class Candidate:
     bm25: float = 0.0
     lexical_rank: int = 0
     cosine: float = 0.0
-    semantic_rank: int = 0
+    semantic_rank: int = 0  # 1-based, within `vector_channel`
     name_match: bool = False
     path_match: bool = False
+    vector_channel: str = PRIMARY_VECTORS  # whose vectors gave `cosine` (when semantic_rank)
 
 
 @dataclass(frozen=True)
@@ -129,6 +136,7 @@ class RankedResult:
     semantic_rank: int  # 1-based; 0 when absent
     fusion_score: float = 0.0  # channel fusion alone, in [0, 1]
     signals: dict[str, float] = field(default_factory=dict)  # signal -> factor it applied
+    vector_channel: str = ""  # PRIMARY_VECTORS | STATIC_VECTORS; "" when not found semantically
 
 
 def semantic_weight(
@@ -205,6 +213,7 @@ def _merge(candidates: Iterable[Candidate]) -> dict[str, Candidate]:
             lexical_rank=seen.lexical_rank or c.lexical_rank,
             cosine=seen.cosine if seen.semantic_rank else c.cosine,
             semantic_rank=seen.semantic_rank or c.semantic_rank,
+            vector_channel=seen.vector_channel if seen.semantic_rank else c.vector_channel,
             name_match=seen.name_match or c.name_match,
             path_match=seen.path_match or c.path_match,
         )
@@ -213,14 +222,19 @@ def _merge(candidates: Iterable[Candidate]) -> dict[str, Candidate]:
 
 def _fuse(merged: dict[str, Candidate], ratio: float, policy: RankingPolicy) -> list[RankedResult]:
     top_bm25 = max((c.bm25 for c in merged.values()), default=0.0)
-    cosines = [c.cosine for c in merged.values() if c.semantic_rank]
-    lo, hi = (min(cosines), max(cosines)) if cosines else (0.0, 0.0)
+    # (lowest, highest) cosine per vector channel: each channel is scaled within itself.
+    bounds: dict[str, tuple[float, float]] = {}
+    for c in merged.values():
+        if c.semantic_rank:
+            lo, hi = bounds.get(c.vector_channel, (c.cosine, c.cosine))
+            bounds[c.vector_channel] = (min(lo, c.cosine), max(hi, c.cosine))
     out = []
     for c in merged.values():
         lexical = c.bm25 / top_bm25 if top_bm25 > 0 else 0.0
         if not c.semantic_rank:
             semantic = 0.0
         elif policy.semantic_minmax:
+            lo, hi = bounds[c.vector_channel]
             semantic = (c.cosine - lo) / (hi - lo) if hi - lo > 1e-9 else 1.0
         else:
             semantic = max(c.cosine, 0.0)
@@ -237,6 +251,7 @@ def _fuse(merged: dict[str, Candidate], ratio: float, policy: RankingPolicy) -> 
                 semantic_rank=sr,
                 fusion_score=fused,
                 signals={"_name": 1.0} if c.name_match else ({"_path": 1.0} if c.path_match else {}),
+                vector_channel=c.vector_channel if sr else "",
             )
         )
     return out

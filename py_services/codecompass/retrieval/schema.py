@@ -17,11 +17,14 @@ import pyarrow as pa
 # value is dropped and rebuilt rather than read with wrong assumptions.
 # 3: full_source moved to the sources table (each text once, chunks slice it), embedding_text
 # stored as its preamble only, vectors as float16.
-INDEX_FORMAT_VERSION = "3"
+# 4: a second vector column, `static_vector` (+ `has_static_vector`), written in the same pass
+# as the chunk by the static model; its identity is part of the table's.
+INDEX_FORMAT_VERSION = "4"
 
 FORMAT_METADATA_KEY = "codecompass.index_format"
 CHUNKER_METADATA_KEY = "codecompass.chunker_version"
 MODEL_METADATA_KEY = "codecompass.embedding_model"
+STATIC_MODEL_METADATA_KEY = "codecompass.static_model"
 
 TABLE_PREFIX = "chunks_"
 # The sources table of chunk table `chunks_X` is `sources_X`: it lives and dies with it.
@@ -29,6 +32,10 @@ SOURCES_PREFIX = "sources_"
 
 FTS_COLUMN = "search_text"
 VECTOR_COLUMN = "vector"
+# The static channel: vectors of the static model (code-static), present from the moment a
+# chunk is written; searched for the rows that have no primary vector yet.
+STATIC_VECTOR_COLUMN = "static_vector"
+STATIC_FLAG_COLUMN = "has_static_vector"
 # Half precision halves the largest column (384 dims: 768 bytes a chunk instead of 1536) at a
 # cosine error below 1e-3, far under the gap between neighbouring hits that ranking sees.
 VECTOR_TYPE = pa.float16()
@@ -54,13 +61,15 @@ class EmbeddingModel:
 _UNSAFE = re.compile(r"[^A-Za-z0-9]+")
 
 
-def table_name(model: EmbeddingModel, chunker_version: str) -> str:
-    """Readable, LanceDB-safe table name for one index identity.
+def table_name(model: EmbeddingModel, chunker_version: str, static: EmbeddingModel | None = None) -> str:
+    """Readable, LanceDB-safe table name for one index identity: the primary model, the
+    static model (None: no static channel), the chunker and the format.
 
     Sanitising can map distinct identities to the same slug ("a/b" and "a_b"), so a digest of
     the exact identity is appended to keep names collision-free.
     """
-    identity = f"{model.identity()}|chunker={chunker_version}|format={INDEX_FORMAT_VERSION}"
+    static_identity = static.identity() if static is not None else "none"
+    identity = f"{model.identity()}|static={static_identity}|chunker={chunker_version}|format={INDEX_FORMAT_VERSION}"
     digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:10]
     slug = _UNSAFE.sub("_", f"{model.model_id}_{model.model_version}").strip("_")[:60]
     chunker = _UNSAFE.sub("_", chunker_version).strip("_")[:20]
@@ -85,11 +94,13 @@ REFERENCE_TYPE = pa.struct(
 )
 
 
-def chunk_schema(model: EmbeddingModel, chunker_version: str) -> pa.Schema:
+def chunk_schema(model: EmbeddingModel, chunker_version: str, static: EmbeddingModel | None = None) -> pa.Schema:
     """Every Chunk field, plus the columns only the store needs.
 
     `vector` is nullable: a chunk is searchable lexically as soon as it is written, and its
     vector arrives later from background embedding (`has_vector` flips then).
+    `static_vector` (only when the index has a static channel) is written with the chunk, in
+    the same commit, so the chunk is searchable semantically from that moment too.
     `reference_ids` duplicates `references[].chunk_id` as a flat list so the signature cascade
     can use `array_has_any` instead of unnesting structs.
 
@@ -150,6 +161,12 @@ def chunk_schema(model: EmbeddingModel, chunker_version: str) -> pa.Schema:
         CHUNKER_METADATA_KEY: chunker_version,
         MODEL_METADATA_KEY: model.identity(),
     }
+    if static is not None:
+        fields += [
+            pa.field(STATIC_FLAG_COLUMN, pa.bool_(), nullable=False),
+            pa.field(STATIC_VECTOR_COLUMN, pa.list_(VECTOR_TYPE, static.dimensions)),
+        ]
+        metadata[STATIC_MODEL_METADATA_KEY] = static.identity()
     return pa.schema(fields, metadata=metadata)
 
 

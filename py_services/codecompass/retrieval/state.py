@@ -155,6 +155,10 @@ class IndexStatusReport:
     last_sync_at: float | None = None
     # What the last sync left out of the index, sorted by path.
     skipped: tuple[SkippedFile, ...] = ()
+    # The static channel: chunks with a static vector, and its model (empty: no static channel).
+    static_vector_chunks: int = 0
+    static_model_id: str = ""
+    static_model_version: str = ""
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,14 @@ class SearchMetadata:
     nearest_names: tuple[str, ...] = ()
     # Chunks the filters admit (total_chunks when no filter was given); 0: the filter matched no file.
     filtered_chunks: int = 0
+    # Vector channels the semantic search ran on ("primary", "static"), and the chunks each searched.
+    vector_channels: tuple[str, ...] = ()
+    primary_vector_chunks: int = 0
+    static_vector_chunks: int = 0
+    static_model_id: str = ""
+    static_model_version: str = ""
+    # Why the primary model did not embed the query while the static channel answered for every chunk.
+    primary_unavailable_reason: str = ""
 
 
 class ResultView(str, Enum):

@@ -33,6 +33,8 @@ from codecompass.retrieval.schema import (
     FTS_COLUMN,
     INDEX_FORMAT_VERSION,
     SOURCES_PREFIX,
+    STATIC_FLAG_COLUMN,
+    STATIC_VECTOR_COLUMN,
     TABLE_PREFIX,
     VECTOR_COLUMN,
     VECTOR_TYPE,
@@ -84,6 +86,16 @@ class StoredChunk:
 
 
 @dataclass(frozen=True)
+class VectorCounts:
+    """Rows of the table by the vectors they have."""
+
+    total: int
+    primary: int  # with a primary vector
+    static: int  # with a static vector (0 without a static channel)
+    static_only: int  # with a static vector and no primary one yet
+
+
+@dataclass(frozen=True)
 class ScoredChunk:
     """A search hit with its raw channel score: BM25 (lexical) or cosine similarity in
     [-1, 1] (vector). Ranking policy lives in `ranking.py`, never here."""
@@ -117,6 +129,7 @@ class ChunkStore:
         *,
         model: EmbeddingModel,
         chunker_version: str,
+        static: EmbeddingModel | None,
         name: str,
         created: bool,
         rebuilt: bool,
@@ -132,6 +145,8 @@ class ChunkStore:
         # still finds the texts its rows point at.
         self._unreferenced_since: dict[str, float] = {}
         self.model = model
+        # The static channel's model; None when this index has no static channel.
+        self.static = static
         self.chunker_version = chunker_version
         self.table_name = name
         # True when this open started from an empty table (first use or rebuild): whatever
@@ -140,8 +155,9 @@ class ChunkStore:
         self.rebuilt = rebuilt
         self.uri = uri
         self._write_lock = threading.Lock()
-        self._schema = chunk_schema(model, chunker_version)
-        self._has_vector_index = self._vector_index_exists()
+        self._schema = chunk_schema(model, chunker_version, static)
+        self._has_vector_index = self._vector_index_exists(VECTOR_COLUMN)
+        self._has_static_index = static is not None and self._vector_index_exists(STATIC_VECTOR_COLUMN)
         # (table version, names, qualified names): see `names`.
         self._names: tuple[int, frozenset[str], frozenset[str]] | None = None
 
@@ -152,9 +168,11 @@ class ChunkStore:
         *,
         model: EmbeddingModel,
         chunker_version: str,
+        static: EmbeddingModel | None = None,
         storage_options: dict | None = None,
     ) -> ChunkStore:
-        """Open (creating if missing) the table for this model and chunker version.
+        """Open (creating if missing) the table for this model, static model (None: no static
+        channel) and chunker version.
 
         `uri` is a local directory or an object-store URI (`s3://bucket/path`, ...);
         `storage_options` go to LanceDB untouched (credentials, endpoint, region).
@@ -164,7 +182,7 @@ class ChunkStore:
         complete).
         """
         db = lancedb.connect(uri, storage_options=storage_options or None)
-        name = table_name(model, chunker_version)
+        name = table_name(model, chunker_version, static)
         sources_name = sources_table_name(name)
         rebuilt = False
         live: set[str] = set()
@@ -197,7 +215,7 @@ class ChunkStore:
             sources = db.create_table(sources_name, schema=sources_schema(model, chunker_version))
         created = name not in live
         if created:
-            table = db.create_table(name, schema=chunk_schema(model, chunker_version))
+            table = db.create_table(name, schema=chunk_schema(model, chunker_version, static))
         else:
             table = db.open_table(name)
         return cls(
@@ -205,6 +223,7 @@ class ChunkStore:
             table,
             model=model,
             chunker_version=chunker_version,
+            static=static,
             name=name,
             created=created,
             rebuilt=rebuilt,
@@ -220,12 +239,15 @@ class ChunkStore:
         upserts: list[Chunk],
         delete_ids: list[str],
         vectors: dict[str, np.ndarray],
+        static_vectors: dict[str, np.ndarray] | None = None,
     ) -> None:
         """Upsert `upserts` and delete `delete_ids` in a single commit.
 
         A chunk whose id is in `vectors` is stored with that vector; the others are stored
         without one (`has_vector=False`) and become searchable by vector once `set_vectors`
-        provides it. Ids present in both lists are upserted, not deleted: the caller computed
+        provides it. `static_vectors` fill the static column the same way (ignored when the
+        index has no static channel); the caller computes them for every upsert, so a
+        rewritten chunk never keeps the static vector of its old text. Ids present in both lists are upserted, not deleted: the caller computed
         deletions from the old file state, and a stable id that reappears is an update.
 
         New source texts are added to the sources table first (its own commit, made only when
@@ -239,9 +261,13 @@ class ChunkStore:
         for chunk_id, vector in vectors.items():
             if chunk_id in upsert_ids:
                 self._check_dims(vector, f"vector for chunk {chunk_id!r}")
+        static_vectors = static_vectors if self.static is not None else None
+        for chunk_id, vector in (static_vectors or {}).items():
+            if chunk_id in upsert_ids:
+                _checked(vector, self.static.dimensions, f"static vector for chunk {chunk_id!r}")
         with self._write_lock:
             if upserts:
-                data, texts = self._to_arrow(upserts, vectors)
+                data, texts = self._to_arrow(upserts, vectors, static_vectors or {})
                 self._add_sources(texts)
                 merge = self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
                 if to_delete:
@@ -357,6 +383,15 @@ class ChunkStore:
         """(total chunks, chunks with a vector)."""
         return self._table.count_rows(), self._table.count_rows("has_vector = true")
 
+    def vector_counts(self) -> VectorCounts:
+        """Rows by the vectors they have: what each vector channel can search."""
+        total, primary = self.counts()
+        if self.static is None:
+            return VectorCounts(total=total, primary=primary, static=0, static_only=0)
+        static = self._table.count_rows(f"{STATIC_FLAG_COLUMN} = true")
+        static_only = self._table.count_rows(f"{STATIC_FLAG_COLUMN} = true AND has_vector = false")
+        return VectorCounts(total=total, primary=primary, static=static, static_only=static_only)
+
     def count_matching(self, filters: Filters) -> int:
         """Chunks the filters admit."""
         where = sqlf.to_sql(filters)
@@ -429,14 +464,31 @@ class ChunkStore:
         if limit <= 0:
             return []
         query = self._check_dims(vector, "query vector")
+        return self._nearest(VECTOR_COLUMN, "has_vector = true", query, filters, limit, self._has_vector_index)
+
+    def search_static_vector(
+        self, vector: np.ndarray, filters: Filters, limit: int, *, without_primary: bool
+    ) -> list[ScoredChunk]:
+        """Nearest chunks by cosine similarity of their static vectors: among the rows that have
+        no primary vector yet (`without_primary`), or among every row with a static vector
+        (the primary model could not embed the query). Empty without a static channel."""
+        if limit <= 0 or self.static is None:
+            return []
+        query = _checked(vector, self.static.dimensions, "static query vector")
+        where = f"{STATIC_FLAG_COLUMN} = true" + (" AND has_vector = false" if without_primary else "")
+        return self._nearest(STATIC_VECTOR_COLUMN, where, query, filters, limit, self._has_static_index)
+
+    def _nearest(
+        self, column: str, where: str, query: np.ndarray, filters: Filters, limit: int, indexed: bool
+    ) -> list[ScoredChunk]:
         search = (
-            self._table.search(query, vector_column_name=VECTOR_COLUMN, query_type="vector")
+            self._table.search(query, vector_column_name=column, query_type="vector")
             .distance_type("cosine")
-            .where(sqlf.combine("has_vector = true", sqlf.to_sql(filters)), prefilter=True)
+            .where(sqlf.combine(where, sqlf.to_sql(filters)), prefilter=True)
             .select([*CHUNK_COLUMNS, "_distance"])
             .limit(limit)
         )
-        if self._has_vector_index:
+        if indexed:
             search = search.nprobes(ANN_NPROBES).refine_factor(ANN_REFINE_FACTOR)
         rows = search.to_arrow()
         distances = rows.column("_distance").to_pylist()
@@ -456,6 +508,9 @@ class ChunkStore:
                 if status["unindexed"] > MAX_UNINDEXED_ROWS:
                     return True
         if not has_fts and self._table.count_rows() > 0:
+            return True
+        if self.static is not None and not self._has_static_index \
+                and self._table.count_rows(f"{STATIC_FLAG_COLUMN} = true") >= ANN_MIN_ROWS:
             return True
         return not self._has_vector_index and self._table.count_rows("has_vector = true") >= ANN_MIN_ROWS
 
@@ -571,22 +626,23 @@ class ChunkStore:
         for key in expired:
             del self._unreferenced_since[key]
 
-    def _vector_index_exists(self) -> bool:
-        return any(i.columns == [VECTOR_COLUMN] for i in self._table.list_indices())
+    def _vector_index_exists(self, column: str) -> bool:
+        return any(i.columns == [column] for i in self._table.list_indices())
 
     def _ensure_vector_index(self) -> None:
-        if self._has_vector_index:
-            return
-        if self._table.count_rows("has_vector = true") < ANN_MIN_ROWS:
-            return
-        self._table.create_index(VECTOR_COLUMN, config=IvfPq(distance_type="cosine"), replace=True)
-        self._has_vector_index = True
+        """An ANN index per vector column once it holds ANN_MIN_ROWS vectors. The static
+        column fills with the chunks, so it crosses the threshold first (in a cold index, long
+        before the primary column)."""
+        if not self._has_vector_index and self._table.count_rows("has_vector = true") >= ANN_MIN_ROWS:
+            self._table.create_index(VECTOR_COLUMN, config=IvfPq(distance_type="cosine"), replace=True)
+            self._has_vector_index = True
+        if self.static is not None and not self._has_static_index \
+                and self._table.count_rows(f"{STATIC_FLAG_COLUMN} = true") >= ANN_MIN_ROWS:
+            self._table.create_index(STATIC_VECTOR_COLUMN, config=IvfPq(distance_type="cosine"), replace=True)
+            self._has_static_index = True
 
     def _check_dims(self, vector: np.ndarray, what: str) -> np.ndarray:
-        arr = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if arr.shape[0] != self.model.dimensions:
-            raise DimensionMismatch(self.model.dimensions, int(arr.shape[0]), what)
-        return arr
+        return _checked(vector, self.model.dimensions, what)
 
     def _scan(self, where: str | None, columns: list[str], limit: int | None = None) -> pa.Table:
         query = self._table.search()
@@ -597,16 +653,17 @@ class ChunkStore:
         query = query.limit(limit if limit is not None else max(self._table.count_rows(), 1))
         return query.to_arrow()
 
-    def _to_arrow(self, chunks: list[Chunk], vectors: dict[str, np.ndarray]) -> tuple[pa.Table, dict[str, str]]:
+    def _to_arrow(
+        self, chunks: list[Chunk], vectors: dict[str, np.ndarray], static_vectors: dict[str, np.ndarray]
+    ) -> tuple[pa.Table, dict[str, str]]:
         """The rows of `chunks` and the source texts they slice (see `packing`)."""
-        n = len(chunks)
         dims = self.model.dimensions
         has = [c.id in vectors for c in chunks]
-        matrix = np.zeros((n, dims), dtype=np.float32)
-        for row, chunk in enumerate(chunks):
-            if has[row]:
-                matrix[row] = np.asarray(vectors[chunk.id], dtype=np.float32).reshape(-1)
-        vector_col = _vector_array(matrix, dims, mask=np.array([not h for h in has]))
+        vector_col = _masked_vectors(chunks, vectors, dims)
+        has_static = [c.id in static_vectors for c in chunks]
+        static_col = (
+            _masked_vectors(chunks, static_vectors, self.static.dimensions) if self.static is not None else None
+        )
 
         def col(attr: str) -> list:
             return [getattr(c, attr) for c in chunks]
@@ -663,11 +720,14 @@ class ChunkStore:
             "embedding_model_id": [self.model.model_id if h else None for h in has],
             "embedding_model_version": [self.model.model_version if h else None for h in has],
             "embedding_dimensions": [dims if h else None for h in has],
+            STATIC_FLAG_COLUMN: has_static,
         }
         arrays = []
         for field in self._schema:
             if field.name == VECTOR_COLUMN:
                 arrays.append(vector_col)
+            elif field.name == STATIC_VECTOR_COLUMN:
+                arrays.append(static_col)
             else:
                 arrays.append(pa.array(columns[field.name], type=field.type))
         return pa.Table.from_arrays(arrays, schema=self._schema), texts
@@ -708,6 +768,23 @@ class ChunkStore:
         records = rows.select(list(CHUNK_COLUMNS)).to_pylist()
         texts = self._source_texts(r["source_key"] for r in records if r["source_key"])
         return [_chunk_from_row(r, texts) for r in records]
+
+
+def _checked(vector: np.ndarray, dims: int, what: str) -> np.ndarray:
+    arr = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if arr.shape[0] != dims:
+        raise DimensionMismatch(dims, int(arr.shape[0]), what)
+    return arr
+
+
+def _masked_vectors(chunks: list[Chunk], vectors: dict[str, np.ndarray], dims: int) -> pa.Array:
+    """A vector column for `chunks`: each chunk's vector from `vectors`, null where it has none."""
+    has = [c.id in vectors for c in chunks]
+    matrix = np.zeros((len(chunks), dims), dtype=np.float32)
+    for row, chunk in enumerate(chunks):
+        if has[row]:
+            matrix[row] = np.asarray(vectors[chunk.id], dtype=np.float32).reshape(-1)
+    return _vector_array(matrix, dims, mask=np.array([not h for h in has]))
 
 
 def _vector_array(matrix: np.ndarray, dims: int, mask: np.ndarray | None = None) -> pa.Array:

@@ -1,6 +1,14 @@
 """One incremental sync of a workspace's index with its files (blueprint 000, "Incremental
 Indexing"): scan diff → re-chunk changed files → diff chunk ids → reuse or queue vectors →
-signature cascade → write → catalog commit.
+signature cascade → static vectors → write → catalog commit.
+
+Static vectors (the in-process static model, see `static_channel`) are computed for every chunk
+a write upserts, lexical-first pass included, and go into the same commit: a chunk is
+searchable semantically the moment it is searchable lexically. The primary model's vectors
+still come from the embedding service (inline for edit-sized syncs, else in the background).
+When the primary model *is* the static model (the `code-static` profile), the in-process
+vectors are the primary ones: they fill the primary column instead, and no second column
+holds the same numbers twice.
 
 Write batching: a sync whose changes fit one flush (every edit-sized sync) makes exactly one
 `apply_changes`, i.e. one table version. A cold index of a large workspace flushes in
@@ -38,6 +46,7 @@ from codecompass.retrieval.state import (
     ScanResult,
     SyncStats,
 )
+from codecompass.retrieval.static_channel import StaticChannel
 from codecompass.retrieval.store import ChunkStore
 
 _log = get_logger(__name__)
@@ -90,6 +99,7 @@ class Syncer:
         progress: ProgressFn = lambda _p: None,
         cancel: threading.Event | None = None,
         planned: Callable[[], None] = lambda: None,
+        static: StaticChannel | None = None,
     ) -> None:
         self._root = root
         self._catalog = catalog
@@ -104,6 +114,13 @@ class Syncer:
         # Called once the files this sync will write are marked pending in the catalog (or
         # it found nothing to do): from then on the catalog's pending set is what it lacks.
         self._planned = planned
+        # The in-process static model, when it may write here: into the static column when the
+        # table has one of that very model, or into the primary column when the primary model
+        # is that model. Never into a column of another model's identity.
+        static_model = static.model() if static is not None else None
+        self._static = static if static_model is not None else None
+        self._static_column = self._static is not None and store.static == static_model
+        self._static_is_primary = self._static is not None and store.static is None and model == static_model
         self._stats = SyncStats()
         self._current: dict[str, FileEntry] = {}
         # Files a previous, interrupted sync was writing: the table may hold ids for them that
@@ -236,8 +253,10 @@ class Syncer:
                 if chunked.status != FileStatus.SKIPPED:
                     upserts.extend(chunked.chunks)
                 if len(upserts) >= flush_at:
+                    vectors, static_vectors = self._in_process_vectors(upserts)
                     with self._timed("lexical_first"), self._write_lock:
-                        self._store.apply_changes(upserts=upserts, delete_ids=[], vectors={})
+                        self._store.apply_changes(upserts=upserts, delete_ids=[], vectors=vectors,
+                                                  static_vectors=static_vectors)
                     written += len(upserts)
                     upserts = []
                     flush_at = min(flush_at * 2, self._tuning.max_flush_chunks)
@@ -246,8 +265,10 @@ class Syncer:
                                                  files_total=len(paths), chunks_done=written,
                                                  eta_seconds=rate.eta(files_done)))
         if upserts:
+            vectors, static_vectors = self._in_process_vectors(upserts)
             with self._timed("lexical_first"), self._write_lock:
-                self._store.apply_changes(upserts=upserts, delete_ids=[], vectors={})
+                self._store.apply_changes(upserts=upserts, delete_ids=[], vectors=vectors,
+                                          static_vectors=static_vectors)
             written += len(upserts)
         self._progress(IndexProgress(phase=IndexPhase.LEXICAL, files_done=files_done, files_total=len(paths),
                                      chunks_done=written, eta_seconds=0.0))
@@ -268,13 +289,20 @@ class Syncer:
             stale.update(self._store.chunk_ids_for_files(interrupted))
         stale -= new_ids
 
-        with self._timed("reuse_vectors"):
-            vectors = self._reuse_vectors(upserts)
-        with self._timed("embed_inline"):
-            self._embed_inline([c for c in upserts if c.id not in vectors], vectors)
+        if self._static_is_primary:
+            # Cheaper to compute than to look up, and always from the chunk's current text.
+            vectors, static_vectors = self._in_process_vectors(upserts)
+            stats.chunks_embedded += len(vectors)
+        else:
+            with self._timed("reuse_vectors"):
+                vectors = self._reuse_vectors(upserts)
+            with self._timed("embed_inline"):
+                self._embed_inline([c for c in upserts if c.id not in vectors], vectors)
+            _, static_vectors = self._in_process_vectors(upserts)
 
         with self._timed("write"), self._write_lock:
-            self._store.apply_changes(upserts=upserts, delete_ids=sorted(stale), vectors=vectors)
+            self._store.apply_changes(upserts=upserts, delete_ids=sorted(stale), vectors=vectors,
+                                      static_vectors=static_vectors)
             self._catalog.commit([self._entry(f) for f in files.values()], removed - set(files), complete=complete)
         stats.chunks_upserted += len(upserts)
         stats.chunks_deleted += len(stale)
@@ -328,6 +356,15 @@ class Syncer:
         self._catalog.mark_pending(to_rechunk)
         for chunked in self._analysis.chunk_files(self._root, to_rechunk):
             files[chunked.relative_path] = chunked
+
+    def _in_process_vectors(self, upserts: list[Chunk]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """(primary vectors, static vectors) the static model gives `upserts`: one of the two,
+        depending on which column it fills here (see `__init__`), or neither."""
+        if self._static is None or not (self._static_column or self._static_is_primary) or not upserts:
+            return {}, {}
+        with self._timed("static_vectors"):
+            computed = self._static.embed_chunks(upserts)
+        return (computed, {}) if self._static_is_primary else ({}, computed)
 
     def _reuse_vectors(self, upserts: list[Chunk]) -> dict[str, np.ndarray]:
         candidates = [c for c in upserts if c.id not in self._force_embed]

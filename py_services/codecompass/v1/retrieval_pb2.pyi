@@ -35,6 +35,12 @@ class Provenance(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PROVENANCE_HYBRID: _ClassVar[Provenance]
     PROVENANCE_STRUCTURE: _ClassVar[Provenance]
 
+class VectorChannel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    VECTOR_CHANNEL_UNSPECIFIED: _ClassVar[VectorChannel]
+    VECTOR_CHANNEL_PRIMARY: _ClassVar[VectorChannel]
+    VECTOR_CHANNEL_STATIC: _ClassVar[VectorChannel]
+
 class IndexPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     INDEX_PHASE_UNSPECIFIED: _ClassVar[IndexPhase]
@@ -79,6 +85,9 @@ PROVENANCE_LEXICAL: Provenance
 PROVENANCE_SEMANTIC: Provenance
 PROVENANCE_HYBRID: Provenance
 PROVENANCE_STRUCTURE: Provenance
+VECTOR_CHANNEL_UNSPECIFIED: VectorChannel
+VECTOR_CHANNEL_PRIMARY: VectorChannel
+VECTOR_CHANNEL_STATIC: VectorChannel
 INDEX_PHASE_UNSPECIFIED: IndexPhase
 INDEX_PHASE_SCANNING: IndexPhase
 INDEX_PHASE_CHUNKING: IndexPhase
@@ -236,7 +245,7 @@ class SearchRequest(_message.Message):
     def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filters: _Optional[_Union[SearchFilters, _Mapping]] = ..., semantic_ratio: _Optional[float] = ..., candidate_pool: _Optional[int] = ..., view: _Optional[_Union[ResultView, str]] = ..., ranking: _Optional[_Union[RankingMode, str]] = ...) -> None: ...
 
 class SearchResult(_message.Message):
-    __slots__ = ("chunk", "score", "lexical_score", "vector_similarity", "provenance", "lexical_rank", "semantic_rank", "fusion_score", "signals")
+    __slots__ = ("chunk", "score", "lexical_score", "vector_similarity", "provenance", "lexical_rank", "semantic_rank", "fusion_score", "signals", "vector_channel")
     class SignalsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -253,6 +262,7 @@ class SearchResult(_message.Message):
     SEMANTIC_RANK_FIELD_NUMBER: _ClassVar[int]
     FUSION_SCORE_FIELD_NUMBER: _ClassVar[int]
     SIGNALS_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_CHANNEL_FIELD_NUMBER: _ClassVar[int]
     chunk: _chunk_pb2.Chunk
     score: float
     lexical_score: float
@@ -262,10 +272,11 @@ class SearchResult(_message.Message):
     semantic_rank: int
     fusion_score: float
     signals: _containers.ScalarMap[str, float]
-    def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., lexical_score: _Optional[float] = ..., vector_similarity: _Optional[float] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., lexical_rank: _Optional[int] = ..., semantic_rank: _Optional[int] = ..., fusion_score: _Optional[float] = ..., signals: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    vector_channel: VectorChannel
+    def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., lexical_score: _Optional[float] = ..., vector_similarity: _Optional[float] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., lexical_rank: _Optional[int] = ..., semantic_rank: _Optional[int] = ..., fusion_score: _Optional[float] = ..., signals: _Optional[_Mapping[str, float]] = ..., vector_channel: _Optional[_Union[VectorChannel, str]] = ...) -> None: ...
 
 class SearchMetadata(_message.Message):
-    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "search_ms", "total_chunks", "embedded_chunks", "total_candidates", "confidence", "missing_names", "nearest_names", "filtered_chunks")
+    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "search_ms", "total_chunks", "embedded_chunks", "total_candidates", "confidence", "missing_names", "nearest_names", "filtered_chunks", "vector_channels", "primary_vector_chunks", "static_vector_chunks", "static_model_id", "static_model_version", "primary_unavailable_reason")
     INDEXING_STATUS_FIELD_NUMBER: _ClassVar[int]
     RESULT_COMPLETENESS_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_FALLBACK_FIELD_NUMBER: _ClassVar[int]
@@ -282,6 +293,12 @@ class SearchMetadata(_message.Message):
     MISSING_NAMES_FIELD_NUMBER: _ClassVar[int]
     NEAREST_NAMES_FIELD_NUMBER: _ClassVar[int]
     FILTERED_CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    PRIMARY_VECTOR_CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    STATIC_VECTOR_CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    STATIC_MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    STATIC_MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PRIMARY_UNAVAILABLE_REASON_FIELD_NUMBER: _ClassVar[int]
     indexing_status: IndexingStatus
     result_completeness: ResultCompleteness
     semantic_fallback: bool
@@ -298,7 +315,13 @@ class SearchMetadata(_message.Message):
     missing_names: _containers.RepeatedScalarFieldContainer[str]
     nearest_names: _containers.RepeatedScalarFieldContainer[str]
     filtered_chunks: int
-    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., total_candidates: _Optional[int] = ..., confidence: _Optional[float] = ..., missing_names: _Optional[_Iterable[str]] = ..., nearest_names: _Optional[_Iterable[str]] = ..., filtered_chunks: _Optional[int] = ...) -> None: ...
+    vector_channels: _containers.RepeatedScalarFieldContainer[VectorChannel]
+    primary_vector_chunks: int
+    static_vector_chunks: int
+    static_model_id: str
+    static_model_version: str
+    primary_unavailable_reason: str
+    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., total_candidates: _Optional[int] = ..., confidence: _Optional[float] = ..., missing_names: _Optional[_Iterable[str]] = ..., nearest_names: _Optional[_Iterable[str]] = ..., filtered_chunks: _Optional[int] = ..., vector_channels: _Optional[_Iterable[_Union[VectorChannel, str]]] = ..., primary_vector_chunks: _Optional[int] = ..., static_vector_chunks: _Optional[int] = ..., static_model_id: _Optional[str] = ..., static_model_version: _Optional[str] = ..., primary_unavailable_reason: _Optional[str] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("results", "metadata")
@@ -315,7 +338,7 @@ class GetIndexStatusRequest(_message.Message):
     def __init__(self, workspace_root: _Optional[str] = ...) -> None: ...
 
 class GetIndexStatusResponse(_message.Message):
-    __slots__ = ("indexing_status", "files", "chunks", "embedded_chunks", "embedding_model_id", "embedding_model_version", "index_format_version", "error", "index_bytes", "last_sync_time", "skipped")
+    __slots__ = ("indexing_status", "files", "chunks", "embedded_chunks", "embedding_model_id", "embedding_model_version", "index_format_version", "error", "index_bytes", "last_sync_time", "skipped", "static_vector_chunks", "static_model_id", "static_model_version")
     INDEXING_STATUS_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
@@ -327,6 +350,9 @@ class GetIndexStatusResponse(_message.Message):
     INDEX_BYTES_FIELD_NUMBER: _ClassVar[int]
     LAST_SYNC_TIME_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    STATIC_VECTOR_CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    STATIC_MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    STATIC_MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
     indexing_status: IndexingStatus
     files: int
     chunks: int
@@ -338,7 +364,10 @@ class GetIndexStatusResponse(_message.Message):
     index_bytes: int
     last_sync_time: _timestamp_pb2.Timestamp
     skipped: _containers.RepeatedCompositeFieldContainer[_analysis_pb2.SkippedFile]
-    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., files: _Optional[int] = ..., chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., index_format_version: _Optional[str] = ..., error: _Optional[str] = ..., index_bytes: _Optional[int] = ..., last_sync_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., skipped: _Optional[_Iterable[_Union[_analysis_pb2.SkippedFile, _Mapping]]] = ...) -> None: ...
+    static_vector_chunks: int
+    static_model_id: str
+    static_model_version: str
+    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., files: _Optional[int] = ..., chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., index_format_version: _Optional[str] = ..., error: _Optional[str] = ..., index_bytes: _Optional[int] = ..., last_sync_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., skipped: _Optional[_Iterable[_Union[_analysis_pb2.SkippedFile, _Mapping]]] = ..., static_vector_chunks: _Optional[int] = ..., static_model_id: _Optional[str] = ..., static_model_version: _Optional[str] = ...) -> None: ...
 
 class HubSeed(_message.Message):
     __slots__ = ("chunk_id", "score")

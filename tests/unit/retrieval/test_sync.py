@@ -348,13 +348,15 @@ def _func(name: str, args: str = "input: string", ret: str = "string", body: str
 
 @pytest.fixture
 def harness(tmp_path: Path, request) -> Iterator[Harness]:
-    tuning = getattr(request, "param", SyncTuning())
+    # A test's parameter is its SyncTuning, or (SyncTuning, RetrievalSettings overrides).
+    param = getattr(request, "param", SyncTuning())
+    tuning, overrides = (param, {}) if isinstance(param, SyncTuning) else param
     fake_analysis, fake_embedding = FakeAnalysis(), FakeEmbedding()
     analysis_server, analysis_addr = _serve(analysis_pb2_grpc.add_CodeAnalysisServiceServicer_to_server, fake_analysis)
     embedding_server, embedding_addr = _serve(embedding_pb2_grpc.add_EmbeddingServiceServicer_to_server, fake_embedding)
     root = tmp_path / "ws"
     root.mkdir()
-    settings = Settings(state_dir=tmp_path / "state", retrieval=RetrievalSettings(compact_every_n_syncs=3))
+    settings = Settings(state_dir=tmp_path / "state", retrieval=RetrievalSettings(compact_every_n_syncs=3, **overrides))
     h = Harness(root, fake_analysis, fake_embedding, None, embedding_server, settings, analysis_addr, embedding_addr)  # type: ignore[arg-type]
     h.engine = h.new_engine(tuning)
     yield h
@@ -505,7 +507,11 @@ def test_skipped_files_are_counted_and_lose_their_chunks(harness: Harness) -> No
     assert all(r.chunk.relative_path != "src/util/strings.ts" for r in harness.search("slugify").results)
 
 
-@pytest.mark.parametrize("harness", [SyncTuning(inline_embed_limit=0)], indirect=True)
+# The static channel off: today's behaviour (test_static_channel.py tests it on).
+STATIC_OFF = {"static_channel": False}
+
+
+@pytest.mark.parametrize("harness", [(SyncTuning(inline_embed_limit=0), STATIC_OFF)], indirect=True)
 def test_cold_index_serves_lexically_while_embeddings_fill_in(harness: Harness) -> None:
     for i in range(12):
         harness.write(f"src/mod{i}.ts", _func(f"handler{i}", body=f"return input + '{i}';"))
@@ -534,6 +540,7 @@ def test_wait_for_embeddings_streams_embedding_progress(harness: Harness) -> Non
     assert harness.engine.status(str(harness.root)).indexing_status == IndexingStatus.READY
 
 
+@pytest.mark.parametrize("harness", [(SyncTuning(), STATIC_OFF)], indirect=True)
 def test_embedding_service_down_answers_lexically(harness: Harness) -> None:
     _seed(harness)
     harness.index()
@@ -547,6 +554,7 @@ def test_embedding_service_down_answers_lexically(harness: Harness) -> None:
     assert meta.result_completeness == ResultCompleteness.PARTIAL
 
 
+@pytest.mark.parametrize("harness", [(SyncTuning(), STATIC_OFF)], indirect=True)
 def test_a_slow_query_embedding_falls_back_to_lexical_within_the_deadline(harness: Harness) -> None:
     _seed(harness)
     harness.index()
@@ -568,6 +576,7 @@ def test_a_slow_query_embedding_falls_back_to_lexical_within_the_deadline(harnes
     assert outcome.results[0].chunk.name == "checkSignature"
 
 
+@pytest.mark.parametrize("harness", [(SyncTuning(), STATIC_OFF)], indirect=True)
 def test_a_new_embedding_model_version_moves_the_workspace_to_a_new_index(harness: Harness) -> None:
     _seed(harness)
     harness.index()

@@ -201,6 +201,55 @@ export function provenanceToJSON(object: Provenance): string {
   }
 }
 
+/**
+ * VectorChannel names the vectors a semantic hit was found by. An index has
+ * up to two: the primary model's (filled in the background by the embedding
+ * service) and the static model's (code-static, computed in process in the
+ * same pass that writes a chunk). A chunk is searched by its primary vector
+ * once it has one, by its static vector until then.
+ */
+export enum VectorChannel {
+  /** VECTOR_CHANNEL_UNSPECIFIED - Not found semantically (or no channel used). */
+  VECTOR_CHANNEL_UNSPECIFIED = 0,
+  /** VECTOR_CHANNEL_PRIMARY - The primary embedding model's vector (embedding_model_id). */
+  VECTOR_CHANNEL_PRIMARY = 1,
+  /** VECTOR_CHANNEL_STATIC - The static model's vector (static_model_id), written with the chunk. */
+  VECTOR_CHANNEL_STATIC = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function vectorChannelFromJSON(object: any): VectorChannel {
+  switch (object) {
+    case 0:
+    case "VECTOR_CHANNEL_UNSPECIFIED":
+      return VectorChannel.VECTOR_CHANNEL_UNSPECIFIED;
+    case 1:
+    case "VECTOR_CHANNEL_PRIMARY":
+      return VectorChannel.VECTOR_CHANNEL_PRIMARY;
+    case 2:
+    case "VECTOR_CHANNEL_STATIC":
+      return VectorChannel.VECTOR_CHANNEL_STATIC;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return VectorChannel.UNRECOGNIZED;
+  }
+}
+
+export function vectorChannelToJSON(object: VectorChannel): string {
+  switch (object) {
+    case VectorChannel.VECTOR_CHANNEL_UNSPECIFIED:
+      return "VECTOR_CHANNEL_UNSPECIFIED";
+    case VectorChannel.VECTOR_CHANNEL_PRIMARY:
+      return "VECTOR_CHANNEL_PRIMARY";
+    case VectorChannel.VECTOR_CHANNEL_STATIC:
+      return "VECTOR_CHANNEL_STATIC";
+    case VectorChannel.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** IndexPhase is the step of an indexing run. */
 export enum IndexPhase {
   /** INDEX_PHASE_UNSPECIFIED - Not set. */
@@ -667,6 +716,11 @@ export interface SearchResult {
    * "definition", "test_file"), each with the factor it applied.
    */
   signals: { [key: string]: number };
+  /**
+   * Which vectors gave vector_similarity and semantic_rank (ranks and cosines
+   * are per channel); UNSPECIFIED when not found semantically.
+   */
+  vectorChannel: VectorChannel;
 }
 
 export interface SearchResult_SignalsEntry {
@@ -724,6 +778,32 @@ export interface SearchMetadata {
    * indexed file, so an empty answer says nothing about the query.
    */
   filteredChunks: bigint;
+  /**
+   * The vector channels the semantic search ran on, primary first; empty when
+   * semantic search was skipped.
+   */
+  vectorChannels: VectorChannel[];
+  /**
+   * Chunks the primary channel searched: those with a primary vector (0 when
+   * the primary channel was not used).
+   */
+  primaryVectorChunks: bigint;
+  /**
+   * Chunks the static channel searched: those with a static vector but no
+   * primary one, or every chunk with a static vector when the query could not
+   * be embedded by the primary model (see primary_unavailable_reason).
+   */
+  staticVectorChunks: bigint;
+  /** Model id of the index's static vectors; empty when the index has none. */
+  staticModelId: string;
+  /** Model version of the index's static vectors (their weights' hash). */
+  staticModelVersion: string;
+  /**
+   * Why the primary model did not embed the query (e.g.
+   * "embedding_unavailable") while the static channel answered for every
+   * chunk; empty when the primary channel was used or semantic was skipped.
+   */
+  primaryUnavailableReason: string;
 }
 
 /** SearchResponse carries ranked results and how they were produced. */
@@ -777,6 +857,15 @@ export interface GetIndexStatusResponse {
    * list as IndexWorkspaceResponse.skipped.
    */
   skipped: SkippedFile[];
+  /**
+   * Chunks with a static vector (written with the chunk, so equal to chunks
+   * once a sync has finished); 0 when the index has no static channel.
+   */
+  staticVectorChunks: bigint;
+  /** Model id of the index's static vectors; empty when it has none. */
+  staticModelId: string;
+  /** Model version of the index's static vectors. */
+  staticModelVersion: string;
 }
 
 /** HubSeed is one starting point of the structure stage: a ranked result. */
@@ -2401,6 +2490,7 @@ function createBaseSearchResult(): SearchResult {
     semanticRank: 0,
     fusionScore: 0,
     signals: {},
+    vectorChannel: 0,
   };
 }
 
@@ -2433,6 +2523,9 @@ export const SearchResult: MessageFns<SearchResult> = {
     globalThis.Object.entries(message.signals).forEach(([key, value]: [string, number]) => {
       SearchResult_SignalsEntry.encode({ key: key as any, value }, writer.uint32(74).fork()).join();
     });
+    if (message.vectorChannel !== 0) {
+      writer.uint32(80).int32(message.vectorChannel);
+    }
     return writer;
   },
 
@@ -2524,6 +2617,14 @@ export const SearchResult: MessageFns<SearchResult> = {
             }
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.vectorChannel = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2580,6 +2681,11 @@ export const SearchResult: MessageFns<SearchResult> = {
           {},
         )
         : {},
+      vectorChannel: isSet(object.vectorChannel)
+        ? vectorChannelFromJSON(object.vectorChannel)
+        : isSet(object.vector_channel)
+        ? vectorChannelFromJSON(object.vector_channel)
+        : 0,
     };
   },
 
@@ -2618,6 +2724,9 @@ export const SearchResult: MessageFns<SearchResult> = {
         });
       }
     }
+    if (message.vectorChannel !== 0) {
+      obj.vectorChannel = vectorChannelToJSON(message.vectorChannel);
+    }
     return obj;
   },
 
@@ -2643,6 +2752,7 @@ export const SearchResult: MessageFns<SearchResult> = {
       },
       {},
     );
+    message.vectorChannel = object.vectorChannel ?? 0;
     return message;
   },
 };
@@ -2750,6 +2860,12 @@ function createBaseSearchMetadata(): SearchMetadata {
     missingNames: [],
     nearestNames: [],
     filteredChunks: 0n,
+    vectorChannels: [],
+    primaryVectorChunks: 0n,
+    staticVectorChunks: 0n,
+    staticModelId: "",
+    staticModelVersion: "",
+    primaryUnavailableReason: "",
   };
 }
 
@@ -2811,6 +2927,34 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
         throw new globalThis.Error("value provided for field message.filteredChunks of type uint64 too large");
       }
       writer.uint32(144).uint64(message.filteredChunks);
+    }
+    if (message.vectorChannels.length !== 0) {
+      writer.uint32(154).fork();
+      for (const v of message.vectorChannels) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    if (message.primaryVectorChunks !== 0n) {
+      if (BigInt.asUintN(64, message.primaryVectorChunks) !== message.primaryVectorChunks) {
+        throw new globalThis.Error("value provided for field message.primaryVectorChunks of type uint64 too large");
+      }
+      writer.uint32(160).uint64(message.primaryVectorChunks);
+    }
+    if (message.staticVectorChunks !== 0n) {
+      if (BigInt.asUintN(64, message.staticVectorChunks) !== message.staticVectorChunks) {
+        throw new globalThis.Error("value provided for field message.staticVectorChunks of type uint64 too large");
+      }
+      writer.uint32(168).uint64(message.staticVectorChunks);
+    }
+    if (message.staticModelId !== "") {
+      writer.uint32(178).string(message.staticModelId);
+    }
+    if (message.staticModelVersion !== "") {
+      writer.uint32(186).string(message.staticModelVersion);
+    }
+    if (message.primaryUnavailableReason !== "") {
+      writer.uint32(194).string(message.primaryUnavailableReason);
     }
     return writer;
   },
@@ -2956,6 +3100,64 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
             message.filteredChunks = reader.uint64() as bigint;
             continue;
           }
+          case 19: {
+            if (tag === 152) {
+              message.vectorChannels.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 154) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.vectorChannels.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.primaryVectorChunks = reader.uint64() as bigint;
+            continue;
+          }
+          case 21: {
+            if (tag !== 168) {
+              break;
+            }
+
+            message.staticVectorChunks = reader.uint64() as bigint;
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.staticModelId = reader.string();
+            continue;
+          }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.staticModelVersion = reader.string();
+            continue;
+          }
+          case 24: {
+            if (tag !== 194) {
+              break;
+            }
+
+            message.primaryUnavailableReason = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3046,6 +3248,36 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
         : isSet(object.filtered_chunks)
         ? BigInt(object.filtered_chunks)
         : 0n,
+      vectorChannels: globalThis.Array.isArray(object?.vectorChannels)
+        ? object.vectorChannels.map((e: any) => vectorChannelFromJSON(e))
+        : globalThis.Array.isArray(object?.vector_channels)
+        ? object.vector_channels.map((e: any) => vectorChannelFromJSON(e))
+        : [],
+      primaryVectorChunks: isSet(object.primaryVectorChunks)
+        ? BigInt(object.primaryVectorChunks)
+        : isSet(object.primary_vector_chunks)
+        ? BigInt(object.primary_vector_chunks)
+        : 0n,
+      staticVectorChunks: isSet(object.staticVectorChunks)
+        ? BigInt(object.staticVectorChunks)
+        : isSet(object.static_vector_chunks)
+        ? BigInt(object.static_vector_chunks)
+        : 0n,
+      staticModelId: isSet(object.staticModelId)
+        ? globalThis.String(object.staticModelId)
+        : isSet(object.static_model_id)
+        ? globalThis.String(object.static_model_id)
+        : "",
+      staticModelVersion: isSet(object.staticModelVersion)
+        ? globalThis.String(object.staticModelVersion)
+        : isSet(object.static_model_version)
+        ? globalThis.String(object.static_model_version)
+        : "",
+      primaryUnavailableReason: isSet(object.primaryUnavailableReason)
+        ? globalThis.String(object.primaryUnavailableReason)
+        : isSet(object.primary_unavailable_reason)
+        ? globalThis.String(object.primary_unavailable_reason)
+        : "",
     };
   },
 
@@ -3099,6 +3331,24 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     if (message.filteredChunks !== 0n) {
       obj.filteredChunks = message.filteredChunks.toString();
     }
+    if (message.vectorChannels?.length) {
+      obj.vectorChannels = message.vectorChannels.map((e) => vectorChannelToJSON(e));
+    }
+    if (message.primaryVectorChunks !== 0n) {
+      obj.primaryVectorChunks = message.primaryVectorChunks.toString();
+    }
+    if (message.staticVectorChunks !== 0n) {
+      obj.staticVectorChunks = message.staticVectorChunks.toString();
+    }
+    if (message.staticModelId !== "") {
+      obj.staticModelId = message.staticModelId;
+    }
+    if (message.staticModelVersion !== "") {
+      obj.staticModelVersion = message.staticModelVersion;
+    }
+    if (message.primaryUnavailableReason !== "") {
+      obj.primaryUnavailableReason = message.primaryUnavailableReason;
+    }
     return obj;
   },
 
@@ -3129,6 +3379,16 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     message.filteredChunks = (object.filteredChunks !== undefined && object.filteredChunks !== null)
       ? BigInt(object.filteredChunks)
       : 0n;
+    message.vectorChannels = object.vectorChannels?.map((e) => e) || [];
+    message.primaryVectorChunks = (object.primaryVectorChunks !== undefined && object.primaryVectorChunks !== null)
+      ? BigInt(object.primaryVectorChunks)
+      : 0n;
+    message.staticVectorChunks = (object.staticVectorChunks !== undefined && object.staticVectorChunks !== null)
+      ? BigInt(object.staticVectorChunks)
+      : 0n;
+    message.staticModelId = object.staticModelId ?? "";
+    message.staticModelVersion = object.staticModelVersion ?? "";
+    message.primaryUnavailableReason = object.primaryUnavailableReason ?? "";
     return message;
   },
 };
@@ -3308,6 +3568,9 @@ function createBaseGetIndexStatusResponse(): GetIndexStatusResponse {
     indexBytes: 0n,
     lastSyncTime: undefined,
     skipped: [],
+    staticVectorChunks: 0n,
+    staticModelId: "",
+    staticModelVersion: "",
   };
 }
 
@@ -3357,6 +3620,18 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     }
     for (const v of message.skipped) {
       SkippedFile.encode(v!, writer.uint32(90).fork()).join();
+    }
+    if (message.staticVectorChunks !== 0n) {
+      if (BigInt.asUintN(64, message.staticVectorChunks) !== message.staticVectorChunks) {
+        throw new globalThis.Error("value provided for field message.staticVectorChunks of type uint64 too large");
+      }
+      writer.uint32(96).uint64(message.staticVectorChunks);
+    }
+    if (message.staticModelId !== "") {
+      writer.uint32(106).string(message.staticModelId);
+    }
+    if (message.staticModelVersion !== "") {
+      writer.uint32(114).string(message.staticModelVersion);
     }
     return writer;
   },
@@ -3462,6 +3737,30 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
             message.skipped.push(SkippedFile.decode(reader, reader.uint32()));
             continue;
           }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.staticVectorChunks = reader.uint64() as bigint;
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.staticModelId = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.staticModelVersion = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3517,6 +3816,21 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
       skipped: globalThis.Array.isArray(object?.skipped)
         ? object.skipped.map((e: any) => SkippedFile.fromJSON(e))
         : [],
+      staticVectorChunks: isSet(object.staticVectorChunks)
+        ? BigInt(object.staticVectorChunks)
+        : isSet(object.static_vector_chunks)
+        ? BigInt(object.static_vector_chunks)
+        : 0n,
+      staticModelId: isSet(object.staticModelId)
+        ? globalThis.String(object.staticModelId)
+        : isSet(object.static_model_id)
+        ? globalThis.String(object.static_model_id)
+        : "",
+      staticModelVersion: isSet(object.staticModelVersion)
+        ? globalThis.String(object.staticModelVersion)
+        : isSet(object.static_model_version)
+        ? globalThis.String(object.static_model_version)
+        : "",
     };
   },
 
@@ -3555,6 +3869,15 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     if (message.skipped?.length) {
       obj.skipped = message.skipped.map((e) => SkippedFile.toJSON(e));
     }
+    if (message.staticVectorChunks !== 0n) {
+      obj.staticVectorChunks = message.staticVectorChunks.toString();
+    }
+    if (message.staticModelId !== "") {
+      obj.staticModelId = message.staticModelId;
+    }
+    if (message.staticModelVersion !== "") {
+      obj.staticModelVersion = message.staticModelVersion;
+    }
     return obj;
   },
 
@@ -3578,6 +3901,11 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
       : 0n;
     message.lastSyncTime = object.lastSyncTime ?? undefined;
     message.skipped = object.skipped?.map((e) => SkippedFile.fromPartial(e)) || [];
+    message.staticVectorChunks = (object.staticVectorChunks !== undefined && object.staticVectorChunks !== null)
+      ? BigInt(object.staticVectorChunks)
+      : 0n;
+    message.staticModelId = object.staticModelId ?? "";
+    message.staticModelVersion = object.staticModelVersion ?? "";
     return message;
   },
 };

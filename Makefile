@@ -24,7 +24,7 @@ NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
 	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-health bench-mcp bench-badinput \
-	code-static corpus
+	code-static code-small corpus
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
@@ -158,6 +158,16 @@ corpus: setup
 # minutes on 2 cores. models/code_static/MODEL_CARD.md explains every step and number.
 code-static: setup
 	$(VENV)/bin/python -m models.code_static.train
+
+# The code-small embedding model (issue 16): all-MiniLM-L6-v2 fine-tuned on the corpus's mined
+# pairs (after `make corpus`) with in-batch and same-repository hard negatives, exported to int8
+# ONNX and validated on the held-out repositories: models/code_small/model/, training.json,
+# validation.json. The cpu config takes about 45 minutes on 2 cores; CODE_SMALL_CONFIG=full is
+# for an accelerator. models/code_small/MODEL_CARD.md explains every step and number.
+CODE_SMALL_CONFIG ?= cpu
+code-small: setup
+	$(VENV)/bin/python -m models.code_small.train --config $(CODE_SMALL_CONFIG)
+	$(VENV)/bin/python -m models.code_small.export
 
 # The bad-input suite (issue 10): exactly the tests marked `badinput` across tests/, each case's
 # behaviour and outcome, and the tracebacks seen in any output, into

@@ -1,4 +1,7 @@
-"""Validation of `code-static` on held-out corpus repositories: mined queries -> their symbols.
+"""Validation of our embedding models on held-out corpus repositories: mined queries -> their symbols.
+
+One evaluator for every model we train: `code-static`, `code-small` (models/code_small, whose
+export.py also calls `compare` to price its int8 quantization) and the default MiniLM profile.
 
 The held-out repositories (vocabulary.held_out, one in ten of the manifest's train repositories
 by a hash of the name) give no word to the vocabulary and no text to the refinement (train.py),
@@ -6,11 +9,10 @@ so their queries measure what the model does on code it never saw. In each repos
 candidates are every chunk of the files that hold an answer, made by the real analysis service
 from a copy of the repository with the pairs' blanks applied (the mined JSDoc and header
 comments removed): the index's own embedding texts. Each query ranks them by cosine.
-The same candidates and queries go to MiniLM, the default profile,
-so the numbers compare the two models and nothing else (no BM25, no ranking: the quality
-benchmark measures the product).
+The same candidates and queries go to every model, so the numbers compare the models and
+nothing else (no BM25, no ranking: the quality benchmark measures the product).
 
-Run: .venv/bin/python -m models.code_static.evaluate [--model DIR] [--json OUT]
+Run: .venv/bin/python -m models.code_static.evaluate [--model DIR] [--code-small DIR] [--json OUT]
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from bench.lib.text import blank_spans
 
-from codecompass.embedding.minilm import MiniLMProvider
+from codecompass.embedding.minilm import CODE_SMALL_FILE, CODE_SMALL_MODEL_DIR, MiniLMProvider, code_small
 from codecompass.embedding.static import StaticProvider
 from models.code_static import vocabulary
 from models.code_static.vocabulary import held_out
@@ -139,29 +141,18 @@ def score(provider, documents: list[str], queries: list[dict]) -> list[float]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m models.code_static.evaluate", description=__doc__.split("\n")[0])
-    parser.add_argument("--model", type=Path, default=PACKAGE_DIR / "model")
-    parser.add_argument("--pairs", type=Path, default=MERGED_PAIRS if MERGED_PAIRS.exists() else PAIRS_DIR)
-    parser.add_argument("--all-repositories", action="store_true",
-                        help="evaluate every repository with pairs, not only the held-out ones (development)")
-    parser.add_argument("--no-minilm", action="store_true", help="skip the MiniLM baseline (slow: ~20-60 texts/s)")
-    parser.add_argument("--json", type=Path, help="write the numbers here")
-    args = parser.parse_args(argv)
-
+def held_out_tasks(pairs_path: Path, all_repositories: bool = False) -> dict[str, tuple[list[str], list[dict]]]:
+    """Candidates and queries of each held-out repository (or of every one, for development)."""
     by_repo: dict[str, list[dict]] = defaultdict(list)
-    for pair in read_pairs(args.pairs):
-        if args.all_repositories or held_out(pair["repo"]):
+    for pair in read_pairs(pairs_path):
+        if all_repositories or held_out(pair["repo"]):
             by_repo[pair["repo"]].append(pair)
-    with tempfile.TemporaryDirectory(prefix="code-static-eval-") as scratch:
-        tasks = build_tasks(by_repo, Path(scratch))
-    if not tasks:
-        print(f"no held-out repository with pairs and a checkout ({args.pairs})", file=sys.stderr)
-        return 1
+    with tempfile.TemporaryDirectory(prefix="models-eval-") as scratch:
+        return build_tasks(by_repo, Path(scratch))
 
-    providers = {"code-static": StaticProvider(model_dir=args.model)}
-    if not args.no_minilm:
-        providers["minilm"] = MiniLMProvider()
+
+def compare(tasks: dict[str, tuple[list[str], list[dict]]], providers: dict) -> dict[str, dict]:
+    """MRR@10 by query rule (and "all") of each provider over the same tasks."""
     results: dict[str, dict] = {}
     for name, provider in providers.items():
         provider.warmup()
@@ -175,17 +166,46 @@ def main(argv: list[str] | None = None) -> int:
                          "mrr@10": {rule: round(float(np.mean(v)), 4) for rule, v in sorted(by_rule.items())},
                          "queries": {rule: len(v) for rule, v in sorted(by_rule.items())},
                          "model_version": provider.info().model_version}
+    return results
+
+
+def report(tasks: dict, results: dict[str, dict], json_path: Path | None) -> None:
+    """The table on stdout and, with `json_path`, the numbers as validation.json."""
     documents = sum(len(d) for d, _ in tasks.values())
-    print(f"## code-static validation: {len(tasks)} repositories, {documents} candidate symbols\n")
+    print(f"## validation: {len(tasks)} held-out repositories, {documents} candidate chunks\n")
     rules = sorted(next(iter(results.values()))["queries"])
     print("| rule | queries | " + " | ".join(f"{name} MRR@10" for name in results) + " |")
     print("|---|---:|" + "---:|" * len(results))
     for rule in rules:
         cells = " | ".join(f"{results[name]['mrr@10'][rule]:.3f}" for name in results)
         print(f"| {rule} | {next(iter(results.values()))['queries'][rule]} | {cells} |")
-    if args.json:
-        args.json.write_text(json.dumps({"repositories": sorted(tasks), "candidates": documents, "models": results},
+    if json_path:
+        json_path.write_text(json.dumps({"repositories": sorted(tasks), "candidates": documents, "models": results},
                                         indent=2) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m models.code_static.evaluate", description=__doc__.split("\n")[0])
+    parser.add_argument("--model", type=Path, default=PACKAGE_DIR / "model", help="the code-static model folder")
+    parser.add_argument("--code-small", type=Path, default=CODE_SMALL_MODEL_DIR,
+                        help="the code-small model folder (skipped when it holds no model)")
+    parser.add_argument("--pairs", type=Path, default=MERGED_PAIRS if MERGED_PAIRS.exists() else PAIRS_DIR)
+    parser.add_argument("--all-repositories", action="store_true",
+                        help="evaluate every repository with pairs, not only the held-out ones (development)")
+    parser.add_argument("--no-minilm", action="store_true", help="skip the MiniLM baseline (slow: ~20-60 texts/s)")
+    parser.add_argument("--json", type=Path, help="write the numbers here")
+    args = parser.parse_args(argv)
+
+    tasks = held_out_tasks(args.pairs, args.all_repositories)
+    if not tasks:
+        print(f"no held-out repository with pairs and a checkout ({args.pairs})", file=sys.stderr)
+        return 1
+    providers = {"code-static": StaticProvider(model_dir=args.model)}
+    if (args.code_small / CODE_SMALL_FILE).is_file():
+        providers["code-small"] = MiniLMProvider(spec=code_small(args.code_small))
+    if not args.no_minilm:
+        providers["minilm"] = MiniLMProvider()
+    report(tasks, compare(tasks, providers), args.json)
     return 0
 
 

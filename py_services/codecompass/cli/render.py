@@ -243,8 +243,29 @@ def metadata_line(meta: dict[str, Any]) -> str:
     if meta["embedding_model_id"]:
         parts.append(f"model {meta['embedding_model_id']} {meta['embedding_model_version']}".rstrip())
     parts.append(f"{meta['embedded_chunks']}/{meta['total_chunks']} embedded")
+    if semantic := semantic_channels_line(meta):
+        parts.append(semantic)
     parts.append(f"sync {meta['sync_ms']:.0f} ms, search {meta['search_ms']:.0f} ms")
     return "-- " + " · ".join(parts)
+
+
+def semantic_channels_line(meta: dict[str, Any]) -> str:
+    """Which vectors answered a search, e.g. "semantic: code-static for 31,200 chunks, minilm for
+    4,100 (still embedding)"; empty when no vector channel ran. Shared by the CLI and the gateway."""
+    channels = meta.get("vector_channels") or []
+    parts = []
+    if "static" in channels:
+        parts.append(f"{meta.get('static_model_id') or 'static'} for {meta.get('static_vector_chunks', 0):,} chunks")
+    primary = meta.get("embedding_model_id") or "the primary model"
+    if "primary" in channels:
+        still = " (still embedding)" if meta.get("embedded_chunks", 0) < meta.get("total_chunks", 0) else ""
+        parts.append(f"{primary} for {meta.get('primary_vector_chunks', 0):,}{still}")
+    if not parts:
+        return ""
+    line = "semantic: " + ", ".join(parts)
+    if reason := meta.get("primary_unavailable_reason"):
+        line += f" ({primary} unavailable: {reason})"
+    return line
 
 
 def index_summary_lines(workspace: str, stats: SyncStats | None, seconds: float,

@@ -190,3 +190,24 @@ def test_a_partly_written_index_a_missing_name_and_an_empty_filter_are_said() ->
     texts = [c.text for c in result.content]
     assert texts == [("The filter path='nothere/' matched no indexed code (the index holds 9 chunks): paths are "
                       "relative to /ws, e.g. `src/auth` or `**/*.tsx`. Search again without it, or with another one.")]
+
+
+def test_the_answer_says_which_vectors_answered() -> None:
+    """While the primary model is still embedding, and when it cannot embed the query, the agent is
+    told that semantic matches come from the static vectors, and for how many chunks."""
+    embedding = {"results": [], "selection": None, "metadata": {
+        "indexing_status": "indexing", "total_chunks": 35_300, "filtered_chunks": 35_300, "embedded_chunks": 4_100,
+        "embedding_model_id": "all-MiniLM-L6-v2", "static_model_id": "code-static",
+        "vector_channels": ["primary", "static"], "primary_vector_chunks": 4_100, "static_vector_chunks": 31_200}}
+    texts = [c.text for c in tools.search_result(embedding, Path("/ws"), "q", tools.search_budget(None), {}).content]
+    assert texts[0] == ("The index of /ws is indexing; semantic: code-static for 31,200 chunks, all-MiniLM-L6-v2 "
+                        "for 4,100 (still embedding): semantic matches of chunks not embedded yet come from static "
+                        "vectors; ask again later for the primary model's.")
+
+    down = {"results": [], "selection": None, "metadata": {
+        "indexing_status": "ready", "total_chunks": 9, "filtered_chunks": 9, "embedded_chunks": 9,
+        "embedding_model_id": "all-MiniLM-L6-v2", "static_model_id": "code-static", "vector_channels": ["static"],
+        "static_vector_chunks": 9, "primary_unavailable_reason": "embedding_unavailable"}}
+    texts = [c.text for c in tools.search_result(down, Path("/ws"), "q", tools.search_budget(None), {}).content]
+    assert texts[0] == ("The embedding model could not embed the query; semantic: code-static for 9 chunks "
+                        "(all-MiniLM-L6-v2 unavailable: embedding_unavailable).")

@@ -127,6 +127,7 @@ def test_search_outcome_round_trip(status: IndexingStatus, completeness: ResultC
             provenance=p,
             lexical_rank=1 if p != "semantic" else 0,
             semantic_rank=2 if p != "lexical" else 0,
+            vector_channel={"lexical": "", "semantic": "static", "hybrid": "primary"}[p],
         )
         for p in ("lexical", "semantic", "hybrid")
     )
@@ -142,6 +143,12 @@ def test_search_outcome_round_trip(status: IndexingStatus, completeness: ResultC
         search_ms=2.5,
         total_chunks=10,
         embedded_chunks=4,
+        vector_channels=("primary", "static"),
+        primary_vector_chunks=4,
+        static_vector_chunks=6,
+        static_model_id="code-static",
+        static_model_version="m2v-abc",
+        primary_unavailable_reason="embedding_unavailable",
     )
     outcome = SearchOutcome(results=results, metadata=metadata)
     assert convert.search_outcome_from_proto(_wire(convert.search_outcome_to_proto(outcome))) == outcome
@@ -178,7 +185,8 @@ def test_progress_round_trip(phase: IndexPhase) -> None:
 
 
 def test_status_round_trip() -> None:
-    report = IndexStatusReport(IndexingStatus.FAILED, 3, 30, 20, "m", "v", "format=1;chunker=x", "boom", 4096)
+    report = IndexStatusReport(IndexingStatus.FAILED, 3, 30, 20, "m", "v", "format=1;chunker=x", "boom", 4096,
+                               static_vector_chunks=30, static_model_id="code-static", static_model_version="m2v-abc")
     assert convert.status_from_proto(_wire(convert.status_to_proto(report))) == report
 
 

@@ -21,7 +21,7 @@ from codecompass.embedding.static import DEFAULT_MODEL_DIR
 from codecompass.retrieval import schema, store
 from codecompass.retrieval.indexer import RetrievalEngine
 from codecompass.retrieval.schema import STATIC_VECTOR_COLUMN
-from codecompass.retrieval.state import IndexingStatus, ResultCompleteness, SearchQuery
+from codecompass.retrieval.state import IndexingStatus, ResultCompleteness
 from codecompass.retrieval.sync import SyncTuning
 
 QUESTION = "is the token signature long enough"

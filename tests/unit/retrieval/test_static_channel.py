@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
-from tests.unit.retrieval.test_sync import STATIC_OFF, Harness, _func, _seed, _wait_ready, harness  # noqa: F401
+from tests.unit.retrieval import test_sync
+from tests.unit.retrieval.test_sync import STATIC_OFF, Harness, _func, _seed, _wait_ready
 
 from codecompass.common.config import RetrievalSettings
 from codecompass.embedding.static import DEFAULT_MODEL_DIR
@@ -23,6 +24,9 @@ from codecompass.retrieval.indexer import RetrievalEngine
 from codecompass.retrieval.schema import STATIC_VECTOR_COLUMN
 from codecompass.retrieval.state import IndexingStatus, ResultCompleteness
 from codecompass.retrieval.sync import SyncTuning
+
+# test_sync's fixture: the engine over fake analysis and embedding services.
+harness = test_sync.harness
 
 QUESTION = "is the token signature long enough"
 # No word of it is in the seed's code: only vectors can find the answer.

@@ -6,8 +6,10 @@ from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.retrieval.query import analyze
 from codecompass.retrieval.ranking import (
     FUSION_ONLY,
+    PRIMARY_VECTORS,
     SKIP_RATIO_ZERO,
     SKIP_SHORT_CIRCUIT,
+    STATIC_VECTORS,
     Candidate,
     RankingPolicy,
     rank,
@@ -195,3 +197,21 @@ def test_an_exact_identifier_nothing_is_named_is_low_confidence_with_the_nearest
     assert nearest_names(["validateTokenz"], names, qualified)[0] == "validateToken"
     assert nearest_names(["TokenService.validateTokn"], names, qualified)[0] == "TokenService.validateToken"
     assert nearest_names(["zzqxBlorf"], names, qualified) == ()
+
+
+def test_each_vector_channel_is_min_max_scaled_within_itself():
+    """MiniLM's cosines and code-static's live on different scales: a static hit at 0.9 is not
+    better than a primary hit at 0.6 because of the number. Each channel's best scores 1."""
+    cands = [
+        Candidate(chunk("p1", "first"), cosine=0.62, semantic_rank=1, vector_channel=PRIMARY_VECTORS),
+        Candidate(chunk("p2", "second"), cosine=0.40, semantic_rank=2, vector_channel=PRIMARY_VECTORS),
+        Candidate(chunk("s1", "third"), cosine=0.93, semantic_rank=1, vector_channel=STATIC_VECTORS),
+        Candidate(chunk("s2", "fourth"), cosine=0.90, semantic_rank=2, vector_channel=STATIC_VECTORS),
+    ]
+    out = {r.chunk.id: r for r in rank(analyze("how are things done"), cands, ratio=1.0, limit=10,
+                                       policy=FUSION_ONLY)}
+    assert out["p1"].score == pytest.approx(1.0) and out["s1"].score == pytest.approx(1.0)
+    assert out["p2"].score == pytest.approx(0.0) and out["s2"].score == pytest.approx(0.0)
+    assert (out["s1"].vector_channel, out["p1"].vector_channel) == (STATIC_VECTORS, PRIMARY_VECTORS)
+    # Scaled together, the static hits would have buried the primary channel's best.
+    assert out["s1"].vector_similarity == pytest.approx(0.93)

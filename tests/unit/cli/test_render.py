@@ -8,7 +8,14 @@ from dataclasses import replace
 
 from codecompass.cli.convert import FileChunks
 from codecompass.cli.progress import ProgressReporter, format_eta
-from codecompass.cli.render import ChunkSummary, file_block, index_summary_lines, jsdoc_purpose, sample_query
+from codecompass.cli.render import (
+    ChunkSummary,
+    file_block,
+    index_summary_lines,
+    jsdoc_purpose,
+    metadata_line,
+    sample_query,
+)
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.retrieval.state import IndexPhase, IndexProgress, SkippedFile, SyncStats
 
@@ -219,3 +226,15 @@ def test_stale_results_and_an_unindexed_workspace_are_said():
     assert any("index syncing (3 changed files not in it yet)" in line for line in lines)
     cold = answer_lines({"results": [], "selection": None, "metadata": {**META, "freshness_status": "not_indexed"}})
     assert cold[0].startswith("this workspace is not indexed yet")
+
+
+def test_the_metadata_line_says_which_vectors_answered() -> None:
+    meta = {"indexing_status": "indexing", "result_completeness": "complete", "semantic_ratio_used": 0.2,
+            "semantic_fallback": False, "semantic_skipped_reason": "", "external_provider_blocked": False,
+            "embedding_model_id": "all-MiniLM-L6-v2", "embedding_model_version": "1", "embedded_chunks": 4100,
+            "total_chunks": 35300, "sync_ms": 3.0, "search_ms": 41.0, "vector_channels": ["primary", "static"],
+            "primary_vector_chunks": 4100, "static_vector_chunks": 31200, "static_model_id": "code-static"}
+    assert ("· 4100/35300 embedded · semantic: code-static for 31,200 chunks, all-MiniLM-L6-v2 for 4,100 "
+            "(still embedding) · sync 3 ms") in metadata_line(meta)
+    lexical = {**meta, "vector_channels": []}
+    assert "semantic:" not in metadata_line(lexical)

@@ -885,7 +885,8 @@ class RetrievalEngine:
             try:
                 embedded_query = query_future.result(timeout=self._query_embed_timeout_s)
             except (EmbeddingUnavailable, EmbeddingFailed, FutureTimeout) as exc:
-                _log.info("query embedding unavailable, answering lexically: %s", exc)
+                _log.info("query embedding unavailable, answering %s: %s",
+                          "by static vectors" if static_query is not None else "lexically", exc)
             else:
                 blocked = embedded_query.external_provider_blocked
                 ws.note_external_blocked(blocked)

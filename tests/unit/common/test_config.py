@@ -217,3 +217,13 @@ def test_every_setting_is_documented_with_its_env_var() -> None:
     nested -= {"log_level"}
     yaml_keys = {key for _, key, _ in rows if key is not None}
     assert nested <= yaml_keys
+
+
+def test_the_static_channel_is_on_by_default_and_turned_off_by_its_variable(tmp_path: Path) -> None:
+    default = settings_from({}).retrieval
+    assert default.static_channel is True and default.static_model_dir is None
+    off = settings_from({"CODECOMPASS_RETRIEVAL_STATIC_CHANNEL": "false",
+                         "CODECOMPASS_RETRIEVAL_STATIC_MODEL_DIR": str(tmp_path)}).retrieval
+    assert off.static_channel is False and off.static_model_dir == tmp_path
+    with pytest.raises(ConfigError, match="^CODECOMPASS_RETRIEVAL_STATIC_CHANNEL:"):
+        settings_from({"CODECOMPASS_RETRIEVAL_STATIC_CHANNEL": "sometimes"})

@@ -68,7 +68,8 @@ class FakeRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
                 retrieval_pb2.SearchResult(
                     chunk=chunk_to_proto(_chunk("validateToken", NodeKind.METHOD, 48, 70)), score=0.91,
                     lexical_score=0.8, vector_similarity=0.72, provenance=retrieval_pb2.PROVENANCE_HYBRID,
-                    lexical_rank=1, semantic_rank=2, fusion_score=0.7, signals={"definition": 1.0}),
+                    lexical_rank=1, semantic_rank=2, fusion_score=0.7, signals={"definition": 1.0},
+                    vector_channel=retrieval_pb2.VECTOR_CHANNEL_PRIMARY),
                 retrieval_pb2.SearchResult(
                     chunk=chunk_to_proto(_chunk("isExpired", NodeKind.METHOD, 78, 80)), score=0.4,
                     vector_similarity=0.61, provenance=retrieval_pb2.PROVENANCE_SEMANTIC, semantic_rank=1),
@@ -109,7 +110,7 @@ def test_search_json_is_one_object_with_results_and_metadata(fake_retrieval, run
         "first_stage_score": pytest.approx(0.91), "rerank_score": None, "reason": "match", "connected_ids": [],
         "lexical_score": pytest.approx(0.8), "vector_similarity": pytest.approx(0.72), "provenance": "hybrid",
         "id": "id-validateToken", "signature": "validateToken(token: string): ValidationResult",
-        "fusion_score": pytest.approx(0.7), "signals": {"definition": 1.0},
+        "fusion_score": pytest.approx(0.7), "signals": {"definition": 1.0}, "vector_channel": "primary",
         "code": first["code"], "code_lines_omitted": 0, "stale": False,
     }
     assert payload["selection"] is None

@@ -1,4 +1,5 @@
-"""The code-static profile through a real `python -m codecompass.embedding` process, with the committed model."""
+"""Our own models' profiles (code-static, code-small) through real `python -m codecompass.embedding` processes,
+each with its committed model: one process per profile for the module."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tests.fixtures.embedding import CSS_CHUNK, JWT_CHUNK, QUERY, embed
 
 from codecompass.embedding import convert
+from codecompass.embedding.minilm import MiniLMProvider, code_small
 from codecompass.embedding.static import DEFAULT_MODEL_DIR, weights_hash
 from codecompass.v1 import embedding_pb2 as pb
 from codecompass.v1 import embedding_pb2_grpc
@@ -51,3 +53,33 @@ def test_identifiers_mean_their_words_and_batches_change_nothing(stub):
     assert batched[0] @ batched[1] > 0.9999 and batched[0] @ batched[2] < 0.8
     for index, text in enumerate(texts):
         np.testing.assert_array_equal(embed(stub, [text], "document").vectors[0], batched[index])
+
+
+@pytest.fixture(scope="module")
+def code_small_stub(start_python_service_session):
+    _, address = start_python_service_session("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "code-small"})
+    with grpc.insecure_channel(address) as channel:
+        yield embedding_pb2_grpc.EmbeddingServiceStub(channel)
+
+
+@pytest.fixture(scope="module")
+def local():
+    provider = MiniLMProvider(spec=code_small())
+    provider.warmup()
+    return provider
+
+
+def test_code_small_serves_its_committed_onnx_model_under_its_weights_hash(code_small_stub, local):
+    info, blocked = convert.model_info_response_from_proto(
+        code_small_stub.GetModelInfo(pb.GetModelInfoRequest(), timeout=5))
+    assert (info.provider, info.model_id, info.dimensions, blocked) == ("code-small", "code-small", 384, False)
+    assert info.model_version == local.info().model_version and info.model_version.startswith("cs-")
+
+
+def test_code_small_ranks_the_answer_first_and_matches_the_in_process_model(code_small_stub, local):
+    documents = embed(code_small_stub, [CSS_CHUNK, JWT_CHUNK], "document")
+    query = embed(code_small_stub, [QUERY], "query")
+    assert documents.vectors.shape == (2, 384) and documents.model.provider == "code-small"
+    css, jwt = documents.vectors @ query.vectors[0]
+    assert jwt > css + 0.1, (jwt, css)
+    np.testing.assert_allclose(documents.vectors, local.embed([CSS_CHUNK, JWT_CHUNK], "document"), atol=1e-5)

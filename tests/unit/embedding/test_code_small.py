@@ -1,0 +1,76 @@
+"""The code-small profile: the MiniLM provider serving the committed ONNX model (models/code_small/model)."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+
+import numpy as np
+import pytest
+from tests.fixtures.embedding import CSS_CHUNK, JWT_CHUNK, QUERY
+
+from codecompass.common.config import settings_from
+from codecompass.embedding.base import ProviderStartError
+from codecompass.embedding.minilm import CODE_SMALL_MODEL_DIR, MINILM, MiniLMProvider, code_small
+from codecompass.embedding.profiles import choose_provider
+
+
+@pytest.fixture(scope="module")
+def provider() -> MiniLMProvider:
+    provider = MiniLMProvider(spec=code_small())
+    provider.warmup()
+    return provider
+
+
+def profile(env: dict[str, str]):
+    return choose_provider(settings_from({"HOME": "/nonexistent", "CODECOMPASS_EMBEDDING_PROFILE": "code-small",
+                                          **env}).embedding)
+
+
+def test_the_identity_is_the_committed_files_hash_so_a_retrained_model_is_a_new_channel(provider):
+    info = provider.info()
+    digest = hashlib.sha256((CODE_SMALL_MODEL_DIR / "model.onnx").read_bytes()).hexdigest()[:12]
+    assert (info.provider, info.model_id, info.dimensions, info.max_input_tokens) == ("code-small", "code-small",
+                                                                                      384, 256)
+    assert info.model_version == f"cs-{digest}+split-v1+win256"
+
+
+def test_a_query_finds_the_chunk_that_answers_it(provider):
+    documents = provider.embed([CSS_CHUNK, JWT_CHUNK], "document")
+    (query,) = provider.embed([QUERY], "query")
+    np.testing.assert_allclose(np.linalg.norm(documents, axis=1), 1.0, rtol=1e-5)
+    css, jwt = documents @ query
+    assert jwt > css + 0.1, (jwt, css)
+
+
+def test_the_profile_serves_the_committed_model_or_the_configured_folder(tmp_path):
+    default = profile({}).provider
+    assert isinstance(default, MiniLMProvider) and not profile({}).external_provider_blocked
+    assert default._spec.files().onnx == CODE_SMALL_MODEL_DIR / "model.onnx"
+    shutil.copytree(CODE_SMALL_MODEL_DIR, tmp_path / "retrained")
+    chosen = profile({"CODECOMPASS_EMBEDDING_MODEL": str(tmp_path / "retrained")}).provider
+    assert chosen._spec.files().onnx == tmp_path / "retrained" / "model.onnx"
+    # The default profile is untouched: MiniLM from its package, under its own name.
+    assert choose_provider(settings_from({"HOME": "/nonexistent"}).embedding).provider._spec is MINILM
+
+
+@pytest.mark.badinput(case="code-small profile without its model folder",
+                      behaviour="the service never serves; warmup fails with one line naming the folder and the fix")
+def test_a_missing_model_is_one_line_naming_the_fix(tmp_path):
+    with pytest.raises(ProviderStartError) as error:
+        MiniLMProvider(spec=code_small(tmp_path / "absent")).warmup()
+    assert str(error.value) == (f"code-small: no model at {tmp_path / 'absent'} (expected model.onnx and "
+                                "tokenizer.json); run `make code-small` or set CODECOMPASS_EMBEDDING_MODEL")
+
+
+@pytest.mark.badinput(case="code-small model folder with a corrupt model.onnx",
+                      behaviour="warmup fails with one line: cannot load FILE, rebuild it with make code-small")
+def test_a_corrupt_model_is_one_line(tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    shutil.copyfile(CODE_SMALL_MODEL_DIR / "tokenizer.json", broken / "tokenizer.json")
+    (broken / "model.onnx").write_bytes(b"\x00garbage")
+    with pytest.raises(ProviderStartError, match=r"^code-small: cannot load .*broken/model.onnx \(.*\); "
+                                                  r"rebuild it with `make code-small`$") as error:
+        MiniLMProvider(spec=code_small(broken)).warmup()
+    assert "\n" not in str(error.value)

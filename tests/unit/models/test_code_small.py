@@ -1,0 +1,135 @@
+"""code-small training: the examples' rules (held-out repositories, hard negatives, blanks applied by the
+real analysis service), the batches, and the token ids training feeds the model against the served provider's."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+
+import pytest
+from models.code_small import examples, export, train
+from models.code_static.train import base_model_dir
+from tests.fixtures.embedding import CSS_CHUNK, JWT_CHUNK, QUERY
+
+from codecompass.embedding.minilm import CODE_SMALL_MODEL_DIR, MiniLMProvider, WindowedTokenizer, code_small
+from codecompass.retrieval.analysis_client import AnalysisClient
+
+LONG_CHUNK = JWT_CHUNK + "\n" + "\n".join(f"  const retryDelayMs{i} = computeBackoff(attempt{i});" for i in range(200))
+TEXTS = [QUERY, JWT_CHUNK, CSS_CHUNK, LONG_CHUNK, "", "parseHttpHeaderValue"]
+
+
+def pair(repo: str, number: int, query: str = "q", **extra) -> dict:
+    return {"id": f"jsdoc-{repo.replace('/', '+')}-{number:04d}", "repo": repo, "rule": "jsdoc", "query": query,
+            "blank": [], "targets": [{"path": "src/a.ts", "qualified_name": "a", "start_line": 1, "end_line": 2}],
+            **extra}
+
+
+@pytest.mark.parametrize("window", [train.CONFIGS["cpu"]["doc_window"], train.CONFIGS["cpu"]["query_window"]])
+def test_training_feeds_the_model_the_served_providers_token_ids(window):
+    provider = MiniLMProvider(spec=code_small(), max_tokens=window)
+    provider.warmup()
+    features = train.window_features(WindowedTokenizer.from_package(window), TEXTS)
+    for row, text in enumerate(TEXTS):
+        length = int(features["attention_mask"][row].sum())
+        assert features["input_ids"][row, :length].tolist() == provider.token_ids(text)
+        assert not features["input_ids"][row, length:].any()
+    assert len(provider.token_ids(LONG_CHUNK)) == window
+    # The committed tokenizer is the base model's: the ids above are the ids it was trained on.
+    base_tokenizer = base_model_dir()[0] / "tokenizer.json"
+    assert (CODE_SMALL_MODEL_DIR / "tokenizer.json").read_bytes() == base_tokenizer.read_bytes()
+
+
+def test_held_out_repositories_give_no_example_and_large_ones_are_sampled_by_seed(tmp_path):
+    assert examples.held_out("uuidjs/uuid") and not examples.held_out("npm/node-semver")
+    rows = [pair("uuidjs/uuid", 1)] + [pair("npm/node-semver", n) for n in range(30)] + [pair("tj/commander.js", 1)]
+    path = tmp_path / "pairs.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(row) + "\n" for row in rows)
+    chosen = examples.train_pairs(path, per_repo=10, seed=0)
+    assert sorted(chosen) == ["npm/node-semver", "tj/commander.js"]
+    assert len(chosen["npm/node-semver"]) == 10 and len(chosen["tj/commander.js"]) == 1
+    assert chosen == examples.train_pairs(path, per_repo=10, seed=0)
+    assert chosen["npm/node-semver"] != examples.train_pairs(path, per_repo=10, seed=1)["npm/node-semver"]
+    assert len(examples.train_pairs(path, per_repo=0, seed=0)["npm/node-semver"]) == 30
+
+
+def test_the_hard_negative_is_the_best_bm25_chunk_that_is_no_answer():
+    texts = ["validateToken verifies the jwt signature", "renderButton draws a button",
+             "refreshToken asks for a new jwt token", "validateToken verifies the jwt signature"]
+    bm25 = examples.BM25(texts)
+    # 0 answers; 3 has the answer's text (a copy elsewhere) so it is no negative either.
+    assert examples.hard_negative("validate the jwt token", {0}, texts, bm25, random.Random(0)) == 2
+
+
+def test_without_shared_words_the_hard_negative_is_a_seeded_draw_and_none_without_candidates():
+    texts = ["alpha", "beta", "gamma", "delta"]
+    bm25 = examples.BM25(texts)
+    drawn = {examples.hard_negative("zeta", {0}, texts, bm25, random.Random(seed)) for seed in range(20)}
+    assert drawn <= {1, 2, 3} and len(drawn) > 1
+    assert examples.hard_negative("zeta", {0}, texts, bm25, random.Random(5)) == \
+        examples.hard_negative("zeta", {0}, texts, bm25, random.Random(5))
+    assert examples.hard_negative("alpha", {0}, ["alpha", "alpha"], examples.BM25(["alpha", "alpha"]),
+                                  random.Random(0)) is None
+
+
+def test_batches_are_seeded_full_and_never_pit_a_query_against_itself():
+    rows = [{"query": f"q{i % 7}", "positive": str(i), "negative": "n"} for i in range(40)]
+    batches = list(train.batches(rows, 5, 12, seed=3))
+    assert len(batches) == 12 and all(len(b) == 5 for b in batches)
+    assert all(len({r["query"] for r in b}) == 5 for b in batches)
+    assert batches == list(train.batches(rows, 5, 12, seed=3)) != list(train.batches(rows, 5, 12, seed=4))
+
+
+def test_examples_are_the_index_chunks_of_the_blanked_repository(analysis_server, tmp_path):
+    """The real analysis service chunks the repository with the pair's JSDoc blanked: the positive is the
+    target's chunk without the sentence the query came from, the negative the other chunk sharing its words."""
+    checkout = tmp_path / "owner+tiny"
+    (checkout / "src").mkdir(parents=True)
+    jsdoc = "/** Checks the signature of a session token and returns its claims. */\n"
+    source = (jsdoc + "export function verifySessionToken(token: string): string[] {\n"
+              "  return token.split('.');\n}\n\n"
+              "export function renewSessionToken(token: string): string {\n  return token + '.renewed';\n}\n\n"
+              "export const buttonColour = '#0b5fff';\n")
+    (checkout / "src" / "session.ts").write_text(source)
+    query = "Checks the signature of a session token and returns its claims."
+    mined = pair("owner/tiny", 1, query=query,
+                 blank=[{"path": "src/session.ts", "spans": [[0, len(jsdoc) - 1]]}],
+                 targets=[{"path": "src/session.ts", "qualified_name": "verifySessionToken",
+                           "start_line": 2, "end_line": 4}])
+    client = AnalysisClient(analysis_server, timeout_s=60)
+    try:
+        (example,) = examples.repository_examples(client, checkout, [mined], tmp_path / "scratch", seed=0)
+    finally:
+        client.close()
+    assert example["query"] == query and example["repo"] == "owner/tiny"
+    assert "verifySessionToken" in example["positive"] and "signature" not in example["positive"]
+    assert "renewSessionToken" in example["negative"]
+
+
+def test_export_turns_traced_constant_weights_into_initializers_so_int8_quantization_applies(tmp_path):
+    """export_onnx traces weights as Constant nodes, which ONNX Runtime's quantizer skips (the model
+    would stay fp32 at 90 MB); as initializers the MatMul becomes an integer MatMul with the same outputs."""
+    import numpy as np
+    import onnx
+    import onnxruntime
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = np.random.default_rng(0).normal(size=(64, 32)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["w"], value=numpy_helper.from_array(weight)),
+         helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "traced", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 32])])
+    (tmp_path / "fp32").mkdir()
+    # IR version 8: what torch.onnx writes for opset 17, and what this ONNX Runtime loads.
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, tmp_path / "fp32" / "model.onnx")
+    (tmp_path / "fp32" / "tokenizer.json").write_text("{}")
+    export.quantize_int8(tmp_path / "fp32", tmp_path / "int8")
+    quantized = onnx.load(tmp_path / "int8" / "model.onnx")
+    assert "MatMulInteger" in {node.op_type for node in quantized.graph.node}
+    assert sorted(path.name for path in (tmp_path / "int8").iterdir()) == ["model.onnx", "tokenizer.json"]
+    x = np.random.default_rng(1).normal(size=(4, 64)).astype(np.float32)
+    (y,) = onnxruntime.InferenceSession(str(tmp_path / "int8" / "model.onnx")).run(None, {"x": x})
+    np.testing.assert_allclose(y, x @ weight, atol=0.2 * float(np.abs(x @ weight).max()))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import grpc
 import numpy as np
@@ -51,11 +51,17 @@ class EmbeddingClient:
     def embed_query(self, text: str, *, timeout_s: float) -> EmbedResult[EmbeddingModel]:
         return self._embed([text], embedding_pb2.INPUT_TYPE_QUERY, timeout_s)
 
-    def embed_documents(self, texts: list[str]) -> EmbedResult[EmbeddingModel]:
-        """Embed in service-sized batches; all batches must come from one model."""
-        parts: list[EmbedResult[EmbeddingModel]] = [
-            self._embed(batch, embedding_pb2.INPUT_TYPE_DOCUMENT, self._timeout_s) for batch in self._batches(texts)
-        ]
+    def embed_documents(
+        self, texts: list[str], *, batch_size: int | None = None, before_each: Callable[[], None] | None = None
+    ) -> EmbedResult[EmbeddingModel]:
+        """Embed in service-sized batches (at most `batch_size` texts each); all batches must
+        come from one model. `before_each` runs before each request (background work uses it to
+        step aside for interactive work)."""
+        parts: list[EmbedResult[EmbeddingModel]] = []
+        for batch in self._batches(texts, batch_size):
+            if before_each is not None:
+                before_each()
+            parts.append(self._embed(batch, embedding_pb2.INPUT_TYPE_DOCUMENT, self._timeout_s))
         if not parts:
             raise ValueError("embed_documents needs at least one text")
         models = {p.model for p in parts}
@@ -67,13 +73,14 @@ class EmbeddingClient:
             external_provider_blocked=any(p.external_provider_blocked for p in parts),
         )
 
-    def _batches(self, texts: list[str]) -> Iterator[list[str]]:
+    def _batches(self, texts: list[str], batch_size: int | None = None) -> Iterator[list[str]]:
+        limit = min(batch_size or self._batch_size, self._batch_size)
         batch: list[str] = []
         size = 0
         for text in texts:
             capped = text[:_MAX_TEXT_CHARS]
             cost = len(capped.encode("utf-8"))
-            if batch and (len(batch) >= self._batch_size or size + cost > _MAX_REQUEST_BYTES):
+            if batch and (len(batch) >= limit or size + cost > _MAX_REQUEST_BYTES):
                 yield batch
                 batch, size = [], 0
             batch.append(capped)

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -131,8 +132,56 @@ class _SyncJob:
             listener(progress)
 
 
+class InteractiveWork:
+    """Searches and syncs in flight, so background embedding steps aside for them.
+
+    On two cores the embedding service's model run and a search compete for the same CPU: with
+    the primary model embedding a cold workspace, warm searches measured p95 593 ms instead of
+    178 ms. The background embedder therefore starts a request only when no interactive call is
+    in flight and none ended within QUIET_S, and waits at most MAX_WAIT_S for that, so a steady
+    stream of searches slows the background pass but never stops it.
+    """
+
+    QUIET_S = 0.25
+    MAX_WAIT_S = 3.0
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._active = 0
+        self._last_end = 0.0
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        with self._cond:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._active -= 1
+                self._last_end = time.monotonic()
+                self._cond.notify_all()
+
+    def wait_quiet(self, stop: threading.Event) -> None:
+        """Return once interactive work has been quiet for QUIET_S, after MAX_WAIT_S, or on `stop`."""
+        deadline = time.monotonic() + self.MAX_WAIT_S
+        with self._cond:
+            while not stop.is_set():
+                now = time.monotonic()
+                if now >= deadline:
+                    return
+                if self._active == 0:
+                    quiet_left = self._last_end + self.QUIET_S - now
+                    if quiet_left <= 0:
+                        return
+                    self._cond.wait(min(quiet_left, deadline - now))
+                else:
+                    self._cond.wait(deadline - now)
+
+
 class BackgroundEmbedder:
-    """Fills in vectors of chunks written without one, implementation files first.
+    """Fills in vectors of chunks written without one, implementation files first, stepping
+    aside for interactive work (`InteractiveWork`) before each embedding request.
 
     Embeds outside the write lock (the slow part); writes under it, and only for chunks whose
     text is still the text that was embedded (a sync may have rewritten them meanwhile).
@@ -141,6 +190,10 @@ class BackgroundEmbedder:
     # Chunks per table write: larger means fewer table versions, smaller means vectors show
     # up in searches sooner.
     WRITE_BATCH = 256
+    # Chunks per embedding request: small enough (~0.5 s of model time on two cores) that a
+    # search arriving while one runs waits little, and that stepping aside between requests
+    # is prompt.
+    EMBED_REQUEST = 32
     # Consecutive failures tolerated (with exponential backoff) before giving up until the
     # next sync asks again.
     MAX_FAILURES = 4
@@ -148,9 +201,10 @@ class BackgroundEmbedder:
     # often keeps that a small share of an embedding run.
     MAINTAIN_INTERVAL_S = 20.0
 
-    def __init__(self, workspace: WorkspaceIndex, client: EmbeddingClient) -> None:
+    def __init__(self, workspace: WorkspaceIndex, client: EmbeddingClient, interactive: InteractiveWork) -> None:
         self._ws = workspace
         self._client = client
+        self._interactive = interactive
         self._lock = threading.Lock()
         # Set and cleared under _lock, together with _again, so a request that arrives while
         # the worker is finishing is never lost.
@@ -218,7 +272,7 @@ class BackgroundEmbedder:
             if not batch:
                 break
             try:
-                result = self._client.embed_documents([c.embedding_text for c in batch])
+                result = self._embed([c.embedding_text for c in batch])
             except (EmbeddingUnavailable, EmbeddingFailed) as exc:
                 failures += 1
                 if failures >= self.MAX_FAILURES:
@@ -263,6 +317,11 @@ class BackgroundEmbedder:
             # Hundreds of small vector commits leave many versions and fragments behind.
             self._ws.maintain()
 
+    def _embed(self, texts: list[str]):
+        """`texts` embedded in requests of EMBED_REQUEST, each started once interactive work is quiet."""
+        return self._client.embed_documents(texts, batch_size=self.EMBED_REQUEST,
+                                            before_each=lambda: self._interactive.wait_quiet(self._stop))
+
 
 class WorkspaceIndex:
     def __init__(
@@ -273,6 +332,7 @@ class WorkspaceIndex:
         embedding: EmbeddingClient,
         tuning: SyncTuning,
         static: StaticChannel,
+        interactive: InteractiveWork,
     ) -> None:
         self.root = root
         self.key = workspace_state_dir(settings.state_dir, root).name
@@ -309,7 +369,7 @@ class WorkspaceIndex:
         # Serialises switching to another table (model or chunker change) with dropping the
         # tables no longer in use.
         self._identity_lock = threading.Lock()
-        self.embedder = BackgroundEmbedder(self, embedding)
+        self.embedder = BackgroundEmbedder(self, embedding, interactive)
         if self.catalog.identity is not None:
             # Resume what a previous process left: vectors still missing after a restart.
             self._open_store(self.catalog.identity)
@@ -415,12 +475,17 @@ class WorkspaceIndex:
             if had_files and len(self.catalog) == 0:
                 scan = rebase_on_empty_catalog(scan)
             assert self._store is not None
+            # While the background pass runs, an edit's chunks would wait behind it in the
+            # embedding service (measured: a one-file sync at 1.4 s instead of 0.17 s). With a
+            # static channel they are searchable by static vectors at once, and the background
+            # pass gives them primary vectors.
+            inline = not (self.embedder.running and self._store.static is not None)
             syncer = Syncer(
                 root=str(self.root),
                 catalog=self.catalog,
                 store=self._store,
                 analysis=self._analysis,
-                embedder=self._embedding,
+                embedder=self._embedding if inline else None,
                 model=self._store.model,
                 write_lock=self.write_lock,
                 tuning=self._tuning,
@@ -716,6 +781,8 @@ class RetrievalEngine:
         self._workspaces: dict[Path, WorkspaceIndex] = {}
         self._lock = threading.Lock()
         self._query_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embed")
+        # Shared by every workspace: they share the embedding service and the CPU.
+        self._interactive = InteractiveWork()
 
     def warmup(self) -> None:
         """The state dir must be writable, and the static model is loaded now (0.6 s) rather
@@ -744,7 +811,8 @@ class RetrievalEngine:
         with self._lock:
             ws = self._workspaces.get(root)
             if ws is None:
-                ws = WorkspaceIndex(root, self._settings, self._analysis, self._embedding, self._tuning, self._static)
+                ws = WorkspaceIndex(root, self._settings, self._analysis, self._embedding, self._tuning, self._static,
+                                    self._interactive)
                 self._workspaces[root] = ws
             return ws
 
@@ -846,6 +914,10 @@ class RetrievalEngine:
     # --- Search ---
 
     def search(self, request: SearchQuery) -> SearchOutcome:
+        with self._interactive.running():
+            return self._search(request)
+
+    def _search(self, request: SearchQuery) -> SearchOutcome:
         ws = self.workspace(request.workspace_root)
         if not request.query.strip():
             raise InvalidQuery("query must not be empty")
@@ -1021,7 +1093,8 @@ class RetrievalEngine:
         """Sync a workspace within a budget (None: until done); see `WorkspaceIndex.sync`."""
         if budget_s is not None and budget_s < 0:
             raise InvalidQuery(f"sync budget must not be negative, got {budget_s}")
-        return self._workspace_to_sync(root_text, force).sync(budget_s, force=force)
+        with self._interactive.running():
+            return self._workspace_to_sync(root_text, force).sync(budget_s, force=force)
 
     # --- FindHubs ---
 

@@ -198,3 +198,23 @@ def test_a_static_model_that_cannot_load_leaves_lexical_and_primary_indexing(
     assert (status.chunks, status.embedded_chunks, status.static_vector_chunks) == (5, 5, 0)
     assert STATIC_VECTOR_COLUMN not in harness.store()._table.schema.names
     assert harness.search(QUESTION).results[0].chunk.name == "checkSignature"
+
+
+# A cold index's five chunks go to the background pass; an edit's one chunk would be embedded inline.
+@pytest.mark.parametrize("harness", [SyncTuning(inline_embed_limit=1)], indirect=True)
+def test_an_edit_during_the_background_pass_is_written_at_once_with_its_static_vector(harness: Harness) -> None:
+    _seed(harness)
+    # The primary model is slow: the cold index's background pass is still running at the edit.
+    harness.embedding.delay_s = 2.0
+    harness.index(wait=False)
+    assert harness.engine.workspace(str(harness.root)).embedder.running
+    harness.write("src/auth/expiry.ts", _func("tokenExpired", "token: string", "boolean", "return token === '';"))
+    synced = harness.sync()
+    # Not embedded inline behind the background pass's requests: the static vector covers it.
+    assert synced.stats.files_added == 1 and synced.stats.chunks_embedded == 0
+    assert synced.stats.duration_ms < 1000
+    outcome = harness.search("token expired", semantic_ratio=1.0)
+    assert {r.chunk.name: r.vector_channel for r in outcome.results}["tokenExpired"] == "static"
+    harness.embedding.delay_s = 0.0
+    _wait_ready(harness)
+    assert harness.store().counts() == (6, 6)

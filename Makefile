@@ -96,17 +96,19 @@ bench-quality: bench-corpus
 	$(VENV)/bin/python -m bench.quality.tune_ranking --state-dir $(QUALITY_STATE_DIR)
 	$(VENV)/bin/python -m bench.report
 
-# Our embedding models side by side (issue 16): one quality run per profile, each with its own
-# index and results folder (the default profile's run stays bench/results/quality-latest.json),
-# then one table per split: BM25 alone, each model's vectors alone, each model in the hybrid.
-MODEL_PROFILES ?= code-static code-small
+# Our embedding models side by side (issue 16): one quality run per other profile, each with its
+# own index and results folder (the default profile's run is bench/results/quality-latest.json,
+# from bench-quality), then one table per split: BM25 alone, each model's vectors alone, each
+# model in the hybrid. DEFAULT_PROFILE names the default's row; it must match embedding.profile.
+DEFAULT_PROFILE := code-small
+MODEL_PROFILES ?= minilm code-static
 bench-models: bench-corpus
 	$(VENV)/bin/python -m bench.quality.build_queries
 	for profile in $(MODEL_PROFILES); do \
 		CODECOMPASS_EMBEDDING_PROFILE=$$profile $(VENV)/bin/python -m bench.quality.run_quality \
 			--state-dir bench/.work/quality-state-$$profile --results-dir bench/results/models/$$profile || exit 1; \
 	done
-	$(VENV)/bin/python -m bench.quality.compare_models --run MiniLM=bench/results/quality-latest.json \
+	$(VENV)/bin/python -m bench.quality.compare_models --run "$(DEFAULT_PROFILE) (default)=bench/results/quality-latest.json" \
 		$(foreach profile,$(MODEL_PROFILES),--run $(profile)=bench/results/models/$(profile)/quality-latest.json)
 	$(VENV)/bin/python -m bench.report
 

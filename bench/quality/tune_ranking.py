@@ -26,11 +26,19 @@ from bench.lib.metrics import METRIC_NAMES, mean_scores, score_query
 from bench.lib.results import write_results
 from bench.quality.run_quality import DEFAULT_QUERIES, load_queries, target_hit, workspace_for
 from codecompass.common.config import RetrievalSettings
-from codecompass.embedding.minilm import MiniLMProvider
+from codecompass.embedding.base import Provider
+from codecompass.embedding.minilm import MiniLMProvider, code_small
+from codecompass.embedding.static import StaticProvider
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import hybrid_search
 from codecompass.retrieval.ranking import DEFAULT_POLICY, FUSION_ONLY, RankingPolicy
-from codecompass.retrieval.schema import CHUNKER_METADATA_KEY, MODEL_METADATA_KEY, TABLE_PREFIX, EmbeddingModel
+from codecompass.retrieval.schema import (
+    CHUNKER_METADATA_KEY,
+    MODEL_METADATA_KEY,
+    STATIC_MODEL_METADATA_KEY,
+    TABLE_PREFIX,
+    EmbeddingModel,
+)
 from codecompass.retrieval.state import index_uri
 from codecompass.retrieval.store import ChunkStore
 
@@ -54,21 +62,37 @@ ABLATIONS: dict[str, dict] = {
 }
 
 
+def _model(identity: str) -> EmbeddingModel:
+    """The model of an identity string, as `EmbeddingModel.identity()` wrote it ("provider/model_id@version/dims")."""
+    provider, rest = identity.split("/", 1)
+    rest, dims = rest.rsplit("/", 1)
+    model_id, version = rest.rsplit("@", 1)
+    return EmbeddingModel(provider, model_id, version, int(dims))
+
+
 def open_store(state_dir: Path, workspace: Path) -> ChunkStore:
+    """The one chunk table of a quality run's index, opened read only with the identity it was written with."""
     uri = index_uri(state_dir, None, workspace.resolve())
     db = lancedb.connect(uri)
     names = [n for n in db.list_tables().tables if n.startswith(TABLE_PREFIX)]
     if len(names) != 1:
         raise SystemExit(f"expected one chunk table in {uri}, found {names}")
     metadata = db.open_table(names[0]).schema.metadata or {}
-    # identity() is "provider/model_id@version/dims".
-    identity = metadata[MODEL_METADATA_KEY.encode()].decode()
-    provider, rest = identity.split("/", 1)
-    rest, dims = rest.rsplit("/", 1)
-    model_id, version = rest.rsplit("@", 1)
-    model = EmbeddingModel(provider, model_id, version, int(dims))
-    chunker = metadata[CHUNKER_METADATA_KEY.encode()].decode()
-    return ChunkStore.open(uri, model=model, chunker_version=chunker)
+    static = metadata.get(STATIC_MODEL_METADATA_KEY.encode())
+    return ChunkStore.open(uri, model=_model(metadata[MODEL_METADATA_KEY.encode()].decode()),
+                           chunker_version=metadata[CHUNKER_METADATA_KEY.encode()].decode(),
+                           static=_model(static.decode()) if static else None)
+
+
+def query_embedder(model: EmbeddingModel) -> Provider:
+    """The local model that wrote an index's primary vectors, to embed the queries as the service would."""
+    if model.provider == "code-static":
+        return StaticProvider()
+    if model.provider == "code-small":
+        return MiniLMProvider(spec=code_small())
+    if model.provider == "minilm":
+        return MiniLMProvider()
+    raise SystemExit(f"no local model for {model.identity()}: tune on an index of minilm, code-small or code-static")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,10 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     queries = [qy for qy in load_queries(args.queries) if qy.split == args.split]
-    model = MiniLMProvider()
+    stores = {repo: open_store(args.state_dir, workspace_for(repo)) for repo in {qy.repo for qy in queries}}
+    models = {store.model for store in stores.values()}
+    if len(models) != 1:
+        raise SystemExit(f"the indexes in {args.state_dir} were written by several models: {sorted(m.identity() for m in models)}")
+    model = query_embedder(models.pop())
     model.warmup()
     vectors = dict(zip((qy.id for qy in queries), model.embed([qy.query for qy in queries], "query"), strict=True))
-    stores: dict[str, ChunkStore] = {}
 
     variants = dict(ABLATIONS)
     if args.set:
@@ -113,9 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         policy = FUSION_ONLY if changes.get("full") is False else replace(DEFAULT_POLICY, **changes)
         by_type = defaultdict(list)
         for qy in queries:
-            store = stores.get(qy.repo)
-            if store is None:
-                store = stores[qy.repo] = open_store(args.state_dir, workspace_for(qy.repo))
+            store = stores[qy.repo]
             outcome = hybrid_search(
                 store, qy.query, query_vector=vectors[qy.id], filters=Filters(), limit=10,
                 semantic_ratio=args.ratio, candidate_pool=args.pool, policy=policy,

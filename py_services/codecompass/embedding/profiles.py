@@ -3,7 +3,7 @@
 External providers (voyage, openai-compatible) receive source code, so they
 run only when both `external_provider_enabled` and
 `allow_code_payload_to_external` are true; both default to false. Otherwise
-the local `minilm` profile answers and every response says
+the local default profile (`code-small`) answers and every response says
 external_provider_blocked=true, so callers can tell the user why.
 
 An openai-compatible endpoint on a loopback address (Ollama on localhost) is
@@ -26,7 +26,7 @@ from codecompass.embedding.base import Provider
 
 log = get_logger("codecompass.embedding.profiles")
 
-LOCAL_DEFAULT = "minilm"
+LOCAL_DEFAULT = "code-small"
 EXTERNAL_PROFILES = frozenset({"voyage", "openai-compatible"})
 
 

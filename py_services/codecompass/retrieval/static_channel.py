@@ -6,7 +6,7 @@ Why in process rather than through the embedding service:
   embedding itself, and serialising vectors back would double the write path's work;
 - the vectors are then computed in the same pass that writes the chunks (`sync`), so a cold
   workspace is searchable semantically as soon as it is searchable lexically, while the
-  primary model (MiniLM by default, ~20 chunks/s) fills its own column in the background;
+  primary model (code-small by default, ~40-80 chunks/s) fills its own column in the background;
 - semantic search survives a dead or slow embedding service: the query is embedded here too,
   and the static channel answers for every chunk when the primary model cannot.
 

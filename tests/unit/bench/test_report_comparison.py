@@ -109,3 +109,14 @@ def test_testcode_section_shows_the_default_per_group_and_every_variant() -> Non
     assert "| repo pino | 4 | 0.250 |" in text  # per repository, the default policy only
     assert "| Variant | first is test | MRR@10 | R@8k tok | jsdoc MRR@10 |" in text
     assert "| test 0.3 (test_penalty=0.3) | 0.125 | 0.125 | 0.125 | 0.125 |" in text
+
+
+def test_the_models_table_labels_the_default_profile_the_service_really_defaults_to() -> None:
+    from bench.lib.results import REPO_ROOT
+
+    from codecompass.common.config import EmbeddingSettings
+
+    makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
+    declared = next(line.split(":=", 1)[1].strip() for line in makefile.splitlines()
+                    if line.startswith("DEFAULT_PROFILE :="))
+    assert declared == EmbeddingSettings().profile

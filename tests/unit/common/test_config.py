@@ -35,7 +35,7 @@ def test_defaults_follow_the_documented_layout(tmp_path: Path) -> None:
         "127.0.0.1:50051", "127.0.0.1:50052", "127.0.0.1:50053")
     assert (settings.analysis_port, settings.embedding_port, settings.retrieval_port) == (50051, 50052, 50053)
     assert settings.shutdown_grace_s == 10 and settings.rpc_timeout_s == 30
-    assert settings.embedding.profile == "minilm"
+    assert settings.embedding.profile == "code-small"
     assert not settings.embedding.external_provider_enabled
     assert not settings.embedding.allow_code_payload_to_external
     assert settings.embedding.api_key is None

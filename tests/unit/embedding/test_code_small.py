@@ -50,8 +50,9 @@ def test_the_profile_serves_the_committed_model_or_the_configured_folder(tmp_pat
     shutil.copytree(CODE_SMALL_MODEL_DIR, tmp_path / "retrained")
     chosen = profile({"CODECOMPASS_EMBEDDING_MODEL": str(tmp_path / "retrained")}).provider
     assert chosen._spec.files().onnx == tmp_path / "retrained" / "model.onnx"
-    # The default profile is untouched: MiniLM from its package, under its own name.
-    assert choose_provider(settings_from({"HOME": "/nonexistent"}).embedding).provider._spec is MINILM
+    # code-small is the default profile; MiniLM stays one setting away, from its package, under its own name.
+    assert choose_provider(settings_from({"HOME": "/nonexistent"}).embedding).provider._spec.provider == "code-small"
+    assert profile({"CODECOMPASS_EMBEDDING_PROFILE": "minilm"}).provider._spec is MINILM
 
 
 @pytest.mark.badinput(case="code-small profile without its model folder",

@@ -14,7 +14,7 @@ EXTERNAL = EmbeddingSettings(external_provider_enabled=True, allow_code_payload_
 
 def test_the_local_default_is_advised_without_benchmark_evidence_for_more() -> None:
     advice = advisor.advise(900, 1.0, 250.0, LOCAL)
-    assert (advice.tier, advice.profile, advice.current_profile) == ("fast_local", "minilm", "minilm")
+    assert (advice.tier, advice.profile, advice.current_profile) == ("fast_local", "code-small", "code-small")
     assert advice.reasons == ("repo_size_<10k", "language_mix_ts_js", "external_provider_blocked",
                               "no_benchmark_evidence_for_larger_local_model")
     assert advisor.advise(900, 1.0, 250.0, LOCAL) == advice  # reproducible

@@ -76,7 +76,7 @@ def test_blocked_external_profile_is_answered_locally_and_says_so(start_python_s
     with grpc.insecure_channel(address) as channel:
         result = embed(embedding_pb2_grpc.EmbeddingServiceStub(channel), [QUERY], "query")
     assert result.external_provider_blocked is True
-    assert result.model.provider == "minilm" and result.vectors.shape == (1, 384)
+    assert result.model.provider == "code-small" and result.vectors.shape == (1, 384)
 
 
 def test_bad_configuration_exits_with_a_message_naming_the_variable():

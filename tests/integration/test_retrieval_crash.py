@@ -15,7 +15,8 @@ from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 pytestmark = pytest.mark.slow
 
-FILES = 300
+# Enough files that the chunking pass outlasts the progress stream's report interval on a quiet machine.
+FILES = 800
 FIRST_FLUSH = SyncTuning().first_flush_chunks
 
 

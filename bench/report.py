@@ -269,7 +269,7 @@ def render_ranking_ablation(doc: dict[str, Any]) -> str:
     n = by.get((variants[0], "all"), {}).get("n", 0) if variants else 0
     caption = (
         f"{doc['split']} split, {n} queries, semantic ratio cap {doc['semantic_ratio_cap']}, "
-        f"candidate pool {doc['candidate_pool']}; each row changes one signal of `retrieval/ranking.py` "
+        f"candidate pool {doc['candidate_pool']}; each row changes one signal of `policy/ranking.py` "
         "(`- x`: off, `+ x`: on although the default has it off; `fusion only`: every signal off). "
         + provenance(doc)
     )

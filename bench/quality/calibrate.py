@@ -1,7 +1,7 @@
-"""Fits the search's confidence model (`ranking.confidence`) on the dev split.
+"""Fits the search's confidence model (`policy.confidence.confidence`) on the dev split.
 
 Confidence is P(a right answer is among the first ten results), judged from absolute
-evidence (`ranking.confidence_features`). Positives and negatives come from the dev queries:
+evidence (`policy.confidence.confidence_features`). Positives and negatives come from the dev queries:
 each query asked of its own repository (label: a target is in the first ten), and the same
 query asked of another dev repository, where it has no answer (label 0) — the honest shape of
 "a question about code that is not there". Agents mostly ask about the code in front of them,
@@ -28,9 +28,9 @@ from bench.quality.run_quality import DEFAULT_QUERIES, load_queries, target_hit,
 from bench.quality.tune_ranking import open_store
 from codecompass.common.config import RetrievalSettings
 from codecompass.embedding.minilm import MiniLMProvider
+from codecompass.policy.confidence import CONFIDENCE_FEATURES, Calibration, confidence
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import hybrid_search
-from codecompass.retrieval.ranking import CONFIDENCE_FEATURES, Calibration, confidence
 
 L2 = 1.0
 # Assumed share of queries that have no answer in the workspace: agents ask about the code in

@@ -53,9 +53,9 @@ from bench.quality.run_quality import DEFAULT_QUERIES, RESULT_LIMIT, SPLITS, loa
 from bench.quality.tune_ranking import open_store
 from codecompass.common.config import RetrievalSettings
 from codecompass.embedding.minilm import MiniLMProvider
+from codecompass.policy.ranking import DEFAULT_POLICY, RankingPolicy
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import hybrid_search
-from codecompass.retrieval.ranking import DEFAULT_POLICY, RankingPolicy
 
 BUDGET = TOKEN_BUDGETS[-1]
 # The signal the ranking records on a result it demoted as test code (ranking._path_penalty).

@@ -29,9 +29,9 @@ from codecompass.common.config import RetrievalSettings
 from codecompass.embedding.base import Provider
 from codecompass.embedding.minilm import MiniLMProvider, code_small
 from codecompass.embedding.static import StaticProvider
+from codecompass.policy.ranking import DEFAULT_POLICY, FUSION_ONLY, RankingPolicy
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import hybrid_search
-from codecompass.retrieval.ranking import DEFAULT_POLICY, FUSION_ONLY, RankingPolicy
 from codecompass.retrieval.schema import (
     CHUNKER_METADATA_KEY,
     MODEL_METADATA_KEY,

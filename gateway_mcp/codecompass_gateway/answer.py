@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from codecompass.retrieval.ranking import SEMANTIC, SKIP_RATIO_ZERO
+from codecompass.policy.ranking import SEMANTIC, SKIP_RATIO_ZERO
 from codecompass.retrieval.state import FreshnessStatus, SearchMetadata, SyncOutcome
 from codecompass.selection.model import SelectedResult, SelectOutcome
 from codecompass_gateway.pipeline import SYNC, PipelineAnswer, Ranked

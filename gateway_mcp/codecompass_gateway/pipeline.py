@@ -38,10 +38,10 @@ from codecompass.clients.selection import SelectionClient
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import tracer
+from codecompass.policy.ranking import RankedResult
 from codecompass.rerank.model import LOCAL, RerankQuery
 from codecompass.rerank.model import Candidate as RerankCandidate
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.ranking import RankedResult
 from codecompass.retrieval.state import (
     FreshnessStatus,
     HubQuery,

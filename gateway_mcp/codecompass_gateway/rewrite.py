@@ -35,8 +35,8 @@ import httpx
 
 from codecompass.common.config import GatewaySettings
 from codecompass.common.outbound import INVALID, ChatFailed, chat_completion, unfenced
-from codecompass.retrieval import query as q
-from codecompass.retrieval.query import REQUEST_WORDS, STOP_WORDS, QueryShape
+from codecompass.policy import shape as q
+from codecompass.policy.shape import REQUEST_WORDS, STOP_WORDS, QueryShape
 
 SOURCE_CHAT = "openai_compatible"
 SOURCE_SAMPLING = "mcp_sampling"

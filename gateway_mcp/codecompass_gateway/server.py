@@ -54,7 +54,7 @@ from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
-from codecompass.retrieval.query import MAX_QUERY_CHARS
+from codecompass.policy.shape import MAX_QUERY_CHARS
 from codecompass.retrieval.state import IndexingStatus
 from codecompass_gateway import advisor, errors, remote, tools, wire
 from codecompass_gateway.answer import answer_to_dict, search_code_to_dict

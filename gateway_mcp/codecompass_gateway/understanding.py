@@ -1,7 +1,7 @@
 """Query understanding: the pipeline's second stage (issue 9, section 4), before retrieval.
 
 - The intent (`symbol` / `path` / `error` / `natural_language`) and how sure it is come from
-  `retrieval.query.analyze`, the one judge of a query's shape; this module only reads it.
+  `policy.shape.analyze`, the one judge of a query's shape; this module only reads it.
 - The semantic plan: which `semantic_mode` applies (the request's, else the gateway's setting)
   and the semantic ratio cap retrieval gets. `off` and `rerank_only` send a cap of 0, so the
   retrieval service never embeds the query and no vector is searched; `off` also skips a model
@@ -24,15 +24,10 @@ from typing import Any
 
 from codecompass.common.config import SEMANTIC_MODES, GatewaySettings
 from codecompass.common.identifiers import identifier_parts
-from codecompass.retrieval import query as q
-from codecompass.retrieval.query import REQUEST_WORDS, QueryShape
-from codecompass.retrieval.ranking import (
-    SKIP_RATIO_ZERO,
-    RankedResult,
-    channel_agreement,
-    composite_confidence,
-    score_margin,
-)
+from codecompass.policy import shape as q
+from codecompass.policy.confidence import channel_agreement, composite_confidence, score_margin
+from codecompass.policy.ranking import SKIP_RATIO_ZERO, RankedResult
+from codecompass.policy.shape import REQUEST_WORDS, QueryShape
 
 OFF, RERANK_ONLY, HYBRID = SEMANTIC_MODES
 # Why semantic retrieval did not run because of the mode (seed 003's `semantic_skipped_reason`).

@@ -10,7 +10,7 @@ from tests.badinput.harness import Stack, copy_workspace
 
 from codecompass.clients.errors import INVALID, ServiceError
 from codecompass.clients.retrieval import RetrievalClient
-from codecompass.retrieval.query import MAX_QUERY_CHARS
+from codecompass.policy.shape import MAX_QUERY_CHARS
 from codecompass.retrieval.state import SearchQuery
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "sample_workspace"

@@ -22,8 +22,8 @@ from codecompass.common.chunk_convert import (
     provenance_from_proto,
     provenance_to_proto,
 )
+from codecompass.policy.ranking import PRIMARY_VECTORS, STATIC_VECTORS, RankedResult
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.ranking import PRIMARY_VECTORS, STATIC_VECTORS, RankedResult
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import (
     ChunkedFile,

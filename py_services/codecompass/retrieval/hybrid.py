@@ -26,24 +26,26 @@ from functools import partial
 
 import numpy as np
 
-from codecompass.retrieval import query as q
-from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.query import QueryShape
-from codecompass.retrieval.ranking import (
+from codecompass.policy import shape as q
+from codecompass.policy.confidence import (
+    confidence,
+    confidence_features,
+    exact_identifiers,
+    missing_names,
+    nearest_names,
+)
+from codecompass.policy.ranking import (
     DEFAULT_POLICY,
     PRIMARY_VECTORS,
     STATIC_VECTORS,
     Candidate,
     RankedResult,
     RankingPolicy,
-    confidence,
-    confidence_features,
-    exact_identifiers,
-    missing_names,
-    nearest_names,
     rank,
     semantic_weight,
 )
+from codecompass.policy.shape import QueryShape
+from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.store import ChunkStore, DimensionMismatch, ScoredChunk
 
 SKIP_NO_VECTORS = "no_vectors"

@@ -32,6 +32,18 @@ import numpy as np
 
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
+from codecompass.policy.ranking import (
+    DEFAULT_HUB_POLICY,
+    DEFAULT_POLICY,
+    FUSION_ONLY,
+    PRIMARY_VECTORS,
+    STATIC_VECTORS,
+    STRUCTURE,
+    RankedResult,
+    hub_eligible,
+    hub_scores,
+)
+from codecompass.policy.shape import length_problem as query_length_problem
 from codecompass.retrieval.analysis_client import AnalysisClient
 from codecompass.retrieval.catalog import Catalog, IndexIdentity
 from codecompass.retrieval.embed_client import EmbeddingClient, EmbeddingFailed
@@ -42,18 +54,6 @@ from codecompass.retrieval.hybrid import (
     SKIP_EMBEDDING_UNAVAILABLE,
     SKIP_NO_VECTORS,
     hybrid_search,
-)
-from codecompass.retrieval.query import length_problem as query_length_problem
-from codecompass.retrieval.ranking import (
-    DEFAULT_HUB_POLICY,
-    DEFAULT_POLICY,
-    FUSION_ONLY,
-    PRIMARY_VECTORS,
-    STATIC_VECTORS,
-    STRUCTURE,
-    RankedResult,
-    hub_eligible,
-    hub_scores,
 )
 from codecompass.retrieval.schema import INDEX_FORMAT_VERSION, EmbeddingModel
 from codecompass.retrieval.state import (

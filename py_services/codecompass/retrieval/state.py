@@ -18,7 +18,7 @@ from codecompass.common.chunks import Chunk, Language
 from codecompass.retrieval.filters import Filters
 
 if TYPE_CHECKING:
-    from codecompass.retrieval.ranking import RankedResult
+    from codecompass.policy.ranking import RankedResult
 
 
 class IndexingStatus(str, Enum):

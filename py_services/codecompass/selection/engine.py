@@ -44,7 +44,7 @@ log = get_logger("codecompass.selection.engine")
 MODULE_QUALIFIED_NAME = "<module top level>"
 # Below this many tokens a clipped result is a signature and a marker: not worth a slot.
 CLIP_MIN_TOKENS = 150
-# The same word split retrieval's query analysis uses (`retrieval/query.py`), so "router.test.ts"
+# The same word split retrieval's query analysis uses (`policy/shape.py`), so "router.test.ts"
 # is about tests here exactly when it is for the ranking.
 _WORD = re.compile(r"[A-Za-z0-9_$]+")
 # A collapsed child in rendered source: `signature { /* N lines collapsed */ }` stands for the

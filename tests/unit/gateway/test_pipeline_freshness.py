@@ -10,7 +10,7 @@ from codecompass_gateway.pipeline import RETRIEVE, SELECT, SYNC, Pipeline, Pipel
 from codecompass.clients.errors import UNAVAILABLE, ServiceError
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import ConfigError, GatewaySettings, Settings, load_settings_from_environ
-from codecompass.retrieval.ranking import RankedResult
+from codecompass.policy.ranking import RankedResult
 from codecompass.retrieval.state import (
     FreshnessStatus,
     IndexingStatus,

@@ -26,8 +26,8 @@ from codecompass_gateway.rewrite import (
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import GatewaySettings, Settings, redacted, settings_from
 from codecompass.common.outbound import INVALID, TIMEOUT
-from codecompass.retrieval.query import analyze
-from codecompass.retrieval.ranking import RankedResult
+from codecompass.policy.ranking import RankedResult
+from codecompass.policy.shape import analyze
 from codecompass.retrieval.state import (
     IndexingStatus,
     ResultCompleteness,

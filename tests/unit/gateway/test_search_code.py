@@ -15,8 +15,8 @@ from codecompass.clients.errors import DEADLINE, FAILED, INVALID, NOT_FOUND, UNA
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import ConfigError, GatewaySettings, Settings, settings_from
 from codecompass.common.tokens import count_tokens
+from codecompass.policy.ranking import RankedResult
 from codecompass.rerank.model import RerankOutcome, ScoredCandidate
-from codecompass.retrieval.ranking import RankedResult
 from codecompass.retrieval.state import (
     IndexingStatus,
     ResultCompleteness,

@@ -111,7 +111,7 @@ def test_suggested_calls_name_real_tools_and_arguments(server) -> None:
     """Every next call a low-confidence answer suggests is one the server would accept."""
     from codecompass_gateway.understanding import BestResult, suggested_action
 
-    from codecompass.retrieval.query import analyze
+    from codecompass.policy.shape import analyze
 
     schemas = {t.name: t.input_schema for t in session(server, lambda c: c.list_tools()).tools}
     best = [None, BestResult("TokenService.validateToken", "validateToken", "src/auth/tokenService.ts", "method"),

@@ -23,13 +23,9 @@ from codecompass_gateway.understanding import (
 
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import GatewaySettings
-from codecompass.retrieval.query import analyze
-from codecompass.retrieval.ranking import (
-    RankedResult,
-    channel_agreement,
-    composite_confidence,
-    score_margin,
-)
+from codecompass.policy.confidence import channel_agreement, composite_confidence, score_margin
+from codecompass.policy.ranking import RankedResult
+from codecompass.policy.shape import analyze
 
 SETTINGS = GatewaySettings()
 

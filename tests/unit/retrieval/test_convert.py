@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
+from codecompass.policy.ranking import RankedResult as HybridResult
 from codecompass.retrieval import convert
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.ranking import RankedResult as HybridResult
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import (
     ChunkedFile,

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from codecompass.common.chunks import Chunk, Language, NodeKind
+from codecompass.policy.ranking import FUSION_ONLY, SKIP_RATIO_ZERO, SKIP_SHORT_CIRCUIT
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import (
     SKIP_DIMENSION_MISMATCH,
@@ -11,7 +12,6 @@ from codecompass.retrieval.hybrid import (
     SKIP_NO_VECTORS,
     hybrid_search,
 )
-from codecompass.retrieval.ranking import FUSION_ONLY, SKIP_RATIO_ZERO, SKIP_SHORT_CIRCUIT
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.store import ChunkStore
 

@@ -3,8 +3,7 @@
 import pytest
 
 from codecompass.common.chunks import Chunk, Language, NodeKind
-from codecompass.retrieval.query import analyze
-from codecompass.retrieval.ranking import (
+from codecompass.policy.ranking import (
     FUSION_ONLY,
     PRIMARY_VECTORS,
     SKIP_RATIO_ZERO,
@@ -15,6 +14,7 @@ from codecompass.retrieval.ranking import (
     rank,
     semantic_weight,
 )
+from codecompass.policy.shape import analyze
 
 
 def chunk(cid, name, path="src/a.ts", *, kind=NodeKind.FUNCTION, lines=10, source="", is_test=False, depth=0):
@@ -168,14 +168,14 @@ def test_name_words_count_short_words_names_are_made_of():
 def test_an_exact_identifier_nothing_is_named_is_low_confidence_with_the_nearest_names():
     """`validateTokenz` finds `validateToken` by its parts and ranks it first; it must not read
     as found. Plain words are concepts, not names: they keep their confidence."""
-    from codecompass.retrieval.ranking import (
-        MISSING_NAME_CONFIDENCE,
-        confidence,
-        confidence_features,
-        exact_identifiers,
-        missing_names,
-        nearest_names,
-    )
+    from codecompass.policy.confidence import (
+    MISSING_NAME_CONFIDENCE,
+    confidence,
+    confidence_features,
+    exact_identifiers,
+    missing_names,
+    nearest_names,
+)
 
     shape = analyze("validateTokenz")
     assert exact_identifiers(shape) == ("validateTokenz",)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from codecompass.retrieval.query import (
+from codecompass.policy.shape import (
     ERROR,
     MAX_QUERY_CHARS,
     NATURAL_LANGUAGE,

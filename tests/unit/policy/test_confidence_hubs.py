@@ -1,19 +1,12 @@
 """Confidence and hub policy (ranking.py) on hand-made inputs."""
 
 import pytest
-from tests.unit.retrieval.test_ranking import chunk, lexical
+from tests.unit.policy.test_ranking import chunk, lexical
 
 from codecompass.common.chunks import NodeKind
-from codecompass.retrieval.query import analyze
-from codecompass.retrieval.ranking import (
-    Calibration,
-    HubPolicy,
-    confidence,
-    confidence_features,
-    hub_eligible,
-    hub_scores,
-    rank,
-)
+from codecompass.policy.confidence import Calibration, confidence, confidence_features
+from codecompass.policy.ranking import HubPolicy, hub_eligible, hub_scores, rank
+from codecompass.policy.shape import analyze
 
 
 def test_coverage_counts_query_words_found_in_the_best_results():

@@ -1,0 +1,3 @@
+"""Ranking and answer policy, in one place: the query's shape, fusion of the channels, the
+ranking signals and the learned ranker, confidence, relevance and focus. Pure functions of
+their inputs: the services gather raw features and call these; no I/O here."""

@@ -1,0 +1,183 @@
+"""Confidence policy: how sure the search is that an answer is among its results, the names a
+query typed that the index lacks, and the composite confidence an agent reads."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from codecompass.common.chunks import Chunk
+from codecompass.common.identifiers import identifier_parts
+from codecompass.policy import shape as q
+from codecompass.policy.ranking import KIND_WORDS, STRUCTURE, RankedResult, clamp
+from codecompass.policy.shape import QueryShape
+
+# --- Confidence: is the answer in the results at all? -------------------------------------
+#
+# Fused scores are normalised per query (the best BM25 becomes 1), so a query that matches
+# nothing still gets a 1.0 at the top. Confidence is judged from absolute evidence instead:
+# how many of the query's words the best results contain, whether a name, path or quoted
+# phrase matched exactly, and the raw cosine of the best semantic hit. A logistic model turns
+# that into P(a right answer is among the first ten results); bench/quality/calibrate.py fits
+# it on the dev split (real queries, plus the same queries asked of the wrong repository as
+# queries with no answer, weighted as one query in twenty) and prints the weights below.
+
+CONFIDENCE_TOP = 5
+# The features the model weighs. Query length, intent and "found lexically at all" were tried
+# and left out: leave-one-repository-out on the dev split calibrated worse with them.
+CONFIDENCE_FEATURES = ("coverage", "cosine", "definition", "name_words", "path", "phrase")
+_CONFIDENCE_TEXT_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Calibration:
+    bias: float
+    weights: tuple[tuple[str, float], ...]
+
+
+# Fitted by bench/quality/calibrate.py on the dev split (results: bench/results/calibration-latest.json).
+DEFAULT_CALIBRATION = Calibration(bias=-1.079, weights=(
+    ("coverage", 1.735), ("cosine", 1.302), ("definition", 1.299), ("name_words", 2.464), ("path", 1.91),
+    ("phrase", 0.857),
+))
+
+
+def confidence_features(shape: QueryShape, results: list[RankedResult], exact_missing: bool = False
+                        ) -> dict[str, float]:
+    """The evidence confidence is judged from, each in [0, 1]. `exact_missing`: every exact
+    identifier the query typed is missing from the index (see `missing_names`)."""
+    terms = [t for t in dict.fromkeys(shape.words or shape.name_parts) if len(t) >= 3 and t not in KIND_WORDS]
+    top = results[:CONFIDENCE_TOP]
+    coverage = max((_coverage(terms, r.chunk) for r in top), default=0.0) if terms else 0.0
+    signals = [r.signals for r in top]
+    return {
+        "coverage": coverage,
+        "cosine": max((r.vector_similarity for r in top if r.semantic_rank), default=0.0),
+        "lexical": 1.0 if any(r.lexical_rank for r in top) else 0.0,
+        "definition": 1.0 if any("definition" in s or "_name" in s for s in signals) else 0.0,
+        "name_words": min(1.0, max((s.get("name_words", 0.0) for s in signals), default=0.0)),
+        "path": 1.0 if any("path" in s or "_path" in s for s in signals) else 0.0,
+        "phrase": 1.0 if any("phrase" in s for s in signals) else 0.0,
+        "missing_name": 1.0 if exact_missing else 0.0,
+    }
+
+
+def confidence(features: dict[str, float], calibration: Calibration = DEFAULT_CALIBRATION) -> float:
+    if not features.get("lexical") and not features.get("cosine") and not features.get("definition") \
+            and not features.get("path"):
+        return 0.0  # nothing matched in any channel
+    z = calibration.bias + sum(w * features.get(name, 0.0) for name, w in calibration.weights)
+    calibrated = 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+    if features.get("missing_name"):
+        # A rule, not a weight: the calibration set has few misspelt names, and an agent that
+        # typed an exact name must never be told with confidence that something else is it.
+        return min(calibrated, MISSING_NAME_CONFIDENCE)
+    return calibrated
+
+
+# --- Names the query typed that the index does not have ------------------------------------
+#
+# `validateTokenz` finds `validateToken` by its parts and ranks it first with a fused score of
+# 1.0, which reads as "found". When the query is an exact identifier (symbol intent, code-shaped:
+# camelCase, snake_case, dotted, `f()`) and no chunk has that name, the answer is a guess: its
+# confidence is capped below every gate, and the closest names in the index are offered instead.
+# Plain words (`retry`, `logger`) are concepts, not names, and keep their confidence.
+
+MISSING_NAME_CONFIDENCE = 0.2
+NEAREST_NAMES = 5
+# difflib's similarity below which a name is not offered as "did you mean".
+_NEAREST_CUTOFF = 0.6
+
+
+def exact_identifiers(shape: QueryShape) -> tuple[str, ...]:
+    """The identifiers a symbol query typed as exact code names."""
+    if shape.intent != q.SYMBOL:
+        return ()
+    return tuple(i for i in shape.identifiers if q.is_code_shaped(i))
+
+
+def missing_names(identifiers: Iterable[str], named: Iterable[Chunk]) -> tuple[str, ...]:
+    """The identifiers no chunk of `named` (the exact-name lookup's hits) is called, ignoring case."""
+    found = {n.lower() for c in named for n in (c.name, c.qualified_name)}
+    return tuple(i for i in identifiers if i.lower() not in found)
+
+
+def nearest_names(missing: Iterable[str], names: Iterable[str], qualified: Iterable[str],
+                  limit: int = NEAREST_NAMES) -> tuple[str, ...]:
+    """Names of the index closest to each missing identifier (qualified names for a dotted
+    one), best first, at most `limit` in all."""
+    plain = {n.lower(): n for n in sorted(names)}
+    dotted = {n.lower(): n for n in sorted(qualified)}
+    out: list[str] = []
+    for wanted in missing:
+        pool = dotted if any(sep in wanted for sep in (".", "#", "::")) else plain
+        key = wanted.lower().replace("#", ".").replace("::", ".")
+        for match in difflib.get_close_matches(key, pool, n=limit, cutoff=_NEAREST_CUTOFF):
+            if pool[match] not in out:
+                out.append(pool[match])
+    return tuple(out[:limit])
+
+
+def _coverage(terms: list[str], chunk: Chunk) -> float:
+    """Share of `terms` that occur in the chunk (name, path, JSDoc, code) as a word or word
+    part; a term of 6+ letters also matches a word sharing its first 5 (`inserted`/`insert`),
+    a plural its singular."""
+    text = " ".join((chunk.qualified_name, chunk.relative_path, chunk.jsdoc,
+                     chunk.collapsed_source[:_CONFIDENCE_TEXT_CHARS]))
+    words: set[str] = set()
+    for token in re.findall(r"[A-Za-z0-9_$]+", text):
+        words.add(token.lower())
+        words.update(identifier_parts(token))
+    stems = {w[:5] for w in words if len(w) >= 5}
+    hits = sum(1 for t in terms if t in words or (len(t) >= 6 and t[:5] in stems) or (t.endswith("s") and t[:-1] in words))
+    return hits / len(terms)
+
+
+# --- Composite confidence: how sure an answer is, as an agent reads it ----------------------
+#
+# Seed 004 FR-721: confidence combines the top score, the top-1/top-2 margin and whether the
+# lexical and semantic channels agree. Scores are normalised per query (the best is near 1
+# whatever matched), so on their own they cannot tell an answer from noise; the calibrated
+# confidence above can. The composite therefore scales the calibrated probability by the
+# support the score shape gives it: `calibrated * (1 - SUPPORT_WEIGHT + SUPPORT_WEIGHT * support)`,
+# support being the mean of the signals that exist (agreement only when both channels ran). A
+# query nothing matched stays at 0; a clear, corroborated winner keeps its calibrated value;
+# a flat list or channels that disagree lose up to SUPPORT_WEIGHT of it.
+
+SUPPORT_WEIGHT = 0.4
+# A top-1/top-2 margin this large (scores in [0, 1]) counts as a clear winner.
+MARGIN_FULL = 0.15
+# How many of the best results the channels' agreement is judged on.
+AGREEMENT_TOP = 5
+
+
+def score_margin(scores: list[float]) -> float:
+    """Top-1 minus top-2 (the top score itself when there is one result, 0 when none)."""
+    if not scores:
+        return 0.0
+    if len(scores) == 1:
+        return clamp(scores[0])
+    return clamp(scores[0] - scores[1])
+
+
+def channel_agreement(results: list[RankedResult], top: int = AGREEMENT_TOP) -> float | None:
+    """How far the lexical and semantic channels agree on the best results, in [0, 1]: half
+    for the best result being found by both, half for the share of the first `top` found by
+    both. None when either channel found none of them (nothing to agree or disagree with)."""
+    head = [r for r in results[:top] if r.provenance != STRUCTURE]
+    if not head or not any(r.lexical_rank for r in head) or not any(r.semantic_rank for r in head):
+        return None
+    both = [bool(r.lexical_rank and r.semantic_rank) for r in head]
+    return 0.5 * float(both[0]) + 0.5 * sum(both) / len(both)
+
+
+def composite_confidence(calibrated: float, top_score: float, margin: float, agreement: float | None) -> float:
+    """The calibrated confidence scaled by the support of the score shape (see above)."""
+    signals = [clamp(top_score), clamp(margin / MARGIN_FULL)]
+    if agreement is not None:
+        signals.append(clamp(agreement))
+    support = sum(signals) / len(signals)
+    return clamp(calibrated) * (1.0 - SUPPORT_WEIGHT + SUPPORT_WEIGHT * support)

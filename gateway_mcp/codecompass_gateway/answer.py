@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from codecompass.policy.ranking import SEMANTIC, SKIP_RATIO_ZERO
+from codecompass.policy.relevance import QueryFocus
 from codecompass.retrieval.state import FreshnessStatus, SearchMetadata, SyncOutcome
 from codecompass.selection.model import SelectedResult, SelectOutcome
 from codecompass_gateway.pipeline import SYNC, PipelineAnswer, Ranked
@@ -83,12 +84,13 @@ def ranked_to_dict(item: Ranked, max_code_lines: int) -> dict[str, Any]:
     }
 
 
-def selection_to_dict(outcome: SelectOutcome) -> dict[str, Any]:
+def selection_to_dict(outcome: SelectOutcome, focus: QueryFocus) -> dict[str, Any]:
+    """`focus`: the one the gateway judged relevance with (selection applies none of its own)."""
     return {
         "total_tokens": outcome.total_tokens,
         "max_tokens": outcome.max_tokens,
         "min_relevance": outcome.min_relevance,
-        "focus": outcome.focus.value,
+        "focus": focus.value,
         "below_relevance": outcome.below_relevance,
         "over_budget": outcome.over_budget,
         "merged": outcome.merged,
@@ -182,7 +184,7 @@ def answer_to_dict(answer: PipelineAnswer, max_code_lines: int = 0) -> dict[str,
         results = [ranked_to_dict(c, max_code_lines) for c in answer.candidates]
     return {
         "results": results,
-        "selection": selection_to_dict(answer.selection) if answer.selection is not None else None,
+        "selection": selection_to_dict(answer.selection, answer.focus) if answer.selection is not None else None,
         "metadata": {
             **search_metadata_to_dict(answer.metadata),
             **freshness_to_dict(answer),
@@ -283,7 +285,7 @@ def search_code_to_dict(answer: PipelineAnswer, *, threshold: float, trace_id: s
             "result_completeness": meta.result_completeness.value,
             "ref": WORKING_TREE,
             "semantic_mode": plan.mode,
-            # A cap of 0 from retrieval's own default (no request, no override) disables it too.
+            # A cap of 0 from retrieval's own default (the request set none) disables it too.
             "semantic_enabled": plan.enabled and meta.semantic_skipped_reason != SKIP_RATIO_ZERO,
             "semantic_ratio_used": round(meta.semantic_ratio_used, 6),
             "semantic_triggered": triggered,

@@ -12,9 +12,16 @@ the query answers from the index as it stands, says `freshness_status: syncing`,
 each result from a file the sync has not written yet `stale`; the sync finishes in the
 background. A query never waits for embeddings.
 
-Understanding (`understanding.py`) reads the query's intent and settles the semantic plan before
-retrieval: in `semantic_mode` off or rerank_only retrieval gets a semantic ratio of 0 and never
-embeds the query; in off a model reranker is skipped too.
+Understanding (`understanding.py`) judges the query's shape once and settles the semantic plan
+before retrieval: the shape goes with the search, so retrieval ranks by the same intent; in
+`semantic_mode` off or rerank_only retrieval gets a semantic ratio of 0 and never embeds the query;
+in off a model reranker is skipped too.
+
+Scores change in one place, the policy package (`codecompass.policy`), which this module calls: a
+model reranker's raw scores are blended with the first stage's (`policy.blend`), and each candidate
+offered to selection carries the relevance the policy gives it (`policy.relevance`: the search's
+confidence, the score relative to the best, focus); selection only gates, merges, renders and
+budgets.
 
 Rewriting (`rewrite.py`, seed 002) follows the first search: when the caller forces it, the
 heuristic calls for it, or the query found nothing, an LLM turns the query into code terms; the
@@ -38,7 +45,10 @@ from codecompass.clients.selection import SelectionClient
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import tracer
+from codecompass.policy import shape as q
+from codecompass.policy.blend import rerank_blend
 from codecompass.policy.ranking import RankedResult
+from codecompass.policy.relevance import QueryFocus, focus_factor, relevance, resolve_focus
 from codecompass.rerank.model import LOCAL, RerankQuery
 from codecompass.rerank.model import Candidate as RerankCandidate
 from codecompass.retrieval.filters import Filters
@@ -51,7 +61,7 @@ from codecompass.retrieval.state import (
     SyncOutcome,
 )
 from codecompass.selection.model import Candidate as SelectCandidate
-from codecompass.selection.model import QueryFocus, Reason, SelectOutcome, SelectQuery
+from codecompass.selection.model import Reason, SelectOutcome, SelectQuery
 from codecompass_gateway.rewrite import (
     FORCED,
     HEURISTIC,
@@ -140,6 +150,8 @@ class PipelineAnswer:
     sync: SyncOutcome | None = None
     # The query's intent and the semantic plan the search ran with.
     understanding: QueryUnderstanding | None = None
+    # The focus relevance was judged with (never AUTO): the request's, the rewrite's, else the shape's.
+    focus: QueryFocus = QueryFocus.IMPLEMENTATION
 
 
 class Pipeline:
@@ -195,7 +207,7 @@ class Pipeline:
                 outcome = self.retrieval.search(SearchQuery(
                     workspace_root=request.workspace_root, query=request.query, filters=request.filters,
                     semantic_ratio=understood.plan.ratio_cap,
-                    limit=max(g.candidates, request.limit), view=ResultView.CODE,
+                    limit=max(g.candidates, request.limit), view=ResultView.CODE, shape=understood.shape,
                 ), g.retrieve_timeout_s)
             ranked = [Ranked(result=r, score=r.score) for r in outcome.results]
             ranked, rewritten = self._rewrite(request, understood, ranked, stage_ms)
@@ -204,8 +216,9 @@ class Pipeline:
             if rewritten.applied and request.focus is QueryFocus.AUTO and rewritten.focus in _FOCUS:
                 request = replace(request, focus=_FOCUS[rewritten.focus])
             ranked = mark_stale(ranked, stale_paths)
+            focus = resolve_focus(request.focus, understood.shape)
             answer = PipelineAnswer(candidates=(), selection=None, metadata=outcome.metadata,
-                                    freshness_status=freshness, sync=sync, understanding=understood)
+                                    freshness_status=freshness, sync=sync, understanding=understood, focus=focus)
 
             provider = request.rerank_provider or self._settings.rerank.provider
             if not request.rerank:
@@ -239,12 +252,15 @@ class Pipeline:
             elif ranked:
                 try:
                     with self._stage(SELECT, stage_ms):
-                        selection = self._select(request, ranked, outcome.metadata.confidence)
+                        selection = self._select(request, ranked, outcome.metadata.confidence, focus)
                 except ServiceError as exc:
                     skipped[SELECT] = self._failed(SELECT, exc)
             if selection is None and rewritten.applied:
-                # No selection to apply the rewrite's focus: the ranked list takes it.
-                ranked = apply_focus(ranked, request.focus, self._settings.selection.focus_multiplier)
+                # No selection to apply the rewrite's focus: the ranked list takes it. Only a focus
+                # someone set (the caller or the rewrite): the shape's is already in the ranking's
+                # test penalty.
+                ranked = sorted((replace(c, score=c.score * focus_factor(request.focus, c.result.chunk))
+                                 for c in ranked), key=lambda c: -c.score)
             keep = ranked if selection is not None else ranked[: request.limit]
             return replace(answer, candidates=tuple(keep), selection=selection, stage_ms=stage_ms, skipped=skipped)
 
@@ -277,10 +293,11 @@ class Pipeline:
             with self._stage(REWRITE, stage_ms):
                 vocabulary = vocabulary_of(c.result.chunk.qualified_name for c in ranked)
                 terms = rewriter.rewrite(request.query, vocabulary)
+                text = " ".join(terms.terms)
                 extra = self.retrieval.search(SearchQuery(
-                    workspace_root=request.workspace_root, query=" ".join(terms.terms), filters=request.filters,
+                    workspace_root=request.workspace_root, query=text, filters=request.filters,
                     semantic_ratio=understood.plan.ratio_cap,
-                    limit=max(g.candidates, request.limit), view=ResultView.CODE,
+                    limit=max(g.candidates, request.limit), view=ResultView.CODE, shape=q.analyze(text),
                 ), g.retrieve_timeout_s)
         except RewriteFailed as exc:
             log.info("query rewrite failed; searching the query as given", extra={"reason": exc.reason})
@@ -303,16 +320,18 @@ class Pipeline:
         pool = ranked[: g.rerank_candidates]
         outcome = self.rerank.rerank(RerankQuery(
             query=request.query,
-            candidates=tuple(RerankCandidate(id=c.result.chunk.id, text=rerank_text(c.result), first_stage_score=c.score)
-                             for c in pool),
+            candidates=tuple(RerankCandidate(id=c.result.chunk.id, text=rerank_text(c.result)) for c in pool),
             top_n=min(request.limit, len(pool)),
             provider=request.rerank_provider or self._settings.rerank.provider,
         ), g.rerank_timeout_s)
-        by_id = {c.result.chunk.id: c for c in pool}
-        reranked = [replace(by_id[s.id], score=s.final_score, rerank_score=s.rerank_score)
-                    for s in outcome.scores if s.id in by_id]
-        seen = {c.result.chunk.id for c in reranked}
-        reranked += [c for c in ranked if c.result.chunk.id not in seen]
+        # The service returns raw model scores; the blend is the policy's. A candidate the model
+        # did not score keeps its first-stage score, and ties keep the first-stage order.
+        model_score = {s.id: s.rerank_score for s in outcome.scores}
+        weight = self._settings.rerank.weight
+        reranked = sorted((replace(c, score=rerank_blend(c.score, model_score.get(c.result.chunk.id), weight),
+                                   rerank_score=model_score.get(c.result.chunk.id)) for c in pool),
+                          key=lambda c: -c.score)
+        reranked += ranked[len(pool):]
         return reranked, replace(answer, rerank_provider=outcome.provider, rerank_fallback=outcome.fallback,
                                  rerank_fallback_reason=outcome.fallback_reason)
 
@@ -338,17 +357,19 @@ class Pipeline:
         out.sort(key=lambda c: -c.score)
         return out, added
 
-    def _select(self, request: PipelineRequest, ranked: list[Ranked], confidence: float) -> SelectOutcome:
+    def _select(self, request: PipelineRequest, ranked: list[Ranked], confidence: float,
+                focus: QueryFocus) -> SelectOutcome:
         g = self._gateway
+        offered = ranked[: g.select_candidates]
+        relevances = relevance([c.score for c in offered], [c.result.chunk for c in offered], confidence, focus)
         offers = tuple(
             SelectCandidate(chunk=c.result.chunk, score=c.score, reason=c.reason, provenance=c.result.provenance,
-                  connected_ids=c.connected_ids)
-            for c in ranked[: g.select_candidates]
+                            connected_ids=c.connected_ids, relevance=value)
+            for c, value in zip(offered, relevances, strict=True)
         )
         return self.selection.select(SelectQuery(
-            workspace_root=request.workspace_root, query=request.query, candidates=offers,
-            max_tokens=request.max_tokens or 0, min_relevance=request.min_relevance, confidence=confidence,
-            focus=request.focus,
+            workspace_root=request.workspace_root, candidates=offers, max_tokens=request.max_tokens or 0,
+            min_relevance=request.min_relevance,
         ), g.select_timeout_s)
 
     @contextmanager
@@ -387,15 +408,6 @@ def merge_results(first: list[Ranked], second: list[Ranked]) -> tuple[list[Ranke
         elif c.score > here.score:
             by_id[c.result.chunk.id] = c
     return sorted(by_id.values(), key=lambda c: -c.score), added
-
-
-def apply_focus(ranked: list[Ranked], focus: QueryFocus, multiplier: float) -> list[Ranked]:
-    """Seed 002's focus multiplier on a ranked list: the side the query is not about scores less."""
-    if focus not in (QueryFocus.IMPLEMENTATION, QueryFocus.TESTS):
-        return ranked
-    want_tests = focus is QueryFocus.TESTS
-    out = [c if c.result.chunk.is_test == want_tests else replace(c, score=c.score * multiplier) for c in ranked]
-    return sorted(out, key=lambda c: -c.score)
 
 
 def rerank_text(result: RankedResult) -> str:

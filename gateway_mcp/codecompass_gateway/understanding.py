@@ -2,11 +2,9 @@
 
 - The intent (`symbol` / `path` / `error` / `natural_language`) and how sure it is come from
   `policy.shape.analyze`, the one judge of a query's shape; this module only reads it.
-- The semantic plan: which `semantic_mode` applies (the request's, else the gateway's setting)
-  and the semantic ratio cap retrieval gets. `off` and `rerank_only` send a cap of 0, so the
-  retrieval service never embeds the query and no vector is searched; `off` also skips a model
-  reranker. In `hybrid` the cap is the request's, else the configured override for the intent,
-  else retrieval's own default; the ranking policy may lower it further by intent.
+- The semantic plan (`policy.semantic.semantic_plan`): which `semantic_mode` applies and the
+  semantic ratio cap retrieval gets; the ranking policy lowers the cap by intent in retrieval.
+  The shape judged here is sent with the search, so retrieval reads the same intent.
 - An escalation hint when the intent is unsure, and the suggested next call when an answer's
   confidence is low: both name our real tools with real arguments, and both are deterministic
   (the same query and answer give the same text), so an agent can act on them and tests can pin
@@ -22,34 +20,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from codecompass.common.config import SEMANTIC_MODES, GatewaySettings
+from codecompass.common.config import GatewaySettings
 from codecompass.common.identifiers import identifier_parts
 from codecompass.policy import shape as q
 from codecompass.policy.confidence import channel_agreement, composite_confidence, score_margin
-from codecompass.policy.ranking import SKIP_RATIO_ZERO, RankedResult
+from codecompass.policy.ranking import RankedResult
+from codecompass.policy.semantic import SemanticPlan, semantic_plan
 from codecompass.policy.shape import REQUEST_WORDS, QueryShape
 
-OFF, RERANK_ONLY, HYBRID = SEMANTIC_MODES
-# Why semantic retrieval did not run because of the mode (seed 003's `semantic_skipped_reason`).
-SKIP_DISABLED = "semantic_disabled"
-SKIP_RERANK_ONLY = "semantic_mode_rerank_only"
 # The most content words a narrower query keeps.
 _NARROW_WORDS = 4
-
-
-@dataclass(frozen=True)
-class SemanticPlan:
-    mode: str
-    # The cap sent to retrieval: None leaves retrieval's configured default.
-    ratio_cap: float | None
-    # Where the cap came from: "request", "intent_override", "retrieval_default" or the mode.
-    ratio_source: str
-    # Semantic retrieval may run for this query (hybrid and a cap that is not 0).
-    enabled: bool
-    # Why it may not, when it may not.
-    skipped_reason: str | None
-    # A model reranker may run (False only in `off`).
-    model_rerank: bool
 
 
 @dataclass(frozen=True)
@@ -68,33 +48,11 @@ class QueryUnderstanding:
         return self.shape.intent_confidence
 
 
-def semantic_plan(shape: QueryShape, settings: GatewaySettings, mode: str | None,
-                  requested_ratio: float | None) -> SemanticPlan:
-    chosen = (mode or settings.semantic_mode).strip().lower()
-    if chosen not in SEMANTIC_MODES:
-        raise ValueError(f"semantic_mode must be one of {', '.join(SEMANTIC_MODES)}; got {mode!r}")
-    if chosen == OFF:
-        return SemanticPlan(OFF, 0.0, OFF, enabled=False, skipped_reason=SKIP_DISABLED, model_rerank=False)
-    if chosen == RERANK_ONLY:
-        return SemanticPlan(RERANK_ONLY, 0.0, RERANK_ONLY, enabled=False, skipped_reason=SKIP_RERANK_ONLY,
-                            model_rerank=True)
-    if requested_ratio is not None:
-        # As given: retrieval refuses a ratio outside [0, 1] with a message that names it.
-        cap, source = requested_ratio, "request"
-    elif settings.semantic_ratio_for(shape.intent) is not None:
-        cap, source = settings.semantic_ratio_for(shape.intent), "intent_override"
-    else:
-        cap, source = None, "retrieval_default"
-    if cap == 0.0:
-        return SemanticPlan(HYBRID, 0.0, source, enabled=False, skipped_reason=SKIP_RATIO_ZERO, model_rerank=True)
-    return SemanticPlan(HYBRID, cap, source, enabled=True, skipped_reason=None, model_rerank=True)
-
-
 def understand(query: str, settings: GatewaySettings, mode: str | None = None, requested_ratio: float | None = None,
                rewrite: bool | None = None) -> QueryUnderstanding:
     shape = q.analyze(query)
     hint = escalation_hint(shape) if shape.intent_confidence < settings.intent_confidence_threshold else None
-    return QueryUnderstanding(shape=shape, plan=semantic_plan(shape, settings, mode, requested_ratio),
+    return QueryUnderstanding(shape=shape, plan=semantic_plan(mode, settings.semantic_mode, requested_ratio),
                               escalation_hint=hint, rewrite=rewrite_status(rewrite))
 
 

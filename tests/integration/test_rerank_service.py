@@ -31,12 +31,14 @@ from rerank_api import Reply, StubRerankAPI
 SECRET = "rk-live-0123456789abcdef"
 OPEN = {"external_provider_enabled": True, "allow_code_payload_to_external": True}
 QUERY = "validate session token"
+# In first-stage order; the first-stage scores go with them as a client built from the older contract
+# sends them: the service no longer reads them (the blend is the gateway's, codecompass.policy.blend).
 DOCS = [
     ("css", "body { color: red }", 0.9),
     ("auth", "def validate_session(token): check the session token", 0.6),
     ("readme", "how to install", 0.3),
 ]
-FIRST_STAGE = [("css", 0.9), ("auth", 0.6), ("readme", 0.3)]
+UNSCORED = [("css", None), ("auth", None), ("readme", None)]
 
 
 @pytest.fixture
@@ -64,8 +66,10 @@ def call(settings: RerankSettings, top_n: int = 0, provider: str | None = None) 
         running.stop(0)
 
 
-def ids_scores(response: pb.RerankResponse) -> list[tuple[str, float]]:
-    return [(s.id, round(s.final_score, 6)) for s in response.scores]
+def ids_scores(response: pb.RerankResponse) -> list[tuple[str, float | None]]:
+    """The raw model scores in response order; the deprecated final_score is never set."""
+    assert all(s.final_score == 0.0 for s in response.scores)
+    return [(s.id, round(s.rerank_score, 6) if s.HasField("rerank_score") else None) for s in response.scores]
 
 
 def settings_for(provider: str, api: StubRerankAPI, **overrides) -> RerankSettings:
@@ -79,20 +83,16 @@ def settings_for(provider: str, api: StubRerankAPI, **overrides) -> RerankSettin
 def assert_fell_back(response: pb.RerankResponse, reason: str) -> None:
     assert response.rerank_provider == "local" and response.rerank_fallback is True
     assert response.fallback_reason == reason
-    assert ids_scores(response) == FIRST_STAGE
-    assert not any(s.HasField("rerank_score") for s in response.scores)
+    assert ids_scores(response) == UNSCORED  # no model scores, request order
     assert SECRET not in str(response)
 
 
 @pytest.mark.parametrize("provider", ["cohere", "voyage"])
-def test_model_reranker_scores_blend_and_reorder(api: StubRerankAPI, provider: str) -> None:
+def test_model_reranker_returns_raw_scores_best_first(api: StubRerankAPI, provider: str) -> None:
     response = call(settings_for(provider, api))
     assert response.rerank_provider == provider and not response.rerank_fallback
-    assert response.scores[0].id == "auth"
-    auth = response.scores[0]
-    # "validate session token": auth contains "session" and "token" -> 2/3
-    assert auth.rerank_score == pytest.approx(2 / 3)
-    assert auth.final_score == pytest.approx(2 / 3 * 0.65 + 0.6 * 0.35)
+    # "validate session token": auth contains "session" and "token" -> 2/3, raw (no blend with its 0.6)
+    assert ids_scores(response)[0] == ("auth", round(2 / 3, 6))
     sent = api.received[-1]
     assert sent.headers["Authorization"] == f"Bearer {SECRET}"
     expected_path, expected_model = {"cohere": ("/v2/rerank", "rerank-v3.5"),
@@ -101,24 +101,18 @@ def test_model_reranker_scores_blend_and_reorder(api: StubRerankAPI, provider: s
     assert sent.body["documents"] == [t for _, t, _ in DOCS] and sent.body["query"] == QUERY
 
 
-def test_cohere_top_n_leaves_unscored_documents_at_first_stage(api: StubRerankAPI) -> None:
+def test_cohere_top_n_leaves_the_rest_unscored_in_request_order(api: StubRerankAPI) -> None:
     response = call(settings_for("cohere", api), top_n=1)
     assert api.received[-1].body["top_n"] == 1
-    by_id = {s.id: s for s in response.scores}
-    assert by_id["auth"].HasField("rerank_score")
-    assert not by_id["css"].HasField("rerank_score") and by_id["css"].final_score == pytest.approx(0.9)
+    assert ids_scores(response) == [("auth", round(2 / 3, 6)), ("css", None), ("readme", None)]
 
 
 def test_llm_ranks_by_returned_indices(api: StubRerankAPI) -> None:
     api.script(Reply(content="```json\n[1, 7, 1, 2]\n```"))
     response = call(settings_for("llm", api))
     assert response.rerank_provider == "llm" and not response.rerank_fallback
-    by_id = {s.id: s for s in response.scores}
-    assert by_id["auth"].rerank_score == pytest.approx(1.0) and by_id["readme"].rerank_score == pytest.approx(0.5)
-    assert not by_id["css"].HasField("rerank_score")
-    # Unpicked documents keep their first-stage score (seed 004), so a strong first-stage hit stays on top.
-    assert ids_scores(response) == [("css", 0.9), ("auth", round(0.65 + 0.6 * 0.35, 6)),
-                                    ("readme", round(0.5 * 0.65 + 0.3 * 0.35, 6))]
+    # Picked documents by rank, unpicked ones unscored; the gateway's blend keeps their first-stage score.
+    assert ids_scores(response) == [("auth", 1.0), ("readme", 0.5), ("css", None)]
     body = api.received[-1].body
     assert body["model"] == "stub-chat" and body["temperature"] == 0.1 and body["max_tokens"] == 200
     assert "[1]\ndef validate_session" in body["messages"][0]["content"]
@@ -167,7 +161,7 @@ def test_closed_gates_never_contact_the_provider(api: StubRerankAPI) -> None:
     assert api.received == []
     assert response.rerank_provider == "local" and response.rerank_fallback is False
     assert response.fallback_reason == "external_provider_blocked"
-    assert ids_scores(response) == FIRST_STAGE
+    assert ids_scores(response) == UNSCORED
 
 
 def test_request_override_and_unknown_provider(api: StubRerankAPI) -> None:
@@ -214,6 +208,6 @@ def test_process_serves_health_and_drains_on_sigterm(start_python_service) -> No
         response = rerank_pb2_grpc.RerankServiceStub(channel).Rerank(
             pb.RerankRequest(query="q", documents=[pb.RerankDocument(id="a", text="x", first_stage_score=0.5)]),
             timeout=5)
-        assert response.rerank_provider == "local" and response.scores[0].final_score == 0.5
+        assert response.rerank_provider == "local" and ids_scores(response) == [("a", None)]
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=20) == 0

@@ -11,21 +11,25 @@ import re
 import signal
 import socket
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from codecompass.common.chunk_convert import chunk_to_proto
 from codecompass.common.chunks import Chunk
 from codecompass.common.config import SelectionSettings
 from codecompass.common.serving import RunningServer, ServiceSpec, start_server
 from codecompass.common.tokens import count_tokens
+from codecompass.policy.relevance import QueryFocus, relevance, resolve_focus
+from codecompass.policy.shape import analyze
 from codecompass.retrieval.analysis_client import AnalysisClient
 from codecompass.selection import convert
 from codecompass.selection.__main__ import warm_up
 from codecompass.selection.engine import SelectionEngine
-from codecompass.selection.model import Candidate, QueryFocus, Reason, SelectQuery
+from codecompass.selection.model import Candidate, Reason, SelectQuery
 from codecompass.selection.render_client import RenderClient
 from codecompass.selection.servicer import SERVICE_NAME, SelectionServicer, register
 from codecompass.v1 import selection_pb2 as pb
@@ -65,16 +69,19 @@ def selection(analysis_server: str) -> Iterator[tuple[selection_pb2_grpc.Selecti
     renderer.close()
 
 
-def request(root: Path, candidates: list[Candidate], **options) -> pb.SelectRequest:
-    options = {"confidence": 0.9, "focus": QueryFocus.AUTO} | options
-    return convert.query_to_proto(SelectQuery(str(root), "validate a token", tuple(candidates), **options))
+def request(root: Path, candidates: list[Candidate], *, confidence: float = 0.9, **options) -> pb.SelectRequest:
+    """As the gateway sends it: each candidate's relevance from the relevance policy (unless set)."""
+    focus = resolve_focus(QueryFocus.AUTO, analyze("validate a token"))
+    values = relevance([c.score for c in candidates], [c.chunk for c in candidates], confidence, focus)
+    sent = tuple(c if c.relevance is not None else replace(c, relevance=value) for c, value in zip(candidates, values))
+    return convert.query_to_proto(SelectQuery(str(root), sent, **options))
 
 
 def file_lines(root: Path, relative_path: str, start: int, end: int) -> str:
     return "\n".join((root / relative_path).read_text().split("\n")[start - 1:end])
 
 
-def test_select_renders_merges_and_fits_the_budget(selection, chunks, sample_workspace: Path) -> None:
+def test_select_renders_and_fits_the_budget_in_the_ranking_order(selection, chunks, sample_workspace: Path) -> None:
     stub, channel = selection
     status = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=5)
     assert status.status == health_pb2.HealthCheckResponse.SERVING
@@ -82,32 +89,32 @@ def test_select_renders_merges_and_fits_the_budget(selection, chunks, sample_wor
     decode = chunks["decodeJwt"]
     response = stub.Select(request(sample_workspace, [
         Candidate(method, 0.9, provenance="lexical"), Candidate(cls, 0.7, provenance="semantic"),
-        Candidate(decode, 0.6, provenance="hybrid"), Candidate(chunks["TokenService.revokeToken"], 0.2),
+        Candidate(decode, 0.6, provenance="hybrid"), Candidate(chunks["TokenService.revokeToken"], 0.01),
     ], max_tokens=4000), timeout=10)
 
-    assert [r.qualified_name for r in response.results] == ["TokenService", "decodeJwt"]
-    merged = response.results[0]
-    # the class, with validateToken expanded in place and every other method collapsed
-    assert list(merged.expanded_child_ids) == [method.id] and response.merged == 1
-    assert merged.header == f"// {TOKEN_SERVICE} > TokenService"
-    assert (merged.start_line, merged.end_line) == (13, 77)
-    assert merged.source.startswith("export class TokenService {")
-    assert file_lines(sample_workspace, TOKEN_SERVICE, 46, 67) in merged.source
-    assert "issueToken(userId: string, roles: string[] = []): string { /* 15 lines collapsed */ }" in merged.source
-    assert "revokeToken(token: string): void { /* 3 lines collapsed */ }" in merged.source
-    assert list(merged.reasons) == [pb.SELECTION_REASON_MATCH, pb.SELECTION_REASON_MERGED_PARENT]
-    assert merged.score == pytest.approx(0.9) and merged.relevance == pytest.approx(0.9)
-    assert merged.why == "match (score 0.70); expands 1 matching child (best 0.90)"
-    assert merged.token_count == count_tokens(merged.header + "\n" + merged.source)
+    # validateToken is 22 of the class's 65 lines: too little of it to merge (MERGE_MIN_COVER), so
+    # each stands at its own place in the ranking; revokeToken is under the noise floor.
+    assert [r.qualified_name for r in response.results] == ["TokenService.validateToken", "TokenService", "decodeJwt"]
+    own, cls_result = response.results[0], response.results[1]
+    assert response.merged == 0 and not own.expanded_child_ids and not cls_result.expanded_child_ids
+    assert own.source == file_lines(sample_workspace, TOKEN_SERVICE, 46, 67).strip()
+    assert cls_result.header == f"// {TOKEN_SERVICE} > TokenService"
+    assert (cls_result.start_line, cls_result.end_line) == (13, 77)
+    assert cls_result.source.startswith("export class TokenService {")
+    assert "validateToken(token: string): ValidationResult { /* 22 lines collapsed */ }" in cls_result.source
+    assert "revokeToken(token: string): void { /* 3 lines collapsed */ }" in cls_result.source
+    assert list(cls_result.reasons) == [pb.SELECTION_REASON_MATCH]
+    assert own.why == "match (score 0.90)" and own.relevance == pytest.approx(0.9)
+    assert cls_result.token_count == count_tokens(cls_result.header + "\n" + cls_result.source)
 
-    standalone = response.results[1]
+    standalone = response.results[2]
     assert standalone.header == f"// {JWT} > decodeJwt" and standalone.relevance == pytest.approx((0.6 / 0.9) ** 0.5 * 0.9)
     assert standalone.source == file_lines(sample_workspace, JWT, decode.start_line, decode.end_line)
     assert list(standalone.reasons) == [pb.SELECTION_REASON_MATCH] and not standalone.expanded_child_ids
 
     assert response.below_relevance == 1 and response.over_budget == 0
-    assert response.total_tokens == merged.token_count + standalone.token_count <= response.max_tokens == 4000
-    assert response.min_relevance == 0.5 and response.focus == pb.QUERY_FOCUS_IMPLEMENTATION
+    assert response.total_tokens == sum(r.token_count for r in response.results) <= response.max_tokens == 4000
+    assert response.min_relevance == 0.5
     assert not response.render_fallback and response.render_fallback_reason == "" and response.duration_ms > 0
 
 
@@ -152,7 +159,8 @@ def test_invalid_requests_are_invalid_argument(selection, chunks, sample_workspa
     bad = [
         request(Path("relative/ws"), [Candidate(cls, 0.9)]),
         request(sample_workspace, [Candidate(cls, 0.9), Candidate(cls, 0.8)]),
-        request(sample_workspace, [Candidate(cls, 0.9)], confidence=1.5),
+        request(sample_workspace, [Candidate(cls, 0.9, relevance=1.5)]),
+        request(sample_workspace, [Candidate(cls, 0.9, relevance=float("nan"))]),
         request(sample_workspace, [Candidate(cls, 0.9)], min_relevance=2.0),
     ]
     for message in bad:
@@ -160,6 +168,16 @@ def test_invalid_requests_are_invalid_argument(selection, chunks, sample_workspa
             stub.Select(message, timeout=10)
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "Traceback" not in (caught.value.details() or "")
+
+
+def test_a_plain_client_without_relevance_is_gated_on_its_scores(selection, chunks, sample_workspace: Path) -> None:
+    stub, _ = selection
+    method, decode = chunks["TokenService.validateToken"], chunks["decodeJwt"]
+    plain = pb.SelectRequest(workspace_root=str(sample_workspace), candidates=[
+        pb.SelectCandidate(chunk=chunk_to_proto(c), score=score) for c, score in ((decode, 0.1), (method, 0.8))])
+    response = stub.Select(plain, timeout=10)
+    assert [(r.chunk_id, round(r.relevance, 6)) for r in response.results] == [(method.id, 0.8)]
+    assert response.below_relevance == 1
 
 
 def test_process_serves_health_and_drains_on_sigterm(start_python_service, analysis_server: str, chunks,
@@ -175,8 +193,10 @@ def test_process_serves_health_and_drains_on_sigterm(start_python_service, analy
         response = stub.Select(request(sample_workspace, [Candidate(method, 0.9, Reason.MATCH)]), timeout=10)
         assert response.results[0].source.startswith("validateToken(token: string): ValidationResult {")
         assert response.max_tokens == 8000 and not response.render_fallback
-        # low confidence: an empty answer, never a padded one
-        empty = stub.Select(request(sample_workspace, [Candidate(method, 0.9)], confidence=0.3), timeout=10)
+        # low confidence: a short answer (at most two results); nothing matched: an empty one
+        short = stub.Select(request(sample_workspace, [Candidate(method, 0.9)], confidence=0.3), timeout=10)
+        assert [r.chunk_id for r in short.results] == [method.id] and short.below_relevance == 0
+        empty = stub.Select(request(sample_workspace, [Candidate(method, 0.0)], confidence=0.3), timeout=10)
         assert len(empty.results) == 0 and empty.below_relevance == 1
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=20) == 0

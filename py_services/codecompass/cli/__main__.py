@@ -15,7 +15,7 @@ from codecompass.cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import RERANK_PROVIDERS, ConfigError, load_settings
 from codecompass.common.logging import configure_logging
-from codecompass.selection.model import QueryFocus
+from codecompass.policy.relevance import QueryFocus
 
 # Enough for most functions and for a class's member signatures; longer symbols end in a pointer
 # to the rest (file and lines).

@@ -36,8 +36,8 @@ from codecompass.cli.runtime import (
 from codecompass.cli.workspace import resolve_target, workspace_dir
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import CHECKOUT_ROOT, Settings, documented_settings, redacted
+from codecompass.policy.relevance import QueryFocus
 from codecompass.retrieval.filters import Filters
-from codecompass.selection.model import QueryFocus
 
 
 def _out(line: str = "") -> None:

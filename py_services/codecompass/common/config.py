@@ -100,8 +100,9 @@ class RerankSettings:
     api_key: str | None = field(default=None, repr=False)
     base_url: str | None = None
     model: str | None = None
-    # Share of the final score taken from a model reranker; the rest stays with the
-    # first-stage score so a reranker's odd miss cannot bury an exact symbol match.
+    # Share of the final score taken from a model reranker's score, blended by the gateway
+    # (codecompass/policy/blend.py); the rest stays with the first-stage score so a reranker's
+    # odd miss cannot bury an exact symbol match.
     weight: float = 0.65
     # Seed 001 FR-3: a reranker that has not answered in 2 s costs more than it adds.
     timeout_s: float = 2.0
@@ -116,11 +117,9 @@ class RerankSettings:
 class SelectionSettings:
     # Token budget of one answer, headers included, when a request sets none.
     max_tokens: int = 8000
-    # Relevance gate (confidence x score / best score) when a request sets none: below it a
-    # candidate is more likely noise than answer, and an empty answer beats a padded one.
+    # Relevance gate when a request sets none (relevance: codecompass/policy/relevance.py): below
+    # it a candidate is more likely noise than answer, and an empty answer beats a padded one.
     min_relevance: float = 0.5
-    # Relevance factor of the side the query is not about (tests or implementation).
-    focus_multiplier: float = 0.7
     # Rendering is a cosmetic step: past this the stored collapsed source answers instead.
     render_timeout_s: float = 2.0
     # Largest result a parent merged with its matching children may be; a larger parent is shown
@@ -153,12 +152,6 @@ class GatewaySettings:
     # Query understanding (issue 9 section 4). The mode applies to every search unless a request
     # names its own.
     semantic_mode: str = "hybrid"
-    # Semantic ratio cap per query intent; None leaves the cap to the request or to
-    # retrieval.semantic_ratio (the ranking policy may still lower it by intent).
-    semantic_ratio_symbol: float | None = None
-    semantic_ratio_path: float | None = None
-    semantic_ratio_error: float | None = None
-    semantic_ratio_natural_language: float | None = None
     # Below this composite confidence a search_code answer is `low_confidence` and suggests a
     # next call (seed 004 FR-713).
     confidence_threshold: float = 0.5
@@ -186,10 +179,6 @@ class GatewaySettings:
     # Folders under which a tool call may name any `workspace`, besides the server's --workspace
     # folders (and --allow-root).
     allowed_roots: tuple[Path, ...] = ()
-
-    def semantic_ratio_for(self, intent: str) -> float | None:
-        """The configured semantic ratio cap for queries of `intent`, if any."""
-        return getattr(self, f"semantic_ratio_{intent}", None)
 
 
 @dataclass(frozen=True)
@@ -284,17 +273,6 @@ def _float_parser(minimum: float, maximum: float | None = None, *, exclusive_min
             bound = f"{low} and <= {maximum}" if maximum is not None else low
             raise ConfigError(f"{source}: must be {bound}, got {value!r}")
         return number
-
-    return parse
-
-
-def _optional_float_parser(minimum: float, maximum: float) -> Callable[[Any, str], float | None]:
-    parse_float = _float_parser(minimum, maximum)
-
-    def parse(value: Any, source: str) -> float | None:
-        if value is None or str(value).strip() == "":
-            return None
-        return parse_float(value, source)
 
     return parse
 
@@ -489,7 +467,7 @@ _FIELDS: tuple[_Field, ...] = (
     _Field("rerank.model", "CODECOMPASS_RERANK_MODEL", "rerank.model", _parse_optional_str,
            "Model of the rerank provider (rerank-2.5 / rerank-v3.5 by default; required for llm)"),
     _Field("rerank.weight", "CODECOMPASS_RERANK_WEIGHT", "rerank.weight", _float_parser(0.0, 1.0),
-           "Share of the final score taken from the reranker's score"),
+           "Share of the final score the gateway takes from the reranker's score"),
     _Field("rerank.timeout_s", "CODECOMPASS_RERANK_TIMEOUT_S", "rerank.timeout_s",
            _float_parser(0.0, exclusive_min=True), "Timeout of one rerank provider request"),
     _Field("gateway.hubs", "CODECOMPASS_GATEWAY_HUBS", "gateway.hubs", _parse_bool,
@@ -510,11 +488,6 @@ _FIELDS: tuple[_Field, ...] = (
     _Field("gateway.semantic_mode", "CODECOMPASS_GATEWAY_SEMANTIC_MODE", "gateway.semantic_mode",
            _choice_parser(SEMANTIC_MODES), "off (lexical only, no embedding call) | rerank_only (no vectors; a "
            "model reranker may run) | hybrid (lexical + vectors)"),
-    *(_Field(f"gateway.semantic_ratio_{intent}", f"CODECOMPASS_GATEWAY_SEMANTIC_RATIO_{intent.upper()}",
-             f"gateway.semantic_ratio_overrides.{intent}", _optional_float_parser(0.0, 1.0),
-             f"Semantic ratio cap for {intent.replace('_', ' ')} queries (unset: the request's or "
-             "retrieval.semantic_ratio)")
-      for intent in ("symbol", "path", "error", "natural_language")),
     _Field("gateway.confidence_threshold", "CODECOMPASS_GATEWAY_CONFIDENCE_THRESHOLD",
            "gateway.confidence_threshold", _float_parser(0.0, 1.0),
            "Composite confidence below which search_code reports low_confidence and a suggested action"),
@@ -554,9 +527,6 @@ _FIELDS: tuple[_Field, ...] = (
            _int_parser(256, 1_000_000), "Token budget of an answer when the request sets none"),
     _Field("selection.min_relevance", "CODECOMPASS_SELECTION_MIN_RELEVANCE", "selection.min_relevance",
            _float_parser(0.0, 1.0), "Relevance gate of an answer when the request sets none"),
-    _Field("selection.focus_multiplier", "CODECOMPASS_SELECTION_FOCUS_MULTIPLIER",
-           "selection.focus_multiplier", _float_parser(0.0, 1.0),
-           "Relevance factor of test code under implementation focus, and the reverse"),
     _Field("selection.merge_max_tokens", "CODECOMPASS_SELECTION_MERGE_MAX_TOKENS", "selection.merge_max_tokens",
            _int_parser(0, 1_000_000), "Largest result a parent merged with its matching children may be"),
     _Field("selection.render_timeout_s", "CODECOMPASS_SELECTION_RENDER_TIMEOUT_S", "selection.render_timeout_s",
@@ -564,6 +534,17 @@ _FIELDS: tuple[_Field, ...] = (
 )
 
 _YAML_KEYS = {f.yaml_key: f for f in _FIELDS if f.yaml_key is not None}
+# Settings that were removed because the policy they set has one home now (issue 17): named, so a
+# setup that still sets one fails at start saying where the value lives, instead of losing it in
+# silence. {(env variable, config key): why}
+_REMOVED = {
+    **{(f"CODECOMPASS_GATEWAY_SEMANTIC_RATIO_{intent.upper()}", f"gateway.semantic_ratio_overrides.{intent}"):
+       "the ranking policy sets the semantic ratio per intent (RankingPolicy's *_share in "
+       "codecompass/policy/ranking.py); a request's semantic_ratio still caps it"
+       for intent in ("symbol", "path", "error", "natural_language")},
+    ("CODECOMPASS_SELECTION_FOCUS_MULTIPLIER", "selection.focus_multiplier"):
+        "the relevance policy sets the focus multiplier (RelevancePolicy in codecompass/policy/relevance.py)",
+}
 _SECRET_YAML_KEYS = {"embedding.api_key": API_KEY_ENV, "rerank.api_key": RERANK_API_KEY_ENV,
                      "gateway.rewrite_api_key": REWRITE_API_KEY_ENV, "gateway.auth_token": GATEWAY_AUTH_TOKEN_ENV}
 
@@ -643,6 +624,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
             raise ConfigError(
                 f"config file {path}: {key} is not read from files; set {_SECRET_YAML_KEYS[key]} instead"
             )
+        removed = next((why for (_, yaml_key), why in _REMOVED.items() if yaml_key == key), None)
+        if removed is not None:
+            raise ConfigError(f"config file {path}: {key} was removed: {removed}")
         if key not in _YAML_KEYS:
             raise ConfigError(f"config file {path}: unknown key {key!r}")
     return flat
@@ -651,6 +635,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
 def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None = None) -> Settings:
     """Build Settings from an environment and a flattened config file (pure; tests use it)."""
     file_values = file_values or {}
+    for (variable, _), why in _REMOVED.items():
+        if variable in env:
+            raise ConfigError(f"{variable} was removed: {why}")
     top: dict[str, Any] = {"state_dir": _default_state_dir(env)}
     sections: dict[str, dict[str, Any]] = {"embedding": {}, "retrieval": {}, "rerank": {}, "selection": {}, "gateway": {}}
     for spec in _FIELDS:

@@ -9,8 +9,7 @@ from codecompass.v1 import rerank_pb2 as pb
 def query_from_proto(message: pb.RerankRequest) -> RerankQuery:
     return RerankQuery(
         query=message.query,
-        candidates=tuple(Candidate(id=d.id, text=d.text, first_stage_score=d.first_stage_score)
-                         for d in message.documents),
+        candidates=tuple(Candidate(id=d.id, text=d.text) for d in message.documents),
         top_n=message.top_n,
         provider=(message.provider.strip().lower() or None) if message.HasField("provider") else None,
     )
@@ -19,8 +18,7 @@ def query_from_proto(message: pb.RerankRequest) -> RerankQuery:
 def query_to_proto(query: RerankQuery) -> pb.RerankRequest:
     message = pb.RerankRequest(
         query=query.query,
-        documents=[pb.RerankDocument(id=c.id, text=c.text, first_stage_score=c.first_stage_score)
-                   for c in query.candidates],
+        documents=[pb.RerankDocument(id=c.id, text=c.text) for c in query.candidates],
         top_n=query.top_n,
     )
     if query.provider is not None:
@@ -31,7 +29,7 @@ def query_to_proto(query: RerankQuery) -> pb.RerankRequest:
 def outcome_to_proto(outcome: RerankOutcome) -> pb.RerankResponse:
     scores = []
     for s in outcome.scores:
-        score = pb.RerankScore(id=s.id, final_score=s.final_score)
+        score = pb.RerankScore(id=s.id)  # final_score is deprecated and never set (rerank.proto)
         if s.rerank_score is not None:
             score.rerank_score = s.rerank_score
         scores.append(score)
@@ -41,8 +39,8 @@ def outcome_to_proto(outcome: RerankOutcome) -> pb.RerankResponse:
 
 def outcome_from_proto(message: pb.RerankResponse) -> RerankOutcome:
     return RerankOutcome(
-        scores=tuple(ScoredCandidate(id=s.id, rerank_score=s.rerank_score if s.HasField("rerank_score") else None,
-                                     final_score=s.final_score) for s in message.scores),
+        scores=tuple(ScoredCandidate(id=s.id, rerank_score=s.rerank_score if s.HasField("rerank_score") else None)
+                     for s in message.scores),
         provider=message.rerank_provider,
         fallback=message.rerank_fallback,
         fallback_reason=message.fallback_reason,

@@ -1,10 +1,8 @@
-"""Rerank policy: which provider runs, the privacy gates, fallback, and the score blend.
+"""Which provider runs, the privacy gates and fallback; the answer is the provider's raw scores.
 
-The blend keeps the first stage in the final score
-(`final = rerank * weight + first_stage * (1 - weight)`) because a model
-reranker reading a chunk out of context sometimes misses an exact symbol hit
-that the first stage found for certain; a document the provider did not
-score keeps its first-stage score unchanged.
+How a model score combines with the first stage's is ranking policy, applied by the caller
+(the gateway, with `codecompass.policy.blend`): this service never needs the first-stage
+scores or the blend weight, so the two can never disagree.
 """
 
 from __future__ import annotations
@@ -50,15 +48,11 @@ def build_providers(settings: RerankSettings) -> dict[str, Reranker]:
     }
 
 
-def blend(candidates: Sequence[Candidate], rerank_scores: Mapping[int, float], weight: float) -> list[ScoredCandidate]:
-    """One score per candidate, best final score first; ties keep first-stage order."""
-    scored = []
-    for index, candidate in enumerate(candidates):
-        rerank = rerank_scores.get(index)
-        final = candidate.first_stage_score if rerank is None else (
-            rerank * weight + candidate.first_stage_score * (1.0 - weight))
-        scored.append(ScoredCandidate(id=candidate.id, rerank_score=rerank, final_score=final))
-    order = sorted(range(len(scored)), key=lambda i: (-scored[i].final_score, i))
+def ranked(candidates: Sequence[Candidate], rerank_scores: Mapping[int, float]) -> list[ScoredCandidate]:
+    """One raw score per candidate, best model score first; the candidates the provider did not
+    score follow in request order (the first stage's)."""
+    scored = [ScoredCandidate(id=c.id, rerank_score=rerank_scores.get(i)) for i, c in enumerate(candidates)]
+    order = sorted(range(len(scored)), key=lambda i: (scored[i].rerank_score is None, -(scored[i].rerank_score or 0.0), i))
     return [scored[i] for i in order]
 
 
@@ -68,7 +62,7 @@ class RerankEngine:
         self._providers = dict(providers) if providers is not None else build_providers(settings)
 
     def _local(self, query: RerankQuery, *, fallback: bool, reason: str) -> RerankOutcome:
-        return RerankOutcome(scores=tuple(blend(query.candidates, {}, 0.0)), provider=LOCAL, fallback=fallback,
+        return RerankOutcome(scores=tuple(ranked(query.candidates, {})), provider=LOCAL, fallback=fallback,
                              fallback_reason=reason)
 
     def rerank(self, query: RerankQuery) -> RerankOutcome:
@@ -86,13 +80,13 @@ class RerankEngine:
         try:
             scores = self._providers[name].score(query.query, texts, query.top_n)
         except RerankFailed as exc:
-            log.warning("rerank provider failed; using first-stage scores",
+            log.warning("rerank provider failed; answering with no model scores",
                         extra={"provider": name, "reason": exc.reason,
                                "detail": redact(str(exc), self._settings.api_key)})
             return self._local(query, fallback=True, reason=exc.reason)
         except Exception as exc:  # noqa: BLE001 - a provider bug must not fail the search that called us
-            log.warning("rerank provider raised; using first-stage scores",
+            log.warning("rerank provider raised; answering with no model scores",
                         extra={"provider": name, "error": type(exc).__name__,
                                "detail": redact(str(exc), self._settings.api_key)})
             return self._local(query, fallback=True, reason=REASON_ERROR)
-        return RerankOutcome(scores=tuple(blend(query.candidates, scores, self._settings.weight)), provider=name)
+        return RerankOutcome(scores=tuple(ranked(query.candidates, scores)), provider=name)

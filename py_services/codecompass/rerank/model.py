@@ -23,7 +23,6 @@ REASON_ERROR = "provider_error"
 class Candidate:
     id: str
     text: str
-    first_stage_score: float
 
 
 @dataclass(frozen=True)
@@ -37,8 +36,9 @@ class RerankQuery:
 @dataclass(frozen=True)
 class ScoredCandidate:
     id: str
+    # The provider's raw score; None when it did not score the candidate (past its top_n, not
+    # picked by an LLM, or a fallback). Blending it with the first stage is the caller's policy.
     rerank_score: float | None
-    final_score: float
 
 
 @dataclass(frozen=True)

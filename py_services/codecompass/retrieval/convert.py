@@ -22,7 +22,9 @@ from codecompass.common.chunk_convert import (
     provenance_from_proto,
     provenance_to_proto,
 )
+from codecompass.policy import shape as q
 from codecompass.policy.ranking import PRIMARY_VECTORS, STATIC_VECTORS, RankedResult
+from codecompass.policy.shape import QueryShape
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import (
@@ -254,7 +256,8 @@ def filters_to_proto(filters: Filters) -> retrieval_pb2.SearchFilters:
 
 
 def search_query_from_proto(msg: retrieval_pb2.SearchRequest) -> SearchQuery:
-    """Raises FilterError / UnknownEnumValue (both ValueError) for filters that cannot be honoured."""
+    """Raises FilterError / UnknownEnumValue (both ValueError) for filters that cannot be honoured,
+    and ValueError for a shape that cannot be."""
     return SearchQuery(
         workspace_root=msg.workspace_root,
         query=msg.query,
@@ -264,6 +267,55 @@ def search_query_from_proto(msg: retrieval_pb2.SearchRequest) -> SearchQuery:
         candidate_pool=msg.candidate_pool,
         view=_view_from_proto(msg.view),
         ranked=msg.ranking != retrieval_pb2.RANKING_MODE_FUSION,
+        shape=shape_from_proto(msg.shape, msg.query) if msg.HasField("shape") else None,
+    )
+
+
+_INTENT_TO_PROTO = {
+    q.SYMBOL: retrieval_pb2.QUERY_INTENT_SYMBOL,
+    q.PATH: retrieval_pb2.QUERY_INTENT_PATH,
+    q.ERROR: retrieval_pb2.QUERY_INTENT_ERROR,
+    q.NATURAL_LANGUAGE: retrieval_pb2.QUERY_INTENT_NATURAL_LANGUAGE,
+}
+_INTENT_FROM_PROTO = {v: k for k, v in _INTENT_TO_PROTO.items()}
+
+
+def shape_to_proto(shape: QueryShape) -> retrieval_pb2.QueryShape:
+    """The shape without its text: the request's query carries that."""
+    return retrieval_pb2.QueryShape(
+        intent=_INTENT_TO_PROTO[shape.intent],
+        intent_confidence=shape.intent_confidence,
+        identifiers=list(shape.identifiers),
+        words=list(shape.words),
+        name_parts=list(shape.name_parts),
+        path=shape.path,
+        phrase=shape.phrase,
+        mentions_tests=shape.mentions_tests,
+        lexical_text=shape.lexical_text,
+    )
+
+
+def shape_from_proto(msg: retrieval_pb2.QueryShape, query: str) -> QueryShape:
+    """The caller's shape of `query`. Raises ValueError (UnknownEnumValue for an intent this
+    service does not know) when it cannot be ranked by: an unset intent, a confidence outside
+    [0, 1]."""
+    if msg.intent == retrieval_pb2.QUERY_INTENT_UNSPECIFIED:
+        raise ValueError("shape.intent must be set (symbol, path, error or natural_language)")
+    if msg.intent not in _INTENT_FROM_PROTO:
+        raise UnknownEnumValue(f"unknown QueryIntent value {msg.intent}")
+    if not 0.0 <= msg.intent_confidence <= 1.0:  # NaN fails too
+        raise ValueError(f"shape.intent_confidence must be in [0, 1], got {msg.intent_confidence}")
+    return QueryShape(
+        text=" ".join(query.split()),
+        intent=_INTENT_FROM_PROTO[msg.intent],
+        intent_confidence=msg.intent_confidence,
+        identifiers=tuple(msg.identifiers),
+        words=tuple(msg.words),
+        name_parts=tuple(msg.name_parts),
+        path=msg.path,
+        phrase=msg.phrase,
+        mentions_tests=msg.mentions_tests,
+        lexical_text=msg.lexical_text,
     )
 
 
@@ -286,6 +338,8 @@ def search_query_to_proto(query: SearchQuery) -> retrieval_pb2.SearchRequest:
     )
     if query.semantic_ratio is not None:
         msg.semantic_ratio = query.semantic_ratio
+    if query.shape is not None:
+        msg.shape.CopyFrom(shape_to_proto(query.shape))
     return msg
 
 

@@ -90,6 +90,7 @@ def hybrid_search(
     policy: RankingPolicy = DEFAULT_POLICY,
     unavailable_reason: str = SKIP_EMBEDDING_UNAVAILABLE,
     static_query_vector: np.ndarray | None = None,
+    shape: QueryShape | None = None,
 ) -> HybridOutcome:
     """Ranked results for `query`.
 
@@ -100,7 +101,9 @@ def hybrid_search(
     None. A query vector from another model (wrong dimensions) falls back to lexical with
     reason "dimension_mismatch".
     """
-    shape = q.analyze(query)
+    # The caller's judgement of the query (the gateway's, sent with the search) when there is
+    # one: a query's shape is judged once. A plain client sends none, and it is judged here.
+    shape = shape or q.analyze(query)
     if limit <= 0:
         return HybridOutcome([], 0.0, None, shape, 0, False)
     cap = _clamp_ratio(semantic_ratio)

@@ -988,6 +988,7 @@ class RetrievalEngine:
             policy=DEFAULT_POLICY if request.ranked else FUSION_ONLY,
             unavailable_reason=unavailable_reason,
             static_query_vector=static_query,
+            shape=request.shape,
         )
         status, _ = ws.indexing_status((counts.total, counts.primary))
         channels = outcome.vector_channels

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codecompass.common.chunks import Chunk, Language
+from codecompass.policy.shape import QueryShape
 from codecompass.retrieval.filters import Filters
 
 if TYPE_CHECKING:
@@ -209,6 +210,9 @@ class SearchQuery:
     candidate_pool: int = 0  # 0: the configured default
     view: ResultView = ResultView.FULL
     ranked: bool = True  # False: first-stage fusion only (benchmarks, ablations)
+    # The query's shape as the caller judged it (the gateway judges a query once); None: the
+    # search judges `query` itself.
+    shape: QueryShape | None = None
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,6 @@ def main() -> int:
         return 2
     selection = settings.selection
     log.info("selection defaults", extra={"max_tokens": selection.max_tokens, "min_relevance": selection.min_relevance,
-                                          "focus_multiplier": selection.focus_multiplier,
                                           "analysis_addr": settings.analysis_addr})
     renderer = RenderClient(settings.analysis_addr, timeout_s=selection.render_timeout_s)
     spec = ServiceSpec(name="selection", register=register(SelectionServicer(SelectionEngine(selection, renderer))),

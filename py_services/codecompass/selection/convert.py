@@ -15,7 +15,6 @@ from codecompass.common.chunk_convert import (
 )
 from codecompass.selection.model import (
     Candidate,
-    QueryFocus,
     Reason,
     SelectedResult,
     SelectOutcome,
@@ -29,15 +28,6 @@ _REASON_TO_PROTO = {
     Reason.MERGED_PARENT: pb.SELECTION_REASON_MERGED_PARENT,
 }
 _REASON_FROM_PROTO = {v: k for k, v in _REASON_TO_PROTO.items()}
-
-_FOCUS_TO_PROTO = {
-    QueryFocus.AUTO: pb.QUERY_FOCUS_AUTO,
-    QueryFocus.IMPLEMENTATION: pb.QUERY_FOCUS_IMPLEMENTATION,
-    QueryFocus.TESTS: pb.QUERY_FOCUS_TESTS,
-    QueryFocus.NONE: pb.QUERY_FOCUS_NONE,
-}
-_FOCUS_FROM_PROTO = {v: k for k, v in _FOCUS_TO_PROTO.items()} | {pb.QUERY_FOCUS_UNSPECIFIED: QueryFocus.AUTO}
-
 
 
 def _lookup(table: dict, value: int, what: str):
@@ -58,9 +48,9 @@ def candidate_reason_from_proto(value: int) -> Reason:
 
 
 def query_from_proto(message: pb.SelectRequest) -> SelectQuery:
+    """The deprecated query, confidence and focus are not read: relevance arrives per candidate."""
     return SelectQuery(
         workspace_root=message.workspace_root,
-        query=message.query,
         candidates=tuple(
             Candidate(
                 chunk=chunk_from_proto(c.chunk),
@@ -68,36 +58,36 @@ def query_from_proto(message: pb.SelectRequest) -> SelectQuery:
                 reason=candidate_reason_from_proto(c.reason),
                 provenance=provenance_from_proto(c.provenance),
                 connected_ids=tuple(c.connected_ids),
+                relevance=c.relevance if c.HasField("relevance") else None,
             )
             for c in message.candidates
         ),
         max_tokens=message.max_tokens,
         min_relevance=message.min_relevance if message.HasField("min_relevance") else None,
-        confidence=message.confidence,
-        focus=_lookup(_FOCUS_FROM_PROTO, message.focus, "QueryFocus"),
     )
 
 
 def query_to_proto(query: SelectQuery) -> pb.SelectRequest:
     message = pb.SelectRequest(
         workspace_root=query.workspace_root,
-        query=query.query,
-        candidates=[
-            pb.SelectCandidate(
-                chunk=chunk_to_proto(c.chunk),
-                score=c.score,
-                reason=_REASON_TO_PROTO[c.reason],
-                provenance=provenance_to_proto(c.provenance),
-                connected_ids=list(c.connected_ids),
-            )
-            for c in query.candidates
-        ],
+        candidates=[_candidate_to_proto(c) for c in query.candidates],
         max_tokens=query.max_tokens,
-        confidence=query.confidence,
-        focus=_FOCUS_TO_PROTO[query.focus],
     )
     if query.min_relevance is not None:
         message.min_relevance = query.min_relevance
+    return message
+
+
+def _candidate_to_proto(candidate: Candidate) -> pb.SelectCandidate:
+    message = pb.SelectCandidate(
+        chunk=chunk_to_proto(candidate.chunk),
+        score=candidate.score,
+        reason=_REASON_TO_PROTO[candidate.reason],
+        provenance=provenance_to_proto(candidate.provenance),
+        connected_ids=list(candidate.connected_ids),
+    )
+    if candidate.relevance is not None:
+        message.relevance = candidate.relevance
     return message
 
 
@@ -155,7 +145,6 @@ def outcome_to_proto(outcome: SelectOutcome) -> pb.SelectResponse:
         total_tokens=outcome.total_tokens,
         max_tokens=outcome.max_tokens,
         min_relevance=outcome.min_relevance,
-        focus=_FOCUS_TO_PROTO[outcome.focus],
         below_relevance=outcome.below_relevance,
         over_budget=outcome.over_budget,
         merged=outcome.merged,
@@ -171,7 +160,6 @@ def outcome_from_proto(message: pb.SelectResponse) -> SelectOutcome:
         total_tokens=message.total_tokens,
         max_tokens=message.max_tokens,
         min_relevance=message.min_relevance,
-        focus=_lookup(_FOCUS_FROM_PROTO, message.focus, "QueryFocus"),
         below_relevance=message.below_relevance,
         over_budget=message.over_budget,
         merged=message.merged,

@@ -1,11 +1,12 @@
-"""Selection policy: relevance and focus, the gate, parent-child merging, rendering, the budget.
+"""Selection: the gate, parent-child merging, rendering, the budget.
 
 Every step but rendering is a pure function of the request; `SelectionEngine.select` strings
 them together around one RenderSymbols call made through an injected `Renderer`.
 
 The order of steps matters:
-1. relevance = confidence x sqrt(score / best score), then focus scales the relevance of the side
-   the query is not about;
+1. each candidate's relevance is the one the caller sent: the ranking policy's
+   (`codecompass.policy.relevance`: confidence, score relative to the best, focus), judged where
+   the query's shape is; a candidate sent without one is gated on its score as given;
 2. the gate drops what is below min_relevance, and nothing ever takes a dropped slot (an empty
    answer is more useful to an agent than a padded one);
 3. kept candidates whose kept parent chain leads to another kept candidate are merged into the
@@ -26,12 +27,10 @@ from codecompass.clients.analysis_model import RenderedSymbol, RenderRequest
 from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.config import SelectionSettings
 from codecompass.common.logging import get_logger
-from codecompass.common.testcode import is_test_path, mentions_tests
 from codecompass.common.tokens import count_tokens
 from codecompass.selection.model import (
     FALLBACK_MISSING,
     Candidate,
-    QueryFocus,
     Reason,
     RenderFailed,
     SelectedResult,
@@ -44,9 +43,6 @@ log = get_logger("codecompass.selection.engine")
 MODULE_QUALIFIED_NAME = "<module top level>"
 # Below this many tokens a clipped result is a signature and a marker: not worth a slot.
 CLIP_MIN_TOKENS = 150
-# The same word split retrieval's query analysis uses (`policy/shape.py`), so "router.test.ts"
-# is about tests here exactly when it is for the ranking.
-_WORD = re.compile(r"[A-Za-z0-9_$]+")
 # A collapsed child in rendered source: `signature { /* N lines collapsed */ }` stands for the
 # child's N lines and ends on the child's last line.
 _COLLAPSED = re.compile(r"/\* (\d+) lines collapsed \*/")
@@ -59,21 +55,7 @@ class Renderer(Protocol):
         ...
 
 
-# Chosen on the dev split (bench/quality/run_pipeline.py); see score_candidates.
-RELATIVE_EXPONENT = 0.5
-
-# --- 1. relevance and focus ---------------------------------------------------------------------
-
-
-def resolve_focus(requested: QueryFocus, query: str) -> QueryFocus:
-    if requested is not QueryFocus.AUTO:
-        return requested
-    words = [w.lower() for w in _WORD.findall(query)]
-    return QueryFocus.TESTS if mentions_tests(words) else QueryFocus.IMPLEMENTATION
-
-
-def is_test_code(chunk: Chunk) -> bool:
-    return chunk.is_test or is_test_path(chunk.relative_path)
+# --- 1. relevance, as sent ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -93,28 +75,17 @@ class Scored:
         return self.candidate.score
 
 
-def score_candidates(candidates: Sequence[Candidate], confidence: float, focus: QueryFocus,
-                     focus_multiplier: float) -> list[Scored]:
-    """relevance_i = confidence x (score_i / best score) ** RELATIVE_EXPONENT, scaled by focus.
+def as_sent(candidates: Sequence[Candidate]) -> list[Scored]:
+    """Each candidate with the relevance it was sent with, else its score (clamped to [0, 1]).
 
-    The best result's relevance is the search's calibrated confidence; the others' falls with
-    their distance from it. On the square-root scale a result at a quarter of the best score
-    keeps half the confidence: on the dev split the linear scale cut answers to two results and
-    lost a sixth of the recall, while queries with no answer stayed empty either way.
-
-    The order of the candidates already includes the ranking's test penalty, so focus does not
-    reorder anything: it acts on relevance, i.e. on the gate, so that test code needs a stronger
-    match to enter an answer about implementation, and the reverse.
+    Selection judges nothing about the query: the gateway's relevance policy already folded the
+    search's confidence and the query's focus into the relevance. A plain client that sends no
+    relevance has its scores gated as given, in the order it sent them.
     """
-    best = max((c.score for c in candidates), default=0.0)
-    scored = []
-    for index, candidate in enumerate(candidates):
-        relevance = confidence * (max(candidate.score, 0.0) / best) ** RELATIVE_EXPONENT if best > 0 else 0.0
-        test = is_test_code(candidate.chunk)
-        if (focus is QueryFocus.IMPLEMENTATION and test) or (focus is QueryFocus.TESTS and not test):
-            relevance *= focus_multiplier
-        scored.append(Scored(candidate, index, min(max(relevance, 0.0), 1.0)))
-    return scored
+    return [
+        Scored(c, index, c.relevance if c.relevance is not None else min(max(c.score, 0.0), 1.0))
+        for index, c in enumerate(candidates)
+    ]
 
 
 # --- 2. the gate ----------------------------------------------------------------------------------
@@ -451,9 +422,7 @@ class SelectionEngine:
         settings = self._settings
         max_tokens = query.max_tokens or settings.max_tokens
         min_relevance = settings.min_relevance if query.min_relevance is None else query.min_relevance
-        focus = resolve_focus(query.focus, query.query)
-        kept, below = gate(score_candidates(query.candidates, query.confidence, focus, settings.focus_multiplier),
-                           min_relevance)
+        kept, below = gate(as_sent(query.candidates), min_relevance)
         forest = merge_forest(kept)
         specs = render_specs(forest)
         fallback_reason = ""
@@ -476,7 +445,6 @@ class SelectionEngine:
             total_tokens=sum(r.token_count for r in results),
             max_tokens=max_tokens,
             min_relevance=min_relevance,
-            focus=focus,
             below_relevance=below,
             over_budget=over_budget,
             merged=sum(len(p.draft.merged) for p in placed),

@@ -8,14 +8,6 @@ from enum import Enum
 from codecompass.common.chunks import Chunk, Language, NodeKind
 
 
-class QueryFocus(str, Enum):
-    # Judged from the query; never the focus of an answer.
-    AUTO = "auto"
-    IMPLEMENTATION = "implementation"
-    TESTS = "tests"
-    NONE = "none"
-
-
 class Reason(str, Enum):
     MATCH = "match"
     HUB = "hub"
@@ -39,17 +31,17 @@ class Candidate:
     reason: Reason = Reason.MATCH
     provenance: Provenance = ""
     connected_ids: tuple[str, ...] = ()
+    # What the gate compares with min_relevance, from the caller's relevance policy
+    # (codecompass.policy.relevance); None: the score stands for it.
+    relevance: float | None = None
 
 
 @dataclass(frozen=True)
 class SelectQuery:
     workspace_root: str
-    query: str
     candidates: tuple[Candidate, ...]
     max_tokens: int = 0  # 0: the server default
     min_relevance: float | None = None  # None: the server default
-    confidence: float = 0.0
-    focus: QueryFocus = QueryFocus.AUTO
 
 
 @dataclass(frozen=True)
@@ -81,7 +73,6 @@ class SelectOutcome:
     total_tokens: int
     max_tokens: int
     min_relevance: float
-    focus: QueryFocus
     below_relevance: int = 0
     over_budget: int = 0
     merged: int = 0

@@ -28,8 +28,6 @@ def validation_problem(query: SelectQuery) -> str | None:
         return f"workspace_root must be an absolute path, got {query.workspace_root!r}"
     if len(query.candidates) > MAX_CANDIDATES:
         return f"too many candidates: {len(query.candidates)} > {MAX_CANDIDATES} per request"
-    if not 0.0 <= query.confidence <= 1.0:
-        return f"confidence must be in [0, 1], got {query.confidence}"
     if query.min_relevance is not None and not 0.0 <= query.min_relevance <= 1.0:
         return f"min_relevance must be in [0, 1], got {query.min_relevance}"
     seen: set[str] = set()
@@ -41,6 +39,8 @@ def validation_problem(query: SelectQuery) -> str | None:
         seen.add(candidate.chunk.id)
         if not math.isfinite(candidate.score) or candidate.score < 0:
             return f"candidates[{index}].score must be a finite number >= 0, got {candidate.score}"
+        if candidate.relevance is not None and not 0.0 <= candidate.relevance <= 1.0:  # NaN fails too
+            return f"candidates[{index}].relevance must be in [0, 1], got {candidate.relevance}"
     return None
 
 
@@ -62,7 +62,6 @@ class SelectionServicer(selection_pb2_grpc.SelectionServiceServicer):
             outcome = self._engine.select(query)
             span.set_attribute("selection.results", len(outcome.results))
             span.set_attribute("selection.total_tokens", outcome.total_tokens)
-            span.set_attribute("selection.focus", outcome.focus.value)
             span.set_attribute("selection.render_fallback", outcome.render_fallback)
             if outcome.render_fallback_reason:
                 span.set_attribute("selection.render_fallback_reason", outcome.render_fallback_reason)

@@ -24,21 +24,25 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x63odecompass/v1/rerank.proto\x12\x0e\x63odecompass.v1\"E\n\x0eRerankDocument\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x19\n\x11\x66irst_stage_score\x18\x03 \x01(\x01\"\x84\x01\n\rRerankRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x31\n\tdocuments\x18\x02 \x03(\x0b\x32\x1e.codecompass.v1.RerankDocument\x12\r\n\x05top_n\x18\x03 \x01(\r\x12\x15\n\x08provider\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x0b\n\t_provider\"Z\n\x0bRerankScore\x12\n\n\x02id\x18\x01 \x01(\t\x12\x19\n\x0crerank_score\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x13\n\x0b\x66inal_score\x18\x03 \x01(\x01\x42\x0f\n\r_rerank_score\"\x88\x01\n\x0eRerankResponse\x12+\n\x06scores\x18\x01 \x03(\x0b\x32\x1b.codecompass.v1.RerankScore\x12\x17\n\x0frerank_provider\x18\x02 \x01(\t\x12\x17\n\x0frerank_fallback\x18\x03 \x01(\x08\x12\x17\n\x0f\x66\x61llback_reason\x18\x04 \x01(\t2X\n\rRerankService\x12G\n\x06Rerank\x12\x1d.codecompass.v1.RerankRequest\x1a\x1e.codecompass.v1.RerankResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x63odecompass/v1/rerank.proto\x12\x0e\x63odecompass.v1\"I\n\x0eRerankDocument\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x1d\n\x11\x66irst_stage_score\x18\x03 \x01(\x01\x42\x02\x18\x01\"\x84\x01\n\rRerankRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x31\n\tdocuments\x18\x02 \x03(\x0b\x32\x1e.codecompass.v1.RerankDocument\x12\r\n\x05top_n\x18\x03 \x01(\r\x12\x15\n\x08provider\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x0b\n\t_provider\"^\n\x0bRerankScore\x12\n\n\x02id\x18\x01 \x01(\t\x12\x19\n\x0crerank_score\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x17\n\x0b\x66inal_score\x18\x03 \x01(\x01\x42\x02\x18\x01\x42\x0f\n\r_rerank_score\"\x88\x01\n\x0eRerankResponse\x12+\n\x06scores\x18\x01 \x03(\x0b\x32\x1b.codecompass.v1.RerankScore\x12\x17\n\x0frerank_provider\x18\x02 \x01(\t\x12\x17\n\x0frerank_fallback\x18\x03 \x01(\x08\x12\x17\n\x0f\x66\x61llback_reason\x18\x04 \x01(\t2X\n\rRerankService\x12G\n\x06Rerank\x12\x1d.codecompass.v1.RerankRequest\x1a\x1e.codecompass.v1.RerankResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'codecompass.v1.rerank_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_RERANKDOCUMENT'].fields_by_name['first_stage_score']._loaded_options = None
+  _globals['_RERANKDOCUMENT'].fields_by_name['first_stage_score']._serialized_options = b'\030\001'
+  _globals['_RERANKSCORE'].fields_by_name['final_score']._loaded_options = None
+  _globals['_RERANKSCORE'].fields_by_name['final_score']._serialized_options = b'\030\001'
   _globals['_RERANKDOCUMENT']._serialized_start=47
-  _globals['_RERANKDOCUMENT']._serialized_end=116
-  _globals['_RERANKREQUEST']._serialized_start=119
-  _globals['_RERANKREQUEST']._serialized_end=251
-  _globals['_RERANKSCORE']._serialized_start=253
-  _globals['_RERANKSCORE']._serialized_end=343
-  _globals['_RERANKRESPONSE']._serialized_start=346
-  _globals['_RERANKRESPONSE']._serialized_end=482
-  _globals['_RERANKSERVICE']._serialized_start=484
-  _globals['_RERANKSERVICE']._serialized_end=572
+  _globals['_RERANKDOCUMENT']._serialized_end=120
+  _globals['_RERANKREQUEST']._serialized_start=123
+  _globals['_RERANKREQUEST']._serialized_end=255
+  _globals['_RERANKSCORE']._serialized_start=257
+  _globals['_RERANKSCORE']._serialized_end=351
+  _globals['_RERANKRESPONSE']._serialized_start=354
+  _globals['_RERANKRESPONSE']._serialized_end=490
+  _globals['_RERANKSERVICE']._serialized_start=492
+  _globals['_RERANKSERVICE']._serialized_end=580
 # @@protoc_insertion_point(module_scope)

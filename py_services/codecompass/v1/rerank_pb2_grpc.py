@@ -26,9 +26,11 @@ if _version_not_supported:
 
 
 class RerankServiceStub:
-    """RerankService re-scores the candidates of a first-stage search with a
-    reranker (a cross-encoder API or an LLM). It never fails a request because
-    the reranker failed: it answers with the first-stage scores and says so.
+    """RerankService scores the candidates of a first-stage search with a
+    reranker (a cross-encoder API or an LLM) and returns the raw model scores:
+    how they combine with the first stage's is the caller's ranking policy. It
+    never fails a request because the reranker failed: it answers with no
+    model scores and says why.
     """
 
     def __init__(self, channel):
@@ -45,14 +47,15 @@ class RerankServiceStub:
 
 
 class RerankServiceServicer:
-    """RerankService re-scores the candidates of a first-stage search with a
-    reranker (a cross-encoder API or an LLM). It never fails a request because
-    the reranker failed: it answers with the first-stage scores and says so.
+    """RerankService scores the candidates of a first-stage search with a
+    reranker (a cross-encoder API or an LLM) and returns the raw model scores:
+    how they combine with the first stage's is the caller's ranking policy. It
+    never fails a request because the reranker failed: it answers with no
+    model scores and says why.
     """
 
     def Rerank(self, request, context):
-        """Rerank scores documents against a query and blends the reranker's score
-        with each document's first-stage score.
+        """Rerank scores documents against a query.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -75,9 +78,11 @@ def add_RerankServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class RerankService:
-    """RerankService re-scores the candidates of a first-stage search with a
-    reranker (a cross-encoder API or an LLM). It never fails a request because
-    the reranker failed: it answers with the first-stage scores and says so.
+    """RerankService scores the candidates of a first-stage search with a
+    reranker (a cross-encoder API or an LLM) and returns the raw model scores:
+    how they combine with the first stage's is the caller's ranking policy. It
+    never fails a request because the reranker failed: it answers with no
+    model scores and says why.
     """
 
     @staticmethod

@@ -59,6 +59,14 @@ class FreshnessStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FRESHNESS_STATUS_NOT_INDEXED: _ClassVar[FreshnessStatus]
     FRESHNESS_STATUS_FAILED: _ClassVar[FreshnessStatus]
 
+class QueryIntent(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    QUERY_INTENT_UNSPECIFIED: _ClassVar[QueryIntent]
+    QUERY_INTENT_SYMBOL: _ClassVar[QueryIntent]
+    QUERY_INTENT_PATH: _ClassVar[QueryIntent]
+    QUERY_INTENT_ERROR: _ClassVar[QueryIntent]
+    QUERY_INTENT_NATURAL_LANGUAGE: _ClassVar[QueryIntent]
+
 class ResultView(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     RESULT_VIEW_UNSPECIFIED: _ClassVar[ResultView]
@@ -100,6 +108,11 @@ FRESHNESS_STATUS_FRESH: FreshnessStatus
 FRESHNESS_STATUS_SYNCING: FreshnessStatus
 FRESHNESS_STATUS_NOT_INDEXED: FreshnessStatus
 FRESHNESS_STATUS_FAILED: FreshnessStatus
+QUERY_INTENT_UNSPECIFIED: QueryIntent
+QUERY_INTENT_SYMBOL: QueryIntent
+QUERY_INTENT_PATH: QueryIntent
+QUERY_INTENT_ERROR: QueryIntent
+QUERY_INTENT_NATURAL_LANGUAGE: QueryIntent
 RESULT_VIEW_UNSPECIFIED: ResultView
 RESULT_VIEW_FULL: ResultView
 RESULT_VIEW_CODE: ResultView
@@ -225,7 +238,7 @@ class SearchFilters(_message.Message):
     def __init__(self, path_patterns: _Optional[_Iterable[str]] = ..., languages: _Optional[_Iterable[_Union[_chunk_pb2.Language, str]]] = ..., node_kinds: _Optional[_Iterable[_Union[_chunk_pb2.NodeKind, str]]] = ..., exclude_tests: _Optional[bool] = ..., only_tests: _Optional[bool] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("workspace_root", "query", "limit", "filters", "semantic_ratio", "candidate_pool", "view", "ranking")
+    __slots__ = ("workspace_root", "query", "limit", "filters", "semantic_ratio", "candidate_pool", "view", "ranking", "shape")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -234,6 +247,7 @@ class SearchRequest(_message.Message):
     CANDIDATE_POOL_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
     RANKING_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
     query: str
     limit: int
@@ -242,7 +256,30 @@ class SearchRequest(_message.Message):
     candidate_pool: int
     view: ResultView
     ranking: RankingMode
-    def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filters: _Optional[_Union[SearchFilters, _Mapping]] = ..., semantic_ratio: _Optional[float] = ..., candidate_pool: _Optional[int] = ..., view: _Optional[_Union[ResultView, str]] = ..., ranking: _Optional[_Union[RankingMode, str]] = ...) -> None: ...
+    shape: QueryShape
+    def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filters: _Optional[_Union[SearchFilters, _Mapping]] = ..., semantic_ratio: _Optional[float] = ..., candidate_pool: _Optional[int] = ..., view: _Optional[_Union[ResultView, str]] = ..., ranking: _Optional[_Union[RankingMode, str]] = ..., shape: _Optional[_Union[QueryShape, _Mapping]] = ...) -> None: ...
+
+class QueryShape(_message.Message):
+    __slots__ = ("intent", "intent_confidence", "identifiers", "words", "name_parts", "path", "phrase", "mentions_tests", "lexical_text")
+    INTENT_FIELD_NUMBER: _ClassVar[int]
+    INTENT_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    IDENTIFIERS_FIELD_NUMBER: _ClassVar[int]
+    WORDS_FIELD_NUMBER: _ClassVar[int]
+    NAME_PARTS_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    PHRASE_FIELD_NUMBER: _ClassVar[int]
+    MENTIONS_TESTS_FIELD_NUMBER: _ClassVar[int]
+    LEXICAL_TEXT_FIELD_NUMBER: _ClassVar[int]
+    intent: QueryIntent
+    intent_confidence: float
+    identifiers: _containers.RepeatedScalarFieldContainer[str]
+    words: _containers.RepeatedScalarFieldContainer[str]
+    name_parts: _containers.RepeatedScalarFieldContainer[str]
+    path: str
+    phrase: str
+    mentions_tests: bool
+    lexical_text: str
+    def __init__(self, intent: _Optional[_Union[QueryIntent, str]] = ..., intent_confidence: _Optional[float] = ..., identifiers: _Optional[_Iterable[str]] = ..., words: _Optional[_Iterable[str]] = ..., name_parts: _Optional[_Iterable[str]] = ..., path: _Optional[str] = ..., phrase: _Optional[str] = ..., mentions_tests: _Optional[bool] = ..., lexical_text: _Optional[str] = ...) -> None: ...
 
 class SearchResult(_message.Message):
     __slots__ = ("chunk", "score", "lexical_score", "vector_similarity", "provenance", "lexical_rank", "semantic_rank", "fusion_score", "signals", "vector_channel")

@@ -26,25 +26,33 @@ from codecompass.v1 import chunk_pb2 as codecompass_dot_v1_dot_chunk__pb2
 from codecompass.v1 import retrieval_pb2 as codecompass_dot_v1_dot_retrieval__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63odecompass/v1/selection.proto\x12\x0e\x63odecompass.v1\x1a\x1a\x63odecompass/v1/chunk.proto\x1a\x1e\x63odecompass/v1/retrieval.proto\"\xbe\x01\n\x0fSelectCandidate\x12$\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x15.codecompass.v1.Chunk\x12\r\n\x05score\x18\x02 \x01(\x01\x12/\n\x06reason\x18\x03 \x01(\x0e\x32\x1f.codecompass.v1.SelectionReason\x12.\n\nprovenance\x18\x04 \x01(\x0e\x32\x1a.codecompass.v1.Provenance\x12\x15\n\rconnected_ids\x18\x05 \x03(\t\"\xec\x01\n\rSelectRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\x33\n\ncandidates\x18\x03 \x03(\x0b\x32\x1f.codecompass.v1.SelectCandidate\x12\x12\n\nmax_tokens\x18\x04 \x01(\r\x12\x1a\n\rmin_relevance\x18\x05 \x01(\x01H\x00\x88\x01\x01\x12\x12\n\nconfidence\x18\x06 \x01(\x01\x12)\n\x05\x66ocus\x18\x07 \x01(\x0e\x32\x1a.codecompass.v1.QueryFocusB\x10\n\x0e_min_relevance\"\xf1\x03\n\x0eSelectedResult\x12\x10\n\x08\x63hunk_id\x18\x01 \x01(\t\x12\x15\n\rrelative_path\x18\x02 \x01(\t\x12\x12\n\nstart_line\x18\x03 \x01(\r\x12\x10\n\x08\x65nd_line\x18\x04 \x01(\r\x12\x16\n\x0equalified_name\x18\x05 \x01(\t\x12+\n\tnode_kind\x18\x06 \x01(\x0e\x32\x18.codecompass.v1.NodeKind\x12*\n\x08language\x18\x07 \x01(\x0e\x32\x18.codecompass.v1.Language\x12\r\n\x05score\x18\x08 \x01(\x01\x12\x11\n\trelevance\x18\t \x01(\x01\x12.\n\nprovenance\x18\n \x01(\x0e\x32\x1a.codecompass.v1.Provenance\x12\x30\n\x07reasons\x18\x0b \x03(\x0e\x32\x1f.codecompass.v1.SelectionReason\x12\x0b\n\x03why\x18\x0c \x01(\t\x12\x0e\n\x06header\x18\r \x01(\t\x12\x0e\n\x06source\x18\x0e \x01(\t\x12\x13\n\x0btoken_count\x18\x0f \x01(\r\x12\x1a\n\x12\x65xpanded_child_ids\x18\x10 \x03(\t\x12\x0f\n\x07\x63lipped\x18\x11 \x01(\x08\x12\x15\n\rlines_omitted\x18\x12 \x01(\r\x12\x15\n\rconnected_ids\x18\x13 \x03(\t\"\xb9\x02\n\x0eSelectResponse\x12/\n\x07results\x18\x01 \x03(\x0b\x32\x1e.codecompass.v1.SelectedResult\x12\x14\n\x0ctotal_tokens\x18\x02 \x01(\r\x12\x12\n\nmax_tokens\x18\x03 \x01(\r\x12\x15\n\rmin_relevance\x18\x04 \x01(\x01\x12)\n\x05\x66ocus\x18\x05 \x01(\x0e\x32\x1a.codecompass.v1.QueryFocus\x12\x17\n\x0f\x62\x65low_relevance\x18\x06 \x01(\r\x12\x13\n\x0bover_budget\x18\x07 \x01(\r\x12\x0e\n\x06merged\x18\x08 \x01(\r\x12\x17\n\x0frender_fallback\x18\t \x01(\x08\x12\x1e\n\x16render_fallback_reason\x18\n \x01(\t\x12\x13\n\x0b\x64uration_ms\x18\x0b \x01(\x01*\x8d\x01\n\x0fSelectionReason\x12 \n\x1cSELECTION_REASON_UNSPECIFIED\x10\x00\x12\x1a\n\x16SELECTION_REASON_MATCH\x10\x01\x12\x18\n\x14SELECTION_REASON_HUB\x10\x02\x12\"\n\x1eSELECTION_REASON_MERGED_PARENT\x10\x03*\x8c\x01\n\nQueryFocus\x12\x1b\n\x17QUERY_FOCUS_UNSPECIFIED\x10\x00\x12\x14\n\x10QUERY_FOCUS_AUTO\x10\x01\x12\x1e\n\x1aQUERY_FOCUS_IMPLEMENTATION\x10\x02\x12\x15\n\x11QUERY_FOCUS_TESTS\x10\x03\x12\x14\n\x10QUERY_FOCUS_NONE\x10\x04\x32[\n\x10SelectionService\x12G\n\x06Select\x12\x1d.codecompass.v1.SelectRequest\x1a\x1e.codecompass.v1.SelectResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63odecompass/v1/selection.proto\x12\x0e\x63odecompass.v1\x1a\x1a\x63odecompass/v1/chunk.proto\x1a\x1e\x63odecompass/v1/retrieval.proto\"\xe4\x01\n\x0fSelectCandidate\x12$\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x15.codecompass.v1.Chunk\x12\r\n\x05score\x18\x02 \x01(\x01\x12/\n\x06reason\x18\x03 \x01(\x0e\x32\x1f.codecompass.v1.SelectionReason\x12.\n\nprovenance\x18\x04 \x01(\x0e\x32\x1a.codecompass.v1.Provenance\x12\x15\n\rconnected_ids\x18\x05 \x03(\t\x12\x16\n\trelevance\x18\x06 \x01(\x01H\x00\x88\x01\x01\x42\x0c\n\n_relevance\"\xf8\x01\n\rSelectRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\x11\n\x05query\x18\x02 \x01(\tB\x02\x18\x01\x12\x33\n\ncandidates\x18\x03 \x03(\x0b\x32\x1f.codecompass.v1.SelectCandidate\x12\x12\n\nmax_tokens\x18\x04 \x01(\r\x12\x1a\n\rmin_relevance\x18\x05 \x01(\x01H\x00\x88\x01\x01\x12\x16\n\nconfidence\x18\x06 \x01(\x01\x42\x02\x18\x01\x12-\n\x05\x66ocus\x18\x07 \x01(\x0e\x32\x1a.codecompass.v1.QueryFocusB\x02\x18\x01\x42\x10\n\x0e_min_relevance\"\xf1\x03\n\x0eSelectedResult\x12\x10\n\x08\x63hunk_id\x18\x01 \x01(\t\x12\x15\n\rrelative_path\x18\x02 \x01(\t\x12\x12\n\nstart_line\x18\x03 \x01(\r\x12\x10\n\x08\x65nd_line\x18\x04 \x01(\r\x12\x16\n\x0equalified_name\x18\x05 \x01(\t\x12+\n\tnode_kind\x18\x06 \x01(\x0e\x32\x18.codecompass.v1.NodeKind\x12*\n\x08language\x18\x07 \x01(\x0e\x32\x18.codecompass.v1.Language\x12\r\n\x05score\x18\x08 \x01(\x01\x12\x11\n\trelevance\x18\t \x01(\x01\x12.\n\nprovenance\x18\n \x01(\x0e\x32\x1a.codecompass.v1.Provenance\x12\x30\n\x07reasons\x18\x0b \x03(\x0e\x32\x1f.codecompass.v1.SelectionReason\x12\x0b\n\x03why\x18\x0c \x01(\t\x12\x0e\n\x06header\x18\r \x01(\t\x12\x0e\n\x06source\x18\x0e \x01(\t\x12\x13\n\x0btoken_count\x18\x0f \x01(\r\x12\x1a\n\x12\x65xpanded_child_ids\x18\x10 \x03(\t\x12\x0f\n\x07\x63lipped\x18\x11 \x01(\x08\x12\x15\n\rlines_omitted\x18\x12 \x01(\r\x12\x15\n\rconnected_ids\x18\x13 \x03(\t\"\xbd\x02\n\x0eSelectResponse\x12/\n\x07results\x18\x01 \x03(\x0b\x32\x1e.codecompass.v1.SelectedResult\x12\x14\n\x0ctotal_tokens\x18\x02 \x01(\r\x12\x12\n\nmax_tokens\x18\x03 \x01(\r\x12\x15\n\rmin_relevance\x18\x04 \x01(\x01\x12-\n\x05\x66ocus\x18\x05 \x01(\x0e\x32\x1a.codecompass.v1.QueryFocusB\x02\x18\x01\x12\x17\n\x0f\x62\x65low_relevance\x18\x06 \x01(\r\x12\x13\n\x0bover_budget\x18\x07 \x01(\r\x12\x0e\n\x06merged\x18\x08 \x01(\r\x12\x17\n\x0frender_fallback\x18\t \x01(\x08\x12\x1e\n\x16render_fallback_reason\x18\n \x01(\t\x12\x13\n\x0b\x64uration_ms\x18\x0b \x01(\x01*\x8d\x01\n\x0fSelectionReason\x12 \n\x1cSELECTION_REASON_UNSPECIFIED\x10\x00\x12\x1a\n\x16SELECTION_REASON_MATCH\x10\x01\x12\x18\n\x14SELECTION_REASON_HUB\x10\x02\x12\"\n\x1eSELECTION_REASON_MERGED_PARENT\x10\x03*\x8c\x01\n\nQueryFocus\x12\x1b\n\x17QUERY_FOCUS_UNSPECIFIED\x10\x00\x12\x14\n\x10QUERY_FOCUS_AUTO\x10\x01\x12\x1e\n\x1aQUERY_FOCUS_IMPLEMENTATION\x10\x02\x12\x15\n\x11QUERY_FOCUS_TESTS\x10\x03\x12\x14\n\x10QUERY_FOCUS_NONE\x10\x04\x32[\n\x10SelectionService\x12G\n\x06Select\x12\x1d.codecompass.v1.SelectRequest\x1a\x1e.codecompass.v1.SelectResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'codecompass.v1.selection_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SELECTIONREASON']._serialized_start=1359
-  _globals['_SELECTIONREASON']._serialized_end=1500
-  _globals['_QUERYFOCUS']._serialized_start=1503
-  _globals['_QUERYFOCUS']._serialized_end=1643
+  _globals['_SELECTREQUEST'].fields_by_name['query']._loaded_options = None
+  _globals['_SELECTREQUEST'].fields_by_name['query']._serialized_options = b'\030\001'
+  _globals['_SELECTREQUEST'].fields_by_name['confidence']._loaded_options = None
+  _globals['_SELECTREQUEST'].fields_by_name['confidence']._serialized_options = b'\030\001'
+  _globals['_SELECTREQUEST'].fields_by_name['focus']._loaded_options = None
+  _globals['_SELECTREQUEST'].fields_by_name['focus']._serialized_options = b'\030\001'
+  _globals['_SELECTRESPONSE'].fields_by_name['focus']._loaded_options = None
+  _globals['_SELECTRESPONSE'].fields_by_name['focus']._serialized_options = b'\030\001'
+  _globals['_SELECTIONREASON']._serialized_start=1413
+  _globals['_SELECTIONREASON']._serialized_end=1554
+  _globals['_QUERYFOCUS']._serialized_start=1557
+  _globals['_QUERYFOCUS']._serialized_end=1697
   _globals['_SELECTCANDIDATE']._serialized_start=111
-  _globals['_SELECTCANDIDATE']._serialized_end=301
-  _globals['_SELECTREQUEST']._serialized_start=304
-  _globals['_SELECTREQUEST']._serialized_end=540
-  _globals['_SELECTEDRESULT']._serialized_start=543
-  _globals['_SELECTEDRESULT']._serialized_end=1040
-  _globals['_SELECTRESPONSE']._serialized_start=1043
-  _globals['_SELECTRESPONSE']._serialized_end=1356
-  _globals['_SELECTIONSERVICE']._serialized_start=1645
-  _globals['_SELECTIONSERVICE']._serialized_end=1736
+  _globals['_SELECTCANDIDATE']._serialized_end=339
+  _globals['_SELECTREQUEST']._serialized_start=342
+  _globals['_SELECTREQUEST']._serialized_end=590
+  _globals['_SELECTEDRESULT']._serialized_start=593
+  _globals['_SELECTEDRESULT']._serialized_end=1090
+  _globals['_SELECTRESPONSE']._serialized_start=1093
+  _globals['_SELECTRESPONSE']._serialized_end=1410
+  _globals['_SELECTIONSERVICE']._serialized_start=1699
+  _globals['_SELECTIONSERVICE']._serialized_end=1790
 # @@protoc_insertion_point(module_scope)

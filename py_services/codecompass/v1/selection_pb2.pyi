@@ -34,18 +34,20 @@ QUERY_FOCUS_TESTS: QueryFocus
 QUERY_FOCUS_NONE: QueryFocus
 
 class SelectCandidate(_message.Message):
-    __slots__ = ("chunk", "score", "reason", "provenance", "connected_ids")
+    __slots__ = ("chunk", "score", "reason", "provenance", "connected_ids", "relevance")
     CHUNK_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     PROVENANCE_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_IDS_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     chunk: _chunk_pb2.Chunk
     score: float
     reason: SelectionReason
     provenance: _retrieval_pb2.Provenance
     connected_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., reason: _Optional[_Union[SelectionReason, str]] = ..., provenance: _Optional[_Union[_retrieval_pb2.Provenance, str]] = ..., connected_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    relevance: float
+    def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., reason: _Optional[_Union[SelectionReason, str]] = ..., provenance: _Optional[_Union[_retrieval_pb2.Provenance, str]] = ..., connected_ids: _Optional[_Iterable[str]] = ..., relevance: _Optional[float] = ...) -> None: ...
 
 class SelectRequest(_message.Message):
     __slots__ = ("workspace_root", "query", "candidates", "max_tokens", "min_relevance", "confidence", "focus")

@@ -27,8 +27,9 @@ if _version_not_supported:
 
 class SelectionServiceStub:
     """SelectionService turns ranked candidates into the answer an agent reads:
-    a relevance gate, a token budget, parent-child merging and focus, each
-    result rendered as clean source with its irrelevant children collapsed.
+    a relevance gate, parent-child merging and a token budget, each result
+    rendered as clean source with its irrelevant children collapsed. It
+    judges nothing about the query: relevance arrives with each candidate.
     """
 
     def __init__(self, channel):
@@ -46,8 +47,9 @@ class SelectionServiceStub:
 
 class SelectionServiceServicer:
     """SelectionService turns ranked candidates into the answer an agent reads:
-    a relevance gate, a token budget, parent-child merging and focus, each
-    result rendered as clean source with its irrelevant children collapsed.
+    a relevance gate, parent-child merging and a token budget, each result
+    rendered as clean source with its irrelevant children collapsed. It
+    judges nothing about the query: relevance arrives with each candidate.
     """
 
     def Select(self, request, context):
@@ -75,8 +77,9 @@ def add_SelectionServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class SelectionService:
     """SelectionService turns ranked candidates into the answer an agent reads:
-    a relevance gate, a token budget, parent-child merging and focus, each
-    result rendered as clean source with its irrelevant children collapsed.
+    a relevance gate, parent-child merging and a token budget, each result
+    rendered as clean source with its irrelevant children collapsed. It
+    judges nothing about the query: relevance arrives with each candidate.
     """
 
     @staticmethod

@@ -35,12 +35,13 @@ def _drop_file_access_override() -> None:
         (b"42\n", "top level must be a mapping of settings, got an integer"),
         (b"just some words\n", "top level must be a mapping of settings, got a string"),
         (b"embedding: minilm\n", "embedding must be a mapping of settings, got a string"),
-        (b"gateway:\n  semantic_ratio_overrides: 0.3\n",
-         "gateway.semantic_ratio_overrides must be a mapping of settings, got a number"),
+        (b"gateway:\n  semantic_ratio_overrides:\n    symbol: 0.3\n",
+         ("gateway.semantic_ratio_overrides.symbol was removed: the ranking policy sets the semantic ratio per "
+          "intent (RankingPolicy's *_share in codecompass/policy/ranking.py); a request's semantic_ratio still caps it")),
         (b"retrieval:\n  - semantic_ratio: 0.3\n", "retrieval must be a mapping of settings, got a list"),
     ],
     ids=["binary", "nul-byte", "unclosed-list", "top-list", "top-int", "top-string", "section-string",
-         "subsection-number", "section-list"],
+         "removed-setting", "section-list"],
 )
 @pytest.mark.badinput(case="malformed config file",
                       behaviour="exit 2: `configuration error: config file PATH: <problem>`")

@@ -20,7 +20,7 @@ from codecompass.retrieval.state import (
     SyncOutcome,
     SyncStats,
 )
-from codecompass.selection.model import QueryFocus, Reason, SelectedResult, SelectOutcome
+from codecompass.selection.model import Reason, SelectedResult, SelectOutcome
 
 
 def _chunk(cid: str, path: str, parent: str = "") -> Chunk:
@@ -73,7 +73,7 @@ class FakeSelection:
                                   source="", token_count=3)
 
         return SelectOutcome(results=(picked("Edited", "src/edited.ts"), picked("clean", "src/clean.ts")),
-                             total_tokens=6, max_tokens=100, min_relevance=0.0, focus=QueryFocus.AUTO)
+                             total_tokens=6, max_tokens=100, min_relevance=0.0)
 
     def close(self) -> None:
         pass

@@ -3,6 +3,7 @@ local OpenAI-compatible stub, and the pipeline's merge and focus with fake clien
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -27,6 +28,7 @@ from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import GatewaySettings, Settings, redacted, settings_from
 from codecompass.common.outbound import INVALID, TIMEOUT
 from codecompass.policy.ranking import RankedResult
+from codecompass.policy.relevance import QueryFocus
 from codecompass.policy.shape import analyze
 from codecompass.retrieval.state import (
     IndexingStatus,
@@ -34,7 +36,7 @@ from codecompass.retrieval.state import (
     SearchMetadata,
     SearchOutcome,
 )
-from codecompass.selection.model import QueryFocus, SelectOutcome
+from codecompass.selection.model import SelectOutcome
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fixtures" / "stubs"))
 from rerank_api import Reply, StubRerankAPI
@@ -195,11 +197,13 @@ class FakeRetrieval:
     def __init__(self, first: tuple[RankedResult, ...] = ORIGINAL) -> None:
         self.first = first
         self.queries: list[str] = []
+        self.shapes: list = []
 
     def search(self, query, timeout_s: float) -> SearchOutcome:
         self.queries.append(query.query)
+        self.shapes.append(query.shape)
         results = self.first if len(self.queries) == 1 else REWRITTEN
-        return SearchOutcome(results=results, metadata=METADATA)
+        return SearchOutcome(results=results, metadata=dataclasses.replace(METADATA, confidence=0.9))
 
     def close(self) -> None:
         pass
@@ -211,7 +215,7 @@ class FakeSelection:
 
     def select(self, query, timeout_s: float) -> SelectOutcome:
         self.queries.append(query)
-        return SelectOutcome(results=(), total_tokens=0, max_tokens=100, min_relevance=0.0, focus=query.focus)
+        return SelectOutcome(results=(), total_tokens=0, max_tokens=100, min_relevance=0.0)
 
     def close(self) -> None:
         pass
@@ -268,11 +272,22 @@ def test_a_question_is_rewritten_merged_and_focused_on_implementation() -> None:
                                max_line_chars=80)["metadata"]["rewrite"] == report
 
 
-def test_the_focus_goes_to_selection_unless_the_caller_set_one() -> None:
-    pipeline, _, selection = _pipeline(FakeRewriter(ANSWER))
-    pipeline.run(_request())
-    pipeline.run(_request(focus=QueryFocus.TESTS))
-    assert [q.focus for q in selection.queries] == [QueryFocus.IMPLEMENTATION, QueryFocus.TESTS]
+def test_the_rewrites_focus_shapes_the_relevance_sent_to_selection_unless_the_caller_set_one() -> None:
+    pipeline, retrieval, selection = _pipeline(FakeRewriter(ANSWER))
+    rewritten = pipeline.run(_request())
+    other, _, other_selection = _pipeline(FakeRewriter(ANSWER))
+    chosen = other.run(_request(focus=QueryFocus.TESTS))
+    assert (rewritten.focus, chosen.focus) == (QueryFocus.IMPLEMENTATION, QueryFocus.TESTS)
+    assert answer_to_dict(rewritten)["selection"]["focus"] == "implementation"
+    # The merged list: edgeTest 0.8 (a test file), insertEdge 0.7, shared 0.6; confidence 0.9.
+    sent = [{c.chunk.id: c.relevance for c in q.candidates} for q in (*selection.queries, *other_selection.queries)]
+    assert sent[0] == pytest.approx({"edgeTest": 0.9 * 0.7, "insertEdge": 0.9 * (0.7 / 0.8) ** 0.5,
+                                     "shared": 0.9 * (0.6 / 0.8) ** 0.5})
+    assert sent[1] == pytest.approx({"edgeTest": 0.9, "insertEdge": 0.9 * (0.7 / 0.8) ** 0.5 * 0.7,
+                                     "shared": 0.9 * (0.6 / 0.8) ** 0.5 * 0.7})
+    # Each search goes with its own shape: the question's, then the rewritten terms'.
+    assert retrieval.shapes == [analyze("how are edges inserted into the graph?"),
+                                    analyze("insertEdge GraphStore")]
 
 
 def test_a_keyword_query_is_not_rewritten_and_false_never_is() -> None:

@@ -16,6 +16,7 @@ from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import ConfigError, GatewaySettings, Settings, settings_from
 from codecompass.common.tokens import count_tokens
 from codecompass.policy.ranking import RankedResult
+from codecompass.policy.shape import analyze
 from codecompass.rerank.model import RerankOutcome, ScoredCandidate
 from codecompass.retrieval.state import (
     IndexingStatus,
@@ -86,12 +87,15 @@ class FakeRetrieval:
 
 
 class FakeRerank:
-    def __init__(self) -> None:
+    """Raw model scores, as the rerank service returns them: `scores` by id, else 0.5."""
+
+    def __init__(self, scores: dict[str, float | None] | None = None) -> None:
         self.calls = 0
+        self.scores = scores or {}
 
     def rerank(self, query, timeout_s: float) -> RerankOutcome:
         self.calls += 1
-        return RerankOutcome(scores=tuple(ScoredCandidate(id=c.id, rerank_score=0.5, final_score=c.first_stage_score)
+        return RerankOutcome(scores=tuple(ScoredCandidate(id=c.id, rerank_score=self.scores.get(c.id, 0.5))
                                           for c in query.candidates), provider="voyage")
 
     def close(self) -> None:
@@ -190,14 +194,32 @@ def test_off_skips_a_model_reranker_and_rerank_only_keeps_it() -> None:
     assert rerank.calls == 1 and kept.rerank_provider == "voyage"
 
 
-def test_the_configured_mode_and_intent_override_apply_to_every_search() -> None:
-    gateway = GatewaySettings(semantic_mode="hybrid", semantic_ratio_natural_language=0.7)
-    pipeline, retrieval, _ = _pipeline(_metadata(0.9), gateway)
+def test_the_gateway_blends_the_rerankers_raw_scores_by_the_policy() -> None:
+    pipeline, _, rerank = _pipeline(_metadata(0.9), provider="voyage")
+    rerank.scores = {"validateToken": 0.0, "refreshToken": 1.0}
     answer = _run(pipeline, "how are tokens validated")
-    assert retrieval.queries[0].semantic_ratio == 0.7
+    weight = pipeline._settings.rerank.weight
+    # rerank x weight + first stage x (1 - weight): the model's preference overturns the first stage's.
+    assert [(c.result.chunk.id, c.rerank_score) for c in answer.candidates] == [
+        ("refreshToken", 1.0), ("validateToken", 0.0)]
+    assert [c.score for c in answer.candidates] == pytest.approx([weight + 0.6 * (1 - weight), 1.0 * (1 - weight)])
+    # A candidate the model did not score keeps its first-stage score.
+    rerank.scores = {"validateToken": None, "refreshToken": 0.0}
+    unscored = _run(pipeline, "how are tokens validated")
+    assert [(c.result.chunk.id, c.score) for c in unscored.candidates] == [
+        ("validateToken", 1.0), ("refreshToken", pytest.approx(0.6 * (1 - weight)))]
+
+
+def test_the_configured_mode_applies_to_every_search_and_the_shape_goes_with_it() -> None:
+    pipeline, retrieval, _ = _pipeline(_metadata(0.9), GatewaySettings(semantic_mode="hybrid"))
+    answer = _run(pipeline, "how are tokens validated")
+    # No per-intent cap in the gateway: retrieval's default, lowered by intent in the ranking policy.
+    assert retrieval.queries[0].semantic_ratio is None
+    # The query judged once: retrieval ranks by the gateway's shape instead of judging it again.
+    assert retrieval.queries[0].shape == answer.understanding.shape == analyze("how are tokens validated")
     meta = answer_to_dict(answer)["metadata"]  # semantic_search and the CLI see the understanding too
     assert (meta["query_intent"], meta["semantic_mode"], meta["semantic_ratio_source"]) == (
-        "natural_language", "hybrid", "intent_override")
+        "natural_language", "hybrid", "retrieval_default")
     off = _pipeline(_metadata(0.9), GatewaySettings(semantic_mode="off"))
     _run(off[0], "how are tokens validated", semantic_ratio=0.9)
     assert off[1].queries[0].semantic_ratio == 0.0
@@ -300,14 +322,10 @@ def test_service_failures_map_to_registered_codes(kind: str, code: str) -> None:
 
 def test_gateway_settings_from_env_and_yaml() -> None:
     settings = settings_from({"CODECOMPASS_GATEWAY_SEMANTIC_MODE": "Rerank_Only",
-                              "CODECOMPASS_GATEWAY_CONFIDENCE_THRESHOLD": "0.4",
-                              "CODECOMPASS_GATEWAY_SEMANTIC_RATIO_SYMBOL": "0"},
-                             {"gateway.semantic_ratio_overrides.natural_language": 0.6,
-                              "gateway.intent_confidence_threshold": 0.8}).gateway
+                              "CODECOMPASS_GATEWAY_CONFIDENCE_THRESHOLD": "0.4"},
+                             {"gateway.intent_confidence_threshold": 0.8}).gateway
     assert (settings.semantic_mode, settings.confidence_threshold, settings.intent_confidence_threshold) == (
         "rerank_only", 0.4, 0.8)
-    assert settings.semantic_ratio_for("symbol") == 0.0 and settings.semantic_ratio_for("natural_language") == 0.6
-    assert settings.semantic_ratio_for("path") is None and settings.semantic_ratio_for("error") is None
     defaults = GatewaySettings()
     assert (defaults.semantic_mode, defaults.confidence_threshold) == ("hybrid", 0.5)
 
@@ -316,7 +334,6 @@ def test_gateway_settings_from_env_and_yaml() -> None:
     ({"CODECOMPASS_GATEWAY_SEMANTIC_MODE": "vectors"}, "CODECOMPASS_GATEWAY_SEMANTIC_MODE: must be one of off"),
     ({"CODECOMPASS_GATEWAY_CONFIDENCE_THRESHOLD": "1.5"}, "CODECOMPASS_GATEWAY_CONFIDENCE_THRESHOLD: must be"),
     ({"CODECOMPASS_GATEWAY_INTENT_CONFIDENCE_THRESHOLD": "-0.1"}, "CODECOMPASS_GATEWAY_INTENT_CONFIDENCE_THRESHOLD"),
-    ({"CODECOMPASS_GATEWAY_SEMANTIC_RATIO_ERROR": "2"}, "CODECOMPASS_GATEWAY_SEMANTIC_RATIO_ERROR: must be"),
 ])
 def test_out_of_range_gateway_settings_name_the_variable(env, message) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -324,5 +341,5 @@ def test_out_of_range_gateway_settings_name_the_variable(env, message) -> None:
 
 
 def test_out_of_range_yaml_names_the_key() -> None:
-    with pytest.raises(ConfigError, match="config key gateway.semantic_ratio_overrides.path: must be"):
-        settings_from({}, {"gateway.semantic_ratio_overrides.path": 1.2})
+    with pytest.raises(ConfigError, match="config key gateway.confidence_threshold: must be"):
+        settings_from({}, {"gateway.confidence_threshold": 1.2})

@@ -1,5 +1,5 @@
-"""Query understanding: intent and its escalation hint, the semantic plan per mode and intent,
-composite confidence and the suggested next call. Pure functions; no services."""
+"""Query understanding: intent and its escalation hint, the semantic plan it settles, composite
+confidence and the suggested next call. Pure functions; no services."""
 
 from __future__ import annotations
 
@@ -7,16 +7,10 @@ import dataclasses
 
 import pytest
 from codecompass_gateway.understanding import (
-    HYBRID,
-    OFF,
-    RERANK_ONLY,
-    SKIP_DISABLED,
-    SKIP_RERANK_ONLY,
     BestResult,
     assess,
     call_text,
     escalation_hint,
-    semantic_plan,
     suggested_action,
     understand,
 )
@@ -25,6 +19,7 @@ from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import GatewaySettings
 from codecompass.policy.confidence import channel_agreement, composite_confidence, score_margin
 from codecompass.policy.ranking import RankedResult
+from codecompass.policy.semantic import HYBRID, OFF
 from codecompass.policy.shape import analyze
 
 SETTINGS = GatewaySettings()
@@ -73,44 +68,15 @@ def test_each_intent_has_its_own_hint(query: str, expected: str) -> None:
     assert expected in escalation_hint(shape)
 
 
-# --- semantic modes and per-intent ratios ------------------------------------------------------
-
-
-def test_off_sends_a_zero_ratio_and_skips_a_model_reranker() -> None:
-    plan = semantic_plan(analyze("how are tokens validated"), SETTINGS, OFF, 0.8)
-    assert (plan.mode, plan.ratio_cap, plan.enabled, plan.skipped_reason, plan.model_rerank) == (
-        OFF, 0.0, False, SKIP_DISABLED, False)
-
-
-def test_rerank_only_builds_no_vectors_but_may_rerank() -> None:
-    plan = semantic_plan(analyze("how are tokens validated"), SETTINGS, RERANK_ONLY, 0.8)
-    assert (plan.ratio_cap, plan.enabled, plan.skipped_reason, plan.model_rerank) == (
-        0.0, False, SKIP_RERANK_ONLY, True)
+# --- the semantic plan (policy.semantic) as understanding settles it ----------------------------
 
 
 def test_the_configured_mode_applies_unless_the_request_names_one() -> None:
     off = dataclasses.replace(SETTINGS, semantic_mode=OFF)
-    shape = analyze("how are tokens validated")
-    assert semantic_plan(shape, off, None, None).mode == OFF
-    assert semantic_plan(shape, off, HYBRID, None).mode == HYBRID
+    assert understand("how are tokens validated", off).plan.mode == OFF
+    assert understand("how are tokens validated", off, HYBRID).plan.mode == HYBRID
+    assert understand("validateToken", SETTINGS, None, 0.3).plan.ratio_cap == 0.3
     assert SETTINGS.semantic_mode == HYBRID  # the default
-
-
-def test_hybrid_ratio_request_then_intent_override_then_retrievals_default() -> None:
-    shape = analyze("how are tokens validated")
-    assert semantic_plan(shape, SETTINGS, None, None).ratio_cap is None  # retrieval.semantic_ratio
-    override = dataclasses.replace(SETTINGS, semantic_ratio_natural_language=0.6, semantic_ratio_symbol=0.0)
-    plan = semantic_plan(shape, override, None, None)
-    assert (plan.ratio_cap, plan.ratio_source, plan.enabled) == (0.6, "intent_override", True)
-    assert semantic_plan(shape, override, None, 0.3).ratio_cap == 0.3  # the request wins
-    symbol = semantic_plan(analyze("validateToken"), override, None, None)
-    assert (symbol.ratio_cap, symbol.enabled, symbol.skipped_reason) == (0.0, False, "semantic_ratio_zero")
-    assert override.semantic_ratio_for("path") is None
-
-
-def test_an_unknown_mode_is_refused() -> None:
-    with pytest.raises(ValueError, match="semantic_mode must be one of off, rerank_only, hybrid"):
-        semantic_plan(analyze("x"), SETTINGS, "vectors", None)
 
 
 def test_rewrite_is_undecided_until_the_pipeline_has_searched() -> None:

@@ -1,4 +1,4 @@
-"""Provider choice, privacy gates, fallback and the blend, with fake providers."""
+"""Provider choice, privacy gates, fallback and the raw scores, with fake providers."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pytest
 
 from codecompass.common.config import ConfigError, RerankSettings, redacted, settings_from
 from codecompass.rerank.__main__ import check_settings
-from codecompass.rerank.engine import RerankEngine, blend
+from codecompass.rerank.engine import RerankEngine, ranked
 from codecompass.rerank.model import Candidate, RerankQuery, UnknownProvider
 from codecompass.rerank.providers import LocalReranker, RerankFailed
 
 SECRET = "rk-live-0123456789abcdef"
 OPEN = {"external_provider_enabled": True, "allow_code_payload_to_external": True}
-CANDIDATES = (Candidate("a", "alpha", 0.9), Candidate("b", "beta", 0.5), Candidate("c", "gamma", 0.1))
+CANDIDATES = (Candidate("a", "alpha"), Candidate("b", "beta"), Candidate("c", "gamma"))
 
 
 class Fake:
@@ -39,25 +39,21 @@ def engine(provider: str = "cohere", fake: Fake | None = None, **settings) -> tu
     return RerankEngine(RerankSettings(provider=provider, api_key=SECRET, **settings), providers), fake
 
 
-def test_blend_weights_rerank_and_keeps_unscored_first_stage() -> None:
-    scored = blend(CANDIDATES, {2: 1.0, 0: 0.0}, 0.65)
-    by_id = {s.id: s for s in scored}
-    assert by_id["c"].final_score == pytest.approx(1.0 * 0.65 + 0.1 * 0.35)
-    assert by_id["a"].final_score == pytest.approx(0.9 * 0.35)
-    assert by_id["b"].rerank_score is None and by_id["b"].final_score == 0.5
-    assert [s.id for s in scored] == ["c", "b", "a"]
+def test_scores_are_the_models_raw_scores_best_first_then_the_unscored_in_request_order() -> None:
+    # No blend here: that is the gateway's policy (codecompass.policy.blend).
+    scored = ranked(CANDIDATES, {2: 1.0, 0: 0.0})
+    assert [(s.id, s.rerank_score) for s in scored] == [("c", 1.0), ("a", 0.0), ("b", None)]
 
 
-def test_blend_ties_keep_first_stage_order() -> None:
-    same = (Candidate("x", "", 0.5), Candidate("y", "", 0.5), Candidate("z", "", 0.5))
-    assert [s.id for s in blend(same, {}, 0.65)] == ["x", "y", "z"]
+def test_ties_keep_request_order() -> None:
+    assert [s.id for s in ranked(CANDIDATES, {0: 0.5, 1: 0.5, 2: 0.5})] == ["a", "b", "c"]
+    assert [s.id for s in ranked(CANDIDATES, {})] == ["a", "b", "c"]
 
 
-def test_local_keeps_first_stage_scores_unscored() -> None:
+def test_local_scores_nothing() -> None:
     outcome = engine("local")[0].rerank(RerankQuery("q", CANDIDATES))
     assert outcome.provider == "local" and not outcome.fallback and outcome.fallback_reason == ""
-    assert [(s.id, s.rerank_score, s.final_score) for s in outcome.scores] == [
-        ("a", None, 0.9), ("b", None, 0.5), ("c", None, 0.1)]
+    assert [(s.id, s.rerank_score) for s in outcome.scores] == [("a", None), ("b", None), ("c", None)]
 
 
 @pytest.mark.parametrize("gates", [{}, {"external_provider_enabled": True}, {"allow_code_payload_to_external": True}])
@@ -75,7 +71,7 @@ def test_request_override_is_gated_too() -> None:
     assert fake.calls == 0 and outcome.fallback_reason == "external_provider_blocked"
 
 
-def test_open_gates_use_the_provider_and_blend() -> None:
+def test_open_gates_use_the_provider() -> None:
     rerank, fake = engine("cohere", **OPEN)
     outcome = rerank.rerank(RerankQuery("q", CANDIDATES))
     assert fake.calls == 1 and outcome.provider == "cohere" and not outcome.fallback
@@ -88,7 +84,7 @@ def test_provider_failure_falls_back_to_local_without_raising(error: Exception) 
     outcome = rerank.rerank(RerankQuery("q", CANDIDATES))
     assert outcome.provider == "local" and outcome.fallback is True
     assert outcome.fallback_reason == ("http_429" if isinstance(error, RerankFailed) else "provider_error")
-    assert [s.final_score for s in outcome.scores] == [0.9, 0.5, 0.1]
+    assert [(s.id, s.rerank_score) for s in outcome.scores] == [("a", None), ("b", None), ("c", None)]
 
 
 def test_llm_is_skipped_with_fewer_candidates_than_top_n() -> None:

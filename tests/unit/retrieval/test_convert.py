@@ -7,6 +7,7 @@ import pytest
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
 from codecompass.policy.ranking import RankedResult as HybridResult
+from codecompass.policy.shape import analyze
 from codecompass.retrieval import convert
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.schema import EmbeddingModel
@@ -105,6 +106,31 @@ def test_search_query_round_trip(ratio: float | None) -> None:
         semantic_ratio=ratio,
     )
     assert convert.search_query_from_proto(_wire(convert.search_query_to_proto(query))) == query
+
+
+@pytest.mark.parametrize("query", ["validateToken", "src/auth/token.ts", 'throws "token expired"',
+                                   "how are tests of the token checked"])
+def test_search_query_round_trip_keeps_the_callers_shape(query: str) -> None:
+    sent = SearchQuery(workspace_root="/ws", query=query, shape=analyze(query))
+    message = _wire(convert.search_query_to_proto(sent))
+    assert message.HasField("shape") and message.shape.intent != retrieval_pb2.QUERY_INTENT_UNSPECIFIED
+    assert convert.search_query_from_proto(message) == sent
+    plain = retrieval_pb2.SearchRequest(workspace_root="/ws", query=query)
+    assert convert.search_query_from_proto(plain).shape is None  # a plain client: judged by retrieval
+
+
+@pytest.mark.parametrize(("shape", "message"), [
+    (retrieval_pb2.QueryShape(), "shape.intent must be set"),
+    (retrieval_pb2.QueryShape(intent=99), "unknown QueryIntent value 99"),
+    (retrieval_pb2.QueryShape(intent=retrieval_pb2.QUERY_INTENT_SYMBOL, intent_confidence=1.5),
+     r"shape.intent_confidence must be in \[0, 1\], got 1.5"),
+    (retrieval_pb2.QueryShape(intent=retrieval_pb2.QUERY_INTENT_SYMBOL, intent_confidence=float("nan")),
+     "shape.intent_confidence must be in"),
+])
+def test_a_shape_that_cannot_be_ranked_by_is_a_value_error(shape, message: str) -> None:
+    request = retrieval_pb2.SearchRequest(workspace_root="/ws", query="x", shape=shape)
+    with pytest.raises(ValueError, match=message):
+        convert.search_query_from_proto(request)
 
 
 def test_search_query_with_a_bad_glob_is_a_value_error() -> None:

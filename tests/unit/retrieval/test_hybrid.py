@@ -1,10 +1,13 @@
 """The first stage over a real LanceDB store: channels, provenance, ranks, ratio cap and fallbacks."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.policy.ranking import FUSION_ONLY, SKIP_RATIO_ZERO, SKIP_SHORT_CIRCUIT
+from codecompass.policy.shape import NATURAL_LANGUAGE, SYMBOL, analyze
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import (
     SKIP_DIMENSION_MISMATCH,
@@ -155,6 +158,21 @@ def test_exact_identifier_short_circuits_semantic(store):
     assert outcome.results[0].chunk.id == "parse"
     assert outcome.results[0].signals["definition"] > 0
     assert all(r.provenance == "lexical" for r in outcome.results)
+
+
+def test_a_sent_shape_is_honoured_over_retrievals_own_reading(store):
+    # The gateway judged "parseUrl" as a question (its shape, sent with the search); retrieval's
+    # own reading would say symbol and short-circuit the vectors. The sent one decides.
+    own = analyze("parseUrl")
+    assert own.intent == SYMBOL
+    sent = replace(own, intent=NATURAL_LANGUAGE, intent_confidence=0.6, identifiers=())
+    outcome = hybrid_search(store, "parseUrl", query_vector=LOGIN, filters=Filters(), limit=10, semantic_ratio=0.8,
+                            shape=sent)
+    assert outcome.shape is sent
+    assert outcome.semantic_ratio_used == 0.8 and outcome.semantic_skipped_reason is None
+    assert "definition" not in by_id(outcome)["parse"].signals
+    unsent = hybrid_search(store, "parseUrl", query_vector=LOGIN, filters=Filters(), limit=10, semantic_ratio=0.8)
+    assert unsent.shape == own and unsent.semantic_skipped_reason == SKIP_SHORT_CIRCUIT
 
 
 def test_code_shaped_query_without_exact_match_leans_lexical(store):

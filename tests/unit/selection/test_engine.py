@@ -1,4 +1,4 @@
-"""Selection policy: gate, focus, merging, budget, clipping, render fallback (no servers)."""
+"""Selection: the gate on the relevance it is sent, merging, budget, clipping, render fallback (no servers)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,18 @@ from codecompass.clients.analysis_model import RenderedSymbol, RenderRequest
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import SelectionSettings, settings_from
 from codecompass.common.tokens import count_tokens
+from codecompass.policy.relevance import QueryFocus, relevance, resolve_focus
+from codecompass.policy.shape import analyze
 from codecompass.selection.engine import (
     CLIP_MIN_TOKENS,
     SelectionEngine,
     clip,
     file_line_numbers,
-    resolve_focus,
 )
 from codecompass.selection.model import (
     FALLBACK_MISSING,
     FALLBACK_UNAVAILABLE,
     Candidate,
-    QueryFocus,
     Reason,
     RenderFailed,
     SelectOutcome,
@@ -75,13 +75,17 @@ class FakeRenderer:
 
 
 def select(candidates: Sequence[Candidate], renderer: FakeRenderer | None = None, *, confidence: float = 1.0,
-           query: str = "how does auth work", settings: SelectionSettings | None = None,
-           **request) -> SelectOutcome:
+           query: str = "how does auth work", focus: QueryFocus = QueryFocus.AUTO,
+           settings: SelectionSettings | None = None, **request) -> SelectOutcome:
+    """Selection as the gateway calls it: each candidate carries the relevance policy's relevance."""
     renderer = renderer or FakeRenderer([])
     for c in candidates:
         renderer.by_id.setdefault(c.chunk.id, c.chunk)
+    values = relevance([c.score for c in candidates], [c.chunk for c in candidates], confidence,
+                       resolve_focus(focus, analyze(query)))
+    sent = tuple(replace(c, relevance=value) for c, value in zip(candidates, values, strict=True))
     engine = SelectionEngine(settings or SelectionSettings(), renderer)
-    return engine.select(SelectQuery(ROOT, query, tuple(candidates), confidence=confidence, **request))
+    return engine.select(SelectQuery(ROOT, sent, **request))
 
 
 def ids(outcome: SelectOutcome) -> list[str]:
@@ -120,37 +124,27 @@ def test_request_gate_overrides_the_default() -> None:
     assert ids(select(cands, confidence=0.9, settings=SelectionSettings(min_relevance=0.95))) == []
 
 
-# --- focus ------------------------------------------------------------------------------------------
+# --- relevance as sent --------------------------------------------------------------------------------
 
 
-def test_focus_is_judged_from_the_query() -> None:
-    assert resolve_focus(QueryFocus.AUTO, "where is the router tested? Tests for routes") is QueryFocus.TESTS
-    assert resolve_focus(QueryFocus.AUTO, "router.test.ts") is QueryFocus.TESTS
-    assert resolve_focus(QueryFocus.AUTO, "how does routing work") is QueryFocus.IMPLEMENTATION
-    assert resolve_focus(QueryFocus.NONE, "unit tests") is QueryFocus.NONE
+def test_the_gate_reads_the_relevance_it_is_sent_not_the_score() -> None:
+    # The caller's policy judged the lower-scored candidate more relevant (e.g. focus on tests):
+    # selection gates on that judgement and judges nothing itself.
+    cands = [Candidate(chunk("a"), 0.9, relevance=0.1), Candidate(chunk("b"), 0.4, relevance=0.8)]
+    outcome = SelectionEngine(SelectionSettings(), FakeRenderer([c.chunk for c in cands])).select(
+        SelectQuery(ROOT, tuple(cands)))
+    assert ids(outcome) == ["b"] and outcome.below_relevance == 1
+    assert outcome.results[0].relevance == 0.8 and outcome.results[0].score == 0.4
 
 
-def test_implementation_focus_down_weights_test_code() -> None:
-    impl = Candidate(chunk("route", path="src/router.ts"), 1.0)
-    test = Candidate(chunk("routeTest", path="tests/router.test.ts"), 0.7)
-    flagged = Candidate(chunk("helper", path="src/helper.ts", is_test=True), 0.7)
-    outcome = select([impl, test, flagged], confidence=0.8, query="how does the router match a route")
-    # tests: 0.8 x sqrt(0.7) x 0.7 = 0.469 < 0.5, dropped by the gate; without focus (0.669) they pass
-    assert outcome.focus is QueryFocus.IMPLEMENTATION and ids(outcome) == ["route"]
-    assert outcome.below_relevance == 2
-    neutral = select([impl, test, flagged], confidence=0.8, focus=QueryFocus.NONE)
-    assert ids(neutral) == ["route", "routeTest", "helper"] and neutral.focus is QueryFocus.NONE
-
-
-def test_tests_focus_down_weights_implementation() -> None:
-    impl = Candidate(chunk("route", path="src/router.ts"), 1.0)
-    test = Candidate(chunk("routeTest", path="tests/router.test.ts"), 0.8)
-    outcome = select([impl, test], confidence=0.8, query="which tests cover the router")
-    # impl: 0.8 x 0.7 = 0.56 still passes; focus gates, it does not reorder
-    assert outcome.focus is QueryFocus.TESTS and ids(outcome) == ["route", "routeTest"]
-    assert outcome.results[0].relevance == pytest.approx(0.56) and outcome.results[0].score == 1.0
-    stricter = select([impl, test], confidence=0.7, query="which tests cover the router")
-    assert ids(stricter) == ["routeTest"]
+def test_without_relevance_the_score_is_gated_as_given() -> None:
+    # A plain gRPC client that sends no relevance: scores stand for it (clamped to [0, 1]), the
+    # candidates keep the order they were sent in.
+    cands = [Candidate(chunk("a"), 1.7), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), 0.1)]
+    outcome = SelectionEngine(SelectionSettings(), FakeRenderer([c.chunk for c in cands])).select(
+        SelectQuery(ROOT, tuple(cands)))
+    assert ids(outcome) == ["a", "b"] and outcome.below_relevance == 1
+    assert [r.relevance for r in outcome.results] == [1.0, 0.6]
 
 
 # --- merging -------------------------------------------------------------------------------------------
@@ -339,13 +333,11 @@ def test_no_fallback_when_everything_renders() -> None:
 
 def test_settings_defaults_and_env() -> None:
     settings = settings_from({})
-    assert settings.selection == SelectionSettings(max_tokens=8000, min_relevance=0.5, focus_multiplier=0.7,
-                                                   render_timeout_s=2.0)
+    assert settings.selection == SelectionSettings(max_tokens=8000, min_relevance=0.5, render_timeout_s=2.0)
     assert settings.selection_addr == "127.0.0.1:50055" and settings.selection_port == 50055
     tuned = settings_from({"CODECOMPASS_SELECTION_MAX_TOKENS": "4000", "CODECOMPASS_SELECTION_MIN_RELEVANCE": "0.4",
-                           "CODECOMPASS_SELECTION_FOCUS_MULTIPLIER": "0.5", "SELECTION_PORT": "0",
-                           "SELECTION_ADDR": "127.0.0.1:6000"})
-    assert replace(tuned.selection, render_timeout_s=2.0) == SelectionSettings(4000, 0.4, 0.5)
+                           "SELECTION_PORT": "0", "SELECTION_ADDR": "127.0.0.1:6000"})
+    assert replace(tuned.selection, render_timeout_s=2.0) == SelectionSettings(4000, 0.4)
     assert tuned.selection_port == 0 and tuned.selection_addr == "127.0.0.1:6000"
     from codecompass.common.config import ConfigError
     with pytest.raises(ConfigError, match="CODECOMPASS_SELECTION_MIN_RELEVANCE"):

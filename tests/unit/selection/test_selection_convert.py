@@ -9,7 +9,6 @@ from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
 from codecompass.selection import convert
 from codecompass.selection.model import (
     Candidate,
-    QueryFocus,
     Reason,
     SelectedResult,
     SelectOutcome,
@@ -31,36 +30,35 @@ RESULT = SelectedResult(chunk_id="c1", relative_path="src/a.ts", start_line=4, e
 
 
 @pytest.mark.parametrize("min_relevance", [None, 0.0, 0.4])
-@pytest.mark.parametrize("focus", list(QueryFocus))
-def test_query_round_trip(min_relevance: float | None, focus: QueryFocus) -> None:
-    query = SelectQuery(workspace_root="/ws", query="q", max_tokens=123, min_relevance=min_relevance, confidence=0.25,
-                        focus=focus, candidates=(
-                            Candidate(CHUNK, 0.5, Reason.MATCH, "lexical"),
-                            Candidate(CHUNK, 0.25, Reason.HUB, "structure", ("a", "b")),
-                            Candidate(CHUNK, 0.0, Reason.MATCH, ""),
-                        ))
-    assert convert.query_from_proto(convert.query_to_proto(query)) == query
+def test_query_round_trip(min_relevance: float | None) -> None:
+    query = SelectQuery(workspace_root="/ws", max_tokens=123, min_relevance=min_relevance, candidates=(
+        Candidate(CHUNK, 0.5, Reason.MATCH, "lexical", relevance=0.75),
+        Candidate(CHUNK, 0.25, Reason.HUB, "structure", ("a", "b"), relevance=0.0),
+        Candidate(CHUNK, 0.0, Reason.MATCH, ""),
+    ))
+    message = convert.query_to_proto(query)
+    assert [c.HasField("relevance") for c in message.candidates] == [True, True, False]
+    assert convert.query_from_proto(message) == query
 
 
-def test_unset_reason_and_focus_mean_match_and_auto() -> None:
+def test_unset_reason_and_relevance_mean_match_and_none() -> None:
     message = pb.SelectRequest(candidates=[pb.SelectCandidate()])
     message.candidates[0].chunk.language = 1
     message.candidates[0].chunk.node_kind = 1
     query = convert.query_from_proto(message)
-    assert query.focus is QueryFocus.AUTO and query.candidates[0].reason is Reason.MATCH
+    assert query.candidates[0].reason is Reason.MATCH and query.candidates[0].relevance is None
     assert query.min_relevance is None and query.max_tokens == 0
     message.candidates[0].reason = pb.SELECTION_REASON_MERGED_PARENT
     with pytest.raises(UnknownEnumValue):
         convert.query_from_proto(message)
 
 
-@pytest.mark.parametrize("focus", [QueryFocus.IMPLEMENTATION, QueryFocus.TESTS, QueryFocus.NONE])
-def test_outcome_round_trip_keeps_every_field(focus: QueryFocus) -> None:
+def test_outcome_round_trip_keeps_every_field() -> None:
     outcome = SelectOutcome(results=(RESULT, SelectedResult(
         chunk_id="c2", relative_path="b.ts", start_line=1, end_line=1, qualified_name="<module top level>",
         node_kind=NodeKind.MODULE, language=Language.TYPESCRIPT, score=0.25, relevance=0.125, provenance="",
         reasons=(Reason.HUB,), why="hub: connects 0 results", header="// b.ts", source="", token_count=3)),
-        total_tokens=15, max_tokens=8000, min_relevance=0.5, focus=focus, below_relevance=1, over_budget=2, merged=3,
+        total_tokens=15, max_tokens=8000, min_relevance=0.5, below_relevance=1, over_budget=2, merged=3,
         render_fallback=True, render_fallback_reason="render_timeout", duration_ms=1.5)
     message = convert.outcome_to_proto(outcome)
     assert message.results[0].reasons == [pb.SELECTION_REASON_MATCH, pb.SELECTION_REASON_MERGED_PARENT]

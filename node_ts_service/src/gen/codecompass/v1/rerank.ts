@@ -29,7 +29,11 @@ export interface RerankDocument {
   id: string;
   /** Text the reranker reads (the chunk's code and its context). */
   text: string;
-  /** Score the first-stage ranking gave the document; the fallback score. */
+  /**
+   * Deprecated, not read: the service no longer blends (see RerankScore.final_score).
+   *
+   * @deprecated
+   */
   firstStageScore: number;
 }
 
@@ -60,19 +64,29 @@ export interface RerankScore {
     | number
     | undefined;
   /**
-   * rerank_score * weight + first_stage_score * (1 - weight); the
-   * first-stage score when rerank_score is unset.
+   * Deprecated, never set (0). It was rerank_score * weight +
+   * first_stage_score * (1 - weight): a blend is ranking policy, and policy
+   * has one home, the caller's (the gateway blends with
+   * codecompass.policy.blend). Filling it here too would keep a second copy
+   * of the weight that could disagree with the caller's. Kept rather than
+   * reserved so that clients built from the older contract still decode a
+   * response; the order of `scores` still carries the reranker's ranking.
+   *
+   * @deprecated
    */
   finalScore: number;
 }
 
-/** RerankResponse has one score per request document, best final_score first. */
+/** RerankResponse has one score per request document, best rerank_score first. */
 export interface RerankResponse {
-  /** Scores, sorted by final_score descending (ties keep request order). */
+  /**
+   * Scores, best rerank_score first; documents the reranker did not score
+   * follow in request order.
+   */
   scores: RerankScore[];
   /** Provider that produced the scores: local, voyage, cohere or llm. */
   rerankProvider: string;
-  /** True when the chosen provider failed and the local scores answered. */
+  /** True when the chosen provider failed and no model scores answered. */
   rerankFallback: boolean;
   /**
    * Why the chosen provider did not score: e.g. "external_provider_blocked",
@@ -548,16 +562,15 @@ export const RerankResponse: MessageFns<RerankResponse> = {
 };
 
 /**
- * RerankService re-scores the candidates of a first-stage search with a
- * reranker (a cross-encoder API or an LLM). It never fails a request because
- * the reranker failed: it answers with the first-stage scores and says so.
+ * RerankService scores the candidates of a first-stage search with a
+ * reranker (a cross-encoder API or an LLM) and returns the raw model scores:
+ * how they combine with the first stage's is the caller's ranking policy. It
+ * never fails a request because the reranker failed: it answers with no
+ * model scores and says why.
  */
 export type RerankServiceService = typeof RerankServiceService;
 export const RerankServiceService = {
-  /**
-   * Rerank scores documents against a query and blends the reranker's score
-   * with each document's first-stage score.
-   */
+  /** Rerank scores documents against a query. */
   rerank: {
     path: "/codecompass.v1.RerankService/Rerank" as const,
     requestStream: false as const,
@@ -570,18 +583,12 @@ export const RerankServiceService = {
 } as const;
 
 export interface RerankServiceServer extends UntypedServiceImplementation {
-  /**
-   * Rerank scores documents against a query and blends the reranker's score
-   * with each document's first-stage score.
-   */
+  /** Rerank scores documents against a query. */
   rerank: handleUnaryCall<RerankRequest, RerankResponse>;
 }
 
 export interface RerankServiceClient extends Client {
-  /**
-   * Rerank scores documents against a query and blends the reranker's score
-   * with each document's first-stage score.
-   */
+  /** Rerank scores documents against a query. */
   rerank(
     request: RerankRequest,
     callback: (error: ServiceError | null, response: RerankResponse) => void,

@@ -398,6 +398,63 @@ export function freshnessStatusToJSON(object: FreshnessStatus): string {
   }
 }
 
+/** QueryIntent is what a query asks for. */
+export enum QueryIntent {
+  /** QUERY_INTENT_UNSPECIFIED - Not set; not accepted in a QueryShape. */
+  QUERY_INTENT_UNSPECIFIED = 0,
+  /** QUERY_INTENT_SYMBOL - One or a few code-shaped tokens (`validateToken`, `Foo.bar`): a definition. */
+  QUERY_INTENT_SYMBOL = 1,
+  /** QUERY_INTENT_PATH - A file path or file name (`operators/mergeMap.ts`): that file. */
+  QUERY_INTENT_PATH = 2,
+  /** QUERY_INTENT_ERROR - An error message or log line: the code that says it. */
+  QUERY_INTENT_ERROR = 3,
+  /** QUERY_INTENT_NATURAL_LANGUAGE - Anything else: questions, commit-style descriptions. */
+  QUERY_INTENT_NATURAL_LANGUAGE = 4,
+  UNRECOGNIZED = -1,
+}
+
+export function queryIntentFromJSON(object: any): QueryIntent {
+  switch (object) {
+    case 0:
+    case "QUERY_INTENT_UNSPECIFIED":
+      return QueryIntent.QUERY_INTENT_UNSPECIFIED;
+    case 1:
+    case "QUERY_INTENT_SYMBOL":
+      return QueryIntent.QUERY_INTENT_SYMBOL;
+    case 2:
+    case "QUERY_INTENT_PATH":
+      return QueryIntent.QUERY_INTENT_PATH;
+    case 3:
+    case "QUERY_INTENT_ERROR":
+      return QueryIntent.QUERY_INTENT_ERROR;
+    case 4:
+    case "QUERY_INTENT_NATURAL_LANGUAGE":
+      return QueryIntent.QUERY_INTENT_NATURAL_LANGUAGE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return QueryIntent.UNRECOGNIZED;
+  }
+}
+
+export function queryIntentToJSON(object: QueryIntent): string {
+  switch (object) {
+    case QueryIntent.QUERY_INTENT_UNSPECIFIED:
+      return "QUERY_INTENT_UNSPECIFIED";
+    case QueryIntent.QUERY_INTENT_SYMBOL:
+      return "QUERY_INTENT_SYMBOL";
+    case QueryIntent.QUERY_INTENT_PATH:
+      return "QUERY_INTENT_PATH";
+    case QueryIntent.QUERY_INTENT_ERROR:
+      return "QUERY_INTENT_ERROR";
+    case QueryIntent.QUERY_INTENT_NATURAL_LANGUAGE:
+      return "QUERY_INTENT_NATURAL_LANGUAGE";
+    case QueryIntent.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /**
  * ResultView selects the chunk fields a search result carries, so a large
  * candidate pool does not ship every symbol's complete source.
@@ -689,6 +746,44 @@ export interface SearchRequest {
   view: ResultView;
   /** Which ranking the results are ordered by; unset means RANKING_MODE_FULL. */
   ranking: RankingMode;
+  /**
+   * The query's shape as the caller judged it (the gateway judges a query
+   * once and sends it, so every stage reads the same intent). Unset: the
+   * service judges the query text itself.
+   */
+  shape: QueryShape | undefined;
+}
+
+/**
+ * QueryShape is a query as the ranking policy reads it
+ * (codecompass.policy.shape.QueryShape), judged from the SearchRequest's
+ * query text; the text itself is not repeated.
+ */
+export interface QueryShape {
+  /** What the query asks for; must be set. */
+  intent: QueryIntent;
+  /** How sure the intent is, in [0, 1]. */
+  intentConfidence: number;
+  /**
+   * Identifiers the user typed, as written; a chunk named one of these
+   * defines what was asked for.
+   */
+  identifiers: string[];
+  /** Lowercased content words: identifiers split into parts, stop words removed. */
+  words: string[];
+  /** Every word as a name part, stop words kept (names are made of them too). */
+  nameParts: string[];
+  /** The path-shaped token, normalised (no leading ./, forward slashes); empty when none. */
+  path: string;
+  /** Text to look for verbatim in code (an error message or a quoted string); empty when none. */
+  phrase: string;
+  /** The query is about tests: test code is what the user wants, not noise. */
+  mentionsTests: boolean;
+  /**
+   * What the full-text channel searches: the query without the words that
+   * address a person ("fix", "how does"); empty means the query text.
+   */
+  lexicalText: string;
 }
 
 /** SearchResult is one ranked chunk. */
@@ -2285,6 +2380,7 @@ function createBaseSearchRequest(): SearchRequest {
     candidatePool: 0,
     view: 0,
     ranking: 0,
+    shape: undefined,
   };
 }
 
@@ -2313,6 +2409,9 @@ export const SearchRequest: MessageFns<SearchRequest> = {
     }
     if (message.ranking !== 0) {
       writer.uint32(72).int32(message.ranking);
+    }
+    if (message.shape !== undefined) {
+      QueryShape.encode(message.shape, writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -2394,6 +2493,14 @@ export const SearchRequest: MessageFns<SearchRequest> = {
             message.ranking = reader.int32() as any;
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.shape = QueryShape.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2428,6 +2535,7 @@ export const SearchRequest: MessageFns<SearchRequest> = {
         : 0,
       view: isSet(object.view) ? resultViewFromJSON(object.view) : 0,
       ranking: isSet(object.ranking) ? rankingModeFromJSON(object.ranking) : 0,
+      shape: isSet(object.shape) ? QueryShape.fromJSON(object.shape) : undefined,
     };
   },
 
@@ -2457,6 +2565,9 @@ export const SearchRequest: MessageFns<SearchRequest> = {
     if (message.ranking !== 0) {
       obj.ranking = rankingModeToJSON(message.ranking);
     }
+    if (message.shape !== undefined) {
+      obj.shape = QueryShape.toJSON(message.shape);
+    }
     return obj;
   },
 
@@ -2475,6 +2586,234 @@ export const SearchRequest: MessageFns<SearchRequest> = {
     message.candidatePool = object.candidatePool ?? 0;
     message.view = object.view ?? 0;
     message.ranking = object.ranking ?? 0;
+    message.shape = (object.shape !== undefined && object.shape !== null)
+      ? QueryShape.fromPartial(object.shape)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseQueryShape(): QueryShape {
+  return {
+    intent: 0,
+    intentConfidence: 0,
+    identifiers: [],
+    words: [],
+    nameParts: [],
+    path: "",
+    phrase: "",
+    mentionsTests: false,
+    lexicalText: "",
+  };
+}
+
+export const QueryShape: MessageFns<QueryShape> = {
+  encode(message: QueryShape, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.intent !== 0) {
+      writer.uint32(8).int32(message.intent);
+    }
+    if (message.intentConfidence !== 0) {
+      writer.uint32(17).double(message.intentConfidence);
+    }
+    for (const v of message.identifiers) {
+      writer.uint32(26).string(v!);
+    }
+    for (const v of message.words) {
+      writer.uint32(34).string(v!);
+    }
+    for (const v of message.nameParts) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.path !== "") {
+      writer.uint32(50).string(message.path);
+    }
+    if (message.phrase !== "") {
+      writer.uint32(58).string(message.phrase);
+    }
+    if (message.mentionsTests !== false) {
+      writer.uint32(64).bool(message.mentionsTests);
+    }
+    if (message.lexicalText !== "") {
+      writer.uint32(74).string(message.lexicalText);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QueryShape {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQueryShape();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.intent = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.intentConfidence = reader.double();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.identifiers.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.words.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.nameParts.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.phrase = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.mentionsTests = reader.bool();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.lexicalText = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): QueryShape {
+    return {
+      intent: isSet(object.intent) ? queryIntentFromJSON(object.intent) : 0,
+      intentConfidence: isSet(object.intentConfidence)
+        ? globalThis.Number(object.intentConfidence)
+        : isSet(object.intent_confidence)
+        ? globalThis.Number(object.intent_confidence)
+        : 0,
+      identifiers: globalThis.Array.isArray(object?.identifiers)
+        ? object.identifiers.map((e: any) => globalThis.String(e))
+        : [],
+      words: globalThis.Array.isArray(object?.words) ? object.words.map((e: any) => globalThis.String(e)) : [],
+      nameParts: globalThis.Array.isArray(object?.nameParts)
+        ? object.nameParts.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.name_parts)
+        ? object.name_parts.map((e: any) => globalThis.String(e))
+        : [],
+      path: isSet(object.path) ? globalThis.String(object.path) : "",
+      phrase: isSet(object.phrase) ? globalThis.String(object.phrase) : "",
+      mentionsTests: isSet(object.mentionsTests)
+        ? globalThis.Boolean(object.mentionsTests)
+        : isSet(object.mentions_tests)
+        ? globalThis.Boolean(object.mentions_tests)
+        : false,
+      lexicalText: isSet(object.lexicalText)
+        ? globalThis.String(object.lexicalText)
+        : isSet(object.lexical_text)
+        ? globalThis.String(object.lexical_text)
+        : "",
+    };
+  },
+
+  toJSON(message: QueryShape): unknown {
+    const obj: any = {};
+    if (message.intent !== 0) {
+      obj.intent = queryIntentToJSON(message.intent);
+    }
+    if (message.intentConfidence !== 0) {
+      obj.intentConfidence = floatToJson(message.intentConfidence);
+    }
+    if (message.identifiers?.length) {
+      obj.identifiers = message.identifiers;
+    }
+    if (message.words?.length) {
+      obj.words = message.words;
+    }
+    if (message.nameParts?.length) {
+      obj.nameParts = message.nameParts;
+    }
+    if (message.path !== "") {
+      obj.path = message.path;
+    }
+    if (message.phrase !== "") {
+      obj.phrase = message.phrase;
+    }
+    if (message.mentionsTests !== false) {
+      obj.mentionsTests = message.mentionsTests;
+    }
+    if (message.lexicalText !== "") {
+      obj.lexicalText = message.lexicalText;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<QueryShape>): QueryShape {
+    return QueryShape.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<QueryShape>): QueryShape {
+    const message = createBaseQueryShape();
+    message.intent = object.intent ?? 0;
+    message.intentConfidence = object.intentConfidence ?? 0;
+    message.identifiers = object.identifiers?.map((e) => e) || [];
+    message.words = object.words?.map((e) => e) || [];
+    message.nameParts = object.nameParts?.map((e) => e) || [];
+    message.path = object.path ?? "";
+    message.phrase = object.phrase ?? "";
+    message.mentionsTests = object.mentionsTests ?? false;
+    message.lexicalText = object.lexicalText ?? "";
     return message;
   },
 };

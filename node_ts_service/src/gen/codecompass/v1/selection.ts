@@ -150,13 +150,26 @@ export interface SelectCandidate {
   provenance: Provenance;
   /** For a hub: ids of the results it connects. */
   connectedIds: string[];
+  /**
+   * Relevance in [0, 1] that the gate compares with min_relevance, computed
+   * by the caller's relevance policy (codecompass.policy.relevance: the
+   * search's confidence, the score relative to the best, and focus).
+   * Unset: the score stands for it, so a plain client's scores are gated as
+   * given and the candidates keep the order they were sent in.
+   */
+  relevance?: number | undefined;
 }
 
 /** SelectRequest is a query and its ranked candidates. */
 export interface SelectRequest {
   /** Absolute path of the workspace root. */
   workspaceRoot: string;
-  /** The query, for focus. */
+  /**
+   * Deprecated, not read: focus is judged by the caller's relevance policy
+   * from the query's shape, and arrives in each candidate's relevance.
+   *
+   * @deprecated
+   */
   query: string;
   /** Candidates, best first. */
   candidates: SelectCandidate[];
@@ -167,11 +180,17 @@ export interface SelectRequest {
     | number
     | undefined;
   /**
-   * Calibrated confidence of the search in [0, 1] (SearchMetadata.confidence).
-   * A candidate's relevance is confidence x score / best score.
+   * Deprecated, not read: the caller folds the search's confidence into
+   * each candidate's relevance (SelectCandidate.relevance).
+   *
+   * @deprecated
    */
   confidence: number;
-  /** Test or implementation focus; unset means judged from the query. */
+  /**
+   * Deprecated, not read: the caller applies focus to each candidate's relevance.
+   *
+   * @deprecated
+   */
   focus: QueryFocus;
 }
 
@@ -233,7 +252,12 @@ export interface SelectResponse {
   maxTokens: number;
   /** Relevance gate applied. */
   minRelevance: number;
-  /** Focus applied (never AUTO or UNSPECIFIED). */
+  /**
+   * Deprecated, never set: focus is applied by the caller, who knows which
+   * it applied.
+   *
+   * @deprecated
+   */
   focus: QueryFocus;
   /** Candidates dropped by the relevance gate. */
   belowRelevance: number;
@@ -253,7 +277,7 @@ export interface SelectResponse {
 }
 
 function createBaseSelectCandidate(): SelectCandidate {
-  return { chunk: undefined, score: 0, reason: 0, provenance: 0, connectedIds: [] };
+  return { chunk: undefined, score: 0, reason: 0, provenance: 0, connectedIds: [], relevance: undefined };
 }
 
 export const SelectCandidate: MessageFns<SelectCandidate> = {
@@ -272,6 +296,9 @@ export const SelectCandidate: MessageFns<SelectCandidate> = {
     }
     for (const v of message.connectedIds) {
       writer.uint32(42).string(v!);
+    }
+    if (message.relevance !== undefined) {
+      writer.uint32(49).double(message.relevance);
     }
     return writer;
   },
@@ -329,6 +356,14 @@ export const SelectCandidate: MessageFns<SelectCandidate> = {
             message.connectedIds.push(reader.string());
             continue;
           }
+          case 6: {
+            if (tag !== 49) {
+              break;
+            }
+
+            message.relevance = reader.double();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -352,6 +387,7 @@ export const SelectCandidate: MessageFns<SelectCandidate> = {
         : globalThis.Array.isArray(object?.connected_ids)
         ? object.connected_ids.map((e: any) => globalThis.String(e))
         : [],
+      relevance: isSet(object.relevance) ? globalThis.Number(object.relevance) : undefined,
     };
   },
 
@@ -372,6 +408,9 @@ export const SelectCandidate: MessageFns<SelectCandidate> = {
     if (message.connectedIds?.length) {
       obj.connectedIds = message.connectedIds;
     }
+    if (message.relevance !== undefined) {
+      obj.relevance = floatToJson(message.relevance);
+    }
     return obj;
   },
 
@@ -385,6 +424,7 @@ export const SelectCandidate: MessageFns<SelectCandidate> = {
     message.reason = object.reason ?? 0;
     message.provenance = object.provenance ?? 0;
     message.connectedIds = object.connectedIds?.map((e) => e) || [];
+    message.relevance = object.relevance ?? undefined;
     return message;
   },
 };
@@ -1286,8 +1326,9 @@ export const SelectResponse: MessageFns<SelectResponse> = {
 
 /**
  * SelectionService turns ranked candidates into the answer an agent reads:
- * a relevance gate, a token budget, parent-child merging and focus, each
- * result rendered as clean source with its irrelevant children collapsed.
+ * a relevance gate, parent-child merging and a token budget, each result
+ * rendered as clean source with its irrelevant children collapsed. It
+ * judges nothing about the query: relevance arrives with each candidate.
  */
 export type SelectionServiceService = typeof SelectionServiceService;
 export const SelectionServiceService = {

@@ -101,27 +101,27 @@ def accounted(outcome: SelectOutcome, offered: int) -> bool:
 
 
 def test_gate_keeps_relevant_candidates_and_never_pads() -> None:
-    cands = [Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), 0.3)]
+    cands = [Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), 0.05)]
     outcome = select(cands, confidence=0.8)
-    # relevance = confidence x sqrt(score / best): 0.8, 0.653, 0.462
+    # relevance = confidence x sqrt(score / best): 0.8, 0.653, 0.189 (under the 0.2 noise floor)
     assert ids(outcome) == ["a", "b"]
     assert outcome.below_relevance == 1 and outcome.min_relevance == 0.5 and accounted(outcome, 3)
     assert outcome.results[1].relevance == pytest.approx(0.8 * (0.6 / 0.9) ** 0.5)
 
 
-def test_low_confidence_gives_an_empty_answer() -> None:
-    renderer = FakeRenderer([chunk("a"), chunk("b")])
-    outcome = select([Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.8)], renderer, confidence=0.3)
-    assert outcome.results == () and outcome.below_relevance == 2 and outcome.total_tokens == 0
-    assert renderer.calls == []  # nothing to render, no call
+def test_low_confidence_gives_a_short_answer() -> None:
+    renderer = FakeRenderer([chunk("a"), chunk("b"), chunk("c")])
+    outcome = select([Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.8), Candidate(chunk("c"), 0.7)],
+                     renderer, confidence=0.3)
+    assert ids(outcome) == ["a", "b"] and outcome.below_relevance == 1
 
 
 def test_request_gate_overrides_the_default() -> None:
-    cands = [Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.3)]
+    cands = [Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.3), Candidate(chunk("c"), 0.2)]
     outcome = select(cands, confidence=0.3, min_relevance=0.05)
-    assert ids(outcome) == ["a", "b"] and outcome.min_relevance == 0.05
+    assert ids(outcome) == ["a", "b", "c"] and outcome.min_relevance == 0.05
     assert select(cands, confidence=1.0, min_relevance=1.0).results[0].chunk_id == "a"
-    assert ids(select(cands, confidence=0.9, settings=SelectionSettings(min_relevance=0.95))) == []
+    assert ids(select(cands, confidence=0.9, settings=SelectionSettings(min_relevance=0.95))) == ["a", "b"]
 
 
 # --- relevance as sent --------------------------------------------------------------------------------
@@ -151,8 +151,10 @@ def test_without_relevance_the_score_is_gated_as_given() -> None:
 
 
 def test_parent_and_child_become_one_result_with_the_child_expanded() -> None:
-    cls = chunk("cls", name="TokenService", kind=NodeKind.CLASS, lines=30)
-    method = chunk("m", name="validate", parent="cls", kind=NodeKind.METHOD, qualified_name="TokenService.validate")
+    # The method is 9 of the class's 10 lines: the merge earns its tokens (MERGE_MIN_COVER).
+    cls = chunk("cls", name="TokenService", kind=NodeKind.CLASS, lines=10)
+    method = chunk("m", name="validate", parent="cls", kind=NodeKind.METHOD, qualified_name="TokenService.validate",
+                   lines=9, start=2)
     other = chunk("other", path="src/other.ts")
     outcome = select([Candidate(method, 0.9, provenance="lexical"), Candidate(other, 0.8),
                       Candidate(cls, 0.7, provenance="semantic")])
@@ -175,9 +177,9 @@ def test_child_alone_stays_alone() -> None:
 
 
 def test_grandchild_merges_through_a_kept_parent_chain() -> None:
-    outer = chunk("ns", kind=NodeKind.NAMESPACE, lines=40)
-    cls = chunk("cls", parent="ns", kind=NodeKind.CLASS, lines=20)
-    method = chunk("m", parent="cls", kind=NodeKind.METHOD)
+    outer = chunk("ns", kind=NodeKind.NAMESPACE, lines=22)
+    cls = chunk("cls", parent="ns", kind=NodeKind.CLASS, lines=20, start=2)
+    method = chunk("m", parent="cls", kind=NodeKind.METHOD, lines=18, start=3)
     orphan = chunk("m2", parent="not-kept", kind=NodeKind.METHOD)
     renderer = FakeRenderer([outer, cls, method, orphan])
     outcome = select([Candidate(method, 0.95), Candidate(outer, 0.8), Candidate(cls, 0.6), Candidate(orphan, 0.7)],
@@ -194,7 +196,7 @@ def test_a_chain_broken_by_a_dropped_parent_does_not_merge() -> None:
     outer = chunk("ns", kind=NodeKind.NAMESPACE, lines=40)
     cls = chunk("cls", parent="ns", kind=NodeKind.CLASS)
     method = chunk("m", parent="cls", kind=NodeKind.METHOD)
-    outcome = select([Candidate(outer, 1.0), Candidate(cls, 0.2), Candidate(method, 0.9)])
+    outcome = select([Candidate(outer, 1.0), Candidate(cls, 0.02), Candidate(method, 0.9)])
     assert ids(outcome) == ["ns", "m"] and outcome.merged == 0 and outcome.below_relevance == 1
 
 
@@ -207,8 +209,8 @@ def test_module_chunk_is_never_merged_into() -> None:
 
 
 def test_a_merge_over_the_per_result_cap_keeps_the_child_separate() -> None:
-    cls = chunk("cls", kind=NodeKind.CLASS, lines=30)
-    method = chunk("m", parent="cls", kind=NodeKind.METHOD)
+    cls = chunk("cls", kind=NodeKind.CLASS, lines=10)
+    method = chunk("m", parent="cls", kind=NodeKind.METHOD, lines=9, start=2)
     other = chunk("other", path="src/other.ts")
     # Expanded, the method's 700 lines would make the class more than half of a 2,000-token budget.
     renderer = FakeRenderer([cls, method, other], sizes={"m": 700})

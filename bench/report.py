@@ -752,11 +752,45 @@ def pipeline_latency_table(doc: dict[str, Any]) -> str:
 
 
 def pipeline_nonsense(doc: dict[str, Any]) -> str:
-    nonsense = doc["nonsense"]
-    n = sum(len(v) for v in nonsense["results_by_repo"].values())
-    return (f"Queries with no answer ({len(nonsense['queries'])} per workspace, {n} in all: punctuation, names that "
-            f"exist nowhere, unrelated sentences): at most {nonsense['max_results']} results; "
-            f"{nonsense['at_most_two']:.0%} return 2 or fewer.")
+    if "unanswerable" not in doc:  # a results file from before the three kinds
+        nonsense = doc["nonsense"]
+        n = sum(len(v) for v in nonsense["results_by_repo"].values())
+        return (f"Queries with no answer ({len(nonsense['queries'])} per workspace, {n} in all: punctuation, names "
+                f"that exist nowhere, unrelated sentences): at most {nonsense['max_results']} results; "
+                f"{nonsense['at_most_two']:.0%} return 2 or fewer.")
+    rows = [(kind, v["n"], f"{v['at_most_two']:.0%}", v["max_results"], f"{v['low_confidence']:.0%}")
+            for kind, v in doc["unanswerable"]["summary"].items()]
+    return "\n".join([("Queries with no answer (nonsense; another repository's queries asked of a workspace; "
+                      "code-shaped names no workspace defines), answered by the default pipeline:"), "",
+                      md_table(("Kind", "Queries", "2 results or fewer", "Most results", "Flagged low_confidence"),
+                               rows)])
+
+
+def pipeline_budget_curve(doc: dict[str, Any], split: str) -> str:
+    rows = []
+    for row in doc.get("budget_curve", []):
+        if row["split"] != split or "selection" not in row:
+            continue
+        cells = [f"{s:.3f} / {lst:.3f}" for s, lst in zip(row["selection"], row.get("list", row["selection"]),
+                                                            strict=True)]
+        rows.append((row["group"], row["n"], *cells))
+    budgets = next((r["budgets"] for r in doc.get("budget_curve", [])), [])
+    return md_table(("Query type", "Queries", *(f"{b:,} tokens" for b in budgets)), rows)
+
+
+def pipeline_calibration(doc: dict[str, Any], split: str) -> str:
+    found = doc.get("calibration", {}).get(split)
+    if not found:
+        return ""
+    parts = []
+    for name in ("calibrated", "composite"):
+        table = found[name]
+        rows = [(b["bin"], b["n"], f"{b['predicted']:.3f}", f"{b['observed']:.3f}") for b in table["bins"]]
+        parts += [f"`{name}` confidence (expected calibration error {table['ece']:.3f}, {table['n']} queries):", "",
+                  md_table(("Predicted", "Queries", "Mean predicted", "Observed: a target in the first 10"), rows), ""]
+    parts.append(f"Answerable queries flagged low_confidence (composite below {found['composite_threshold']}): "
+                 f"{found['answerable_low_confidence']:.0%}.")
+    return "\n".join(parts)
 
 
 def render_pipeline_summary(doc: dict[str, Any]) -> str:
@@ -782,6 +816,13 @@ def render_pipeline_full(doc: dict[str, Any]) -> str:
                   pipeline_type_matrix(doc, split), ""]
         for group in dict.fromkeys(r["group"] for r in doc["tables"] if r["split"] == split):
             parts += [f"{split.capitalize()} split, `{group}`:", "", pipeline_stage_table(doc, split, group), ""]
+        if any(r["split"] == split and "selection" in r for r in doc.get("budget_curve", [])):
+            parts += [(f"{split.capitalize()} split, recall by budget: the answer selection gives when asked for "
+                      "that many tokens (a target counts when shown whole) / the ranked list within them:"), "",
+                      pipeline_budget_curve(doc, split), ""]
+        if doc.get("calibration", {}).get(split):
+            parts += [f"{split.capitalize()} split, reliability of the search's confidence:", "",
+                      pipeline_calibration(doc, split), ""]
     parts += [pipeline_nonsense(doc), "", pipeline_latency_table(doc)]
     return "\n".join(parts)
 

@@ -17,7 +17,18 @@ context is the rendered results in order, each costing its own token count. Both
 nDCG@10, R@1, R@5, recall within 500 / 2,000 / 8,000 tokens, tokens per answer (top 10 for a
 list, the whole answer for a selection) and the share of returned code lines that belong to a
 target symbol (lines compared by text within the target's file; blank and bracket-only lines
-left out). Also: stage latencies, and how many results queries with no answer get.
+left out). Also: stage latencies, and for queries with no answer (nonsense, the other
+repositories' queries asked of a workspace, names that exist nowhere) how many results they get
+and whether the gateway flags them low-confidence.
+
+The budget curve: per split and query type, the recall of the answer selection gives when asked
+for B tokens (max_tokens = B; a target counts when a result shows it whole, not clipped) against
+the ranked list's recall within B tokens, for each B in CURVE_BUDGETS. The default budget
+(SelectionSettings.max_tokens) is read off it.
+
+Reliability: per query, the search's calibrated confidence (metadata.confidence) and the
+gateway's composite confidence against whether the first stage has a target in its first ten
+results: a table of bins (mean predicted vs observed) and the expected calibration error.
 
 Writes bench/results/pipeline-<UTC>.json (and pipeline-latest.json); `python -m bench.report`
 renders it into the READMEs.
@@ -38,9 +49,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from codecompass_gateway.answer import guidance_for
 from codecompass_gateway.pipeline import Pipeline, PipelineAnswer, PipelineRequest
 
-from bench.lib.metrics import TOKEN_BUDGETS, percentile, score_context, score_query
+from bench.lib.metrics import TOKEN_BUDGETS, percentile, recall_within_budget, score_context, score_query
 from bench.lib.results import run_metadata, write_results
 from bench.lib.services import ServiceProcess, start_service, start_stack
 from bench.quality.run_quality import (
@@ -72,6 +84,19 @@ NONSENSE_QUERIES = (
     "recipe for sourdough bread starter", "how tall is the eiffel tower", "FluxCapacitorWarpDriveImpl",
     "the migration of arctic terns", "asdf jkl asdf jkl", "volcanic eruptions in iceland 2010",
 )
+# Code-shaped names no workspace defines; a name the index turns out to hold is left out and counted.
+NOWHERE_NAMES = (
+    "parseWidgetManifestV7", "QuantumLedgerStore", "useSpreadsheetCellBinding", "TelemetryBeaconRegistry",
+    "flushGlacierCache", "createHoloDeckSession", "validateZebraStripes", "MarmaladeTokenizer.rehydrate",
+    "computeOrbitalDrift", "PelicanRouteResolver",
+)
+# Every other dev/test query of a repository asked of the next repository's workspace: a question
+# about code that is not there.
+WRONG_REPO_STRIDE = 4
+# Short answers: what a query with no answer may cost an agent.
+UNANSWERABLE_MAX_RESULTS = 2
+CURVE_BUDGETS = (500, 1_000, 2_000, 4_000, 8_000, 16_000)
+RELIABILITY_BINS = 10
 COLUMNS = ("first_rank", "mrr10", "r1", "r5", "r10", "ndcg10", *(f"r_{b}tok" for b in TOKEN_BUDGETS),
            "tokens", "gold_line_share", "results", "client_ms")
 _MEANINGFUL = re.compile(r"[A-Za-z0-9_$]")
@@ -170,6 +195,52 @@ def aggregate(rows: Sequence[Sequence[float]]) -> dict[str, float]:
     return out
 
 
+def curve_row(query: Query, answer: PipelineAnswer) -> float:
+    """Recall of a selected answer asked for B tokens: targets a whole (unclipped) result shows."""
+    assert answer.selection is not None
+    hits = selection_hits(answer, query.targets)
+    found = {h for h, r in zip(hits, answer.selection.results, strict=True) if h is not None and not r.clipped}
+    return len(found) / len(query.targets)
+
+
+def list_curve(query: Query, answer: PipelineAnswer, costs: TokenCosts) -> list[float]:
+    chunks = [c.result.chunk for c in answer.candidates]
+    hits = [target_hit(c, query.targets) for c in chunks]
+    cost = [costs(c) for c in chunks]
+    return [recall_within_budget(hits, cost, len(query.targets), b) for b in CURVE_BUDGETS]
+
+
+def reliability(pairs: Sequence[tuple[float, bool]], bins: int = RELIABILITY_BINS) -> dict[str, Any]:
+    """Equal-width bins of predicted confidence: count, mean predicted, share observed; and the
+    expected calibration error (bin-size-weighted mean |predicted - observed|)."""
+    table = []
+    ece = 0.0
+    for b in range(bins):
+        low, high = b / bins, (b + 1) / bins
+        members = [(p, o) for p, o in pairs if low <= p < high or (b == bins - 1 and p == 1.0)]
+        if not members:
+            continue
+        predicted = statistics.fmean(p for p, _ in members)
+        observed = statistics.fmean(float(o) for _, o in members)
+        ece += len(members) / len(pairs) * abs(predicted - observed)
+        table.append({"bin": f"{low:.1f}-{high:.1f}", "n": len(members), "predicted": round(predicted, 4),
+                      "observed": round(observed, 4)})
+    return {"bins": table, "ece": round(ece, 4) if pairs else None, "n": len(pairs)}
+
+
+def unanswerable_sets(queries: Sequence[Query], repos: Sequence[str | None]) -> dict[str, list[tuple[str | None, str]]]:
+    """(workspace repo, query text) per kind of query no workspace answers."""
+    ordered = sorted(repos, key=repo_label)
+    wrong: list[tuple[str | None, str]] = []
+    if len(ordered) > 1:
+        for i, repo in enumerate(ordered):
+            other = ordered[(i + 1) % len(ordered)]
+            own = sorted((q for q in queries if q.repo == repo), key=lambda q: q.id)
+            wrong += [(other, q.query) for q in own[::WRONG_REPO_STRIDE]]
+    return {"nonsense": [(r, t) for r in ordered for t in NONSENSE_QUERIES], "wrong repository": wrong,
+            "names nowhere": [(r, t) for r in ordered for t in NOWHERE_NAMES]}
+
+
 def start_pipeline_services(state_dir: Path, echo: bool) -> tuple[list[ServiceProcess], Any]:
     env = {"CODECOMPASS_STATE_DIR": str(state_dir)}
     stack = start_stack(env, echo=echo)
@@ -193,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of {', '.join(STAGES)}")
     parser.add_argument("--max-queries", type=int, help="smoke run: at most N queries per repo x split x type")
     parser.add_argument("--state-dir", type=Path, help="index location; the quality run's is reused")
+    parser.add_argument("--no-curve", action="store_true", help="skip the budget curve (one pass per budget)")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--echo-logs", action="store_true")
     args = parser.parse_args(argv)
@@ -212,7 +284,11 @@ def main(argv: list[str] | None = None) -> int:
     extra, stack = start_pipeline_services(state_dir, args.echo_logs)
     rows: dict[str, dict[str, list[float]]] = {s: {} for s in stages}
     stage_ms: dict[str, dict[str, list[float]]] = {s: defaultdict(list) for s in stages}
-    nonsense: dict[str, list[int]] = defaultdict(list)
+    confidences: dict[str, tuple[float, float]] = {}
+    lists: dict[str, list[float]] = {}
+    curve: dict[str, list[float]] = {}
+    unanswerable: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    threshold = load_settings().gateway.confidence_threshold
     errors: list[str] = []
     try:
         settings = dataclasses.replace(load_settings(), retrieval_addr=stack.retrieval.address,
@@ -236,16 +312,33 @@ def main(argv: list[str] | None = None) -> int:
                     if why != "off":
                         errors.append(f"{stage}/{query.id}: {failed} {why}")
                 rows[stage][query.id] = score(query, answer, client_ms, costs, gold)
+                if stage == "first stage":
+                    confidences[query.id] = (answer.metadata.confidence, guidance_for(answer, threshold).confidence)
+                    lists[query.id] = list_curve(query, answer, costs)
                 for name, ms in answer.stage_ms.items():
                     stage_ms[stage][name].append(ms)
                 stage_ms[stage]["total"].append(client_ms)
             overall = aggregate(list(rows[stage].values()))
             log(f"{stage}: {time.perf_counter() - t0:.0f} s, MRR@10 {overall.get('mrr10')}, "
                 f"R@2k {overall.get('r_2000tok')}, tokens {overall.get('tokens')}")
-        for repo in by_repo:
-            for text in NONSENSE_QUERIES:
+        if not args.no_curve:
+            t0 = time.perf_counter()
+            for query in queries:
+                curve[query.id] = [curve_row(query, pipeline.run(PipelineRequest(
+                    workspace_root=str(workspace_for(query.repo)), query=query.query, sync=False, hubs=False,
+                    max_tokens=budget))) for budget in CURVE_BUDGETS]
+            log(f"budget curve: {time.perf_counter() - t0:.0f} s")
+        for kind, asked in unanswerable_sets(queries, list(by_repo)).items():
+            for repo, text in asked:
                 answer = pipeline.run(PipelineRequest(workspace_root=str(workspace_for(repo)), query=text, sync=False))
-                nonsense[repo_label(repo)].append(len(answer.selection.results) if answer.selection else -1)
+                if kind == "names nowhere" and text.split(".")[-1] not in answer.metadata.missing_names \
+                        and text not in answer.metadata.missing_names:
+                    unanswerable["names found (left out)"].append({"repo": repo_label(repo), "query": text})
+                    continue
+                unanswerable[kind].append({
+                    "repo": repo_label(repo), "query": text,
+                    "results": len(answer.selection.results) if answer.selection else -1,
+                    "low_confidence": guidance_for(answer, threshold).low_confidence if answer.candidates else True})
         pipeline.close()
     finally:
         for service in reversed(extra):
@@ -265,7 +358,37 @@ def main(argv: list[str] | None = None) -> int:
                                **aggregate([rows[stage][q.id] for q in members])})
     latency = {stage: {name: {"p50": round(percentile(v, 50), 1), "p95": round(percentile(v, 95), 1)}
                        for name, v in by_name.items()} for stage, by_name in stage_ms.items()}
-    counts = [n for per_repo in nonsense.values() for n in per_repo]
+    curves, calibration = [], {}
+    for split in SPLITS:
+        in_split = [q for q in queries if q.split == split]
+        if not in_split:
+            continue
+        for group, members in [("all", in_split)] + [(t, [q for q in in_split if q.type == t])
+                                                     for t in sorted({q.type for q in in_split})]:
+            row: dict[str, Any] = {"split": split, "group": group, "n": len(members), "budgets": list(CURVE_BUDGETS)}
+            if members and all(q.id in lists for q in members):
+                row["list"] = [round(statistics.fmean(lists[q.id][i] for q in members), 4)
+                               for i in range(len(CURVE_BUDGETS))]
+            if members and all(q.id in curve for q in members):
+                row["selection"] = [round(statistics.fmean(curve[q.id][i] for q in members), 4)
+                                    for i in range(len(CURVE_BUDGETS))]
+            curves.append(row)
+        scored = [q for q in in_split if q.id in confidences and q.id in rows.get("first stage", {})]
+        col = COLUMNS.index("first_rank")
+        found = {q.id: 0 < rows["first stage"][q.id][col] <= 10 for q in scored}
+        calibration[split] = {
+            "calibrated": reliability([(confidences[q.id][0], found[q.id]) for q in scored]),
+            "composite": reliability([(confidences[q.id][1], found[q.id]) for q in scored]),
+            "composite_threshold": threshold,
+            "answerable_low_confidence": round(sum(confidences[q.id][1] < threshold for q in scored) / len(scored), 4)
+            if scored else None,
+        }
+    unanswerable_summary = {
+        kind: {"n": len(items),
+               "at_most_two": round(sum(0 <= i["results"] <= UNANSWERABLE_MAX_RESULTS for i in items) / len(items), 4),
+               "low_confidence": round(sum(i["low_confidence"] for i in items) / len(items), 4),
+               "max_results": max(i["results"] for i in items)}
+        for kind, items in unanswerable.items() if items and "results" in items[0]}
     payload = {
         "run": {**metadata, "seconds": round(time.perf_counter() - started, 1)},
         "settings": {"stages": {s: STAGES[s] for s in stages}, "token_budgets": list(TOKEN_BUDGETS),
@@ -274,9 +397,9 @@ def main(argv: list[str] | None = None) -> int:
         "queries": {"total": len(queries), "by_repo": {repo_label(r): len(q) for r, q in by_repo.items()}},
         "tables": tables,
         "latency_ms": latency,
-        "nonsense": {"queries": list(NONSENSE_QUERIES), "results_by_repo": dict(nonsense),
-                     "max_results": max(counts) if counts else 0,
-                     "at_most_two": round(sum(1 for n in counts if 0 <= n <= 2) / len(counts), 4) if counts else 0},
+        "unanswerable": {"summary": unanswerable_summary, "queries": dict(unanswerable)},
+        "budget_curve": curves,
+        "calibration": calibration,
         "errors": errors[:50],
         "per_query": {"columns": list(COLUMNS), "queries": {q.id: [q.split, q.type, repo_label(q.repo)] for q in queries},
                       "rows": {s: {qid: [round(v, 4) for v in row] for qid, row in by_id.items()}
@@ -288,7 +411,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"R@2k {row.get('r_2000tok', 0):.3f} gold lines {row.get('gold_line_share', 0):.3f} "
                 f"tokens {row.get('tokens', 0):.0f} empty {row.get('empty answers', 0):.2f}")
     log(f"latency: {latency}")
-    log(f"nonsense: {payload['nonsense']}")
+    log(f"unanswerable: {unanswerable_summary}")
+    for row in curves:
+        if row["group"] in ("all", "nl"):
+            log(f"curve {row['split']} {row['group']} {row['budgets']}: list {row.get('list')} selection {row.get('selection')}")
+    log(f"calibration: { {s: {k: v['ece'] for k, v in c.items() if isinstance(v, dict)} for s, c in calibration.items()} }")
     if errors:
         log(f"{len(errors)} stage failures, e.g. {errors[:3]}")
     if args.no_write:

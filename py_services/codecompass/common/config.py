@@ -90,6 +90,11 @@ class RetrievalSettings:
     static_channel: bool = True
     # The static model's folder; None: the committed models/code_static/model.
     static_model_dir: Path | None = None
+    # The learned ranker's model file (LightGBM text, `make ranker`); None: the committed
+    # models/ranker/model.txt. `learned_ranking` off, or no model file, ranks with the hand-set
+    # stack (codecompass/policy/ranking.py) alone.
+    learned_ranking: bool = True
+    ranker_model: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -117,8 +122,9 @@ class RerankSettings:
 class SelectionSettings:
     # Token budget of one answer, headers included, when a request sets none.
     max_tokens: int = 8000
-    # Relevance gate when a request sets none (relevance: codecompass/policy/relevance.py): below
-    # it a candidate is more likely noise than answer, and an empty answer beats a padded one.
+    # Relevance gate when a request sets none (relevance: codecompass/policy/relevance.py). An
+    # answer whose best candidate is below it is a low-confidence one and keeps its best two; a
+    # confident one keeps candidates down to 0.4 x it (the noise floor: selection/engine.py, 2).
     min_relevance: float = 0.5
     # Rendering is a cosmetic step: past this the stored collapsed source answers instead.
     render_timeout_s: float = 2.0
@@ -452,6 +458,10 @@ _FIELDS: tuple[_Field, ...] = (
            _parse_bool, "Write static (code-static) vectors with every chunk, a semantic channel from the first sync"),
     _Field("retrieval.static_model_dir", "CODECOMPASS_RETRIEVAL_STATIC_MODEL_DIR", "retrieval.static_model_dir",
            _parse_optional_path, "The static channel's model2vec folder (default: the committed code-static model)"),
+    _Field("retrieval.learned_ranking", "CODECOMPASS_RETRIEVAL_LEARNED_RANKING", "retrieval.learned_ranking",
+           _parse_bool, "Order results with the learned ranker (off: the hand-set ranking stack alone)"),
+    _Field("retrieval.ranker_model", "CODECOMPASS_RETRIEVAL_RANKER_MODEL", "retrieval.ranker_model",
+           _parse_optional_path, "The learned ranker's LightGBM model file (default: the committed models/ranker/model.txt)"),
     _Field("rerank.provider", "CODECOMPASS_RERANK_PROVIDER", "rerank.provider", _choice_parser(RERANK_PROVIDERS),
            "local | voyage | cohere | llm (local keeps the first-stage scores)"),
     _Field("rerank.external_provider_enabled", "CODECOMPASS_RERANK_EXTERNAL_PROVIDER_ENABLED",

@@ -95,3 +95,42 @@ def test_mcp_speed_section_has_tools_answers_and_cold_start() -> None:
     assert "| `read_symbol` | 50 | 0 | 27 / 33 | 40 |" in text
     assert "| `semantic_search` | 33 / 50 | 4 | 2,626 / 721 / 7,997 | 12,873 | 34,703 | 0 / 0 |" in text
     assert "first answer with results after **15.0 s**" in text and "goal < 5 s: **missed**" in text
+
+
+def test_unanswerable_kinds_curve_and_reliability_are_rendered() -> None:
+    doc = payload()
+    del doc["nonsense"]
+    doc["unanswerable"] = {"summary": {
+        "nonsense": {"n": 50, "at_most_two": 1.0, "low_confidence": 1.0, "max_results": 2},
+        "wrong repository": {"n": 120, "at_most_two": 0.6, "low_confidence": 0.55, "max_results": 30}}, "queries": {}}
+    doc["budget_curve"] = [{"split": "test", "group": "all", "n": 10, "budgets": [500, 2000],
+                            "list": [0.4, 0.6], "selection": [0.5, 0.65]}]
+    doc["calibration"] = {"test": {
+        "calibrated": run_pipeline.reliability([(0.95, True), (0.9, True), (0.15, False), (0.1, True)]),
+        "composite": run_pipeline.reliability([(0.5, True)]), "composite_threshold": 0.5,
+        "answerable_low_confidence": 0.25}}
+    text = report.render_pipeline_full(doc)
+    assert "| wrong repository | 120 | 60% | 30 | 55% |" in text
+    assert "| all | 10 | 0.500 / 0.400 | 0.650 / 0.600 |" in text
+    assert "`calibrated` confidence (expected calibration error 0.225, 4 queries)" in text
+    assert "| 0.9-1.0 | 2 | 0.925 | 1.000 |" in text and "| 0.1-0.2 | 2 | 0.125 | 0.500 |" in text
+
+
+def test_reliability_bins_and_expected_calibration_error() -> None:
+    table = run_pipeline.reliability([(0.05, False), (0.05, False), (0.75, True), (0.75, False), (1.0, True)])
+    assert [(b["bin"], b["n"], b["observed"]) for b in table["bins"]] == [
+        ("0.0-0.1", 2, 0.0), ("0.7-0.8", 2, 0.5), ("0.9-1.0", 1, 1.0)]
+    # |0.05 - 0| x 2/5 + |0.75 - 0.5| x 2/5 + |1 - 1| x 1/5
+    assert table["ece"] == round(0.05 * 0.4 + 0.25 * 0.4, 4) and run_pipeline.reliability([])["ece"] is None
+
+
+def test_unanswerable_sets_ask_each_repository_the_next_ones_queries() -> None:
+    def q(i, repo):
+        return run_pipeline.Query(id=f"{repo}-{i}", type="nl", repo=repo, split="dev", query=f"{repo} question {i}",
+                                  targets=())
+    queries = [q(i, r) for r in ("a", "b") for i in range(8)]
+    sets = run_pipeline.unanswerable_sets(queries, ["b", "a"])
+    assert sets["wrong repository"] == [("b", "a question 0"), ("b", "a question 4"),
+                                        ("a", "b question 0"), ("a", "b question 4")]
+    assert len(sets["nonsense"]) == 2 * len(run_pipeline.NONSENSE_QUERIES)
+    assert ("a", run_pipeline.NOWHERE_NAMES[0]) in sets["names nowhere"]

@@ -24,7 +24,7 @@ NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
 	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-health bench-mcp bench-badinput \
-	code-static code-small corpus
+	code-static code-small corpus ranker
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
@@ -121,7 +121,7 @@ bench-candidates: setup
 	$(VENV)/bin/python -m bench.quality.dump_candidates --split $(SPLIT) --state-dir $(QUALITY_STATE_DIR)
 
 # The whole pipeline per stage on the quality workspaces (reuses the quality run's indexes). The
-# confidence model it relies on is refit by hand after ranking changes: bench/quality/calibrate.py.
+# confidence model it relies on is refit with the ranker (`make ranker`: models/ranker/calibrate.py).
 bench-pipeline: bench-corpus
 	$(VENV)/bin/python -m bench.quality.run_pipeline --state-dir $(QUALITY_STATE_DIR)
 	$(VENV)/bin/python -m bench.report
@@ -175,6 +175,17 @@ code-small: setup
 # behaviour and outcome, and the tracebacks seen in any output, into
 # bench/results/badinput-<UTC>.json; then the README table. Fails when a case or a traceback does,
 # after the table shows which.
+# The learned ranker (issue 17): the corpus's train repositories indexed as a user has them
+# (models/.work/ranker/), their first-stage candidates and the benchmark's dev/test ones dumped as
+# features, then LightGBM LambdaRank trained on train, early-stopped on dev, reported on test:
+# models/ranker/model.txt (what retrieval loads) and models/ranker/training.json. Needs `corpus`
+# and the quality benchmark's indexes (bench-quality).
+ranker: setup
+	$(VENV)/bin/python -m models.ranker.workspaces
+	$(VENV)/bin/python -m models.ranker.dump --quality-state $(QUALITY_STATE_DIR)
+	$(VENV)/bin/python -m models.ranker.train
+	$(VENV)/bin/python -m models.ranker.calibrate --quality-state $(QUALITY_STATE_DIR)
+
 bench-badinput: setup
 	status=0; $(VENV)/bin/python -m bench.badinput || status=$$?; \
 	$(VENV)/bin/python -m bench.report; exit $$status

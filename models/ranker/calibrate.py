@@ -1,42 +1,82 @@
-"""Fits the search's confidence model (`policy.confidence.confidence`) on the dev split.
+"""Fit the search's confidence model (`policy.confidence`) on the train repositories and report
+its calibration on the benchmark's test split.
 
-Confidence is P(a right answer is among the first ten results), judged from absolute
-evidence (`policy.confidence.confidence_features`). Positives and negatives come from the dev queries:
-each query asked of its own repository (label: a target is in the first ten), and the same
-query asked of another dev repository, where it has no answer (label 0) — the honest shape of
-"a question about code that is not there". Agents mostly ask about the code in front of them,
-so the unanswerable examples are weighted to be `UNANSWERABLE_SHARE` of all queries rather than
-half (the weight is the prior; the features decide the rest). A logistic regression with a small L2 penalty is
-fitted by Newton's method (numpy only) and the weights are printed as the `Calibration` to
-paste into ranking.py. The reliability table (predicted vs observed by bucket) shows whether
-the probabilities mean what they say; the test split's is in the quality run.
+Confidence is P(a right answer is among the first ten results), judged from absolute evidence
+(`policy.confidence.confidence_features`) of the first stage as the product runs it (the learned
+ranker when its model is there). Examples:
 
-Run (after `make bench-quality`):
-  .venv/bin/python -m bench.quality.calibrate --state-dir bench/.work/quality-state
+- answerable: each query asked of its own repository (label: a target is in the first ten);
+- unanswerable (label 0), the shapes a question with no answer takes: the query asked of another
+  repository (`wrong_repository`), an exact code name that no chunk has (`missing_name`: a real
+  name of the index with one letter changed), and text about nothing in any repository
+  (`nonsense`: NONSENSE below, none of them the benchmark's own list).
+
+Agents mostly ask about the code in front of them, so the unanswerable examples together weigh
+UNANSWERABLE_SHARE of all examples (the prior; the features decide the rest). A logistic
+regression with a small L2 penalty is fitted by Newton's method (numpy only); the weights go
+into `policy/confidence.py` DEFAULT_CALIBRATION. The test split is only measured: a reliability
+table (predicted vs observed per bucket) and the expected calibration error, at the same prior.
+
+Writes bench/results/calibration-<UTC>.json (and -latest).
+
+Run (after models.ranker.train): .venv/bin/python -m models.ranker.calibrate
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import random
+import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
 from bench.lib.results import write_results
-from bench.quality.run_quality import DEFAULT_QUERIES, load_queries, target_hit, workspace_for
-from bench.quality.tune_ranking import open_store
+from bench.quality.tune_ranking import open_store, query_embedder
+
 from codecompass.common.config import RetrievalSettings
-from codecompass.embedding.minilm import MiniLMProvider
+from codecompass.embedding.static import StaticProvider
+from codecompass.policy import shape as q
 from codecompass.policy.confidence import CONFIDENCE_FEATURES, Calibration, confidence
+from codecompass.policy.learned import load_ranker
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import hybrid_search
+from models.ranker.dump import QUALITY_STATE, _targets, generated_queries, quality_queries, train_queries
+from models.ranker.workspaces import SEED, STATE_DIR
 
 L2 = 1.0
-# Assumed share of queries that have no answer in the workspace: agents ask about the code in
-# front of them. Chosen on the dev split with the gate: at 0.2 and 0.1 the gate emptied 14% and 8%
-# of the answers to real questions; at 0.05, 1-2%, while queries with no answer stay empty.
-UNANSWERABLE_SHARE = 0.05
+# Assumed share of questions with no answer in the workspace: agents ask about the code in front
+# of them. The weight is the prior of every probability the model gives.
+UNANSWERABLE_SHARE = 0.1
+# Examples per split: enough for six weights, cheap enough to rerun (each is one search).
+MAX_OWN = 1500
+MISSING_PER_REPO = 5
+NONSENSE_PER_REPO = 8
+NONSENSE = (
+    "knitting patterns for winter scarves", "the capital city of mongolia", "best time to plant tulip bulbs",
+    "how do whales sleep underwater", "medieval castle architecture styles", "recipe for lemon meringue pie",
+    "qpzm wvtx lkjh", "ZorblaxQuantumFrobnicator", "mxyzptlk_ultra_handler", "history of the roman aqueducts",
+    "why is the sky blue at noon", "saxophone fingering chart for beginners", "§§§ ¶¶ †††",
+    "tax deductions for home offices", "migratory routes of monarch butterflies", "xkcd 1234 punchline",
+)
+BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0001)
+
+
+@dataclass
+class Examples:
+    rows: list[dict[str, float]]
+    labels: list[float]
+    kinds: list[str]
+
+    def matrix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        x = np.array([[r[n] for n in CONFIDENCE_FEATURES] for r in self.rows])
+        y = np.array(self.labels)
+        own = np.array([k == "answerable" for k in self.kinds])
+        share = UNANSWERABLE_SHARE / (1.0 - UNANSWERABLE_SHARE)
+        sw = np.where(own, 1.0, share * own.sum() / max((~own).sum(), 1))
+        return x, y, sw
 
 
 def fit(x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, l2: float = L2, steps: int = 50) -> np.ndarray:
@@ -57,83 +97,129 @@ def fit(x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, l2: float = L2,
     return w
 
 
-def reliability(pred: np.ndarray, y: np.ndarray, sw: np.ndarray, edges=(0.0, 0.2, 0.4, 0.5, 0.6, 0.8, 1.0001)) -> list[dict]:
-    rows = []
-    for lo, hi in itertools.pairwise(edges):
+def reliability(pred: np.ndarray, y: np.ndarray, sw: np.ndarray) -> tuple[list[dict], float]:
+    """Predicted vs observed per bucket, and the expected calibration error (weighted)."""
+    rows, error = [], 0.0
+    total = float(sw.sum())
+    for lo, hi in itertools.pairwise(BUCKETS):
         mask = (pred >= lo) & (pred < hi)
         if mask.any():
+            predicted = float(np.average(pred[mask], weights=sw[mask]))
+            observed = float(np.average(y[mask], weights=sw[mask]))
+            error += float(sw[mask].sum()) / total * abs(predicted - observed)
             rows.append({"bucket": f"{lo:.1f}-{min(hi, 1.0):.1f}", "n": int(mask.sum()),
-                         "predicted": round(float(np.average(pred[mask], weights=sw[mask])), 3),
-                         "observed": round(float(np.average(y[mask], weights=sw[mask])), 3)})
-    return rows
+                         "predicted": round(predicted, 3), "observed": round(observed, 3)})
+    return rows, round(error, 4)
+
+
+def missing_name(rng: random.Random, names: list[str], present: frozenset[str]) -> str | None:
+    """A code-shaped name of the index with one letter changed, that no chunk has."""
+    shaped = [n for n in names if q.is_code_shaped(n) and len(n) >= 6]
+    for _ in range(50):
+        if not shaped:
+            return None
+        name = rng.choice(shaped)
+        i = rng.randrange(1, len(name) - 1)
+        if not name[i].isalpha():
+            continue
+        letter = rng.choice("bcdfghklmnprstvwz")
+        mutated = name[:i] + (letter.upper() if name[i].isupper() else letter) + name[i + 1:]
+        if mutated.lower() not in present:
+            return mutated
+    return None
+
+
+def collect(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list[dict], generate: bool) -> Examples:
+    settings = RetrievalSettings()
+    ranker = load_ranker() if settings.learned_ranking else None
+    stores = {repo: open_store(state_dir, path) for repo, path in workspaces.items()}
+    if generate:
+        for repo, store in stores.items():
+            queries += generated_queries(repo, store.outline())
+    rng = random.Random(f"{SEED}:calibration:{split}")
+    if len(queries) > MAX_OWN:
+        queries = rng.sample(queries, MAX_OWN)
+    repos = sorted(stores)
+    asks: list[tuple[str, str, str, tuple]] = []  # (repo, text, kind, targets)
+    for query in queries:
+        asks.append((query["repo"], query["query"], "answerable", _targets(query["targets"])))
+        other = repos[(repos.index(query["repo"]) + 1) % len(repos)]
+        asks.append((other, query["query"], "wrong_repository", ()))
+    for repo in repos:
+        names, _ = stores[repo].names()
+        present = frozenset(n.lower() for n in names)
+        ordered = sorted(names)
+        for _ in range(MISSING_PER_REPO):
+            if (name := missing_name(rng, ordered, present)) is not None:
+                asks.append((repo, name, "missing_name", ()))
+        for text in rng.sample(NONSENSE, NONSENSE_PER_REPO):
+            asks.append((repo, text, "nonsense", ()))
+    embedder = query_embedder(next(iter(stores.values())).model)
+    embedder.warmup()
+    static = StaticProvider()
+    static.warmup()
+    texts = sorted({text for _, text, _, _ in asks})
+    vectors = dict(zip(texts, embedder.embed(texts, "query"), strict=True))
+    static_vectors = dict(zip(texts, static.embed(texts, "query"), strict=True))
+    out = Examples([], [], [])
+    t0 = time.perf_counter()
+    for repo, text, kind, targets in asks:
+        store = stores[repo]
+        outcome = hybrid_search(store, text, query_vector=vectors[text], filters=Filters(), limit=10,
+                                semantic_ratio=settings.semantic_ratio, candidate_pool=settings.candidate_pool,
+                                static_query_vector=static_vectors[text],
+                                static_search=store.vector_counts().static_only > 0, model=ranker)
+        hit = bool(targets) and any(
+            r.chunk.relative_path == t.path and (r.chunk.qualified_name == t.qualified_name
+                                                 or (r.chunk.start_line, r.chunk.end_line) == (t.start_line, t.end_line))
+            for r in outcome.results for t in targets)
+        out.rows.append(outcome.confidence_features)
+        out.labels.append(1.0 if hit else 0.0)
+        out.kinds.append(kind)
+    print(f"{split}: {len(asks)} searches in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return out
+
+
+def by_kind(examples: Examples, pred: np.ndarray) -> dict[str, dict]:
+    out = {}
+    for kind in sorted(set(examples.kinds)):
+        mask = np.array([k == kind for k in examples.kinds])
+        out[kind] = {"n": int(mask.sum()), "mean_confidence": round(float(pred[mask].mean()), 3),
+                     "answered": round(float(np.array(examples.labels)[mask].mean()), 3),
+                     "below_0.5": round(float((pred[mask] < 0.5).mean()), 3)}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--state-dir", type=Path, required=True)
-    parser.add_argument("--queries", type=Path, default=DEFAULT_QUERIES)
+    parser.add_argument("--quality-state", type=Path, default=QUALITY_STATE)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
-
-    queries = [qy for qy in load_queries(args.queries) if qy.split == "dev"]
-    repos = sorted({qy.repo for qy in queries})
-    settings = RetrievalSettings()
-    model = MiniLMProvider()
-    model.warmup()
-    vectors = dict(zip((qy.id for qy in queries), model.embed([qy.query for qy in queries], "query"), strict=True))
-    stores = {repo: open_store(args.state_dir, workspace_for(repo)) for repo in repos}
-
-    names: list[str] | None = None
-    rows: list[list[float]] = []
-    evidence: list[dict[str, float]] = []
-    labels: list[float] = []
-    kinds: list[str] = []
-    for qy in queries:
-        other = repos[(repos.index(qy.repo) + 1) % len(repos)]
-        for repo, own in ((qy.repo, True), (other, False)):
-            outcome = hybrid_search(
-                stores[repo], qy.query, query_vector=vectors[qy.id], filters=Filters(), limit=10,
-                semantic_ratio=settings.semantic_ratio, candidate_pool=settings.candidate_pool,
-            )
-            features = outcome.confidence_features
-            names = names or list(CONFIDENCE_FEATURES)
-            rows.append([features[n] for n in names])
-            evidence.append(features)
-            hit = own and any(target_hit(r.chunk, qy.targets) is not None for r in outcome.results)
-            labels.append(1.0 if hit else 0.0)
-            kinds.append(f"{qy.type}/{'own' if own else 'other'}")
-    assert names is not None
-    x, y = np.array(rows), np.array(labels)
-    own = np.array([k.endswith("/own") for k in kinds])
-    # Own and other examples are equally many: weight other ones to the assumed share.
-    sw = np.where(own, 1.0, UNANSWERABLE_SHARE / (1.0 - UNANSWERABLE_SHARE))
+    workspaces, queries = train_queries()
+    train = collect("train", STATE_DIR, workspaces, queries, generate=True)
+    x, y, sw = train.matrix()
     w = fit(x, y, sw)
-    calibration = Calibration(bias=round(float(w[-1]), 3),
-                              weights=tuple((n, round(float(v), 3)) for n, v in zip(names, w[:-1], strict=True)))
-    pred = np.array([confidence(features, calibration) for features in evidence])
-    table = reliability(pred, y, sw)
-    by_kind = {}
-    for kind in sorted(set(kinds)):
-        mask = np.array([k == kind for k in kinds])
-        by_kind[kind] = {"n": int(mask.sum()), "mean_confidence": round(float(pred[mask].mean()), 3),
-                         "answered": round(float(y[mask].mean()), 3),
-                         "above_0.5": round(float((pred[mask] >= 0.5).mean()), 3)}
-    print(f"{len(queries)} dev queries, {len(rows)} examples, {int(y.sum())} positive\n")
+    calibration = Calibration(bias=round(float(w[-1]), 3), weights=tuple(
+        (n, round(float(v), 3)) for n, v in zip(CONFIDENCE_FEATURES, w[:-1], strict=True)))
+    report: dict = {"unanswerable_share": UNANSWERABLE_SHARE, "l2": L2,
+                    "calibration": {"bias": calibration.bias, "weights": dict(calibration.weights)}}
     print(f"DEFAULT_CALIBRATION = {calibration!r}\n")
-    print("| Predicted | n | mean predicted | observed |\n|---|---|---|---|")
-    for row in table:
-        print(f"| {row['bucket']} | {row['n']} | {row['predicted']:.3f} | {row['observed']:.3f} |")
-    print("\n| Queries | n | mean confidence | answer in top 10 | confidence >= 0.5 |\n|---|---|---|---|---|")
-    for kind, row in by_kind.items():
-        print(f"| {kind} | {row['n']} | {row['mean_confidence']:.3f} | {row['answered']:.3f} | {row['above_0.5']:.3f} |")
+    test_workspaces, test_queries = quality_queries("test")
+    test = collect("test", args.quality_state, test_workspaces, test_queries, generate=False)
+    for split, examples in (("train", train), ("test", test)):
+        _, ys, sws = examples.matrix()
+        pred = np.array([confidence(row, calibration) for row in examples.rows])
+        table, ece = reliability(pred, ys, sws)
+        report[split] = {"examples": len(ys), "positives": int(ys.sum()), "reliability": table,
+                         "expected_calibration_error": ece, "by_kind": by_kind(examples, pred)}
+        print(f"{split}: {len(ys)} examples, ECE {ece:.4f}")
+        print("| Predicted | n | mean predicted | observed |\n|---|---|---|---|")
+        for row in table:
+            print(f"| {row['bucket']} | {row['n']} | {row['predicted']:.3f} | {row['observed']:.3f} |")
+        for kind, row in report[split]["by_kind"].items():
+            print(f"  {kind}: {row}")
     if not args.no_write:
-        path = write_results("calibration", {
-            "split": "dev", "examples": len(rows), "positives": int(y.sum()), "l2": L2,
-            "unanswerable_share": UNANSWERABLE_SHARE,
-            "calibration": {"bias": calibration.bias, "weights": dict(calibration.weights)},
-            "reliability": table, "by_kind": by_kind,
-        })
-        print(f"\nwrote {path}")
+        print(f"wrote {write_results('calibration', report)}")
     return 0
 
 

@@ -40,6 +40,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
+from typing import Protocol
 
 from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.identifiers import identifier_parts
@@ -122,6 +123,12 @@ class Candidate:
     name_match: bool = False
     path_match: bool = False
     vector_channel: str = PRIMARY_VECTORS  # whose vectors gave `cosine` (when semantic_rank)
+    # Each model's cosine for every candidate, whichever channel found it (None: the chunk has no
+    # such vector yet, or the query none): features of the learned ranker.
+    primary_cosine: float | None = None
+    static_cosine: float | None = None
+    # Chunks in the whole index that reference this one.
+    in_degree: int = 0
 
 
 @dataclass(frozen=True)
@@ -172,6 +179,13 @@ def semantic_weight(
     return cap, None
 
 
+class Reranker(Protocol):
+    """A model that reorders the hand-set stack's full list (`learned.LearnedRanker`)."""
+
+    def rerank(self, shape: QueryShape, results: list[RankedResult], candidates: dict[str, Candidate],
+               limit: int) -> list[RankedResult]: ...
+
+
 def rank(
     shape: QueryShape,
     candidates: Iterable[Candidate],
@@ -179,8 +193,10 @@ def rank(
     ratio: float,
     limit: int,
     policy: RankingPolicy = DEFAULT_POLICY,
+    model: Reranker | None = None,
 ) -> list[RankedResult]:
-    """Candidates ordered best first, at most `limit`."""
+    """Candidates ordered best first, at most `limit`. With a `model` (RANKING_MODE_FULL only)
+    the hand-set order and its signals become the model's features and the model decides."""
     merged = _merge(candidates)
     if not merged or limit <= 0:
         return []
@@ -189,7 +205,9 @@ def rank(
         fused = _apply_signals(shape, fused, policy)
     fused.sort(key=_order)
     if policy.full and policy.saturation < 1.0:
-        fused = _saturate(fused, policy.saturation, limit)
+        fused = _saturate(fused, policy.saturation, len(fused))
+    if policy.full and model is not None:
+        return model.rerank(shape, fused, merged, limit)
     return fused[:limit]
 
 
@@ -215,6 +233,9 @@ def _merge(candidates: Iterable[Candidate]) -> dict[str, Candidate]:
             vector_channel=seen.vector_channel if seen.semantic_rank else c.vector_channel,
             name_match=seen.name_match or c.name_match,
             path_match=seen.path_match or c.path_match,
+            primary_cosine=seen.primary_cosine if seen.primary_cosine is not None else c.primary_cosine,
+            static_cosine=seen.static_cosine if seen.static_cosine is not None else c.static_cosine,
+            in_degree=max(seen.in_degree, c.in_degree),
         )
     return merged
 
@@ -425,6 +446,16 @@ def _prefix_match(a: str, b: str) -> bool:
     return len(shorter) >= 4 and longer.startswith(shorter)
 
 
+def example_path(relative_path: str) -> bool:
+    """Examples, docs, scripts, benchmarks: code that shows or drives the product."""
+    return bool(_EXAMPLE_DIR.search(relative_path))
+
+
+def vendored_path(relative_path: str) -> bool:
+    """Vendored, built or bundled code."""
+    return bool(_VENDOR.search(relative_path))
+
+
 def _path_penalty(chunk: Chunk, shape: QueryShape, policy: RankingPolicy) -> dict[str, float]:
     path = chunk.relative_path
     out: dict[str, float] = {}
@@ -435,11 +466,11 @@ def _path_penalty(chunk: Chunk, shape: QueryShape, policy: RankingPolicy) -> dic
             out["test_file"] = policy.test_penalty
         else:
             out["not_test_file"] = policy.not_test_penalty
-    if _EXAMPLE_DIR.search(path):
+    if example_path(path):
         out["example_or_script"] = policy.example_penalty
     if _COMPAT_DIR.search(path):
         out["compat"] = policy.compat_penalty
-    if _VENDOR.search(path):
+    if vendored_path(path):
         out["vendored_or_built"] = policy.vendor_penalty
     if _DECLARATION.search(path):
         out["declaration_file"] = policy.declaration_penalty

@@ -21,7 +21,7 @@ import logging
 import math
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -41,6 +41,7 @@ from codecompass.policy.ranking import (
     Candidate,
     RankedResult,
     RankingPolicy,
+    Reranker,
     rank,
     semantic_weight,
 )
@@ -91,6 +92,8 @@ def hybrid_search(
     unavailable_reason: str = SKIP_EMBEDDING_UNAVAILABLE,
     static_query_vector: np.ndarray | None = None,
     shape: QueryShape | None = None,
+    static_search: bool = True,
+    model: Reranker | None = None,
 ) -> HybridOutcome:
     """Ranked results for `query`.
 
@@ -99,7 +102,11 @@ def hybrid_search(
     answer). `static_query_vector` (the static model's embedding of the query; None: no static
     channel) searches the rows without a primary vector, or every row when `query_vector` is
     None. A query vector from another model (wrong dimensions) falls back to lexical with
-    reason "dimension_mismatch".
+    reason "dimension_mismatch". `static_search` False: the static vectors only give features
+    (every row has a primary vector, so the static channel has nothing to search).
+
+    `model` (the learned ranker) reorders the hand-set stack's list; it reads every candidate's
+    cosine to each query vector and its in-degree in the reference graph, fetched here.
     """
     # The caller's judgement of the query (the gateway's, sent with the search) when there is
     # one: a query's shape is judged once. A plain client sends none, and it is judged here.
@@ -113,7 +120,7 @@ def hybrid_search(
     # A natural-language query never short-circuits, so its vector search starts alongside
     # the lexical one (LanceDB releases the GIL): latency becomes the slower channel instead
     # of the sum. Other queries wait for the lexical verdict, which often makes it unnecessary.
-    channels = _vector_channels(store, query_vector, static_query_vector, filters, pool)
+    channels = _vector_channels(store, query_vector, static_query_vector if static_search else None, filters, pool)
     speculative: list[tuple[str, Future[list[ScoredChunk]]]] = []
     if cap > 0.0 and channels and (vectors_only or shape.intent == q.NATURAL_LANGUAGE):
         speculative = [(name, _EXECUTOR.submit(search)) for name, search in channels]
@@ -165,7 +172,10 @@ def hybrid_search(
         # list rather than a silent switch to lexical.
         candidates = []
 
-    ranked = rank(shape, candidates, ratio=ratio, limit=len(candidates) or 1, policy=policy)
+    if model is not None and policy.full and candidates:
+        candidates = _with_graph_and_cosines(store, candidates, query_vector if ratio > 0.0 or vectors_only else None,
+                                             static_query_vector)
+    ranked = rank(shape, candidates, ratio=ratio, limit=len(candidates) or 1, policy=policy, model=model)
     results = ranked[:limit]
     cut = ranked[limit:]
     truncated = bool(cut and results and cut[0].score >= 0.5 * results[0].score)
@@ -184,6 +194,23 @@ def hybrid_search(
         nearest_names=nearest_names(missing, *store.names()) if missing else (),
         vector_channels=used if ratio > 0.0 else (),
     )
+
+
+def _with_graph_and_cosines(store: ChunkStore, candidates: list[Candidate], query_vector: np.ndarray | None,
+                            static_query_vector: np.ndarray | None) -> list[Candidate]:
+    """The candidates with each model's cosine and their in-degree filled in (one lookup each)."""
+    ids = list(dict.fromkeys(c.chunk.id for c in candidates))
+    try:
+        cosines = store.cosines(ids, query_vector, static_query_vector)
+    except DimensionMismatch as err:
+        _log.warning("candidate cosines skipped: %s", err)
+        cosines = {}
+    degrees = store.in_degrees(ids)
+    out = []
+    for c in candidates:
+        primary, static = cosines.get(c.chunk.id, (None, None))
+        out.append(replace(c, primary_cosine=primary, static_cosine=static, in_degree=degrees.get(c.chunk.id, 0)))
+    return out
 
 
 def _vector_channels(

@@ -32,6 +32,7 @@ import numpy as np
 
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
+from codecompass.policy.learned import load_ranker
 from codecompass.policy.ranking import (
     DEFAULT_HUB_POLICY,
     DEFAULT_POLICY,
@@ -778,6 +779,8 @@ class RetrievalEngine:
         # One static model per process, shared by every workspace (see `static_channel`).
         self._static = StaticChannel(enabled=retrieval.static_channel, model_dir=retrieval.static_model_dir,
                                      max_tokens=settings.embedding.max_tokens)
+        # One learned ranker per process (None: the hand-set stack ranks alone).
+        self._ranker = load_ranker(retrieval.ranker_model) if retrieval.learned_ranking else None
         self._workspaces: dict[Path, WorkspaceIndex] = {}
         self._lock = threading.Lock()
         self._query_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embed")
@@ -974,9 +977,9 @@ class RetrievalEngine:
                 query_vector = static_query
             static_query = None
         counts = store.vector_counts()
-        if query_vector is not None and counts.static_only == 0:
-            # Every chunk with a static vector has a primary one: the primary channel answers alone.
-            static_query = None
+        # Every chunk with a static vector has a primary one: the primary channel answers alone, and
+        # the static vectors only give the learned ranker its second cosine.
+        static_search = query_vector is None or counts.static_only > 0
         outcome = hybrid_search(
             store,
             request.query,
@@ -988,6 +991,8 @@ class RetrievalEngine:
             policy=DEFAULT_POLICY if request.ranked else FUSION_ONLY,
             unavailable_reason=unavailable_reason,
             static_query_vector=static_query,
+            static_search=static_search,
+            model=self._ranker if request.ranked else None,
             shape=request.shape,
         )
         status, _ = ws.indexing_status((counts.total, counts.primary))

@@ -160,6 +160,7 @@ class ChunkStore:
         self._has_static_index = static is not None and self._vector_index_exists(STATIC_VECTOR_COLUMN)
         # (table version, names, qualified names): see `names`.
         self._names: tuple[int, frozenset[str], frozenset[str]] | None = None
+        self._in_degrees: tuple[int, dict[str, int]] | None = None
 
     @classmethod
     def open(
@@ -354,6 +355,65 @@ class ChunkStore:
                                       strict=True):
                 found[chunk_id] = [r for r in dict.fromkeys(refs or ()) if r]
         return found
+
+    def cosines(self, chunk_ids: Sequence[str], primary: np.ndarray | None,
+                static: np.ndarray | None) -> dict[str, tuple[float | None, float | None]]:
+        """{chunk id: (cosine of its primary vector to `primary`, of its static vector to
+        `static`)}, None where the chunk has no such vector or no query vector was given: every
+        candidate's similarity, whichever channel found it (raw features of the ranking)."""
+        wanted = sorted(set(chunk_ids))
+        if not wanted or (primary is None and static is None):
+            return {}
+        columns = ["id", "has_vector"]
+        if primary is not None:
+            primary = _unit(self._check_dims(primary, "query vector"))
+            columns.append(VECTOR_COLUMN)
+        if static is not None and self.static is not None:
+            static = _unit(_checked(static, self.static.dimensions, "static query vector"))
+            columns += [STATIC_FLAG_COLUMN, STATIC_VECTOR_COLUMN]
+        else:
+            static = None
+        out: dict[str, tuple[float | None, float | None]] = {}
+        for batch in _batches(wanted):
+            rows = self._scan(sqlf.sql_in("id", batch), columns)
+            ids = rows.column("id").to_pylist()
+            p_sims: list[float | None] = [None] * len(ids)
+            s_sims: list[float | None] = [None] * len(ids)
+            if primary is not None:
+                has = rows.column("has_vector").to_pylist()
+                sims = _unit_rows(_vectors_of(rows, self.model.dimensions)) @ primary
+                p_sims = [float(v) if h else None for v, h in zip(sims, has, strict=True)]
+            if static is not None:
+                has = rows.column(STATIC_FLAG_COLUMN).to_pylist()
+                matrix = _vectors_of(rows.select([STATIC_VECTOR_COLUMN]).rename_columns([VECTOR_COLUMN]),
+                                     self.static.dimensions)
+                sims = _unit_rows(matrix) @ static
+                s_sims = [float(v) if h else None for v, h in zip(sims, has, strict=True)]
+            out.update({i: (p, s) for i, p, s in zip(ids, p_sims, s_sims, strict=True)})
+        return out
+
+    def outline(self) -> list[dict]:
+        """Every chunk's identity and place (no code): id, name, qualified_name, node_kind,
+        relative_path, start_line, end_line, depth, is_test."""
+        columns = ["id", "name", "qualified_name", "node_kind", "relative_path", "start_line", "end_line", "depth",
+                   "is_test"]
+        return self._scan(None, columns).to_pylist()
+
+    def in_degrees(self, chunk_ids: Sequence[str]) -> dict[str, int]:
+        """{chunk id: how many chunks of the index reference it} (the reference graph's in-degree).
+
+        The whole graph's in-degrees are counted once per table version (one scan of the edge
+        column) and looked up after: a search asks for a hundred candidates, and a filtered scan
+        per search costs more than counting every edge once."""
+        version = self._table.version
+        cached = self._in_degrees
+        if cached is None or cached[0] != version:
+            counts: dict[str, int] = {}
+            for refs in self._scan(None, ["reference_ids"]).column("reference_ids").to_pylist():
+                for target in dict.fromkeys(refs or ()):
+                    counts[target] = counts.get(target, 0) + 1
+            cached = self._in_degrees = (version, counts)
+        return {i: cached[1].get(i, 0) for i in chunk_ids}
 
     def chunk_ids_for_files(self, relative_paths: list[str]) -> list[str]:
         found: list[str] = []
@@ -880,3 +940,14 @@ def _same_identity(old_name: str, new_name: str) -> bool:
     """Whether `old_name` is this index (or this index under another format): names end
     `_f<format>_<digest>`."""
     return old_name.rsplit("_", 2)[0] == new_name.rsplit("_", 2)[0]
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
+
+
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms > 0, norms, 1.0)

@@ -1,0 +1,159 @@
+"""The learned ranker's data: every query's first-stage candidates as feature rows and labels.
+
+Runs the product's first stage in process (`hybrid.hybrid_search`, read only, the default
+semantic ratio and candidate pool, queries embedded by the index's own models) over:
+
+- train: the corpus train workspaces `workspaces.py` indexed (models/.work/ranker/state), with
+  their sampled pairs, plus identifier and path queries made from each index by the benchmark's
+  own rules (bench/quality/build_queries.py: a name split into words -> the one symbol so named;
+  the last two segments of a file's path -> its top-level symbols), from non-test library code;
+- dev and test: the quality benchmark's queries on its indexes (`--quality-state`).
+
+`policy.learned.FeatureRecorder` stands in for the model, so the rows are exactly what the
+model will read in the service. Writes models/.work/ranker/<split>.npz (X, y, group sizes) and
+<split>.json (per query: id, type, repo, targets found in the pool).
+
+Run: .venv/bin/python -m models.ranker.dump [--splits train,dev,test]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from bench.quality.build_queries import identifier_queries, path_queries
+from bench.quality.run_quality import DEFAULT_QUERIES, Target, load_queries, target_hit, workspace_for
+from bench.quality.tune_ranking import open_store, query_embedder
+
+from codecompass.common.config import RetrievalSettings
+from codecompass.common.testcode import is_test_path
+from codecompass.embedding.static import StaticProvider
+from codecompass.policy.learned import FEATURES, FeatureRecorder
+from codecompass.policy.ranking import example_path, vendored_path
+from codecompass.retrieval.filters import Filters
+from codecompass.retrieval.hybrid import hybrid_search
+from models.ranker.workspaces import QUERIES_PATH, RANKER_DIR, SEED, STATE_DIR, WORKSPACES_DIR
+
+QUALITY_STATE = Path(__file__).resolve().parents[2] / "bench" / ".work" / "quality-state"
+# Per train repository, by the benchmark's quotas (bench/quality/build_queries.py QUOTAS).
+GENERATED = {"identifier": 8, "path": 5}
+_BODY_KINDS = {"function", "method", "class", "constructor", "accessor", "component"}
+# Pair rules as the benchmark's query types.
+TYPE_OF_RULE = {"commit": "nl", "jsdoc": "jsdoc", "error": "error", "test": "test", "comment": "comment",
+                "header": "header", "doc": "doc"}
+
+
+def _targets(raw: list[dict]) -> tuple[Target, ...]:
+    return tuple(Target(t["path"], t["qualified_name"], t["start_line"], t["end_line"]) for t in raw)
+
+
+def generated_queries(repo: str, outline: list[dict]) -> list[dict]:
+    """Identifier and path queries of one train index, by the benchmark's rules."""
+    library = [r for r in outline if not (r["is_test"] or is_test_path(r["relative_path"])
+                                          or example_path(r["relative_path"]) or vendored_path(r["relative_path"]))]
+    by_path: dict[str, list[dict]] = defaultdict(list)
+    for row in library:
+        if row["node_kind"] == "module":
+            continue
+        by_path[row["relative_path"]].append({
+            "name": row["name"], "qualified_name": row["qualified_name"], "kind": row["node_kind"],
+            "has_body": row["node_kind"] in _BODY_KINDS, "start_line": row["start_line"],
+            "end_line": row["end_line"],
+        })
+    records = [{"path": path, "symbols": sorted(symbols, key=lambda s: (s["start_line"], s["end_line"]))}
+               for path, symbols in sorted(by_path.items())]
+    rng = random.Random(f"{SEED}:{repo}:generated")
+    out = []
+    for kind, make in (("identifier", lambda: identifier_queries(records, rng)), ("path", lambda: path_queries(records))):
+        pool = sorted(make(), key=lambda c: (c.targets[0].path, c.targets[0].start_line, c.text))
+        rng.shuffle(pool)
+        for n, candidate in enumerate(pool[: GENERATED[kind]], start=1):
+            out.append({"id": f"{kind}-{repo}-{n:04d}", "repo": repo, "type": kind, "query": candidate.text,
+                        "targets": [vars(t) for t in candidate.targets]})
+    return out
+
+
+def train_queries() -> tuple[dict[str, Path], list[dict]]:
+    rows = [json.loads(line) for line in QUERIES_PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
+    workspaces = {}
+    queries = []
+    for row in rows:
+        workspaces[row["repo"]] = WORKSPACES_DIR / row["repo"].replace("/", "+")
+        queries.append({**row, "type": TYPE_OF_RULE[row["rule"]]})
+    return workspaces, queries
+
+
+def quality_queries(split: str) -> tuple[dict[str, Path], list[dict]]:
+    chosen = [q for q in load_queries(DEFAULT_QUERIES) if q.split == split]
+    workspaces = {q.repo: workspace_for(q.repo) for q in chosen}
+    return workspaces, [{"id": q.id, "repo": q.repo, "type": q.type, "query": q.query,
+                         "targets": [vars(t) for t in q.targets]} for q in chosen]
+
+
+def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list[dict], generate: bool) -> None:
+    settings = RetrievalSettings()
+    stores = {repo: open_store(state_dir, path) for repo, path in workspaces.items()}
+    if generate:
+        for repo, store in stores.items():
+            queries += generated_queries(repo, store.outline())
+    models = {store.model for store in stores.values()}
+    if len(models) != 1:
+        raise SystemExit(f"{split}: indexes of several models: {sorted(m.identity() for m in models)}")
+    embedder = query_embedder(models.pop())
+    embedder.warmup()
+    static = StaticProvider()
+    static.warmup()
+    texts = [q["query"] for q in queries]
+    vectors = embedder.embed(texts, "query")
+    static_vectors = static.embed(texts, "query")
+    xs, ys, groups, meta = [], [], [], []
+    t0 = time.perf_counter()
+    for query, vector, static_vector in zip(queries, vectors, static_vectors, strict=True):
+        store = stores[query["repo"]]
+        recorder = FeatureRecorder()
+        counts = store.vector_counts()
+        hybrid_search(store, query["query"], query_vector=vector, filters=Filters(), limit=settings.candidate_pool,
+                      semantic_ratio=settings.semantic_ratio, candidate_pool=settings.candidate_pool,
+                      static_query_vector=static_vector, static_search=counts.static_only > 0, model=recorder)
+        if recorder.rows is None:
+            continue
+        targets = _targets(query["targets"])
+        chunks = {c.id: c for c in store.get_chunks(recorder.ids)}
+        labels = np.array([target_hit(chunks[i], targets) is not None if i in chunks else False
+                           for i in recorder.ids], dtype=np.float32)
+        xs.append(recorder.rows)
+        ys.append(labels)
+        groups.append(len(labels))
+        meta.append({"id": query["id"], "type": query["type"], "repo": query["repo"], "n_targets": len(targets),
+                     "found": int(labels.sum())})
+    out = RANKER_DIR / f"{split}.npz"
+    np.savez_compressed(out, x=np.concatenate(xs), y=np.concatenate(ys), groups=np.array(groups))
+    (RANKER_DIR / f"{split}.json").write_text(json.dumps({"features": FEATURES, "queries": meta}), encoding="utf-8")
+    found = sum(1 for m in meta if m["found"])
+    print(f"{split}: {len(meta)} queries, {sum(groups)} rows, a target in the pool for {found} "
+          f"({found / max(len(meta), 1):.1%}), {time.perf_counter() - t0:.0f} s -> {out}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--splits", default="train,dev,test")
+    parser.add_argument("--quality-state", type=Path, default=QUALITY_STATE)
+    args = parser.parse_args(argv)
+    for split in [s.strip() for s in args.splits.split(",") if s.strip()]:
+        if split == "train":
+            workspaces, queries = train_queries()
+            dump(split, STATE_DIR, workspaces, queries, generate=True)
+        else:
+            workspaces, queries = quality_queries(split)
+            dump(split, args.quality_state, workspaces, queries, generate=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,374 @@
+"""The learned ranker: a LightGBM LambdaRank model over every feature the first stage has.
+
+The hand-set stack (`ranking.py`) stays the reference and the fallback: its fusion score, its
+signals and its final score are features here, next to the raw evidence they were built from
+(BM25, each model's cosine for every candidate, name and path lookups), per-field word matches,
+the chunk's shape, file-level aggregates of the candidates and the reference graph (degree in
+the whole index, links to the other candidates: hubs as a feature, not a stage). The model
+(models/ranker/, `make ranker`) was trained on the corpus's train repositories, early-stopped
+on the benchmark's dev split and reported on its test split; it decides the order, and each
+result's `signals` name the features that moved it most (LightGBM's `pred_contrib`), so "why is
+this first" keeps an answer.
+
+Scores: the model's outputs are margins with no fixed scale, so a result's score is the
+probability that it is an answer, `sigmoid(a * margin + b)` (Platt scaling fitted on the train
+repositories' candidates, models/ranker/model.scale.json): a low best score says the best is
+unsure, and the relevance gate downstream reads a ratio of probabilities (score / best score).
+
+Everything here is pure: the features come from the candidates the retrieval service gathered.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from collections import OrderedDict, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+
+from codecompass.common.chunks import Chunk, NodeKind
+from codecompass.common.config import CHECKOUT_ROOT
+from codecompass.common.identifiers import identifier_parts
+from codecompass.common.testcode import is_test_path
+from codecompass.policy import shape as q
+from codecompass.policy.ranking import KIND_WORDS, Candidate, RankedResult, example_path, vendored_path
+from codecompass.policy.shape import REQUEST_WORDS, QueryShape
+
+_log = logging.getLogger(__name__)
+# The committed model of `make ranker` (models/ranker/train.py).
+DEFAULT_MODEL = CHECKOUT_ROOT / "models" / "ranker" / "model.txt"
+_TOKEN = re.compile(r"[A-Za-z0-9_$]+")
+# How much of each field is read for word matches: enough for a symbol's head, cheap for 100.
+_FIELD_CHARS = {"signature": 400, "jsdoc": 800, "body": 2500}
+_KINDS = (NodeKind.FUNCTION, NodeKind.METHOD, NodeKind.CLASS, NodeKind.INTERFACE, NodeKind.TYPE,
+          NodeKind.VARIABLE, NodeKind.MODULE, NodeKind.ENUM)
+# Candidates whose links to each other count (the hand-set order's head).
+_LINK_TOP = 20
+# Contributions named in a result's signals, for the first EXPLAINED results: explaining costs
+# 0.7 ms a result (pred_contrib walks every tree), scoring a hundred 0.4 ms in all.
+TOP_CONTRIBUTIONS = 3
+EXPLAINED = 5
+SIGNAL_PREFIX = "learned."
+
+FEATURES: tuple[str, ...] = (
+    # the query
+    "q_natural_language", "q_symbol", "q_error", "q_path", "q_words", "q_mentions_tests", "q_phrase",
+    "q_identifiers",
+    # the channels
+    "bm25_rel", "bm25_log", "lexical_rank_inv", "in_lexical",
+    "cos_primary", "cos_primary_gap", "cos_primary_rank_inv", "has_primary", "ann_rank_inv",
+    "cos_static", "cos_static_gap", "cos_static_rank_inv",
+    "name_match", "path_match",
+    # the hand-set stack
+    "handset_fusion", "handset_score", "handset_rank_inv", "sig_definition", "sig_name_words", "sig_path",
+    "sig_phrase", "pen_test", "pen_not_test", "pen_example", "pen_compat", "pen_vendor", "pen_declaration",
+    "pen_tiny", "pen_module",
+    # words of the query per field (weighted by rarity among the candidates)
+    "cov_name", "cov_qualified", "cov_signature", "cov_jsdoc", "cov_body", "cov_path", "cov_all",
+    "name_exact",
+    # the chunk
+    *(f"kind_{k.value}" for k in _KINDS), "depth", "lines_log", "has_jsdoc", "is_test", "is_example",
+    "is_vendor", "index_file", "path_depth",
+    # the file, over the candidates
+    "file_candidates", "file_best_bm25", "file_best_cos", "file_rank", "file_words",
+    # the reference graph
+    "out_degree", "in_degree", "links_top", "parent_candidate", "child_candidates",
+)
+_INDEX = {name: i for i, name in enumerate(FEATURES)}
+
+
+class _Words:
+    """Word sets of a chunk's fields, cached by content: chunks recur across queries."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self._cache: OrderedDict[tuple[str, str], dict[str, _Field]] = OrderedDict()
+        self._size = size
+
+    def of(self, chunk: Chunk) -> dict[str, _Field]:
+        key = (chunk.id, chunk.snippet_hash)
+        found = self._cache.get(key)
+        if found is not None:
+            self._cache.move_to_end(key)
+            return found
+        fields = {
+            "name": identifier_parts(chunk.name),
+            "qualified": _words(chunk.qualified_name),
+            "signature": _words(chunk.signature[: _FIELD_CHARS["signature"]]),
+            "jsdoc": _words(chunk.jsdoc[: _FIELD_CHARS["jsdoc"]]),
+            "body": _words(chunk.collapsed_source[: _FIELD_CHARS["body"]]),
+            "path": _words(chunk.relative_path),
+        }
+        fields["all"] = [w for values in fields.values() for w in values]
+        found = {name: _Field.of(values) for name, values in fields.items()}
+        self._cache[key] = found
+        if len(self._cache) > self._size:
+            self._cache.popitem(last=False)
+        return found
+
+
+@dataclass(frozen=True)
+class _Field:
+    words: frozenset[str]
+    stems: frozenset[str]  # the first five letters of each word of five or more
+
+    @classmethod
+    def of(cls, words: list[str]) -> _Field:
+        unique = frozenset(words)
+        return cls(unique, frozenset(w[:5] for w in unique if len(w) >= 5))
+
+
+_WORDS = _Words()
+
+
+def _words(text: str) -> list[str]:
+    out: list[str] = []
+    for token in _TOKEN.findall(text):
+        out.append(token.lower())
+        parts = identifier_parts(token)
+        if len(parts) > 1:
+            out.extend(parts)
+    return out
+
+
+def query_terms(shape: QueryShape) -> list[str]:
+    """The query's content words: no stop words, request words ("fix", "how") or kind words."""
+    return [w for w in dict.fromkeys(shape.words or shape.name_parts)
+            if len(w) >= 2 and w not in REQUEST_WORDS and w not in KIND_WORDS]
+
+
+def _has(term: str, field: _Field) -> bool:
+    # `inserted` / `insert`, `handlers` / `handler`: a stem shared is a word shared.
+    return term in field.words or (term.endswith("s") and term[:-1] in field.words) or (
+        len(term) >= 6 and term[:5] in field.stems)
+
+
+def feature_matrix(shape: QueryShape, results: Sequence[RankedResult],
+                   candidates: dict[str, Candidate]) -> np.ndarray:
+    """One row of FEATURES per result of the hand-set stack (in its order)."""
+    n = len(results)
+    x = np.zeros((n, len(FEATURES)), dtype=np.float32)
+    if n == 0:
+        return x
+    col = _INDEX
+    x[:, col["q_natural_language"]] = shape.intent == q.NATURAL_LANGUAGE
+    x[:, col["q_symbol"]] = shape.intent == q.SYMBOL
+    x[:, col["q_error"]] = shape.intent == q.ERROR
+    x[:, col["q_path"]] = shape.intent == q.PATH
+    terms = query_terms(shape)
+    x[:, col["q_words"]] = len(terms)
+    x[:, col["q_mentions_tests"]] = shape.mentions_tests
+    x[:, col["q_phrase"]] = bool(shape.phrase)
+    x[:, col["q_identifiers"]] = len(shape.identifiers)
+
+    raw = [candidates[r.chunk.id] for r in results]
+    words = [_WORDS.of(r.chunk) for r in results]
+    top_bm25 = max((c.bm25 for c in raw), default=0.0)
+    bm25_rel = [c.bm25 / top_bm25 if top_bm25 > 0 else 0.0 for c in raw]
+    primary = np.array([c.primary_cosine if c.primary_cosine is not None else np.nan for c in raw], dtype=np.float32)
+    static = np.array([c.static_cosine if c.static_cosine is not None else np.nan for c in raw], dtype=np.float32)
+    primary_rank = _rank_inv(primary)
+    static_rank = _rank_inv(static)
+    best_primary = np.nanmax(primary) if np.isfinite(primary).any() else 0.0
+    best_static = np.nanmax(static) if np.isfinite(static).any() else 0.0
+
+    # Term weights by rarity among the candidates: a word every candidate has tells nothing.
+    df: dict[str, int] = defaultdict(int)
+    for w in words:
+        for t in terms:
+            if _has(t, w["all"]):
+                df[t] += 1
+    weight = {t: math.log((n + 1) / (df[t] + 0.5)) for t in terms}
+    total = sum(weight.values()) or 1.0
+
+    by_file: dict[str, list[int]] = defaultdict(list)
+    for i, r in enumerate(results):
+        by_file[r.chunk.relative_path].append(i)
+    ids = {r.chunk.id: i for i, r in enumerate(results)}
+    head = {r.chunk.id for r in results[:_LINK_TOP]}
+    links = defaultdict(int)
+    for r in results[:_LINK_TOP]:
+        for ref in r.chunk.references:
+            if ref.chunk_id in head and ref.chunk_id != r.chunk.id:
+                links[r.chunk.id] += 1
+                links[ref.chunk_id] += 1
+    children = defaultdict(int)
+    for r in results:
+        if r.chunk.parent_id in ids:
+            children[r.chunk.parent_id] += 1
+
+    for i, (r, c, w) in enumerate(zip(results, raw, words, strict=True)):
+        chunk = r.chunk
+        row = x[i]
+        row[col["bm25_rel"]] = bm25_rel[i]
+        row[col["bm25_log"]] = math.log1p(c.bm25)
+        row[col["lexical_rank_inv"]] = 1.0 / c.lexical_rank if c.lexical_rank else 0.0
+        row[col["in_lexical"]] = bool(c.lexical_rank)
+        if c.primary_cosine is not None:
+            row[col["cos_primary"]] = c.primary_cosine
+            row[col["cos_primary_gap"]] = c.primary_cosine - best_primary
+            row[col["has_primary"]] = 1.0
+        row[col["cos_primary_rank_inv"]] = primary_rank[i]
+        row[col["ann_rank_inv"]] = 1.0 / c.semantic_rank if c.semantic_rank else 0.0
+        if c.static_cosine is not None:
+            row[col["cos_static"]] = c.static_cosine
+            row[col["cos_static_gap"]] = c.static_cosine - best_static
+        row[col["cos_static_rank_inv"]] = static_rank[i]
+        row[col["name_match"]] = c.name_match
+        row[col["path_match"]] = c.path_match
+
+        s = r.signals
+        row[col["handset_fusion"]] = r.fusion_score
+        row[col["handset_score"]] = r.score
+        row[col["handset_rank_inv"]] = 1.0 / (i + 1)
+        row[col["sig_definition"]] = s.get("definition", 0.0)
+        row[col["sig_name_words"]] = s.get("name_words", 0.0)
+        row[col["sig_path"]] = s.get("path", 0.0)
+        row[col["sig_phrase"]] = s.get("phrase", 0.0)
+        row[col["pen_test"]] = "test_file" in s
+        row[col["pen_not_test"]] = "not_test_file" in s
+        row[col["pen_example"]] = "example_or_script" in s
+        row[col["pen_compat"]] = "compat" in s
+        row[col["pen_vendor"]] = "vendored_or_built" in s
+        row[col["pen_declaration"]] = "declaration_file" in s
+        row[col["pen_tiny"]] = "tiny" in s
+        row[col["pen_module"]] = "module_top_level" in s
+
+        if terms:
+            for field, name in (("name", "cov_name"), ("qualified", "cov_qualified"), ("signature", "cov_signature"),
+                                ("jsdoc", "cov_jsdoc"), ("body", "cov_body"), ("path", "cov_path")):
+                row[col[name]] = sum(weight[t] for t in terms if _has(t, w[field])) / total
+            row[col["cov_all"]] = sum(weight[t] for t in terms if _has(t, w["all"])) / total
+            parts = identifier_parts(chunk.name)
+            row[col["name_exact"]] = bool(parts) and set(parts) <= set(terms) and len(parts) >= min(2, len(terms))
+
+        if chunk.node_kind in _KINDS:
+            row[col[f"kind_{chunk.node_kind.value}"]] = 1.0
+        row[col["depth"]] = chunk.depth
+        row[col["lines_log"]] = math.log1p(max(chunk.end_line - chunk.start_line + 1, 1))
+        row[col["has_jsdoc"]] = bool(chunk.jsdoc)
+        row[col["is_test"]] = chunk.is_test or is_test_path(chunk.relative_path)
+        row[col["is_example"]] = example_path(chunk.relative_path)
+        row[col["is_vendor"]] = vendored_path(chunk.relative_path)
+        path = PurePosixPath(chunk.relative_path)
+        row[col["index_file"]] = path.name.split(".", 1)[0] == "index"
+        row[col["path_depth"]] = len(path.parts)
+
+        members = by_file[chunk.relative_path]
+        row[col["file_candidates"]] = len(members)
+        row[col["file_best_bm25"]] = max(bm25_rel[j] for j in members)
+        cosines = [raw[j].primary_cosine for j in members if raw[j].primary_cosine is not None]
+        row[col["file_best_cos"]] = max(cosines) - best_primary if cosines else -1.0
+        row[col["file_rank"]] = members.index(i) + 1
+        if terms:
+            row[col["file_words"]] = sum(weight[t] for t in terms if _has(t, w["path"])) / total
+
+        row[col["out_degree"]] = math.log1p(sum(1 for ref in chunk.references if ref.chunk_id))
+        row[col["in_degree"]] = math.log1p(c.in_degree)
+        row[col["links_top"]] = links.get(chunk.id, 0)
+        row[col["parent_candidate"]] = chunk.parent_id in ids
+        row[col["child_candidates"]] = children.get(chunk.id, 0)
+    return x
+
+
+def _rank_inv(values: np.ndarray) -> np.ndarray:
+    """1 / rank by value (best = 1), 0 where the value is missing."""
+    out = np.zeros(len(values), dtype=np.float32)
+    present = np.flatnonzero(np.isfinite(values))
+    order = present[np.argsort(-values[present], kind="stable")]
+    out[order] = 1.0 / np.arange(1, len(order) + 1)
+    return out
+
+
+def scale_path(model: Path) -> Path:
+    """The Platt scaling of a model's margins, beside it (`model.txt` -> `model.scale.json`)."""
+    return model.with_suffix(".scale.json")
+
+
+@dataclass(frozen=True)
+class LearnedRanker:
+    """A trained model file and the feature names it was trained on (they must be FEATURES)."""
+
+    path: Path
+
+    @cached_property
+    def scale(self) -> tuple[float, float]:
+        found = json.loads(scale_path(self.path).read_text(encoding="utf-8"))
+        return float(found["a"]), float(found["b"])
+
+    @cached_property
+    def booster(self):  # lightgbm.Booster; imported here so a process without the model never loads it
+        import lightgbm
+
+        booster = lightgbm.Booster(model_file=str(self.path))
+        names = tuple(booster.feature_name())
+        if names != FEATURES:
+            raise ValueError(f"{self.path}: the model's features differ from this build's "
+                             f"({len(names)} vs {len(FEATURES)}); retrain with `make ranker`")
+        return booster
+
+    def rerank(self, shape: QueryShape, results: list[RankedResult], candidates: dict[str, Candidate],
+               limit: int) -> list[RankedResult]:
+        """`results` (the hand-set order) reordered by the model, at most `limit`."""
+        if len(results) < 2:
+            return results[:limit]
+        x = feature_matrix(shape, results, candidates)
+        predicted = self.booster.predict(x, num_threads=1)
+        order = sorted(range(len(results)), key=lambda i: (-predicted[i], i))[:limit]
+        a, b = self.scale
+        head = order[:EXPLAINED]
+        contributions = self.booster.predict(x[head], pred_contrib=True, num_threads=1)
+        why = {i: _top(contributions[k]) for k, i in enumerate(head)}
+        out = []
+        for i in order:
+            r = results[i]
+            signals = {**r.signals, **why.get(i, {})}
+            z = max(min(a * float(predicted[i]) + b, 40.0), -40.0)
+            out.append(replace(r, score=1.0 / (1.0 + math.exp(-z)), signals=signals))
+        return out
+
+
+def _top(contributions: np.ndarray) -> dict[str, float]:
+    """The features that moved a result most, as signals (`learned.<feature>`: its contribution)."""
+    values = contributions[:-1]  # the last column is the model's bias
+    order = np.argsort(-np.abs(values))[:TOP_CONTRIBUTIONS]
+    return {f"{SIGNAL_PREFIX}{FEATURES[j]}": round(float(values[j]), 4) for j in order if values[j] != 0.0}
+
+
+class FeatureRecorder:
+    """Keeps the hand-set order and records each query's feature rows: the training data."""
+
+    def __init__(self) -> None:
+        self.rows: np.ndarray | None = None
+        self.ids: list[str] = []
+
+    def rerank(self, shape: QueryShape, results: list[RankedResult], candidates: dict[str, Candidate],
+               limit: int) -> list[RankedResult]:
+        self.rows = feature_matrix(shape, results, candidates)
+        self.ids = [r.chunk.id for r in results]
+        return results[:limit]
+
+
+def load_ranker(path: Path | None = None) -> LearnedRanker | None:
+    """The learned ranker of `path` (default: the committed model), loaded now; None, with one
+    log line, when there is no model file or it cannot be read: the hand-set stack ranks alone.
+    The one I/O of the policy package, once per process."""
+    path = Path(path) if path is not None else DEFAULT_MODEL
+    if not path.is_file():
+        _log.info("no learned ranker at %s: ranking with the hand-set stack", path)
+        return None
+    from lightgbm.basic import LightGBMError
+
+    ranker = LearnedRanker(path)
+    try:
+        ranker.booster  # noqa: B018 - load and check now, not on the first search
+        ranker.scale  # noqa: B018
+    except (LightGBMError, OSError, ValueError, KeyError) as exc:
+        _log.warning("learned ranker %s not loaded (%s): ranking with the hand-set stack", path, exc)
+        return None
+    return ranker

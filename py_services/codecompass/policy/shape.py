@@ -220,7 +220,7 @@ def _looks_like_message(text: str, tokens: list[str], lowered: list[str]) -> boo
     "Cannot read properties of undefined")."""
     if re.match(r"^[A-Z][A-Za-z]*(?:Error|Exception)\b:?", text):
         return True
-    if len(tokens) < 2 or text.endswith("?"):
+    if len(tokens) < 2 or text.endswith("?") or not lowered:
         return False
     if lowered[0] in _QUESTION_OPENERS:
         return False

@@ -97,3 +97,9 @@ def test_a_query_longer_than_the_limit_is_refused_with_both_lengths() -> None:
     assert length_problem("x" * MAX_QUERY_CHARS) is None
     assert length_problem("x" * 200_000) == ("query too long: 200,000 characters (the limit is 10,000); "
                                              "search with the lines that matter")
+
+
+def test_words_without_letters_or_digits_are_natural_language() -> None:
+    # Symbols only ("§§§ ¶¶ †††"): no word to judge a message by, and no traceback.
+    shape = analyze("§§§ ¶¶ †††")
+    assert shape.intent == NATURAL_LANGUAGE and shape.words == ()

@@ -38,6 +38,11 @@ def _rows(outcome) -> list[tuple]:
             for r in outcome.results]
 
 
+def _found(outcome) -> list[tuple]:
+    """What the channels found, without the ranking's scores."""
+    return [(r.chunk.id, r.lexical_score, r.vector_similarity, r.semantic_rank, r.provenance) for r in outcome.results]
+
+
 def _with_settings(h: Harness, **retrieval) -> RetrievalEngine:
     """Another engine over the same workspace and state, with other retrieval settings."""
     h.engine.close()
@@ -122,7 +127,9 @@ def test_with_every_primary_vector_present_results_are_those_of_the_primary_chan
     harness.engine = harness.new_engine()
     harness.index()
     without = [harness.search(q) for q in queries]
-    assert [_rows(o) for o in with_static] == [_rows(o) for o in without]
+    # The same candidates from the same channels; the learned ranker also reads each candidate's
+    # static cosine, so its scores (and only they) may differ.
+    assert [sorted(_found(o)) for o in with_static] == [sorted(_found(o)) for o in without]
 
 
 @pytest.mark.parametrize("harness", [(SyncTuning(), STATIC_OFF)], indirect=True)

@@ -47,6 +47,7 @@ from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import tracer
 from codecompass.policy import shape as q
 from codecompass.policy.blend import rerank_blend
+from codecompass.policy.confidence import answer_confidence
 from codecompass.policy.ranking import RankedResult
 from codecompass.policy.relevance import QueryFocus, focus_factor, relevance, resolve_focus
 from codecompass.rerank.model import LOCAL, RerankQuery
@@ -361,7 +362,10 @@ class Pipeline:
                 focus: QueryFocus) -> SelectOutcome:
         g = self._gateway
         offered = ranked[: g.select_candidates]
-        relevances = relevance([c.score for c in offered], [c.result.chunk for c in offered], confidence, focus)
+        # The composite confidence the agent is shown (answer.py), so that the gate keeps an answer
+        # flagged low_confidence short and gives a confident one its whole budget.
+        composite = answer_confidence([c.result for c in ranked], [c.score for c in ranked], confidence)
+        relevances = relevance([c.score for c in offered], [c.result.chunk for c in offered], composite, focus)
         offers = tuple(
             SelectCandidate(chunk=c.result.chunk, score=c.score, reason=c.reason, provenance=c.result.provenance,
                             connected_ids=c.connected_ids, relevance=value)

@@ -23,7 +23,7 @@ from typing import Any
 from codecompass.common.config import GatewaySettings
 from codecompass.common.identifiers import identifier_parts
 from codecompass.policy import shape as q
-from codecompass.policy.confidence import channel_agreement, composite_confidence, score_margin
+from codecompass.policy.confidence import answer_confidence, channel_agreement, score_margin
 from codecompass.policy.ranking import RankedResult
 from codecompass.policy.semantic import SemanticPlan, semantic_plan
 from codecompass.policy.shape import REQUEST_WORDS, QueryShape
@@ -180,7 +180,7 @@ def assess(shape: QueryShape, results: list[RankedResult], scores: list[float], 
     top = scores[0] if scores else 0.0
     margin = score_margin(scores)
     agreement = channel_agreement(results)
-    value = composite_confidence(calibrated, top, margin, agreement) if scores else 0.0
+    value = answer_confidence(results, scores, calibrated)
     low = value < threshold
     action, call = suggested_action(shape, best, indexing_status, missing, nearest) if low else (None, None)
     return ConfidenceGuidance(confidence=value, calibrated=calibrated, top_score=top, score_margin=margin,

@@ -181,3 +181,12 @@ def composite_confidence(calibrated: float, top_score: float, margin: float, agr
         signals.append(clamp(agreement))
     support = sum(signals) / len(signals)
     return clamp(calibrated) * (1.0 - SUPPORT_WEIGHT + SUPPORT_WEIGHT * support)
+
+
+def answer_confidence(results: list[RankedResult], scores: list[float], calibrated: float) -> float:
+    """The composite confidence of a ranked answer (`scores`: its final scores, best first): what
+    the agent is shown, and what selection's gate reads, so an answer flagged `low_confidence`
+    is exactly one the gate keeps short."""
+    if not scores:
+        return 0.0
+    return composite_confidence(calibrated, scores[0], score_margin(scores), channel_agreement(results))

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from codecompass_gateway.answer import answer_to_dict, search_code_to_dict
+from codecompass_gateway.answer import answer_to_dict, guidance_for, search_code_to_dict
 from codecompass_gateway.pipeline import REWRITE, Pipeline, PipelineRequest
 from codecompass_gateway.rewrite import (
     EXTERNAL_BLOCKED,
@@ -279,12 +279,15 @@ def test_the_rewrites_focus_shapes_the_relevance_sent_to_selection_unless_the_ca
     chosen = other.run(_request(focus=QueryFocus.TESTS))
     assert (rewritten.focus, chosen.focus) == (QueryFocus.IMPLEMENTATION, QueryFocus.TESTS)
     assert answer_to_dict(rewritten)["selection"]["focus"] == "implementation"
-    # The merged list: edgeTest 0.8 (a test file), insertEdge 0.7, shared 0.6; confidence 0.9.
+    # The merged list: edgeTest 0.8 (a test file), insertEdge 0.7, shared 0.6; calibrated 0.9, and
+    # the best's relevance is the composite confidence the agent is shown (below 0.9: a small margin).
+    shown = guidance_for(rewritten, 0.5).confidence
+    assert 0.0 < shown < 0.9
     sent = [{c.chunk.id: c.relevance for c in q.candidates} for q in (*selection.queries, *other_selection.queries)]
-    assert sent[0] == pytest.approx({"edgeTest": 0.9 * 0.7, "insertEdge": 0.9 * (0.7 / 0.8) ** 0.5,
-                                     "shared": 0.9 * (0.6 / 0.8) ** 0.5})
-    assert sent[1] == pytest.approx({"edgeTest": 0.9, "insertEdge": 0.9 * (0.7 / 0.8) ** 0.5 * 0.7,
-                                     "shared": 0.9 * (0.6 / 0.8) ** 0.5 * 0.7})
+    assert sent[0] == pytest.approx({"edgeTest": shown * 0.7, "insertEdge": shown * (0.7 / 0.8) ** 0.5,
+                                     "shared": shown * (0.6 / 0.8) ** 0.5})
+    assert sent[1] == pytest.approx({"edgeTest": shown, "insertEdge": shown * (0.7 / 0.8) ** 0.5 * 0.7,
+                                     "shared": shown * (0.6 / 0.8) ** 0.5 * 0.7})
     # Each search goes with its own shape: the question's, then the rewritten terms'.
     assert retrieval.shapes == [analyze("how are edges inserted into the graph?"),
                                     analyze("insertEdge GraphStore")]

@@ -23,7 +23,7 @@ from codecompass.common.chunks import Chunk
 from codecompass.common.config import SelectionSettings
 from codecompass.common.serving import RunningServer, ServiceSpec, start_server
 from codecompass.common.tokens import count_tokens
-from codecompass.policy.relevance import QueryFocus, relevance, resolve_focus
+from codecompass.policy.relevance import DEFAULT_RELEVANCE, QueryFocus, relevance, resolve_focus
 from codecompass.policy.shape import analyze
 from codecompass.retrieval.analysis_client import AnalysisClient
 from codecompass.selection import convert
@@ -89,7 +89,7 @@ def test_select_renders_and_fits_the_budget_in_the_ranking_order(selection, chun
     decode = chunks["decodeJwt"]
     response = stub.Select(request(sample_workspace, [
         Candidate(method, 0.9, provenance="lexical"), Candidate(cls, 0.7, provenance="semantic"),
-        Candidate(decode, 0.6, provenance="hybrid"), Candidate(chunks["TokenService.revokeToken"], 0.01),
+        Candidate(decode, 0.6, provenance="hybrid"), Candidate(chunks["TokenService.revokeToken"], 0.0005),
     ], max_tokens=4000), timeout=10)
 
     # validateToken is 22 of the class's 65 lines: too little of it to merge (MERGE_MIN_COVER), so
@@ -108,7 +108,7 @@ def test_select_renders_and_fits_the_budget_in_the_ranking_order(selection, chun
     assert cls_result.token_count == count_tokens(cls_result.header + "\n" + cls_result.source)
 
     standalone = response.results[2]
-    assert standalone.header == f"// {JWT} > decodeJwt" and standalone.relevance == pytest.approx((0.6 / 0.9) ** 0.5 * 0.9)
+    assert standalone.header == f"// {JWT} > decodeJwt" and standalone.relevance == pytest.approx((0.6 / 0.9) ** DEFAULT_RELEVANCE.relative_exponent * 0.9)
     assert standalone.source == file_lines(sample_workspace, JWT, decode.start_line, decode.end_line)
     assert list(standalone.reasons) == [pb.SELECTION_REASON_MATCH] and not standalone.expanded_child_ids
 

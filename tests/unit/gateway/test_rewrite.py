@@ -28,7 +28,7 @@ from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import GatewaySettings, Settings, redacted, settings_from
 from codecompass.common.outbound import INVALID, TIMEOUT
 from codecompass.policy.ranking import RankedResult
-from codecompass.policy.relevance import QueryFocus
+from codecompass.policy.relevance import DEFAULT_RELEVANCE, QueryFocus
 from codecompass.policy.shape import analyze
 from codecompass.retrieval.state import (
     IndexingStatus,
@@ -284,10 +284,11 @@ def test_the_rewrites_focus_shapes_the_relevance_sent_to_selection_unless_the_ca
     shown = guidance_for(rewritten, 0.5).confidence
     assert 0.0 < shown < 0.9
     sent = [{c.chunk.id: c.relevance for c in q.candidates} for q in (*selection.queries, *other_selection.queries)]
-    assert sent[0] == pytest.approx({"edgeTest": shown * 0.7, "insertEdge": shown * (0.7 / 0.8) ** 0.5,
-                                     "shared": shown * (0.6 / 0.8) ** 0.5})
-    assert sent[1] == pytest.approx({"edgeTest": shown, "insertEdge": shown * (0.7 / 0.8) ** 0.5 * 0.7,
-                                     "shared": shown * (0.6 / 0.8) ** 0.5 * 0.7})
+    e = DEFAULT_RELEVANCE.relative_exponent
+    assert sent[0] == pytest.approx({"edgeTest": shown * 0.7, "insertEdge": shown * (0.7 / 0.8) ** e,
+                                     "shared": shown * (0.6 / 0.8) ** e})
+    assert sent[1] == pytest.approx({"edgeTest": shown, "insertEdge": shown * (0.7 / 0.8) ** e * 0.7,
+                                     "shared": shown * (0.6 / 0.8) ** e * 0.7})
     # Each search goes with its own shape: the question's, then the rewritten terms'.
     assert retrieval.shapes == [analyze("how are edges inserted into the graph?"),
                                     analyze("insertEdge GraphStore")]

@@ -38,9 +38,11 @@ def test_focus_reads_the_shape_it_is_given_not_the_text() -> None:
     assert resolve_focus(QueryFocus.AUTO, about_tests) is QueryFocus.TESTS
 
 
-def test_relevance_is_confidence_times_the_square_root_of_the_relative_score() -> None:
+def test_relevance_is_confidence_times_a_root_of_the_relative_score() -> None:
+    e = DEFAULT_RELEVANCE.relative_exponent
+    assert 0.0 < e < 1.0
     values = relevance([0.9, 0.6, 0.3], [chunk("a"), chunk("b"), chunk("c")], 0.8, QueryFocus.NONE)
-    assert values == pytest.approx([0.8, 0.8 * (0.6 / 0.9) ** 0.5, 0.8 * (0.3 / 0.9) ** 0.5])
+    assert values == pytest.approx([0.8, 0.8 * (0.6 / 0.9) ** e, 0.8 * (0.3 / 0.9) ** e])
     assert relevance([0.0, 0.0], [chunk("a"), chunk("b")], 0.9, QueryFocus.NONE) == [0.0, 0.0]
     assert relevance([], [], 0.9, QueryFocus.NONE) == []
 
@@ -48,8 +50,9 @@ def test_relevance_is_confidence_times_the_square_root_of_the_relative_score() -
 def test_implementation_focus_lowers_test_code_by_path_or_by_the_chunkers_flag() -> None:
     impl, by_path, flagged = chunk("route"), chunk("t", "tests/router.test.ts"), chunk("h", "src/h.ts", is_test=True)
     values = relevance([1.0, 0.7, 0.7], [impl, by_path, flagged], 0.8, QueryFocus.IMPLEMENTATION)
-    # tests: 0.8 x sqrt(0.7) x 0.7 = 0.469, below the default gate of 0.5; without focus 0.669
-    assert values == pytest.approx([0.8, 0.8 * 0.7 ** 0.5 * 0.7, 0.8 * 0.7 ** 0.5 * 0.7])
+    # tests: 0.8 x 0.7^e x the focus multiplier 0.7
+    e = DEFAULT_RELEVANCE.relative_exponent
+    assert values == pytest.approx([0.8, 0.8 * 0.7 ** e * 0.7, 0.8 * 0.7 ** e * 0.7])
     assert focus_factor(QueryFocus.IMPLEMENTATION, impl) == 1.0
 
 

@@ -11,7 +11,7 @@ from codecompass.clients.analysis_model import RenderedSymbol, RenderRequest
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import SelectionSettings, settings_from
 from codecompass.common.tokens import count_tokens
-from codecompass.policy.relevance import QueryFocus, relevance, resolve_focus
+from codecompass.policy.relevance import DEFAULT_RELEVANCE, QueryFocus, relevance, resolve_focus
 from codecompass.policy.shape import analyze
 from codecompass.selection.engine import (
     CLIP_MIN_TOKENS,
@@ -101,12 +101,12 @@ def accounted(outcome: SelectOutcome, offered: int) -> bool:
 
 
 def test_gate_keeps_relevant_candidates_and_never_pads() -> None:
-    cands = [Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), 0.05)]
+    cands = [Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), 0.002)]
     outcome = select(cands, confidence=0.8)
-    # relevance = confidence x sqrt(score / best): 0.8, 0.653, 0.189 (under the 0.2 noise floor)
+    # relevance = confidence x (score / best) ** e (e = 0.25): 0.8, 0.723, 0.175 (under the 0.2 noise floor)
     assert ids(outcome) == ["a", "b"]
     assert outcome.below_relevance == 1 and outcome.min_relevance == 0.5 and accounted(outcome, 3)
-    assert outcome.results[1].relevance == pytest.approx(0.8 * (0.6 / 0.9) ** 0.5)
+    assert outcome.results[1].relevance == pytest.approx(0.8 * (0.6 / 0.9) ** DEFAULT_RELEVANCE.relative_exponent)
 
 
 def test_low_confidence_gives_a_short_answer() -> None:
@@ -196,7 +196,7 @@ def test_a_chain_broken_by_a_dropped_parent_does_not_merge() -> None:
     outer = chunk("ns", kind=NodeKind.NAMESPACE, lines=40)
     cls = chunk("cls", parent="ns", kind=NodeKind.CLASS)
     method = chunk("m", parent="cls", kind=NodeKind.METHOD)
-    outcome = select([Candidate(outer, 1.0), Candidate(cls, 0.02), Candidate(method, 0.9)])
+    outcome = select([Candidate(outer, 1.0), Candidate(cls, 0.0005), Candidate(method, 0.9)])
     assert ids(outcome) == ["ns", "m"] and outcome.merged == 0 and outcome.below_relevance == 1
 
 

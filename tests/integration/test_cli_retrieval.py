@@ -14,6 +14,7 @@ import pytest
 
 from codecompass.common.chunk_convert import chunk_to_proto
 from codecompass.common.chunks import Chunk, Language, NodeKind
+from codecompass.common.config import GatewaySettings
 from codecompass.common.serving import RunningServer, ServiceSpec, start_server
 from codecompass.v1 import analysis_pb2, chunk_pb2, retrieval_pb2, retrieval_pb2_grpc
 
@@ -132,7 +133,7 @@ def test_search_json_is_one_object_with_results_and_metadata(fake_retrieval, run
     assert isinstance(sync, retrieval_pb2.SyncRequest) and sync.budget_ms == 300
     assert request.workspace_root == sync.workspace_root == str(sample_workspace.resolve())
     # The pipeline asks for the candidates its later stages read, whatever the list shows.
-    assert request.query == "validate jwt" and request.limit == 40
+    assert request.query == "validate jwt" and request.limit == GatewaySettings().candidates == 60
     assert list(request.filters.node_kinds) == [chunk_pb2.NODE_KIND_METHOD, chunk_pb2.NODE_KIND_FUNCTION]
     assert list(request.filters.path_patterns) == ["src/auth/**"]
     assert request.filters.exclude_tests is True

@@ -70,14 +70,15 @@ def test_semantic_search_returns_the_validating_code_as_multi_content(stack) -> 
     result = call(stack, "semantic_search", {"query": "how are tokens validated"})
     assert not result.is_error, texts(result)
     first = result.content[0]
-    assert first.text.startswith("// src/auth/tokenService.ts > TokenService\n")
-    assert "decodeJwt(token)" in first.text  # validateToken's body, expanded in its class
+    # The method itself: it is a third of its class, too little of it for the class to absorb it.
+    assert first.text.startswith("// src/auth/tokenService.ts > TokenService.validateToken\n")
+    assert "decodeJwt(token)" in first.text
     assert first.annotations.audience == ["assistant"] and 0 < first.annotations.priority <= 1
     priorities = [b.annotations.priority for b in result.content]
     assert priorities == sorted(priorities, reverse=True)
     structured = result.structured_content
     top = structured["results"][0]
-    assert (top["path"], top["qualified_name"]) == ("src/auth/tokenService.ts", "TokenService")
+    assert (top["path"], top["qualified_name"]) == ("src/auth/tokenService.ts", "TokenService.validateToken")
     assert top["why"] and "code" not in top and top["start_line"] >= 1
     meta = structured["metadata"]
     assert meta["indexing_status"] == "ready" and len(meta["trace_id"]) == 32

@@ -144,6 +144,12 @@ def answer_lines(answer: dict[str, Any], low_confidence_below: float = 0.0) -> l
         nearest = meta.get("nearest_names") or []
         lines.append(f"nothing in the index is named {', '.join(meta['missing_names'])}"
                      + (f"; nearest names: {', '.join(nearest)}" if nearest else ""))
+    if selection is not None and answer["results"] and \
+            answer["results"][0].get("relevance", 1.0) < selection["min_relevance"]:
+        # The gate's low-confidence answer: its best guesses, said to be guesses before they are shown.
+        lines.append(f"no result passed the relevance gate {selection['min_relevance']:.2f} (search confidence "
+                     f"{meta['confidence']:.2f}): nothing here looks like an answer; the best "
+                     f"{len(answer['results'])} guesses follow; try other words")
     # An answer with results shows the filters matched; an older server leaves filtered_chunks 0.
     if not answer["results"] and meta.get("total_chunks") and meta.get("filtered_chunks") == 0:
         lines.append(f"the filters matched no indexed code (the index holds {meta['total_chunks']:,} chunks); "

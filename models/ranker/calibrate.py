@@ -5,7 +5,8 @@ Confidence is P(a right answer is among the first ten results), judged from abso
 (`policy.confidence.confidence_features`) of the first stage as the product runs it (the learned
 ranker when its model is there). Examples:
 
-- answerable: each query asked of its own repository (label: a target is in the first ten);
+- answerable: each query asked of its own repository (label: a target is in the first ten), and
+  exact names (`exact_name`: a code-shaped name one symbol of the index has, as an agent types it);
 - unanswerable (label 0), the shapes a question with no answer takes: the query asked of another
   repository (`wrong_repository`), an exact code name that no chunk has (`missing_name`: a real
   name of the index with one letter changed), and text about nothing in any repository
@@ -34,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 from bench.lib.results import write_results
+from bench.quality.run_quality import Target
 from bench.quality.tune_ranking import open_store, query_embedder
 
 from codecompass.common.config import RetrievalSettings
@@ -53,6 +55,7 @@ UNANSWERABLE_SHARE = 0.1
 # Examples per split: enough for six weights, cheap enough to rerun (each is one search).
 MAX_OWN = 1500
 MISSING_PER_REPO = 5
+EXACT_PER_REPO = 5
 NONSENSE_PER_REPO = 8
 NONSENSE = (
     "knitting patterns for winter scarves", "the capital city of mongolia", "best time to plant tulip bulbs",
@@ -61,6 +64,7 @@ NONSENSE = (
     "why is the sky blue at noon", "saxophone fingering chart for beginners", "§§§ ¶¶ †††",
     "tax deductions for home offices", "migratory routes of monarch butterflies", "xkcd 1234 punchline",
 )
+ANSWERABLE = ("answerable", "exact_name")
 BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0001)
 
 
@@ -73,7 +77,7 @@ class Examples:
     def matrix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         x = np.array([[r[n] for n in CONFIDENCE_FEATURES] for r in self.rows])
         y = np.array(self.labels)
-        own = np.array([k == "answerable" for k in self.kinds])
+        own = np.array([k in ANSWERABLE for k in self.kinds])
         share = UNANSWERABLE_SHARE / (1.0 - UNANSWERABLE_SHARE)
         sw = np.where(own, 1.0, share * own.sum() / max((~own).sum(), 1))
         return x, y, sw
@@ -129,6 +133,17 @@ def missing_name(rng: random.Random, names: list[str], present: frozenset[str]) 
     return None
 
 
+def exact_names(rng: random.Random, outline: list[dict]) -> list[tuple[str, Target]]:
+    """EXACT_PER_REPO code-shaped names that exactly one non-test symbol of the index has."""
+    counts: dict[str, int] = {}
+    for row in outline:
+        counts[row["name"].lower()] = counts.get(row["name"].lower(), 0) + 1
+    pool = sorted((r["name"], Target(r["relative_path"], r["qualified_name"], r["start_line"], r["end_line"]))
+                  for r in outline if r["node_kind"] != "module" and not r["is_test"] and q.is_code_shaped(r["name"])
+                  and counts[r["name"].lower()] == 1)
+    return rng.sample(pool, min(EXACT_PER_REPO, len(pool)))
+
+
 def collect(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list[dict], generate: bool) -> Examples:
     settings = RetrievalSettings()
     ranker = load_ranker() if settings.learned_ranking else None
@@ -146,6 +161,8 @@ def collect(split: str, state_dir: Path, workspaces: dict[str, Path], queries: l
         other = repos[(repos.index(query["repo"]) + 1) % len(repos)]
         asks.append((other, query["query"], "wrong_repository", ()))
     for repo in repos:
+        for name, target in exact_names(rng, stores[repo].outline()):
+            asks.append((repo, name, "exact_name", (target,)))
         names, _ = stores[repo].names()
         present = frozenset(n.lower() for n in names)
         ordered = sorted(names)

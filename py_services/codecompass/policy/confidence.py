@@ -22,14 +22,14 @@ from codecompass.policy.shape import QueryShape
 # query's words the best results contain, whether a name, path or quoted phrase matched exactly,
 # and the raw cosine of the best semantic hit. A logistic model turns that into P(a right answer
 # is among the first ten results); models/ranker/calibrate.py fits it on the corpus's train
-# repositories, ranked by the learned ranker (their queries, and as queries with no answer: the
-# same queries asked of another repository, real names with a letter changed, and text about
-# nothing, weighted as one query in ten), and measures it on the benchmark's test split.
+# repositories, ranked by the learned ranker (their queries and exact names, and as queries with no
+# answer: the same queries asked of another repository, real names with a letter changed, and text
+# about nothing, weighted as one query in ten), and measures it on the benchmark's test split.
 
 CONFIDENCE_TOP = 5
 # The features the model weighs. Query length, intent and "found lexically at all" were tried
 # and left out: leave-one-repository-out on the dev split calibrated worse with them.
-CONFIDENCE_FEATURES = ("coverage", "cosine", "definition", "name_words", "path", "phrase")
+CONFIDENCE_FEATURES = ("coverage", "cosine", "definition", "exact_name", "name_words", "path", "phrase")
 _CONFIDENCE_TEXT_CHARS = 4000
 
 
@@ -40,12 +40,12 @@ class Calibration:
 
 
 # Fitted by models/ranker/calibrate.py on the train repositories (bench/results/calibration-latest.json:
-# expected calibration error 0.035 on train, 0.060 on the test split). `definition` weighs slightly
-# against: an exact name found in a repository the question is not about is as common as one found
-# in the right one.
-DEFAULT_CALIBRATION = Calibration(bias=-2.66, weights=(
-    ("coverage", 2.584), ("cosine", 3.007), ("definition", -0.32), ("name_words", 1.522), ("path", 2.804),
-    ("phrase", 0.61),
+# expected calibration error 0.038 on train, 0.057 on the test split). `exact_name` carries a name
+# lookup answered by its definition; `definition` alone (a name mentioned in any question, also
+# about code elsewhere) adds next to nothing once it does.
+DEFAULT_CALIBRATION = Calibration(bias=-2.477, weights=(
+    ("coverage", 2.864), ("cosine", 2.27), ("definition", 0.024), ("exact_name", 2.971), ("name_words", 1.539),
+    ("path", 2.413), ("phrase", 0.566),
 ))
 
 
@@ -62,6 +62,9 @@ def confidence_features(shape: QueryShape, results: list[RankedResult], exact_mi
         "cosine": max((r.vector_similarity for r in top if r.semantic_rank), default=0.0),
         "lexical": 1.0 if any(r.lexical_rank for r in top) else 0.0,
         "definition": 1.0 if any("definition" in s or "_name" in s for s in signals) else 0.0,
+        # A name lookup answered by its definition: the first result is the symbol the query typed.
+        # Apart from `definition`, which a name mentioned in a question about other code also sets.
+        "exact_name": 1.0 if shape.intent == q.SYMBOL and top and "definition" in top[0].signals else 0.0,
         "name_words": min(1.0, max((s.get("name_words", 0.0) for s in signals), default=0.0)),
         "path": 1.0 if any("path" in s or "_path" in s for s in signals) else 0.0,
         "phrase": 1.0 if any("phrase" in s for s in signals) else 0.0,

@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 from models.ranker import workspaces
-from models.ranker.calibrate import missing_name, reliability
+from models.ranker.calibrate import exact_names, missing_name, reliability
 from models.ranker.dump import generated_queries
 from models.ranker.train import mrr_by_type
 
@@ -74,3 +74,11 @@ def test_mrr_reads_the_first_target_within_ten():
     meta = [{"type": "nl"}, {"type": "path"}]
     # Query 1: the target is second; query 2 has no target among its candidates.
     assert mrr_by_type(scores, labels, np.array([3, 2]), meta) == {"all": 0.25, "nl": 0.5, "path": 0.0}
+
+
+def test_exact_names_are_code_shaped_unique_and_not_tests():
+    outline = [row("parseConfigFile", "src/a.ts"), row("loadPlugins", "src/b.ts"), row("loadPlugins", "src/c.ts"),
+               row("helperForTests", "test/h.test.ts", is_test=True), row("plain", "src/d.ts")]
+    names = [name for name, _ in exact_names(random.Random(3), outline)]
+    # loadPlugins is two symbols, helperForTests test code, plain an English word.
+    assert names == ["parseConfigFile"]

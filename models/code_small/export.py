@@ -10,7 +10,7 @@
    repositories (models/code_static/evaluate.py, MRR@10 by query rule); int8 is committed unless
    it costs more than MAX_INT8_LOSS MRR@10 overall, in which case the run stops and says so
    (fp32 does not fit the budget).
-4. models/code_small/model/ (model.onnx, the base tokenizer.json, config.json),
+4. models/code_small/model/ (model.onnx, config.json; the tokenizer is the base package's),
    models/code_small/training.json (train.py's log with the export's) and validation.json.
 
 Run: .venv/bin/python -m models.code_small.export
@@ -116,8 +116,8 @@ def main() -> int:
                          f"fp32 is {folder_mb(fp32):.0f} MB, over the {MAX_MODEL_MB:.0f} MB budget")
 
     COMMITTED_MODEL.mkdir(parents=True, exist_ok=True)
-    for name in ("model.onnx", "tokenizer.json"):
-        shutil.copyfile(int8 / name, COMMITTED_MODEL / name)
+    # The tokenizer is the base package's, read from there (codecompass.embedding.minilm.code_small).
+    shutil.copyfile(int8 / "model.onnx", COMMITTED_MODEL / "model.onnx")
     training = json.loads(trained_log.read_text(encoding="utf-8"))
     config = {"base_model": BASE_MODEL, "architecture": "BERT (6 layers, 384 hidden) + mean pooling + L2 norm",
               "dimensions": 384, "served_window_tokens": 256,

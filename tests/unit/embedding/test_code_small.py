@@ -60,8 +60,8 @@ def test_the_profile_serves_the_committed_model_or_the_configured_folder(tmp_pat
 def test_a_missing_model_is_one_line_naming_the_fix(tmp_path):
     with pytest.raises(ProviderStartError) as error:
         MiniLMProvider(spec=code_small(tmp_path / "absent")).warmup()
-    assert str(error.value) == (f"code-small: no model at {tmp_path / 'absent'} (expected model.onnx and "
-                                "tokenizer.json); run `make code-small` or set CODECOMPASS_EMBEDDING_MODEL")
+    assert str(error.value) == (f"code-small: no model at {tmp_path / 'absent'} (expected model.onnx); "
+                                "run `make code-small` or set CODECOMPASS_EMBEDDING_MODEL")
 
 
 @pytest.mark.badinput(case="code-small model folder with a corrupt model.onnx",
@@ -69,7 +69,6 @@ def test_a_missing_model_is_one_line_naming_the_fix(tmp_path):
 def test_a_corrupt_model_is_one_line(tmp_path):
     broken = tmp_path / "broken"
     broken.mkdir()
-    shutil.copyfile(CODE_SMALL_MODEL_DIR / "tokenizer.json", broken / "tokenizer.json")
     (broken / "model.onnx").write_bytes(b"\x00garbage")
     with pytest.raises(ProviderStartError, match=r"^code-small: cannot load .*broken/model.onnx \(.*\); "
                                                   r"rebuild it with `make code-small`$") as error:

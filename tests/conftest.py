@@ -14,17 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-from codecompass.cli.__main__ import main as cli_main
-from codecompass.cli.processes import (
+from codecompass_cli.__main__ import main as cli_main
+from codecompass_cli.processes import (
     spawn,
     stop_pids,
     wait_for_listening,
     wait_until_serving,
 )
-from codecompass.cli.services import NODE_ENTRY
+from codecompass_cli.services import NODE_ENTRY
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
 from codecompass.common.config import load_settings
 from codecompass.common.telemetry import init_telemetry
 

@@ -127,6 +127,25 @@ def search_metadata_to_dict(meta: SearchMetadata) -> dict[str, Any]:
     }
 
 
+def semantic_channels_line(meta: dict[str, Any]) -> str:
+    """Which vectors answered a search, e.g. "semantic: code-static for 31,200 chunks, minilm for
+    4,100 (still embedding)"; empty when no vector channel ran. Shared by the CLI and the gateway."""
+    channels = meta.get("vector_channels") or []
+    parts = []
+    if "static" in channels:
+        parts.append(f"{meta.get('static_model_id') or 'static'} for {meta.get('static_vector_chunks', 0):,} chunks")
+    primary = meta.get("embedding_model_id") or "the primary model"
+    if "primary" in channels:
+        still = " (still embedding)" if meta.get("embedded_chunks", 0) < meta.get("total_chunks", 0) else ""
+        parts.append(f"{primary} for {meta.get('primary_vector_chunks', 0):,}{still}")
+    if not parts:
+        return ""
+    line = "semantic: " + ", ".join(parts)
+    if reason := meta.get("primary_unavailable_reason"):
+        line += f" ({primary} unavailable: {reason})"
+    return line
+
+
 def freshness_reason(answer: PipelineAnswer) -> str:
     """Why the index may not match the files, in one line; empty when it does (or is catching up)."""
     sync = answer.sync

@@ -23,8 +23,6 @@ from typing import Any
 
 from mcp.types import Annotations, CallToolResult, TextContent
 
-from codecompass.cli import skips
-from codecompass.cli.render import semantic_channels_line
 from codecompass.clients.analysis_model import (
     FileChunks,
     RenderRequest,
@@ -42,8 +40,9 @@ from codecompass.common.telemetry import current_trace_ids, tracer
 from codecompass.common.tokens import count_tokens
 from codecompass.retrieval.filters import FilterError, Filters
 from codecompass.retrieval.state import IndexStatusReport
-from codecompass_gateway import errors
+from codecompass_gateway import errors, skips
 from codecompass_gateway.advisor import Advice
+from codecompass_gateway.answer import semantic_channels_line
 from codecompass_gateway.errors import one_line
 
 log = get_logger("codecompass.gateway.tools")

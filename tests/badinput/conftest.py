@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from codecompass_cli.services import NODE_ENTRY
 from tests.badinput.harness import Stack
-
-from codecompass.cli.services import NODE_ENTRY
 
 
 @pytest.fixture(scope="package")

@@ -16,11 +16,11 @@ from typing import Any
 
 import anyio
 import lancedb
+from codecompass_cli.processes import pid_alive
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult
 
-from codecompass.cli.processes import pid_alive
 from codecompass.retrieval.state import workspace_key
 
 TRACEBACK = "Traceback (most recent call last)"
@@ -58,7 +58,7 @@ class Stack:
             self.env.pop(name, None)
 
     def command(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "codecompass.cli", *args]
+        return [sys.executable, "-m", "codecompass_cli", *args]
 
     def cli(self, *args: str, timeout: float = CLI_TIMEOUT_S) -> CliRun:
         """`codecompass ARGS`: its exit code and output, echoed into the test's captured output

@@ -25,7 +25,7 @@ FILES = 150
 
 
 def _gateway(stack: Stack, *args: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "codecompass.cli", "mcp", *args], env=stack.env)
+    return StdioServerParameters(command=sys.executable, args=["-m", "codecompass_cli", "mcp", *args], env=stack.env)
 
 
 def _session(params: StdioServerParameters, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:

@@ -21,12 +21,11 @@ from pathlib import Path
 
 import anyio
 import pytest
+from codecompass_cli.services import SERVICES
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 from tests.badinput.harness import CliRun, Stack, copy_workspace, up_lines
 from tests.fixtures.gateway import wait_until_listening
-
-from codecompass.cli.services import SERVICES
 
 pytestmark = pytest.mark.slow
 
@@ -122,7 +121,7 @@ def _assert_traced_and_fresh(results: list[CallToolResult]) -> None:
 def test_live_http_and_stdio_sessions_answer_the_next_call_after_up_heals(stack: Stack, http_server) -> None:
     url, root = http_server
     stdio = StdioServerParameters(command=sys.executable,
-                                  args=["-m", "codecompass.cli", "mcp", "--workspace", str(root)], env=stack.env)
+                                  args=["-m", "codecompass_cli", "mcp", "--workspace", str(root)], env=stack.env)
     up = functools.partial(stack.cli, "up")
     measured: dict[str, float] = {}
 

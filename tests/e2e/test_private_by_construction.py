@@ -25,11 +25,11 @@ from typing import Any
 import anyio
 import lancedb
 import pytest
+from codecompass_cli.processes import spawn, stop_pids, wait_for_listening, wait_until_serving
+from codecompass_cli.services import NODE_ENTRY
 from mcp import Client, StdioServerParameters
 from tests.fixtures.socket_guard import build_socket_guard
 
-from codecompass.cli.processes import spawn, stop_pids, wait_for_listening, wait_until_serving
-from codecompass.cli.services import NODE_ENTRY
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.retrieval.analysis_client import AnalysisClient
 

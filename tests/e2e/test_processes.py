@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from codecompass.cli.processes import spawn, wait_for_listening
+from codecompass_cli.processes import spawn, wait_for_listening
 
 SERVICES = {"analysis", "embedding", "retrieval", "rerank", "selection"}
 
@@ -27,7 +26,7 @@ def _cli_env(state_dir: Path, extra: dict[str, str] | None = None) -> dict[str, 
 
 def _cli(state_dir: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120
          ) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "codecompass.cli", *args], env=_cli_env(state_dir, env),
+    return subprocess.run([sys.executable, "-m", "codecompass_cli", *args], env=_cli_env(state_dir, env),
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -77,7 +76,7 @@ def _start_orphan(state_dir: Path, service: str, module: str) -> subprocess.Pope
 @pytest.mark.badinput(case="three concurrent `up`",
                       behaviour="one set of services; the others reuse it; `down` leaves no process")
 def test_three_concurrent_ups_leave_one_set_and_down_leaves_none(state_dir: Path) -> None:
-    ups = [subprocess.Popen([sys.executable, "-m", "codecompass.cli", "up"], env=_cli_env(state_dir),
+    ups = [subprocess.Popen([sys.executable, "-m", "codecompass_cli", "up"], env=_cli_env(state_dir),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
     outputs = [up.communicate(timeout=180) for up in ups]
     assert [up.returncode for up in ups] == [0, 0, 0], outputs
@@ -167,7 +166,7 @@ def test_a_waiting_up_says_so_and_reuses_the_set(state_dir: Path) -> None:
     state_dir.mkdir(parents=True)
     with open(state_dir / "runtime.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        waiting = subprocess.Popen([sys.executable, "-m", "codecompass.cli", "up"], env=_cli_env(state_dir),
+        waiting = subprocess.Popen([sys.executable, "-m", "codecompass_cli", "up"], env=_cli_env(state_dir),
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(3)
         assert waiting.poll() is None and _processes_of(state_dir) == {}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 def _cli(state_dir: Path, *args: str, timeout: float = 110) -> subprocess.CompletedProcess:
     env = {**os.environ, "CODECOMPASS_STATE_DIR": str(state_dir)}
-    return subprocess.run([sys.executable, "-m", "codecompass.cli", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "codecompass_cli", *args], env=env, capture_output=True, text=True,
                           timeout=timeout, check=False)
 
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 def _cli(state_dir: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "CODECOMPASS_STATE_DIR": str(state_dir)}
-    return subprocess.run([sys.executable, "-m", "codecompass.cli", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "codecompass_cli", *args], env=env, capture_output=True, text=True,
                           check=False, timeout=90)
 
 
@@ -37,7 +37,7 @@ def state_dir(tmp_path: Path) -> Iterator[Path]:
 
 def _gateway(state_dir: Path, workspace: Path) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable,
-                                 args=["-m", "codecompass.cli", "mcp", "--workspace", str(workspace)],
+                                 args=["-m", "codecompass_cli", "mcp", "--workspace", str(workspace)],
                                  env={**os.environ, "CODECOMPASS_STATE_DIR": str(state_dir), "PYTHONUNBUFFERED": "1"})
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from codecompass.cli.convert import chunk_files_request, file_chunks_from_proto
+from codecompass_cli.convert import chunk_files_request, file_chunks_from_proto
+
 from codecompass.common.chunk_convert import chunk_to_proto
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.v1 import analysis_pb2

@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from codecompass_cli.runtime import RuntimeState, ServiceState, write_state
 
-from codecompass.cli.runtime import RuntimeState, ServiceState, write_state
 from codecompass.common.config import settings_from
 from codecompass.retrieval.state import (
     record_workspace_root,

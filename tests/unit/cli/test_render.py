@@ -6,9 +6,9 @@ import io
 from collections import Counter
 from dataclasses import replace
 
-from codecompass.cli.convert import FileChunks
-from codecompass.cli.progress import ProgressReporter, format_eta
-from codecompass.cli.render import (
+from codecompass_cli.convert import FileChunks
+from codecompass_cli.progress import ProgressReporter, format_eta
+from codecompass_cli.render import (
     ChunkSummary,
     file_block,
     index_summary_lines,
@@ -16,6 +16,7 @@ from codecompass.cli.render import (
     metadata_line,
     sample_query,
 )
+
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.retrieval.state import IndexPhase, IndexProgress, SkippedFile, SyncStats
 
@@ -164,7 +165,7 @@ CODE = "validate(token) {\n    if (!token) {\n      return false;\n    }\n    re
 
 
 def test_ranked_code_block_reads_as_written():
-    from codecompass.cli.render import answer_lines
+    from codecompass_cli.render import answer_lines
 
     result = {
         "score": 0.9, "path": "src/a.ts", "start_line": 3, "end_line": 8, "qualified_name": "Auth.validate",
@@ -184,7 +185,7 @@ def test_ranked_code_block_reads_as_written():
 
 
 def test_selected_context_prints_header_why_and_budget():
-    from codecompass.cli.render import answer_lines
+    from codecompass_cli.render import answer_lines
 
     result = {
         "score": 0.9, "path": "src/a.ts", "start_line": 3, "end_line": 8, "qualified_name": "Auth.validate",
@@ -201,7 +202,7 @@ def test_selected_context_prints_header_why_and_budget():
 
 
 def test_an_empty_gated_answer_says_why():
-    from codecompass.cli.render import answer_lines
+    from codecompass_cli.render import answer_lines
 
     selection = {"total_tokens": 0, "max_tokens": 8000, "min_relevance": 0.5, "below_relevance": 30,
                  "over_budget": 0, "merged": 0, "focus": "implementation", "render_fallback": False,
@@ -211,7 +212,7 @@ def test_an_empty_gated_answer_says_why():
 
 
 def test_stale_results_and_an_unindexed_workspace_are_said():
-    from codecompass.cli.render import answer_lines
+    from codecompass_cli.render import answer_lines
 
     result = {
         "score": 0.9, "path": "src/a.ts", "start_line": 3, "end_line": 8, "qualified_name": "Auth.validate",

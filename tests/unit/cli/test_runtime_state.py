@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from codecompass.cli.runtime import (
+from codecompass_cli.runtime import (
     RuntimeState,
     ServiceState,
     read_state,
@@ -15,6 +15,7 @@ from codecompass.cli.runtime import (
     state_path,
     write_state,
 )
+
 from codecompass.common.config import settings_from
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from codecompass.cli.errors import CliError
-from codecompass.cli.services import SERVICES, ServiceDef, start_waves
-from codecompass.cli.workspace import find_workspace_root, resolve_target
+from codecompass_cli.errors import CliError
+from codecompass_cli.services import SERVICES, ServiceDef, start_waves
+from codecompass_cli.workspace import find_workspace_root, resolve_target
 
 
 def _tree(tmp_path: Path) -> Path:

@@ -78,7 +78,7 @@ def test_an_unreadable_config_file_is_one_line(tmp_path: Path) -> None:
     config.chmod(0o000)
     env = {**os.environ, "CODECOMPASS_CONFIG": str(config)}
     as_user = {"preexec_fn": _drop_file_access_override} if os.geteuid() == 0 else {}
-    result = subprocess.run([sys.executable, "-m", "codecompass.cli", "config"], env=env, capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "codecompass_cli", "config"], env=env, capture_output=True,
                             text=True, timeout=60, check=False, **as_user)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == f"{PREFIX}config file {config}: cannot read (Permission denied)\n"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import grpc
 import pytest
+from codecompass_cli.processes import spawn, tail, wait_for_listening
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from codecompass.cli.processes import spawn, tail, wait_for_listening
 from codecompass.common.serving import RunningServer, ServiceSpec, WarmupFailed, start_server
 from codecompass.common.telemetry import traced_channel
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from codecompass.cli.skips import GROUP_AT, listing, summary
+from codecompass_gateway.skips import GROUP_AT, listing, summary
+
 from codecompass.retrieval.state import SkippedFile
 
 GENERATED = 'matches "*.js" in .gitignore'

@@ -14,13 +14,18 @@ import time
 from pathlib import Path
 
 # The CLI answers through the gateway's pipeline so a person and an agent get the same answer.
+from codecompass_gateway import skips
 from codecompass_gateway.answer import answer_to_dict
 from codecompass_gateway.pipeline import Pipeline, PipelineAnswer, PipelineRequest
 
-from codecompass.cli import clients, render, skips
-from codecompass.cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError, service_errors
-from codecompass.cli.progress import ProgressReporter
-from codecompass.cli.runtime import (
+from codecompass.common.chunks import NodeKind
+from codecompass.common.config import CHECKOUT_ROOT, Settings, documented_settings, redacted
+from codecompass.policy.relevance import QueryFocus
+from codecompass.retrieval.filters import Filters
+from codecompass_cli import clients, render
+from codecompass_cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError, service_errors
+from codecompass_cli.progress import ProgressReporter
+from codecompass_cli.runtime import (
     STATE_FILE,
     Locator,
     down,
@@ -33,11 +38,7 @@ from codecompass.cli.runtime import (
     state_path,
     up,
 )
-from codecompass.cli.workspace import resolve_target, workspace_dir
-from codecompass.common.chunks import NodeKind
-from codecompass.common.config import CHECKOUT_ROOT, Settings, documented_settings, redacted
-from codecompass.policy.relevance import QueryFocus
-from codecompass.retrieval.filters import Filters
+from codecompass_cli.workspace import resolve_target, workspace_dir
 
 
 def _out(line: str = "") -> None:

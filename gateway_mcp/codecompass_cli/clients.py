@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from codecompass.cli.convert import FileChunks, chunk_files_request, file_chunks_from_proto
-from codecompass.cli.errors import rpc_errors, service_errors
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.telemetry import traced_channel
 from codecompass.retrieval.state import IndexProgress
 from codecompass.v1 import analysis_pb2_grpc
+from codecompass_cli.convert import FileChunks, chunk_files_request, file_chunks_from_proto
+from codecompass_cli.errors import rpc_errors, service_errors
 
 
 def chunk_files(address: str, workspace_root: str, paths: Sequence[str], include_references: bool,

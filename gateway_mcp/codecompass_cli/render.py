@@ -8,10 +8,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from codecompass.cli import skips
-from codecompass.cli.convert import FileChunks
+from codecompass_gateway import skips
+from codecompass_gateway.answer import semantic_channels_line
+
 from codecompass.common.chunks import Chunk
 from codecompass.retrieval.state import SkippedFile, SyncStats
+from codecompass_cli.convert import FileChunks
 
 
 def file_header(result: FileChunks) -> str:
@@ -253,25 +255,6 @@ def metadata_line(meta: dict[str, Any]) -> str:
         parts.append(semantic)
     parts.append(f"sync {meta['sync_ms']:.0f} ms, search {meta['search_ms']:.0f} ms")
     return "-- " + " · ".join(parts)
-
-
-def semantic_channels_line(meta: dict[str, Any]) -> str:
-    """Which vectors answered a search, e.g. "semantic: code-static for 31,200 chunks, minilm for
-    4,100 (still embedding)"; empty when no vector channel ran. Shared by the CLI and the gateway."""
-    channels = meta.get("vector_channels") or []
-    parts = []
-    if "static" in channels:
-        parts.append(f"{meta.get('static_model_id') or 'static'} for {meta.get('static_vector_chunks', 0):,} chunks")
-    primary = meta.get("embedding_model_id") or "the primary model"
-    if "primary" in channels:
-        still = " (still embedding)" if meta.get("embedded_chunks", 0) < meta.get("total_chunks", 0) else ""
-        parts.append(f"{primary} for {meta.get('primary_vector_chunks', 0):,}{still}")
-    if not parts:
-        return ""
-    line = "semantic: " + ", ".join(parts)
-    if reason := meta.get("primary_unavailable_reason"):
-        line += f" ({primary} unavailable: {reason})"
-    return line
 
 
 def index_summary_lines(workspace: str, stats: SyncStats | None, seconds: float,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codecompass.cli.errors import EXIT_USAGE, CliError
+from codecompass_cli.errors import EXIT_USAGE, CliError
 
 ROOT_MARKERS = (".git", "package.json", "tsconfig.json", "jsconfig.json")
 

@@ -36,9 +36,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from codecompass.cli.errors import EXIT_USAGE, CliError
-from codecompass.cli.indexes import human_size, list_indexes, remove_all_indexes, remove_index
-from codecompass.cli.processes import (
+from codecompass.common.config import Settings
+from codecompass_cli.errors import EXIT_USAGE, CliError
+from codecompass_cli.indexes import human_size, list_indexes, remove_all_indexes, remove_index
+from codecompass_cli.processes import (
     RUNTIME_DIR_ENV,
     RUNTIME_SERVICE_ENV,
     StartError,
@@ -51,13 +52,12 @@ from codecompass.cli.processes import (
     wait_for_listening,
     wait_until_serving,
 )
-from codecompass.cli.services import (
+from codecompass_cli.services import (
     SERVICES,
     ServiceDef,
     ServiceUnavailable,
     start_waves,
 )
-from codecompass.common.config import Settings
 
 STATE_FILE = "runtime.json"
 LOCK_FILE = "runtime.lock"

@@ -12,10 +12,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from codecompass.cli.errors import CliError
 from codecompass.common.config import Settings
 from codecompass.common.files import tree_bytes
 from codecompass.retrieval.state import recorded_workspace_root
+from codecompass_cli.errors import CliError
 
 # The two folders that hold one workspace's state, each keyed by the workspace digest.
 _STATE_FOLDERS = ("workspaces", "index")

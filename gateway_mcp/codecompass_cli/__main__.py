@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 from codecompass_gateway.__main__ import SERVICE_NAME as GATEWAY_SERVICE_NAME
 from codecompass_gateway.__main__ import add_server_arguments
 
-from codecompass.cli import commands
-from codecompass.cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import RERANK_PROVIDERS, ConfigError, load_settings
 from codecompass.common.logging import configure_logging
 from codecompass.policy.relevance import QueryFocus
+from codecompass_cli import commands
+from codecompass_cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError
 
 # Enough for most functions and for a class's member signatures; longer symbols end in a pointer
 # to the rest (file and lines).

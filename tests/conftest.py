@@ -28,6 +28,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from codecompass.common.config import load_settings
 from codecompass.common.telemetry import init_telemetry
 
+# The local S3 server (moto) and its per-test buckets: tests/fixtures/s3.py.
+pytest_plugins = ["tests.fixtures.s3"]
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
 SAMPLE_WORKSPACE = FIXTURES / "sample_workspace"

@@ -9,16 +9,20 @@ Searches run concurrently with writes; LanceDB gives each query a consistent ver
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
+import lance
 import lancedb
 import numpy as np
 import pyarrow as pa
+from lance.fragment import FragmentMetadata, write_fragments
 from lancedb.index import FTS, IvfPq
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
@@ -259,16 +263,10 @@ class ChunkStore:
         to_delete = sorted({i for i in delete_ids if i not in upsert_ids})
         if not upserts and not to_delete:
             return
-        for chunk_id, vector in vectors.items():
-            if chunk_id in upsert_ids:
-                self._check_dims(vector, f"vector for chunk {chunk_id!r}")
-        static_vectors = static_vectors if self.static is not None else None
-        for chunk_id, vector in (static_vectors or {}).items():
-            if chunk_id in upsert_ids:
-                _checked(vector, self.static.dimensions, f"static vector for chunk {chunk_id!r}")
+        static_vectors = self._checked_vectors(upsert_ids, vectors, static_vectors)
         with self._write_lock:
             if upserts:
-                data, texts = self._to_arrow(upserts, vectors, static_vectors or {})
+                data, texts = self._to_arrow(upserts, vectors, static_vectors)
                 self._add_sources(texts)
                 merge = self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
                 if to_delete:
@@ -297,6 +295,85 @@ class ChunkStore:
         )
         with self._write_lock:
             self._table.merge_insert("id").when_matched_update_all().execute(data)
+
+    # ---- staged writes (indexing spread over workers, see `shard`) ------------------------
+
+    def stage(
+        self,
+        upserts: list[Chunk],
+        vectors: dict[str, np.ndarray],
+        static_vectors: dict[str, np.ndarray] | None = None,
+    ) -> StagedWrite:
+        """Write the rows of `upserts` (exactly as `apply_changes` would store them) and the
+        texts they slice as Lance fragments of the chunk and sources tables, WITHOUT committing
+        them: no reader, and no table version, knows of them until `commit_staged`. A worker
+        that dies after this leaves only data files no version references.
+
+        Any process that opened the index may stage (a worker needs read access and the right
+        to put files); only the writer commits. The texts are not checked against the sources
+        table: the writer's commit drops whatever copies end up duplicated (`commit_staged`).
+        """
+        upsert_ids = {c.id for c in upserts}
+        static_vectors = self._checked_vectors(upsert_ids, vectors, static_vectors)
+        if not upserts:
+            return StagedWrite(table=self.table_name, chunk_fragments=(), source_fragments=(), source_keys=(),
+                               paths=(), rows=0)
+        data, texts = self._to_arrow(upserts, vectors, static_vectors)
+        keys = sorted(texts)
+        sources = pa.Table.from_arrays(
+            [pa.array(keys, pa.string()), pa.array([texts[k] for k in keys], pa.string())],
+            schema=self._sources.schema,
+        )
+        return StagedWrite(
+            table=self.table_name,
+            chunk_fragments=_write_uncommitted(data, self._table.to_lance()),
+            source_fragments=_write_uncommitted(sources, self._sources.to_lance()) if keys else (),
+            source_keys=tuple(keys),
+            paths=tuple(sorted({c.relative_path for c in upserts})),
+            rows=len(upserts),
+        )
+
+    def commit_staged(self, writes: Sequence[StagedWrite], *, replace_paths: Iterable[str] = ()) -> None:
+        """Make staged writes visible: every staged text in one version of the sources table,
+        then every staged chunk in one version of the chunk table. Sources first, as in
+        `apply_changes`: a chunk is never visible without its text; a kill in between leaves
+        texts no chunk uses, which maintenance removes.
+
+        The chunk commit also removes the rows the table held for every file a write covers and
+        for `replace_paths` (files now skipped, empty or gone), in the same version: a
+        re-index over existing rows replaces them rather than duplicating their ids.
+
+        Two workers stage the same text when two of their files share it (texts are keyed by
+        content), and a re-index stages texts the table already has. Such copies are identical,
+        so a lookup by key reads the same text whichever it meets; they are deleted by row
+        address, keeping the oldest, in a second version of the sources table made only when
+        there are any, before the chunks that use them are committed: a reader never reaches a
+        duplicate through a chunk, and a kill before that delete leaves only identical copies.
+        """
+        foreign = sorted({w.table for w in writes} - {self.table_name})
+        if foreign:
+            raise StoreError(f"staged rows for table {foreign[0]} cannot be committed to {self.table_name}: "
+                             "the workers indexed under another model, static model or chunker version")
+        source_fragments = [f for w in writes for f in w.source_fragments]
+        chunk_fragments = [f for w in writes for f in w.chunk_fragments]
+        paths = sorted({p for w in writes for p in w.paths} | set(replace_paths))
+        with self._write_lock:
+            # Texts a maintenance run found unused are about to be used again.
+            for write in writes:
+                for key in write.source_keys:
+                    self._unreferenced_since.pop(key, None)
+            if source_fragments:
+                sources = self._sources.to_lance()
+                had_texts = sources.count_rows() > 0
+                lance.LanceDataset.commit(sources, lance.LanceOperation.Append(source_fragments),
+                                          read_version=sources.version)
+                self._sources.checkout_latest()
+                self._drop_duplicate_sources(writes, had_texts)
+            chunks = self._table.to_lance()
+            operation = _replacing_rows(chunks, paths, chunk_fragments)
+            if operation is not None:
+                lance.LanceDataset.commit(chunks, operation, read_version=chunks.version)
+                self._table.checkout_latest()
 
     # ---- lookups ------------------------------------------------------------------------
 
@@ -704,6 +781,43 @@ class ChunkStore:
     def _check_dims(self, vector: np.ndarray, what: str) -> np.ndarray:
         return _checked(vector, self.model.dimensions, what)
 
+    def _checked_vectors(
+        self, upsert_ids: set[str], vectors: dict[str, np.ndarray], static_vectors: dict[str, np.ndarray] | None
+    ) -> dict[str, np.ndarray]:
+        """Check the dimensions of the upserts' vectors; the static vectors to store (none
+        without a static channel)."""
+        for chunk_id, vector in vectors.items():
+            if chunk_id in upsert_ids:
+                self._check_dims(vector, f"vector for chunk {chunk_id!r}")
+        if self.static is None:
+            return {}
+        for chunk_id, vector in (static_vectors or {}).items():
+            if chunk_id in upsert_ids:
+                _checked(vector, self.static.dimensions, f"static vector for chunk {chunk_id!r}")
+        return static_vectors or {}
+
+    def _drop_duplicate_sources(self, writes: Sequence[StagedWrite], had_texts: bool) -> None:
+        """Delete every copy but the oldest of the texts just committed more than once (see
+        `commit_staged`), in one version; none when there are no copies."""
+        counts = Counter(k for w in writes for k in w.source_keys)
+        # Before the commit the table was empty, or any staged key may already have been there.
+        suspects = sorted(counts) if had_texts else sorted(k for k, n in counts.items() if n > 1)
+        if not suspects:
+            return
+        sources = self._sources.to_lance()
+        addresses: dict[str, list[int]] = {}
+        for batch in _batches(suspects):
+            rows = sources.to_table(columns=["key"], filter=sqlf.sql_in("key", batch), with_row_address=True)
+            for key, address in zip(rows.column("key").to_pylist(), rows.column("_rowaddr").to_pylist(),
+                                    strict=True):
+                addresses.setdefault(key, []).append(address)
+        # Row addresses grow with fragment ids, which grow with commits: the smallest is the oldest.
+        extra = sorted(a for found in addresses.values() for a in sorted(found)[1:])
+        if not extra:
+            return
+        sources.delete(f"_rowaddr IN ({', '.join(map(str, extra))})")
+        self._sources.checkout_latest()
+
     def _scan(self, where: str | None, columns: list[str], limit: int | None = None) -> pa.Table:
         query = self._table.search()
         if where:
@@ -828,6 +942,73 @@ class ChunkStore:
         records = rows.select(list(CHUNK_COLUMNS)).to_pylist()
         texts = self._source_texts(r["source_key"] for r in records if r["source_key"])
         return [_chunk_from_row(r, texts) for r in records]
+
+
+@dataclass(frozen=True)
+class StagedWrite:
+    """Rows a worker wrote as uncommitted Lance fragments (`ChunkStore.stage`), for the writer
+    to commit (`ChunkStore.commit_staged`). Plain data: `to_json` crosses process boundaries."""
+
+    table: str  # the chunk table (index identity) the rows were made for
+    chunk_fragments: tuple[FragmentMetadata, ...]
+    source_fragments: tuple[FragmentMetadata, ...]
+    source_keys: tuple[str, ...]  # the texts in `source_fragments`
+    paths: tuple[str, ...]  # the files these chunks are all of (their old rows are replaced)
+    rows: int
+
+    def to_json(self) -> dict:
+        return {
+            "table": self.table,
+            "chunk_fragments": [f.to_json() for f in self.chunk_fragments],
+            "source_fragments": [f.to_json() for f in self.source_fragments],
+            "source_keys": list(self.source_keys),
+            "paths": list(self.paths),
+            "rows": self.rows,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> StagedWrite:
+        return cls(
+            table=data["table"],
+            chunk_fragments=tuple(FragmentMetadata.from_json(json.dumps(f)) for f in data["chunk_fragments"]),
+            source_fragments=tuple(FragmentMetadata.from_json(json.dumps(f)) for f in data["source_fragments"]),
+            source_keys=tuple(data["source_keys"]),
+            paths=tuple(data["paths"]),
+            rows=int(data["rows"]),
+        )
+
+
+def _write_uncommitted(data: pa.Table, dataset: lance.LanceDataset) -> tuple[FragmentMetadata, ...]:
+    """Data files for `data` in `dataset`'s folder, in its file format, referenced by no
+    version yet. The dataset object carries the connection's storage options (credentials,
+    endpoint), so they are never copied here."""
+    return tuple(write_fragments(data, dataset, mode="append", data_storage_version=dataset.data_storage_version))
+
+
+def _replacing_rows(
+    dataset: lance.LanceDataset, paths: Sequence[str], new: list[FragmentMetadata]
+) -> lance.LanceOperation.BaseOperation | None:
+    """One operation that adds the fragments `new` and deletes every row of `paths` the table
+    holds (a plain Append when it holds none); None when there is nothing to do."""
+    stale: dict[int, list[int]] = {}
+    if paths and dataset.count_rows() > 0:
+        for batch in _batches(paths):
+            rows = dataset.to_table(columns=["id"], filter=sqlf.sql_in("relative_path", batch),
+                                    with_row_address=True)
+            for address in rows.column("_rowaddr").to_pylist():
+                # A row address is the fragment id in its upper 32 bits.
+                stale.setdefault(address >> 32, []).append(address)
+    if not stale:
+        return lance.LanceOperation.Append(new) if new else None
+    updated: list[FragmentMetadata] = []
+    removed: list[int] = []
+    for fragment_id, addresses in sorted(stale.items()):
+        kept = dataset.get_fragment(fragment_id).delete(f"_rowaddr IN ({', '.join(map(str, addresses))})")
+        if kept is None:
+            removed.append(fragment_id)
+        else:
+            updated.append(kept)
+    return lance.LanceOperation.Update(removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new)
 
 
 def _checked(vector: np.ndarray, dims: int, what: str) -> np.ndarray:

@@ -7,9 +7,9 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from codecompass_gateway.__main__ import SERVICE_NAME as GATEWAY_SERVICE_NAME
 from codecompass_gateway.__main__ import add_server_arguments
 
+from codecompass.common import names
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import RERANK_PROVIDERS, ConfigError, load_settings
 from codecompass.common.logging import configure_logging
@@ -148,11 +148,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The CLI's own output is for people; only problems go to the JSON log on stderr.
         if args.command == "mcp":
             # A long-running server: it is the gateway in logs and traces, whoever started it.
-            configure_logging(GATEWAY_SERVICE_NAME)
-            init_telemetry(GATEWAY_SERVICE_NAME)
+            configure_logging(names.GATEWAY)
+            init_telemetry(names.GATEWAY)
         else:
-            configure_logging("codecompass-cli", level="WARNING")
-            init_telemetry("codecompass-cli")
+            configure_logging(names.CLI, level="WARNING")
+            init_telemetry(names.CLI)
     except ConfigError as exc:
         print(f"codecompass: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -18,6 +18,7 @@ from codecompass_gateway import skips
 from codecompass_gateway.answer import answer_to_dict
 from codecompass_gateway.pipeline import Pipeline, PipelineAnswer, PipelineRequest
 
+from codecompass.common import names
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import CHECKOUT_ROOT, Settings, documented_settings, redacted
 from codecompass.policy.relevance import QueryFocus
@@ -113,7 +114,7 @@ def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_chunks(args: argparse.Namespace, settings: Settings) -> int:
     root, relative = resolve_target(args.path, args.workspace)
-    address = service_address(settings, "analysis")
+    address = service_address(settings, names.ANALYSIS)
     files = chunks = 0
     for result in clients.chunk_files(address, str(root), [relative], args.references,
                                       settings.long_rpc_timeout_s):
@@ -136,7 +137,7 @@ def cmd_chunks(args: argparse.Namespace, settings: Settings) -> int:
 
 def _run_index(settings: Settings, workspace: Path, wait_for_embeddings: bool, *, force: bool = False,
                show_skipped: bool = False) -> None:
-    address = service_address(settings, "retrieval")
+    address = service_address(settings, names.RETRIEVAL)
     reporter = ProgressReporter(sys.stderr)
     started = time.monotonic()
     final = None
@@ -219,7 +220,7 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     up(settings, str(workspace), say=_err)
     importer.join()
     addresses = {f"{name}_addr": service_address(settings, name)
-                 for name in ("analysis", "embedding", "retrieval", "rerank", "selection")}
+                 for name in names.BACKENDS}
     # The server outlives any one set of services: `up` may restart one on a new port, so every
     # call finds its service through runtime.json (the addresses of now are what the log shows).
     return run_gateway(args, dataclasses.replace(settings, **addresses), Locator(settings))
@@ -246,7 +247,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     _out(f"== chunk summary of {workspace}")
     summary = render.ChunkSummary()
     started = time.monotonic()
-    for result in clients.chunk_files(service_address(settings, "analysis"), str(workspace), ["."], False,
+    for result in clients.chunk_files(service_address(settings, names.ANALYSIS), str(workspace), ["."], False,
                                       settings.long_rpc_timeout_s):
         summary.add(result)
     for line in summary.lines_out(time.monotonic() - started):

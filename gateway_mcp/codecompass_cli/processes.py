@@ -26,6 +26,8 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from codecompass.common.hosts import dialable
+
 _LISTENING = re.compile(r"^LISTENING (\S+:\d+)\s*$", re.MULTILINE)
 RUNTIME_DIR_ENV = "CODECOMPASS_RUNTIME_DIR"
 RUNTIME_SERVICE_ENV = "CODECOMPASS_RUNTIME_SERVICE"
@@ -114,7 +116,8 @@ def spawn(name: str, argv: Sequence[str], env: Mapping[str, str], log_path: Path
 
 def wait_for_listening(name: str, process: subprocess.Popen, log_path: Path, offset: int,
                        timeout: float) -> str:
-    """Address from the service's ``LISTENING`` line written after ``offset`` in its log."""
+    """Where to reach the service, from its ``LISTENING`` line written after ``offset`` in its log
+    (a service listening on every interface, 0.0.0.0 or ::, is reached on loopback)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -125,7 +128,7 @@ def wait_for_listening(name: str, process: subprocess.Popen, log_path: Path, off
             text = ""
         match = _LISTENING.search(text)
         if match:
-            return match.group(1)
+            return dialable(match.group(1))
         code = process.poll()
         if code is not None:
             raise StartError(name, f"exited with code {code} before listening", log_path, offset)

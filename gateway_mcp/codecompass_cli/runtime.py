@@ -36,7 +36,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from codecompass.common.config import Settings
+from codecompass.common import names
+from codecompass.common.config import BIND_HOST_ENV, Settings
 from codecompass_cli.errors import EXIT_USAGE, CliError
 from codecompass_cli.indexes import human_size, list_indexes, remove_all_indexes, remove_index
 from codecompass_cli.processes import (
@@ -168,11 +169,16 @@ def state_locked(settings: Settings) -> bool:
 
 
 def service_address(settings: Settings, name: str) -> str:
-    """Where clients reach a service: the running local one, else <SVC>_ADDR."""
+    """Where clients reach a service: its configured address (<SVC>_ADDR or the config file's
+    <svc>_addr) when one is set, else the local one `up` started, else the default address."""
     return _address_in(read_state(settings), settings, name)
 
 
 def _address_in(state: RuntimeState | None, settings: Settings, name: str) -> str:
+    # Configuration first: a service run elsewhere (another host, a cluster) is found wherever the
+    # client runs from, whatever state dir, and whatever runtime, its checkout has.
+    if name in settings.configured_addrs:
+        return getattr(settings, f"{name}_addr")
     recorded = state.services.get(name) if state is not None else None
     # An empty address: a start that never reached LISTENING.
     if recorded is not None and recorded.address:
@@ -242,14 +248,15 @@ def orphan_rows(settings: Settings) -> list[dict[str, Any]]:
 
 def _child_env(settings: Settings, svc: ServiceDef, addresses: dict[str, str], port: int) -> dict[str, str]:
     env = dict(os.environ)
-    # One OTEL_SERVICE_NAME for every child would merge their traces into one service.
-    env.pop("OTEL_SERVICE_NAME", None)
     env[svc.port_env] = str(port)
+    # The Node service reads its settings from the environment only: the config file's bind_host
+    # reaches it this way.
+    env[BIND_HOST_ENV] = settings.bind_host
     env["CODECOMPASS_STATE_DIR"] = str(settings.state_dir)
     env[RUNTIME_DIR_ENV] = str(settings.state_dir)
     env[RUNTIME_SERVICE_ENV] = svc.name
     for need in svc.needs:
-        env[f"{need.upper()}_ADDR"] = addresses[need]
+        env[names.addr_env(need)] = addresses[need]
     return env
 
 

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from codecompass.common import names
 from codecompass.common.config import CHECKOUT_ROOT
 
 NODE_ENTRY = CHECKOUT_ROOT / "node_ts_service" / "dist" / "src" / "main.js"
@@ -23,15 +24,14 @@ class ServiceUnavailable(Exception):
 
 @dataclass(frozen=True)
 class ServiceDef:
-    name: str
+    name: str  # its one name (codecompass.common.names)
     argv: Callable[[], list[str]]
-    port_env: str
-    health_service: str
+    health_service: str  # the gRPC contract whose health `up` and `status` check
     needs: tuple[str, ...] = ()
 
     @property
-    def addr_env(self) -> str:
-        return f"{self.name.upper()}_ADDR"
+    def port_env(self) -> str:
+        return names.port_env(self.name)
 
 
 def _node_argv() -> list[str]:
@@ -50,14 +50,13 @@ def _python_argv(module: str) -> Callable[[], list[str]]:
 
 
 SERVICES: tuple[ServiceDef, ...] = (
-    ServiceDef("analysis", _node_argv, "ANALYSIS_PORT", "codecompass.v1.CodeAnalysisService"),
-    ServiceDef("embedding", _python_argv("codecompass.embedding"), "EMBEDDING_PORT",
-               "codecompass.v1.EmbeddingService"),
-    ServiceDef("retrieval", _python_argv("codecompass.retrieval"), "RETRIEVAL_PORT",
-               "codecompass.v1.RetrievalService", needs=("analysis", "embedding")),
-    ServiceDef("rerank", _python_argv("codecompass.rerank"), "RERANK_PORT", "codecompass.v1.RerankService"),
-    ServiceDef("selection", _python_argv("codecompass.selection"), "SELECTION_PORT",
-               "codecompass.v1.SelectionService", needs=("analysis",)),
+    ServiceDef(names.ANALYSIS, _node_argv, "codecompass.v1.CodeAnalysisService"),
+    ServiceDef(names.EMBEDDING, _python_argv("codecompass.embedding"), "codecompass.v1.EmbeddingService"),
+    ServiceDef(names.RETRIEVAL, _python_argv("codecompass.retrieval"), "codecompass.v1.RetrievalService",
+               needs=(names.ANALYSIS, names.EMBEDDING)),
+    ServiceDef(names.RERANK, _python_argv("codecompass.rerank"), "codecompass.v1.RerankService"),
+    ServiceDef(names.SELECTION, _python_argv("codecompass.selection"), "codecompass.v1.SelectionService",
+               needs=(names.ANALYSIS,)),
 )
 SERVICES_BY_NAME = {svc.name: svc for svc in SERVICES}
 

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from codecompass.clients.channel import Locate
-from codecompass.common.config import ConfigError, Settings, load_settings
+from codecompass.common import hosts, names
+from codecompass.common.config import BIND_HOST_ENV, ConfigError, Settings, load_settings
 from codecompass.common.logging import configure_logging
 from codecompass.common.telemetry import flush_telemetry, init_telemetry
 from codecompass_gateway.remote import ServerPlan, exposure
 
-SERVICE_NAME = "codecompass-gateway"
 EXIT_USAGE = 2
 
 
@@ -31,11 +31,18 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
                              "calls may name no folder outside these and the --workspace folders")
     parser.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio",
                         help="stdio (default; for VS Code, Claude Code) or streamable-http (remote use)")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="streamable-http: address to listen on (beyond loopback it needs a bearer token: "
-                             "CODECOMPASS_GATEWAY_AUTH_TOKEN)")
+    parser.add_argument("--host", type=_host,
+                        help="streamable-http: address to listen on (default: CODECOMPASS_BIND_HOST, else "
+                             "127.0.0.1; beyond loopback it needs a bearer token: CODECOMPASS_GATEWAY_AUTH_TOKEN)")
     parser.add_argument("--port", type=_port, default=8765,
                         help="streamable-http: port to listen on (default 8765)")
+
+
+def _host(text: str) -> str:
+    try:
+        return hosts.bind_host(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _port(text: str) -> int:
@@ -64,7 +71,12 @@ def server_plan(args: argparse.Namespace, settings: Settings) -> ServerPlan:
     workspaces = tuple(dict.fromkeys(_folder("--workspace", text) for text in args.workspace))
     roots = tuple(dict.fromkeys((*(_folder("--allow-root", text) for text in args.allow_root),
                                  *settings.gateway.allowed_roots)))
-    exposed = exposure(args.host, args.port, settings.gateway) if args.transport == "streamable-http" else None
+    exposed = None
+    if args.transport == "streamable-http":
+        if args.host is not None:
+            exposed = exposure(args.host, args.port, settings.gateway)
+        else:
+            exposed = exposure(settings.bind_host, args.port, settings.gateway, host_from=BIND_HOST_ENV)
     return ServerPlan(workspaces=workspaces, allowed_roots=roots, transport=args.transport, exposure=exposed)
 
 
@@ -76,12 +88,12 @@ def run(args: argparse.Namespace, settings: Settings, locate: Locate | None = No
     try:
         plan = server_plan(args, settings)
     except ValueError as exc:
-        print(f"codecompass-gateway: {exc}", file=sys.stderr)
+        print(f"{names.GATEWAY}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
         serve(settings, plan, locate)
     except ListenError as exc:
-        print(f"codecompass-gateway: {exc}", file=sys.stderr)
+        print(f"{names.GATEWAY}: {exc}", file=sys.stderr)
         return 1
     return 0
 
@@ -93,11 +105,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = load_settings()
     except ConfigError as exc:
-        print(f"codecompass-gateway: configuration error: {exc}", file=sys.stderr)
+        print(f"{names.GATEWAY}: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     # stdout is the protocol in stdio mode: logs go to stderr, as JSON lines.
-    configure_logging(SERVICE_NAME)
-    init_telemetry(SERVICE_NAME)
+    configure_logging(names.GATEWAY)
+    init_telemetry(names.GATEWAY)
     try:
         return run(args, settings)
     except KeyboardInterrupt:

@@ -42,6 +42,7 @@ from codecompass.clients.errors import INVALID, UNAVAILABLE, ServiceError
 from codecompass.clients.rerank import RerankClient
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.clients.selection import SelectionClient
+from codecompass.common import names
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import tracer
@@ -160,9 +161,9 @@ class Pipeline:
         self._settings = settings
         self._gateway = settings.gateway
         # `locate`: where each service is at each call (the local runtime), else the settings' addresses.
-        self.retrieval = RetrievalClient(address_for("retrieval", settings.retrieval_addr, locate))
-        self.rerank = RerankClient(address_for("rerank", settings.rerank_addr, locate))
-        self.selection = SelectionClient(address_for("selection", settings.selection_addr, locate))
+        self.retrieval = RetrievalClient(address_for(names.RETRIEVAL, settings.retrieval_addr, locate))
+        self.rerank = RerankClient(address_for(names.RERANK, settings.rerank_addr, locate))
+        self.selection = SelectionClient(address_for(names.SELECTION, settings.selection_addr, locate))
         # None: no endpoint configured, rewriting is inert.
         self.rewriter: ChatRewriter | None = ChatRewriter.from_settings(settings.gateway)
 

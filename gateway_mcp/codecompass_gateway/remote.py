@@ -1,6 +1,7 @@
 """Who may talk to the MCP server over HTTP (issue 15, section 5: remote use is safe by default).
 
-A loopback bind (127.0.0.0/8, ::1, localhost) is reachable from this machine only: it keeps the
+The server listens on --host, else on CODECOMPASS_BIND_HOST (`bind_host`), the host every
+CodeCompass server binds. A loopback bind (127.0.0.0/8, ::1, localhost) is reachable from this machine only: it keeps the
 checks the MCP SDK makes by default there (the Host and Origin of a request must be a loopback
 name, against DNS rebinding from a web page), extended to the address actually bound and to the
 configured lists.
@@ -20,12 +21,12 @@ Which folders a call may open is the other half (`tools.resolve_workspace`): the
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from codecompass.common.config import GATEWAY_AUTH_TOKEN_ENV, GatewaySettings
+from codecompass.common.hosts import host_port, is_loopback
 
 # What the SDK allows on a loopback bind when it is left to choose (its streamable_http_app).
 _LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
@@ -37,19 +38,6 @@ Transport = Literal["stdio", "streamable-http"]
 
 class RemoteRefused(ValueError):
     """The server must not start as asked; the message says why and what to set, in one line."""
-
-
-def is_loopback(host: str) -> bool:
-    if host.strip("[]").lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost may resolve to any address
-
-
-def _host_port(host: str, port: int | str) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 @dataclass(frozen=True)
@@ -70,7 +58,7 @@ class Exposure:
 
     def summary(self, workspaces: tuple[Path, ...], roots: tuple[Path, ...]) -> dict[str, Any]:
         """What is exposed, for the one log line: never the token, only where it comes from."""
-        return {"url": f"http://{_host_port(self.host, self.port)}/mcp", "workspaces": [str(w) for w in workspaces],
+        return {"url": f"http://{host_port(self.host, self.port)}/mcp", "workspaces": [str(w) for w in workspaces],
                 "allowed_roots": [str(r) for r in roots], "allowed_hosts": list(self.allowed_hosts),
                 "allowed_origins": list(self.allowed_origins),
                 "auth": f"bearer token from {self.token_source}" if self.token else "none (loopback only)"}
@@ -87,19 +75,20 @@ class ServerPlan:
     exposure: Exposure | None = None  # streamable-http only
 
 
-def exposure(host: str, port: int, gateway: GatewaySettings) -> Exposure:
-    """What a server bound to `host:port` accepts; RemoteRefused when it may not start."""
+def exposure(host: str, port: int, gateway: GatewaySettings, host_from: str = "--host") -> Exposure:
+    """What a server bound to `host:port` accepts; RemoteRefused when it may not start. `host_from`
+    names where the host came from, for the refusal's line."""
     if is_loopback(host):
-        hosts = (*_LOOPBACK_HOSTS, _host_port(host, "*"), *gateway.allowed_hosts)
-        origins = (*_LOOPBACK_ORIGINS, f"http://{_host_port(host, '*')}", *gateway.allowed_origins)
+        hosts = (*_LOOPBACK_HOSTS, host_port(host, "*"), *gateway.allowed_hosts)
+        origins = (*_LOOPBACK_ORIGINS, f"http://{host_port(host, '*')}", *gateway.allowed_origins)
         return Exposure(host, port, tuple(dict.fromkeys(hosts)), tuple(dict.fromkeys(origins)))
     token, source = _token(gateway)
     if token is None:
-        raise RemoteRefused(f"--host {host} listens beyond this machine: set {GATEWAY_AUTH_TOKEN_ENV} (or "
+        raise RemoteRefused(f"{host_from} {host} listens beyond this machine: set {GATEWAY_AUTH_TOKEN_ENV} (or "
                             "gateway.auth_token_file) to the bearer token clients must send, or listen on 127.0.0.1")
-    hosts = gateway.allowed_hosts if host in _ANY_ADDRESS else (_host_port(host, port), *gateway.allowed_hosts)
+    hosts = gateway.allowed_hosts if host in _ANY_ADDRESS else (host_port(host, port), *gateway.allowed_hosts)
     if not hosts:
-        raise RemoteRefused(f"--host {host} listens on every address: set gateway.allowed_hosts "
+        raise RemoteRefused(f"{host_from} {host} listens on every address: set gateway.allowed_hosts "
                             "(CODECOMPASS_GATEWAY_ALLOWED_HOSTS) to the host names clients use, e.g. "
                             f"myhost.example:{port}")
     return Exposure(host, port, tuple(dict.fromkeys(hosts)), gateway.allowed_origins, token, source)

@@ -51,6 +51,7 @@ from codecompass.clients.analysis_model import TraceDirection, TraceQuery
 from codecompass.clients.channel import Locate, address_for
 from codecompass.clients.errors import INVALID, NOT_FOUND, ServiceError
 from codecompass.clients.retrieval import RetrievalClient
+from codecompass.common import names
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
@@ -190,9 +191,9 @@ class Gateway:
     def open(cls, settings: Settings, workspace: Path, locate: Locate | None = None) -> Gateway:
         """The clients reach the configured addresses, or where `locate` finds each service at
         each call (`codecompass mcp`: the local runtime, whose services `up` may restart)."""
-        retrieval = RetrievalClient(address_for("retrieval", settings.retrieval_addr, locate))
+        retrieval = RetrievalClient(address_for(names.RETRIEVAL, settings.retrieval_addr, locate))
         return cls(settings=settings, workspace=workspace, pipeline=Pipeline(settings, locate), retrieval=retrieval,
-                   analysis=AnalysisClient(address_for("analysis", settings.analysis_addr, locate)),
+                   analysis=AnalysisClient(address_for(names.ANALYSIS, settings.analysis_addr, locate)),
                    indexer=BackgroundIndexer(retrieval, settings.long_rpc_timeout_s))
 
     def close(self) -> None:

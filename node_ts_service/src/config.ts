@@ -1,6 +1,7 @@
 // Environment is read once, validated, and frozen: a bad value stops the
 // service at start with a message naming the variable, instead of surfacing
 // later as an odd failure in the middle of a request.
+import { LOOPBACK, parseBindHost } from './hosts';
 
 export interface AnalysisConfig {
   readonly host: string;
@@ -11,7 +12,6 @@ export interface AnalysisConfig {
   readonly maxRenderCacheFiles: number;
   readonly maxWorkspaces: number;
   readonly chunkFileTimeoutMs: number;
-  readonly serviceName: string;
   readonly logLevel: LogLevel;
   readonly otlpEndpoint: string | undefined;
   readonly traceFile: string | undefined;
@@ -30,9 +30,21 @@ const MIB = 1024 * 1024;
 /** See chunkFileTimeoutMs below. */
 export const DEFAULT_CHUNK_FILE_TIMEOUT_MS = 60_000;
 
+// Settings that were renamed: named, so a setup that still sets one fails at start saying what
+// to set instead of the value being lost in silence.
+const RENAMED: Readonly<Record<string, string>> = {
+  ANALYSIS_HOST: 'CODECOMPASS_BIND_HOST, the host every CodeCompass server listens on',
+};
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AnalysisConfig {
+  for (const [name, replacement] of Object.entries(RENAMED)) {
+    if (env[name] !== undefined) throw new ConfigError(name, `no longer read; set ${replacement}`);
+  }
   return Object.freeze({
-    host: stringVar(env, 'ANALYSIS_HOST', '127.0.0.1'),
+    // Loopback unless a deployment (a container, a host serving a team) says otherwise. The
+    // Python services read the same variable (or the config file's bind_host, which
+    // `codecompass up` passes on as this variable).
+    host: bindHostVar(env, 'CODECOMPASS_BIND_HOST', LOOPBACK),
     port: intVar(env, 'ANALYSIS_PORT', 50051, 0, 65535),
     // 5 MiB leaves room for 50k-line hand-written files (~2 MB) while keeping
     // generated blobs from dominating parse time and memory.
@@ -51,7 +63,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AnalysisConfig
     // cannot hold a whole index. The largest files we index (5 MiB, 50k lines
     // with references) take a few seconds.
     chunkFileTimeoutMs: intVar(env, 'ANALYSIS_CHUNK_FILE_TIMEOUT_MS', DEFAULT_CHUNK_FILE_TIMEOUT_MS, 100, 3_600_000),
-    serviceName: stringVar(env, 'OTEL_SERVICE_NAME', 'codecompass-analysis'),
     logLevel: logLevelVar(env, 'LOG_LEVEL', 'info'),
     otlpEndpoint: optionalVar(env, 'OTEL_EXPORTER_OTLP_ENDPOINT'),
     traceFile: optionalVar(env, 'CODECOMPASS_TRACE_FILE'),
@@ -63,8 +74,14 @@ function optionalVar(env: NodeJS.ProcessEnv, name: string): string | undefined {
   return raw ? raw : undefined;
 }
 
-function stringVar(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
-  return optionalVar(env, name) ?? fallback;
+function bindHostVar(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  const raw = env[name];
+  if (raw === undefined) return fallback;
+  const host = parseBindHost(raw);
+  if (host === undefined) {
+    throw new ConfigError(name, `expected an IP address or host name to listen on (e.g. 127.0.0.1, 0.0.0.0, ::), got ${JSON.stringify(raw)}`);
+  }
+  return host;
 }
 
 function intVar(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

@@ -2,7 +2,9 @@
 // (a bad value exits 2 before anything starts), telemetry before any gRPC
 // object exists, then bind, announce the port, warm up, report SERVING.
 import { ConfigError, loadConfig, type AnalysisConfig } from './config';
+import { hostPort, isLoopback } from './hosts';
 import { createLogger } from './logging';
+import { SERVICE_NAME } from './names';
 import { initTelemetry } from './tracing';
 
 function readConfig(): AnalysisConfig {
@@ -10,7 +12,7 @@ function readConfig(): AnalysisConfig {
     return loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`codecompass-analysis: ${err.message}\n`);
+      process.stderr.write(`${SERVICE_NAME}: ${err.message}\n`);
       process.exit(2);
     }
     throw err;
@@ -20,19 +22,24 @@ function readConfig(): AnalysisConfig {
 async function main(): Promise<void> {
   const config = readConfig();
   const telemetry = initTelemetry({
-    serviceName: config.serviceName,
     otlpEndpoint: config.otlpEndpoint,
     traceFile: config.traceFile,
   });
-  const logger = createLogger(config.serviceName, config.logLevel);
+  const logger = createLogger(SERVICE_NAME, config.logLevel);
   // Loaded after telemetry so nothing in the gRPC stack predates the tracer provider.
   const { AnalysisService } = await import('./service');
   const { startServer } = await import('./server');
 
   const service = new AnalysisService(config);
   const server = await startServer({ host: config.host, port: config.port, service, logger });
-  process.stdout.write(`LISTENING ${config.host}:${server.port}\n`);
+  const address = hostPort(config.host, server.port);
+  process.stdout.write(`LISTENING ${address}\n`);
   logger.info('listening', { host: config.host, port: server.port });
+  if (!isLoopback(config.host)) {
+    // The service has no authentication of its own: beyond loopback, whoever reaches the address
+    // may call it, so the network (a cluster's policy, a firewall) must be the guard.
+    logger.warn('listening beyond this machine: anyone who can reach this address may call the service', { address });
+  }
 
   let exiting = false;
   const stop = async (signal: string) => {
@@ -65,7 +72,7 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   process.stderr.write(
-    JSON.stringify({ ts: new Date().toISOString(), level: 'error', service: 'codecompass-analysis', msg: 'start-up failed', error: String(err) }) + '\n',
+    JSON.stringify({ ts: new Date().toISOString(), level: 'error', service: SERVICE_NAME, msg: 'start-up failed', error: String(err) }) + '\n',
   );
   process.exit(1);
 });

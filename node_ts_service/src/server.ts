@@ -13,10 +13,13 @@ import {
 } from './gen/codecompass/v1/analysis';
 import type { Logger } from './logging';
 import { type AnalysisService, CancelledError } from './service';
+import { hostPort } from './hosts';
 import { recordRpcStatus, withServerSpan } from './tracing';
 import { RequestError } from './workspace';
 
-export const ANALYSIS_SERVICE_NAME = 'codecompass.v1.CodeAnalysisService';
+// The gRPC contract this service implements (its health entry, its spans' rpc.service): a
+// contract name, unlike the service's own name (names.ts).
+export const ANALYSIS_GRPC_SERVICE = 'codecompass.v1.CodeAnalysisService';
 
 interface StatusError {
   code: grpc.status;
@@ -63,7 +66,7 @@ function deadlineOf(call: { getDeadline(): grpc.Deadline }): number {
 export function createHandlers(service: AnalysisService, logger: Logger): CodeAnalysisServiceServer {
   return {
     scanWorkspace: (call, callback) => {
-      void withServerSpan(ANALYSIS_SERVICE_NAME, 'ScanWorkspace', call.metadata, async (span) => {
+      void withServerSpan(ANALYSIS_GRPC_SERVICE, 'ScanWorkspace', call.metadata, async (span) => {
         try {
           const result = await service.scan(scanRequestFromPb(call.request), () => call.cancelled);
           span.setAttribute('codecompass.files', result.files.length);
@@ -86,7 +89,7 @@ export function createHandlers(service: AnalysisService, logger: Logger): CodeAn
     },
 
     chunkFiles: (call) => {
-      void withServerSpan(ANALYSIS_SERVICE_NAME, 'ChunkFiles', call.metadata, async (span) => {
+      void withServerSpan(ANALYSIS_GRPC_SERVICE, 'ChunkFiles', call.metadata, async (span) => {
         let files = 0;
         try {
           for await (const file of service.chunkFiles(chunkRequestFromPb(call.request), () => call.cancelled, deadlineOf(call))) {
@@ -107,7 +110,7 @@ export function createHandlers(service: AnalysisService, logger: Logger): CodeAn
     },
 
     renderSymbols: (call, callback) => {
-      void withServerSpan(ANALYSIS_SERVICE_NAME, 'RenderSymbols', call.metadata, async (span) => {
+      void withServerSpan(ANALYSIS_GRPC_SERVICE, 'RenderSymbols', call.metadata, async (span) => {
         try {
           const result = await service.render(renderRequestFromPb(call.request), () => call.cancelled);
           finishSpan(span, undefined);
@@ -121,7 +124,7 @@ export function createHandlers(service: AnalysisService, logger: Logger): CodeAn
     },
 
     trace: (call, callback) => {
-      void withServerSpan(ANALYSIS_SERVICE_NAME, 'Trace', call.metadata, async (span) => {
+      void withServerSpan(ANALYSIS_GRPC_SERVICE, 'Trace', call.metadata, async (span) => {
         try {
           // No deadline from the client means no limit of its own; the service
           // still caps a trace at its internal budget.
@@ -163,16 +166,16 @@ export async function startServer(options: {
     'grpc.max_send_message_length': 64 * 1024 * 1024,
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
   });
-  const health = new HealthImplementation({ '': 'NOT_SERVING', [ANALYSIS_SERVICE_NAME]: 'NOT_SERVING' });
+  const health = new HealthImplementation({ '': 'NOT_SERVING', [ANALYSIS_GRPC_SERVICE]: 'NOT_SERVING' });
   health.addToServer(server);
   server.addService(CodeAnalysisServiceService, createHandlers(options.service, options.logger));
-  const target = `${options.host.includes(':') ? `[${options.host}]` : options.host}:${options.port}`;
+  const target = hostPort(options.host, options.port);
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
   });
   const setAll = (status: 'SERVING' | 'NOT_SERVING') => {
     health.setStatus('', status);
-    health.setStatus(ANALYSIS_SERVICE_NAME, status);
+    health.setStatus(ANALYSIS_GRPC_SERVICE, status);
   };
   let stopping: Promise<void> | undefined;
   return {

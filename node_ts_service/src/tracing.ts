@@ -24,9 +24,9 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { SERVICE_NAME, SERVICE_NAMESPACE } from './names';
 
 export interface TelemetryOptions {
-  serviceName: string;
   otlpEndpoint: string | undefined;
   traceFile: string | undefined;
 }
@@ -63,6 +63,7 @@ function spanRecord(span: ReadableSpan): Record<string, unknown> {
     parent_span_id: span.parentSpanContext?.spanId ?? '',
     name: span.name,
     service: String(span.resource.attributes['service.name'] ?? ''),
+    service_namespace: String(span.resource.attributes['service.namespace'] ?? ''),
     start_ns: hrTimeToNanoseconds(span.startTime),
     end_ns: hrTimeToNanoseconds(span.endTime),
     attributes: span.attributes,
@@ -83,7 +84,9 @@ export function initTelemetry(options: TelemetryOptions): Telemetry {
     spanProcessors.push(new SimpleSpanProcessor(new JsonLinesSpanExporter(options.traceFile)));
   }
   const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': options.serviceName }),
+    // The service's one name (names.ts); OTEL_SERVICE_NAME does not rename it, so its name in
+    // traces is the one in its logs, its variables and `codecompass status`.
+    resource: resourceFromAttributes({ 'service.name': SERVICE_NAME, 'service.namespace': SERVICE_NAMESPACE }),
     spanProcessors,
   });
   provider.register({ propagator: new W3CTraceContextPropagator() });

@@ -19,7 +19,8 @@ import {
   type ScanWorkspaceResponse,
 } from '../src/gen/codecompass/v1/analysis';
 import { createLogger } from '../src/logging';
-import { ANALYSIS_SERVICE_NAME, startServer } from '../src/server';
+import { SERVICE_NAME, SERVICE_NAMESPACE } from '../src/names';
+import { ANALYSIS_GRPC_SERVICE, startServer } from '../src/server';
 import { AnalysisService } from '../src/service';
 import type { ChunkedFile } from '../src/types';
 
@@ -88,7 +89,8 @@ export class Greeter {
 
 describe('configuration', () => {
   it('a bad value stops start-up with exit code 2 naming the variable', async () => {
-    for (const [name, value] of [['ANALYSIS_PORT', '99999'], ['ANALYSIS_MAX_FILE_BYTES', '5MB'], ['LOG_LEVEL', 'loud']]) {
+    const bad = [['ANALYSIS_PORT', '99999'], ['ANALYSIS_MAX_FILE_BYTES', '5MB'], ['LOG_LEVEL', 'loud'], ['CODECOMPASS_BIND_HOST', '0.0.0.0:50051']];
+    for (const [name, value] of bad) {
       const child = spawn(process.execPath, [MAIN], { env: { ...process.env, [name]: value }, stdio: ['ignore', 'pipe', 'pipe'] });
       let err = '';
       let out = '';
@@ -96,8 +98,46 @@ describe('configuration', () => {
       child.stdout.on('data', (d: Buffer) => (out += d.toString()));
       const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
       assert.equal(code, 2, `${name}=${value}`);
-      assert.match(err, new RegExp(`invalid ${name}: `));
+      assert.match(err, new RegExp(`^${SERVICE_NAME}: invalid ${name}: [^\n]+\n$`));
       assert.equal(out, '');
+    }
+  });
+});
+
+describe('bind host', () => {
+  it('listens on CODECOMPASS_BIND_HOST, says so in one line when that is beyond loopback, and answers on loopback', async () => {
+    const child = spawn(process.execPath, [MAIN], {
+      env: { ...process.env, CODECOMPASS_BIND_HOST: '0.0.0.0', ANALYSIS_PORT: '0', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    try {
+      const listening = await new Promise<string>((resolve, reject) => {
+        readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+          const match = /^LISTENING (\S+)$/.exec(line);
+          if (match) resolve(match[1]);
+        });
+        child.on('exit', (code) => reject(new Error(`exited early (${code}): ${stderr}`)));
+      });
+      const port = /^0\.0\.0\.0:(\d+)$/.exec(listening)?.[1];
+      assert.ok(port, listening);
+      const health = new HealthClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as Health;
+      try {
+        // Any answer proves the wildcard bind reaches loopback; warm-up decides which one.
+        assert.match(await checkHealth(health, ''), /^(NOT_SERVING|SERVING)$/);
+      } finally {
+        health.close();
+      }
+      const records = stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      const warnings = records.filter((r) => r.level === 'warn' && r.msg.startsWith('listening beyond this machine'));
+      assert.equal(warnings.length, 1);
+      assert.equal(warnings[0].address, listening);
+      assert.equal(warnings[0].service, SERVICE_NAME);
+    } finally {
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0);
     }
   });
 });
@@ -109,14 +149,14 @@ describe('health lifecycle (in-process server)', () => {
     const health = new HealthClient(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as Health;
     try {
       assert.equal(await checkHealth(health, ''), 'NOT_SERVING');
-      assert.equal(await checkHealth(health, ANALYSIS_SERVICE_NAME), 'NOT_SERVING');
+      assert.equal(await checkHealth(health, ANALYSIS_GRPC_SERVICE), 'NOT_SERVING');
       service.warmUp();
       server.setServing();
       assert.equal(await checkHealth(health, ''), 'SERVING');
-      assert.equal(await checkHealth(health, ANALYSIS_SERVICE_NAME), 'SERVING');
+      assert.equal(await checkHealth(health, ANALYSIS_GRPC_SERVICE), 'SERVING');
 
       const seen: string[] = [];
-      const watch = health.watch({ service: ANALYSIS_SERVICE_NAME });
+      const watch = health.watch({ service: ANALYSIS_GRPC_SERVICE });
       watch.on('data', (r: { status: string }) => seen.push(r.status));
       watch.on('error', () => {});
       await waitFor(async () => seen.length, (n) => n >= 1);
@@ -185,7 +225,9 @@ describe('analysis service process', () => {
     write('src/old.ts', 'export const old = 1;\n');
     write('node_modules/dep/index.js', 'exports.x = 1;\n');
     child = spawn(process.execPath, [MAIN], {
-      env: { ...process.env, ANALYSIS_PORT: '0', CODECOMPASS_TRACE_FILE: traceFile, OTEL_SERVICE_NAME: 'codecompass-analysis', LOG_LEVEL: 'info' },
+      env: { ...process.env, ANALYSIS_PORT: '0', CODECOMPASS_TRACE_FILE: traceFile, LOG_LEVEL: 'info',
+        // Does not rename the service: its name in traces is the one in its logs and variables.
+        OTEL_SERVICE_NAME: 'another-name' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -213,9 +255,9 @@ describe('analysis service process', () => {
     assert.match(address, /^127\.0\.0\.1:\d+$/);
     assert.notEqual(address, '127.0.0.1:0');
     await waitFor(() => checkHealth(health, ''), (s) => s === 'SERVING');
-    assert.equal(await checkHealth(health, ANALYSIS_SERVICE_NAME), 'SERVING');
+    assert.equal(await checkHealth(health, ANALYSIS_GRPC_SERVICE), 'SERVING');
     const listening = stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((r) => r.msg === 'listening');
-    assert.equal(listening.service, 'codecompass-analysis');
+    assert.equal(listening.service, SERVICE_NAME);
     assert.equal(`127.0.0.1:${listening.port}`, address);
   });
 
@@ -271,7 +313,8 @@ describe('analysis service process', () => {
     const span = spans.find((s: { trace_id: string }) => s.trace_id === traceId);
     assert.equal(span.name, 'codecompass.v1.CodeAnalysisService/ChunkFiles');
     assert.equal(span.parent_span_id, parentSpanId);
-    assert.equal(span.service, 'codecompass-analysis');
+    assert.equal(span.service, SERVICE_NAME);
+    assert.equal(span.service_namespace, SERVICE_NAMESPACE);
     assert.equal(span.attributes['rpc.grpc.status_code'], 0);
     assert.ok(span.end_ns >= span.start_ns);
   });

@@ -152,7 +152,7 @@ def test_a_port_in_use_is_one_line_and_nothing_is_indexed(stack: Stack, tmp_path
     run = stack.cli("mcp", "--workspace", str(root), "--transport", "streamable-http", "--port", port)
     assert run.code == 1 and run.out == ""
     assert run.err_lines == [f"codecompass is already running (since {_started_at(stack)})",
-                             f"codecompass-gateway: cannot listen on 127.0.0.1:{port}: address already in use"]
+                             f"gateway: cannot listen on 127.0.0.1:{port}: address already in use"]
     assert not (stack.state / "index" / workspace_key(root.resolve())).exists()
 
 

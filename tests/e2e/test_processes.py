@@ -147,7 +147,7 @@ def test_a_failed_start_shows_only_this_starts_log_lines(state_dir: Path) -> Non
     assert "Traceback" not in up.stderr and "old line" not in up.stderr
     assert up.stderr.splitlines() == [
         f"codecompass: analysis failed to start: exited with code 2 before listening (log: {log})",
-        'codecompass-analysis: invalid ANALYSIS_MAX_FILE_BYTES: expected a whole number, got "lots"',
+        'analysis: invalid ANALYSIS_MAX_FILE_BYTES: expected a whole number, got "lots"',
     ]
     assert _processes_of(state_dir) == {}
 

@@ -23,17 +23,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.fixtures.otlp_receiver import OtlpReceiver, ReceivedSpan
 
 from codecompass.clients.retrieval import RetrievalClient
+from codecompass.common import names
 
 pytestmark = pytest.mark.slow
 
 # The test process is the agent: its MCP client's spans go to conftest's in-memory exporter.
 TEST_CLIENT = "codecompass-tests"
-GATEWAY = "codecompass-gateway"
-ANALYSIS = "codecompass-analysis"
-EMBEDDING = "codecompass-embedding"
-RETRIEVAL = "codecompass-retrieval"
-RERANK = "codecompass-rerank"
-SELECTION = "codecompass-selection"
+# Each service's one name, as its processes report it (service.name), in the one constant module.
+GATEWAY, ANALYSIS, EMBEDDING, RETRIEVAL, RERANK, SELECTION = (
+    names.GATEWAY, names.ANALYSIS, names.EMBEDDING, names.RETRIEVAL, names.RERANK, names.SELECTION)
 
 TOOL_SPAN = "tool semantic_search"
 # (caller, callee, RPC or MCP request): the hops one semantic_search makes.
@@ -181,6 +179,9 @@ def test_one_semantic_search_is_one_trace_across_every_service(
                              f"orphans {[(s.service, s.name) for s in orphans(trace)]}")
     assert [s for s in trace if not s.parent_span_id] == [call], "one tree, one root"
     assert {s.service for s in trace} == {TEST_CLIENT, GATEWAY, ANALYSIS, EMBEDDING, RETRIEVAL, RERANK, SELECTION}
+    # Every service, Python or Node, in one namespace a shared trace backend can filter on.
+    assert {(s.service, s.namespace) for s in trace if s.service != TEST_CLIENT} == {
+        (service, names.NAMESPACE) for service in (GATEWAY, ANALYSIS, EMBEDDING, RETRIEVAL, RERANK, SELECTION)}
 
     # client -> gateway over stdio, then the gateway's tool span, its pipeline and the stages.
     by_id = {s.span_id: s for s in trace}

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from mcp.types.version import LATEST_HANDSHAKE_VERSION
 
+from codecompass.common import names
+
 
 def _request(request_id: int, method: str, params: dict) -> str:
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) + "\n"
@@ -54,4 +56,4 @@ def test_stdout_carries_only_json_rpc(tmp_path: Path, free_port: int) -> None:
         assert result["isError"] is True and len(result["content"]) == 1, result
     assert "retrieval service not running" in replies[3]["result"]["content"][0]["text"]
     logged = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
-    assert logged and all(record["service"] == "codecompass-gateway" for record in logged)
+    assert logged and all(record["service"] == names.GATEWAY for record in logged)

@@ -15,6 +15,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_serv
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
+from codecompass.common import names
 from codecompass.common.telemetry import traced_channel, tracer
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc
 
@@ -40,7 +41,8 @@ def test_node_server_span_is_a_child_of_the_python_client_span(
     tmp_path: Path, start_analysis_service, span_exporter: InMemorySpanExporter, sample_workspace: Path
 ) -> None:
     trace_file = tmp_path / "node.jsonl"
-    _, address = start_analysis_service({"CODECOMPASS_TRACE_FILE": str(trace_file)})
+    # OTEL_SERVICE_NAME does not rename a service: its name in traces is its one name.
+    _, address = start_analysis_service({"CODECOMPASS_TRACE_FILE": str(trace_file), "OTEL_SERVICE_NAME": "other"})
 
     with tracer("test").start_as_current_span("scan sample workspace") as parent, traced_channel(address) as channel:
         response = analysis_pb2_grpc.CodeAnalysisServiceStub(channel).ScanWorkspace(
@@ -52,7 +54,7 @@ def test_node_server_span_is_a_child_of_the_python_client_span(
     (server,) = _read_spans(trace_file, SCAN)
     assert server["trace_id"] == format(client.context.trace_id, "032x")
     assert server["parent_span_id"] == format(client.context.span_id, "016x")
-    assert server["service"] == "codecompass-analysis"
+    assert (server["service"], server["service_namespace"]) == (names.ANALYSIS, names.NAMESPACE)
     assert server["attributes"]["rpc.grpc.status_code"] == 0
 
 
@@ -67,7 +69,7 @@ class _Collector(trace_service_pb2_grpc.TraceServiceServicer):
 
 _EXPORTING_CHILD = """
 from codecompass.common.telemetry import init_telemetry, shutdown_telemetry, tracer
-init_telemetry("codecompass-embedding")
+init_telemetry("embedding")
 with tracer("child").start_as_current_span("embed batch"):
     pass
 shutdown_telemetry()
@@ -81,16 +83,19 @@ def test_spans_go_to_the_otlp_endpoint_when_it_is_set() -> None:
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
-        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"}
-        env.pop("OTEL_SERVICE_NAME", None)
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}", "OTEL_SERVICE_NAME": "other",
+               "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=test"}
         child = subprocess.run([sys.executable, "-c", _EXPORTING_CHILD], env=env, capture_output=True, text=True,
                                timeout=60, check=False)
         assert child.returncode == 0, child.stderr
     finally:
         server.stop(0)
     resource_spans = [rs for request in collector.requests for rs in request.resource_spans]
-    services = {attr.value.string_value for rs in resource_spans for attr in rs.resource.attributes
-                if attr.key == "service.name"}
-    names = {span.name for rs in resource_spans for scope in rs.scope_spans for span in scope.spans}
-    assert services == {"codecompass-embedding"}
-    assert names == {"embed batch"}
+    resources = {tuple(sorted((attr.key, attr.value.string_value) for attr in rs.resource.attributes
+                              if attr.key in ("service.name", "service.namespace", "deployment.environment")))
+                 for rs in resource_spans}
+    span_names = {span.name for rs in resource_spans for scope in rs.scope_spans for span in scope.spans}
+    # The name the code gives, in the codecompass namespace; the environment still adds attributes.
+    assert resources == {(("deployment.environment", "test"), ("service.name", names.EMBEDDING),
+                          ("service.namespace", names.NAMESPACE))}
+    assert span_names == {"embed batch"}

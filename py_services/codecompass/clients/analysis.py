@@ -9,9 +9,10 @@ from codecompass.clients import analysis_convert as convert
 from codecompass.clients.analysis_model import FileChunks, RenderedSymbol, RenderRequest, TraceOutcome, TraceQuery
 from codecompass.clients.channel import Address, ServiceChannel
 from codecompass.clients.errors import NOT_FOUND, ServiceError
+from codecompass.common import names
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc
 
-SERVICE = "analysis"
+SERVICE = names.ANALYSIS
 
 
 class AnalysisClient:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from codecompass.clients.channel import Address, ServiceChannel
 from codecompass.clients.errors import FAILED, ServiceError
+from codecompass.common import names
 from codecompass.retrieval import convert
 from codecompass.retrieval.state import (
     HubOutcome,
@@ -19,7 +20,7 @@ from codecompass.retrieval.state import (
 )
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
-SERVICE = "retrieval"
+SERVICE = names.RETRIEVAL
 
 
 class RetrievalClient:

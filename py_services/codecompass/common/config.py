@@ -24,12 +24,15 @@ from typing import Any
 
 import yaml
 
+from codecompass.common import hosts, names
+
 EMBEDDING_PROFILES = ("minilm", "e5-small", "code-static", "code-small", "voyage", "openai-compatible")
 API_KEY_ENV = "CODECOMPASS_EMBEDDING_API_KEY"
 RERANK_PROVIDERS = ("local", "voyage", "cohere", "llm")
 RERANK_API_KEY_ENV = "CODECOMPASS_RERANK_API_KEY"
 REWRITE_API_KEY_ENV = "CODECOMPASS_REWRITE_API_KEY"
 GATEWAY_AUTH_TOKEN_ENV = "CODECOMPASS_GATEWAY_AUTH_TOKEN"
+BIND_HOST_ENV = "CODECOMPASS_BIND_HOST"
 # Seed 004: `off` never calls the embedding service (nor a model reranker), `rerank_only` builds
 # no vectors but may rerank with a model, `hybrid` blends lexical and vector search.
 SEMANTIC_MODES = ("off", "rerank_only", "hybrid")
@@ -198,6 +201,9 @@ class GatewaySettings:
 class Settings:
     state_dir: Path
     log_level: str = "INFO"
+    # Where every server of this process listens: loopback unless a deployment (a container, a
+    # host serving a team) says otherwise.
+    bind_host: str = hosts.LOOPBACK
     analysis_addr: str = "127.0.0.1:50051"
     embedding_addr: str = "127.0.0.1:50052"
     retrieval_addr: str = "127.0.0.1:50053"
@@ -212,6 +218,9 @@ class Settings:
     rpc_timeout_s: float = 30.0
     startup_timeout_s: float = 120.0
     long_rpc_timeout_s: float = 3600.0
+    # The services whose address was configured (<SVC>_ADDR or the file): that address is where
+    # clients reach them, whatever the local runtime (runtime.json) records.
+    configured_addrs: frozenset[str] = frozenset()
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)
@@ -308,6 +317,13 @@ def _parse_addr(value: Any, source: str) -> str:
     return text
 
 
+def _parse_bind_host(value: Any, source: str) -> str:
+    try:
+        return hosts.bind_host(_parse_str(value, source))
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
 def _parse_path(value: Any, source: str) -> Path:
     text = _parse_str(value, source).strip()
     if not text:
@@ -389,26 +405,13 @@ _FIELDS: tuple[_Field, ...] = (
            "$XDG_STATE_HOME/codecompass/<checkout>-<hash>, XDG_STATE_HOME defaulting to ~/.local/state)"),
     _Field("log_level", "LOG_LEVEL", None, parse_log_level,
            f"Log level of every service: {', '.join(LOG_LEVELS)} (WARN is WARNING)"),
-    _Field("analysis_addr", "ANALYSIS_ADDR", "analysis_addr", _parse_addr,
-           "Address clients use for the analysis service"),
-    _Field("embedding_addr", "EMBEDDING_ADDR", "embedding_addr", _parse_addr,
-           "Address clients use for the embedding service"),
-    _Field("retrieval_addr", "RETRIEVAL_ADDR", "retrieval_addr", _parse_addr,
-           "Address clients use for the retrieval service"),
-    _Field("rerank_addr", "RERANK_ADDR", "rerank_addr", _parse_addr,
-           "Address clients use for the rerank service"),
-    _Field("selection_addr", "SELECTION_ADDR", "selection_addr", _parse_addr,
-           "Address clients use for the selection service"),
-    _Field("analysis_port", "ANALYSIS_PORT", "analysis_port", _int_parser(0, 65535),
-           "Port the analysis service listens on (0 = any free port)"),
-    _Field("embedding_port", "EMBEDDING_PORT", "embedding_port", _int_parser(0, 65535),
-           "Port the embedding service listens on (0 = any free port)"),
-    _Field("retrieval_port", "RETRIEVAL_PORT", "retrieval_port", _int_parser(0, 65535),
-           "Port the retrieval service listens on (0 = any free port)"),
-    _Field("rerank_port", "RERANK_PORT", "rerank_port", _int_parser(0, 65535),
-           "Port the rerank service listens on (0 = any free port)"),
-    _Field("selection_port", "SELECTION_PORT", "selection_port", _int_parser(0, 65535),
-           "Port the selection service listens on (0 = any free port)"),
+    _Field("bind_host", BIND_HOST_ENV, "bind_host", _parse_bind_host,
+           "Address every server listens on: 127.0.0.1 (this machine only), 0.0.0.0 or :: (every interface, "
+           "as in a container), or one interface's address or host name"),
+    *(_Field(f"{service}_addr", names.addr_env(service), f"{service}_addr", _parse_addr,
+             f"Address clients use for the {service} service") for service in names.BACKENDS),
+    *(_Field(f"{service}_port", names.port_env(service), f"{service}_port", _int_parser(0, 65535),
+             f"Port the {service} service listens on (0 = any free port)") for service in names.BACKENDS),
     _Field("shutdown_grace_s", "CODECOMPASS_SHUTDOWN_GRACE_S", "shutdown_grace_s", _float_parser(0.0),
            "Seconds a stopping server lets in-flight RPCs finish"),
     _Field("rpc_timeout_s", "CODECOMPASS_RPC_TIMEOUT_S", "rpc_timeout_s",
@@ -666,6 +669,7 @@ def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None 
             continue
         section, _, name = spec.target.rpartition(".")
         (sections[section] if section else top)[name] = value
+    top["configured_addrs"] = frozenset(service for service in names.BACKENDS if f"{service}_addr" in top)
     embedding = EmbeddingSettings(**sections["embedding"])
     retrieval = RetrievalSettings(**sections["retrieval"])
     if embedding.profile == "openai-compatible" and embedding.external_allowed and not embedding.base_url:
@@ -706,6 +710,7 @@ def redacted(settings: Settings) -> dict[str, Any]:
     """JSON-ready dump safe to print or log: no API key, no storage option values."""
     data = asdict(settings)
     data["state_dir"] = str(settings.state_dir)
+    data["configured_addrs"] = sorted(settings.configured_addrs)
     data["embedding"]["api_key"] = _REDACTED if settings.embedding.api_key else None
     data["retrieval"]["storage_options"] = {k: _REDACTED for k in settings.retrieval.storage_options}
     data["rerank"]["api_key"] = _REDACTED if settings.rerank.api_key else None

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from codecompass.common.hosts import LOOPBACK, host_port, is_loopback
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import (
     CHANNEL_OPTIONS,
@@ -32,7 +33,7 @@ OVERALL = ""
 
 @dataclass
 class ServiceSpec:
-    name: str
+    name: str  # the service's one name (codecompass.common.names)
     register: Callable[[grpc.Server], list[str]]
     warmup: Callable[[], None] | None = None
 
@@ -50,7 +51,7 @@ class RunningServer:
         self.health = health_servicer
         self.service_names = service_names
         self.port = port
-        self.address = f"{host}:{port}"
+        self.address = host_port(host, port)
         self.name = name
         self._ready = threading.Event()
         self._warmup_error: BaseException | None = None
@@ -94,7 +95,7 @@ class RunningServer:
         self.server.stop(grace_s).wait()
 
 
-def start_server(spec: ServiceSpec, *, host: str = "127.0.0.1", port: int = 0, max_workers: int = 16,
+def start_server(spec: ServiceSpec, *, host: str = LOOPBACK, port: int = 0, max_workers: int = 16,
                  warmup_in_background: bool = True) -> RunningServer:
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"{spec.name}-rpc"),
@@ -110,18 +111,24 @@ def start_server(spec: ServiceSpec, *, host: str = "127.0.0.1", port: int = 0, m
         experimental_thread_pool=futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="health-watch"),
     )
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    wanted = host_port(host, port)
     try:
-        bound = server.add_insecure_port(f"{host}:{port}")
+        bound = server.add_insecure_port(wanted)
     except RuntimeError as exc:
-        raise OSError(f"{spec.name}: cannot listen on {host}:{port} ({exc})") from None
+        raise OSError(f"{spec.name}: cannot listen on {wanted} ({exc})") from None
     if bound == 0:
-        raise OSError(f"{spec.name}: cannot listen on {host}:{port} (address in use?)")
+        raise OSError(f"{spec.name}: cannot listen on {wanted} (address in use?)")
     running = RunningServer(server, health_servicer, service_names, host, bound, spec.name)
     running._set_all(health_pb2.HealthCheckResponse.NOT_SERVING)
     server.start()
     # The launcher (`codecompass up`) reads this line to learn the port picked for port 0.
     print(f"LISTENING {running.address}", flush=True)
     log.info("listening, warming up", extra={"address": running.address})
+    if not is_loopback(host):
+        # The services have no authentication of their own: beyond loopback, whoever reaches the
+        # address may call them, so the network (a cluster's policy, a firewall) must be the guard.
+        log.warning("listening beyond this machine: anyone who can reach this address may call the service",
+                    extra={"address": running.address})
     if warmup_in_background:
         threading.Thread(target=running._run_warmup, args=(spec.warmup,), name=f"{spec.name}-warmup",
                          daemon=True).start()
@@ -130,7 +137,7 @@ def start_server(spec: ServiceSpec, *, host: str = "127.0.0.1", port: int = 0, m
     return running
 
 
-def serve_forever(spec: ServiceSpec, *, port: int, grace_s: float, host: str = "127.0.0.1") -> int:
+def serve_forever(spec: ServiceSpec, *, host: str, port: int, grace_s: float) -> int:
     """Serve until SIGTERM/SIGINT; returns the process exit code.
 
     On a signal: NOT_SERVING, stop accepting, then give in-flight RPCs up to

@@ -36,6 +36,8 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from codecompass.common.names import NAMESPACE
+
 TRACE_FILE_ENV = "CODECOMPASS_TRACE_FILE"
 # Chunk streams of big files and embedding batches exceed gRPC's 4 MiB default.
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
@@ -95,6 +97,7 @@ def span_to_json(span: ReadableSpan) -> dict[str, Any]:
         "name": span.name,
         "kind": span.kind.name.lower(),
         "service": span.resource.attributes.get("service.name", ""),
+        "service_namespace": span.resource.attributes.get("service.namespace", ""),
         "start_ns": span.start_time,
         "end_ns": span.end_time,
         "status": span.status.status_code.name.lower(),
@@ -119,18 +122,21 @@ def disable_library_telemetry() -> None:
 def init_telemetry(service_name: str, *, extra_processors: Sequence[Any] = ()) -> None:
     """Install the tracer provider and W3C propagators; later calls are no-ops.
 
-    ``OTEL_SERVICE_NAME`` overrides ``service_name`` (the OpenTelemetry convention).
-    ``extra_processors`` lets tests attach an in-memory exporter.
+    ``service_name`` is the process's one name (codecompass.common.names), in the `codecompass`
+    namespace. ``OTEL_SERVICE_NAME`` does not rename it: a service's name in traces is the name it
+    has in logs, process lists and addresses (OTEL_RESOURCE_ATTRIBUTES still adds attributes such
+    as deployment.environment). ``extra_processors`` lets tests attach an in-memory exporter.
     """
     global _provider
     disable_library_telemetry()
     with _lock:
         if _provider is not None:
             return
-        name = os.environ.get("OTEL_SERVICE_NAME") or service_name
+        # Attributes given here win over the environment's (OTEL_SERVICE_NAME among them).
+        resource = Resource.create({"service.name": service_name, "service.namespace": NAMESPACE})
         # Our own exit hook (below) instead of the SDK's, so an explicit
         # shutdown_telemetry() and the exit hook never shut the provider down twice.
-        provider = TracerProvider(resource=Resource.create({"service.name": name}), shutdown_on_exit=False)
+        provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
             # Imported only when used: the exporter pulls in the OTLP protos, which
             # would slow every CLI invocation down for nothing.

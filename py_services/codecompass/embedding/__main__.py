@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from codecompass.common import names
 from codecompass.common.config import ConfigError, load_settings
 from codecompass.common.logging import configure_logging, get_logger
 from codecompass.common.serving import ServiceSpec, serve_forever
@@ -15,14 +16,12 @@ from codecompass.common.telemetry import init_telemetry, shutdown_telemetry
 from codecompass.embedding.profiles import choose_provider
 from codecompass.embedding.servicer import EmbeddingServicer, register
 
-SERVICE = "codecompass-embedding"
-
 
 def main() -> int:
-    init_telemetry(SERVICE)
+    init_telemetry(names.EMBEDDING)
     log = get_logger("codecompass.embedding")
     try:
-        configure_logging(SERVICE)
+        configure_logging(names.EMBEDDING)
         settings = load_settings()
         choice = choose_provider(settings.embedding)
     except ConfigError as exc:
@@ -30,8 +29,10 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         shutdown_telemetry()
         return 2
-    spec = ServiceSpec(name="embedding", register=register(EmbeddingServicer(choice)), warmup=choice.provider.warmup)
-    return serve_forever(spec, port=settings.embedding_port, grace_s=settings.shutdown_grace_s)
+    spec = ServiceSpec(name=names.EMBEDDING, register=register(EmbeddingServicer(choice)),
+                       warmup=choice.provider.warmup)
+    return serve_forever(spec, host=settings.bind_host, port=settings.embedding_port,
+                         grace_s=settings.shutdown_grace_s)
 
 
 if __name__ == "__main__":

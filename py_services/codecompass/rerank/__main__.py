@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import sys
 
+from codecompass.common import names
 from codecompass.common.config import ConfigError, RerankSettings, load_settings
 from codecompass.common.logging import configure_logging, get_logger
 from codecompass.common.serving import ServiceSpec, serve_forever
 from codecompass.common.telemetry import init_telemetry, shutdown_telemetry
 from codecompass.rerank.engine import RerankEngine
 from codecompass.rerank.servicer import RerankServicer, register
-
-SERVICE = "codecompass-rerank"
 
 
 def check_settings(settings: RerankSettings) -> None:
@@ -33,10 +32,10 @@ def check_settings(settings: RerankSettings) -> None:
 
 
 def main() -> int:
-    init_telemetry(SERVICE)
+    init_telemetry(names.RERANK)
     log = get_logger("codecompass.rerank")
     try:
-        configure_logging(SERVICE)
+        configure_logging(names.RERANK)
         settings = load_settings()
         check_settings(settings.rerank)
     except ConfigError as exc:
@@ -46,8 +45,8 @@ def main() -> int:
         return 2
     log.info("rerank provider", extra={"provider": settings.rerank.provider,
                                        "external_allowed": settings.rerank.external_allowed})
-    spec = ServiceSpec(name="rerank", register=register(RerankServicer(RerankEngine(settings.rerank))))
-    return serve_forever(spec, port=settings.rerank_port, grace_s=settings.shutdown_grace_s)
+    spec = ServiceSpec(name=names.RERANK, register=register(RerankServicer(RerankEngine(settings.rerank))))
+    return serve_forever(spec, host=settings.bind_host, port=settings.rerank_port, grace_s=settings.shutdown_grace_s)
 
 
 if __name__ == "__main__":

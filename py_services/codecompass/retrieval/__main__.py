@@ -12,6 +12,7 @@ import sys
 
 import grpc
 
+from codecompass.common import names
 from codecompass.common.config import ConfigError, load_settings
 from codecompass.common.logging import configure_logging, get_logger
 from codecompass.common.serving import ServiceSpec, serve_forever
@@ -23,10 +24,10 @@ from codecompass.retrieval.indexer import RetrievalEngine
 
 
 def main() -> int:
-    init_telemetry("codecompass-retrieval")
+    init_telemetry(names.RETRIEVAL)
     log = get_logger("codecompass.retrieval")
     try:
-        configure_logging("codecompass-retrieval")
+        configure_logging(names.RETRIEVAL)
         settings = load_settings()
     except ConfigError as exc:
         log.error("invalid configuration: %s", exc)
@@ -43,8 +44,8 @@ def main() -> int:
 
     try:
         return serve_forever(
-            ServiceSpec(name="retrieval", register=register, warmup=engine.warmup),
-            port=settings.retrieval_port,
+            ServiceSpec(name=names.RETRIEVAL, register=register, warmup=engine.warmup),
+            host=settings.bind_host, port=settings.retrieval_port,
             grace_s=settings.shutdown_grace_s,
         )
     finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from codecompass.common import names
 from codecompass.common.config import ConfigError, load_settings
 from codecompass.common.logging import configure_logging, get_logger
 from codecompass.common.serving import ServiceSpec, serve_forever
@@ -18,18 +19,16 @@ from codecompass.selection.engine import SelectionEngine
 from codecompass.selection.render_client import RenderClient
 from codecompass.selection.servicer import SelectionServicer, register
 
-SERVICE = "codecompass-selection"
-
 
 def warm_up() -> None:
     count_tokens("warm up the tokenizer")
 
 
 def main() -> int:
-    init_telemetry(SERVICE)
+    init_telemetry(names.SELECTION)
     log = get_logger("codecompass.selection")
     try:
-        configure_logging(SERVICE)
+        configure_logging(names.SELECTION)
         settings = load_settings()
     except ConfigError as exc:
         log.error("invalid configuration: %s", exc)
@@ -40,10 +39,11 @@ def main() -> int:
     log.info("selection defaults", extra={"max_tokens": selection.max_tokens, "min_relevance": selection.min_relevance,
                                           "analysis_addr": settings.analysis_addr})
     renderer = RenderClient(settings.analysis_addr, timeout_s=selection.render_timeout_s)
-    spec = ServiceSpec(name="selection", register=register(SelectionServicer(SelectionEngine(selection, renderer))),
-                       warmup=warm_up)
+    spec = ServiceSpec(name=names.SELECTION,
+                       register=register(SelectionServicer(SelectionEngine(selection, renderer))), warmup=warm_up)
     try:
-        return serve_forever(spec, port=settings.selection_port, grace_s=settings.shutdown_grace_s)
+        return serve_forever(spec, host=settings.bind_host, port=settings.selection_port,
+                             grace_s=settings.shutdown_grace_s)
     finally:
         renderer.close()
 

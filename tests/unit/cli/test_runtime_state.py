@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from codecompass_cli.runtime import (
+    Locator,
     RuntimeState,
     ServiceState,
     read_state,
@@ -41,13 +42,20 @@ def test_a_corrupt_state_file_reads_as_an_empty_runtime(tmp_path: Path) -> None:
     assert read_state(settings) == RuntimeState(started_at="", workspace=None, services={})
 
 
-def test_clients_use_the_running_service_before_the_configured_address(tmp_path: Path) -> None:
+def test_a_configured_address_wins_over_the_local_runtime(tmp_path: Path) -> None:
+    # Addresses come from configuration: a service run elsewhere is found whatever runtime the
+    # state dir (one per checkout by default) records. An address left unset follows `up`.
     settings = _settings(tmp_path, ANALYSIS_ADDR="10.0.0.5:7000")
-    assert service_address(settings, "analysis") == "10.0.0.5:7000"
+    assert settings.configured_addrs == {"analysis"}
     write_state(settings, RuntimeState(started_at="t", workspace=None, services={
-        "analysis": ServiceState("analysis", 1, "127.0.0.1:41000", "l", ["node", "x"], "t")}))
-    assert service_address(settings, "analysis") == "127.0.0.1:41000"
-    assert service_address(settings, "retrieval") == "127.0.0.1:50053"
+        name: ServiceState(name, 1, f"127.0.0.1:4100{n}", "l", ["node", "x"], "t")
+        for n, name in enumerate(("analysis", "retrieval"))}))
+    assert service_address(settings, "analysis") == "10.0.0.5:7000"
+    assert Locator(settings)("analysis") == "10.0.0.5:7000"
+    assert service_address(settings, "retrieval") == "127.0.0.1:41001"
+    assert service_address(settings, "selection") == "127.0.0.1:50055"
+    from_file = settings_from({"CODECOMPASS_STATE_DIR": str(tmp_path / "state")}, {"retrieval_addr": "search:50053"})
+    assert service_address(from_file, "retrieval") == "search:50053"
 
 
 def test_a_recorded_pid_that_is_gone_shows_as_dead(tmp_path: Path) -> None:

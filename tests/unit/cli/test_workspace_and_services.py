@@ -55,6 +55,6 @@ def test_a_dependency_cycle_is_reported() -> None:
     def argv() -> list[str]:
         return []
 
-    cycle = (ServiceDef("a", argv, "A_PORT", "x", needs=("b",)), ServiceDef("b", argv, "B_PORT", "y", needs=("a",)))
+    cycle = (ServiceDef("a", argv, "x", needs=("b",)), ServiceDef("b", argv, "y", needs=("a",)))
     with pytest.raises(ValueError, match="cycle"):
         start_waves(cycle)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from codecompass.common import names
 from codecompass.common.config import ConfigError
 from codecompass.common.logging import configure_logging, get_logger
 from codecompass.common.telemetry import tracer
@@ -30,11 +31,11 @@ def _lines(stream: io.StringIO) -> list[dict]:
 @pytest.mark.usefixtures("restore_root_logger")
 def test_each_record_is_one_json_object_with_the_standard_fields() -> None:
     stream = io.StringIO()
-    configure_logging("codecompass-embedding", stream=stream)
+    configure_logging(names.EMBEDDING, stream=stream)
     get_logger("codecompass.embedding.model").info("loaded %s", "minilm", extra={"dims": 384})
     (entry,) = _lines(stream)
     assert entry["level"] == "INFO"
-    assert entry["service"] == "codecompass-embedding"
+    assert entry["service"] == names.EMBEDDING
     assert entry["logger"] == "codecompass.embedding.model"
     assert entry["msg"] == "loaded minilm"
     assert entry["dims"] == 384

@@ -181,7 +181,7 @@ _CHILD = textwrap.dedent(
 
     init_telemetry("codecompass-test")
     configure_logging("codecompass-test")
-    sys.exit(serve_forever(ServiceSpec("echo", register, warmup), port=0, grace_s=3.0))
+    sys.exit(serve_forever(ServiceSpec("echo", register, warmup), host="127.0.0.1", port=0, grace_s=3.0))
     """
 )
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 from codecompass_gateway.__main__ import add_server_arguments, server_plan
-from codecompass_gateway.remote import RemoteRefused, exposure, is_loopback
+from codecompass_gateway.remote import RemoteRefused, exposure
 
 from codecompass.common.config import ConfigError, GatewaySettings, read_config_file, redacted, settings_from
+from codecompass.common.hosts import is_loopback
 
 TOKEN = "s3cret-token-never-logged"
 
@@ -98,3 +99,29 @@ def test_the_plan_lists_every_workspace_and_root_once(tmp_path: Path) -> None:
         server_plan(_args("--workspace", str(a), "--allow-root", "/no/such"), settings)
     with pytest.raises(RemoteRefused, match="listens beyond this machine"):
         server_plan(_args("--workspace", str(a), "--transport", "streamable-http", "--host", "0.0.0.0"), settings)
+
+
+def test_without_host_the_server_listens_on_the_bind_host_under_the_same_rules(tmp_path: Path) -> None:
+    http = ("--workspace", str(tmp_path), "--transport", "streamable-http")
+    assert server_plan(_args(*http), settings_from({})).exposure.host == "127.0.0.1"
+    everywhere = settings_from({"CODECOMPASS_BIND_HOST": "0.0.0.0"})
+    # The token and Host rules of any bind beyond loopback, the refusal naming the setting.
+    with pytest.raises(RemoteRefused) as refused:
+        server_plan(_args(*http), everywhere)
+    assert str(refused.value).startswith("CODECOMPASS_BIND_HOST 0.0.0.0 listens beyond this machine: set "
+                                         "CODECOMPASS_GATEWAY_AUTH_TOKEN")
+    allowed = settings_from({"CODECOMPASS_BIND_HOST": "0.0.0.0", "CODECOMPASS_GATEWAY_AUTH_TOKEN": TOKEN,
+                             "CODECOMPASS_GATEWAY_ALLOWED_HOSTS": "gateway:8765"})
+    exposed = server_plan(_args(*http), allowed).exposure
+    assert (exposed.host, exposed.allowed_hosts, exposed.loopback) == ("0.0.0.0", ("gateway:8765",), False)
+    # --host still wins over the setting.
+    assert server_plan(_args(*http, "--host", "127.0.0.1"), everywhere).exposure.loopback
+
+
+def test_a_host_that_is_no_host_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        _args("--workspace", "w", "--host", "127.0.0.1:8765")
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        "argument --host: expected an IP address or host name to listen on (e.g. 127.0.0.1, 0.0.0.0, ::), "
+        "got '127.0.0.1:8765'")

@@ -51,7 +51,7 @@ def _isolated_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
         patch.setenv("CODECOMPASS_CONFIG", str(empty_config))
         for name in ("ANALYSIS_ADDR", "EMBEDDING_ADDR", "RETRIEVAL_ADDR", "RERANK_ADDR", "SELECTION_ADDR",
                      "OTEL_EXPORTER_OTLP_ENDPOINT",
-                     "CODECOMPASS_TRACE_FILE", "OTEL_SERVICE_NAME"):
+                     "CODECOMPASS_TRACE_FILE", "CODECOMPASS_BIND_HOST"):
             patch.delenv(name, raising=False)
         yield
 

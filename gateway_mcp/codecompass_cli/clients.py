@@ -1,24 +1,25 @@
-"""The CLI's gRPC calls: each has a deadline and turns failures into CliErrors."""
+"""The CLI's calls, through the shared clients (`codecompass.clients`): each has a deadline, and
+their failures become CliErrors."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from codecompass.clients.analysis import AnalysisClient
+from codecompass.clients.analysis_model import FileChunks
 from codecompass.clients.retrieval import RetrievalClient
-from codecompass.common.telemetry import traced_channel
 from codecompass.retrieval.state import IndexProgress
-from codecompass.v1 import analysis_pb2_grpc
-from codecompass_cli.convert import FileChunks, chunk_files_request, file_chunks_from_proto
-from codecompass_cli.errors import rpc_errors, service_errors
+from codecompass_cli.errors import service_errors
 
 
 def chunk_files(address: str, workspace_root: str, paths: Sequence[str], include_references: bool,
                 timeout_s: float) -> Iterator[FileChunks]:
-    with traced_channel(address) as channel, rpc_errors("analysis", address):
-        stub = analysis_pb2_grpc.CodeAnalysisServiceStub(channel)
-        request = chunk_files_request(workspace_root, paths, include_references)
-        for response in stub.ChunkFiles(request, timeout=timeout_s):
-            yield file_chunks_from_proto(response)
+    client = AnalysisClient(address)
+    try:
+        with service_errors():
+            yield from client.chunks(workspace_root, paths, timeout_s, include_references=include_references)
+    finally:
+        client.close()
 
 
 def index_workspace(address: str, workspace_root: str, wait_for_embeddings: bool,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from codecompass.clients.errors import INVALID, ServiceError, mapped
+from codecompass.clients.errors import INVALID, ServiceError
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -26,10 +26,3 @@ def service_errors() -> Iterator[None]:
         yield
     except ServiceError as exc:
         raise CliError(exc.user_message(), EXIT_USAGE if exc.kind == INVALID else EXIT_FAILURE) from None
-
-
-@contextmanager
-def rpc_errors(service: str, address: str) -> Iterator[None]:
-    """Map gRPC failures of a call to ``service`` into CliErrors."""
-    with service_errors(), mapped(service, address):
-        yield

@@ -1,37 +1,24 @@
-"""The indexes in a state dir: which workspace each belongs to, its size, and removing it.
-
-A workspace's state is two folders of the same key (a digest of its path): its catalog under
-``workspaces/<key>`` and its LanceDB tables under ``index/<key>``. The retrieval service
-records the workspace's path beside the catalog (``retrieval.state.WORKSPACE_RECORD``);
-indexes built before it did are listed with an unknown workspace and never removed by `gc`.
+"""The indexes a retrieval service knows, asked of it (ListIndexes / DropIndex), so `gc` and
+`status` work the same on a local state dir and on a team's index on object storage; and
+removing every local index for `down --purge`.
 """
 
 from __future__ import annotations
 
 import shutil
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.config import Settings
 from codecompass.common.files import tree_bytes
-from codecompass.retrieval.state import recorded_workspace_root
-from codecompass_cli.errors import CliError
+from codecompass.retrieval.state import IndexSummary
+from codecompass_cli.errors import CliError, service_errors
 
-# The two folders that hold one workspace's state, each keyed by the workspace digest.
-_STATE_FOLDERS = ("workspaces", "index")
-
-
-@dataclass(frozen=True)
-class IndexEntry:
-    key: str
-    workspace: Path | None
-    size_bytes: int
-    folders: tuple[Path, ...]
-
-    @property
-    def workspace_exists(self) -> bool | None:
-        """None when the workspace was never recorded."""
-        return None if self.workspace is None else self.workspace.is_dir()
+# The folders of a local state dir that hold indexes: the index root, and the catalogs kept
+# beside it by versions before the catalog moved into the index.
+_STATE_FOLDERS = ("index", "workspaces")
 
 
 @dataclass(frozen=True)
@@ -55,43 +42,51 @@ def human_size(size: int) -> str:
     return f"{value:.1f} GB"
 
 
-def list_indexes(settings: Settings) -> list[IndexEntry]:
-    """Every workspace state in the state dir, largest first."""
-    folders: dict[str, list[Path]] = {}
+def list_indexes(address: str, timeout_s: float) -> list[IndexSummary]:
+    """Every index the retrieval service at `address` can read, largest first."""
+    client = RetrievalClient(address)
+    try:
+        with service_errors():
+            indexes = client.list_indexes(timeout_s)
+    finally:
+        client.close()
+    return sorted(indexes, key=lambda ix: (-ix.status.index_bytes, ix.workspace_id))
+
+
+def drop_index(address: str, workspace_id: str, timeout_s: float) -> int:
+    """Drop one index through the index writer; the bytes it held on a local disk."""
+    client = RetrievalClient(address)
+    try:
+        with service_errors():
+            return client.drop_index(timeout_s, workspace_id=workspace_id)[1]
+    finally:
+        client.close()
+
+
+def workspace_gone(index: IndexSummary) -> bool | None:
+    """True when the folder the index was synced from is gone from this machine; None when that
+    folder is on another machine (a shared index: this one cannot tell)."""
+    if index.host != socket.gethostname() or not index.root:
+        return None
+    return not Path(index.root).is_dir()
+
+
+def remove_all_indexes(settings: Settings) -> Removed:
+    """Delete the local index root and legacy catalogs of this state dir (services stopped)."""
+    count = size = 0
     for kind in _STATE_FOLDERS:
         base = settings.state_dir / kind
         try:
-            children = sorted(base.iterdir())
+            children = [child for child in base.iterdir() if child.is_dir()]
         except FileNotFoundError:
             continue
         except OSError as exc:
             raise CliError(f"cannot list {base}: {exc.strerror}") from None
-        for child in children:
-            # Folders only: the retrieval service also writes probe files here.
-            if child.is_dir():
-                folders.setdefault(child.name, []).append(child)
-    entries = [
-        IndexEntry(key=key,
-                   workspace=recorded_workspace_root(settings.state_dir / "workspaces" / key),
-                   size_bytes=sum(tree_bytes(folder) for folder in paths),
-                   folders=tuple(paths))
-        for key, paths in folders.items()
-    ]
-    return sorted(entries, key=lambda entry: (-entry.size_bytes, entry.key))
-
-
-def remove_index(entry: IndexEntry) -> None:
-    for folder in entry.folders:
+        if kind == "index":
+            count += sum(1 for child in children if not child.name.endswith(".lance"))
+        size += sum(tree_bytes(child) for child in children)
         try:
-            shutil.rmtree(folder)
-        except FileNotFoundError:
-            continue
+            shutil.rmtree(base)
         except OSError as exc:
-            raise CliError(f"cannot remove {folder}: {exc.strerror}") from None
-
-
-def remove_all_indexes(settings: Settings) -> Removed:
-    entries = list_indexes(settings)
-    for entry in entries:
-        remove_index(entry)
-    return Removed(len(entries), sum(entry.size_bytes for entry in entries))
+            raise CliError(f"cannot remove {base}: {exc.strerror}") from None
+    return Removed(count, size)

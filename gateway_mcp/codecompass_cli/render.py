@@ -1,4 +1,5 @@
-"""Human-readable output of the CLI commands (``--json`` output is built in convert)."""
+"""Human-readable output of the CLI commands (`--json` prints the same data as it is: the gateway's
+answer as data, each chunk's `to_json`)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from typing import Any
 from codecompass_gateway import skips
 from codecompass_gateway.answer import semantic_channels_line
 
+from codecompass.clients.analysis_model import FileChunks
 from codecompass.common.chunks import Chunk
 from codecompass.retrieval.state import SkippedFile, SyncStats
-from codecompass_cli.convert import FileChunks
 
 
 def file_header(result: FileChunks) -> str:

@@ -39,7 +39,7 @@ from typing import Any
 from codecompass.common import names
 from codecompass.common.config import BIND_HOST_ENV, Settings
 from codecompass_cli.errors import EXIT_USAGE, CliError
-from codecompass_cli.indexes import human_size, list_indexes, remove_all_indexes, remove_index
+from codecompass_cli.indexes import drop_index, human_size, list_indexes, remove_all_indexes, workspace_gone
 from codecompass_cli.processes import (
     RUNTIME_DIR_ENV,
     RUNTIME_SERVICE_ENV,
@@ -516,32 +516,30 @@ def _stop(settings: Settings, targets: dict[int, str], say: Say, recorded: Runti
 
 
 def gc(settings: Settings, dry_run: bool, say: Say) -> None:
-    """List every index with its size and workspace; remove those whose workspace is gone."""
-    with state_lock(settings, say):
-        entries = list_indexes(settings)
-        if not entries:
-            say(f"no indexes in {settings.state_dir}")
-            return
-        missing = [entry for entry in entries if entry.workspace_exists is False]
-        if missing and not dry_run and any(row["state"] == "running" for row in service_rows(settings)):
-            # The retrieval service may hold a removed index open and keep writing to it.
-            raise CliError("the services are running and may hold these indexes open; stop them with "
-                           "`codecompass down` first, or list only with `codecompass gc --dry-run`")
-        for entry in entries:
-            if entry.workspace is None:
-                verdict, where = "kept", f"(workspace not recorded; index {entry.key[:12]})"
-            elif entry.workspace_exists:
-                verdict, where = "kept", str(entry.workspace)
-            else:
-                verdict = "missing" if dry_run else "removed"
-                where = f"{entry.workspace} (workspace no longer exists)"
-                if not dry_run:
-                    remove_index(entry)
-            say(f"{verdict:<8} {human_size(entry.size_bytes):>9}  {where}")
-        freed = human_size(sum(entry.size_bytes for entry in missing))
-        total = human_size(sum(entry.size_bytes for entry in entries))
-        action = "would remove" if dry_run else "removed"
-        say(f"{_indexes(len(entries))} ({total}) in {settings.state_dir}; {action} {len(missing)} of deleted "
-            f"workspaces ({freed})")
-        if settings.retrieval.db_uri and missing and not dry_run:
-            say(f"their tables under {settings.retrieval.db_uri} are not removed")
+    """List every index the retrieval service knows with its size and workspace; drop (through
+    DropIndex) those whose workspace folder is gone from this machine. An index synced from
+    another machine (a shared one) is never dropped here: this machine cannot tell."""
+    address = service_address(settings, names.RETRIEVAL)
+    entries = list_indexes(address, settings.rpc_timeout_s)
+    if not entries:
+        say(f"no indexes at {address}")
+        return
+    freed = 0
+    missing = 0
+    for entry in entries:
+        gone = workspace_gone(entry)
+        size = human_size(entry.status.index_bytes)
+        if gone is None:
+            verdict, where = "kept", f"{entry.workspace_id} (synced on {entry.host or 'an unknown host'})"
+        elif not gone:
+            verdict, where = "kept", entry.root
+        else:
+            missing += 1
+            verdict = "missing" if dry_run else "removed"
+            where = f"{entry.root} (workspace no longer exists)"
+            freed += entry.status.index_bytes if dry_run else drop_index(address, entry.workspace_id,
+                                                                          settings.rpc_timeout_s)
+        say(f"{verdict:<8} {size:>9}  {where}")
+    total = human_size(sum(entry.status.index_bytes for entry in entries))
+    action = "would remove" if dry_run else "removed"
+    say(f"{_indexes(len(entries))} ({total}); {action} {missing} of deleted workspaces ({human_size(freed)})")

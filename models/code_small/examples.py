@@ -127,7 +127,7 @@ def build(pairs_path: Path, cache_dir: Path, per_repo: int, seed: int) -> tuple[
     """Every example of the selected pairs (cached per repository) and counts for the log."""
     from bench.lib.services import start_analysis
 
-    from codecompass.retrieval.analysis_client import AnalysisClient
+    from codecompass.clients.analysis import AnalysisClient
 
     by_repo = train_pairs(pairs_path, per_repo, seed)
     cache_dir.mkdir(parents=True, exist_ok=True)

@@ -109,7 +109,7 @@ def repository_task(client, pairs: list[dict], workspace: Path) -> tuple[list[st
 def build_tasks(by_repo: dict[str, list[dict]], scratch: Path) -> dict[str, tuple[list[str], list[dict]]]:
     from bench.lib.services import start_analysis
 
-    from codecompass.retrieval.analysis_client import AnalysisClient
+    from codecompass.clients.analysis import AnalysisClient
 
     tasks = {}
     analysis = start_analysis()

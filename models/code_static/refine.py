@@ -53,7 +53,7 @@ def corpus_chunks(roots: list[Path], count: int, seed: int) -> list[str]:
     """
     from bench.lib.services import start_analysis
 
-    from codecompass.retrieval.analysis_client import AnalysisClient
+    from codecompass.clients.analysis import AnalysisClient
 
     rng = random.Random(seed)
     files_per_repo = max(1, math.ceil(count / CHUNKS_PER_FILE / max(1, len(roots))))

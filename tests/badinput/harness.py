@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult
 
-from codecompass.retrieval.state import workspace_key
+from codecompass.retrieval.location import index_key, workspace_id_of
 
 TRACEBACK = "Traceback (most recent call last)"
 CLI_TIMEOUT_S = 180.0
@@ -112,7 +112,7 @@ class Stack:
 
     def rows(self, root: Path) -> list[tuple]:
         """Every chunk row of ``root``'s index, sorted (duplicates kept: they must show)."""
-        folder = self.state / "index" / workspace_key(root.resolve())
+        folder = self.state / "index" / index_key(workspace_id_of(root.resolve()))
         db = lancedb.connect(str(folder))
         (name,) = [n for n in db.list_tables().tables if n.startswith("chunks_")]
         table = db.open_table(name).to_arrow().select(list(ROW_COLUMNS)).to_pylist()

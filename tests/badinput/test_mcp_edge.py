@@ -18,7 +18,7 @@ from tests.badinput.harness import TRACEBACK, Stack
 from tests.fixtures.chain_workspace import write_chain_workspace
 
 from codecompass.clients.retrieval import RetrievalClient
-from codecompass.retrieval.state import workspace_key
+from codecompass.retrieval.location import index_key, workspace_id_of
 
 INDEXED_WITHIN_S = 180.0
 FILES = 150
@@ -64,7 +64,7 @@ def test_index_status_of_a_refused_folder_says_why_and_creates_nothing(stack: St
     assert status.content[0].text == (
         f"index_status: refusing to index {folder}: {why}, not a project; index a project folder, or run "
         f"`codecompass index --force {folder}` to index it anyway [workspace_refused]")
-    key = workspace_key(folder)
+    key = index_key(workspace_id_of(folder))
     assert not (stack.state / "workspaces" / key).exists() and not (stack.state / "index" / key).exists()
 
 

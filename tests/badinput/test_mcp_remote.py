@@ -24,7 +24,7 @@ from mcp.types.version import LATEST_HANDSHAKE_VERSION
 from tests.badinput.harness import TRACEBACK, Stack, copy_workspace
 from tests.fixtures.gateway import wait_until_listening
 
-from codecompass.retrieval.state import workspace_key
+from codecompass.retrieval.location import index_key, workspace_id_of
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "sample_workspace"
 TOKEN = "remote-test-token-3f9a7c"
@@ -150,7 +150,7 @@ def test_a_folder_outside_the_allow_list_is_refused_and_not_indexed(stack: Stack
             f"{tool}: workspace '{outside}' is not a folder this server opens: it opens {workspace} and the folders "
             "under them (start it with --workspace or --allow-root for more) [workspace_refused]")
         assert "do-not-read-me" not in result.content[0].text
-    key = workspace_key(outside.resolve())
+    key = index_key(workspace_id_of(outside.resolve()))
     assert not (stack.state / "index" / key).exists() and not (stack.state / "workspaces" / key).exists()
 
 

@@ -15,7 +15,7 @@ import pytest
 from tests.badinput.harness import CliRun, Stack, assert_clean, copy_workspace, up_lines
 from tests.fixtures.chain_workspace import write_chain_workspace
 
-from codecompass.retrieval.state import workspace_key
+from codecompass.retrieval.location import index_key, workspace_id_of
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "sample_workspace"
 FILES = 200
@@ -153,7 +153,7 @@ def test_a_port_in_use_is_one_line_and_nothing_is_indexed(stack: Stack, tmp_path
     assert run.code == 1 and run.out == ""
     assert run.err_lines == [f"codecompass is already running (since {_started_at(stack)})",
                              f"gateway: cannot listen on 127.0.0.1:{port}: address already in use"]
-    assert not (stack.state / "index" / workspace_key(root.resolve())).exists()
+    assert not (stack.state / "index" / index_key(workspace_id_of(root.resolve()))).exists()
 
 
 def _started_at(stack: Stack) -> str:

@@ -30,8 +30,8 @@ from codecompass_cli.services import NODE_ENTRY
 from mcp import Client, StdioServerParameters
 from tests.fixtures.socket_guard import build_socket_guard
 
+from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.retrieval import RetrievalClient
-from codecompass.retrieval.analysis_client import AnalysisClient
 
 pytestmark = pytest.mark.slow
 

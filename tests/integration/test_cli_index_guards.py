@@ -11,12 +11,12 @@ import pytest
 from tests.unit.retrieval.test_index_guards import SkippingAnalysis
 from tests.unit.retrieval.test_sync import FakeEmbedding, _func, _serve
 
+from codecompass.clients.analysis import AnalysisClient
+from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import RetrievalSettings, Settings
 from codecompass.common.serving import ServiceSpec, start_server
 from codecompass.retrieval import servicer
-from codecompass.retrieval.analysis_client import AnalysisClient
-from codecompass.retrieval.embed_client import EmbeddingClient
-from codecompass.retrieval.indexer import RetrievalEngine
+from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.v1 import analysis_pb2_grpc, embedding_pb2_grpc
 
 EXIT_USAGE = 2

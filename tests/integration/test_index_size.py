@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codecompass.retrieval.analysis_client import AnalysisClient
+from codecompass.clients.analysis import AnalysisClient
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.store import ChunkStore
 

@@ -18,6 +18,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from codecompass.clients.analysis import AnalysisClient
 from codecompass.common.chunk_convert import chunk_to_proto
 from codecompass.common.chunks import Chunk
 from codecompass.common.config import SelectionSettings
@@ -25,7 +26,6 @@ from codecompass.common.serving import RunningServer, ServiceSpec, start_server
 from codecompass.common.tokens import count_tokens
 from codecompass.policy.relevance import DEFAULT_RELEVANCE, QueryFocus, relevance, resolve_focus
 from codecompass.policy.shape import analyze
-from codecompass.retrieval.analysis_client import AnalysisClient
 from codecompass.selection import convert
 from codecompass.selection.__main__ import warm_up
 from codecompass.selection.engine import SelectionEngine

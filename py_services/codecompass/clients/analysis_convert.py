@@ -1,6 +1,6 @@
 """Edge conversion between the analysis service's Trace / RenderSymbols / ChunkFiles messages and
-the domain types of `codecompass.clients.analysis`. The only module of the client package that
-reads or builds `analysis_pb2` messages for these calls."""
+the domain types of `codecompass.clients.analysis`. ScanWorkspace and ChunkFiles as indexing reads
+them convert in `codecompass.retrieval.convert`, which this module reuses for ChunkFiles' answer."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from codecompass.clients.analysis_model import (
     TraceResolution,
     TraceRoot,
 )
-from codecompass.common.chunk_convert import chunk_from_proto, chunk_to_proto
+from codecompass.retrieval.convert import chunked_file_from_proto
 from codecompass.v1 import analysis_pb2
 
 _DIRECTION_TO_PROTO = {d: analysis_pb2.TraceDirection.Value(f"TRACE_DIRECTION_{d.name}") for d in TraceDirection}
@@ -28,12 +28,6 @@ _PARTIAL_TO_PROTO = {r: analysis_pb2.TracePartialReason.Value(f"TRACE_PARTIAL_RE
 _PARTIAL_FROM_PROTO = {v: k for k, v in _PARTIAL_TO_PROTO.items()}
 _RESOLUTION_TO_PROTO = {r: analysis_pb2.TraceResolution.Value(f"TRACE_RESOLUTION_{r.name}") for r in TraceResolution}
 _RESOLUTION_FROM_PROTO = {v: k for k, v in _RESOLUTION_TO_PROTO.items()}
-_FILE_STATUS_NAMES = {
-    analysis_pb2.FILE_STATUS_OK: "ok",
-    analysis_pb2.FILE_STATUS_SYNTAX_ERRORS: "syntax_errors",
-    analysis_pb2.FILE_STATUS_SKIPPED: "skipped",
-}
-_FILE_STATUS_VALUES = {v: k for k, v in _FILE_STATUS_NAMES.items()}
 
 
 def trace_query_to_proto(query: TraceQuery) -> analysis_pb2.TraceRequest:
@@ -126,19 +120,16 @@ def rendered_from_proto(specs: Sequence[RenderRequest],
     return out
 
 
-def file_chunks_to_proto(chunked: FileChunks) -> analysis_pb2.ChunkFilesResponse:
-    return analysis_pb2.ChunkFilesResponse(
-        relative_path=chunked.relative_path, status=_FILE_STATUS_VALUES[chunked.status],
-        chunks=[chunk_to_proto(c) for c in chunked.chunks], line_count=chunked.line_count,
-        skip_detail=chunked.skip_detail,
-    )
-
-
 def file_chunks_from_proto(message: analysis_pb2.ChunkFilesResponse) -> FileChunks:
+    """Read through retrieval's decoder of the message, so status, skip reason and chunks are read
+    in one place for every caller; the reader's own fields come on top."""
+    chunked = chunked_file_from_proto(message)
     return FileChunks(
-        relative_path=message.relative_path,
-        status=_FILE_STATUS_NAMES.get(message.status, "ok"),
-        chunks=tuple(chunk_from_proto(c) for c in message.chunks),
+        relative_path=chunked.relative_path,
+        status=chunked.status.value,
+        chunks=chunked.chunks,
         line_count=message.line_count,
-        skip_detail=message.skip_detail,
+        skip_reason=chunked.skip_reason,
+        skip_detail=chunked.skip_detail,
+        diagnostics=tuple(message.diagnostics),
     )

@@ -101,10 +101,14 @@ class RenderedSymbol:
 
 @dataclass(frozen=True)
 class FileChunks:
-    """One file's chunks (parents before children), as ChunkFiles streams them."""
+    """One file's chunks (parents before children), as ChunkFiles streams them to a reader (the
+    gateway's outline, `codecompass chunks`): the file as indexing sees it (`ChunkedFile`) less its
+    catalog fields, plus the line count and parser diagnostics that only a reader shows."""
 
     relative_path: str
     status: str  # ok | syntax_errors | skipped
     chunks: tuple[Chunk, ...]
     line_count: int = 0
+    skip_reason: str = ""  # a skipped file's reason, e.g. "minified"; empty otherwise
     skip_detail: str = ""
+    diagnostics: tuple[str, ...] = ()

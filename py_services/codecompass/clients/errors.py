@@ -29,11 +29,14 @@ _KINDS = {
 class ServiceError(Exception):
     """A call to `service` failed; `kind` is one of the constants above, `message` one line."""
 
-    def __init__(self, service: str, address: str, kind: str, message: str, *, upstream: bool = False) -> None:
+    def __init__(self, service: str, address: str, kind: str, message: str, *, upstream: bool = False,
+                 status: str = "") -> None:
         super().__init__(message)
         self.service = service
         self.address = address
         self.kind = kind
+        # The gRPC status code's name ("INTERNAL"), for messages that must say more than `kind`.
+        self.status = status
         # The service answered; one it depends on is down (the message names it).
         self.upstream = upstream
 
@@ -60,4 +63,5 @@ def mapped(service: str, address: str) -> Iterator[None]:
         details = (exc.details() if hasattr(exc, "details") else None) or str(code)
         trailing = (exc.trailing_metadata() if hasattr(exc, "trailing_metadata") else None) or ()
         upstream = any(key == UPSTREAM_KEY for key, _value in trailing)
-        raise ServiceError(service, address, _KINDS.get(code, FAILED), details, upstream=upstream) from None
+        raise ServiceError(service, address, _KINDS.get(code, FAILED), details, upstream=upstream,
+                           status=code.name if code is not None else "UNKNOWN") from None

@@ -14,6 +14,7 @@ from codecompass.retrieval.state import (
     HubQuery,
     IndexProgress,
     IndexStatusReport,
+    IndexSummary,
     SearchOutcome,
     SearchQuery,
     SyncOutcome,
@@ -55,10 +56,19 @@ class RetrievalClient:
         for reply in self._service.stream("IndexWorkspace", request, timeout_s):
             yield convert.progress_from_proto(reply)
 
-    def status(self, workspace_root: str, timeout_s: float) -> IndexStatusReport:
-        reply = self._service.call("GetIndexStatus", retrieval_pb2.GetIndexStatusRequest(workspace_root=workspace_root),
-                                   timeout_s)
-        return convert.status_from_proto(reply)
+    def status(self, workspace_root: str, timeout_s: float, *, workspace_id: str = "") -> IndexStatusReport:
+        request = retrieval_pb2.GetIndexStatusRequest(workspace_root=workspace_root, workspace_id=workspace_id)
+        return convert.status_from_proto(self._service.call("GetIndexStatus", request, timeout_s))
+
+    def list_indexes(self, timeout_s: float) -> list[IndexSummary]:
+        reply = self._service.call("ListIndexes", retrieval_pb2.ListIndexesRequest(), timeout_s)
+        return convert.indexes_from_proto(reply)
+
+    def drop_index(self, timeout_s: float, *, workspace_root: str = "", workspace_id: str = "") -> tuple[str, int]:
+        """(workspace id, bytes freed) of the index the writer deleted."""
+        request = retrieval_pb2.DropIndexRequest(workspace_root=workspace_root, workspace_id=workspace_id)
+        reply = self._service.call("DropIndex", request, timeout_s)
+        return reply.workspace_id, reply.bytes_freed
 
     def close(self) -> None:
         self._service.close()

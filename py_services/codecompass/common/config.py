@@ -29,6 +29,8 @@ from codecompass.common import hosts, names
 EMBEDDING_PROFILES = ("minilm", "e5-small", "code-static", "code-small", "voyage", "openai-compatible")
 API_KEY_ENV = "CODECOMPASS_EMBEDDING_API_KEY"
 RERANK_PROVIDERS = ("local", "voyage", "cohere", "llm")
+# Roles of a retrieval process (retrieval/engine.py): both, the index writer alone, a searcher alone.
+RETRIEVAL_ROLES = ("all", "writer", "searcher")
 RERANK_API_KEY_ENV = "CODECOMPASS_RERANK_API_KEY"
 REWRITE_API_KEY_ENV = "CODECOMPASS_REWRITE_API_KEY"
 GATEWAY_AUTH_TOKEN_ENV = "CODECOMPASS_GATEWAY_AUTH_TOKEN"
@@ -72,6 +74,10 @@ class EmbeddingSettings:
 
 @dataclass(frozen=True)
 class RetrievalSettings:
+    # Which roles this retrieval process serves: "all" (writer and searcher, the local
+    # default), "writer" (sync, embed, maintain: one per index) or "searcher" (reads only).
+    role: str = "all"
+    # The index root: every index lives at <db_uri>/<key> (a local folder or s3://bucket/prefix).
     db_uri: str | None = None
     # Object-store options can carry cloud credentials, so repr leaves them out.
     storage_options: dict[str, str] = field(default_factory=dict, repr=False)
@@ -98,6 +104,9 @@ class RetrievalSettings:
     # stack (codecompass/policy/ranking.py) alone.
     learned_ranking: bool = True
     ranker_model: Path | None = None
+    # How often a searcher checks an index for a version newer than the one it reads; None: 0
+    # on a local disk (a directory listing per query), 1 s on an object store (a LIST request).
+    searcher_refresh_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -299,6 +308,17 @@ def _float_parser(minimum: float, maximum: float | None = None, *, exclusive_min
     return parse
 
 
+def _optional_float_parser(minimum: float) -> Callable[[Any, str], float | None]:
+    parse_float = _float_parser(minimum)
+
+    def parse(value: Any, source: str) -> float | None:
+        if value is None or str(value).strip() == "":
+            return None
+        return parse_float(value, source)
+
+    return parse
+
+
 def _choice_parser(choices: tuple[str, ...]) -> Callable[[Any, str], str]:
     def parse(value: Any, source: str) -> str:
         text = _parse_str(value, source).strip().lower()
@@ -447,8 +467,10 @@ _FIELDS: tuple[_Field, ...] = (
            _int_parser(1, 4096), "Texts per model batch"),
     _Field("embedding.max_tokens", "CODECOMPASS_EMBEDDING_MAX_TOKENS", "embedding.max_tokens",
            _int_parser(8, 32768), "Token window per text (longer texts are truncated)"),
+    _Field("retrieval.role", "CODECOMPASS_RETRIEVAL_ROLE", "retrieval.role", _choice_parser(RETRIEVAL_ROLES),
+           "all | writer | searcher: the roles this retrieval process serves (one writer per index, any searchers)"),
     _Field("retrieval.db_uri", "CODECOMPASS_RETRIEVAL_DB_URI", "retrieval.db_uri", _parse_optional_str,
-           "LanceDB URI (local dir or s3://...); default <state_dir>/index/<workspace-hash>"),
+           "Index root (local dir or s3://bucket/prefix): each index lives at <root>/<key>; default <state_dir>/index"),
     _Field("retrieval.storage_options", "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS",
            "retrieval.storage_options", _parse_storage_options,
            "LanceDB object-store options (JSON object in env); values never printed"),
@@ -472,6 +494,9 @@ _FIELDS: tuple[_Field, ...] = (
            _parse_bool, "Order results with the learned ranker (off: the hand-set ranking stack alone)"),
     _Field("retrieval.ranker_model", "CODECOMPASS_RETRIEVAL_RANKER_MODEL", "retrieval.ranker_model",
            _parse_optional_path, "The learned ranker's LightGBM model file (default: the committed models/ranker/model.txt)"),
+    _Field("retrieval.searcher_refresh_s", "CODECOMPASS_RETRIEVAL_SEARCHER_REFRESH_S",
+           "retrieval.searcher_refresh_s", _optional_float_parser(0.0),
+           "Seconds between a searcher's checks for a newer index version (default 0 local, 1 on an object store)"),
     _Field("rerank.provider", "CODECOMPASS_RERANK_PROVIDER", "rerank.provider", _choice_parser(RERANK_PROVIDERS),
            "local | voyage | cohere | llm (local keeps the first-stage scores)"),
     _Field("rerank.external_provider_enabled", "CODECOMPASS_RERANK_EXTERNAL_PROVIDER_ENABLED",

@@ -12,15 +12,15 @@ import sys
 
 import grpc
 
+from codecompass.clients.analysis import AnalysisClient
+from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common import names
 from codecompass.common.config import ConfigError, load_settings
 from codecompass.common.logging import configure_logging, get_logger
 from codecompass.common.serving import ServiceSpec, serve_forever
 from codecompass.common.telemetry import init_telemetry
 from codecompass.retrieval import servicer
-from codecompass.retrieval.analysis_client import AnalysisClient
-from codecompass.retrieval.embed_client import EmbeddingClient
-from codecompass.retrieval.indexer import RetrievalEngine
+from codecompass.retrieval.engine import RetrievalEngine
 
 
 def main() -> int:

@@ -1,21 +1,27 @@
-"""Per-workspace file catalog: what the index holds for each source file.
+"""Per-workspace file catalog: what the index holds for each source file, and the index's manifest.
 
 The catalog is the sync's memory between runs: per file its size, mtime and content hash (so
 the analysis service's scanner can say what changed) and the ids, snippet hashes and
 signature digests of its chunks (so a re-chunked file can be diffed without reading the
-chunk table: stale ids to delete, signatures that changed for the cascade).
+chunk table: stale ids to delete, signatures that changed for the cascade). Its `meta` rows are
+the index's manifest: workspace id, identity (models, chunker), whether a sync completed, when.
+
+It is a LanceDB table inside the index (`<index>/catalog.lance`), not a file beside it, so an
+index is one self-contained thing at one URI, on a local disk or an object store, and the catalog
+gets the same guarantees as the chunks: every write is one atomic, conditional commit of a new
+version (two writers are serialised, never interleaved), and a reader sees one version whole.
 
 Crash safety rests on ordering, not on a distributed transaction:
 1. `mark_pending(paths)` is committed BEFORE the chunk table is touched for those files;
 2. the chunk table is written (merge on stable chunk ids, so a repeat is idempotent);
-3. `commit(...)` then records the new state and clears the pending marks in ONE transaction.
+3. `commit(...)` then records the new state and clears the pending marks in ONE commit.
 A kill -9 between 1 and 3 leaves the files pending with their old entries, so the next sync
 re-chunks them and deletes whatever ids the table really holds for them beyond the new ones
 (the crashed run may have written ids the catalog never heard of). Nothing is lost, nothing is
 duplicated.
 
-SQLite in WAL mode (stdlib, one file, atomic commits); synchronous=NORMAL is enough because
-losing the last commit on power failure only means re-doing that work, never inconsistency.
+Indexes made before the catalog moved into the index kept it in SQLite under the state dir;
+`Catalog.open` imports such a catalog once (`legacy=`), so an upgrade re-embeds nothing.
 """
 
 from __future__ import annotations
@@ -30,24 +36,40 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from codecompass.common.chunks import Chunk, Language
-from codecompass.retrieval.schema import EmbeddingModel
-from codecompass.retrieval.state import FileEntry
+import lancedb
+import pyarrow as pa
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files (
-    relative_path TEXT PRIMARY KEY,
-    size_bytes INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    content_hash TEXT NOT NULL,
-    language TEXT NOT NULL,
-    chunks TEXT NOT NULL,
-    skip_reason TEXT NOT NULL DEFAULT '',
-    skip_detail TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS pending (relative_path TEXT PRIMARY KEY);
-"""
+from codecompass.common.chunks import Chunk, Language
+from codecompass.common.logging import get_logger
+from codecompass.retrieval import filters as sqlf
+from codecompass.retrieval.schema import EmbeddingModel
+from codecompass.retrieval.state import FileEntry, SkippedFile
+
+_log = get_logger(__name__)
+
+CATALOG_TABLE = "catalog"
+# Row kinds: a file's entry, a pending mark, a manifest value.
+_FILE, _PENDING, _META = "file", "pending", "meta"
+# Manifest values that describe the workspace, not the table: kept across `reset`.
+_WORKSPACE_META = ("workspace_id", "root")
+# Keeps `IN (...)` predicates to a size DataFusion plans quickly.
+_PATH_BATCH = 1_000
+
+_SCHEMA = pa.schema(
+    [
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("size_bytes", pa.int64()),
+        pa.field("mtime_ns", pa.int64()),
+        pa.field("content_hash", pa.string()),
+        pa.field("language", pa.string()),
+        # [[id, snippet hash, signature digest], ...] as JSON: read whole, never queried.
+        pa.field("chunks", pa.string()),
+        pa.field("skip_reason", pa.string()),
+        pa.field("skip_detail", pa.string()),
+        pa.field("value", pa.string()),
+    ]
+)
 
 
 def signature_digest(signature: str) -> str:
@@ -130,13 +152,14 @@ def _model_of(data: dict) -> EmbeddingModel:
 
 
 class Catalog:
-    """The catalog of one workspace. Reads are served from memory; writes go through SQLite.
+    """The catalog of one index, as its writer sees it: reads are served from memory, loaded
+    once at open; writes go to the table (one commit each) and then to memory.
 
     Thread-safe: the sync thread writes while status requests read.
     """
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
+    def __init__(self, table: lancedb.table.Table) -> None:
+        self._table = table
         self._lock = threading.Lock()
         self._entries: dict[str, CatalogEntry] = {}
         self._chunk_paths: dict[str, str] = {}
@@ -147,35 +170,40 @@ class Catalog:
         self._load()
 
     @classmethod
-    def open(cls, path: Path) -> Catalog:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(_SCHEMA)
-        # Catalogs written before skip details were kept gain the column (empty for their skips).
-        if "skip_detail" not in {row[1] for row in conn.execute("PRAGMA table_info(files)")}:
-            conn.execute("ALTER TABLE files ADD COLUMN skip_detail TEXT NOT NULL DEFAULT ''")
-        return cls(conn)
+    def open(cls, db: lancedb.DBConnection, *, legacy: Path | None = None) -> Catalog:
+        """The catalog table of the index `db` is connected to, created when missing (from the
+        SQLite catalog at `legacy` when there is one)."""
+        table = open_catalog_table(db)
+        created = table is None
+        if table is None:
+            try:
+                table = db.create_table(CATALOG_TABLE, schema=_SCHEMA)
+            except ValueError:  # created by another writer meanwhile
+                table = db.open_table(CATALOG_TABLE)
+        if created and legacy is not None and legacy.is_file():
+            rows = _legacy_rows(legacy)
+            if rows.num_rows:
+                table.add(rows)
+            legacy.rename(legacy.with_name(legacy.name + ".imported"))
+            _log.info("imported the catalog at %s into the index (%d rows)", legacy, rows.num_rows)
+        return cls(table)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        """Nothing to release: every write is already committed."""
 
     def _load(self) -> None:
-        self._meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
-        rows = self._conn.execute(
-            "SELECT relative_path, size_bytes, mtime_ns, content_hash, language, chunks, skip_reason, skip_detail"
-            " FROM files"
-        ).fetchall()
-        for path, size, mtime, content_hash, language, chunks_json, skip_reason, skip_detail in rows:
-            chunks = tuple(IndexedChunk(*item) for item in json.loads(chunks_json))
-            entry = CatalogEntry(FileEntry(path, size, mtime, content_hash, Language(language)), chunks, skip_reason,
-                                 skip_detail)
-            self._entries[path] = entry
-            for chunk in chunks:
-                self._chunk_paths[chunk.id] = path
-        self._pending = {row[0] for row in self._conn.execute("SELECT relative_path FROM pending")}
+        rows = self._table.to_arrow().to_pylist()
+        for row in rows:
+            kind, key = row["kind"], row["key"]
+            if kind == _META:
+                self._meta[key] = row["value"] or ""
+            elif kind == _PENDING:
+                self._pending.add(key)
+            elif kind == _FILE:
+                entry = _entry_of(row)
+                self._entries[key] = entry
+                for chunk in entry.chunks:
+                    self._chunk_paths[chunk.id] = key
 
     # --- reads (in memory) ---
 
@@ -194,6 +222,9 @@ class Catalog:
         """Epoch seconds of the last commit that completed a sync; None before the first."""
         text = self._meta.get("synced_at")
         return float(text) if text else None
+
+    def meta(self, key: str) -> str:
+        return self._meta.get(key, "")
 
     def entries(self) -> Mapping[str, CatalogEntry]:
         with self._lock:
@@ -219,31 +250,42 @@ class Catalog:
     # --- writes ---
 
     def reset(self, identity: IndexIdentity) -> None:
-        """Forget every file: the index moved to a new table that starts empty."""
+        """Forget every file: the index moved to a new table that starts empty. One commit
+        (an overwrite), so a crash never leaves a catalog half reset."""
         with self._lock:
-            with self._transaction():
-                self._conn.execute("DELETE FROM files")
-                self._conn.execute("DELETE FROM pending")
-                self._conn.execute("DELETE FROM meta")
-                self._conn.execute("INSERT INTO meta(key, value) VALUES ('identity', ?)", (identity.to_json(),))
+            meta = {k: v for k, v in self._meta.items() if k in _WORKSPACE_META}
+            meta["identity"] = identity.to_json()
+            self._table.add(_meta_rows(meta), mode="overwrite")
             self._entries.clear()
             self._chunk_paths.clear()
             self._pending.clear()
-            self._meta = {"identity": identity.to_json()}
+            self._meta = meta
+            self.generation += 1
+
+    def set_meta(self, **values: str) -> None:
+        """Record manifest values (workspace id, root, the last sync's error) in one commit."""
+        changed = {k: v for k, v in values.items() if self._meta.get(k) != v}
+        if not changed:
+            return
+        with self._lock:
+            self._upsert(_meta_rows(changed))
+            self._meta.update(changed)
             self.generation += 1
 
     def mark_pending(self, paths: Iterable[str]) -> None:
         """Durably note that the chunk table is about to change for these files."""
-        new = [p for p in set(paths) if p not in self._pending]
+        new = sorted(p for p in set(paths) if p not in self._pending)
         if not new:
             return
         with self._lock:
-            with self._transaction():
-                self._conn.executemany("INSERT OR IGNORE INTO pending(relative_path) VALUES (?)", [(p,) for p in new])
+            self._table.merge_insert(["kind", "key"]).when_not_matched_insert_all().execute(
+                _rows([{"kind": _PENDING, "key": p} for p in new])
+            )
             self._pending.update(new)
 
     def commit(self, entries: Iterable[CatalogEntry], removed: Iterable[str], *, complete: bool) -> None:
-        """Record files whose chunks are now in the table, and files that are gone from it.
+        """Record files whose chunks are now in the table, and files that are gone from it, and
+        clear their pending marks, in one commit.
 
         Call only after the chunk table write for exactly these files has returned.
         """
@@ -251,32 +293,19 @@ class Catalog:
         removed = sorted(set(removed))
         done = [e.file.relative_path for e in entries] + removed
         with self._lock:
-            with self._transaction():
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO files(relative_path, size_bytes, mtime_ns, content_hash, language, chunks,"
-                    " skip_reason, skip_detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            e.file.relative_path,
-                            e.file.size_bytes,
-                            e.file.mtime_ns,
-                            e.file.content_hash,
-                            e.file.language.value,
-                            json.dumps([[c.id, c.snippet_hash, c.signature_digest] for c in e.chunks]),
-                            e.skip_reason,
-                            e.skip_detail,
-                        )
-                        for e in entries
-                    ],
-                )
-                self._conn.executemany("DELETE FROM files WHERE relative_path = ?", [(p,) for p in removed])
-                self._conn.executemany("DELETE FROM pending WHERE relative_path = ?", [(p,) for p in done])
-                if complete:
-                    synced_at = repr(time.time())
-                    self._conn.executemany(
-                        "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                        [("complete", "1"), ("synced_at", synced_at)],
-                    )
+            meta: dict[str, str] = {}
+            if complete:
+                meta = {"complete": "1", "synced_at": repr(time.time())}
+            source = pa.concat_tables([_rows([_row_of(e) for e in entries]), _meta_rows(meta)])
+            gone = [
+                *[_keyed(_PENDING, batch) for batch in _slices([p for p in done if p in self._pending])],
+                *[_keyed(_FILE, batch) for batch in _slices(removed)],
+            ]
+            merge = self._table.merge_insert(["kind", "key"]).when_matched_update_all().when_not_matched_insert_all()
+            if gone:
+                merge = merge.when_not_matched_by_source_delete(" OR ".join(f"({g})" for g in gone))
+            if source.num_rows or gone:
+                merge.execute(source)
             for path in removed:
                 self._drop(path)
             for entry in entries:
@@ -285,8 +314,7 @@ class Catalog:
                 for chunk in entry.chunks:
                     self._chunk_paths[chunk.id] = entry.file.relative_path
             self._pending.difference_update(done)
-            if complete:
-                self._meta.update(complete="1", synced_at=synced_at)
+            self._meta.update(meta)
             self.generation += 1
 
     def touch(self, files: Iterable[FileEntry]) -> None:
@@ -296,15 +324,21 @@ class Catalog:
         if not updates:
             return
         with self._lock:
-            with self._transaction():
-                self._conn.executemany(
-                    "UPDATE files SET size_bytes = ?, mtime_ns = ?, content_hash = ? WHERE relative_path = ?",
-                    [(f.size_bytes, f.mtime_ns, f.content_hash, f.relative_path) for f in updates],
-                )
+            touched = []
             for f in updates:
                 old = self._entries[f.relative_path]
-                self._entries[f.relative_path] = CatalogEntry(f, old.chunks, old.skip_reason, old.skip_detail)
+                touched.append(CatalogEntry(f, old.chunks, old.skip_reason, old.skip_detail))
+            self._upsert(_rows([_row_of(e) for e in touched]))
+            for entry in touched:
+                self._entries[entry.file.relative_path] = entry
             self.generation += 1
+
+    def maintain(self, retention) -> None:
+        """Fold the small files of many commits and drop versions older than `retention`."""
+        self._table.optimize(cleanup_older_than=retention)
+
+    def _upsert(self, rows: pa.Table) -> None:
+        self._table.merge_insert(["kind", "key"]).when_matched_update_all().when_not_matched_insert_all().execute(rows)
 
     def _drop(self, path: str) -> None:
         old = self._entries.pop(path, None)
@@ -313,21 +347,127 @@ class Catalog:
                 if self._chunk_paths.get(chunk.id) == path:
                     del self._chunk_paths[chunk.id]
 
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self._conn)
+
+@dataclass(frozen=True)
+class CatalogSummary:
+    """What a searcher reads of a catalog: the manifest, the counts, the pending and skipped
+    files; never the chunk lists (a search does not diff)."""
+
+    meta: Mapping[str, str]
+    files: int
+    pending: frozenset[str]
+    # (path, reason, detail) of every file chunking skipped.
+    skipped: tuple[tuple[str, str, str], ...]
+    # Paths the catalog has an entry for, among the pending ones (stale, not new).
+    pending_known: frozenset[str]
+
+    @property
+    def identity(self) -> IndexIdentity | None:
+        text = self.meta.get("identity")
+        return IndexIdentity.from_json(text) if text else None
+
+    @property
+    def complete(self) -> bool:
+        return self.meta.get("complete") == "1"
+
+    @property
+    def synced_at(self) -> float | None:
+        text = self.meta.get("synced_at")
+        return float(text) if text else None
 
 
-class _Transaction:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (autocommit connection)."""
+def open_catalog_table(db: lancedb.DBConnection) -> lancedb.table.Table | None:
+    try:
+        return db.open_table(CATALOG_TABLE)
+    except (ValueError, FileNotFoundError):
+        return None
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
 
-    def __enter__(self) -> None:
-        self._conn.execute("BEGIN IMMEDIATE")
+def read_summary(table: lancedb.table.Table) -> CatalogSummary:
+    rows = table.search().select(["kind", "key", "skip_reason", "skip_detail", "value"]).limit(
+        max(table.count_rows(), 1)).to_arrow().to_pylist()
+    meta: dict[str, str] = {}
+    pending: set[str] = set()
+    files: set[str] = set()
+    skipped = []
+    for row in rows:
+        if row["kind"] == _META:
+            meta[row["key"]] = row["value"] or ""
+        elif row["kind"] == _PENDING:
+            pending.add(row["key"])
+        elif row["kind"] == _FILE:
+            files.add(row["key"])
+            if row["skip_reason"]:
+                skipped.append((row["key"], row["skip_reason"], row["skip_detail"] or ""))
+    return CatalogSummary(meta=MappingProxyType(meta), files=len(files), pending=frozenset(pending),
+                          skipped=tuple(sorted(skipped)), pending_known=frozenset(pending & files))
 
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self._conn.execute("COMMIT")
-        else:
-            self._conn.execute("ROLLBACK")
+
+def _entry_of(row: dict) -> CatalogEntry:
+    chunks = tuple(IndexedChunk(*item) for item in json.loads(row["chunks"] or "[]"))
+    file = FileEntry(row["key"], row["size_bytes"], row["mtime_ns"], row["content_hash"], Language(row["language"]))
+    return CatalogEntry(file, chunks, row["skip_reason"] or "", row["skip_detail"] or "")
+
+
+def _row_of(entry: CatalogEntry) -> dict:
+    return {
+        "kind": _FILE,
+        "key": entry.file.relative_path,
+        "size_bytes": entry.file.size_bytes,
+        "mtime_ns": entry.file.mtime_ns,
+        "content_hash": entry.file.content_hash,
+        "language": entry.file.language.value,
+        "chunks": json.dumps([[c.id, c.snippet_hash, c.signature_digest] for c in entry.chunks]),
+        "skip_reason": entry.skip_reason,
+        "skip_detail": entry.skip_detail,
+    }
+
+
+def _rows(rows: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=_SCHEMA)
+
+
+def _meta_rows(meta: Mapping[str, str]) -> pa.Table:
+    return _rows([{"kind": _META, "key": k, "value": v} for k, v in sorted(meta.items())])
+
+
+def _keyed(kind: str, keys: list[str]) -> str:
+    return f"kind = {sqlf.sql_string(kind)} AND {sqlf.sql_in('key', keys)}"
+
+
+def _slices(items: list[str]) -> Iterable[list[str]]:
+    for start in range(0, len(items), _PATH_BATCH):
+        yield items[start : start + _PATH_BATCH]
+
+
+def _legacy_rows(path: Path) -> pa.Table:
+    """The rows of a catalog kept in SQLite by earlier versions (a column added later may be
+    missing: its values are empty)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(files)")}
+        detail = "skip_detail" if "skip_detail" in columns else "''"
+        rows = [
+            {"kind": _FILE, "key": p, "size_bytes": size, "mtime_ns": mtime, "content_hash": h, "language": lang,
+             "chunks": chunks, "skip_reason": reason, "skip_detail": det}
+            for p, size, mtime, h, lang, chunks, reason, det in conn.execute(
+                f"SELECT relative_path, size_bytes, mtime_ns, content_hash, language, chunks, skip_reason, {detail}"
+                " FROM files")
+        ]
+        rows += [{"kind": _PENDING, "key": p} for (p,) in conn.execute("SELECT relative_path FROM pending")]
+        rows += [{"kind": _META, "key": k, "value": v} for k, v in conn.execute("SELECT key, value FROM meta")]
+    finally:
+        conn.close()
+    return _rows(rows)
+
+
+def skips_to_json(skipped: Iterable[SkippedFile]) -> str:
+    """A scan's skips as a manifest value (a remote searcher's status lists them)."""
+    return json.dumps([[s.relative_path, s.reason, s.detail, s.folder] for s in skipped])
+
+
+def skips_from_json(text: str) -> tuple[SkippedFile, ...]:
+    try:
+        return tuple(SkippedFile(path, reason, detail, bool(folder)) for path, reason, detail, folder in json.loads(text))
+    except (ValueError, TypeError):
+        return ()

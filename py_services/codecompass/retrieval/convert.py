@@ -39,6 +39,7 @@ from codecompass.retrieval.state import (
     IndexPhase,
     IndexProgress,
     IndexStatusReport,
+    IndexSummary,
     ResultCompleteness,
     ResultView,
     ScanResult,
@@ -268,6 +269,7 @@ def search_query_from_proto(msg: retrieval_pb2.SearchRequest) -> SearchQuery:
         view=_view_from_proto(msg.view),
         ranked=msg.ranking != retrieval_pb2.RANKING_MODE_FUSION,
         shape=shape_from_proto(msg.shape, msg.query) if msg.HasField("shape") else None,
+        workspace_id=msg.workspace_id,
     )
 
 
@@ -335,6 +337,7 @@ def search_query_to_proto(query: SearchQuery) -> retrieval_pb2.SearchRequest:
         candidate_pool=query.candidate_pool,
         view=_VIEW_TO_PROTO[query.view],
         ranking=retrieval_pb2.RANKING_MODE_FULL if query.ranked else retrieval_pb2.RANKING_MODE_FUSION,
+        workspace_id=query.workspace_id,
     )
     if query.semantic_ratio is not None:
         msg.semantic_ratio = query.semantic_ratio
@@ -572,6 +575,7 @@ def hub_query_from_proto(msg: retrieval_pb2.FindHubsRequest) -> HubQuery:
         seeds=tuple((seed.chunk_id, seed.score) for seed in msg.seeds),
         max_hubs=msg.max_hubs,
         view=_view_from_proto(msg.view),
+        workspace_id=msg.workspace_id,
     )
 
 
@@ -581,6 +585,7 @@ def hub_query_to_proto(query: HubQuery) -> retrieval_pb2.FindHubsRequest:
         seeds=[retrieval_pb2.HubSeed(chunk_id=chunk_id, score=score) for chunk_id, score in query.seeds],
         max_hubs=query.max_hubs,
         view=_VIEW_TO_PROTO[query.view],
+        workspace_id=query.workspace_id,
     )
 
 
@@ -626,6 +631,8 @@ def status_to_proto(report: IndexStatusReport) -> retrieval_pb2.GetIndexStatusRe
         static_vector_chunks=report.static_vector_chunks,
         static_model_id=report.static_model_id,
         static_model_version=report.static_model_version,
+        workspace_id=report.workspace_id,
+        root=report.root,
     )
 
 
@@ -647,4 +654,19 @@ def status_from_proto(msg: retrieval_pb2.GetIndexStatusResponse) -> IndexStatusR
         static_vector_chunks=msg.static_vector_chunks,
         static_model_id=msg.static_model_id,
         static_model_version=msg.static_model_version,
+        workspace_id=msg.workspace_id,
+        root=msg.root,
     )
+
+
+def indexes_to_proto(indexes: Iterable[IndexSummary]) -> retrieval_pb2.ListIndexesResponse:
+    return retrieval_pb2.ListIndexesResponse(indexes=[
+        retrieval_pb2.IndexSummary(workspace_id=i.workspace_id, key=i.key, root=i.root, host=i.host,
+                                   status=status_to_proto(i.status))
+        for i in indexes
+    ])
+
+
+def indexes_from_proto(msg: retrieval_pb2.ListIndexesResponse) -> list[IndexSummary]:
+    return [IndexSummary(workspace_id=i.workspace_id, key=i.key, root=i.root, host=i.host,
+                         status=status_from_proto(i.status)) for i in msg.indexes]

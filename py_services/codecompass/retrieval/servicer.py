@@ -6,16 +6,19 @@ from collections.abc import Iterator
 
 import grpc
 
+from codecompass.clients.embedding import EmbeddingFailed
 from codecompass.clients.errors import UPSTREAM_KEY
 from codecompass.retrieval import convert
-from codecompass.retrieval.embed_client import EmbeddingFailed
-from codecompass.retrieval.indexer import InvalidQuery, RetrievalEngine
+from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.state import (
     AnalysisFailed,
     DependencyUnavailable,
+    IndexNotFound,
+    InvalidQuery,
     InvalidWorkspace,
     RetrievalError,
     WorkspaceNotFound,
+    WrongRole,
 )
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
@@ -27,6 +30,8 @@ _STATUS_OF = (
     (InvalidWorkspace, grpc.StatusCode.INVALID_ARGUMENT),
     (InvalidQuery, grpc.StatusCode.INVALID_ARGUMENT),
     (WorkspaceNotFound, grpc.StatusCode.NOT_FOUND),
+    (IndexNotFound, grpc.StatusCode.NOT_FOUND),
+    (WrongRole, grpc.StatusCode.FAILED_PRECONDITION),
     (DependencyUnavailable, grpc.StatusCode.UNAVAILABLE),
     (AnalysisFailed, grpc.StatusCode.INTERNAL),
     (EmbeddingFailed, grpc.StatusCode.INTERNAL),
@@ -52,7 +57,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
     ) -> Iterator[retrieval_pb2.IndexWorkspaceResponse]:
         try:
             for progress in self._engine.index(request.workspace_root, wait_for_embeddings=request.wait_for_embeddings,
-                                               force=request.force):
+                                               force=request.force, workspace_id=request.workspace_id):
                 yield convert.progress_to_proto(progress)
         except RetrievalError as exc:
             _abort(context, exc)
@@ -79,7 +84,8 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             cap = max(remaining - _DEADLINE_MARGIN_S, 0.0)
             budget_s = cap if budget_s is None else min(budget_s, cap)
         try:
-            outcome = self._engine.sync(request.workspace_root, budget_s, force=request.force)
+            outcome = self._engine.sync(request.workspace_root, budget_s, force=request.force,
+                                        workspace_id=request.workspace_id)
         except RetrievalError as exc:
             _abort(context, exc)
         return convert.sync_outcome_to_proto(outcome)
@@ -101,10 +107,28 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         self, request: retrieval_pb2.GetIndexStatusRequest, context: grpc.ServicerContext
     ) -> retrieval_pb2.GetIndexStatusResponse:
         try:
-            report = self._engine.status(request.workspace_root)
+            report = self._engine.status(request.workspace_root, request.workspace_id)
         except RetrievalError as exc:
             _abort(context, exc)
         return convert.status_to_proto(report)
+
+    def ListIndexes(
+        self, request: retrieval_pb2.ListIndexesRequest, context: grpc.ServicerContext
+    ) -> retrieval_pb2.ListIndexesResponse:
+        try:
+            indexes = self._engine.list_indexes()
+        except RetrievalError as exc:
+            _abort(context, exc)
+        return convert.indexes_to_proto(indexes)
+
+    def DropIndex(
+        self, request: retrieval_pb2.DropIndexRequest, context: grpc.ServicerContext
+    ) -> retrieval_pb2.DropIndexResponse:
+        try:
+            workspace_id, freed = self._engine.drop(request.workspace_root, request.workspace_id)
+        except RetrievalError as exc:
+            _abort(context, exc)
+        return retrieval_pb2.DropIndexResponse(workspace_id=workspace_id, bytes_freed=freed)
 
 
 def register(server: grpc.Server, engine: RetrievalEngine) -> list[str]:

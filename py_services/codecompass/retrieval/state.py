@@ -1,17 +1,13 @@
-"""Domain vocabulary of the retrieval service: statuses, progress, sync statistics, errors,
-and where a workspace's state lives on disk.
+"""Domain vocabulary of the retrieval service: statuses, progress, sync statistics, the
+indexes listed, errors.
 
 Nothing here imports generated proto types; `convert` maps these to and from the wire.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from dataclasses import dataclass, field
 from enum import Enum
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codecompass.common.chunks import Chunk, Language
@@ -160,6 +156,21 @@ class IndexStatusReport:
     static_vector_chunks: int = 0
     static_model_id: str = ""
     static_model_version: str = ""
+    # Which workspace the index belongs to, and the folder it was last synced from.
+    workspace_id: str = ""
+    root: str = ""
+
+
+@dataclass(frozen=True)
+class IndexSummary:
+    """One index under the index root, as ListIndexes reports it."""
+
+    workspace_id: str
+    key: str
+    # The folder it was last synced from, and the machine that folder is on.
+    root: str
+    host: str
+    status: IndexStatusReport
 
 
 @dataclass(frozen=True)
@@ -213,6 +224,8 @@ class SearchQuery:
     # The query's shape as the caller judged it (the gateway judges a query once); None: the
     # search judges `query` itself.
     shape: QueryShape | None = None
+    # Names the index instead of workspace_root (a searcher needs no copy of the files).
+    workspace_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -253,6 +266,7 @@ class HubQuery:
     seeds: tuple[tuple[str, float], ...]  # (chunk id, score), best first
     max_hubs: int = 0  # 0: the policy's default
     view: ResultView = ResultView.FULL
+    workspace_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -279,6 +293,19 @@ class InvalidWorkspace(RetrievalError):
 
 class IndexRefused(InvalidWorkspace):
     """A workspace the service does not index unless the request forces it (see `guards`)."""
+
+
+class InvalidQuery(RetrievalError):
+    """A request that cannot be answered as asked (empty query, bad ratio, bad workspace id...)."""
+
+
+class WrongRole(RetrievalError):
+    """A call this process's role does not serve: syncs go to the index writer, reads to
+    searchers (retrieval.role)."""
+
+
+class IndexNotFound(RetrievalError):
+    """No index exists for the workspace (DropIndex of an unknown id)."""
 
 
 class WorkspaceNotFound(RetrievalError):
@@ -314,49 +341,3 @@ class EmbeddingUnavailable(DependencyUnavailable):
 
 class AnalysisFailed(RetrievalError):
     """The analysis service answered with an error that retrying will not fix."""
-
-
-def workspace_key(root: Path) -> str:
-    """Stable directory name for a workspace: a digest of its resolved absolute path."""
-    return hashlib.sha256(str(root).encode("utf-8")).hexdigest()[:32]
-
-
-def workspace_state_dir(state_dir: Path, root: Path) -> Path:
-    return state_dir / "workspaces" / workspace_key(root)
-
-
-# The folder name is a one-way digest; this file says which workspace the folder (and the
-# index of the same key) belongs to, so `codecompass gc` can tell when that workspace is gone.
-WORKSPACE_RECORD = "workspace.json"
-
-
-def record_workspace_root(state_dir: Path, root: Path) -> None:
-    folder = workspace_state_dir(state_dir, root)
-    folder.mkdir(parents=True, exist_ok=True)
-    record = folder / WORKSPACE_RECORD
-    if record.is_file():
-        return
-    tmp = record.with_name(f".{WORKSPACE_RECORD}.{os.getpid()}")
-    tmp.write_text(json.dumps({"root": str(root)}) + "\n", encoding="utf-8")
-    os.replace(tmp, record)
-
-
-def recorded_workspace_root(folder: Path) -> Path | None:
-    """The workspace a state folder belongs to, or None when unrecorded or unreadable."""
-    try:
-        root = json.loads((folder / WORKSPACE_RECORD).read_text(encoding="utf-8"))["root"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return Path(root) if isinstance(root, str) else None
-
-
-def index_uri(state_dir: Path, db_uri: str | None, root: Path) -> str:
-    """LanceDB location of a workspace's index.
-
-    Local by default (beside the rest of the state); an object-store `db_uri`
-    (s3://bucket/prefix) gets one sub-prefix per workspace so workspaces never share tables.
-    """
-    key = workspace_key(root)
-    if db_uri is None:
-        return str(state_dir / "index" / key)
-    return f"{db_uri.rstrip('/')}/{key}"

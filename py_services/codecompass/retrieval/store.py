@@ -31,6 +31,7 @@ from codecompass.common.identifiers import split_identifiers
 from codecompass.retrieval import filters as sqlf
 from codecompass.retrieval import packing
 from codecompass.retrieval.filters import Filters
+from codecompass.retrieval.location import list_tables
 from codecompass.retrieval.schema import (
     CHUNK_COLUMNS,
     FORMAT_METADATA_KEY,
@@ -191,7 +192,7 @@ class ChunkStore:
         sources_name = sources_table_name(name)
         rebuilt = False
         live: set[str] = set()
-        existing_tables = list(_list_tables(db))
+        existing_tables = list(list_tables(db))
         for existing in existing_tables:
             if not existing.startswith(TABLE_PREFIX):
                 continue
@@ -235,6 +236,30 @@ class ChunkStore:
             uri=uri,
             sources=sources,
         )
+
+    @classmethod
+    def attach(
+        cls,
+        db: lancedb.DBConnection,
+        uri: str,
+        *,
+        model: EmbeddingModel,
+        chunker_version: str,
+        static: EmbeddingModel | None = None,
+    ) -> ChunkStore | None:
+        """The existing table of this identity, for reading only: never creates or drops a
+        table (that is the writer's `open`); None when the table or its sources are missing or
+        of another index format."""
+        name = table_name(model, chunker_version, static)
+        try:
+            table = db.open_table(name)
+            sources = db.open_table(sources_table_name(name))
+        except (ValueError, FileNotFoundError):
+            return None
+        if _format_of(table) != INDEX_FORMAT_VERSION:
+            return None
+        return cls(db, table, model=model, chunker_version=chunker_version, static=static, name=name,
+                   created=False, rebuilt=False, uri=uri, sources=sources)
 
     # ---- writes -------------------------------------------------------------------------
 
@@ -691,7 +716,7 @@ class ChunkStore:
         once this table is complete, so searches never lose their last complete index."""
         dropped = []
         mine = {self.table_name, sources_table_name(self.table_name)}
-        for name in _list_tables(self._db):
+        for name in list_tables(self._db):
             if name.startswith((TABLE_PREFIX, SOURCES_PREFIX)) and name not in mine:
                 self._db.drop_table(name)
                 dropped.append(name)
@@ -1093,17 +1118,6 @@ def _chunk_from_row(row: dict, texts: dict[str, str]) -> Chunk:
         references=references,
         embedding_token_count=row["embedding_token_count"] or 0,
     )
-
-
-def _list_tables(db: lancedb.DBConnection) -> Iterable[str]:
-    names: list[str] = []
-    token = None
-    while True:
-        page = db.list_tables(page_token=token)
-        names.extend(page.tables)
-        token = page.page_token
-        if not token:
-            return names
 
 
 def _version_time(version: dict) -> float:

@@ -28,12 +28,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from codecompass.clients.analysis import AnalysisClient
+from codecompass.clients.embedding import EmbeddingClient, EmbeddingFailed
 from codecompass.common.chunks import Chunk
 from codecompass.common.logging import get_logger
 from codecompass.common.testcode import is_test_path
-from codecompass.retrieval.analysis_client import AnalysisClient
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, signature_digest
-from codecompass.retrieval.embed_client import EmbeddingClient, EmbeddingFailed
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import (
     ChunkedFile,

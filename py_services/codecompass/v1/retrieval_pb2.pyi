@@ -122,14 +122,16 @@ RANKING_MODE_FUSION: RankingMode
 RANKING_MODE_FULL: RankingMode
 
 class IndexWorkspaceRequest(_message.Message):
-    __slots__ = ("workspace_root", "wait_for_embeddings", "force")
+    __slots__ = ("workspace_root", "wait_for_embeddings", "force", "workspace_id")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     WAIT_FOR_EMBEDDINGS_FIELD_NUMBER: _ClassVar[int]
     FORCE_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
     wait_for_embeddings: bool
     force: bool
-    def __init__(self, workspace_root: _Optional[str] = ..., wait_for_embeddings: _Optional[bool] = ..., force: _Optional[bool] = ...) -> None: ...
+    workspace_id: str
+    def __init__(self, workspace_root: _Optional[str] = ..., wait_for_embeddings: _Optional[bool] = ..., force: _Optional[bool] = ..., workspace_id: _Optional[str] = ...) -> None: ...
 
 class IndexWorkspaceResponse(_message.Message):
     __slots__ = ("phase", "files_done", "files_total", "chunks_done", "embeddings_done", "embeddings_total", "embeddings_per_second", "eta_seconds", "stats", "skipped")
@@ -184,14 +186,16 @@ class SyncStats(_message.Message):
     def __init__(self, files_added: _Optional[int] = ..., files_changed: _Optional[int] = ..., files_removed: _Optional[int] = ..., files_skipped: _Optional[int] = ..., chunks_upserted: _Optional[int] = ..., chunks_deleted: _Optional[int] = ..., chunks_embedded: _Optional[int] = ..., embeddings_reused: _Optional[int] = ..., cascade_reembedded: _Optional[int] = ..., duration_ms: _Optional[float] = ..., files_vanished: _Optional[int] = ..., files_changed_during_sync: _Optional[int] = ...) -> None: ...
 
 class SyncRequest(_message.Message):
-    __slots__ = ("workspace_root", "budget_ms", "force")
+    __slots__ = ("workspace_root", "budget_ms", "force", "workspace_id")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
     FORCE_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
     budget_ms: int
     force: bool
-    def __init__(self, workspace_root: _Optional[str] = ..., budget_ms: _Optional[int] = ..., force: _Optional[bool] = ...) -> None: ...
+    workspace_id: str
+    def __init__(self, workspace_root: _Optional[str] = ..., budget_ms: _Optional[int] = ..., force: _Optional[bool] = ..., workspace_id: _Optional[str] = ...) -> None: ...
 
 class SyncResponse(_message.Message):
     __slots__ = ("finished", "freshness_status", "stats", "pending_paths", "pending_count", "scanning", "error", "duration_ms", "pending_new_files", "phase", "phase_files_done", "phase_files_total", "chunks_written")
@@ -238,7 +242,7 @@ class SearchFilters(_message.Message):
     def __init__(self, path_patterns: _Optional[_Iterable[str]] = ..., languages: _Optional[_Iterable[_Union[_chunk_pb2.Language, str]]] = ..., node_kinds: _Optional[_Iterable[_Union[_chunk_pb2.NodeKind, str]]] = ..., exclude_tests: _Optional[bool] = ..., only_tests: _Optional[bool] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("workspace_root", "query", "limit", "filters", "semantic_ratio", "candidate_pool", "view", "ranking", "shape")
+    __slots__ = ("workspace_root", "query", "limit", "filters", "semantic_ratio", "candidate_pool", "view", "ranking", "shape", "workspace_id")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -248,6 +252,7 @@ class SearchRequest(_message.Message):
     VIEW_FIELD_NUMBER: _ClassVar[int]
     RANKING_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
     query: str
     limit: int
@@ -257,7 +262,8 @@ class SearchRequest(_message.Message):
     view: ResultView
     ranking: RankingMode
     shape: QueryShape
-    def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filters: _Optional[_Union[SearchFilters, _Mapping]] = ..., semantic_ratio: _Optional[float] = ..., candidate_pool: _Optional[int] = ..., view: _Optional[_Union[ResultView, str]] = ..., ranking: _Optional[_Union[RankingMode, str]] = ..., shape: _Optional[_Union[QueryShape, _Mapping]] = ...) -> None: ...
+    workspace_id: str
+    def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filters: _Optional[_Union[SearchFilters, _Mapping]] = ..., semantic_ratio: _Optional[float] = ..., candidate_pool: _Optional[int] = ..., view: _Optional[_Union[ResultView, str]] = ..., ranking: _Optional[_Union[RankingMode, str]] = ..., shape: _Optional[_Union[QueryShape, _Mapping]] = ..., workspace_id: _Optional[str] = ...) -> None: ...
 
 class QueryShape(_message.Message):
     __slots__ = ("intent", "intent_confidence", "identifiers", "words", "name_parts", "path", "phrase", "mentions_tests", "lexical_text")
@@ -369,13 +375,15 @@ class SearchResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[SearchResult, _Mapping]]] = ..., metadata: _Optional[_Union[SearchMetadata, _Mapping]] = ...) -> None: ...
 
 class GetIndexStatusRequest(_message.Message):
-    __slots__ = ("workspace_root",)
+    __slots__ = ("workspace_root", "workspace_id")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
-    def __init__(self, workspace_root: _Optional[str] = ...) -> None: ...
+    workspace_id: str
+    def __init__(self, workspace_root: _Optional[str] = ..., workspace_id: _Optional[str] = ...) -> None: ...
 
 class GetIndexStatusResponse(_message.Message):
-    __slots__ = ("indexing_status", "files", "chunks", "embedded_chunks", "embedding_model_id", "embedding_model_version", "index_format_version", "error", "index_bytes", "last_sync_time", "skipped", "static_vector_chunks", "static_model_id", "static_model_version")
+    __slots__ = ("indexing_status", "files", "chunks", "embedded_chunks", "embedding_model_id", "embedding_model_version", "index_format_version", "error", "index_bytes", "last_sync_time", "skipped", "static_vector_chunks", "static_model_id", "static_model_version", "workspace_id", "root")
     INDEXING_STATUS_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
@@ -390,6 +398,8 @@ class GetIndexStatusResponse(_message.Message):
     STATIC_VECTOR_CHUNKS_FIELD_NUMBER: _ClassVar[int]
     STATIC_MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     STATIC_MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
+    ROOT_FIELD_NUMBER: _ClassVar[int]
     indexing_status: IndexingStatus
     files: int
     chunks: int
@@ -404,7 +414,49 @@ class GetIndexStatusResponse(_message.Message):
     static_vector_chunks: int
     static_model_id: str
     static_model_version: str
-    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., files: _Optional[int] = ..., chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., index_format_version: _Optional[str] = ..., error: _Optional[str] = ..., index_bytes: _Optional[int] = ..., last_sync_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., skipped: _Optional[_Iterable[_Union[_analysis_pb2.SkippedFile, _Mapping]]] = ..., static_vector_chunks: _Optional[int] = ..., static_model_id: _Optional[str] = ..., static_model_version: _Optional[str] = ...) -> None: ...
+    workspace_id: str
+    root: str
+    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., files: _Optional[int] = ..., chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., index_format_version: _Optional[str] = ..., error: _Optional[str] = ..., index_bytes: _Optional[int] = ..., last_sync_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., skipped: _Optional[_Iterable[_Union[_analysis_pb2.SkippedFile, _Mapping]]] = ..., static_vector_chunks: _Optional[int] = ..., static_model_id: _Optional[str] = ..., static_model_version: _Optional[str] = ..., workspace_id: _Optional[str] = ..., root: _Optional[str] = ...) -> None: ...
+
+class ListIndexesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class IndexSummary(_message.Message):
+    __slots__ = ("workspace_id", "key", "root", "host", "status")
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    ROOT_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    workspace_id: str
+    key: str
+    root: str
+    host: str
+    status: GetIndexStatusResponse
+    def __init__(self, workspace_id: _Optional[str] = ..., key: _Optional[str] = ..., root: _Optional[str] = ..., host: _Optional[str] = ..., status: _Optional[_Union[GetIndexStatusResponse, _Mapping]] = ...) -> None: ...
+
+class ListIndexesResponse(_message.Message):
+    __slots__ = ("indexes",)
+    INDEXES_FIELD_NUMBER: _ClassVar[int]
+    indexes: _containers.RepeatedCompositeFieldContainer[IndexSummary]
+    def __init__(self, indexes: _Optional[_Iterable[_Union[IndexSummary, _Mapping]]] = ...) -> None: ...
+
+class DropIndexRequest(_message.Message):
+    __slots__ = ("workspace_root", "workspace_id")
+    WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
+    workspace_root: str
+    workspace_id: str
+    def __init__(self, workspace_root: _Optional[str] = ..., workspace_id: _Optional[str] = ...) -> None: ...
+
+class DropIndexResponse(_message.Message):
+    __slots__ = ("workspace_id", "bytes_freed")
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FREED_FIELD_NUMBER: _ClassVar[int]
+    workspace_id: str
+    bytes_freed: int
+    def __init__(self, workspace_id: _Optional[str] = ..., bytes_freed: _Optional[int] = ...) -> None: ...
 
 class HubSeed(_message.Message):
     __slots__ = ("chunk_id", "score")
@@ -415,16 +467,18 @@ class HubSeed(_message.Message):
     def __init__(self, chunk_id: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
 
 class FindHubsRequest(_message.Message):
-    __slots__ = ("workspace_root", "seeds", "max_hubs", "view")
+    __slots__ = ("workspace_root", "seeds", "max_hubs", "view", "workspace_id")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     SEEDS_FIELD_NUMBER: _ClassVar[int]
     MAX_HUBS_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
     seeds: _containers.RepeatedCompositeFieldContainer[HubSeed]
     max_hubs: int
     view: ResultView
-    def __init__(self, workspace_root: _Optional[str] = ..., seeds: _Optional[_Iterable[_Union[HubSeed, _Mapping]]] = ..., max_hubs: _Optional[int] = ..., view: _Optional[_Union[ResultView, str]] = ...) -> None: ...
+    workspace_id: str
+    def __init__(self, workspace_root: _Optional[str] = ..., seeds: _Optional[_Iterable[_Union[HubSeed, _Mapping]]] = ..., max_hubs: _Optional[int] = ..., view: _Optional[_Union[ResultView, str]] = ..., workspace_id: _Optional[str] = ...) -> None: ...
 
 class Hub(_message.Message):
     __slots__ = ("result", "connected_seed_ids", "outgoing", "incoming")

@@ -29,6 +29,16 @@ class RetrievalServiceStub:
     """RetrievalService owns the LanceDB index of each workspace: it keeps the
     index in sync with the files (through the analysis and embedding
     services) and answers hybrid lexical + semantic searches.
+
+    A process serves one or both roles (its retrieval.role setting): the index
+    writer (IndexWorkspace, Sync, DropIndex; one per index) and searchers
+    (Search, FindHubs, GetIndexStatus, ListIndexes; read-only, any number). A
+    call the process's role does not serve fails with FAILED_PRECONDITION.
+
+    Each index is self-contained at <index root>/<key> (a local folder or an
+    object-store prefix) and belongs to a workspace id that does not depend on
+    the host path: the id a caller sets, else the repository's remote and the
+    path inside it, else "local:" and the folder's absolute path.
     """
 
     def __init__(self, channel):
@@ -62,12 +72,32 @@ class RetrievalServiceStub:
                 request_serializer=codecompass_dot_v1_dot_retrieval__pb2.FindHubsRequest.SerializeToString,
                 response_deserializer=codecompass_dot_v1_dot_retrieval__pb2.FindHubsResponse.FromString,
                 _registered_method=True)
+        self.ListIndexes = channel.unary_unary(
+                '/codecompass.v1.RetrievalService/ListIndexes',
+                request_serializer=codecompass_dot_v1_dot_retrieval__pb2.ListIndexesRequest.SerializeToString,
+                response_deserializer=codecompass_dot_v1_dot_retrieval__pb2.ListIndexesResponse.FromString,
+                _registered_method=True)
+        self.DropIndex = channel.unary_unary(
+                '/codecompass.v1.RetrievalService/DropIndex',
+                request_serializer=codecompass_dot_v1_dot_retrieval__pb2.DropIndexRequest.SerializeToString,
+                response_deserializer=codecompass_dot_v1_dot_retrieval__pb2.DropIndexResponse.FromString,
+                _registered_method=True)
 
 
 class RetrievalServiceServicer:
     """RetrievalService owns the LanceDB index of each workspace: it keeps the
     index in sync with the files (through the analysis and embedding
     services) and answers hybrid lexical + semantic searches.
+
+    A process serves one or both roles (its retrieval.role setting): the index
+    writer (IndexWorkspace, Sync, DropIndex; one per index) and searchers
+    (Search, FindHubs, GetIndexStatus, ListIndexes; read-only, any number). A
+    call the process's role does not serve fails with FAILED_PRECONDITION.
+
+    Each index is self-contained at <index root>/<key> (a local folder or an
+    object-store prefix) and belongs to a workspace id that does not depend on
+    the host path: the id a caller sets, else the repository's remote and the
+    path inside it, else "local:" and the folder's absolute path.
     """
 
     def IndexWorkspace(self, request, context):
@@ -113,6 +143,22 @@ class RetrievalServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListIndexes(self, request, context):
+        """ListIndexes lists every index under the index root, with each one's
+        status. A read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropIndex(self, request, context):
+        """DropIndex deletes one index whole (its tables, catalog and registry
+        entry). A write: the index writer's. NOT_FOUND when there is no such index.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrievalServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -141,6 +187,16 @@ def add_RetrievalServiceServicer_to_server(servicer, server):
                     request_deserializer=codecompass_dot_v1_dot_retrieval__pb2.FindHubsRequest.FromString,
                     response_serializer=codecompass_dot_v1_dot_retrieval__pb2.FindHubsResponse.SerializeToString,
             ),
+            'ListIndexes': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListIndexes,
+                    request_deserializer=codecompass_dot_v1_dot_retrieval__pb2.ListIndexesRequest.FromString,
+                    response_serializer=codecompass_dot_v1_dot_retrieval__pb2.ListIndexesResponse.SerializeToString,
+            ),
+            'DropIndex': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropIndex,
+                    request_deserializer=codecompass_dot_v1_dot_retrieval__pb2.DropIndexRequest.FromString,
+                    response_serializer=codecompass_dot_v1_dot_retrieval__pb2.DropIndexResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'codecompass.v1.RetrievalService', rpc_method_handlers)
@@ -153,6 +209,16 @@ class RetrievalService:
     """RetrievalService owns the LanceDB index of each workspace: it keeps the
     index in sync with the files (through the analysis and embedding
     services) and answers hybrid lexical + semantic searches.
+
+    A process serves one or both roles (its retrieval.role setting): the index
+    writer (IndexWorkspace, Sync, DropIndex; one per index) and searchers
+    (Search, FindHubs, GetIndexStatus, ListIndexes; read-only, any number). A
+    call the process's role does not serve fails with FAILED_PRECONDITION.
+
+    Each index is self-contained at <index root>/<key> (a local folder or an
+    object-store prefix) and belongs to a workspace id that does not depend on
+    the host path: the id a caller sets, else the repository's remote and the
+    path inside it, else "local:" and the folder's absolute path.
     """
 
     @staticmethod
@@ -280,6 +346,60 @@ class RetrievalService:
             '/codecompass.v1.RetrievalService/FindHubs',
             codecompass_dot_v1_dot_retrieval__pb2.FindHubsRequest.SerializeToString,
             codecompass_dot_v1_dot_retrieval__pb2.FindHubsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListIndexes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/codecompass.v1.RetrievalService/ListIndexes',
+            codecompass_dot_v1_dot_retrieval__pb2.ListIndexesRequest.SerializeToString,
+            codecompass_dot_v1_dot_retrieval__pb2.ListIndexesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropIndex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/codecompass.v1.RetrievalService/DropIndex',
+            codecompass_dot_v1_dot_retrieval__pb2.DropIndexRequest.SerializeToString,
+            codecompass_dot_v1_dot_retrieval__pb2.DropIndexResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,114 +1,101 @@
-"""`codecompass gc` and `down --purge` over a state dir laid out as the retrieval service lays it."""
+"""`codecompass gc` asks the retrieval service which indexes exist (ListIndexes) and drops those
+of deleted workspaces through the index writer (DropIndex); `down --purge` removes a local state
+dir's indexes. Real retrieval and analysis processes, the code-static profile (no model service)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
+import shutil
 from pathlib import Path
 
 import pytest
-from codecompass_cli.runtime import RuntimeState, ServiceState, write_state
 
-from codecompass.common.config import settings_from
-from codecompass.retrieval.state import (
-    record_workspace_root,
-    recorded_workspace_root,
-    workspace_key,
-    workspace_state_dir,
-)
-
-
-def _index(state: Path, workspace: Path, size: int) -> None:
-    """A workspace's state as retrieval writes it: catalog folder (with the record) and index folder."""
-    record_workspace_root(state, workspace)
-    (workspace_state_dir(state, workspace) / "catalog.sqlite3").write_bytes(b"c" * size)
-    table = state / "index" / workspace_key(workspace) / "chunks.lance"
-    table.mkdir(parents=True)
-    (table / "data.lance").write_bytes(b"i" * size)
+from codecompass.clients.retrieval import RetrievalClient
+from codecompass.retrieval.location import index_key, workspace_id_of
+from tests.conftest import SAMPLE_WORKSPACE
 
 
 @pytest.fixture
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def served(start_python_service, analysis_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """A retrieval service over its own state dir with two indexed workspaces, `live` and `gone`,
+    and `gone`'s folder deleted since."""
     state = tmp_path / "state"
+    _, embedding = start_python_service("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "code-static"})
+    env = {"ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding, "CODECOMPASS_STATE_DIR": str(state),
+           "CODECOMPASS_EMBEDDING_PROFILE": "code-static"}
+    _, retrieval = start_python_service("codecompass.retrieval", env)
+    workspaces = {}
+    client = RetrievalClient(retrieval)
+    try:
+        for name in ("live", "gone"):
+            root = tmp_path / name
+            shutil.copytree(SAMPLE_WORKSPACE, root)
+            for _ in client.index(str(root), wait_for_embeddings=True, timeout_s=300):
+                pass
+            workspaces[name] = root
+    finally:
+        client.close()
+    shutil.rmtree(workspaces["gone"])
     monkeypatch.setenv("CODECOMPASS_STATE_DIR", str(state))
-    return state
+    monkeypatch.setenv("RETRIEVAL_ADDR", retrieval)
+    return {"state": state, "retrieval": retrieval, **workspaces}
 
 
-@pytest.fixture
-def workspaces(tmp_path: Path, state: Path) -> dict[str, Path]:
-    live, gone = tmp_path / "live", tmp_path / "gone"
-    live.mkdir()
-    gone.mkdir()
-    _index(state, live, 1024 * 1024)
-    _index(state, gone, 512 * 1024)
-    gone.rmdir()
-    # An index from before workspaces were recorded: its workspace cannot be known.
-    (state / "index" / ("f" * 32)).mkdir(parents=True)
-    (state / "index" / ("f" * 32) / "data").write_bytes(b"x" * 100)
-    return {"live": live, "gone": gone}
-
-
-def test_the_workspace_record_round_trips(tmp_path: Path) -> None:
-    record_workspace_root(tmp_path / "state", tmp_path / "ws")
-    folder = workspace_state_dir(tmp_path / "state", tmp_path / "ws")
-    assert recorded_workspace_root(folder) == tmp_path / "ws"
-    (folder / "workspace.json").write_text("[not a record")
-    assert recorded_workspace_root(folder) is None
-
-
-def test_gc_dry_run_lists_every_index_and_removes_nothing(run_cli, state: Path, workspaces: dict[str, Path]) -> None:
-    result = run_cli("gc", "--dry-run")
-    assert result.code == 0, result.err
-    assert result.out.splitlines() == [
-        f"kept        2.0 MB  {workspaces['live']}",
-        f"missing     1.0 MB  {workspaces['gone']} (workspace no longer exists)",
-        f"kept         100 B  (workspace not recorded; index {'f' * 12})",
-        f"3 indexes (3.0 MB) in {state}; would remove 1 of deleted workspaces (1.0 MB)",
-    ]
-    assert (state / "index" / workspace_key(workspaces["gone"])).is_dir()
+def _key(root: Path) -> str:
+    return index_key(workspace_id_of(root))
 
 
 @pytest.mark.badinput(case="indexes of deleted workspaces",
-                      behaviour="`gc` lists them with size and workspace and removes them; live ones stay")
-def test_gc_removes_the_index_of_a_missing_workspace_and_keeps_the_live_one(
-        run_cli, state: Path, workspaces: dict[str, Path]) -> None:
+                      behaviour="`gc` lists them with size and workspace and removes them (DropIndex); live ones stay")
+def test_gc_lists_every_index_and_drops_those_of_deleted_workspaces(run_cli, served: dict) -> None:
+    state, live, gone = served["state"], served["live"], served["gone"]
+    gone_key = index_key(f"local:{gone}")
+    dry = run_cli("gc", "--dry-run")
+    assert dry.code == 0, dry.err
+    lines = dry.out.splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith("kept") or lines[1].startswith("kept")
+    assert any(line.startswith("missing") and line.endswith(f"{gone} (workspace no longer exists)") for line in lines)
+    assert any(line.startswith("kept") and line.endswith(str(live)) for line in lines)
+    assert lines[-1].startswith("2 indexes (") and "would remove 1 of deleted workspaces" in lines[-1]
+    assert (state / "index" / gone_key).is_dir()
+
     result = run_cli("gc")
     assert result.code == 0, result.err
-    assert f"removed     1.0 MB  {workspaces['gone']} (workspace no longer exists)" in result.out
-    gone_key, live_key = workspace_key(workspaces["gone"]), workspace_key(workspaces["live"])
-    assert not (state / "index" / gone_key).exists() and not (state / "workspaces" / gone_key).exists()
-    assert (state / "index" / live_key).is_dir() and (state / "workspaces" / live_key / "catalog.sqlite3").is_file()
-    assert (state / "index" / ("f" * 32)).is_dir()
+    assert any(line.startswith("removed") and line.endswith(f"{gone} (workspace no longer exists)")
+               for line in result.out.splitlines())
+    assert not (state / "index" / gone_key).exists()
+    assert (state / "index" / _key(live)).is_dir()
     again = run_cli("gc")
-    assert again.out.splitlines()[-1] == f"2 indexes (2.0 MB) in {state}; removed 0 of deleted workspaces (0 B)"
-
-
-def test_gc_on_an_empty_state_dir(run_cli, state: Path) -> None:
-    result = run_cli("gc")
-    assert (result.code, result.out) == (0, f"no indexes in {state}\n")
-
-
-def test_gc_leaves_indexes_alone_while_the_services_run(run_cli, state: Path, workspaces: dict[str, Path]) -> None:
-    service = subprocess.Popen(["sleep", "60"])
+    assert again.out.splitlines()[-1].startswith("1 index (") and again.out.endswith(
+        "removed 0 of deleted workspaces (0 B)\n")
+    # The live index still answers.
+    client = RetrievalClient(served["retrieval"])
     try:
-        settings = settings_from({"CODECOMPASS_STATE_DIR": str(state)})
-        write_state(settings, RuntimeState(started_at="t", workspace=None, services={
-            "retrieval": ServiceState("retrieval", service.pid, "127.0.0.1:1", "l", ["sleep", "60"], "t")}))
-        result = run_cli("gc")
-        assert (result.code, result.out) == (1, "")
-        assert result.err == ("codecompass: the services are running and may hold these indexes open; stop them "
-                              "with `codecompass down` first, or list only with `codecompass gc --dry-run`\n")
-        assert (state / "index" / workspace_key(workspaces["gone"])).is_dir()
-        assert run_cli("gc", "--dry-run").code == 0
+        assert client.status(str(live), 30).chunks > 0
     finally:
-        service.kill()
-        service.wait()
+        client.close()
+
+
+def test_gc_with_no_index(run_cli, start_python_service, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, retrieval = start_python_service("codecompass.retrieval", {"CODECOMPASS_STATE_DIR": str(tmp_path / "state")})
+    monkeypatch.setenv("RETRIEVAL_ADDR", retrieval)
+    result = run_cli("gc")
+    assert (result.code, result.out) == (0, f"no indexes at {retrieval}\n")
 
 
 @pytest.mark.badinput(case="`down` and the indexes",
                       behaviour="`down` keeps them and says where; `down --purge` removes them")
-def test_down_keeps_the_indexes_and_says_so_and_purge_removes_them(
-        run_cli, state: Path, workspaces: dict[str, Path]) -> None:
+def test_down_keeps_the_indexes_and_says_so_and_purge_removes_them(run_cli, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    state = tmp_path / "state"
+    monkeypatch.setenv("CODECOMPASS_STATE_DIR", str(state))
+    for key in ("a" * 32, "b" * 32):
+        table = state / "index" / key / "catalog.lance"
+        table.mkdir(parents=True)
+        (table / "data.lance").write_bytes(b"i" * 1024 * 1024)
+    # A catalog an earlier version kept beside the index.
+    (state / "workspaces" / ("a" * 32)).mkdir(parents=True)
+    (state / "workspaces" / ("a" * 32) / "catalog.sqlite3").write_bytes(b"c" * 1024 * 1024)
     down = run_cli("down")
     assert down.code == 0
     assert down.out.splitlines() == [
@@ -116,10 +103,8 @@ def test_down_keeps_the_indexes_and_says_so_and_purge_removes_them(
         (f"indexes kept in {state} (`codecompass gc` removes those of deleted workspaces, "
          "`codecompass down --purge` all of them)"),
     ]
-    assert (state / "index" / workspace_key(workspaces["live"])).is_dir()
-
+    assert (state / "index" / ("a" * 32)).is_dir()
     purge = run_cli("down", "--purge")
     assert purge.code == 0
-    assert purge.out.splitlines()[-1] == f"removed 3 indexes (3.0 MB) from {state}"
-    assert list((state / "index").iterdir()) == [] and list((state / "workspaces").iterdir()) == []
-    assert json.loads(run_cli("status", "--json").out)["state_dir"] == str(state)
+    assert purge.out.splitlines()[-1] == f"removed 2 indexes (3.0 MB) from {state}"
+    assert not (state / "index").exists() and not (state / "workspaces").exists()

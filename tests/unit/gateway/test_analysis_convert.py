@@ -15,7 +15,9 @@ from codecompass.clients.analysis_model import (
     TraceResolution,
     TraceRoot,
 )
+from codecompass.common.chunk_convert import chunk_to_proto
 from codecompass.common.chunks import Chunk, Language, NodeKind
+from codecompass.v1 import analysis_pb2
 
 
 def test_trace_queries_round_trip_in_every_direction() -> None:
@@ -53,11 +55,27 @@ def test_render_answers_match_specs_in_order_with_missing_ones_left_out() -> Non
     assert convert.rendered_from_proto(specs, response) == [bare, full, None, b]
 
 
-def test_file_chunks_round_trip() -> None:
-    chunk = Chunk(id="c", snippet_hash="h", relative_path="src/a.ts", language=Language.TYPESCRIPT,
-                  node_kind=NodeKind.CLASS, name="A", qualified_name="A", parent_id="", child_ids=("d",), depth=1,
-                  signature="class A", full_source="class A {}", collapsed_source="class A {}", start_line=1,
-                  end_line=1, jsdoc="", jsdoc_start_line=0, relevant_imports=(), is_test=False, embedding_text="A")
-    for status in ("ok", "syntax_errors", "skipped"):
-        chunked = FileChunks("src/a.ts", status, (chunk,), line_count=3, skip_detail="d")
-        assert convert.file_chunks_from_proto(convert.file_chunks_to_proto(chunked)) == chunked
+CHUNK = Chunk(id="c", snippet_hash="h", relative_path="src/a.ts", language=Language.TYPESCRIPT,
+              node_kind=NodeKind.CLASS, name="A", qualified_name="A", parent_id="", child_ids=("d",), depth=1,
+              signature="class A", full_source="class A {}", collapsed_source="class A {}", start_line=1,
+              end_line=1, jsdoc="", jsdoc_start_line=0, relevant_imports=(), is_test=False, embedding_text="A")
+
+
+def test_a_chunk_files_answer_reads_as_file_chunks() -> None:
+    message = analysis_pb2.ChunkFilesResponse(
+        relative_path="src/a.ts", status=analysis_pb2.FILE_STATUS_SYNTAX_ERRORS, diagnostics=["3:1 ';' expected"],
+        chunks=[chunk_to_proto(CHUNK)], line_count=12)
+    assert convert.file_chunks_from_proto(_wire(message)) == FileChunks(
+        "src/a.ts", "syntax_errors", (CHUNK,), line_count=12, diagnostics=("3:1 ';' expected",))
+
+
+def test_a_skipped_file_keeps_its_reason_and_detail() -> None:
+    message = analysis_pb2.ChunkFilesResponse(
+        relative_path="vendor.min.js", status=analysis_pb2.FILE_STATUS_SKIPPED,
+        skip_reason=analysis_pb2.SKIP_REASON_MINIFIED, skip_detail="longest line 48213 chars")
+    assert convert.file_chunks_from_proto(_wire(message)) == FileChunks(
+        "vendor.min.js", "skipped", (), skip_reason="minified", skip_detail="longest line 48213 chars")
+
+
+def _wire(message: analysis_pb2.ChunkFilesResponse) -> analysis_pb2.ChunkFilesResponse:
+    return analysis_pb2.ChunkFilesResponse.FromString(message.SerializeToString())

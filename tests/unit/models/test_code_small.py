@@ -12,8 +12,8 @@ from models.code_small import examples, export, train
 from models.code_static.train import base_model_dir
 from tests.fixtures.embedding import CSS_CHUNK, JWT_CHUNK, QUERY
 
+from codecompass.clients.analysis import AnalysisClient
 from codecompass.embedding.minilm import CODE_SMALL_MODEL_DIR, MiniLMProvider, WindowedTokenizer, code_small
-from codecompass.retrieval.analysis_client import AnalysisClient
 
 LONG_CHUNK = JWT_CHUNK + "\n" + "\n".join(f"  const retryDelayMs{i} = computeBackoff(attempt{i});" for i in range(200))
 TEXTS = [QUERY, JWT_CHUNK, CSS_CHUNK, LONG_CHUNK, "", "parseHttpHeaderValue"]

@@ -1,4 +1,5 @@
-"""The file catalog: persistence, pending marks across a real kill -9, identity resets."""
+"""The file catalog (a LanceDB table in the index): persistence, pending marks across a real
+kill -9, identity resets, the import of a catalog kept in SQLite by earlier versions."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+
+import lancedb
 
 from codecompass.common.chunks import Language
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, IndexIdentity
@@ -24,7 +27,7 @@ def _entry(path: str, content: str, *ids: str) -> CatalogEntry:
 
 
 def test_commit_survives_reopen_and_indexes_chunk_paths(tmp_path: Path) -> None:
-    db = tmp_path / "catalog.sqlite3"
+    db = lancedb.connect(tmp_path / "index")
     catalog = Catalog.open(db)
     catalog.reset(IndexIdentity(MODEL, "c1"))
     catalog.mark_pending(["a.ts", "b.ts"])
@@ -50,19 +53,19 @@ def test_commit_survives_reopen_and_indexes_chunk_paths(tmp_path: Path) -> None:
 
 
 def test_touch_refreshes_metadata_but_keeps_chunks(tmp_path: Path) -> None:
-    catalog = Catalog.open(tmp_path / "c.sqlite3")
+    catalog = Catalog.open(lancedb.connect(tmp_path / "index"))
     catalog.commit([_entry("a.ts", "x", "a1")], [], complete=True)
     resaved = FileEntry("a.ts", 1, 9_999, "hash-x", Language.TYPESCRIPT)
     catalog.touch([resaved, FileEntry("unknown.ts", 1, 1, "h", Language.TYPESCRIPT)])
     catalog.close()
-    reopened = Catalog.open(tmp_path / "c.sqlite3")
+    reopened = Catalog.open(lancedb.connect(tmp_path / "index"))
     assert reopened.get("a.ts").file.mtime_ns == 9_999
     assert reopened.get("a.ts").chunk_ids == ("a1",)
     assert reopened.get("unknown.ts") is None
 
 
 def test_reset_for_a_new_identity_forgets_every_file(tmp_path: Path) -> None:
-    catalog = Catalog.open(tmp_path / "c.sqlite3")
+    catalog = Catalog.open(lancedb.connect(tmp_path / "index"))
     catalog.reset(IndexIdentity(MODEL, "c1"))
     catalog.mark_pending(["b.ts"])
     catalog.commit([_entry("a.ts", "x", "a1")], [], complete=True)
@@ -75,12 +78,12 @@ def test_reset_for_a_new_identity_forgets_every_file(tmp_path: Path) -> None:
 _CHILD = textwrap.dedent(
     """
     import os, signal, sys
-    from pathlib import Path
+    import lancedb
     from codecompass.common.chunks import Language
     from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk
     from codecompass.retrieval.state import FileEntry
 
-    catalog = Catalog.open(Path(sys.argv[1]))
+    catalog = Catalog.open(lancedb.connect(sys.argv[1]))
     entry = CatalogEntry(FileEntry("done.ts", 1, 1, "h1", Language.TYPESCRIPT), (IndexedChunk("d1", "s", "g"),))
     catalog.mark_pending(["done.ts"])
     catalog.commit([entry], [], complete=False)
@@ -92,12 +95,38 @@ _CHILD = textwrap.dedent(
 
 
 def test_pending_marks_survive_kill_9_and_committed_work_is_kept(tmp_path: Path) -> None:
-    db = tmp_path / "c.sqlite3"
+    db = tmp_path / "index"
     process = subprocess.run(
         [sys.executable, "-c", _CHILD, str(db)], check=False, env=dict(os.environ), timeout=60, capture_output=True
     )
     assert process.returncode == -signal.SIGKILL, process.stderr.decode()
-    catalog = Catalog.open(db)
+    catalog = Catalog.open(lancedb.connect(db))
     assert catalog.pending() == frozenset({"half.ts", "gone.ts"})
     assert list(catalog.entries()) == ["done.ts"]
     assert catalog.get("done.ts").chunk_ids == ("d1",)
+
+
+def test_a_sqlite_catalog_of_an_earlier_version_is_imported_once(tmp_path: Path) -> None:
+    import sqlite3
+
+    legacy = tmp_path / "catalog.sqlite3"
+    conn = sqlite3.connect(legacy)
+    conn.executescript(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "CREATE TABLE files (relative_path TEXT PRIMARY KEY, size_bytes INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,"
+        " content_hash TEXT NOT NULL, language TEXT NOT NULL, chunks TEXT NOT NULL,"
+        " skip_reason TEXT NOT NULL DEFAULT '', skip_detail TEXT NOT NULL DEFAULT '');"
+        "CREATE TABLE pending (relative_path TEXT PRIMARY KEY);"
+        "INSERT INTO files VALUES ('a.ts', 1, 1000, 'hash-x', 'typescript', '[[\"a1\", \"snip-a1\", \"sig-a1\"]]', '', '');"
+        "INSERT INTO pending VALUES ('b.ts');"
+    )
+    conn.execute("INSERT INTO meta VALUES ('identity', ?)", (IndexIdentity(MODEL, "c1").to_json(),))
+    conn.execute("INSERT INTO meta VALUES ('complete', '1')")
+    conn.commit()
+    conn.close()
+    catalog = Catalog.open(lancedb.connect(tmp_path / "index"), legacy=legacy)
+    assert catalog.identity == IndexIdentity(MODEL, "c1") and catalog.complete
+    assert catalog.get("a.ts") == _entry("a.ts", "x", "a1") and catalog.pending() == frozenset({"b.ts"})
+    # Imported once: the SQLite file is set aside, and a reopen reads the table.
+    assert not legacy.exists() and legacy.with_name("catalog.sqlite3.imported").is_file()
+    assert Catalog.open(lancedb.connect(tmp_path / "index"), legacy=legacy).get("a.ts") == _entry("a.ts", "x", "a1")

@@ -10,11 +10,11 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 import pytest
 from tests.unit.retrieval.test_sync import FakeAnalysis, FakeEmbedding, _func, _serve
 
+from codecompass.clients.analysis import AnalysisClient
+from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import RetrievalSettings, Settings
-from codecompass.retrieval.analysis_client import AnalysisClient
-from codecompass.retrieval.embed_client import EmbeddingClient
+from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.guards import folder_refusal, protected_folder, size_refusal
-from codecompass.retrieval.indexer import RetrievalEngine
 from codecompass.retrieval.state import (
     FileEntry,
     FreshnessStatus,
@@ -22,7 +22,6 @@ from codecompass.retrieval.state import (
     IndexPhase,
     IndexRefused,
     Language,
-    workspace_state_dir,
 )
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, embedding_pb2_grpc
 
@@ -145,8 +144,8 @@ def test_the_home_folder_is_refused_until_forced_and_then_kept_in_sync(engine_fo
     assert str(refused.value) == expected
     with pytest.raises(IndexRefused):
         engine.sync(str(home), None)
-    # Refused before anything exists: no state for the folder.
-    assert not workspace_state_dir(tmp_path / "state", home).exists()
+    # Refused before anything exists: no index for the folder, not even an empty one.
+    assert not (tmp_path / "state" / "index").exists() or not any((tmp_path / "state" / "index").iterdir())
 
     done = list(engine.index(str(home), wait_for_embeddings=False, force=True))[-1]
     assert done.phase is IndexPhase.DONE and done.stats.files_added == 2

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from codecompass.retrieval.indexer import InteractiveWork
+from codecompass.retrieval.interactive import InteractiveWork
 
 
 def _hold(work: InteractiveWork, seconds: float) -> threading.Thread:

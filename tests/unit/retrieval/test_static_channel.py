@@ -20,7 +20,7 @@ from tests.unit.retrieval.test_sync import STATIC_OFF, Harness, _func, _seed, _w
 from codecompass.common.config import RetrievalSettings
 from codecompass.embedding.static import DEFAULT_MODEL_DIR
 from codecompass.retrieval import schema, store
-from codecompass.retrieval.indexer import RetrievalEngine
+from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.schema import STATIC_VECTOR_COLUMN
 from codecompass.retrieval.state import IndexingStatus, ResultCompleteness
 from codecompass.retrieval.sync import SyncTuning
@@ -214,7 +214,7 @@ def test_an_edit_during_the_background_pass_is_written_at_once_with_its_static_v
     # The primary model is slow: the cold index's background pass is still running at the edit.
     harness.embedding.delay_s = 2.0
     harness.index(wait=False)
-    assert harness.engine.workspace(str(harness.root)).embedder.running
+    assert harness.engine.writer.workspace(str(harness.root)).embedder.running
     harness.write("src/auth/expiry.ts", _func("tokenExpired", "token: string", "boolean", "return token === '';"))
     synced = harness.sync()
     # Not embedded inline behind the background pass's requests: the static vector covers it.

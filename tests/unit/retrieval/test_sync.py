@@ -26,14 +26,14 @@ import lancedb
 import numpy as np
 import pytest
 
+from codecompass.clients.analysis import AnalysisClient
+from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import RetrievalSettings, Settings
 from codecompass.common.identifiers import split_identifiers
 from codecompass.common.serving import ServiceSpec, start_server
 from codecompass.retrieval import catalog as catalog_module
 from codecompass.retrieval import servicer
-from codecompass.retrieval.analysis_client import AnalysisClient
-from codecompass.retrieval.embed_client import EmbeddingClient
-from codecompass.retrieval.indexer import BackgroundEmbedder, RetrievalEngine, WorkspaceIndex
+from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.state import (
     FreshnessStatus,
     IndexingStatus,
@@ -45,6 +45,7 @@ from codecompass.retrieval.state import (
     WorkspaceNotFound,
 )
 from codecompass.retrieval.sync import SyncInterrupted, SyncTuning
+from codecompass.retrieval.writer import BackgroundEmbedder, WorkspaceWriter
 from codecompass.v1 import (
     analysis_pb2,
     analysis_pb2_grpc,
@@ -322,7 +323,7 @@ class Harness:
         return synced.stats, self.search(query, **kwargs)
 
     def store(self):
-        return self.engine.workspace(str(self.root)).store
+        return self.engine.writer.workspace(str(self.root)).store
 
     def all_rows(self) -> list:
         store = self.store()
@@ -500,7 +501,7 @@ def test_skipped_files_are_counted_and_lose_their_chunks(harness: Harness) -> No
     harness.write("src/bundle.min.ts", "var a=1;" * 100)
     stats = harness.index()[-1].stats
     assert stats.files_skipped == 1
-    assert not any(r.startswith("src/bundle") for r in harness.engine.workspace(str(harness.root)).catalog.entries())
+    assert not any(r.startswith("src/bundle") for r in harness.engine.writer.workspace(str(harness.root)).catalog.entries())
     harness.write("src/util/strings.ts", "var b=2;" * 100)
     sync = harness.sync().stats
     assert (sync.files_skipped, sync.chunks_deleted) == (2, 2)
@@ -646,7 +647,7 @@ def test_crash_between_table_write_and_catalog_commit_neither_loses_nor_duplicat
     rows = harness.all_rows()
     assert len(rows) == len(set(rows))
     assert sorted(rows) == sorted([*clean, chunk_id("src/new.ts", "fresh")])
-    assert harness.engine.workspace(str(harness.root)).catalog.pending() == frozenset()
+    assert harness.engine.writer.workspace(str(harness.root)).catalog.pending() == frozenset()
 
 
 def test_invalid_roots_are_refused(harness: Harness) -> None:
@@ -685,7 +686,7 @@ def test_grpc_service_maps_errors_and_serves_search(harness: Harness) -> None:
         ServiceSpec(
             name="retrieval",
             register=lambda s: servicer.register(s, harness.engine),
-            warmup=harness.engine.check_state_dir,
+            warmup=harness.engine.warmup,
         ),
     )
     running.wait_until_serving(10)
@@ -745,7 +746,7 @@ def test_shutdown_stops_a_long_sync_at_a_batch_boundary_and_the_next_run_resumes
     for i in range(20):
         harness.write(f"src/m{i}.ts", _func(f"job{i}"))
     harness.analysis.chunk_delay_s = 0.05
-    ws = harness.engine.workspace(str(harness.root))
+    ws = harness.engine.writer.workspace(str(harness.root))
     job = ws.request_sync()
     while not harness.analysis.chunk_calls:
         time.sleep(0.01)
@@ -799,7 +800,8 @@ def test_large_cold_sync_writes_syntactic_chunks_first_then_embeds_only_full_tex
 
 
 def _tables(h: Harness) -> set[str]:
-    return set(lancedb.connect(h.store().uri).list_tables().tables)
+    """The chunk and source tables of the index (its catalog table aside)."""
+    return set(lancedb.connect(h.store().uri).list_tables().tables) - {"catalog"}
 
 
 def _eventually(check, timeout: float = 20.0) -> None:
@@ -834,7 +836,7 @@ def test_the_old_model_s_table_is_dropped_once_the_new_one_is_complete_and_not_b
 def test_versions_left_by_a_cold_index_are_cleaned_once_past_the_retention(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(WorkspaceIndex, "VERSION_RETENTION", timedelta(seconds=1))
+    monkeypatch.setattr(WorkspaceWriter, "VERSION_RETENTION", timedelta(seconds=1))
     for i in range(20):
         harness.write(f"src/m{i}.ts", _func(f"fn{i}") + _func(f"other{i}"))
     harness.index()
@@ -892,7 +894,7 @@ def test_sync_past_its_budget_lists_what_it_has_not_written_and_finishes_in_the_
     done = harness.sync()
     assert done.finished and done.freshness_status == FreshnessStatus.FRESH and done.pending_paths == ()
     assert "toLowerCase" in harness.search("slugify").results[0].chunk.full_source
-    assert harness.engine.workspace(str(harness.root)).pending() == ([], 0)
+    assert harness.engine.writer.workspace(str(harness.root)).pending() == ([], 0)
     # Every Sync of the burst shared the one sync that saw the edits: each file was chunked once.
     chunked = [p for call in harness.analysis.chunk_calls[1:] for p in call]
     assert sorted(chunked) == ["src/http/router.ts", "src/util/strings.ts"]

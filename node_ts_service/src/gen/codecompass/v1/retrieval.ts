@@ -571,6 +571,11 @@ export interface IndexWorkspaceRequest {
    * says why. Once a workspace is indexed, later syncs need no force.
    */
   force: boolean;
+  /**
+   * The workspace id to index it under; empty derives it from the folder
+   * (its repository's remote and the path inside it, else the folder's path).
+   */
+  workspaceId: string;
 }
 
 /** IndexWorkspaceResponse is one progress report of an indexing run. */
@@ -657,6 +662,8 @@ export interface SyncRequest {
    * refusal that comes after the budget is GetIndexStatus's error instead).
    */
   force: boolean;
+  /** The workspace id to index it under; see IndexWorkspaceRequest.workspace_id. */
+  workspaceId: string;
 }
 
 /** SyncResponse says how fresh the index is once the budget was spent. */
@@ -723,7 +730,7 @@ export interface SearchFilters {
 
 /** SearchRequest is a hybrid search over one workspace. */
 export interface SearchRequest {
-  /** Absolute path of the workspace root. */
+  /** Absolute path of the workspace root; optional when workspace_id is set. */
   workspaceRoot: string;
   /** Query text: identifiers, error messages or natural language. */
   query: string;
@@ -751,7 +758,15 @@ export interface SearchRequest {
    * once and sends it, so every stage reads the same intent). Unset: the
    * service judges the query text itself.
    */
-  shape: QueryShape | undefined;
+  shape:
+    | QueryShape
+    | undefined;
+  /**
+   * The index's workspace id. When set it names the index and
+   * workspace_root is optional (a searcher needs no copy of the files; when
+   * given, absolute filter paths are read relative to it).
+   */
+  workspaceId: string;
 }
 
 /**
@@ -911,8 +926,10 @@ export interface SearchResponse {
 
 /** GetIndexStatusRequest names a workspace. */
 export interface GetIndexStatusRequest {
-  /** Absolute path of the workspace root. */
+  /** Absolute path of the workspace root; optional when workspace_id is set. */
   workspaceRoot: string;
+  /** The index's workspace id; when set it names the index. */
+  workspaceId: string;
 }
 
 /** GetIndexStatusResponse reports the state of a workspace's index. */
@@ -961,6 +978,50 @@ export interface GetIndexStatusResponse {
   staticModelId: string;
   /** Model version of the index's static vectors. */
   staticModelVersion: string;
+  /** The workspace id the index belongs to. */
+  workspaceId: string;
+  /** The folder the index was last synced from (on the writer's machine). */
+  root: string;
+}
+
+/** ListIndexesRequest asks for every index under the index root. */
+export interface ListIndexesRequest {
+}
+
+/** IndexSummary is one index under the index root. */
+export interface IndexSummary {
+  /** The workspace id the index belongs to. */
+  workspaceId: string;
+  /** The index's folder name under the index root: a digest of the workspace id. */
+  key: string;
+  /** The folder the writer last synced it from. */
+  root: string;
+  /** The host name of the machine that folder is on. */
+  host: string;
+  /** The index's status, as GetIndexStatus reports it. */
+  status: GetIndexStatusResponse | undefined;
+}
+
+/** ListIndexesResponse lists indexes by workspace id. */
+export interface ListIndexesResponse {
+  /** Every index, sorted by workspace id. */
+  indexes: IndexSummary[];
+}
+
+/** DropIndexRequest names the index to delete. */
+export interface DropIndexRequest {
+  /** Absolute path of a workspace root whose index to drop; or set workspace_id. */
+  workspaceRoot: string;
+  /** The workspace id of the index to drop; when set, workspace_root is ignored. */
+  workspaceId: string;
+}
+
+/** DropIndexResponse says what was deleted. */
+export interface DropIndexResponse {
+  /** The workspace id of the index deleted. */
+  workspaceId: string;
+  /** Bytes the index held on a local disk; 0 on an object store. */
+  bytesFreed: bigint;
 }
 
 /** HubSeed is one starting point of the structure stage: a ranked result. */
@@ -973,7 +1034,7 @@ export interface HubSeed {
 
 /** FindHubsRequest asks for the hubs among a search's best results. */
 export interface FindHubsRequest {
-  /** Absolute path of the workspace root. */
+  /** Absolute path of the workspace root; optional when workspace_id is set. */
   workspaceRoot: string;
   /** Starting points, best first (the blueprint takes the top 15). */
   seeds: HubSeed[];
@@ -981,6 +1042,8 @@ export interface FindHubsRequest {
   maxHubs: number;
   /** Which chunk fields the hubs carry; unset means RESULT_VIEW_FULL. */
   view: ResultView;
+  /** The index's workspace id; when set it names the index. */
+  workspaceId: string;
 }
 
 /** Hub is a symbol connected to several seeds. */
@@ -1009,7 +1072,7 @@ export interface FindHubsResponse {
 }
 
 function createBaseIndexWorkspaceRequest(): IndexWorkspaceRequest {
-  return { workspaceRoot: "", waitForEmbeddings: false, force: false };
+  return { workspaceRoot: "", waitForEmbeddings: false, force: false, workspaceId: "" };
 }
 
 export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
@@ -1022,6 +1085,9 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
     }
     if (message.force !== false) {
       writer.uint32(24).bool(message.force);
+    }
+    if (message.workspaceId !== "") {
+      writer.uint32(34).string(message.workspaceId);
     }
     return writer;
   },
@@ -1063,6 +1129,14 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
             message.force = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1088,6 +1162,11 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
         ? globalThis.Boolean(object.wait_for_embeddings)
         : false,
       force: isSet(object.force) ? globalThis.Boolean(object.force) : false,
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
     };
   },
 
@@ -1102,6 +1181,9 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
     if (message.force !== false) {
       obj.force = message.force;
     }
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
     return obj;
   },
 
@@ -1113,6 +1195,7 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
     message.workspaceRoot = object.workspaceRoot ?? "";
     message.waitForEmbeddings = object.waitForEmbeddings ?? false;
     message.force = object.force ?? false;
+    message.workspaceId = object.workspaceId ?? "";
     return message;
   },
 };
@@ -1759,7 +1842,7 @@ export const SyncStats: MessageFns<SyncStats> = {
 };
 
 function createBaseSyncRequest(): SyncRequest {
-  return { workspaceRoot: "", budgetMs: 0, force: false };
+  return { workspaceRoot: "", budgetMs: 0, force: false, workspaceId: "" };
 }
 
 export const SyncRequest: MessageFns<SyncRequest> = {
@@ -1772,6 +1855,9 @@ export const SyncRequest: MessageFns<SyncRequest> = {
     }
     if (message.force !== false) {
       writer.uint32(24).bool(message.force);
+    }
+    if (message.workspaceId !== "") {
+      writer.uint32(34).string(message.workspaceId);
     }
     return writer;
   },
@@ -1813,6 +1899,14 @@ export const SyncRequest: MessageFns<SyncRequest> = {
             message.force = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1838,6 +1932,11 @@ export const SyncRequest: MessageFns<SyncRequest> = {
         ? globalThis.Number(object.budget_ms)
         : 0,
       force: isSet(object.force) ? globalThis.Boolean(object.force) : false,
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
     };
   },
 
@@ -1852,6 +1951,9 @@ export const SyncRequest: MessageFns<SyncRequest> = {
     if (message.force !== false) {
       obj.force = message.force;
     }
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
     return obj;
   },
 
@@ -1863,6 +1965,7 @@ export const SyncRequest: MessageFns<SyncRequest> = {
     message.workspaceRoot = object.workspaceRoot ?? "";
     message.budgetMs = object.budgetMs ?? 0;
     message.force = object.force ?? false;
+    message.workspaceId = object.workspaceId ?? "";
     return message;
   },
 };
@@ -2381,6 +2484,7 @@ function createBaseSearchRequest(): SearchRequest {
     view: 0,
     ranking: 0,
     shape: undefined,
+    workspaceId: "",
   };
 }
 
@@ -2412,6 +2516,9 @@ export const SearchRequest: MessageFns<SearchRequest> = {
     }
     if (message.shape !== undefined) {
       QueryShape.encode(message.shape, writer.uint32(82).fork()).join();
+    }
+    if (message.workspaceId !== "") {
+      writer.uint32(90).string(message.workspaceId);
     }
     return writer;
   },
@@ -2501,6 +2608,14 @@ export const SearchRequest: MessageFns<SearchRequest> = {
             message.shape = QueryShape.decode(reader, reader.uint32());
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2536,6 +2651,11 @@ export const SearchRequest: MessageFns<SearchRequest> = {
       view: isSet(object.view) ? resultViewFromJSON(object.view) : 0,
       ranking: isSet(object.ranking) ? rankingModeFromJSON(object.ranking) : 0,
       shape: isSet(object.shape) ? QueryShape.fromJSON(object.shape) : undefined,
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
     };
   },
 
@@ -2568,6 +2688,9 @@ export const SearchRequest: MessageFns<SearchRequest> = {
     if (message.shape !== undefined) {
       obj.shape = QueryShape.toJSON(message.shape);
     }
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
     return obj;
   },
 
@@ -2589,6 +2712,7 @@ export const SearchRequest: MessageFns<SearchRequest> = {
     message.shape = (object.shape !== undefined && object.shape !== null)
       ? QueryShape.fromPartial(object.shape)
       : undefined;
+    message.workspaceId = object.workspaceId ?? "";
     return message;
   },
 };
@@ -3822,13 +3946,16 @@ export const SearchResponse: MessageFns<SearchResponse> = {
 };
 
 function createBaseGetIndexStatusRequest(): GetIndexStatusRequest {
-  return { workspaceRoot: "" };
+  return { workspaceRoot: "", workspaceId: "" };
 }
 
 export const GetIndexStatusRequest: MessageFns<GetIndexStatusRequest> = {
   encode(message: GetIndexStatusRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.workspaceRoot !== "") {
       writer.uint32(10).string(message.workspaceRoot);
+    }
+    if (message.workspaceId !== "") {
+      writer.uint32(18).string(message.workspaceId);
     }
     return writer;
   },
@@ -3854,6 +3981,14 @@ export const GetIndexStatusRequest: MessageFns<GetIndexStatusRequest> = {
             message.workspaceRoot = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3873,6 +4008,11 @@ export const GetIndexStatusRequest: MessageFns<GetIndexStatusRequest> = {
         : isSet(object.workspace_root)
         ? globalThis.String(object.workspace_root)
         : "",
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
     };
   },
 
@@ -3880,6 +4020,9 @@ export const GetIndexStatusRequest: MessageFns<GetIndexStatusRequest> = {
     const obj: any = {};
     if (message.workspaceRoot !== "") {
       obj.workspaceRoot = message.workspaceRoot;
+    }
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
     }
     return obj;
   },
@@ -3890,6 +4033,7 @@ export const GetIndexStatusRequest: MessageFns<GetIndexStatusRequest> = {
   fromPartial(object: DeepPartial<GetIndexStatusRequest>): GetIndexStatusRequest {
     const message = createBaseGetIndexStatusRequest();
     message.workspaceRoot = object.workspaceRoot ?? "";
+    message.workspaceId = object.workspaceId ?? "";
     return message;
   },
 };
@@ -3910,6 +4054,8 @@ function createBaseGetIndexStatusResponse(): GetIndexStatusResponse {
     staticVectorChunks: 0n,
     staticModelId: "",
     staticModelVersion: "",
+    workspaceId: "",
+    root: "",
   };
 }
 
@@ -3971,6 +4117,12 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     }
     if (message.staticModelVersion !== "") {
       writer.uint32(114).string(message.staticModelVersion);
+    }
+    if (message.workspaceId !== "") {
+      writer.uint32(122).string(message.workspaceId);
+    }
+    if (message.root !== "") {
+      writer.uint32(130).string(message.root);
     }
     return writer;
   },
@@ -4100,6 +4252,22 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
             message.staticModelVersion = reader.string();
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.root = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4170,6 +4338,12 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
         : isSet(object.static_model_version)
         ? globalThis.String(object.static_model_version)
         : "",
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      root: isSet(object.root) ? globalThis.String(object.root) : "",
     };
   },
 
@@ -4217,6 +4391,12 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     if (message.staticModelVersion !== "") {
       obj.staticModelVersion = message.staticModelVersion;
     }
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.root !== "") {
+      obj.root = message.root;
+    }
     return obj;
   },
 
@@ -4245,6 +4425,461 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
       : 0n;
     message.staticModelId = object.staticModelId ?? "";
     message.staticModelVersion = object.staticModelVersion ?? "";
+    message.workspaceId = object.workspaceId ?? "";
+    message.root = object.root ?? "";
+    return message;
+  },
+};
+
+function createBaseListIndexesRequest(): ListIndexesRequest {
+  return {};
+}
+
+export const ListIndexesRequest: MessageFns<ListIndexesRequest> = {
+  encode(_: ListIndexesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListIndexesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListIndexesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ListIndexesRequest {
+    return {};
+  },
+
+  toJSON(_: ListIndexesRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListIndexesRequest>): ListIndexesRequest {
+    return ListIndexesRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<ListIndexesRequest>): ListIndexesRequest {
+    const message = createBaseListIndexesRequest();
+    return message;
+  },
+};
+
+function createBaseIndexSummary(): IndexSummary {
+  return { workspaceId: "", key: "", root: "", host: "", status: undefined };
+}
+
+export const IndexSummary: MessageFns<IndexSummary> = {
+  encode(message: IndexSummary, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.key !== "") {
+      writer.uint32(18).string(message.key);
+    }
+    if (message.root !== "") {
+      writer.uint32(26).string(message.root);
+    }
+    if (message.host !== "") {
+      writer.uint32(34).string(message.host);
+    }
+    if (message.status !== undefined) {
+      GetIndexStatusResponse.encode(message.status, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): IndexSummary {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseIndexSummary();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.root = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.host = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.status = GetIndexStatusResponse.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): IndexSummary {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      root: isSet(object.root) ? globalThis.String(object.root) : "",
+      host: isSet(object.host) ? globalThis.String(object.host) : "",
+      status: isSet(object.status) ? GetIndexStatusResponse.fromJSON(object.status) : undefined,
+    };
+  },
+
+  toJSON(message: IndexSummary): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.root !== "") {
+      obj.root = message.root;
+    }
+    if (message.host !== "") {
+      obj.host = message.host;
+    }
+    if (message.status !== undefined) {
+      obj.status = GetIndexStatusResponse.toJSON(message.status);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<IndexSummary>): IndexSummary {
+    return IndexSummary.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<IndexSummary>): IndexSummary {
+    const message = createBaseIndexSummary();
+    message.workspaceId = object.workspaceId ?? "";
+    message.key = object.key ?? "";
+    message.root = object.root ?? "";
+    message.host = object.host ?? "";
+    message.status = (object.status !== undefined && object.status !== null)
+      ? GetIndexStatusResponse.fromPartial(object.status)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListIndexesResponse(): ListIndexesResponse {
+  return { indexes: [] };
+}
+
+export const ListIndexesResponse: MessageFns<ListIndexesResponse> = {
+  encode(message: ListIndexesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.indexes) {
+      IndexSummary.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListIndexesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListIndexesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.indexes.push(IndexSummary.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListIndexesResponse {
+    return {
+      indexes: globalThis.Array.isArray(object?.indexes)
+        ? object.indexes.map((e: any) => IndexSummary.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ListIndexesResponse): unknown {
+    const obj: any = {};
+    if (message.indexes?.length) {
+      obj.indexes = message.indexes.map((e) => IndexSummary.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListIndexesResponse>): ListIndexesResponse {
+    return ListIndexesResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListIndexesResponse>): ListIndexesResponse {
+    const message = createBaseListIndexesResponse();
+    message.indexes = object.indexes?.map((e) => IndexSummary.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDropIndexRequest(): DropIndexRequest {
+  return { workspaceRoot: "", workspaceId: "" };
+}
+
+export const DropIndexRequest: MessageFns<DropIndexRequest> = {
+  encode(message: DropIndexRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceRoot !== "") {
+      writer.uint32(10).string(message.workspaceRoot);
+    }
+    if (message.workspaceId !== "") {
+      writer.uint32(18).string(message.workspaceId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DropIndexRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDropIndexRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceRoot = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DropIndexRequest {
+    return {
+      workspaceRoot: isSet(object.workspaceRoot)
+        ? globalThis.String(object.workspaceRoot)
+        : isSet(object.workspace_root)
+        ? globalThis.String(object.workspace_root)
+        : "",
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DropIndexRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceRoot !== "") {
+      obj.workspaceRoot = message.workspaceRoot;
+    }
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DropIndexRequest>): DropIndexRequest {
+    return DropIndexRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DropIndexRequest>): DropIndexRequest {
+    const message = createBaseDropIndexRequest();
+    message.workspaceRoot = object.workspaceRoot ?? "";
+    message.workspaceId = object.workspaceId ?? "";
+    return message;
+  },
+};
+
+function createBaseDropIndexResponse(): DropIndexResponse {
+  return { workspaceId: "", bytesFreed: 0n };
+}
+
+export const DropIndexResponse: MessageFns<DropIndexResponse> = {
+  encode(message: DropIndexResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.bytesFreed !== 0n) {
+      if (BigInt.asUintN(64, message.bytesFreed) !== message.bytesFreed) {
+        throw new globalThis.Error("value provided for field message.bytesFreed of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.bytesFreed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DropIndexResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDropIndexResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.bytesFreed = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DropIndexResponse {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      bytesFreed: isSet(object.bytesFreed)
+        ? BigInt(object.bytesFreed)
+        : isSet(object.bytes_freed)
+        ? BigInt(object.bytes_freed)
+        : 0n,
+    };
+  },
+
+  toJSON(message: DropIndexResponse): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.bytesFreed !== 0n) {
+      obj.bytesFreed = message.bytesFreed.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DropIndexResponse>): DropIndexResponse {
+    return DropIndexResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DropIndexResponse>): DropIndexResponse {
+    const message = createBaseDropIndexResponse();
+    message.workspaceId = object.workspaceId ?? "";
+    message.bytesFreed = (object.bytesFreed !== undefined && object.bytesFreed !== null)
+      ? BigInt(object.bytesFreed)
+      : 0n;
     return message;
   },
 };
@@ -4339,7 +4974,7 @@ export const HubSeed: MessageFns<HubSeed> = {
 };
 
 function createBaseFindHubsRequest(): FindHubsRequest {
-  return { workspaceRoot: "", seeds: [], maxHubs: 0, view: 0 };
+  return { workspaceRoot: "", seeds: [], maxHubs: 0, view: 0, workspaceId: "" };
 }
 
 export const FindHubsRequest: MessageFns<FindHubsRequest> = {
@@ -4355,6 +4990,9 @@ export const FindHubsRequest: MessageFns<FindHubsRequest> = {
     }
     if (message.view !== 0) {
       writer.uint32(32).int32(message.view);
+    }
+    if (message.workspaceId !== "") {
+      writer.uint32(42).string(message.workspaceId);
     }
     return writer;
   },
@@ -4404,6 +5042,14 @@ export const FindHubsRequest: MessageFns<FindHubsRequest> = {
             message.view = reader.int32() as any;
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4430,6 +5076,11 @@ export const FindHubsRequest: MessageFns<FindHubsRequest> = {
         ? globalThis.Number(object.max_hubs)
         : 0,
       view: isSet(object.view) ? resultViewFromJSON(object.view) : 0,
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
     };
   },
 
@@ -4447,6 +5098,9 @@ export const FindHubsRequest: MessageFns<FindHubsRequest> = {
     if (message.view !== 0) {
       obj.view = resultViewToJSON(message.view);
     }
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
     return obj;
   },
 
@@ -4459,6 +5113,7 @@ export const FindHubsRequest: MessageFns<FindHubsRequest> = {
     message.seeds = object.seeds?.map((e) => HubSeed.fromPartial(e)) || [];
     message.maxHubs = object.maxHubs ?? 0;
     message.view = object.view ?? 0;
+    message.workspaceId = object.workspaceId ?? "";
     return message;
   },
 };
@@ -4679,6 +5334,16 @@ export const FindHubsResponse: MessageFns<FindHubsResponse> = {
  * RetrievalService owns the LanceDB index of each workspace: it keeps the
  * index in sync with the files (through the analysis and embedding
  * services) and answers hybrid lexical + semantic searches.
+ *
+ * A process serves one or both roles (its retrieval.role setting): the index
+ * writer (IndexWorkspace, Sync, DropIndex; one per index) and searchers
+ * (Search, FindHubs, GetIndexStatus, ListIndexes; read-only, any number). A
+ * call the process's role does not serve fails with FAILED_PRECONDITION.
+ *
+ * Each index is self-contained at <index root>/<key> (a local folder or an
+ * object-store prefix) and belongs to a workspace id that does not depend on
+ * the host path: the id a caller sets, else the repository's remote and the
+ * path inside it, else "local:" and the folder's absolute path.
  */
 export type RetrievalServiceService = typeof RetrievalServiceService;
 export const RetrievalServiceService = {
@@ -4750,6 +5415,32 @@ export const RetrievalServiceService = {
     responseSerialize: (value: FindHubsResponse): Buffer => Buffer.from(FindHubsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): FindHubsResponse => FindHubsResponse.decode(value),
   },
+  /**
+   * ListIndexes lists every index under the index root, with each one's
+   * status. A read.
+   */
+  listIndexes: {
+    path: "/codecompass.v1.RetrievalService/ListIndexes" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListIndexesRequest): Buffer => Buffer.from(ListIndexesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListIndexesRequest => ListIndexesRequest.decode(value),
+    responseSerialize: (value: ListIndexesResponse): Buffer => Buffer.from(ListIndexesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListIndexesResponse => ListIndexesResponse.decode(value),
+  },
+  /**
+   * DropIndex deletes one index whole (its tables, catalog and registry
+   * entry). A write: the index writer's. NOT_FOUND when there is no such index.
+   */
+  dropIndex: {
+    path: "/codecompass.v1.RetrievalService/DropIndex" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DropIndexRequest): Buffer => Buffer.from(DropIndexRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DropIndexRequest => DropIndexRequest.decode(value),
+    responseSerialize: (value: DropIndexResponse): Buffer => Buffer.from(DropIndexResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DropIndexResponse => DropIndexResponse.decode(value),
+  },
 } as const;
 
 export interface RetrievalServiceServer extends UntypedServiceImplementation {
@@ -4777,6 +5468,16 @@ export interface RetrievalServiceServer extends UntypedServiceImplementation {
    * at index time, across the whole workspace. A read: it never syncs.
    */
   findHubs: handleUnaryCall<FindHubsRequest, FindHubsResponse>;
+  /**
+   * ListIndexes lists every index under the index root, with each one's
+   * status. A read.
+   */
+  listIndexes: handleUnaryCall<ListIndexesRequest, ListIndexesResponse>;
+  /**
+   * DropIndex deletes one index whole (its tables, catalog and registry
+   * entry). A write: the index writer's. NOT_FOUND when there is no such index.
+   */
+  dropIndex: handleUnaryCall<DropIndexRequest, DropIndexResponse>;
 }
 
 export interface RetrievalServiceClient extends Client {
@@ -4864,6 +5565,44 @@ export interface RetrievalServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: FindHubsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ListIndexes lists every index under the index root, with each one's
+   * status. A read.
+   */
+  listIndexes(
+    request: ListIndexesRequest,
+    callback: (error: ServiceError | null, response: ListIndexesResponse) => void,
+  ): ClientUnaryCall;
+  listIndexes(
+    request: ListIndexesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListIndexesResponse) => void,
+  ): ClientUnaryCall;
+  listIndexes(
+    request: ListIndexesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListIndexesResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * DropIndex deletes one index whole (its tables, catalog and registry
+   * entry). A write: the index writer's. NOT_FOUND when there is no such index.
+   */
+  dropIndex(
+    request: DropIndexRequest,
+    callback: (error: ServiceError | null, response: DropIndexResponse) => void,
+  ): ClientUnaryCall;
+  dropIndex(
+    request: DropIndexRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DropIndexResponse) => void,
+  ): ClientUnaryCall;
+  dropIndex(
+    request: DropIndexRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DropIndexResponse) => void,
   ): ClientUnaryCall;
 }
 

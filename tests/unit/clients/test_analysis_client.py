@@ -8,7 +8,7 @@ from concurrent import futures
 import grpc
 import pytest
 
-from codecompass.retrieval.analysis_client import AnalysisClient
+from codecompass.clients.analysis import AnalysisClient
 from codecompass.retrieval.state import AnalysisTimedOut, AnalysisUnavailable
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc
 

@@ -1,18 +1,23 @@
-"""Client of the embedding service (EmbeddingService)."""
+"""Client of the embedding service (EmbeddingService), for retrieval (documents while indexing, the
+query while searching), the benchmarks and the tests. Failures are the retrieval service's own
+errors: an embedding service that is down or slow is upstream of retrieval (UNAVAILABLE for its
+callers), one that refuses the input is a failure retrying will not fix."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-import grpc
 import numpy as np
 
-from codecompass.common.telemetry import traced_channel
+from codecompass.clients.channel import Address, ServiceChannel
+from codecompass.clients.errors import DEADLINE, UNAVAILABLE, ServiceError
 from codecompass.embedding.base import EmbedResult
 from codecompass.retrieval import convert
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import EmbeddingUnavailable, RetrievalError
 from codecompass.v1 import embedding_pb2, embedding_pb2_grpc
+
+SERVICE = "embedding"
 
 # A request stays well under gRPC's default 4 MiB receive limit on the server. Texts are
 # capped too: every provider truncates to its token window (at most 32k tokens, ~128 KiB)
@@ -20,7 +25,7 @@ from codecompass.v1 import embedding_pb2, embedding_pb2_grpc
 _MAX_REQUEST_BYTES = 3 * 1024 * 1024
 _MAX_TEXT_CHARS = 128 * 1024
 
-_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+_UNREACHABLE = (UNAVAILABLE, DEADLINE)
 
 
 class EmbeddingFailed(RetrievalError):
@@ -28,23 +33,24 @@ class EmbeddingFailed(RetrievalError):
 
 
 class EmbeddingClient:
-    def __init__(self, addr: str, *, timeout_s: float, batch_size: int) -> None:
-        self.addr = addr
+    def __init__(self, address: Address, *, timeout_s: float, batch_size: int) -> None:
+        self._service = ServiceChannel(SERVICE, address, embedding_pb2_grpc.EmbeddingServiceStub)
         self._timeout_s = timeout_s
         self._batch_size = batch_size
-        self._channel = traced_channel(addr)
-        self._stub = embedding_pb2_grpc.EmbeddingServiceStub(self._channel)
+
+    @property
+    def address(self) -> str:
+        return self._service.address
 
     def close(self) -> None:
-        self._channel.close()
+        self._service.close()
 
     def model_info(self, *, timeout_s: float | None = None) -> tuple[EmbeddingModel, bool]:
         """The model Embed would use now, and whether the privacy gates blocked an external one."""
         try:
-            response = self._stub.GetModelInfo(
-                embedding_pb2.GetModelInfoRequest(), timeout=timeout_s or self._timeout_s
-            )
-        except grpc.RpcError as exc:
+            response = self._service.call("GetModelInfo", embedding_pb2.GetModelInfoRequest(),
+                                          timeout_s or self._timeout_s)
+        except ServiceError as exc:
             raise self._error("GetModelInfo", exc) from None
         return convert.model_from_proto(response.model), response.external_provider_blocked
 
@@ -91,8 +97,8 @@ class EmbeddingClient:
     def _embed(self, texts: list[str], input_type: int, timeout_s: float) -> EmbedResult[EmbeddingModel]:
         request = embedding_pb2.EmbedRequest(texts=texts, input_type=input_type)
         try:
-            response = self._stub.Embed(request, timeout=timeout_s)
-        except grpc.RpcError as exc:
+            response = self._service.call("Embed", request, timeout_s)
+        except ServiceError as exc:
             raise self._error("Embed", exc) from None
         vectors = convert.vectors_from_proto(response)
         if vectors.shape[0] != len(texts):
@@ -103,10 +109,8 @@ class EmbeddingClient:
             external_provider_blocked=response.external_provider_blocked,
         )
 
-    def _error(self, method: str, exc: grpc.RpcError) -> Exception:
-        code = exc.code() if hasattr(exc, "code") else None
-        detail = exc.details() if hasattr(exc, "details") else str(exc)
-        if code in _UNREACHABLE:
-            return EmbeddingUnavailable(self.addr, f"{method}: {code.name.lower()} ({detail})")
-        name = code.name if code is not None else "UNKNOWN"
-        return EmbeddingFailed(f"embedding service {method} failed: {name}: {detail}")
+    def _error(self, method: str, exc: ServiceError) -> Exception:
+        """A failed call in retrieval's terms."""
+        if exc.kind in _UNREACHABLE:
+            return EmbeddingUnavailable(self.address, f"{method}: {exc.kind} ({exc})")
+        return EmbeddingFailed(f"embedding service {method} failed: {exc.status}: {exc}")

@@ -1,18 +1,18 @@
-"""The retrieval service's domain core: one `WorkspaceIndex` per workspace (its catalog, its
-chunk table, its sync queue and its background embedder) and the `RetrievalEngine` that
-answers IndexWorkspace / Sync / Search / GetIndexStatus over them.
+"""The index writer: keeps each workspace's index in sync with its files (through the analysis
+and embedding services), fills in vectors in the background, and maintains the tables. One
+writer per index; any number of searchers (`searcher.py`) read what it commits.
 
 Concurrency model, per workspace:
-- the index has one writer: syncs run one at a time on a single-thread executor; a sync
-  requested while another runs is queued once and shared by every caller that asks meanwhile
-  (so a burst of Sync calls after an edit costs one sync, and it starts after the running one,
-  so it sees the edit);
+- syncs run one at a time on a single-thread executor; a sync requested while another runs is
+  queued once and shared by every caller that asks meanwhile (so a burst of Sync calls after an
+  edit costs one sync, and it starts after the running one, so it sees the edit);
 - a Sync call waits for its sync at most its budget, then reports which files are not written
   yet; the sync goes on in the background;
-- a search is a read: it never syncs and never starts indexing, it answers from the index as
-  it stands (the caller, the gateway, decides when to sync and within which budget);
-- `write_lock` serialises table writes + catalog commits of the sync with the vector writes
-  of the background embedder; reads never take it (LanceDB reads a consistent version).
+- `write_lock` serialises table writes + catalog commits of the sync with the vector writes of
+  the background embedder; readers never take it (LanceDB reads a consistent version);
+- across processes, every table write is a conditional commit of a new version: a second
+  writer of the same index is serialised by LanceDB, never interleaved (README, "Index on object
+  storage"), but one writer per index is how it is meant to run.
 """
 
 from __future__ import annotations
@@ -20,71 +20,56 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import queue
+import shutil
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+import lancedb
 import numpy as np
 
+from codecompass.clients.analysis import AnalysisClient
+from codecompass.clients.embedding import EmbeddingClient, EmbeddingFailed
 from codecompass.common.config import Settings
+from codecompass.common.files import tree_bytes
 from codecompass.common.logging import get_logger
-from codecompass.policy.learned import load_ranker
-from codecompass.policy.ranking import (
-    DEFAULT_HUB_POLICY,
-    DEFAULT_POLICY,
-    FUSION_ONLY,
-    PRIMARY_VECTORS,
-    STATIC_VECTORS,
-    STRUCTURE,
-    RankedResult,
-    hub_eligible,
-    hub_scores,
-)
-from codecompass.policy.shape import length_problem as query_length_problem
-from codecompass.retrieval.analysis_client import AnalysisClient
-from codecompass.retrieval.catalog import Catalog, IndexIdentity
-from codecompass.retrieval.embed_client import EmbeddingClient, EmbeddingFailed
-from codecompass.retrieval.filters import FilterError, Filters, relative_patterns
-from codecompass.retrieval.guards import folder_refusal, size_refusal
-from codecompass.retrieval.hybrid import (
-    SKIP_DIMENSION_MISMATCH,
-    SKIP_EMBEDDING_UNAVAILABLE,
-    SKIP_NO_VECTORS,
-    hybrid_search,
+from codecompass.retrieval import guards
+from codecompass.retrieval.catalog import Catalog, IndexIdentity, skips_to_json
+from codecompass.retrieval.interactive import InteractiveWork
+from codecompass.retrieval.location import (
+    IndexRegistry,
+    InvalidWorkspaceId,
+    index_exists,
+    index_key,
+    index_root,
+    index_uri,
+    is_local_uri,
+    list_tables,
+    validated_root,
+    workspace_id_of,
 )
 from codecompass.retrieval.schema import INDEX_FORMAT_VERSION, EmbeddingModel
 from codecompass.retrieval.state import (
     DependencyUnavailable,
     EmbeddingUnavailable,
     FreshnessStatus,
-    HubOutcome,
-    HubQuery,
-    HubResult,
-    IndexingStatus,
+    IndexNotFound,
     IndexPhase,
     IndexProgress,
     IndexRefused,
-    IndexStatusReport,
-    InvalidWorkspace,
-    ResultCompleteness,
+    InvalidQuery,
     RetrievalError,
-    SearchMetadata,
-    SearchOutcome,
-    SearchQuery,
     SkippedFile,
     SyncOutcome,
     SyncStats,
-    WorkspaceNotFound,
-    index_uri,
-    record_workspace_root,
-    workspace_state_dir,
 )
 from codecompass.retrieval.static_channel import StaticChannel
-from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION, ChunkStore, VectorCounts
+from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION, ChunkStore
 from codecompass.retrieval.sync import Syncer, SyncTuning, rebase_on_empty_catalog
 
 _log = get_logger(__name__)
@@ -92,18 +77,24 @@ _log = get_logger(__name__)
 # Most pending paths a Sync answer lists (it counts them all): enough for any edit-sized
 # change, while a branch switch of 100k files does not make a multi-megabyte answer.
 PENDING_PATHS_CAP = 1000
-# A query embedding slower than this is not worth waiting for: lexical answers alone.
-QUERY_EMBED_TIMEOUT_S = 2.0
-# Reason reported when the embedding service now runs another model than the index's.
-SKIP_MODEL_CHANGED = "embedding_model_changed"
-_FALLBACK_REASONS = {SKIP_EMBEDDING_UNAVAILABLE, SKIP_NO_VECTORS, SKIP_DIMENSION_MISMATCH, SKIP_MODEL_CHANGED}
-CATALOG_FILE = "catalog.sqlite3"
+# Where indexes made before the catalog moved into the index kept it (imported once).
+LEGACY_CATALOG_FILE = "catalog.sqlite3"
 # Progress messages of an IndexWorkspace stream are throttled to this interval.
 _PROGRESS_INTERVAL_S = 0.2
 
 
-class InvalidQuery(RetrievalError):
-    """A search request that cannot be answered as asked (empty query, bad ratio...)."""
+@dataclass(frozen=True)
+class WriterState:
+    """What a writer knows of an index that its tables do not say: a co-located searcher
+    reads it (a remote one reads the catalog's pending marks and last error instead)."""
+
+    busy: bool  # a sync runs or is queued
+    sync_error: str
+    embedder_running: bool
+    embedder_error: str
+    synced_at: float | None
+    scan_skipped: tuple[SkippedFile, ...]
+    external_provider_blocked: bool
 
 
 class _SyncJob:
@@ -133,52 +124,6 @@ class _SyncJob:
             listener(progress)
 
 
-class InteractiveWork:
-    """Searches and syncs in flight, so background embedding steps aside for them.
-
-    On two cores the embedding service's model run and a search compete for the same CPU: with
-    the primary model embedding a cold workspace, warm searches measured p95 593 ms instead of
-    178 ms. The background embedder therefore starts a request only when no interactive call is
-    in flight and none ended within QUIET_S, and waits at most MAX_WAIT_S for that, so a steady
-    stream of searches slows the background pass but never stops it.
-    """
-
-    QUIET_S = 0.25
-    MAX_WAIT_S = 3.0
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._active = 0
-        self._last_end = 0.0
-
-    @contextmanager
-    def running(self) -> Iterator[None]:
-        with self._cond:
-            self._active += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._active -= 1
-                self._last_end = time.monotonic()
-                self._cond.notify_all()
-
-    def wait_quiet(self, stop: threading.Event) -> None:
-        """Return once interactive work has been quiet for QUIET_S, after MAX_WAIT_S, or on `stop`."""
-        deadline = time.monotonic() + self.MAX_WAIT_S
-        with self._cond:
-            while not stop.is_set():
-                now = time.monotonic()
-                if now >= deadline:
-                    return
-                if self._active == 0:
-                    quiet_left = self._last_end + self.QUIET_S - now
-                    if quiet_left <= 0:
-                        return
-                    self._cond.wait(min(quiet_left, deadline - now))
-                else:
-                    self._cond.wait(deadline - now)
-
 
 class BackgroundEmbedder:
     """Fills in vectors of chunks written without one, implementation files first, stepping
@@ -202,7 +147,7 @@ class BackgroundEmbedder:
     # often keeps that a small share of an embedding run.
     MAINTAIN_INTERVAL_S = 20.0
 
-    def __init__(self, workspace: WorkspaceIndex, client: EmbeddingClient, interactive: InteractiveWork) -> None:
+    def __init__(self, workspace: WorkspaceWriter, client: EmbeddingClient, interactive: InteractiveWork) -> None:
         self._ws = workspace
         self._client = client
         self._interactive = interactive
@@ -324,10 +269,14 @@ class BackgroundEmbedder:
                                             before_each=lambda: self._interactive.wait_quiet(self._stop))
 
 
-class WorkspaceIndex:
+
+class WorkspaceWriter:
+    """The writer of one workspace's index."""
+
     def __init__(
         self,
         root: Path,
+        workspace_id: str,
         settings: Settings,
         analysis: AnalysisClient,
         embedding: EmbeddingClient,
@@ -336,15 +285,19 @@ class WorkspaceIndex:
         interactive: InteractiveWork,
     ) -> None:
         self.root = root
-        self.key = workspace_state_dir(settings.state_dir, root).name
+        self.workspace_id = workspace_id
+        self.key = index_key(workspace_id)
         self._settings = settings
         self._analysis = analysis
         self._embedding = embedding
         self._tuning = tuning
         self.static = static
-        self._uri = index_uri(settings.state_dir, settings.retrieval.db_uri, root)
-        record_workspace_root(settings.state_dir, root)
-        self.catalog = Catalog.open(workspace_state_dir(settings.state_dir, root) / CATALOG_FILE)
+        self._uri = index_uri(settings, self.key)
+        self._storage_options = dict(settings.retrieval.storage_options)
+        self._db = lancedb.connect(self._uri, storage_options=self._storage_options or None)
+        self.catalog = Catalog.open(
+            self._db, legacy=settings.state_dir / "workspaces" / self.key / LEGACY_CATALOG_FILE)
+        self._registered = False
         self.write_lock = threading.Lock()
         self._store: ChunkStore | None = None
         self._model_stale = False
@@ -404,7 +357,6 @@ class WorkspaceIndex:
         self._executor.shutdown(wait=True, cancel_futures=True)
         if self._maintainer is not None:
             self._maintainer.join(timeout)
-        self.catalog.close()
 
     # --- syncing ---
 
@@ -469,7 +421,7 @@ class WorkspaceIndex:
             self._scan_skipped = scan.skipped
             if not job.force and self.catalog.identity is None:
                 retrieval = self._settings.retrieval
-                refusal = size_refusal(self.root, scan.files, retrieval.large_index_files, retrieval.large_index_mb)
+                refusal = guards.size_refusal(self.root, scan.files, retrieval.large_index_files, retrieval.large_index_mb)
                 if refusal is not None:
                     raise IndexRefused(refusal)
             self._ensure_identity(scan.chunker_version)
@@ -499,6 +451,7 @@ class WorkspaceIndex:
             stats.duration_ms = (time.perf_counter() - scan_started) * 1000
             self._synced_at = time.time()
             self._sync_error = ""
+            self._record_manifest()
             if stats.chunks_upserted or stats.chunks_deleted:
                 _log.info(
                     "sync wrote changes",
@@ -518,11 +471,13 @@ class WorkspaceIndex:
                 )
         except RetrievalError as exc:
             self._sync_error = str(exc)
+            self._record_error()
             # An expected failure (a dependency down, a refused workspace): one line, no traceback.
             _log.warning("sync failed", extra={"workspace": str(self.root), "error": str(exc)})
             raise
         except Exception as exc:
             self._sync_error = f"sync failed: {exc}"
+            self._record_error()
             _log.exception("sync of %s failed", self.root)
             raise
         finally:
@@ -580,7 +535,7 @@ class WorkspaceIndex:
             model=identity.model,
             chunker_version=identity.chunker_version,
             static=identity.static,
-            storage_options=dict(self._settings.retrieval.storage_options),
+            storage_options=self._storage_options,
         )
         if store.rebuilt:
             _log.warning("the index of %s was written in another index format; it is rebuilt in format %s",
@@ -598,6 +553,7 @@ class WorkspaceIndex:
         self._syncs_since_maintain = 0
         with self.write_lock:
             store.maintain(retention=self.VERSION_RETENTION)
+            self.catalog.maintain(self.VERSION_RETENTION)
         self._retire_old_tables(store)
         self._schedule_cleanup()
 
@@ -727,79 +683,80 @@ class WorkspaceIndex:
                 new += 1
         return sorted(stale), new
 
-    # --- status ---
+    # --- what a co-located searcher reads ---
 
-    def indexing_status(self, counts: tuple[int, int] | None = None) -> tuple[IndexingStatus, str]:
-        """The index's state, and the last error. A failed sync of a complete index (say, the
-        analysis service is down) leaves that index as it was and searchable: its status stays
-        what its rows say, with the error; only a first index that could not finish is FAILED."""
-        if self._sync_error and not self.catalog.complete:
-            return IndexingStatus.FAILED, self._sync_error
-        status, error = self._rows_status(counts)
-        return status, error or self._sync_error
+    def state(self) -> WriterState:
+        return WriterState(
+            busy=self._syncing or self._queued is not None,
+            sync_error=self._sync_error,
+            embedder_running=self.embedder.running,
+            embedder_error=self.embedder.error,
+            synced_at=self._synced_at,
+            scan_skipped=self._scan_skipped,
+            external_provider_blocked=self._external_blocked,
+        )
 
-    def _rows_status(self, counts: tuple[int, int] | None) -> tuple[IndexingStatus, str]:
-        busy = self._syncing or self._queued is not None
-        if not self.catalog.complete or self._store is None:
-            return (IndexingStatus.INDEXING if busy else IndexingStatus.NOT_INDEXED), ""
-        if busy:
-            return IndexingStatus.INDEXING, ""
-        total, embedded = counts if counts is not None else self._store.counts()
-        if embedded < total:
-            if self.embedder.error and not self.embedder.running:
-                return IndexingStatus.FAILED, self.embedder.error
-            return IndexingStatus.INDEXING, ""
-        return IndexingStatus.READY, ""
+    def _record_manifest(self) -> None:
+        """The manifest a remote searcher reads after a sync: which workspace and folder this
+        index is of, no error, the scan's skips; and the index's row in the registry."""
+        try:
+            self.catalog.set_meta(workspace_id=self.workspace_id, root=str(self.root), last_error="",
+                                  scan_skipped=skips_to_json(self._scan_skipped))
+            if not self._registered:
+                IndexRegistry(index_root(self._settings), self._storage_options).register(
+                    self.key, self.workspace_id, str(self.root))
+                self._registered = True
+        except Exception:  # noqa: BLE001 - the index itself is written; its manifest is retried next sync
+            _log.exception("could not record the manifest of %s", self.root)
 
-    @property
-    def external_provider_blocked(self) -> bool:
-        return self._external_blocked
+    def _record_error(self) -> None:
+        """A failed sync of an existing index says why in its manifest (a refused or never
+        written workspace gets no index for it)."""
+        if self.catalog.identity is None:
+            return
+        try:
+            self.catalog.set_meta(last_error=self._sync_error)
+        except Exception:  # noqa: BLE001 - the sync already failed; its own error is what gets reported
+            _log.exception("could not record the sync error of %s", self.root)
 
     def note_external_blocked(self, blocked: bool) -> None:
         self._external_blocked = blocked
 
 
-class RetrievalEngine:
-    """What the servicer calls: validated workspace roots in, domain results out."""
+
+class IndexWriter:
+    """The writer role: IndexWorkspace, Sync and DropIndex over validated workspace roots."""
 
     def __init__(
         self,
         settings: Settings,
         analysis: AnalysisClient,
         embedding: EmbeddingClient,
+        static: StaticChannel,
+        interactive: InteractiveWork,
         tuning: SyncTuning | None = None,
-        query_embed_timeout_s: float = QUERY_EMBED_TIMEOUT_S,
     ) -> None:
         self._settings = settings
         self._analysis = analysis
         self._embedding = embedding
         self._tuning = tuning or SyncTuning()
-        self._query_embed_timeout_s = query_embed_timeout_s
-        retrieval = settings.retrieval
-        # One static model per process, shared by every workspace (see `static_channel`).
-        self._static = StaticChannel(enabled=retrieval.static_channel, model_dir=retrieval.static_model_dir,
-                                     max_tokens=settings.embedding.max_tokens)
-        # One learned ranker per process (None: the hand-set stack ranks alone).
-        self._ranker = load_ranker(retrieval.ranker_model) if retrieval.learned_ranking else None
-        self._workspaces: dict[Path, WorkspaceIndex] = {}
+        self._static = static
+        self._interactive = interactive
+        self._workspaces: dict[str, WorkspaceWriter] = {}
         self._lock = threading.Lock()
-        self._query_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embed")
-        # Shared by every workspace: they share the embedding service and the CPU.
-        self._interactive = InteractiveWork()
 
     def warmup(self) -> None:
-        """The state dir must be writable, and the static model is loaded now (0.6 s) rather
-        than by the first sync; a model that cannot load only turns its channel off."""
-        self.check_state_dir()
-        self._static.model()
-
-    def check_state_dir(self) -> None:
-        """The state dir must be writable, or nothing can be indexed."""
-        workspaces = self._settings.state_dir / "workspaces"
-        workspaces.mkdir(parents=True, exist_ok=True)
-        probe = workspaces / f".probe-{threading.get_ident()}"
-        probe.write_text("ok", encoding="utf-8")
-        probe.unlink()
+        """The index root must be writable (a local one) or reachable (an object store), or
+        nothing can be indexed."""
+        root = index_root(self._settings)
+        if is_local_uri(root):
+            folder = Path(root.removeprefix("file://"))
+            folder.mkdir(parents=True, exist_ok=True)
+            probe = folder / f".probe-{threading.get_ident()}"
+            probe.write_text("ok", encoding="utf-8")
+            probe.unlink()
+        else:
+            IndexRegistry(root, dict(self._settings.retrieval.storage_options)).entries()
 
     def close(self, timeout: float = 5.0) -> None:
         with self._lock:
@@ -807,40 +764,88 @@ class RetrievalEngine:
             self._workspaces.clear()
         for ws in workspaces:
             ws.close(timeout)
-        self._query_pool.shutdown(wait=False, cancel_futures=True)
 
-    def workspace(self, root_text: str) -> WorkspaceIndex:
-        root = _validated_root(root_text)
+    def state(self, key: str) -> WriterState | None:
+        """The live state of an index this process writes; None when it writes no such index."""
         with self._lock:
-            ws = self._workspaces.get(root)
+            ws = self._workspaces.get(key)
+        return ws.state() if ws is not None else None
+
+    def attend(self, root: Path, workspace_id: str, key: str) -> None:
+        """A searcher in this process reads an index this writer has not opened: open it now,
+        so the work a previous process left (vectors still missing, old versions to clean up)
+        resumes without waiting for the next sync. Reads stay reads; the writer does its own work."""
+        with self._lock:
+            if key in self._workspaces:
+                return
+        if index_exists(self._settings, key):
+            self.workspace(str(root), "" if workspace_id.startswith("local:") else workspace_id)
+
+    def resume_all(self) -> None:
+        """Open every index synced from a folder of this machine that still exists, so a
+        restarted writer resumes what it left (the role `writer` does this at start)."""
+        host = socket.gethostname()
+        for entry in IndexRegistry(index_root(self._settings), dict(self._settings.retrieval.storage_options)).entries():
+            if entry.host == host and entry.root and Path(entry.root).is_dir():
+                try:
+                    self.attend(Path(entry.root), entry.workspace_id, entry.key)
+                except RetrievalError as exc:
+                    _log.warning("could not resume the index of %s: %s", entry.root, exc)
+
+    def note_model_changed(self, key: str) -> None:
+        """A search found the embedding service on another model than the index's: the next
+        sync re-identifies the index (a new table under the new model)."""
+        with self._lock:
+            ws = self._workspaces.get(key)
+        if ws is not None:
+            ws.mark_model_stale()
+
+    def workspace(self, root_text: str, workspace_id: str = "") -> WorkspaceWriter:
+        root = validated_root(root_text)
+        try:
+            wid = workspace_id_of(root, workspace_id)
+        except InvalidWorkspaceId as exc:
+            raise InvalidQuery(str(exc)) from None
+        key = index_key(wid)
+        with self._lock:
+            ws = self._workspaces.get(key)
+            if ws is not None and ws.root != root:
+                # Same workspace id from another folder (a second clone): one writer, the newest folder.
+                ws.close(timeout=5.0)
+                ws = None
             if ws is None:
-                ws = WorkspaceIndex(root, self._settings, self._analysis, self._embedding, self._tuning, self._static,
-                                    self._interactive)
-                self._workspaces[root] = ws
+                ws = WorkspaceWriter(root, wid, self._settings, self._analysis, self._embedding, self._tuning,
+                                     self._static, self._interactive)
+                self._workspaces[key] = ws
             return ws
 
     # --- IndexWorkspace ---
 
-    def _workspace_to_sync(self, root_text: str, force: bool) -> WorkspaceIndex:
+    def _workspace_to_sync(self, root_text: str, force: bool, workspace_id: str = "") -> WorkspaceWriter:
         """The workspace, unless it is a folder never indexed without force and has no index
         yet (one made with force stays in sync without it)."""
-        root = _validated_root(root_text)
+        root = validated_root(root_text)
         if not force:
-            refusal = folder_refusal(root, _home())
-            if refusal is not None and not self._indexed_before(root):
+            refusal = guards.folder_refusal(root, _home())
+            if refusal is not None and not self._indexed_before(root, workspace_id):
                 raise IndexRefused(refusal)
-        return self.workspace(root_text)
+        return self.workspace(root_text, workspace_id)
 
-    def _indexed_before(self, root: Path) -> bool:
+    def _indexed_before(self, root: Path, workspace_id: str) -> bool:
+        try:
+            key = index_key(workspace_id_of(root, workspace_id))
+        except InvalidWorkspaceId as exc:
+            raise InvalidQuery(str(exc)) from None
         with self._lock:
-            known = self._workspaces.get(root)
-        if known is None and not (workspace_state_dir(self._settings.state_dir, root) / CATALOG_FILE).exists():
+            known = self._workspaces.get(key)
+        if known is None and not index_exists(self._settings, key):
             # Checked first so that a refused folder gets no state of its own.
             return False
-        return (known or self.workspace(str(root))).catalog.identity is not None
+        return (known or self.workspace(str(root), workspace_id)).catalog.identity is not None
 
-    def index(self, root_text: str, *, wait_for_embeddings: bool, force: bool = False) -> Iterator[IndexProgress]:
-        ws = self._workspace_to_sync(root_text, force)
+    def index(self, root_text: str, *, wait_for_embeddings: bool, force: bool = False,
+              workspace_id: str = "") -> Iterator[IndexProgress]:
+        ws = self._workspace_to_sync(root_text, force, workspace_id)
         updates: queue.Queue[IndexProgress] = queue.Queue()
         running, job = ws.join_sync(updates.put, force=force)
         last_sent = 0.0
@@ -888,7 +893,7 @@ class RetrievalEngine:
             skipped=ws.skipped(),
         )
 
-    def _wait_for_embeddings(self, ws: WorkspaceIndex) -> Iterator[IndexProgress]:
+    def _wait_for_embeddings(self, ws: WorkspaceWriter) -> Iterator[IndexProgress]:
         store = ws.store
         if store is None:
             return
@@ -914,272 +919,43 @@ class RetrievalEngine:
         if embedded < total and ws.embedder.error:
             raise DependencyUnavailable(ws.embedder.error)
 
-    # --- Search ---
-
-    def search(self, request: SearchQuery) -> SearchOutcome:
-        with self._interactive.running():
-            return self._search(request)
-
-    def _search(self, request: SearchQuery) -> SearchOutcome:
-        ws = self.workspace(request.workspace_root)
-        if not request.query.strip():
-            raise InvalidQuery("query must not be empty")
-        if (too_long := query_length_problem(request.query)) is not None:
-            raise InvalidQuery(too_long)
-        retrieval = self._settings.retrieval
-        ratio = retrieval.semantic_ratio if request.semantic_ratio is None else request.semantic_ratio
-        if not 0.0 <= ratio <= 1.0:
-            raise InvalidQuery(f"semantic_ratio must be within [0, 1], got {ratio}")
-        limit = request.limit or retrieval.default_limit
-        try:
-            filters = relative_patterns(request.filters, ws.root)
-        except FilterError as exc:
-            raise InvalidQuery(f"invalid filter: {exc}") from None
-
-        started = time.perf_counter()
-        query_future = (
-            self._query_pool.submit(contextvars.copy_context().run, self._embed_query, request.query)
-            if ratio > 0
-            else None
-        )
-        # A read: the index as it stands. Syncing is the Sync call's job, never a search's.
-        store = ws.store
-        if store is None:
-            if query_future is not None:
-                query_future.cancel()
-            status, _ = ws.indexing_status()
-            return SearchOutcome(
-                results=(),
-                metadata=self._metadata(ws, status, ResultCompleteness.PARTIAL, started),
-            )
-
-        # Sub-millisecond and in process: embedded while the primary embedding is under way.
-        static_query = self._static_query(store, request.query) if query_future is not None else None
-        query_vector, unavailable_reason, blocked = None, SKIP_EMBEDDING_UNAVAILABLE, ws.external_provider_blocked
-        if query_future is not None:
-            try:
-                embedded_query = query_future.result(timeout=self._query_embed_timeout_s)
-            except (EmbeddingUnavailable, EmbeddingFailed, FutureTimeout) as exc:
-                _log.info("query embedding unavailable, answering %s: %s",
-                          "by static vectors" if static_query is not None else "lexically", exc)
-            else:
-                blocked = embedded_query.external_provider_blocked
-                ws.note_external_blocked(blocked)
-                if embedded_query.model != store.model:
-                    ws.mark_model_stale()
-                    unavailable_reason = SKIP_MODEL_CHANGED
-                else:
-                    query_vector = embedded_query.vectors[0]
-        if static_query is not None and store.static is None:
-            # The primary model is the static model: its in-process query vector stands in for
-            # the embedding service's (same model) when that one is missing.
-            if query_vector is None:
-                query_vector = static_query
-            static_query = None
-        counts = store.vector_counts()
-        # Every chunk with a static vector has a primary one: the primary channel answers alone, and
-        # the static vectors only give the learned ranker its second cosine.
-        static_search = query_vector is None or counts.static_only > 0
-        outcome = hybrid_search(
-            store,
-            request.query,
-            query_vector=query_vector,
-            filters=filters,
-            limit=limit,
-            semantic_ratio=ratio,
-            candidate_pool=request.candidate_pool or retrieval.candidate_pool,
-            policy=DEFAULT_POLICY if request.ranked else FUSION_ONLY,
-            unavailable_reason=unavailable_reason,
-            static_query_vector=static_query,
-            static_search=static_search,
-            model=self._ranker if request.ranked else None,
-            shape=request.shape,
-        )
-        status, _ = ws.indexing_status((counts.total, counts.primary))
-        channels = outcome.vector_channels
-        # Chunks some channel of this search could find by vector.
-        if STATIC_VECTORS in channels and PRIMARY_VECTORS not in channels:
-            vector_searchable = counts.static
-        elif query_vector is not None and store.static is not None and store.static == self._static.model():
-            vector_searchable = counts.primary + counts.static_only
-        else:
-            vector_searchable = counts.primary
-        if not (ws.catalog.complete and vector_searchable >= counts.total):
-            completeness = ResultCompleteness.PARTIAL
-        elif outcome.truncated:
-            completeness = ResultCompleteness.TRUNCATED
-        else:
-            completeness = ResultCompleteness.COMPLETE
-        reason = outcome.semantic_skipped_reason or ""
-        metadata = self._metadata(
-            ws,
-            status,
-            completeness,
-            started,
-            counts=(counts.total, counts.primary),
-            fallback=reason in _FALLBACK_REASONS,
-            reason=reason,
-            ratio_used=outcome.semantic_ratio_used,
-            blocked=blocked,
-            total_candidates=outcome.total_candidates,
-            confidence=outcome.confidence,
-            missing_names=outcome.missing_names,
-            nearest_names=outcome.nearest_names,
-            # Counted only under a filter: an empty answer then may mean the filter, not the query.
-            filtered_chunks=store.count_matching(filters) if filters != Filters() else counts.total,
-            channels=_channel_coverage(channels, counts),
-            primary_unavailable_reason=(
-                unavailable_reason if STATIC_VECTORS in channels and PRIMARY_VECTORS not in channels else ""
-            ),
-        )
-        return SearchOutcome(results=tuple(outcome.results), metadata=metadata)
-
-    def _static_query(self, store: ChunkStore, text: str):
-        """The static model's embedding of the query, when this index has a channel of that
-        model (its static column, or its primary column under the code-static profile)."""
-        model = self._static.model()
-        if model is None or (store.static != model and store.model != model):
-            return None
-        return self._static.embed_query(text)
-
-    def _embed_query(self, text: str):
-        return self._embedding.embed_query(text, timeout_s=self._query_embed_timeout_s)
-
-    def _metadata(
-        self,
-        ws: WorkspaceIndex,
-        status: IndexingStatus,
-        completeness: ResultCompleteness,
-        started: float,
-        *,
-        counts: tuple[int, int] = (0, 0),
-        fallback: bool = False,
-        reason: str = "",
-        ratio_used: float = 0.0,
-        blocked: bool = False,
-        total_candidates: int = 0,
-        confidence: float = 0.0,
-        missing_names: tuple[str, ...] = (),
-        nearest_names: tuple[str, ...] = (),
-        filtered_chunks: int = 0,
-        channels: tuple[tuple[str, int], ...] = (),
-        primary_unavailable_reason: str = "",
-    ) -> SearchMetadata:
-        model = ws.model
-        static = ws.store.static if ws.store is not None else None
-        coverage = dict(channels)
-        return SearchMetadata(
-            indexing_status=status,
-            result_completeness=completeness,
-            semantic_fallback=fallback,
-            semantic_skipped_reason=reason,
-            semantic_ratio_used=ratio_used,
-            external_provider_blocked=blocked,
-            embedding_model_id=model.model_id if model else "",
-            embedding_model_version=model.model_version if model else "",
-            search_ms=_ms_since(started),
-            total_chunks=counts[0],
-            embedded_chunks=counts[1],
-            total_candidates=total_candidates,
-            confidence=confidence,
-            missing_names=missing_names,
-            nearest_names=nearest_names,
-            filtered_chunks=filtered_chunks,
-            vector_channels=tuple(name for name, _ in channels),
-            primary_vector_chunks=coverage.get(PRIMARY_VECTORS, 0),
-            static_vector_chunks=coverage.get(STATIC_VECTORS, 0),
-            static_model_id=static.model_id if static else "",
-            static_model_version=static.model_version if static else "",
-            primary_unavailable_reason=primary_unavailable_reason,
-        )
-
     # --- Sync ---
 
-    def sync(self, root_text: str, budget_s: float | None, *, force: bool = False) -> SyncOutcome:
-        """Sync a workspace within a budget (None: until done); see `WorkspaceIndex.sync`."""
+    def sync(self, root_text: str, budget_s: float | None, *, force: bool = False,
+             workspace_id: str = "") -> SyncOutcome:
+        """Sync a workspace within a budget (None: until done); see `WorkspaceWriter.sync`."""
         if budget_s is not None and budget_s < 0:
             raise InvalidQuery(f"sync budget must not be negative, got {budget_s}")
         with self._interactive.running():
-            return self._workspace_to_sync(root_text, force).sync(budget_s, force=force)
+            return self._workspace_to_sync(root_text, force, workspace_id).sync(budget_s, force=force)
 
-    # --- FindHubs ---
+    # --- DropIndex ---
 
-    def find_hubs(self, request: HubQuery) -> HubOutcome:
-        """The structure stage: symbols connected to several seeds by index-time references.
-        A read like search: never syncs."""
-        started = time.perf_counter()
-        ws = self.workspace(request.workspace_root)
-        store = ws.store
-        policy = DEFAULT_HUB_POLICY
-        seeds = list(request.seeds[: policy.seeds])
-        if store is None or len(seeds) < policy.min_connections:
-            return HubOutcome(hubs=(), duration_ms=(time.perf_counter() - started) * 1000)
-        seed_ids = [sid for sid, _ in seeds]
-        outgoing = store.references_of(seed_ids)
-        incoming: dict[str, list[str]] = {}
-        for source, targets in store.references_into(seed_ids).items():
-            for target in targets:
-                incoming.setdefault(target, []).append(source)
-        max_hubs = request.max_hubs or policy.max_hubs
-        # Ineligible neighbours (tests, module wiring) are dropped after scoring, so ask for spares.
-        scored = hub_scores(seeds, outgoing, incoming, dataclasses.replace(policy, max_hubs=max_hubs * 4))
-        chunks = {c.id: c for c in store.get_chunks([h.chunk_id for h in scored])}
-        hubs: list[HubResult] = []
-        for hub in scored:
-            chunk = chunks.get(hub.chunk_id)
-            if chunk is None or not hub_eligible(chunk):
-                continue
-            result = RankedResult(
-                chunk=chunk, score=hub.score, lexical_score=0.0, vector_similarity=0.0, provenance=STRUCTURE,
-                lexical_rank=0, semantic_rank=0, signals={"hub": float(len(hub.connected))},
-            )
-            hubs.append(HubResult(result=result, connected_seed_ids=hub.connected, outgoing=hub.outgoing,
-                                  incoming=hub.incoming))
-            if len(hubs) >= max_hubs:
-                break
-        return HubOutcome(hubs=tuple(hubs), duration_ms=(time.perf_counter() - started) * 1000)
-
-    # --- GetIndexStatus ---
-
-    def status(self, root_text: str) -> IndexStatusReport:
-        # A folder that is refused (and was never indexed with force) has no index to report on:
-        # its status is the refusal, and asking for it creates no state for it.
-        ws = self._workspace_to_sync(root_text, force=False)
-        store = ws.store
-        vectors = store.vector_counts() if store is not None else VectorCounts(0, 0, 0, 0)
-        counts = (vectors.total, vectors.primary)
-        status, error = ws.indexing_status(counts)
-        model = ws.model
-        static = store.static if store is not None else None
-        identity = ws.catalog.identity
-        return IndexStatusReport(
-            indexing_status=status,
-            files=len(ws.catalog),
-            chunks=counts[0],
-            embedded_chunks=counts[1],
-            embedding_model_id=model.model_id if model else "",
-            embedding_model_version=model.model_version if model else "",
-            index_format_version=(
-                f"format={INDEX_FORMAT_VERSION};chunker={identity.chunker_version}" if identity else ""
-            ),
-            error=error,
-            index_bytes=store.size_bytes() if store is not None else 0,
-            last_sync_at=ws.last_sync_at,
-            skipped=ws.skipped(),
-            static_vector_chunks=vectors.static,
-            static_model_id=static.model_id if static else "",
-            static_model_version=static.model_version if static else "",
-        )
+    def drop(self, key: str) -> int:
+        """Delete an index whole (its tables, its registry row); the bytes it held. A sync of
+        its workspace later starts a new one."""
+        with self._lock:
+            ws = self._workspaces.pop(key, None)
+        if ws is not None:
+            ws.close(timeout=5.0)
+        if not index_exists(self._settings, key):
+            raise IndexNotFound(f"no index with key {key}")
+        uri = index_uri(self._settings, key)
+        options = dict(self._settings.retrieval.storage_options)
+        db = lancedb.connect(uri, storage_options=options or None)
+        freed = 0
+        if is_local_uri(uri):
+            freed = tree_bytes(uri.removeprefix("file://"))
+        for name in list_tables(db):
+            db.drop_table(name)
+        if is_local_uri(uri):
+            shutil.rmtree(uri.removeprefix("file://"), ignore_errors=True)
+            shutil.rmtree(self._settings.state_dir / "workspaces" / key, ignore_errors=True)
+        IndexRegistry(index_root(self._settings), options).unregister(key)
+        _log.info("dropped index", extra={"key": key, "bytes": freed})
+        return freed
 
 
-def _channel_coverage(channels: tuple[str, ...], counts: VectorCounts) -> tuple[tuple[str, int], ...]:
-    """(channel, chunks it searched) for each vector channel a search ran on: the primary one
-    its embedded rows; the static one the rest, or every row it has when it answered alone."""
-    alone = PRIMARY_VECTORS not in channels
-    return tuple(
-        (name, counts.primary if name == PRIMARY_VECTORS else (counts.static if alone else counts.static_only))
-        for name in channels
-    )
 
 
 def _added(first: SyncStats, then: SyncStats) -> SyncStats:
@@ -1198,17 +974,3 @@ def _home() -> Path | None:
         return Path.home().resolve()
     except (RuntimeError, OSError):  # no HOME and no passwd entry: no home folder to protect
         return None
-
-
-def _validated_root(root_text: str) -> Path:
-    if not root_text or not root_text.strip():
-        raise InvalidWorkspace("workspace_root is required")
-    path = Path(root_text)
-    if not path.is_absolute():
-        raise InvalidWorkspace(f"workspace_root must be an absolute path, got {root_text!r}")
-    if not path.exists():
-        raise WorkspaceNotFound(f"workspace root {root_text} does not exist")
-    if not path.is_dir():
-        raise WorkspaceNotFound(f"workspace root {root_text} is not a directory")
-    # One index per directory, however it is reached (symlinks, "..").
-    return path.resolve()

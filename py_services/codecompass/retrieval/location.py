@@ -1,0 +1,267 @@
+"""Which workspace an index belongs to, and where that index lives.
+
+An index is self-contained at `<index root>/<key>/` (a local folder or `s3://bucket/prefix/<key>`):
+its chunk and source tables, its catalog table (which holds the manifest: workspace id, identity,
+format, last sync) and nothing else. Two machines that compute the same key open the same index.
+
+The key is a digest of the *workspace id*, never of where the files happen to be:
+- the id a caller configures (a team may name its indexes);
+- else the repository's remote and the path inside it: `github.com/acme/api#packages/core`, the
+  same on every clone, whatever its folder or user name;
+- else (no remote: a scratch folder, a local-only repository) `local:<absolute path>`, honest
+  about being one machine's index. Its key is the digest of the path alone, which is what every
+  index made before workspace ids was keyed by, so those indexes are found again, not rebuilt.
+
+The index root also holds a registry table listing every index by key (LanceDB cannot list the
+sub-folders of an object-store prefix): `ListIndexes`, `gc` and `status` read it.
+"""
+
+from __future__ import annotations
+
+import configparser
+import hashlib
+import re
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import lancedb
+import pyarrow as pa
+
+from codecompass.common.config import Settings
+from codecompass.retrieval import filters as sqlf
+from codecompass.retrieval.catalog import CATALOG_TABLE
+from codecompass.retrieval.state import InvalidWorkspace, WorkspaceNotFound
+
+LOCAL_PREFIX = "local:"
+REGISTRY_TABLE = "indexes"
+# Longest configured id accepted: ids end up in logs, spans and table rows.
+MAX_ID_CHARS = 200
+_ID_CHARS = re.compile(r"^[\x21-\x7e][\x20-\x7e]*$")
+_SCP_LIKE = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")
+
+
+class InvalidWorkspaceId(ValueError):
+    """A configured workspace id that cannot name an index; the message says why."""
+
+
+def validated_id(text: str) -> str:
+    value = text.strip()
+    if not value:
+        raise InvalidWorkspaceId("workspace_id must not be empty")
+    if len(value) > MAX_ID_CHARS:
+        raise InvalidWorkspaceId(f"workspace_id is {len(value)} characters; at most {MAX_ID_CHARS}")
+    if not _ID_CHARS.match(value):
+        raise InvalidWorkspaceId("workspace_id must be printable ASCII (no control characters)")
+    return value
+
+
+def workspace_id_of(root: Path, configured: str = "") -> str:
+    """The id of the workspace at `root` (resolved): the configured one, else its repository's
+    remote and the path inside it, else `local:<root>`."""
+    if configured:
+        return validated_id(configured)
+    found = _repository_of(root)
+    if found is not None:
+        top, remote = found
+        inside = root.relative_to(top).as_posix()
+        return remote if inside in ("", ".") else f"{remote}#{inside}"
+    return f"{LOCAL_PREFIX}{root}"
+
+
+def index_key(workspace_id: str) -> str:
+    """The index's folder name: a digest of the id (of the bare path for a local id, the key
+    indexes had before ids existed)."""
+    return hashlib.sha256(workspace_id.removeprefix(LOCAL_PREFIX).encode("utf-8")).hexdigest()[:32]
+
+
+def index_root(settings: Settings) -> str:
+    """Where every index lives: `retrieval.db_uri`, or `<state_dir>/index`."""
+    return (settings.retrieval.db_uri or str(settings.state_dir / "index")).rstrip("/")
+
+
+def index_uri(settings: Settings, key: str) -> str:
+    return f"{index_root(settings)}/{key}"
+
+
+def is_local_uri(uri: str) -> bool:
+    return "://" not in uri or uri.startswith("file://")
+
+
+def index_exists(settings: Settings, key: str) -> bool:
+    """Whether an index with this key has a catalog table, checked without creating anything
+    (connecting LanceDB to a missing local folder creates it)."""
+    uri = index_uri(settings, key)
+    if is_local_uri(uri):
+        return (Path(uri.removeprefix("file://")) / f"{CATALOG_TABLE}.lance").is_dir()
+    db = lancedb.connect(uri, storage_options=dict(settings.retrieval.storage_options) or None)
+    return CATALOG_TABLE in list_tables(db)
+
+
+def list_tables(db: lancedb.DBConnection) -> list[str]:
+    names: list[str] = []
+    token = None
+    while True:
+        page = db.list_tables(page_token=token)
+        names.extend(page.tables)
+        token = page.page_token
+        if not token:
+            return names
+
+
+def validated_root(root_text: str) -> Path:
+    """An existing folder named by an absolute path, resolved: one index per folder, however
+    it is reached (symlinks, "..")."""
+    if not root_text or not root_text.strip():
+        raise InvalidWorkspace("workspace_root is required")
+    path = Path(root_text)
+    if not path.is_absolute():
+        raise InvalidWorkspace(f"workspace_root must be an absolute path, got {root_text!r}")
+    if not path.exists():
+        raise WorkspaceNotFound(f"workspace root {root_text} does not exist")
+    if not path.is_dir():
+        raise WorkspaceNotFound(f"workspace root {root_text} is not a directory")
+    return path.resolve()
+
+
+def _repository_of(root: Path) -> tuple[Path, str] | None:
+    """(top folder, normalised remote) of the git repository holding `root`, read from its
+    config file (no git binary needed); None when there is none or it has no shareable remote."""
+    for folder in (root, *root.parents):
+        marker = folder / ".git"
+        try:
+            if marker.is_dir():
+                git_dir = marker
+            elif marker.is_file():
+                # A worktree or submodule: `.git` names the real folder; a worktree's config
+                # lives in the folder its `commondir` names.
+                text = marker.read_text(encoding="utf-8", errors="replace").strip()
+                if not text.startswith("gitdir:"):
+                    return None
+                git_dir = (folder / text.removeprefix("gitdir:").strip()).resolve()
+                common = git_dir / "commondir"
+                if common.is_file():
+                    git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
+            else:
+                continue
+            remote = _remote_of(git_dir / "config")
+        except OSError:
+            return None
+        return (folder, remote) if remote is not None else None
+    return None
+
+
+def _remote_of(config_file: Path) -> str | None:
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    try:
+        parser.read_string(config_file.read_text(encoding="utf-8", errors="replace"))
+    except configparser.Error:
+        return None
+    remotes = {}
+    for section in parser.sections():
+        match = re.fullmatch(r'remote\s+"(.+)"', section)
+        if match and parser.has_option(section, "url"):
+            remotes[match.group(1)] = parser.get(section, "url")
+    if not remotes:
+        return None
+    url = remotes.get("origin") or remotes[min(remotes)]
+    return normalised_remote(url)
+
+
+def normalised_remote(url: str) -> str | None:
+    """`host/owner/name` for a network remote (scp-like, ssh, http(s), git), without user,
+    password, port or `.git`; None for a path on this machine (not the same on another one)."""
+    url = url.strip()
+    if "://" in url:
+        scheme, rest = url.split("://", 1)
+        if scheme.lower() == "file":
+            return None
+        authority, _, path = rest.partition("/")
+        host = authority.rsplit("@", 1)[-1].split(":", 1)[0]
+    else:
+        match = _SCP_LIKE.match(url)
+        if match is None:
+            return None  # a local path
+        host, path = match.group(1), match.group(2)
+    path = path.strip("/").removesuffix(".git").strip("/")
+    if not host or not path:
+        return None
+    return f"{host.lower()}/{path}"
+
+
+# --- the registry of indexes under one root ---
+
+_REGISTRY_SCHEMA = pa.schema(
+    [
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("workspace_id", pa.string(), nullable=False),
+        # The folder the writer last indexed it from, and on which machine: `gc` drops an index
+        # whose folder is gone only when that folder was on the machine running it.
+        pa.field("root", pa.string(), nullable=False),
+        pa.field("host", pa.string(), nullable=False),
+        pa.field("registered_at", pa.float64(), nullable=False),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class RegisteredIndex:
+    key: str
+    workspace_id: str
+    root: str
+    host: str
+    registered_at: float
+
+
+class IndexRegistry:
+    """The `indexes` table at the index root. Written by writers (one row per index, upserted
+    on its first sync and on a new root), dropped rows on DropIndex; read by everyone."""
+
+    def __init__(self, root_uri: str, storage_options: dict[str, str]) -> None:
+        self._uri = root_uri
+        self._options = dict(storage_options)
+
+    def _connect(self) -> lancedb.DBConnection:
+        return lancedb.connect(self._uri, storage_options=self._options or None)
+
+    def _table(self, *, create: bool):
+        db = self._connect()
+        try:
+            return db.open_table(REGISTRY_TABLE)
+        except (ValueError, FileNotFoundError):
+            if not create:
+                return None
+        try:
+            return db.create_table(REGISTRY_TABLE, schema=_REGISTRY_SCHEMA)
+        except ValueError:  # another writer created it meanwhile
+            return db.open_table(REGISTRY_TABLE)
+
+    def register(self, key: str, workspace_id: str, root: str) -> None:
+        table = self._table(create=True)
+        row = pa.table(
+            {
+                "key": [key],
+                "workspace_id": [workspace_id],
+                "root": [root],
+                "host": [socket.gethostname()],
+                "registered_at": [time.time()],
+            },
+            schema=_REGISTRY_SCHEMA,
+        )
+        table.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(row)
+
+    def entries(self) -> list[RegisteredIndex]:
+        table = self._table(create=False)
+        if table is None:
+            return []
+        rows = table.to_arrow().to_pylist()
+        return sorted((RegisteredIndex(**row) for row in rows), key=lambda r: r.workspace_id)
+
+    def get(self, key: str) -> RegisteredIndex | None:
+        return next((entry for entry in self.entries() if entry.key == key), None)
+
+    def unregister(self, key: str) -> None:
+        table = self._table(create=False)
+        if table is not None:
+            table.delete(sqlf.sql_in("key", [key]))

@@ -1,0 +1,565 @@
+"""Searchers: the read-only role. They answer Search, FindHubs, GetIndexStatus and ListIndexes
+from what the index writer committed, and never write: a search of an index that does not
+exist answers NOT_INDEXED and creates nothing (no folder, no table, no registry row).
+
+A searcher opens each index with a read-consistency interval (`retrieval.searcher_refresh_s`):
+every query first checks, at most that often, whether the writer committed a newer version, so
+an incremental sync becomes visible without a restart, and a query always reads one committed
+version whole (LanceDB versions are immutable). Locally the interval is 0 (the check is a
+directory listing); on an object store it defaults to 1 s (each check is a LIST request).
+
+In one process with the writer (the local default), the searcher also reads the writer's live
+state (a sync running, its error, the background embedder) through `LiveWriter`; a remote
+searcher reads the same facts from the catalog's manifest rows instead.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Protocol
+
+import lancedb
+
+from codecompass.clients.embedding import EmbeddingClient, EmbeddingFailed
+from codecompass.common.config import Settings
+from codecompass.common.logging import get_logger
+from codecompass.policy.learned import load_ranker
+from codecompass.policy.ranking import (
+    DEFAULT_HUB_POLICY,
+    DEFAULT_POLICY,
+    FUSION_ONLY,
+    PRIMARY_VECTORS,
+    STATIC_VECTORS,
+    STRUCTURE,
+    RankedResult,
+    hub_eligible,
+    hub_scores,
+)
+from codecompass.policy.shape import length_problem as query_length_problem
+from codecompass.retrieval import guards
+from codecompass.retrieval.catalog import CatalogSummary, open_catalog_table, read_summary, skips_from_json
+from codecompass.retrieval.filters import FilterError, Filters, relative_patterns
+from codecompass.retrieval.hybrid import (
+    SKIP_DIMENSION_MISMATCH,
+    SKIP_EMBEDDING_UNAVAILABLE,
+    SKIP_NO_VECTORS,
+    hybrid_search,
+)
+from codecompass.retrieval.interactive import InteractiveWork
+from codecompass.retrieval.location import (
+    IndexRegistry,
+    InvalidWorkspaceId,
+    index_exists,
+    index_key,
+    index_root,
+    index_uri,
+    is_local_uri,
+    validated_id,
+    validated_root,
+    workspace_id_of,
+)
+from codecompass.retrieval.schema import INDEX_FORMAT_VERSION
+from codecompass.retrieval.state import (
+    EmbeddingUnavailable,
+    HubOutcome,
+    HubQuery,
+    HubResult,
+    IndexingStatus,
+    IndexRefused,
+    IndexStatusReport,
+    IndexSummary,
+    InvalidQuery,
+    ResultCompleteness,
+    SearchMetadata,
+    SearchOutcome,
+    SearchQuery,
+    SkippedFile,
+)
+from codecompass.retrieval.static_channel import StaticChannel
+from codecompass.retrieval.store import ChunkStore, VectorCounts
+
+_log = get_logger(__name__)
+
+# A query embedding slower than this is not worth waiting for: lexical answers alone.
+QUERY_EMBED_TIMEOUT_S = 2.0
+# Reason reported when the embedding service now runs another model than the index's.
+SKIP_MODEL_CHANGED = "embedding_model_changed"
+_FALLBACK_REASONS = {SKIP_EMBEDDING_UNAVAILABLE, SKIP_NO_VECTORS, SKIP_DIMENSION_MISMATCH, SKIP_MODEL_CHANGED}
+# How often an object-store index is checked for a newer version when not configured.
+OBJECT_STORE_REFRESH_S = 1.0
+
+
+class LiveWriter(Protocol):
+    """The writer in the same process, as a searcher sees it (writer.IndexWriter)."""
+
+    def state(self, key: str): ...
+
+    def note_model_changed(self, key: str) -> None: ...
+
+    def attend(self, root: Path, workspace_id: str, key: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class _Target:
+    key: str
+    workspace_id: str
+    root: Path | None  # None: named by id only (a searcher needs no copy of the files)
+
+
+class IndexReader:
+    """One index as a searcher reads it: its catalog's summary and the chunk store of the
+    identity the catalog names, both re-read when the writer committed a newer version."""
+
+    def __init__(self, key: str, uri: str, storage_options: dict[str, str], refresh_s: float) -> None:
+        self.key = key
+        self._uri = uri
+        self._db = lancedb.connect(uri, storage_options=storage_options or None,
+                                   read_consistency_interval=timedelta(seconds=refresh_s))
+        table = open_catalog_table(self._db)
+        if table is None:
+            raise FileNotFoundError(uri)
+        self._catalog = table
+        self._lock = threading.Lock()
+        self._summary: CatalogSummary | None = None
+        self._summary_version = -1
+        self._store: ChunkStore | None = None
+
+    def current(self) -> tuple[CatalogSummary, ChunkStore | None]:
+        """The catalog's summary and the store it names, as of the newest committed version."""
+        with self._lock:
+            version = self._catalog.version
+            if self._summary is None or version != self._summary_version:
+                self._summary, self._summary_version = read_summary(self._catalog), version
+            summary = self._summary
+            identity = summary.identity
+            store = self._store
+            if identity is None:
+                store = None
+            elif store is None or (store.model, store.chunker_version, store.static) != (
+                    identity.model, identity.chunker_version, identity.static):
+                store = ChunkStore.attach(self._db, self._uri, model=identity.model,
+                                          chunker_version=identity.chunker_version, static=identity.static)
+            self._store = store
+            return summary, store
+
+
+class IndexSearcher:
+    """The searcher role: reads over every index under the index root."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        embedding: EmbeddingClient,
+        static: StaticChannel,
+        interactive: InteractiveWork,
+        *,
+        writer: LiveWriter | None = None,
+        query_embed_timeout_s: float = QUERY_EMBED_TIMEOUT_S,
+    ) -> None:
+        self._settings = settings
+        self._embedding = embedding
+        self._static = static
+        self._interactive = interactive
+        self._writer = writer
+        self._query_embed_timeout_s = query_embed_timeout_s
+        retrieval = settings.retrieval
+        self._options = dict(retrieval.storage_options)
+        root = index_root(settings)
+        self._refresh_s = (retrieval.searcher_refresh_s if retrieval.searcher_refresh_s is not None
+                           else 0.0 if is_local_uri(root) else OBJECT_STORE_REFRESH_S)
+        # One learned ranker per process (None: the hand-set stack ranks alone).
+        self._ranker = load_ranker(retrieval.ranker_model) if retrieval.learned_ranking else None
+        self._readers: dict[str, IndexReader] = {}
+        self._lock = threading.Lock()
+        self._query_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embed")
+        # Whether the embedding service last said it blocked an external provider, per index.
+        self._blocked: dict[str, bool] = {}
+
+    def close(self) -> None:
+        self._query_pool.shutdown(wait=False, cancel_futures=True)
+
+    def forget(self, key: str) -> None:
+        """Drop the reader of an index that was deleted."""
+        with self._lock:
+            self._readers.pop(key, None)
+
+    def _target(self, root_text: str, workspace_id: str = "") -> _Target:
+        if workspace_id:
+            try:
+                wid = validated_id(workspace_id)
+            except InvalidWorkspaceId as exc:
+                raise InvalidQuery(str(exc)) from None
+            root = validated_root(root_text) if root_text else None
+            return _Target(index_key(wid), wid, root)
+        root = validated_root(root_text)
+        wid = workspace_id_of(root)
+        return _Target(index_key(wid), wid, root)
+
+    def _reader(self, key: str, target: _Target | None = None) -> IndexReader | None:
+        with self._lock:
+            reader = self._readers.get(key)
+        if reader is not None:
+            return reader
+        if not index_exists(self._settings, key):
+            return None
+        if self._writer is not None and target is not None and target.root is not None:
+            self._writer.attend(target.root, target.workspace_id, key)
+        try:
+            reader = IndexReader(key, index_uri(self._settings, key), self._options, self._refresh_s)
+        except FileNotFoundError:  # dropped between the check and the open
+            return None
+        with self._lock:
+            return self._readers.setdefault(key, reader)
+
+    def _live(self, key: str):
+        return self._writer.state(key) if self._writer is not None else None
+
+    # --- Search ---
+
+    def search(self, request: SearchQuery) -> SearchOutcome:
+        with self._interactive.running():
+            return self._search(request)
+
+    def _search(self, request: SearchQuery) -> SearchOutcome:
+        target = self._target(request.workspace_root, request.workspace_id)
+        if not request.query.strip():
+            raise InvalidQuery("query must not be empty")
+        if (too_long := query_length_problem(request.query)) is not None:
+            raise InvalidQuery(too_long)
+        retrieval = self._settings.retrieval
+        ratio = retrieval.semantic_ratio if request.semantic_ratio is None else request.semantic_ratio
+        if not 0.0 <= ratio <= 1.0:
+            raise InvalidQuery(f"semantic_ratio must be within [0, 1], got {ratio}")
+        limit = request.limit or retrieval.default_limit
+        reader = self._reader(target.key, target)
+        summary, store = reader.current() if reader is not None else (None, None)
+        try:
+            filters = relative_patterns(request.filters, _root_of(target, summary))
+        except FilterError as exc:
+            raise InvalidQuery(f"invalid filter: {exc}") from None
+        live = self._live(target.key)
+
+        started = time.perf_counter()
+        query_future = (
+            self._query_pool.submit(contextvars.copy_context().run, self._embed_query, request.query)
+            if ratio > 0
+            else None
+        )
+        # A read: the index as it stands. Syncing is the Sync call's job, never a search's; an
+        # index that does not exist answers NOT_INDEXED and nothing is created for it.
+        if store is None:
+            if query_future is not None:
+                query_future.cancel()
+            status, _ = _index_status(summary, None, live)
+            return SearchOutcome(
+                results=(),
+                metadata=self._metadata(None, status, ResultCompleteness.PARTIAL, started),
+            )
+
+        # Sub-millisecond and in process: embedded while the primary embedding is under way.
+        static_query = self._static_query(store, request.query) if query_future is not None else None
+        blocked = self._blocked.get(target.key, live.external_provider_blocked if live is not None else False)
+        query_vector, unavailable_reason = None, SKIP_EMBEDDING_UNAVAILABLE
+        if query_future is not None:
+            try:
+                embedded_query = query_future.result(timeout=self._query_embed_timeout_s)
+            except (EmbeddingUnavailable, EmbeddingFailed, FutureTimeout) as exc:
+                _log.info("query embedding unavailable, answering %s: %s",
+                          "by static vectors" if static_query is not None else "lexically", exc)
+            else:
+                blocked = embedded_query.external_provider_blocked
+                self._blocked[target.key] = blocked
+                if embedded_query.model != store.model:
+                    if self._writer is not None:
+                        self._writer.note_model_changed(target.key)
+                    unavailable_reason = SKIP_MODEL_CHANGED
+                else:
+                    query_vector = embedded_query.vectors[0]
+        if static_query is not None and store.static is None:
+            # The primary model is the static model: its in-process query vector stands in for
+            # the embedding service's (same model) when that one is missing.
+            if query_vector is None:
+                query_vector = static_query
+            static_query = None
+        counts = store.vector_counts()
+        # Every chunk with a static vector has a primary one: the primary channel answers alone, and
+        # the static vectors only give the learned ranker its second cosine.
+        static_search = query_vector is None or counts.static_only > 0
+        outcome = hybrid_search(
+            store,
+            request.query,
+            query_vector=query_vector,
+            filters=filters,
+            limit=limit,
+            semantic_ratio=ratio,
+            candidate_pool=request.candidate_pool or retrieval.candidate_pool,
+            policy=DEFAULT_POLICY if request.ranked else FUSION_ONLY,
+            unavailable_reason=unavailable_reason,
+            static_query_vector=static_query,
+            static_search=static_search,
+            model=self._ranker if request.ranked else None,
+            shape=request.shape,
+        )
+        status, _ = _index_status(summary, (counts.total, counts.primary), live)
+        channels = outcome.vector_channels
+        # Chunks some channel of this search could find by vector.
+        if STATIC_VECTORS in channels and PRIMARY_VECTORS not in channels:
+            vector_searchable = counts.static
+        elif query_vector is not None and store.static is not None and store.static == self._static.model():
+            vector_searchable = counts.primary + counts.static_only
+        else:
+            vector_searchable = counts.primary
+        if not (summary.complete and vector_searchable >= counts.total):
+            completeness = ResultCompleteness.PARTIAL
+        elif outcome.truncated:
+            completeness = ResultCompleteness.TRUNCATED
+        else:
+            completeness = ResultCompleteness.COMPLETE
+        reason = outcome.semantic_skipped_reason or ""
+        metadata = self._metadata(
+            store,
+            status,
+            completeness,
+            started,
+            counts=(counts.total, counts.primary),
+            fallback=reason in _FALLBACK_REASONS,
+            reason=reason,
+            ratio_used=outcome.semantic_ratio_used,
+            blocked=blocked,
+            total_candidates=outcome.total_candidates,
+            confidence=outcome.confidence,
+            missing_names=outcome.missing_names,
+            nearest_names=outcome.nearest_names,
+            # Counted only under a filter: an empty answer then may mean the filter, not the query.
+            filtered_chunks=store.count_matching(filters) if filters != Filters() else counts.total,
+            channels=_channel_coverage(channels, counts),
+            primary_unavailable_reason=(
+                unavailable_reason if STATIC_VECTORS in channels and PRIMARY_VECTORS not in channels else ""
+            ),
+        )
+        return SearchOutcome(results=tuple(outcome.results), metadata=metadata)
+
+    def _static_query(self, store: ChunkStore, text: str):
+        """The static model's embedding of the query, when this index has a channel of that
+        model (its static column, or its primary column under the code-static profile)."""
+        model = self._static.model()
+        if model is None or (store.static != model and store.model != model):
+            return None
+        return self._static.embed_query(text)
+
+    def _embed_query(self, text: str):
+        return self._embedding.embed_query(text, timeout_s=self._query_embed_timeout_s)
+
+    def _metadata(
+        self,
+        store: ChunkStore | None,
+        status: IndexingStatus,
+        completeness: ResultCompleteness,
+        started: float,
+        *,
+        counts: tuple[int, int] = (0, 0),
+        fallback: bool = False,
+        reason: str = "",
+        ratio_used: float = 0.0,
+        blocked: bool = False,
+        total_candidates: int = 0,
+        confidence: float = 0.0,
+        missing_names: tuple[str, ...] = (),
+        nearest_names: tuple[str, ...] = (),
+        filtered_chunks: int = 0,
+        channels: tuple[tuple[str, int], ...] = (),
+        primary_unavailable_reason: str = "",
+    ) -> SearchMetadata:
+        model = store.model if store is not None else None
+        static = store.static if store is not None else None
+        coverage = dict(channels)
+        return SearchMetadata(
+            indexing_status=status,
+            result_completeness=completeness,
+            semantic_fallback=fallback,
+            semantic_skipped_reason=reason,
+            semantic_ratio_used=ratio_used,
+            external_provider_blocked=blocked,
+            embedding_model_id=model.model_id if model else "",
+            embedding_model_version=model.model_version if model else "",
+            search_ms=_ms_since(started),
+            total_chunks=counts[0],
+            embedded_chunks=counts[1],
+            total_candidates=total_candidates,
+            confidence=confidence,
+            missing_names=missing_names,
+            nearest_names=nearest_names,
+            filtered_chunks=filtered_chunks,
+            vector_channels=tuple(name for name, _ in channels),
+            primary_vector_chunks=coverage.get(PRIMARY_VECTORS, 0),
+            static_vector_chunks=coverage.get(STATIC_VECTORS, 0),
+            static_model_id=static.model_id if static else "",
+            static_model_version=static.model_version if static else "",
+            primary_unavailable_reason=primary_unavailable_reason,
+        )
+
+    # --- FindHubs ---
+
+    def find_hubs(self, request: HubQuery) -> HubOutcome:
+        """The structure stage: symbols connected to several seeds by index-time references.
+        A read like search: never syncs."""
+        started = time.perf_counter()
+        reader = self._reader(self._target(request.workspace_root, request.workspace_id).key)
+        store = reader.current()[1] if reader is not None else None
+        policy = DEFAULT_HUB_POLICY
+        seeds = list(request.seeds[: policy.seeds])
+        if store is None or len(seeds) < policy.min_connections:
+            return HubOutcome(hubs=(), duration_ms=(time.perf_counter() - started) * 1000)
+        seed_ids = [sid for sid, _ in seeds]
+        outgoing = store.references_of(seed_ids)
+        incoming: dict[str, list[str]] = {}
+        for source, targets in store.references_into(seed_ids).items():
+            for target in targets:
+                incoming.setdefault(target, []).append(source)
+        max_hubs = request.max_hubs or policy.max_hubs
+        # Ineligible neighbours (tests, module wiring) are dropped after scoring, so ask for spares.
+        scored = hub_scores(seeds, outgoing, incoming, dataclasses.replace(policy, max_hubs=max_hubs * 4))
+        chunks = {c.id: c for c in store.get_chunks([h.chunk_id for h in scored])}
+        hubs: list[HubResult] = []
+        for hub in scored:
+            chunk = chunks.get(hub.chunk_id)
+            if chunk is None or not hub_eligible(chunk):
+                continue
+            result = RankedResult(
+                chunk=chunk, score=hub.score, lexical_score=0.0, vector_similarity=0.0, provenance=STRUCTURE,
+                lexical_rank=0, semantic_rank=0, signals={"hub": float(len(hub.connected))},
+            )
+            hubs.append(HubResult(result=result, connected_seed_ids=hub.connected, outgoing=hub.outgoing,
+                                  incoming=hub.incoming))
+            if len(hubs) >= max_hubs:
+                break
+        return HubOutcome(hubs=tuple(hubs), duration_ms=(time.perf_counter() - started) * 1000)
+
+    # --- GetIndexStatus / ListIndexes ---
+
+    def status(self, root_text: str, workspace_id: str = "") -> IndexStatusReport:
+        """The state of a workspace's index. A folder that is refused (and was never indexed
+        with force) has no index to report on: its status is the refusal."""
+        target = self._target(root_text, workspace_id)
+        reader = self._reader(target.key, target)
+        if reader is None and target.root is not None:
+            refusal = guards.folder_refusal(target.root, _home())
+            if refusal is not None:
+                raise IndexRefused(refusal)
+        return self._report(target.key, reader, target.workspace_id, str(target.root or ""))
+
+    def list_indexes(self) -> list[IndexSummary]:
+        """Every index under the index root, by workspace id."""
+        out = []
+        for entry in IndexRegistry(index_root(self._settings), self._options).entries():
+            reader = self._reader(entry.key)
+            if reader is None:
+                continue  # registered, then dropped or never written
+            out.append(IndexSummary(workspace_id=entry.workspace_id, key=entry.key, root=entry.root, host=entry.host,
+                                    status=self._report(entry.key, reader, entry.workspace_id, entry.root)))
+        return out
+
+    def _report(self, key: str, reader: IndexReader | None, workspace_id: str, root: str) -> IndexStatusReport:
+        summary, store = reader.current() if reader is not None else (None, None)
+        live = self._live(key)
+        vectors = store.vector_counts() if store is not None else VectorCounts(0, 0, 0, 0)
+        counts = (vectors.total, vectors.primary)
+        status, error = _index_status(summary, counts, live)
+        identity = summary.identity if summary is not None else None
+        model = store.model if store is not None else None
+        static = store.static if store is not None else None
+        synced = [t for t in (live.synced_at if live is not None else None,
+                              summary.synced_at if summary is not None else None) if t is not None]
+        return IndexStatusReport(
+            indexing_status=status,
+            files=summary.files if summary is not None else 0,
+            chunks=counts[0],
+            embedded_chunks=counts[1],
+            embedding_model_id=model.model_id if model else "",
+            embedding_model_version=model.model_version if model else "",
+            index_format_version=(
+                f"format={INDEX_FORMAT_VERSION};chunker={identity.chunker_version}" if identity else ""
+            ),
+            error=error,
+            index_bytes=store.size_bytes() if store is not None else 0,
+            last_sync_at=max(synced, default=None),
+            skipped=_skipped(summary, live),
+            static_vector_chunks=vectors.static,
+            static_model_id=static.model_id if static else "",
+            static_model_version=static.model_version if static else "",
+            workspace_id=(summary.meta.get("workspace_id") if summary is not None else "") or workspace_id,
+            root=(summary.meta.get("root") if summary is not None else "") or root,
+        )
+
+
+def _index_status(summary: CatalogSummary | None, counts: tuple[int, int] | None,
+                  live) -> tuple[IndexingStatus, str]:
+    """The index's state, and the last error. A failed sync of a complete index (say, the
+    analysis service is down) leaves that index as it was and searchable: its status stays
+    what its rows say, with the error; only a first index that could not finish is FAILED.
+    A remote searcher knows a sync runs (or was cut short) by the catalog's pending marks."""
+    if summary is None:
+        return (IndexingStatus.INDEXING if live is not None and live.busy else IndexingStatus.NOT_INDEXED), ""
+    sync_error = live.sync_error if live is not None else summary.meta.get("last_error", "")
+    if sync_error and not summary.complete:
+        return IndexingStatus.FAILED, sync_error
+    busy = live.busy if live is not None else bool(summary.pending)
+    if not summary.complete or counts is None:
+        return (IndexingStatus.INDEXING if busy else IndexingStatus.NOT_INDEXED), sync_error
+    if busy:
+        return IndexingStatus.INDEXING, sync_error
+    total, embedded = counts
+    if embedded < total:
+        if live is not None and live.embedder_error and not live.embedder_running:
+            return IndexingStatus.FAILED, live.embedder_error
+        return IndexingStatus.INDEXING, sync_error
+    return IndexingStatus.READY, sync_error
+
+
+def _skipped(summary: CatalogSummary | None, live) -> tuple[SkippedFile, ...]:
+    """What the last sync left out: the scan's skips (live, or as the manifest recorded them)
+    and the files chunking skipped."""
+    if summary is None:
+        return ()
+    scan = live.scan_skipped if live is not None and live.scan_skipped else skips_from_json(
+        summary.meta.get("scan_skipped", ""))
+    chunking = [SkippedFile(path, reason, detail) for path, reason, detail in summary.skipped]
+    return tuple(sorted([*scan, *chunking], key=lambda s: s.relative_path))
+
+
+def _root_of(target: _Target, summary: CatalogSummary | None) -> Path:
+    """The folder absolute filter paths are relative to: the request's, else the one the index
+    was last synced from."""
+    if target.root is not None:
+        return target.root
+    recorded = summary.meta.get("root", "") if summary is not None else ""
+    return Path(recorded or "/")
+
+
+def _channel_coverage(channels: tuple[str, ...], counts: VectorCounts) -> tuple[tuple[str, int], ...]:
+    """(channel, chunks it searched) for each vector channel a search ran on: the primary one
+    its embedded rows; the static one the rest, or every row it has when it answered alone."""
+    alone = PRIMARY_VECTORS not in channels
+    return tuple(
+        (name, counts.primary if name == PRIMARY_VECTORS else (counts.static if alone else counts.static_only))
+        for name in channels
+    )
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+def _home() -> Path | None:
+    try:
+        return Path.home().resolve()
+    except (RuntimeError, OSError):  # no HOME and no passwd entry: no home folder to protect
+        return None

@@ -196,7 +196,7 @@ class Syncer:
         rate = _Rate(len(to_chunk))
         chunk_started = time.perf_counter()
         self._progress(IndexProgress(phase=IndexPhase.CHUNKING, files_total=len(to_chunk)))
-        for call in _slices(to_chunk, self._tuning.files_per_call):
+        for call in slices(to_chunk, self._tuning.files_per_call):
             if self._cancel.is_set():
                 # Keep what is chunked; the files not reached stay pending for the next run.
                 self._flush(buffer, removed=set(), complete=False)
@@ -206,7 +206,7 @@ class Syncer:
                 returned.add(chunked.relative_path)
                 self._queued.discard(chunked.relative_path)
                 files_done += 1
-                if _vanished(chunked):
+                if vanished(chunked):
                     removed.add(chunked.relative_path)
                     stats.files_vanished += 1
                 else:
@@ -245,7 +245,7 @@ class Syncer:
         rate = _Rate(len(paths))
         written = files_done = 0
         self._progress(IndexProgress(phase=IndexPhase.LEXICAL, files_total=len(paths)))
-        for call in _slices(paths, self._tuning.files_per_call):
+        for call in slices(paths, self._tuning.files_per_call):
             if self._cancel.is_set():
                 break
             for chunked in self._analysis.chunk_files(self._root, call, lexical_only=True):
@@ -289,7 +289,7 @@ class Syncer:
             stale.update(self._store.chunk_ids_for_files(interrupted))
         stale -= new_ids
 
-        if self._static_is_primary:
+        if self._in_process.into_primary:
             # Cheaper to compute than to look up, and always from the chunk's current text.
             vectors, static_vectors = self._in_process_vectors(upserts)
             stats.chunks_embedded += len(vectors)
@@ -358,13 +358,10 @@ class Syncer:
             files[chunked.relative_path] = chunked
 
     def _in_process_vectors(self, upserts: list[Chunk]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """(primary vectors, static vectors) the static model gives `upserts`: one of the two,
-        depending on which column it fills here (see `__init__`), or neither."""
-        if self._static is None or not (self._static_column or self._static_is_primary) or not upserts:
+        if not self._in_process.active or not upserts:
             return {}, {}
         with self._timed("static_vectors"):
-            computed = self._static.embed_chunks(upserts)
-        return (computed, {}) if self._static_is_primary else ({}, computed)
+            return self._in_process.compute(upserts)
 
     def _reuse_vectors(self, upserts: list[Chunk]) -> dict[str, np.ndarray]:
         candidates = [c for c in upserts if c.id not in self._force_embed]
@@ -392,21 +389,49 @@ class Syncer:
 
     def _entry(self, chunked: ChunkedFile) -> CatalogEntry:
         # Every chunked path comes from this scan (changed, added, interrupted or cascade files).
-        scanned = self._current[chunked.relative_path]
-        # The chunker's own view of the file wins: it is what the chunks were made from.
-        file = FileEntry(
-            relative_path=chunked.relative_path,
-            size_bytes=chunked.size_bytes or scanned.size_bytes,
-            mtime_ns=chunked.mtime_ns or scanned.mtime_ns,
-            content_hash=chunked.content_hash or scanned.content_hash,
-            language=scanned.language,
-        )
-        if chunked.status == FileStatus.SKIPPED:
-            return CatalogEntry(file, (), chunked.skip_reason or "skipped", chunked.skip_detail)
-        return CatalogEntry(file, tuple(IndexedChunk.of(c) for c in chunked.chunks))
+        return catalog_entry(chunked, self._current[chunked.relative_path])
 
 
-def _vanished(chunked: ChunkedFile) -> bool:
+class InProcessVectors:
+    """Where the in-process static model's vectors go in `store`: into the static column when
+    the table has one of that very model, or into the primary column when the primary model is
+    that model (the code-static profile). Never into a column of another model's identity."""
+
+    def __init__(self, static: StaticChannel | None, store: ChunkStore, model: EmbeddingModel) -> None:
+        static_model = static.model() if static is not None else None
+        self._static = static if static_model is not None else None
+        self._into_static = self._static is not None and store.static == static_model
+        self.into_primary = self._static is not None and store.static is None and model == static_model
+
+    @property
+    def active(self) -> bool:
+        return self._into_static or self.into_primary
+
+    def compute(self, chunks: list[Chunk]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """(primary vectors, static vectors) the static model gives `chunks`: one of the two,
+        depending on the column it fills, or neither."""
+        if not self.active or not chunks:
+            return {}, {}
+        computed = self._static.embed_chunks(chunks)
+        return (computed, {}) if self.into_primary else ({}, computed)
+
+
+def catalog_entry(chunked: ChunkedFile, scanned: FileEntry) -> CatalogEntry:
+    """What the catalog records of a chunked file the scan saw as `scanned`."""
+    # The chunker's own view of the file wins: it is what the chunks were made from.
+    file = FileEntry(
+        relative_path=chunked.relative_path,
+        size_bytes=chunked.size_bytes or scanned.size_bytes,
+        mtime_ns=chunked.mtime_ns or scanned.mtime_ns,
+        content_hash=chunked.content_hash or scanned.content_hash,
+        language=scanned.language,
+    )
+    if chunked.status == FileStatus.SKIPPED:
+        return CatalogEntry(file, (), chunked.skip_reason or "skipped", chunked.skip_detail)
+    return CatalogEntry(file, tuple(IndexedChunk.of(c) for c in chunked.chunks))
+
+
+def vanished(chunked: ChunkedFile) -> bool:
     """The file was gone when the analysis service came to read it: a delete or a checkout
     under the sync. It leaves the index; the next scan adds whatever took its place."""
     return chunked.status == FileStatus.SKIPPED and chunked.skip_reason == "vanished"
@@ -438,6 +463,6 @@ class _Rate:
         return (self._total - done) * elapsed / progressed
 
 
-def _slices(items: list[str], size: int) -> Iterable[list[str]]:
+def slices(items: list[str], size: int) -> Iterable[list[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]

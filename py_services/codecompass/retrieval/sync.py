@@ -114,13 +114,7 @@ class Syncer:
         # Called once the files this sync will write are marked pending in the catalog (or
         # it found nothing to do): from then on the catalog's pending set is what it lacks.
         self._planned = planned
-        # The in-process static model, when it may write here: into the static column when the
-        # table has one of that very model, or into the primary column when the primary model
-        # is that model. Never into a column of another model's identity.
-        static_model = static.model() if static is not None else None
-        self._static = static if static_model is not None else None
-        self._static_column = self._static is not None and store.static == static_model
-        self._static_is_primary = self._static is not None and store.static is None and model == static_model
+        self._in_process = InProcessVectors(static, store, model)
         self._stats = SyncStats()
         self._current: dict[str, FileEntry] = {}
         # Files a previous, interrupted sync was writing: the table may hold ids for them that

@@ -11,13 +11,14 @@ import numpy as np
 
 from codecompass.clients.channel import Address, ServiceChannel
 from codecompass.clients.errors import DEADLINE, UNAVAILABLE, ServiceError
+from codecompass.common import names
 from codecompass.embedding.base import EmbedResult
 from codecompass.retrieval import convert
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import EmbeddingUnavailable, RetrievalError
 from codecompass.v1 import embedding_pb2, embedding_pb2_grpc
 
-SERVICE = "embedding"
+SERVICE = names.EMBEDDING
 
 # A request stays well under gRPC's default 4 MiB receive limit on the server. Texts are
 # capped too: every provider truncates to its token window (at most 32k tokens, ~128 KiB)

@@ -734,7 +734,7 @@ class ChunkStore:
                 tree_bytes(os.path.join(root, f"{name}.lance"))
                 for name in (self.table_name, sources_table_name(self.table_name))
             )
-        return int(self._table.stats().total_bytes) + int(self._sources.stats().total_bytes)
+        return int(self._table.stats()["total_bytes"]) + int(self._sources.stats()["total_bytes"])
 
     def index_status(self) -> dict[str, dict[str, int]]:
         """Indexed/unindexed row counts per index, for diagnostics and benchmarks."""

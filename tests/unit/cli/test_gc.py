@@ -8,10 +8,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tests.conftest import SAMPLE_WORKSPACE
 
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.retrieval.location import index_key, workspace_id_of
-from tests.conftest import SAMPLE_WORKSPACE
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable
-from pathlib import PurePath, PurePosixPath, PureWindowsPath
+from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
 from codecompass.retrieval.state import FileEntry
 
@@ -98,3 +98,11 @@ def size_refusal(root: PurePath, files: Iterable[FileEntry], max_files: int, max
             f"the first-index limits (retrieval.large_index_files {max_files:,}, retrieval.large_index_mb "
             f"{max_mb:,}); index a narrower folder, leave folders out in .codecompassignore, or run "
             f"`{force_hint(root)}` to index it anyway")
+
+
+def home_folder() -> Path | None:
+    """The user's home folder, resolved; None when there is none (no HOME and no passwd entry)."""
+    try:
+        return Path.home().resolve()
+    except (RuntimeError, OSError):
+        return None

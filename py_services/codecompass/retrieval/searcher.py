@@ -451,7 +451,7 @@ class IndexSearcher:
         target = self._target(root_text, workspace_id)
         reader = self._reader(target.key, target)
         if reader is None and target.root is not None:
-            refusal = guards.folder_refusal(target.root, _home())
+            refusal = guards.folder_refusal(target.root, guards.home_folder())
             if refusal is not None:
                 raise IndexRefused(refusal)
         return self._report(target.key, reader, target.workspace_id, str(target.root or ""))
@@ -556,10 +556,3 @@ def _channel_coverage(channels: tuple[str, ...], counts: VectorCounts) -> tuple[
 
 def _ms_since(started: float) -> float:
     return (time.perf_counter() - started) * 1000
-
-
-def _home() -> Path | None:
-    try:
-        return Path.home().resolve()
-    except (RuntimeError, OSError):  # no HOME and no passwd entry: no home folder to protect
-        return None

@@ -826,7 +826,7 @@ class IndexWriter:
         yet (one made with force stays in sync without it)."""
         root = validated_root(root_text)
         if not force:
-            refusal = guards.folder_refusal(root, _home())
+            refusal = guards.folder_refusal(root, guards.home_folder())
             if refusal is not None and not self._indexed_before(root, workspace_id):
                 raise IndexRefused(refusal)
         return self.workspace(root_text, workspace_id)
@@ -967,10 +967,3 @@ def _added(first: SyncStats, then: SyncStats) -> SyncStats:
 
 def _ms_since(started: float) -> float:
     return (time.perf_counter() - started) * 1000
-
-
-def _home() -> Path | None:
-    try:
-        return Path.home().resolve()
-    except (RuntimeError, OSError):  # no HOME and no passwd entry: no home folder to protect
-        return None

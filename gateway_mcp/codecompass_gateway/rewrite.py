@@ -23,7 +23,6 @@ the index already associates with the question, at no extra RPC, bounded so a pr
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -34,6 +33,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from codecompass.common.config import GatewaySettings
+from codecompass.common.hosts import is_loopback
 from codecompass.common.outbound import INVALID, ChatFailed, chat_completion, unfenced
 from codecompass.policy import shape as q
 from codecompass.policy.shape import REQUEST_WORDS, STOP_WORDS, QueryShape
@@ -208,12 +208,7 @@ class SamplingRewriter:
 def is_loopback_url(url: str) -> bool:
     """Whether `url`'s host is this machine (localhost or a loopback address)."""
     host = urlsplit(url).hostname or ""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return host.endswith(".localhost") or is_loopback(host)
 
 
 class ChatRewriter:

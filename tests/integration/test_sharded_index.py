@@ -1,0 +1,211 @@
+"""Indexing spread over worker processes, into indexes on the local S3 server: the same workspace
+indexed by 1 and by 3 workers gives identical rows; a failed or killed worker commits nothing.
+
+Real processes throughout: the Node analysis service, `python -m codecompass.retrieval.shard`
+workers, moto's S3 server; the writer's side (plan, commit) runs in the test process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import lancedb
+import pyarrow as pa
+import pytest
+from tests.conftest import SAMPLE_WORKSPACE
+from tests.fixtures.chain_workspace import write_chain_workspace
+
+from codecompass.clients.analysis import AnalysisClient
+from codecompass.common.config import load_settings
+from codecompass.retrieval.catalog import Catalog, IndexIdentity
+from codecompass.retrieval.filters import Filters
+from codecompass.retrieval.schema import EmbeddingModel, sources_table_name
+from codecompass.retrieval.shard import (
+    STAGING_TABLE,
+    ShardFailed,
+    commit_shards,
+    make_plan,
+    run_shards,
+    shard_of,
+    staging_table,
+)
+from codecompass.retrieval.static_channel import StaticChannel
+from codecompass.retrieval.store import ChunkStore
+from codecompass.retrieval.sync import SyncTuning
+
+# The primary model's vectors are left to the writer's background embedder (no embedding service
+# here); the static channel's vectors are computed by the workers, into the static column.
+PRIMARY = EmbeddingModel("test", "primary-left-to-the-background", "1", 8)
+# Small calls and batches: every worker stages several fragments.
+TUNING = SyncTuning(files_per_call=4, max_flush_chunks=40)
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample workspace, 30 generated modules that call each other, and one file copied
+    under a name that falls in another shard of three, so two workers stage the same text."""
+    root = tmp_path_factory.mktemp("sharded") / "ws"
+    shutil.copytree(SAMPLE_WORKSPACE, root)
+    write_chain_workspace(root / "chain", 30, classes=True)
+    original = "src/utils/strings.ts"
+    copy = next(f"vendor/copy{i}/strings.ts" for i in range(100)
+                if shard_of(f"vendor/copy{i}/strings.ts", 3) != shard_of(original, 3))
+    (root / copy).parent.mkdir(parents=True)
+    shutil.copy(root / original, root / copy)
+    return root
+
+
+@pytest.fixture(scope="module")
+def static_model():
+    settings = load_settings()
+    model = StaticChannel(enabled=True, model_dir=settings.retrieval.static_model_dir,
+                          max_tokens=settings.embedding.max_tokens).model()
+    assert model is not None, "the committed static model must load"
+    return model
+
+
+class Writer:
+    """The writer's side of a sharded index: scan, open the index, plan, run, commit."""
+
+    def __init__(self, uri: str, storage_options: dict[str, str], root: Path, analysis_addr: str, static) -> None:
+        self.uri = uri
+        self.storage_options = storage_options
+        self.root = root
+        self.analysis_addr = analysis_addr
+        self.db = lancedb.connect(uri, storage_options=storage_options)
+        analysis = AnalysisClient(analysis_addr, timeout_s=60)
+        try:
+            self.scan = analysis.scan(str(root), list, version=object())
+        finally:
+            analysis.close()
+        self.identity = IndexIdentity(model=PRIMARY, chunker_version=self.scan.chunker_version, static=static)
+        self.store = ChunkStore.open(uri, model=PRIMARY, chunker_version=self.scan.chunker_version, static=static,
+                                     storage_options=storage_options)
+        self.catalog = Catalog.open(self.db)
+        self.catalog.reset(self.identity)
+
+    def env(self) -> dict[str, str]:
+        """What the workers get: addresses and storage options by environment, never in the plan."""
+        return {"ANALYSIS_ADDR": self.analysis_addr,
+                "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS": json.dumps(self.storage_options)}
+
+    def plan(self, shards: int, **kwargs):
+        return make_plan(str(self.root), self.uri, self.identity, self.scan.files, shards, tuning=TUNING, **kwargs)
+
+    def index(self, workers: int):
+        results = run_shards(self.plan(workers), workers, db=self.db, env=self.env(), timeout_s=240)
+        commit_shards(self.store, self.catalog, results)
+        return results
+
+    def rows(self) -> tuple[pa.Table, pa.Table]:
+        """Every chunk row and every source text, as a new reader of the bucket sees them."""
+        db = lancedb.connect(self.uri, storage_options=self.storage_options)
+        return (db.open_table(self.store.table_name).to_arrow().sort_by("id"),
+                db.open_table(sources_table_name(self.store.table_name)).to_arrow().sort_by("key"))
+
+    def versions(self) -> tuple[int, int, int]:
+        db = lancedb.connect(self.uri, storage_options=self.storage_options)
+        return (len(db.open_table(self.store.table_name).list_versions()),
+                len(db.open_table(sources_table_name(self.store.table_name)).list_versions()),
+                len(db.open_table("catalog").list_versions()))
+
+
+def test_one_and_three_workers_give_identical_rows_on_s3(s3, analysis_server, workspace, static_model):
+    one = Writer(s3.uri("one"), s3.storage_options, workspace, analysis_server, static_model)
+    three = Writer(s3.uri("three"), s3.storage_options, workspace, analysis_server, static_model)
+    assert one.store.counts() == (0, 0)
+
+    single = one.index(1)
+    sharded = three.index(3)
+
+    assert [len(r.entries) for r in sharded] == [len(files) for files in three.plan(3).shards]
+    assert all(r.entries and len(r.staged) >= 2 for r in sharded), "every worker staged several batches"
+    chunks, texts = three.rows()
+    assert chunks.num_rows == sum(r.stats.chunks for r in single) > 150
+    assert chunks.num_rows == len(set(chunks.column("id").to_pylist())), "no chunk id twice"
+    assert texts.num_rows == len(set(texts.column("key").to_pylist())), "no text twice"
+    # Every column of every row (ids, snippet hashes, texts, static vectors), and every text.
+    assert (chunks, texts) == one.rows()
+    assert dict(three.catalog.entries()) == dict(one.catalog.entries())
+    assert len(three.catalog.entries()) == len(three.scan.files) and three.catalog.complete
+    assert Catalog.open(lancedb.connect(three.uri, storage_options=s3.storage_options)).entries() \
+        == three.catalog.entries()
+    # One version of the chunk table on top of its creation; the sources table also has the
+    # delete of the copy two workers staged; the catalog: reset, pending marks, commit.
+    assert three.versions()[0] == 2
+    assert three.versions()[1] == 3
+    assert one.versions()[:2] == (2, 2)
+    # Searchable at once, static channel included; the primary vectors are the background's.
+    counts = three.store.vector_counts()
+    assert (counts.total, counts.primary, counts.static) == (chunks.num_rows, 0, chunks.num_rows)
+    assert three.store.get_chunks(["nope"]) == []
+    hit = three.store.find_by_names(["compute7"], Filters(), 5)
+    assert [c.relative_path for c in hit] == ["chain/src/mod7.ts"]
+    assert "return helper6(x) + 7" in hit[0].full_source
+    # The staging rows are gone once committed.
+    assert staging_table(three.db).count_rows() == 0
+
+
+@pytest.mark.badinput(case="a sharded index whose worker fails (its analysis service is down)",
+                      behaviour="one line naming the shard and why; nothing committed, no result left behind")
+def test_a_failed_worker_commits_nothing(s3, analysis_server, workspace, static_model, free_port):
+    writer = Writer(s3.uri("failed"), s3.storage_options, workspace, analysis_server, static_model)
+    before = writer.versions()
+    dead = f"127.0.0.1:{free_port}"
+    plan = writer.plan(3, analysis=[analysis_server, dead, analysis_server])
+
+    with pytest.raises(ShardFailed) as failed:
+        run_shards(plan, 3, db=writer.db, env=writer.env(), timeout_s=240)
+
+    assert str(failed.value).startswith(f"indexing shard 1 of 3 failed: analysis service unreachable at {dead}")
+    assert "\n" not in str(failed.value)
+    assert writer.versions() == before
+    assert writer.store.counts() == (0, 0)
+    assert writer.rows()[1].num_rows == 0
+    assert len(writer.catalog.entries()) == 0 and not writer.catalog.complete
+    assert writer.db.open_table(STAGING_TABLE).count_rows() == 0
+
+
+@pytest.mark.badinput(case="a sharded index's worker killed (kill -9) after writing data",
+                      behaviour="nothing visible to any reader; the plan run again commits each row once")
+def test_a_killed_worker_leaves_nothing_visible(s3, analysis_server, workspace, static_model, tmp_path):
+    writer = Writer(s3.uri("killed"), s3.storage_options, workspace, analysis_server, static_model)
+    plan = writer.plan(1)
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(plan.to_json()))
+    staging_table(writer.db)
+    before = writer.versions()
+    data = f"killed/{writer.store.table_name}.lance/data/"
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "codecompass.retrieval.shard", "work", "--plan", str(plan_file), "--shard", "0"],
+        env={**os.environ, **writer.env()}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not s3.keys(data):
+            assert worker.poll() is None, f"the worker ended before writing data: {worker.stderr.read()[-500:]}"
+            assert time.monotonic() < deadline, "the worker wrote no data in 120 s"
+            time.sleep(0.02)
+        worker.send_signal(signal.SIGKILL)
+    finally:
+        worker.kill()
+        worker.wait()
+        worker.stderr.close()
+    assert worker.returncode == -signal.SIGKILL, "the worker finished before it could be killed"
+
+    assert s3.keys(data), "its data files are in the bucket..."
+    assert writer.versions() == before, "...but no version references them"
+    assert writer.rows()[0].num_rows == 0
+    assert writer.db.open_table(STAGING_TABLE).count_rows() == 0
+
+    results = run_shards(plan, 1, db=writer.db, env=writer.env(), timeout_s=240)
+    commit_shards(writer.store, writer.catalog, results)
+    chunks = writer.rows()[0]
+    assert chunks.num_rows == results[0].stats.chunks > 150
+    assert chunks.num_rows == len(set(chunks.column("id").to_pylist()))
+

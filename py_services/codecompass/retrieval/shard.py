@@ -450,9 +450,9 @@ def run_shards(
             _run_workers(plan_file, total, workers, full_env, Path(folder), deadline)
         return _collect(staging, plan)
     finally:
-        # Workers appended since this handle last looked; a delete applies to what it sees.
-        staging.checkout_latest()
-        staging.delete(f"plan_id = {sqlf.sql_string(plan.plan_id)}")
+        # One plan runs at a time (the index has one writer): its results, read or not, go with
+        # the table, whose versions would otherwise pile up run after run.
+        db.drop_table(STAGING_TABLE)
 
 
 def _run_workers(plan_file: Path, total: int, workers: int, env: dict[str, str], folder: Path,
@@ -505,7 +505,8 @@ def _kill(process: subprocess.Popen) -> None:
 
 def staging_table(db: lancedb.DBConnection) -> lancedb.table.Table:
     """The index's table where workers leave their results, created when missing: the writer
-    makes sure of it before any worker starts (`run_shards` does), as workers only append."""
+    makes sure of it before any worker starts (`run_shards` does, and drops it once it has
+    read them), as workers only append."""
     try:
         return db.open_table(STAGING_TABLE)
     except (ValueError, FileNotFoundError):

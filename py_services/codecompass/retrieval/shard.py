@@ -201,8 +201,9 @@ class ShardStats:
     skipped: int = 0
     vanished: int = 0
     chunks_embedded: int = 0
-    # Seconds per step: chunking (waiting on the analysis service), static vectors, primary
-    # vectors (embedding service), staging (writing fragments), and the whole run.
+    # Seconds per step: chunking (waiting on the analysis service; `first_answer` of it until
+    # the first file came back), static vectors, primary vectors (embedding service), staging
+    # (writing fragments), and the whole run.
     seconds: dict[str, float] = field(default_factory=dict)
 
     def add_time(self, step: str, started: float) -> None:
@@ -279,6 +280,10 @@ class ShardWorker:
             waited = time.perf_counter()
             for chunked in self._analysis.chunk_files(self._root, call):
                 stats.add_time("chunk", waited)
+                if "first_answer" not in stats.seconds:
+                    # Mostly the analysis service building the workspace's Program: a cost every
+                    # worker pays once, whatever its share of the files.
+                    stats.seconds["first_answer"] = time.perf_counter() - started
                 returned.add(chunked.relative_path)
                 stats.files += 1
                 if vanished(chunked):

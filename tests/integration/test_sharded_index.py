@@ -22,6 +22,7 @@ from tests.conftest import SAMPLE_WORKSPACE
 from tests.fixtures.chain_workspace import write_chain_workspace
 
 from codecompass.clients.analysis import AnalysisClient
+from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import load_settings
 from codecompass.retrieval.catalog import Catalog, IndexIdentity
 from codecompass.retrieval.filters import Filters
@@ -74,7 +75,8 @@ def static_model():
 class Writer:
     """The writer's side of a sharded index: scan, open the index, plan, run, commit."""
 
-    def __init__(self, uri: str, storage_options: dict[str, str], root: Path, analysis_addr: str, static) -> None:
+    def __init__(self, uri: str, storage_options: dict[str, str], root: Path, analysis_addr: str, static,
+                 primary: EmbeddingModel = PRIMARY) -> None:
         self.uri = uri
         self.storage_options = storage_options
         self.root = root
@@ -85,8 +87,8 @@ class Writer:
             self.scan = analysis.scan(str(root), list, version=object())
         finally:
             analysis.close()
-        self.identity = IndexIdentity(model=PRIMARY, chunker_version=self.scan.chunker_version, static=static)
-        self.store = ChunkStore.open(uri, model=PRIMARY, chunker_version=self.scan.chunker_version, static=static,
+        self.identity = IndexIdentity(model=primary, chunker_version=self.scan.chunker_version, static=static)
+        self.store = ChunkStore.open(uri, model=primary, chunker_version=self.scan.chunker_version, static=static,
                                      storage_options=storage_options)
         self.catalog = Catalog.open(self.db)
         self.catalog.reset(self.identity)
@@ -210,3 +212,25 @@ def test_a_killed_worker_leaves_nothing_visible(s3, analysis_server, workspace, 
     assert chunks.num_rows == results[0].stats.chunks > 150
     assert chunks.num_rows == len(set(chunks.column("id").to_pylist()))
 
+
+
+def test_workers_embed_with_the_embedding_service_when_the_plan_says_so(
+        s3, analysis_server, start_python_service_session, workspace, static_model):
+    _, embedding = start_python_service_session("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "minilm"})
+    client = EmbeddingClient(embedding, timeout_s=60, batch_size=32)
+    try:
+        model, _ = client.model_info()
+        writer = Writer(s3.uri("embedded"), s3.storage_options, workspace, analysis_server, static_model,
+                        primary=model)
+        results = run_shards(writer.plan(2, embed=True), 2, db=writer.db,
+                             env={**writer.env(), "EMBEDDING_ADDR": embedding}, timeout_s=240)
+        commit_shards(writer.store, writer.catalog, results)
+
+        counts = writer.store.vector_counts()
+        assert counts.total == counts.primary == counts.static == sum(r.stats.chunks_embedded for r in results) > 150
+        [chunk] = writer.store.find_by_names(["compute7"], Filters(), 1)
+        expected = client.embed_documents([chunk.embedding_text]).vectors[0]
+        primary, _ = writer.store.cosines([chunk.id], expected, None)[chunk.id]
+        assert primary > 0.999, "the stored vector is the service's for that chunk (float16)"
+    finally:
+        client.close()

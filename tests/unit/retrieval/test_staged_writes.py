@@ -7,11 +7,11 @@ from collections import Counter
 import lancedb
 import numpy as np
 import pytest
+from tests.unit.retrieval.test_store import MODEL, make_chunk, unit
 
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.schema import EmbeddingModel, sources_table_name
 from codecompass.retrieval.store import ChunkStore, StagedWrite, StoreError
-from tests.unit.retrieval.test_store import MODEL, make_chunk, unit
 
 STATIC = EmbeddingModel("static", "code-static", "w1", 3)
 
@@ -61,7 +61,7 @@ def test_staged_rows_are_invisible_until_one_commit_per_table(uri):
     assert [h.chunk.id for h in writer.search_lexical("parse config", Filters(), 5)] == ["a1"]
     assert [h.chunk.id for h in writer.search_vector(unit(1, 0, 0, 0), Filters(), 5)] == ["a1"]
     static_hits = writer.search_static_vector(unit(0, 1, 0), Filters(), 5, without_primary=False)
-    assert [h.chunk.id for h in static_hits][0] == "b1"
+    assert next(h.chunk.id for h in static_hits) == "b1"
     assert writer.vector_counts().static == 2
     # A reader that opens the index afterwards sees the same rows.
     assert open_store(uri).counts() == (2, 1)
@@ -145,3 +145,19 @@ def test_staged_rows_are_the_rows_apply_changes_writes(tmp_path):
                 db.open_table(sources_table_name(store.table_name)).to_arrow().sort_by("key"))
 
     assert rows(staged, str(tmp_path / "staged")) == rows(merged, str(tmp_path / "merged"))
+
+
+def test_a_reindex_over_indexed_rows_is_searchable_at_once(uri):
+    writer = open_store(uri)
+    writer.apply_changes(upserts=[make_chunk("a1", "parseConfig", "src/a.ts"), make_chunk("b1", "renderPage", "src/b.ts")],
+                         delete_ids=[], vectors={"a1": unit(1, 0, 0, 0)})
+    writer.maintain()
+    assert writer.index_status(), "the full-text index exists"
+
+    writer.commit_staged([open_store(uri).stage([make_chunk("a1", "loadSettings", "src/a.ts")],
+                                                {"a1": unit(0, 1, 0, 0)}, {})])
+
+    assert [h.chunk.id for h in writer.search_lexical("load settings", Filters(), 5)] == ["a1"]
+    assert writer.search_lexical("parse config", Filters(), 5) == []
+    assert [h.chunk.id for h in writer.search_lexical("render page", Filters(), 5)] == ["b1"]
+    assert [h.chunk.id for h in writer.search_vector(unit(0, 1, 0, 0), Filters(), 1)] == ["a1"]

@@ -48,7 +48,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -532,17 +532,18 @@ def _collect(staging: lancedb.table.Table, plan: ShardPlan) -> list[ShardResult]
     return [ShardResult.from_json(json.loads(by_shard[i])) for i in range(len(plan.shards))]
 
 
-def commit_shards(store: ChunkStore, catalog: Catalog, results: Sequence[ShardResult]) -> None:
+def commit_shards(store: ChunkStore, catalog: Catalog, results: Sequence[ShardResult],
+                  removed: Iterable[str] = ()) -> None:
     """Commit every shard's rows and catalog entries: the writer's one commit of the sharded
     index (one version of each table), in the order a sync writes (see `catalog`): pending
-    marks, then the chunk tables, then the catalog."""
+    marks, then the chunk tables, then the catalog. `removed`: files the catalog knows that
+    the scan no longer found; their rows and entries go in the same commits."""
     entries = [e for r in results for e in r.entries]
-    gone = sorted({p for r in results for p in r.vanished})
+    gone = sorted({p for r in results for p in r.vanished} | set(removed))
     paths = [e.file.relative_path for e in entries] + gone
     catalog.mark_pending(paths)
     store.commit_staged([w for r in results for w in r.staged], replace_paths=paths)
     catalog.commit(entries, gone, complete=True)
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,21 +5,25 @@ import json
 import logging
 from collections import Counter
 
+import lancedb
 import pytest
+from tests.unit.retrieval.test_store import MODEL, make_chunk
 
 from codecompass.common.chunks import Language
-from codecompass.retrieval.catalog import CatalogEntry, IndexedChunk, IndexIdentity
+from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, IndexIdentity
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.shard import (
     InvalidPlan,
     ShardPlan,
     ShardResult,
     ShardStats,
+    commit_shards,
     main,
     make_plan,
     shard_of,
 )
 from codecompass.retrieval.state import FileEntry
+from codecompass.retrieval.store import ChunkStore
 from codecompass.retrieval.sync import SyncTuning
 
 IDENTITY = IndexIdentity(model=EmbeddingModel("local", "m", "1", 8), chunker_version="5",
@@ -119,3 +123,32 @@ def test_the_worker_command_answers_a_bad_plan_with_one_line(tmp_path, capsys, r
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"error: shard 0: the index at {tmp_path / 'idx'} has no table for the plan's identity: "
         "the writer opens the index before it starts the workers")
+
+
+def test_commit_shards_replaces_re_indexed_files_and_removes_gone_ones(tmp_path):
+    uri = str(tmp_path / "index")
+    db = lancedb.connect(uri)
+    store = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    catalog = Catalog.open(db)
+    catalog.reset(IndexIdentity(model=MODEL, chunker_version="c1"))
+    old = [make_chunk("a1", "oldName", "src/a.ts"), make_chunk("g1", "gone", "src/gone.ts"),
+           make_chunk("k1", "kept", "src/kept.ts")]
+    store.apply_changes(upserts=old, delete_ids=[], vectors={})
+    catalog.commit([entry(c) for c in old], [], complete=True)
+    new = make_chunk("a2", "newName", "src/a.ts")
+    worker = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    result = ShardResult(staged=(worker.stage([new], {}, {}),), entries=(entry(new),), vanished=(),
+                         stats=ShardStats(files=1, chunks=1))
+
+    commit_shards(store, catalog, [result], removed=["src/gone.ts"])
+
+    assert sorted(r["id"] for r in store.outline()) == ["a2", "k1"]
+    assert sorted(catalog.entries()) == ["src/a.ts", "src/kept.ts"]
+    assert catalog.entries()["src/a.ts"].chunk_ids == ("a2",)
+    assert catalog.pending() == frozenset() and catalog.complete
+    assert sorted(Catalog.open(lancedb.connect(uri)).entries()) == ["src/a.ts", "src/kept.ts"]
+
+
+def entry(chunk) -> CatalogEntry:
+    return CatalogEntry(FileEntry(chunk.relative_path, 10, 1, f"h-{chunk.id}", Language.TYPESCRIPT),
+                        (IndexedChunk.of(chunk),))

@@ -974,6 +974,41 @@ def render_pipeline_speed(doc: dict[str, Any]) -> str:
     ])
 
 
+# --- Indexing spread over workers ------------------------------------------------------------
+
+
+def render_shard_speed(doc: dict[str, Any]) -> str:
+    ws = doc["workspace"]
+    rows = []
+    for storage, runs in doc["runs"].items():
+        base = runs[0]["seconds"]["total"]
+        for run in runs:
+            s, cpu = run["seconds"], run["cpu_seconds"]
+            shards = run["shards"]
+            rows.append((storage, run["workers"], f"**{s['total']:.1f}**", f"{s['scan']:.1f}", f"{s['workers']:.1f}",
+                         f"{s['commit']:.1f}", f"{base / s['total']:.2f}x",
+                         f"{max(r['seconds'].get('first_answer', 0.0) for r in shards):.1f}",
+                         f"{cpu['workers']:.0f} / {cpu['analysis']:.0f}" + (f" / {cpu['s3_server']:.0f}"
+                                                                            if "s3_server" in cpu else ""),
+                         f"{run['chunks']:,}"))
+    parts = [provenance(doc), "",
+             (f"`{ws['name']}` ({ws['files']:,} files, {ws['lines']:,} lines) from an empty index, "
+              f"{doc['settings']['profile']}; analysis services: {doc['settings']['analysis_services']}:"), "",
+             md_table(("Storage", "Workers", "Total s", "Scan s", "Workers s", "Commit s", "Speed-up",
+                       "First answer s", "CPU s workers / analysis (/ S3)", "Chunks"), rows)]
+    if "baseline" in doc:
+        b = doc["baseline"]
+        parts += ["", (f"Today's single-process sync (`Syncer`, lexical-first pass included), local disk, same "
+                      f"profile: **{b['seconds']:.1f} s** for {b['chunks']:,} chunks.")]
+    for storage, p in doc.get("prediction", {}).items():
+        m = p["model"]
+        parts += ["", (f"Predicted for {p['cores']} cores and {p['workers']} workers ({storage}, from the 1-worker "
+                      f"run's steps): **{p['seconds']:.1f} s**, {p['speedup']:.2f}x (per worker, not divisible: "
+                      f"{m['per_worker_fixed_s']:.1f} s; divisible: {m['divisible_s']:.1f} s; writer: "
+                      f"{m['writer_s']:.1f} s).")]
+    return "\n".join(parts)
+
+
 # --- MCP tool calls ------------------------------------------------------------------------------
 
 
@@ -1073,6 +1108,7 @@ SECTIONS: dict[str, Section] = {
     "health": Section("health", render_health),
     "mcp-speed": Section("mcp-speed", render_mcp_speed),
     "pipeline-speed": Section("pipeline-speed", render_pipeline_speed),
+    "shard-speed": Section("shard-speed", render_shard_speed),
     "badinput": Section("badinput", render_badinput),
 }
 

@@ -39,6 +39,7 @@ from tests.fixtures.s3 import MotoS3Server, S3Bucket
 
 from bench.lib.results import run_metadata, write_results
 from bench.lib.services import REPO_ROOT, ServiceProcess, start_analysis
+from bench.report import render_shard_speed
 from bench.speed.run_speed import DEFAULT_WORKSPACE, source_stats
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.common.config import load_settings
@@ -188,26 +189,6 @@ def predict(one: dict, cores: int) -> dict:
                                         + one["seconds"]["commit"], 2)}}
 
 
-def table(payload: dict) -> str:
-    lines = [("| Storage | Workers | Total s | Workers s | Commit s | Speed-up | Worker CPU s | Analysis CPU s |"
-             " Chunks |"), "|---|---|---|---|---|---|---|---|---|"]
-    for storage, runs in payload["runs"].items():
-        base = runs[0]["seconds"]["total"]
-        for run in runs:
-            s = run["seconds"]
-            lines.append(f"| {storage} | {run['workers']} | {s['total']} | {s['workers']} | {s['commit']} | "
-                         f"{base / s['total']:.2f}x | {run['cpu_seconds']['workers']} | "
-                         f"{run['cpu_seconds']['analysis']} | {run['chunks']:,} |")
-    if "baseline" in payload:
-        b = payload["baseline"]
-        lines.append(f"| local, one in-process sync (today) | - | {b['seconds']} | - | - | - | - | - | "
-                     f"{b['chunks']:,} |")
-    for storage, prediction in payload.get("prediction", {}).items():
-        lines.append(f"\nPredicted on {prediction['cores']} cores with {prediction['workers']} workers ({storage}): "
-                     f"{prediction['seconds']} s, {prediction['speedup']}x ({prediction['model']})")
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE)
@@ -261,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
                             else str(workspace), "files": n_files, "lines": n_lines, "source_bytes": source_bytes}
     payload["settings"] = {"profile": "code-static (vectors computed by the workers, in process)",
                            "analysis_services": "one per worker, started fresh for each run"}
-    print(table(payload))
+    print(render_shard_speed({"kind": "shard-speed", **payload}))
     if not args.no_write:
         path = write_results("shard-speed", payload)
         log(f"wrote {path.relative_to(REPO_ROOT)}")

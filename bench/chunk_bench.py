@@ -10,6 +10,10 @@ pass, so timings and peak RSS do not leak between passes) and over gRPC:
 Prints a markdown table and writes every number it shows to bench/results/chunk-<UTC>.json
 (+ chunk-latest.json), from which `make bench-report` renders the README tables.
 
+Unlike the other benchmarks it speaks the analysis service's wire directly rather than through
+`codecompass.clients`: what it validates is the ChunkFiles messages themselves, field by field,
+and what it times is the service alone, without a client's decoding of ~100k chunks in the numbers.
+
 Run: .venv/bin/python -m bench.chunk_bench [--workspace bench/.work/chunk-corpus]
 """
 

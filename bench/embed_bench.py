@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 
 from bench.lib.services import REPO_ROOT, read_vm_rss_kib, start_analysis, start_embedding
-from codecompass.embedding import convert
+from codecompass.clients.analysis import AnalysisClient
+from codecompass.clients.embedding import EmbeddingClient
 from codecompass.embedding.minilm import WindowedTokenizer
-from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, embedding_pb2_grpc
 
 DEFAULT_WORKSPACE = REPO_ROOT / "node_ts_service" / "node_modules" / "@grpc" / "grpc-js"
 # Issue 3 set 60 chunks/s for the transformer profiles (code-small is one); issue 16 sets 5,000 for code-static.
@@ -52,17 +52,14 @@ QUERIES = [
 
 def collect_chunks(workspace: Path, limit: int, seed: int) -> list[str]:
     analysis = start_analysis()
+    client = AnalysisClient(analysis.address, timeout_s=120)
     try:
-        with analysis.channel() as channel:
-            stub = analysis_pb2_grpc.CodeAnalysisServiceStub(channel)
-            scan = stub.ScanWorkspace(analysis_pb2.ScanWorkspaceRequest(workspace_root=str(workspace)), timeout=120)
-            request = analysis_pb2.ChunkFilesRequest(
-                workspace_root=str(workspace),
-                include_references=True,
-                paths=[entry.relative_path for entry in scan.files],
-            )
-            texts = [chunk.embedding_text for reply in stub.ChunkFiles(request, timeout=600) for chunk in reply.chunks]
+        scan = client.scan(str(workspace), tuple, version=None)
+        paths = [entry.relative_path for entry in scan.files]
+        texts = [chunk.embedding_text for chunked in client.chunks(str(workspace), paths, 600, include_references=True)
+                 for chunk in chunked.chunks]
     finally:
+        client.close()
         analysis.stop()
     if not texts:
         raise SystemExit(f"no chunks found under {workspace}")
@@ -95,21 +92,22 @@ def measure_throughput(texts: list[str], env: dict[str, str]) -> dict:
     service = start_embedding(env)
     try:
         rss_loaded = (read_vm_rss_kib(service.pid) or 0) / 1024
-        with service.channel() as channel:
-            stub = embedding_pb2_grpc.EmbeddingServiceStub(channel)
-            stub.Embed(convert.embed_request_to_proto(texts[:8], "document"), timeout=120)
+        client = EmbeddingClient(service.address, timeout_s=600, batch_size=RPC_TEXTS)
+        try:
+            client.embed_documents(texts[:8])
             started, cpu_started = time.perf_counter(), cpu_seconds(service.pid)
             for offset in range(0, len(texts), RPC_TEXTS):
-                batch = texts[offset : offset + RPC_TEXTS]
-                stub.Embed(convert.embed_request_to_proto(batch, "document"), timeout=600)
+                client.embed_documents(texts[offset : offset + RPC_TEXTS])
             seconds = time.perf_counter() - started
             cpu = cpu_seconds(service.pid) - cpu_started
             latencies = []
             for round_index in range(5):
                 for query in QUERIES:
                     t0 = time.perf_counter()
-                    stub.Embed(convert.embed_request_to_proto([f"{query} {round_index}"], "query"), timeout=30)
+                    client.embed_query(f"{query} {round_index}", timeout_s=30)
                     latencies.append((time.perf_counter() - t0) * 1000)
+        finally:
+            client.close()
         return {
             "chunks_per_s": len(texts) / seconds,
             "chunks_per_cpu_s": len(texts) / cpu,

@@ -21,9 +21,9 @@ import lancedb
 
 from bench.lib.services import ServiceProcess, start_analysis, start_embedding, start_retrieval
 from bench.speed.run_speed import source_stats
+from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.files import tree_bytes
 from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION
-from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 MIB = 2**20
 
@@ -86,21 +86,20 @@ def main(argv: list[str] | None = None) -> int:
         retrieval = start_retrieval(analysis.address, embedding.address, env)
         services.append(retrieval)
         started = time.perf_counter()
-        with retrieval.channel() as channel:
-            stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
-            request = retrieval_pb2.IndexWorkspaceRequest(workspace_root=str(workspace), wait_for_embeddings=True)
-            for _ in stub.IndexWorkspace(request, timeout=args.max_embed_wait):
+        client = RetrievalClient(retrieval.address)
+        try:
+            for _ in client.index(str(workspace), True, args.max_embed_wait):
                 pass
             indexed_s = time.perf_counter() - started
-            status_request = retrieval_pb2.GetIndexStatusRequest(workspace_root=str(workspace))
-            status = stub.GetIndexStatus(status_request, timeout=60)
             ready_bytes = tree_bytes(state_dir)
             # Versions younger than the retention outlive the last maintenance of the run; the
             # service cleans them up once they are old enough. Measure the index as it stays.
             settle_until = time.monotonic() + DEFAULT_VERSION_RETENTION.total_seconds() + args.settle_s
             while time.monotonic() < settle_until:
                 time.sleep(2.0)
-            status = stub.GetIndexStatus(status_request, timeout=60)
+            status = client.status(str(workspace), 60)
+        finally:
+            client.close()
     finally:
         for service in reversed(services):
             service.stop()

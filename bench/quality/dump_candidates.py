@@ -42,7 +42,9 @@ from bench.quality.run_quality import (
     target_hit,
     workspace_for,
 )
-from codecompass.v1 import chunk_pb2, retrieval_pb2, retrieval_pb2_grpc
+from codecompass.clients.retrieval import RetrievalClient
+from codecompass.policy.ranking import RankedResult
+from codecompass.retrieval.state import ResultView, SearchOutcome, SearchQuery
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
 CANDIDATE_POOL = 200
@@ -50,25 +52,25 @@ SEARCH_DEADLINE_S = 120.0
 JSDOC_CHARS = 400  # enough for a doc-match signal; keeps the cache small
 
 
-def candidate_request(query: Query) -> retrieval_pb2.SearchRequest:
-    return retrieval_pb2.SearchRequest(
+def candidate_query(query: Query) -> SearchQuery:
+    return SearchQuery(
         workspace_root=str(workspace_for(query.repo)),
         query=query.query,
         limit=CANDIDATE_POOL,
         candidate_pool=CANDIDATE_POOL,
-        ranking=retrieval_pb2.RANKING_MODE_FUSION,
-        view=retrieval_pb2.RESULT_VIEW_SUMMARY,
+        ranked=False,
+        view=ResultView.SUMMARY,
     )
 
 
-def candidate_record(result, query: Query) -> dict[str, Any]:
+def candidate_record(result: RankedResult, query: Query) -> dict[str, Any]:
     chunk = result.chunk
     return {
         "id": chunk.id,
         "path": chunk.relative_path,
         "qualified_name": chunk.qualified_name,
         "name": chunk.name,
-        "kind": chunk_pb2.NodeKind.Name(chunk.node_kind).removeprefix("NODE_KIND_").lower(),
+        "kind": chunk.node_kind.value,
         "start_line": chunk.start_line,
         "end_line": chunk.end_line,
         "depth": chunk.depth,
@@ -81,12 +83,12 @@ def candidate_record(result, query: Query) -> dict[str, Any]:
         "lexical_rank": result.lexical_rank,
         "semantic_rank": result.semantic_rank,
         "fusion_score": round(result.fusion_score, 5),
-        "provenance": retrieval_pb2.Provenance.Name(result.provenance).removeprefix("PROVENANCE_").lower(),
+        "provenance": result.provenance,
         "target": target_hit(chunk, query.targets),
     }
 
 
-def query_record(query: Query, reply) -> dict[str, Any]:
+def query_record(query: Query, reply: SearchOutcome) -> dict[str, Any]:
     return {
         "id": query.id,
         "type": query.type,
@@ -126,19 +128,21 @@ def main(argv: list[str] | None = None) -> int:
     found = kept = 0
     t0 = time.perf_counter()
     try:
-        with stack.retrieval.channel() as channel:
-            stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+        client = RetrievalClient(stack.retrieval.address)
+        try:
             tmp = out.with_suffix(".jsonl.tmp")
             with open(tmp, "w", encoding="utf-8") as fh:
                 for repo, repo_queries in by_repo.items():
                     info = index_workspace(stack.retrieval, workspace_for(repo))
                     print(f"{repo_label(repo)}: {info['chunks']} chunks, {info['status']}", file=sys.stderr)
                     for query in repo_queries:
-                        record = query_record(query, stub.Search(candidate_request(query), timeout=SEARCH_DEADLINE_S))
+                        record = query_record(query, client.search(candidate_query(query), SEARCH_DEADLINE_S))
                         kept += len(record["candidates"])
                         found += any(c["target"] is not None for c in record["candidates"])
                         fh.write(json.dumps(record, separators=(",", ":")) + "\n")
             tmp.replace(out)
+        finally:
+            client.close()
     finally:
         stack.stop()
     print(

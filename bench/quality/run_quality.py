@@ -37,8 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import grpc
-
 from bench.corpus.assemble import QUALITY_REPOS_BY_NAME, is_code_file, workspace_digest
 from bench.lib.metrics import (
     BUDGET_METRIC_NAMES,
@@ -52,7 +50,10 @@ from bench.lib.metrics import (
 from bench.lib.results import run_metadata, write_results
 from bench.lib.services import ServiceProcess, ServiceStack, start_stack
 from bench.lib.testcode import is_test_code
-from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, retrieval_pb2, retrieval_pb2_grpc
+from codecompass.clients.analysis import AnalysisClient
+from codecompass.clients.errors import ServiceError
+from codecompass.clients.retrieval import RetrievalClient
+from codecompass.retrieval.state import ResultView, SearchQuery
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = BENCH_DIR.parent
@@ -66,18 +67,16 @@ SEARCH_DEADLINE_S = 60.0
 # Deep enough that the 8,000-token budget is usually spent before the results run out
 # (a query whose results end first is counted in `budget_not_spent`).
 RESULT_LIMIT = 60
-FUSION = retrieval_pb2.RANKING_MODE_FUSION
-FULL = retrieval_pb2.RANKING_MODE_FULL
 
-# Every mode is a set of SearchRequest fields; nothing else differs between modes.
-# No semantic_ratio = the server's default ratio.
+# Every mode is a set of SearchQuery fields; nothing else differs between modes.
+# No semantic_ratio = the server's default ratio; ranked=False is the fused channel score alone.
 MODES: dict[str, dict[str, Any]] = {
-    "bm25": {"semantic_ratio": 0.0, "ranking": FUSION},
-    "vector": {"semantic_ratio": 1.0, "ranking": FUSION},
-    "hybrid": {"ranking": FUSION},
-    "hybrid+ranking": {"ranking": FULL},  # the product's default
+    "bm25": {"semantic_ratio": 0.0, "ranked": False},
+    "vector": {"semantic_ratio": 1.0, "ranked": False},
+    "hybrid": {"ranked": False},
+    "hybrid+ranking": {"ranked": True},  # the product's default
 }
-COMMON_REQUEST: dict[str, Any] = {"limit": RESULT_LIMIT, "view": retrieval_pb2.RESULT_VIEW_CODE}
+COMMON_REQUEST: dict[str, Any] = {"limit": RESULT_LIMIT, "view": ResultView.CODE}
 
 # One row per (query, mode) in the results file, in this column order.
 PER_QUERY_COLUMNS = (
@@ -170,11 +169,12 @@ def unresolvable_queries(analysis: ServiceProcess, workspace: Path, queries: Seq
     """Ids of queries none of whose targets is a chunk the analysis service produces (unanswerable)."""
     paths = sorted({t.path for q in queries for t in q.targets})
     by_path: dict[str, list] = defaultdict(list)
-    with analysis.channel() as channel:
-        stub = analysis_pb2_grpc.CodeAnalysisServiceStub(channel)
-        request = analysis_pb2.ChunkFilesRequest(workspace_root=str(workspace), paths=paths)
-        for reply in stub.ChunkFiles(request, timeout=600):
-            by_path[reply.relative_path].extend(reply.chunks)
+    client = AnalysisClient(analysis.address)
+    try:
+        for chunked in client.chunks(str(workspace), paths, 600):
+            by_path[chunked.relative_path].extend(chunked.chunks)
+    finally:
+        client.close()
     return [
         q.id
         for q in queries
@@ -189,19 +189,20 @@ def index_workspace(retrieval: ServiceProcess, workspace: Path) -> dict[str, Any
     rescans (well under a second), and it keeps a reused --state-dir honest when the
     workspace was rebuilt since.
     """
-    status_request = retrieval_pb2.GetIndexStatusRequest(workspace_root=str(workspace))
-    with retrieval.channel() as channel:
-        stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+    client = RetrievalClient(retrieval.address)
+    try:
         t0 = time.perf_counter()
         last = None
-        request = retrieval_pb2.IndexWorkspaceRequest(workspace_root=str(workspace), wait_for_embeddings=True)
-        for last in stub.IndexWorkspace(request, timeout=INDEX_DEADLINE_S):
+        for last in client.index(str(workspace), True, INDEX_DEADLINE_S):
             pass
         elapsed = time.perf_counter() - t0
-        status = stub.GetIndexStatus(status_request, timeout=30)
-    stats = last.stats if last is not None and last.HasField("stats") else None
+        status = client.status(str(workspace), 30)
+    finally:
+        client.close()
+    stats = last.stats if last is not None else None
     return {
-        "status": retrieval_pb2.IndexingStatus.Name(status.indexing_status),
+        # The contract's name of the status (INDEXING_STATUS_READY), as results files record it.
+        "status": f"INDEXING_STATUS_{status.indexing_status.name}",
         "files": status.files,
         "chunks": status.chunks,
         "embedded": status.embedded_chunks,
@@ -214,9 +215,9 @@ def index_workspace(retrieval: ServiceProcess, workspace: Path) -> dict[str, Any
     }
 
 
-def search_request(query: Query, mode: str, **overrides: Any) -> retrieval_pb2.SearchRequest:
-    fields = {**COMMON_REQUEST, **MODES[mode], **overrides}
-    return retrieval_pb2.SearchRequest(workspace_root=str(workspace_for(query.repo)), query=query.query, **fields)
+def search_query(query: Query, mode: str) -> SearchQuery:
+    fields = {**COMMON_REQUEST, **MODES[mode]}
+    return SearchQuery(workspace_root=str(workspace_for(query.repo)), query=query.query, **fields)
 
 
 class TokenCosts:
@@ -252,10 +253,10 @@ def is_test_result(repo: str | None, chunk) -> bool:
     return is_test_code(chunk.relative_path, chunk.qualified_name, chunk.is_test, library_code=library)
 
 
-def run_query(stub, query: Query, mode: str, costs: TokenCosts) -> Outcome:
-    request = search_request(query, mode)
+def run_query(client: RetrievalClient, query: Query, mode: str, costs: TokenCosts) -> Outcome:
+    request = search_query(query, mode)
     t0 = time.perf_counter()
-    reply = stub.Search(request, timeout=SEARCH_DEADLINE_S)
+    reply = client.search(request, SEARCH_DEADLINE_S)
     client_ms = (time.perf_counter() - t0) * 1000
     results = list(reply.results)
     hits = [target_hit(r.chunk, query.targets) for r in results]
@@ -283,28 +284,30 @@ def run_query(stub, query: Query, mode: str, costs: TokenCosts) -> Outcome:
     )
 
 
-def failed(error: grpc.RpcError) -> Outcome:
+def failed(error: ServiceError) -> Outcome:
     row = [0.0] * len(PER_QUERY_COLUMNS)
     return Outcome(
         row=row,
         ratio_used=0.0,
         skipped_reason="",
         budget_not_spent=False,
-        error=f"{error.code().name}: {error.details()}",
+        error=f"{error.status}: {error}",
     )
 
 
 def run_mode(retrieval: ServiceProcess, queries: Sequence[Query], mode: str, costs: TokenCosts) -> dict[str, Outcome]:
     outcomes: dict[str, Outcome] = {}
-    with retrieval.channel() as channel:
-        stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+    client = RetrievalClient(retrieval.address)
+    try:
         for query in queries:
             try:
-                outcomes[query.id] = run_query(stub, query, mode, costs)
-            except grpc.RpcError as error:
+                outcomes[query.id] = run_query(client, query, mode, costs)
+            except ServiceError as error:
                 # One failing query must not lose the others; the failure is reported, never hidden.
                 outcomes[query.id] = failed(error)
                 log(f"  {mode} {query.id} failed: {outcomes[query.id].error}")
+    finally:
+        client.close()
     return outcomes
 
 
@@ -391,9 +394,17 @@ def mode_diagnostics(queries: Sequence[Query], outcomes: dict[str, dict[str, Out
 
 
 def describe_request(fields: dict[str, Any]) -> dict[str, Any]:
-    """Request fields with enums by name, so a results file reads without the proto at hand."""
-    names = {"ranking": retrieval_pb2.RankingMode.Name, "view": retrieval_pb2.ResultView.Name}
-    return {k: names[k](v) if k in names else v for k, v in fields.items()}
+    """Query fields as the SearchRequest contract names them (ranking=RANKING_MODE_FUSION,
+    view=RESULT_VIEW_CODE), so every results file describes its modes in the same words."""
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key == "ranked":
+            out["ranking"] = "RANKING_MODE_FULL" if value else "RANKING_MODE_FUSION"
+        elif key == "view":
+            out["view"] = f"RESULT_VIEW_{value.name}"
+        else:
+            out[key] = value
+    return out
 
 
 def compact_row(row: Sequence[float]) -> list[float]:

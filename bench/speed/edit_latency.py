@@ -19,19 +19,18 @@ from pathlib import Path
 
 from bench.lib.services import REPO_ROOT, start_analysis
 from bench.speed.run_speed import EDIT_TARGET, percentile
-from codecompass.v1 import analysis_pb2, analysis_pb2_grpc
+from codecompass.clients.analysis import AnalysisClient
 
 DEFAULT_WORKSPACE = REPO_ROOT / "bench" / ".work" / "ws-300k"
 
 
-def chunk(stub, workspace: Path, paths: list[str]) -> tuple[int, int, float]:
+def chunk(client: AnalysisClient, workspace: Path, paths: list[str]) -> tuple[int, int, float]:
     """(files, references) returned and the wall time in ms."""
     t0 = time.perf_counter()
     files = refs = 0
-    request = analysis_pb2.ChunkFilesRequest(workspace_root=str(workspace), paths=paths, include_references=True)
-    for reply in stub.ChunkFiles(request, timeout=600):
+    for chunked in client.chunks(str(workspace), paths, 600, include_references=True):
         files += 1
-        refs += sum(len(c.references) for c in reply.chunks)
+        refs += sum(len(c.references) for c in chunked.chunks)
     return files, refs, (time.perf_counter() - t0) * 1000
 
 
@@ -47,20 +46,20 @@ def main(argv: list[str] | None = None) -> int:
     original = target.read_bytes()
 
     analysis = start_analysis(echo=args.echo_logs)
+    client = AnalysisClient(analysis.address)
     try:
-        stub = analysis_pb2_grpc.CodeAnalysisServiceStub(analysis.channel())
         # What the first sync after a service restart pays when the index already exists.
-        _, cold_refs, cold_ms = chunk(stub, workspace, [args.target])
+        _, cold_refs, cold_ms = chunk(client, workspace, [args.target])
         print(f"first call after start: ChunkFiles([target], refs) {cold_ms:.0f} ms ({cold_refs} references)")
-        files, refs, warm_ms = chunk(stub, workspace, ["."])
+        files, refs, warm_ms = chunk(client, workspace, ["."])
         print(f"warm-up: ChunkFiles(all, refs) {files} files, {refs} references in {warm_ms:.0f} ms")
-        _, base_refs, unchanged_ms = chunk(stub, workspace, [args.target])
+        _, base_refs, unchanged_ms = chunk(client, workspace, [args.target])
         print(f"unchanged file: {unchanged_ms:.0f} ms ({base_refs} references)")
         timings = []
         for i in range(args.edits):
             body = f"\nexport function editLatencyProbe{i % 2}(value: number): number {{\n  return value + {i};\n}}\n"
             target.write_bytes(original + body.encode())
-            _, edit_refs, ms = chunk(stub, workspace, [args.target])
+            _, edit_refs, ms = chunk(client, workspace, [args.target])
             timings.append(ms)
             print(f"edit {i}: {ms:.0f} ms ({edit_refs} references)")
         print(
@@ -69,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     finally:
         target.write_bytes(original)
+        client.close()
         analysis.stop()
     return 0
 

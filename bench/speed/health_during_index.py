@@ -27,8 +27,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from bench.lib.results import RESULTS_DIR, write_results
 from bench.lib.services import BENCH_ANALYSIS_ENV, NODE_MAIN, REPO_ROOT, start_service
+from codecompass.clients.analysis import AnalysisClient
+from codecompass.clients.analysis_model import RenderRequest
+from codecompass.clients.errors import ServiceError
+from codecompass.common.chunks import NodeKind
 from codecompass.common.telemetry import traced_channel
-from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, chunk_pb2
 
 DEFAULT_WORKSPACE = REPO_ROOT / "bench" / ".work" / "ws-300k"
 # A small file of the rxjs package in ws-300k: rendering one of its symbols is cheap, so
@@ -64,25 +67,23 @@ def summary(values: list[float]) -> dict[str, float | int]:
     }
 
 
-def render_spec(stub: analysis_pb2_grpc.CodeAnalysisServiceStub, workspace: Path) -> analysis_pb2.RenderSpec:
+def render_spec(client: AnalysisClient, workspace: Path) -> RenderRequest:
     """One symbol of RENDER_TARGET, found by a plain (no Program) ChunkFiles of that file."""
-    request = analysis_pb2.ChunkFilesRequest(workspace_root=str(workspace), paths=[RENDER_TARGET])
-    for reply in stub.ChunkFiles(request, timeout=60):
-        symbols = [c for c in reply.chunks if c.node_kind != chunk_pb2.NODE_KIND_MODULE] or list(reply.chunks)
+    for chunked in client.chunks(str(workspace), [RENDER_TARGET], 60):
+        symbols = [c for c in chunked.chunks if c.node_kind != NodeKind.MODULE] or list(chunked.chunks)
         if symbols:
-            return analysis_pb2.RenderSpec(symbol_id=symbols[0].id, relative_path=reply.relative_path)
+            return RenderRequest(symbol_id=symbols[0].id, relative_path=chunked.relative_path)
     raise SystemExit(f"{RENDER_TARGET} has no chunks in {workspace}")
 
 
 class ChunkRun(threading.Thread):
     """The cold ChunkFiles stream, consumed in the background."""
 
-    def __init__(self, stub, workspace: Path, include_references: bool) -> None:
+    def __init__(self, client: AnalysisClient, workspace: Path, include_references: bool) -> None:
         super().__init__(daemon=True)
-        self.request = analysis_pb2.ChunkFilesRequest(
-            workspace_root=str(workspace), paths=["."], include_references=include_references
-        )
-        self.stub = stub
+        self.workspace = workspace
+        self.include_references = include_references
+        self.client = client
         self.files = 0
         self.references = 0
         self.started = 0.0
@@ -93,13 +94,14 @@ class ChunkRun(threading.Thread):
     def run(self) -> None:
         self.started = time.perf_counter()
         try:
-            for reply in self.stub.ChunkFiles(self.request, timeout=CHUNK_TIMEOUT_S):
+            for chunked in self.client.chunks(str(self.workspace), ["."], CHUNK_TIMEOUT_S,
+                                              include_references=self.include_references):
                 if self.first_file_s is None:
                     self.first_file_s = time.perf_counter() - self.started
                 self.files += 1
-                self.references += sum(len(c.references) for c in reply.chunks)
-        except grpc.RpcError as exc:
-            self.error = f"{exc.code().name}: {exc.details()}"
+                self.references += sum(len(c.references) for c in chunked.chunks)
+        except ServiceError as exc:
+            self.error = f"{exc.status}: {exc}"
         finally:
             self.ended = time.perf_counter()
 
@@ -110,7 +112,9 @@ def timed(call) -> tuple[float, str | None]:
     try:
         call()
         return (time.perf_counter() - t0) * 1000.0, None
-    except grpc.RpcError as exc:
+    except ServiceError as exc:
+        return (time.perf_counter() - t0) * 1000.0, exc.status
+    except grpc.RpcError as exc:  # the health check, a standard gRPC service spoken directly
         return (time.perf_counter() - t0) * 1000.0, exc.code().name
 
 
@@ -141,15 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     health_errors: list[str] = []
     render_ms: list[float] = []
     render_errors: list[str] = []
+    client = AnalysisClient(analysis.address)
     try:
         with traced_channel(analysis.address) as channel:
-            stub = analysis_pb2_grpc.CodeAnalysisServiceStub(channel)
             health = health_pb2_grpc.HealthStub(channel)
-            spec = render_spec(stub, workspace)
-            render_request = analysis_pb2.RenderSymbolsRequest(workspace_root=str(workspace), specs=[spec])
+            spec = render_spec(client, workspace)
             check_request = health_pb2.HealthCheckRequest(service="")
 
-            run = ChunkRun(stub, workspace, include_references)
+            run = ChunkRun(client, workspace, include_references)
             run.start()
             next_render = time.perf_counter()
             while run.is_alive():
@@ -159,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                 if err:
                     health_errors.append(err)
                 if time.perf_counter() >= next_render:
-                    ms, err = timed(lambda: stub.RenderSymbols(render_request, timeout=CALL_TIMEOUT_S))
+                    ms, err = timed(lambda: client.render(str(workspace), [spec], CALL_TIMEOUT_S))
                     render_ms.append(ms)
                     if err:
                         render_errors.append(err)
@@ -168,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             run.join()
         rss_mib = analysis.peak_rss_mib()
     finally:
+        client.close()
         analysis.stop()
 
     if run.error:

@@ -53,8 +53,8 @@ from bench.lib.services import REPO_ROOT, ServiceProcess, start_service
 from bench.quality.run_pipeline import start_pipeline_services
 from bench.quality.run_quality import index_workspace, log
 from bench.speed.run_speed import DEFAULT_WORKSPACE, QUERIES_PATH, SEED, source_stats
+from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.config import load_settings
-from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 STUBS_DIR = REPO_ROOT / "tests" / "fixtures" / "stubs"
 DEFAULT_STATE_DIR = REPO_ROOT / "bench" / ".work" / "pipeline-speed-state"
@@ -93,18 +93,19 @@ def index_progress(retrieval: ServiceProcess, workspace: Path) -> Iterator[None]
 
     def report() -> None:
         started = time.perf_counter()
-        request = retrieval_pb2.GetIndexStatusRequest(workspace_root=str(workspace))
-        with retrieval.channel() as channel:
-            stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+        client = RetrievalClient(retrieval.address)
+        try:
             while not done.wait(PROGRESS_EVERY_S):
                 try:
-                    status = stub.GetIndexStatus(request, timeout=10)
+                    status = client.status(str(workspace), 10)
                 except Exception as exc:  # noqa: BLE001 - progress is a courtesy; the sync reports real failures
                     log(f"  index status unavailable: {exc}")
                     continue
                 log(f"  {time.perf_counter() - started:4.0f} s  "
-                    f"{retrieval_pb2.IndexingStatus.Name(status.indexing_status)}  "
+                    f"INDEXING_STATUS_{status.indexing_status.name}  "
                     f"{status.embedded_chunks:,} / {status.chunks:,} chunks embedded, {status.files:,} files")
+        finally:
+            client.close()
 
     thread = threading.Thread(target=report, daemon=True)
     thread.start()

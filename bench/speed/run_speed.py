@@ -47,9 +47,11 @@ from bench.lib.services import (
     start_retrieval,
 )
 from bench.report import speed_table
+from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.files import tree_bytes
+from codecompass.policy.ranking import STATIC_VECTORS
+from codecompass.retrieval.state import IndexingStatus, IndexPhase, SearchOutcome, SearchQuery, SyncOutcome
 from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION
-from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 BENCH_DIR = REPO_ROOT / "bench"
 DEFAULT_WORKSPACE = BENCH_DIR / ".work" / "ws-300k"
@@ -105,25 +107,25 @@ def warm_query_texts() -> list[str]:
 GATEWAY_BUDGET_MS = 300
 
 
-def search(stub, workspace: Path, query: str, budget_ms: int = 0):
+def search(client: RetrievalClient, workspace: Path, query: str,
+           budget_ms: int = 0) -> tuple[SyncOutcome, SearchOutcome, float]:
     """A search as the gateway makes one: Sync within `budget_ms` (0: until done), then Search
-    (a pure read). Returns (sync reply, search reply, wall ms of both)."""
+    (a pure read). Returns (sync outcome, search outcome, wall ms of both)."""
     t0 = time.perf_counter()
-    synced = stub.Sync(retrieval_pb2.SyncRequest(workspace_root=str(workspace), budget_ms=budget_ms), timeout=120)
-    reply = stub.Search(retrieval_pb2.SearchRequest(workspace_root=str(workspace), query=query, limit=10),
-                        timeout=120)
+    synced = client.sync(str(workspace), budget_ms, 120)
+    reply = client.search(SearchQuery(workspace_root=str(workspace), query=query, limit=10), 120)
     return synced, reply, (time.perf_counter() - t0) * 1000
 
 
-def warm_and_edit(stub, workspace: Path, texts: list[str], original_edit_text: str | None, prefix: str) -> dict:
+def warm_and_edit(client: RetrievalClient, workspace: Path, texts: list[str], original_edit_text: str | None, prefix: str) -> dict:
     """Warm query latencies over `texts`, then a one-file edit's Sync and Search against a
     no-change Search; the edited file is restored (and synced back) before returning."""
     out: dict = {}
     for text in texts[:3]:
-        search(stub, workspace, text)
+        search(client, workspace, text)
     latencies, sync_ms, search_ms = [], [], []
     for text in texts:
-        synced, reply, ms = search(stub, workspace, text)
+        synced, reply, ms = search(client, workspace, text)
         latencies.append(ms)
         sync_ms.append(synced.duration_ms)
         search_ms.append(reply.metadata.search_ms)
@@ -135,25 +137,25 @@ def warm_and_edit(stub, workspace: Path, texts: list[str], original_edit_text: s
     if original_edit_text is None:
         return out
     edit_path = workspace / EDIT_TARGET
-    nochange = [search(stub, workspace, "project each value")[2] for _ in range(5)]
+    nochange = [search(client, workspace, "project each value")[2] for _ in range(5)]
     out[f"{prefix}nochange_search_ms"] = statistics.median(nochange)
     edit_path.write_text(
         original_edit_text + "\nexport function benchEditProbe(value: number): number {\n  return value * 2;\n}\n",
         encoding="utf-8",
     )
-    synced, _, edit_ms = search(stub, workspace, "project each value")
+    synced, _, edit_ms = search(client, workspace, "project each value")
     out[f"{prefix}edit_search_ms"] = edit_ms
     out[f"{prefix}edit_sync_ms_server"] = synced.duration_ms
-    out[f"{prefix}edit_sync_files_changed"] = synced.stats.files_changed
-    out[f"{prefix}edit_sync_chunks_embedded"] = synced.stats.chunks_embedded
+    out[f"{prefix}edit_sync_files_changed"] = synced.stats.files_changed if synced.stats else 0
+    out[f"{prefix}edit_sync_chunks_embedded"] = synced.stats.chunks_embedded if synced.stats else 0
     out[f"{prefix}edit_overhead_ms"] = edit_ms - out[f"{prefix}nochange_search_ms"]
     edit_path.write_text(original_edit_text, encoding="utf-8")
-    search(stub, workspace, "project each value")
+    search(client, workspace, "project each value")
     return out
 
 
-def static_hit(reply) -> bool:
-    return any(r.vector_channel == retrieval_pb2.VECTOR_CHANNEL_STATIC for r in reply.results)
+def static_hit(reply: SearchOutcome) -> bool:
+    return any(r.vector_channel == STATIC_VECTORS for r in reply.results)
 
 
 def static_channel_lines(m: dict) -> str:
@@ -248,57 +250,54 @@ def main(argv: list[str] | None = None) -> int:
         t_serving = time.perf_counter()
         results["services_start_s"] = t_serving - t_start
 
-        with retrieval.channel() as channel:
-            stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+        client = RetrievalClient(retrieval.address)
+        try:
             # What an agent does on a new workspace: search at once, through the gateway's
             # freshness budget. The first Sync starts the cold index; searches answer from
             # the first rows written.
             t_index = time.perf_counter()
-            _, reply, first_ms = search(stub, workspace, "merge map operator", GATEWAY_BUDGET_MS)
+            _, reply, first_ms = search(client, workspace, "merge map operator", GATEWAY_BUDGET_MS)
             while not reply.results:
-                _, reply, first_ms = search(stub, workspace, "merge map operator", GATEWAY_BUDGET_MS)
+                _, reply, first_ms = search(client, workspace, "merge map operator", GATEWAY_BUDGET_MS)
             results["first_answer_s"] = time.perf_counter() - t_index
             results["first_search_ms"] = first_ms
             results["first_search_results"] = len(reply.results)
-            results["first_search_status"] = retrieval_pb2.IndexingStatus.Name(reply.metadata.indexing_status)
-            results["first_search_completeness"] = retrieval_pb2.ResultCompleteness.Name(
-                reply.metadata.result_completeness
-            )
+            # Statuses by the contract's names (INDEXING_STATUS_INDEXING), as results files record them.
+            results["first_search_status"] = f"INDEXING_STATUS_{reply.metadata.indexing_status.name}"
+            results["first_search_completeness"] = f"RESULT_COMPLETENESS_{reply.metadata.result_completeness.name}"
             results["cold_first_lexical_s"] = time.perf_counter() - t_start
             results["cold_first_lexical_after_serving_s"] = time.perf_counter() - t_serving
-            request = retrieval_pb2.IndexWorkspaceRequest(workspace_root=str(workspace), wait_for_embeddings=False)
             # The stream joins the cold sync the first Search started; when each step is first
             # reported says when the one before it ended (the lexical-first pass writes every
             # file once, static vectors included, before the chunking step begins).
-            phase_seen: dict[str, float] = {}
+            phase_seen: dict[IndexPhase, float] = {}
             streamed: list = []
 
             def follow_index() -> None:
-                for progress in stub.IndexWorkspace(request, timeout=1800):
-                    phase_seen.setdefault(retrieval_pb2.IndexPhase.Name(progress.phase), time.perf_counter())
+                for progress in client.index(str(workspace), False, 1800):
+                    phase_seen.setdefault(progress.phase, time.perf_counter())
                     streamed.append(progress)
 
             follower = threading.Thread(target=follow_index, daemon=True)
             follower.start()
             # Meanwhile: when a question with no identifier in it is first answered by static vectors.
             while follower.is_alive() and "first_static_answer_s" not in results:
-                _, probe, _ = search(stub, workspace, SEMANTIC_PROBE, GATEWAY_BUDGET_MS)
+                _, probe, _ = search(client, workspace, SEMANTIC_PROBE, GATEWAY_BUDGET_MS)
                 if static_hit(probe):
                     results["first_static_answer_s"] = time.perf_counter() - t_index
                     results["first_static_answer_channels"] = [
-                        retrieval_pb2.VectorChannel.Name(c) for c in probe.metadata.vector_channels]
+                        f"VECTOR_CHANNEL_{c.upper()}" for c in probe.metadata.vector_channels]
                 else:
                     time.sleep(0.25)
             follower.join()
             last = streamed[-1] if streamed else None
             t_lexical = time.perf_counter()
             results["lexical_index_s"] = t_lexical - t_serving
-            results["chunks_upserted"] = last.stats.chunks_upserted if last is not None else 0
-            if "INDEX_PHASE_CHUNKING" in phase_seen and "INDEX_PHASE_LEXICAL" in phase_seen:
-                results["static_first_pass_s"] = phase_seen["INDEX_PHASE_CHUNKING"] - t_index
+            results["chunks_upserted"] = last.stats.chunks_upserted if last is not None and last.stats else 0
+            if IndexPhase.CHUNKING in phase_seen and IndexPhase.LEXICAL in phase_seen:
+                results["static_first_pass_s"] = phase_seen[IndexPhase.CHUNKING] - t_index
 
-            status_req = retrieval_pb2.GetIndexStatusRequest(workspace_root=str(workspace))
-            status = stub.GetIndexStatus(status_req, timeout=30)
+            status = client.status(str(workspace), 30)
             results["static_model_id"] = status.static_model_id
             results["static_vector_chunks_written"] = status.static_vector_chunks
             results["chunks_written"] = status.chunks
@@ -308,22 +307,22 @@ def main(argv: list[str] | None = None) -> int:
             # While the primary model embeds in the background: warm queries and an edit.
             texts = warm_query_texts()
             embedded_before = status.embedded_chunks
-            background = warm_and_edit(stub, workspace, texts, original_edit_text, "background_")
-            status = stub.GetIndexStatus(status_req, timeout=30)
+            background = warm_and_edit(client, workspace, texts, original_edit_text, "background_")
+            status = client.status(str(workspace), 30)
             results.update(background)
             results["background_edit_sync_ms"] = background.get("background_edit_sync_ms_server", 0.0)
             results["background_embedded_chunks"] = [embedded_before, status.embedded_chunks, status.chunks]
             embed_started = time.perf_counter()
             embedded_at_start = status.embedded_chunks
-            while status.indexing_status != retrieval_pb2.INDEXING_STATUS_READY:
-                if status.indexing_status == retrieval_pb2.INDEXING_STATUS_FAILED:
+            while status.indexing_status != IndexingStatus.READY:
+                if status.indexing_status == IndexingStatus.FAILED:
                     results["embedding_error"] = status.error
                     break
                 if time.perf_counter() - embed_started > args.max_embed_wait:
                     results["embedding_timed_out"] = True
                     break
                 time.sleep(2.0)
-                status = stub.GetIndexStatus(status_req, timeout=30)
+                status = client.status(str(workspace), 30)
             t_ready = time.perf_counter()
             results["chunks"] = status.chunks
             results["embedded_chunks"] = status.embedded_chunks
@@ -336,16 +335,18 @@ def main(argv: list[str] | None = None) -> int:
             results["embedded_before_poll"] = embedded_at_start
             results["index_bytes_reported"] = status.index_bytes
             results["state_dir_bytes"] = tree_bytes(state_dir)
-            results["indexing_status"] = retrieval_pb2.IndexingStatus.Name(status.indexing_status)
+            results["indexing_status"] = f"INDEXING_STATUS_{status.indexing_status.name}"
 
-            results.update(warm_and_edit(stub, workspace, texts, original_edit_text, ""))
+            results.update(warm_and_edit(client, workspace, texts, original_edit_text, ""))
             # Versions younger than the retention outlive the embedding run's last maintenance;
             # the service drops them (and the files only they used) once old enough. The size
             # that stays is measured after that.
             settle_at = t_ready + DEFAULT_VERSION_RETENTION.total_seconds() + SETTLE_S
             time.sleep(max(settle_at - time.perf_counter(), 0.0))
             results["state_dir_bytes_settled"] = tree_bytes(state_dir)
-            results["index_bytes_settled"] = stub.GetIndexStatus(status_req, timeout=30).index_bytes
+            results["index_bytes_settled"] = client.status(str(workspace), 30).index_bytes
+        finally:
+            client.close()
         results["rss_mib"] = {svc.name: svc.peak_rss_mib() for svc in services}
     except BaseException:
         # Whatever was measured before the failure is still worth seeing.

@@ -6,12 +6,12 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-import grpc
 import pytest
 from tests.fixtures.chain_workspace import write_chain_workspace
 
+from codecompass.clients.retrieval import RetrievalClient
+from codecompass.retrieval.state import IndexPhase, IndexProgress
 from codecompass.retrieval.sync import SyncTuning
-from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 pytestmark = pytest.mark.slow
 
@@ -25,17 +25,15 @@ def _start(start_python_service, analysis: str, embedding: str, state: Path):
         "codecompass.retrieval",
         {"ANALYSIS_ADDR": analysis, "EMBEDDING_ADDR": embedding, "CODECOMPASS_STATE_DIR": str(state)},
     )
-    channel = grpc.insecure_channel(address)
-    return process, channel, retrieval_pb2_grpc.RetrievalServiceStub(channel)
+    return process, RetrievalClient(address)
 
 
-def _index(stub, root: Path) -> retrieval_pb2.IndexWorkspaceResponse:
-    responses = list(stub.IndexWorkspace(retrieval_pb2.IndexWorkspaceRequest(workspace_root=str(root)), timeout=300))
-    return responses[-1]
+def _index(client: RetrievalClient, root: Path) -> IndexProgress:
+    return list(client.index(str(root), False, 300))[-1]
 
 
-def _chunks(stub, root: Path) -> int:
-    return stub.GetIndexStatus(retrieval_pb2.GetIndexStatusRequest(workspace_root=str(root)), timeout=60).chunks
+def _chunks(client: RetrievalClient, root: Path) -> int:
+    return client.status(str(root), 60).chunks
 
 
 @pytest.mark.badinput(case="kill -9 of retrieval during a cold index (gRPC)",
@@ -47,28 +45,28 @@ def test_kill_9_during_indexing_then_restart_matches_a_clean_index(
     root = tmp_path / "ws"
     write_chain_workspace(root, FILES, classes=True)
 
-    process, channel, stub = _start(start_python_service, analysis_server, embedding, tmp_path / "crash-state")
+    process, client = _start(start_python_service, analysis_server, embedding, tmp_path / "crash-state")
     killed_after = None
-    for progress in stub.IndexWorkspace(retrieval_pb2.IndexWorkspaceRequest(workspace_root=str(root)), timeout=300):
+    for progress in client.index(str(root), False, 300):
         # Some chunks are committed (the first flush is done once the chunks found reach its
         # size), more files are still being chunked: the middle of a sync.
-        if progress.phase == retrieval_pb2.INDEX_PHASE_CHUNKING and progress.chunks_done >= FIRST_FLUSH:
+        if progress.phase == IndexPhase.CHUNKING and progress.chunks_done >= FIRST_FLUSH:
             killed_after = progress.files_done
             process.send_signal(signal.SIGKILL)
             break
     assert killed_after is not None and killed_after < FILES, "index finished before it could be interrupted"
     assert process.wait(timeout=30) == -signal.SIGKILL
-    channel.close()
+    client.close()
 
-    _, channel, stub = _start(start_python_service, analysis_server, embedding, tmp_path / "crash-state")
-    resumed = _index(stub, root)
-    after_restart = _chunks(stub, root)
-    channel.close()
+    _, client = _start(start_python_service, analysis_server, embedding, tmp_path / "crash-state")
+    resumed = _index(client, root)
+    after_restart = _chunks(client, root)
+    client.close()
 
-    _, channel, clean_stub = _start(start_python_service, analysis_server, embedding, tmp_path / "clean-state")
-    clean = _index(clean_stub, root)
-    clean_rows = _chunks(clean_stub, root)
-    channel.close()
+    _, clean_client = _start(start_python_service, analysis_server, embedding, tmp_path / "clean-state")
+    clean = _index(clean_client, root)
+    clean_rows = _chunks(clean_client, root)
+    clean_client.close()
 
     assert clean.stats.files_added == FILES
     assert clean_rows == clean.stats.chunks_upserted

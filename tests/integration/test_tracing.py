@@ -15,9 +15,9 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_serv
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
+from codecompass.clients.analysis import AnalysisClient
 from codecompass.common import names
-from codecompass.common.telemetry import traced_channel, tracer
-from codecompass.v1 import analysis_pb2, analysis_pb2_grpc
+from codecompass.common.telemetry import tracer
 
 SCAN = "codecompass.v1.CodeAnalysisService/ScanWorkspace"
 
@@ -44,10 +44,13 @@ def test_node_server_span_is_a_child_of_the_python_client_span(
     # OTEL_SERVICE_NAME does not rename a service: its name in traces is its one name.
     _, address = start_analysis_service({"CODECOMPASS_TRACE_FILE": str(trace_file), "OTEL_SERVICE_NAME": "other"})
 
-    with tracer("test").start_as_current_span("scan sample workspace") as parent, traced_channel(address) as channel:
-        response = analysis_pb2_grpc.CodeAnalysisServiceStub(channel).ScanWorkspace(
-            analysis_pb2.ScanWorkspaceRequest(workspace_root=str(sample_workspace)), timeout=30)
-    assert len(response.files) > 10
+    client = AnalysisClient(address, timeout_s=30)
+    try:
+        with tracer("test").start_as_current_span("scan sample workspace") as parent:
+            scan = client.scan(str(sample_workspace), tuple, version=None)
+    finally:
+        client.close()
+    assert len(scan.files) > 10
 
     (client,) = [s for s in span_exporter.get_finished_spans() if s.name == SCAN and s.kind == SpanKind.CLIENT]
     assert client.parent.span_id == parent.get_span_context().span_id

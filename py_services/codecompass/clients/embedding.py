@@ -1,7 +1,8 @@
 """Client of the embedding service (EmbeddingService), for retrieval (documents while indexing, the
 query while searching), the benchmarks and the tests. Failures are the retrieval service's own
 errors: an embedding service that is down or slow is upstream of retrieval (UNAVAILABLE for its
-callers), one that refuses the input is a failure retrying will not fix."""
+callers), one that refuses the input is a failure retrying will not fix. Messages convert in the
+embedding service's own `convert` module, as every client's do in their service's."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import numpy as np
 from codecompass.clients.channel import Address, ServiceChannel
 from codecompass.clients.errors import DEADLINE, UNAVAILABLE, ServiceError
 from codecompass.common import names
-from codecompass.embedding.base import EmbedResult
-from codecompass.retrieval import convert
+from codecompass.embedding import convert
+from codecompass.embedding.base import EmbedResult, InputType, ModelInfo
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import EmbeddingUnavailable, RetrievalError
 from codecompass.v1 import embedding_pb2, embedding_pb2_grpc
@@ -53,10 +54,11 @@ class EmbeddingClient:
                                           timeout_s or self._timeout_s)
         except ServiceError as exc:
             raise self._error("GetModelInfo", exc) from None
-        return convert.model_from_proto(response.model), response.external_provider_blocked
+        info, blocked = convert.model_info_response_from_proto(response)
+        return _identity(info), blocked
 
     def embed_query(self, text: str, *, timeout_s: float) -> EmbedResult[EmbeddingModel]:
-        return self._embed([text], embedding_pb2.INPUT_TYPE_QUERY, timeout_s)
+        return self._embed([text], "query", timeout_s)
 
     def embed_documents(
         self, texts: list[str], *, batch_size: int | None = None, before_each: Callable[[], None] | None = None
@@ -68,7 +70,7 @@ class EmbeddingClient:
         for batch in self._batches(texts, batch_size):
             if before_each is not None:
                 before_each()
-            parts.append(self._embed(batch, embedding_pb2.INPUT_TYPE_DOCUMENT, self._timeout_s))
+            parts.append(self._embed(batch, "document", self._timeout_s))
         if not parts:
             raise ValueError("embed_documents needs at least one text")
         models = {p.model for p in parts}
@@ -95,23 +97,31 @@ class EmbeddingClient:
         if batch:
             yield batch
 
-    def _embed(self, texts: list[str], input_type: int, timeout_s: float) -> EmbedResult[EmbeddingModel]:
-        request = embedding_pb2.EmbedRequest(texts=texts, input_type=input_type)
+    def _embed(self, texts: list[str], input_type: InputType, timeout_s: float) -> EmbedResult[EmbeddingModel]:
         try:
-            response = self._service.call("Embed", request, timeout_s)
+            response = self._service.call("Embed", convert.embed_request_to_proto(texts, input_type), timeout_s)
         except ServiceError as exc:
             raise self._error("Embed", exc) from None
-        vectors = convert.vectors_from_proto(response)
-        if vectors.shape[0] != len(texts):
-            raise EmbeddingFailed(f"embedding service returned {vectors.shape[0]} vectors for {len(texts)} texts")
-        return EmbedResult(
-            vectors=vectors,
-            model=convert.model_from_proto(response.model),
-            external_provider_blocked=response.external_provider_blocked,
-        )
+        try:
+            result = convert.embed_result_from_proto(response)
+            model = _identity(result.model)
+        except ValueError as exc:  # vectors that do not fit the model's dimensions, or none at all
+            raise EmbeddingFailed(f"embedding service sent an answer this build cannot read: {exc}") from None
+        if result.vectors.shape[0] != len(texts):
+            raise EmbeddingFailed(
+                f"embedding service returned {result.vectors.shape[0]} vectors for {len(texts)} texts")
+        return EmbedResult(vectors=result.vectors, model=model,
+                           external_provider_blocked=result.external_provider_blocked)
 
     def _error(self, method: str, exc: ServiceError) -> Exception:
         """A failed call in retrieval's terms."""
         if exc.kind in _UNREACHABLE:
             return EmbeddingUnavailable(self.address, f"{method}: {exc.kind} ({exc})")
         return EmbeddingFailed(f"embedding service {method} failed: {exc.status}: {exc}")
+
+
+def _identity(info: ModelInfo) -> EmbeddingModel:
+    """The identity retrieval keys vectors by: the service's model less its input window, which
+    changes how texts are cut, not which vectors are comparable."""
+    return EmbeddingModel(provider=info.provider, model_id=info.model_id, model_version=info.model_version,
+                          dimensions=info.dimensions)

@@ -4,6 +4,7 @@ their failures become CliErrors."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.analysis_model import FileChunks
@@ -14,20 +15,12 @@ from codecompass_cli.errors import service_errors
 
 def chunk_files(address: str, workspace_root: str, paths: Sequence[str], include_references: bool,
                 timeout_s: float) -> Iterator[FileChunks]:
-    client = AnalysisClient(address)
-    try:
-        with service_errors():
-            yield from client.chunks(workspace_root, paths, timeout_s, include_references=include_references)
-    finally:
-        client.close()
+    with closing(AnalysisClient(address)) as client, service_errors():
+        yield from client.chunks(workspace_root, paths, timeout_s, include_references=include_references)
 
 
 def index_workspace(address: str, workspace_root: str, wait_for_embeddings: bool,
                     timeout_s: float, force: bool = False) -> Iterator[IndexProgress]:
     """IndexWorkspace through the retrieval client: its progress type, decoded in one place."""
-    client = RetrievalClient(address)
-    try:
-        with service_errors():
-            yield from client.index(workspace_root, wait_for_embeddings, timeout_s, force=force)
-    finally:
-        client.close()
+    with closing(RetrievalClient(address)) as client, service_errors():
+        yield from client.index(workspace_root, wait_for_embeddings, timeout_s, force=force)

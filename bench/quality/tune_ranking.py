@@ -39,7 +39,7 @@ from codecompass.retrieval.schema import (
     TABLE_PREFIX,
     EmbeddingModel,
 )
-from codecompass.retrieval.state import index_uri
+from codecompass.retrieval.location import index_key, workspace_id_of
 from codecompass.retrieval.store import ChunkStore
 
 # Each variant turns one signal off (or changes one choice), so its row shows what that signal adds.
@@ -72,7 +72,7 @@ def _model(identity: str) -> EmbeddingModel:
 
 def open_store(state_dir: Path, workspace: Path) -> ChunkStore:
     """The one chunk table of a quality run's index, opened read only with the identity it was written with."""
-    uri = index_uri(state_dir, None, workspace.resolve())
+    uri = str(state_dir / "index" / index_key(workspace_id_of(workspace.resolve())))
     db = lancedb.connect(uri)
     names = [n for n in db.list_tables().tables if n.startswith(TABLE_PREFIX)]
     if len(names) != 1:

@@ -32,6 +32,7 @@ from codecompass.embedding.static import StaticProvider
 from codecompass.policy.ranking import DEFAULT_POLICY, FUSION_ONLY, RankingPolicy
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import hybrid_search
+from codecompass.retrieval.location import index_key, workspace_id_of
 from codecompass.retrieval.schema import (
     CHUNKER_METADATA_KEY,
     MODEL_METADATA_KEY,
@@ -39,7 +40,6 @@ from codecompass.retrieval.schema import (
     TABLE_PREFIX,
     EmbeddingModel,
 )
-from codecompass.retrieval.location import index_key, workspace_id_of
 from codecompass.retrieval.store import ChunkStore
 
 # Each variant turns one signal off (or changes one choice), so its row shows what that signal adds.

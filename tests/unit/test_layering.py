@@ -15,6 +15,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVICES = REPO_ROOT / "py_services" / "codecompass"
 GATEWAY = REPO_ROOT / "gateway_mcp" / "codecompass_gateway"
 CLI = REPO_ROOT / "gateway_mcp" / "codecompass_cli"
+BENCH = REPO_ROOT / "bench"
+CLIENTS = SERVICES / "clients"
+# Speaks the analysis service's wire on purpose: it validates and times the messages themselves.
+WIRE_BENCHMARK = BENCH / "chunk_bench.py"
 
 
 def imported_modules(tree: ast.AST) -> Iterator[tuple[int, str]]:
@@ -53,6 +57,27 @@ def test_the_cli_reaches_the_services_through_the_gateway_package_it_depends_on(
     # through the gateway's pipeline, and the gateway through the services' clients.
     assert any("codecompass_gateway.pipeline" in row for row in imports_of(CLI, ("codecompass_gateway",)))
     assert any("codecompass.clients" in row for row in imports_of(GATEWAY, ("codecompass",)))
+
+
+def test_only_the_client_package_and_the_servicers_speak_through_generated_stubs() -> None:
+    # STYLE habit 15: one typed client per service, used by the gateway, the CLI, the services and
+    # the benchmarks. A servicer implements its stub's base class; nothing else opens a stub of ours.
+    speakers = []
+    for package in (SERVICES, GATEWAY, CLI, BENCH):
+        for source in sorted(package.rglob("*.py")):
+            if source.is_relative_to(SERVICES / "v1") or source.is_relative_to(CLIENTS) or source == WIRE_BENCHMARK:
+                continue
+            if source.name == "servicer.py" and source.parent.parent == SERVICES:
+                continue
+            tree = ast.parse(source.read_text(encoding="utf-8"), filename=str(source))
+            speakers.extend(f"{source.relative_to(REPO_ROOT)}:{line} imports {module}"
+                            for line, module in imported_modules(tree)
+                            if module.startswith("codecompass.v1") and module.endswith("_pb2_grpc"))
+            speakers.extend(f"{source.relative_to(REPO_ROOT)}:{node.lineno} imports codecompass.v1.{alias.name}"
+                            for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                            and node.module == "codecompass.v1"
+                            for alias in node.names if alias.name.endswith("_pb2_grpc"))
+    assert speakers == []
 
 
 def test_the_check_sees_every_kind_of_import() -> None:

@@ -977,6 +977,28 @@ def render_pipeline_speed(doc: dict[str, Any]) -> str:
 # --- Indexing spread over workers ------------------------------------------------------------
 
 
+SHARD_PREDICT_CORES = 16
+
+
+def shard_prediction(runs: list[dict[str, Any]], cores: int) -> dict[str, Any] | None:
+    """Wall time with `cores` workers on as many cores, from a least-squares line through the
+    runs' CPU seconds against their worker count: the slope is what every worker adds, the rest
+    is divided among them; the writer's own steps come from the 1-worker run."""
+    points = [(r["workers"], sum(r["cpu_seconds"].values())) for r in runs]
+    one = next((r for r in runs if r["workers"] == 1), None)
+    if one is None or len({n for n, _ in points}) < 2:
+        return None
+    mean_n = sum(n for n, _ in points) / len(points)
+    mean_c = sum(c for _, c in points) / len(points)
+    slope = (sum((n - mean_n) * (c - mean_c) for n, c in points) / sum((n - mean_n) ** 2 for n, _ in points))
+    divisible = mean_c - slope * mean_n
+    writer = one["seconds"]["scan"] + one["seconds"]["open_and_plan"] + one["seconds"]["commit"]
+    seconds = slope + divisible / cores + writer
+    return {"cores": cores, "seconds": seconds, "speedup": one["seconds"]["total"] / seconds,
+            "per_worker_cpu_s": slope, "divisible_cpu_s": divisible, "writer_s": writer,
+            "analysis_rss_mib": max(max(r["analysis_peak_rss_mib"]) for r in runs)}
+
+
 def render_shard_speed(doc: dict[str, Any]) -> str:
     ws = doc["workspace"]
     rows = []
@@ -990,22 +1012,27 @@ def render_shard_speed(doc: dict[str, Any]) -> str:
                          f"{max(r['seconds'].get('first_answer', 0.0) for r in shards):.1f}",
                          f"{cpu['workers']:.0f} / {cpu['analysis']:.0f}" + (f" / {cpu['s3_server']:.0f}"
                                                                             if "s3_server" in cpu else ""),
-                         f"{run['chunks']:,}"))
+                         f"{run['chunks']:,}",
+                         "/".join(f"{x:g}" for x in run["load_avg_after"]) if "load_avg_after" in run else "–"))
     parts = [provenance(doc), "",
              (f"`{ws['name']}` ({ws['files']:,} files, {ws['lines']:,} lines) from an empty index, "
               f"{doc['settings']['profile']}; analysis services: {doc['settings']['analysis_services']}:"), "",
              md_table(("Storage", "Workers", "Total s", "Scan s", "Workers s", "Commit s", "Speed-up",
-                       "First answer s", "CPU s workers / analysis (/ S3)", "Chunks"), rows)]
+                       "First answer s", "CPU s workers / analysis (/ S3)", "Chunks", "Load after"), rows)]
     if "baseline" in doc:
         b = doc["baseline"]
         parts += ["", (f"Today's single-process sync (`Syncer`, lexical-first pass included), local disk, same "
                       f"profile: **{b['seconds']:.1f} s** for {b['chunks']:,} chunks.")]
-    for storage, p in doc.get("prediction", {}).items():
-        m = p["model"]
-        parts += ["", (f"Predicted for {p['cores']} cores and {p['workers']} workers ({storage}, from the 1-worker "
-                      f"run's steps): **{p['seconds']:.1f} s**, {p['speedup']:.2f}x (per worker, not divisible: "
-                      f"{m['per_worker_fixed_s']:.1f} s; divisible: {m['divisible_s']:.1f} s; writer: "
-                      f"{m['writer_s']:.1f} s).")]
+    for storage, runs in doc["runs"].items():
+        p = shard_prediction(runs, SHARD_PREDICT_CORES)
+        if p is not None:
+            parts += ["", (f"Predicted for {p['cores']} cores and as many workers ({storage}): **{p['seconds']:.1f} s**, "
+                           f"{p['speedup']:.1f}x the 1-worker run. Fitted on the runs' CPU seconds: each worker adds "
+                           f"{p['per_worker_cpu_s']:.1f} s that no split divides (its process and model, and its "
+                           f"analysis service re-deriving the types every shard's references resolve through), "
+                           f"{p['divisible_cpu_s']:.1f} s divide among the workers, and the writer's scan, plan and "
+                           f"commit take {p['writer_s']:.1f} s; a core per worker, and memory for each analysis "
+                           f"service (peak {p['analysis_rss_mib']:,} MiB here).")]
     return "\n".join(parts)
 
 

@@ -11,15 +11,14 @@ worker asks its own embedding service) or stays with the writer's background emb
 `--baseline` also times today's single-process sync (`Syncer`, lexical-first pass included) on
 local disk, for comparison.
 
-The machine has few cores; the prediction for more is an Amdahl model from the 1-worker run's
-own steps: every worker pays the analysis service's first answer (building the workspace's
-Program, which every worker needs whole to resolve references) and its start, the rest of its
-time divides among the workers, and scan and commit stay with the writer.
+The machine has few cores; bench/report.py predicts more from the runs' CPU seconds against
+their worker count (`shard_prediction`): what each added worker costs that no split divides,
+what divides among them, and the writer's own steps.
 
 Prints a markdown table and writes bench/results/shard-speed-<UTC>.json (+ -latest).
 
 Run: .venv/bin/python -m bench.speed.run_shard_speed [--workspace bench/.work/ws-300k] [--workers 1,2,3]
-     [--storage local,s3] [--baseline] [--predict-cores 16]
+     [--storage local,s3] [--baseline]
 """
 
 from __future__ import annotations
@@ -135,6 +134,8 @@ def run_sharded(workspace: Path, uri: str, storage_options: dict[str, str], work
                 **({"s3_server": round(_cpu_of(moto.pid) - moto_cpu, 1)} if moto is not None else {}),
             },
             "analysis_peak_rss_mib": [round(a.peak_rss_mib() or 0.0) for a in analyses],
+            # These cores are shared: what else ran shows in the load when the run ended.
+            "load_avg_after": [round(x, 2) for x in os.getloadavg()],
         }
     finally:
         for analysis in analyses:
@@ -174,28 +175,12 @@ def _cpu_of(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def predict(one: dict, cores: int) -> dict:
-    """The wall time on `cores` cores with as many workers, from the 1-worker run's steps."""
-    shard = one["shards"][0]["seconds"]
-    fixed = shard.get("first_answer", 0.0)
-    worker_start = max(one["seconds"]["workers"] - shard["total"], 0.0)
-    divisible = shard["total"] - fixed
-    seconds = one["seconds"]["scan"] + one["seconds"]["open_and_plan"] + worker_start + fixed \
-        + divisible / cores + one["seconds"]["commit"]
-    return {"cores": cores, "workers": cores, "seconds": round(seconds, 1),
-            "speedup": round(one["seconds"]["total"] / seconds, 2),
-            "model": {"per_worker_fixed_s": round(fixed + worker_start, 2), "divisible_s": round(divisible, 2),
-                      "writer_s": round(one["seconds"]["scan"] + one["seconds"]["open_and_plan"]
-                                        + one["seconds"]["commit"], 2)}}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE)
     parser.add_argument("--workers", default="1,2,3")
     parser.add_argument("--storage", default="local,s3")
     parser.add_argument("--baseline", action="store_true", help="also time one in-process sync (local disk)")
-    parser.add_argument("--predict-cores", type=int, default=16)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     workspace = args.workspace.resolve()
@@ -228,8 +213,6 @@ def main(argv: list[str] | None = None) -> int:
                     log(f"  {run['seconds']} cpu {run['cpu_seconds']}")
                     runs.append(run)
                 payload["runs"][storage] = runs
-                if runs and runs[0]["workers"] == 1:
-                    payload.setdefault("prediction", {})[storage] = predict(runs[0], args.predict_cores)
             if args.baseline:
                 log("baseline: one in-process sync ...")
                 payload["baseline"] = run_baseline(workspace, str(Path(scratch) / "baseline"))

@@ -13,6 +13,7 @@ from codecompass.common import names
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import RERANK_PROVIDERS, ConfigError, load_settings
 from codecompass.common.logging import configure_logging
+from codecompass.common.telemetry import flush_telemetry, init_telemetry
 from codecompass.policy.relevance import QueryFocus
 from codecompass_cli import commands
 from codecompass_cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError
@@ -20,7 +21,16 @@ from codecompass_cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError
 # Enough for most functions and for a class's member signatures; longer symbols end in a pointer
 # to the rest (file and lines).
 DEFAULT_CODE_LINES = 80
-from codecompass.common.telemetry import flush_telemetry, init_telemetry
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of workers, got {text!r}") from None
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"workers must be between 1 and 64, got {value}")
+    return value
 
 
 def _ratio(text: str) -> float:
@@ -101,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="index even the filesystem root, the home folder, a system folder, or a first index above "
                         "retrieval.large_index_files / large_index_mb")
     p.add_argument("--show-skipped", action="store_true", help="list the paths left out of the index, with reasons")
+    p.add_argument("--workers", type=_workers, default=0, metavar="N",
+                   help="spread the files to index over N worker processes committed at once (a cold index of a "
+                        "large workspace on a machine with cores to spare; each worker type-checks the workspace)")
     p.set_defaults(handler=commands.cmd_index)
 
     p = sub.add_parser("search", help="answer a query with selected code context (the agents' pipeline)")

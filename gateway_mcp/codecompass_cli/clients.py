@@ -20,7 +20,7 @@ def chunk_files(address: str, workspace_root: str, paths: Sequence[str], include
 
 
 def index_workspace(address: str, workspace_root: str, wait_for_embeddings: bool,
-                    timeout_s: float, force: bool = False) -> Iterator[IndexProgress]:
+                    timeout_s: float, force: bool = False, workers: int = 0) -> Iterator[IndexProgress]:
     """IndexWorkspace through the retrieval client: its progress type, decoded in one place."""
     with closing(RetrievalClient(address)) as client, service_errors():
-        yield from client.index(workspace_root, wait_for_embeddings, timeout_s, force=force)
+        yield from client.index(workspace_root, wait_for_embeddings, timeout_s, force=force, workers=workers)

@@ -136,14 +136,14 @@ def cmd_chunks(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _run_index(settings: Settings, workspace: Path, wait_for_embeddings: bool, *, force: bool = False,
-               show_skipped: bool = False) -> None:
+               show_skipped: bool = False, workers: int = 0) -> None:
     address = service_address(settings, names.RETRIEVAL)
     reporter = ProgressReporter(sys.stderr)
     started = time.monotonic()
     final = None
     try:
         for progress in clients.index_workspace(address, str(workspace), wait_for_embeddings,
-                                                settings.long_rpc_timeout_s, force):
+                                                settings.long_rpc_timeout_s, force, workers):
             reporter.update(progress)
             if progress.stats is not None:
                 final = progress
@@ -160,7 +160,7 @@ def _run_index(settings: Settings, workspace: Path, wait_for_embeddings: bool, *
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     _run_index(settings, workspace_dir(args.path), wait_for_embeddings=not args.no_wait, force=args.force,
-               show_skipped=args.show_skipped)
+               show_skipped=args.show_skipped, workers=args.workers)
     return 0
 
 

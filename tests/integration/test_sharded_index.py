@@ -234,3 +234,45 @@ def test_workers_embed_with_the_embedding_service_when_the_plan_says_so(
         assert primary > 0.999, "the stored vector is the service's for that chunk (float16)"
     finally:
         client.close()
+
+
+def test_the_writer_indexes_with_workers_as_its_own_sync_would(start_python_service, analysis_server, s3,
+                                                              workspace, tmp_path: Path) -> None:
+    """IndexWorkspace(workers=3) through a real retrieval service (the index on S3): the same rows
+    and catalog as the writer's own sync of an identical copy, and a search answers from them."""
+    from codecompass.clients.retrieval import RetrievalClient
+    from codecompass.retrieval.location import index_key, workspace_id_of
+    from codecompass.retrieval.state import IndexingStatus, IndexPhase, SearchQuery
+
+    _, embedding = start_python_service("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "code-static"})
+    _, retrieval = start_python_service("codecompass.retrieval", {
+        "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding, "CODECOMPASS_EMBEDDING_PROFILE": "code-static",
+        "CODECOMPASS_STATE_DIR": str(tmp_path / "state"), "CODECOMPASS_RETRIEVAL_DB_URI": s3.uri("writer"),
+        "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS": json.dumps(s3.storage_options)})
+    copies = {name: tmp_path / name / "ws" for name in ("sharded", "synced")}
+    for root in copies.values():
+        shutil.copytree(workspace, root)
+    client = RetrievalClient(retrieval)
+    try:
+        sharded = list(client.index(str(copies["sharded"]), wait_for_embeddings=True, timeout_s=300, workers=3))
+        synced = list(client.index(str(copies["synced"]), wait_for_embeddings=True, timeout_s=300))
+        assert sharded[-1].phase is IndexPhase.DONE and sharded[-1].stats.chunks_upserted > 0
+        assert IndexPhase.LEXICAL not in {p.phase for p in sharded}
+        assert sharded[-1].stats.chunks_upserted == synced[-1].stats.chunks_upserted
+        status = client.status(str(copies["sharded"]), 30)
+        assert status.indexing_status is IndexingStatus.READY and status.chunks == sharded[-1].stats.chunks_upserted
+        hits = client.search(SearchQuery(workspace_root=str(copies["sharded"]), query="validateToken", limit=5), 30)
+        assert hits.results[0].chunk.name == "validateToken"
+    finally:
+        client.close()
+
+    def rows(root: Path) -> tuple[list, list]:
+        db = lancedb.connect(f"{s3.uri('writer')}/{index_key(workspace_id_of(root))}", storage_options=s3.storage_options)
+        (name,) = [n for n in list_tables(db) if n.startswith("chunks_")]
+        columns = ["id", "relative_path", "snippet_hash", "start_line", "end_line", "has_vector"]
+        chunks = sorted(tuple(r[c] for c in columns) for r in db.open_table(name).to_arrow().select(columns).to_pylist())
+        files = sorted((r["key"], r["content_hash"], r["chunks"]) for r in db.open_table("catalog").to_arrow().to_pylist()
+                       if r["kind"] == "file")
+        return chunks, files
+
+    assert rows(copies["sharded"]) == rows(copies["synced"])

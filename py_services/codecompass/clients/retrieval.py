@@ -50,9 +50,10 @@ class RetrievalClient:
         return convert.hub_outcome_from_proto(reply)
 
     def index(self, workspace_root: str, wait_for_embeddings: bool, timeout_s: float, *,
-              force: bool = False) -> Iterator[IndexProgress]:
+              force: bool = False, workers: int = 0) -> Iterator[IndexProgress]:
         request = retrieval_pb2.IndexWorkspaceRequest(workspace_root=workspace_root,
-                                                      wait_for_embeddings=wait_for_embeddings, force=force)
+                                                      wait_for_embeddings=wait_for_embeddings, force=force,
+                                                      workers=workers)
         for reply in self._service.stream("IndexWorkspace", request, timeout_s):
             yield convert.progress_from_proto(reply)
 

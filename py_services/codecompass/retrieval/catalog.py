@@ -200,7 +200,7 @@ class Catalog:
             elif kind == _PENDING:
                 self._pending.add(key)
             elif kind == _FILE:
-                entry = _entry_of(row)
+                entry = entry_from_row(row)
                 self._entries[key] = entry
                 for chunk in entry.chunks:
                     self._chunk_paths[chunk.id] = key
@@ -296,7 +296,7 @@ class Catalog:
             meta: dict[str, str] = {}
             if complete:
                 meta = {"complete": "1", "synced_at": repr(time.time())}
-            source = pa.concat_tables([_rows([_row_of(e) for e in entries]), _meta_rows(meta)])
+            source = pa.concat_tables([_rows([entry_row(e) for e in entries]), _meta_rows(meta)])
             gone = [
                 *[_keyed(_PENDING, batch) for batch in _slices([p for p in done if p in self._pending])],
                 *[_keyed(_FILE, batch) for batch in _slices(removed)],
@@ -328,7 +328,7 @@ class Catalog:
             for f in updates:
                 old = self._entries[f.relative_path]
                 touched.append(CatalogEntry(f, old.chunks, old.skip_reason, old.skip_detail))
-            self._upsert(_rows([_row_of(e) for e in touched]))
+            self._upsert(_rows([entry_row(e) for e in touched]))
             for entry in touched:
                 self._entries[entry.file.relative_path] = entry
             self.generation += 1
@@ -403,13 +403,13 @@ def read_summary(table: lancedb.table.Table) -> CatalogSummary:
                           skipped=tuple(sorted(skipped)), pending_known=frozenset(pending & files))
 
 
-def _entry_of(row: dict) -> CatalogEntry:
+def entry_from_row(row: dict) -> CatalogEntry:
     chunks = tuple(IndexedChunk(*item) for item in json.loads(row["chunks"] or "[]"))
     file = FileEntry(row["key"], row["size_bytes"], row["mtime_ns"], row["content_hash"], Language(row["language"]))
     return CatalogEntry(file, chunks, row["skip_reason"] or "", row["skip_detail"] or "")
 
 
-def _row_of(entry: CatalogEntry) -> dict:
+def entry_row(entry: CatalogEntry) -> dict:
     return {
         "kind": _FILE,
         "key": entry.file.relative_path,

@@ -95,9 +95,9 @@ class RetrievalEngine:
     # --- the writer's calls ---
 
     def index(self, root_text: str, *, wait_for_embeddings: bool, force: bool = False,
-              workspace_id: str = "") -> Iterator[IndexProgress]:
+              workspace_id: str = "", workers: int = 0) -> Iterator[IndexProgress]:
         return self._writer("IndexWorkspace").index(root_text, wait_for_embeddings=wait_for_embeddings, force=force,
-                                                    workspace_id=workspace_id)
+                                                    workspace_id=workspace_id, workers=workers)
 
     def sync(self, root_text: str, budget_s: float | None, *, force: bool = False,
              workspace_id: str = "") -> SyncOutcome:

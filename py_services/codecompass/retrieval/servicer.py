@@ -57,7 +57,8 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
     ) -> Iterator[retrieval_pb2.IndexWorkspaceResponse]:
         try:
             for progress in self._engine.index(request.workspace_root, wait_for_embeddings=request.wait_for_embeddings,
-                                               force=request.force, workspace_id=request.workspace_id):
+                                               force=request.force, workspace_id=request.workspace_id,
+                                               workers=request.workers):
                 yield convert.progress_to_proto(progress)
         except RetrievalError as exc:
             _abort(context, exc)

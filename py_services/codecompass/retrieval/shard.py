@@ -64,7 +64,7 @@ from codecompass.common.config import ConfigError, Settings, load_settings
 from codecompass.common.logging import configure_logging, get_logger
 from codecompass.common.telemetry import init_telemetry
 from codecompass.retrieval import filters as sqlf
-from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexIdentity, _entry_of, _row_of
+from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexIdentity, entry_from_row, entry_row
 from codecompass.retrieval.state import EmbeddingUnavailable, FileEntry, FileStatus, RetrievalError
 from codecompass.retrieval.static_channel import StaticChannel
 from codecompass.retrieval.store import ChunkStore, StagedWrite
@@ -225,7 +225,7 @@ class ShardResult:
         return {
             "staged": [w.to_json() for w in self.staged],
             # The catalog's own row form: one encoding of an entry.
-            "entries": [_row_of(e) for e in self.entries],
+            "entries": [entry_row(e) for e in self.entries],
             "vanished": list(self.vanished),
             "stats": {"files": stats.files, "chunks": stats.chunks, "skipped": stats.skipped,
                       "vanished": stats.vanished, "chunks_embedded": stats.chunks_embedded,
@@ -236,7 +236,7 @@ class ShardResult:
     def from_json(cls, data: Mapping) -> ShardResult:
         return cls(
             staged=tuple(StagedWrite.from_json(w) for w in data["staged"]),
-            entries=tuple(_entry_of(row) for row in data["entries"]),
+            entries=tuple(entry_from_row(row) for row in data["entries"]),
             vanished=tuple(data["vanished"]),
             stats=ShardStats(**data["stats"]),
         )

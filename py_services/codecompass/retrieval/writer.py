@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import json
 import queue
 import shutil
 import socket
@@ -35,6 +36,7 @@ import numpy as np
 
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.embedding import EmbeddingClient, EmbeddingFailed
+from codecompass.common import names
 from codecompass.common.config import Settings
 from codecompass.common.files import tree_bytes
 from codecompass.common.logging import get_logger
@@ -54,6 +56,7 @@ from codecompass.retrieval.location import (
     workspace_id_of,
 )
 from codecompass.retrieval.schema import INDEX_FORMAT_VERSION, EmbeddingModel
+from codecompass.retrieval.shard import commit_shards, make_plan, run_shards
 from codecompass.retrieval.state import (
     DependencyUnavailable,
     EmbeddingUnavailable,
@@ -64,6 +67,7 @@ from codecompass.retrieval.state import (
     IndexRefused,
     InvalidQuery,
     RetrievalError,
+    ScanResult,
     SkippedFile,
     SyncOutcome,
     SyncStats,
@@ -108,6 +112,8 @@ class _SyncJob:
         self.planned = threading.Event()
         # Whether any caller that shares this sync forced it past the guards (see `guards`).
         self.force = False
+        # Worker processes the files are spread over (shard.py); 0 or 1: this process syncs them.
+        self.workers = 0
         # The requester's context (its trace span): the sync's outbound RPCs join that trace.
         self.context = contextvars.copy_context()
         self._listeners: list[Callable[[IndexProgress], None]] = []
@@ -361,7 +367,7 @@ class WorkspaceWriter:
     # --- syncing ---
 
     def request_sync(
-        self, listener: Callable[[IndexProgress], None] | None = None, *, force: bool = False
+        self, listener: Callable[[IndexProgress], None] | None = None, *, force: bool = False, workers: int = 0
     ) -> _SyncJob:
         with self._jobs_lock:
             job = self._queued
@@ -370,12 +376,13 @@ class WorkspaceWriter:
                 self._queued = job
                 self._executor.submit(self._run_job, job)
             job.force = job.force or force
+            job.workers = max(job.workers, workers)
             if listener is not None:
                 job.add_listener(listener)
             return job
 
     def join_sync(
-        self, listener: Callable[[IndexProgress], None], *, force: bool = False
+        self, listener: Callable[[IndexProgress], None], *, force: bool = False, workers: int = 0
     ) -> tuple[_SyncJob | None, _SyncJob]:
         """(the sync running now, the one queued after it) for a caller that reports what
         indexing did: an `index` that arrives while another caller's sync writes the workspace
@@ -387,7 +394,7 @@ class WorkspaceWriter:
                 running.add_listener(listener)
             else:
                 running = None
-        return running, self.request_sync(listener, force=force)
+        return running, self.request_sync(listener, force=force, workers=workers)
 
     def _run_job(self, job: _SyncJob) -> None:
         with self._jobs_lock:
@@ -433,21 +440,11 @@ class WorkspaceWriter:
             # static channel they are searchable by static vectors at once, and the background
             # pass gives them primary vectors.
             inline = not (self.embedder.running and self._store.static is not None)
-            syncer = Syncer(
-                root=str(self.root),
-                catalog=self.catalog,
-                store=self._store,
-                analysis=self._analysis,
-                embedder=self._embedding if inline else None,
-                model=self._store.model,
-                write_lock=self.write_lock,
-                tuning=self._tuning,
-                progress=notify,
-                cancel=self._closing,
-                planned=job.planned.set,
-                static=self.static,
-            )
-            stats = syncer.run(scan)
+            if job.workers > 1:
+                job.planned.set()
+                stats, timings = self._sync_sharded(scan, job.workers, notify), {}
+            else:
+                stats, timings = self._sync_here(scan, job, notify, inline)
             stats.duration_ms = (time.perf_counter() - scan_started) * 1000
             self._synced_at = time.time()
             self._sync_error = ""
@@ -460,7 +457,7 @@ class WorkspaceWriter:
                         "scan_ms": round(scan.duration_ms, 1),
                         "scan_rpc_ms": round(scan_rpc_ms, 1),
                         "sync_ms": round(stats.duration_ms, 1),
-                        **{f"{step}_ms": round(ms, 1) for step, ms in syncer.timings.items()},
+                        **{f"{step}_ms": round(ms, 1) for step, ms in timings.items()},
                         "files_added": stats.files_added,
                         "files_changed": stats.files_changed,
                         "files_removed": stats.files_removed,
@@ -496,6 +493,58 @@ class WorkspaceWriter:
             if stats.chunks_upserted > stats.embeddings_reused + stats.chunks_embedded:
                 self.embedder.ensure_running()
         return stats
+
+    def _sync_here(self, scan: ScanResult, job: _SyncJob, notify: Callable[[IndexProgress], None],
+                   inline: bool) -> tuple[SyncStats, dict[str, float]]:
+        """The sync in this process (`sync.Syncer`): (its stats, milliseconds per step)."""
+        assert self._store is not None
+        syncer = Syncer(
+            root=str(self.root),
+            catalog=self.catalog,
+            store=self._store,
+            analysis=self._analysis,
+            embedder=self._embedding if inline else None,
+            model=self._store.model,
+            write_lock=self.write_lock,
+            tuning=self._tuning,
+            progress=notify,
+            cancel=self._closing,
+            planned=job.planned.set,
+            static=self.static,
+        )
+        return syncer.run(scan), syncer.timings
+
+    def _sync_sharded(self, scan: ScanResult, workers: int, notify: Callable[[IndexProgress], None]) -> SyncStats:
+        """The files this sync would chunk, chunked and vectorised by `workers` worker processes,
+        each writing its rows uncommitted (shard.py), then committed here at once: pending marks,
+        texts, chunks, catalog. A worker that fails fails the sync and nothing is committed. Files
+        of the catalog the scan did not find leave in the same commits. No lexical-first pass: a
+        reader sees nothing of the new files until the commit, then all of them."""
+        assert self._store is not None and self.catalog.identity is not None
+        current = {f.relative_path: f for f in scan.files}
+        pending = self.catalog.pending()
+        to_index = sorted(set(scan.added) | set(scan.changed) | {p for p in pending if p in current})
+        removed = sorted((set(scan.removed) | {p for p in pending if p not in current}) - set(to_index))
+        notify(IndexProgress(phase=IndexPhase.CHUNKING, files_total=len(to_index)))
+        plan = make_plan(str(self.root), self._uri, self.catalog.identity, [current[p] for p in to_index], workers,
+                         tuning=self._tuning)
+        # The workers read their addresses and storage options from the environment, as services do;
+        # the options may be credentials, so they never go into the plan.
+        env = {names.addr_env(names.ANALYSIS): self._analysis.address,
+               names.addr_env(names.EMBEDDING): self._embedding.address,
+               "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS": json.dumps(self._storage_options)}
+        results = run_shards(plan, workers, db=self._db, env=env)
+        with self.write_lock:
+            commit_shards(self._store, self.catalog, results, removed=removed)
+        chunks = sum(r.stats.chunks for r in results)
+        notify(IndexProgress(phase=IndexPhase.WRITING, files_done=len(to_index), files_total=len(to_index),
+                             chunks_done=chunks))
+        return SyncStats(
+            files_added=len(scan.added), files_changed=len(scan.changed), files_removed=len(scan.removed),
+            files_skipped=len(scan.skipped) + sum(r.stats.skipped for r in results),
+            chunks_upserted=chunks, chunks_embedded=sum(r.stats.chunks_embedded for r in results),
+            files_vanished=sum(r.stats.vanished for r in results),
+        )
 
     def _ensure_identity(self, chunker_version: str) -> None:
         """Open the table for the current model and chunker; a change of either starts a new
@@ -844,10 +893,12 @@ class IndexWriter:
         return (known or self.workspace(str(root), workspace_id)).catalog.identity is not None
 
     def index(self, root_text: str, *, wait_for_embeddings: bool, force: bool = False,
-              workspace_id: str = "") -> Iterator[IndexProgress]:
+              workspace_id: str = "", workers: int = 0) -> Iterator[IndexProgress]:
+        """Sync a workspace, streaming progress; `workers` > 1 spreads the files to chunk over
+        that many worker processes (a cold index of a large workspace)."""
         ws = self._workspace_to_sync(root_text, force, workspace_id)
         updates: queue.Queue[IndexProgress] = queue.Queue()
-        running, job = ws.join_sync(updates.put, force=force)
+        running, job = ws.join_sync(updates.put, force=force, workers=workers)
         last_sent = 0.0
         last_phase: IndexPhase | None = None
         # The newest report not sent (throttled): sent before the next step's first, so each

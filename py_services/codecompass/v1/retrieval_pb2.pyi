@@ -122,16 +122,18 @@ RANKING_MODE_FUSION: RankingMode
 RANKING_MODE_FULL: RankingMode
 
 class IndexWorkspaceRequest(_message.Message):
-    __slots__ = ("workspace_root", "wait_for_embeddings", "force", "workspace_id")
+    __slots__ = ("workspace_root", "wait_for_embeddings", "force", "workspace_id", "workers")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     WAIT_FOR_EMBEDDINGS_FIELD_NUMBER: _ClassVar[int]
     FORCE_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
     wait_for_embeddings: bool
     force: bool
     workspace_id: str
-    def __init__(self, workspace_root: _Optional[str] = ..., wait_for_embeddings: _Optional[bool] = ..., force: _Optional[bool] = ..., workspace_id: _Optional[str] = ...) -> None: ...
+    workers: int
+    def __init__(self, workspace_root: _Optional[str] = ..., wait_for_embeddings: _Optional[bool] = ..., force: _Optional[bool] = ..., workspace_id: _Optional[str] = ..., workers: _Optional[int] = ...) -> None: ...
 
 class IndexWorkspaceResponse(_message.Message):
     __slots__ = ("phase", "files_done", "files_total", "chunks_done", "embeddings_done", "embeddings_total", "embeddings_per_second", "eta_seconds", "stats", "skipped")

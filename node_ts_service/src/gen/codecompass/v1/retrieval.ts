@@ -576,6 +576,14 @@ export interface IndexWorkspaceRequest {
    * (its repository's remote and the path inside it, else the folder's path).
    */
   workspaceId: string;
+  /**
+   * Spread the files to (re)write over this many worker processes, each
+   * chunking and vectorising a shard and writing its rows uncommitted; the
+   * writer commits them all at once. For the cold index of a large workspace
+   * on a machine with cores to spare (each worker type-checks the workspace
+   * again). 0 or 1: the writer syncs them itself.
+   */
+  workers: number;
 }
 
 /** IndexWorkspaceResponse is one progress report of an indexing run. */
@@ -1072,7 +1080,7 @@ export interface FindHubsResponse {
 }
 
 function createBaseIndexWorkspaceRequest(): IndexWorkspaceRequest {
-  return { workspaceRoot: "", waitForEmbeddings: false, force: false, workspaceId: "" };
+  return { workspaceRoot: "", waitForEmbeddings: false, force: false, workspaceId: "", workers: 0 };
 }
 
 export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
@@ -1088,6 +1096,9 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
     }
     if (message.workspaceId !== "") {
       writer.uint32(34).string(message.workspaceId);
+    }
+    if (message.workers !== 0) {
+      writer.uint32(40).uint32(message.workers);
     }
     return writer;
   },
@@ -1137,6 +1148,14 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
             message.workspaceId = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.workers = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1167,6 +1186,7 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
         : isSet(object.workspace_id)
         ? globalThis.String(object.workspace_id)
         : "",
+      workers: isSet(object.workers) ? globalThis.Number(object.workers) : 0,
     };
   },
 
@@ -1184,6 +1204,9 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
     if (message.workspaceId !== "") {
       obj.workspaceId = message.workspaceId;
     }
+    if (message.workers !== 0) {
+      obj.workers = Math.round(message.workers);
+    }
     return obj;
   },
 
@@ -1196,6 +1219,7 @@ export const IndexWorkspaceRequest: MessageFns<IndexWorkspaceRequest> = {
     message.waitForEmbeddings = object.waitForEmbeddings ?? false;
     message.force = object.force ?? false;
     message.workspaceId = object.workspaceId ?? "";
+    message.workers = object.workers ?? 0;
     return message;
   },
 };

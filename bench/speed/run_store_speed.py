@@ -1,0 +1,162 @@
+"""An index on object storage vs on local disk (issue 18 §4): index time, and a searcher's warm
+p50/p95, on the 300k-line workspace.
+
+For each store, a local folder and the local S3 server (moto, a real process on loopback):
+1. the index writer (a retrieval process in role `writer`, the code-static profile so a cold
+   index takes minutes rather than the hour code-small's vectors would) indexes ws-300k from
+   scratch: wall seconds until IndexWorkspace returns with every vector written;
+2. a separate searcher process (role `searcher`, its own empty state dir: the index URI is all it
+   shares with the writer) answers run_speed's warm query sample, names the index by workspace id
+   (it needs no files), one warm-up pass first. Search only, as the gateway calls it
+   (`RetrievalClient.search`), so the numbers are the retrieve stage.
+On S3 the searcher runs twice: with the default refresh interval (1 s: a query checks for a newer
+index version at most once a second) and with 0 (every query checks, one LIST request each).
+
+moto is a Python server on the same two cores: each request costs it CPU the searcher also
+needs, and nothing like S3's network latency (tens of ms a request on AWS). The S3 columns say
+what our code does per request; on real S3 expect each uncached request to add that latency.
+
+Prints a markdown table and writes bench/results/store-speed-<UTC>.json (+ -latest).
+
+Run: .venv/bin/python -m bench.speed.run_store_speed [--workspace bench/.work/ws-300k] [--queries 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.fixtures.s3 import MotoS3Server, S3Bucket
+
+from bench.lib.metrics import percentile
+from bench.lib.results import run_metadata, write_results
+from bench.lib.services import ServiceProcess, start_analysis, start_embedding, start_retrieval
+from bench.speed.run_pipeline_speed import query_texts
+from bench.speed.run_speed import DEFAULT_WORKSPACE, source_stats
+from codecompass.clients.retrieval import RetrievalClient
+from codecompass.retrieval.location import workspace_id_of
+from codecompass.retrieval.state import SearchQuery
+
+BUCKET = "store-speed"
+INDEX_TIMEOUT_S = 7200.0
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def index(writer: ServiceProcess, workspace: Path) -> float:
+    client = RetrievalClient(writer.address)
+    started = time.perf_counter()
+    try:
+        for _ in client.index(str(workspace), wait_for_embeddings=True, timeout_s=INDEX_TIMEOUT_S):
+            pass
+    finally:
+        client.close()
+    return time.perf_counter() - started
+
+
+def searches(searcher: ServiceProcess, workspace_id: str, texts: list[str]) -> dict:
+    """Warm-up pass, then one measured pass: ms per search, p50/p95."""
+    client = RetrievalClient(searcher.address)
+    timings: list[float] = []
+    try:
+        for measured in (False, True):
+            for text in texts:
+                started = time.perf_counter()
+                outcome = client.search(SearchQuery(workspace_root="", workspace_id=workspace_id, query=text,
+                                                    limit=10), 120)
+                if measured:
+                    timings.append((time.perf_counter() - started) * 1000)
+                    if not outcome.results:
+                        log(f"  no results for {text!r}")
+    finally:
+        client.close()
+    return {"queries": len(timings), "p50_ms": round(percentile(timings, 50), 1),
+            "p95_ms": round(percentile(timings, 95), 1)}
+
+
+def run_store(name: str, workspace: Path, env: dict[str, str], analysis: ServiceProcess,
+              embedding: ServiceProcess, texts: list[str], scratch: Path, refreshes: list[str]) -> dict:
+    common = {**env, "CODECOMPASS_EMBEDDING_PROFILE": "code-static"}
+    writer = start_retrieval(analysis.address, embedding.address, {
+        **common, "CODECOMPASS_RETRIEVAL_ROLE": "writer", "CODECOMPASS_STATE_DIR": str(scratch / f"{name}-writer")})
+    try:
+        log(f"{name}: indexing {workspace} ...")
+        seconds = index(writer, workspace)
+        log(f"{name}: indexed in {seconds:.1f} s")
+    finally:
+        writer.stop()
+    row: dict = {"store": name, "index_s": round(seconds, 1), "search": {}}
+    for refresh in refreshes:
+        searcher = start_retrieval(analysis.address, embedding.address, {
+            **common, "CODECOMPASS_RETRIEVAL_ROLE": "searcher",
+            "CODECOMPASS_RETRIEVAL_SEARCHER_REFRESH_S": refresh,
+            "CODECOMPASS_STATE_DIR": str(scratch / f"{name}-searcher-{refresh or 'default'}")})
+        try:
+            row["search"][refresh or "default"] = searches(searcher, workspace_id_of(workspace.resolve()), texts)
+            log(f"{name} refresh {refresh or 'default'}: {row['search'][refresh or 'default']}")
+        finally:
+            searcher.stop()
+    return row
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = ["| store | index ws-300k (s) | searcher refresh | search p50 (ms) | search p95 (ms) |",
+             "|---|---:|---|---:|---:|"]
+    for row in rows:
+        for refresh, stats in row["search"].items():
+            lines.append(f"| {row['store']} | {row['index_s']} | {refresh} | {stats['p50_ms']} | {stats['p95_ms']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE)
+    parser.add_argument("--queries", type=int, default=50)
+    args = parser.parse_args(argv)
+    workspace = args.workspace.resolve()
+    if not workspace.is_dir():
+        raise SystemExit(f"{workspace} is missing: run bench/corpus/install.sh and bench/corpus/assemble.py ws-300k")
+    texts = query_texts(args.queries)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="store-speed-") as folder:
+        scratch = Path(folder)
+        analysis = start_analysis()
+        embedding = start_embedding({"CODECOMPASS_EMBEDDING_PROFILE": "code-static"})
+        moto = MotoS3Server(scratch / "moto")
+        try:
+            rows.append(run_store("local", workspace, {"CODECOMPASS_RETRIEVAL_DB_URI": str(scratch / "index")},
+                                  analysis, embedding, texts, scratch, [""]))
+            moto.start()
+            moto.client().create_bucket(Bucket=BUCKET)
+            bucket = S3Bucket(moto, BUCKET)
+            s3_env = {"CODECOMPASS_RETRIEVAL_DB_URI": bucket.uri("indexes"),
+                      "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS": json.dumps(bucket.storage_options)}
+            rows.append(run_store("s3 (moto)", workspace, s3_env, analysis, embedding, texts, scratch, ["", "0"]))
+        finally:
+            moto.stop()
+            embedding.stop()
+            analysis.stop()
+            shutil.rmtree(scratch, ignore_errors=True)
+    files, lines, size = source_stats(workspace)
+    results = {
+        "meta": run_metadata(),
+        "workspace": {"path": str(workspace), "files": files, "lines": lines, "bytes": size},
+        "profile": "code-static",
+        "queries": len(texts),
+        "stores": rows,
+    }
+    path = write_results("store-speed", results)
+    print(markdown(rows))
+    log(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

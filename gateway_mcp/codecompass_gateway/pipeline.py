@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from codecompass.clients.channel import Locate, address_for
 from codecompass.clients.errors import INVALID, UNAVAILABLE, ServiceError
 from codecompass.clients.rerank import RerankClient
-from codecompass.clients.retrieval import RetrievalClient
+from codecompass.clients.retrieval import RetrievalClient, indexer_address
 from codecompass.clients.selection import SelectionClient
 from codecompass.common import names
 from codecompass.common.config import Settings
@@ -162,13 +162,15 @@ class Pipeline:
         self._gateway = settings.gateway
         # `locate`: where each service is at each call (the local runtime), else the settings' addresses.
         self.retrieval = RetrievalClient(address_for(names.RETRIEVAL, settings.retrieval_addr, locate))
+        # Syncs go to the index writer; the same service unless the roles run apart.
+        self.indexer = RetrievalClient(indexer_address(settings, locate)) if settings.indexer_addr else self.retrieval
         self.rerank = RerankClient(address_for(names.RERANK, settings.rerank_addr, locate))
         self.selection = SelectionClient(address_for(names.SELECTION, settings.selection_addr, locate))
         # None: no endpoint configured, rewriting is inert.
         self.rewriter: ChatRewriter | None = ChatRewriter.from_settings(settings.gateway)
 
     def close(self) -> None:
-        for client in (self.retrieval, self.rerank, self.selection):
+        for client in {self.retrieval, self.indexer, self.rerank, self.selection}:
             client.close()
 
     def run(self, request: PipelineRequest) -> PipelineAnswer:
@@ -314,7 +316,7 @@ class Pipeline:
     def _sync(self, request: PipelineRequest) -> SyncOutcome:
         budget_ms = self._gateway.freshness_budget_ms
         timeout_s = budget_ms / 1000 + _SYNC_HOP_S if budget_ms else self._gateway.retrieve_timeout_s
-        return self.retrieval.sync(request.workspace_root, budget_ms, timeout_s)
+        return self.indexer.sync(request.workspace_root, budget_ms, timeout_s)
 
     def _rerank(self, request: PipelineRequest, ranked: list[Ranked], answer: PipelineAnswer
                 ) -> tuple[list[Ranked], PipelineAnswer]:

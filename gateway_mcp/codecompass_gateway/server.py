@@ -192,9 +192,12 @@ class Gateway:
         """The clients reach the configured addresses, or where `locate` finds each service at
         each call (`codecompass mcp`: the local runtime, whose services `up` may restart)."""
         retrieval = RetrievalClient(address_for(names.RETRIEVAL, settings.retrieval_addr, locate))
-        return cls(settings=settings, workspace=workspace, pipeline=Pipeline(settings, locate), retrieval=retrieval,
+        pipeline = Pipeline(settings, locate)
+        # Indexing goes to the index writer: the pipeline's client for it when the roles run apart.
+        writer = pipeline.indexer if settings.indexer_addr else retrieval
+        return cls(settings=settings, workspace=workspace, pipeline=pipeline, retrieval=retrieval,
                    analysis=AnalysisClient(address_for(names.ANALYSIS, settings.analysis_addr, locate)),
-                   indexer=BackgroundIndexer(retrieval, settings.long_rpc_timeout_s))
+                   indexer=BackgroundIndexer(writer, settings.long_rpc_timeout_s))
 
     def close(self) -> None:
         self.pipeline.close()

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from codecompass.clients.channel import Address, ServiceChannel
+from codecompass.clients.channel import Address, Locate, ServiceChannel, address_for
 from codecompass.clients.errors import FAILED, ServiceError
 from codecompass.common import names
+from codecompass.common.config import Settings
 from codecompass.retrieval import convert
 from codecompass.retrieval.state import (
     HubOutcome,
@@ -22,6 +23,14 @@ from codecompass.retrieval.state import (
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 SERVICE = names.RETRIEVAL
+
+
+def indexer_address(settings: Settings, locate: Locate | None = None) -> Address:
+    """Where the index writer is: INDEXER_ADDR when the roles run apart, else the retrieval
+    service (as configured, or where `locate` finds it), which plays both roles."""
+    if settings.indexer_addr:
+        return settings.indexer_addr
+    return address_for(names.RETRIEVAL, settings.retrieval_addr, locate)
 
 
 class RetrievalClient:

@@ -223,6 +223,9 @@ class Settings:
     rerank_port: int = 50054
     selection_addr: str = "127.0.0.1:50055"
     selection_port: int = 50055
+    # Where the index writer is (IndexWorkspace, Sync, DropIndex) when the retrieval roles run
+    # apart; None: the retrieval service at retrieval_addr plays both roles.
+    indexer_addr: str | None = None
     shutdown_grace_s: float = 10.0
     rpc_timeout_s: float = 30.0
     startup_timeout_s: float = 120.0
@@ -337,6 +340,10 @@ def _parse_addr(value: Any, source: str) -> str:
     return text
 
 
+def _parse_optional_addr(value: Any, source: str) -> str | None:
+    return _parse_addr(value, source) if _parse_str(value, source).strip() else None
+
+
 def _parse_bind_host(value: Any, source: str) -> str:
     try:
         return hosts.bind_host(_parse_str(value, source))
@@ -432,6 +439,9 @@ _FIELDS: tuple[_Field, ...] = (
              f"Address clients use for the {service} service") for service in names.BACKENDS),
     *(_Field(f"{service}_port", names.port_env(service), f"{service}_port", _int_parser(0, 65535),
              f"Port the {service} service listens on (0 = any free port)") for service in names.BACKENDS),
+    _Field("indexer_addr", names.addr_env(names.INDEXER), "indexer_addr", _parse_optional_addr,
+           "Address of the index writer (sync, index, drop) when the retrieval roles run apart; "
+           "default: the retrieval service, which plays both"),
     _Field("shutdown_grace_s", "CODECOMPASS_SHUTDOWN_GRACE_S", "shutdown_grace_s", _float_parser(0.0),
            "Seconds a stopping server lets in-flight RPCs finish"),
     _Field("rpc_timeout_s", "CODECOMPASS_RPC_TIMEOUT_S", "rpc_timeout_s",

@@ -21,6 +21,9 @@ RETRIEVAL = "retrieval"
 RERANK = "rerank"
 SELECTION = "selection"
 GATEWAY = "gateway"
+# The retrieval service in its writer role, where a deployment runs the roles apart (one index
+# writer, searchers behind RETRIEVAL_ADDR); locally the one retrieval process plays both.
+INDEXER = "indexer"
 # Not a service, but a process that sends spans (the client side of a `codecompass search`).
 CLI = "cli"
 

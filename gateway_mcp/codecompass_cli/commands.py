@@ -25,6 +25,7 @@ from codecompass.policy.relevance import QueryFocus
 from codecompass.retrieval.filters import Filters
 from codecompass_cli import clients, render
 from codecompass_cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError, service_errors
+from codecompass_cli.indexes import list_indexes
 from codecompass_cli.progress import ProgressReporter
 from codecompass_cli.runtime import (
     STATE_FILE,
@@ -73,10 +74,13 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     state = read_state(settings)
     workspace = state.workspace if state is not None else None
     busy = state_locked(settings)
+    indexes, indexes_error = _indexes(settings, rows)
     if args.json:
         _out(json.dumps({"checkout": str(CHECKOUT_ROOT), "state_dir": str(settings.state_dir),
                          "state_file": str(state_path(settings)), "workspace": workspace,
-                         "changing": busy, "services": rows, "orphans": orphans}))
+                         "changing": busy, "services": rows, "orphans": orphans,
+                         "indexes": [render.index_row(ix) for ix in indexes] if indexes is not None else None,
+                         "indexes_error": indexes_error}))
     else:
         # Which tool and which services: another checkout has its own state dir and services.
         _out(f"checkout: {CHECKOUT_ROOT}")
@@ -85,6 +89,12 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             _out(line)
         if workspace:
             _out(f"workspace: {workspace}")
+        if indexes is not None:
+            _out(f"indexes: {len(indexes)}")
+            for index in indexes:
+                _out("  " + render.index_line(index))
+        elif indexes_error:
+            _out(f"indexes: not listed ({indexes_error})")
         if orphans:
             _out(f"orphans (processes of this state dir that runtime.json does not name): {len(orphans)}; "
                  "`codecompass down` stops them")
@@ -101,6 +111,18 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
                  f"`CODECOMPASS_STATE_DIR={legacy.parent} codecompass down` stops its services")
     started = [row for row in rows if row["state"] != "not started"]
     return 0 if started and all(row["health"] == "SERVING" for row in started) else EXIT_FAILURE
+
+
+def _indexes(settings: Settings, rows: list[dict]):
+    """(the indexes the retrieval service lists, None when it cannot be asked; why not)."""
+    configured = names.RETRIEVAL in settings.configured_addrs
+    running = any(row["name"] == names.RETRIEVAL and row["health"] == "SERVING" for row in rows)
+    if not (configured or running):
+        return None, ""
+    try:
+        return list_indexes(service_address(settings, names.RETRIEVAL), settings.rpc_timeout_s), ""
+    except CliError as exc:
+        return None, str(exc)
 
 
 def cmd_config(args: argparse.Namespace, settings: Settings) -> int:

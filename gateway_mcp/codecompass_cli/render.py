@@ -14,7 +14,8 @@ from codecompass_gateway.answer import semantic_channels_line
 
 from codecompass.clients.analysis_model import FileChunks
 from codecompass.common.chunks import Chunk
-from codecompass.retrieval.state import SkippedFile, SyncStats
+from codecompass.retrieval.state import IndexSummary, SkippedFile, SyncStats
+from codecompass_cli.indexes import human_size
 
 
 def file_header(result: FileChunks) -> str:
@@ -285,3 +286,21 @@ def status_lines(rows: list[dict[str, Any]]) -> list[str]:
             f"{row['address'] or '-'}"
         )
     return lines
+
+
+def index_row(index: IndexSummary) -> dict:
+    """One index of `status --json`."""
+    status = index.status
+    return {"workspace_id": index.workspace_id, "root": index.root, "host": index.host,
+            "status": status.indexing_status.value, "files": status.files, "chunks": status.chunks,
+            "embedded_chunks": status.embedded_chunks, "index_bytes": status.index_bytes,
+            "last_sync_at": status.last_sync_at, "error": status.error}
+
+
+def index_line(index: IndexSummary) -> str:
+    """One index of `status`: its state, size and whose it is."""
+    status = index.status
+    where = index.root if index.workspace_id.startswith("local:") else f"{index.workspace_id} ({index.root})"
+    error = f"; {status.error}" if status.error else ""
+    return (f"{status.indexing_status.value:<11} {status.files} files, {status.chunks} chunks, "
+            f"{human_size(status.index_bytes)}  {where}{error}")

@@ -108,3 +108,15 @@ def test_down_keeps_the_indexes_and_says_so_and_purge_removes_them(run_cli, tmp_
     assert purge.code == 0
     assert purge.out.splitlines()[-1] == f"removed 2 indexes (3.0 MB) from {state}"
     assert not (state / "index").exists() and not (state / "workspaces").exists()
+
+
+def test_status_lists_the_indexes_the_service_knows(run_cli, served: dict) -> None:
+    result = run_cli("status")
+    lines = result.out.splitlines()
+    at = lines.index("indexes: 2")
+    listed = lines[at + 1:at + 3]
+    assert any(line.strip().startswith("ready") and line.endswith(str(served["live"])) for line in listed)
+    assert all(" files, " in line and " chunks, " in line for line in listed)
+    payload = run_cli("status", "--json").json_lines()[0]
+    assert {ix["root"] for ix in payload["indexes"]} == {str(served["live"]), str(served["gone"])}
+    assert all(ix["status"] == "ready" and ix["chunks"] > 0 for ix in payload["indexes"])

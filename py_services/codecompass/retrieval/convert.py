@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numpy as np
 from google.protobuf import timestamp_pb2
 
 from codecompass.common.chunk_convert import (
@@ -26,7 +25,6 @@ from codecompass.policy import shape as q
 from codecompass.policy.ranking import PRIMARY_VECTORS, STATIC_VECTORS, RankedResult
 from codecompass.policy.shape import QueryShape
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import (
     ChunkedFile,
     FileEntry,
@@ -50,7 +48,7 @@ from codecompass.retrieval.state import (
     SyncOutcome,
     SyncStats,
 )
-from codecompass.v1 import analysis_pb2, embedding_pb2, retrieval_pb2
+from codecompass.v1 import analysis_pb2, retrieval_pb2
 
 # What an analysis service too old to report its chunker version is taken to run; such a
 # service's chunker upgrades cannot be detected, so they need a manual re-index.
@@ -203,34 +201,6 @@ def chunked_file_to_proto(chunked: ChunkedFile) -> analysis_pb2.ChunkFilesRespon
         size_bytes=chunked.size_bytes,
         skip_detail=chunked.skip_detail,
     )
-
-
-# --- EmbeddingService ---
-
-
-def model_from_proto(msg: embedding_pb2.ModelInfo) -> EmbeddingModel:
-    return EmbeddingModel(
-        provider=msg.provider, model_id=msg.model_id, model_version=msg.model_version, dimensions=msg.dimensions
-    )
-
-
-def model_to_proto(model: EmbeddingModel) -> embedding_pb2.ModelInfo:
-    return embedding_pb2.ModelInfo(
-        provider=model.provider,
-        model_id=model.model_id,
-        model_version=model.model_version,
-        dimensions=model.dimensions,
-    )
-
-
-def vectors_from_proto(msg: embedding_pb2.EmbedResponse) -> np.ndarray:
-    if not msg.vectors:
-        return np.zeros((0, msg.model.dimensions), dtype=np.float32)
-    return np.array([v.values for v in msg.vectors], dtype=np.float32)
-
-
-def vectors_to_proto(vectors: np.ndarray) -> list[embedding_pb2.Vector]:
-    return [embedding_pb2.Vector(values=row.tolist()) for row in vectors]
 
 
 # --- RetrievalService ---

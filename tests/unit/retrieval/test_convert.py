@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
@@ -10,7 +9,6 @@ from codecompass.policy.ranking import RankedResult as HybridResult
 from codecompass.policy.shape import analyze
 from codecompass.retrieval import convert
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import (
     ChunkedFile,
     FileEntry,
@@ -29,7 +27,7 @@ from codecompass.retrieval.state import (
     SyncOutcome,
     SyncStats,
 )
-from codecompass.v1 import analysis_pb2, embedding_pb2, retrieval_pb2
+from codecompass.v1 import analysis_pb2, retrieval_pb2
 
 CHUNK = Chunk(
     id="c1",
@@ -81,14 +79,6 @@ def test_scan_result_round_trip() -> None:
 def test_chunked_file_round_trip(status: FileStatus) -> None:
     chunked = ChunkedFile("src/a.ts", status, (CHUNK,), "h", 5, 6, "binary" if status == FileStatus.SKIPPED else "", "")
     assert convert.chunked_file_from_proto(_wire(convert.chunked_file_to_proto(chunked))) == chunked
-
-
-def test_model_and_vectors_round_trip() -> None:
-    model = EmbeddingModel("minilm", "all-MiniLM-L6-v2", "1+split", 384)
-    assert convert.model_from_proto(_wire(convert.model_to_proto(model))) == model
-    vectors = np.arange(6, dtype=np.float32).reshape(2, 3)
-    response = embedding_pb2.EmbedResponse(vectors=convert.vectors_to_proto(vectors))
-    np.testing.assert_array_equal(convert.vectors_from_proto(_wire(response)), vectors)
 
 
 @pytest.mark.parametrize("ratio", [None, 0.0, 0.75])

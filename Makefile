@@ -23,7 +23,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
-	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-shard-speed bench-health bench-mcp bench-badinput \
+	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-shard-speed bench-store-speed bench-health bench-mcp bench-badinput \
 	code-static code-small corpus ranker
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
@@ -135,6 +135,10 @@ bench-pipeline-speed: bench-corpus
 # S3 server (moto), plus today's single-process sync for comparison.
 bench-shard-speed: bench-corpus
 	$(VENV)/bin/python -m bench.speed.run_shard_speed --baseline
+	$(VENV)/bin/python -m bench.report
+
+bench-store-speed: bench-corpus
+	$(VENV)/bin/python -m bench.speed.run_store_speed
 	$(VENV)/bin/python -m bench.report
 
 # MCP tool-call latency on ws-300k and cold start of `codecompass mcp`.

@@ -1036,6 +1036,24 @@ def render_shard_speed(doc: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def render_store_speed(doc: dict[str, Any]) -> str:
+    ws = doc["workspace"]
+    rows = []
+    for store in doc["stores"]:
+        for refresh, stats in store["search"].items():
+            shown = {"default": "default (0 local, 1 s S3)", "0": "0: every query checks"}.get(refresh, refresh)
+            rows.append((store["store"], f"{store['index_s']:.1f}", shown, f"{stats['p50_ms']:.1f}",
+                         f"**{stats['p95_ms']:.1f}**", str(stats["queries"])))
+    return "\n".join([
+        provenance(doc), "",
+        (f"`{ws['name']}` ({ws['files']:,} files, {ws['lines']:,} lines), {doc['profile']}: the writer indexes it from "
+         f"empty (every vector written); then a separate searcher process, sharing nothing with the writer but the "
+         f"index URI, answers {doc['queries']} warm queries by workspace id (one warm-up pass first), search only:"),
+        "",
+        md_table(("Store", "Index s", "Searcher refresh", "Search p50 ms", "Search p95 ms", "Queries"), rows),
+    ])
+
+
 # --- MCP tool calls ------------------------------------------------------------------------------
 
 
@@ -1136,6 +1154,7 @@ SECTIONS: dict[str, Section] = {
     "mcp-speed": Section("mcp-speed", render_mcp_speed),
     "pipeline-speed": Section("pipeline-speed", render_pipeline_speed),
     "shard-speed": Section("shard-speed", render_shard_speed),
+    "store-speed": Section("store-speed", render_store_speed),
     "badinput": Section("badinput", render_badinput),
 }
 

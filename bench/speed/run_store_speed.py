@@ -16,7 +16,7 @@ moto is a Python server on the same two cores: each request costs it CPU the sea
 needs, and nothing like S3's network latency (tens of ms a request on AWS). The S3 columns say
 what our code does per request; on real S3 expect each uncached request to add that latency.
 
-Prints a markdown table and writes bench/results/store-speed-<UTC>.json (+ -latest).
+Writes bench/results/store-speed-<UTC>.json (+ -latest) and prints its README section (bench/report.py).
 
 Run: .venv/bin/python -m bench.speed.run_store_speed [--workspace bench/.work/ws-300k] [--queries 50]
 """
@@ -34,8 +34,9 @@ from pathlib import Path
 from tests.fixtures.s3 import MotoS3Server, S3Bucket
 
 from bench.lib.metrics import percentile
-from bench.lib.results import run_metadata, write_results
+from bench.lib.results import load_latest, write_results
 from bench.lib.services import ServiceProcess, start_analysis, start_embedding, start_retrieval
+from bench.report import render_store_speed
 from bench.speed.run_pipeline_speed import query_texts
 from bench.speed.run_speed import DEFAULT_WORKSPACE, source_stats
 from codecompass.clients.retrieval import RetrievalClient
@@ -106,15 +107,6 @@ def run_store(name: str, workspace: Path, env: dict[str, str], analysis: Service
     return row
 
 
-def markdown(rows: list[dict]) -> str:
-    lines = ["| store | index ws-300k (s) | searcher refresh | search p50 (ms) | search p95 (ms) |",
-             "|---|---:|---|---:|---:|"]
-    for row in rows:
-        for refresh, stats in row["search"].items():
-            lines.append(f"| {row['store']} | {row['index_s']} | {refresh} | {stats['p50_ms']} | {stats['p95_ms']} |")
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE)
@@ -146,14 +138,13 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(scratch, ignore_errors=True)
     files, lines, size = source_stats(workspace)
     results = {
-        "meta": run_metadata(),
-        "workspace": {"path": str(workspace), "files": files, "lines": lines, "bytes": size},
+        "workspace": {"name": workspace.name, "files": files, "lines": lines, "source_bytes": size},
         "profile": "code-static",
         "queries": len(texts),
         "stores": rows,
     }
     path = write_results("store-speed", results)
-    print(markdown(rows))
+    print(render_store_speed(load_latest("store-speed")))
     log(f"wrote {path}")
     return 0
 

@@ -22,6 +22,7 @@ from codecompass.retrieval.state import (
     IndexPhase,
     IndexRefused,
     Language,
+    SearchQuery,
 )
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, embedding_pb2_grpc
 
@@ -190,3 +191,16 @@ def test_the_final_report_lists_every_skip_with_its_reason(engine_for, tmp_path:
         ("src/types.d.ts", "declaration_file", False),
     ]
     assert done.stats.files_skipped == 3
+
+
+def test_a_read_of_a_workspace_with_no_index_creates_nothing(engine_for, tmp_path: Path) -> None:
+    """Search and status are reads: a workspace never indexed answers NOT_INDEXED, and no folder,
+    table or registry row appears for it (LanceDB would create a folder just by connecting)."""
+    workspace = _workspace(tmp_path / "ws", 2)
+    engine = engine_for()
+    outcome = engine.search(SearchQuery(workspace_root=str(workspace), query="job0", semantic_ratio=0.0))
+    assert outcome.results == () and outcome.metadata.indexing_status is IndexingStatus.NOT_INDEXED
+    assert engine.status(str(workspace)).indexing_status is IndexingStatus.NOT_INDEXED
+    assert engine.list_indexes() == []
+    index_root = tmp_path / "state" / "index"
+    assert not index_root.exists() or [p.name for p in index_root.iterdir()] == []

@@ -1,0 +1,76 @@
+"""Workspace ids: the repository's remote and the path inside it, whatever folder or user the
+clone is in; a configured id; else the local path, keyed as indexes were before ids."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from codecompass.retrieval.location import (
+    InvalidWorkspaceId,
+    index_key,
+    normalised_remote,
+    validated_id,
+    workspace_id_of,
+)
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("git@github.com:Acme/api.git", "github.com/Acme/api"),
+    ("https://alice:s3cret@GitHub.com/Acme/api.git/", "github.com/Acme/api"),
+    ("ssh://git@gitlab.example.com:2222/group/sub/api.git", "gitlab.example.com/group/sub/api"),
+    ("git://example.org/tools/x", "example.org/tools/x"),
+    ("/srv/git/api.git", None),
+    ("file:///srv/git/api.git", None),
+    ("../api", None),
+])
+def test_remotes_are_normalised_without_credentials_or_ports(url: str, expected: str | None) -> None:
+    assert normalised_remote(url) == expected
+
+
+def _clone(folder: Path, url: str) -> Path:
+    (folder / ".git").mkdir(parents=True)
+    (folder / ".git" / "config").write_text(
+        f'[core]\n\tbare = false\n[remote "upstream"]\n\turl = https://example.org/fork/api\n'
+        f'[remote "origin"]\n\turl = {url}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n', encoding="utf-8")
+    return folder
+
+
+def test_two_clones_in_different_folders_share_one_id_and_key(tmp_path: Path) -> None:
+    alice = _clone(tmp_path / "home" / "alice" / "work" / "api", "git@github.com:acme/api.git")
+    bob = _clone(tmp_path / "srv" / "checkouts" / "api-main", "https://github.com/acme/api")
+    (alice / "packages" / "core").mkdir(parents=True)
+    (bob / "packages" / "core").mkdir(parents=True)
+    assert workspace_id_of(alice) == workspace_id_of(bob) == "github.com/acme/api"
+    assert workspace_id_of(alice / "packages" / "core") == "github.com/acme/api#packages/core"
+    assert index_key(workspace_id_of(alice / "packages" / "core")) == index_key(
+        workspace_id_of(bob / "packages" / "core"))
+
+
+def test_a_worktree_reads_its_repository_s_config(tmp_path: Path) -> None:
+    main = _clone(tmp_path / "main", "git@github.com:acme/api.git")
+    (main / ".git" / "worktrees" / "feature").mkdir(parents=True)
+    (main / ".git" / "worktrees" / "feature" / "commondir").write_text("../..\n", encoding="utf-8")
+    tree = tmp_path / "feature"
+    tree.mkdir()
+    (tree / ".git").write_text(f"gitdir: {main / '.git' / 'worktrees' / 'feature'}\n", encoding="utf-8")
+    assert workspace_id_of(tree) == "github.com/acme/api"
+
+
+def test_without_a_remote_the_id_is_the_local_path_and_the_key_the_old_one(tmp_path: Path) -> None:
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    assert workspace_id_of(folder) == f"local:{folder}"
+    # The key indexes had before workspace ids: a digest of the path.
+    assert index_key(workspace_id_of(folder)) == hashlib.sha256(str(folder).encode()).hexdigest()[:32]
+    local_only = _clone(tmp_path / "local-only", "/srv/git/api.git")
+    assert workspace_id_of(local_only) == f"local:{local_only}"
+
+
+def test_a_configured_id_wins_and_is_validated(tmp_path: Path) -> None:
+    assert workspace_id_of(tmp_path, "team/api") == "team/api"
+    for bad, why in (("", "must not be empty"), ("x" * 201, "at most 200"), ("a\nb", "printable ASCII")):
+        with pytest.raises(InvalidWorkspaceId, match=why):
+            validated_id(bad)

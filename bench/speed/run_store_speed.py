@@ -9,8 +9,10 @@ For each store, a local folder and the local S3 server (moto, a real process on 
    shares with the writer) answers run_speed's warm query sample, names the index by workspace id
    (it needs no files), one warm-up pass first. Search only, as the gateway calls it
    (`RetrievalClient.search`), so the numbers are the retrieve stage.
-On S3 the searcher runs twice: with the default refresh interval (1 s: a query checks for a newer
-index version at most once a second) and with 0 (every query checks, one LIST request each).
+On S3 the searcher runs twice: with its local copy of the index (the default: retrieval/mirror.py
+copies what the writer commits, refreshed every second, and queries read the copy) and without it
+(`retrieval.searcher_cache` off: every query reads the bucket; it checks for a newer version at most
+once a second).
 
 moto is a Python server on the same two cores: each request costs it CPU the searcher also
 needs, and nothing like S3's network latency (tens of ms a request on AWS). The S3 columns say
@@ -83,7 +85,7 @@ def searches(searcher: ServiceProcess, workspace_id: str, texts: list[str]) -> d
 
 
 def run_store(name: str, workspace: Path, env: dict[str, str], analysis: ServiceProcess,
-              embedding: ServiceProcess, texts: list[str], scratch: Path, refreshes: list[str]) -> dict:
+              embedding: ServiceProcess, texts: list[str], scratch: Path, searchers: dict[str, dict[str, str]]) -> dict:
     common = {**env, "CODECOMPASS_EMBEDDING_PROFILE": "code-static"}
     writer = start_retrieval(analysis.address, embedding.address, {
         **common, "CODECOMPASS_RETRIEVAL_ROLE": "writer", "CODECOMPASS_STATE_DIR": str(scratch / f"{name}-writer")})
@@ -94,14 +96,15 @@ def run_store(name: str, workspace: Path, env: dict[str, str], analysis: Service
     finally:
         writer.stop()
     row: dict = {"store": name, "index_s": round(seconds, 1), "search": {}}
-    for refresh in refreshes:
+    for label, extra in searchers.items():
         searcher = start_retrieval(analysis.address, embedding.address, {
-            **common, "CODECOMPASS_RETRIEVAL_ROLE": "searcher",
-            "CODECOMPASS_RETRIEVAL_SEARCHER_REFRESH_S": refresh,
-            "CODECOMPASS_STATE_DIR": str(scratch / f"{name}-searcher-{refresh or 'default'}")})
+            **common, **extra, "CODECOMPASS_RETRIEVAL_ROLE": "searcher",
+            "CODECOMPASS_STATE_DIR": str(scratch / f"{name}-searcher-{len(row['search'])}")})
         try:
-            row["search"][refresh or "default"] = searches(searcher, workspace_id_of(workspace.resolve()), texts)
-            log(f"{name} refresh {refresh or 'default'}: {row['search'][refresh or 'default']}")
+            started = time.perf_counter()
+            row["search"][label] = searches(searcher, workspace_id_of(workspace.resolve()), texts)
+            row["search"][label]["first_query_and_passes_s"] = round(time.perf_counter() - started, 1)
+            log(f"{name} {label}: {row['search'][label]}")
         finally:
             searcher.stop()
     return row
@@ -121,16 +124,17 @@ def main(argv: list[str] | None = None) -> int:
         scratch = Path(folder)
         analysis = start_analysis()
         embedding = start_embedding({"CODECOMPASS_EMBEDDING_PROFILE": "code-static"})
-        moto = MotoS3Server(scratch / "moto")
+        moto = MotoS3Server(scratch)
         try:
             rows.append(run_store("local", workspace, {"CODECOMPASS_RETRIEVAL_DB_URI": str(scratch / "index")},
-                                  analysis, embedding, texts, scratch, [""]))
+                                  analysis, embedding, texts, scratch, {"local disk": {}}))
             moto.start()
             moto.client().create_bucket(Bucket=BUCKET)
             bucket = S3Bucket(moto, BUCKET)
             s3_env = {"CODECOMPASS_RETRIEVAL_DB_URI": bucket.uri("indexes"),
                       "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS": json.dumps(bucket.storage_options)}
-            rows.append(run_store("s3 (moto)", workspace, s3_env, analysis, embedding, texts, scratch, ["", "0"]))
+            rows.append(run_store("s3 (moto)", workspace, s3_env, analysis, embedding, texts, scratch, {
+                "local copy (default)": {}, "no copy: reads the bucket": {"CODECOMPASS_RETRIEVAL_SEARCHER_CACHE": "false"}}))
         finally:
             moto.stop()
             embedding.stop()

@@ -107,6 +107,9 @@ class RetrievalSettings:
     # How often a searcher checks an index for a version newer than the one it reads; None: 0
     # on a local disk (a directory listing per query), 1 s on an object store (a LIST request).
     searcher_refresh_s: float | None = None
+    # A searcher keeps a local copy of an index on S3 (under <state_dir>/index-cache) and reads
+    # that: every query reading the bucket measured 6x slower (retrieval/mirror.py).
+    searcher_cache: bool = True
 
 
 @dataclass(frozen=True)
@@ -507,6 +510,8 @@ _FIELDS: tuple[_Field, ...] = (
     _Field("retrieval.searcher_refresh_s", "CODECOMPASS_RETRIEVAL_SEARCHER_REFRESH_S",
            "retrieval.searcher_refresh_s", _optional_float_parser(0.0),
            "Seconds between a searcher's checks for a newer index version (default 0 local, 1 on an object store)"),
+    _Field("retrieval.searcher_cache", "CODECOMPASS_RETRIEVAL_SEARCHER_CACHE", "retrieval.searcher_cache", _parse_bool,
+           "A searcher reads a local copy of an index on S3, refreshed every searcher_refresh_s (off: reads the bucket)"),
     _Field("rerank.provider", "CODECOMPASS_RERANK_PROVIDER", "rerank.provider", _choice_parser(RERANK_PROVIDERS),
            "local | voyage | cohere | llm (local keeps the first-stage scores)"),
     _Field("rerank.external_provider_enabled", "CODECOMPASS_RERANK_EXTERNAL_PROVIDER_ENABLED",

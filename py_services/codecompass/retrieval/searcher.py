@@ -66,8 +66,10 @@ from codecompass.retrieval.location import (
     validated_root,
     workspace_id_of,
 )
+from codecompass.retrieval.mirror import IndexMirror, mirrorable
 from codecompass.retrieval.schema import INDEX_FORMAT_VERSION
 from codecompass.retrieval.state import (
+    DependencyUnavailable,
     EmbeddingUnavailable,
     HubOutcome,
     HubQuery,
@@ -95,6 +97,8 @@ SKIP_MODEL_CHANGED = "embedding_model_changed"
 _FALLBACK_REASONS = {SKIP_EMBEDDING_UNAVAILABLE, SKIP_NO_VECTORS, SKIP_DIMENSION_MISMATCH, SKIP_MODEL_CHANGED}
 # How often an object-store index is checked for a newer version when not configured.
 OBJECT_STORE_REFRESH_S = 1.0
+# A local copy is refreshed by listing the index's prefix: not more often than this.
+MIN_MIRROR_REFRESH_S = 0.1
 
 
 class LiveWriter(Protocol):
@@ -118,8 +122,17 @@ class IndexReader:
     """One index as a searcher reads it: its catalog's summary and the chunk store of the
     identity the catalog names, both re-read when the writer committed a newer version."""
 
-    def __init__(self, key: str, uri: str, storage_options: dict[str, str], refresh_s: float) -> None:
+    def __init__(self, key: str, uri: str, storage_options: dict[str, str], refresh_s: float,
+                 mirror: IndexMirror | None = None) -> None:
         self.key = key
+        self._mirror = mirror
+        self._stop = threading.Event()
+        if mirror is not None:
+            # Read the local copy (every query sees its newest manifest); a thread keeps it current.
+            mirror.refresh()
+            threading.Thread(target=self._keep_current, args=(mirror, max(refresh_s, MIN_MIRROR_REFRESH_S)),
+                             name=f"mirror-{key[:8]}", daemon=True).start()
+            uri, storage_options, refresh_s = str(mirror.folder), {}, 0.0
         self._uri = uri
         self._db = lancedb.connect(uri, storage_options=storage_options or None,
                                    read_consistency_interval=timedelta(seconds=refresh_s))
@@ -131,6 +144,16 @@ class IndexReader:
         self._summary: CatalogSummary | None = None
         self._summary_version = -1
         self._store: ChunkStore | None = None
+
+    def _keep_current(self, mirror: IndexMirror, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            try:
+                mirror.refresh()
+            except OSError as exc:  # the store unreachable for a while: keep serving the copy
+                _log.warning("could not refresh the local copy of index %s: %s", self.key, exc)
+
+    def close(self) -> None:
+        self._stop.set()
 
     def current(self) -> tuple[CatalogSummary, ChunkStore | None]:
         """The catalog's summary and the store it names, as of the newest committed version."""
@@ -185,6 +208,10 @@ class IndexSearcher:
 
     def close(self) -> None:
         self._query_pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            readers = list(self._readers.values())
+        for reader in readers:
+            reader.close()
 
     def forget(self, key: str) -> None:
         """Drop the reader of an index that was deleted."""
@@ -208,14 +235,23 @@ class IndexSearcher:
             reader = self._readers.get(key)
         if reader is not None:
             return reader
-        if not index_exists(self._settings, key):
+        try:
+            exists = index_exists(self._settings, key)
+        except (OSError, RuntimeError) as exc:
+            raise DependencyUnavailable(f"the index store at {index_root(self._settings)} is unreachable: {exc}") from None
+        if not exists:
             return None
         if self._writer is not None and target is not None and target.root is not None:
             self._writer.attend(target.root, target.workspace_id, key)
+        uri = index_uri(self._settings, key)
+        mirror = (IndexMirror(uri, self._options, self._settings.state_dir / "index-cache" / key)
+                  if self._settings.retrieval.searcher_cache and mirrorable(uri) else None)
         try:
-            reader = IndexReader(key, index_uri(self._settings, key), self._options, self._refresh_s)
+            reader = IndexReader(key, uri, self._options, self._refresh_s, mirror)
         except FileNotFoundError:  # dropped between the check and the open
             return None
+        except (OSError, RuntimeError) as exc:
+            raise DependencyUnavailable(f"the index store at {index_root(self._settings)} is unreachable: {exc}") from None
         with self._lock:
             return self._readers.setdefault(key, reader)
 

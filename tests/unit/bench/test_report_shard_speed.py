@@ -38,11 +38,11 @@ def test_the_section_shows_every_run_and_the_prediction():
 def test_the_store_speed_section_shows_each_store_and_refresh():
     doc = {"kind": "store-speed", "run": {"machine": {"nproc": 2}}, "profile": "code-static", "queries": 50,
            "workspace": {"name": "ws-300k", "files": 972, "lines": 339752},
-           "stores": [{"store": "local", "index_s": 61.04, "search": {"default": {"queries": 50, "p50_ms": 40.0,
-                                                                                  "p95_ms": 90.5}}},
+           "stores": [{"store": "local", "index_s": 61.04, "search": {"local disk": {"queries": 50, "p50_ms": 40.0,
+                                                                                     "p95_ms": 90.5}}},
                       {"store": "s3 (moto)", "index_s": 70.0,
-                       "search": {"default": {"queries": 50, "p50_ms": 60.0, "p95_ms": 120.0},
-                                  "0": {"queries": 50, "p50_ms": 70.0, "p95_ms": 130.0}}}]}
+                       "search": {"local copy (default)": {"queries": 50, "p50_ms": 60.0, "p95_ms": 120.0},
+                                  "no copy: reads the bucket": {"queries": 50, "p50_ms": 70.0, "p95_ms": 130.0}}}]}
     text = report.render_store_speed(doc)
-    assert "| local | 61.0 | default (0 local, 1 s S3) | 40.0 | **90.5** | 50 |" in text
-    assert "| s3 (moto) | 70.0 | 0: every query checks | 70.0 | **130.0** | 50 |" in text
+    assert "| local | 61.0 | local disk | 40.0 | **90.5** | 50 |" in text
+    assert "| s3 (moto) | 70.0 | no copy: reads the bucket | 70.0 | **130.0** | 50 |" in text

@@ -125,7 +125,6 @@ class IndexReader:
     def __init__(self, key: str, uri: str, storage_options: dict[str, str], refresh_s: float,
                  mirror: IndexMirror | None = None) -> None:
         self.key = key
-        self._mirror = mirror
         self._stop = threading.Event()
         if mirror is not None:
             # Read the local copy (every query sees its newest manifest); a thread keeps it current.
@@ -138,6 +137,7 @@ class IndexReader:
                                    read_consistency_interval=timedelta(seconds=refresh_s))
         table = open_catalog_table(self._db)
         if table is None:
+            self.close()
             raise FileNotFoundError(uri)
         self._catalog = table
         self._lock = threading.Lock()
@@ -216,7 +216,9 @@ class IndexSearcher:
     def forget(self, key: str) -> None:
         """Drop the reader of an index that was deleted."""
         with self._lock:
-            self._readers.pop(key, None)
+            reader = self._readers.pop(key, None)
+        if reader is not None:
+            reader.close()
 
     def _target(self, root_text: str, workspace_id: str = "") -> _Target:
         if workspace_id:
@@ -253,7 +255,10 @@ class IndexSearcher:
         except (OSError, RuntimeError) as exc:
             raise DependencyUnavailable(f"the index store at {index_root(self._settings)} is unreachable: {exc}") from None
         with self._lock:
-            return self._readers.setdefault(key, reader)
+            kept = self._readers.setdefault(key, reader)
+        if kept is not reader:  # another query opened it meanwhile
+            reader.close()
+        return kept
 
     def _live(self, key: str):
         return self._writer.state(key) if self._writer is not None else None

@@ -162,16 +162,22 @@ class Pipeline:
         self._gateway = settings.gateway
         # `locate`: where each service is at each call (the local runtime), else the settings' addresses.
         self.retrieval = RetrievalClient(address_for(names.RETRIEVAL, settings.retrieval_addr, locate))
-        # Syncs go to the index writer; the same service unless the roles run apart.
-        self.indexer = RetrievalClient(indexer_address(settings, locate)) if settings.indexer_addr else self.retrieval
+        # The index writer's own client where the roles run apart (INDEXER_ADDR); see `indexer`.
+        self._indexer = RetrievalClient(indexer_address(settings, locate)) if settings.indexer_addr else None
         self.rerank = RerankClient(address_for(names.RERANK, settings.rerank_addr, locate))
         self.selection = SelectionClient(address_for(names.SELECTION, settings.selection_addr, locate))
         # None: no endpoint configured, rewriting is inert.
         self.rewriter: ChatRewriter | None = ChatRewriter.from_settings(settings.gateway)
 
+    @property
+    def indexer(self) -> RetrievalClient:
+        """Where syncs go: the index writer; the retrieval client itself unless the roles run apart."""
+        return self._indexer or self.retrieval
+
     def close(self) -> None:
-        for client in {self.retrieval, self.indexer, self.rerank, self.selection}:
-            client.close()
+        for client in (self.retrieval, self.rerank, self.selection, self._indexer):
+            if client is not None:
+                client.close()
 
     def run(self, request: PipelineRequest) -> PipelineAnswer:
         g = self._gateway

@@ -29,7 +29,7 @@ from typing import Any, Generic, TypeVar
 
 import grpc
 
-from codecompass.clients.errors import UNAVAILABLE, ServiceError, mapped
+from codecompass.clients.errors import FAILED, UNAVAILABLE, ServiceError, mapped
 from codecompass.common.telemetry import traced_channel
 
 # Where a service is: a fixed address, or a function that says where it is now (asked again
@@ -141,6 +141,10 @@ class ServiceChannel(Generic[StubT]):
         the service is now, or (after `failed`) a fresh one, which connects at once where the
         failed one may wait out its backoff. Another call may have replaced it first: then that
         replacement serves."""
+        with self._lock:
+            if self._closed and failed is None:
+                # gRPC's C core can crash on a call through a closed channel: refuse it here.
+                raise ServiceError(self.service, self._current.address, FAILED, "the client was closed")
         address = self._resolve()
         with self._lock:
             current = self._current

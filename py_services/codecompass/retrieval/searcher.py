@@ -22,7 +22,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Protocol
 
@@ -133,8 +132,12 @@ class IndexReader:
                              name=f"mirror-{key[:8]}", daemon=True).start()
             uri, storage_options, refresh_s = str(mirror.folder), {}, 0.0
         self._uri = uri
-        self._db = lancedb.connect(uri, storage_options=storage_options or None,
-                                   read_consistency_interval=timedelta(seconds=refresh_s))
+        # Tables are moved to the newest version by `current`, once per query at most: a
+        # consistency interval on the connection would check again in every table operation (a
+        # search makes several), measured +15 ms at p95 on ws-300k.
+        self._db = lancedb.connect(uri, storage_options=storage_options or None)
+        self._refresh_s = refresh_s
+        self._checked = time.monotonic()
         table = open_catalog_table(self._db)
         if table is None:
             self.close()
@@ -158,6 +161,12 @@ class IndexReader:
     def current(self) -> tuple[CatalogSummary, ChunkStore | None]:
         """The catalog's summary and the store it names, as of the newest committed version."""
         with self._lock:
+            now = time.monotonic()
+            if now - self._checked >= self._refresh_s:
+                self._checked = now
+                self._catalog.checkout_latest()
+                if self._store is not None:
+                    self._store.checkout_latest()
             version = self._catalog.version
             if self._summary is None or version != self._summary_version:
                 self._summary, self._summary_version = read_summary(self._catalog), version

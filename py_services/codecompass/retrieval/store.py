@@ -261,6 +261,12 @@ class ChunkStore:
         return cls(db, table, model=model, chunker_version=chunker_version, static=static, name=name,
                    created=False, rebuilt=False, uri=uri, sources=sources)
 
+    def checkout_latest(self) -> None:
+        """Read the newest committed version from now on (a searcher's handle: the writer's
+        sees its own commits)."""
+        self._table.checkout_latest()
+        self._sources.checkout_latest()
+
     # ---- writes -------------------------------------------------------------------------
 
     def apply_changes(

@@ -185,6 +185,9 @@ class Catalog:
             if rows.num_rows:
                 table.add(rows)
             legacy.rename(legacy.with_name(legacy.name + ".imported"))
+            # SQLite's write-ahead log and index: read with the file, and of no use beside the copy.
+            for suffix in ("-wal", "-shm"):
+                legacy.with_name(legacy.name + suffix).unlink(missing_ok=True)
             _log.info("imported the catalog at %s into the index (%d rows)", legacy, rows.num_rows)
         return cls(table)
 

@@ -124,9 +124,11 @@ def test_a_sqlite_catalog_of_an_earlier_version_is_imported_once(tmp_path: Path)
     conn.execute("INSERT INTO meta VALUES ('complete', '1')")
     conn.commit()
     conn.close()
+    (tmp_path / "catalog.sqlite3-wal").write_bytes(b"")
     catalog = Catalog.open(lancedb.connect(tmp_path / "index"), legacy=legacy)
     assert catalog.identity == IndexIdentity(MODEL, "c1") and catalog.complete
     assert catalog.get("a.ts") == _entry("a.ts", "x", "a1") and catalog.pending() == frozenset({"b.ts"})
     # Imported once: the SQLite file is set aside, and a reopen reads the table.
     assert not legacy.exists() and legacy.with_name("catalog.sqlite3.imported").is_file()
+    assert not (tmp_path / "catalog.sqlite3-wal").exists()
     assert Catalog.open(lancedb.connect(tmp_path / "index"), legacy=legacy).get("a.ts") == _entry("a.ts", "x", "a1")

@@ -166,6 +166,7 @@ class ChunkStore:
         # (table version, names, qualified names): see `names`.
         self._names: tuple[int, frozenset[str], frozenset[str]] | None = None
         self._in_degrees: tuple[int, dict[str, int]] | None = None
+        self._vector_counts: tuple[int, VectorCounts] | None = None
 
     @classmethod
     def open(
@@ -552,13 +553,21 @@ class ChunkStore:
         return self._table.count_rows(), self._table.count_rows("has_vector = true")
 
     def vector_counts(self) -> VectorCounts:
-        """Rows by the vectors they have: what each vector channel can search."""
+        """Rows by the vectors they have: what each vector channel can search. Counted once per
+        table version (four scans, ~6 ms a search on ws-300k otherwise)."""
+        version = self._table.version
+        cached = self._vector_counts
+        if cached is not None and cached[0] == version:
+            return cached[1]
         total, primary = self.counts()
         if self.static is None:
-            return VectorCounts(total=total, primary=primary, static=0, static_only=0)
-        static = self._table.count_rows(f"{STATIC_FLAG_COLUMN} = true")
-        static_only = self._table.count_rows(f"{STATIC_FLAG_COLUMN} = true AND has_vector = false")
-        return VectorCounts(total=total, primary=primary, static=static, static_only=static_only)
+            counts = VectorCounts(total=total, primary=primary, static=0, static_only=0)
+        else:
+            static = self._table.count_rows(f"{STATIC_FLAG_COLUMN} = true")
+            static_only = self._table.count_rows(f"{STATIC_FLAG_COLUMN} = true AND has_vector = false")
+            counts = VectorCounts(total=total, primary=primary, static=static, static_only=static_only)
+        self._vector_counts = (version, counts)
+        return counts
 
     def count_matching(self, filters: Filters) -> int:
         """Chunks the filters admit."""

@@ -191,9 +191,6 @@ class Catalog:
             _log.info("imported the catalog at %s into the index (%d rows)", legacy, rows.num_rows)
         return cls(table)
 
-    def close(self) -> None:
-        """Nothing to release: every write is already committed."""
-
     def _load(self) -> None:
         rows = self._table.to_arrow().to_pylist()
         for row in rows:
@@ -225,9 +222,6 @@ class Catalog:
         """Epoch seconds of the last commit that completed a sync; None before the first."""
         text = self._meta.get("synced_at")
         return float(text) if text else None
-
-    def meta(self, key: str) -> str:
-        return self._meta.get(key, "")
 
     def entries(self) -> Mapping[str, CatalogEntry]:
         with self._lock:

@@ -258,9 +258,6 @@ class IndexRegistry:
         rows = table.to_arrow().to_pylist()
         return sorted((RegisteredIndex(**row) for row in rows), key=lambda r: r.workspace_id)
 
-    def get(self, key: str) -> RegisteredIndex | None:
-        return next((entry for entry in self.entries() if entry.key == key), None)
-
     def unregister(self, key: str) -> None:
         table = self._table(create=False)
         if table is not None:

@@ -36,7 +36,6 @@ def test_commit_survives_reopen_and_indexes_chunk_paths(tmp_path: Path) -> None:
     catalog.commit([_entry("a.ts", "x", "a1", "a2"), _entry("b.ts", "y", "b1")], [], complete=True)
     synced_at = catalog.synced_at
     assert synced_at is not None and before <= synced_at <= time.time()
-    catalog.close()
 
     reopened = Catalog.open(db)
     assert reopened.identity == IndexIdentity(MODEL, "c1")
@@ -57,7 +56,6 @@ def test_touch_refreshes_metadata_but_keeps_chunks(tmp_path: Path) -> None:
     catalog.commit([_entry("a.ts", "x", "a1")], [], complete=True)
     resaved = FileEntry("a.ts", 1, 9_999, "hash-x", Language.TYPESCRIPT)
     catalog.touch([resaved, FileEntry("unknown.ts", 1, 1, "h", Language.TYPESCRIPT)])
-    catalog.close()
     reopened = Catalog.open(lancedb.connect(tmp_path / "index"))
     assert reopened.get("a.ts").file.mtime_ns == 9_999
     assert reopened.get("a.ts").chunk_ids == ("a1",)

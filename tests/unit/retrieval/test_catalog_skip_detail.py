@@ -21,7 +21,6 @@ def test_a_skip_keeps_its_detail_across_a_reopen(tmp_path: Path) -> None:
     catalog = Catalog.open(db)
     catalog.commit([CatalogEntry(FileEntry("src/deep.ts", 9, 1, "h", Language.TYPESCRIPT), (), "chunk_failed", DETAIL)],
                    [], complete=True)
-    catalog.close()
     entry = Catalog.open(db).get("src/deep.ts")
     assert entry is not None and (entry.skip_reason, entry.skip_detail) == ("chunk_failed", DETAIL)
 

@@ -31,11 +31,23 @@ log = get_logger("codecompass.serving")
 OVERALL = ""
 
 
+# How long a connection to a scaled-out server lives, and how long its calls may then finish. A
+# client balancing over a DNS name (round_robin) learns of new servers only when it resolves the
+# name again, which it does when a connection closes: closing each connection after a minute lets
+# servers an autoscaler adds take their share of the load within a minute. Calls in flight finish
+# (their deadlines are shorter than the grace), and clients reconnect transparently.
+MAX_CONNECTION_AGE_S = 60.0
+MAX_CONNECTION_AGE_GRACE_S = 30.0
+
+
 @dataclass
 class ServiceSpec:
     name: str  # the service's one name (codecompass.common.names)
     register: Callable[[grpc.Server], list[str]]
     warmup: Callable[[], None] | None = None
+    # Servers that scale out behind one name (searchers, embedding, rerank) age their connections
+    # (MAX_CONNECTION_AGE_S); not the index writer, whose index streams run for many minutes.
+    scaled_out: bool = False
 
 
 class WarmupFailed(RuntimeError):
@@ -95,6 +107,12 @@ class RunningServer:
         self.server.stop(grace_s).wait()
 
 
+_AGED = (
+    ("grpc.max_connection_age_ms", int(MAX_CONNECTION_AGE_S * 1000)),
+    ("grpc.max_connection_age_grace_ms", int(MAX_CONNECTION_AGE_GRACE_S * 1000)),
+)
+
+
 def start_server(spec: ServiceSpec, *, host: str = LOOPBACK, port: int = 0, max_workers: int = 16,
                  warmup_in_background: bool = True) -> RunningServer:
     server = grpc.server(
@@ -103,7 +121,7 @@ def start_server(spec: ServiceSpec, *, host: str = LOOPBACK, port: int = 0, max_
         # gRPC binds with SO_REUSEPORT by default, so two servers could share one port and split
         # its connections: `codecompass up` restarts a service on the port it had, and must find
         # out when another program took it meanwhile.
-        options=(*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)),
+        options=(*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0), *(_AGED if spec.scaled_out else ())),
     )
     service_names = list(spec.register(server))
     health_servicer = health.HealthServicer(

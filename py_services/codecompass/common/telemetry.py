@@ -263,6 +263,11 @@ RECONNECT_OPTIONS = (
     ("grpc.initial_reconnect_backoff_ms", 250),
     ("grpc.max_reconnect_backoff_ms", 1000),
     ("grpc.use_local_subchannel_pool", 1),
+    # An address naming several servers (a Kubernetes headless Service's DNS name, dns:///retrieval:50053,
+    # or a list, ipv4:10.0.0.1:50053,10.0.0.2:50053) spreads calls over every one that is up, and a
+    # server that dies only loses the calls it had; gRPC's default, pick_first, would send everything to
+    # one searcher. One address behaves as before.
+    ("grpc.lb_policy_name", "round_robin"),
 )
 
 

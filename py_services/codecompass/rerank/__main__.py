@@ -45,7 +45,8 @@ def main() -> int:
         return 2
     log.info("rerank provider", extra={"provider": settings.rerank.provider,
                                        "external_allowed": settings.rerank.external_allowed})
-    spec = ServiceSpec(name=names.RERANK, register=register(RerankServicer(RerankEngine(settings.rerank))))
+    spec = ServiceSpec(name=names.RERANK, register=register(RerankServicer(RerankEngine(settings.rerank))),
+                       scaled_out=True)
     return serve_forever(spec, host=settings.bind_host, port=settings.rerank_port, grace_s=settings.shutdown_grace_s)
 
 

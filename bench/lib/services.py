@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from codecompass.clients import health
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PY_SERVICES = REPO_ROOT / "py_services"
@@ -180,20 +181,14 @@ def start_service(
 
 def wait_serving(service: ServiceProcess, deadline: float) -> float:
     """Block until grpc.health.v1 reports SERVING; returns seconds since start."""
-    with service.channel() as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while True:
-            if service.proc.poll() is not None:
-                raise RuntimeError(f"{service.name} exited with {service.proc.returncode}")
-            try:
-                reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=2.0)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return time.perf_counter() - service.started_s
-            except grpc.RpcError:
-                pass
-            if time.perf_counter() > deadline:
-                raise RuntimeError(f"{service.name} never became SERVING:\n" + "\n".join(service.log_lines[-30:]))
-            time.sleep(0.05)
+    while True:
+        if service.proc.poll() is not None:
+            raise RuntimeError(f"{service.name} exited with {service.proc.returncode}")
+        if health.check(service.address, timeout_s=2.0).serving:
+            return time.perf_counter() - service.started_s
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"{service.name} never became SERVING:\n" + "\n".join(service.log_lines[-30:]))
+        time.sleep(0.05)
 
 
 # The corpus's lib/typescript.js (9 MB) is above the service's default 5 MB file limit,

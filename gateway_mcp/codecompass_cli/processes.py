@@ -23,9 +23,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
+from codecompass.clients import health
 from codecompass.common.hosts import dialable
 
 _LISTENING = re.compile(r"^LISTENING (\S+:\d+)\s*$", re.MULTILINE)
@@ -137,26 +135,12 @@ def wait_for_listening(name: str, process: subprocess.Popen, log_path: Path, off
         time.sleep(0.05)
 
 
-def health_status(address: str, service: str, timeout: float) -> str:
-    """SERVING / NOT_SERVING / UNKNOWN / SERVICE_UNKNOWN, or UNREACHABLE."""
-    with grpc.insecure_channel(address) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        try:
-            response = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout)
-        except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.NOT_FOUND:
-                return "SERVICE_UNKNOWN"
-            return "UNREACHABLE"
-    return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
-
-
 def wait_until_serving(name: str, process: subprocess.Popen, address: str, health_service: str,
                        log_path: Path, timeout: float, log_offset: int = 0) -> None:
     deadline = time.monotonic() + timeout
-    last = "UNREACHABLE"
     while True:
-        last = health_status(address, health_service, timeout=1.0)
-        if last == "SERVING":
+        last = health.check(address, health_service, timeout_s=1.0).status
+        if last == health.SERVING:
             return
         code = process.poll()
         if code is not None:

@@ -36,6 +36,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from codecompass.clients.health import UNREACHABLE
+from codecompass.clients.health import check as check_health
 from codecompass.common import names
 from codecompass.common.config import BIND_HOST_ENV, Settings
 from codecompass_cli.errors import EXIT_USAGE, CliError
@@ -44,7 +46,6 @@ from codecompass_cli.processes import (
     RUNTIME_DIR_ENV,
     RUNTIME_SERVICE_ENV,
     StartError,
-    health_status,
     marked_processes,
     pid_alive,
     pid_runs,
@@ -222,7 +223,7 @@ def service_rows(settings: Settings) -> list[dict[str, Any]]:
                          "health": None, "log": None})
             continue
         alive = pid_runs(recorded.pid, recorded.argv)
-        health = health_status(recorded.address, svc.health_service, HEALTH_DEADLINE_S) if alive else None
+        health = check_health(recorded.address, svc.health_service, HEALTH_DEADLINE_S).status if alive else None
         rows.append({
             "name": svc.name,
             "state": "running" if alive else "dead",
@@ -300,10 +301,10 @@ def _plan(existing: RuntimeState | None) -> _Plan:
 def _health(recorded: ServiceState, svc: ServiceDef) -> str:
     if not recorded.address:
         return "not listening"
-    health = health_status(recorded.address, svc.health_service, HEALTH_DEADLINE_S)
-    if health == "UNREACHABLE":
-        health = health_status(recorded.address, svc.health_service, RECHECK_DEADLINE_S)
-    return health
+    health = check_health(recorded.address, svc.health_service, HEALTH_DEADLINE_S)
+    if health.status == UNREACHABLE:
+        health = check_health(recorded.address, svc.health_service, RECHECK_DEADLINE_S)
+    return health.status
 
 
 def _port_free(address: str) -> bool:

@@ -230,10 +230,9 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     from codecompass_gateway.__main__ import server_plan
 
     try:  # refused (a remote bind without a token, a missing folder) before anything starts
-        server_plan(args, settings)
+        workspace = server_plan(args, settings).workspaces[0]
     except ValueError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
-    workspace = workspace_dir(args.workspace[0])
     # The server's modules (the MCP SDK, the tokenizer) take about two seconds to import: done
     # while the services start, the client's handshake is that much sooner on a cold start.
     importer = threading.Thread(target=importlib.import_module, args=("codecompass_gateway.server",),

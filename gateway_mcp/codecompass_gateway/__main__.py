@@ -1,4 +1,4 @@
-"""`python -m codecompass_gateway --workspace PATH`: the MCP server over services that already run.
+"""`python -m codecompass_gateway [--workspace PATH]`: the MCP server over services that already run.
 
 The services' addresses come from the settings (RETRIEVAL_ADDR, RERANK_ADDR, SELECTION_ADDR,
 ANALYSIS_ADDR, or the config file); `codecompass mcp` finds or starts the local services first.
@@ -23,9 +23,10 @@ EXIT_USAGE = 2
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     """The server's options, shared with `codecompass mcp`."""
-    parser.add_argument("--workspace", required=True, action="append",
+    parser.add_argument("--workspace", action="append",
                         help="a workspace the tools answer about; repeat it to serve several (the first is the "
-                             "default, each is indexed at start)")
+                             "default, each is indexed at start); without it, the gateway.workspaces setting "
+                             "(CODECOMPASS_GATEWAY_WORKSPACES)")
     parser.add_argument("--allow-root", action="append", default=[], metavar="FOLDER",
                         help="a folder under which a tool call may name any workspace (also gateway.allowed_roots); "
                              "calls may name no folder outside these and the --workspace folders")
@@ -68,7 +69,15 @@ def _folder(option: str, text: str) -> Path:
 def server_plan(args: argparse.Namespace, settings: Settings) -> ServerPlan:
     """What to serve; ValueError (RemoteRefused among them) with the one line that says why not.
     Checked before anything starts (`codecompass mcp` checks it before starting the services)."""
-    workspaces = tuple(dict.fromkeys(_folder("--workspace", text) for text in args.workspace))
+    if args.workspace:
+        workspaces = tuple(dict.fromkeys(_folder("--workspace", text) for text in args.workspace))
+    elif settings.gateway.workspaces:
+        # Parsed absolute by the settings; a folder missing is told as the setting that names it.
+        workspaces = tuple(dict.fromkeys(_folder("CODECOMPASS_GATEWAY_WORKSPACES", str(folder))
+                                         for folder in settings.gateway.workspaces))
+    else:
+        raise ValueError("no workspace to serve: give --workspace FOLDER, or set CODECOMPASS_GATEWAY_WORKSPACES "
+                         "(gateway.workspaces) to the folders to serve")
     roots = tuple(dict.fromkeys((*(_folder("--allow-root", text) for text in args.allow_root),
                                  *settings.gateway.allowed_roots)))
     exposed = None

@@ -424,10 +424,17 @@ def transport_security(exposure: Exposure) -> TransportSecuritySettings:
                                      allowed_origins=list(exposure.allowed_origins))
 
 
+# Liveness and readiness of the HTTP server, for an orchestrator's probes: answered before the Host,
+# Origin and token checks, because a kubelet sends `Host: <pod IP>:<port>`, which no allowed_hosts
+# list can know in advance, and carries no token. It says "ok" and nothing else (no version, no
+# workspace, no service state), so answering it to anyone tells them only that the port is open.
+HEALTH_PATH = "/healthz"
+
+
 class Guarded:
-    """ASGI middleware before everything else: the Host and Origin checks (the SDK's own, so that a
-    request from a rebinding web page is refused before anything reads it), then the bearer token
-    when the exposure requires one (401 without it)."""
+    """ASGI middleware before everything else: GET HEALTH_PATH answered at once; then the Host and
+    Origin checks (the SDK's own, so that a request from a rebinding web page is refused before
+    anything reads it), then the bearer token when the exposure requires one (401 without it)."""
 
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], exposure: Exposure) -> None:
         self.app = app
@@ -437,6 +444,9 @@ class Guarded:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if scope["path"] == HEALTH_PATH and scope["method"] == "GET":
+            await respond(send, 200, b"ok\n", b"text/plain; charset=utf-8")
             return
         # Content-Type is the transport's to judge (is_post=False): only Host and Origin here.
         refused = await self._headers.validate_request(Request(scope, receive), is_post=False)

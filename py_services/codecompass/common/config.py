@@ -31,6 +31,9 @@ API_KEY_ENV = "CODECOMPASS_EMBEDDING_API_KEY"
 RERANK_PROVIDERS = ("local", "voyage", "cohere", "llm")
 # Roles of a retrieval process (retrieval/engine.py): both, the index writer alone, a searcher alone.
 RETRIEVAL_ROLES = ("all", "writer", "searcher")
+# Who runs the workers of a sharded index (retrieval/shard.py): the writer, as local processes,
+# or someone else (the pods of a Kubernetes Indexed Job) that finds the plan in the index.
+SHARD_RUNNERS = ("processes", "job")
 RERANK_API_KEY_ENV = "CODECOMPASS_RERANK_API_KEY"
 REWRITE_API_KEY_ENV = "CODECOMPASS_REWRITE_API_KEY"
 GATEWAY_AUTH_TOKEN_ENV = "CODECOMPASS_GATEWAY_AUTH_TOKEN"
@@ -110,6 +113,10 @@ class RetrievalSettings:
     # A searcher keeps a local copy of an index on S3 (under <state_dir>/index-cache) and reads
     # that: every query reading the bucket measured 6x slower (retrieval/mirror.py).
     searcher_cache: bool = True
+    # Who runs the workers of `IndexWorkspace(workers=N)`: "processes" (the writer starts them
+    # here) or "job" (the writer posts the plan in the index and waits for workers started by
+    # others, the pods of a Kubernetes Indexed Job: retrieval/shard.py).
+    shard_runner: str = "processes"
 
 
 @dataclass(frozen=True)
@@ -207,6 +214,9 @@ class GatewaySettings:
     # Folders under which a tool call may name any `workspace`, besides the server's --workspace
     # folders (and --allow-root).
     allowed_roots: tuple[Path, ...] = ()
+    # The workspaces the MCP server serves when no --workspace is given (the first answers calls
+    # that name none): a container's command line is fixed in its image, its settings are not.
+    workspaces: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -512,6 +522,10 @@ _FIELDS: tuple[_Field, ...] = (
            "Seconds between a searcher's checks for a newer index version (default 0 local, 1 on an object store)"),
     _Field("retrieval.searcher_cache", "CODECOMPASS_RETRIEVAL_SEARCHER_CACHE", "retrieval.searcher_cache", _parse_bool,
            "A searcher reads a local copy of an index on S3, refreshed every searcher_refresh_s (off: reads the bucket)"),
+    _Field("retrieval.shard_runner", "CODECOMPASS_RETRIEVAL_SHARD_RUNNER", "retrieval.shard_runner",
+           _choice_parser(SHARD_RUNNERS),
+           "processes | job: who runs a sharded index's workers (job: the writer posts the plan in the index "
+           "and waits for an Indexed Job's pods)"),
     _Field("rerank.provider", "CODECOMPASS_RERANK_PROVIDER", "rerank.provider", _choice_parser(RERANK_PROVIDERS),
            "local | voyage | cohere | llm (local keeps the first-stage scores)"),
     _Field("rerank.external_provider_enabled", "CODECOMPASS_RERANK_EXTERNAL_PROVIDER_ENABLED",
@@ -582,6 +596,9 @@ _FIELDS: tuple[_Field, ...] = (
            "request with any other Origin is refused (403)"),
     _Field("gateway.allowed_roots", "CODECOMPASS_GATEWAY_ALLOWED_ROOTS", "gateway.allowed_roots", _parse_folders,
            f"Folders under which an MCP call may name its own workspace, besides the server's --workspace folders "
+           f"('{os.pathsep}'-separated in env)"),
+    _Field("gateway.workspaces", "CODECOMPASS_GATEWAY_WORKSPACES", "gateway.workspaces", _parse_folders,
+           f"Workspaces the MCP server serves when started without --workspace, the first by default "
            f"('{os.pathsep}'-separated in env)"),
     _Field("selection.max_tokens", "CODECOMPASS_SELECTION_MAX_TOKENS", "selection.max_tokens",
            _int_parser(256, 1_000_000), "Token budget of an answer when the request sets none"),
@@ -759,6 +776,7 @@ def redacted(settings: Settings) -> dict[str, Any]:
     gateway = settings.gateway
     data["gateway"]["auth_token_file"] = str(gateway.auth_token_file) if gateway.auth_token_file else None
     data["gateway"]["allowed_roots"] = [str(root) for root in gateway.allowed_roots]
+    data["gateway"]["workspaces"] = [str(folder) for folder in gateway.workspaces]
     return data
 
 

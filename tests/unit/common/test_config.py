@@ -6,6 +6,7 @@ import dataclasses
 import io
 import json
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -229,3 +230,16 @@ def test_the_static_channel_is_on_by_default_and_turned_off_by_its_variable(tmp_
     assert off.static_channel is False and off.static_model_dir == tmp_path
     with pytest.raises(ConfigError, match="^CODECOMPASS_RETRIEVAL_STATIC_CHANNEL:"):
         settings_from({"CODECOMPASS_RETRIEVAL_STATIC_CHANNEL": "sometimes"})
+
+
+def test_the_gateway_s_workspaces_are_absolute_folders_from_env_or_file(tmp_path: Path) -> None:
+    assert settings_from({}).gateway.workspaces == ()
+    env = settings_from({"CODECOMPASS_GATEWAY_WORKSPACES": f"/workspaces/app{os.pathsep} {os.pathsep}/srv/lib"})
+    assert env.gateway.workspaces == (Path("/workspaces/app"), Path("/srv/lib"))
+    assert redacted(env)["gateway"]["workspaces"] == ["/workspaces/app", "/srv/lib"]
+    json.dumps(redacted(env))
+    config = tmp_path / "config.yaml"
+    config.write_text("gateway:\n  workspaces: [/workspaces/app]\n")
+    assert settings_from({}, read_config_file(config)).gateway.workspaces == (Path("/workspaces/app"),)
+    with pytest.raises(ConfigError, match="^CODECOMPASS_GATEWAY_WORKSPACES: 'app' is not an absolute path$"):
+        settings_from({"CODECOMPASS_GATEWAY_WORKSPACES": "app"})

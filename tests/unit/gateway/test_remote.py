@@ -5,10 +5,11 @@ tests/badinput/test_mcp_remote.py."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import pytest
-from codecompass_gateway.__main__ import add_server_arguments, server_plan
+from codecompass_gateway.__main__ import EXIT_USAGE, add_server_arguments, run, server_plan
 from codecompass_gateway.remote import RemoteRefused, exposure
 
 from codecompass.common.config import ConfigError, GatewaySettings, read_config_file, redacted, settings_from
@@ -125,3 +126,25 @@ def test_a_host_that_is_no_host_is_a_usage_error(capsys: pytest.CaptureFixture[s
     assert capsys.readouterr().err.splitlines()[-1].endswith(
         "argument --host: expected an IP address or host name to listen on (e.g. 127.0.0.1, 0.0.0.0, ::), "
         "got '127.0.0.1:8765'")
+
+
+def test_without_workspace_the_plan_serves_the_setting_s_folders_the_first_by_default(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        folder.mkdir()
+    settings = settings_from({"CODECOMPASS_GATEWAY_WORKSPACES": f"{a}{os.pathsep}{b}{os.pathsep}{a}"})
+    assert server_plan(_args(), settings).workspaces == (a, b)
+    # --workspace replaces the setting rather than adding to it.
+    assert server_plan(_args("--workspace", str(b)), settings).workspaces == (b,)
+    with pytest.raises(ValueError, match=r"^CODECOMPASS_GATEWAY_WORKSPACES '.*/gone': not an existing folder$"):
+        server_plan(_args(), settings_from({"CODECOMPASS_GATEWAY_WORKSPACES": str(tmp_path / "gone")}))
+
+
+def test_without_workspace_or_setting_the_plan_says_what_to_give_in_one_line(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ValueError) as refused:
+        server_plan(_args(), settings_from({}))
+    assert str(refused.value) == ("no workspace to serve: give --workspace FOLDER, or set "
+                                  "CODECOMPASS_GATEWAY_WORKSPACES (gateway.workspaces) to the folders to serve")
+    assert run(_args(), settings_from({})) == EXIT_USAGE
+    assert capsys.readouterr().err == f"gateway: {refused.value}\n"

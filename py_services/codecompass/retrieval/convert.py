@@ -412,6 +412,8 @@ def progress_to_proto(progress: IndexProgress) -> retrieval_pb2.IndexWorkspaceRe
         embeddings_total=progress.embeddings_total,
         embeddings_per_second=progress.embeddings_per_second,
         eta_seconds=progress.eta_seconds,
+        shards_done=progress.shards_done,
+        shards_total=progress.shards_total,
     )
     if progress.stats is not None:
         msg.stats.CopyFrom(sync_stats_to_proto(progress.stats))
@@ -431,6 +433,8 @@ def progress_from_proto(msg: retrieval_pb2.IndexWorkspaceResponse) -> IndexProgr
         eta_seconds=msg.eta_seconds,
         stats=sync_stats_from_proto(msg.stats) if msg.HasField("stats") else None,
         skipped=tuple(skipped_file_from_proto(s) for s in msg.skipped),
+        shards_done=msg.shards_done,
+        shards_total=msg.shards_total,
     )
 
 

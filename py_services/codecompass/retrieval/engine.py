@@ -95,9 +95,11 @@ class RetrievalEngine:
     # --- the writer's calls ---
 
     def index(self, root_text: str, *, wait_for_embeddings: bool, force: bool = False,
-              workspace_id: str = "", workers: int = 0) -> Iterator[IndexProgress]:
+              workspace_id: str = "", workers: int = 0, wait_s: float | None = None,
+              cancelled: threading.Event | None = None) -> Iterator[IndexProgress]:
         return self._writer("IndexWorkspace").index(root_text, wait_for_embeddings=wait_for_embeddings, force=force,
-                                                    workspace_id=workspace_id, workers=workers)
+                                                    workspace_id=workspace_id, workers=workers, wait_s=wait_s,
+                                                    cancelled=cancelled)
 
     def sync(self, root_text: str, budget_s: float | None, *, force: bool = False,
              workspace_id: str = "") -> SyncOutcome:

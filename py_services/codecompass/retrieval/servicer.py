@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import grpc
@@ -10,6 +11,7 @@ from codecompass.clients.embedding import EmbeddingFailed
 from codecompass.clients.errors import UPSTREAM_KEY
 from codecompass.retrieval import convert
 from codecompass.retrieval.engine import RetrievalEngine
+from codecompass.retrieval.shard import ShardFailed
 from codecompass.retrieval.state import (
     AnalysisFailed,
     DependencyUnavailable,
@@ -25,6 +27,9 @@ from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 SERVICE_NAME = "codecompass.v1.RetrievalService"
 # What a Sync keeps of its caller's deadline to build and send its answer.
 _DEADLINE_MARGIN_S = 0.05
+# What an IndexWorkspace waiting for shard workers keeps of its caller's deadline to end the
+# plan (a write to the index) and say which workers never reported, rather than time out.
+_SHARD_WAIT_MARGIN_S = 2.0
 
 _STATUS_OF = (
     (InvalidWorkspace, grpc.StatusCode.INVALID_ARGUMENT),
@@ -35,6 +40,8 @@ _STATUS_OF = (
     (DependencyUnavailable, grpc.StatusCode.UNAVAILABLE),
     (AnalysisFailed, grpc.StatusCode.INTERNAL),
     (EmbeddingFailed, grpc.StatusCode.INTERNAL),
+    # A sharded index stopped (a worker failed, never came, the caller left): nothing committed.
+    (ShardFailed, grpc.StatusCode.ABORTED),
 )
 
 
@@ -55,10 +62,15 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
     def IndexWorkspace(
         self, request: retrieval_pb2.IndexWorkspaceRequest, context: grpc.ServicerContext
     ) -> Iterator[retrieval_pb2.IndexWorkspaceResponse]:
+        remaining = context.time_remaining()
+        wait_s = None if remaining is None else max(remaining - _SHARD_WAIT_MARGIN_S, 0.0)
+        # Set when the call ends, cancelled included: a wait for shard workers stops with it.
+        gone = threading.Event()
+        context.add_callback(gone.set)
         try:
             for progress in self._engine.index(request.workspace_root, wait_for_embeddings=request.wait_for_embeddings,
                                                force=request.force, workspace_id=request.workspace_id,
-                                               workers=request.workers):
+                                               workers=request.workers, wait_s=wait_s, cancelled=gone):
                 yield convert.progress_to_proto(progress)
         except RetrievalError as exc:
             _abort(context, exc)

@@ -10,7 +10,33 @@ whole protocol a distributed write needs, and it is what Ray's Lance integration
 `write_fragments` and its driver the same commit. Ray would add a cluster runtime (a head node,
 an object store, its own scheduler and failure model) to what Kubernetes already gives us: an
 Indexed Job of N pods, each knowing its index (JOB_COMPLETION_INDEX), retried when it fails, and
-one writer that commits. Here those pods are N local processes (`run_shards`).
+one writer that commits.
+
+Who runs the workers (`retrieval.shard_runner`):
+- `processes` (the default): the writer starts them as N local processes (`run_shards`) and hands
+  them the plan as a file.
+- `job`: the workers are the pods of a Kubernetes Indexed Job, started by the Job controller, not
+  by the writer, on machines that share no disk with it. The writer posts the plan in the index
+  itself (`PlanBoard`: the `shard_plans` table, beside `shard_results`) and waits (`PostedShards`)
+  for every shard's result, within the IndexWorkspace call's deadline (at most
+  long_rpc_timeout_s) and for as long as its caller is there. A pod needs only the index root
+  (CODECOMPASS_RETRIEVAL_DB_URI, credentials in CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS) and the
+  workspace id: `python -m codecompass.retrieval.shard work --workspace-id ID` finds the index by
+  the id's key (location.py), waits for an open plan (`--plan-wait-s`: the Job may start before
+  the writer has scanned), runs shard $JOB_COMPLETION_INDEX, and delivers. Kubernetes:
+
+      codecompass index --workers N PATH        # against the writer (or the CronJob running it)
+      kubectl create job --from=cronjob/<shard workers> <name>   # or apply the Indexed Job,
+                                                # completions N, args: work --workspace-id ID
+
+  A board holds one plan, the newest: posting one replaces the last, so an index has at most one
+  open plan. A plan ends committed, timed out (a shard never reported: the error names how many
+  did and how to start the Job), cancelled (its caller went away, the writer stopped) or failed,
+  and stays on the board, ended, until the next: a worker that finds it ended, or whose plan ended
+  while it worked, writes nothing. Exit codes, for the Job's retries (backoffLimitPerIndex) and
+  podFailurePolicy: 0 delivered, or nothing to do (the plan was committed without this worker);
+  1 failed, worth a retry (a dependency down, no plan posted in time, the plan ended uncommitted);
+  2 not worth one (bad arguments, settings or plan).
 
 The shape:
 1. The writer scans the workspace and opens the index (the tables exist from then on), then
@@ -18,13 +44,13 @@ The shape:
    shard (by a stable hash of the path, `shard_of`). Storage options never go into the plan:
    they may hold credentials, so workers read them from their environment
    (CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS), as the services do.
-2. Each worker (`python -m codecompass.retrieval.shard work --plan PLAN.json --shard I`) chunks
-   its files through the analysis service, computes static vectors (and primary ones when the
+2. Each worker (`python -m codecompass.retrieval.shard work --plan PLAN.json --shard I`, or
+   `--workspace-id ID` to find the plan in the index) chunks its files through the analysis service, computes static vectors (and primary ones when the
    plan says so), writes its rows as uncommitted fragments (`ChunkStore.stage`) in bounded
    batches, and hands its `ShardResult` (fragment metadata and catalog entries) to the writer as
    a row of the index's `shard_results` table, so no disk is shared: a worker needs only the
    index URI, whether a local folder or `s3://`.
-3. Once every shard succeeded, the writer commits (`commit_shards`): pending marks, then the
+3. Once every shard delivered, the writer commits (`commit_shards`): pending marks, then the
    texts and the chunks (one version each, `ChunkStore.commit_staged`), then the catalog.
 
 What readers see: nothing of a shard until step 3, then every chunk of every shard at once.
@@ -42,15 +68,18 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
+from typing import Self
 
 import lancedb
 import numpy as np
@@ -65,9 +94,10 @@ from codecompass.common.logging import configure_logging, get_logger
 from codecompass.common.telemetry import init_telemetry
 from codecompass.retrieval import filters as sqlf
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexIdentity, entry_from_row, entry_row
+from codecompass.retrieval.location import InvalidWorkspaceId, index_key, index_uri, validated_id
 from codecompass.retrieval.state import EmbeddingUnavailable, FileEntry, FileStatus, RetrievalError
 from codecompass.retrieval.static_channel import StaticChannel
-from codecompass.retrieval.store import ChunkStore, StagedWrite
+from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION, ChunkStore, StagedWrite
 from codecompass.retrieval.sync import InProcessVectors, SyncTuning, catalog_entry, slices, vanished
 
 _log = get_logger(__name__)
@@ -82,16 +112,64 @@ _STAGING_SCHEMA = pa.schema(
         pa.field("result", pa.string(), nullable=False, metadata={"lance-encoding:compression": "zstd"}),
     ]
 )
-# How often the driver looks at its workers.
+# The table inside the index where the writer posts the plan for workers it does not start.
+PLANS_TABLE = "shard_plans"
+_PLANS_SCHEMA = pa.schema(
+    [
+        pa.field("plan_id", pa.string(), nullable=False),
+        pa.field("workspace_id", pa.string(), nullable=False),
+        pa.field("state", pa.string(), nullable=False),
+        # Why a plan ended uncommitted (one line); empty while open or once committed.
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("opened_at", pa.float64(), nullable=False),
+        pa.field("ended_at", pa.float64(), nullable=True),
+        pa.field("plan", pa.string(), nullable=False, metadata={"lance-encoding:compression": "zstd"}),
+    ]
+)
+# The worker's command in a Job's pods, for messages that say how to start them.
+WORKER_COMMAND = "python -m codecompass.retrieval.shard work"
+# How long a worker waits for a plan by default: the writer scans the workspace before it posts
+# one, and a Job created alongside the index call (a CronJob) may start first.
+DEFAULT_PLAN_WAIT_S = 600.0
+# How often the driver looks at its worker processes.
 _POLL_S = 0.05
+# How often the writer looks for the results of workers it did not start, and how often such a
+# worker looks for a plan: each look reads a table, a request or two on object storage.
+_RESULTS_POLL_S = 0.5
+_PLAN_POLL_S = 1.0
 
 
 class ShardFailed(RetrievalError):
     """A shard could not be indexed; nothing was committed. The message names the shard."""
 
 
+class ShardsMissing(ShardFailed):
+    """Shard workers the writer did not start left no result in time; nothing was committed."""
+
+
+class ShardsAbandoned(ShardFailed):
+    """The writer stopped waiting for shard workers (its caller went away, it shuts down)."""
+
+
 class InvalidPlan(RetrievalError):
     """A plan file that cannot be run; the message says why."""
+
+
+class PlanState(str, Enum):
+    OPEN = "open"
+    COMMITTED = "committed"
+    TIMED_OUT = "timed_out"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+class NoOpenPlan(RetrievalError):
+    """A worker found no open plan to deliver to; `last` is the state of the last plan it saw
+    ended (None: there was none, or a newer one replaced it)."""
+
+    def __init__(self, message: str, last: PlanState | None) -> None:
+        super().__init__(message)
+        self.last = last
 
 
 def shard_of(relative_path: str, shards: int) -> int:
@@ -192,6 +270,83 @@ def _file_json(file: FileEntry) -> list:
 def _file_of(item: list) -> FileEntry:
     path, size, mtime, content_hash, language = item
     return FileEntry(str(path), int(size), int(mtime), str(content_hash), Language(language))
+
+
+@dataclass(frozen=True)
+class PlanStatus:
+    """A posted plan's row on the board, without the plan itself (which may be megabytes)."""
+
+    plan_id: str
+    workspace_id: str
+    state: PlanState
+    reason: str
+    opened_at: float
+    ended_at: float | None
+
+
+class PlanBoard:
+    """The index's `shard_plans` table: the plan of a sharded index for workers that find it by
+    the index alone (an Indexed Job's pods). It holds one plan, the newest: posting one replaces
+    the last, so an index has at most one open plan, and an ended one stays for late workers."""
+
+    def __init__(self, db: lancedb.DBConnection, uri: str) -> None:
+        self.db = db
+        self.uri = uri
+
+    def post(self, plan: ShardPlan, workspace_id: str) -> None:
+        row = pa.table({"plan_id": [plan.plan_id], "workspace_id": [workspace_id], "state": [PlanState.OPEN.value],
+                        "reason": [""], "opened_at": [time.time()], "ended_at": [None],
+                        "plan": [json.dumps(plan.to_json())]}, schema=_PLANS_SCHEMA)
+        table = self.db.create_table(PLANS_TABLE, row, mode="overwrite")
+        # Every post and end is a version of this one-row table; a reader holds one only for
+        # the moment it reads, so older ones go at each post rather than pile up run after run.
+        table.optimize(cleanup_older_than=DEFAULT_VERSION_RETENTION)
+
+    def status(self) -> PlanStatus | None:
+        """The posted plan's row; None when no plan was ever posted in this index."""
+        table = self._table()
+        if table is None:
+            return None
+        rows = table.search().select([f.name for f in _PLANS_SCHEMA if f.name != "plan"]).limit(1).to_list()
+        if not rows:
+            return None
+        row = rows[0]
+        return PlanStatus(plan_id=row["plan_id"], workspace_id=row["workspace_id"], state=PlanState(row["state"]),
+                          reason=row["reason"], opened_at=row["opened_at"], ended_at=row["ended_at"])
+
+    def plan(self, plan_id: str) -> ShardPlan:
+        table = self._table()
+        rows = ([] if table is None else
+                table.search().where(f"plan_id = {sqlf.sql_string(plan_id)}").select(["plan"]).limit(1).to_list())
+        if not rows:
+            raise NoOpenPlan(f"plan {plan_id} was replaced by a newer one", None)
+        return ShardPlan.from_json(json.loads(rows[0]["plan"]))
+
+    def end(self, plan_id: str, state: PlanState, reason: str = "") -> None:
+        """Mark the plan ended, if it is still the open one."""
+        table = self._table()
+        if table is not None:
+            table.update(where=f"plan_id = {sqlf.sql_string(plan_id)} AND state = {sqlf.sql_string(PlanState.OPEN.value)}",
+                         values={"state": state.value, "reason": reason, "ended_at": time.time()})
+
+    def check_open(self, plan_id: str) -> None:
+        """NoOpenPlan unless `plan_id` is the open plan: a worker's last look before it delivers."""
+        status = self.status()
+        if status is None or status.plan_id != plan_id:
+            raise NoOpenPlan(f"plan {plan_id} was replaced by a newer one: nothing written", None)
+        if status.state is not PlanState.OPEN:
+            raise NoOpenPlan(f"plan {plan_id} ended ({_ended(status)}) before this shard's result: nothing written",
+                             status.state)
+
+    def _table(self) -> lancedb.table.Table | None:
+        try:
+            return self.db.open_table(PLANS_TABLE)
+        except (ValueError, FileNotFoundError):
+            return None
+
+
+def _ended(status: PlanStatus) -> str:
+    return status.state.value + (f" {time.time() - status.ended_at:.0f} s ago" if status.ended_at is not None else "")
 
 
 @dataclass
@@ -342,15 +497,20 @@ class ShardWorker:
 # ---- the worker process ---------------------------------------------------------------------
 
 
-def work(plan: ShardPlan, shard: int, settings: Settings) -> ShardResult:
-    """Run shard `shard` of `plan` and leave its result in the index's staging table."""
+def work(plan: ShardPlan, shard: int, settings: Settings, *, board: PlanBoard | None = None) -> ShardResult:
+    """Run shard `shard` of `plan` and leave its result in the index's staging table. A plan
+    found on the index's `board` gets it only while still open: NoOpenPlan when it ended
+    meanwhile (its writer reads no more results)."""
     plan.check_shard(shard)
     identity = plan.identity
-    db = lancedb.connect(plan.index_uri, storage_options=dict(settings.retrieval.storage_options) or None)
-    store = ChunkStore.attach(db, plan.index_uri, model=identity.model, chunker_version=identity.chunker_version,
+    # A posted plan is run in the index it was found in, however the writer names that index.
+    uri = board.uri if board is not None else plan.index_uri
+    db = board.db if board is not None else lancedb.connect(
+        uri, storage_options=dict(settings.retrieval.storage_options) or None)
+    store = ChunkStore.attach(db, uri, model=identity.model, chunker_version=identity.chunker_version,
                               static=identity.static)
     if store is None:
-        raise InvalidPlan(f"the index at {plan.index_uri} has no table for the plan's identity: the writer opens "
+        raise InvalidPlan(f"the index at {uri} has no table for the plan's identity: the writer opens "
                           "the index before it starts the workers")
     retrieval = settings.retrieval
     static = StaticChannel(enabled=retrieval.static_channel, model_dir=retrieval.static_model_dir,
@@ -368,10 +528,42 @@ def work(plan: ShardPlan, shard: int, settings: Settings) -> ShardResult:
         analysis.close()
         if embedder is not None:
             embedder.close()
-    db.open_table(STAGING_TABLE).add(pa.table(
-        {"plan_id": [plan.plan_id], "shard": [shard], "result": [json.dumps(result.to_json())]},
-        schema=_STAGING_SCHEMA))
+    _deliver(db, plan, shard, result, board)
     return result
+
+
+def _deliver(db: lancedb.DBConnection, plan: ShardPlan, shard: int, result: ShardResult,
+             board: PlanBoard | None) -> None:
+    row = pa.table({"plan_id": [plan.plan_id], "shard": [shard], "result": [json.dumps(result.to_json())]},
+                   schema=_STAGING_SCHEMA)
+    if board is not None:
+        board.check_open(plan.plan_id)
+    try:
+        db.open_table(STAGING_TABLE).add(row)
+    except (ValueError, FileNotFoundError):
+        # The writer drops the staging table as a plan ends: it may have ended since the look above.
+        if board is not None:
+            board.check_open(plan.plan_id)
+        raise
+
+
+def wait_for_plan(board: PlanBoard, wait_s: float) -> ShardPlan:
+    """The open plan on the board, waiting up to `wait_s` for one (a Job may start before its
+    writer has scanned the workspace); NoOpenPlan when none is open by then."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        status = board.status()
+        if status is not None and status.state is PlanState.OPEN:
+            return board.plan(status.plan_id)
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(min(_PLAN_POLL_S, max(deadline - time.monotonic(), 0.0)))
+    if status is None:
+        raise NoOpenPlan(f"no plan was posted in this index in {wait_s:g} s: the writer posts one when asked to "
+                         "index with workers under retrieval.shard_runner = job (`codecompass index --workers N`)",
+                         None)
+    raise NoOpenPlan(f"no open plan in {wait_s:g} s; the last one, {status.plan_id}, ended ({_ended(status)})",
+                     status.state)
 
 
 def _check_static_model(static: StaticChannel, identity: IndexIdentity) -> None:
@@ -388,24 +580,50 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="Index one shard of a workspace for the index writer.")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("work", help="chunk, embed and stage one shard of a plan")
-    run.add_argument("--plan", required=True, type=Path, help="the plan file the writer made")
+    source = run.add_mutually_exclusive_group(required=True)
+    source.add_argument("--plan", type=Path, help="the plan file the writer made (its own worker processes)")
+    source.add_argument("--workspace-id", help="find the plan the writer posted in this workspace's index, under "
+                                               "CODECOMPASS_RETRIEVAL_DB_URI (an Indexed Job's pods)")
     # In a Kubernetes Indexed Job every pod gets its index in JOB_COMPLETION_INDEX.
     run.add_argument("--shard", type=int, default=_int_env("JOB_COMPLETION_INDEX"),
                      help="which shard (default: $JOB_COMPLETION_INDEX)")
+    run.add_argument("--plan-wait-s", type=float, default=None, metavar="SECONDS",
+                     help=f"with --workspace-id: how long to wait for the writer to post a plan "
+                          f"(default {DEFAULT_PLAN_WAIT_S:g})")
     args = parser.parse_args(argv)
     if args.shard is None:
         parser.error("--shard is required (or JOB_COMPLETION_INDEX)")
+    if args.plan_wait_s is not None and (args.plan is not None or args.plan_wait_s < 0):
+        run.error("--plan-wait-s takes a number of seconds, with --workspace-id")
     init_telemetry(names.RETRIEVAL)
+    board = None
     try:
         configure_logging(names.RETRIEVAL)
         settings = load_settings()
-        plan = ShardPlan.from_json(json.loads(args.plan.read_text(encoding="utf-8")))
-        plan.check_shard(args.shard)
-    except (ConfigError, InvalidPlan, OSError, ValueError) as exc:
+        if args.plan is not None:
+            plan = ShardPlan.from_json(json.loads(args.plan.read_text(encoding="utf-8")))
+        else:
+            board = _board_of(args.workspace_id, settings)
+    except (ConfigError, InvalidPlan, InvalidWorkspaceId, OSError, ValueError) as exc:
         print(f"error: shard {args.shard}: {exc}", file=sys.stderr, flush=True)
         return 2
     try:
-        result = work(plan, args.shard, settings)
+        if board is not None:
+            plan = wait_for_plan(board, DEFAULT_PLAN_WAIT_S if args.plan_wait_s is None else args.plan_wait_s)
+            _log.info("shard plan found", extra={"shard": args.shard, "plan_id": plan.plan_id})
+        plan.check_shard(args.shard)
+    except InvalidPlan as exc:
+        print(f"error: shard {args.shard}: {exc}", file=sys.stderr, flush=True)
+        return 2
+    except NoOpenPlan as exc:
+        return _no_open_plan(args.shard, exc)
+    except (RetrievalError, OSError) as exc:
+        print(f"error: shard {args.shard}: {exc}", file=sys.stderr, flush=True)
+        return 1
+    try:
+        result = work(plan, args.shard, settings, board=board)
+    except NoOpenPlan as exc:
+        return _no_open_plan(args.shard, exc)
     except (RetrievalError, OSError) as exc:
         print(f"error: shard {args.shard}: {exc}", file=sys.stderr, flush=True)
         return 1
@@ -417,6 +635,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     _log.info("shard indexed", extra={"shard": args.shard, "files": stats.files, "chunks": stats.chunks,
                                       **{f"{k}_s": round(v, 2) for k, v in stats.seconds.items()}})
     return 0
+
+
+def _board_of(workspace_id: str, settings: Settings) -> PlanBoard:
+    """The plan board of the workspace's index, under the index root this process is configured with."""
+    uri = index_uri(settings, index_key(validated_id(workspace_id)))
+    return PlanBoard(lancedb.connect(uri, storage_options=dict(settings.retrieval.storage_options) or None), uri)
+
+
+def _no_open_plan(shard: int, exc: NoOpenPlan) -> int:
+    """Nothing to do once the plan was committed without this worker (another try of its shard
+    delivered): success, or the Job would retry it for nothing; otherwise a failure."""
+    if exc.last is PlanState.COMMITTED:
+        print(f"shard {shard}: nothing to do: {exc}", file=sys.stderr, flush=True)
+        return 0
+    print(f"error: shard {shard}: {exc}", file=sys.stderr, flush=True)
+    return 1
 
 
 def _int_env(name: str) -> int | None:
@@ -508,6 +742,71 @@ def _kill(process: subprocess.Popen) -> None:
     process.wait()
 
 
+class PostedShards:
+    """A plan run by workers the writer does not start (an Indexed Job's pods): posted on the
+    index's board for them to find, waited for, and ended whatever happens: committed when the
+    `with` block completes (the writer commits inside it), else timed out, cancelled or failed.
+    Like `run_shards`, it drops the staging table at the end."""
+
+    def __init__(self, plan: ShardPlan, workspace_id: str, *, db: lancedb.DBConnection, uri: str) -> None:
+        self._plan = plan
+        self._workspace_id = workspace_id
+        self._db = db
+        self._board = PlanBoard(db, uri)
+        self._staging: lancedb.table.Table | None = None
+
+    def __enter__(self) -> Self:
+        # Where results arrive exists before any worker can find the plan.
+        self._staging = staging_table(self._db)
+        self._board.post(self._plan, self._workspace_id)
+        return self
+
+    def wait(self, *, deadline: Callable[[], float], stop: Callable[[], str | None],
+             progress: Callable[[frozenset[int]], None]) -> list[ShardResult]:
+        """Every shard's result, in shard order, once all are in. `deadline` (a monotonic time,
+        asked at each look: a later caller may extend it) bounds the wait: ShardsMissing after
+        it; `stop` gives a reason to stop now (ShardsAbandoned); `progress` hears of the shards
+        that delivered, whenever that set grows."""
+        assert self._staging is not None, "wait inside the with block"
+        total = len(self._plan.shards)
+        started = time.monotonic()
+        reported: frozenset[int] | None = None
+        while True:
+            now = frozenset(row["shard"] for row in _results(self._staging, self._plan.plan_id, ["shard"]))
+            if now != reported:
+                reported = now
+                progress(reported)
+            if len(reported) == total:
+                return _collect(self._staging, self._plan)
+            why = stop()
+            if why:
+                raise ShardsAbandoned(f"stopped waiting for shard workers ({why}) with {len(reported)} of {total} "
+                                      "reported; nothing was committed")
+            left = deadline() - time.monotonic()
+            if left <= 0:
+                raise self._missing(reported, time.monotonic() - started)
+            time.sleep(min(_RESULTS_POLL_S, left))
+
+    def _missing(self, reported: frozenset[int], waited: float) -> ShardsMissing:
+        total = len(self._plan.shards)
+        missing = ", ".join(str(i) for i in range(total) if i not in reported)
+        return ShardsMissing(
+            f"{len(reported)} of {total} shard workers reported in {waited:.0f} s (none from shard {missing}); "
+            f"nothing was committed: start the Indexed Job, {total} completions, each pod running "
+            f"`{WORKER_COMMAND} --workspace-id {shlex.quote(self._workspace_id)}` with this index root")
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
+        state = (PlanState.COMMITTED if exc is None else PlanState.TIMED_OUT if isinstance(exc, ShardsMissing)
+                 else PlanState.CANCELLED if isinstance(exc, ShardsAbandoned) else PlanState.FAILED)
+        try:
+            self._board.end(self._plan.plan_id, state, "" if exc is None else str(exc) or type(exc).__name__)
+        except Exception:  # noqa: BLE001 - the commit (or the failure being raised) is what counts;
+            # a plan left open only lets late workers deliver results nobody reads.
+            _log.exception("could not mark shard plan %s %s", self._plan.plan_id, state.value)
+        finally:
+            self._db.drop_table(STAGING_TABLE)
+
+
 def staging_table(db: lancedb.DBConnection) -> lancedb.table.Table:
     """The index's table where workers leave their results, created when missing: the writer
     makes sure of it before any worker starts (`run_shards` does, and drops it once it has
@@ -518,11 +817,16 @@ def staging_table(db: lancedb.DBConnection) -> lancedb.table.Table:
         return db.create_table(STAGING_TABLE, schema=_STAGING_SCHEMA, exist_ok=True)
 
 
+def _results(staging: lancedb.table.Table, plan_id: str, columns: list[str]) -> list[dict]:
+    """The staging table's rows of a plan, as they stand now."""
+    staging.checkout_latest()
+    return (staging.search().where(f"plan_id = {sqlf.sql_string(plan_id)}").select(columns)
+            .limit(max(staging.count_rows(), 1)).to_list())
+
+
 def _collect(staging: lancedb.table.Table, plan: ShardPlan) -> list[ShardResult]:
     """Every shard's result, read back from the staging table."""
-    staging.checkout_latest()
-    rows = (staging.search().where(f"plan_id = {sqlf.sql_string(plan.plan_id)}").select(["shard", "result"])
-            .limit(max(staging.count_rows(), 1)).to_arrow().to_pylist())
+    rows = _results(staging, plan.plan_id, ["shard", "result"])
     # A retried worker may have delivered twice: either result is whole, the other's files are
     # simply never committed.
     by_shard = {row["shard"]: row["result"] for row in rows}

@@ -49,6 +49,8 @@ class IndexPhase(str, Enum):
     # A cold index's first pass: chunks written for words and names only, rewritten in full
     # by the chunking step that follows.
     LEXICAL = "lexical"
+    # Waiting for shard workers the writer did not start (an Indexed Job's pods) to deliver.
+    SHARDS = "shards"
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,9 @@ class IndexProgress:
     stats: SyncStats | None = None
     # On the final report: what the sync left out of the index, sorted by path.
     skipped: tuple[SkippedFile, ...] = ()
+    # In the shards step: workers that have delivered, of those the plan waits for.
+    shards_done: int = 0
+    shards_total: int = 0
 
 
 @dataclass(frozen=True)

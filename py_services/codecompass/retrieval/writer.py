@@ -56,7 +56,7 @@ from codecompass.retrieval.location import (
     workspace_id_of,
 )
 from codecompass.retrieval.schema import INDEX_FORMAT_VERSION, EmbeddingModel
-from codecompass.retrieval.shard import commit_shards, make_plan, run_shards
+from codecompass.retrieval.shard import PostedShards, ShardPlan, ShardResult, commit_shards, make_plan, run_shards
 from codecompass.retrieval.state import (
     DependencyUnavailable,
     EmbeddingUnavailable,
@@ -88,6 +88,15 @@ _PROGRESS_INTERVAL_S = 0.2
 
 
 @dataclass(frozen=True)
+class IndexCaller:
+    """An IndexWorkspace caller, as far as a wait for shard workers started elsewhere (an
+    Indexed Job's pods) is concerned: how long it waits, and whether it is still there."""
+
+    deadline: float  # time.monotonic()
+    gone: threading.Event
+
+
+@dataclass(frozen=True)
 class WriterState:
     """What a writer knows of an index that its tables do not say: a co-located searcher
     reads it (a remote one reads the catalog's pending marks and last error instead)."""
@@ -114,6 +123,8 @@ class _SyncJob:
         self.force = False
         # Worker processes the files are spread over (shard.py); 0 or 1: this process syncs them.
         self.workers = 0
+        # The IndexWorkspace calls that follow this sync: they bound a wait for shard workers.
+        self._callers: list[IndexCaller] = []
         # The requester's context (its trace span): the sync's outbound RPCs join that trace.
         self.context = contextvars.copy_context()
         self._listeners: list[Callable[[IndexProgress], None]] = []
@@ -128,6 +139,20 @@ class _SyncJob:
             listeners = list(self._listeners)
         for listener in listeners:
             listener(progress)
+
+    def add_caller(self, caller: IndexCaller) -> None:
+        with self._lock:
+            self._callers.append(caller)
+
+    def wait_deadline(self, default: float) -> float:
+        """Until when the most patient caller waits; `default` when none said."""
+        with self._lock:
+            return max((c.deadline for c in self._callers), default=default)
+
+    def abandoned(self) -> bool:
+        """Every caller that waited for this sync has gone (none: a sync nobody waits on)."""
+        with self._lock:
+            return bool(self._callers) and all(c.gone.is_set() for c in self._callers)
 
 
 
@@ -367,7 +392,8 @@ class WorkspaceWriter:
     # --- syncing ---
 
     def request_sync(
-        self, listener: Callable[[IndexProgress], None] | None = None, *, force: bool = False, workers: int = 0
+        self, listener: Callable[[IndexProgress], None] | None = None, *, force: bool = False, workers: int = 0,
+        caller: IndexCaller | None = None,
     ) -> _SyncJob:
         with self._jobs_lock:
             job = self._queued
@@ -379,10 +405,13 @@ class WorkspaceWriter:
             job.workers = max(job.workers, workers)
             if listener is not None:
                 job.add_listener(listener)
+            if caller is not None:
+                job.add_caller(caller)
             return job
 
     def join_sync(
-        self, listener: Callable[[IndexProgress], None], *, force: bool = False, workers: int = 0
+        self, listener: Callable[[IndexProgress], None], *, force: bool = False, workers: int = 0,
+        caller: IndexCaller | None = None,
     ) -> tuple[_SyncJob | None, _SyncJob]:
         """(the sync running now, the one queued after it) for a caller that reports what
         indexing did: an `index` that arrives while another caller's sync writes the workspace
@@ -394,7 +423,7 @@ class WorkspaceWriter:
                 running.add_listener(listener)
             else:
                 running = None
-        return running, self.request_sync(listener, force=force, workers=workers)
+        return running, self.request_sync(listener, force=force, workers=workers, caller=caller)
 
     def _run_job(self, job: _SyncJob) -> None:
         with self._jobs_lock:
@@ -442,7 +471,7 @@ class WorkspaceWriter:
             inline = not (self.embedder.running and self._store.static is not None)
             if job.workers > 1:
                 job.planned.set()
-                stats, timings = self._sync_sharded(scan, job.workers, notify), {}
+                stats, timings = self._sync_sharded(scan, job, notify), {}
             else:
                 stats, timings = self._sync_here(scan, job, notify, inline)
             stats.duration_ms = (time.perf_counter() - scan_started) * 1000
@@ -514,13 +543,16 @@ class WorkspaceWriter:
         )
         return syncer.run(scan), syncer.timings
 
-    def _sync_sharded(self, scan: ScanResult, workers: int, notify: Callable[[IndexProgress], None]) -> SyncStats:
-        """The files this sync would chunk, chunked and vectorised by `workers` worker processes,
-        each writing its rows uncommitted (shard.py), then committed here at once: pending marks,
+    def _sync_sharded(self, scan: ScanResult, job: _SyncJob, notify: Callable[[IndexProgress], None]) -> SyncStats:
+        """The files this sync would chunk, chunked and vectorised by `job.workers` workers, each
+        writing its rows uncommitted (shard.py), then committed here at once: pending marks,
         texts, chunks, catalog. A worker that fails fails the sync and nothing is committed. Files
         of the catalog the scan did not find leave in the same commits. No lexical-first pass: a
-        reader sees nothing of the new files until the commit, then all of them."""
+        reader sees nothing of the new files until the commit, then all of them. The workers are
+        processes of this machine, or, with `retrieval.shard_runner` = job, whoever finds the
+        plan posted in the index (an Indexed Job's pods) within the callers' patience."""
         assert self._store is not None and self.catalog.identity is not None
+        workers = job.workers
         current = {f.relative_path: f for f in scan.files}
         pending = self.catalog.pending()
         to_index = sorted(set(scan.added) | set(scan.changed) | {p for p in pending if p in current})
@@ -533,9 +565,12 @@ class WorkspaceWriter:
         env = {names.addr_env(names.ANALYSIS): self._analysis.address,
                names.addr_env(names.EMBEDDING): self._embedding.address,
                "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS": json.dumps(self._storage_options)}
-        results = run_shards(plan, workers, db=self._db, env=env)
-        with self.write_lock:
-            commit_shards(self._store, self.catalog, results, removed=removed)
+        if self._settings.retrieval.shard_runner == "job":
+            results = self._commit_posted(plan, job, removed, notify)
+        else:
+            results = run_shards(plan, workers, db=self._db, env=env)
+            with self.write_lock:
+                commit_shards(self._store, self.catalog, results, removed=removed)
         chunks = sum(r.stats.chunks for r in results)
         notify(IndexProgress(phase=IndexPhase.WRITING, files_done=len(to_index), files_total=len(to_index),
                              chunks_done=chunks))
@@ -545,6 +580,32 @@ class WorkspaceWriter:
             chunks_upserted=chunks, chunks_embedded=sum(r.stats.chunks_embedded for r in results),
             files_vanished=sum(r.stats.vanished for r in results),
         )
+
+    def _commit_posted(self, plan: ShardPlan, job: _SyncJob, removed: list[str],
+                       notify: Callable[[IndexProgress], None]) -> list[ShardResult]:
+        """`plan` posted in the index for an Indexed Job's pods; their results committed once all
+        are in. The plan ends, whatever happens here, so late workers do nothing (shard.py)."""
+        assert self._store is not None
+        total = len(plan.shards)
+        files = sum(len(s) for s in plan.shards)
+        default_deadline = time.monotonic() + self._settings.long_rpc_timeout_s
+
+        def stop() -> str | None:
+            if self._closing.is_set():
+                return "the writer is shutting down"
+            return "the index call was cancelled" if job.abandoned() else None
+
+        def progress(reported: frozenset[int]) -> None:
+            notify(IndexProgress(phase=IndexPhase.SHARDS, files_done=sum(len(plan.shards[i]) for i in reported),
+                                 files_total=files, shards_done=len(reported), shards_total=total))
+
+        with PostedShards(plan, self.workspace_id, db=self._db, uri=self._uri) as posted:
+            _log.info("waiting for %d shard workers (Indexed Job)", total,
+                      extra={"workspace_id": self.workspace_id, "plan_id": plan.plan_id, "files": files})
+            results = posted.wait(deadline=lambda: job.wait_deadline(default_deadline), stop=stop, progress=progress)
+            with self.write_lock:
+                commit_shards(self._store, self.catalog, results, removed=removed)
+        return results
 
     def _ensure_identity(self, chunker_version: str) -> None:
         """Open the table for the current model and chunker; a change of either starts a new
@@ -893,12 +954,17 @@ class IndexWriter:
         return (known or self.workspace(str(root), workspace_id)).catalog.identity is not None
 
     def index(self, root_text: str, *, wait_for_embeddings: bool, force: bool = False,
-              workspace_id: str = "", workers: int = 0) -> Iterator[IndexProgress]:
+              workspace_id: str = "", workers: int = 0, wait_s: float | None = None,
+              cancelled: threading.Event | None = None) -> Iterator[IndexProgress]:
         """Sync a workspace, streaming progress; `workers` > 1 spreads the files to chunk over
-        that many worker processes (a cold index of a large workspace)."""
+        that many workers (a cold index of a large workspace). `wait_s` (the caller's deadline,
+        at most long_rpc_timeout_s) and `cancelled` (set when the caller goes away) bound a wait
+        for workers started elsewhere (retrieval.shard_runner = job)."""
         ws = self._workspace_to_sync(root_text, force, workspace_id)
         updates: queue.Queue[IndexProgress] = queue.Queue()
-        running, job = ws.join_sync(updates.put, force=force, workers=workers)
+        patience = self._settings.long_rpc_timeout_s if wait_s is None else min(wait_s, self._settings.long_rpc_timeout_s)
+        caller = IndexCaller(time.monotonic() + patience, cancelled or threading.Event())
+        running, job = ws.join_sync(updates.put, force=force, workers=workers, caller=caller)
         last_sent = 0.0
         last_phase: IndexPhase | None = None
         # The newest report not sent (throttled): sent before the next step's first, so each

@@ -50,6 +50,7 @@ class IndexPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INDEX_PHASE_EMBEDDING: _ClassVar[IndexPhase]
     INDEX_PHASE_DONE: _ClassVar[IndexPhase]
     INDEX_PHASE_LEXICAL: _ClassVar[IndexPhase]
+    INDEX_PHASE_SHARDS: _ClassVar[IndexPhase]
 
 class FreshnessStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -103,6 +104,7 @@ INDEX_PHASE_WRITING: IndexPhase
 INDEX_PHASE_EMBEDDING: IndexPhase
 INDEX_PHASE_DONE: IndexPhase
 INDEX_PHASE_LEXICAL: IndexPhase
+INDEX_PHASE_SHARDS: IndexPhase
 FRESHNESS_STATUS_UNSPECIFIED: FreshnessStatus
 FRESHNESS_STATUS_FRESH: FreshnessStatus
 FRESHNESS_STATUS_SYNCING: FreshnessStatus
@@ -136,7 +138,7 @@ class IndexWorkspaceRequest(_message.Message):
     def __init__(self, workspace_root: _Optional[str] = ..., wait_for_embeddings: _Optional[bool] = ..., force: _Optional[bool] = ..., workspace_id: _Optional[str] = ..., workers: _Optional[int] = ...) -> None: ...
 
 class IndexWorkspaceResponse(_message.Message):
-    __slots__ = ("phase", "files_done", "files_total", "chunks_done", "embeddings_done", "embeddings_total", "embeddings_per_second", "eta_seconds", "stats", "skipped")
+    __slots__ = ("phase", "files_done", "files_total", "chunks_done", "embeddings_done", "embeddings_total", "embeddings_per_second", "eta_seconds", "stats", "skipped", "shards_done", "shards_total")
     PHASE_FIELD_NUMBER: _ClassVar[int]
     FILES_DONE_FIELD_NUMBER: _ClassVar[int]
     FILES_TOTAL_FIELD_NUMBER: _ClassVar[int]
@@ -147,6 +149,8 @@ class IndexWorkspaceResponse(_message.Message):
     ETA_SECONDS_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    SHARDS_DONE_FIELD_NUMBER: _ClassVar[int]
+    SHARDS_TOTAL_FIELD_NUMBER: _ClassVar[int]
     phase: IndexPhase
     files_done: int
     files_total: int
@@ -157,7 +161,9 @@ class IndexWorkspaceResponse(_message.Message):
     eta_seconds: float
     stats: SyncStats
     skipped: _containers.RepeatedCompositeFieldContainer[_analysis_pb2.SkippedFile]
-    def __init__(self, phase: _Optional[_Union[IndexPhase, str]] = ..., files_done: _Optional[int] = ..., files_total: _Optional[int] = ..., chunks_done: _Optional[int] = ..., embeddings_done: _Optional[int] = ..., embeddings_total: _Optional[int] = ..., embeddings_per_second: _Optional[float] = ..., eta_seconds: _Optional[float] = ..., stats: _Optional[_Union[SyncStats, _Mapping]] = ..., skipped: _Optional[_Iterable[_Union[_analysis_pb2.SkippedFile, _Mapping]]] = ...) -> None: ...
+    shards_done: int
+    shards_total: int
+    def __init__(self, phase: _Optional[_Union[IndexPhase, str]] = ..., files_done: _Optional[int] = ..., files_total: _Optional[int] = ..., chunks_done: _Optional[int] = ..., embeddings_done: _Optional[int] = ..., embeddings_total: _Optional[int] = ..., embeddings_per_second: _Optional[float] = ..., eta_seconds: _Optional[float] = ..., stats: _Optional[_Union[SyncStats, _Mapping]] = ..., skipped: _Optional[_Iterable[_Union[_analysis_pb2.SkippedFile, _Mapping]]] = ..., shards_done: _Optional[int] = ..., shards_total: _Optional[int] = ...) -> None: ...
 
 class SyncStats(_message.Message):
     __slots__ = ("files_added", "files_changed", "files_removed", "files_skipped", "chunks_upserted", "chunks_deleted", "chunks_embedded", "embeddings_reused", "cascade_reembedded", "duration_ms", "files_vanished", "files_changed_during_sync")

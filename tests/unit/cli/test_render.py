@@ -106,6 +106,18 @@ def test_plain_progress_prints_a_line_per_phase_change() -> None:
     ]
 
 
+def test_progress_waiting_for_an_indexed_job_says_how_many_workers_reported() -> None:
+    stream = io.StringIO()
+    reporter = ProgressReporter(stream, is_tty=False)
+    reporter.update(_progress(phase="shards", files_done=0, files_total=19, chunks_done=0, shards_total=2))
+    reporter.update(_progress(phase="shards", files_done=9, files_total=19, chunks_done=0, shards_done=1,
+                              shards_total=2))
+    assert stream.getvalue().splitlines() == [
+        "shards     waiting for 2 shard workers (Indexed Job): 0 reported  files 0/19",
+        "shards     waiting for 2 shard workers (Indexed Job): 1 reported  files 9/19",
+    ]
+
+
 def test_plain_progress_prints_each_tenth_not_each_message() -> None:
     """A 5-minute index without a terminal: a line per phase and per 10%, not one a second."""
     stream = io.StringIO()

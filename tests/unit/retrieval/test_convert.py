@@ -196,7 +196,7 @@ def test_an_unknown_freshness_status_is_a_value_error() -> None:
 @pytest.mark.parametrize("phase", list(IndexPhase))
 def test_progress_round_trip(phase: IndexPhase) -> None:
     for stats in (None, STATS):
-        progress = IndexProgress(phase, 1, 2, 3, 4, 5, 6.5, -1.0, stats)
+        progress = IndexProgress(phase, 1, 2, 3, 4, 5, 6.5, -1.0, stats, shards_done=7, shards_total=9)
         assert convert.progress_from_proto(_wire(convert.progress_to_proto(progress))) == progress
 
 

@@ -1,8 +1,12 @@
 """The sharded index's pure parts: which shard a file is in, plans and results across processes,
-and the worker command's answers to a bad plan."""
+the worker command's answers to a bad plan; and the plan board of an Indexed Job's workers (on
+local disk: the round trip through the index, who may deliver, how the writer's wait ends)."""
 
+import itertools
 import json
 import logging
+import threading
+import time
 from collections import Counter
 
 import lancedb
@@ -11,16 +15,27 @@ from tests.unit.retrieval.test_store import MODEL, make_chunk
 
 from codecompass.common.chunks import Language
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, IndexIdentity
+from codecompass.retrieval.location import index_key, list_tables
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.shard import (
+    PLANS_TABLE,
+    STAGING_TABLE,
     InvalidPlan,
+    NoOpenPlan,
+    PlanBoard,
+    PlanState,
+    PostedShards,
     ShardPlan,
     ShardResult,
+    ShardsAbandoned,
+    ShardsMissing,
     ShardStats,
+    _deliver,
     commit_shards,
     main,
     make_plan,
     shard_of,
+    wait_for_plan,
 )
 from codecompass.retrieval.state import FileEntry
 from codecompass.retrieval.store import ChunkStore
@@ -152,3 +167,188 @@ def test_commit_shards_replaces_re_indexed_files_and_removes_gone_ones(tmp_path)
 def entry(chunk) -> CatalogEntry:
     return CatalogEntry(FileEntry(chunk.relative_path, 10, 1, f"h-{chunk.id}", Language.TYPESCRIPT),
                         (IndexedChunk.of(chunk),))
+
+
+# ---- the plan board (retrieval.shard_runner = job) ------------------------------------------
+
+WORKSPACE_ID = "github.com/acme/api#packages/core"
+EMPTY = ShardResult(staged=(), entries=(), vanished=(), stats=ShardStats())
+
+
+def board_at(uri) -> PlanBoard:
+    return PlanBoard(lancedb.connect(str(uri)), str(uri))
+
+
+def test_a_posted_plan_survives_the_index_and_one_plan_is_open_at_a_time(tmp_path):
+    board = board_at(tmp_path / "index")
+    assert board.status() is None
+    first = make_plan("/ws", "s3://bucket/idx/key", IDENTITY, files(20), 3)
+    second = make_plan("/ws", "s3://bucket/idx/key", IDENTITY, files(30), 2)
+
+    before = time.time()
+    board.post(first, WORKSPACE_ID)
+    status = board.status()
+    assert (status.plan_id, status.workspace_id, status.state, status.reason, status.ended_at) == \
+        (first.plan_id, WORKSPACE_ID, PlanState.OPEN, "", None)
+    assert before <= status.opened_at <= time.time()
+    # Another process, another connection: the plan is in the index, whole.
+    assert board_at(tmp_path / "index").plan(first.plan_id) == first
+
+    board.post(second, WORKSPACE_ID)
+    assert board.status().plan_id == second.plan_id and board.status().state is PlanState.OPEN
+    assert board.db.open_table(PLANS_TABLE).count_rows() == 1, "posting replaces: one open plan per index"
+    with pytest.raises(NoOpenPlan, match=f"plan {first.plan_id} was replaced by a newer one"):
+        board.plan(first.plan_id)
+    board.end(first.plan_id, PlanState.COMMITTED)
+    assert board.status().state is PlanState.OPEN, "ending a replaced plan leaves the open one alone"
+
+    board.end(second.plan_id, PlanState.TIMED_OUT, "shard 1's pod didn't start")
+    ended = board_at(tmp_path / "index").status()
+    assert (ended.state, ended.reason) == (PlanState.TIMED_OUT, "shard 1's pod didn't start")
+    assert ended.ended_at is not None and ended.opened_at <= ended.ended_at <= time.time()
+    board.end(second.plan_id, PlanState.COMMITTED)
+    assert board.status().state is PlanState.TIMED_OUT, "an ended plan stays as it ended"
+    assert board.plan(second.plan_id) == second, "and stays readable for late workers"
+
+
+def test_a_worker_delivers_only_while_its_plan_is_open(tmp_path):
+    board = board_at(tmp_path / "index")
+    plan = make_plan("/ws", "/idx", IDENTITY, files(6), 2)
+    with PostedShards(plan, WORKSPACE_ID, db=board.db, uri=board.uri):
+        _deliver(board.db, plan, 0, EMPTY, board)
+        assert board.db.open_table(STAGING_TABLE).count_rows() == 1
+        board.end(plan.plan_id, PlanState.TIMED_OUT)
+        with pytest.raises(NoOpenPlan) as late:
+            _deliver(board.db, plan, 1, EMPTY, board)
+        assert late.value.last is PlanState.TIMED_OUT
+        assert str(late.value).startswith(f"plan {plan.plan_id} ended (timed_out 0 s ago) before this shard's "
+                                          "result: nothing written")
+        assert board.db.open_table(STAGING_TABLE).count_rows() == 1
+    # The plan's end dropped the staging table: a worker later still is told why, not "table not found".
+    with pytest.raises(NoOpenPlan, match="ended"):
+        _deliver(board.db, plan, 1, EMPTY, board)
+    assert STAGING_TABLE not in list_tables(board.db)
+
+
+def test_a_worker_waits_for_a_plan_and_takes_only_an_open_one(tmp_path):
+    board = board_at(tmp_path / "index")
+    with pytest.raises(NoOpenPlan, match=r"^no plan was posted in this index in 0 s: the writer posts one") as none:
+        wait_for_plan(board, 0)
+    assert none.value.last is None
+
+    plan = make_plan("/ws", "/idx", IDENTITY, files(6), 2)
+    poster = threading.Timer(0.5, board.post, (plan, WORKSPACE_ID))
+    poster.start()
+    started = time.monotonic()
+    assert wait_for_plan(board, 30) == plan
+    assert time.monotonic() - started < 10
+    poster.join()
+
+    board.end(plan.plan_id, PlanState.COMMITTED)
+    with pytest.raises(NoOpenPlan) as ended:
+        wait_for_plan(board, 0)
+    assert ended.value.last is PlanState.COMMITTED
+    assert str(ended.value) == f"no open plan in 0 s; the last one, {plan.plan_id}, ended (committed 0 s ago)"
+
+
+def deliver_later(board: PlanBoard, plan: ShardPlan, shards: list[int]) -> threading.Timer:
+    """Workers of `shards` delivering once the plan is posted (the writer's wait has begun)."""
+    def deliver() -> None:
+        for shard in shards:
+            _deliver(board.db, plan, shard, EMPTY, board)
+
+    timer = threading.Timer(0.3, deliver)
+    timer.start()
+    return timer
+
+
+def test_the_writer_waits_for_every_shard_and_ends_the_plan_committed(tmp_path):
+    board = board_at(tmp_path / "index")
+    plan = make_plan("/ws", "/idx", IDENTITY, files(9), 3)
+    heard = []
+    with PostedShards(plan, WORKSPACE_ID, db=board.db, uri=board.uri) as posted:
+        workers = deliver_later(board, plan, [2, 0, 1])
+        deadline = time.monotonic() + 30
+        results = posted.wait(deadline=lambda: deadline, stop=lambda: None, progress=heard.append)
+        workers.join()
+        assert board.status().state is PlanState.OPEN, "open until the writer's commit is done"
+    assert results == [EMPTY, EMPTY, EMPTY]
+    assert heard[0] == frozenset() and heard[-1] == frozenset({0, 1, 2})
+    assert all(a < b for a, b in itertools.pairwise(heard)), "each report is news"
+    assert board.status().state is PlanState.COMMITTED
+    assert STAGING_TABLE not in list_tables(board.db)
+
+
+def test_a_missing_shard_worker_times_the_plan_out_naming_how_to_start_the_job(tmp_path):
+    board = board_at(tmp_path / "index")
+    plan = make_plan("/ws", "/idx", IDENTITY, files(9), 3)
+    posted = PostedShards(plan, "local:/home/me/my project", db=board.db, uri=board.uri)
+    with pytest.raises(ShardsMissing) as missing, posted:
+        deliver_later(board, plan, [1]).join()
+        deadline = time.monotonic() + 0.5
+        posted.wait(deadline=lambda: deadline, stop=lambda: None, progress=lambda _: None)
+    assert str(missing.value) == (
+        "1 of 3 shard workers reported in 1 s (none from shard 0, 2); nothing was committed: start the Indexed Job, "
+        "3 completions, each pod running `python -m codecompass.retrieval.shard work --workspace-id "
+        "'local:/home/me/my project'` with this index root")
+    status = board.status()
+    assert (status.state, status.reason) == (PlanState.TIMED_OUT, str(missing.value))
+    assert STAGING_TABLE not in list_tables(board.db)
+
+
+def test_a_wait_stopped_or_failed_ends_the_plan_so(tmp_path):
+    board = board_at(tmp_path / "index")
+    plan = make_plan("/ws", "/idx", IDENTITY, files(4), 2)
+    posted = PostedShards(plan, WORKSPACE_ID, db=board.db, uri=board.uri)
+    with pytest.raises(ShardsAbandoned, match=r"^stopped waiting for shard workers \(the index call was cancelled\) "
+                                              r"with 0 of 2 reported; nothing was committed$"), posted:
+        posted.wait(deadline=time.monotonic, stop=lambda: "the index call was cancelled", progress=lambda _: None)
+    assert board.status().state is PlanState.CANCELLED
+
+    again = make_plan("/ws", "/idx", IDENTITY, files(4), 2)
+    with pytest.raises(OSError, match="disk full"), PostedShards(again, WORKSPACE_ID, db=board.db, uri=board.uri):
+        raise OSError("disk full")
+    assert (board.status().state, board.status().reason) == (PlanState.FAILED, "disk full")
+
+
+@pytest.mark.badinput(case="shard worker of an Indexed Job with no plan to run (none posted, the last one ended)",
+                      behaviour="exit 1 with one line (the Job retries); exit 0 when the plan was committed")
+def test_the_worker_command_without_an_open_plan(tmp_path, capsys, restore_logging, monkeypatch):
+    monkeypatch.setenv("CODECOMPASS_RETRIEVAL_DB_URI", str(tmp_path / "root"))
+    assert main(["work", "--workspace-id", WORKSPACE_ID, "--shard", "1", "--plan-wait-s", "0"]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        "error: shard 1: no plan was posted in this index in 0 s: the writer posts one when asked to index with "
+        "workers under retrieval.shard_runner = job")
+
+    board = board_at(tmp_path / "root" / index_key(WORKSPACE_ID))
+    plan = make_plan("/ws", "/elsewhere", IDENTITY, files(4), 2)
+    board.post(plan, WORKSPACE_ID)
+    board.end(plan.plan_id, PlanState.TIMED_OUT, "1 of 2 reported")
+    assert main(["work", "--workspace-id", WORKSPACE_ID, "--shard", "1", "--plan-wait-s", "0"]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        f"error: shard 1: no open plan in 0 s; the last one, {plan.plan_id}, ended (timed_out ")
+
+    again = make_plan("/ws", "/elsewhere", IDENTITY, files(4), 2)
+    board.post(again, WORKSPACE_ID)
+    board.end(again.plan_id, PlanState.COMMITTED)
+    assert main(["work", "--workspace-id", WORKSPACE_ID, "--plan-wait-s", "0", "--shard", "0"]) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        f"shard 0: nothing to do: no open plan in 0 s; the last one, {again.plan_id}, ended (committed ")
+    assert STAGING_TABLE not in list_tables(board.db), "nothing written"
+
+
+@pytest.mark.badinput(case="shard worker started with both or neither of --plan and --workspace-id, a bad id, "
+                           "or a plan wait without --workspace-id",
+                      behaviour="exit 2 with one usage line")
+def test_the_worker_command_refuses_a_bad_invocation(tmp_path, capsys, restore_logging):
+    for argv in (["work", "--shard", "0"],
+                 ["work", "--plan", "p.json", "--workspace-id", WORKSPACE_ID, "--shard", "0"],
+                 ["work", "--plan", "p.json", "--shard", "0", "--plan-wait-s", "5"],
+                 ["work", "--workspace-id", WORKSPACE_ID, "--shard", "0", "--plan-wait-s", "-1"]):
+        with pytest.raises(SystemExit) as usage:
+            main(argv)
+        assert usage.value.code == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1].startswith("python -m codecompass.retrieval.shard "
+                                                                          "work: error: ")
+    assert main(["work", "--workspace-id", "  ", "--shard", "0"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "error: shard 0: workspace_id must not be empty"

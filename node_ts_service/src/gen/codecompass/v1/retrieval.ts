@@ -270,6 +270,12 @@ export enum IndexPhase {
    * seconds; the chunking step that follows rewrites them in full.
    */
   INDEX_PHASE_LEXICAL = 6,
+  /**
+   * INDEX_PHASE_SHARDS - Waiting for shard workers the writer did not start (the pods of a
+   * Kubernetes Indexed Job: retrieval.shard_runner = job) to leave their
+   * results in the index; files_done counts the files of the shards that did.
+   */
+  INDEX_PHASE_SHARDS = 7,
   UNRECOGNIZED = -1,
 }
 
@@ -296,6 +302,9 @@ export function indexPhaseFromJSON(object: any): IndexPhase {
     case 6:
     case "INDEX_PHASE_LEXICAL":
       return IndexPhase.INDEX_PHASE_LEXICAL;
+    case 7:
+    case "INDEX_PHASE_SHARDS":
+      return IndexPhase.INDEX_PHASE_SHARDS;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -319,6 +328,8 @@ export function indexPhaseToJSON(object: IndexPhase): string {
       return "INDEX_PHASE_DONE";
     case IndexPhase.INDEX_PHASE_LEXICAL:
       return "INDEX_PHASE_LEXICAL";
+    case IndexPhase.INDEX_PHASE_SHARDS:
+      return "INDEX_PHASE_SHARDS";
     case IndexPhase.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -581,7 +592,10 @@ export interface IndexWorkspaceRequest {
    * chunking and vectorising a shard and writing its rows uncommitted; the
    * writer commits them all at once. For the cold index of a large workspace
    * on a machine with cores to spare (each worker type-checks the workspace
-   * again). 0 or 1: the writer syncs them itself.
+   * again). 0 or 1: the writer syncs them itself. The writer starts the
+   * workers itself unless retrieval.shard_runner = job: then it posts the plan
+   * in the index and waits, within this call's deadline, for workers started
+   * elsewhere (the pods of a Kubernetes Indexed Job with this many completions).
    */
   workers: number;
 }
@@ -613,6 +627,10 @@ export interface IndexWorkspaceResponse {
    * with its reason, sorted by path; a folder left out whole is one entry.
    */
   skipped: SkippedFile[];
+  /** In the shards step: the shard workers that have left their results. */
+  shardsDone: number;
+  /** In the shards step: the shard workers the plan waits for. */
+  shardsTotal: number;
 }
 
 /** SyncStats summarizes what a sync changed. */
@@ -1236,6 +1254,8 @@ function createBaseIndexWorkspaceResponse(): IndexWorkspaceResponse {
     etaSeconds: 0,
     stats: undefined,
     skipped: [],
+    shardsDone: 0,
+    shardsTotal: 0,
   };
 }
 
@@ -1285,6 +1305,12 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
     }
     for (const v of message.skipped) {
       SkippedFile.encode(v!, writer.uint32(82).fork()).join();
+    }
+    if (message.shardsDone !== 0) {
+      writer.uint32(88).uint32(message.shardsDone);
+    }
+    if (message.shardsTotal !== 0) {
+      writer.uint32(96).uint32(message.shardsTotal);
     }
     return writer;
   },
@@ -1382,6 +1408,22 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
             message.skipped.push(SkippedFile.decode(reader, reader.uint32()));
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.shardsDone = reader.uint32();
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.shardsTotal = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1436,6 +1478,16 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
       skipped: globalThis.Array.isArray(object?.skipped)
         ? object.skipped.map((e: any) => SkippedFile.fromJSON(e))
         : [],
+      shardsDone: isSet(object.shardsDone)
+        ? globalThis.Number(object.shardsDone)
+        : isSet(object.shards_done)
+        ? globalThis.Number(object.shards_done)
+        : 0,
+      shardsTotal: isSet(object.shardsTotal)
+        ? globalThis.Number(object.shardsTotal)
+        : isSet(object.shards_total)
+        ? globalThis.Number(object.shards_total)
+        : 0,
     };
   },
 
@@ -1471,6 +1523,12 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
     if (message.skipped?.length) {
       obj.skipped = message.skipped.map((e) => SkippedFile.toJSON(e));
     }
+    if (message.shardsDone !== 0) {
+      obj.shardsDone = Math.round(message.shardsDone);
+    }
+    if (message.shardsTotal !== 0) {
+      obj.shardsTotal = Math.round(message.shardsTotal);
+    }
     return obj;
   },
 
@@ -1499,6 +1557,8 @@ export const IndexWorkspaceResponse: MessageFns<IndexWorkspaceResponse> = {
       ? SyncStats.fromPartial(object.stats)
       : undefined;
     message.skipped = object.skipped?.map((e) => SkippedFile.fromPartial(e)) || [];
+    message.shardsDone = object.shardsDone ?? 0;
+    message.shardsTotal = object.shardsTotal ?? 0;
     return message;
   },
 };

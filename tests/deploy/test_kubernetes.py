@@ -461,7 +461,10 @@ def test_sync_runs_one_at_a_time(objects: list[dict]) -> None:
     (cron,) = _of(objects, "CronJob").values()
     assert cron["spec"]["concurrencyPolicy"] == "Forbid"
     env = _environment(_pod_spec(cron)["containers"][0], _config_maps(objects))
-    assert env["CODECOMPASS_GATEWAY_WORKSPACES"]["value"].startswith("/workspaces/")
+    # It syncs the gateway's workspaces, which it sees where the gateway does.
+    mounts = {m["name"]: m["mountPath"] for m in _pod_spec(cron)["containers"][0]["volumeMounts"]}
+    served = env["CODECOMPASS_GATEWAY_WORKSPACES"]["value"].split(":")
+    assert all(Path(folder).is_relative_to(mounts["workspaces"]) for folder in served)
 
 
 def test_manifests_are_yaml_without_duplicate_keys() -> None:

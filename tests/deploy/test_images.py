@@ -1,0 +1,206 @@
+"""The Dockerfiles, checked without a Docker engine: hadolint finds nothing, every COPY source
+exists and reaches the builder through .dockerignore (Docker's own matching rules), the images
+bake in exactly the models the services load by default, and what they expose, check and set
+agrees with the deploy contract (tests/deploy/contract.py)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from functools import cache
+from pathlib import Path
+
+import pytest
+from docker.utils.build import PatternMatcher
+from dockerfile_parse import DockerfileParser
+from tests.deploy import contract
+
+from codecompass.common import names
+from codecompass.common.config import CHECKOUT_ROOT
+from codecompass.embedding.minilm import CODE_SMALL_MODEL_DIR
+from codecompass.embedding.static import DEFAULT_MODEL_DIR as CODE_STATIC_MODEL_DIR
+from codecompass.policy.learned import DEFAULT_MODEL as RANKER_MODEL
+
+DOCKER_DIR = contract.REPO / "deploy" / "docker"
+PYTHON_DOCKERFILE = DOCKER_DIR / "python.Dockerfile"
+ANALYSIS_DOCKERFILE = DOCKER_DIR / "analysis.Dockerfile"
+DOCKERFILES = (PYTHON_DOCKERFILE, ANALYSIS_DOCKERFILE)
+HADOLINT = Path(sys.executable).parent / "hadolint"
+NON_ROOT = "10001:10001"
+# Variables an image sets for the process itself, not CodeCompass settings, each with why.
+PROCESS_ENV = {
+    "PATH": "the virtualenv's interpreter and the codecompass command first",
+    "PYTHONDONTWRITEBYTECODE": "the root file system is read-only; byte code is compiled at build",
+    "XDG_CACHE_HOME": "where the minilm profile finds its ONNX export, made at build",
+}
+
+
+@cache
+def instructions(dockerfile: Path) -> tuple[dict, ...]:
+    return tuple(DockerfileParser(str(dockerfile)).structure)
+
+
+def stages(dockerfile: Path) -> list[list[dict]]:
+    """The instructions of each stage (FROM to the next FROM)."""
+    found: list[list[dict]] = []
+    for instruction in instructions(dockerfile):
+        if instruction["instruction"] == "FROM":
+            found.append([])
+        if found:
+            found[-1].append(instruction)
+    return found
+
+
+def copies(dockerfile: Path) -> list[tuple[list[str], list[str]]]:
+    """Every COPY as (its flags, its sources and destination)."""
+    result = []
+    for instruction in instructions(dockerfile):
+        if instruction["instruction"] == "COPY":
+            words = shlex.split(instruction["value"])
+            result.append(([w for w in words if w.startswith("--")], [w for w in words if not w.startswith("--")]))
+    return result
+
+
+def final(dockerfile: Path, name: str) -> list[str]:
+    """The values of instruction `name` in the last stage: the image that ships."""
+    return [i["value"] for i in stages(dockerfile)[-1] if i["instruction"] == name]
+
+
+def parser(dockerfile: Path) -> DockerfileParser:
+    return DockerfileParser(str(dockerfile))
+
+
+@cache
+def build_context() -> frozenset[str]:
+    """Every path `docker build` sends from the repository root: docker-py's walk of the tree with
+    .dockerignore's patterns, a port of moby's matcher (a folder left out is skipped whole unless
+    a `!` pattern reaches inside it)."""
+    return frozenset(dockerignore().walk(str(contract.REPO)))
+
+
+@cache
+def dockerignore() -> PatternMatcher:
+    lines = (contract.REPO / ".dockerignore").read_text().splitlines()
+    return PatternMatcher([line.strip() for line in lines if line.strip() and not line.startswith("#")])
+
+
+def tracked(relative: str) -> list[str]:
+    out = subprocess.run(["git", "ls-files", "--", relative], cwd=contract.REPO, check=True, capture_output=True,
+                         text=True)
+    return out.stdout.split()
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_hadolint_finds_nothing(dockerfile: Path) -> None:
+    done = subprocess.run([str(HADOLINT), "--no-color", str(dockerfile)], cwd=contract.REPO, check=False,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout + done.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_every_copy_source_exists_and_reaches_the_builder(dockerfile: Path) -> None:
+    stage_names = [shlex.split(s[0]["value"])[-1] for s in stages(dockerfile)]
+    for flags, paths in copies(dockerfile):
+        *sources, _destination = paths
+        source_stage = next((f.partition("=")[2] for f in flags if f.startswith("--from=")), None)
+        if source_stage is not None:
+            assert source_stage in stage_names, f"COPY --from={source_stage}: no such stage"
+            continue
+        for source in sources:
+            assert (contract.REPO / source).exists(), f"COPY {source}: not in the repository"
+            files = tracked(source)
+            assert files, f"COPY {source}: git tracks nothing there"
+            left_out = [f for f in files if f not in build_context()]
+            assert not left_out, f"COPY {source}: .dockerignore leaves out {left_out[:5]}"
+
+
+def test_the_context_holds_what_the_images_copy_and_nothing_else() -> None:
+    context = build_context()
+    sources = [source for flags, paths in (*copies(PYTHON_DOCKERFILE), *copies(ANALYSIS_DOCKERFILE)) if not flags
+               for source in paths[:-1]]
+    # Every file sent lies under a COPY source (or is .dockerignore, which Docker always reads).
+    strays = [path for path in context if (contract.REPO / path).is_file() and path != ".dockerignore"
+              and not any(path == s or path.startswith(s.rstrip("/") + "/") for s in sources)]
+    assert not strays, strays[:10]
+    # Byte code a local run leaves in the sources stays out (the walk skips a folder that matches).
+    assert not [path for path in context if "__pycache__" in path.split("/")]
+    assert dockerignore().matches("py_services/codecompass/retrieval/__pycache__")
+    for left_out in (".git", ".venv", "node_ts_service/node_modules", "node_ts_service/dist", "bench", "tests",
+                     "deploy/.env", "models/corpus", "models/.work", "node_ts_service/test"):
+        assert not [path for path in context if path == left_out or path.startswith(left_out + "/")], left_out
+
+
+def test_the_python_image_bakes_in_the_models_the_services_load_by_default() -> None:
+    copied = {source for flags, paths in copies(PYTHON_DOCKERFILE) if not flags for source in paths[:-1]}
+    defaults = {
+        "code-small (the default embedding profile)": CODE_SMALL_MODEL_DIR,
+        "code-static (retrieval's static channel)": CODE_STATIC_MODEL_DIR,
+        "the learned ranker": RANKER_MODEL,
+        "the ranker's score scale": RANKER_MODEL.with_suffix(".scale.json"),
+    }
+    for what, path in defaults.items():
+        relative = path.relative_to(CHECKOUT_ROOT).as_posix()
+        assert relative in copied, f"{what}: {relative} is not copied into the image"
+        assert path.exists()
+    # The minilm profile's export is made at build, where the service looks for it, and opened to
+    # the unprivileged user (the exporter writes it owner-only).
+    runs = " ".join(i["value"] for i in instructions(PYTHON_DOCKERFILE) if i["instruction"] == "RUN")
+    assert "python -m codecompass.embedding.minilm_onnx" in runs and "chmod -R a+rX /opt/codecompass" in runs
+    assert parser(PYTHON_DOCKERFILE).envs["XDG_CACHE_HOME"] == "/opt/codecompass/cache"
+    assert parser(PYTHON_DOCKERFILE).envs["HF_HUB_OFFLINE"] == "1"
+
+
+def test_torch_is_the_packages_pin_from_the_cpu_index() -> None:
+    pyproject = tomllib.loads((contract.REPO / "py_services" / "pyproject.toml").read_text())
+    pin = next(d for d in pyproject["project"]["dependencies"] if d.startswith("torch=="))
+    installs = [i["value"] for i in instructions(PYTHON_DOCKERFILE)
+                if i["instruction"] == "RUN" and re.search(r"\btorch==", i["value"])]
+    assert len(installs) == 1
+    words = installs[0].split()
+    assert pin in words and words[words.index("--index-url") + 1] == "https://download.pytorch.org/whl/cpu"
+    assert "--extra-index-url" not in installs[0]
+
+
+@pytest.mark.parametrize(("dockerfile", "language"), [(PYTHON_DOCKERFILE, "python"), (ANALYSIS_DOCKERFILE, "node")],
+                         ids=["python", "analysis"])
+def test_bases_are_pinned_versions_and_the_image_runs_as_uid_10001(dockerfile: Path, language: str) -> None:
+    bases = set(parser(dockerfile).parent_images)
+    assert len(bases) == 1
+    base = bases.pop()
+    name, _, tag = base.partition(":")
+    assert name == language and re.fullmatch(r"\d+\.\d+\.\d+-(slim-bookworm|bookworm-slim)", tag), base
+    if language == "python":
+        requires = tomllib.loads((contract.REPO / "py_services" / "pyproject.toml").read_text())["project"]
+        assert tag.startswith("3.11.") and requires["requires-python"] == ">=3.11,<3.12"
+    else:
+        assert tag.startswith("20.")
+    assert final(dockerfile, "USER") == [NON_ROOT]
+    assert final(dockerfile, "STOPSIGNAL") == ["SIGTERM"]
+    labels = parser(dockerfile).labels
+    assert labels["org.opencontainers.image.title"] == f"codecompass/{'python' if language == 'python' else 'analysis'}"
+    assert {"org.opencontainers.image.version", "org.opencontainers.image.revision"} <= set(labels)
+
+
+def test_the_python_image_exposes_the_contract_ports_and_sets_only_real_settings() -> None:
+    exposed = {int(p) for value in final(PYTHON_DOCKERFILE, "EXPOSE") for p in value.split()}
+    python_backends = [s for s in names.BACKENDS if s != names.ANALYSIS]
+    assert exposed == {contract.default_port(s) for s in python_backends} | {contract.gateway_port()}
+    for variable in parser(PYTHON_DOCKERFILE).envs:
+        assert variable in contract.python_env() | set(contract.THIRD_PARTY_ENV) | set(PROCESS_ENV), variable
+    assert final(PYTHON_DOCKERFILE, "HEALTHCHECK") == []
+
+
+def test_the_analysis_image_runs_main_and_checks_its_own_port() -> None:
+    port = contract.default_port(names.ANALYSIS)
+    assert final(ANALYSIS_DOCKERFILE, "EXPOSE") == [str(port)]
+    assert final(ANALYSIS_DOCKERFILE, "CMD") == ['["node", "dist/src/main.js"]']
+    (healthcheck,) = final(ANALYSIS_DOCKERFILE, "HEALTHCHECK")
+    assert healthcheck.endswith(f'CMD ["node", "dist/src/healthcheck.js", "127.0.0.1:{port}"]')
+    # What the image copies out of its build is what `make setup` builds here.
+    for script in ("main.js", "healthcheck.js"):
+        assert (contract.NODE_DIR / "dist" / "src" / script).is_file()
+    for variable in parser(ANALYSIS_DOCKERFILE).envs:
+        assert variable in contract.node_env() | set(contract.THIRD_PARTY_ENV), variable

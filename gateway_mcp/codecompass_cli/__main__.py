@@ -113,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show-skipped", action="store_true", help="list the paths left out of the index, with reasons")
     p.add_argument("--workers", type=_workers, default=0, metavar="N",
                    help="spread the files to index over N worker processes committed at once (a cold index of a "
-                        "large workspace on a machine with cores to spare; each worker type-checks the workspace)")
+                        "large workspace on a machine with cores to spare; each worker type-checks the workspace); "
+                        "under retrieval.shard_runner = job the writer waits for an Indexed Job's N pods instead")
     p.set_defaults(handler=commands.cmd_index)
 
     p = sub.add_parser("search", help="answer a query with selected code context (the agents' pipeline)")

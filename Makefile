@@ -12,7 +12,7 @@ NODE_BIN := $(CURDIR)/$(NODE_DIR)/node_modules/.bin
 BUF := PATH="$(NODE_BIN):$$PATH" $(NODE_BIN)/buf
 WORKSPACE ?= tests/fixtures/sample_workspace
 GENERATED := py_services/codecompass/v1 $(NODE_DIR)/src/gen
-LINT_PY_DIRS := $(wildcard py_services tests gateway_mcp bench models)
+LINT_PY_DIRS := $(wildcard py_services tests gateway_mcp bench models deploy)
 
 # Stamps make `setup` a no-op when nothing it depends on changed.
 VENV_STAMP := $(VENV)/.stamp
@@ -24,7 +24,7 @@ NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
 	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-shard-speed bench-store-speed bench-health bench-mcp bench-badinput \
-	code-static code-small corpus ranker
+	code-static code-small corpus ranker traces traces-down traces-screenshot
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
@@ -73,6 +73,28 @@ test: setup
 
 run: setup
 	$(VENV)/bin/codecompass run --workspace $(WORKSPACE)
+
+# A trace dashboard (README: Traces in a browser): Arize Phoenix in its own venv, pinned apart
+# from the services' (deploy/traces/constraints.txt), the services exporting to it, one
+# semantic_search through the MCP gateway; runs until Ctrl-C. State in <state_dir>/traces.
+TRACES_VENV := .venv-traces
+TRACES_STAMP := $(TRACES_VENV)/.stamp
+$(TRACES_STAMP): deploy/traces/requirements.txt deploy/traces/constraints.txt
+	test -x $(TRACES_VENV)/bin/python || $(PYTHON) -m venv $(TRACES_VENV)
+	$(TRACES_VENV)/bin/pip install --quiet -r deploy/traces/requirements.txt -c deploy/traces/constraints.txt
+	touch $@
+
+traces: setup $(TRACES_STAMP)
+	$(VENV)/bin/python deploy/traces/run.py --workspace $(WORKSPACE)
+
+traces-down:
+	$(VENV)/bin/python deploy/traces/run.py down
+
+# docs/traces/*.png from a fresh trace of the sample workspace, by headless Chromium (Debian's
+# package: a browser downloaded by a tool would be a binary from outside the registries).
+traces-screenshot: setup $(TRACES_STAMP)
+	command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
+	$(VENV)/bin/python deploy/traces/run.py screenshot
 
 # Benchmarks print markdown tables (bench/README.md explains every number); the quality bench
 # writes a results file that `bench-report` turns into the README tables.

@@ -37,6 +37,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
+from opentelemetry import trace
+
 from codecompass.clients.channel import Locate, address_for
 from codecompass.clients.errors import INVALID, UNAVAILABLE, ServiceError
 from codecompass.clients.rerank import RerankClient
@@ -272,7 +274,9 @@ class Pipeline:
                 ranked = sorted((replace(c, score=c.score * focus_factor(request.focus, c.result.chunk))
                                  for c in ranked), key=lambda c: -c.score)
             keep = ranked if selection is not None else ranked[: request.limit]
-            return replace(answer, candidates=tuple(keep), selection=selection, stage_ms=stage_ms, skipped=skipped)
+            answer = replace(answer, candidates=tuple(keep), selection=selection, stage_ms=stage_ms, skipped=skipped)
+            record_answer(span, answer, candidates=len(ranked))
+            return answer
 
     def _rewrite(self, request: PipelineRequest, understood: QueryUnderstanding, ranked: list[Ranked],
                  stage_ms: dict[str, float]) -> tuple[list[Ranked], RewriteOutcome]:
@@ -399,6 +403,22 @@ class Pipeline:
         (log.info if quiet else log.warning)("pipeline stage failed; answering without it",
                     extra={"stage": stage, "service": exc.service, "kind": exc.kind, "detail": str(exc)})
         return exc.user_message()
+
+
+def record_answer(span: trace.Span, answer: PipelineAnswer, candidates: int) -> None:
+    """The answer's shape on the pipeline span: how many candidates the stages weighed, who
+    reranked them, what selection kept, and which stages did not run and why."""
+    span.set_attribute("codecompass.candidates", candidates)
+    span.set_attribute("codecompass.rerank_provider", answer.rerank_provider)
+    if answer.rerank_fallback_reason:
+        span.set_attribute("codecompass.rerank_fallback_reason", answer.rerank_fallback_reason)
+    span.set_attribute("codecompass.hubs_added", answer.hubs_added)
+    selected = answer.selection.results if answer.selection is not None else answer.candidates
+    span.set_attribute("codecompass.results", len(selected))
+    if answer.selection is not None:
+        span.set_attribute("codecompass.total_tokens", answer.selection.total_tokens)
+    if answer.skipped:
+        span.set_attribute("codecompass.skipped_stages", [f"{stage}: {why}" for stage, why in answer.skipped.items()])
 
 
 def mark_stale(ranked: list[Ranked], stale_paths: frozenset[str]) -> list[Ranked]:

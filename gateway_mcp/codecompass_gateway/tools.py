@@ -84,15 +84,15 @@ def tool_errors(name: str) -> Callable[[Callable[..., CallToolResult]], Callable
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> CallToolResult:
             with _tracer.start_as_current_span(f"tool {name}") as span:
-                span.set_attribute("mcp.tool.name", name)
+                span.set_attribute("codecompass.tool.name", name)
                 try:
                     return fn(*args, **kwargs)
                 except ToolInputError as exc:
-                    span.set_attribute("mcp.tool.error", exc.code)
+                    span.set_attribute("codecompass.tool.error", exc.code)
                     return error_result(f"{name}: {exc}", exc.code, name)
                 except ServiceError as exc:
                     code = errors.code_for_service_error(exc.kind)
-                    span.set_attribute("mcp.tool.error", code)
+                    span.set_attribute("codecompass.tool.error", code)
                     log.warning("tool call failed", extra={"tool": name, "service": exc.service, "kind": exc.kind})
                     if exc.kind in (INVALID, NOT_FOUND):
                         return error_result(f"{name}: {exc}", code, name)

@@ -112,7 +112,11 @@ export function createHandlers(service: AnalysisService, logger: Logger): CodeAn
     renderSymbols: (call, callback) => {
       void withServerSpan(ANALYSIS_GRPC_SERVICE, 'RenderSymbols', call.metadata, async (span) => {
         try {
-          const result = await service.render(renderRequestFromPb(call.request), () => call.cancelled);
+          const request = renderRequestFromPb(call.request);
+          const result = await service.render(request, () => call.cancelled);
+          span.setAttribute('codecompass.render.requested', request.specs.length);
+          span.setAttribute('codecompass.render.symbols', result.symbols.length);
+          span.setAttribute('codecompass.render.missing', result.missingSymbolIds.length);
           finishSpan(span, undefined);
           callback(null, renderResultToPb(result));
         } catch (err) {

@@ -15,7 +15,7 @@ import {
 } from '@opentelemetry/api';
 import { ExportResultCode, W3CTraceContextPropagator, hrTimeToNanoseconds, type ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
-import { resourceFromAttributes } from '@opentelemetry/resources';
+import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import {
   BatchSpanProcessor,
   SimpleSpanProcessor,
@@ -85,8 +85,12 @@ export function initTelemetry(options: TelemetryOptions): Telemetry {
   }
   const provider = new NodeTracerProvider({
     // The service's one name (names.ts); OTEL_SERVICE_NAME does not rename it, so its name in
-    // traces is the one in its logs, its variables and `codecompass status`.
-    resource: resourceFromAttributes({ 'service.name': SERVICE_NAME, 'service.namespace': SERVICE_NAMESPACE }),
+    // traces is the one in its logs, its variables and `codecompass status`. OTEL_RESOURCE_ATTRIBUTES
+    // still adds attributes, as it does for the Python services: the provider reads no environment
+    // itself, and a trace backend that groups by one (Phoenix's project) would split the trace.
+    resource: detectResources({ detectors: [envDetector] }).merge(
+      resourceFromAttributes({ 'service.name': SERVICE_NAME, 'service.namespace': SERVICE_NAMESPACE }),
+    ),
     spanProcessors,
   });
   provider.register({ propagator: new W3CTraceContextPropagator() });

@@ -7,7 +7,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent import futures
+from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
@@ -69,6 +71,25 @@ class _Collector(trace_service_pb2_grpc.TraceServiceServicer):
         self.requests.append(request)
         return trace_service_pb2.ExportTraceServiceResponse()
 
+    def resources(self, span_name: str) -> list[dict[str, str]]:
+        """The resource attributes of each batch that holds a span named `span_name`."""
+        return [{attr.key: attr.value.string_value for attr in rs.resource.attributes}
+                for request in self.requests for rs in request.resource_spans
+                if any(span.name == span_name for scope in rs.scope_spans for span in scope.spans)]
+
+
+@contextmanager
+def _collecting() -> Iterator[tuple[_Collector, str]]:
+    collector = _Collector()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(collector, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield collector, f"http://127.0.0.1:{port}"
+    finally:
+        server.stop(0)
+
 
 _EXPORTING_CHILD = """
 from codecompass.common.telemetry import init_telemetry, shutdown_telemetry, tracer
@@ -80,19 +101,12 @@ shutdown_telemetry()
 
 
 def test_spans_go_to_the_otlp_endpoint_when_it_is_set() -> None:
-    collector = _Collector()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(collector, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}", "OTEL_SERVICE_NAME": "other",
+    with _collecting() as (collector, endpoint):
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": "other",
                "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=test"}
         child = subprocess.run([sys.executable, "-c", _EXPORTING_CHILD], env=env, capture_output=True, text=True,
                                timeout=60, check=False)
         assert child.returncode == 0, child.stderr
-    finally:
-        server.stop(0)
     resource_spans = [rs for request in collector.requests for rs in request.resource_spans]
     resources = {tuple(sorted((attr.key, attr.value.string_value) for attr in rs.resource.attributes
                               if attr.key in ("service.name", "service.namespace", "deployment.environment")))
@@ -102,3 +116,27 @@ def test_spans_go_to_the_otlp_endpoint_when_it_is_set() -> None:
     assert resources == {(("deployment.environment", "test"), ("service.name", names.EMBEDDING),
                           ("service.namespace", names.NAMESPACE))}
     assert span_names == {"embed batch"}
+
+
+def test_the_node_service_takes_resource_attributes_from_the_environment_as_the_python_ones_do(
+        start_analysis_service, sample_workspace: Path) -> None:
+    """OTEL_RESOURCE_ATTRIBUTES adds to the analysis service's resource too: a backend that files
+    spans by a resource attribute (Phoenix's project: `make traces`) would otherwise split a trace
+    between the Node service and the rest. Its one name still wins over the environment's."""
+    with _collecting() as (collector, endpoint):
+        _, address = start_analysis_service({
+            "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_SERVICE_NAME": "other",
+            "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=test,openinference.project.name=codecompass"})
+        client = AnalysisClient(address, timeout_s=30)
+        try:
+            client.scan(str(sample_workspace), tuple, version=None)
+        finally:
+            client.close()
+        deadline = time.monotonic() + 20
+        while not collector.resources(SCAN) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    (resource,) = collector.resources(SCAN)
+    assert {key: resource.get(key) for key in ("service.name", "service.namespace", "deployment.environment",
+                                               "openinference.project.name")} == {
+        "service.name": names.ANALYSIS, "service.namespace": names.NAMESPACE, "deployment.environment": "test",
+        "openinference.project.name": "codecompass"}

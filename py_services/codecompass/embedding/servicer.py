@@ -77,16 +77,17 @@ class EmbeddingServicer(embedding_pb2_grpc.EmbeddingServiceServicer):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         started = time.monotonic()
         with self._tracer.start_as_current_span("embedding.embed") as span:
-            span.set_attribute("embedding.texts", len(texts))
-            span.set_attribute("embedding.input_type", input_type)
+            span.set_attribute("codecompass.embedding.texts", len(texts))
+            span.set_attribute("codecompass.embedding.input_type", input_type)
             try:
                 info = self._provider.info()
-                span.set_attribute("embedding.provider", info.provider)
+                span.set_attribute("codecompass.embedding.provider", info.provider)
+                span.set_attribute("codecompass.embedding.model", info.model_id)
                 vectors = (self._provider.embed(texts, input_type) if texts
                            else np.zeros((0, info.dimensions), dtype=np.float32))
             except EmbeddingError as exc:
                 code = status_for(exc)
-                span.set_attribute("embedding.error", code.name)
+                span.set_attribute("codecompass.embedding.error", code.name)
                 log.warning("embed failed", extra={"code": code.name, "error": str(exc), "texts": len(texts)})
                 context.abort(code, str(exc))
             except Exception:

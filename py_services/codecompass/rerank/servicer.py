@@ -43,16 +43,16 @@ class RerankServicer(rerank_pb2_grpc.RerankServiceServicer):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         started = time.monotonic()
         with self._tracer.start_as_current_span("rerank.rerank") as span:
-            span.set_attribute("rerank.documents", len(query.candidates))
-            span.set_attribute("rerank.top_n", query.top_n)
+            span.set_attribute("codecompass.rerank.documents", len(query.candidates))
+            span.set_attribute("codecompass.rerank.top_n", query.top_n)
             try:
                 outcome = self._engine.rerank(query)
             except UnknownProvider as exc:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-            span.set_attribute("rerank.provider", outcome.provider)
-            span.set_attribute("rerank.fallback", outcome.fallback)
+            span.set_attribute("codecompass.rerank.provider", outcome.provider)
+            span.set_attribute("codecompass.rerank.fallback", outcome.fallback)
             if outcome.fallback_reason:
-                span.set_attribute("rerank.fallback_reason", outcome.fallback_reason)
+                span.set_attribute("codecompass.rerank.fallback_reason", outcome.fallback_reason)
         log.debug("reranked", extra={"documents": len(query.candidates), "provider": outcome.provider,
                                      "fallback_reason": outcome.fallback_reason,
                                      "ms": round((time.monotonic() - started) * 1000, 1)})

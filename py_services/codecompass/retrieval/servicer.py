@@ -6,19 +6,24 @@ import threading
 from collections.abc import Iterator
 
 import grpc
+from opentelemetry import trace
 
 from codecompass.clients.embedding import EmbeddingFailed
 from codecompass.clients.errors import UPSTREAM_KEY
+from codecompass.common.telemetry import tracer
 from codecompass.retrieval import convert
 from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.shard import ShardFailed
 from codecompass.retrieval.state import (
     AnalysisFailed,
     DependencyUnavailable,
+    HubOutcome,
     IndexNotFound,
     InvalidQuery,
     InvalidWorkspace,
     RetrievalError,
+    SearchOutcome,
+    SyncOutcome,
     WorkspaceNotFound,
     WrongRole,
 )
@@ -55,9 +60,37 @@ def _abort(context: grpc.ServicerContext, exc: Exception) -> None:
     raise exc
 
 
+def _record_search(span: trace.Span, outcome: SearchOutcome) -> None:
+    """What the first stage found and how: the numbers a slow or empty answer is explained by."""
+    meta = outcome.metadata
+    span.set_attribute("codecompass.retrieval.results", len(outcome.results))
+    span.set_attribute("codecompass.retrieval.candidates", meta.total_candidates)
+    span.set_attribute("codecompass.retrieval.chunks", meta.total_chunks)
+    span.set_attribute("codecompass.retrieval.semantic_ratio", meta.semantic_ratio_used)
+    span.set_attribute("codecompass.retrieval.vector_channels", list(meta.vector_channels))
+    span.set_attribute("codecompass.retrieval.confidence", meta.confidence)
+    span.set_attribute("codecompass.retrieval.indexing_status", meta.indexing_status.value)
+    span.set_attribute("codecompass.retrieval.completeness", meta.result_completeness.value)
+    span.set_attribute("codecompass.retrieval.embedding_model", meta.embedding_model_id)
+    if meta.semantic_skipped_reason:
+        span.set_attribute("codecompass.retrieval.semantic_skipped_reason", meta.semantic_skipped_reason)
+
+
+def _record_sync(span: trace.Span, outcome: SyncOutcome) -> None:
+    span.set_attribute("codecompass.retrieval.freshness_status", outcome.freshness_status.value)
+    span.set_attribute("codecompass.retrieval.sync_finished", outcome.finished)
+    span.set_attribute("codecompass.retrieval.pending_files", outcome.pending_count)
+
+
+def _record_hubs(span: trace.Span, seeds: int, outcome: HubOutcome) -> None:
+    span.set_attribute("codecompass.retrieval.seeds", seeds)
+    span.set_attribute("codecompass.retrieval.hubs", len(outcome.hubs))
+
+
 class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
     def __init__(self, engine: RetrievalEngine) -> None:
         self._engine = engine
+        self._tracer = tracer("codecompass.retrieval")
 
     def IndexWorkspace(
         self, request: retrieval_pb2.IndexWorkspaceRequest, context: grpc.ServicerContext
@@ -82,10 +115,12 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             query = convert.search_query_from_proto(request)
         except ValueError as exc:  # filters that cannot be honoured: bad glob, unknown enum value
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid request: {exc}")
-        try:
-            outcome = self._engine.search(query)
-        except RetrievalError as exc:
-            _abort(context, exc)
+        with self._tracer.start_as_current_span("retrieval.search") as span:
+            try:
+                outcome = self._engine.search(query)
+            except RetrievalError as exc:
+                _abort(context, exc)
+            _record_search(span, outcome)
         return convert.search_outcome_to_proto(outcome, query.view)
 
     def Sync(self, request: retrieval_pb2.SyncRequest, context: grpc.ServicerContext) -> retrieval_pb2.SyncResponse:
@@ -96,11 +131,13 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             # call fail with DEADLINE_EXCEEDED and lose what it would have said.
             cap = max(remaining - _DEADLINE_MARGIN_S, 0.0)
             budget_s = cap if budget_s is None else min(budget_s, cap)
-        try:
-            outcome = self._engine.sync(request.workspace_root, budget_s, force=request.force,
-                                        workspace_id=request.workspace_id)
-        except RetrievalError as exc:
-            _abort(context, exc)
+        with self._tracer.start_as_current_span("retrieval.sync") as span:
+            try:
+                outcome = self._engine.sync(request.workspace_root, budget_s, force=request.force,
+                                            workspace_id=request.workspace_id)
+            except RetrievalError as exc:
+                _abort(context, exc)
+            _record_sync(span, outcome)
         return convert.sync_outcome_to_proto(outcome)
 
     def FindHubs(
@@ -110,10 +147,12 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             query = convert.hub_query_from_proto(request)
         except ValueError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid request: {exc}")
-        try:
-            outcome = self._engine.find_hubs(query)
-        except RetrievalError as exc:
-            _abort(context, exc)
+        with self._tracer.start_as_current_span("retrieval.find_hubs") as span:
+            try:
+                outcome = self._engine.find_hubs(query)
+            except RetrievalError as exc:
+                _abort(context, exc)
+            _record_hubs(span, len(query.seeds), outcome)
         return convert.hub_outcome_to_proto(outcome, query.view)
 
     def GetIndexStatus(

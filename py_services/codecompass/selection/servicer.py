@@ -58,13 +58,18 @@ class SelectionServicer(selection_pb2_grpc.SelectionServiceServicer):
         if problem is not None:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         with self._tracer.start_as_current_span("selection.select") as span:
-            span.set_attribute("selection.candidates", len(query.candidates))
+            span.set_attribute("codecompass.selection.candidates", len(query.candidates))
             outcome = self._engine.select(query)
-            span.set_attribute("selection.results", len(outcome.results))
-            span.set_attribute("selection.total_tokens", outcome.total_tokens)
-            span.set_attribute("selection.render_fallback", outcome.render_fallback)
+            span.set_attribute("codecompass.selection.results", len(outcome.results))
+            span.set_attribute("codecompass.selection.total_tokens", outcome.total_tokens)
+            span.set_attribute("codecompass.selection.max_tokens", outcome.max_tokens)
+            # What the gate and the budget dropped, and the children folded into a parent.
+            span.set_attribute("codecompass.selection.below_relevance", outcome.below_relevance)
+            span.set_attribute("codecompass.selection.over_budget", outcome.over_budget)
+            span.set_attribute("codecompass.selection.merged", outcome.merged)
+            span.set_attribute("codecompass.selection.render_fallback", outcome.render_fallback)
             if outcome.render_fallback_reason:
-                span.set_attribute("selection.render_fallback_reason", outcome.render_fallback_reason)
+                span.set_attribute("codecompass.selection.render_fallback_reason", outcome.render_fallback_reason)
         log.debug("selected", extra={"candidates": len(query.candidates), "results": len(outcome.results),
                                      "below_relevance": outcome.below_relevance, "over_budget": outcome.over_budget,
                                      "merged": outcome.merged, "total_tokens": outcome.total_tokens,

@@ -23,7 +23,8 @@ Who runs the workers (`retrieval.shard_runner`):
   (CODECOMPASS_RETRIEVAL_DB_URI, credentials in CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS) and the
   workspace id: `python -m codecompass.retrieval.shard work --workspace-id ID` finds the index by
   the id's key (location.py), waits for an open plan (`--plan-wait-s`: the Job may start before
-  the writer has scanned), runs shard $JOB_COMPLETION_INDEX, and delivers. Kubernetes:
+  the writer has scanned), runs shard $JOB_COMPLETION_INDEX, and delivers. Its analysis service
+  must see the workspace at the writer's path (the plan's root), as with local workers. Kubernetes:
 
       codecompass index --workers N PATH        # against the writer (or the CronJob running it)
       kubectl create job --from=cronjob/<shard workers> <name>   # or apply the Indexed Job,
@@ -33,10 +34,11 @@ Who runs the workers (`retrieval.shard_runner`):
   open plan. A plan ends committed, timed out (a shard never reported: the error names how many
   did and how to start the Job), cancelled (its caller went away, the writer stopped) or failed,
   and stays on the board, ended, until the next: a worker that finds it ended, or whose plan ended
-  while it worked, writes nothing. Exit codes, for the Job's retries (backoffLimitPerIndex) and
-  podFailurePolicy: 0 delivered, or nothing to do (the plan was committed without this worker);
-  1 failed, worth a retry (a dependency down, no plan posted in time, the plan ended uncommitted);
-  2 not worth one (bad arguments, settings or plan).
+  while it worked, writes nothing. (A writer killed while it waited leaves its plan open: pods may
+  still deliver to it, unread, until the next post replaces it.) Exit codes, for the Job's retries
+  (backoffLimitPerIndex) and podFailurePolicy: 0 delivered, or nothing to do (the plan was
+  committed without this worker); 1 failed, worth a retry (a dependency down, no plan posted in
+  time, the plan ended uncommitted); 2 not worth one (bad arguments, settings or plan).
 
 The shape:
 1. The writer scans the workspace and opens the index (the tables exist from then on), then
@@ -45,8 +47,8 @@ The shape:
    they may hold credentials, so workers read them from their environment
    (CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS), as the services do.
 2. Each worker (`python -m codecompass.retrieval.shard work --plan PLAN.json --shard I`, or
-   `--workspace-id ID` to find the plan in the index) chunks its files through the analysis service, computes static vectors (and primary ones when the
-   plan says so), writes its rows as uncommitted fragments (`ChunkStore.stage`) in bounded
+   `--workspace-id ID` to find the plan in the index) chunks its files through the analysis
+   service, computes static vectors (and primary ones when the plan says so), writes its rows as uncommitted fragments (`ChunkStore.stage`) in bounded
    batches, and hands its `ShardResult` (fragment metadata and catalog entries) to the writer as
    a row of the index's `shard_results` table, so no disk is shared: a worker needs only the
    index URI, whether a local folder or `s3://`.

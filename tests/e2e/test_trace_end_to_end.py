@@ -20,6 +20,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tests.deploy.test_trace_attributes import README, documented_keys
 from tests.fixtures.otlp_receiver import OtlpReceiver, ReceivedSpan
 
 from codecompass.clients.retrieval import RetrievalClient
@@ -192,6 +193,39 @@ def test_one_semantic_search_is_one_trace_across_every_service(
     assert pipeline.parent_span_id == tool.span_id
     stages = {s.name for s in trace if s.parent_span_id == pipeline.span_id}
     assert {"pipeline.sync", "pipeline.retrieve", "pipeline.rerank", "pipeline.select"} <= stages
+
+    # Each stage's own span carries the numbers that explain it (README: Span attributes), and
+    # they agree with each other and with the answer.
+    own = {(s.service, s.name): s.attributes for s in trace if s.kind != "client"}
+    answer_side = pipeline.attributes
+    assert (answer_side["codecompass.freshness_status"], answer_side["codecompass.query_intent"],
+            answer_side["codecompass.semantic_mode"], answer_side["codecompass.rerank_provider"],
+            answer_side["codecompass.rerank_fallback_reason"]) == (
+        "fresh", "natural_language", "hybrid", "local", "external_provider_blocked")
+    assert answer_side["codecompass.results"] == len(result.structured_content["results"]) > 0
+    synced = own[(RETRIEVAL, "retrieval.sync")]
+    assert (synced["codecompass.retrieval.freshness_status"], synced["codecompass.retrieval.sync_finished"],
+            synced["codecompass.retrieval.pending_files"]) == ("fresh", True, 0)
+    searched = own[(RETRIEVAL, "retrieval.search")]
+    assert searched["codecompass.retrieval.candidates"] >= searched["codecompass.retrieval.results"] > 0
+    assert searched["codecompass.retrieval.chunks"] > 0 and searched["codecompass.retrieval.semantic_ratio"] > 0
+    assert (searched["codecompass.retrieval.indexing_status"], searched["codecompass.retrieval.embedding_model"]) == (
+        "ready", meta["embedding_model_id"])
+    assert answer_side["codecompass.candidates"] == searched["codecompass.retrieval.results"]
+    embedded = own[(EMBEDDING, "embedding.embed")]
+    assert (embedded["codecompass.embedding.texts"], embedded["codecompass.embedding.input_type"]) == (1, "query")
+    reranked = own[(RERANK, "rerank.rerank")]
+    assert (reranked["codecompass.rerank.provider"], reranked["codecompass.rerank.fallback_reason"]) == (
+        "local", "external_provider_blocked") and reranked["codecompass.rerank.documents"] > 0
+    selected = own[(SELECTION, "selection.select")]
+    assert selected["codecompass.selection.results"] == answer_side["codecompass.results"]
+    assert selected["codecompass.selection.total_tokens"] == answer_side["codecompass.total_tokens"] > 0
+    rendered = own[(ANALYSIS, "codecompass.v1.CodeAnalysisService/RenderSymbols")]
+    assert rendered["codecompass.render.symbols"] == rendered["codecompass.render.requested"] > 0
+    assert own[(ANALYSIS, "codecompass.v1.CodeAnalysisService/ScanWorkspace")]["codecompass.files"] > 0
+    # What the sources say is documented is what the services really send (test_trace_attributes).
+    sent = {key for s in trace for key in s.attributes if key.startswith("codecompass.")}
+    assert sent <= set(documented_keys(README.read_text(encoding="utf-8"))), sent
 
     # No hop of the call started a trace of its own.
     strays = [(s.service, s.name, s.kind) for s in spans

@@ -89,10 +89,14 @@ class BackgroundIndexer:
     """Starts indexing a workspace that is not indexed, once per workspace, without waiting on it:
     `IndexWorkspace(wait_for_embeddings=False)` writes the lexical index first and returns, while
     embeddings continue in the retrieval service. A search may wait a bounded time for that
-    lexical index (`wait_lexical`); the handshake never waits for anything."""
+    lexical index (`wait_lexical`); the handshake never waits for anything.
 
-    def __init__(self, retrieval: RetrievalClient, timeout_s: float) -> None:
+    Where the retrieval roles run apart (INDEXER_ADDR), the status is read from `retrieval` (a
+    searcher: the writer refuses reads) and IndexWorkspace goes to `writer`."""
+
+    def __init__(self, retrieval: RetrievalClient, timeout_s: float, writer: RetrievalClient | None = None) -> None:
         self._retrieval = retrieval
+        self._writer = writer or retrieval
         self._timeout_s = timeout_s
         self._closed = threading.Event()
         self._lock = threading.Lock()
@@ -155,7 +159,7 @@ class BackgroundIndexer:
                 return
             started = time.monotonic()
             self._set(key, "indexing (started by this gateway)")
-            for _progress in self._retrieval.index(key, wait_for_embeddings=False, timeout_s=self._timeout_s):
+            for _progress in self._writer.index(key, wait_for_embeddings=False, timeout_s=self._timeout_s):
                 pass
             self._set(key, f"lexical index written in {time.monotonic() - started:.1f}s; "
                            "embeddings continue in the retrieval service")
@@ -194,10 +198,10 @@ class Gateway:
         retrieval = RetrievalClient(address_for(names.RETRIEVAL, settings.retrieval_addr, locate))
         pipeline = Pipeline(settings, locate)
         # Indexing goes to the index writer: the pipeline's client for it when the roles run apart.
-        writer = pipeline.indexer if settings.indexer_addr else retrieval
+        writer = pipeline.indexer if settings.indexer_addr else None
         return cls(settings=settings, workspace=workspace, pipeline=pipeline, retrieval=retrieval,
                    analysis=AnalysisClient(address_for(names.ANALYSIS, settings.analysis_addr, locate)),
-                   indexer=BackgroundIndexer(writer, settings.long_rpc_timeout_s))
+                   indexer=BackgroundIndexer(retrieval, settings.long_rpc_timeout_s, writer))
 
     def close(self) -> None:
         self.pipeline.close()

@@ -314,3 +314,22 @@ def test_a_stream_cut_by_the_server_stopping_is_no_failure(tmp_path: Path, caplo
     assert indexer.wait_lexical(tmp_path, 5)
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
     assert "stopped following indexing: the server is stopping; the retrieval service goes on" in caplog.messages
+
+
+def test_with_the_roles_apart_the_status_is_read_from_a_searcher_and_indexing_goes_to_the_writer(
+        tmp_path: Path) -> None:
+    from codecompass_gateway.server import BackgroundIndexer
+
+    from codecompass.clients.errors import FAILED, ServiceError
+
+    class _Writer(_FakeRetrieval):
+        def status(self, workspace: str, timeout_s: float):
+            raise ServiceError("retrieval", "indexer:50053", FAILED,
+                               "GetIndexStatus goes to a searcher; this retrieval server is the index writer")
+
+    searcher, writer = _FakeRetrieval("not_indexed"), _Writer("not_indexed")
+    indexer = BackgroundIndexer(searcher, timeout_s=10, writer=writer)  # type: ignore[arg-type]
+    indexer.ensure(tmp_path)
+    assert indexer.wait_lexical(tmp_path, 5)
+    assert (writer.indexed, searcher.indexed) == ([str(tmp_path)], [])
+    assert "lexical index written" in indexer.describe(tmp_path)

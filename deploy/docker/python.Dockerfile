@@ -46,12 +46,13 @@ COPY models/code_small/model models/code_small/model
 COPY models/code_static/model models/code_static/model
 COPY models/ranker/model.txt models/ranker/model.scale.json models/ranker/
 # The `minilm` profile's ONNX export, made now as `make setup` makes it (torch traces it once),
-# into XDG_CACHE_HOME where the service looks; the exporter writes it owner-only (a temp file
-# renamed), so it is opened to all here, for the unprivileged user the services run as. Byte
-# code is compiled now because the containers' root file system is read-only.
+# into XDG_CACHE_HOME where the service looks. Everything is then opened to all readers, for the
+# unprivileged user the services run as: COPY keeps the modes of the checkout it copies (a model
+# a training run wrote owner-only stays so), and the exporter writes owner-only too (a temp file
+# renamed). Byte code is compiled now because the containers' root file system is read-only.
 RUN python -m codecompass.embedding.minilm_onnx \
-    && chmod -R a+rX /opt/codecompass \
-    && python -m compileall -q py_services/codecompass gateway_mcp/codecompass_gateway gateway_mcp/codecompass_cli
+    && python -m compileall -q py_services/codecompass gateway_mcp/codecompass_gateway gateway_mcp/codecompass_cli \
+    && chmod -R a+rX /opt/codecompass /app
 
 FROM ${PYTHON_IMAGE} AS runtime
 ARG PYTHON_IMAGE

@@ -145,10 +145,13 @@ def test_the_python_image_bakes_in_the_models_the_services_load_by_default() -> 
         relative = path.relative_to(CHECKOUT_ROOT).as_posix()
         assert relative in copied, f"{what}: {relative} is not copied into the image"
         assert path.exists()
-    # The minilm profile's export is made at build, where the service looks for it, and opened to
-    # the unprivileged user (the exporter writes it owner-only).
-    runs = " ".join(i["value"] for i in instructions(PYTHON_DOCKERFILE) if i["instruction"] == "RUN")
-    assert "python -m codecompass.embedding.minilm_onnx" in runs and "chmod -R a+rX /opt/codecompass" in runs
+    # The minilm profile's export is made at build, where the service looks for it, and it, the
+    # models and the sources are opened to the unprivileged user (the exporter writes owner-only,
+    # and COPY keeps a checkout's modes: this one's code-static weights are owner-only).
+    build, _runtime = stages(PYTHON_DOCKERFILE)
+    runs = [i["value"] for i in build if i["instruction"] == "RUN"]
+    assert "python -m codecompass.embedding.minilm_onnx" in runs[-1]
+    assert runs[-1].endswith("chmod -R a+rX /opt/codecompass /app")
     assert parser(PYTHON_DOCKERFILE).envs["XDG_CACHE_HOME"] == "/opt/codecompass/cache"
     assert parser(PYTHON_DOCKERFILE).envs["HF_HUB_OFFLINE"] == "1"
 

@@ -1053,6 +1053,158 @@ def render_store_speed(doc: dict[str, Any]) -> str:
     ])
 
 
+
+# --- Load and failure drills ------------------------------------------------------------------
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f}"
+
+
+def _latency(summary: dict[str, Any] | None) -> str:
+    if not summary:
+        return "–"
+    return f"{_ms(summary['p50_ms'])} / {_ms(summary['p95_ms'])} / {_ms(summary['p99_ms'])}"
+
+
+def _cpu_shares(cpu: dict[str, float], top: int = 4) -> str:
+    """The services that took the most CPU during a level, as shares of what all of them took."""
+    total = sum(cpu.values()) or 1.0
+    ranked = sorted(cpu.items(), key=lambda kv: -kv[1])[:top]
+    return ", ".join(f"{name} {seconds / total:.0%}" for name, seconds in ranked)
+
+
+def _load_row(label: str, row: dict[str, Any]) -> tuple[str, ...]:
+    s = row["summary"]
+    everything = s["all"]
+    errors = " / ".join(str(s[k]["errors"]) for k in ("mcp", "grpc_search") if k in s)
+    return (label, f"{row['mcp_clients']} + {row['grpc_clients']}", f"{everything['calls']:,}",
+            f"{everything['errors']} ({errors})", f"{everything['throughput_per_s']:.1f}", _latency(everything),
+            _latency(s.get("mcp")), _latency(s.get("grpc_search")),
+            f"{sum(row['cpu_s'].values()) / row['wall_s']:.2f}", _cpu_shares(row["cpu_s"]),
+            "/".join(f"{x:g}" for x in row["load_avg_after"]))
+
+
+def render_load(doc: dict[str, Any]) -> str:
+    ws, dep, settings = doc["workspace"], doc["deployment"], doc["settings"]
+    header = ("Clients", "MCP + gRPC", "Calls", "Errors (MCP / gRPC)", "Answers/s", "All ms p50 / p95 / p99",
+              "MCP ms p50 / p95 / p99", "gRPC ms p50 / p95 / p99", "Cores busy", "CPU by service", "Load after")
+    rows = [_load_row(str(r["clients"]), r) for r in doc["sweep"]]
+    parts = [provenance(doc), "",
+             (f"`{ws['name']}` ({ws['files']:,} files, {ws['lines']:,} lines, {ws['chunks']:,} chunks, "
+              f"{ws['embedding_model']}) on {settings['cores']} cores: {', '.join(dep['processes'])}, each its own "
+              f"process on loopback over one index root; gRPC servers {dep['grpc_server_threads']} threads each. "
+              f"Closed-loop clients (no pause between calls), {settings['grpc_share']:.0%} of each level on gRPC "
+              f"(`RetrievalClient.search` over the searchers' address list), the rest MCP over streamable HTTP "
+              f"with the bearer token (`semantic_search` and `search_code` in turn); {settings['queries']} queries; "
+              f"load average {'/'.join(f'{x:g}' for x in doc['load_avg_at_start'])} at the start. Latency counts "
+              "every call; answers/s counts calls answered without error.")]
+    if rows:
+        parts += ["", f"Sweep, {settings['level_s']:.0f} s per level:", "", md_table(header, rows)]
+    if doc.get("knee"):
+        k = doc["knee"]
+        parts += ["", (f"Knee: **{k['clients']} clients**, the fewest that reach {settings['knee_share']:.0%} of the "
+                       f"best throughput ({k['throughput_per_s']:.1f} of {k['best_throughput_per_s']:.1f} answers/s, "
+                       f"p95 {_ms(k['p95_ms'])} ms); more clients only queue.")]
+    target = doc.get("target")
+    if target:
+        everything = target["summary"]["all"]
+        verdict = "met" if target["met"] else "**missed**"
+        parts += ["", (f"Target, {target['clients']} clients for {target['seconds']:.0f} s: "
+                       f"{everything['errors']} errors, p95 **{_ms(everything['p95_ms'])} ms** (goal: 0 errors, "
+                       f"p95 ≤ {target['goal']['p95_ms']:,.0f} ms): {verdict}."), "",
+                  md_table(header, [_load_row(str(target["clients"]), target)])]
+    return "\n".join(parts)
+
+
+
+def _errors(phases: dict[str, Any], names: Sequence[str]) -> str:
+    return " / ".join(f"{phases[n]['errors']} of {phases[n]['calls']}" for n in names)
+
+
+def _tracebacks(r: dict[str, Any]) -> str:
+    logged = r.get("log_tracebacks") or {}
+    return ("; tracebacks in logs: " + ", ".join(f"{k} {v}" for k, v in logged.items())) if logged else ""
+
+
+def _drill_searcher(r: dict[str, Any]) -> tuple[str, str, str]:
+    flying = r["in_flight_at_kill"]
+    return ("searcher SIGKILLed under load",
+            (f"1 of 2 searchers killed at {r['kill_at_s']:g} s of {r['seconds']:g} s, {r['clients']['mcp']} MCP + "
+             f"{r['clients']['grpc']} gRPC clients"),
+            (f"errors before / after: {_errors(r, ('before', 'after'))}; calls in flight at the kill: "
+             f"{flying['calls']}, {flying['errors']} errors, slowest {flying['slowest_ms']:,.0f} ms; p95 over the run "
+             f"{r['summary']['p95_ms']:,.0f} ms{_tracebacks(r)}"))
+
+
+def _drill_embedding(r: dict[str, Any]) -> tuple[str, str, str]:
+    kinds = "; ".join(f"`{kind}` {k['flagged']} of {k['answered']} flagged"
+                      + (f" ({k['flags'].get('semantic_skipped_reason=lexical_short_circuit', 0)} name-shaped, "
+                         "never embedded)" if k["flags"].get("semantic_skipped_reason=lexical_short_circuit") else "")
+                      for kind, k in r["down"]["by_kind"].items())
+    recovered = "never" if r["recovered_after_s"] is None else f"{r['recovered_after_s']:g} s"
+    return ("embedding SIGKILLed under load, then restarted",
+            (f"killed at {r['kill_at_s']:g} s, restarted at {r['restart_at_s']:g} s (serving at "
+             f"{r['serving_again_s']:g} s), {r['clients']['mcp']} MCP + {r['clients']['grpc']} gRPC clients"),
+            (f"errors before / down / after: {_errors(r, ('before', 'down', 'after'))}; while down: {kinds}; "
+             f"answers unflagged {recovered} after the restart{_tracebacks(r)}"))
+
+
+def _drill_writer(r: dict[str, Any]) -> tuple[str, str, str]:
+    rows = r["rows"]
+    totals = " and ".join(f"{t:,}" for t in r["searches"]["totals_seen"])
+    return ("writer SIGKILLed mid-sync",
+            (f"edit of {r['modules']} generated modules synced; writer killed at its first report past the scan "
+             f"({r['killed_in_phase']}), restarted, edit indexed again; {r['clients']['grpc']} gRPC clients throughout"),
+            (f"searches: {r['searches']['errors']} errors of {r['searches']['calls']}, chunk counts seen {totals} "
+             f"(old {rows['old']:,}, new {rows['clean']:,}); rows after the kill {rows['after_kill']:,}; the restarted "
+             f"writer finished in {r['restarted_writer_finished_s']:g} s: {rows['after_restart']:,} rows, "
+             f"{'identical to' if rows['equal_to_clean'] else '**different from**'} a clean index's "
+             f"{rows['clean']:,}, {rows['duplicate_ids']} duplicate ids{_tracebacks(r)}"))
+
+
+def _sync_text(sync: dict[str, Any]) -> str:
+    said = f": `{_cell(sync['error'])}`" if sync["error"] else ""
+    return f"{sync['status']} after {sync['seconds']:g} s{said}"
+
+
+def _drill_store(r: dict[str, Any]) -> tuple[str, str, str]:
+    rows, searches = r["rows"], r["searches"]
+    how = ("refusing connections (a relay in front of moto closed)" if r["mode"] == "refused"
+           else "hung (moto frozen by SIGSTOP)")
+    return (f"object store {r['mode']}",
+            (f"the S3 endpoint {how} for {r['outage_s']:g} s under the writer, 2 searchers and "
+             f"{r['clients']['grpc']} gRPC clients; a file changed meanwhile"),
+            (f"searches, errors before / down / after: {_errors(searches, ('before', 'down', 'after'))}; a sync as the "
+             f"gateway sends it (300 ms budget): {_sync_text(r['gateway_sync_while_down'])}; with no budget and a "
+             f"{r['sync_deadline_s']:g} s deadline: {_sync_text(r['sync_while_down'])}; back up, the writer synced "
+             f"again after {r['writer_recovered_after_s']:g} s, no restart; rows {rows['before']:,} → "
+             f"{rows['after_recovery']:,} (old rows {'intact' if rows['old_rows_intact'] else '**changed**'}, "
+             f"+{rows['added_by_the_outage_sync']} = the changed file), next sync → {rows['after_next_sync']:,}, "
+             f"{rows['duplicate_ids']} duplicate ids{_tracebacks(r)}"))
+
+
+DRILL_ROWS: dict[str, Callable[[dict[str, Any]], tuple[str, str, str]]] = {
+    "searcher_killed": _drill_searcher, "embedding_killed": _drill_embedding, "writer_killed": _drill_writer,
+    "store_refused": _drill_store, "store_hung": _drill_store,
+}
+
+
+def render_drills(doc: dict[str, Any]) -> str:
+    rows = []
+    for name, r in doc["drills"].items():
+        drill, fault, measured = DRILL_ROWS[name](r)
+        rows.append((drill, fault, measured, _cell(r["expect"]), "met" if r["met"] else "**missed**"))
+    return "\n".join([
+        provenance(doc), "",
+        (f"Each drill starts its own deployment (every service its own process, one writer, two searchers, "
+         f"{doc['profile']}; the embedding drill {doc['embedding_drill_profile']}) over the sample workspace plus "
+         "generated modules, puts closed-loop clients on it and breaks one part; times are seconds since the clients "
+         "started:"), "",
+        md_table(("Drill", "Fault", "Measured", "Expected", "Result"), rows),
+    ])
+
+
 # --- MCP tool calls ------------------------------------------------------------------------------
 
 
@@ -1154,6 +1306,8 @@ SECTIONS: dict[str, Section] = {
     "pipeline-speed": Section("pipeline-speed", render_pipeline_speed),
     "shard-speed": Section("shard-speed", render_shard_speed),
     "store-speed": Section("store-speed", render_store_speed),
+    "load": Section("load", render_load),
+    "drills": Section("drills", render_drills),
     "badinput": Section("badinput", render_badinput),
 }
 

@@ -23,7 +23,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
-	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-shard-speed bench-store-speed bench-health bench-mcp bench-badinput \
+	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-shard-speed bench-store-speed bench-health bench-mcp bench-badinput bench-load bench-drills \
 	code-static code-small corpus ranker traces traces-down traces-screenshot
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
@@ -161,6 +161,17 @@ bench-shard-speed: bench-corpus
 
 bench-store-speed: bench-corpus
 	$(VENV)/bin/python -m bench.speed.run_store_speed
+	$(VENV)/bin/python -m bench.report
+
+# Load on every service run apart (one writer, two searchers, the gateway over HTTP with its token):
+# a concurrency sweep and the 50-client target run on ws-300k, about 6 minutes (bench/load.py).
+bench-load: bench-corpus
+	$(VENV)/bin/python -m bench.load
+	$(VENV)/bin/python -m bench.report
+
+# Failure drills: a searcher, the embedding service and the writer killed, the object store down.
+bench-drills: setup
+	$(VENV)/bin/python -m bench.drills
 	$(VENV)/bin/python -m bench.report
 
 # MCP tool-call latency on ws-300k and cold start of `codecompass mcp`.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import threading
@@ -56,12 +55,6 @@ def http_server() -> Iterator[str]:
         server.server_close()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_check_reports_each_status_the_server_sets(grpc_server) -> None:
     address, servicer = grpc_server
     servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
@@ -72,8 +65,8 @@ def test_check_reports_each_status_the_server_sets(grpc_server) -> None:
     assert unknown.status == health.SERVICE_UNKNOWN and "codecompass.v1.Nothing" in unknown.detail
 
 
-def test_check_of_a_port_nobody_listens_on_is_unreachable_with_the_reason() -> None:
-    result = health.check(f"127.0.0.1:{_free_port()}", timeout_s=1.0)
+def test_check_of_a_port_nobody_listens_on_is_unreachable_with_the_reason(free_port: int) -> None:
+    result = health.check(f"127.0.0.1:{free_port}", timeout_s=1.0)
     assert result.status == health.UNREACHABLE
     assert result.detail.startswith(("UNAVAILABLE", "DEADLINE_EXCEEDED"))
 
@@ -90,11 +83,11 @@ def test_main_exits_0_only_when_serving_and_says_why_in_one_line(grpc_server, ca
     assert capsys.readouterr().err.count("\n") == 1
 
 
-def test_main_asks_a_url_with_a_get(http_server, capsys) -> None:
+def test_main_asks_a_url_with_a_get(http_server, free_port: int, capsys) -> None:
     assert health.main([f"{http_server}/healthz"]) == 0
     assert health.main([f"{http_server}/elsewhere"]) == 1
     assert capsys.readouterr().err == f"{http_server}/elsewhere: NOT_SERVING (HTTP 404)\n"
-    assert health.main([f"http://127.0.0.1:{_free_port()}/healthz", "--timeout", "1"]) == 1
+    assert health.main([f"http://127.0.0.1:{free_port}/healthz", "--timeout", "1"]) == 1
     assert "UNREACHABLE" in capsys.readouterr().err
 
 

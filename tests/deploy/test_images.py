@@ -193,6 +193,9 @@ def test_the_python_image_exposes_the_contract_ports_and_sets_only_real_settings
     assert exposed == {contract.default_port(s) for s in python_backends} | {contract.gateway_port()}
     for variable in parser(PYTHON_DOCKERFILE).envs:
         assert variable in contract.python_env() | set(contract.THIRD_PARTY_ENV) | set(PROCESS_ENV), variable
+    # The contract's state dir (compose mounts its volumes there) and a bind reachable from outside.
+    envs = parser(PYTHON_DOCKERFILE).envs
+    assert (envs["CODECOMPASS_STATE_DIR"], envs["CODECOMPASS_BIND_HOST"]) == ("/var/lib/codecompass", "0.0.0.0")
     assert final(PYTHON_DOCKERFILE, "HEALTHCHECK") == []
 
 
@@ -207,3 +210,4 @@ def test_the_analysis_image_runs_main_and_checks_its_own_port() -> None:
         assert (contract.NODE_DIR / "dist" / "src" / script).is_file()
     for variable in parser(ANALYSIS_DOCKERFILE).envs:
         assert variable in contract.node_env() | set(contract.THIRD_PARTY_ENV), variable
+    assert parser(ANALYSIS_DOCKERFILE).envs["CODECOMPASS_BIND_HOST"] == "0.0.0.0"

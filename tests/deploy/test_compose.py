@@ -187,7 +187,7 @@ def test_every_service_is_hardened() -> None:
 def test_workspaces_are_one_read_only_folder_at_the_same_path_and_the_index_has_one_writer() -> None:
     for name, service in services().items():
         binds = [v for v in service.get("volumes", []) if isinstance(v, dict) and v["type"] == "bind"]
-        expected = name in (names.ANALYSIS, names.INDEXER, names.GATEWAY)
+        expected = name in (names.ANALYSIS, names.INDEXER, names.RETRIEVAL, names.GATEWAY)
         assert [(b["target"], b["read_only"]) for b in binds] == ([(WORKSPACES, True)] if expected else []), name
     host_folder = env_file()["CODECOMPASS_WORKSPACES_DIR"]
     assert (DEPLOY / host_folder).is_dir()

@@ -27,7 +27,7 @@ import re
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path, PurePosixPath
 
 import numpy as np
@@ -129,11 +129,16 @@ _WORDS = _Words()
 def _words(text: str) -> list[str]:
     out: list[str] = []
     for token in _TOKEN.findall(text):
-        out.append(token.lower())
-        parts = identifier_parts(token)
-        if len(parts) > 1:
-            out.extend(parts)
+        out.extend(_token_words(token))
     return out
+
+
+@lru_cache(maxsize=1 << 16)
+def _token_words(token: str) -> tuple[str, ...]:
+    """A token and, when it splits, its identifier parts: memoised because code repeats its
+    identifiers, and splitting them was a third of the features' time per search."""
+    parts = identifier_parts(token)
+    return (token.lower(), *parts) if len(parts) > 1 else (token.lower(),)
 
 
 def query_terms(shape: QueryShape) -> list[str]:

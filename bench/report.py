@@ -1108,13 +1108,20 @@ def render_load(doc: dict[str, Any]) -> str:
                        f"p95 {_ms(k['p95_ms'])} ms); more clients only queue.")]
     target = doc.get("target")
     if target:
-        everything = target["summary"]["all"]
-        verdict = "met" if target["met"] else "**missed**"
-        parts += ["", (f"Target, {target['clients']} clients for {target['seconds']:.0f} s: "
-                       f"{everything['errors']} errors, p95 **{_ms(everything['p95_ms'])} ms** (goal: 0 errors, "
-                       f"p95 ≤ {target['goal']['p95_ms']:,.0f} ms): {verdict}."), "",
-                  md_table(header, [_load_row(str(target["clients"]), target)])]
+        runs = [target, *doc.get("paced", [])]
+        parts += ["", (f"Target, {target['clients']} clients for {target['seconds']:.0f} s (goal: 0 errors, p95 ≤ "
+                       f"{target['goal']['p95_ms']:,.0f} ms), closed-loop and agent-paced (each client pausing "
+                       "between an answer and its next call, exponential with the mean shown): "
+                       + "; ".join(f"{_pacing(r)} p95 **{_ms(r['summary']['all']['p95_ms'])} ms**, "
+                                   f"{r['summary']['all']['errors']} errors: {'met' if r['met'] else '**missed**'}"
+                                   for r in runs) + "."), "",
+                  md_table(header, [_load_row(f"{r['clients']}, {_pacing(r)}", r) for r in runs])]
     return "\n".join(parts)
+
+
+def _pacing(row: dict[str, Any]) -> str:
+    think = row.get("think_s") or 0
+    return f"pause {think:g} s" if think else "no pause"
 
 
 

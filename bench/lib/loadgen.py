@@ -7,8 +7,10 @@ Two kinds of client, each in its own process so that neither's Python stalls the
 - gRPC clients: `RetrievalClient.search` on the searchers' address list (the gateway's
   retrieve stage alone, as another service would call it), one channel each.
 
-Clients are closed-loop: each sends its next call when the last one answered, with no pause,
-so N clients keep at most N calls in flight and the load is the most they can get through. A
+Clients are closed-loop: each sends its next call when the last one answered, after a pause of
+`think_s` on average (0: none, so N clients keep N calls in flight and the load is the most they
+can get through; else drawn from an exponential distribution, seeded per client, as an agent's
+next tool call waits for its model's next turn). A
 call is an error when it raises, runs past `call_timeout_s`, or is a tool result flagged
 isError. All clients start together (a barrier, after every session and channel is open) and
 stop sending at `duration_s`; calls in flight then finish and are counted, stamped with when
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import random
 import resource
 import threading
 import time
@@ -56,6 +59,15 @@ class LoadPlan:
     # The index a gRPC search names instead of a folder (a searcher needs no copy of the files).
     workspace_id: str = ""
     call_timeout_s: float = 30.0
+    # Mean pause between a client's answer and its next call (exponential); 0: none.
+    think_s: float = 0.0
+
+    def pauses(self, client: int) -> Callable[[], float]:
+        """The client's pauses, seeded by its number so two runs make the same ones."""
+        if self.think_s <= 0:
+            return lambda: 0.0
+        draw = random.Random(client).expovariate
+        return lambda: draw(1.0 / self.think_s)
 
 
 @dataclass(frozen=True)
@@ -158,6 +170,7 @@ def _grpc_driver(plan: LoadPlan, barrier, results) -> None:
     def loop(i: int) -> None:
         release.wait()
         t0, end = clock["t0"], clock["t0"] + plan.duration_s
+        pause = plan.pauses(plan.mcp_clients + i)
         n = 0
         while (now := time.perf_counter()) < end:
             query = SearchQuery(workspace_root="" if plan.workspace_id else plan.workspace,
@@ -172,6 +185,7 @@ def _grpc_driver(plan: LoadPlan, barrier, results) -> None:
             with lock:
                 rows.append(row)
             n += 1
+            time.sleep(min(pause(), max(end - time.perf_counter(), 0.0)))
 
     try:
         threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(plan.grpc_clients)]
@@ -229,6 +243,7 @@ async def _mcp_clients(plan: LoadPlan, barrier) -> list[tuple]:
             all_ready.set()
         await release.wait()
         t0, end = clock["t0"], clock["t0"] + plan.duration_s
+        pause = plan.pauses(i)
         n = 0
         try:
             while (now := time.perf_counter()) < end:
@@ -236,6 +251,7 @@ async def _mcp_clients(plan: LoadPlan, barrier) -> list[tuple]:
                 error, meta = await session.call(tool, _query(plan, i, n))
                 rows.append((tool, i, now - t0, (time.perf_counter() - now) * 1000, error, meta))
                 n += 1
+                await anyio.sleep(min(pause(), max(end - time.perf_counter(), 0.0)))
         finally:
             await session.close()
 

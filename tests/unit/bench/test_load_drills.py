@@ -4,6 +4,7 @@ verdicts, and their README sections."""
 from __future__ import annotations
 
 from bench import drills, load, report
+from bench.lib import loadgen
 from bench.lib.loadgen import GRPC_SEARCH, SEARCH_CODE, Call, summarize
 
 
@@ -104,12 +105,26 @@ def test_the_load_section_shows_the_sweep_the_knee_and_the_target():
            "settings": {"cores": 2, "grpc_share": 0.2, "queries": 200, "level_s": 20.0, "knee_share": 0.9},
            "sweep": [level_row(5), level_row(50)],
            "knee": {"clients": 5, "throughput_per_s": 5.0, "best_throughput_per_s": 5.0, "p95_ms": 900.0},
-           "target": target}
+           "target": target,
+           "paced": [{**target, "think_s": 10.0, "met": False,
+                      "summary": {**target["summary"], "all": {**target["summary"]["all"], "p95_ms": 1200.0}}}]}
     text = report.render_load(doc)
     assert ("| 5 | 4 + 1 | 200 | 0 (0 / 0) | 5.0 | 200 / 900 / 1,500 | 200 / 900 / 1,500 | 200 / 900 / 1,500 | 2.00 "
             "| retrieval-1 38%, retrieval-2 38%, analysis 15%, gateway 10% | 3.5/2/1 |") in text
     assert "Knee: **5 clients**" in text
-    assert "Target, 50 clients for 60 s: 0 errors, p95 **900 ms** (goal: 0 errors, p95 ≤ 1,000 ms): met." in text
+    assert "Target, 50 clients for 60 s (goal: 0 errors, p95 ≤ 1,000 ms)" in text
+    assert "no pause p95 **900 ms**, 0 errors: met; pause 10 s p95 **1,200 ms**, 0 errors: **missed**." in text
+    assert "| 50, pause 10 s |" in text
+
+
+def test_paced_clients_pause_as_drawn_and_closed_loop_ones_never():
+    plan = loadgen.LoadPlan(workspace="/ws", queries=("q",), duration_s=1.0, think_s=4.0)
+    first, again = plan.pauses(3), plan.pauses(3)
+    drawn = [first() for _ in range(2000)]
+    assert drawn[:5] == [again() for _ in range(5)]  # seeded per client: runs repeat
+    assert 3.6 < sum(drawn) / len(drawn) < 4.4 and min(drawn) >= 0
+    closed = loadgen.LoadPlan(workspace="/ws", queries=("q",), duration_s=1.0).pauses(3)
+    assert {closed() for _ in range(10)} == {0.0}
 
 
 def test_the_drills_section_has_a_row_per_drill_with_its_verdict():

@@ -63,7 +63,9 @@ class LoadPlan:
     think_s: float = 0.0
 
     def pauses(self, client: int) -> Callable[[], float]:
-        """The client's pauses, seeded by its number so two runs make the same ones."""
+        """The client's pauses, seeded by its number so two runs make the same ones. A paced client
+        pauses before its first call too: agents do not all start at one instant, and 50 first
+        calls sent together would measure a burst no team makes."""
         if self.think_s <= 0:
             return lambda: 0.0
         draw = random.Random(client).expovariate
@@ -171,6 +173,7 @@ def _grpc_driver(plan: LoadPlan, barrier, results) -> None:
         release.wait()
         t0, end = clock["t0"], clock["t0"] + plan.duration_s
         pause = plan.pauses(plan.mcp_clients + i)
+        time.sleep(min(pause(), plan.duration_s))
         n = 0
         while (now := time.perf_counter()) < end:
             query = SearchQuery(workspace_root="" if plan.workspace_id else plan.workspace,
@@ -246,6 +249,7 @@ async def _mcp_clients(plan: LoadPlan, barrier) -> list[tuple]:
         pause = plan.pauses(i)
         n = 0
         try:
+            await anyio.sleep(min(pause(), plan.duration_s))
             while (now := time.perf_counter()) < end:
                 tool = MCP_TOOLS[(i + n) % len(MCP_TOOLS)]
                 error, meta = await session.call(tool, _query(plan, i, n))

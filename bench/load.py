@@ -21,8 +21,8 @@ call: seconds, not nothing. Closed-loop clients measure capacity; paced ones, wh
 agents would see. Both are reported, and the target is judged on each.
 
 Per level: calls, errors, answered calls per second, p50/p95/p99 per client kind, and the CPU
-seconds each service used (what the cores went to: the bottleneck). The knee is the smallest
-level whose throughput reaches 90% of the sweep's best: past it more clients only queue. Then
+seconds each service used (what the cores went to: the bottleneck). The knee is the fewest
+clients at which the services keep 90% of the cores busy: past it more clients only queue. Then
 the target run, TARGET_CLIENTS clients for TARGET_S: no errors, p95 of every call ≤ 1 s.
 
 The machine's load average is recorded before and after each level: other work on the machine
@@ -82,15 +82,18 @@ def split(clients: int, grpc_share: float) -> tuple[int, int]:
     return clients - grpc, grpc
 
 
-def knee(levels: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The smallest level whose throughput reaches KNEE_SHARE of the best: beyond it, clients
-    added wait in queues instead of adding answers."""
-    if not levels:
+def knee(levels: list[dict[str, Any]], cores: int) -> dict[str, Any] | None:
+    """The fewest clients at which the services keep KNEE_SHARE of the cores busy: from there the
+    CPU is saturated, throughput grows little and every client added waits in a queue. (Judged on
+    the cores, not on throughput near its best: closed-loop throughput creeps up with queue depth,
+    as batches fill, long after the cores are full.)"""
+    busy = [(r, sum(r["cpu_s"].values()) / r["wall_s"]) for r in levels if r["wall_s"]]
+    if not busy:
         return None
-    best = max(row["summary"]["all"]["throughput_per_s"] for row in levels)
-    row = next(r for r in levels if r["summary"]["all"]["throughput_per_s"] >= KNEE_SHARE * best)
+    row, used = next(((r, u) for r, u in busy if u >= KNEE_SHARE * cores), max(busy, key=lambda b: b[1]))
     return {"clients": row["clients"], "throughput_per_s": row["summary"]["all"]["throughput_per_s"],
-            "p95_ms": row["summary"]["all"]["p95_ms"], "best_throughput_per_s": best}
+            "p95_ms": row["summary"]["all"]["p95_ms"], "cores_busy": round(used, 2), "cores": cores,
+            "best_throughput_per_s": max(r["summary"]["all"]["throughput_per_s"] for r in levels)}
 
 
 def judged(row: dict[str, Any]) -> dict[str, Any]:
@@ -224,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_avg_at_start": load_at_start,
         "seconds": round(time.perf_counter() - started, 1),
         "sweep": sweep,
-        "knee": knee(sweep),
+        "knee": knee(sweep, loadgen.cores()),
         "target": target,
         "paced": paced,
     }

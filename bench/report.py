@@ -1103,9 +1103,10 @@ def render_load(doc: dict[str, Any]) -> str:
         parts += ["", f"Sweep, {settings['level_s']:.0f} s per level:", "", md_table(header, rows)]
     if doc.get("knee"):
         k = doc["knee"]
-        parts += ["", (f"Knee: **{k['clients']} clients**, the fewest that reach {settings['knee_share']:.0%} of the "
-                       f"best throughput ({k['throughput_per_s']:.1f} of {k['best_throughput_per_s']:.1f} answers/s, "
-                       f"p95 {_ms(k['p95_ms'])} ms); more clients only queue.")]
+        parts += ["", (f"Knee: **{k['clients']} clients**, the fewest at which the services keep "
+                       f"{settings['knee_share']:.0%} of the {k['cores']} cores busy ({k['cores_busy']:.2f}; "
+                       f"{k['throughput_per_s']:.1f} answers/s, p95 {_ms(k['p95_ms'])} ms); past it throughput grows "
+                       f"little (the sweep's best: {k['best_throughput_per_s']:.1f}/s) and clients queue.")]
     target = doc.get("target")
     if target:
         runs = [target, *doc.get("paced", [])]

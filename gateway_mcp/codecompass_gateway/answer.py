@@ -322,6 +322,9 @@ def search_code_to_dict(answer: PipelineAnswer, *, threshold: float, trace_id: s
             "query_intent_confidence": round(understood.intent_confidence, 4),
             "intent_escalation_hint": understood.escalation_hint,
             "semantic_fallback": meta.semantic_fallback,
+            # Ours: the primary model could not embed the query (its service down, say), so the
+            # semantic channel answered with static vectors alone; not a fallback to lexical.
+            "primary_unavailable_reason": meta.primary_unavailable_reason or None,
             "trace_id": trace_id,
             # Ours, beyond the contract: names typed that the index lacks, and its closest ones.
             "missing_names": list(meta.missing_names),

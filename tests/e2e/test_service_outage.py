@@ -53,12 +53,12 @@ class Stack:
         process.send_signal(signal.SIGKILL)
         assert process.wait(timeout=30) == -signal.SIGKILL
 
-    def search(self, arguments: dict[str, Any]) -> CallToolResult:
+    def search(self, arguments: dict[str, Any], tool: str = "semantic_search") -> CallToolResult:
         stack = {"root": str(self.root), **{f"{k.upper()}_ADDR": v for k, v in self.addr.items()}}
 
         async def run() -> CallToolResult:
             async with Client(gateway_stdio_params(stack), read_timeout_seconds=60) as client:
-                return await client.call_tool("semantic_search", arguments)
+                return await client.call_tool(tool, arguments)
 
         return anyio.run(run)
 
@@ -102,6 +102,9 @@ def test_embedding_down_semantic_search_goes_on_by_static_vectors(stack: Stack) 
     assert meta["vector_channels"] == ["static"] and meta["static_vector_chunks"] == meta["total_chunks"] > 0
     assert (f"The embedding model could not embed the query; semantic: code-static for {meta['total_chunks']} "
             "chunks (all-MiniLM-L6-v2 unavailable: embedding_unavailable).") in _texts(result)
+    # The ranked list says so too: an agent choosing from it can tell the primary model was out.
+    listed = stack.search({"query": QUERY}, tool="search_code").structured_content["metadata"]
+    assert listed["semantic_fallback"] is False and listed["primary_unavailable_reason"] == "embedding_unavailable"
 
 
 @pytest.mark.badinput(case="search with selection down",

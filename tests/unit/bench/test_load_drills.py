@@ -21,16 +21,19 @@ def test_a_summary_counts_every_call_in_latency_and_only_answers_in_throughput()
     assert s["error_samples"] == ["boom"]
 
 
-def test_levels_split_a_fifth_to_grpc_and_the_knee_is_the_first_level_near_the_best():
+def test_levels_split_a_fifth_to_grpc_and_the_knee_is_where_the_cores_fill():
     assert [load.split(n, 0.2) for n in (1, 5, 10, 50)] == [(1, 0), (4, 1), (8, 2), (40, 10)]
 
-    def level(clients: int, throughput: float) -> dict:
-        return {"clients": clients, "summary": {"all": {"throughput_per_s": throughput, "p95_ms": clients * 100.0}}}
+    def level(clients: int, throughput: float, busy: float) -> dict:
+        return {"clients": clients, "wall_s": 10.0, "cpu_s": {"retrieval-1": busy * 6, "gateway": busy * 4},
+                "summary": {"all": {"throughput_per_s": throughput, "p95_ms": clients * 100.0}}}
 
-    sweep = [level(1, 4.0), level(5, 12.0), level(10, 18.5), level(25, 20.0), level(50, 19.0)]
-    assert load.knee(sweep) == {"clients": 10, "throughput_per_s": 18.5, "p95_ms": 1000.0,
-                                "best_throughput_per_s": 20.0}
-    assert load.knee([]) is None
+    sweep = [level(1, 4.0, 1.1), level(5, 12.0, 1.85), level(10, 12.5, 1.9), level(50, 14.0, 1.92)]
+    assert load.knee(sweep, 2) == {"clients": 5, "throughput_per_s": 12.0, "p95_ms": 500.0, "cores_busy": 1.85,
+                                   "cores": 2, "best_throughput_per_s": 14.0}
+    # Never saturated: the busiest level.
+    assert load.knee(sweep[:1], 4)["clients"] == 1
+    assert load.knee([], 2) is None
 
 
 def test_phases_and_calls_in_flight_go_by_start_time():
@@ -104,14 +107,15 @@ def test_the_load_section_shows_the_sweep_the_knee_and_the_target():
            "deployment": {"processes": ["analysis", "gateway"], "grpc_server_threads": 16},
            "settings": {"cores": 2, "grpc_share": 0.2, "queries": 200, "level_s": 20.0, "knee_share": 0.9},
            "sweep": [level_row(5), level_row(50)],
-           "knee": {"clients": 5, "throughput_per_s": 5.0, "best_throughput_per_s": 5.0, "p95_ms": 900.0},
+           "knee": {"clients": 5, "throughput_per_s": 5.0, "best_throughput_per_s": 5.0, "p95_ms": 900.0,
+                    "cores_busy": 1.9, "cores": 2},
            "target": target,
            "paced": [{**target, "think_s": 10.0, "met": False,
                       "summary": {**target["summary"], "all": {**target["summary"]["all"], "p95_ms": 1200.0}}}]}
     text = report.render_load(doc)
     assert ("| 5 | 4 + 1 | 200 | 0 (0 / 0) | 5.0 | 200 / 900 / 1,500 | 200 / 900 / 1,500 | 200 / 900 / 1,500 | 2.00 "
             "| retrieval-1 38%, retrieval-2 38%, analysis 15%, gateway 10% | 3.5/2/1 |") in text
-    assert "Knee: **5 clients**" in text
+    assert "Knee: **5 clients**, the fewest at which the services keep 90% of the 2 cores busy (1.90;" in text
     assert "Target, 50 clients for 60 s (goal: 0 errors, p95 ≤ 1,000 ms)" in text
     assert "no pause p95 **900 ms**, 0 errors: met; pause 10 s p95 **1,200 ms**, 0 errors: **missed**." in text
     assert "| 50, pause 10 s |" in text

@@ -62,5 +62,5 @@ def test_the_object_store_down_then_back_with_no_restart(tmp_path: Path, mode: s
     assert rows["old_rows_intact"] and rows["added_by_the_outage_sync"] == r["module_rows"]
     assert rows["duplicate_ids"] == 0 and rows["searchers_see_last_sync"] and r["sync_after_recovery"]["ok"]
     # The searchers read their local copy of the index: the outage costs them nothing.
-    assert r["searches"]["down"]["errors"] == r["searches"]["after"]["errors"] == 0
+    assert r["searches"]["down"]["errors"] == r["searches"]["after"]["errors"] == 0, r["searches"]
     assert drills.verdict(f"store_{mode}", r)[1]

@@ -8,8 +8,10 @@ manifest per version, so a copy is exact and cheap to keep current: copy the fil
 yet, and nothing else ever changes.
 
 Consistency: a refresh copies data, deletion and index files before the manifests that name
-them, and the chunk tables before the catalog whose manifest rows say which table is current,
-so the local reader (which reads the newest local manifest) always sees one whole version that
+them; the source texts' manifests before the chunk tables' (the writer commits texts before the
+chunks that name them, and a searcher moves its chunks before its texts, so it never reads a
+chunk whose text it cannot find); and the chunk tables before the catalog whose manifest rows say
+which table is current, so the local reader (which reads the newest local manifest) always sees one whole version that
 the writer committed, never a manifest whose files are missing. Files the writer's maintenance
 deleted upstream are deleted here one refresh later, so a query on the previous version finishes.
 
@@ -30,6 +32,7 @@ import pyarrow.fs as pafs
 
 from codecompass.common.logging import get_logger
 from codecompass.retrieval.catalog import CATALOG_TABLE
+from codecompass.retrieval.schema import SOURCES_PREFIX
 
 _log = get_logger(__name__)
 
@@ -115,9 +118,10 @@ def _same_size(path: Path, size: int) -> bool:
         return False
 
 
-def _copy_order(rel: str) -> tuple[bool, int, str]:
+def _copy_order(rel: str) -> tuple[bool, int, bool, str]:
     """Chunk and source tables before the catalog; in each, a version's files, then its
-    manifest, then the hint that points at it."""
+    manifest, then the hint that points at it; at each of those steps the source texts before
+    the chunks, in the order the writer commits them (by name, chunks_* would come first)."""
     table = rel.split("/", 1)[0]
     step = 2 if rel.endswith(_MUTABLE) else 1 if "/_versions/" in f"/{rel}" else 0
-    return table == f"{CATALOG_TABLE}.lance", step, rel
+    return table == f"{CATALOG_TABLE}.lance", step, not table.startswith(SOURCES_PREFIX), rel

@@ -264,7 +264,8 @@ class ChunkStore:
 
     def checkout_latest(self) -> None:
         """Read the newest committed version from now on (a searcher's handle: the writer's
-        sees its own commits)."""
+        sees its own commits). Chunks first: the writer commits texts before the chunks that
+        name them, so texts read after the chunks hold every text those chunks need."""
         self._table.checkout_latest()
         self._sources.checkout_latest()
 

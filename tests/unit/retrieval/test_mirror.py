@@ -9,7 +9,9 @@ from pathlib import Path
 import lancedb
 import pyarrow as pa
 
+from codecompass.retrieval.catalog import CATALOG_TABLE
 from codecompass.retrieval.mirror import IndexMirror, mirrorable
+from codecompass.retrieval.schema import TABLE_PREFIX, sources_table_name
 
 
 def _rows(uri: str, **options) -> list[tuple]:
@@ -45,3 +47,31 @@ def test_the_copy_follows_the_bucket_version_by_version(s3, tmp_path: Path) -> N
     remote_files = {k.removeprefix("idx/k1/") for k in s3.keys("idx/k1/")}
     assert {str(p.relative_to(tmp_path / "copy")) for p in after} == remote_files
     assert _rows(local) == [("a", 1), ("b", 20), ("c", 3)]
+
+
+def test_a_refresh_copies_the_texts_before_the_chunks_that_name_them(s3, tmp_path: Path, monkeypatch) -> None:
+    # A searcher moves its chunk table, then its texts: were a chunk table's new manifest copied
+    # before its texts', a query in between would find chunks whose text is missing (seen once
+    # as a StoreError in the object-store drill). Names by the schema: chunks_* sorts first.
+    chunks = TABLE_PREFIX + "m"
+    remote = s3.uri("idx/k2")
+    db = lancedb.connect(remote, storage_options=s3.storage_options)
+    db.create_table(sources_table_name(chunks), pa.table({"key": ["t1"]}))
+    db.create_table(chunks, pa.table({"id": ["a"], "text": ["t1"]}))
+    db.create_table(CATALOG_TABLE, pa.table({"path": ["a.ts"]}))
+    mirror = IndexMirror(remote, s3.storage_options, tmp_path / "copy")
+    copied: list[str] = []
+    original = mirror._copy
+    monkeypatch.setattr(mirror, "_copy", lambda rel: (copied.append(rel), original(rel)))
+    mirror.refresh()
+
+    def first(table: str, step: str) -> int:
+        return next(i for i, rel in enumerate(copied) if rel.startswith(f"{table}.lance/") and step in rel)
+
+    def last(table: str, step: str) -> int:
+        return max(i for i, rel in enumerate(copied) if rel.startswith(f"{table}.lance/") and step in rel)
+
+    texts = sources_table_name(chunks)
+    assert last(texts, "/data/") < first(chunks, "/_versions/")  # every file before any manifest
+    assert last(texts, "/_versions/") < first(chunks, "/_versions/")  # the texts' version first
+    assert last(chunks, "/_versions/") < first(CATALOG_TABLE, "/_versions/")  # the catalog last

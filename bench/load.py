@@ -52,7 +52,7 @@ from bench.lib.services import REPO_ROOT
 from bench.report import render_load
 from bench.speed.run_pipeline_speed import DEFAULT_STATE_DIR as PIPELINE_SPEED_STATE
 from bench.speed.run_pipeline_speed import query_texts
-from bench.speed.run_speed import DEFAULT_WORKSPACE, source_stats
+from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source_stats
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.serving import start_server
 
@@ -175,9 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-target", action="store_true")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
-    workspace = args.workspace.resolve()
-    if not workspace.is_dir():
-        raise SystemExit(f"{workspace} is missing: run bench/corpus/install.sh and bench/corpus/assemble.py ws-300k")
+    workspace = assembled_workspace(args.workspace)
     levels = [] if args.no_sweep else [int(n) for n in args.levels.split(",") if n.strip()]
     thinks = [float(t) for t in args.think_s.split(",") if t.strip()]
     queries = tuple(query_texts(QUERIES))

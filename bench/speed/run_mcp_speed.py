@@ -65,7 +65,7 @@ from bench.lib.services import REPO_ROOT, ServiceProcess
 from bench.quality.run_pipeline import start_pipeline_services
 from bench.quality.run_quality import index_workspace, log
 from bench.speed.run_pipeline_speed import DEFAULT_STATE_DIR, index_progress, query_texts
-from bench.speed.run_speed import DEFAULT_WORKSPACE, source_stats
+from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source_stats
 from codecompass.common.tokens import count_tokens
 
 DEFAULT_QUERIES = 50
@@ -385,9 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--echo-logs", action="store_true")
     args = parser.parse_args(argv)
-    workspace = args.workspace.resolve()
-    if not workspace.is_dir():
-        raise SystemExit(f"{workspace} is missing: run bench/corpus/install.sh and bench/corpus/assemble.py ws-300k")
+    workspace = assembled_workspace(args.workspace)
     if not CODECOMPASS.exists():
         raise SystemExit(f"{CODECOMPASS} is missing: install py_services into this environment")
     state_dir = args.state_dir.resolve()

@@ -52,7 +52,7 @@ from bench.lib.results import run_metadata, write_results
 from bench.lib.services import REPO_ROOT, ServiceProcess, start_service
 from bench.quality.run_pipeline import start_pipeline_services
 from bench.quality.run_quality import index_workspace, log
-from bench.speed.run_speed import DEFAULT_WORKSPACE, QUERIES_PATH, SEED, source_stats
+from bench.speed.run_speed import DEFAULT_WORKSPACE, QUERIES_PATH, SEED, assembled_workspace, source_stats
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.config import load_settings
 
@@ -244,9 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--echo-logs", action="store_true")
     args = parser.parse_args(argv)
-    workspace = args.workspace.resolve()
-    if not workspace.is_dir():
-        raise SystemExit(f"{workspace} is missing: run bench/corpus/install.sh and bench/corpus/assemble.py ws-300k")
+    workspace = assembled_workspace(args.workspace)
     state_dir = args.state_dir.resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
     texts = query_texts(args.queries)

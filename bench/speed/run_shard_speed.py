@@ -39,7 +39,7 @@ from tests.fixtures.s3 import MotoS3Server, S3Bucket
 from bench.lib.results import run_metadata, write_results
 from bench.lib.services import REPO_ROOT, ServiceProcess, start_analysis
 from bench.report import render_shard_speed
-from bench.speed.run_speed import DEFAULT_WORKSPACE, source_stats
+from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source_stats
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.common.config import load_settings
 from codecompass.retrieval.catalog import Catalog, IndexIdentity
@@ -183,9 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", action="store_true", help="also time one in-process sync (local disk)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
-    workspace = args.workspace.resolve()
-    if not workspace.is_dir():
-        raise SystemExit(f"{workspace} is missing: run bench/corpus/install.sh and bench/corpus/assemble.py ws-300k")
+    workspace = assembled_workspace(args.workspace)
     counts = [int(n) for n in args.workers.split(",")]
     storages = args.storage.split(",")
     started = time.perf_counter()

@@ -85,6 +85,14 @@ def percentile(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
+def assembled_workspace(path: Path) -> Path:
+    """`path` resolved, or the one line that says how to assemble it (the corpus is not in git)."""
+    workspace = path.resolve()
+    if not workspace.is_dir():
+        raise SystemExit(f"{workspace} is missing: run bench/corpus/install.sh and bench/corpus/assemble.py ws-300k")
+    return workspace
+
+
 def source_stats(workspace: Path) -> tuple[int, int, int]:
     files = lines = size = 0
     for path in workspace.rglob("*"):
@@ -225,9 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-static-channel", action="store_true",
                         help="CODECOMPASS_RETRIEVAL_STATIC_CHANNEL=false: what the static channel costs and gives")
     args = parser.parse_args(argv)
-    workspace = args.workspace.resolve()
-    if not workspace.is_dir():
-        raise SystemExit(f"{workspace} is missing: run bench/corpus/install.sh and bench/corpus/assemble.py ws-300k")
+    workspace = assembled_workspace(args.workspace)
     state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="cc-speed-"))
     fresh_state_dir = not state_dir.is_dir() or not any(state_dir.iterdir())
     env = {"CODECOMPASS_STATE_DIR": str(state_dir)}

@@ -40,7 +40,7 @@ from bench.lib.results import load_latest, write_results
 from bench.lib.services import ServiceProcess, start_analysis, start_embedding, start_retrieval
 from bench.report import render_store_speed
 from bench.speed.run_pipeline_speed import query_texts
-from bench.speed.run_speed import DEFAULT_WORKSPACE, source_stats
+from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source_stats
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.retrieval.location import workspace_id_of
 from codecompass.retrieval.state import SearchQuery
@@ -115,9 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE)
     parser.add_argument("--queries", type=int, default=50)
     args = parser.parse_args(argv)
-    workspace = args.workspace.resolve()
-    if not workspace.is_dir():
-        raise SystemExit(f"{workspace} is missing: run bench/corpus/install.sh and bench/corpus/assemble.py ws-300k")
+    workspace = assembled_workspace(args.workspace)
     texts = query_texts(args.queries)
     rows = []
     with tempfile.TemporaryDirectory(prefix="store-speed-") as folder:

@@ -33,15 +33,13 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { ts, extract, jsdocDescription, ownJsdocSpans, scriptKind, toCodePointOffsets } = require('../../bench/quality/extract_symbols.js');
+const { fileHeader } = require(path.join(__dirname, '..', '..', 'node_ts_service', 'dist', 'src', 'fileCard.js'));
 
 const TEST_CALLEES = new Set(['it', 'test', 'specify']);
 const SUITE_CALLEES = new Set(['describe', 'context', 'suite']);
 const TEST_MODIFIERS = new Set(['only', 'skip', 'serial', 'concurrent', 'failing', 'sequential']);
 // A class without its own constructor is a target of `new F()` only when it is about a function's size.
 const SMALL_CLASS_LINES = 60;
-// Banners: licences, authorship lines, editor modelines.
-const LICENCE = /licen[cs]e|copyright|\(c\)|©|spdx|all rights reserved|^\s*(?:original )?authors?:|-\*-/im;
-const DIRECTIVE = /^\s*(?:eslint|@ts-|prettier-|istanbul|jshint|jslint|globals?\b|@flow|#region|#endregion|tslint|c8\b|biome-|@jsx|@jest-environment|@vitest-environment|@vite-ignore|webpack|@refresh|<reference|@preserve|!)/i;
 
 function calleeKind(expr, names) {
   // `it(...)`, `it.only(...)`, `test.serial.skip(...)`: the base name decides.
@@ -284,35 +282,18 @@ function testCase(repo, checker, sf, rel, bindings, call, title, body, suites) {
   };
 }
 
-// A source file's first leading comment that is neither a licence banner nor a directive.
+// A source file's first leading comment that is neither a licence banner nor a directive: the
+// analysis service's own rule (node_ts_service/src/fileCard.ts), so the pairs the ranker learns
+// from name the same header the index's file cards state as their file's purpose.
 function header(rel, text, sf) {
-  const ranges = ts.getLeadingCommentRanges(text, 0) || [];
-  // Consecutive `//` lines make one comment.
-  const groups = [];
-  for (const r of ranges) {
-    const last = groups[groups.length - 1];
-    const single = r.kind === ts.SyntaxKind.SingleLineCommentTrivia;
-    if (last && single && last.single && !/\n[ \t]*\r?\n/.test(text.slice(last.end, r.pos))) last.end = r.end;
-    else groups.push({ pos: r.pos, end: r.end, single });
-  }
-  const chosen = groups.find((g) => {
-    const body = text.slice(g.pos, g.end).replace(/^\/\*+!?|\*+\/$|^\s*\/\/+|^\s*\*+/gm, ' ');
-    return body.trim() && !LICENCE.test(body) && !DIRECTIVE.test(body);
-  });
-  if (!chosen) return undefined;
-  const first = sf.statements[0];
-  const declares = first && !ts.isImportDeclaration(first) && !ts.isImportEqualsDeclaration(first)
-    && !(ts.isExpressionStatement(first) && (ts.isStringLiteral(first.expression) || isRequireCall(first.expression)))
-    && !(ts.isVariableStatement(first) && first.declarationList.declarations.every((d) => d.initializer && isRequireCall(d.initializer)));
-  const between = first ? text.slice(chosen.end, first.getStart(sf)) : '\n\n';
-  const isLast = chosen === groups[groups.length - 1];
-  const attached = Boolean(declares && isLast && !/\n[ \t]*\r?\n/.test(between));
+  const found = fileHeader(sf);
+  if (!found) return undefined;
   return {
     type: 'header',
     path: rel,
-    text: text.slice(chosen.pos, chosen.end),
-    span: toCodePointOffsets(text, [[chosen.pos, chosen.end]])[0],
-    attached,
+    text: text.slice(found.start, found.end),
+    span: toCodePointOffsets(text, [[found.start, found.end]])[0],
+    attached: found.attached,
   };
 }
 

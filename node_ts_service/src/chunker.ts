@@ -3,6 +3,7 @@
 // Symbol discovery lives in symbols.ts; this module turns symbols into
 // chunks (text, lines, imports, references, embedding text, token counts).
 import ts from 'typescript';
+import { fileCard, firstSentence } from './fileCard';
 import { resolveReferences, withoutMachinePaths } from './references';
 import {
   discoverSymbols,
@@ -24,7 +25,7 @@ import { walkTree } from './walk';
  * embedding text change for the same input, so indexes built with an older
  * chunker are rebuilt instead of mixing two formats.
  */
-export const CHUNKER_VERSION = '5';
+export const CHUNKER_VERSION = '6';
 
 export interface ChunkInput {
   absolutePath: string;
@@ -215,10 +216,7 @@ export function jsdocPurpose(jsdoc: string): string {
     if (line.trim() === '' && prose.length > 0) break;
     if (line.trim() !== '') prose.push(line.trim());
   }
-  const paragraph = prose.join(' ');
-  const m = /^(.+?[.!?])(\s|$)/.exec(paragraph);
-  const sentence = m ? m[1] : paragraph;
-  return sentence.length > 300 ? `${sentence.slice(0, 299)}…` : sentence;
+  return firstSentence(prose.join(' '));
 }
 
 function breadcrumb(sym: SymbolNode): string[] {
@@ -235,10 +233,12 @@ export function embeddingPreamble(
   purpose: string,
   dependencies: string[],
   references: SymbolReference[],
+  cardLines: string[] = [],
 ): string {
   const lines = [`[${DISPLAY_LANGUAGE[language]}] ${[relativePath, ...breadcrumb(sym)].join(' > ')}`];
   if (purpose) lines.push(`Purpose: ${purpose}`);
   lines.push(`Signature: ${sym.signature}`);
+  lines.push(...cardLines);
   if (dependencies.length > 0) lines.push(`Dependencies: ${dependencies.join(', ')}`);
   if (references.length > 0) {
     lines.push('', 'Referenced symbols:');
@@ -340,6 +340,9 @@ export function chunkSourceFile(input: ChunkInput): ChunkOutput {
   const imports = importsOf(sf);
   const uses = importUses(sf, imports);
   const isTestFile = isTestPath(input.relativePath);
+  const purposeOf = (sym: SymbolNode): string => (sym.jsdocStart >= 0 ? jsdocPurpose(text.slice(sym.jsdocStart, sym.jsdocEnd)) : '');
+  const card =
+    symbols.module && !input.lexicalOnly ? fileCard(sf, [...symbols.roots].sort((a, b) => a.start - b.start), purposeOf) : undefined;
   const chunks: Chunk[] = [];
   let checker = input.checker;
   for (const sym of symbols.all) {
@@ -368,9 +371,21 @@ export function chunkSourceFile(input: ChunkInput): ChunkOutput {
         );
       }
     }
+    const isCard = sym === symbols.module && card !== undefined;
     const embedding = input.lexicalOnly
       ? { text: '', tokens: 0 }
-      : fitEmbedding(embeddingPreamble(input.language, input.relativePath, sym, jsdocPurpose(jsdoc), dependencies, references), collapsedSource);
+      : fitEmbedding(
+          embeddingPreamble(
+            input.language,
+            input.relativePath,
+            sym,
+            isCard ? card.purpose : jsdocPurpose(jsdoc),
+            dependencies,
+            references,
+            isCard ? card.lines : [],
+          ),
+          collapsedSource,
+        );
     chunks.push({
       id: sym.id,
       snippetHash: sha(fullSource),

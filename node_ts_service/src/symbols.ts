@@ -56,7 +56,7 @@ export interface SymbolNode {
 
 export interface FileSymbols {
   roots: SymbolNode[];
-  /** The file's top-level code outside every symbol, when it has any; also first in `all`. */
+  /** The file's card (the module chunk), when the file has any statement; also first in `all`. */
   module: SymbolNode | undefined;
   /** Every symbol in source order (parents before their children). */
   all: SymbolNode[];
@@ -75,7 +75,7 @@ export interface Span {
 const SIGNATURE_LIMIT = 300;
 const INITIALIZER_PREVIEW = 80;
 
-/** Name of the chunk that holds a file's top-level code (imports, top-level calls, statements). */
+/** Name of the module chunk: a file's card, its whole text with every top-level symbol collapsed. */
 export const MODULE_CHUNK_NAME = '<module top level>';
 /** Name of an anonymous immediately invoked function expression. */
 export const IIFE_NAME = '<iife>';
@@ -298,38 +298,20 @@ class Discovery {
   }
 
   /**
-   * The module chunk: the whole file (trimmed of surrounding blank space)
-   * with every top-level symbol collapsed. Made only when some line holds
-   * code that no top-level symbol covers (imports, `app.listen(…)`, a
-   * top-level `if`), so a file of declarations alone gets no extra chunk.
+   * The module chunk, the file's card: the whole file (trimmed of surrounding
+   * blank space) with every top-level symbol collapsed, so its own text is
+   * the file's outline (header comment, imports, exports, top-level code and
+   * each top-level symbol's signature). Every file with code gets one: a
+   * question about what a file or module does is answered by the file, and a
+   * file of declarations alone needs a card as much as one with top-level
+   * calls. What the card says beyond its text (the header comment's purpose,
+   * the names it exports) is in its embedding text: see fileCard.ts.
    */
   private moduleSymbol(): SymbolNode | undefined {
     const text = this.text;
+    // A file of comments alone has no code to outline.
+    if (this.sf.statements.length === 0) return undefined;
     const roots = [...this.roots].sort((a, b) => a.start - b.start);
-    let from = text.startsWith('#!') ? Math.max(text.indexOf('\n'), 0) : 0;
-    let prevEndLine = 0;
-    let uncovered = false;
-    for (let i = 0; i <= roots.length && !uncovered; i++) {
-      const next = roots[i];
-      const to = next ? (next.jsdocStart >= 0 ? next.jsdocStart : next.start) : text.length;
-      const nextStartLine = next ? lineOf(this.sf, to) : Number.MAX_SAFE_INTEGER;
-      let p = skipTrivia(text, from);
-      while (p < to) {
-        const line = lineOf(this.sf, p);
-        if (line > prevEndLine && line < nextStartLine) {
-          uncovered = true;
-          break;
-        }
-        const nl = text.indexOf('\n', p);
-        if (nl < 0) break;
-        p = skipTrivia(text, nl + 1);
-      }
-      if (next) {
-        from = Math.max(from, next.end);
-        prevEndLine = Math.max(prevEndLine, endLineOf(this.sf, next));
-      }
-    }
-    if (!uncovered) return undefined;
     const start = text.length - text.trimStart().length;
     const end = text.trimEnd().length;
     return {

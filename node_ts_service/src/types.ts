@@ -15,7 +15,7 @@ export type NodeKind =
   | 'namespace'
   | 'constructor'
   | 'accessor'
-  /** A file's top-level code outside every symbol, named MODULE_CHUNK_NAME. */
+  /** A file's card: the whole file with its top-level symbols collapsed, named MODULE_CHUNK_NAME. */
   | 'module';
 
 export interface SymbolReference {

@@ -103,7 +103,8 @@ describe('bad input', () => {
     const file = await chunkOne('crlf.ts');
     assert.equal(file.status, 'ok');
     assert.equal(file.lineCount, 5);
-    const [a, b] = file.chunks;
+    const [card, a, b] = file.chunks;
+    assert.deepEqual([card.nodeKind, card.startLine, card.endLine], ['module', 1, 5]);
     assert.deepEqual([a.name, a.startLine, a.endLine], ['a', 1, 3]);
     assert.equal(a.fullSource, 'export function a(): number {\r\n  return 1;\r\n}');
     assert.deepEqual([b.name, b.startLine, b.endLine], ['b', 5, 5]);
@@ -127,8 +128,9 @@ describe('bad input', () => {
     const elapsedMs = performance.now() - started;
     assert.equal(file.status, 'ok');
     assert.equal(file.lineCount, 50_000);
-    assert.equal(file.chunks.length, 5000);
-    assert.equal(file.chunks[4999].startLine, 4999 * 9 + 2);
+    // 5,000 functions and the file's card.
+    assert.equal(file.chunks.length, 5001);
+    assert.equal(file.chunks[5000].startLine, 4999 * 9 + 2);
     // Generous bound for a loaded 2-core CI box; typical is well under 2 s.
     assert.ok(elapsedMs < 20_000, `50k-line file took ${Math.round(elapsedMs)} ms`);
   });
@@ -198,7 +200,7 @@ describe('bad input', () => {
       },
     };
     const [file] = await chunk(new AnalysisService(LIMITS, rewriting), ['edit/a.ts']);
-    assert.deepEqual(file.chunks.map((c) => c.name), ['afterTheEdit']);
+    assert.deepEqual(file.chunks.map((c) => c.name), ['<module top level>', 'afterTheEdit']);
     assert.equal(file.contentHash, createHash('sha256').update(after).digest('hex'));
     assert.equal(file.sizeBytes, Buffer.byteLength(after));
   });

@@ -271,16 +271,16 @@ describe('chunkSourceFile on JSX, CommonJS and odd input', () => {
     assert.deepEqual(chunkText('a.ts', '').chunks, []);
     assert.deepEqual(chunkText('a.ts', '// nothing\n/* here */\n').chunks, []);
     const anon = chunkText('a.ts', 'export default class {\n  run() {\n    return 1;\n  }\n}\n');
-    assert.deepEqual(names(anon.chunks), ['class default', 'method default.run']);
+    assert.deepEqual(names(anon.chunks), ['module <module top level>', 'class default', 'method default.run']);
     const arrowDefault = chunkText('a.ts', 'export default () => {\n  return 1;\n};\n');
-    assert.deepEqual(names(arrowDefault.chunks), ['function default']);
+    assert.deepEqual(names(arrowDefault.chunks), ['module <module top level>', 'function default']);
     const jsx = '<div>{[1, 2].map((x) => <span key={x}>{x}</span>)}</div>;\n'.repeat(50);
     // Bare top-level expressions are the file's top-level code; one-line callbacks stay in it.
     assert.deepEqual(names(chunkText('a.jsx', jsx, 'jsx').chunks), ['module <module top level>']);
     const garbage = chunkText('a.ts', '}}}{{{ class ((( function => \u0000 \uD800');
     assert.equal(garbage.hasSyntaxErrors, true);
     const exportedObject = chunkText('a.ts', 'export default {\n  start() {\n    return 1;\n  },\n};\n');
-    assert.deepEqual(names(exportedObject.chunks), ['variable default', 'method default.start']);
+    assert.deepEqual(names(exportedObject.chunks), ['module <module top level>', 'variable default', 'method default.start']);
   });
 
   it('chunks class expressions bound to names and collapses multi-line members of every shape', () => {
@@ -299,8 +299,14 @@ describe('chunkSourceFile on JSX, CommonJS and odd input', () => {
       '',
     ].join('\n');
     const out = chunkText('src/mixin.tsx', text, 'tsx');
-    assert.deepEqual(names(out.chunks), ['class Mixin', 'variable Mixin.defaults', 'method Mixin.render', 'method Mixin.run']);
-    const cls = out.chunks[0];
+    assert.deepEqual(names(out.chunks), [
+      'module <module top level>',
+      'class Mixin',
+      'variable Mixin.defaults',
+      'method Mixin.render',
+      'method Mixin.run',
+    ]);
+    const cls = out.chunks[1];
     assert.equal(cls.signature, 'export const Mixin = class extends Base');
     assert.equal(
       cls.collapsedSource,
@@ -326,7 +332,8 @@ describe('chunkSourceFile on JSX, CommonJS and odd input', () => {
     const out = chunkText('src/huge.ts', text);
     const classes = out.chunks.filter((c) => c.nodeKind === 'class');
     assert.equal(classes.length, 1);
-    assert.equal(out.chunks.length, 1 + 2000);
+    // The file's card, the class and its 2,000 members.
+    assert.equal(out.chunks.length, 1 + 1 + 2000);
     const cls = classes[0];
     for (let i = 0; i < 1000; i++) {
       assert.ok(cls.collapsedSource.includes(`\n  method${i}(a: number, b: string): number { /* 4 lines collapsed */ }\n`));
@@ -406,6 +413,7 @@ describe('ids, paths and tokens', () => {
     assert.deepEqual(
       out.chunks.map((c) => [c.qualifiedName, c.isTest]),
       [
+        ['<module top level>', false],
         ['add', false],
         ["describe('add')", true],
         ["describe('add') > twice", true],

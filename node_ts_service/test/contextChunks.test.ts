@@ -59,8 +59,8 @@ describe('callbacks passed to calls', () => {
     const shifted = chunkText('src/app.js', `\n\n${APP}`, 'javascript');
     assert.deepEqual(shifted.chunks.map((c) => c.id), app.chunks.map((c) => c.id));
     const twice = chunkText('a.js', "on('x', () => {\n  a();\n  b();\n});\non('x', () => {\n  c();\n  d();\n});\n", 'javascript');
-    assert.deepEqual(names(twice.chunks), ["function on('x') handler", "function on('x') handler"]);
-    assert.notEqual(twice.chunks[0].id, twice.chunks[1].id);
+    assert.deepEqual(names(twice.chunks), ['module <module top level>', "function on('x') handler", "function on('x') handler"]);
+    assert.notEqual(twice.chunks[1].id, twice.chunks[2].id);
   });
 
   it('names callbacks without a string argument from the callee and a short name argument', () => {
@@ -100,8 +100,8 @@ describe('callbacks passed to calls', () => {
       '}',
     ].join('\n');
     const out = chunkText('a.ts', text);
-    assert.deepEqual(names(out.chunks), ['function start']);
-    assert.ok(out.chunks[0].collapsedSource.includes('x.stop();'));
+    assert.deepEqual(names(out.chunks), ['module <module top level>', 'function start']);
+    assert.ok(out.chunks[1].collapsedSource.includes('x.stop();'));
     fullCoverage(text, out.chunks);
   });
 });
@@ -143,7 +143,7 @@ describe('test suites', () => {
 
   it('makes one-line test blocks chunks too', () => {
     const text = "it('is true', () => expect(true).toBe(true));\n";
-    assert.deepEqual(names(chunkText('a.test.ts', text).chunks), ["function it('is true')"]);
+    assert.deepEqual(names(chunkText('a.test.ts', text).chunks), ['module <module top level>', "function it('is true')"]);
   });
 });
 
@@ -173,6 +173,7 @@ describe('IIFEs, objects passed to calls and default exports', () => {
     ].join('\n');
     const out = chunkText('a.js', text, 'javascript');
     assert.deepEqual(names(out.chunks), [
+      'module <module top level>',
       'function <iife>',
       'function setup',
       'function <iife>',
@@ -181,7 +182,7 @@ describe('IIFEs, objects passed to calls and default exports', () => {
     ]);
     assertInvariants(text, out.chunks);
     assert.equal(new Set(out.chunks.map((c) => c.id)).size, out.chunks.length);
-    assert.ok(out.chunks[0].collapsedSource.includes('function setup() { /* 3 lines collapsed */ }'));
+    assert.ok(out.chunks[1].collapsedSource.includes('function setup() { /* 3 lines collapsed */ }'));
     fullCoverage(text, out.chunks);
   });
 
@@ -232,13 +233,18 @@ describe('IIFEs, objects passed to calls and default exports', () => {
 
   it('names anonymous default exports "default" and chunks CommonJS exports', () => {
     const fn = chunkText('a.ts', 'export default function () {\n  return 1;\n}\n');
-    assert.deepEqual(names(fn.chunks), ['function default']);
+    assert.deepEqual(names(fn.chunks), ['module <module top level>', 'function default']);
     const cls = chunkText('a.ts', 'export default class {\n  run() {\n    return 1;\n  }\n}\n');
-    assert.deepEqual(names(cls.chunks), ['class default', 'method default.run']);
+    assert.deepEqual(names(cls.chunks), ['module <module top level>', 'class default', 'method default.run']);
     const obj = chunkText('a.ts', 'export default {\n  start() {\n    return 1;\n  },\n};\n');
-    assert.deepEqual(names(obj.chunks), ['variable default', 'method default.start']);
+    assert.deepEqual(names(obj.chunks), ['module <module top level>', 'variable default', 'method default.start']);
     const cjs = chunkText('a.js', 'module.exports = {\n  a() {\n    return 1;\n  },\n};\nexports.b = function () {\n  return 2;\n};\n', 'javascript');
-    assert.deepEqual(names(cjs.chunks), ['variable module.exports', 'method module.exports.a', 'function b']);
+    assert.deepEqual(names(cjs.chunks), [
+      'module <module top level>',
+      'variable module.exports',
+      'method module.exports.a',
+      'function b',
+    ]);
   });
 });
 
@@ -256,9 +262,16 @@ describe('the module chunk', () => {
     fullCoverage(text, out.chunks);
   });
 
-  it('is left out for a file of declarations alone, comments included', () => {
+  it('is made for a file of declarations alone too: the file card, outlined', () => {
     const text = '/** License header. */\n\n// helpers\nexport function ok(): number {\n  return 1;\n}\n';
-    assert.deepEqual(names(chunkText('a.ts', text).chunks), ['function ok']);
+    const out = chunkText('a.ts', text);
+    assert.deepEqual(names(out.chunks), ['module <module top level>', 'function ok']);
+    assert.equal(out.chunks[0].collapsedSource, '/** License header. */\n\n// helpers\nexport function ok(): number { /* 3 lines collapsed */ }');
+    fullCoverage(text, out.chunks);
+  });
+
+  it('is left out for a file of comments alone', () => {
+    assert.deepEqual(chunkText('a.ts', '// nothing\n/* here */\n').chunks, []);
   });
 
   it('collapses top-level symbols, and renders one of them expanded on request', () => {

@@ -274,7 +274,7 @@ class SearchRequest(_message.Message):
     def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filters: _Optional[_Union[SearchFilters, _Mapping]] = ..., semantic_ratio: _Optional[float] = ..., candidate_pool: _Optional[int] = ..., view: _Optional[_Union[ResultView, str]] = ..., ranking: _Optional[_Union[RankingMode, str]] = ..., shape: _Optional[_Union[QueryShape, _Mapping]] = ..., workspace_id: _Optional[str] = ...) -> None: ...
 
 class QueryShape(_message.Message):
-    __slots__ = ("intent", "intent_confidence", "identifiers", "words", "name_parts", "path", "phrase", "mentions_tests", "lexical_text")
+    __slots__ = ("intent", "intent_confidence", "identifiers", "words", "name_parts", "path", "phrase", "mentions_tests", "lexical_text", "question")
     INTENT_FIELD_NUMBER: _ClassVar[int]
     INTENT_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     IDENTIFIERS_FIELD_NUMBER: _ClassVar[int]
@@ -284,6 +284,7 @@ class QueryShape(_message.Message):
     PHRASE_FIELD_NUMBER: _ClassVar[int]
     MENTIONS_TESTS_FIELD_NUMBER: _ClassVar[int]
     LEXICAL_TEXT_FIELD_NUMBER: _ClassVar[int]
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
     intent: QueryIntent
     intent_confidence: float
     identifiers: _containers.RepeatedScalarFieldContainer[str]
@@ -293,7 +294,8 @@ class QueryShape(_message.Message):
     phrase: str
     mentions_tests: bool
     lexical_text: str
-    def __init__(self, intent: _Optional[_Union[QueryIntent, str]] = ..., intent_confidence: _Optional[float] = ..., identifiers: _Optional[_Iterable[str]] = ..., words: _Optional[_Iterable[str]] = ..., name_parts: _Optional[_Iterable[str]] = ..., path: _Optional[str] = ..., phrase: _Optional[str] = ..., mentions_tests: _Optional[bool] = ..., lexical_text: _Optional[str] = ...) -> None: ...
+    question: bool
+    def __init__(self, intent: _Optional[_Union[QueryIntent, str]] = ..., intent_confidence: _Optional[float] = ..., identifiers: _Optional[_Iterable[str]] = ..., words: _Optional[_Iterable[str]] = ..., name_parts: _Optional[_Iterable[str]] = ..., path: _Optional[str] = ..., phrase: _Optional[str] = ..., mentions_tests: _Optional[bool] = ..., lexical_text: _Optional[str] = ..., question: _Optional[bool] = ...) -> None: ...
 
 class SearchResult(_message.Message):
     __slots__ = ("chunk", "score", "lexical_score", "vector_similarity", "provenance", "lexical_rank", "semantic_rank", "fusion_score", "signals", "vector_channel")

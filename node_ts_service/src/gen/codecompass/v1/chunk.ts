@@ -95,10 +95,11 @@ export enum NodeKind {
   /** NODE_KIND_ACCESSOR - A get or set accessor. */
   NODE_KIND_ACCESSOR = 11,
   /**
-   * NODE_KIND_MODULE - A file's top-level code that belongs to no symbol (imports, top-level
-   * calls and statements), named "<module top level>": the whole file with
-   * every top-level symbol collapsed. Emitted only for files that have such
-   * code; it lists no children, so top-level symbols keep depth 0.
+   * NODE_KIND_MODULE - A file's card, named "<module top level>": the whole file with every
+   * top-level symbol collapsed (its header comment, imports, exports,
+   * top-level code and each top-level symbol's signature). Emitted for every
+   * file that is not blank; its embedding text adds the file's purpose and
+   * exported names. It lists no children, so top-level symbols keep depth 0.
    */
   NODE_KIND_MODULE = 12,
   UNRECOGNIZED = -1,

@@ -825,6 +825,11 @@ export interface QueryShape {
    * address a person ("fix", "how does"); empty means the query text.
    */
   lexicalText: string;
+  /**
+   * A question in words: it opens with a question word (how, what, why,
+   * where, which, when, who) or ends with a question mark.
+   */
+  question: boolean;
 }
 
 /** SearchResult is one ranked chunk. */
@@ -2812,6 +2817,7 @@ function createBaseQueryShape(): QueryShape {
     phrase: "",
     mentionsTests: false,
     lexicalText: "",
+    question: false,
   };
 }
 
@@ -2843,6 +2849,9 @@ export const QueryShape: MessageFns<QueryShape> = {
     }
     if (message.lexicalText !== "") {
       writer.uint32(74).string(message.lexicalText);
+    }
+    if (message.question !== false) {
+      writer.uint32(80).bool(message.question);
     }
     return writer;
   },
@@ -2932,6 +2941,14 @@ export const QueryShape: MessageFns<QueryShape> = {
             message.lexicalText = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.question = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2973,6 +2990,7 @@ export const QueryShape: MessageFns<QueryShape> = {
         : isSet(object.lexical_text)
         ? globalThis.String(object.lexical_text)
         : "",
+      question: isSet(object.question) ? globalThis.Boolean(object.question) : false,
     };
   },
 
@@ -3005,6 +3023,9 @@ export const QueryShape: MessageFns<QueryShape> = {
     if (message.lexicalText !== "") {
       obj.lexicalText = message.lexicalText;
     }
+    if (message.question !== false) {
+      obj.question = message.question;
+    }
     return obj;
   },
 
@@ -3022,6 +3043,7 @@ export const QueryShape: MessageFns<QueryShape> = {
     message.phrase = object.phrase ?? "";
     message.mentionsTests = object.mentionsTests ?? false;
     message.lexicalText = object.lexicalText ?? "";
+    message.question = object.question ?? false;
     return message;
   },
 };

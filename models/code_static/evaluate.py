@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -60,14 +61,18 @@ def checkout_of(github: str, roots: tuple[Path, ...]) -> Path | None:
     return None
 
 
-def blanked_workspace(checkout: Path, pairs: list[dict], into: Path) -> Path:
-    """A copy of the checkout's TS/JS sources with every pair's blanks applied (line numbers kept)."""
+def blanked_workspace(checkout: Path, pairs: list[dict], into: Path, only: Iterable[str] | None = None) -> Path:
+    """A copy of the checkout's TS/JS sources (those of `only`, relative paths, when given) with
+    every pair's blanks applied (line numbers kept)."""
     spans: dict[str, set] = defaultdict(set)
     for pair in pairs:
         for blank in pair.get("blank", []):
             spans[blank["path"]].update(tuple(span) for span in blank["spans"])
+    keep = None if only is None else set(only)
     for path in vocabulary.source_files(checkout):
         relative = str(path.relative_to(checkout))
+        if keep is not None and relative not in keep:
+            continue
         text = path.read_text(encoding="utf-8", errors="replace")
         if spans.get(relative):
             try:

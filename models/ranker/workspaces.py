@@ -2,12 +2,16 @@
 
 The ranker learns from the first stage's candidates on repositories it will never be scored on:
 the corpus's train repositories (models/corpus/manifest.json), never the benchmark's dev/test
-ones. Which repositories, by a written rule:
+ones. Every one of them, by a written rule:
 
-- between MIN_LINES and MAX_LINES lines of TS/JS (the benchmark's repositories are 20k-60k
-  lines: rankers trained on toy repositories learn that every candidate is close), with at
-  least MIN_PAIRS mined pairs;
-- smallest first until TOTAL_LINES, so indexing with the default model fits an hour on 2 cores.
+- every repository with a mined pair (all 160 of the corpus have some);
+- a repository of more than CAP_LINES lines of TS/JS is indexed as a sample of CAP_LINES lines:
+  first the files that hold a chosen query's target (the answers must be there), then the other
+  files of those files' folders (the hardest negatives: same folder, same vocabulary), then the
+  rest in a seeded order, each file whole, until the cap. The benchmark's repositories are
+  17k-176k lines; a cap of 40k keeps the large TypeScript repositories (a third of the corpus's
+  lines) in proportion without letting four of them outweigh the other 150, and makes the whole
+  index about 3M lines, a few hours of the default model on 2 cores.
 
 Queries per repository: the mined pairs (models/corpus/pairs/train.jsonl.gz), at most CAPS[rule]
 per rule, seeded; identifier and path queries are made from the index later (`dump.py`), by the
@@ -44,21 +48,42 @@ WORKSPACES_DIR = RANKER_DIR / "ws"
 STATE_DIR = RANKER_DIR / "state"
 QUERIES_PATH = RANKER_DIR / "train_queries.jsonl"
 
-MIN_LINES, MAX_LINES, TOTAL_LINES = 8_000, 45_000, 650_000
-MIN_PAIRS = 60
+CAP_LINES = 40_000
+MIN_PAIRS = 1
 CAPS = {"commit": 40, "jsdoc": 15, "test": 10, "error": 8, "comment": 5, "header": 3, "doc": 3}
 SEED = 20261126
 
 
+def file_lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().count(b"\n")
+    except OSError:
+        return 0
+
+
 def repo_lines(checkout: Path) -> int:
-    total = 0
-    for path in vocabulary.source_files(checkout):
-        try:
-            with open(path, "rb") as fh:
-                total += fh.read().count(b"\n")
-        except OSError:
-            continue
-    return total
+    return sum(file_lines(path) for path in vocabulary.source_files(checkout))
+
+
+def sample_files(checkout: Path, pairs: list[dict], repo: str) -> list[str] | None:
+    """The files of a repository's workspace (relative paths), or None for all of them: target
+    files, then their folders' other files, then the rest in a seeded order, until CAP_LINES."""
+    sizes = {str(p.relative_to(checkout)): file_lines(p) for p in vocabulary.source_files(checkout)}
+    if sum(sizes.values()) <= CAP_LINES:
+        return None
+    targets = sorted({t["path"] for pair in pairs for t in pair["targets"] if t["path"] in sizes})
+    folders = {str(Path(path).parent) for path in targets}
+    neighbours = sorted(path for path in sizes if str(Path(path).parent) in folders and path not in targets)
+    rest = sorted(path for path in sizes if path not in targets and path not in neighbours)
+    random.Random(f"{SEED}:{repo}:files").shuffle(rest)
+    chosen, total = [], 0
+    for path in [*targets, *neighbours, *rest]:
+        # Target files always go in; the others only while they fit.
+        if path in targets or total + sizes[path] <= CAP_LINES:
+            chosen.append(path)
+            total += sizes[path]
+    return chosen
 
 
 def load_pairs() -> dict[str, list[dict]]:
@@ -70,22 +95,10 @@ def load_pairs() -> dict[str, list[dict]]:
     return by_repo
 
 
-def choose(by_repo: dict[str, list[dict]]) -> list[tuple[str, int]]:
-    sized = []
-    for repo, pairs in by_repo.items():
-        if len(pairs) < MIN_PAIRS:
-            continue
-        lines = repo_lines(CORPUS_DIR / repo.replace("/", "+"))
-        if MIN_LINES <= lines <= MAX_LINES:
-            sized.append((repo, lines))
-    sized.sort(key=lambda x: (x[1], x[0]))
-    chosen, total = [], 0
-    for repo, lines in sized:
-        if total + lines > TOTAL_LINES:
-            break
-        chosen.append((repo, lines))
-        total += lines
-    return chosen
+def choose(by_repo: dict[str, list[dict]]) -> list[str]:
+    """Every repository with enough pairs whose checkout `make corpus` wrote, in a stable order."""
+    return sorted(repo for repo, pairs in by_repo.items()
+                  if len(pairs) >= MIN_PAIRS and (CORPUS_DIR / repo.replace("/", "+")).is_dir())
 
 
 def sample_pairs(repo: str, pairs: list[dict]) -> list[dict]:
@@ -106,19 +119,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     by_repo = load_pairs()
     chosen = choose(by_repo)
-    print(f"{len(chosen)} repositories, {sum(n for _, n in chosen):,} lines", file=sys.stderr)
     WORKSPACES_DIR.mkdir(parents=True, exist_ok=True)
-    queries = []
-    for repo, _ in chosen:
+    queries, lines = [], {}
+    for repo in chosen:
         pairs = sample_pairs(repo, by_repo[repo])
+        checkout = CORPUS_DIR / repo.replace("/", "+")
         into = WORKSPACES_DIR / repo.replace("/", "+")
         if not (into / ".built").exists():
             shutil.rmtree(into, ignore_errors=True)
             into.mkdir(parents=True)
-            blanked_workspace(CORPUS_DIR / repo.replace("/", "+"), pairs, into)
+            blanked_workspace(checkout, pairs, into, sample_files(checkout, pairs, repo))
             (into / ".built").write_text("ok\n")
+        lines[repo] = repo_lines(into)
         queries += [{"id": p["id"], "repo": repo, "rule": p["rule"], "query": p["query"], "targets": p["targets"]}
                     for p in pairs]
+    print(f"{len(chosen)} repositories, {sum(lines.values()):,} lines", file=sys.stderr)
     with open(QUERIES_PATH, "w", encoding="utf-8") as fh:
         fh.writelines(json.dumps(query, sort_keys=True) + "\n" for query in queries)
     print(f"{len(queries)} pair queries -> {QUERIES_PATH}", file=sys.stderr)
@@ -126,10 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     stack = start_stack({"CODECOMPASS_STATE_DIR": str(STATE_DIR)})
     try:
-        for repo, lines in chosen:
+        for repo in chosen:
             t0 = time.perf_counter()
             info = index_workspace(stack.retrieval, WORKSPACES_DIR / repo.replace("/", "+"))
-            print(f"{repo}: {lines:,} lines, {info['chunks']} chunks, {info['status']}, "
+            print(f"{repo}: {lines[repo]:,} lines, {info['chunks']} chunks, {info['status']}, "
                   f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     finally:
         stack.stop()

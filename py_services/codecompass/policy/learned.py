@@ -77,6 +77,10 @@ FEATURES: tuple[str, ...] = (
     "is_vendor", "index_file", "path_depth",
     # the file, over the candidates
     "file_candidates", "file_best_bm25", "file_best_cos", "file_rank", "file_words",
+    # the file as an answer: a concept question ("how does X run Y") is answered by a file; its
+    # card (the module chunk) carries the file's purpose and exports, and the file's evidence is
+    # the sum of its candidates'
+    "q_question", "cov_card", "file_score_sum", "file_best_rank_inv", "file_card_candidate",
     # the reference graph
     "out_degree", "in_degree", "links_top", "parent_candidate", "child_candidates",
 )
@@ -103,6 +107,7 @@ class _Words:
             "jsdoc": _words(chunk.jsdoc[: _FIELD_CHARS["jsdoc"]]),
             "body": _words(chunk.collapsed_source[: _FIELD_CHARS["body"]]),
             "path": _words(chunk.relative_path),
+            "card": _words(_card_text(chunk)),
         }
         fields["all"] = [w for values in fields.values() for w in values]
         found = {name: _Field.of(values) for name, values in fields.items()}
@@ -124,6 +129,17 @@ class _Field:
 
 
 _WORDS = _Words()
+# The card lines of a module chunk's embedding text worth matching (the rest is the outline,
+# which the body field reads).
+_CARD_PREFIXES = ("Purpose:", "Exports:", "Re-exports:")
+
+
+def _card_text(chunk: Chunk) -> str:
+    """A file card's own lines: its purpose and the names it exports ('' for any other chunk)."""
+    if chunk.node_kind is not NodeKind.MODULE:
+        return ""
+    head = chunk.embedding_text.split("\n---\n", 1)[0]
+    return "\n".join(line for line in head.splitlines() if line.startswith(_CARD_PREFIXES))
 
 
 def _words(text: str) -> list[str]:
@@ -170,6 +186,7 @@ def feature_matrix(shape: QueryShape, results: Sequence[RankedResult],
     x[:, col["q_mentions_tests"]] = shape.mentions_tests
     x[:, col["q_phrase"]] = bool(shape.phrase)
     x[:, col["q_identifiers"]] = len(shape.identifiers)
+    x[:, col["q_question"]] = shape.question
 
     raw = [candidates[r.chunk.id] for r in results]
     words = [_WORDS.of(r.chunk) for r in results]
@@ -194,6 +211,9 @@ def feature_matrix(shape: QueryShape, results: Sequence[RankedResult],
     by_file: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(results):
         by_file[r.chunk.relative_path].append(i)
+    top_score = max((r.score for r in results), default=0.0) or 1.0
+    file_sum = {path: sum(results[j].score for j in members) / top_score for path, members in by_file.items()}
+    cards = {r.chunk.relative_path for r in results if r.chunk.node_kind is NodeKind.MODULE}
     ids = {r.chunk.id: i for i, r in enumerate(results)}
     head = {r.chunk.id for r in results[:_LINK_TOP]}
     links = defaultdict(int)
@@ -272,6 +292,11 @@ def feature_matrix(shape: QueryShape, results: Sequence[RankedResult],
         row[col["file_rank"]] = members.index(i) + 1
         if terms:
             row[col["file_words"]] = sum(weight[t] for t in terms if _has(t, w["path"])) / total
+            row[col["cov_card"]] = sum(weight[t] for t in terms if _has(t, w["card"])) / total
+        row[col["file_score_sum"]] = file_sum[chunk.relative_path]
+        # `members` is in the hand-set order: its first is the file's best-ranked candidate.
+        row[col["file_best_rank_inv"]] = 1.0 / (members[0] + 1)
+        row[col["file_card_candidate"]] = chunk.relative_path in cards
 
         row[col["out_degree"]] = math.log1p(sum(1 for ref in chunk.references if ref.chunk_id))
         row[col["in_degree"]] = math.log1p(c.in_degree)

@@ -28,8 +28,11 @@ Two steps:
      words with many questions; it is the answer when the file itself is asked for (`path`).
    Measured and off by default (weight 0 / factor 1), kept as knobs for other corpora and
    models: `definition` for identifiers mentioned inside a sentence, `file_words` (the file's
-   name shares words with the query), `file_coherence` (a file with several good candidates
-   lifts its best chunk) and `saturation` (later chunks of one file count less).
+   name shares words with the query) and `file_coherence` (a file with several good candidates
+   lifts its best chunk).
+3. **File diversity** (`saturation`), last, on the final order (the learned model's when one
+   ranks): later chunks of one file count less, so that one large file's members do not fill
+   the head of the list when a question needs several files.
 """
 
 from __future__ import annotations
@@ -204,10 +207,12 @@ def rank(
     if policy.full:
         fused = _apply_signals(shape, fused, policy)
     fused.sort(key=_order)
-    if policy.full and policy.saturation < 1.0:
-        fused = _saturate(fused, policy.saturation, len(fused))
+    diversify = policy.full and policy.saturation < 1.0
     if policy.full and model is not None:
-        return model.rerank(shape, fused, merged, limit)
+        # Diversity reorders the model's whole list, so it needs all of it, not only the head.
+        fused = model.rerank(shape, fused, merged, len(fused) if diversify else limit)
+    if diversify:
+        fused = _saturate(fused, policy.saturation)
     return fused[:limit]
 
 
@@ -365,9 +370,10 @@ def _file_coherence(
     return out
 
 
-def _saturate(ranked: list[RankedResult], decay: float, limit: int) -> list[RankedResult]:
-    """Greedy pass: each further chunk of an already chosen file is multiplied by `decay` per
-    chunk already taken from it, then the list is re-sorted."""
+def _saturate(ranked: list[RankedResult], decay: float) -> list[RankedResult]:
+    """File diversity on the final order (the model's, else the hand-set stack's): each further
+    chunk of a file is multiplied by `decay` per chunk already taken from it, then the list is
+    re-sorted, so one file's members do not crowd out the other files a question needs."""
     taken: dict[str, int] = defaultdict(int)
     out = []
     for r in ranked:

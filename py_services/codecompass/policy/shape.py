@@ -55,6 +55,8 @@ _MESSAGE_WORDS = frozenset({
     "unsupported", "undefined", "null", "required", "only", "should",
 })
 # Words of a request or a change description rather than of the code it is about.
+# Words a question in words opens with.
+_QUESTION_WORDS = frozenset({"how", "what", "why", "where", "which", "when", "who"})
 REQUEST_WORDS = frozenset({
     "fix", "fixes", "fixed", "fixing", "bug", "bugs", "issue", "issues", "add", "adds", "added", "adding",
     "support", "supports", "handle", "handles", "handling", "ensure", "ensures", "allow", "allows", "make", "makes",
@@ -120,6 +122,9 @@ class QueryShape:
     # What the full-text channel searches: the query without the words that address a person
     # ("fix", "how does", "add support for"), which match comments and unrelated code.
     lexical_text: str = ""
+    # A question in words ("how does X run Y", "where is Z validated?"): often about how a part
+    # of the system works, which a file answers as often as a symbol does.
+    question: bool = False
 
 
 def analyze(query: str) -> QueryShape:
@@ -176,6 +181,7 @@ def analyze(query: str) -> QueryShape:
         phrase=phrase,
         mentions_tests=mentions_tests,
         lexical_text=_lexical_text(text, intent, raw_words),
+        question=bool(lowered) and (lowered[0] in _QUESTION_WORDS or text.endswith("?")),
     )
 
 

@@ -264,6 +264,7 @@ def shape_to_proto(shape: QueryShape) -> retrieval_pb2.QueryShape:
         phrase=shape.phrase,
         mentions_tests=shape.mentions_tests,
         lexical_text=shape.lexical_text,
+        question=shape.question,
     )
 
 
@@ -288,6 +289,7 @@ def shape_from_proto(msg: retrieval_pb2.QueryShape, query: str) -> QueryShape:
         phrase=msg.phrase,
         mentions_tests=msg.mentions_tests,
         lexical_text=msg.lexical_text,
+        question=msg.question,
     )
 
 

@@ -142,18 +142,26 @@ class Node:
 
 
 def merge_forest(kept: Sequence[Scored]) -> list[Node]:
-    """Kept candidates as trees: a candidate hangs under its parent when the parent is kept too.
+    """Kept candidates as trees: a candidate hangs under its parent when the parent is kept too,
+    and a top-level symbol under its file's card (the module chunk) when the card is kept.
 
     Walking up parent_id through kept candidates makes a grandchild reach its grandparent through a
-    kept parent; a chain broken by a parent that is not kept stops there. A module chunk is never a
-    merge target: expanding a child inside it would show the whole file.
+    kept parent; a chain broken by a parent that is not kept stops there. A card lists no children
+    (top-level symbols keep no parent), so it is found by file: the answer shows the file's outline
+    with its matching symbols expanded in place.
     """
     by_id = {s.id: Node(s) for s in kept}
+    cards = {s.candidate.chunk.relative_path: by_id[s.id] for s in kept if is_module_chunk(s.candidate.chunk)}
     roots: list[Node] = []
     for s in kept:
-        parent = by_id.get(s.candidate.chunk.parent_id) if s.candidate.chunk.parent_id else None
-        if parent is not None and (is_module_chunk(parent.scored.candidate.chunk) or _is_ancestor(by_id[s.id], parent)):
-            parent = None  # a module, or a parent cycle in malformed input
+        chunk = s.candidate.chunk
+        if chunk.parent_id:
+            parent = by_id.get(chunk.parent_id)
+        else:
+            parent = cards.get(chunk.relative_path) if not is_module_chunk(chunk) else None
+        if parent is not None and (is_module_chunk(parent.scored.candidate.chunk) and chunk.parent_id
+                                   or _is_ancestor(by_id[s.id], parent)):
+            parent = None  # a card named as a parent, or a parent cycle in malformed input
         if parent is None:
             roots.append(by_id[s.id])
         else:
@@ -191,7 +199,12 @@ def covered_share(node: Node) -> float:
 
 
 def earns_merge(node: Node) -> bool:
-    return bool(node.children) and covered_share(node) >= MERGE_MIN_COVER
+    """A parent shows its kept children when they cover most of it; a file's card always does:
+    its own lines are the outline that places them (imports, neighbours' signatures), and
+    `compose` still refuses a merged card larger than one result may be."""
+    if not node.children:
+        return False
+    return is_module_chunk(node.scored.candidate.chunk) or covered_share(node) >= MERGE_MIN_COVER
 
 
 def render_specs(forest: Sequence[Node]) -> list[RenderRequest]:

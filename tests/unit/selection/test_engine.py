@@ -200,12 +200,26 @@ def test_a_chain_broken_by_a_dropped_parent_does_not_merge() -> None:
     assert ids(outcome) == ["ns", "m"] and outcome.merged == 0 and outcome.below_relevance == 1
 
 
-def test_module_chunk_is_never_merged_into() -> None:
-    module = chunk("mod", kind=NodeKind.MODULE, qualified_name="<module top level>", lines=50)
-    fn = chunk("fn", parent="mod")
-    outcome = select([Candidate(module, 0.9), Candidate(fn, 0.8)])
-    assert ids(outcome) == ["mod", "fn"] and outcome.merged == 0
+def test_a_file_card_shows_its_matching_top_level_symbols_expanded() -> None:
+    card = chunk("card", kind=NodeKind.MODULE, qualified_name="<module top level>", lines=50)
+    fn = chunk("fn", start=10)
+    helper = chunk("helper", start=20)
+    other_file = chunk("elsewhere", path="src/other.ts")
+    renderer = FakeRenderer([card, fn, helper, other_file])
+    outcome = select([Candidate(fn, 0.95), Candidate(other_file, 0.9), Candidate(card, 0.8), Candidate(helper, 0.6)],
+                     renderer)
+    # The card takes its best member's place; a symbol of another file stays apart.
+    assert ids(outcome) == ["card", "elsewhere"] and outcome.merged == 2
     assert outcome.results[0].header == "// src/auth.ts"
+    assert outcome.results[0].expanded_child_ids == ("fn", "helper")
+    assert RenderRequest("card", ("fn", "helper"), "src/auth.ts") in renderer.calls[0]
+
+
+def test_a_card_named_as_a_parent_is_no_merge_target() -> None:
+    card = chunk("card", kind=NodeKind.MODULE, qualified_name="<module top level>", lines=50)
+    nested = chunk("inner", parent="card")
+    outcome = select([Candidate(card, 0.9), Candidate(nested, 0.8)])
+    assert ids(outcome) == ["card", "inner"] and outcome.merged == 0
 
 
 def test_a_merge_over_the_per_result_cap_keeps_the_child_separate() -> None:

@@ -27,9 +27,9 @@ class Section:
     body: list[str]  # the lines up to the next heading
     body_line: int  # 1-based line of body[0]
 
-    def prose(self) -> Iterator[tuple[int, str]]:
-        """(1-based line, text) of each prose paragraph of the body, in order."""
-        return prose_paragraphs(self.body, self.body_line)
+    def prose(self, *, plain: bool = True, whole_blocks: bool = False) -> Iterator[tuple[int, str]]:
+        """(1-based line, text) of each prose paragraph of the body, in order (see prose_paragraphs)."""
+        return prose_paragraphs(self.body, self.body_line, plain=plain, whole_blocks=whole_blocks)
 
 
 def sections(text: str, *, lead: bool = False) -> list[Section]:
@@ -65,34 +65,49 @@ def sections(text: str, *, lead: bool = False) -> list[Section]:
     return out
 
 
-def prose_paragraphs(lines: Sequence[str], first_line: int = 1) -> Iterator[tuple[int, str]]:
-    """(line, text) of each prose paragraph: not a list, table, quote, image, HTML or code;
-    Markdown links reduced to their text, emphasis and backticks dropped. `first_line` is the
-    1-based number of `lines[0]` in its file."""
+def prose_paragraphs(
+    lines: Sequence[str], first_line: int = 1, *, plain: bool = True, whole_blocks: bool = False
+) -> Iterator[tuple[int, str]]:
+    """(line, text) of each prose paragraph: not a list, table, quote, image, HTML or code.
+
+    `plain`: Markdown links reduced to their text, emphasis and backticks dropped (else the lines
+    joined as written, code spans and all). `first_line` is the 1-based number of `lines[0]`.
+    By default a non-prose line is skipped alone, so the line after a list item starts a paragraph
+    (the training corpus's doc rule reads first paragraphs that way). With `whole_blocks`, a block
+    between blank lines is prose only when its first line is, and not indented as code (4 spaces):
+    a list item's continuation lines are the list's, not a paragraph cut mid-sentence.
+    """
+    finish = _plain if plain else " ".join
     paragraph: list[str] = []
     start = 0
     in_fence = False
+    skipping = False  # whole_blocks: inside a block that did not open as prose
     for number, line in enumerate(lines, start=first_line):
         if _FENCE.match(line):
             if paragraph:
-                yield start, _plain(paragraph)
+                yield start, finish(paragraph)
                 paragraph = []
             in_fence = not in_fence
+            skipping = False
             continue
         if in_fence:
             continue
         if not line.strip():
             if paragraph:
-                yield start, _plain(paragraph)
+                yield start, finish(paragraph)
                 paragraph = []
+            skipping = False
             continue
-        if not paragraph and _NOT_PROSE_START.match(line):
+        if skipping:
+            continue
+        if not paragraph and (_NOT_PROSE_START.match(line) or (whole_blocks and line.startswith("    "))):
+            skipping = whole_blocks
             continue
         if not paragraph:
             start = number
         paragraph.append(line.strip())
     if paragraph:
-        yield start, _plain(paragraph)
+        yield start, finish(paragraph)
 
 
 def _plain(paragraph: list[str]) -> str:

@@ -28,7 +28,8 @@ docs-api     A Markdown section naming no file, about API the library defines. T
              section is about the names its heading writes, if any (if they are all too common,
              the section is skipped): its first paragraph with an explanatory sentence is the
              query's; else the first paragraph whose own code spans name API is. Targets: the files defining those names, 1..MAX_DOC_FILES of them (more:
-             the paragraph is an overview; the next one is tried); symbol targets: the definitions.
+             the paragraph is an overview; the next one is tried); symbol targets: the definitions,
+             when there are 1..MAX_SYMBOL_TARGETS of them.
 package      A package's description of itself: the `description` of the package.json of a code
              package (a package folder holding a code path) -> its entry file, mapped back to the
              source: the `source` field, else a code file among the `exports["."]`, `main` and
@@ -468,6 +469,9 @@ def docs_candidates(pinned: Pinned, stats: Counter) -> list[Candidate]:
                 picked = pick_sentence(paragraph, names_of(files, named), known)
                 if picked is None:
                     continue
+                if len(symbols) > MAX_SYMBOL_TARGETS:
+                    stats["docs-api_symbols_too_many"] += 1
+                    symbols = []
                 names_from = "heading" if by_heading else "paragraph"
                 source = {**where, "kind": "docs-api", "line": line, "names_from": names_from}
                 out.append(Candidate("docs-api", picked[0], files, symbols, picked[1], source))

@@ -178,7 +178,10 @@ def render_quality_summary(doc: dict[str, Any]) -> str:
         quality_type_matrix(doc, split, "MRR@10"),
     ]
     if has_file_level(doc):
-        parts += [f"File-level nDCG@10 by query type ({FILE_LEVEL_NOTE}):", quality_type_matrix(doc, split, "file nDCG@10")]
+        parts += [
+            f"File-level nDCG@10 by query type ({FILE_LEVEL_NOTE}):",
+            quality_type_matrix(doc, split, "file nDCG@10"),
+        ]
     return "\n\n".join(parts)
 
 

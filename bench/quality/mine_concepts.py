@@ -27,9 +27,10 @@ docs-api     A Markdown section naming no file, about API the library defines. T
              helper); a name defined in more files (`next`) says nothing about where to look. The
              section is about the names its heading writes, if any (if they are all too common,
              the section is skipped): its first paragraph with an explanatory sentence is the
-             query's; else the first paragraph whose own code spans name API is. Targets: the files defining those names, 1..MAX_DOC_FILES of them (more:
-             the paragraph is an overview; the next one is tried); symbol targets: the definitions,
-             when there are 1..MAX_SYMBOL_TARGETS of them.
+             query's; else the first paragraph whose own code spans name API is. Targets: the
+             files defining those names, 1..MAX_DOC_FILES of them (more: an overview, so a
+             paragraph's names send the rule on to the next paragraph, a heading's skip the
+             section); symbol targets: the definitions, when there are 1..MAX_SYMBOL_TARGETS.
 package      A package's description of itself: the `description` of the package.json of a code
              package (a package folder holding a code path) -> its entry file, mapped back to the
              source: the `source` field, else a code file among the `exports["."]`, `main` and

@@ -151,8 +151,8 @@ def test_a_files_only_concept_query_scores_at_file_level_and_has_no_symbol_score
 def test_a_symbol_query_keeps_its_symbol_scores_and_gains_file_level_ones() -> None:
     query = parse_query(asdict(symbol_query()) | {"targets": [{"path": "lib/proto.js", "qualified_name": "m2",
                                                                 "start_line": 20, "end_line": 25}]})  # fmt: skip
-    row = dict(zip(run_quality.PER_QUERY_COLUMNS, run_quality.run_query(FakeClient(), query, "bm25",
-                                                                         run_quality.TokenCosts()).row, strict=True))  # fmt: skip
+    outcome = run_quality.run_query(FakeClient(), query, "bm25", run_quality.TokenCosts())
+    row = dict(zip(run_quality.PER_QUERY_COLUMNS, outcome.row, strict=True))
     assert (row["first_rank"], row["mrr10"]) == (2, 0.5)
     # File level: m1 (lines 10-15) does not overlap m2's span; m2 at rank 2 does.
     assert row["file_ndcg10"] == pytest.approx(1 / math.log2(3))
@@ -168,3 +168,22 @@ def test_symbol_means_skip_the_rows_without_symbol_targets_and_say_how_many_they
     pipeline_row = [None if c in ("mrr10", "first_rank") else 1.0 for c in run_pipeline.COLUMNS]
     assert run_pipeline.aggregate([pipeline_row])["mrr10"] is None
     assert run_pipeline.aggregate([pipeline_row])["n symbol"] == 0
+
+
+def test_the_pipeline_scores_a_ranked_list_and_a_selected_answer_at_file_level() -> None:
+    query = parse_query({**asdict(concept_query()), "targets": []})
+    chunks = FakeClient().search(None, 0).results
+    ranked = SimpleNamespace(selection=None, candidates=[SimpleNamespace(result=r) for r in chunks])
+    shown = SimpleNamespace(relative_path="pino.js", qualified_name="<module top level>", start_line=1, end_line=400,
+                            expanded_child_ids=(), token_count=50, source="x", clipped=False)  # fmt: skip
+    selected = SimpleNamespace(
+        selection=SimpleNamespace(results=[shown], total_tokens=50), candidates=ranked.candidates
+    )
+    for answer, ndcg in (
+        (ranked, (1 + 1 / math.log2(5)) / (1 + 1 / math.log2(3))),
+        (selected, 1 / (1 + 1 / math.log2(3))),
+    ):
+        row = dict(zip(run_pipeline.COLUMNS, run_pipeline.score(query, answer, 5.0, run_quality.TokenCosts(), None),
+                       strict=True))  # fmt: skip
+        assert row["file_ndcg10"] == pytest.approx(ndcg)
+        assert row["mrr10"] is None and row["gold_line_share"] is None and row["client_ms"] == 5.0

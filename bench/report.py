@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.lib.metrics import BUDGET_METRIC_NAMES, METRIC_NAMES
+from bench.lib.metrics import BUDGET_METRIC_NAMES, FILE_METRIC_NAMES, METRIC_NAMES
 from bench.lib.results import REPO_ROOT, RESULTS_DIR, load_latest
 
 MARKDOWN_FILES = (REPO_ROOT / "README.md", REPO_ROOT / "bench" / "README.md")
@@ -77,6 +77,26 @@ def provenance(doc: dict[str, Any]) -> str:
 # --- Quality -----------------------------------------------------------------------------
 
 QUALITY_COLUMNS = (*METRIC_NAMES, *BUDGET_METRIC_NAMES)
+FILE_LEVEL_NOTE = (
+    "File level: each relevant file counts once, at its first result (overlapping the target's lines when it "
+    "has a span); a symbol target is its file with the symbol's lines, a `concept` query's files are whole files"
+)
+
+
+def has_file_level(doc: dict[str, Any], key: str = FILE_METRIC_NAMES[0]) -> bool:
+    """Results files from before the file-level metrics have none: their tables stay as they were."""
+    return any(key in row for row in doc["tables"])
+
+
+def quality_columns(doc: dict[str, Any]) -> tuple[str, ...]:
+    return (*QUALITY_COLUMNS, *FILE_METRIC_NAMES) if has_file_level(doc) else QUALITY_COLUMNS
+
+
+def query_count(row: dict[str, Any]) -> str:
+    """Queries of a row; when only some have symbol targets (concept), how many the symbol-level means cover."""
+    if "n symbol" in row:
+        return f"{row['n']} ({row['n symbol']} with symbol targets)"
+    return str(row["n"])
 
 
 def _rows(doc: dict[str, Any], split: str, group: str) -> list[dict[str, Any]]:
@@ -106,15 +126,16 @@ def quality_overview(doc: dict[str, Any]) -> str:
 
 def quality_mode_table(doc: dict[str, Any], split: str, group: str) -> str:
     latency = doc.get("latency", {})
-    header = ("Mode", "Queries", *QUALITY_COLUMNS, "Tokens@10 median", "Search ms p50 / p95, all splits")
+    columns = quality_columns(doc)
+    header = ("Mode", "Queries", *columns, "Tokens@10 median", "Search ms p50 / p95, all splits")
     rows = []
     for row in _rows(doc, split, group):
         lat = latency.get(row["mode"], {})
         rows.append(
             (
                 f"`{row['mode']}`",
-                row["n"],
-                *(fmt_metric(row.get(c)) for c in QUALITY_COLUMNS),
+                query_count(row),
+                *(fmt_metric(row.get(c)) for c in columns),
                 fmt_int(row.get("tokens@10 median")),
                 f"{fmt_int(lat.get('search_ms p50'))} / {fmt_int(lat.get('search_ms p95'))}",
             )
@@ -145,18 +166,23 @@ def split_caption(doc: dict[str, Any], split: str) -> str:
 
 
 def render_quality_summary(doc: dict[str, Any]) -> str:
-    """README: the headline split, all query types, every mode; then MRR@10 by query type."""
+    """README: the headline split, all query types, every mode; then MRR@10 (and file-level nDCG@10,
+    when the run has it) by query type."""
     split = headline_split(doc)
-    return "\n\n".join(
-        (
-            provenance(doc),
-            quality_overview(doc),
-            f"{split_caption(doc, split)}, all query types:",
-            quality_mode_table(doc, split, "all"),
-            "MRR@10 by query type:",
-            quality_type_matrix(doc, split, "MRR@10"),
-        )
-    )
+    parts = [
+        provenance(doc),
+        quality_overview(doc),
+        f"{split_caption(doc, split)}, all query types:",
+        quality_mode_table(doc, split, "all"),
+        "MRR@10 by query type:",
+        quality_type_matrix(doc, split, "MRR@10"),
+    ]
+    if has_file_level(doc):
+        parts += [
+            f"File-level nDCG@10 by query type ({FILE_LEVEL_NOTE}):",
+            quality_type_matrix(doc, split, "file nDCG@10"),
+        ]
+    return "\n\n".join(parts)
 
 
 def render_quality_full(doc: dict[str, Any]) -> str:
@@ -169,6 +195,9 @@ def render_quality_full(doc: dict[str, Any]) -> str:
         for group in groups:
             parts.append(f"{split}, {group}:")
             parts.append(quality_mode_table(doc, split, group))
+        if has_file_level(doc):
+            parts.append(f"File-level nDCG@10 by query type, {split} ({FILE_LEVEL_NOTE}):")
+            parts.append(quality_type_matrix(doc, split, "file nDCG@10"))
         parts.append(f"Tokens of the top 10 results (mean), {split}:")
         parts.append(quality_type_matrix(doc, split, "tokens@10 mean", fmt=fmt_int))
     parts.append("Latency per mode over all queries (server `search_ms`; client = the whole RPC):")
@@ -697,6 +726,15 @@ class Section:
 PIPELINE_COLUMNS = (("MRR@10", "mrr10"), ("nDCG@10", "ndcg10"), ("R@1", "r1"), ("R@5", "r5"),
                     ("R@500 tok", "r_500tok"), ("R@2k tok", "r_2000tok"), ("R@8k tok", "r_8000tok"),
                     ("Gold lines", "gold_line_share"))
+PIPELINE_FILE_COLUMNS = (("file nDCG@10", "file_ndcg10"), ("file R@10", "file_r10"))
+# A pipeline column's name in the quality run's tables (the BM25 row), where it has one.
+QUALITY_NAME = {"mrr10": "MRR@10", "ndcg10": "nDCG@10", "r1": "R@1", "r5": "R@5", "r_500tok": "R@500 tok",
+                "r_2000tok": "R@2k tok", "r_8000tok": "R@8k tok", "file_ndcg10": "file nDCG@10",
+                "file_r10": "file R@10"}
+
+
+def pipeline_columns(doc: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    return PIPELINE_COLUMNS + PIPELINE_FILE_COLUMNS if has_file_level(doc, "file_ndcg10") else PIPELINE_COLUMNS
 
 
 def _bm25_row(split: str, group: str) -> dict[str, Any] | None:
@@ -708,14 +746,14 @@ def _bm25_row(split: str, group: str) -> dict[str, Any] | None:
 
 
 def pipeline_stage_table(doc: dict[str, Any], split: str, group: str) -> str:
-    header = ("Stage", "Queries", *(label for label, _ in PIPELINE_COLUMNS), "Tokens per answer (mean / median / max)",
+    columns = pipeline_columns(doc)
+    header = ("Stage", "Queries", *(label for label, _ in columns), "Tokens per answer (mean / median / max)",
               "Empty answers")
     rows = []
     bm25 = _bm25_row(split, group)
     if bm25 is not None:
-        rows.append(("BM25 only (quality run)", bm25["n"], fmt_metric(bm25.get("MRR@10")), fmt_metric(bm25.get("nDCG@10")),
-                     fmt_metric(bm25.get("R@1")), fmt_metric(bm25.get("R@5")), fmt_metric(bm25.get("R@500 tok")),
-                     fmt_metric(bm25.get("R@2k tok")), fmt_metric(bm25.get("R@8k tok")), "–",
+        rows.append(("BM25 only (quality run)", query_count(bm25),
+                     *(fmt_metric(bm25.get(QUALITY_NAME[key])) if key in QUALITY_NAME else "–" for _, key in columns),
                      f"{fmt_int(bm25.get('tokens@10 mean'))} / {fmt_int(bm25.get('tokens@10 median'))} / – (top 10)",
                      "–"))
     for row in doc["tables"]:
@@ -724,12 +762,13 @@ def pipeline_stage_table(doc: dict[str, Any], split: str, group: str) -> str:
         tokens = f"{fmt_int(row.get('tokens'))} / {fmt_int(row.get('tokens median'))} / {fmt_int(row.get('tokens max'))}"
         if not row["stage"].startswith("selection"):
             tokens += " (top 10)"
-        rows.append((f"`{row['stage']}`", row["n"], *(fmt_metric(row.get(key)) for _, key in PIPELINE_COLUMNS),
+        rows.append((f"`{row['stage']}`", query_count(row), *(fmt_metric(row.get(key)) for _, key in columns),
                      tokens, f"{row.get('empty answers', 0):.0%}"))
     return md_table(header, rows)
 
 
-def pipeline_type_matrix(doc: dict[str, Any], split: str) -> str:
+def pipeline_type_matrix(doc: dict[str, Any], split: str, key: str = "mrr10") -> str:
+    """Query types down, BM25 and the stages across, one metric (a pipeline column's key)."""
     stages = list(doc["settings"]["stages"])
     groups = list(dict.fromkeys(r["group"] for r in doc["tables"] if r["split"] == split))
     rows = []
@@ -737,8 +776,8 @@ def pipeline_type_matrix(doc: dict[str, Any], split: str) -> str:
         by_stage = {r["stage"]: r for r in doc["tables"] if r["split"] == split and r["group"] == group}
         bm25 = _bm25_row(split, group)
         n = next(iter(by_stage.values()))["n"]
-        rows.append((group, n, fmt_metric(bm25.get("MRR@10")) if bm25 else "–",
-                     *(fmt_metric(by_stage[s].get("mrr10")) if s in by_stage else "–" for s in stages)))
+        rows.append((group, n, fmt_metric(bm25.get(QUALITY_NAME[key])) if bm25 else "–",
+                     *(fmt_metric(by_stage[s].get(key)) if s in by_stage else "–" for s in stages)))
     return md_table(("Query type", "Queries", "BM25 only", *(f"`{s}`" for s in stages)), rows)
 
 
@@ -800,10 +839,12 @@ def render_pipeline_summary(doc: dict[str, Any]) -> str:
              "stage's order, so it is that row):"), "",
              pipeline_stage_table(doc, split, "all"), "",
              f"{split.capitalize()} split, natural-language queries (commit subjects):", "",
-             pipeline_stage_table(doc, split, "nl"), "",
-             pipeline_nonsense(doc), "",
-             "Latency on the quality workspaces (all splits):", "",
-             pipeline_latency_table(doc)]
+             pipeline_stage_table(doc, split, "nl"), ""]
+    if any(r["split"] == split and r["group"] == "concept" for r in doc["tables"]):
+        parts += [f"{split.capitalize()} split, concept questions (how a part works; answered by files):", "",
+                  pipeline_stage_table(doc, split, "concept"), ""]
+    parts += [pipeline_nonsense(doc), "", "Latency on the quality workspaces (all splits):", "",
+              pipeline_latency_table(doc)]
     return "\n".join(parts)
 
 
@@ -814,6 +855,9 @@ def render_pipeline_full(doc: dict[str, Any]) -> str:
             continue
         parts += [f"**{split.capitalize()} split**, MRR@10 by query type and stage:", "",
                   pipeline_type_matrix(doc, split), ""]
+        if has_file_level(doc, "file_ndcg10"):
+            parts += [f"{split.capitalize()} split, file-level nDCG@10 by query type and stage ({FILE_LEVEL_NOTE}):",
+                      "", pipeline_type_matrix(doc, split, "file_ndcg10"), ""]
         for group in dict.fromkeys(r["group"] for r in doc["tables"] if r["split"] == split):
             parts += [f"{split.capitalize()} split, `{group}`:", "", pipeline_stage_table(doc, split, group), ""]
         if any(r["split"] == split and "selection" in r for r in doc.get("budget_curve", [])):

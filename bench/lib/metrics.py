@@ -3,6 +3,13 @@
 A query has one or more targets (symbols); a ranked list is reduced to, per
 position, the index of the target it hits (or None). A target counts once,
 at its first hit, so several chunks of one symbol (overloads) never inflate a score.
+
+File level (score_files): the relevant items are files. Each relevant file counts once, at
+the rank of the first result whose path is that file and, when the file's target has a line
+span, whose line span overlaps it; nDCG's ideal is over min(10, relevant files). A file
+target is a whole file (a `concept` query's answer) or a symbol target's file with the
+symbol's lines as its span, so a result that spans the whole file (the `<module top level>`
+chunk) hits every target of its file.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from dataclasses import dataclass
 from codecompass.common.tokens import count_tokens
 
 METRIC_NAMES = ("MRR@10", "R@1", "R@5", "R@10", "nDCG@10")
+FILE_METRIC_NAMES = ("file nDCG@10", "file R@10")
 
 
 def first_hits(hits: Sequence[int | None]) -> list[bool]:
@@ -77,6 +85,70 @@ def mean_scores(scores: Iterable[QueryScore]) -> tuple[float, ...]:
     if not rows:
         return tuple(float("nan") for _ in METRIC_NAMES)
     return tuple(sum(col) / len(rows) for col in zip(*rows, strict=True))
+
+
+# --- File level: each relevant file once, at its first (overlapping) result. ---
+
+
+@dataclass(frozen=True)
+class FileTarget:
+    """A file-level target: a file, or the lines start_line..end_line of it (1-based, inclusive;
+    0 and 0: the whole file)."""
+
+    path: str
+    start_line: int = 0
+    end_line: int = 0
+
+    @property
+    def whole_file(self) -> bool:
+        return self.start_line == 0 and self.end_line == 0
+
+
+@dataclass(frozen=True)
+class RelevantFile:
+    """One relevant file and the spans a result must overlap (none: any result of the file hits)."""
+
+    path: str
+    spans: tuple[tuple[int, int], ...]
+
+
+def relevant_files(targets: Iterable[FileTarget]) -> list[RelevantFile]:
+    """Targets grouped by file, in first-seen order; a whole-file target makes its file whole."""
+    spans: dict[str, list[tuple[int, int]] | None] = {}
+    for target in targets:
+        if target.whole_file:
+            spans[target.path] = None
+            continue
+        found = spans.setdefault(target.path, [])
+        if found is not None:
+            found.append((target.start_line, target.end_line))
+    return [RelevantFile(path, tuple(found) if found is not None else ()) for path, found in spans.items()]
+
+
+def file_hit(path: str, start_line: int, end_line: int, files: Sequence[RelevantFile]) -> int | None:
+    """Index of the relevant file a result (its path and line span) hits, or None."""
+    for index, relevant in enumerate(files):
+        if relevant.path == path and (
+            not relevant.spans or any(start_line <= end and start <= end_line for start, end in relevant.spans)
+        ):
+            return index
+    return None
+
+
+@dataclass(frozen=True)
+class FileScore:
+    ndcg10: float
+    r10: float
+
+    def values(self) -> tuple[float, ...]:
+        return (self.ndcg10, self.r10)
+
+
+def score_files(results: Sequence[tuple[str, int, int]], targets: Iterable[FileTarget]) -> FileScore:
+    """File-level nDCG@10 and recall@10 of results given as (path, start_line, end_line), in order."""
+    files = relevant_files(targets)
+    hits = [file_hit(path, start, end, files) for path, start, end in results[:10]]
+    return FileScore(ndcg10=ndcg_at(hits, len(files), 10), r10=recall_at(hits, len(files), 10))
 
 
 # --- Context cost: what the returned results cost an agent that reads them in order. ---

@@ -89,6 +89,17 @@ def first_sentence(description: str) -> str:
     return text[: match.end()].strip() if match else text
 
 
+def sentences(text: str) -> list[str]:
+    """Plain prose split after each full stop, question or exclamation mark (not after e.g., i.e., etc.)."""
+    out = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        out.append(text[start : match.end()].strip())
+        start = match.end()
+    out.append(text[start:].strip())
+    return [sentence for sentence in out if sentence]
+
+
 def contains_sequence(haystack: Sequence[str], needle: Sequence[str]) -> bool:
     if not needle or len(needle) > len(haystack):
         return False

@@ -26,6 +26,18 @@ queries.jsonl, and re-running this script reproduces it byte for byte):
   path        the last two segments of a source file's path ("operators/mergeMap.ts"),
               unique as a path suffix in the repository -> every top-level symbol of that
               file (any of them answers it).
+  concept     how a part of the library works, in the repository's own prose (a docs
+              section that names code files or API, a package's description, a commit body)
+              -> the file or few files that do it (`files`, whole files), plus symbol targets
+              where the rule names symbols; mined by bench/quality/mine_concepts.py (needs
+              git mirrors, so its output bench/quality/concept_queries.jsonl is committed);
+              files and symbols are checked against the pinned sources here. A quota per
+              repository is drawn round-robin over the mining rules, so no one source fills it.
+
+Targets: `targets` are symbols (path, qualified name, pinned line range); a `concept` query
+also has `files`, file-level targets (path, start_line 0 and end_line 0: the whole file),
+and may have no symbol target. Lines of the other types have no `files` key; scored at file
+level, their symbol targets are their files (bench/lib/metrics.py score_files).
 
 Split: every query carries its repository's fixed split ("dev" | "test", QUALITY_REPOS);
 tune on dev, report test.
@@ -47,20 +59,24 @@ from pathlib import Path
 
 from bench.corpus.assemble import QUALITY_REPOS, QualityRepo, assemble_quality, code_files
 from bench.corpus.policy import assert_allowed
+from bench.lib.metrics import FileTarget
 from bench.lib.text import contains_sequence, first_sentence, leaks_name, split_identifier, words
 
 HERE = Path(__file__).resolve().parent
 QUERIES_PATH = HERE / "queries.jsonl"
 COMMIT_QUERIES_PATH = HERE / "commit_queries.jsonl"
+CONCEPT_QUERIES_PATH = HERE / "concept_queries.jsonl"
 EXTRACTOR = HERE / "extract_symbols.js"
 
 DEFAULT_SEED = 20261122
 MIN_QUERY_WORDS = 5
 MAX_QUERY_WORDS = 40
 # Per repository; small repositories give fewer.
-QUOTAS = {"jsdoc": 18, "identifier": 10, "error": 12, "path": 6}
+QUOTAS = {"jsdoc": 18, "identifier": 10, "error": 12, "path": 6, "concept": 50}
 FUNCTION_KINDS = {"function", "method", "constructor", "accessor"}
-TYPE_ORDER = ("nl", "jsdoc", "identifier", "error", "path")
+# Sampled in this order from one generator per repository: a new type goes last, so the
+# earlier types' samples (and their lines of queries.jsonl) stay as they were.
+TYPE_ORDER = ("nl", "jsdoc", "identifier", "error", "path", "concept")
 
 
 @dataclass(frozen=True)
@@ -79,6 +95,7 @@ class Query:
     split: str
     query: str
     targets: list[Target]
+    files: list[FileTarget] = field(default_factory=list)  # written only when there are some
     source: dict = field(default_factory=dict)
     leaks_name: bool = False
 
@@ -89,6 +106,7 @@ class Candidate:
     targets: list[Target]
     source: dict = field(default_factory=dict)
     leaks: bool | None = None
+    files: list[FileTarget] = field(default_factory=list)
 
 
 def extract(root: Path, rels: list[str]) -> list[dict]:
@@ -250,10 +268,57 @@ def commit_queries(repo: QualityRepo, records: list[dict], stats: Counter) -> li
     return candidates
 
 
+def concept_queries(repo: QualityRepo, records: list[dict], stats: Counter) -> list[Candidate]:
+    """The mined concept queries of `repo`, their files and symbols checked against the pinned sources.
+
+    A file that is no longer a code file drops the query (its text is about that file); a symbol
+    target that moved or went away is dropped alone, as for `nl`.
+    """
+    symbols = {(r["path"], s["qualified_name"], s["start_line"], s["end_line"]) for r in records for s in r["symbols"]}
+    code = {r["path"] for r in records}
+    candidates = []
+    if not CONCEPT_QUERIES_PATH.exists():
+        return candidates
+    with open(CONCEPT_QUERIES_PATH, encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            if row["repo"] != repo.name:
+                continue
+            if not row["files"] or any(path not in code for path in row["files"]):
+                stats["concept_files_not_in_pinned"] += 1
+                continue
+            targets = []
+            for t in row["targets"]:
+                if (t["path"], t["qualified_name"], t["start_line"], t["end_line"]) not in symbols:
+                    stats["concept_targets_not_in_pinned"] += 1
+                    continue
+                targets.append(Target(t["path"], t["qualified_name"], t["start_line"], t["end_line"]))
+            files = [FileTarget(path) for path in row["files"]]
+            candidates.append(Candidate(row["query"], targets, row["source"], row["leaks_name"], files))
+    return candidates
+
+
 def sample(candidates: list[Candidate], quota: int, rng: random.Random) -> list[Candidate]:
     pool = sorted(candidates, key=lambda c: (c.targets[0].path, c.targets[0].start_line, c.text))
     rng.shuffle(pool)
     return pool[:quota]
+
+
+def sample_by_rule(candidates: list[Candidate], quota: int, rng: random.Random) -> list[Candidate]:
+    """Round-robin over the mining rules (each in a seeded order), so no one source fills the quota."""
+    by_rule: dict[str, list[Candidate]] = defaultdict(list)
+    for candidate in sorted(candidates, key=lambda c: (c.files[0].path, c.text)):
+        by_rule[candidate.source["kind"]].append(candidate)
+    for rule in sorted(by_rule):
+        rng.shuffle(by_rule[rule])
+    chosen: list[Candidate] = []
+    depth = 0
+    while len(chosen) < quota and any(depth < len(pool) for pool in by_rule.values()):
+        for rule in sorted(by_rule):
+            if depth < len(by_rule[rule]) and len(chosen) < quota:
+                chosen.append(by_rule[rule][depth])
+        depth += 1
+    return chosen
 
 
 def repo_queries(repo: QualityRepo, root: Path, rng: random.Random, stats: Counter) -> list[Query]:
@@ -266,12 +331,18 @@ def repo_queries(repo: QualityRepo, root: Path, rng: random.Random, stats: Count
         "identifier": identifier_queries(records, rng),
         "error": error_queries(records),
         "path": path_queries(records),
+        "concept": concept_queries(repo, records, stats),
     }
     queries: list[Query] = []
     for kind in TYPE_ORDER:
         pool = pools[kind]
         stats[f"{kind}_candidates"] += len(pool)
-        chosen = pool if kind == "nl" else sample(pool, QUOTAS[kind], rng)
+        if kind == "nl":
+            chosen = pool
+        elif kind == "concept":
+            chosen = sample_by_rule(pool, QUOTAS[kind], rng)
+        else:
+            chosen = sample(pool, QUOTAS[kind], rng)
         for n, candidate in enumerate(chosen, start=1):
             if kind == "jsdoc":
                 add_copies_to_blank(candidate, records, texts)
@@ -281,14 +352,15 @@ def repo_queries(repo: QualityRepo, root: Path, rng: random.Random, stats: Count
             source = {"repo_url": f"https://github.com/{repo.github}", "release": repo.release_tag, **candidate.source}
             queries.append(
                 Query(
-                    f"{kind}-{repo.name}-{n:04d}",
-                    kind,
-                    repo.name,
-                    repo.split,
-                    candidate.text,
-                    candidate.targets,
-                    source,
-                    leaks,
+                    id=f"{kind}-{repo.name}-{n:04d}",
+                    type=kind,
+                    repo=repo.name,
+                    split=repo.split,
+                    query=candidate.text,
+                    targets=candidate.targets,
+                    files=candidate.files,
+                    source=source,
+                    leaks_name=leaks,
                 )
             )
     stats["files"] += len(records)
@@ -314,6 +386,8 @@ def write(queries: list[Query], path: Path) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         for query in queries:
             record = asdict(query)
+            if not record["files"]:
+                del record["files"]  # the symbol types' lines stay as they always were
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 

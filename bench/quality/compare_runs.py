@@ -5,7 +5,8 @@ keeps its own results file (bench/results/quality-<UTC>.json, pipeline-<UTC>.jso
 the ones named on the command line, each with a label, and writes per split x query type what
 each run measured for the product's default ranked list (`hybrid+ranking`: MRR@10, recall
 within 8,000 tokens, the share of queries whose first result is test code) and, for pipeline
-files, for the selected answer (`selection`: MRR@10, recall within 2,000 and 8,000 tokens), to
+files, for the selected answer (`selection`: MRR@10, recall within 2,000 and 8,000 tokens); and
+file-level nDCG@10 when one of the runs has it (results files from before it lack the field), to
 bench/results/comparison-<UTC>.json; `python -m bench.report` renders it into the READMEs.
 
 Run: .venv/bin/python -m bench.quality.compare_runs --title "..." \\
@@ -26,6 +27,7 @@ RANKED_MODE = "hybrid+ranking"  # the product's default ranked list
 SELECTED_STAGE = "selection"  # the product's default answer
 QUALITY_METRICS = {"MRR@10": "MRR@10", "R@8k tok": "R@8k tok", "first is test code": "first is test code"}
 PIPELINE_METRICS = {"MRR@10": "mrr10", "R@2k tok": "r_2000tok", "R@8k tok": "r_8000tok"}
+FILE_METRIC = {"quality": ("file nDCG@10", "file nDCG@10"), "pipeline": ("file nDCG@10", "file_ndcg10")}
 
 
 def parse_named(text: str) -> tuple[str, Path]:
@@ -57,11 +59,19 @@ def run_info(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def table_rows(label: str, doc: dict[str, Any], source: str) -> list[dict[str, Any]]:
+def source_metrics(source: str, docs: list[dict[str, Any]]) -> dict[str, str]:
+    """Shown name -> results field of one source's metrics; file level when a run has it."""
+    metrics = dict(QUALITY_METRICS if source == "quality" else PIPELINE_METRICS)
+    name, key = FILE_METRIC[source]
+    if any(key in row for doc in docs for row in doc["tables"]):
+        metrics[name] = key
+    return metrics
+
+
+def table_rows(label: str, doc: dict[str, Any], source: str, metrics: dict[str, str]) -> list[dict[str, Any]]:
     """The rows of one run for the product's default: the ranked list of a quality file, the
     selected answer of a pipeline file."""
-    metrics, column, wanted = ((QUALITY_METRICS, "mode", RANKED_MODE) if source == "quality"
-                               else (PIPELINE_METRICS, "stage", SELECTED_STAGE))
+    column, wanted = ("mode", RANKED_MODE) if source == "quality" else ("stage", SELECTED_STAGE)
     return [
         {
             "label": label,
@@ -79,19 +89,18 @@ def table_rows(label: str, doc: dict[str, Any], source: str) -> list[dict[str, A
 def compare(quality: list[tuple[str, Path]], pipeline: list[tuple[str, Path]], title: str) -> dict[str, Any]:
     runs: dict[str, dict[str, Any]] = {"quality": {}, "pipeline": {}}
     rows: list[dict[str, Any]] = []
-    for label, path in quality:
-        doc = load(path, "quality")
-        runs["quality"][label] = run_info(path, doc)
-        rows += table_rows(label, doc, "quality")
-    for label, path in pipeline:
-        doc = load(path, "pipeline")
-        runs["pipeline"][label] = run_info(path, doc)
-        rows += table_rows(label, doc, "pipeline")
+    metrics: dict[str, dict[str, str]] = {}
+    for source, named in (("quality", quality), ("pipeline", pipeline)):
+        docs = [(label, path, load(path, source)) for label, path in named]
+        metrics[source] = source_metrics(source, [doc for _, _, doc in docs])
+        for label, path, doc in docs:
+            runs[source][label] = run_info(path, doc)
+            rows += table_rows(label, doc, source, metrics[source])
     return {
         "title": title,
         "ranked_mode": RANKED_MODE,
         "selected_stage": SELECTED_STAGE,
-        "metrics": {"quality": list(QUALITY_METRICS), "pipeline": list(PIPELINE_METRICS)},
+        "metrics": {source: list(found) for source, found in metrics.items()},
         "runs": runs,
         "rows": rows,
     }

@@ -5,14 +5,17 @@ ranking=FUSION (the fused channel score alone, no ranking policy), view=SUMMARY 
 location, signature, JSDoc; no source), at the server's default semantic ratio, and writes
 one JSON line per query to bench/.work/candidates-<split>.jsonl:
 
-  {"id", "type", "repo", "split", "query", "leaks_name", "n_targets", "total_candidates",
-   "semantic_ratio_used", "candidates": [{"id", "path", "qualified_name", "name", "kind",
-   "start_line", "end_line", "depth", "parent_id", "is_test", "signature", "jsdoc",
-   "lexical_score", "vector_similarity", "lexical_rank", "semantic_rank", "fusion_score",
-   "provenance", "target"}, ...]}
+  {"id", "type", "repo", "split", "query", "leaks_name", "n_targets", "n_files",
+   "total_candidates", "semantic_ratio_used", "candidates": [{"id", "path", "qualified_name",
+   "name", "kind", "start_line", "end_line", "depth", "parent_id", "is_test", "signature",
+   "jsdoc", "lexical_score", "vector_similarity", "lexical_rank", "semantic_rank",
+   "fusion_score", "provenance", "target", "file_target"}, ...]}
 
 in fused order; `target` is the index of the query target the candidate is (None when it
-is none), by the same rule as run_quality. A ranking policy is then a function of these
+is none), by the same rule as run_quality; `file_target` the index of the relevant file it
+hits (bench/lib/metrics.py relevant_files and file_hit over the query's file targets, of
+`n_files`), so file-level nDCG is scored offline too. A `concept` query may have no symbol
+target (`n_targets` 0). A ranking policy is then a function of these
 fields, and evaluate_ranking()-style loops over the cache score it in milliseconds,
 without services. Tune on dev; run the test split only to report (STYLE.md, habit 16).
 Indexes are shared with run_quality: pass the same --state-dir to reuse them.
@@ -31,6 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from bench.lib.metrics import RelevantFile, file_hit, relevant_files
 from bench.lib.services import start_stack
 from bench.quality.run_quality import (
     DEFAULT_QUERIES,
@@ -63,7 +67,7 @@ def candidate_query(query: Query) -> SearchQuery:
     )
 
 
-def candidate_record(result: RankedResult, query: Query) -> dict[str, Any]:
+def candidate_record(result: RankedResult, query: Query, files: list[RelevantFile]) -> dict[str, Any]:
     chunk = result.chunk
     return {
         "id": chunk.id,
@@ -85,10 +89,12 @@ def candidate_record(result: RankedResult, query: Query) -> dict[str, Any]:
         "fusion_score": round(result.fusion_score, 5),
         "provenance": result.provenance,
         "target": target_hit(chunk, query.targets),
+        "file_target": file_hit(chunk.relative_path, chunk.start_line, chunk.end_line, files),
     }
 
 
 def query_record(query: Query, reply: SearchOutcome) -> dict[str, Any]:
+    files = relevant_files(query.file_targets)
     return {
         "id": query.id,
         "type": query.type,
@@ -97,9 +103,10 @@ def query_record(query: Query, reply: SearchOutcome) -> dict[str, Any]:
         "query": query.query,
         "leaks_name": query.leaks_name,
         "n_targets": len(query.targets),
+        "n_files": len(files),
         "total_candidates": reply.metadata.total_candidates,
         "semantic_ratio_used": round(reply.metadata.semantic_ratio_used, 3),
-        "candidates": [candidate_record(r, query) for r in reply.results],
+        "candidates": [candidate_record(r, query, files) for r in reply.results],
     }
 
 

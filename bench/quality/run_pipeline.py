@@ -17,9 +17,13 @@ context is the rendered results in order, each costing its own token count. Both
 nDCG@10, R@1, R@5, recall within 500 / 2,000 / 8,000 tokens, tokens per answer (top 10 for a
 list, the whole answer for a selection) and the share of returned code lines that belong to a
 target symbol (lines compared by text within the target's file; blank and bracket-only lines
-left out). Also: stage latencies, and for queries with no answer (nonsense, the other
-repositories' queries asked of a workspace, names that exist nowhere) how many results they get
-and whether the gateway flags them low-confidence.
+left out); and file-level nDCG@10 and R@10 as run_quality scores them (bench/lib/metrics.py
+score_files; a selected result is its own path and lines). A `concept` query with files only has
+None for the symbol-level columns and its gold-line share, and is left out of their means ("n
+symbol" counts the rows that have them), of the budget curve and of the reliability table.
+Also: stage latencies, and for queries with no answer (nonsense, the other repositories' queries
+asked of a workspace, names that exist nowhere) how many results they get and whether the
+gateway flags them low-confidence.
 
 The budget curve: per split and query type, the recall of the answer selection gives when asked
 for B tokens (max_tokens = B; a target counts when a result shows it whole, not clipped) against
@@ -52,7 +56,14 @@ from typing import Any
 from codecompass_gateway.answer import guidance_for
 from codecompass_gateway.pipeline import Pipeline, PipelineAnswer, PipelineRequest
 
-from bench.lib.metrics import TOKEN_BUDGETS, percentile, recall_within_budget, score_context, score_query
+from bench.lib.metrics import (
+    TOKEN_BUDGETS,
+    percentile,
+    recall_within_budget,
+    score_context,
+    score_files,
+    score_query,
+)
 from bench.lib.results import run_metadata, write_results
 from bench.lib.services import ServiceProcess, start_service, start_stack
 from bench.quality.run_quality import (
@@ -98,7 +109,7 @@ UNANSWERABLE_MAX_RESULTS = 2
 CURVE_BUDGETS = (500, 1_000, 2_000, 4_000, 8_000, 16_000)
 RELIABILITY_BINS = 10
 COLUMNS = ("first_rank", "mrr10", "r1", "r5", "r10", "ndcg10", *(f"r_{b}tok" for b in TOKEN_BUDGETS),
-           "tokens", "gold_line_share", "results", "client_ms")
+           "tokens", "gold_line_share", "results", "client_ms", "file_ndcg10", "file_r10")
 _MEANINGFUL = re.compile(r"[A-Za-z0-9_$]")
 
 
@@ -162,33 +173,47 @@ def selection_hits(answer: PipelineAnswer, targets: Sequence[Target]) -> list[in
     return hits
 
 
-def score(query: Query, answer: PipelineAnswer, client_ms: float, costs: TokenCosts, gold: GoldLines) -> list[float]:
+def score(query: Query, answer: PipelineAnswer, client_ms: float, costs: TokenCosts,
+          gold: GoldLines) -> list[float | None]:
     if answer.selection is not None:
         results = answer.selection.results
         hits = selection_hits(answer, query.targets)
         result_costs = [r.token_count for r in results]
         tokens = answer.selection.total_tokens
         shown = [(r.relative_path, r.source) for r in results]
+        spans = [(r.relative_path, r.start_line, r.end_line) for r in results]
     else:
         chunks = [c.result.chunk for c in answer.candidates]
         hits = [target_hit(c, query.targets) for c in chunks]
         result_costs = [costs(c) for c in chunks]
         tokens = sum(result_costs[:10])
         shown = [(c.relative_path, c.collapsed_source) for c in chunks[:10]]
-    ranking = score_query(hits[:10], len(query.targets))
-    context = score_context(hits, result_costs, len(query.targets))
-    first = next((rank for rank, hit in enumerate(hits, start=1) if hit is not None), 0)
-    return [first, *ranking.values(), *context.recall_by_budget, tokens,
-            gold_share(shown, gold.lines(query)), len(hits), client_ms]
+        spans = [(c.relative_path, c.start_line, c.end_line) for c in chunks]
+    files = score_files(spans, query.file_targets)
+    values: dict[str, float | None] = {"tokens": tokens, "results": len(hits), "client_ms": client_ms,
+                                       "file_ndcg10": files.ndcg10, "file_r10": files.r10}
+    if query.targets:  # else the symbol-level columns stay None
+        ranking = score_query(hits[:10], len(query.targets))
+        context = score_context(hits, result_costs, len(query.targets))
+        values["first_rank"] = next((rank for rank, hit in enumerate(hits, start=1) if hit is not None), 0)
+        values.update(zip(("mrr10", "r1", "r5", "r10", "ndcg10"), ranking.values(), strict=True))
+        values.update(zip((f"r_{b}tok" for b in TOKEN_BUDGETS), context.recall_by_budget, strict=True))
+        values["gold_line_share"] = gold_share(shown, gold.lines(query))
+    return [values.get(name) for name in COLUMNS]
 
 
-def aggregate(rows: Sequence[Sequence[float]]) -> dict[str, float]:
+def aggregate(rows: Sequence[Sequence[float | None]]) -> dict[str, float | None]:
+    """Column means (a symbol-level column over the rows that have it), token median and max."""
     col = {name: i for i, name in enumerate(COLUMNS)}
-    out: dict[str, float] = {"n": len(rows)}
+    out: dict[str, float | None] = {"n": len(rows)}
     if not rows:
         return out
+    with_symbols = sum(1 for r in rows if r[col["mrr10"]] is not None)
+    if with_symbols != len(rows):
+        out["n symbol"] = with_symbols
     for name in COLUMNS[1:]:
-        out[name] = round(statistics.fmean(r[col[name]] for r in rows), 4)
+        values = [r[col[name]] for r in rows if r[col[name]] is not None]
+        out[name] = round(statistics.fmean(values), 4) if values else None
     out["tokens median"] = statistics.median(r[col["tokens"]] for r in rows)
     out["tokens max"] = max(r[col["tokens"]] for r in rows)
     out["empty answers"] = round(sum(1 for r in rows if r[col["results"]] == 0) / len(rows), 4)
@@ -282,10 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     metadata = run_metadata()
     log(f"pipeline: {len(queries)} queries in {len(by_repo)} repo(s), stages {stages}, state dir {state_dir}")
     extra, stack = start_pipeline_services(state_dir, args.echo_logs)
-    rows: dict[str, dict[str, list[float]]] = {s: {} for s in stages}
+    rows: dict[str, dict[str, list[float | None]]] = {s: {} for s in stages}
     stage_ms: dict[str, dict[str, list[float]]] = {s: defaultdict(list) for s in stages}
     confidences: dict[str, tuple[float, float]] = {}
-    lists: dict[str, list[float]] = {}
+    lists: dict[str, list[float]] = {}  # the curves: queries with symbol targets only
     curve: dict[str, list[float]] = {}
     unanswerable: dict[str, list[dict[str, Any]]] = defaultdict(list)
     threshold = load_settings().gateway.confidence_threshold
@@ -314,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows[stage][query.id] = score(query, answer, client_ms, costs, gold)
                 if stage == "first stage":
                     confidences[query.id] = (answer.metadata.confidence, guidance_for(answer, threshold).confidence)
-                    lists[query.id] = list_curve(query, answer, costs)
+                    if query.targets:
+                        lists[query.id] = list_curve(query, answer, costs)
                 for name, ms in answer.stage_ms.items():
                     stage_ms[stage][name].append(ms)
                 stage_ms[stage]["total"].append(client_ms)
@@ -323,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"R@2k {overall.get('r_2000tok')}, tokens {overall.get('tokens')}")
         if not args.no_curve:
             t0 = time.perf_counter()
-            for query in queries:
+            for query in (q for q in queries if q.targets):
                 curve[query.id] = [curve_row(query, pipeline.run(PipelineRequest(
                     workspace_root=str(workspace_for(query.repo)), query=query.query, sync=False, hubs=False,
                     max_tokens=budget))) for budget in CURVE_BUDGETS]
@@ -366,14 +392,17 @@ def main(argv: list[str] | None = None) -> int:
         for group, members in [("all", in_split)] + [(t, [q for q in in_split if q.type == t])
                                                      for t in sorted({q.type for q in in_split})]:
             row: dict[str, Any] = {"split": split, "group": group, "n": len(members), "budgets": list(CURVE_BUDGETS)}
-            if members and all(q.id in lists for q in members):
-                row["list"] = [round(statistics.fmean(lists[q.id][i] for q in members), 4)
+            symbol_members = [q for q in members if q.targets]
+            if len(symbol_members) != len(members):
+                row["n symbol"] = len(symbol_members)
+            if symbol_members and all(q.id in lists for q in symbol_members):
+                row["list"] = [round(statistics.fmean(lists[q.id][i] for q in symbol_members), 4)
                                for i in range(len(CURVE_BUDGETS))]
-            if members and all(q.id in curve for q in members):
-                row["selection"] = [round(statistics.fmean(curve[q.id][i] for q in members), 4)
+            if symbol_members and all(q.id in curve for q in symbol_members):
+                row["selection"] = [round(statistics.fmean(curve[q.id][i] for q in symbol_members), 4)
                                     for i in range(len(CURVE_BUDGETS))]
             curves.append(row)
-        scored = [q for q in in_split if q.id in confidences and q.id in rows.get("first stage", {})]
+        scored = [q for q in in_split if q.targets and q.id in confidences and q.id in rows.get("first stage", {})]
         col = COLUMNS.index("first_rank")
         found = {q.id: 0 < rows["first stage"][q.id][col] <= 10 for q in scored}
         calibration[split] = {
@@ -402,13 +431,13 @@ def main(argv: list[str] | None = None) -> int:
         "calibration": calibration,
         "errors": errors[:50],
         "per_query": {"columns": list(COLUMNS), "queries": {q.id: [q.split, q.type, repo_label(q.repo)] for q in queries},
-                      "rows": {s: {qid: [round(v, 4) for v in row] for qid, row in by_id.items()}
+                      "rows": {s: {qid: [None if v is None else round(v, 4) for v in row] for qid, row in by_id.items()}
                                for s, by_id in rows.items()}},
     }
     for row in tables:
         if row["group"] in ("all", "nl"):
-            log(f"{row['split']:<5} {row['group']:<5} {row['stage']:<17} MRR {row.get('mrr10', 0):.3f} "
-                f"R@2k {row.get('r_2000tok', 0):.3f} gold lines {row.get('gold_line_share', 0):.3f} "
+            log(f"{row['split']:<5} {row['group']:<5} {row['stage']:<17} MRR {row.get('mrr10') or 0:.3f} "
+                f"R@2k {row.get('r_2000tok') or 0:.3f} gold lines {row.get('gold_line_share') or 0:.3f} "
                 f"tokens {row.get('tokens', 0):.0f} empty {row.get('empty answers', 0):.2f}")
     log(f"latency: {latency}")
     log(f"unanswerable: {unanswerable_summary}")

@@ -6,10 +6,14 @@ workspace `bench/.work/quality/<repo>/` with IndexWorkspace(wait_for_embeddings=
 checked), then sends every query of bench/quality/queries.jsonl, in its own repo's
 workspace, through RetrievalService.Search once per mode of MODES.
 
-Per query and mode it scores MRR@10, R@1/5/10 and nDCG@10; recall within token budgets
-of 500 / 2,000 / 8,000 tokens (results read in the order returned, each costing a one-line
-header plus its collapsed source, cl100k_base; a result counts only if it fits entirely,
-see bench/lib/metrics.py); the tokens of the top 10 results; and server/client latency.
+Per query and mode it scores MRR@10, R@1/5/10 and nDCG@10 over the symbol targets; recall
+within token budgets of 500 / 2,000 / 8,000 tokens (results read in the order returned, each
+costing a one-line header plus its collapsed source, cl100k_base; a result counts only if it
+fits entirely, see bench/lib/metrics.py); file-level nDCG@10 and R@10 over the query's files
+(a `concept` query's `files`, and every symbol target's file with the symbol's lines as its
+span: bench/lib/metrics.py score_files); the tokens of the top 10 results; and server/client
+latency. A `concept` query with files only has no symbol-level scores (None in its rows, left
+out of the symbol-level means, whose count is "n symbol").
 Aggregates are per split x query type x mode (plus all types, and nl queries by
 `leaks_name`). Everything lands in one results file, bench/results/quality-<UTC>.json and
 its copy quality-latest.json; `python -m bench.report` turns it into the README tables.
@@ -40,12 +44,18 @@ from typing import Any
 from bench.corpus.assemble import QUALITY_REPOS_BY_NAME, is_code_file, workspace_digest
 from bench.lib.metrics import (
     BUDGET_METRIC_NAMES,
+    FILE_METRIC_NAMES,
     METRIC_NAMES,
     TOKEN_BUDGETS,
+    FileTarget,
+    file_hit,
     percentile,
+    relevant_files,
     result_token_cost,
     score_context,
+    score_files,
     score_query,
+    tokens_per_answer,
 )
 from bench.lib.results import run_metadata, write_results
 from bench.lib.services import ServiceProcess, ServiceStack, start_stack
@@ -78,7 +88,8 @@ MODES: dict[str, dict[str, Any]] = {
 }
 COMMON_REQUEST: dict[str, Any] = {"limit": RESULT_LIMIT, "view": ResultView.CODE}
 
-# One row per (query, mode) in the results file, in this column order.
+# One row per (query, mode) in the results file, in this column order. The symbol-level
+# columns (first_rank through the budgets) are None for a query without symbol targets.
 PER_QUERY_COLUMNS = (
     "first_rank",  # 1-based rank of the first relevant result; 0 = none returned
     "mrr10",
@@ -93,7 +104,10 @@ PER_QUERY_COLUMNS = (
     "results",
     "first_test",  # 1 when the first result is test code (bench/lib/testcode.py, the benchmark's own rule)
     "test_top10",  # how many of the first 10 results are test code
+    "file_ndcg10",  # file level: each relevant file once, at its first (overlapping) result
+    "file_r10",
 )
+SYMBOL_COLUMNS = ("first_rank", "mrr10", "r1", "r5", "r10", "ndcg10", *(f"r_{b}tok" for b in TOKEN_BUDGETS))
 
 
 @dataclass(frozen=True)
@@ -111,14 +125,25 @@ class Query:
     repo: str | None  # None: the legacy single workspace
     split: str
     query: str
-    targets: tuple[Target, ...]
+    targets: tuple[Target, ...]  # symbols; a `concept` query may have none
     leaks_name: bool | None = None
+    files: tuple[FileTarget, ...] = ()  # file-level targets (0/0 lines: the whole file)
+
+    @property
+    def file_targets(self) -> tuple[FileTarget, ...]:
+        """What file-level scoring reads: the query's files, and each symbol target's file with
+        the symbol's lines as its span."""
+        return self.files + tuple(FileTarget(t.path, t.start_line, t.end_line) for t in self.targets)
 
 
 def parse_query(raw: dict) -> Query:
+    """One line of a query file; `files` is optional (only `concept` lines have it)."""
     targets = tuple(
         Target(t["path"], t.get("qualified_name", ""), int(t.get("start_line", 0)), int(t.get("end_line", 0)))
         for t in raw["targets"]
+    )
+    files = tuple(
+        FileTarget(f["path"], int(f.get("start_line", 0)), int(f.get("end_line", 0))) for f in raw.get("files", ())
     )
     leaks = raw.get("leaks_name")
     return Query(
@@ -129,19 +154,23 @@ def parse_query(raw: dict) -> Query:
         query=raw["query"],
         targets=targets,
         leaks_name=None if leaks is None else bool(leaks),
+        files=files,
     )
 
 
-def load_queries(path: Path) -> list[Query]:
+def load_queries(path: Path, *, symbol_level: bool = False) -> list[Query]:
+    """The queries of a file. `symbol_level`: only those with symbol targets, for tools that score
+    or label symbols only (a `concept` query whose answer is files has no symbol to find)."""
     queries = []
     with open(path, encoding="utf-8") as fh:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             query = parse_query(json.loads(line))
-            if not query.targets:
+            if not query.targets and not query.files:
                 raise SystemExit(f"{path}:{number}: query {query.id} has no targets")
-            queries.append(query)
+            if query.targets or not symbol_level:
+                queries.append(query)
     return queries
 
 
@@ -166,8 +195,9 @@ def target_hit(chunk, targets: Sequence[Target]) -> int | None:
 
 
 def unresolvable_queries(analysis: ServiceProcess, workspace: Path, queries: Sequence[Query]) -> list[str]:
-    """Ids of queries none of whose targets is a chunk the analysis service produces (unanswerable)."""
-    paths = sorted({t.path for q in queries for t in q.targets})
+    """Ids of queries none of whose targets (symbols or files) is a chunk the analysis service
+    produces (unanswerable)."""
+    paths = sorted({t.path for q in queries for t in q.file_targets})
     by_path: dict[str, list] = defaultdict(list)
     client = AnalysisClient(analysis.address)
     try:
@@ -175,11 +205,17 @@ def unresolvable_queries(analysis: ServiceProcess, workspace: Path, queries: Seq
             by_path[chunked.relative_path].extend(chunked.chunks)
     finally:
         client.close()
-    return [
-        q.id
-        for q in queries
-        if not any(target_hit(chunk, q.targets) is not None for t in q.targets for chunk in by_path[t.path])
-    ]
+    unresolvable = []
+    for q in queries:
+        files = relevant_files(q.file_targets)
+        chunks = [chunk for f in files for chunk in by_path[f.path]]
+        if not any(
+            target_hit(chunk, q.targets) is not None
+            or (q.files and file_hit(chunk.relative_path, chunk.start_line, chunk.end_line, files) is not None)
+            for chunk in chunks
+        ):
+            unresolvable.append(q.id)
+    return unresolvable
 
 
 def index_workspace(retrieval: ServiceProcess, workspace: Path) -> dict[str, Any]:
@@ -239,7 +275,7 @@ class TokenCosts:
 class Outcome:
     """One query under one mode."""
 
-    row: list[float]  # PER_QUERY_COLUMNS
+    row: list[float | None]  # PER_QUERY_COLUMNS
     ratio_used: float
     skipped_reason: str
     budget_not_spent: bool  # the results ran out before the largest budget did
@@ -259,22 +295,27 @@ def run_query(client: RetrievalClient, query: Query, mode: str, costs: TokenCost
     reply = client.search(request, SEARCH_DEADLINE_S)
     client_ms = (time.perf_counter() - t0) * 1000
     results = list(reply.results)
-    hits = [target_hit(r.chunk, query.targets) for r in results]
     result_costs = [costs(r.chunk) for r in results]
-    ranking = score_query(hits[:10], len(query.targets))
-    context = score_context(hits, result_costs, len(query.targets))
-    first_rank = next((rank for rank, hit in enumerate(hits, start=1) if hit is not None), 0)
+    symbol_level: list[float | None] = [None] * len(SYMBOL_COLUMNS)
+    if query.targets:
+        hits = [target_hit(r.chunk, query.targets) for r in results]
+        ranking = score_query(hits[:10], len(query.targets))
+        context = score_context(hits, result_costs, len(query.targets))
+        first_rank = next((rank for rank, hit in enumerate(hits, start=1) if hit is not None), 0)
+        symbol_level = [first_rank, *ranking.values(), *context.recall_by_budget]
+    files = score_files(
+        [(r.chunk.relative_path, r.chunk.start_line, r.chunk.end_line) for r in results], query.file_targets
+    )
     tests = [is_test_result(query.repo, r.chunk) for r in results[:10]]
     row = [
-        first_rank,
-        *ranking.values(),
-        *context.recall_by_budget,
-        context.answer_tokens,
+        *symbol_level,
+        tokens_per_answer(result_costs),
         reply.metadata.search_ms,
         client_ms,
         len(results),
         int(bool(tests) and tests[0]),
         sum(tests),
+        *files.values(),
     ]
     return Outcome(
         row=row,
@@ -284,8 +325,11 @@ def run_query(client: RetrievalClient, query: Query, mode: str, costs: TokenCost
     )
 
 
-def failed(error: ServiceError) -> Outcome:
-    row = [0.0] * len(PER_QUERY_COLUMNS)
+def failed(error: ServiceError, query: Query) -> Outcome:
+    row: list[float | None] = [0.0] * len(PER_QUERY_COLUMNS)
+    if not query.targets:
+        for column in SYMBOL_COLUMNS:
+            row[COL[column]] = None
     return Outcome(
         row=row,
         ratio_used=0.0,
@@ -304,7 +348,7 @@ def run_mode(retrieval: ServiceProcess, queries: Sequence[Query], mode: str, cos
                 outcomes[query.id] = run_query(client, query, mode, costs)
             except ServiceError as error:
                 # One failing query must not lose the others; the failure is reported, never hidden.
-                outcomes[query.id] = failed(error)
+                outcomes[query.id] = failed(error, query)
                 log(f"  {mode} {query.id} failed: {outcomes[query.id].error}")
     finally:
         client.close()
@@ -316,20 +360,27 @@ def run_mode(retrieval: ServiceProcess, queries: Sequence[Query], mode: str, cos
 COL = {name: i for i, name in enumerate(PER_QUERY_COLUMNS)}
 RANK_COLUMNS = ("mrr10", "r1", "r5", "r10", "ndcg10")
 BUDGET_COLUMNS = tuple(f"r_{b}tok" for b in TOKEN_BUDGETS)
+FILE_COLUMNS = ("file_ndcg10", "file_r10")
 
 
-def aggregate(rows: Sequence[Sequence[float]]) -> dict[str, Any]:
-    """Means of the ranking and budget metrics, mean/median tokens of the top 10."""
+def aggregate(rows: Sequence[Sequence[float | None]]) -> dict[str, Any]:
+    """Means of the ranking and budget metrics (symbol level: over the rows that have them, "n
+    symbol" when that is not every row), file-level means, mean/median tokens of the top 10."""
     out: dict[str, Any] = {"n": len(rows)}
     if not rows:
         return out
+    symbol_rows = [r for r in rows if r[COL["mrr10"]] is not None]
+    if len(symbol_rows) != len(rows):
+        out["n symbol"] = len(symbol_rows)
     for label, column in zip((*METRIC_NAMES, *BUDGET_METRIC_NAMES), (*RANK_COLUMNS, *BUDGET_COLUMNS), strict=True):
-        out[label] = round(statistics.fmean(r[COL[column]] for r in rows), 4)
+        out[label] = round(statistics.fmean(r[COL[column]] for r in symbol_rows), 4) if symbol_rows else None
     tokens = [r[COL["tokens_top10"]] for r in rows]
     out["tokens@10 mean"] = round(statistics.fmean(tokens), 1)
     out["tokens@10 median"] = round(statistics.median(tokens), 1)
     out["first is test code"] = round(statistics.fmean(r[COL["first_test"]] for r in rows), 4)
     out["test code in top 10"] = round(statistics.fmean(r[COL["test_top10"]] for r in rows) / 10, 4)
+    for label, column in zip(FILE_METRIC_NAMES, FILE_COLUMNS, strict=True):
+        out[label] = round(statistics.fmean(r[COL[column]] for r in rows), 4)
     return out
 
 
@@ -548,6 +599,8 @@ def main(argv: list[str] | None = None) -> int:
             "result_cost": "tokens of '// <relative_path> > <qualified_name>\\n' + collapsed_source",
             "budget_rule": "results in the order returned; a result counts only if it fits entirely; the walk stops at the first that does not",
             "relevance": "same path and (qualified name or exact line range); each target counted once",
+            "file_relevance": "same path and, when the file target has a line span, overlapping lines; each file "
+            "counted once; a symbol target is its file with the symbol's lines as its span",
             "embedding_models": models,
             "environment": retrieval_settings(),
         },

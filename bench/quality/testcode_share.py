@@ -167,7 +167,11 @@ def main(argv: list[str] | None = None) -> int:
 
     variants = {"default": {}, **dict(parse_variant(v) for v in args.variant)}
     repos = {r.strip() for r in args.repos.split(",")} if args.repos else None
-    queries = [qy for qy in load_queries(args.queries) if qy.split == args.split and (not repos or qy.repo in repos)]
+    queries = [
+        qy
+        for qy in load_queries(args.queries, symbol_level=True)
+        if qy.split == args.split and (not repos or qy.repo in repos)
+    ]
     settings = RetrievalSettings()
     model = MiniLMProvider()
     model.warmup()

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="print only; write no results file")
     args = parser.parse_args(argv)
 
-    queries = [qy for qy in load_queries(args.queries) if qy.split == args.split]
+    queries = [qy for qy in load_queries(args.queries, symbol_level=True) if qy.split == args.split]
     stores = {repo: open_store(args.state_dir, workspace_for(repo)) for repo in {qy.repo for qy in queries}}
     models = {store.model for store in stores.values()}
     if len(models) != 1:

@@ -38,6 +38,7 @@ from pathlib import Path
 from bench.corpus.assemble import QUALITY_REPOS
 from bench.corpus.mirrors import MIRRORS_ENV, MirrorError, checkout, find_mirror, folder_name, git
 from bench.corpus.policy import off_limits
+from bench.lib import markdown as bench_markdown
 from bench.lib import text as bench_text
 from bench.quality import build_queries
 from bench.quality import mine_commits as bench_mine_commits
@@ -164,7 +165,12 @@ def parse_repo(spec: str) -> tuple[str, str | None]:
 def miner_version() -> str:
     """A hash of every file that decides a pair: the miners and the extractors they run."""
     files = sorted(HERE.glob("mine*.py")) + [HERE / "pairs.py", HERE / "extract_tests.js", EXTRACTOR]
-    files += [Path(build_queries.__file__), Path(bench_mine_commits.__file__), Path(bench_text.__file__)]
+    files += [
+        Path(build_queries.__file__),
+        Path(bench_mine_commits.__file__),
+        Path(bench_text.__file__),
+        Path(bench_markdown.__file__),
+    ]
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.read_bytes())

@@ -27,6 +27,7 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from bench.lib.markdown import code_spans, first_paragraph, sections
 from bench.lib.text import first_sentence, leaks_name, words
 from bench.quality.build_queries import MAX_QUERY_WORDS, MIN_QUERY_WORDS, Target
 
@@ -38,14 +39,8 @@ RULE = "doc"
 _NOT_DOCS = re.compile(
     r"^(?:changelog|changes|history|license|licence|contributing|code_of_conduct|security)", re.IGNORECASE
 )
-_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
-_CODE_SPAN = re.compile(r"`([^`]+)`")
 _CALL = re.compile(r"[A-Za-z_$][\w$.]*\s*\(")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
-_NOT_PROSE_START = re.compile(r"^\s*(?:[|<!>#*+-]|\d+[.)]\s|\[!\[|```|~~~)")
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_EMPHASIS = re.compile(r"(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1")
 _NOT_NAMES = frozenset({"constructor", "default", "new", "function", "class", "async", "await", "return"})
 
 
@@ -61,26 +56,10 @@ def doc_files(root: Path) -> list[str]:
     return out
 
 
-def sections(text: str) -> list[tuple[str, list[str]]]:
-    """(heading text, body lines) of every ATX heading outside fenced code."""
-    out: list[tuple[str, list[str]]] = []
-    fence = None
-    for line in text.splitlines():
-        match = _FENCE.match(line)
-        if match:
-            fence = None if fence == match.group(1) else fence or match.group(1)
-        elif fence is None and (heading := _HEADING.match(line)):
-            out.append((heading.group(2), []))
-            continue
-        if out:
-            out[-1][1].append(line)
-    return out
-
-
 def heading_names(heading: str) -> set[str]:
     """The identifiers a heading writes as code: its code spans, or else its calls. Of a call,
     only the callee counts (`uuid.v4(options)` names v4, not uuid or options)."""
-    spans = _CODE_SPAN.findall(heading)
+    spans = code_spans(heading)
     code = spans if spans else [m.group(0) for m in _CALL.finditer(heading)]
     names = set()
     for part in code:
@@ -88,29 +67,6 @@ def heading_names(heading: str) -> set[str]:
         found = [_IDENT.findall(call)[-1] for call in calls] if calls else _IDENT.findall(part)
         names.update(name for name in found if name not in _NOT_NAMES)
     return names
-
-
-def first_paragraph(lines: list[str]) -> str:
-    """The section's first prose paragraph, Markdown stripped ('' when it opens with none)."""
-    paragraph: list[str] = []
-    in_fence = False
-    for line in lines:
-        if _FENCE.match(line):
-            if paragraph:
-                break
-            in_fence = not in_fence
-            continue
-        if in_fence:
-            continue
-        if not line.strip():
-            if paragraph:
-                break
-            continue
-        if not paragraph and _NOT_PROSE_START.match(line):
-            continue
-        paragraph.append(line.strip())
-    text = _LINK.sub(r"\1", " ".join(paragraph))
-    return _EMPHASIS.sub(r"\2", text).replace("`", "")
 
 
 def mine(root: Path, records: list[dict], scanned: list[dict], cap: int, seed: str, stats: Counter) -> list[Pair]:
@@ -125,7 +81,8 @@ def mine(root: Path, records: list[dict], scanned: list[dict], cap: int, seed: s
     pairs = []
     for rel in doc_files(root):
         text = (root / rel).read_text(encoding="utf-8", errors="replace")
-        for heading, body in sections(text):
+        for section in sections(text):
+            heading, body = section.heading, section.body
             named = {name for name in heading_names(heading) if name in by_name}
             if not named:
                 continue

@@ -90,7 +90,8 @@ def train_queries() -> tuple[dict[str, Path], list[dict]]:
 
 
 def quality_queries(split: str) -> tuple[dict[str, Path], list[dict]]:
-    chosen = [q for q in load_queries(DEFAULT_QUERIES) if q.split == split]
+    # Symbol labels only: a concept query whose answer is files has none to learn from.
+    chosen = [q for q in load_queries(DEFAULT_QUERIES, symbol_level=True) if q.split == split]
     workspaces = {q.repo: workspace_for(q.repo) for q in chosen}
     return workspaces, [{"id": q.id, "repo": q.repo, "type": q.type, "query": q.query,
                          "targets": [vars(t) for t in q.targets]} for q in chosen]

@@ -106,6 +106,9 @@ def test_no_off_limits_repository_in_committed_queries(path: Path) -> None:
             if repo.lower() in OFF_LIMITS_REPO_NAMES or forbidden_package(repo) or github in OFF_LIMITS_GITHUB:
                 bad.append((n, repo, url))
             bad.extend((n, t["path"]) for t in query.get("targets", []) if forbidden_path(t["path"]))
+            # A concept query's files: paths in concept_queries.jsonl, {"path", ...} in queries.jsonl.
+            paths = [f if isinstance(f, str) else f["path"] for f in query.get("files", [])]
+            bad.extend((n, path) for path in paths if forbidden_path(path))
     assert bad == []
 
 

@@ -174,3 +174,32 @@ def test_readme_section_is_in_sync_with_its_latest_results(path: Path, name: str
     assert report.rewrite(text, lambda n: render(n) if n == name else None) == text, (
         f"run `make bench-report`: {path.name} section {name!r} differs from bench/results/{section.kind}-latest.json"
     )
+
+
+def with_file_level(doc: dict) -> dict:
+    """A run with file-level scores and a `concept` group, some of whose queries have no symbol targets."""
+    tables = [{**row, "file nDCG@10": 0.7, "file R@10": 0.8} for row in doc["tables"]]
+    tables += [
+        {**row, "group": "concept", "n": 3, "n symbol": 1, "MRR@10": 0.25, "file nDCG@10": 0.4}
+        for row in tables
+        if row["group"] == "nl"
+    ]
+    return {**doc, "tables": tables}
+
+
+def test_results_without_file_level_scores_render_as_before() -> None:
+    text = report.render_quality_summary({"kind": "quality", **quality_doc()})
+    assert "file nDCG@10" not in text and "File-level" not in text
+    assert "| `bm25` | 2 | 0.500 | 0.250 | 0.750 | 1.000 | 0.600 | 0.200 | 0.500 | 0.900 | 1,000 | 10 / 20 |" in text
+
+
+def test_file_level_columns_and_the_concept_row_appear_when_the_run_has_them() -> None:
+    doc = {"kind": "quality", **with_file_level(quality_doc())}
+    summary = report.render_quality_summary(doc)
+    assert "| R@8k tok | file nDCG@10 | file R@10 | Tokens@10 median |" in summary
+    assert "| `bm25` | 2 | 0.500 | 0.250 | 0.750 | 1.000 | 0.600 | 0.200 | 0.500 | 0.900 | 0.700 | 0.800 |" in summary
+    assert "File-level nDCG@10 by query type" in summary
+    assert "| concept | 3 | 0.400 | 0.400 |" in summary  # the file-level matrix
+    assert "| concept | 3 | 0.250 | 0.250 |" in summary  # MRR@10 by type: over its 1 query with symbols
+    full = report.render_quality_full(doc)
+    assert "| `hybrid+ranking` | 3 (1 with symbol targets) | 0.250 |" in full

@@ -120,3 +120,15 @@ def test_the_models_table_labels_the_default_profile_the_service_really_defaults
     declared = next(line.split(":=", 1)[1].strip() for line in makefile.splitlines()
                     if line.startswith("DEFAULT_PROFILE :="))
     assert declared == EmbeddingSettings().profile
+
+
+def test_file_level_ndcg_is_compared_when_a_run_has_it(tmp_path: Path) -> None:
+    with_file = quality(0.3, 0.4)
+    with_file["tables"] = [{**row, "file nDCG@10": 0.6} for row in with_file["tables"]]
+    old = write_results("quality", quality(0.5, 0.4), results_dir=tmp_path, stamp="1")
+    new = write_results("quality", with_file, results_dir=tmp_path, stamp="2")
+    assert compare_runs.compare([("old", old)], [], "Why.")["metrics"]["quality"] == list(compare_runs.QUALITY_METRICS)
+    payload = compare_runs.compare([("old", old), ("new", new)], [], "Why.")
+    text = report.render_comparison({"kind": "comparison", **payload})
+    assert "| first is test code | file nDCG@10 | new: MRR@10 |" in text
+    assert "| all | 5 | 0.500 | 0.800 | 0.400 | – | 0.300 | 0.800 | 0.400 | 0.600 |" in text

@@ -134,3 +134,19 @@ def test_unanswerable_sets_ask_each_repository_the_next_ones_queries() -> None:
                                         ("a", "b question 0"), ("a", "b question 4")]
     assert len(sets["nonsense"]) == 2 * len(run_pipeline.NONSENSE_QUERIES)
     assert ("a", run_pipeline.NOWHERE_NAMES[0]) in sets["names nowhere"]
+
+
+def test_file_level_columns_and_the_concept_table_appear_when_the_run_has_them(monkeypatch) -> None:
+    monkeypatch.setattr(report, "_bm25_row", lambda split, group: None)  # no quality run beside it
+    doc = payload()
+    assert "file nDCG@10" not in report.render_pipeline_full(doc)
+    doc["tables"] = [{**row, "file_ndcg10": 0.7, "file_r10": 0.9} for row in doc["tables"]]
+    doc["tables"] += [{**row, "group": "concept", "n": 4, "n symbol": 2, "file_ndcg10": 0.45}
+                      for row in doc["tables"] if row["group"] == "nl"]
+    summary = report.render_pipeline_summary(doc)
+    assert "| Gold lines | file nDCG@10 | file R@10 |" in summary
+    assert "concept questions" in summary
+    assert "| `first stage` | 4 (2 with symbol targets) | 0.550 |" in summary
+    full = report.render_pipeline_full(doc)
+    assert "file-level nDCG@10 by query type and stage" in full
+    assert "| concept | 4 | – | 0.450 | 0.450 |" in full

@@ -8,10 +8,10 @@ ones. Every one of them, by a written rule:
 - a repository of more than CAP_LINES lines of TS/JS is indexed as a sample of CAP_LINES lines:
   first the files that hold a chosen query's target (the answers must be there), then the other
   files of those files' folders (the hardest negatives: same folder, same vocabulary), then the
-  rest in a seeded order, each file whole, until the cap. The benchmark's repositories are
-  17k-176k lines; a cap of 40k keeps the large TypeScript repositories (a third of the corpus's
-  lines) in proportion without letting four of them outweigh the other 150, and makes the whole
-  index about 3M lines, a few hours of the default model on 2 cores.
+  rest in a seeded order, each file whole, until the cap. 20k lines keeps every repository's
+  candidates realistic (the sampled ones are 20k-line repositories of their own code) while the
+  large TypeScript repositories stay a third of the lines, and the whole index, 2M lines, is
+  embedded by the default model in a couple of hours on 2 cores.
 
 Queries per repository: the mined pairs (models/corpus/pairs/train.jsonl.gz), at most CAPS[rule]
 per rule, seeded; identifier and path queries are made from the index later (`dump.py`), by the
@@ -48,7 +48,7 @@ WORKSPACES_DIR = RANKER_DIR / "ws"
 STATE_DIR = RANKER_DIR / "state"
 QUERIES_PATH = RANKER_DIR / "train_queries.jsonl"
 
-CAP_LINES = 40_000
+CAP_LINES = 20_000
 MIN_PAIRS = 1
 CAPS = {"commit": 40, "jsdoc": 15, "test": 10, "error": 8, "comment": 5, "header": 3, "doc": 3}
 SEED = 20261126

@@ -66,10 +66,11 @@ def test_skipped_files_print_their_reason(run_cli, tmp_path: Path) -> None:
     (tmp_path / "bundle.js").write_text("var a=" + "1+" * 30000 + "1;\n")
     human = run_cli("chunks", str(tmp_path))
     assert human.code == 0, human.err
-    assert "ok.ts  ok  1 chunks" in human.out
+    # The function and the file's card.
+    assert "ok.ts  ok  2 chunks" in human.out
     assert "bundle.js  skipped  minified" in human.out
     as_json = run_cli("chunks", str(tmp_path), "--json")
-    assert [c["name"] for c in as_json.json_lines()] == ["ok"]
+    assert [c["name"] for c in as_json.json_lines()] == ["<module top level>", "ok"]
     assert "bundle.js  skipped  minified" in as_json.err
 
 

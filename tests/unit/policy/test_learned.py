@@ -137,3 +137,27 @@ def test_a_module_chunk_is_a_kind_feature():
     results = rank(shape, [Candidate(module, bm25=1.0, lexical_rank=1)], ratio=0.0, limit=5)
     x = feature_matrix(shape, results, {"m": Candidate(module)})
     assert x[0, col("kind_module")] == 1.0 and x[0, col("index_file")] == 1.0
+
+
+def test_a_file_card_and_its_file_are_features():
+    card_text = ("[TypeScript] src/retry/scheduler.ts > <module top level>\nPurpose: Schedules retries of failed jobs.\n"
+                 "Signature: module src/retry/scheduler.ts\nExports: RetryScheduler, backoff\n\n---\nimport x;")
+    card = chunk("card", "<module top level>", "src/retry/scheduler.ts", kind=NodeKind.MODULE, source="import x;")
+    card = type(card)(**{**card.__dict__, "embedding_text": card_text})
+    member = chunk("fn", "backoff", "src/retry/scheduler.ts", source="function backoff(n) { return 2 ** n }")
+    other = chunk("o", "parseJob", "src/jobs/parse.ts", source="function parseJob(text) { retries }")
+    cands = [Candidate(member, bm25=3.0, lexical_rank=1), Candidate(other, bm25=2.0, lexical_rank=2),
+             Candidate(card, bm25=1.0, lexical_rank=3)]
+    shape = analyze("how are failed jobs retried?")
+    assert shape.question
+    recorder = FeatureRecorder()
+    rank(shape, cands, ratio=0.0, limit=10, model=recorder)
+    rows = dict(zip(recorder.ids, recorder.rows, strict=True))
+    assert rows["card"][col("q_question")] == 1.0
+    # "failed" and "jobs" are in the card's purpose; only a card has card words.
+    assert rows["card"][col("cov_card")] > 0.0 and rows["o"][col("cov_card")] == 0.0
+    # The file holds the member and the card: their summed score, its best rank, its card.
+    assert rows["card"][col("file_score_sum")] == pytest.approx(rows["fn"][col("file_score_sum")])
+    assert rows["card"][col("file_score_sum")] > rows["o"][col("file_score_sum")]
+    assert rows["card"][col("file_best_rank_inv")] == rows["fn"][col("file_best_rank_inv")] == 1.0
+    assert rows["fn"][col("file_card_candidate")] == 1.0 and rows["o"][col("file_card_candidate")] == 0.0

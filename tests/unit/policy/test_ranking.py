@@ -215,3 +215,15 @@ def test_each_vector_channel_is_min_max_scaled_within_itself():
     assert (out["s1"].vector_channel, out["p1"].vector_channel) == (STATIC_VECTORS, PRIMARY_VECTORS)
     # Scaled together, the static hits would have buried the primary channel's best.
     assert out["s1"].vector_similarity == pytest.approx(0.93)
+
+
+def test_file_diversity_reorders_the_final_list_not_the_hand_set_input():
+    # Three chunks of one file ahead of another file: with a decay of 0.5 the other file's chunk
+    # passes the third (0.25 x its score) and the second (0.5 x).
+    cands = lexical((chunk("a1", "alpha", "src/big.ts"), 10.0), (chunk("a2", "alpha two", "src/big.ts"), 9.0),
+                    (chunk("a3", "alpha three", "src/big.ts"), 8.5), (chunk("b", "beta", "src/other.ts"), 6.0))
+    plain = rank(analyze("anything at all here"), cands, ratio=0.0, limit=4)
+    assert ids(plain) == ["a1", "a2", "a3", "b"]
+    diverse = rank(analyze("anything at all here"), cands, ratio=0.0, limit=4, policy=RankingPolicy(saturation=0.5))
+    assert ids(diverse) == ["a1", "b", "a2", "a3"]
+    assert diverse[2].signals["saturation"] == 0.5

@@ -103,3 +103,15 @@ def test_words_without_letters_or_digits_are_natural_language() -> None:
     # Symbols only ("§§§ ¶¶ †††"): no word to judge a message by, and no traceback.
     shape = analyze("§§§ ¶¶ †††")
     assert shape.intent == NATURAL_LANGUAGE and shape.words == ()
+
+
+@pytest.mark.parametrize(("query", "question"), [
+    ("how does the router discover plugins", True),
+    ("Where is the token validated?", True),
+    ("retry failed jobs?", True),
+    ("retry failed jobs", False),
+    ("parseConfig", False),
+    ("", False),
+])
+def test_a_question_in_words_is_judged_once(query, question):
+    assert analyze(query).question is question

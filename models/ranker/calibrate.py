@@ -1,12 +1,15 @@
 """Fit the search's confidence model (`policy.confidence`) on the train repositories and report
 its calibration on the benchmark's test split.
 
-Confidence is P(a right answer is among the first ten results), judged from absolute evidence
+Confidence is P(the first result is a right answer), judged from absolute evidence
 (`policy.confidence.confidence_features`) of the first stage as the product runs it (the learned
-ranker when its model is there). Examples:
+ranker when its model is there). Wrong answers are the negatives that matter: a question whose
+first result is not its answer is one an agent is misled by, whether the answer is further down
+or nowhere. Examples:
 
-- answerable: each query asked of its own repository (label: a target is in the first ten), and
-  exact names (`exact_name`: a code-shaped name one symbol of the index has, as an agent types it);
+- answerable: each query asked of its own repository (label: its first result is a target; else
+  the example is a wrong answer), and exact names (`exact_name`: a code-shaped name one symbol of
+  the index has, as an agent types it);
 - unanswerable (label 0), the shapes a question with no answer takes: the query asked of another
   repository (`wrong_repository`), an exact code name that no chunk has (`missing_name`: a real
   name of the index with one letter changed), and text about nothing in any repository
@@ -182,7 +185,7 @@ def collect(split: str, state_dir: Path, workspaces: dict[str, Path], queries: l
     t0 = time.perf_counter()
     for repo, text, kind, targets in asks:
         store = stores[repo]
-        outcome = hybrid_search(store, text, query_vector=vectors[text], filters=Filters(), limit=10,
+        outcome = hybrid_search(store, text, query_vector=vectors[text], filters=Filters(), limit=1,
                                 semantic_ratio=settings.semantic_ratio, candidate_pool=settings.candidate_pool,
                                 static_query_vector=static_vectors[text],
                                 static_search=store.vector_counts().static_only > 0, model=ranker)
@@ -201,9 +204,17 @@ def by_kind(examples: Examples, pred: np.ndarray) -> dict[str, dict]:
     out = {}
     for kind in sorted(set(examples.kinds)):
         mask = np.array([k == kind for k in examples.kinds])
+        labels = np.array(examples.labels)
         out[kind] = {"n": int(mask.sum()), "mean_confidence": round(float(pred[mask].mean()), 3),
-                     "answered": round(float(np.array(examples.labels)[mask].mean()), 3),
+                     "answered": round(float(labels[mask].mean()), 3),
                      "below_0.5": round(float((pred[mask] < 0.5).mean()), 3)}
+        if kind in ANSWERABLE:
+            # Right and wrong first results apart: a wrong one flagged is the point of confidence.
+            for name, outcome in (("right", 1.0), ("wrong", 0.0)):
+                chosen = mask & (labels == outcome)
+                if chosen.any():
+                    out[kind][f"{name}_n"] = int(chosen.sum())
+                    out[kind][f"{name}_below_0.5"] = round(float((pred[chosen] < 0.5).mean()), 3)
     return out
 
 

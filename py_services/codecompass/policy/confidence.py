@@ -17,19 +17,22 @@ from codecompass.policy.shape import QueryShape
 
 # --- Confidence: is the answer in the results at all? -------------------------------------
 #
-# Ranking scores are relative to the query's other candidates, so a query that matches nothing
-# still has a best result. Confidence is judged from absolute evidence instead: how many of the
-# query's words the best results contain, whether a name, path or quoted phrase matched exactly,
-# and the raw cosine of the best semantic hit. A logistic model turns that into P(a right answer
-# is among the first ten results); models/ranker/calibrate.py fits it on the corpus's train
-# repositories, ranked by the learned ranker (their queries and exact names, and as queries with no
-# answer: the same queries asked of another repository, real names with a letter changed, and text
-# about nothing, weighted as one query in ten), and measures it on the benchmark's test split.
+# A query that matches nothing still has a best result, so confidence is judged from absolute
+# evidence: how many of the query's words the best results contain, whether a name, path or quoted
+# phrase matched exactly, the raw cosine of the best semantic hit, and the learned ranker's own
+# probability for its first result and its lead over the second. A logistic model turns that into
+# P(the first result is a right answer): a wrong first result is the failure an agent pays for,
+# whether the question has an answer elsewhere in the list or none at all. models/ranker/calibrate.py
+# fits it on the corpus's train repositories, ranked by the learned ranker (their queries, whose
+# first result is right or wrong, and exact names; as queries with no answer: the same queries
+# asked of another repository, real names with a letter changed, and text about nothing, weighted
+# as one query in ten), and measures it on the benchmark's test split.
 
 CONFIDENCE_TOP = 5
 # The features the model weighs. Query length, intent and "found lexically at all" were tried
 # and left out: leave-one-repository-out on the dev split calibrated worse with them.
-CONFIDENCE_FEATURES = ("coverage", "cosine", "definition", "exact_name", "name_words", "path", "phrase")
+CONFIDENCE_FEATURES = ("coverage", "cosine", "definition", "exact_name", "name_words", "path", "phrase", "top_score",
+                       "margin")
 _CONFIDENCE_TEXT_CHARS = 4000
 
 
@@ -68,6 +71,10 @@ def confidence_features(shape: QueryShape, results: list[RankedResult], exact_mi
         "name_words": min(1.0, max((s.get("name_words", 0.0) for s in signals), default=0.0)),
         "path": 1.0 if any("path" in s or "_path" in s for s in signals) else 0.0,
         "phrase": 1.0 if any("phrase" in s for s in signals) else 0.0,
+        # The learned ranker's P(relevant) of its first result and its lead over the second (with
+        # the hand-set stack, scores relative to the best: the first is always 1).
+        "top_score": clamp(top[0].score) if top else 0.0,
+        "margin": score_margin([r.score for r in top]),
         "missing_name": 1.0 if exact_missing else 0.0,
     }
 

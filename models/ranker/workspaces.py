@@ -96,6 +96,22 @@ def sample_files(checkout: Path, pairs: list[dict], repo: str) -> list[str] | No
     return chosen
 
 
+def build_workspace(checkout: Path, pairs: list[dict], files: list[str] | None, into: Path) -> bool:
+    """Write the workspace unless it holds these files with these blanks already; True when written.
+
+    Rebuilt when what it is made of changes (a new rule's answers must be in it); a file rewritten
+    unchanged costs the index nothing (its catalog compares content hashes)."""
+    stamp = json.dumps({"files": files, "blank": sorted(json.dumps(p.get("blank", [])) for p in pairs)}) + "\n"
+    built = into / ".built"
+    if built.is_file() and built.read_text(encoding="utf-8") == stamp:
+        return False
+    shutil.rmtree(into, ignore_errors=True)
+    into.mkdir(parents=True)
+    blanked_workspace(checkout, pairs, into, files)
+    built.write_text(stamp, encoding="utf-8")
+    return True
+
+
 def load_pairs() -> dict[str, list[dict]]:
     by_repo: dict[str, list[dict]] = defaultdict(list)
     for path in (PAIRS, CONCEPT_PAIRS):
@@ -136,11 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         pairs = sample_pairs(repo, by_repo[repo])
         checkout = CORPUS_DIR / repo.replace("/", "+")
         into = WORKSPACES_DIR / repo.replace("/", "+")
-        if not (into / ".built").exists():
-            shutil.rmtree(into, ignore_errors=True)
-            into.mkdir(parents=True)
-            blanked_workspace(checkout, pairs, into, sample_files(checkout, pairs, repo))
-            (into / ".built").write_text("ok\n")
+        build_workspace(checkout, pairs, sample_files(checkout, pairs, repo), into)
         lines[repo] = repo_lines(into)
         queries += [{"id": p["id"], "repo": repo, "rule": p["rule"], "query": p["query"], "targets": p["targets"],
                      "files": p.get("files", [])} for p in pairs]

@@ -88,6 +88,19 @@ def test_identifier_and_path_queries_come_from_library_code_only():
     assert any(q["type"] == "path" and q["query"] == "config/parse.ts" for q in queries)
 
 
+def test_a_workspace_is_rebuilt_when_its_sample_changes_and_only_then(tmp_path):
+    checkout, into = tmp_path / "checkout", tmp_path / "ws"
+    for rel in ("src/a.ts", "src/b.ts", "lib/c.ts"):
+        write_lines(checkout / rel, 3)
+    pairs = [{"targets": [], "blank": []}]
+    assert workspaces.build_workspace(checkout, pairs, ["src/a.ts"], into)
+    assert sorted(p.name for p in into.rglob("*.ts")) == ["a.ts"]
+    assert not workspaces.build_workspace(checkout, pairs, ["src/a.ts"], into)
+    # A concept pair's answer joins the sample: the old workspace lacks it, so it is written again.
+    assert workspaces.build_workspace(checkout, pairs, ["lib/c.ts", "src/a.ts"], into)
+    assert sorted(p.name for p in into.rglob("*.ts")) == ["a.ts", "c.ts"]
+
+
 def test_a_path_query_is_answered_by_the_files_top_level_symbols_and_its_card():
     outline = [row("parseConfigFile", "src/config/parse.ts", start=3, end=20),
                row("<module top level>", "src/config/parse.ts", kind="module", start=2, end=24)]

@@ -25,7 +25,8 @@ queries.jsonl, and re-running this script reproduces it byte for byte):
               (messages thrown in more than one place are dropped).
   path        the last two segments of a source file's path ("operators/mergeMap.ts"),
               unique as a path suffix in the repository -> every top-level symbol of that
-              file (any of them answers it).
+              file and the file's card, the analysis service's `<module top level>` chunk
+              (any of them answers it).
   concept     how a part of the library works, in the repository's own prose (a docs
               section that names code files or API, a package's description, a commit body)
               -> the file or few files that do it (`files`, whole files), plus symbol targets
@@ -74,6 +75,8 @@ MAX_QUERY_WORDS = 40
 # Per repository; small repositories give fewer.
 QUOTAS = {"jsdoc": 18, "identifier": 10, "error": 12, "path": 6, "concept": 50}
 FUNCTION_KINDS = {"function", "method", "constructor", "accessor"}
+# A file's card: the analysis service's chunk of the whole file (node_ts_service/src/symbols.ts).
+MODULE_CHUNK_NAME = "<module top level>"
 # Sampled in this order from one generator per repository: a new type goes last, so the
 # earlier types' samples (and their lines of queries.jsonl) stay as they were.
 TYPE_ORDER = ("nl", "jsdoc", "identifier", "error", "path", "concept")
@@ -233,7 +236,12 @@ def path_queries(records: list[dict]) -> list[Candidate]:
             continue
         tops = [s for s in top_level(record["symbols"]) if s["has_body"]]
         if tops:
-            candidates.append(Candidate(suffix, [target_of(record["path"], s) for s in tops], leaks=False))
+            targets = [target_of(record["path"], s) for s in tops]
+            card = record["card"]  # None: a file without statements (never one with symbols)
+            if card:
+                # Last, so a sample's order (by the first target) is what it was before the card was one.
+                targets.append(Target(record["path"], MODULE_CHUNK_NAME, card["start_line"], card["end_line"]))
+            candidates.append(Candidate(suffix, targets, leaks=False))
     return candidates
 
 

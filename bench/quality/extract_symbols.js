@@ -10,7 +10,8 @@
 //     and the spans of its own JSDoc comments (so one doc can be blanked alone);
 //   - CommonJS assignments named the way the analysis service names them:
 //     `X.prototype.y = function` -> "X.y" (method), `exports.x = ` / `module.exports.x = `
-//     -> "x", `a.b = function` -> "a.b", `module.exports = function f` -> "f".
+//     -> "x", `a.b = function` -> "a.b", `module.exports = function f` -> "f";
+//   - the lines of the file's card, the service's `<module top level>` chunk (`card`).
 // Output: one JSON object per file on stdout.
 // Usage: node bench/quality/extract_symbols.js ROOT [ROOT-RELATIVE-FILES...]
 // As a module it lends `extract` and its parsing helpers to the training corpus's miners
@@ -240,7 +241,12 @@ function extract(root, file) {
     ts.forEachChild(node, (child) => visit(child, parents));
   };
   visit(sf, []);
-  return { path: rel, line_count: text.split('\n').length, jsdoc_spans: spans, symbols };
+  // The file's card as the analysis service spans it (node_ts_service/src/symbols.ts moduleSymbol,
+  // endLineOf): the whole file trimmed of surrounding blank space; a file of comments alone has none.
+  const cardStart = text.length - text.trimStart().length;
+  const card = sf.statements.length === 0 ? null
+    : { start_line: lineOf(cardStart), end_line: lineOf(Math.max(cardStart, text.trimEnd().length - 1)) };
+  return { path: rel, line_count: text.split('\n').length, jsdoc_spans: spans, card, symbols };
 }
 
 function main() {

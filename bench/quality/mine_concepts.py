@@ -36,7 +36,7 @@ package      A package's description of itself: the `description` of the package
              source: the `source` field, else a code file among the `exports["."]`, `main` and
              `module` paths, else the code file named like the entry (`dist/hooks.js` -> the
              shallowest `hooks.*`, then `index.*`, under the package). And a README inside a code
-             folder -> that folder's code files (1..MAX_README_FILES).
+             folder, not a package's own -> that folder's code files (1..MAX_README_FILES).
 commit-body  The body (never the subject: subjects are the `nl` type) of a commit that changed
              MIN_COMMIT_FILES..MAX_COMMIT_FILES code files: non-merge commits reachable from the
              pinned commit (the newest --max-commits touching the code paths) whose subject
@@ -318,6 +318,10 @@ class Pinned:
         parents = {parent(p) for p in code if p}
         return sorted(p for p in self.packages if p and parent(p) in parents and p not in code)
 
+    def is_code(self, path: str) -> bool:
+        """A file of the library's own code (models/corpus/concepts.py has the training corpus's rule)."""
+        return is_code_file(self.repo, path)
+
     def definitions(self) -> dict[str, dict[tuple[str, str], dict]]:
         """API name -> (path, qualified name) -> symbol target: the code's functions, methods,
         classes and accessors, not those nested in a method (of overloads, the widest)."""
@@ -341,10 +345,14 @@ def pinned_tree(repo: QualityRepo, mirror: Path, root: Path) -> Pinned:
     checkout_repo(repo, root)
     paths = sorted(git(mirror, "ls-tree", "-r", "--name-only", "-z", repo.commit).strip("\0").split("\0"))
     symbols = {record["path"]: record["symbols"] for record in extract(root, code_files(repo, root))}
-    packages = sorted(
+    return Pinned(repo, root, paths, symbols, package_folders(paths))
+
+
+def package_folders(paths: Iterable[str]) -> list[str]:
+    """The folders holding a package.json ("" for the root), test and fixture folders left out."""
+    return sorted(
         parent(p) for p in paths if PurePosixPath(p).name == "package.json" and not set(p.split("/")) & TEST_DIR_NAMES
     )
-    return Pinned(repo, root, paths, symbols, packages)
 
 
 # --- Docs: docs-file and docs-api -------------------------------------------------------------
@@ -382,7 +390,7 @@ def named_files(text: str, pinned: Pinned, by_basename: dict[str, list[str]]) ->
             continue
         same_name = by_basename.get(path.rsplit("/", 1)[-1], [])
         owners = [path] if path in same_name else [p for p in same_name if p.endswith("/" + path)]
-        if len(owners) == 1 and is_code_file(pinned.repo, owners[0]) and owners[0] not in found:
+        if len(owners) == 1 and pinned.is_code(owners[0]) and owners[0] not in found:
             found.append(owners[0])
     return found
 
@@ -518,9 +526,12 @@ def package_candidates(pinned: Pinned, stats: Counter) -> list[Candidate]:
     out = []
     for package in pinned.code_packages():
         rel = f"{package}/package.json" if package else "package.json"
-        manifest = json.loads((pinned.root / rel).read_text(encoding="utf-8"))
-        description = " ".join(str(manifest.get("description", "")).split())
-        entry = entry_file(pinned, package, manifest)
+        try:
+            manifest = json.loads((pinned.root / rel).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            manifest = None  # code in no package folder (no root package.json), or a manifest not JSON
+        description = " ".join(str(manifest.get("description", "")).split()) if isinstance(manifest, dict) else ""
+        entry = entry_file(pinned, package, manifest) if description else None
         if not description or entry is None or not explanatory(description, known):
             stats["package_no_description_entry_or_sentence"] += 1
             continue
@@ -531,6 +542,8 @@ def package_candidates(pinned: Pinned, stats: Counter) -> list[Candidate]:
         folder, _, name = rel.rpartition("/")
         if name.lower() != "readme.md" or not any(contains(p, folder) for p in pinned.repo.code_paths):
             continue
+        if folder in pinned.packages:
+            continue  # a package's README: its description speaks for the package, its entry answers
         files = [p for p in pinned.code if parent(p) == folder]
         if not 1 <= len(files) <= MAX_README_FILES:
             stats["package_readme_files_out_of_range"] += 1
@@ -605,7 +618,7 @@ def commit_candidates(pinned: Pinned, mirror: Path, max_commits: int, stats: Cou
         try:
             changes = [
                 c
-                for c in diff_changes(mirror, commit.sha, repo.code_paths, lambda p: is_code_file(repo, p))
+                for c in diff_changes(mirror, commit.sha, repo.code_paths, pinned.is_code)
                 if c.changed or c.deletions
             ]
             if not MIN_COMMIT_FILES <= len(changes) <= MAX_COMMIT_FILES:

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -144,12 +145,16 @@ def write_rows(path: Path, rows: list[dict]) -> None:
 
 
 def merge(paths: list[Path], out: Path) -> int:
-    """Per-repository files into one gzip, byte-identical for identical inputs (no timestamp)."""
+    """Per-repository files into one gzip."""
+    return write_gzip((path.read_bytes() for path in paths), out)
+
+
+def write_gzip(chunks: Iterable[bytes], out: Path) -> int:
+    """Lines into a gzip, byte-identical for identical inputs (no timestamp); the line count."""
     out.parent.mkdir(parents=True, exist_ok=True)
     count = 0
     with open(out, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as fh:
-        for path in paths:
-            data = path.read_bytes()
+        for data in chunks:
             count += data.count(b"\n")
             fh.write(data)
     return count

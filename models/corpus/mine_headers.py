@@ -19,13 +19,11 @@ from collections import Counter
 from pathlib import PurePosixPath
 
 from bench.lib.text import first_sentence
-from bench.quality.build_queries import Target, top_level
+from bench.quality.build_queries import MODULE_CHUNK_NAME, Target, top_level
 
 from models.corpus.pairs import Pair, finalize, leaks_any, well_sized
 
 RULE = "header"
-# node_ts_service/src/symbols.ts MODULE_CHUNK_NAME
-MODULE_CHUNK_NAME = "<module top level>"
 _MARKERS = re.compile(r"^\s*(?:/\*+!?|\*+/|//+|\*+(?!/))?", re.MULTILINE)
 _TAG = re.compile(r"^@(\w+)\s*(.*)$")
 _DESCRIPTIVE_TAGS = {"file", "fileoverview", "overview", "description", "desc"}

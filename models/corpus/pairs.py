@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.corpus.assemble import is_source
+from bench.lib.metrics import FileTarget
 from bench.lib.text import leaks_name, words
 from bench.quality.build_queries import MAX_QUERY_WORDS, Target
 from bench.quality.mine_commits import MIN_WORDS
@@ -72,12 +73,23 @@ class Repo:
 class Pair:
     rule: str
     query: str
-    targets: list[Target]
+    targets: list[Target]  # symbols; a `concept` pair may have none
     blank: list[dict] = field(default_factory=list)  # {"path", "spans": [[start, end], ...]}
     source: dict = field(default_factory=dict)  # the rule's provenance
+    # Whole files that answer (the benchmark's `files`, start_line and end_line 0): `concept` pairs only.
+    files: list[FileTarget] = field(default_factory=list)
+
+    def answer(self) -> tuple:
+        symbols = tuple(sorted((t.path, t.qualified_name) for t in self.targets))
+        return tuple(sorted(f.path for f in self.files)), symbols
+
+    def anchor(self) -> tuple[str, int]:
+        """Where the answer is, for a stable order: the first file, else the first symbol target."""
+        first = self.files[0] if self.files else self.targets[0]
+        return first.path, first.start_line
 
     def record(self, repo: Repo, n: int) -> dict:
-        return {
+        record = {
             "id": f"{self.rule}-{repo.github.replace('/', '+')}-{n:04d}",
             "rule": self.rule,
             "repo": repo.github,
@@ -87,6 +99,9 @@ class Pair:
             "blank": self.blank,
             "source": self.source,
         }
+        if self.files:  # the symbol rules' records stay as they always were
+            record["files"] = [vars(f) for f in self.files]
+        return record
 
 
 def repo_cap(symbols: int, floor: int = DEFAULT_CAP, per_symbol: float = CAP_PER_SYMBOL) -> int:
@@ -163,7 +178,7 @@ def finalize(pairs: list[Pair], cap: int, seed: str, *, ordered: bool = False) -
         by_text[pair.query.lower()].append(pair)
     unique = []
     for group in by_text.values():
-        answers = {tuple(sorted((t.path, t.qualified_name) for t in p.targets)) for p in group}
+        answers = {p.answer() for p in group}
         if len(answers) > 1:
             stats["same_text_other_answer"] += len(group)
             continue
@@ -173,12 +188,12 @@ def finalize(pairs: list[Pair], cap: int, seed: str, *, ordered: bool = False) -
     kept_ids = {id(p) for p in unique}
     order = [p for p in pairs if id(p) in kept_ids] if ordered else unique
     if not ordered:
-        order = sorted(order, key=lambda p: (p.targets[0].path, p.targets[0].start_line, p.query))
+        order = sorted(order, key=lambda p: (*p.anchor(), p.query))
         random.Random(seed).shuffle(order)
     per_answer: Counter = Counter()
     kept = []
     for pair in order:
-        answer = tuple(sorted((t.path, t.qualified_name) for t in pair.targets))
+        answer = pair.answer()
         per_answer[answer] += 1
         if per_answer[answer] > PER_TARGET_CAP:
             stats["over_answer_cap"] += 1

@@ -4,10 +4,17 @@ Runs the product's first stage in process (`hybrid.hybrid_search`, read only, th
 semantic ratio and candidate pool, queries embedded by the index's own models) over:
 
 - train: the corpus train workspaces `workspaces.py` indexed (models/.work/ranker/state), with
-  their sampled pairs, plus identifier and path queries made from each index by the benchmark's
-  own rules (bench/quality/build_queries.py: a name split into words -> the one symbol so named;
-  the last two segments of a file's path -> its top-level symbols), from non-test library code;
-- dev and test: the quality benchmark's queries on its indexes (`--quality-state`).
+  their sampled pairs (concept pairs included), plus identifier and path queries made from each
+  index by the benchmark's own rules (bench/quality/build_queries.py: a name split into words ->
+  the one symbol so named; the last two segments of a file's path -> its top-level symbols and
+  its card), from non-test library code;
+- dev and test: the quality benchmark's queries on its indexes (`--quality-state`), every type,
+  concept queries whose answer is files alone included.
+
+A candidate is labelled relevant (`is_answer`) when it is one of the query's symbol targets (by
+qualified name or exact lines, as the benchmark scores them), or when it is the file card (the
+`module` chunk, `<module top level>`) of one of the query's file targets (a concept query's
+`files`): a question a file answers is answered by the chunk that stands for the whole file.
 
 `policy.learned.FeatureRecorder` stands in for the model, so the rows are exactly what the
 model will read in the service. Writes models/.work/ranker/<split>.npz (X, y, group sizes) and
@@ -24,6 +31,7 @@ import random
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +39,7 @@ from bench.quality.build_queries import identifier_queries, path_queries
 from bench.quality.run_quality import DEFAULT_QUERIES, Target, load_queries, target_hit, workspace_for
 from bench.quality.tune_ranking import open_store, query_embedder
 
+from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.config import RetrievalSettings
 from codecompass.common.testcode import is_test_path
 from codecompass.embedding.static import StaticProvider
@@ -46,11 +55,18 @@ GENERATED = {"identifier": 8, "path": 5}
 _BODY_KINDS = {"function", "method", "class", "constructor", "accessor", "component"}
 # Pair rules as the benchmark's query types.
 TYPE_OF_RULE = {"commit": "nl", "jsdoc": "jsdoc", "error": "error", "test": "test", "comment": "comment",
-                "header": "header", "doc": "doc"}
+                "header": "header", "doc": "doc", "concept": "concept"}
 
 
 def _targets(raw: list[dict]) -> tuple[Target, ...]:
     return tuple(Target(t["path"], t["qualified_name"], t["start_line"], t["end_line"]) for t in raw)
+
+
+def is_answer(chunk: Chunk, targets: Sequence[Target], files: Collection[str]) -> bool:
+    """The label rule (module docstring): a symbol target, or the card of a file target (`files`: paths)."""
+    if target_hit(chunk, targets) is not None:
+        return True
+    return chunk.node_kind == NodeKind.MODULE and chunk.relative_path in files
 
 
 def generated_queries(repo: str, outline: list[dict]) -> list[dict]:
@@ -58,15 +74,18 @@ def generated_queries(repo: str, outline: list[dict]) -> list[dict]:
     library = [r for r in outline if not (r["is_test"] or is_test_path(r["relative_path"])
                                           or example_path(r["relative_path"]) or vendored_path(r["relative_path"]))]
     by_path: dict[str, list[dict]] = defaultdict(list)
+    cards: dict[str, dict] = {}
     for row in library:
         if row["node_kind"] == "module":
+            cards[row["relative_path"]] = {"start_line": row["start_line"], "end_line": row["end_line"]}
             continue
         by_path[row["relative_path"]].append({
             "name": row["name"], "qualified_name": row["qualified_name"], "kind": row["node_kind"],
             "has_body": row["node_kind"] in _BODY_KINDS, "start_line": row["start_line"],
             "end_line": row["end_line"],
         })
-    records = [{"path": path, "symbols": sorted(symbols, key=lambda s: (s["start_line"], s["end_line"]))}
+    records = [{"path": path, "card": cards.get(path),
+                "symbols": sorted(symbols, key=lambda s: (s["start_line"], s["end_line"]))}
                for path, symbols in sorted(by_path.items())]
     rng = random.Random(f"{SEED}:{repo}:generated")
     out = []
@@ -90,11 +109,11 @@ def train_queries() -> tuple[dict[str, Path], list[dict]]:
 
 
 def quality_queries(split: str) -> tuple[dict[str, Path], list[dict]]:
-    # Symbol labels only: a concept query whose answer is files has none to learn from.
-    chosen = [q for q in load_queries(DEFAULT_QUERIES, symbol_level=True) if q.split == split]
+    chosen = [q for q in load_queries(DEFAULT_QUERIES) if q.split == split]
     workspaces = {q.repo: workspace_for(q.repo) for q in chosen}
     return workspaces, [{"id": q.id, "repo": q.repo, "type": q.type, "query": q.query,
-                         "targets": [vars(t) for t in q.targets]} for q in chosen]
+                         "targets": [vars(t) for t in q.targets], "files": [vars(f) for f in q.files]}
+                        for q in chosen]
 
 
 def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list[dict], generate: bool) -> None:
@@ -125,14 +144,15 @@ def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list
         if recorder.rows is None:
             continue
         targets = _targets(query["targets"])
+        files = {f["path"] for f in query.get("files", [])}
         chunks = {c.id: c for c in store.get_chunks(recorder.ids)}
-        labels = np.array([target_hit(chunks[i], targets) is not None if i in chunks else False
+        labels = np.array([is_answer(chunks[i], targets, files) if i in chunks else False
                            for i in recorder.ids], dtype=np.float32)
         xs.append(recorder.rows)
         ys.append(labels)
         groups.append(len(labels))
         meta.append({"id": query["id"], "type": query["type"], "repo": query["repo"], "n_targets": len(targets),
-                     "found": int(labels.sum())})
+                     "n_files": len(files), "found": int(labels.sum())})
     out = RANKER_DIR / f"{split}.npz"
     np.savez_compressed(out, x=np.concatenate(xs), y=np.concatenate(ys), groups=np.array(groups))
     (RANKER_DIR / f"{split}.json").write_text(json.dumps({"features": FEATURES, "queries": meta}), encoding="utf-8")

@@ -6,17 +6,22 @@ ones. Every one of them, by a written rule:
 
 - every repository with a mined pair (all 160 of the corpus have some);
 - a repository of more than CAP_LINES lines of TS/JS is indexed as a sample of CAP_LINES lines:
-  first the files that hold a chosen query's target (the answers must be there), then the other
-  files of those files' folders (the hardest negatives: same folder, same vocabulary), then the
-  rest in a seeded order, each file whole, until the cap. 20k lines keeps every repository's
-  candidates realistic (the sampled ones are 20k-line repositories of their own code) while the
-  large TypeScript repositories stay a third of the lines, and the whole index, 2M lines, is
-  embedded by the default model in a couple of hours on 2 cores.
+  first the files that hold a chosen query's target or are one (a concept pair's `files`: the
+  answers must be there), then the other files of those files' folders (the hardest negatives:
+  same folder, same vocabulary), then the rest in a seeded order, each file whole, until the cap.
+  20k lines keeps every repository's candidates realistic (the sampled ones are 20k-line
+  repositories of their own code) while the large TypeScript repositories stay a third of the
+  lines, and the whole index, 2M lines, is embedded by the default model in a couple of hours on
+  2 cores.
 
-Queries per repository: the mined pairs (models/corpus/pairs/train.jsonl.gz), at most CAPS[rule]
-per rule, seeded; identifier and path queries are made from the index later (`dump.py`), by the
-benchmark's own rules. Each workspace is the checkout's TS/JS sources with the chosen pairs'
-blanks applied (a JSDoc query must not find its own comment), as the benchmark does.
+Queries per repository: the mined pairs (models/corpus/pairs/train.jsonl.gz, and the concept pairs
+of models/corpus/pairs/concept.jsonl.gz, models/corpus/concepts.py), at most CAPS[rule] per rule,
+seeded; identifier and path queries are made from the index later (`dump.py`), by the benchmark's
+own rules. `concept` is capped at 10, as `test` is, about a tenth of a repository's queries: the
+benchmark's dev/test have three in ten, but a concept pair's answer is up to five whole files,
+which go into the sample whatever their size and push out the hard negatives of the other
+queries' folders. Each workspace is the checkout's TS/JS sources with the chosen pairs' blanks
+applied (a JSDoc query must not find its own comment), as the benchmark does.
 
 Run: .venv/bin/python -m models.ranker.workspaces   (then it indexes them all; rerun resumes)
 """
@@ -39,6 +44,7 @@ from bench.quality.run_quality import index_workspace
 from models.code_static import vocabulary
 from models.code_static.evaluate import blanked_workspace
 from models.corpus.build import CORPUS_DIR
+from models.corpus.concepts import OUT_PATH as CONCEPT_PAIRS
 from models.corpus.select import WORK_DIR
 
 HERE = Path(__file__).resolve().parent
@@ -50,7 +56,10 @@ QUERIES_PATH = RANKER_DIR / "train_queries.jsonl"
 
 CAP_LINES = 20_000
 MIN_PAIRS = 1
-CAPS = {"commit": 40, "jsdoc": 15, "test": 10, "error": 8, "comment": 5, "header": 3, "doc": 3}
+CAPS = {"commit": 40, "jsdoc": 15, "test": 10, "concept": 10, "error": 8, "comment": 5, "header": 3, "doc": 3}
+# Rules added after the first workspaces were built draw last from a repository's generator, so the
+# earlier rules' samples stay as they were.
+ADDED_RULES = ("concept",)
 SEED = 20261126
 
 
@@ -72,7 +81,8 @@ def sample_files(checkout: Path, pairs: list[dict], repo: str) -> list[str] | No
     sizes = {str(p.relative_to(checkout)): file_lines(p) for p in vocabulary.source_files(checkout)}
     if sum(sizes.values()) <= CAP_LINES:
         return None
-    targets = sorted({t["path"] for pair in pairs for t in pair["targets"] if t["path"] in sizes})
+    answers = [t["path"] for pair in pairs for t in [*pair["targets"], *pair.get("files", [])]]
+    targets = sorted({path for path in answers if path in sizes})
     folders = {str(Path(path).parent) for path in targets}
     neighbours = sorted(path for path in sizes if str(Path(path).parent) in folders and path not in targets)
     rest = sorted(path for path in sizes if path not in targets and path not in neighbours)
@@ -86,12 +96,29 @@ def sample_files(checkout: Path, pairs: list[dict], repo: str) -> list[str] | No
     return chosen
 
 
+def build_workspace(checkout: Path, pairs: list[dict], files: list[str] | None, into: Path) -> bool:
+    """Write the workspace unless it holds these files with these blanks already; True when written.
+
+    Rebuilt when what it is made of changes (a new rule's answers must be in it); a file rewritten
+    unchanged costs the index nothing (its catalog compares content hashes)."""
+    stamp = json.dumps({"files": files, "blank": sorted(json.dumps(p.get("blank", [])) for p in pairs)}) + "\n"
+    built = into / ".built"
+    if built.is_file() and built.read_text(encoding="utf-8") == stamp:
+        return False
+    shutil.rmtree(into, ignore_errors=True)
+    into.mkdir(parents=True)
+    blanked_workspace(checkout, pairs, into, files)
+    built.write_text(stamp, encoding="utf-8")
+    return True
+
+
 def load_pairs() -> dict[str, list[dict]]:
     by_repo: dict[str, list[dict]] = defaultdict(list)
-    with gzip.open(PAIRS, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            pair = json.loads(line)
-            by_repo[pair["repo"]].append(pair)
+    for path in (PAIRS, CONCEPT_PAIRS):
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                pair = json.loads(line)
+                by_repo[pair["repo"]].append(pair)
     return by_repo
 
 
@@ -107,7 +134,7 @@ def sample_pairs(repo: str, pairs: list[dict]) -> list[dict]:
     for pair in sorted(pairs, key=lambda p: p["id"]):
         by_rule[pair["rule"]].append(pair)
     out = []
-    for rule, members in sorted(by_rule.items()):
+    for rule, members in sorted(by_rule.items(), key=lambda item: (item[0] in ADDED_RULES, item[0])):
         rng.shuffle(members)
         out += members[: CAPS.get(rule, 0)]
     return out
@@ -125,14 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         pairs = sample_pairs(repo, by_repo[repo])
         checkout = CORPUS_DIR / repo.replace("/", "+")
         into = WORKSPACES_DIR / repo.replace("/", "+")
-        if not (into / ".built").exists():
-            shutil.rmtree(into, ignore_errors=True)
-            into.mkdir(parents=True)
-            blanked_workspace(checkout, pairs, into, sample_files(checkout, pairs, repo))
-            (into / ".built").write_text("ok\n")
+        build_workspace(checkout, pairs, sample_files(checkout, pairs, repo), into)
         lines[repo] = repo_lines(into)
-        queries += [{"id": p["id"], "repo": repo, "rule": p["rule"], "query": p["query"], "targets": p["targets"]}
-                    for p in pairs]
+        queries += [{"id": p["id"], "repo": repo, "rule": p["rule"], "query": p["query"], "targets": p["targets"],
+                     "files": p.get("files", [])} for p in pairs]
     print(f"{len(chosen)} repositories, {sum(lines.values()):,} lines", file=sys.stderr)
     with open(QUERIES_PATH, "w", encoding="utf-8") as fh:
         fh.writelines(json.dumps(query, sort_keys=True) + "\n" for query in queries)

@@ -59,3 +59,17 @@ def test_symbols_carry_names_lines_docs_and_own_throws(tmp_path: Path) -> None:
     assert [t["message"] for t in opener["throws"]] == ["box is already open"]
     assert symbols["makeCrate"]["start_line"] == 17
     assert symbols["makeCrate"]["jsdoc"].strip() == "Builds an empty crate for widgets."
+
+
+def test_the_card_spans_the_file_trimmed_of_blank_lines_as_the_analysis_service_does(tmp_path: Path) -> None:
+    (tmp_path / "padded.ts").write_text("\n\n  \n// Widgets.\nexport const a = 1;\n\nexport function b() {}\n\n\n",
+                                        encoding="utf-8")  # fmt: skip
+    (tmp_path / "comments.ts").write_text("// Nothing but a note.\n", encoding="utf-8")
+    out = subprocess.run(
+        ["node", str(EXTRACTOR), str(tmp_path), "padded.ts", "comments.ts"],
+        check=True, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    padded, comments = (json.loads(line) for line in out.stdout.splitlines())
+    # From the first non-blank line (the header comment) to the last; a file without statements has none.
+    assert padded["card"] == {"start_line": 4, "end_line": 7}
+    assert comments["card"] is None

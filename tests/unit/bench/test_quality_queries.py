@@ -110,6 +110,25 @@ def test_mined_concept_queries_are_checked_against_the_pinned_sources(tmp_path: 
     assert (stats["concept_targets_not_in_pinned"], stats["concept_files_not_in_pinned"]) == (1, 1)
 
 
+def test_a_path_query_is_answered_by_the_files_top_level_symbols_and_then_its_card() -> None:
+    def symbol(name: str, start: int, end: int) -> dict:
+        return {"name": name, "qualified_name": name, "start_line": start, "end_line": end, "has_body": True}
+
+    records = [
+        {"path": "lib/core/parse.js", "card": {"start_line": 2, "end_line": 40},
+         "symbols": [symbol("parse", 5, 20), symbol("parse.inner", 8, 9), symbol("tokenize", 22, 39)]},
+        {"path": "lib/other/parse.js", "card": {"start_line": 1, "end_line": 9}, "symbols": [symbol("x", 1, 9)]},
+    ]  # fmt: skip
+    candidates = build_queries.path_queries(records)
+    assert [c.text for c in candidates] == ["core/parse.js", "other/parse.js"]
+    # Last, so the first target (a sample's order) is what it was before the card was a target.
+    assert candidates[0].targets == [
+        Target("lib/core/parse.js", "parse", 5, 20),
+        Target("lib/core/parse.js", "tokenize", 22, 39),
+        Target("lib/core/parse.js", "<module top level>", 2, 40),
+    ]
+
+
 def test_the_committed_query_file_gives_files_to_concept_lines_only() -> None:
     with open(QUERIES, encoding="utf-8") as fh:
         rows = [json.loads(line) for line in fh]

@@ -4,13 +4,17 @@ the unanswerable questions confidence is fitted with, and its metric."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
+from bench.quality.build_queries import Target
 from models.ranker import workspaces
 from models.ranker.calibrate import exact_names, missing_name, reliability
-from models.ranker.dump import generated_queries
+from models.ranker.dump import generated_queries, is_answer
 from models.ranker.train import mrr_by_type
 
+from codecompass.common.chunks import NodeKind
 from codecompass.policy.shape import is_code_shaped
 
 
@@ -19,12 +23,12 @@ def row(name, path, kind="function", start=1, end=10, is_test=False, qualified=N
             "relative_path": path, "start_line": start, "end_line": end, "depth": 0, "is_test": is_test}
 
 
-def test_train_repositories_are_chosen_by_size_and_pairs(monkeypatch):
-    sizes = {"a/small": 3_000, "b/mid": 12_000, "c/big": 90_000, "d/mid2": 20_000, "e/few": 15_000}
-    monkeypatch.setattr(workspaces, "repo_lines", lambda checkout: sizes[checkout.name.replace("+", "/")])
-    pairs = {repo: [{}] * (10 if repo == "e/few" else 100) for repo in sizes}
-    # Too small, too big, too few pairs are out; the rest smallest first.
-    assert workspaces.choose(pairs) == [("b/mid", 12_000), ("d/mid2", 20_000)]
+def test_train_repositories_are_those_with_pairs_and_a_checkout(monkeypatch, tmp_path):
+    for repo in ("a/one", "b/two"):
+        (tmp_path / repo.replace("/", "+")).mkdir()
+    monkeypatch.setattr(workspaces, "CORPUS_DIR", tmp_path)
+    # c/three has no checkout, d/four no pair.
+    assert workspaces.choose({"b/two": [{}], "a/one": [{}], "c/three": [{}], "d/four": []}) == ["a/one", "b/two"]
 
 
 def test_pairs_are_capped_per_rule_and_seeded():
@@ -34,6 +38,38 @@ def test_pairs_are_capped_per_rule_and_seeded():
     assert sum(p["rule"] == "commit" for p in chosen) == workspaces.CAPS["commit"]
     assert sum(p["rule"] == "doc" for p in chosen) == workspaces.CAPS["doc"]
     assert chosen == workspaces.sample_pairs("x/y", list(reversed(pairs)))
+
+
+def test_concept_pairs_are_capped_and_leave_the_other_rules_samples_as_they_were():
+    pairs = [{"id": f"{rule}-{i}", "rule": rule} for rule in ("commit", "doc", "jsdoc") for i in range(50)]
+    concept = [{"id": f"concept-{i}", "rule": "concept"} for i in range(30)]
+    before = workspaces.sample_pairs("x/y", pairs)
+    after = workspaces.sample_pairs("x/y", pairs + concept)
+    assert [p for p in after if p["rule"] != "concept"] == before
+    assert sum(p["rule"] == "concept" for p in after) == workspaces.CAPS["concept"] == 10
+
+
+def write_lines(path: Path, lines: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("x\n" * lines, encoding="utf-8")
+
+
+def test_a_sampled_workspace_holds_the_files_a_concept_pair_answers_with(monkeypatch, tmp_path):
+    monkeypatch.setattr(workspaces, "CAP_LINES", 100)
+    for rel in ("src/a.ts", "src/b.ts", "lib/big.ts", "lib/near.ts", "other/c.ts", "other/d.ts", "other/e.ts"):
+        write_lines(tmp_path / rel, 200 if rel == "lib/big.ts" else 30)
+    # A files-only concept pair (no symbol target) and a symbol pair.
+    pairs = [{"targets": [], "files": [{"path": "lib/big.ts", "start_line": 0, "end_line": 0}]},
+             {"targets": [{"path": "src/a.ts", "qualified_name": "a", "start_line": 1, "end_line": 2}]}]
+    chosen = workspaces.sample_files(tmp_path, pairs, "x/y")
+    # The answers first, whatever their size (big.ts alone is over the cap), then their folders' files while
+    # they fit: none do.
+    assert chosen[:2] == ["lib/big.ts", "src/a.ts"]
+    assert chosen == ["lib/big.ts", "src/a.ts"]
+    monkeypatch.setattr(workspaces, "CAP_LINES", 300)
+    chosen = workspaces.sample_files(tmp_path, pairs, "x/y")
+    assert chosen[:4] == ["lib/big.ts", "src/a.ts", "lib/near.ts", "src/b.ts"]
+    assert chosen == workspaces.sample_files(tmp_path, list(reversed(pairs)), "x/y")
 
 
 def test_identifier_and_path_queries_come_from_library_code_only():
@@ -50,6 +86,45 @@ def test_identifier_and_path_queries_come_from_library_code_only():
     kinds = {q["type"] for q in queries}
     assert kinds == {"identifier", "path"}
     assert any(q["type"] == "path" and q["query"] == "config/parse.ts" for q in queries)
+
+
+def test_a_workspace_is_rebuilt_when_its_sample_changes_and_only_then(tmp_path):
+    checkout, into = tmp_path / "checkout", tmp_path / "ws"
+    for rel in ("src/a.ts", "src/b.ts", "lib/c.ts"):
+        write_lines(checkout / rel, 3)
+    pairs = [{"targets": [], "blank": []}]
+    assert workspaces.build_workspace(checkout, pairs, ["src/a.ts"], into)
+    assert sorted(p.name for p in into.rglob("*.ts")) == ["a.ts"]
+    assert not workspaces.build_workspace(checkout, pairs, ["src/a.ts"], into)
+    # A concept pair's answer joins the sample: the old workspace lacks it, so it is written again.
+    assert workspaces.build_workspace(checkout, pairs, ["lib/c.ts", "src/a.ts"], into)
+    assert sorted(p.name for p in into.rglob("*.ts")) == ["a.ts", "c.ts"]
+
+
+def test_a_path_query_is_answered_by_the_files_top_level_symbols_and_its_card():
+    outline = [row("parseConfigFile", "src/config/parse.ts", start=3, end=20),
+               row("<module top level>", "src/config/parse.ts", kind="module", start=2, end=24)]
+    (path,) = [q for q in generated_queries("x/y", outline) if q["type"] == "path"]
+    assert [(t["qualified_name"], t["start_line"], t["end_line"]) for t in path["targets"]] == [
+        ("parseConfigFile", 3, 20), ("<module top level>", 2, 24)]  # fmt: skip
+
+
+def chunk(path: str, name: str, kind: NodeKind, start: int, end: int) -> SimpleNamespace:
+    return SimpleNamespace(relative_path=path, qualified_name=name, node_kind=kind, start_line=start, end_line=end)
+
+
+def test_a_candidate_is_an_answer_when_it_is_a_symbol_target_or_the_card_of_a_file_target():
+    targets = (Target("lib/a.js", "Pool.drain", 10, 20),)
+    files = {"lib/b.js"}
+    assert is_answer(chunk("lib/a.js", "Pool.drain", NodeKind.METHOD, 10, 20), targets, files)
+    assert is_answer(chunk("lib/a.js", "drain", NodeKind.METHOD, 10, 20), targets, files)  # the target's lines
+    assert is_answer(chunk("lib/b.js", "<module top level>", NodeKind.MODULE, 1, 80), targets, files)
+    # Not the card of a file that is no target, nor another chunk of a file target, nor another symbol.
+    assert not is_answer(chunk("lib/a.js", "<module top level>", NodeKind.MODULE, 1, 90), targets, files)
+    assert not is_answer(chunk("lib/b.js", "helper", NodeKind.FUNCTION, 3, 9), targets, files)
+    assert not is_answer(chunk("lib/a.js", "Pool.fill", NodeKind.METHOD, 22, 30), targets, files)
+    # A files-only concept query: its cards are its only answers.
+    assert is_answer(chunk("lib/b.js", "<module top level>", NodeKind.MODULE, 1, 80), (), files)
 
 
 def test_a_missing_name_is_a_real_name_with_one_letter_changed():

@@ -48,7 +48,7 @@ from codecompass.policy.confidence import CONFIDENCE_FEATURES, Calibration, conf
 from codecompass.policy.learned import load_ranker
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import hybrid_search
-from models.ranker.dump import QUALITY_STATE, _targets, generated_queries, quality_queries, train_queries
+from models.ranker.dump import QUALITY_STATE, _targets, generated_queries, is_answer, quality_queries, train_queries
 from models.ranker.workspaces import SEED, STATE_DIR
 
 L2 = 1.0
@@ -158,14 +158,16 @@ def collect(split: str, state_dir: Path, workspaces: dict[str, Path], queries: l
     if len(queries) > MAX_OWN:
         queries = rng.sample(queries, MAX_OWN)
     repos = sorted(stores)
-    asks: list[tuple[str, str, str, tuple]] = []  # (repo, text, kind, targets)
+    # (repo, text, kind, targets): targets are (symbol targets, file-target paths), () for no answer.
+    asks: list[tuple[str, str, str, tuple]] = []
     for query in queries:
-        asks.append((query["repo"], query["query"], "answerable", _targets(query["targets"])))
+        files = frozenset(f["path"] for f in query.get("files", []))
+        asks.append((query["repo"], query["query"], "answerable", (_targets(query["targets"]), files)))
         other = repos[(repos.index(query["repo"]) + 1) % len(repos)]
         asks.append((other, query["query"], "wrong_repository", ()))
     for repo in repos:
         for name, target in exact_names(rng, stores[repo].outline()):
-            asks.append((repo, name, "exact_name", (target,)))
+            asks.append((repo, name, "exact_name", ((target,), frozenset())))
         names, _ = stores[repo].names()
         present = frozenset(n.lower() for n in names)
         ordered = sorted(names)
@@ -189,10 +191,8 @@ def collect(split: str, state_dir: Path, workspaces: dict[str, Path], queries: l
                                 semantic_ratio=settings.semantic_ratio, candidate_pool=settings.candidate_pool,
                                 static_query_vector=static_vectors[text],
                                 static_search=store.vector_counts().static_only > 0, model=ranker)
-        hit = bool(targets) and any(
-            r.chunk.relative_path == t.path and (r.chunk.qualified_name == t.qualified_name
-                                                 or (r.chunk.start_line, r.chunk.end_line) == (t.start_line, t.end_line))
-            for r in outcome.results for t in targets)
+        # `limit=1`: the first result alone, judged by the ranker's own label rule.
+        hit = bool(targets) and any(is_answer(r.chunk, *targets) for r in outcome.results)
         out.rows.append(outcome.confidence_features)
         out.labels.append(1.0 if hit else 0.0)
         out.kinds.append(kind)

@@ -133,6 +133,9 @@ def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list
     vectors = embedder.embed(texts, "query")
     static_vectors = static.embed(texts, "query")
     xs, ys, groups, meta = [], [], [], []
+    # Where each row is (its file, as an index into its query's `paths`, and its lines): the
+    # training report replays file diversity and scores answers at file level from them.
+    row_files, row_spans = [], []
     t0 = time.perf_counter()
     for query, vector, static_vector in zip(queries, vectors, static_vectors, strict=True):
         store = stores[query["repo"]]
@@ -151,10 +154,20 @@ def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list
         xs.append(recorder.rows)
         ys.append(labels)
         groups.append(len(labels))
+        rows = [chunks.get(i) for i in recorder.ids]
+        paths = list(dict.fromkeys(c.relative_path for c in rows if c is not None))
+        index = {path: n for n, path in enumerate(paths)}
+        row_files.append([index[c.relative_path] if c is not None else -1 for c in rows])
+        row_spans.append([(c.start_line, c.end_line) if c is not None else (0, 0) for c in rows])
+        file_targets = [[f["path"], f.get("start_line", 0), f.get("end_line", 0)] for f in query.get("files", [])]
+        file_targets += [[t.path, t.start_line, t.end_line] for t in targets]
         meta.append({"id": query["id"], "type": query["type"], "repo": query["repo"], "n_targets": len(targets),
-                     "n_files": len(files), "found": int(labels.sum())})
+                     "n_files": len(files), "found": int(labels.sum()), "paths": paths,
+                     "file_targets": file_targets})
     out = RANKER_DIR / f"{split}.npz"
-    np.savez_compressed(out, x=np.concatenate(xs), y=np.concatenate(ys), groups=np.array(groups))
+    np.savez_compressed(out, x=np.concatenate(xs), y=np.concatenate(ys), groups=np.array(groups),
+                        row_file=np.concatenate([np.array(r, dtype=np.int32) for r in row_files]),
+                        row_span=np.concatenate([np.array(r, dtype=np.int32).reshape(-1, 2) for r in row_spans]))
     (RANKER_DIR / f"{split}.json").write_text(json.dumps({"features": FEATURES, "queries": meta}), encoding="utf-8")
     found = sum(1 for m in meta if m["found"])
     print(f"{split}: {len(meta)} queries, {sum(groups)} rows, a target in the pool for {found} "

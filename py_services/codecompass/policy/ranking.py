@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Protocol
@@ -371,19 +371,24 @@ def _file_coherence(
 
 
 def _saturate(ranked: list[RankedResult], decay: float) -> list[RankedResult]:
-    """File diversity on the final order (the model's, else the hand-set stack's): each further
-    chunk of a file is multiplied by `decay` per chunk already taken from it, then the list is
-    re-sorted, so one file's members do not crowd out the other files a question needs."""
-    taken: dict[str, int] = defaultdict(int)
-    out = []
-    for r in ranked:
-        n = taken[r.chunk.relative_path]
-        taken[r.chunk.relative_path] = n + 1
-        if n:
-            factor = decay**n
-            r = replace(r, score=r.score * factor, signals={**r.signals, "saturation": round(factor, 4)})
-        out.append(r)
+    """File diversity on the final order (the model's, else the hand-set stack's), then re-sorted,
+    so one file's members do not crowd out the other files a question needs."""
+    factors = saturation_factors([r.chunk.relative_path for r in ranked], decay)
+    out = [r if factor == 1.0 else replace(r, score=r.score * factor,
+                                           signals={**r.signals, "saturation": round(factor, 4)})
+           for r, factor in zip(ranked, factors, strict=True)]
     out.sort(key=_order)
+    return out
+
+
+def saturation_factors(files: Sequence[str], decay: float) -> list[float]:
+    """What each result's score is multiplied by, in the order given: `decay` per result of its
+    file already met (the models' training report replays it over its dumped candidates)."""
+    seen: dict[str, int] = defaultdict(int)
+    out = []
+    for path in files:
+        out.append(decay ** seen[path])
+        seen[path] += 1
     return out
 
 

@@ -8,11 +8,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from bench.quality.build_queries import Target
 from models.ranker import workspaces
 from models.ranker.calibrate import exact_names, missing_name, reliability
 from models.ranker.dump import generated_queries, is_answer
-from models.ranker.train import mrr_by_type
+from models.ranker.train import Split, diversified, scores_by_type
 
 from codecompass.common.chunks import NodeKind
 from codecompass.policy.shape import is_code_shaped
@@ -143,12 +144,31 @@ def test_expected_calibration_error_weighs_buckets_by_their_share():
     assert ece == round(0.5 * abs(0.95 - 1.0) + 0.5 * abs(0.15 - 0.5), 4)
 
 
-def test_mrr_reads_the_first_target_within_ten():
+def split_of(scores_rows, labels, groups, meta, files, spans):
+    return Split(np.zeros((len(labels), 1)), np.array(labels), np.array(groups), meta, np.array(files),
+                 np.array(spans).reshape(-1, 2))
+
+
+def test_mrr_and_file_ndcg_read_the_first_ten():
     scores = np.array([0.9, 0.8, 0.1, 0.5, 0.4])
-    labels = np.array([0.0, 1.0, 0.0, 0.0, 0.0])
-    meta = [{"type": "nl"}, {"type": "path"}]
-    # Query 1: the target is second; query 2 has no target among its candidates.
-    assert mrr_by_type(scores, labels, np.array([3, 2]), meta) == {"all": 0.25, "nl": 0.5, "path": 0.0}
+    meta = [{"type": "nl", "paths": ["a.ts", "b.ts"], "file_targets": [["b.ts", 5, 9]]},
+            {"type": "concept", "paths": ["c.ts"], "file_targets": [["d.ts", 0, 0]]}]
+    # Query 1: the target is second (b.ts, lines 5-9); query 2 has no target among its candidates.
+    split = split_of(scores, [0.0, 1.0, 0.0, 0.0, 0.0], [3, 2], meta, [0, 1, 0, 0, 0],
+                     [(1, 3), (5, 9), (4, 4), (1, 2), (3, 4)])
+    table = scores_by_type(diversified(scores, split, 1.0), split)
+    assert table["all"]["mrr10"] == 0.25 and table["nl"]["mrr10"] == 0.5 and table["concept"]["mrr10"] == 0.0
+    assert table["nl"]["file_ndcg10"] == pytest.approx(1 / np.log2(3), abs=1e-4)
+
+
+def test_file_diversity_replays_the_services_decay():
+    # a.ts three times ahead of b.ts: at 0.5 the b.ts row (0.5) passes a.ts's second (0.8 x 0.5).
+    scores = np.array([0.9, 0.8, 0.7, 0.5])
+    split = split_of(scores, [0.0, 0.0, 0.0, 1.0], [4], [{"type": "concept", "paths": ["a.ts", "b.ts"],
+                                                          "file_targets": [["b.ts", 0, 0]]}],
+                     [0, 0, 0, 1], [(1, 1)] * 4)
+    assert diversified(scores, split, 1.0)[0].tolist() == [0, 1, 2, 3]
+    assert diversified(scores, split, 0.5)[0].tolist() == [0, 3, 1, 2]
 
 
 def test_exact_names_are_code_shaped_unique_and_not_tests():

@@ -41,7 +41,7 @@ from bench.lib.results import write_results
 from bench.quality.run_quality import Target
 from bench.quality.tune_ranking import open_store, query_embedder
 
-from codecompass.common.config import RetrievalSettings
+from codecompass.common.config import GatewaySettings, RetrievalSettings
 from codecompass.embedding.static import StaticProvider
 from codecompass.policy import shape as q
 from codecompass.policy.confidence import CONFIDENCE_FEATURES, Calibration, confidence
@@ -149,6 +149,8 @@ def exact_names(rng: random.Random, outline: list[dict]) -> list[tuple[str, Targ
 
 def collect(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list[dict], generate: bool) -> Examples:
     settings = RetrievalSettings()
+    # The pools the gateway's searches rank (see dump.py).
+    depth = GatewaySettings().candidates
     ranker = load_ranker() if settings.learned_ranking else None
     stores = {repo: open_store(state_dir, path) for repo, path in workspaces.items()}
     if generate:
@@ -187,12 +189,12 @@ def collect(split: str, state_dir: Path, workspaces: dict[str, Path], queries: l
     t0 = time.perf_counter()
     for repo, text, kind, targets in asks:
         store = stores[repo]
-        outcome = hybrid_search(store, text, query_vector=vectors[text], filters=Filters(), limit=1,
+        outcome = hybrid_search(store, text, query_vector=vectors[text], filters=Filters(), limit=depth,
                                 semantic_ratio=settings.semantic_ratio, candidate_pool=settings.candidate_pool,
                                 static_query_vector=static_vectors[text],
                                 static_search=store.vector_counts().static_only > 0, model=ranker)
-        # `limit=1`: the first result alone, judged by the ranker's own label rule.
-        hit = bool(targets) and any(is_answer(r.chunk, *targets) for r in outcome.results)
+        # The first result alone, judged by the ranker's own label rule.
+        hit = bool(targets) and bool(outcome.results) and is_answer(outcome.results[0].chunk, *targets)
         out.rows.append(outcome.confidence_features)
         out.labels.append(1.0 if hit else 0.0)
         out.kinds.append(kind)

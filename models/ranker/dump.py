@@ -40,7 +40,7 @@ from bench.quality.run_quality import DEFAULT_QUERIES, Target, load_queries, tar
 from bench.quality.tune_ranking import open_store, query_embedder
 
 from codecompass.common.chunks import Chunk, NodeKind
-from codecompass.common.config import RetrievalSettings
+from codecompass.common.config import GatewaySettings, RetrievalSettings
 from codecompass.common.testcode import is_test_path
 from codecompass.embedding.static import StaticProvider
 from codecompass.policy.learned import FEATURES, FeatureRecorder
@@ -118,6 +118,9 @@ def quality_queries(split: str) -> tuple[dict[str, Path], list[dict]]:
 
 def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list[dict], generate: bool) -> None:
     settings = RetrievalSettings()
+    # The gateway asks for this many results, and a channel contributes at least as many
+    # candidates as the search asks for: the model learns from the pools it will rank.
+    depth = GatewaySettings().candidates
     stores = {repo: open_store(state_dir, path) for repo, path in workspaces.items()}
     if generate:
         for repo, store in stores.items():
@@ -141,7 +144,7 @@ def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list
         store = stores[query["repo"]]
         recorder = FeatureRecorder()
         counts = store.vector_counts()
-        hybrid_search(store, query["query"], query_vector=vector, filters=Filters(), limit=settings.candidate_pool,
+        hybrid_search(store, query["query"], query_vector=vector, filters=Filters(), limit=depth,
                       semantic_ratio=settings.semantic_ratio, candidate_pool=settings.candidate_pool,
                       static_query_vector=static_vector, static_search=counts.static_only > 0, model=recorder)
         if recorder.rows is None:

@@ -51,8 +51,10 @@ from codecompass.common.telemetry import tracer
 from codecompass.policy import shape as q
 from codecompass.policy.blend import rerank_blend
 from codecompass.policy.confidence import answer_confidence
+from codecompass.policy.merge import merge_results
 from codecompass.policy.ranking import RankedResult
-from codecompass.policy.relevance import QueryFocus, focus_factor, relevance, resolve_focus
+from codecompass.policy.relevance import QueryFocus, focused_scores, relevance, resolve_focus
+from codecompass.policy.rewrite import should_rewrite
 from codecompass.rerank.model import LOCAL, RerankQuery
 from codecompass.rerank.model import Candidate as RerankCandidate
 from codecompass.retrieval.filters import Filters
@@ -74,7 +76,6 @@ from codecompass_gateway.rewrite import (
     RewriteFailed,
     RewriteOutcome,
     Rewriter,
-    should_rewrite,
     vocabulary_of,
 )
 from codecompass_gateway.understanding import QueryUnderstanding, understand
@@ -271,8 +272,9 @@ class Pipeline:
                 # No selection to apply the rewrite's focus: the ranked list takes it. Only a focus
                 # someone set (the caller or the rewrite): the shape's is already in the ranking's
                 # test penalty.
-                ranked = sorted((replace(c, score=c.score * focus_factor(request.focus, c.result.chunk))
-                                 for c in ranked), key=lambda c: -c.score)
+                focused = focused_scores([c.score for c in ranked], [c.result.chunk for c in ranked], request.focus)
+                ranked = sorted((replace(c, score=score) for c, score in zip(ranked, focused, strict=True)),
+                                key=lambda c: -c.score)
             keep = ranked if selection is not None else ranked[: request.limit]
             answer = replace(answer, candidates=tuple(keep), selection=selection, stage_ms=stage_ms, skipped=skipped)
             record_answer(span, answer, candidates=len(ranked))
@@ -319,7 +321,8 @@ class Pipeline:
         except ServiceError as exc:
             return ranked, RewriteOutcome(requested, source=source, trigger=trigger,
                                           reason=f"the rewritten search failed: {self._failed(REWRITE, exc)}")
-        merged, added = merge_results(ranked, [Ranked(result=r, score=r.score) for r in extra.results])
+        merged, added = merge_results(ranked, [Ranked(result=r, score=r.score) for r in extra.results],
+                                      key=lambda c: c.result.chunk.id, score=lambda c: c.score)
         return merged, RewriteOutcome(requested, applied=True, source=source, terms=terms.terms, focus=terms.focus,
                                       trigger=trigger, reason=f"{trigger}: searched the terms and merged", added=added)
 
@@ -426,21 +429,6 @@ def mark_stale(ranked: list[Ranked], stale_paths: frozenset[str]) -> list[Ranked
     if not stale_paths:
         return ranked
     return [replace(c, stale=True) if c.result.chunk.relative_path in stale_paths else c for c in ranked]
-
-
-def merge_results(first: list[Ranked], second: list[Ranked]) -> tuple[list[Ranked], int]:
-    """Both searches' candidates, one per chunk id with the higher score, best first; and how many
-    only the second found."""
-    by_id = {c.result.chunk.id: c for c in first}
-    added = 0
-    for c in second:
-        here = by_id.get(c.result.chunk.id)
-        if here is None:
-            added += 1
-            by_id[c.result.chunk.id] = c
-        elif c.score > here.score:
-            by_id[c.result.chunk.id] = c
-    return sorted(by_id.values(), key=lambda c: -c.score), added
 
 
 def rerank_text(result: RankedResult) -> str:

@@ -38,6 +38,7 @@ from codecompass.common.chunks import Language, NodeKind
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import current_trace_ids, tracer
 from codecompass.common.tokens import count_tokens
+from codecompass.policy.relevance import priority
 from codecompass.retrieval.filters import FilterError, Filters
 from codecompass.retrieval.state import IndexStatusReport
 from codecompass_gateway import errors, skips
@@ -221,13 +222,6 @@ def search_budget(max_tokens: int | None) -> SearchBudget:
     return SearchBudget(selection_tokens=max_tokens, max_chars=None)
 
 
-def _priority(result: dict[str, Any], best: float) -> float:
-    value = result.get("relevance")
-    if value is None:  # the ranked list: scores relative to the best one
-        value = result["score"] / best if best > 0 else 0.0
-    return round(min(1.0, max(0.0, float(value))), 4)
-
-
 def _result_text(result: dict[str, Any]) -> str:
     header = result.get("header") or f"// {result['path']} > {result['qualified_name']}"
     if result.get("stale"):
@@ -316,7 +310,7 @@ def search_result(payload: dict[str, Any], workspace: Path, query: str, budget: 
     results = list(payload["results"])
     best = max((r["score"] for r in results), default=0.0)
     notes = search_notes(payload, workspace, query, extra_metadata.get("filters"))
-    items = [(_result_text(r), _priority(r, best)) for r in results]
+    items = [(_result_text(r), priority(r.get("relevance"), r["score"], best)) for r in results]
     structured_results = [{k: v for k, v in r.items() if k != "code"} for r in results]
     metadata = {**payload["metadata"], **extra_metadata, "workspace": str(workspace)}
 

@@ -15,6 +15,9 @@ The order of steps matters:
    is no larger than one result may be;
 4. the results are rendered, headed and counted, then
 5. filled into the token budget in the ranking's order, clipping only what is over its per-result cap.
+
+The rules of steps 1 to 3 and the numbers they compare with are the selection policy's
+(`codecompass.policy.selection`); this module applies them.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.config import SelectionSettings
 from codecompass.common.logging import get_logger
 from codecompass.common.tokens import count_tokens
+from codecompass.policy import selection as policy
 from codecompass.selection.model import (
     FALLBACK_MISSING,
     Candidate,
@@ -84,38 +88,16 @@ def as_sent(candidates: Sequence[Candidate]) -> list[Scored]:
     search's confidence and the query's focus into the relevance. A plain client that sends no
     relevance has its scores gated as given, in the order it sent them.
     """
-    return [
-        Scored(c, index, c.relevance if c.relevance is not None else min(max(c.score, 0.0), 1.0))
-        for index, c in enumerate(candidates)
-    ]
+    return [Scored(c, index, policy.relevance_as_sent(c.relevance, c.score)) for index, c in enumerate(candidates)]
 
 
 # --- 2. the gate ----------------------------------------------------------------------------------
 
 
-# A low-confidence answer (its best candidate below min_relevance) keeps this many: a short answer
-# an agent can judge in one read beats an empty one (on the dev split of bench-pipeline the old
-# all-or-nothing gate left 7% of answerable queries empty, and their two best candidates held the
-# gold in 10 of those 36), while a query no workspace answers costs the agent at most two results.
-LOW_CONFIDENCE_RESULTS = 2
-# In a confident answer a candidate is kept down to this share of min_relevance (0.2 at the
-# default 0.5). Dropping a candidate can only lose recall within a budget, never gain it (the
-# ranking's order is kept), so the floor drops only the tail no reader gets to: on the dev split,
-# the full min_relevance cut the answer's recall within 8,000 tokens to 0.70 against the ranked
-# list's 0.77, a floor of 0.2 kept 0.765 with a quarter fewer tokens than no floor (5,844 vs
-# 7,313 per answer), 0.15 kept 0.761 and 0.25 lost more (0.755). Focus still acts here: test code
-# in an answer about implementation reaches the floor only with a stronger match.
-NOISE_FLOOR_SHARE = 0.4
-
-
 def gate(scored: Sequence[Scored], min_relevance: float) -> tuple[list[Scored], int]:
-    """The candidates an answer keeps, in the order sent, and how many were dropped. Never padded:
-    a candidate with no relevance (nothing matched) never enters, so nothing stays nothing."""
-    best = max((s.relevance for s in scored), default=0.0)
-    if best >= min_relevance:
-        kept = [s for s in scored if s.relevance >= min_relevance * NOISE_FLOOR_SHARE]
-    else:
-        kept = [s for s in scored if s.relevance > 0.0][:LOW_CONFIDENCE_RESULTS]
+    """The candidates an answer keeps, in the order sent, and how many were dropped: the selection
+    policy's gate (`codecompass.policy.selection.gate`) on their relevances."""
+    kept = [scored[i] for i in policy.gate([s.relevance for s in scored], min_relevance)]
     return kept, len(scored) - len(kept)
 
 
@@ -172,16 +154,6 @@ def _is_ancestor(node: Node, other: Node) -> bool:
     return False
 
 
-# A parent absorbs its kept children only when they cover at least this share of its lines. On the
-# dev split of bench-pipeline a merge carried more gold lines per token than its children shown
-# alone in only 36 of 215 merges that showed any gold (0.043 vs 0.053 gold lines per token
-# overall: the parent's own lines were mostly what no ranking picked). No rank or relevance rule
-# told the 36 apart (the parent ranked above its child: 24 better, 63 worse); coverage did: from
-# 90% the merged results carried 0.089 gold lines per token against 0.087 for their children
-# alone, and cost fewer tokens (0.98x: one header and signature instead of one per child).
-MERGE_MIN_COVER = 0.9
-
-
 def covered_share(node: Node) -> float:
     """Share of the node's lines its kept children span (their own spans, never past the node's)."""
     chunk = node.scored.candidate.chunk
@@ -191,7 +163,7 @@ def covered_share(node: Node) -> float:
 
 
 def earns_merge(node: Node) -> bool:
-    return bool(node.children) and covered_share(node) >= MERGE_MIN_COVER
+    return bool(node.children) and policy.merge_earned(covered_share(node))
 
 
 def render_specs(forest: Sequence[Node]) -> list[RenderRequest]:

@@ -9,7 +9,8 @@ from tests.unit.selection.test_engine import ROOT, FakeRenderer, accounted, chun
 
 from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.config import SelectionSettings
-from codecompass.selection.engine import LOW_CONFIDENCE_RESULTS, NOISE_FLOOR_SHARE, SelectionEngine
+from codecompass.policy.selection import LOW_CONFIDENCE_RESULTS, NOISE_FLOOR_SHARE
+from codecompass.selection.engine import SelectionEngine
 from codecompass.selection.model import Candidate, SelectOutcome, SelectQuery
 
 

@@ -9,12 +9,16 @@ Pure functions of plain values (relevances, shares): no selection types, no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-# A low-confidence answer (its best candidate below min_relevance) keeps this many: a short answer
-# an agent can judge in one read beats an empty one (on the dev split of bench-pipeline the old
-# all-or-nothing gate left 7% of answerable queries empty, and their two best candidates held the
-# gold in 10 of those 36), while a query no workspace answers costs the agent at most two results.
-LOW_CONFIDENCE_RESULTS = 2
+# A low-confidence answer (its best candidate below min_relevance) is flagged, not cut: it carries
+# the best candidates that matched at all, in the ranking's order, within this many tokens (or the
+# request's budget, if smaller), and says first that nothing is a confident match. Near misses are
+# often where the answer is (on the dev split of bench-pipeline, 36 answerable queries fell below
+# the gate and their two best candidates alone held the gold in 10), and an agent judges a
+# thousand tokens of them in one read; a query no workspace answers costs it no more than that.
+# The number is a reading budget (issue 26: at most 1,000), not a tuned one.
+LOW_CONFIDENCE_MAX_TOKENS = 1_000
 # In a confident answer a candidate is kept down to this share of min_relevance (0.2 at the
 # default 0.5). Dropping a candidate can only lose recall within a budget, never gain it (the
 # ranking's order is kept), so the floor drops only the tail no reader gets to: on the dev split,
@@ -33,19 +37,88 @@ NOISE_FLOOR_SHARE = 0.4
 MERGE_MIN_COVER = 0.9
 
 
+@dataclass(frozen=True)
+class ClearWinner:
+    """Once the best candidate leads the next by at least `lead` relevance, an answer holds at most
+    `results` results: the rest of its tail is padding when the answer is already found."""
+
+    lead: float
+    results: int
+
+
+@dataclass(frozen=True)
+class TailCut:
+    """Where a confident answer's tail stops, beyond the noise floor.
+
+    Padding a confident answer with noise costs the reader tokens and holds no more recall once the
+    answer is in; where that point is gets decided by measurement on the benchmark's dev split
+    (bench-pipeline's recall and tokens per answer for a sweep of these values), not guessed. Until
+    then the default cuts nothing beyond the noise floor: today's behaviour, so nothing measured
+    changes before the measurement is made.
+    """
+
+    # A kept candidate's relevance must also reach this; 0: the noise floor alone decides.
+    min_relevance: float = 0.0
+    # None: no limit after a clear winner.
+    clear_winner: ClearWinner | None = None
+
+
+CONFIDENT_TAIL = TailCut()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How sure an answer is, as the gate judges it: what the tools and the CLI say to the reader."""
+
+    # The best relevance (or, for a ranked list, the answer's confidence) is below the threshold.
+    low_confidence: bool
+    best: float
+    threshold: float
+    # The relevance a confident answer keeps candidates down to (compared with relevance, not with
+    # score); a low-confidence answer keeps any candidate that matched at all (relevance above 0).
+    floor: float
+
+
+def judge(best: float, threshold: float, tail: TailCut = CONFIDENT_TAIL) -> Verdict:
+    """The verdict on an answer whose best relevance (or confidence) is `best`: one rule for the
+    selected answer (semantic_search) and the ranked list (search_code)."""
+    low = best < threshold
+    floor = 0.0 if low else max(threshold * NOISE_FLOOR_SHARE, tail.min_relevance)
+    return Verdict(low_confidence=low, best=best, threshold=threshold, floor=floor)
+
+
+@dataclass(frozen=True)
+class Gate:
+    verdict: Verdict
+    # Positions of the candidates kept, in the order sent.
+    kept: tuple[int, ...]
+    # The budget the answer is filled within.
+    max_tokens: int
+
+
 def relevance_as_sent(relevance: float | None, score: float) -> float:
     """The relevance a candidate is gated on: the one its caller's relevance policy sent, else its
     score as given, clamped to [0, 1] (a plain client that sends no relevance)."""
     return relevance if relevance is not None else min(max(score, 0.0), 1.0)
 
 
-def gate(relevances: Sequence[float], min_relevance: float) -> list[int]:
-    """The positions of the candidates an answer keeps, in the order sent. Never padded: a
-    candidate with no relevance (nothing matched) never enters, so nothing stays nothing."""
-    best = max(relevances, default=0.0)
-    if best >= min_relevance:
-        return [i for i, value in enumerate(relevances) if value >= min_relevance * NOISE_FLOOR_SHARE]
-    return [i for i, value in enumerate(relevances) if value > 0.0][:LOW_CONFIDENCE_RESULTS]
+def gate(relevances: Sequence[float], min_relevance: float, max_tokens: int,
+         tail: TailCut = CONFIDENT_TAIL) -> Gate:
+    """What an answer keeps, in the order sent, and the budget it is filled within. A confident
+    answer keeps every candidate down to its floor (and `tail`'s cut) within `max_tokens`; a
+    low-confidence one keeps every candidate that matched, within LOW_CONFIDENCE_MAX_TOKENS. Never
+    padded: a candidate with no relevance (nothing matched) never enters, so nothing stays nothing."""
+    verdict = judge(max(relevances, default=0.0), min_relevance, tail)
+    if verdict.low_confidence:
+        kept = [i for i, value in enumerate(relevances) if value > 0.0]
+        return Gate(verdict, tuple(kept), min(max_tokens, LOW_CONFIDENCE_MAX_TOKENS))
+    kept = [i for i, value in enumerate(relevances) if value >= verdict.floor]
+    winner = tail.clear_winner
+    if winner is not None and len(kept) > winner.results:
+        ordered = sorted((relevances[i] for i in kept), reverse=True)
+        if ordered[0] - ordered[1] >= winner.lead:
+            kept = kept[: winner.results]
+    return Gate(verdict, tuple(kept), max_tokens)
 
 
 def merge_earned(covered_share: float) -> bool:

@@ -8,13 +8,15 @@ The order of steps matters:
    (`codecompass.policy.relevance`: confidence, score relative to the best, focus), judged where
    the query's shape is; a candidate sent without one is gated on its score as given;
 2. the gate: an answer whose best candidate reaches min_relevance keeps every candidate above a
-   noise floor (a share of min_relevance); one whose best does not is a low-confidence answer and
-   keeps only its best LOW_CONFIDENCE_RESULTS; candidates with no relevance at all never enter;
+   noise floor (a share of min_relevance); one whose best does not is a low-confidence answer: it
+   keeps every candidate that matched, within a small budget (LOW_CONFIDENCE_MAX_TOKENS), and the
+   caller says it is not a confident match; candidates with no relevance at all never enter;
 3. kept candidates whose kept parent chain leads to another kept candidate are merged into the
    highest one when the kept children cover most of it (MERGE_MIN_COVER) and the merged result
    is no larger than one result may be;
 4. the results are rendered, headed and counted, then
-5. filled into the token budget in the ranking's order, clipping only what is over its per-result cap.
+5. filled into the token budget (the gate's) in the ranking's order, clipping only what is over its
+   per-result cap.
 
 The rules of steps 1 to 3 and the numbers they compare with are the selection policy's
 (`codecompass.policy.selection`); this module applies them.
@@ -94,11 +96,12 @@ def as_sent(candidates: Sequence[Candidate]) -> list[Scored]:
 # --- 2. the gate ----------------------------------------------------------------------------------
 
 
-def gate(scored: Sequence[Scored], min_relevance: float) -> tuple[list[Scored], int]:
-    """The candidates an answer keeps, in the order sent, and how many were dropped: the selection
-    policy's gate (`codecompass.policy.selection.gate`) on their relevances."""
-    kept = [scored[i] for i in policy.gate([s.relevance for s in scored], min_relevance)]
-    return kept, len(scored) - len(kept)
+def gate(scored: Sequence[Scored], min_relevance: float, max_tokens: int) -> tuple[list[Scored], int, int]:
+    """The candidates an answer keeps, in the order sent, how many were dropped, and the budget the
+    answer is filled within: the selection policy's gate (`codecompass.policy.selection.gate`)."""
+    decided = policy.gate([s.relevance for s in scored], min_relevance, max_tokens)
+    kept = [scored[i] for i in decided.kept]
+    return kept, len(scored) - len(kept), decided.max_tokens
 
 
 # --- 3. parent-child merging ----------------------------------------------------------------------
@@ -439,9 +442,9 @@ class SelectionEngine:
     def select(self, query: SelectQuery) -> SelectOutcome:
         started = time.monotonic()
         settings = self._settings
-        max_tokens = query.max_tokens or settings.max_tokens
         min_relevance = settings.min_relevance if query.min_relevance is None else query.min_relevance
-        kept, below = gate(as_sent(query.candidates), min_relevance)
+        kept, below, max_tokens = gate(as_sent(query.candidates), min_relevance,
+                                       query.max_tokens or settings.max_tokens)
         forest = merge_forest(kept)
         specs = render_specs(forest)
         fallback_reason = ""

@@ -24,15 +24,16 @@ def workspace(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.badinput(case="a misspelt exact name (`validateTokenz`)",
-                      behaviour="exit 0: `nothing in the index is named validateTokenz; nearest names: validateToken, "
-                                "…`; no result passes the gate; the index unchanged")
+                      behaviour="exit 0: `No confident match for \"validateTokenz\" — nothing in the index is named "
+                                "validateTokenz (nearest: validateToken, …)`; the index unchanged")
 def test_a_misspelt_name_names_the_nearest_ones(stack: Stack, workspace: Path) -> None:
     before = stack.rows(workspace)
     run = stack.cli("search", str(workspace), "validateTokenz")
     assert run.code == 0, run.err
     lines = run.out.splitlines()
-    assert lines[0].startswith("nothing in the index is named validateTokenz; nearest names: validateToken"), lines[0]
-    assert lines[1].startswith("no result passed the relevance gate 0.50")
+    assert lines[0].startswith('No confident match for "validateTokenz" — nothing in the index is named '
+                               "validateTokenz (nearest: validateToken"), lines[0]
+    assert lines[1].startswith(" 1. relevance 0."), lines[1]  # the names are said once, first
     ranked = stack.cli("search", str(workspace), "validateTokenz", "--no-select", "--json").json()
     meta = ranked["metadata"]
     assert meta["missing_names"] == ["validateTokenz"] and meta["nearest_names"][0] == "validateToken"

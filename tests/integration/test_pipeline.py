@@ -62,7 +62,7 @@ def test_the_answer_is_selected_rendered_code_within_budget(pipeline, stack, spa
 def test_a_query_with_no_answer_is_flagged_and_holds_the_closest_within_the_small_budget(pipeline, stack) -> None:
     for query in ("purple elephant quantum banana", "zzqxNotAName", "?!;"):
         answer = pipeline.run(PipelineRequest(workspace_root=stack["root"], query=query))
-        assert answer.selection is not None, query
+        assert answer.verdict.low_confidence and answer.selection is not None, query
         assert answer.selection.max_tokens == LOW_CONFIDENCE_MAX_TOKENS, query
         assert 0 < answer.selection.total_tokens <= LOW_CONFIDENCE_MAX_TOKENS, query
 

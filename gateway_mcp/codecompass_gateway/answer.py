@@ -297,8 +297,11 @@ def guidance_for(answer: PipelineAnswer, threshold: float) -> ConfidenceGuidance
 
 def low_confidence_reason(answer: PipelineAnswer) -> str | None:
     """Why an answer holds no confident match, as a clause for the first line of its text; None
-    when there is nothing more to say than that. Judged from the query's shape and what matched:
-    a query with nothing to search by, names the index lacks, words that occur nowhere."""
+    when there is nothing more to say than that. Judged from what was searched and what matched: a
+    filter that matched no code, a query with nothing to search by (no letters or digits: emoji,
+    punctuation, invisible characters; or no word in Latin letters, the letters the query's words
+    and names are read in, `policy.shape`), names the index lacks, words no code matches (only the
+    vector channel answered)."""
     meta = answer.metadata
     if not answer.candidates and meta.total_chunks and meta.filtered_chunks == 0:
         return "the filters matched no indexed code"

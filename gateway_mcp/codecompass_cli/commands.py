@@ -207,7 +207,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         _out(json.dumps(payload, ensure_ascii=False))
     else:
-        for line in render.answer_lines(payload, settings.gateway.confidence_threshold):
+        for line in render.answer_lines(payload, args.query):
             _out(line)
     return 0
 
@@ -278,7 +278,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     origin = f" (the purpose of {source.qualified_name})" if source is not None else ""
     _out(f"== sample query: \"{query}\"{origin}")
     answer = _answer(settings, PipelineRequest(workspace_root=str(workspace), query=query, max_tokens=2000))
-    for line in render.answer_lines(answer_to_dict(answer, 20)):
+    for line in render.answer_lines(answer_to_dict(answer, 20), query):
         _out(f"  {line}")
 
     command = _invocation()

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codecompass_gateway import skips
-from codecompass_gateway.answer import semantic_channels_line
+from codecompass_gateway.answer import no_confident_match, semantic_channels_line
 
 from codecompass.clients.analysis_model import FileChunks
 from codecompass.common.chunks import Chunk
@@ -128,38 +128,36 @@ def sample_query(chunks: Iterable[Chunk]) -> tuple[str, Chunk | None]:
     return jsdoc_purpose(best.jsdoc).rstrip("."), best
 
 
-def answer_lines(answer: dict[str, Any], low_confidence_below: float = 0.0) -> list[str]:
-    """The selected context (or, with --no-select, the ranked list) and how it was made. A ranked
-    list has no relevance gate: below `low_confidence_below` it opens with a warning instead."""
+def answer_lines(answer: dict[str, Any], query: str) -> list[str]:
+    """The selected context (or, with --no-select, the ranked list) and how it was made. An answer
+    that holds no confident match opens by saying so, in the words the MCP tools use."""
     lines: list[str] = []
-    selection = answer["selection"]
-    confidence = answer["metadata"]["confidence"]
-    if selection is None and answer["results"] and confidence < low_confidence_below:
-        lines.append(f"low confidence ({confidence:.2f} < {low_confidence_below:.2f}): nothing here may answer the "
-                     "query; these are the best guesses")
-    # What the answer could not do comes first: a reader stops at the first screen.
-    meta = answer["metadata"]
+    meta, selection, results = answer["metadata"], answer["selection"], answer["results"]
+    low, reason = bool(meta.get("low_confidence")), meta.get("low_confidence_reason") or ""
+    # An answer with results shows the filters matched; an older server leaves filtered_chunks 0.
+    filtered_out = not results and bool(meta.get("total_chunks")) and meta.get("filtered_chunks") == 0
+    # What the answer could not do comes first: a reader stops at the first screen. A filter that
+    # matched nothing is said by its own line, which says how to write one.
+    if low and not filtered_out:
+        lines.append(no_confident_match(query, reason, bool(results)))
     progress = meta.get("indexing_progress")
     if progress and meta.get("indexing_status") != "ready":
         files = f"{progress['files_done']:,}/{progress['files_total']:,} files, " if progress["files_total"] else ""
         lines.append(f"the index is still being written ({progress['phase']}: {files}{progress['chunks_written']:,} "
                      "chunks searchable so far): this answer covers that part only")
-    if meta.get("missing_names"):
+    missing = meta.get("missing_names") or []
+    if missing and not (low and all(name in reason for name in missing)):  # else the first line named them
         nearest = meta.get("nearest_names") or []
-        lines.append(f"nothing in the index is named {', '.join(meta['missing_names'])}"
+        lines.append(f"nothing in the index is named {', '.join(missing)}"
                      + (f"; nearest names: {', '.join(nearest)}" if nearest else ""))
-    if selection is not None and answer["results"] and \
-            answer["results"][0].get("relevance", 1.0) < selection["min_relevance"]:
-        # The gate's low-confidence answer: its best guesses, said to be guesses before they are shown.
-        lines.append(f"no result passed the relevance gate {selection['min_relevance']:.2f} (search confidence "
-                     f"{meta['confidence']:.2f}): nothing here looks like an answer; the best "
-                     f"{len(answer['results'])} guesses follow; try other words")
-    # An answer with results shows the filters matched; an older server leaves filtered_chunks 0.
-    if not answer["results"] and meta.get("total_chunks") and meta.get("filtered_chunks") == 0:
+    if filtered_out:
         lines.append(f"the filters matched no indexed code (the index holds {meta['total_chunks']:,} chunks); "
                      "--path patterns are relative to the workspace root")
-    for rank, result in enumerate(answer["results"], start=1):
-        head = (f"{rank:>2}. {result['score']:.3f}  {result['path']}:{result['start_line']}-{result['end_line']}"
+    for rank, result in enumerate(results, start=1):
+        # A selected answer was gated on relevance, and its footer prints the gate: each result shows
+        # the relevance the gate read (its score is in `why`). A ranked list is ordered by score.
+        value = f"relevance {result['relevance']:.2f}" if selection is not None else f"{result['score']:.3f}"
+        head = (f"{rank:>2}. {value}  {result['path']}:{result['start_line']}-{result['end_line']}"
                 f"  {result['qualified_name']}  ({result['kind']})")
         if result.get("stale"):
             head += "  [stale: the file changed since it was indexed]"
@@ -172,9 +170,9 @@ def answer_lines(answer: dict[str, Any], low_confidence_below: float = 0.0) -> l
             continue
         lines.append(head)
         why = f"  {', '.join(result['signals'])}" if result.get("signals") else ""
-        reason = "  hub" if result.get("reason") == "hub" else ""
+        reason_text = "  hub" if result.get("reason") == "hub" else ""
         lines.append(f"      lexical {result['lexical_score']:.3f}  vector {result['vector_similarity']:.3f}"
-                     f"  {result['provenance']}{why}{reason}")
+                     f"  {result['provenance']}{why}{reason_text}")
         code = result.get("code") or result["signature"]
         if code:
             lines.append("")
@@ -184,30 +182,41 @@ def answer_lines(answer: dict[str, Any], low_confidence_below: float = 0.0) -> l
                 lines.append(f"    /* … {result['code_lines_omitted']} more lines: {result['path']}:"
                              f"{result['start_line']}-{result['end_line']} */")
             lines.append("")
-    meta = answer["metadata"]
-    if not answer["results"]:
+    if not results:
         if meta.get("freshness_status") == "not_indexed":
             lines.append("this workspace is not indexed yet: indexing has started; run `codecompass index PATH` "
                          "to watch it, then search again")
-        elif selection is not None and selection["below_relevance"]:
-            lines.append(f"no result passed the relevance gate {selection['min_relevance']:.2f} (search confidence "
-                         f"{meta['confidence']:.2f}): nothing here looks like an answer; try other words, "
-                         f"or --min-relevance 0 to see the best guesses")
-        else:
-            lines.append("no results")
+        elif low and not filtered_out:
+            lines.append("try the identifiers you expect (a function or class name), or other words")
+        elif not low:
+            lines.append("no results within the budget: try a larger --max-tokens")
     lines.append(pipeline_line(answer))
     lines.append(metadata_line(meta))
     return lines
 
 
 def pipeline_line(answer: dict[str, Any]) -> str:
+    """How the answer was made, with the numbers its decisions compared: the answer's confidence,
+    and for a selected answer the gate on relevance (the noise floor it cut at, or, when the best
+    relevance was under it, the small budget the low-confidence answer was filled within)."""
     meta, selection = answer["metadata"], answer["selection"]
-    parts = [f"confidence {meta['confidence']:.2f}"]
+    parts = [f"confidence {meta['answer_confidence']:.2f}"]
+    if selection is None and meta.get("low_confidence"):
+        parts.append(f"below the threshold {meta['confidence_threshold']:.2f}")
     if meta.get("freshness_status") == "syncing":
         parts.append(f"index syncing ({meta.get('pending_files', 0)} changed files not in it yet)")
     if selection is not None:
-        parts.append(f"{len(answer['results'])} results, {selection['total_tokens']:,}/{selection['max_tokens']:,} tokens")
-        parts.append(f"gate {selection['min_relevance']:.2f} ({selection['below_relevance']} below)")
+        tokens = f"{len(answer['results'])} results, {selection['total_tokens']:,}/{selection['max_tokens']:,} tokens"
+        if meta.get("low_confidence"):
+            parts.append(f"low confidence: best relevance {selection['best_relevance']:.2f} < gate "
+                         f"{selection['min_relevance']:.2f}")
+            parts.append(f"{tokens} (the low-confidence budget)")
+            if selection["below_relevance"]:
+                parts.append(f"{selection['below_relevance']} with no relevance")
+        else:
+            parts.append(tokens)
+            parts.append(f"kept relevance ≥ {selection['relevance_floor']:.2f} (the noise floor of gate "
+                         f"{selection['min_relevance']:.2f}; {selection['below_relevance']} below it)")
         if selection["over_budget"]:
             parts.append(f"{selection['over_budget']} over budget")
         if selection["merged"]:

@@ -4,15 +4,17 @@ tools will return as structured content. One shape for every caller."""
 from __future__ import annotations
 
 import dataclasses
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from codecompass.policy.ranking import SEMANTIC, SKIP_RATIO_ZERO
+from codecompass.policy.ranking import SKIP_RATIO_ZERO
 from codecompass.policy.relevance import QueryFocus
+from codecompass.policy.selection import Verdict
 from codecompass.retrieval.state import FreshnessStatus, SearchMetadata, SyncOutcome
 from codecompass.selection.model import SelectedResult, SelectOutcome
 from codecompass_gateway.pipeline import SYNC, PipelineAnswer, Ranked
-from codecompass_gateway.understanding import BestResult, ConfidenceGuidance, QueryUnderstanding, assess
+from codecompass_gateway.understanding import BestResult, ConfidenceGuidance, QueryUnderstanding, guidance_of
 
 # Seed 003: the version of the search_code contract (fields, meanings) this gateway speaks.
 PROTOCOL_VERSION = "1.0"
@@ -84,12 +86,18 @@ def ranked_to_dict(item: Ranked, max_code_lines: int) -> dict[str, Any]:
     }
 
 
-def selection_to_dict(outcome: SelectOutcome, focus: QueryFocus) -> dict[str, Any]:
-    """`focus`: the one the gateway judged relevance with (selection applies none of its own)."""
+def selection_to_dict(outcome: SelectOutcome, focus: QueryFocus, verdict: Verdict) -> dict[str, Any]:
+    """`focus`: the one the gateway judged relevance with (selection applies none of its own);
+    `verdict`: the gate's on the relevances the gateway sent."""
     return {
         "total_tokens": outcome.total_tokens,
+        # The budget the answer was filled within: a low-confidence answer's is the small one.
         "max_tokens": outcome.max_tokens,
         "min_relevance": outcome.min_relevance,
+        # The best relevance sent, which the gate compared with min_relevance.
+        "best_relevance": round(verdict.best, 6),
+        # What a confident answer kept candidates down to: relevance (not score) at or above it.
+        "relevance_floor": round(verdict.floor, 6),
         "focus": focus.value,
         "below_relevance": outcome.below_relevance,
         "over_budget": outcome.over_budget,
@@ -203,9 +211,16 @@ def answer_to_dict(answer: PipelineAnswer, max_code_lines: int = 0) -> dict[str,
         results = [ranked_to_dict(c, max_code_lines) for c in answer.candidates]
     return {
         "results": results,
-        "selection": selection_to_dict(answer.selection, answer.focus) if answer.selection is not None else None,
+        "selection": (selection_to_dict(answer.selection, answer.focus, answer.verdict)
+                      if answer.selection is not None else None),
         "metadata": {
             **search_metadata_to_dict(answer.metadata),
+            # `confidence` above is retrieval's calibrated one; the answer's own (composite) is what
+            # the gate and search_code judge, against confidence_threshold.
+            "answer_confidence": round(answer.confidence.composite, 4),
+            "confidence_threshold": answer.verdict.threshold,
+            "low_confidence": answer.verdict.low_confidence,
+            "low_confidence_reason": low_confidence_reason(answer) if answer.verdict.low_confidence else None,
             **freshness_to_dict(answer),
             "rerank_provider": answer.rerank_provider,
             "rerank_fallback": answer.rerank_fallback,
@@ -267,18 +282,66 @@ def contract_freshness(status: str) -> str:
 
 
 def guidance_for(answer: PipelineAnswer, threshold: float) -> ConfidenceGuidance:
+    """The guidance on an answer's confidence (judged over its whole ranking) against `threshold`."""
     understood = answer.understanding
     assert understood is not None, "search_code runs the understanding stage"
-    candidates = list(answer.candidates)
     best = None
-    if candidates:
-        chunk = candidates[0].result.chunk
+    if answer.candidates:
+        chunk = answer.candidates[0].result.chunk
         best = BestResult(qualified_name=chunk.qualified_name, name=chunk.name, path=chunk.relative_path,
-                          kind=chunk.node_kind.value,
-                          words_matched=any(c.result.provenance != SEMANTIC for c in candidates))
+                          kind=chunk.node_kind.value, words_matched=answer.confidence.words_matched)
     meta = answer.metadata
-    return assess(understood.shape, [c.result for c in candidates], [c.score for c in candidates], best,
-                  meta.confidence, threshold, meta.indexing_status.value, meta.missing_names, meta.nearest_names)
+    return guidance_of(understood.shape, answer.confidence, best, threshold, meta.indexing_status.value,
+                    meta.missing_names, meta.nearest_names)
+
+
+def low_confidence_reason(answer: PipelineAnswer) -> str | None:
+    """Why an answer holds no confident match, as a clause for the first line of its text; None
+    when there is nothing more to say than that. Judged from what was searched and what matched: a
+    filter that matched no code, a query with nothing to search by (no letters or digits: emoji,
+    punctuation, invisible characters; or no word in Latin letters, the letters the query's words
+    and names are read in, `policy.shape`), names the index lacks, words no code matches (only the
+    vector channel answered)."""
+    meta = answer.metadata
+    if not answer.candidates and meta.total_chunks and meta.filtered_chunks == 0:
+        return "the filters matched no indexed code"
+    text = answer.understanding.shape.text if answer.understanding is not None else ""
+    letters = [ch for ch in text if ch.isalpha()]
+    if not any(ch.isalnum() for ch in text):
+        return "it has no letters or digits to search by"
+    if letters and not any(ch.isascii() for ch in letters):
+        return "it has no word in Latin letters, so no name in the code can match it"
+    if meta.missing_names:
+        nearest = f" (nearest: {', '.join(meta.nearest_names)})" if meta.nearest_names else ""
+        return f"nothing in the index is named {', '.join(meta.missing_names)}{nearest}"
+    if answer.candidates and not answer.confidence.words_matched:
+        return "no code matches its words"
+    return None
+
+
+# Longer queries are cut in the first line: it names the query, it need not repeat a paragraph.
+QUERY_SHOWN_CHARS = 80
+
+
+def shown_query(query: str) -> str:
+    """The query as the first line quotes it: whitespace collapsed, cut at QUERY_SHOWN_CHARS, and
+    characters that print as nothing (zero-width, control, format) written as \\uXXXX, so that a
+    query of only those is seen for what it is rather than as ""."""
+    text = " ".join(query.split())
+    if len(text) > QUERY_SHOWN_CHARS:
+        text = text[: QUERY_SHOWN_CHARS - 1] + "…"
+    return "".join(f"\\u{ord(ch):04x}" if unicodedata.category(ch) in _INVISIBLE else ch for ch in text)
+
+
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def no_confident_match(query: str, reason: str | None, has_results: bool) -> str:
+    """The first line of a low-confidence answer's text, the same in semantic_search, search_code
+    and the CLI: many agents read only the text, so the doubt is said there, before any code."""
+    if not has_results:
+        return f'No confident match for "{shown_query(query)}" — {reason or "nothing in the index matched it"}.'
+    return f'No confident match for "{shown_query(query)}" — {reason + "; " if reason else ""}the closest code follows.'
 
 
 def search_code_to_dict(answer: PipelineAnswer, *, threshold: float, trace_id: str, max_lines: int,
@@ -330,6 +393,8 @@ def search_code_to_dict(answer: PipelineAnswer, *, threshold: float, trace_id: s
             "missing_names": list(meta.missing_names),
             "nearest_names": list(meta.nearest_names),
             "filtered_chunks": meta.filtered_chunks,
+            # Ours, beyond the contract: why the answer is low-confidence, as its text's first line says.
+            "low_confidence_reason": low_confidence_reason(answer) if guidance.low_confidence else None,
             # Ours, beyond the contract.
             "confidence": round(guidance.confidence, 4),
             "retrieval_confidence": round(guidance.calibrated, 4),

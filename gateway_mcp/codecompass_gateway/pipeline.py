@@ -21,7 +21,10 @@ Scores change in one place, the policy package (`codecompass.policy`), which thi
 model reranker's raw scores are blended with the first stage's (`policy.blend`), and each candidate
 offered to selection carries the relevance the policy gives it (`policy.relevance`: the search's
 confidence, the score relative to the best, focus); selection only gates, merges, renders and
-budgets.
+budgets. The answer's confidence is judged once, over the whole ranking (`policy.confidence`), against
+one threshold (the request's min_relevance, else gateway.confidence_threshold), so that semantic_search's
+gate and search_code's `low_confidence` agree; the verdict the reader is told is the gate's own rule
+(`policy.selection.judge`) on what was sent.
 
 Rewriting (`rewrite.py`, seed 002) follows the first search: when the caller forces it, the
 heuristic calls for it, or the query found nothing, an LLM turns the query into code terms; the
@@ -45,14 +48,17 @@ from codecompass.clients.rerank import RerankClient
 from codecompass.clients.retrieval import RetrievalClient, indexer_address
 from codecompass.clients.selection import SelectionClient
 from codecompass.common import names
-from codecompass.common.config import Settings
+from codecompass.common.config import GatewaySettings, Settings
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import tracer
 from codecompass.policy import shape as q
 from codecompass.policy.blend import rerank_blend
-from codecompass.policy.confidence import answer_confidence
+from codecompass.policy.confidence import AnswerConfidence, answer_confidence
+from codecompass.policy.merge import merge_results
 from codecompass.policy.ranking import RankedResult
-from codecompass.policy.relevance import QueryFocus, focus_factor, relevance, resolve_focus
+from codecompass.policy.relevance import QueryFocus, focused_scores, relevance, resolve_focus
+from codecompass.policy.rewrite import should_rewrite
+from codecompass.policy.selection import Verdict, judge
 from codecompass.rerank.model import LOCAL, RerankQuery
 from codecompass.rerank.model import Candidate as RerankCandidate
 from codecompass.retrieval.filters import Filters
@@ -74,7 +80,6 @@ from codecompass_gateway.rewrite import (
     RewriteFailed,
     RewriteOutcome,
     Rewriter,
-    should_rewrite,
     vocabulary_of,
 )
 from codecompass_gateway.understanding import QueryUnderstanding, understand
@@ -93,6 +98,10 @@ FRESHNESS_UNKNOWN = "unknown"
 _SYNC_HOP_S = 2.0
 # What a reranker reads of a candidate: where it is, what it is, and the head of its code.
 _RERANK_TEXT_CHARS = 2000
+# An answer's confidence and verdict before anything is ranked (`run` sets both on every answer it
+# returns): nothing matched, so nothing is sure.
+NO_CONFIDENCE = answer_confidence([], [], 0.0)
+NO_ANSWER = judge(NO_CONFIDENCE.composite, GatewaySettings.confidence_threshold)
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,9 @@ class PipelineRequest:
     hubs: bool | None = None  # None: the configured default
     select: bool = True
     max_tokens: int | None = None
+    # The confidence an answer must reach not to be low-confidence: selection's relevance gate, and
+    # the threshold a ranked list (selection off) is flagged against, so that both tools judge by
+    # one number. None: gateway.confidence_threshold.
     min_relevance: float | None = None
     focus: QueryFocus = QueryFocus.AUTO
     # Results when selection is off (a plain ranked list).
@@ -156,6 +168,12 @@ class PipelineAnswer:
     understanding: QueryUnderstanding | None = None
     # The focus relevance was judged with (never AUTO): the request's, the rewrite's, else the shape's.
     focus: QueryFocus = QueryFocus.IMPLEMENTATION
+    # How sure the answer is, judged once over the whole ranking (after rerank and hubs): what both
+    # tools report and what each candidate's relevance, and so the gate, is built on.
+    confidence: AnswerConfidence = NO_CONFIDENCE
+    # The verdict the reader is told: the gate's on the relevances sent when selection ran, else
+    # the same rule on the answer's confidence.
+    verdict: Verdict = NO_ANSWER
 
 
 class Pipeline:
@@ -258,23 +276,29 @@ class Pipeline:
                 except ServiceError as exc:
                     skipped[HUBS] = self._failed(HUBS, exc)
 
+            confidence = answer_confidence([c.result for c in ranked], [c.score for c in ranked],
+                                           outcome.metadata.confidence)
+            threshold = g.confidence_threshold if request.min_relevance is None else request.min_relevance
+            verdict = judge(confidence.composite, threshold)
             selection = None
             if not request.select:
                 skipped[SELECT] = "off"
             elif ranked:
                 try:
                     with self._stage(SELECT, stage_ms):
-                        selection = self._select(request, ranked, outcome.metadata.confidence, focus)
+                        selection, verdict = self._select(request, ranked, confidence.composite, threshold, focus)
                 except ServiceError as exc:
                     skipped[SELECT] = self._failed(SELECT, exc)
             if selection is None and rewritten.applied:
                 # No selection to apply the rewrite's focus: the ranked list takes it. Only a focus
                 # someone set (the caller or the rewrite): the shape's is already in the ranking's
                 # test penalty.
-                ranked = sorted((replace(c, score=c.score * focus_factor(request.focus, c.result.chunk))
-                                 for c in ranked), key=lambda c: -c.score)
+                focused = focused_scores([c.score for c in ranked], [c.result.chunk for c in ranked], request.focus)
+                ranked = sorted((replace(c, score=score) for c, score in zip(ranked, focused, strict=True)),
+                                key=lambda c: -c.score)
             keep = ranked if selection is not None else ranked[: request.limit]
-            answer = replace(answer, candidates=tuple(keep), selection=selection, stage_ms=stage_ms, skipped=skipped)
+            answer = replace(answer, candidates=tuple(keep), selection=selection, stage_ms=stage_ms, skipped=skipped,
+                             confidence=confidence, verdict=verdict)
             record_answer(span, answer, candidates=len(ranked))
             return answer
 
@@ -319,7 +343,8 @@ class Pipeline:
         except ServiceError as exc:
             return ranked, RewriteOutcome(requested, source=source, trigger=trigger,
                                           reason=f"the rewritten search failed: {self._failed(REWRITE, exc)}")
-        merged, added = merge_results(ranked, [Ranked(result=r, score=r.score) for r in extra.results])
+        merged, added = merge_results(ranked, [Ranked(result=r, score=r.score) for r in extra.results],
+                                      key=lambda c: c.result.chunk.id, score=lambda c: c.score)
         return merged, RewriteOutcome(requested, applied=True, source=source, terms=terms.terms, focus=terms.focus,
                                       trigger=trigger, reason=f"{trigger}: searched the terms and merged", added=added)
 
@@ -371,23 +396,25 @@ class Pipeline:
         out.sort(key=lambda c: -c.score)
         return out, added
 
-    def _select(self, request: PipelineRequest, ranked: list[Ranked], confidence: float,
-                focus: QueryFocus) -> SelectOutcome:
+    def _select(self, request: PipelineRequest, ranked: list[Ranked], composite: float, threshold: float,
+                focus: QueryFocus) -> tuple[SelectOutcome, Verdict]:
+        """The selected answer, and the gate's verdict on it: the policy's own rule on the relevances
+        sent and the gate the service applied, so what the reader is told is what was decided."""
         g = self._gateway
         offered = ranked[: g.select_candidates]
-        # The composite confidence the agent is shown (answer.py), so that the gate keeps an answer
-        # flagged low_confidence short and gives a confident one its whole budget.
-        composite = answer_confidence([c.result for c in ranked], [c.score for c in ranked], confidence)
+        # Built on the composite confidence the agent is shown (answer.py), so that the gate keeps an
+        # answer flagged low_confidence to its small budget and gives a confident one its whole one.
         relevances = relevance([c.score for c in offered], [c.result.chunk for c in offered], composite, focus)
         offers = tuple(
             SelectCandidate(chunk=c.result.chunk, score=c.score, reason=c.reason, provenance=c.result.provenance,
                             connected_ids=c.connected_ids, relevance=value)
             for c, value in zip(offered, relevances, strict=True)
         )
-        return self.selection.select(SelectQuery(
+        outcome = self.selection.select(SelectQuery(
             workspace_root=request.workspace_root, candidates=offers, max_tokens=request.max_tokens or 0,
-            min_relevance=request.min_relevance,
+            min_relevance=threshold,
         ), g.select_timeout_s)
+        return outcome, judge(max(relevances, default=0.0), outcome.min_relevance)
 
     @contextmanager
     def _stage(self, name: str, stage_ms: dict[str, float]) -> Iterator[None]:
@@ -426,21 +453,6 @@ def mark_stale(ranked: list[Ranked], stale_paths: frozenset[str]) -> list[Ranked
     if not stale_paths:
         return ranked
     return [replace(c, stale=True) if c.result.chunk.relative_path in stale_paths else c for c in ranked]
-
-
-def merge_results(first: list[Ranked], second: list[Ranked]) -> tuple[list[Ranked], int]:
-    """Both searches' candidates, one per chunk id with the higher score, best first; and how many
-    only the second found."""
-    by_id = {c.result.chunk.id: c for c in first}
-    added = 0
-    for c in second:
-        here = by_id.get(c.result.chunk.id)
-        if here is None:
-            added += 1
-            by_id[c.result.chunk.id] = c
-        elif c.score > here.score:
-            by_id[c.result.chunk.id] = c
-    return sorted(by_id.values(), key=lambda c: -c.score), added
 
 
 def rerank_text(result: RankedResult) -> str:

@@ -3,10 +3,10 @@ the code's own vocabulary, plus what the question is about (implementation, test
 
 When: never for a code-shaped query (a dotted name, a camelCase or snake_case identifier, a
 path) or one of fewer than three content words, which the lexical channel already answers
-well; for a question-like or stop-word-heavy query (the heuristic, `should_rewrite`); always
-when the caller forces it; and as a fallback when the query as given found nothing. The LLM
-is in the hot path only then, and any failure leaves the query as given: the answer's
-`metadata.rewrite` says why, the user never sees an error.
+well; for a question-like or stop-word-heavy query (the heuristic, `should_rewrite` in
+`codecompass.policy.rewrite`); always when the caller forces it; and as a fallback when the
+query as given found nothing. The LLM is in the hot path only then, and any failure leaves the
+query as given: the answer's `metadata.rewrite` says why, the user never sees an error.
 
 Where the LLM comes from, in the issue's order:
 1. Sampling through the connected MCP client (`sampling.py`): the agent's own model, when the
@@ -35,8 +35,6 @@ import httpx
 from codecompass.common.config import GatewaySettings
 from codecompass.common.hosts import is_loopback
 from codecompass.common.outbound import INVALID, ChatFailed, chat_completion, unfenced
-from codecompass.policy import shape as q
-from codecompass.policy.shape import REQUEST_WORDS, STOP_WORDS, QueryShape
 
 SOURCE_CHAT = "openai_compatible"
 SOURCE_SAMPLING = "mcp_sampling"
@@ -54,11 +52,6 @@ VOCABULARY_NAMES = 80
 VOCABULARY_CHARS = 2400
 TEMPERATURE = 0.1
 MAX_ANSWER_TOKENS = 200
-# Above this share of stop words a query reads as a sentence, not as keywords (seed 002).
-STOP_WORD_RATIO = 0.4
-_QUESTION_WORDS = frozenset({"how", "what", "where", "why", "which", "when", "who", "does", "do", "is", "are",
-                             "can", "should", "explain", "show", "find"})
-_WORD = re.compile(r"[A-Za-z0-9_$']+")
 _OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 
@@ -94,28 +87,6 @@ class RewriteOutcome:
         return {"requested": self.requested, "applied": self.applied, "source": self.source,
                 "terms": list(self.terms), "focus": self.focus, "trigger": self.trigger, "reason": self.reason,
                 "added": self.added}
-
-
-def content_words(shape: QueryShape) -> list[str]:
-    return [w for w in shape.words if w not in REQUEST_WORDS]
-
-
-def should_rewrite(shape: QueryShape) -> tuple[bool, str]:
-    """Seed 002's heuristic, no I/O: (rewrite?, why)."""
-    tokens = shape.text.split()
-    if shape.path:
-        return False, "the query names a file path"
-    if any(q.is_code_shaped(t.strip("'\"`,;:?!()[]<>")) for t in tokens):
-        return False, "the query is code-shaped (a dotted, camelCase or snake_case name)"
-    if len(content_words(shape)) < 3:
-        return False, "fewer than three content words: searched as keywords"
-    lowered = [w.lower() for w in _WORD.findall(shape.text)]
-    if shape.text.rstrip().endswith("?") or (lowered and lowered[0] in _QUESTION_WORDS):
-        return True, "a question in words"
-    stop = sum(1 for w in lowered if w in STOP_WORDS)
-    if lowered and stop / len(lowered) > STOP_WORD_RATIO:
-        return True, "a sentence (many stop words)"
-    return False, "reads as keywords"
 
 
 def vocabulary_of(names: Iterable[str], limit: int = VOCABULARY_NAMES, max_chars: int = VOCABULARY_CHARS

@@ -253,14 +253,15 @@ class Gateway:
         lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
         threshold = (self.settings.gateway.confidence_threshold if confidence_threshold is None
                      else confidence_threshold)
+        # The ranked list is judged by the threshold semantic_search's gate uses (min_relevance).
         answer = self.pipeline.run(PipelineRequest(
             workspace_root=str(root), query=query, filters=filters, semantic_ratio=semantic_ratio, select=False,
-            limit=limit, semantic_mode=semantic_mode, rewrite=rewrite, rewriter=rewriter,
+            limit=limit, semantic_mode=semantic_mode, rewrite=rewrite, rewriter=rewriter, min_relevance=threshold,
         ))
         payload = search_code_to_dict(answer, threshold=threshold, trace_id=tools.trace_id(),
                                       max_lines=tools.SNIPPET_LINES, max_line_chars=tools.SNIPPET_LINE_CHARS)
         payload["metadata"].update({"workspace": str(root), "lexical_index_ready": lexical_ready})
-        return tools.search_code_result(payload)
+        return tools.search_code_result(payload, query)
 
     @tools.tool_errors("codebase_trace")
     def codebase_trace(self, symbol: str, direction: str, depth: int, limit: int, path: str | None,

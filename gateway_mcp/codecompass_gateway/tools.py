@@ -38,11 +38,12 @@ from codecompass.common.chunks import Language, NodeKind
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import current_trace_ids, tracer
 from codecompass.common.tokens import count_tokens
+from codecompass.policy.relevance import priority
 from codecompass.retrieval.filters import FilterError, Filters
 from codecompass.retrieval.state import IndexStatusReport
 from codecompass_gateway import errors, skips
 from codecompass_gateway.advisor import Advice
-from codecompass_gateway.answer import semantic_channels_line
+from codecompass_gateway.answer import no_confident_match, semantic_channels_line
 from codecompass_gateway.errors import one_line
 
 log = get_logger("codecompass.gateway.tools")
@@ -221,13 +222,6 @@ def search_budget(max_tokens: int | None) -> SearchBudget:
     return SearchBudget(selection_tokens=max_tokens, max_chars=None)
 
 
-def _priority(result: dict[str, Any], best: float) -> float:
-    value = result.get("relevance")
-    if value is None:  # the ranked list: scores relative to the best one
-        value = result["score"] / best if best > 0 else 0.0
-    return round(min(1.0, max(0.0, float(value))), 4)
-
-
 def _result_text(result: dict[str, Any]) -> str:
     header = result.get("header") or f"// {result['path']} > {result['qualified_name']}"
     if result.get("stale"):
@@ -254,17 +248,19 @@ def _being_written(meta: dict[str, Any]) -> str | None:
 
 def search_notes(payload: dict[str, Any], workspace: Path, query: str,
                  filters: dict[str, Any] | None = None) -> list[str]:
-    """What the agent must know besides the code: how far the index is, names it lacks, a
-    filter that matched nothing, and why an answer is empty. An empty answer never just says
-    'no match' when the reason is elsewhere."""
+    """What the agent must know besides the code: first, when it is so, that nothing is a confident
+    match and why; then how far the index is, names it lacks, a filter that matched nothing, and
+    why an answer is empty. An empty answer never just says 'no match' when the reason is elsewhere."""
     meta = payload["metadata"]
-    notes = []
     status = meta.get("indexing_status", "ready")
     written = _being_written(meta)
     missing, nearest = meta.get("missing_names") or [], meta.get("nearest_names") or []
     # An answer with results shows the filters matched; an older server leaves filtered_chunks 0.
     filtered_out = (not payload["results"] and bool(meta.get("total_chunks"))
                     and meta.get("filtered_chunks") == 0)
+    low, reason = bool(meta.get("low_confidence")), meta.get("low_confidence_reason") or ""
+    # A filter that matched nothing is said first by its own note, which names the filter.
+    notes = [no_confident_match(query, reason, bool(payload["results"]))] if low and not filtered_out else []
     if meta.get("freshness_reason"):
         notes.append(f"Possibly out of date: {meta['freshness_reason']}.")
     if written is not None:
@@ -290,7 +286,7 @@ def search_notes(payload: dict[str, Any], workspace: Path, query: str,
         notes.append(f"Semantic search was skipped ({reason}); results are lexical.")
     elif meta.get("primary_unavailable_reason"):
         notes.append(f"The embedding model could not embed the query; {semantic_channels_line(meta)}.")
-    if missing:
+    if missing and not (low and all(name in reason for name in missing)):  # else the first line named them
         names = ", ".join(missing)
         closest = f"; the nearest names are {', '.join(nearest)}" if nearest else ""
         notes.append(f"Nothing in the index is named {names}{closest}. Results below (if any) are only near matches.")
@@ -302,9 +298,11 @@ def search_notes(payload: dict[str, Any], workspace: Path, query: str,
     if not payload["results"] and written is not None:
         notes.append(f"Nothing matched {query!r} in the part of {workspace} indexed so far; the rest is still "
                      "being written.")
+    elif not payload["results"] and not filtered_out and low:
+        notes.append("Try the identifiers you expect (a function or class name), or other words.")
     elif not payload["results"] and not filtered_out:
-        notes.append(f"No code in {workspace} matched {query!r} well enough. Try the identifiers you expect "
-                     "(a function or class name), a shorter query, or a lower min_relevance.")
+        notes.append(f"No code in {workspace} matched {query!r} within the budget. Try a larger max_tokens, the "
+                     "identifiers you expect (a function or class name), or a shorter query.")
     return notes
 
 
@@ -316,7 +314,7 @@ def search_result(payload: dict[str, Any], workspace: Path, query: str, budget: 
     results = list(payload["results"])
     best = max((r["score"] for r in results), default=0.0)
     notes = search_notes(payload, workspace, query, extra_metadata.get("filters"))
-    items = [(_result_text(r), _priority(r, best)) for r in results]
+    items = [(_result_text(r), priority(r.get("relevance"), r["score"], best)) for r in results]
     structured_results = [{k: v for k, v in r.items() if k != "code"} for r in results]
     metadata = {**payload["metadata"], **extra_metadata, "workspace": str(workspace)}
 
@@ -389,19 +387,22 @@ def language_filters(language: str | None) -> Filters:
     return Filters(languages=covered)
 
 
-def search_code_text(payload: dict[str, Any]) -> str:
-    """The answer as the model reads it: one header line (how many, the query's intent, how sure),
-    what to do when unsure, then one line per result and its snippet. Programs read the same
-    answer as structured content (seed 003's JSON); it is not repeated here."""
+def search_code_text(payload: dict[str, Any], query: str) -> str:
+    """The answer as the model reads it: that nothing is a confident match, when so; one header line
+    (how many, the query's intent, how sure); what to do when unsure; then one line per result and
+    its snippet. Programs read the same answer as structured content (seed 003's JSON); it is not
+    repeated here."""
     meta = payload["metadata"]
     results = payload["results"]
     confidence = meta.get("confidence")
     sure = f", confidence {confidence:.2f}" if confidence is not None else ""
     intent = payload.get("query_intent", "unknown").replace("_", " ")
     total = payload.get("total_candidates", len(results))
-    lines = [f"{len(results)} results of {total} candidates (query read as {intent}{sure})"]
-    if meta.get("low_confidence"):
-        lines.append(f"Low confidence. Next: {meta.get('suggested_action')}")
+    low = bool(meta.get("low_confidence"))
+    lines = [no_confident_match(query, meta.get("low_confidence_reason"), bool(results))] if low else []
+    lines.append(f"{len(results)} results of {total} candidates (query read as {intent}{sure})")
+    if low:
+        lines.append(f"Next: {meta.get('suggested_action')}")
     if meta.get("intent_escalation_hint"):
         lines.append(meta["intent_escalation_hint"])
     status = meta.get("indexing_status", "ready")
@@ -420,16 +421,16 @@ def search_code_text(payload: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def search_code_result(payload: dict[str, Any]) -> CallToolResult:
+def search_code_result(payload: dict[str, Any], query: str) -> CallToolResult:
     """Seed 003's answer as structured content, and as text for the model, within
     RESPONSE_MAX_TOKENS together: the lowest-ranked results go first when they are not (then
     `result_completeness: truncated`)."""
     payload = {**payload, "results": list(payload["results"]), "metadata": dict(payload["metadata"])}
-    text = search_code_text(payload)
+    text = search_code_text(payload, query)
     while payload["results"] and count_tokens(text) + count_tokens(json.dumps(payload)) > RESPONSE_MAX_TOKENS:
         payload["results"].pop()
         payload["metadata"]["result_completeness"] = "truncated"
-        text = search_code_text(payload)
+        text = search_code_text(payload, query)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
 
 

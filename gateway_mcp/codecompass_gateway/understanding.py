@@ -23,8 +23,8 @@ from typing import Any
 from codecompass.common.config import GatewaySettings
 from codecompass.common.identifiers import identifier_parts
 from codecompass.policy import shape as q
-from codecompass.policy.confidence import answer_confidence, channel_agreement, score_margin
-from codecompass.policy.ranking import RankedResult
+from codecompass.policy.confidence import AnswerConfidence
+from codecompass.policy.selection import judge
 from codecompass.policy.semantic import SemanticPlan, semantic_plan
 from codecompass.policy.shape import REQUEST_WORDS, QueryShape
 
@@ -171,18 +171,16 @@ class ConfidenceGuidance:
     suggested_call: dict[str, Any] | None
 
 
-def assess(shape: QueryShape, results: list[RankedResult], scores: list[float], best: BestResult | None,
-           calibrated: float, threshold: float, indexing_status: str, missing: tuple[str, ...] = (),
-           nearest: tuple[str, ...] = ()) -> ConfidenceGuidance:
-    """`results` are the ranked results best first (their channel ranks), `scores` their final
-    scores (after reranking), `best` the first of them as a suggestion names it; `missing` the
-    exact names the query typed that the index lacks, `nearest` its closest names."""
-    top = scores[0] if scores else 0.0
-    margin = score_margin(scores)
-    agreement = channel_agreement(results)
-    value = answer_confidence(results, scores, calibrated)
-    low = value < threshold
+def guidance_of(shape: QueryShape, confidence: AnswerConfidence, best: BestResult | None, threshold: float,
+                indexing_status: str, missing: tuple[str, ...] = (), nearest: tuple[str, ...] = ()
+                ) -> ConfidenceGuidance:
+    """The guidance for an answer whose confidence was judged over its whole ranking (the
+    pipeline's `PipelineAnswer.confidence`), low by the gate's own rule (`policy.selection.judge`);
+    `best` is the first result as a suggestion names it, `missing` the exact names the query typed
+    that the index lacks, `nearest` its closest names."""
+    low = judge(confidence.composite, threshold).low_confidence
     action, call = suggested_action(shape, best, indexing_status, missing, nearest) if low else (None, None)
-    return ConfidenceGuidance(confidence=value, calibrated=calibrated, top_score=top, score_margin=margin,
-                              channel_agreement=agreement, threshold=threshold, low_confidence=low,
+    return ConfidenceGuidance(confidence=confidence.composite, calibrated=confidence.calibrated,
+                              top_score=confidence.top_score, score_margin=confidence.margin,
+                              channel_agreement=confidence.agreement, threshold=threshold, low_confidence=low,
                               suggested_action=action, suggested_call=call)

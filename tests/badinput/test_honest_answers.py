@@ -24,15 +24,16 @@ def workspace(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.badinput(case="a misspelt exact name (`validateTokenz`)",
-                      behaviour="exit 0: `nothing in the index is named validateTokenz; nearest names: validateToken, "
-                                "…`; no result passes the gate; the index unchanged")
+                      behaviour="exit 0: `No confident match for \"validateTokenz\" — nothing in the index is named "
+                                "validateTokenz (nearest: validateToken, …)`; the index unchanged")
 def test_a_misspelt_name_names_the_nearest_ones(stack: Stack, workspace: Path) -> None:
     before = stack.rows(workspace)
     run = stack.cli("search", str(workspace), "validateTokenz")
     assert run.code == 0, run.err
     lines = run.out.splitlines()
-    assert lines[0].startswith("nothing in the index is named validateTokenz; nearest names: validateToken"), lines[0]
-    assert lines[1].startswith("no result passed the relevance gate 0.50")
+    assert lines[0].startswith('No confident match for "validateTokenz" — nothing in the index is named '
+                               "validateTokenz (nearest: validateToken"), lines[0]
+    assert lines[1].startswith(" 1. relevance 0."), lines[1]  # the names are said once, first
     ranked = stack.cli("search", str(workspace), "validateTokenz", "--no-select", "--json").json()
     meta = ranked["metadata"]
     assert meta["missing_names"] == ["validateTokenz"] and meta["nearest_names"][0] == "validateToken"
@@ -135,11 +136,14 @@ def test_a_search_during_the_first_index_says_how_far_it_is(stack: Stack, tmp_pa
     err = first + rest
     assert index.returncode == 0, err
     _assert_truthful_progress(err)
-    partial = [lines for lines in answers if lines and lines[0].startswith("the index is still being written (")]
+    # The first screen: a low-confidence answer's first line says so, and the index's progress follows it.
+    progress = [next((line for line in lines[:2] if line.startswith("the index is still being written (")), None)
+                for lines in answers]
+    partial = [line for line in progress if line is not None]
     assert partial, "no search ran while the first index was being written"
-    for lines in partial:
-        assert lines[0].endswith(" chunks searchable so far): this answer covers that part only"), lines[0]
+    for line in partial:
+        assert line.endswith(" chunks searchable so far): this answer covers that part only"), line
     # An empty answer is never the only thing said while the index is incomplete.
-    for lines in answers:
-        if lines and lines[0] in ("no results",) or (lines and lines[0].startswith("no result passed")):
-            assert "index ready" in lines[-1], lines
+    for lines, line in zip(answers, progress, strict=True):
+        if lines and lines[0].endswith("— nothing in the index matched it."):
+            assert line is not None or "index ready" in lines[-1], lines

@@ -79,35 +79,38 @@ def test_a_query_at_the_limit_is_answered(stack: Stack, workspace: Path) -> None
 
 
 @pytest.mark.badinput(case="punctuation-only query",
-                      behaviour="exit 0; no result passes the relevance gate, and the answer says so")
+                      behaviour="exit 0; the first line: `No confident match for \"…\" — it has no letters or digits "
+                                "to search by`")
 def test_punctuation_only_query(stack: Stack, workspace: Path) -> None:
     run = _search(stack, workspace, "!@#$%^&*()_+-=?")
     assert run.code == 0, run.err
-    assert run.out.splitlines()[0].startswith("no result passed the relevance gate 0.50 (search confidence 0.")
-    assert "nothing here looks like an answer" in run.out
+    assert run.out.splitlines()[0].startswith(
+        'No confident match for "!@#$%^&*()_+-=?" — it has no letters or digits to search by')
 
 
 @pytest.mark.badinput(case="a name that exists nowhere",
-                      behaviour="exit 0; `nothing in the index is named NAME`; no result passes the relevance gate")
+                      behaviour="exit 0; the first line: `No confident match for \"NAME\" — nothing in the index is "
+                                "named NAME`; the answer stays within the low-confidence budget")
 def test_a_name_that_exists_nowhere(stack: Stack, workspace: Path) -> None:
     run = _search(stack, workspace, "frobnicateWidget")
     assert run.code == 0, run.err
-    assert run.out.splitlines()[0] == "nothing in the index is named frobnicateWidget"
-    assert run.out.splitlines()[1].startswith("no result passed the relevance gate 0.50 (search confidence 0.")
+    assert run.out.splitlines()[0].startswith(
+        'No confident match for "frobnicateWidget" — nothing in the index is named frobnicateWidget')
+    assert "(the low-confidence budget)" in run.out
     ranked = _search(stack, workspace, "frobnicateWidget", "--no-select", "--json").json()
     # Nothing matched lexically: what the list shows is the vector channel's nearest guesses.
     assert all(r["lexical_score"] == 0 for r in ranked["results"]) and ranked["metadata"]["confidence"] < 0.5
 
 
 @pytest.mark.badinput(case="a name that exists nowhere, as a ranked list (--no-select)",
-                      behaviour="exit 0; the list opens with `low confidence (C < 0.50): nothing here may answer "
-                                "the query`")
+                      behaviour="exit 0; the list opens with the same `No confident match for \"NAME\" — …` line")
 def test_a_ranked_list_for_a_name_that_exists_nowhere_says_low_confidence(stack: Stack, workspace: Path) -> None:
     run = _search(stack, workspace, "frobnicateWidget", "--no-select")
     assert run.code == 0, run.err
     first = run.out.splitlines()[0]
-    assert first.startswith("low confidence (0.") and first.endswith(
-        " < 0.50): nothing here may answer the query; these are the best guesses"), first
+    assert first.startswith('No confident match for "frobnicateWidget" — nothing in the index is named '
+                            "frobnicateWidget"), first
+    assert "· below the threshold 0.50" in run.out
 
 
 @pytest.mark.badinput(case="empty query", behaviour="exit 2: `retrieval: query must not be empty`")

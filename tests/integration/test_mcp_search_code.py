@@ -70,7 +70,11 @@ def _payload(result: CallToolResult) -> dict[str, Any]:
     # Text for the model, the JSON for programs: the text is a reading of the same answer, not a copy.
     text = result.content[0].text
     assert len(result.content) == 1 and not text.startswith("{")
-    assert text.splitlines()[0].startswith(f"{len(structured['results'])} results of ")
+    lines = text.splitlines()
+    # An unsure answer says so before anything else (test_mcp_low_confidence has the sentences).
+    if structured["metadata"]["low_confidence"]:
+        assert lines.pop(0).startswith('No confident match for "')
+    assert lines[0].startswith(f"{len(structured['results'])} results of ")
     for rank, found in enumerate(structured["results"], 1):
         assert f"{rank}. {found['path']}:{found['line_start']}-{found['line_end']}  {found['kind']} " in text
     return structured

@@ -16,6 +16,7 @@ from codecompass_gateway.pipeline import HUBS, RERANK, RETRIEVE, SELECT, SYNC, P
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.config import load_settings
 from codecompass.common.tokens import count_tokens
+from codecompass.policy.selection import LOW_CONFIDENCE_MAX_TOKENS
 from codecompass.selection.model import Reason
 
 pytestmark = pytest.mark.slow
@@ -58,10 +59,12 @@ def test_the_answer_is_selected_rendered_code_within_budget(pipeline, stack, spa
     assert {"pipeline", "pipeline.sync", "pipeline.retrieve", "pipeline.select"} <= spans
 
 
-def test_a_query_with_no_answer_returns_at_most_two_results(pipeline, stack) -> None:
+def test_a_query_with_no_answer_is_flagged_and_holds_the_closest_within_the_small_budget(pipeline, stack) -> None:
     for query in ("purple elephant quantum banana", "zzqxNotAName", "?!;"):
         answer = pipeline.run(PipelineRequest(workspace_root=stack["root"], query=query))
-        assert answer.selection is not None and len(answer.selection.results) <= 2, query
+        assert answer.verdict.low_confidence and answer.selection is not None, query
+        assert answer.selection.max_tokens == LOW_CONFIDENCE_MAX_TOKENS, query
+        assert 0 < answer.selection.total_tokens <= LOW_CONFIDENCE_MAX_TOKENS, query
 
 
 def test_hubs_connect_several_results(pipeline, stack) -> None:

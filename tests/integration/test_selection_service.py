@@ -25,6 +25,7 @@ from codecompass.common.config import SelectionSettings
 from codecompass.common.serving import RunningServer, ServiceSpec, start_server
 from codecompass.common.tokens import count_tokens
 from codecompass.policy.relevance import DEFAULT_RELEVANCE, QueryFocus, relevance, resolve_focus
+from codecompass.policy.selection import LOW_CONFIDENCE_MAX_TOKENS
 from codecompass.policy.shape import analyze
 from codecompass.selection import convert
 from codecompass.selection.__main__ import warm_up
@@ -193,9 +194,10 @@ def test_process_serves_health_and_drains_on_sigterm(start_python_service, analy
         response = stub.Select(request(sample_workspace, [Candidate(method, 0.9, Reason.MATCH)]), timeout=10)
         assert response.results[0].source.startswith("validateToken(token: string): ValidationResult {")
         assert response.max_tokens == 8000 and not response.render_fallback
-        # low confidence: a short answer (at most two results); nothing matched: an empty one
+        # low confidence: the closest within the small budget; nothing matched: an empty answer
         short = stub.Select(request(sample_workspace, [Candidate(method, 0.9)], confidence=0.3), timeout=10)
         assert [r.chunk_id for r in short.results] == [method.id] and short.below_relevance == 0
+        assert short.max_tokens == LOW_CONFIDENCE_MAX_TOKENS
         empty = stub.Select(request(sample_workspace, [Candidate(method, 0.0)], confidence=0.3), timeout=10)
         assert len(empty.results) == 0 and empty.below_relevance == 1
     process.send_signal(signal.SIGTERM)

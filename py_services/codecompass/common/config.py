@@ -148,9 +148,10 @@ class SelectionSettings:
     # 4,000: 0.679 / 0.714; 8,000: 0.721 / 0.770; 16,000: 0.721 / 0.783. The answer stops gaining
     # at 8,000 (its 30 candidates are all in by then) and the list gains 0.013 for twice the tokens.
     max_tokens: int = 8000
-    # Relevance gate when a request sets none (relevance: codecompass/policy/relevance.py). An
-    # answer whose best candidate is below it is a low-confidence one and keeps its best two; a
-    # confident one keeps candidates down to 0.4 x it (the noise floor: selection/engine.py, 2).
+    # Relevance gate when a request sets none (relevance: codecompass/policy/relevance.py; the gateway
+    # always sets one, its confidence_threshold). An answer whose best candidate is below it is a
+    # low-confidence one: flagged, it keeps the closest candidates within a small budget; a confident
+    # one keeps candidates down to 0.4 x it (the gate's rules: codecompass/policy/selection.py).
     min_relevance: float = 0.5
     # Rendering is a cosmetic step: past this the stored collapsed source answers instead.
     render_timeout_s: float = 2.0
@@ -187,8 +188,9 @@ class GatewaySettings:
     # Query understanding (issue 9 section 4). The mode applies to every search unless a request
     # names its own.
     semantic_mode: str = "hybrid"
-    # Below this composite confidence a search_code answer is `low_confidence` and suggests a
-    # next call (seed 004 FR-713).
+    # Below this composite confidence an answer is `low_confidence` (seed 004 FR-713): search_code's
+    # flag and suggested next call, and semantic_search's relevance gate (the min_relevance the
+    # gateway sends selection when a call sets none), so both tools judge by one number.
     confidence_threshold: float = 0.5
     # Below this intent confidence the answer carries an escalation hint (FR-727).
     intent_confidence_threshold: float = 0.75
@@ -564,7 +566,8 @@ _FIELDS: tuple[_Field, ...] = (
            "model reranker may run) | hybrid (lexical + vectors)"),
     _Field("gateway.confidence_threshold", "CODECOMPASS_GATEWAY_CONFIDENCE_THRESHOLD",
            "gateway.confidence_threshold", _float_parser(0.0, 1.0),
-           "Composite confidence below which search_code reports low_confidence and a suggested action"),
+           "Composite confidence below which an answer is low_confidence: search_code's flag and suggested action, "
+           "semantic_search's relevance gate when a call sets no min_relevance"),
     _Field("gateway.intent_confidence_threshold", "CODECOMPASS_GATEWAY_INTENT_CONFIDENCE_THRESHOLD",
            "gateway.intent_confidence_threshold", _float_parser(0.0, 1.0),
            "Intent confidence below which search_code adds an intent escalation hint"),
@@ -603,7 +606,8 @@ _FIELDS: tuple[_Field, ...] = (
     _Field("selection.max_tokens", "CODECOMPASS_SELECTION_MAX_TOKENS", "selection.max_tokens",
            _int_parser(256, 1_000_000), "Token budget of an answer when the request sets none"),
     _Field("selection.min_relevance", "CODECOMPASS_SELECTION_MIN_RELEVANCE", "selection.min_relevance",
-           _float_parser(0.0, 1.0), "Relevance gate of an answer when the request sets none"),
+           _float_parser(0.0, 1.0), "Relevance gate of an answer when the request sets none (the gateway always "
+           "sets one: gateway.confidence_threshold)"),
     _Field("selection.merge_max_tokens", "CODECOMPASS_SELECTION_MERGE_MAX_TOKENS", "selection.merge_max_tokens",
            _int_parser(0, 1_000_000), "Largest result a parent merged with its matching children may be"),
     _Field("selection.render_timeout_s", "CODECOMPASS_SELECTION_RENDER_TIMEOUT_S", "selection.render_timeout_s",

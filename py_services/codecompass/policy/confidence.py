@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from codecompass.common.chunks import Chunk
 from codecompass.common.identifiers import identifier_parts
 from codecompass.policy import shape as q
-from codecompass.policy.ranking import KIND_WORDS, STRUCTURE, RankedResult, clamp
+from codecompass.policy.ranking import KIND_WORDS, SEMANTIC, STRUCTURE, RankedResult, clamp
 from codecompass.policy.shape import QueryShape
 
 # --- Confidence: is the answer in the results at all? -------------------------------------
@@ -197,10 +197,28 @@ def composite_confidence(calibrated: float, top_score: float, margin: float, agr
     return clamp(calibrated) * (1.0 - SUPPORT_WEIGHT + SUPPORT_WEIGHT * support)
 
 
-def answer_confidence(results: list[RankedResult], scores: list[float], calibrated: float) -> float:
+@dataclass(frozen=True)
+class AnswerConfidence:
+    """How sure a ranked answer is, and the evidence: computed once per answer over the whole
+    ranking, so both tools and the selection's gate read the same number."""
+
+    calibrated: float  # retrieval's calibrated P(an answer is among the first ten)
+    top_score: float
+    margin: float
+    agreement: float | None  # None when only one channel found the best results
+    composite: float  # the calibrated confidence scaled by the support of the score shape
+    # Some result was found by the query's words (the full-text, name or path channel); False when
+    # only the vector channel answered, i.e. the query's words occur nowhere in the index.
+    words_matched: bool
+
+
+def answer_confidence(results: list[RankedResult], scores: list[float], calibrated: float) -> AnswerConfidence:
     """The composite confidence of a ranked answer (`scores`: its final scores, best first): what
     the agent is shown, and what selection's gate reads, so an answer flagged `low_confidence`
-    is exactly one the gate keeps short."""
-    if not scores:
-        return 0.0
-    return composite_confidence(calibrated, scores[0], score_margin(scores), channel_agreement(results))
+    is exactly one the gate judges unsure."""
+    top = scores[0] if scores else 0.0
+    margin = score_margin(scores)
+    agreement = channel_agreement(results)
+    composite = composite_confidence(calibrated, top, margin, agreement) if scores else 0.0
+    return AnswerConfidence(calibrated=calibrated, top_score=top, margin=margin, agreement=agreement,
+                            composite=composite, words_matched=any(r.provenance != SEMANTIC for r in results))

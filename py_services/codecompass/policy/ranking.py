@@ -216,6 +216,16 @@ def rank(
     return fused[:limit]
 
 
+# A result left out by the limit is still a strong one when it scores at least this share of the
+# best: the answer is then incomplete (seed 003's `result_completeness: truncated`), not merely short.
+TRUNCATED_SHARE = 0.5
+
+
+def is_truncated(results: Sequence[RankedResult], cut: Sequence[RankedResult]) -> bool:
+    """Whether the limit cut a result that scored within TRUNCATED_SHARE of the best one kept."""
+    return bool(cut and results and cut[0].score >= TRUNCATED_SHARE * results[0].score)
+
+
 def _order(r: RankedResult) -> tuple:
     # Ties go to the better lexical rank, then semantic rank, then id: identical inputs always
     # give identical output.

@@ -63,6 +63,13 @@ def focus_factor(focus: QueryFocus, chunk: Chunk, policy: RelevancePolicy = DEFA
     return 1.0
 
 
+def focused_scores(scores: Sequence[float], chunks: Sequence[Chunk], focus: QueryFocus,
+                   policy: RelevancePolicy = DEFAULT_RELEVANCE) -> list[float]:
+    """Each score times its focus factor: how a ranked list with no selection to apply focus to
+    (the gate) takes a focus someone set (the caller, or the rewrite's LLM)."""
+    return [score * focus_factor(focus, chunk, policy) for score, chunk in zip(scores, chunks, strict=True)]
+
+
 def relevance(scores: Sequence[float], chunks: Sequence[Chunk], confidence: float, focus: QueryFocus,
               policy: RelevancePolicy = DEFAULT_RELEVANCE) -> list[float]:
     """relevance_i = confidence x (score_i / best score) ** relative_exponent x focus, in [0, 1].
@@ -78,3 +85,10 @@ def relevance(scores: Sequence[float], chunks: Sequence[Chunk], confidence: floa
         value = confidence * (max(score, 0.0) / best) ** policy.relative_exponent if best > 0 else 0.0
         out.append(min(max(value * focus_factor(focus, chunk, policy), 0.0), 1.0))
     return out
+
+
+def priority(relevance: float | None, score: float, best: float) -> float:
+    """How much a result matters to the reader, in [0, 1] (an MCP text item's priority): its
+    relevance when selection ran, else its score relative to the best one (a ranked list)."""
+    value = relevance if relevance is not None else (score / best if best > 0 else 0.0)
+    return round(min(1.0, max(0.0, float(value))), 4)

@@ -18,6 +18,7 @@ from typing import Protocol
 import httpx
 
 from codecompass.common.outbound import ChatFailed, chat_completion, http_failure, redact, unfenced
+from codecompass.policy.rerank import model_score, scores_by_rank
 from codecompass.rerank.model import (
     REASON_EMPTY,
     REASON_ERROR,
@@ -76,7 +77,7 @@ def _scores_from_results(results: object, count: int, provider: str) -> dict[int
         if (not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < count
                 or not isinstance(value, int | float) or isinstance(value, bool)):
             raise RerankFailed(REASON_INVALID, f"{provider}: malformed result row")
-        scores[index] = min(1.0, max(0.0, float(value)))
+        scores[index] = model_score(value)
     return scores
 
 
@@ -181,11 +182,6 @@ def parse_indices(content: str, count: int) -> list[int]:
     if not indices:
         raise RerankFailed(REASON_EMPTY, "llm: no valid index in the answer")
     return indices
-
-
-def scores_by_rank(indices: Sequence[int]) -> dict[int, float]:
-    """Rank i of n becomes 1 - i/n: the first pick scores 1, the last 1/n."""
-    return {index: 1.0 - rank / len(indices) for rank, index in enumerate(indices)}
 
 
 def build_prompt(query: str, texts: Sequence[str], max_results: int) -> str:

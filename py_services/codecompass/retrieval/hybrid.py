@@ -42,6 +42,7 @@ from codecompass.policy.ranking import (
     RankedResult,
     RankingPolicy,
     Reranker,
+    is_truncated,
     rank,
     semantic_weight,
 )
@@ -178,7 +179,7 @@ def hybrid_search(
     ranked = rank(shape, candidates, ratio=ratio, limit=len(candidates) or 1, policy=policy, model=model)
     results = ranked[:limit]
     cut = ranked[limit:]
-    truncated = bool(cut and results and cut[0].score >= 0.5 * results[0].score)
+    truncated = is_truncated(results, cut)
     exact_missing = bool(missing) and len(missing) == len(exact_identifiers(shape))
     features = confidence_features(shape, ranked, exact_missing)
     return HybridOutcome(

@@ -8,13 +8,18 @@ The order of steps matters:
    (`codecompass.policy.relevance`: confidence, score relative to the best, focus), judged where
    the query's shape is; a candidate sent without one is gated on its score as given;
 2. the gate: an answer whose best candidate reaches min_relevance keeps every candidate above a
-   noise floor (a share of min_relevance); one whose best does not is a low-confidence answer and
-   keeps only its best LOW_CONFIDENCE_RESULTS; candidates with no relevance at all never enter;
+   noise floor (a share of min_relevance); one whose best does not is a low-confidence answer: it
+   keeps every candidate that matched, within a small budget (LOW_CONFIDENCE_MAX_TOKENS), and the
+   caller says it is not a confident match; candidates with no relevance at all never enter;
 3. kept candidates whose kept parent chain leads to another kept candidate are merged into the
    highest one when the kept children cover most of it (MERGE_MIN_COVER) and the merged result
    is no larger than one result may be;
 4. the results are rendered, headed and counted, then
-5. filled into the token budget in the ranking's order, clipping only what is over its per-result cap.
+5. filled into the token budget (the gate's) in the ranking's order, clipping only what is over its
+   per-result cap.
+
+The rules of steps 1 to 3 and the numbers they compare with are the selection policy's
+(`codecompass.policy.selection`); this module applies them.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.config import SelectionSettings
 from codecompass.common.logging import get_logger
 from codecompass.common.tokens import count_tokens
+from codecompass.policy import selection as policy
 from codecompass.selection.model import (
     FALLBACK_MISSING,
     Candidate,
@@ -84,39 +90,18 @@ def as_sent(candidates: Sequence[Candidate]) -> list[Scored]:
     search's confidence and the query's focus into the relevance. A plain client that sends no
     relevance has its scores gated as given, in the order it sent them.
     """
-    return [
-        Scored(c, index, c.relevance if c.relevance is not None else min(max(c.score, 0.0), 1.0))
-        for index, c in enumerate(candidates)
-    ]
+    return [Scored(c, index, policy.relevance_as_sent(c.relevance, c.score)) for index, c in enumerate(candidates)]
 
 
 # --- 2. the gate ----------------------------------------------------------------------------------
 
 
-# A low-confidence answer (its best candidate below min_relevance) keeps this many: a short answer
-# an agent can judge in one read beats an empty one (on the dev split of bench-pipeline the old
-# all-or-nothing gate left 7% of answerable queries empty, and their two best candidates held the
-# gold in 10 of those 36), while a query no workspace answers costs the agent at most two results.
-LOW_CONFIDENCE_RESULTS = 2
-# In a confident answer a candidate is kept down to this share of min_relevance (0.2 at the
-# default 0.5). Dropping a candidate can only lose recall within a budget, never gain it (the
-# ranking's order is kept), so the floor drops only the tail no reader gets to: on the dev split,
-# the full min_relevance cut the answer's recall within 8,000 tokens to 0.70 against the ranked
-# list's 0.77, a floor of 0.2 kept 0.765 with a quarter fewer tokens than no floor (5,844 vs
-# 7,313 per answer), 0.15 kept 0.761 and 0.25 lost more (0.755). Focus still acts here: test code
-# in an answer about implementation reaches the floor only with a stronger match.
-NOISE_FLOOR_SHARE = 0.4
-
-
-def gate(scored: Sequence[Scored], min_relevance: float) -> tuple[list[Scored], int]:
-    """The candidates an answer keeps, in the order sent, and how many were dropped. Never padded:
-    a candidate with no relevance (nothing matched) never enters, so nothing stays nothing."""
-    best = max((s.relevance for s in scored), default=0.0)
-    if best >= min_relevance:
-        kept = [s for s in scored if s.relevance >= min_relevance * NOISE_FLOOR_SHARE]
-    else:
-        kept = [s for s in scored if s.relevance > 0.0][:LOW_CONFIDENCE_RESULTS]
-    return kept, len(scored) - len(kept)
+def gate(scored: Sequence[Scored], min_relevance: float, max_tokens: int) -> tuple[list[Scored], int, int]:
+    """The candidates an answer keeps, in the order sent, how many were dropped, and the budget the
+    answer is filled within: the selection policy's gate (`codecompass.policy.selection.gate`)."""
+    decided = policy.gate([s.relevance for s in scored], min_relevance, max_tokens)
+    kept = [scored[i] for i in decided.kept]
+    return kept, len(scored) - len(kept), decided.max_tokens
 
 
 # --- 3. parent-child merging ----------------------------------------------------------------------
@@ -180,16 +165,6 @@ def _is_ancestor(node: Node, other: Node) -> bool:
     return False
 
 
-# A parent absorbs its kept children only when they cover at least this share of its lines. On the
-# dev split of bench-pipeline a merge carried more gold lines per token than its children shown
-# alone in only 36 of 215 merges that showed any gold (0.043 vs 0.053 gold lines per token
-# overall: the parent's own lines were mostly what no ranking picked). No rank or relevance rule
-# told the 36 apart (the parent ranked above its child: 24 better, 63 worse); coverage did: from
-# 90% the merged results carried 0.089 gold lines per token against 0.087 for their children
-# alone, and cost fewer tokens (0.98x: one header and signature instead of one per child).
-MERGE_MIN_COVER = 0.9
-
-
 def covered_share(node: Node) -> float:
     """Share of the node's lines its kept children span (their own spans, never past the node's)."""
     chunk = node.scored.candidate.chunk
@@ -199,12 +174,12 @@ def covered_share(node: Node) -> float:
 
 
 def earns_merge(node: Node) -> bool:
-    """A parent shows its kept children when they cover most of it; a file's card always does:
-    its own lines are the outline that places them (imports, neighbours' signatures), and
-    `compose` still refuses a merged card larger than one result may be."""
+    """A parent shows its kept children when they cover enough of it (the policy's rule); a file's
+    card always does: its own lines are the outline that places them (imports, neighbours'
+    signatures), and `compose` still refuses a merged card larger than one result may be."""
     if not node.children:
         return False
-    return is_module_chunk(node.scored.candidate.chunk) or covered_share(node) >= MERGE_MIN_COVER
+    return is_module_chunk(node.scored.candidate.chunk) or policy.merge_earned(covered_share(node))
 
 
 def render_specs(forest: Sequence[Node]) -> list[RenderRequest]:
@@ -480,9 +455,9 @@ class SelectionEngine:
     def select(self, query: SelectQuery) -> SelectOutcome:
         started = time.monotonic()
         settings = self._settings
-        max_tokens = query.max_tokens or settings.max_tokens
         min_relevance = settings.min_relevance if query.min_relevance is None else query.min_relevance
-        kept, below = gate(as_sent(query.candidates), min_relevance)
+        kept, below, max_tokens = gate(as_sent(query.candidates), min_relevance,
+                                       query.max_tokens or settings.max_tokens)
         forest = merge_forest(kept)
         specs = render_specs(forest)
         fallback_reason = ""

@@ -167,7 +167,8 @@ def test_index_summary_reads_the_sync_stats() -> None:
 
 
 META = {
-    "indexing_status": "ready", "result_completeness": "complete", "semantic_ratio_used": 0.0, "confidence": 0.8,
+    "indexing_status": "ready", "result_completeness": "complete", "semantic_ratio_used": 0.0, "confidence": 0.9,
+    "answer_confidence": 0.8, "confidence_threshold": 0.5, "low_confidence": False, "low_confidence_reason": None,
     "semantic_fallback": False, "semantic_skipped_reason": "", "external_provider_blocked": False,
     "embedding_model_id": "", "embedding_model_version": "", "embedded_chunks": 1, "total_chunks": 1,
     "sync_ms": 1.0, "search_ms": 1.0, "rerank_provider": "local", "rerank_fallback": False,
@@ -185,43 +186,72 @@ def test_ranked_code_block_reads_as_written():
         "kind": "method", "lexical_score": 0.9, "vector_similarity": 0.0, "provenance": "lexical",
         "signature": "validate(token)", "signals": {}, "code": CODE, "code_lines_omitted": 0, "reason": "match",
     }
-    lines = answer_lines({"results": [result], "selection": None, "metadata": META})
+    lines = answer_lines({"results": [result], "selection": None, "metadata": META}, "validate")
     start = lines.index("    validate(token) {")
     assert lines[start + 1 : start + 6] == [
         "      if (!token) {", "        return false;", "      }", "      return true;", "    }",
     ]
     assert any(line.startswith("-- confidence 0.80") and "hubs off" in line for line in lines)
-    assert not lines[0].startswith("low confidence")
-    doubtful = answer_lines({"results": [result], "selection": None, "metadata": {**META, "confidence": 0.31}}, 0.5)
-    assert doubtful[0] == ("low confidence (0.31 < 0.50): nothing here may answer the query; these are the best "
-                           "guesses")
+    assert lines[0].startswith(" 1. 0.900  src/a.ts:3-8")
+    unsure = {**META, "answer_confidence": 0.31, "low_confidence": True, "low_confidence_reason": "no code matches its words"}
+    doubtful = answer_lines({"results": [result], "selection": None, "metadata": unsure}, "zzqx blorf")
+    assert doubtful[0] == 'No confident match for "zzqx blorf" — no code matches its words; the closest code follows.'
+    assert any(line.startswith("-- confidence 0.31 · below the threshold 0.50") for line in doubtful)
 
 
 def test_selected_context_prints_header_why_and_budget():
     from codecompass_cli.render import answer_lines
 
     result = {
-        "score": 0.9, "path": "src/a.ts", "start_line": 3, "end_line": 8, "qualified_name": "Auth.validate",
+        "score": 0.9, "relevance": 0.8, "path": "src/a.ts", "start_line": 3, "end_line": 8, "qualified_name": "Auth.validate",
         "kind": "method", "why": "match (score 0.90)", "header": "// src/a.ts > Auth.validate", "code": CODE,
     }
-    selection = {"total_tokens": 40, "max_tokens": 8000, "min_relevance": 0.5, "below_relevance": 3,
-                 "over_budget": 0, "merged": 1, "focus": "implementation", "render_fallback": False,
-                 "render_fallback_reason": ""}
-    lines = answer_lines({"results": [result], "selection": selection, "metadata": META})
-    assert lines[0].endswith("Auth.validate  (method)  match (score 0.90)")
+    selection = {"total_tokens": 40, "max_tokens": 8000, "min_relevance": 0.5, "best_relevance": 0.8,
+                 "relevance_floor": 0.2, "below_relevance": 3, "over_budget": 0, "merged": 1, "focus": "implementation",
+                 "render_fallback": False, "render_fallback_reason": ""}
+    lines = answer_lines({"results": [result], "selection": selection, "metadata": META}, "validate")
+    # The footer prints the gate on relevance: each result shows the relevance it was kept on.
+    assert lines[0] == " 1. relevance 0.80  src/a.ts:3-8  Auth.validate  (method)  match (score 0.90)"
     assert "    // src/a.ts > Auth.validate" in lines
     footer = next(line for line in lines if line.startswith("-- confidence"))
-    assert "1 results, 40/8,000 tokens" in footer and "gate 0.50 (3 below)" in footer and "1 merged" in footer
+    assert "1 results, 40/8,000 tokens" in footer and "1 merged" in footer
+    assert "kept relevance ≥ 0.20 (the noise floor of gate 0.50; 3 below it)" in footer
+
+
+def test_a_low_confidence_answer_says_so_first_and_its_footer_the_small_budget():
+    from codecompass_cli.render import answer_lines
+
+    result = {
+        "score": 0.4, "relevance": 0.18, "path": "src/a.ts", "start_line": 3, "end_line": 8,
+        "qualified_name": "Auth.validate", "kind": "method", "why": "match (score 0.40)",
+        "header": "// src/a.ts > Auth.validate", "code": CODE,
+    }
+    selection = {"total_tokens": 40, "max_tokens": 1000, "min_relevance": 0.5, "best_relevance": 0.18,
+                 "relevance_floor": 0.0, "below_relevance": 0, "over_budget": 12, "merged": 0,
+                 "focus": "implementation", "render_fallback": False, "render_fallback_reason": ""}
+    unsure = {**META, "answer_confidence": 0.18, "low_confidence": True, "missing_names": ["validateTokenz"],
+              "nearest_names": ["validate"],
+              "low_confidence_reason": "nothing in the index is named validateTokenz (nearest: validate)"}
+    lines = answer_lines({"results": [result], "selection": selection, "metadata": unsure}, "validateTokenz")
+    assert lines[0] == ('No confident match for "validateTokenz" — nothing in the index is named validateTokenz '
+                        "(nearest: validate); the closest code follows.")
+    assert lines[1].startswith(" 1. relevance 0.18  src/a.ts:3-8")  # the names are said once, first
+    footer = next(line for line in lines if line.startswith("-- confidence"))
+    assert ("low confidence: best relevance 0.18 < gate 0.50 · 1 results, 40/1,000 tokens (the low-confidence "
+            "budget) · 12 over budget") in footer
 
 
 def test_an_empty_gated_answer_says_why():
     from codecompass_cli.render import answer_lines
 
-    selection = {"total_tokens": 0, "max_tokens": 8000, "min_relevance": 0.5, "below_relevance": 30,
-                 "over_budget": 0, "merged": 0, "focus": "implementation", "render_fallback": False,
-                 "render_fallback_reason": ""}
-    lines = answer_lines({"results": [], "selection": selection, "metadata": {**META, "confidence": 0.1}})
-    assert lines[0].startswith("no result passed the relevance gate 0.50 (search confidence 0.10)")
+    selection = {"total_tokens": 0, "max_tokens": 1000, "min_relevance": 0.5, "best_relevance": 0.0,
+                 "relevance_floor": 0.0, "below_relevance": 30, "over_budget": 0, "merged": 0,
+                 "focus": "implementation", "render_fallback": False, "render_fallback_reason": ""}
+    nothing = {**META, "answer_confidence": 0.0, "low_confidence": True, "low_confidence_reason": None}
+    lines = answer_lines({"results": [], "selection": selection, "metadata": nothing}, "\u200b")
+    assert lines[0] == 'No confident match for "\\u200b" — nothing in the index matched it.'
+    assert lines[1] == "try the identifiers you expect (a function or class name), or other words"
+    assert "30 with no relevance" in lines[2]
 
 
 def test_stale_results_and_an_unindexed_workspace_are_said():
@@ -231,14 +261,16 @@ def test_stale_results_and_an_unindexed_workspace_are_said():
         "score": 0.9, "path": "src/a.ts", "start_line": 3, "end_line": 8, "qualified_name": "Auth.validate",
         "kind": "method", "why": "match", "header": "// src/a.ts > Auth.validate", "code": CODE, "stale": True,
     }
-    selection = {"total_tokens": 40, "max_tokens": 8000, "min_relevance": 0.5, "below_relevance": 0,
-                 "over_budget": 0, "merged": 0, "focus": "implementation", "render_fallback": False,
-                 "render_fallback_reason": ""}
+    selection = {"total_tokens": 40, "max_tokens": 8000, "min_relevance": 0.5, "best_relevance": 0.9,
+                 "relevance_floor": 0.2, "below_relevance": 0, "over_budget": 0, "merged": 0,
+                 "focus": "implementation", "render_fallback": False, "render_fallback_reason": ""}
     syncing = {**META, "freshness_status": "syncing", "pending_files": 3}
-    lines = answer_lines({"results": [result], "selection": selection, "metadata": syncing})
+    lines = answer_lines({"results": [{**result, "relevance": 0.9}], "selection": selection, "metadata": syncing},
+                         "validate")
     assert "[stale: the file changed since it was indexed]" in lines[0]
     assert any("index syncing (3 changed files not in it yet)" in line for line in lines)
-    cold = answer_lines({"results": [], "selection": None, "metadata": {**META, "freshness_status": "not_indexed"}})
+    cold = answer_lines({"results": [], "selection": None, "metadata": {**META, "freshness_status": "not_indexed"}},
+                        "validate")
     assert cold[0].startswith("this workspace is not indexed yet")
 
 

@@ -20,7 +20,6 @@ from codecompass_gateway.rewrite import (
     build_messages,
     is_loopback_url,
     parse_rewrite,
-    should_rewrite,
     vocabulary_of,
 )
 
@@ -29,6 +28,7 @@ from codecompass.common.config import GatewaySettings, Settings, redacted, setti
 from codecompass.common.outbound import INVALID, TIMEOUT
 from codecompass.policy.ranking import RankedResult
 from codecompass.policy.relevance import DEFAULT_RELEVANCE, QueryFocus
+from codecompass.policy.rewrite import should_rewrite
 from codecompass.policy.shape import analyze
 from codecompass.retrieval.state import (
     IndexingStatus,

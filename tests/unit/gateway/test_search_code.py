@@ -8,7 +8,14 @@ import json
 
 import pytest
 from codecompass_gateway import errors, tools
-from codecompass_gateway.answer import answer_to_dict, search_code_to_dict, snippet_of
+from codecompass_gateway.answer import (
+    QUERY_SHOWN_CHARS,
+    answer_to_dict,
+    no_confident_match,
+    search_code_to_dict,
+    shown_query,
+    snippet_of,
+)
 from codecompass_gateway.pipeline import RERANK, Pipeline, PipelineRequest
 
 from codecompass.clients.errors import DEADLINE, FAILED, INVALID, NOT_FOUND, UNAVAILABLE
@@ -24,6 +31,7 @@ from codecompass.retrieval.state import (
     SearchMetadata,
     SearchOutcome,
 )
+from codecompass.selection.model import SelectOutcome
 
 # Every field of seed 003's output and the type it has (None allowed where the seed says null).
 RESULT_FIELDS = {"path": str, "line_start": int, "line_end": int, "kind": str, "name": str, "qualified_name": str,
@@ -236,7 +244,7 @@ def test_an_oversized_answer_drops_its_last_results_and_says_truncated() -> None
                         "qualified_name": f"f{i}", "language": "typescript", "score": 1.0 - i / 10,
                         "snippet": "word " * 2000, "provenance": "lexical"} for i in range(10)],
            "query_intent": "symbol", "total_candidates": 10, "metadata": {"result_completeness": "complete"}}
-    result = tools.search_code_result(big)
+    result = tools.search_code_result(big, "f")
     kept = result.structured_content
     assert 0 < len(kept["results"]) < 10 and kept["metadata"]["result_completeness"] == "truncated"
     text = result.content[0].text
@@ -253,11 +261,12 @@ def test_the_model_reads_the_ranked_list_as_lines_and_programs_read_the_json() -
                "metadata": {"confidence": 0.31, "low_confidence": True, "indexing_status": "ready",
                             "suggested_action": 'read_symbol(symbol="TokenService.validateToken") — read it',
                             "result_completeness": "complete", "freshness_status": "fresh"}}
-    result = tools.search_code_result(payload)
+    result = tools.search_code_result(payload, "where is a token checked")
     assert result.structured_content == payload
     assert result.content[0].text.splitlines() == [
+        'No confident match for "where is a token checked" — the closest code follows.',
         "1 results of 17 candidates (query read as natural language, confidence 0.31)",
-        'Low confidence. Next: read_symbol(symbol="TokenService.validateToken") — read it',
+        'Next: read_symbol(symbol="TokenService.validateToken") — read it',
         "1. src/auth/tokenService.ts:12-40  method TokenService.validateToken  score 0.42 (hybrid)  stale",
         "   validateToken(token: string) {",
         "     …",
@@ -343,3 +352,95 @@ def test_out_of_range_gateway_settings_name_the_variable(env, message) -> None:
 def test_out_of_range_yaml_names_the_key() -> None:
     with pytest.raises(ConfigError, match="config key gateway.confidence_threshold: must be"):
         settings_from({}, {"gateway.confidence_threshold": 1.2})
+
+
+def test_the_first_line_says_what_the_answer_is_not() -> None:
+    # One sentence for semantic_search, search_code and the CLI (answer.no_confident_match).
+    assert no_confident_match("zzqx", "no code matches its words", True) == (
+        'No confident match for "zzqx" — no code matches its words; the closest code follows.')
+    assert no_confident_match("zzqx", None, True) == 'No confident match for "zzqx" — the closest code follows.'
+    assert no_confident_match("zzqx", None, False) == 'No confident match for "zzqx" — nothing in the index matched it.'
+
+
+def test_the_query_is_quoted_as_typed_with_invisible_characters_made_visible() -> None:
+    assert shown_query("  how   does\tit work ") == "how does it work"
+    assert shown_query("\u200b\u200b") == "\\u200b\\u200b"
+    assert shown_query("🚀🔥") == "🚀🔥" and shown_query("مرحبا بالعالم") == "مرحبا بالعالم"
+    long = shown_query("word " * 40)
+    assert len(long) == QUERY_SHOWN_CHARS and long.endswith("…")
+
+
+# --- one confidence, one threshold, one verdict -------------------------------------------------------
+
+
+class EchoSelection:
+    """Selection as far as the verdict goes: it applies the gate it is sent and records the relevances."""
+
+    def __init__(self) -> None:
+        self.queries: list = []
+
+    def select(self, query, timeout_s: float) -> SelectOutcome:
+        self.queries.append(query)
+        return SelectOutcome(results=(), total_tokens=0, max_tokens=1000, min_relevance=query.min_relevance)
+
+    def close(self) -> None:
+        pass
+
+
+def test_search_code_judges_the_whole_ranking_not_the_results_it_shows() -> None:
+    # One result shown must not read as a clear winner: the confidence is the whole ranking's.
+    pipeline, _, _ = _pipeline(_metadata(0.6))
+    shown_one = search_code_to_dict(_run(pipeline, "validateToken", limit=1), threshold=0.5, trace_id="",
+                                    max_lines=8, max_line_chars=160)["metadata"]
+    shown_all = search_code_to_dict(_run(pipeline, "validateToken"), threshold=0.5, trace_id="", max_lines=8,
+                                    max_line_chars=160)["metadata"]
+    assert shown_one["confidence"] == shown_all["confidence"] and shown_one["score_margin"] == pytest.approx(0.4)
+
+
+@pytest.mark.parametrize("calibrated", [0.2, 0.45, 0.6, 0.9])
+def test_both_tools_flag_by_the_same_confidence_and_threshold(calibrated: float) -> None:
+    pipeline, _, _ = _pipeline(_metadata(calibrated), GatewaySettings(confidence_threshold=0.55))
+    selection = EchoSelection()
+    pipeline.selection = selection  # type: ignore[assignment]
+    query = "how are expired auth tokens rejected"
+    selected = pipeline.run(PipelineRequest(workspace_root="/ws", query=query, sync=False))
+    ranked = search_code_to_dict(_run(pipeline, query), threshold=0.55, trace_id="", max_lines=8,
+                                 max_line_chars=160)["metadata"]
+    # The gate is sent the gateway's threshold, and the composite confidence search_code reports is
+    # what the best candidate's relevance carries.
+    assert selection.queries[0].min_relevance == 0.55
+    assert max(c.relevance for c in selection.queries[0].candidates) == pytest.approx(ranked["confidence"], abs=1e-4)
+    semantic = answer_to_dict(selected)["metadata"]
+    assert semantic["low_confidence"] == ranked["low_confidence"] == (ranked["confidence"] < 0.55)
+    assert semantic["answer_confidence"] == ranked["confidence"] and semantic["confidence_threshold"] == 0.55
+
+
+def _semantic_only(*names: str) -> tuple[RankedResult, ...]:
+    return tuple(RankedResult(chunk=_chunk(n), score=1.0 - i / 10, lexical_score=0.0, vector_similarity=0.3,
+                              provenance="semantic", lexical_rank=0, semantic_rank=i + 1) for i, n in enumerate(names))
+
+
+@pytest.mark.parametrize(("query", "results", "missing", "reason"), [
+    ("\U0001F680\U0001F525", _semantic_only("render"), (), "it has no letters or digits to search by"),
+    ("\u200b\u200b", _semantic_only("render"), (), "it has no letters or digits to search by"),
+    ("!@#$%", _semantic_only("render"), (), "it has no letters or digits to search by"),
+    ("مرحبا بالعالم", _semantic_only("warn"), (),
+     "it has no word in Latin letters, so no name in the code can match it"),
+    ("how does the flux capacitor calibrate warp drives", _semantic_only("loadConfig"), (),
+     "no code matches its words"),
+    ("validateTokenz", RESULTS, ("validateTokenz",),
+     "nothing in the index is named validateTokenz (nearest: validateToken)"),
+    ("how are expired auth tokens rejected", RESULTS, (), None),
+    ("anything", (), (), None),
+])
+def test_a_low_confidence_answer_says_why(query: str, results: tuple, missing: tuple, reason: str | None) -> None:
+    metadata = dataclasses.replace(_metadata(0.1), missing_names=missing, nearest_names=("validateToken",) * bool(missing))
+    pipeline, retrieval, _ = _pipeline(metadata)
+    retrieval.results = results
+    answer = _run(pipeline, query)
+    payload = search_code_to_dict(answer, threshold=0.5, trace_id="", max_lines=8, max_line_chars=160)
+    assert payload["metadata"]["low_confidence"] and payload["metadata"]["low_confidence_reason"] == reason
+    assert answer_to_dict(answer)["metadata"]["low_confidence_reason"] == reason
+    confident = search_code_to_dict(_run(_pipeline(_metadata(0.95))[0], "validateToken"), threshold=0.5, trace_id="",
+                                    max_lines=8, max_line_chars=160)
+    assert confident["metadata"]["low_confidence_reason"] is None

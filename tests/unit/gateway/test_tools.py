@@ -92,11 +92,37 @@ def test_the_default_budget_stays_under_50000_characters() -> None:
 
 def test_no_results_and_a_cold_index_are_said_not_left_empty() -> None:
     payload = {"results": [], "selection": None,
-               "metadata": {"indexing_status": "indexing", "total_chunks": 10, "embedded_chunks": 2}}
+               "metadata": {"indexing_status": "indexing", "total_chunks": 10, "embedded_chunks": 2,
+                            "low_confidence": True, "low_confidence_reason": None}}
     result = tools.search_result(payload, Path("/ws"), "nothing", tools.search_budget(None), {})
-    assert not result.is_error and len(result.content) == 2
-    assert "lexical" in result.content[0].text and "2/10 chunks embedded" in result.content[0].text
-    assert "No code in /ws matched 'nothing'" in result.content[1].text
+    texts = [c.text for c in result.content]
+    assert not result.is_error and len(texts) == 3
+    assert texts[0] == 'No confident match for "nothing" — nothing in the index matched it.'
+    assert "lexical" in texts[1] and "2/10 chunks embedded" in texts[1]
+    assert texts[2] == "Try the identifiers you expect (a function or class name), or other words."
+
+
+def test_a_low_confidence_answer_says_so_first_and_names_missing_names_once() -> None:
+    payload = _payload(results=3, code_lines=3)
+    payload["metadata"].update({
+        "low_confidence": True, "missing_names": ["validateTokenz"], "nearest_names": ["validateToken"],
+        "low_confidence_reason": "nothing in the index is named validateTokenz (nearest: validateToken)"})
+    result = tools.search_result(payload, Path("/ws"), "validateTokenz", tools.search_budget(None), {})
+    texts = [c.text for c in result.content]
+    assert texts[0] == ('No confident match for "validateTokenz" — nothing in the index is named validateTokenz '
+                        "(nearest: validateToken); the closest code follows.")
+    assert result.content[0].annotations.priority == 1.0
+    assert [t.splitlines()[0] for t in texts[1:]] == ["// src/f0.ts > f0", "// src/f1.ts > f1", "// src/f2.ts > f2"]
+    # A filter that matched nothing is said first by its own note, which names the filter.
+    filtered = {"results": [], "selection": None, "metadata": {
+        "indexing_status": "ready", "total_chunks": 9, "filtered_chunks": 0, "low_confidence": True,
+        "low_confidence_reason": "the filters matched no indexed code"}}
+    texts = [c.text for c in tools.search_result(filtered, Path("/ws"), "q", tools.search_budget(None),
+                                                 {"filters": {"path": "nothere/"}}).content]
+    assert texts[0].startswith("The filter path='nothere/' matched no indexed code") and len(texts) == 1
+    # A confident answer opens with its code.
+    assert tools.search_result(_payload(results=1, code_lines=3), Path("/ws"), "q", tools.search_budget(None),
+                               {}).content[0].text.startswith("// src/f0.ts > f0")
 
 
 def test_a_trace_reads_one_line_per_location() -> None:

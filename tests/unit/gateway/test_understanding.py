@@ -8,16 +8,16 @@ import dataclasses
 import pytest
 from codecompass_gateway.understanding import (
     BestResult,
-    assess,
     call_text,
     escalation_hint,
+    guidance_of,
     suggested_action,
     understand,
 )
 
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import GatewaySettings
-from codecompass.policy.confidence import channel_agreement, composite_confidence, score_margin
+from codecompass.policy.confidence import answer_confidence, channel_agreement, composite_confidence, score_margin
 from codecompass.policy.ranking import RankedResult
 from codecompass.policy.semantic import HYBRID, OFF
 from codecompass.policy.shape import analyze
@@ -125,16 +125,16 @@ def test_composite_is_the_calibrated_confidence_scaled_by_support() -> None:
     assert disagree < flat
 
 
-def test_assess_flags_low_confidence_against_the_threshold() -> None:
+def test_guidance_flags_low_confidence_against_the_threshold() -> None:
     shape = analyze("validateToken")
     results = [_result("TokenService.validateToken", 1.0, 1, 0), _result("other", 0.4, 2, 0)]
     best = BestResult("TokenService.validateToken", "validateToken", "src/a.ts")
-    sure = assess(shape, results, [1.0, 0.4], best, 0.9, 0.5, "ready")
+    sure = guidance_of(shape, answer_confidence(results, [1.0, 0.4], 0.9), best, 0.5, "ready")
     assert not sure.low_confidence and sure.suggested_action is None and sure.suggested_call is None
     assert sure.top_score == 1.0 and sure.score_margin == pytest.approx(0.6) and sure.channel_agreement is None
-    strict = assess(shape, results, [1.0, 0.4], best, 0.9, 0.95, "ready")
+    strict = guidance_of(shape, answer_confidence(results, [1.0, 0.4], 0.9), best, 0.95, "ready")
     assert strict.low_confidence and strict.suggested_action.startswith("codebase_trace(")
-    empty = assess(shape, [], [], None, 0.0, 0.5, "ready")
+    empty = guidance_of(shape, answer_confidence([], [], 0.0), None, 0.5, "ready")
     assert empty.low_confidence and empty.confidence == 0.0 and empty.top_score == 0.0
 
 

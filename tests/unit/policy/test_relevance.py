@@ -11,6 +11,8 @@ from codecompass.policy.relevance import (
     DEFAULT_RELEVANCE,
     QueryFocus,
     focus_factor,
+    focused_scores,
+    priority,
     relevance,
     resolve_focus,
 )
@@ -66,3 +68,17 @@ def test_tests_focus_lowers_the_implementation_and_auto_or_none_lower_nothing() 
 
 def test_relevance_stays_within_zero_and_one() -> None:
     assert relevance([2.0, -1.0], [chunk("a"), chunk("b")], 1.0, QueryFocus.NONE) == [1.0, 0.0]
+
+
+def test_a_ranked_list_takes_a_set_focus_on_its_scores() -> None:
+    chunks = [chunk("impl"), chunk("spec", path="src/router.test.ts")]
+    assert focused_scores([0.9, 0.8], chunks, QueryFocus.IMPLEMENTATION) == pytest.approx([0.9, 0.8 * 0.7])
+    assert focused_scores([0.9, 0.8], chunks, QueryFocus.TESTS) == pytest.approx([0.9 * 0.7, 0.8])
+    assert focused_scores([0.9, 0.8], chunks, QueryFocus.NONE) == [0.9, 0.8]
+
+
+def test_a_results_priority_is_its_relevance_else_its_score_against_the_best() -> None:
+    assert priority(0.42, 0.9, 0.9) == 0.42  # selection ran: the relevance the gate read
+    assert priority(None, 0.45, 0.9) == 0.5  # a ranked list: relative to the best
+    assert priority(None, 0.3, 0.0) == 0.0 and priority(1.7, 0.3, 0.3) == 1.0 and priority(-0.1, 0.3, 0.3) == 0.0
+    assert priority(None, 1 / 3, 1.0) == 0.3333

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from codecompass.rerank.providers import RerankFailed, build_prompt, parse_indices, scores_by_rank
+from codecompass.policy.rerank import scores_by_rank
+from codecompass.rerank.providers import RerankFailed, build_prompt, parse_indices
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import SelectionSettings, settings_from
 from codecompass.common.tokens import count_tokens
 from codecompass.policy.relevance import DEFAULT_RELEVANCE, QueryFocus, relevance, resolve_focus
+from codecompass.policy.selection import LOW_CONFIDENCE_MAX_TOKENS
 from codecompass.policy.shape import analyze
 from codecompass.selection.engine import (
     CLIP_MIN_TOKENS,
@@ -109,11 +110,12 @@ def test_gate_keeps_relevant_candidates_and_never_pads() -> None:
     assert outcome.results[1].relevance == pytest.approx(0.8 * (0.6 / 0.9) ** DEFAULT_RELEVANCE.relative_exponent)
 
 
-def test_low_confidence_gives_a_short_answer() -> None:
+def test_low_confidence_gives_the_closest_within_a_small_budget() -> None:
     renderer = FakeRenderer([chunk("a"), chunk("b"), chunk("c")])
     outcome = select([Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.8), Candidate(chunk("c"), 0.7)],
                      renderer, confidence=0.3)
-    assert ids(outcome) == ["a", "b"] and outcome.below_relevance == 1
+    assert ids(outcome) == ["a", "b", "c"] and outcome.below_relevance == 0
+    assert outcome.max_tokens == LOW_CONFIDENCE_MAX_TOKENS
 
 
 def test_request_gate_overrides_the_default() -> None:
@@ -121,7 +123,8 @@ def test_request_gate_overrides_the_default() -> None:
     outcome = select(cands, confidence=0.3, min_relevance=0.05)
     assert ids(outcome) == ["a", "b", "c"] and outcome.min_relevance == 0.05
     assert select(cands, confidence=1.0, min_relevance=1.0).results[0].chunk_id == "a"
-    assert ids(select(cands, confidence=0.9, settings=SelectionSettings(min_relevance=0.95))) == ["a", "b"]
+    unsure = select(cands, confidence=0.9, settings=SelectionSettings(min_relevance=0.95))
+    assert ids(unsure) == ["a", "b", "c"] and unsure.max_tokens == LOW_CONFIDENCE_MAX_TOKENS
 
 
 # --- relevance as sent --------------------------------------------------------------------------------

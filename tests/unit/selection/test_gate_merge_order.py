@@ -1,4 +1,4 @@
-"""Selection's gate (a short answer for low confidence, a noise floor otherwise), merging only
+"""Selection's gate (a small budget for low confidence, a noise floor otherwise), merging only
 when the kept children cover their parent, and an answer filled in the ranking's order."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from tests.unit.selection.test_engine import ROOT, FakeRenderer, accounted, chun
 
 from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.config import SelectionSettings
-from codecompass.selection.engine import LOW_CONFIDENCE_RESULTS, NOISE_FLOOR_SHARE, SelectionEngine
+from codecompass.policy.selection import LOW_CONFIDENCE_MAX_TOKENS, NOISE_FLOOR_SHARE
+from codecompass.selection.engine import SelectionEngine
 from codecompass.selection.model import Candidate, SelectOutcome, SelectQuery
 
 
@@ -27,12 +28,23 @@ def run(candidates: Sequence[Candidate], renderer: FakeRenderer | None = None, *
 # --- the gate --------------------------------------------------------------------------------------
 
 
-def test_a_low_confidence_answer_is_short_not_empty() -> None:
-    # The best candidate is below min_relevance (0.5): the two best still answer, nothing more.
+def test_a_low_confidence_answer_is_flagged_not_cut_to_two() -> None:
+    # The best candidate is below min_relevance (0.5): every candidate that matched is kept, in the
+    # ranking's order, and the answer is filled within the small low-confidence budget.
     cands = sent(*((chunk(f"c{i}", path=f"src/c{i}.ts"), 0.45 - i * 0.05) for i in range(5)))
     outcome = run(cands)
-    assert LOW_CONFIDENCE_RESULTS == 2
-    assert ids(outcome) == ["c0", "c1"] and outcome.below_relevance == 3 and accounted(outcome, 5)
+    assert ids(outcome) == ["c0", "c1", "c2", "c3", "c4"] and outcome.below_relevance == 0 and accounted(outcome, 5)
+    assert outcome.max_tokens == LOW_CONFIDENCE_MAX_TOKENS
+
+
+def test_a_low_confidence_answer_stops_at_its_small_budget_in_ranking_order() -> None:
+    cands = sent(*((chunk(f"c{i}", path=f"src/c{i}.ts"), 0.3) for i in range(20)))
+    outcome = run(cands, FakeRenderer([c.chunk for c in cands], sizes={f"c{i}": 20 for i in range(20)}))
+    assert 2 < len(outcome.results) < 20 and outcome.total_tokens <= LOW_CONFIDENCE_MAX_TOKENS
+    assert ids(outcome) == [f"c{i}" for i in range(len(outcome.results))] and outcome.over_budget > 0
+    assert accounted(outcome, 20)
+    # A request asking for less than the small budget gets what it asked for.
+    assert run(cands, max_tokens=300).max_tokens == 300
 
 
 def test_a_query_that_matched_nothing_stays_empty_without_a_render_call() -> None:
@@ -53,8 +65,8 @@ def test_a_confident_answer_keeps_down_to_the_noise_floor() -> None:
 
 def test_the_request_gate_scales_the_floor_and_the_short_answer() -> None:
     cands = sent((chunk("a"), 0.6), (chunk("b", path="src/b.ts"), 0.35), (chunk("c", path="src/c.ts"), 0.1))
-    # min_relevance 0.9: the best (0.6) is below it, a low-confidence answer of two
-    assert ids(run(cands, min_relevance=0.9)) == ["a", "b"]
+    # min_relevance 0.9: the best (0.6) is below it, a low-confidence answer of all that matched
+    assert ids(run(cands, min_relevance=0.9)) == ["a", "b", "c"]
     # min_relevance 0.6: confident, and its floor (0.24) keeps b but not c
     assert ids(run(cands, min_relevance=0.6)) == ["a", "b"]
     assert ids(run(cands, min_relevance=0.0)) == ["a", "b", "c"]  # 0 keeps every candidate that matched

@@ -1,0 +1,126 @@
+"""Selection policy: which candidates an answer keeps (the gate), and when kept children merge into
+their parent.
+
+The selection service (`codecompass.selection.engine`) strings these decisions together with the
+rendering and the budget; the decisions themselves, and every number they compare with, live here.
+Pure functions of plain values (relevances, shares): no selection types, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# A low-confidence answer (its best candidate below min_relevance) is flagged, not cut: it carries
+# the best candidates that matched at all, in the ranking's order, within this many tokens (or the
+# request's budget, if smaller), and says first that nothing is a confident match. Near misses are
+# often where the answer is (on the dev split of bench-pipeline, 36 answerable queries fell below
+# the gate and their two best candidates alone held the gold in 10), and an agent judges a
+# thousand tokens of them in one read; a query no workspace answers costs it no more than that.
+# The number is a reading budget (issue 26: at most 1,000), not a tuned one.
+LOW_CONFIDENCE_MAX_TOKENS = 1_000
+# In a confident answer a candidate is kept down to this share of min_relevance (0.2 at the
+# default 0.5). Dropping a candidate can only lose recall within a budget, never gain it (the
+# ranking's order is kept), so the floor drops only the tail no reader gets to: on the dev split,
+# the full min_relevance cut the answer's recall within 8,000 tokens to 0.70 against the ranked
+# list's 0.77, a floor of 0.2 kept 0.765 with a quarter fewer tokens than no floor (5,844 vs
+# 7,313 per answer), 0.15 kept 0.761 and 0.25 lost more (0.755). Focus still acts here: test code
+# in an answer about implementation reaches the floor only with a stronger match.
+NOISE_FLOOR_SHARE = 0.4
+# A parent absorbs its kept children only when they cover at least this share of its lines. On the
+# dev split of bench-pipeline a merge carried more gold lines per token than its children shown
+# alone in only 36 of 215 merges that showed any gold (0.043 vs 0.053 gold lines per token
+# overall: the parent's own lines were mostly what no ranking picked). No rank or relevance rule
+# told the 36 apart (the parent ranked above its child: 24 better, 63 worse); coverage did: from
+# 90% the merged results carried 0.089 gold lines per token against 0.087 for their children
+# alone, and cost fewer tokens (0.98x: one header and signature instead of one per child).
+MERGE_MIN_COVER = 0.9
+
+
+@dataclass(frozen=True)
+class ClearWinner:
+    """Once the best candidate leads the next by at least `lead` relevance, an answer holds at most
+    `results` results: the rest of its tail is padding when the answer is already found."""
+
+    lead: float
+    results: int
+
+
+@dataclass(frozen=True)
+class TailCut:
+    """Where a confident answer's tail stops, beyond the noise floor.
+
+    Padding a confident answer with noise costs the reader tokens and holds no more recall once the
+    answer is in; where that point is gets decided by measurement on the benchmark's dev split
+    (bench-pipeline's recall and tokens per answer for a sweep of these values), not guessed. Until
+    then the default cuts nothing beyond the noise floor: today's behaviour, so nothing measured
+    changes before the measurement is made.
+    """
+
+    # A kept candidate's relevance must also reach this; 0: the noise floor alone decides.
+    min_relevance: float = 0.0
+    # None: no limit after a clear winner.
+    clear_winner: ClearWinner | None = None
+
+
+CONFIDENT_TAIL = TailCut()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How sure an answer is, as the gate judges it: what the tools and the CLI say to the reader."""
+
+    # The best relevance (or, for a ranked list, the answer's confidence) is below the threshold.
+    low_confidence: bool
+    best: float
+    threshold: float
+    # The relevance a confident answer keeps candidates down to (compared with relevance, not with
+    # score); a low-confidence answer keeps any candidate that matched at all (relevance above 0).
+    floor: float
+
+
+def judge(best: float, threshold: float, tail: TailCut = CONFIDENT_TAIL) -> Verdict:
+    """The verdict on an answer whose best relevance (or confidence) is `best`: one rule for the
+    selected answer (semantic_search) and the ranked list (search_code)."""
+    low = best < threshold
+    floor = 0.0 if low else max(threshold * NOISE_FLOOR_SHARE, tail.min_relevance)
+    return Verdict(low_confidence=low, best=best, threshold=threshold, floor=floor)
+
+
+@dataclass(frozen=True)
+class Gate:
+    verdict: Verdict
+    # Positions of the candidates kept, in the order sent.
+    kept: tuple[int, ...]
+    # The budget the answer is filled within.
+    max_tokens: int
+
+
+def relevance_as_sent(relevance: float | None, score: float) -> float:
+    """The relevance a candidate is gated on: the one its caller's relevance policy sent, else its
+    score as given, clamped to [0, 1] (a plain client that sends no relevance)."""
+    return relevance if relevance is not None else min(max(score, 0.0), 1.0)
+
+
+def gate(relevances: Sequence[float], min_relevance: float, max_tokens: int,
+         tail: TailCut = CONFIDENT_TAIL) -> Gate:
+    """What an answer keeps, in the order sent, and the budget it is filled within. A confident
+    answer keeps every candidate down to its floor (and `tail`'s cut) within `max_tokens`; a
+    low-confidence one keeps every candidate that matched, within LOW_CONFIDENCE_MAX_TOKENS. Never
+    padded: a candidate with no relevance (nothing matched) never enters, so nothing stays nothing."""
+    verdict = judge(max(relevances, default=0.0), min_relevance, tail)
+    if verdict.low_confidence:
+        kept = [i for i, value in enumerate(relevances) if value > 0.0]
+        return Gate(verdict, tuple(kept), min(max_tokens, LOW_CONFIDENCE_MAX_TOKENS))
+    kept = [i for i, value in enumerate(relevances) if value >= verdict.floor]
+    winner = tail.clear_winner
+    if winner is not None and len(kept) > winner.results:
+        ordered = sorted((relevances[i] for i in kept), reverse=True)
+        if ordered[0] - ordered[1] >= winner.lead:
+            kept = kept[: winner.results]
+    return Gate(verdict, tuple(kept), max_tokens)
+
+
+def merge_earned(covered_share: float) -> bool:
+    """Whether kept children covering `covered_share` of their parent's lines merge into it."""
+    return covered_share >= MERGE_MIN_COVER

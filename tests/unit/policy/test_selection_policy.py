@@ -1,0 +1,72 @@
+"""Selection policy (policy.selection): the verdict on an answer, what the gate keeps within which
+budget, the confident tail's cut, and when children merge. Pure values, no selection types."""
+
+from __future__ import annotations
+
+import pytest
+
+from codecompass.policy.selection import (
+    CONFIDENT_TAIL,
+    LOW_CONFIDENCE_MAX_TOKENS,
+    MERGE_MIN_COVER,
+    NOISE_FLOOR_SHARE,
+    ClearWinner,
+    TailCut,
+    gate,
+    judge,
+    merge_earned,
+    relevance_as_sent,
+)
+
+
+def test_a_candidate_without_relevance_is_gated_on_its_score_clamped() -> None:
+    assert relevance_as_sent(0.3, 0.9) == 0.3
+    assert [relevance_as_sent(None, s) for s in (-0.5, 0.42, 3.0)] == [0.0, 0.42, 1.0]
+
+
+def test_the_verdict_compares_the_best_with_the_threshold_and_names_the_floor() -> None:
+    sure = judge(0.8, 0.5)
+    assert not sure.low_confidence and sure.floor == pytest.approx(0.5 * NOISE_FLOOR_SHARE) == pytest.approx(0.2)
+    assert judge(0.5, 0.5).low_confidence is False  # reaching the threshold is confident
+    unsure = judge(0.49, 0.5)
+    assert unsure.low_confidence and unsure.floor == 0.0 and (unsure.best, unsure.threshold) == (0.49, 0.5)
+
+
+def test_a_confident_answer_keeps_down_to_the_noise_floor_in_the_order_sent() -> None:
+    floor = 0.5 * NOISE_FLOOR_SHARE
+    decided = gate([0.3, 0.8, floor, floor - 0.01, 0.6], 0.5, 8000)
+    assert decided.kept == (0, 1, 2, 4) and decided.max_tokens == 8000 and not decided.verdict.low_confidence
+
+
+def test_a_low_confidence_answer_keeps_all_that_matched_within_the_small_budget() -> None:
+    decided = gate([0.4, 0.0, 0.3, 0.2, 0.1], 0.5, 8000)
+    assert decided.verdict.low_confidence and decided.kept == (0, 2, 3, 4)
+    assert decided.max_tokens == LOW_CONFIDENCE_MAX_TOKENS <= 1000
+    assert gate([0.4], 0.5, 300).max_tokens == 300  # a smaller request budget stands
+    nothing = gate([0.0, 0.0], 0.5, 8000)
+    assert nothing.kept == () and nothing.verdict.low_confidence and gate([], 0.5, 8000).kept == ()
+
+
+def test_the_confident_tail_cuts_nothing_beyond_the_floor_until_measured() -> None:
+    # Today's behaviour is the default: the same candidates as the floor alone keeps.
+    assert CONFIDENT_TAIL == TailCut()
+    relevances = [0.9, 0.35, 0.3, 0.25, 0.21, 0.19]
+    assert gate(relevances, 0.5, 8000).kept == gate(relevances, 0.5, 8000, TailCut()).kept == (0, 1, 2, 3, 4)
+
+
+def test_the_tail_knobs_cut_a_confident_answer_when_set() -> None:
+    relevances = [0.9, 0.35, 0.3, 0.25, 0.21]
+    floor = TailCut(min_relevance=0.28)
+    assert gate(relevances, 0.5, 8000, floor).kept == (0, 1, 2)
+    assert gate(relevances, 0.5, 8000, floor).verdict.floor == 0.28
+    clear = TailCut(clear_winner=ClearWinner(lead=0.3, results=2))
+    assert gate(relevances, 0.5, 8000, clear).kept == (0, 1)  # 0.9 leads 0.35 by 0.55
+    close = [0.9, 0.8, 0.3, 0.25]
+    assert gate(close, 0.5, 8000, clear).kept == (0, 1, 2, 3)  # no clear winner: nothing cut
+    # The tail is a confident answer's: a low-confidence one is unchanged by it.
+    assert gate([0.4, 0.3, 0.2], 0.5, 8000, clear).kept == (0, 1, 2)
+
+
+def test_children_merge_when_they_cover_enough_of_their_parent() -> None:
+    assert merge_earned(MERGE_MIN_COVER) and merge_earned(1.0)
+    assert not merge_earned(MERGE_MIN_COVER - 0.01)

@@ -15,8 +15,6 @@ from codecompass.policy.shape import REQUEST_WORDS, STOP_WORDS, QueryShape
 MIN_CONTENT_WORDS = 3
 # Above this share of stop words a query reads as a sentence, not as keywords (seed 002).
 STOP_WORD_RATIO = 0.4
-_QUESTION_WORDS = frozenset({"how", "what", "where", "why", "which", "when", "who", "does", "do", "is", "are",
-                             "can", "should", "explain", "show", "find"})
 _WORD = re.compile(r"[A-Za-z0-9_$']+")
 
 
@@ -33,9 +31,9 @@ def should_rewrite(shape: QueryShape) -> tuple[bool, str]:
         return False, "the query is code-shaped (a dotted, camelCase or snake_case name)"
     if len(content_words(shape)) < MIN_CONTENT_WORDS:
         return False, "fewer than three content words: searched as keywords"
-    lowered = [w.lower() for w in _WORD.findall(shape.text)]
-    if shape.text.rstrip().endswith("?") or (lowered and lowered[0] in _QUESTION_WORDS):
+    if shape.question:
         return True, "a question in words"
+    lowered = [w.lower() for w in _WORD.findall(shape.text)]
     stop = sum(1 for w in lowered if w in STOP_WORDS)
     if lowered and stop / len(lowered) > STOP_WORD_RATIO:
         return True, "a sentence (many stop words)"

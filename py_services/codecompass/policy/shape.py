@@ -55,8 +55,9 @@ _MESSAGE_WORDS = frozenset({
     "unsupported", "undefined", "null", "required", "only", "should",
 })
 # Words of a request or a change description rather than of the code it is about.
-# Words a question in words opens with.
-_QUESTION_WORDS = frozenset({"how", "what", "why", "where", "which", "when", "who"})
+# Words a question in words opens with (seed 002's list: "does it retry", "explain the cache").
+_QUESTION_WORDS = frozenset({"how", "what", "where", "why", "which", "when", "who", "does", "do", "is", "are",
+                             "can", "should", "explain", "show", "find"})
 REQUEST_WORDS = frozenset({
     "fix", "fixes", "fixed", "fixing", "bug", "bugs", "issue", "issues", "add", "adds", "added", "adding",
     "support", "supports", "handle", "handles", "handling", "ensure", "ensures", "allow", "allows", "make", "makes",
@@ -122,8 +123,9 @@ class QueryShape:
     # What the full-text channel searches: the query without the words that address a person
     # ("fix", "how does", "add support for"), which match comments and unrelated code.
     lexical_text: str = ""
-    # A question in words ("how does X run Y", "where is Z validated?"): often about how a part
-    # of the system works, which a file answers as often as a symbol does.
+    # A question in words ("how does X run Y", "where is Z validated?", "explain the cache"):
+    # often about how a part of the system works, which a file answers as often as a symbol
+    # does; also seed 002's cue to rewrite the query.
     question: bool = False
 
 

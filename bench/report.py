@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.lib.metrics import BUDGET_METRIC_NAMES, FILE_METRIC_NAMES, METRIC_NAMES
+from bench.lib.metrics import BUDGET_METRIC_NAMES, FILE_METRIC_NAMES, METRIC_NAMES, TOKEN_BUDGETS
 from bench.lib.results import REPO_ROOT, RESULTS_DIR, load_latest
 
 MARKDOWN_FILES = (REPO_ROOT / "README.md", REPO_ROOT / "bench" / "README.md")
@@ -797,12 +797,18 @@ def pipeline_nonsense(doc: dict[str, Any]) -> str:
         return (f"Queries with no answer ({len(nonsense['queries'])} per workspace, {n} in all: punctuation, names "
                 f"that exist nowhere, unrelated sentences): at most {nonsense['max_results']} results; "
                 f"{nonsense['at_most_two']:.0%} return 2 or fewer.")
-    rows = [(kind, v["n"], f"{v['at_most_two']:.0%}", v["max_results"], f"{v['low_confidence']:.0%}")
-            for kind, v in doc["unanswerable"]["summary"].items()]
+    summary = doc["unanswerable"]["summary"]
+    if any("within_budget" in v for v in summary.values()):
+        rows = [(kind, v["n"], f"{v['within_budget']:.0%}", fmt_int(v["max_tokens"]), v["max_results"],
+                 f"{v['low_confidence']:.0%}") for kind, v in summary.items()]
+        header = ("Kind", "Queries", "Within 1,000 tokens", "Most tokens", "Most results", "Flagged in text")
+    else:  # before low confidence flagged instead of cutting to two results
+        rows = [(kind, v["n"], f"{v['at_most_two']:.0%}", v["max_results"], f"{v['low_confidence']:.0%}")
+                for kind, v in summary.items()]
+        header = ("Kind", "Queries", "2 results or fewer", "Most results", "Flagged low_confidence")
     return "\n".join([("Queries with no answer (nonsense; another repository's queries asked of a workspace; "
                       "code-shaped names no workspace defines), answered by the default pipeline:"), "",
-                      md_table(("Kind", "Queries", "2 results or fewer", "Most results", "Flagged low_confidence"),
-                               rows)])
+                      md_table(header, rows)])
 
 
 def pipeline_budget_curve(doc: dict[str, Any], split: str) -> str:
@@ -822,14 +828,33 @@ def pipeline_calibration(doc: dict[str, Any], split: str) -> str:
     if not found:
         return ""
     parts = []
+    observed = f"Observed: {found.get('observed', 'a target in the first 10')}"
     for name in ("calibrated", "composite"):
         table = found[name]
         rows = [(b["bin"], b["n"], f"{b['predicted']:.3f}", f"{b['observed']:.3f}") for b in table["bins"]]
         parts += [f"`{name}` confidence (expected calibration error {table['ece']:.3f}, {table['n']} queries):", "",
-                  md_table(("Predicted", "Queries", "Mean predicted", "Observed: a target in the first 10"), rows), ""]
+                  md_table(("Predicted", "Queries", "Mean predicted", observed), rows), ""]
     parts.append(f"Answerable queries flagged low_confidence (composite below {found['composite_threshold']}): "
                  f"{found['answerable_low_confidence']:.0%}.")
     return "\n".join(parts)
+
+
+def pipeline_answer_vs_list(doc: dict[str, Any], split: str) -> str:
+    """Per query type, the selected answer's recall within each budget against its own ranked list's
+    (`first stage`): the answer must hold at least what the list does (issue 26 §3)."""
+    budgets = doc["settings"].get("token_budgets", TOKEN_BUDGETS)
+    rows = []
+    for group in dict.fromkeys(r["group"] for r in doc["tables"] if r["split"] == split):
+        by_stage = {r["stage"]: r for r in doc["tables"] if r["split"] == split and r["group"] == group}
+        listed, answer = by_stage.get("first stage"), by_stage.get("selection")
+        if listed is None or answer is None or listed.get(f"r_{budgets[0]}tok") is None:
+            continue
+        pairs = [(listed[f"r_{b}tok"], answer[f"r_{b}tok"]) for b in budgets]
+        holds = all(a >= lst for lst, a in pairs)
+        rows.append((group, query_count(listed), *(f"{lst:.3f} / {a:.3f}" for lst, a in pairs),
+                     "yes" if holds else "**no**"))
+    return md_table(("Query type", "Queries", *(f"R@{b:,} tok, list / answer" for b in budgets), "Answer ≥ list"),
+                    rows)
 
 
 def render_pipeline_summary(doc: dict[str, Any]) -> str:
@@ -843,6 +868,8 @@ def render_pipeline_summary(doc: dict[str, Any]) -> str:
     if any(r["split"] == split and r["group"] == "concept" for r in doc["tables"]):
         parts += [f"{split.capitalize()} split, concept questions (how a part works; answered by files):", "",
                   pipeline_stage_table(doc, split, "concept"), ""]
+    parts += [f"{split.capitalize()} split, the selected answer against its own ranked list, by query type:", "",
+              pipeline_answer_vs_list(doc, split), ""]
     parts += [pipeline_nonsense(doc), "", "Latency on the quality workspaces (all splits):", "",
               pipeline_latency_table(doc)]
     return "\n".join(parts)

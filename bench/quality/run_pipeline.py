@@ -31,8 +31,8 @@ the ranked list's recall within B tokens, for each B in CURVE_BUDGETS. The defau
 (SelectionSettings.max_tokens) is read off it.
 
 Reliability: per query, the search's calibrated confidence (metadata.confidence) and the
-gateway's composite confidence against whether the first stage has a target in its first ten
-results: a table of bins (mean predicted vs observed) and the expected calibration error.
+gateway's composite confidence against whether the first stage's first result is a target (what
+confidence claims): a table of bins (mean predicted vs observed) and the expected calibration error.
 
 Writes bench/results/pipeline-<UTC>.json (and pipeline-latest.json); `python -m bench.report`
 renders it into the READMEs.
@@ -81,6 +81,7 @@ from bench.quality.run_quality import (
     workspace_for,
 )
 from codecompass.common.config import load_settings
+from codecompass.policy.selection import LOW_CONFIDENCE_MAX_TOKENS
 
 LIST_DEPTH = 60
 STAGES: dict[str, dict[str, Any]] = {
@@ -104,8 +105,8 @@ NOWHERE_NAMES = (
 # Every other dev/test query of a repository asked of the next repository's workspace: a question
 # about code that is not there.
 WRONG_REPO_STRIDE = 4
-# Short answers: what a query with no answer may cost an agent.
-UNANSWERABLE_MAX_RESULTS = 2
+# What a query with no answer may cost an agent: a low-confidence answer's budget.
+UNANSWERABLE_MAX_TOKENS = LOW_CONFIDENCE_MAX_TOKENS
 CURVE_BUDGETS = (500, 1_000, 2_000, 4_000, 8_000, 16_000)
 RELIABILITY_BINS = 10
 COLUMNS = ("first_rank", "mrr10", "r1", "r5", "r10", "ndcg10", *(f"r_{b}tok" for b in TOKEN_BUDGETS),
@@ -364,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
                 unanswerable[kind].append({
                     "repo": repo_label(repo), "query": text,
                     "results": len(answer.selection.results) if answer.selection else -1,
+                    "tokens": answer.selection.total_tokens if answer.selection else -1,
                     "low_confidence": guidance_for(answer, threshold).low_confidence if answer.candidates else True})
         pipeline.close()
     finally:
@@ -404,17 +406,20 @@ def main(argv: list[str] | None = None) -> int:
             curves.append(row)
         scored = [q for q in in_split if q.targets and q.id in confidences and q.id in rows.get("first stage", {})]
         col = COLUMNS.index("first_rank")
-        found = {q.id: 0 < rows["first stage"][q.id][col] <= 10 for q in scored}
+        # What confidence claims (policy.confidence): the first result is a right answer.
+        found = {q.id: rows["first stage"][q.id][col] == 1 for q in scored}
         calibration[split] = {
             "calibrated": reliability([(confidences[q.id][0], found[q.id]) for q in scored]),
             "composite": reliability([(confidences[q.id][1], found[q.id]) for q in scored]),
             "composite_threshold": threshold,
+            "observed": "the first result is a target",
             "answerable_low_confidence": round(sum(confidences[q.id][1] < threshold for q in scored) / len(scored), 4)
             if scored else None,
         }
     unanswerable_summary = {
         kind: {"n": len(items),
-               "at_most_two": round(sum(0 <= i["results"] <= UNANSWERABLE_MAX_RESULTS for i in items) / len(items), 4),
+               "within_budget": round(sum(0 <= i["tokens"] <= UNANSWERABLE_MAX_TOKENS for i in items) / len(items), 4),
+               "max_tokens": max(i["tokens"] for i in items),
                "low_confidence": round(sum(i["low_confidence"] for i in items) / len(items), 4),
                "max_results": max(i["results"] for i in items)}
         for kind, items in unanswerable.items() if items and "results" in items[0]}

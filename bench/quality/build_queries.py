@@ -54,7 +54,7 @@ import random
 import subprocess
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -245,6 +245,18 @@ def path_queries(records: list[dict]) -> list[Candidate]:
     return candidates
 
 
+def mined_rows(path: Path, repo: str) -> Iterator[dict]:
+    """The rows of a committed miner's output (commit_queries.jsonl, concept_queries.jsonl) for one
+    repository; none when the file is absent."""
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            if row["repo"] == repo:
+                yield row
+
+
 def commit_queries(repo: QualityRepo, records: list[dict], stats: Counter) -> list[Candidate]:
     """The mined commit queries of `repo`, their targets checked against the pinned sources."""
     by_key = {}
@@ -257,22 +269,16 @@ def commit_queries(repo: QualityRepo, records: list[dict], stats: Counter) -> li
             ):
                 by_key[key] = symbol
     candidates = []
-    if not COMMIT_QUERIES_PATH.exists():
-        return candidates
-    with open(COMMIT_QUERIES_PATH, encoding="utf-8") as fh:
-        for line in fh:
-            row = json.loads(line)
-            if row["repo"] != repo.name:
+    for row in mined_rows(COMMIT_QUERIES_PATH, repo.name):
+        targets = []
+        for t in row["targets"]:
+            symbol = by_key.get((t["path"], t["qualified_name"]))
+            if symbol is None or (symbol["start_line"], symbol["end_line"]) != (t["start_line"], t["end_line"]):
+                stats["nl_targets_not_in_pinned"] += 1
                 continue
-            targets = []
-            for t in row["targets"]:
-                symbol = by_key.get((t["path"], t["qualified_name"]))
-                if symbol is None or (symbol["start_line"], symbol["end_line"]) != (t["start_line"], t["end_line"]):
-                    stats["nl_targets_not_in_pinned"] += 1
-                    continue
-                targets.append(target_of(t["path"], symbol))
-            if targets:
-                candidates.append(Candidate(row["query"], targets, row["source"], row["leaks_name"]))
+            targets.append(target_of(t["path"], symbol))
+        if targets:
+            candidates.append(Candidate(row["query"], targets, row["source"], row["leaks_name"]))
     return candidates
 
 
@@ -285,24 +291,18 @@ def concept_queries(repo: QualityRepo, records: list[dict], stats: Counter) -> l
     symbols = {(r["path"], s["qualified_name"], s["start_line"], s["end_line"]) for r in records for s in r["symbols"]}
     code = {r["path"] for r in records}
     candidates = []
-    if not CONCEPT_QUERIES_PATH.exists():
-        return candidates
-    with open(CONCEPT_QUERIES_PATH, encoding="utf-8") as fh:
-        for line in fh:
-            row = json.loads(line)
-            if row["repo"] != repo.name:
+    for row in mined_rows(CONCEPT_QUERIES_PATH, repo.name):
+        if not row["files"] or any(path not in code for path in row["files"]):
+            stats["concept_files_not_in_pinned"] += 1
+            continue
+        targets = []
+        for t in row["targets"]:
+            if (t["path"], t["qualified_name"], t["start_line"], t["end_line"]) not in symbols:
+                stats["concept_targets_not_in_pinned"] += 1
                 continue
-            if not row["files"] or any(path not in code for path in row["files"]):
-                stats["concept_files_not_in_pinned"] += 1
-                continue
-            targets = []
-            for t in row["targets"]:
-                if (t["path"], t["qualified_name"], t["start_line"], t["end_line"]) not in symbols:
-                    stats["concept_targets_not_in_pinned"] += 1
-                    continue
-                targets.append(Target(t["path"], t["qualified_name"], t["start_line"], t["end_line"]))
-            files = [FileTarget(path) for path in row["files"]]
-            candidates.append(Candidate(row["query"], targets, row["source"], row["leaks_name"], files))
+            targets.append(Target(t["path"], t["qualified_name"], t["start_line"], t["end_line"]))
+        files = [FileTarget(path) for path in row["files"]]
+        candidates.append(Candidate(row["query"], targets, row["source"], row["leaks_name"], files))
     return candidates
 
 

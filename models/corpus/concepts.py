@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -70,7 +69,7 @@ from bench.quality.mine_commits import DEFAULT_MAX_COMMITS
 
 from codecompass.policy.ranking import example_path, vendored_path
 from models.corpus import mine_commits
-from models.corpus.mine import MineError, manifest_repos, parse_repo, prepare, write_gzip
+from models.corpus.mine import MineError, prepare, repos_to_mine, write_gzip
 from models.corpus.pairs import CAP_PER_SYMBOL, DEFAULT_CAP, Pair, Repo, finalize, repo_cap, repository_files
 
 HERE = Path(__file__).resolve().parent
@@ -203,12 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mirrors", type=Path, help=f"folder of git mirrors (default ${MIRRORS_ENV})")
     parser.add_argument("--out", type=Path, default=OUT_PATH)
     args = parser.parse_args(argv)
-    if args.mirrors:
-        os.environ[MIRRORS_ENV] = str(args.mirrors)
-    try:
-        wanted = [parse_repo(spec) for spec in args.repos] if args.repos else manifest_repos()
-    except MineError as err:
-        print(f"concepts: {err}", file=sys.stderr)
+    wanted = repos_to_mine(args, "concepts")
+    if wanted is None:
         return 2
     rows: list[dict] = []
     reports: list[dict] = []

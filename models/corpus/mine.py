@@ -160,6 +160,18 @@ def write_gzip(chunks: Iterable[bytes], out: Path) -> int:
     return count
 
 
+def repos_to_mine(args: argparse.Namespace, prog: str) -> list[tuple[str, str | None]] | None:
+    """The repositories a miner's command line names (`repos`, else the manifest's), its `--mirrors`
+    folder put where the checkouts look for it; None, after one line on stderr, when a name is bad."""
+    if args.mirrors:
+        os.environ[MIRRORS_ENV] = str(args.mirrors)
+    try:
+        return [parse_repo(spec) for spec in args.repos] if args.repos else manifest_repos()
+    except MineError as err:
+        print(f"{prog}: {err}", file=sys.stderr)
+        return None
+
+
 def parse_repo(spec: str) -> tuple[str, str | None]:
     github, _, commit = spec.partition("@")
     if github.count("/") != 1:
@@ -244,12 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mirrors", type=Path, help=f"folder of git mirrors (default ${MIRRORS_ENV})")
     parser.add_argument("--out", type=Path, default=MERGED_PATH)
     args = parser.parse_args(argv)
-    if args.mirrors:
-        os.environ[MIRRORS_ENV] = str(args.mirrors)
-    try:
-        wanted = [parse_repo(spec) for spec in args.repos] if args.repos else manifest_repos()
-    except MineError as err:
-        print(f"mine: {err}", file=sys.stderr)
+    wanted = repos_to_mine(args, "mine")
+    if wanted is None:
         return 2
     written: dict[str, Path] = {}
     failed, totals = 0, Counter()

@@ -18,35 +18,8 @@ from bench.quality.build_queries import Target
 from models.corpus import concepts
 from models.corpus.mine import write_gzip
 from models.corpus.pairs import Pair, Repo, finalize
+from tests.unit.bench.test_mine_concepts import POOL, SCHEDULER
 
-SCHEDULER = """'use strict'
-
-class Scheduler {
-  constructor () {
-    this.queue = []
-  }
-
-  enqueue (job) {
-    this.queue.push(job)
-  }
-
-  drain () {
-    return Promise.all(this.queue.splice(0))
-  }
-}
-
-module.exports = { Scheduler }
-"""
-POOL = """'use strict'
-
-function createPool (size) {
-  const workers = []
-  for (let i = 0; i < size; i++) workers.push({ busy: false })
-  return workers
-}
-
-module.exports = { createPool }
-"""
 GUIDE = """# Guide
 
 ## How jobs wait

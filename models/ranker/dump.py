@@ -11,10 +11,13 @@ semantic ratio and candidate pool, queries embedded by the index's own models) o
 - dev and test: the quality benchmark's queries on its indexes (`--quality-state`), every type,
   concept queries whose answer is files alone included.
 
-A candidate is labelled relevant (`is_answer`) when it is one of the query's symbol targets (by
-qualified name or exact lines, as the benchmark scores them), or when it is the file card (the
-`module` chunk, `<module top level>`) of one of the query's file targets (a concept query's
-`files`): a question a file answers is answered by the chunk that stands for the whole file.
+Labels are graded (`label`; LambdaRank's gains 1 and 3): 2 for one of the query's symbol
+targets (by qualified name or exact lines, as the benchmark scores them) or the file card (the
+`module` chunk, `<module top level>`) of one of its file targets (a concept query's `files`): a
+question a file answers is answered best by the chunk that stands for the whole file; 1 for any
+other chunk of a file target: a question about how a part works is scored by the files it
+reaches (file-level nDCG, bench/lib/metrics.py), and a chunk of the right file is on the way
+there. Everything else is 0.
 
 `policy.learned.FeatureRecorder` stands in for the model, so the rows are exactly what the
 model will read in the service. Writes models/.work/ranker/<split>.npz (X, y, group sizes) and
@@ -62,11 +65,22 @@ def _targets(raw: list[dict]) -> tuple[Target, ...]:
     return tuple(Target(t["path"], t["qualified_name"], t["start_line"], t["end_line"]) for t in raw)
 
 
-def is_answer(chunk: Chunk, targets: Sequence[Target], files: Collection[str]) -> bool:
-    """The label rule (module docstring): a symbol target, or the card of a file target (`files`: paths)."""
+ANSWER, IN_ANSWER_FILE = 2.0, 1.0
+
+
+def label(chunk: Chunk, targets: Sequence[Target], files: Collection[str]) -> float:
+    """The label rule (module docstring): ANSWER for a symbol target or the card of a file target
+    (`files`: paths), IN_ANSWER_FILE for another chunk of a file target, else 0."""
     if target_hit(chunk, targets) is not None:
-        return True
-    return chunk.node_kind == NodeKind.MODULE and chunk.relative_path in files
+        return ANSWER
+    if chunk.relative_path in files:
+        return ANSWER if chunk.node_kind == NodeKind.MODULE else IN_ANSWER_FILE
+    return 0.0
+
+
+def is_answer(chunk: Chunk, targets: Sequence[Target], files: Collection[str]) -> bool:
+    """A right answer by the label rule: any relevant chunk, the right file's included."""
+    return label(chunk, targets, files) > 0.0
 
 
 def generated_queries(repo: str, outline: list[dict]) -> list[dict]:
@@ -152,8 +166,8 @@ def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list
         targets = _targets(query["targets"])
         files = {f["path"] for f in query.get("files", [])}
         chunks = {c.id: c for c in store.get_chunks(recorder.ids)}
-        labels = np.array([is_answer(chunks[i], targets, files) if i in chunks else False
-                           for i in recorder.ids], dtype=np.float32)
+        labels = np.array([label(chunks[i], targets, files) if i in chunks else 0.0 for i in recorder.ids],
+                          dtype=np.float32)
         xs.append(recorder.rows)
         ys.append(labels)
         groups.append(len(labels))

@@ -12,7 +12,7 @@ import pytest
 from bench.quality.build_queries import Target
 from models.ranker import workspaces
 from models.ranker.calibrate import exact_names, missing_name, reliability
-from models.ranker.dump import generated_queries, is_answer
+from models.ranker.dump import ANSWER, IN_ANSWER_FILE, generated_queries, is_answer, label
 from models.ranker.train import Split, diversified, scores_by_type
 
 from codecompass.common.chunks import NodeKind
@@ -114,18 +114,20 @@ def chunk(path: str, name: str, kind: NodeKind, start: int, end: int) -> SimpleN
     return SimpleNamespace(relative_path=path, qualified_name=name, node_kind=kind, start_line=start, end_line=end)
 
 
-def test_a_candidate_is_an_answer_when_it_is_a_symbol_target_or_the_card_of_a_file_target():
+def test_labels_grade_symbol_targets_and_cards_above_the_rest_of_an_answer_file():
     targets = (Target("lib/a.js", "Pool.drain", 10, 20),)
     files = {"lib/b.js"}
-    assert is_answer(chunk("lib/a.js", "Pool.drain", NodeKind.METHOD, 10, 20), targets, files)
-    assert is_answer(chunk("lib/a.js", "drain", NodeKind.METHOD, 10, 20), targets, files)  # the target's lines
-    assert is_answer(chunk("lib/b.js", "<module top level>", NodeKind.MODULE, 1, 80), targets, files)
-    # Not the card of a file that is no target, nor another chunk of a file target, nor another symbol.
-    assert not is_answer(chunk("lib/a.js", "<module top level>", NodeKind.MODULE, 1, 90), targets, files)
-    assert not is_answer(chunk("lib/b.js", "helper", NodeKind.FUNCTION, 3, 9), targets, files)
+    assert label(chunk("lib/a.js", "Pool.drain", NodeKind.METHOD, 10, 20), targets, files) == ANSWER
+    assert label(chunk("lib/a.js", "drain", NodeKind.METHOD, 10, 20), targets, files) == ANSWER  # the target's lines
+    assert label(chunk("lib/b.js", "<module top level>", NodeKind.MODULE, 1, 80), targets, files) == ANSWER
+    # Another chunk of a file target: on the way to the file a concept question asks for.
+    assert label(chunk("lib/b.js", "helper", NodeKind.FUNCTION, 3, 9), targets, files) == IN_ANSWER_FILE
+    assert is_answer(chunk("lib/b.js", "helper", NodeKind.FUNCTION, 3, 9), targets, files)
+    # Not the card of a file that is no target (a symbol target's file is no file target), nor another symbol.
+    assert label(chunk("lib/a.js", "<module top level>", NodeKind.MODULE, 1, 90), targets, files) == 0.0
     assert not is_answer(chunk("lib/a.js", "Pool.fill", NodeKind.METHOD, 22, 30), targets, files)
-    # A files-only concept query: its cards are its only answers.
-    assert is_answer(chunk("lib/b.js", "<module top level>", NodeKind.MODULE, 1, 80), (), files)
+    # A files-only concept query: its cards are its best answers.
+    assert label(chunk("lib/b.js", "<module top level>", NodeKind.MODULE, 1, 80), (), files) == ANSWER
 
 
 def test_a_missing_name_is_a_real_name_with_one_letter_changed():

@@ -498,7 +498,8 @@ def store_down(scratch: Path, mode: str, *, outage_at_s: float = 3.0, outage_s: 
         "rows": {"before": len(before), "after_recovery": len(recovered), "old_rows_intact": kept,
                  "added_by_the_outage_sync": len(recovered) - len(before), "after_next_sync": len(final),
                  "duplicate_ids": len(final) - len({r[0] for r in final}), "searchers_see_last_sync": seen},
-        "module_rows": FUNCTIONS_PER_MODULE,
+        # A module's rows: its functions and its file card.
+        "module_rows": FUNCTIONS_PER_MODULE + 1,
         "sync_after_recovery": after_edit,
     }
 

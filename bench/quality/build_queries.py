@@ -62,6 +62,7 @@ from bench.corpus.assemble import QUALITY_REPOS, QualityRepo, assemble_quality, 
 from bench.corpus.policy import assert_allowed
 from bench.lib.metrics import FileTarget
 from bench.lib.text import contains_sequence, first_sentence, leaks_name, split_identifier, words
+from codecompass.common.chunks import MODULE_QUALIFIED_NAME
 
 HERE = Path(__file__).resolve().parent
 QUERIES_PATH = HERE / "queries.jsonl"
@@ -76,7 +77,6 @@ MAX_QUERY_WORDS = 40
 QUOTAS = {"jsdoc": 18, "identifier": 10, "error": 12, "path": 6, "concept": 50}
 FUNCTION_KINDS = {"function", "method", "constructor", "accessor"}
 # A file's card: the analysis service's chunk of the whole file (node_ts_service/src/symbols.ts).
-MODULE_CHUNK_NAME = "<module top level>"
 # Sampled in this order from one generator per repository: a new type goes last, so the
 # earlier types' samples (and their lines of queries.jsonl) stay as they were.
 TYPE_ORDER = ("nl", "jsdoc", "identifier", "error", "path", "concept")
@@ -240,7 +240,7 @@ def path_queries(records: list[dict]) -> list[Candidate]:
             card = record["card"]  # None: a file without statements (never one with symbols)
             if card:
                 # Last, so a sample's order (by the first target) is what it was before the card was one.
-                targets.append(Target(record["path"], MODULE_CHUNK_NAME, card["start_line"], card["end_line"]))
+                targets.append(Target(record["path"], MODULE_QUALIFIED_NAME, card["start_line"], card["end_line"]))
             candidates.append(Candidate(suffix, targets, leaks=False))
     return candidates
 

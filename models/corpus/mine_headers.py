@@ -19,8 +19,9 @@ from collections import Counter
 from pathlib import PurePosixPath
 
 from bench.lib.text import first_sentence
-from bench.quality.build_queries import MODULE_CHUNK_NAME, Target, top_level
+from bench.quality.build_queries import Target, top_level
 
+from codecompass.common.chunks import MODULE_QUALIFIED_NAME
 from models.corpus.pairs import Pair, finalize, leaks_any, well_sized
 
 RULE = "header"
@@ -64,7 +65,7 @@ def mine(scanned: list[dict], records: list[dict], cap: int, seed: str, stats: C
         if leaks_any(query, names):
             stats["header_leaks_name"] += 1
             continue
-        targets = [Target(header["path"], MODULE_CHUNK_NAME, 1, record["line_count"])]
+        targets = [Target(header["path"], MODULE_QUALIFIED_NAME, 1, record["line_count"])]
         targets += [Target(header["path"], s["qualified_name"], s["start_line"], s["end_line"]) for s in tops]
         blank = [{"path": header["path"], "spans": [header["span"]]}]
         pairs.append(Pair(RULE, query, targets, blank, {"path": header["path"]}))

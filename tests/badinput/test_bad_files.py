@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from tests.badinput.harness import CliRun, Stack, skipped_line
 
+from codecompass.common.chunks import MODULE_QUALIFIED_NAME
+
 GOOD = """/** Validates a session token against its expiry. */
 export function validateSessionToken(token: string, now: number): boolean {
   return token.length > 10 && now > 0;
@@ -109,8 +111,11 @@ def test_minified_file(indexed: Indexed) -> None:
 def test_a_50000_line_file(stack: Stack, indexed: Indexed) -> None:
     assert len((indexed.root / "src/long.ts").read_text().splitlines()) == 50_000
     rows = [row for row in indexed.rows_after_first if row[1] == "src/long.ts"]
-    assert sorted(row[2] for row in rows) == sorted(f"longStage{f}" for f in range(LONG_FUNCTIONS))
-    assert max(row[4] for row in rows) == 49_999  # the last function's closing brace
+    # Its card (the whole file, every function collapsed) beside one chunk per function.
+    functions = [row for row in rows if row[2] != MODULE_QUALIFIED_NAME]
+    assert len(rows) == len(functions) + 1, "and the file's card"
+    assert sorted(row[2] for row in functions) == sorted(f"longStage{f}" for f in range(LONG_FUNCTIONS))
+    assert max(row[4] for row in functions) == 49_999  # the last function's closing brace
     found = stack.cli("search", str(indexed.root), "longStage49", "--no-select", "--limit", "1", "--json")
     assert found.code == 0 and found.json()["results"][0]["qualified_name"] == "longStage49"
 

@@ -176,9 +176,10 @@ def test_one_writer_two_searchers_on_s3(start_python_service, analysis_server: s
     assert seen and all(len(ids) == len(set(ids)) for _, ids in seen)
     totals = [total for total, _ in seen]
     # Each total is one committed version: the old index or the new one, never a partial write in
-    # between (the sync deletes 120 chunks and adds 1 in one commit).
+    # between (the sync deletes ten files' 120 symbols and 10 cards, and adds one symbol and its
+    # file's card, in one commit).
     after = len(team.rows())
-    assert set(totals) <= {before, after} and after == before - 120 + 1
+    assert set(totals) <= {before, after} and after == before - 130 + 2
 
     # A second writer on the same index: both sync the same edit at once; commits are serialised,
     # so the index holds each chunk once.

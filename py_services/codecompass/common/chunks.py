@@ -33,6 +33,11 @@ class NodeKind(str, Enum):
     MODULE = "module"
 
 
+# The analysis service's name for a file's card (the `module` chunk: the whole file, its top-level
+# symbols collapsed).
+MODULE_QUALIFIED_NAME = "<module top level>"
+
+
 @dataclass(frozen=True)
 class SymbolReference:
     name: str

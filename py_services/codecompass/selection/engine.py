@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from codecompass.clients.analysis_model import RenderedSymbol, RenderRequest
-from codecompass.common.chunks import Chunk, NodeKind
+from codecompass.common.chunks import MODULE_QUALIFIED_NAME, Chunk, NodeKind
 from codecompass.common.config import SelectionSettings
 from codecompass.common.logging import get_logger
 from codecompass.common.tokens import count_tokens
@@ -48,7 +48,6 @@ from codecompass.selection.model import (
 
 log = get_logger("codecompass.selection.engine")
 
-MODULE_QUALIFIED_NAME = "<module top level>"
 # Below this many tokens a clipped result is a signature and a marker: not worth a slot.
 CLIP_MIN_TOKENS = 150
 # A collapsed child in rendered source: `signature { /* N lines collapsed */ }` stands for the
@@ -128,30 +127,38 @@ class Node:
 
 def merge_forest(kept: Sequence[Scored]) -> list[Node]:
     """Kept candidates as trees: a candidate hangs under its parent when the parent is kept too,
-    and a top-level symbol under its file's card (the module chunk) when the card is kept.
+    and a top-level symbol under its file's card (the module chunk) when the card is kept and
+    ranks above the symbol and everything kept inside it.
 
     Walking up parent_id through kept candidates makes a grandchild reach its grandparent through a
     kept parent; a chain broken by a parent that is not kept stops there. A card lists no children
-    (top-level symbols keep no parent), so it is found by file: the answer shows the file's outline
-    with its matching symbols expanded in place.
+    (top-level symbols keep no parent), so it is found by file. The ranking decides what answers:
+    a card ranked first means the file answers, and it shows its outline with its matching symbols
+    expanded in place; a symbol ranked above its card answers by itself, under its own name.
     """
     by_id = {s.id: Node(s) for s in kept}
     cards = {s.candidate.chunk.relative_path: by_id[s.id] for s in kept if is_module_chunk(s.candidate.chunk)}
     roots: list[Node] = []
     for s in kept:
         chunk = s.candidate.chunk
-        if chunk.parent_id:
-            parent = by_id.get(chunk.parent_id)
-        else:
-            parent = cards.get(chunk.relative_path) if not is_module_chunk(chunk) else None
-        if parent is not None and (is_module_chunk(parent.scored.candidate.chunk) and chunk.parent_id
-                                   or _is_ancestor(by_id[s.id], parent)):
+        parent = by_id.get(chunk.parent_id) if chunk.parent_id else None
+        if parent is not None and (is_module_chunk(parent.scored.candidate.chunk) or _is_ancestor(by_id[s.id], parent)):
             parent = None  # a card named as a parent, or a parent cycle in malformed input
         if parent is None:
             roots.append(by_id[s.id])
         else:
             parent.children.append(by_id[s.id])
-    return roots
+    forest: list[Node] = []
+    for root in roots:
+        chunk = root.scored.candidate.chunk
+        # Only a top-level symbol belongs to the card; one whose parent is not kept stays apart.
+        card = None if is_module_chunk(chunk) or chunk.parent_id else cards.get(chunk.relative_path)
+        if (card is not None and not _is_ancestor(root, card)
+                and card.scored.index < min(s.index for s in (root.scored, *root.descendants()))):
+            card.children.append(root)
+        else:
+            forest.append(root)
+    return forest
 
 
 def _is_ancestor(node: Node, other: Node) -> bool:

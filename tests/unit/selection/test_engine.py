@@ -203,19 +203,31 @@ def test_a_chain_broken_by_a_dropped_parent_does_not_merge() -> None:
     assert ids(outcome) == ["ns", "m"] and outcome.merged == 0 and outcome.below_relevance == 1
 
 
-def test_a_file_card_shows_its_matching_top_level_symbols_expanded() -> None:
+def test_a_file_card_ranked_first_shows_its_matching_top_level_symbols_expanded() -> None:
     card = chunk("card", kind=NodeKind.MODULE, qualified_name="<module top level>", lines=50)
     fn = chunk("fn", start=10)
     helper = chunk("helper", start=20)
     other_file = chunk("elsewhere", path="src/other.ts")
     renderer = FakeRenderer([card, fn, helper, other_file])
-    outcome = select([Candidate(fn, 0.95), Candidate(other_file, 0.9), Candidate(card, 0.8), Candidate(helper, 0.6)],
+    outcome = select([Candidate(card, 0.95), Candidate(other_file, 0.9), Candidate(fn, 0.8), Candidate(helper, 0.6)],
                      renderer)
-    # The card takes its best member's place; a symbol of another file stays apart.
+    # The file answers first: its card holds its kept symbols; a symbol of another file stays apart.
     assert ids(outcome) == ["card", "elsewhere"] and outcome.merged == 2
     assert outcome.results[0].header == "// src/auth.ts"
     assert outcome.results[0].expanded_child_ids == ("fn", "helper")
     assert RenderRequest("card", ("fn", "helper"), "src/auth.ts") in renderer.calls[0]
+
+
+def test_a_symbol_ranked_above_its_card_answers_under_its_own_name() -> None:
+    card = chunk("card", kind=NodeKind.MODULE, qualified_name="<module top level>", lines=50)
+    fn = chunk("fn", start=10)
+    helper = chunk("helper", start=20)
+    renderer = FakeRenderer([card, fn, helper])
+    outcome = select([Candidate(fn, 0.95), Candidate(card, 0.8), Candidate(helper, 0.6)], renderer)
+    # fn outranks the card: it stands alone; helper, ranked below the card, is shown inside it.
+    assert ids(outcome) == ["fn", "card"] and outcome.merged == 1
+    assert outcome.results[0].header == "// src/auth.ts > fn"
+    assert outcome.results[1].expanded_child_ids == ("helper",)
 
 
 def test_a_card_named_as_a_parent_is_no_merge_target() -> None:

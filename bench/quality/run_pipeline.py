@@ -437,7 +437,14 @@ def main(argv: list[str] | None = None) -> int:
         "errors": errors[:50],
         "per_query": {"columns": list(COLUMNS), "queries": {q.id: [q.split, q.type, repo_label(q.repo)] for q in queries},
                       "rows": {s: {qid: [None if v is None else round(v, 4) for v in row] for qid, row in by_id.items()}
-                               for s, by_id in rows.items()}},
+                               for s, by_id in rows.items()},
+                      # Per answerable query, for offline study of where the answer falls below its
+                      # list: the list's and the selection's recall per CURVE_BUDGETS, and the
+                      # calibrated and composite confidence.
+                      "curve": {qid: {"list": [round(v, 4) for v in lists[qid]],
+                                      "selection": [round(v, 4) for v in curve[qid]],
+                                      "confidence": [round(v, 4) for v in confidences[qid]]}
+                                for qid in curve if qid in lists and qid in confidences}},
     }
     for row in tables:
         if row["group"] in ("all", "nl"):

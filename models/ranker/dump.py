@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import random
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from bench.quality.build_queries import identifier_queries, path_queries
@@ -130,11 +132,14 @@ def quality_queries(split: str) -> tuple[dict[str, Path], list[dict]]:
                         for q in chosen]
 
 
-def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list[dict], generate: bool) -> None:
-    settings = RetrievalSettings()
-    # The gateway asks for this many results, and a channel contributes at least as many
-    # candidates as the search asks for: the model learns from the pools it will rank.
-    depth = GatewaySettings().candidates
+# Worker processes for the search loop (one repository's queries never split between two): the
+# loop is CPU-bound Python and LanceDB, and the train split's ~11k searches take most of an hour
+# in one process on two cores.
+WORKERS = 2
+
+
+def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list[dict], generate: bool,
+         workers: int = WORKERS) -> None:
     stores = {repo: open_store(state_dir, path) for repo, path in workspaces.items()}
     if generate:
         for repo, store in stores.items():
@@ -149,12 +154,50 @@ def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list
     texts = [q["query"] for q in queries]
     vectors = embedder.embed(texts, "query")
     static_vectors = static.embed(texts, "query")
-    xs, ys, groups, meta = [], [], [], []
-    # Where each row is (its file, as an index into its query's `paths`, and its lines): the
-    # training report replays file diversity and scores answers at file level from them.
-    row_files, row_spans = [], []
+    del embedder, static, stores
     t0 = time.perf_counter()
-    for query, vector, static_vector in zip(queries, vectors, static_vectors, strict=True):
+    # Repositories dealt largest first to the least loaded worker, so the workers finish together.
+    by_repo: dict[str, list[int]] = defaultdict(list)
+    for n, query in enumerate(queries):
+        by_repo[query["repo"]].append(n)
+    parts: list[list[int]] = [[] for _ in range(max(1, workers))]
+    for repo in sorted(by_repo, key=lambda r: -len(by_repo[r])):
+        min(parts, key=len).extend(by_repo[repo])
+    jobs = [(state_dir, {queries[n]["repo"]: workspaces[queries[n]["repo"]] for n in part},
+             [(queries[n], vectors[n], static_vectors[n]) for n in part]) for part in parts if part]
+    if len(jobs) == 1:
+        results = [_search_part(*jobs[0])]
+    else:
+        with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
+            results = pool.starmap(_search_part, jobs)
+    xs = [x for part in results for x in part["x"]]
+    groups = [len(x) for x in xs]
+    out = RANKER_DIR / f"{split}.npz"
+    np.savez_compressed(out, x=np.concatenate(xs), y=np.concatenate([y for part in results for y in part["y"]]),
+                        groups=np.array(groups),
+                        row_file=np.concatenate([np.array(r, dtype=np.int32) for part in results
+                                                 for r in part["row_file"]]),
+                        row_span=np.concatenate([np.array(r, dtype=np.int32).reshape(-1, 2) for part in results
+                                                 for r in part["row_span"]]))
+    meta = [m for part in results for m in part["meta"]]
+    (RANKER_DIR / f"{split}.json").write_text(json.dumps({"features": FEATURES, "queries": meta}), encoding="utf-8")
+    found = sum(1 for m in meta if m["found"])
+    print(f"{split}: {len(meta)} queries, {sum(groups)} rows, a target in the pool for {found} "
+          f"({found / max(len(meta), 1):.1%}), {time.perf_counter() - t0:.0f} s in {len(jobs)} processes -> {out}",
+          file=sys.stderr)
+
+
+def _search_part(state_dir: Path, workspaces: dict[str, Path], items: list[tuple[dict, Any, Any]]) -> dict:
+    """One worker's queries through the first stage: per query its feature rows, labels, and where
+    each row is (its file, as an index into the query's `paths`, and its lines; the training
+    report replays file diversity and scores answers at file level from them)."""
+    settings = RetrievalSettings()
+    # The gateway asks for this many results, and a channel contributes at least as many
+    # candidates as the search asks for: the model learns from the pools it will rank.
+    depth = GatewaySettings().candidates
+    stores = {repo: open_store(state_dir, path) for repo, path in workspaces.items()}
+    out: dict[str, list] = {"x": [], "y": [], "row_file": [], "row_span": [], "meta": []}
+    for query, vector, static_vector in items:
         store = stores[query["repo"]]
         recorder = FeatureRecorder()
         counts = store.vector_counts()
@@ -168,27 +211,19 @@ def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list
         chunks = {c.id: c for c in store.get_chunks(recorder.ids)}
         labels = np.array([label(chunks[i], targets, files) if i in chunks else 0.0 for i in recorder.ids],
                           dtype=np.float32)
-        xs.append(recorder.rows)
-        ys.append(labels)
-        groups.append(len(labels))
+        out["x"].append(recorder.rows)
+        out["y"].append(labels)
         rows = [chunks.get(i) for i in recorder.ids]
         paths = list(dict.fromkeys(c.relative_path for c in rows if c is not None))
         index = {path: n for n, path in enumerate(paths)}
-        row_files.append([index[c.relative_path] if c is not None else -1 for c in rows])
-        row_spans.append([(c.start_line, c.end_line) if c is not None else (0, 0) for c in rows])
+        out["row_file"].append([index[c.relative_path] if c is not None else -1 for c in rows])
+        out["row_span"].append([(c.start_line, c.end_line) if c is not None else (0, 0) for c in rows])
         file_targets = [[f["path"], f.get("start_line", 0), f.get("end_line", 0)] for f in query.get("files", [])]
         file_targets += [[t.path, t.start_line, t.end_line] for t in targets]
-        meta.append({"id": query["id"], "type": query["type"], "repo": query["repo"], "n_targets": len(targets),
-                     "n_files": len(files), "found": int(labels.sum()), "paths": paths,
-                     "file_targets": file_targets})
-    out = RANKER_DIR / f"{split}.npz"
-    np.savez_compressed(out, x=np.concatenate(xs), y=np.concatenate(ys), groups=np.array(groups),
-                        row_file=np.concatenate([np.array(r, dtype=np.int32) for r in row_files]),
-                        row_span=np.concatenate([np.array(r, dtype=np.int32).reshape(-1, 2) for r in row_spans]))
-    (RANKER_DIR / f"{split}.json").write_text(json.dumps({"features": FEATURES, "queries": meta}), encoding="utf-8")
-    found = sum(1 for m in meta if m["found"])
-    print(f"{split}: {len(meta)} queries, {sum(groups)} rows, a target in the pool for {found} "
-          f"({found / max(len(meta), 1):.1%}), {time.perf_counter() - t0:.0f} s -> {out}", file=sys.stderr)
+        out["meta"].append({"id": query["id"], "type": query["type"], "repo": query["repo"],
+                            "n_targets": len(targets), "n_files": len(files), "found": int(labels.sum()),
+                            "paths": paths, "file_targets": file_targets})
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

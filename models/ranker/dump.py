@@ -39,6 +39,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
+import lancedb
 import numpy as np
 from bench.quality.build_queries import identifier_queries, path_queries
 from bench.quality.run_quality import DEFAULT_QUERIES, Target, load_queries, target_hit, workspace_for
@@ -50,8 +51,10 @@ from codecompass.common.testcode import is_test_path
 from codecompass.embedding.static import StaticProvider
 from codecompass.policy.learned import FEATURES, FeatureRecorder
 from codecompass.policy.ranking import example_path, vendored_path
+from codecompass.retrieval.catalog import Catalog
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import hybrid_search
+from codecompass.retrieval.location import index_key, workspace_id_of
 from models.ranker.workspaces import QUERIES_PATH, RANKER_DIR, SEED, STATE_DIR, WORKSPACES_DIR
 
 QUALITY_STATE = Path(__file__).resolve().parents[2] / "bench" / ".work" / "quality-state"
@@ -115,13 +118,27 @@ def generated_queries(repo: str, outline: list[dict]) -> list[dict]:
 
 
 def train_queries() -> tuple[dict[str, Path], list[dict]]:
+    """The sampled pairs of every train workspace whose index is complete (an indexing run cut short
+    leaves the rest out, and says how many)."""
     rows = [json.loads(line) for line in QUERIES_PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
-    workspaces = {}
-    queries = []
-    for row in rows:
-        workspaces[row["repo"]] = WORKSPACES_DIR / row["repo"].replace("/", "+")
-        queries.append({**row, "type": TYPE_OF_RULE[row["rule"]]})
-    return workspaces, queries
+    workspaces = {repo: WORKSPACES_DIR / repo.replace("/", "+") for repo in dict.fromkeys(r["repo"] for r in rows)}
+    ready = {repo: path for repo, path in workspaces.items() if index_complete(STATE_DIR, path)}
+    if len(ready) < len(workspaces):
+        print(f"train: {len(workspaces) - len(ready)} of {len(workspaces)} workspaces not indexed to the end, "
+              f"left out: {sorted(set(workspaces) - set(ready))}", file=sys.stderr)
+    return ready, [{**row, "type": TYPE_OF_RULE[row["rule"]]} for row in rows if row["repo"] in ready]
+
+
+def index_complete(state_dir: Path, workspace: Path) -> bool:
+    """Whether the workspace's index finished a sync and holds every primary vector."""
+    uri = state_dir / "index" / index_key(workspace_id_of(workspace.resolve()))
+    if not uri.is_dir():
+        return False
+    try:
+        counts = open_store(state_dir, workspace).vector_counts()
+    except SystemExit:  # no chunk table yet
+        return False
+    return Catalog.open(lancedb.connect(str(uri))).complete and counts.total > 0 and counts.primary == counts.total
 
 
 def quality_queries(split: str) -> tuple[dict[str, Path], list[dict]]:

@@ -48,7 +48,15 @@ from codecompass.policy.confidence import CONFIDENCE_FEATURES, Calibration, conf
 from codecompass.policy.learned import load_ranker
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import hybrid_search
-from models.ranker.dump import QUALITY_STATE, _targets, generated_queries, is_answer, quality_queries, train_queries
+from models.ranker.dump import (
+    QUALITY_STATE,
+    _targets,
+    by_repository,
+    generated_queries,
+    is_answer,
+    quality_queries,
+    train_queries,
+)
 from models.ranker.workspaces import SEED, STATE_DIR
 
 L2 = 1.0
@@ -148,10 +156,6 @@ def exact_names(rng: random.Random, outline: list[dict]) -> list[tuple[str, Targ
 
 
 def collect(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list[dict], generate: bool) -> Examples:
-    settings = RetrievalSettings()
-    # The pools the gateway's searches rank (see dump.py).
-    depth = GatewaySettings().candidates
-    ranker = load_ranker() if settings.learned_ranking else None
     stores = {repo: open_store(state_dir, path) for repo, path in workspaces.items()}
     if generate:
         for repo, store in stores.items():
@@ -185,20 +189,35 @@ def collect(split: str, state_dir: Path, workspaces: dict[str, Path], queries: l
     texts = sorted({text for _, text, _, _ in asks})
     vectors = dict(zip(texts, embedder.embed(texts, "query"), strict=True))
     static_vectors = dict(zip(texts, static.embed(texts, "query"), strict=True))
-    out = Examples([], [], [])
     t0 = time.perf_counter()
-    for repo, text, kind, targets in asks:
+    items = [(repo, (repo, text, kind, targets, vectors[text], static_vectors[text]))
+             for repo, text, kind, targets in asks]
+    parts, _ = by_repository(_judge_part, state_dir, workspaces, items)
+    out = Examples([r for p in parts for r in p.rows], [v for p in parts for v in p.labels],
+                   [k for p in parts for k in p.kinds])
+    print(f"{split}: {len(asks)} searches in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return out
+
+
+def _judge_part(state_dir: Path, workspaces: dict[str, Path], items: list[tuple]) -> Examples:
+    """One worker's searches: each one's confidence features and whether its first result answers."""
+    settings = RetrievalSettings()
+    # The pools the gateway's searches rank (see dump.py).
+    depth = GatewaySettings().candidates
+    ranker = load_ranker() if settings.learned_ranking else None
+    stores = {repo: open_store(state_dir, path) for repo, path in workspaces.items()}
+    out = Examples([], [], [])
+    for repo, text, kind, targets, vector, static_vector in items:
         store = stores[repo]
-        outcome = hybrid_search(store, text, query_vector=vectors[text], filters=Filters(), limit=depth,
+        outcome = hybrid_search(store, text, query_vector=vector, filters=Filters(), limit=depth,
                                 semantic_ratio=settings.semantic_ratio, candidate_pool=settings.candidate_pool,
-                                static_query_vector=static_vectors[text],
+                                static_query_vector=static_vector,
                                 static_search=store.vector_counts().static_only > 0, model=ranker)
         # The first result alone, judged by the ranker's own label rule.
         hit = bool(targets) and bool(outcome.results) and is_answer(outcome.results[0].chunk, *targets)
         out.rows.append(outcome.confidence_features)
         out.labels.append(1.0 if hit else 0.0)
         out.kinds.append(kind)
-    print(f"{split}: {len(asks)} searches in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return out
 
 

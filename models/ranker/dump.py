@@ -35,7 +35,7 @@ import random
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -173,20 +173,8 @@ def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list
     static_vectors = static.embed(texts, "query")
     del embedder, static, stores
     t0 = time.perf_counter()
-    # Repositories dealt largest first to the least loaded worker, so the workers finish together.
-    by_repo: dict[str, list[int]] = defaultdict(list)
-    for n, query in enumerate(queries):
-        by_repo[query["repo"]].append(n)
-    parts: list[list[int]] = [[] for _ in range(max(1, workers))]
-    for repo in sorted(by_repo, key=lambda r: -len(by_repo[r])):
-        min(parts, key=len).extend(by_repo[repo])
-    jobs = [(state_dir, {queries[n]["repo"]: workspaces[queries[n]["repo"]] for n in part},
-             [(queries[n], vectors[n], static_vectors[n]) for n in part]) for part in parts if part]
-    if len(jobs) == 1:
-        results = [_search_part(*jobs[0])]
-    else:
-        with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
-            results = pool.starmap(_search_part, jobs)
+    items = [(q["repo"], (q, v, sv)) for q, v, sv in zip(queries, vectors, static_vectors, strict=True)]
+    results, processes = by_repository(_search_part, state_dir, workspaces, items, workers)
     xs = [x for part in results for x in part["x"]]
     groups = [len(x) for x in xs]
     out = RANKER_DIR / f"{split}.npz"
@@ -200,8 +188,27 @@ def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list
     (RANKER_DIR / f"{split}.json").write_text(json.dumps({"features": FEATURES, "queries": meta}), encoding="utf-8")
     found = sum(1 for m in meta if m["found"])
     print(f"{split}: {len(meta)} queries, {sum(groups)} rows, a target in the pool for {found} "
-          f"({found / max(len(meta), 1):.1%}), {time.perf_counter() - t0:.0f} s in {len(jobs)} processes -> {out}",
+          f"({found / max(len(meta), 1):.1%}), {time.perf_counter() - t0:.0f} s in {processes} processes -> {out}",
           file=sys.stderr)
+
+
+def by_repository(work: Callable[[Path, dict[str, Path], list], Any], state_dir: Path,
+                  workspaces: dict[str, Path], items: list[tuple[str, Any]], workers: int = WORKERS) -> tuple[list, int]:
+    """`work(state_dir, its workspaces, its items)` in up to `workers` spawned processes, each
+    repository's items (`(repo, item)` pairs) whole in one process, largest first to the least
+    loaded, so the processes finish together; the results in process order, and how many ran."""
+    by_repo: dict[str, list[Any]] = defaultdict(list)
+    for repo, item in items:
+        by_repo[repo].append(item)
+    parts: list[list[str]] = [[] for _ in range(max(1, workers))]
+    for repo in sorted(by_repo, key=lambda r: -len(by_repo[r])):
+        min(parts, key=lambda part: sum(len(by_repo[r]) for r in part)).append(repo)
+    jobs = [(state_dir, {repo: workspaces[repo] for repo in part}, [item for repo in part for item in by_repo[repo]])
+            for part in parts if part]
+    if len(jobs) <= 1:
+        return [work(*job) for job in jobs], len(jobs)
+    with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
+        return pool.starmap(work, jobs), len(jobs)
 
 
 def _search_part(state_dir: Path, workspaces: dict[str, Path], items: list[tuple[dict, Any, Any]]) -> dict:

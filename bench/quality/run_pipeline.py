@@ -366,7 +366,8 @@ def main(argv: list[str] | None = None) -> int:
                     "repo": repo_label(repo), "query": text,
                     "results": len(answer.selection.results) if answer.selection else -1,
                     "tokens": answer.selection.total_tokens if answer.selection else -1,
-                    "low_confidence": guidance_for(answer, threshold).low_confidence if answer.candidates else True})
+                    "low_confidence": guidance_for(answer, threshold).low_confidence if answer.candidates else True,
+                    "confidence": round(guidance_for(answer, threshold).confidence, 4) if answer.candidates else 0.0})
         pipeline.close()
     finally:
         for service in reversed(extra):

@@ -29,7 +29,9 @@ UNSURE = {
 }
 # How each query is quoted: invisible characters written out, so the line never reads `""`.
 SHOWN = {"\u200b\u200b": "\\u200b\\u200b"}
-CONFIDENT = "where are access tokens validated"
+# A question with strong evidence (the name it asks about exists, defined once). Confidence is
+# P(the first result is right), so a question in words alone is often, and honestly, unsure.
+CONFIDENT = "where does TokenService validateToken check expiry"
 
 
 @pytest.fixture(scope="module")

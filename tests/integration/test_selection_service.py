@@ -194,8 +194,9 @@ def test_process_serves_health_and_drains_on_sigterm(start_python_service, analy
         response = stub.Select(request(sample_workspace, [Candidate(method, 0.9, Reason.MATCH)]), timeout=10)
         assert response.results[0].source.startswith("validateToken(token: string): ValidationResult {")
         assert response.max_tokens == 8000 and not response.render_fallback
-        # low confidence: the closest within the small budget; nothing matched: an empty answer
-        short = stub.Select(request(sample_workspace, [Candidate(method, 0.9)], confidence=0.3), timeout=10)
+        # far below the gate (no answer here): the closest within the small budget; nothing
+        # matched: an empty answer
+        short = stub.Select(request(sample_workspace, [Candidate(method, 0.9)], confidence=0.2), timeout=10)
         assert [r.chunk_id for r in short.results] == [method.id] and short.below_relevance == 0
         assert short.max_tokens == LOW_CONFIDENCE_MAX_TOKENS
         empty = stub.Select(request(sample_workspace, [Candidate(method, 0.0)], confidence=0.3), timeout=10)

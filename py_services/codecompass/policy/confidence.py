@@ -43,12 +43,12 @@ class Calibration:
 
 
 # Fitted by models/ranker/calibrate.py on the train repositories (bench/results/calibration-latest.json:
-# expected calibration error 0.038 on train, 0.057 on the test split). `exact_name` carries a name
+# expected calibration error 0.025 on train, 0.039 on the test split). `exact_name` carries a name
 # lookup answered by its definition; `definition` alone (a name mentioned in any question, also
 # about code elsewhere) adds next to nothing once it does.
-DEFAULT_CALIBRATION = Calibration(bias=-2.477, weights=(
-    ("coverage", 2.864), ("cosine", 2.27), ("definition", 0.024), ("exact_name", 2.971), ("name_words", 1.539),
-    ("path", 2.413), ("phrase", 0.566),
+DEFAULT_CALIBRATION = Calibration(bias=-4.315, weights=(
+    ("coverage", 1.596), ("cosine", 0.102), ("definition", -0.051), ("exact_name", 3.665), ("name_words", 1.441),
+    ("path", 2.425), ("phrase", 0.935), ("top_score", 2.302), ("margin", 1.922),
 ))
 
 

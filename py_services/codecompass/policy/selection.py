@@ -11,14 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# A low-confidence answer (its best candidate below min_relevance) is flagged, not cut: it carries
-# the best candidates that matched at all, in the ranking's order, within this many tokens (or the
-# request's budget, if smaller), and says first that nothing is a confident match. Near misses are
-# often where the answer is (on the dev split of bench-pipeline, 36 answerable queries fell below
-# the gate and their two best candidates alone held the gold in 10), and an agent judges a
-# thousand tokens of them in one read; a query no workspace answers costs it no more than that.
-# The number is a reading budget (issue 26: at most 1,000), not a tuned one.
+# A low-confidence answer (its best candidate below min_relevance) is flagged, not cut: it keeps
+# every candidate that matched at all, in the ranking's order, and says first that nothing is a
+# confident match. Confidence is P(the first result is right), so "low" covers most questions in
+# words whose first result is a guess (68% of the answerable dev questions at 0.5), and near
+# misses are often where the answer is: such an answer gives the ranked list within the request's
+# budget, the reader judges. Only an answer whose best relevance is below NO_ANSWER_SHARE of
+# min_relevance, where the questions no workspace answers lie (on bench-pipeline's dev split every
+# nonsense and names-nowhere question was below 0.2 composite confidence, and three wrong-repository
+# questions in four), is held to LOW_CONFIDENCE_MAX_TOKENS: a reading budget (issue 26: at most
+# 1,000), not a tuned one, so a question with no answer costs the agent no more than that.
 LOW_CONFIDENCE_MAX_TOKENS = 1_000
+NO_ANSWER_SHARE = 0.45
 # In a confident answer a candidate is kept down to this share of min_relevance (0.2 at the
 # default 0.5). Dropping a candidate can only lose recall within a budget, never gain it (the
 # ranking's order is kept), so the floor drops only the tail no reader gets to: on the dev split,
@@ -106,12 +110,14 @@ def gate(relevances: Sequence[float], min_relevance: float, max_tokens: int,
          tail: TailCut = CONFIDENT_TAIL) -> Gate:
     """What an answer keeps, in the order sent, and the budget it is filled within. A confident
     answer keeps every candidate down to its floor (and `tail`'s cut) within `max_tokens`; a
-    low-confidence one keeps every candidate that matched, within LOW_CONFIDENCE_MAX_TOKENS. Never
+    low-confidence one keeps every candidate that matched, within `max_tokens`, or within
+    LOW_CONFIDENCE_MAX_TOKENS when its best is below NO_ANSWER_SHARE of the threshold. Never
     padded: a candidate with no relevance (nothing matched) never enters, so nothing stays nothing."""
     verdict = judge(max(relevances, default=0.0), min_relevance, tail)
     if verdict.low_confidence:
         kept = [i for i, value in enumerate(relevances) if value > 0.0]
-        return Gate(verdict, tuple(kept), min(max_tokens, LOW_CONFIDENCE_MAX_TOKENS))
+        no_answer = verdict.best < min_relevance * NO_ANSWER_SHARE
+        return Gate(verdict, tuple(kept), min(max_tokens, LOW_CONFIDENCE_MAX_TOKENS) if no_answer else max_tokens)
     kept = [i for i, value in enumerate(relevances) if value >= verdict.floor]
     winner = tail.clear_winner
     if winner is not None and len(kept) > winner.results:

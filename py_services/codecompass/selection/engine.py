@@ -9,7 +9,8 @@ The order of steps matters:
    the query's shape is; a candidate sent without one is gated on its score as given;
 2. the gate: an answer whose best candidate reaches min_relevance keeps every candidate above a
    noise floor (a share of min_relevance); one whose best does not is a low-confidence answer: it
-   keeps every candidate that matched, within a small budget (LOW_CONFIDENCE_MAX_TOKENS), and the
+   keeps every candidate that matched, within the request's budget (a small one,
+   LOW_CONFIDENCE_MAX_TOKENS, when its best is far below: a question with no answer here), and the
    caller says it is not a confident match; candidates with no relevance at all never enter;
 3. kept candidates whose kept parent chain leads to another kept candidate are merged into the
    highest one when the kept children cover most of it (MERGE_MIN_COVER) and the merged result

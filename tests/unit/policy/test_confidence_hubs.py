@@ -31,7 +31,9 @@ def test_confidence_is_zero_when_no_channel_found_anything():
 
 def test_confidence_rises_with_evidence():
     weak = {"lexical": 1.0, "coverage": 0.2, "cosine": 0.1}
-    strong = {"lexical": 1.0, "coverage": 1.0, "cosine": 0.6, "definition": 1.0}
+    # Every word covered, the name found by its definition, a clear and strong first result.
+    strong = {"lexical": 1.0, "coverage": 1.0, "cosine": 0.6, "definition": 1.0, "exact_name": 1.0,
+              "top_score": 0.9, "margin": 0.5}
     assert 0.0 < confidence(weak) < 0.5 < confidence(strong) < 1.0
 
 

@@ -222,7 +222,7 @@ def test_file_diversity_reorders_the_final_list_not_the_hand_set_input():
     # passes the third (0.25 x its score) and the second (0.5 x).
     cands = lexical((chunk("a1", "alpha", "src/big.ts"), 10.0), (chunk("a2", "alpha two", "src/big.ts"), 9.0),
                     (chunk("a3", "alpha three", "src/big.ts"), 8.5), (chunk("b", "beta", "src/other.ts"), 6.0))
-    plain = rank(analyze("anything at all here"), cands, ratio=0.0, limit=4)
+    plain = rank(analyze("anything at all here"), cands, ratio=0.0, limit=4, policy=RankingPolicy(saturation=1.0))
     assert ids(plain) == ["a1", "a2", "a3", "b"]
     diverse = rank(analyze("anything at all here"), cands, ratio=0.0, limit=4, policy=RankingPolicy(saturation=0.5))
     assert ids(diverse) == ["a1", "b", "a2", "a3"]

@@ -8,6 +8,7 @@ import pytest
 from codecompass.policy.selection import (
     CONFIDENT_TAIL,
     LOW_CONFIDENCE_MAX_TOKENS,
+    NO_ANSWER_SHARE,
     MERGE_MIN_COVER,
     NOISE_FLOOR_SHARE,
     ClearWinner,
@@ -38,13 +39,20 @@ def test_a_confident_answer_keeps_down_to_the_noise_floor_in_the_order_sent() ->
     assert decided.kept == (0, 1, 2, 4) and decided.max_tokens == 8000 and not decided.verdict.low_confidence
 
 
-def test_a_low_confidence_answer_keeps_all_that_matched_within_the_small_budget() -> None:
+def test_a_low_confidence_answer_keeps_all_that_matched_within_the_request_budget() -> None:
     decided = gate([0.4, 0.0, 0.3, 0.2, 0.1], 0.5, 8000)
-    assert decided.verdict.low_confidence and decided.kept == (0, 2, 3, 4)
-    assert decided.max_tokens == LOW_CONFIDENCE_MAX_TOKENS <= 1000
-    assert gate([0.4], 0.5, 300).max_tokens == 300  # a smaller request budget stands
+    assert decided.verdict.low_confidence and decided.kept == (0, 2, 3, 4) and decided.max_tokens == 8000
     nothing = gate([0.0, 0.0], 0.5, 8000)
     assert nothing.kept == () and nothing.verdict.low_confidence and gate([], 0.5, 8000).kept == ()
+
+
+def test_an_answer_far_below_the_threshold_is_held_to_the_small_budget() -> None:
+    far = 0.5 * NO_ANSWER_SHARE
+    decided = gate([far - 0.01, 0.0, 0.1], 0.5, 8000)
+    assert decided.verdict.low_confidence and decided.kept == (0, 2)
+    assert decided.max_tokens == LOW_CONFIDENCE_MAX_TOKENS <= 1000
+    assert gate([far], 0.5, 8000).max_tokens == 8000  # reaching the share is an answer, unsure
+    assert gate([far - 0.01], 0.5, 300).max_tokens == 300  # a smaller request budget stands
 
 
 def test_the_confident_tail_cuts_nothing_beyond_the_floor_until_measured() -> None:

@@ -30,15 +30,16 @@ def run(candidates: Sequence[Candidate], renderer: FakeRenderer | None = None, *
 
 def test_a_low_confidence_answer_is_flagged_not_cut_to_two() -> None:
     # The best candidate is below min_relevance (0.5): every candidate that matched is kept, in the
-    # ranking's order, and the answer is filled within the small low-confidence budget.
+    # ranking's order, within the request's budget (the ranked list, flagged).
     cands = sent(*((chunk(f"c{i}", path=f"src/c{i}.ts"), 0.45 - i * 0.05) for i in range(5)))
     outcome = run(cands)
     assert ids(outcome) == ["c0", "c1", "c2", "c3", "c4"] and outcome.below_relevance == 0 and accounted(outcome, 5)
-    assert outcome.max_tokens == LOW_CONFIDENCE_MAX_TOKENS
+    assert outcome.max_tokens == SelectionSettings().max_tokens
 
 
 def test_a_low_confidence_answer_stops_at_its_small_budget_in_ranking_order() -> None:
-    cands = sent(*((chunk(f"c{i}", path=f"src/c{i}.ts"), 0.3) for i in range(20)))
+    # Far below min_relevance (under NO_ANSWER_SHARE of it): a question with no answer here.
+    cands = sent(*((chunk(f"c{i}", path=f"src/c{i}.ts"), 0.2) for i in range(20)))
     outcome = run(cands, FakeRenderer([c.chunk for c in cands], sizes={f"c{i}": 20 for i in range(20)}))
     assert 2 < len(outcome.results) < 20 and outcome.total_tokens <= LOW_CONFIDENCE_MAX_TOKENS
     assert ids(outcome) == [f"c{i}" for i in range(len(outcome.results))] and outcome.over_budget > 0

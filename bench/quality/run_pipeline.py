@@ -229,11 +229,12 @@ def curve_row(query: Query, answer: PipelineAnswer) -> float:
     return len(found) / len(query.targets)
 
 
-def list_curve(query: Query, answer: PipelineAnswer, costs: TokenCosts) -> list[float]:
+def list_curve(query: Query, answer: PipelineAnswer, costs: TokenCosts,
+               budgets: Sequence[int] = CURVE_BUDGETS) -> list[float]:
     chunks = [c.result.chunk for c in answer.candidates]
     hits = [target_hit(c, query.targets) for c in chunks]
     cost = [costs(c) for c in chunks]
-    return [recall_within_budget(hits, cost, len(query.targets), b) for b in CURVE_BUDGETS]
+    return [recall_within_budget(hits, cost, len(query.targets), b) for b in budgets]
 
 
 def reliability(pairs: Sequence[tuple[float, bool]], bins: int = RELIABILITY_BINS) -> dict[str, Any]:
@@ -291,9 +292,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-queries", type=int, help="smoke run: at most N queries per repo x split x type")
     parser.add_argument("--state-dir", type=Path, help="index location; the quality run's is reused")
     parser.add_argument("--no-curve", action="store_true", help="skip the budget curve (one pass per budget)")
+    parser.add_argument("--curve-budgets", default=",".join(map(str, CURVE_BUDGETS)),
+                        help="comma-separated token budgets of the curve (one pass each)")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--echo-logs", action="store_true")
     args = parser.parse_args(argv)
+    budgets = tuple(int(b) for b in args.curve_budgets.split(",") if b.strip())
 
     stages = [s.strip() for s in args.stages.split(",") if s.strip()]
     if unknown := [s for s in stages if s not in STAGES]:
@@ -341,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
                 if stage == "first stage":
                     confidences[query.id] = (answer.metadata.confidence, guidance_for(answer, threshold).confidence)
                     if query.targets:
-                        lists[query.id] = list_curve(query, answer, costs)
+                        lists[query.id] = list_curve(query, answer, costs, budgets)
                 for name, ms in answer.stage_ms.items():
                     stage_ms[stage][name].append(ms)
                 stage_ms[stage]["total"].append(client_ms)
@@ -353,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
             for query in (q for q in queries if q.targets):
                 curve[query.id] = [curve_row(query, pipeline.run(PipelineRequest(
                     workspace_root=str(workspace_for(query.repo)), query=query.query, sync=False, hubs=False,
-                    max_tokens=budget))) for budget in CURVE_BUDGETS]
+                    max_tokens=budget))) for budget in budgets]
             log(f"budget curve: {time.perf_counter() - t0:.0f} s")
         for kind, asked in unanswerable_sets(queries, list(by_repo)).items():
             for repo, text in asked:
@@ -394,16 +398,16 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for group, members in [("all", in_split)] + [(t, [q for q in in_split if q.type == t])
                                                      for t in sorted({q.type for q in in_split})]:
-            row: dict[str, Any] = {"split": split, "group": group, "n": len(members), "budgets": list(CURVE_BUDGETS)}
+            row: dict[str, Any] = {"split": split, "group": group, "n": len(members), "budgets": list(budgets)}
             symbol_members = [q for q in members if q.targets]
             if len(symbol_members) != len(members):
                 row["n symbol"] = len(symbol_members)
             if symbol_members and all(q.id in lists for q in symbol_members):
                 row["list"] = [round(statistics.fmean(lists[q.id][i] for q in symbol_members), 4)
-                               for i in range(len(CURVE_BUDGETS))]
+                               for i in range(len(budgets))]
             if symbol_members and all(q.id in curve for q in symbol_members):
                 row["selection"] = [round(statistics.fmean(curve[q.id][i] for q in symbol_members), 4)
-                                    for i in range(len(CURVE_BUDGETS))]
+                                    for i in range(len(budgets))]
             curves.append(row)
         scored = [q for q in in_split if q.targets and q.id in confidences and q.id in rows.get("first stage", {})]
         col = COLUMNS.index("first_rank")

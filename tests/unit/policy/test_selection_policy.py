@@ -8,8 +8,8 @@ import pytest
 from codecompass.policy.selection import (
     CONFIDENT_TAIL,
     LOW_CONFIDENCE_MAX_TOKENS,
-    NO_ANSWER_SHARE,
     MERGE_MIN_COVER,
+    NO_ANSWER_SHARE,
     NOISE_FLOOR_SHARE,
     ClearWinner,
     TailCut,

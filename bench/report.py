@@ -8,7 +8,7 @@ files hold marked sections:
     <!-- bench:<section>:end -->
 
 and SECTIONS maps each section name to the results kind it reads and the renderer that
-draws it. `python -m bench.report` rewrites every marked section of README.md and
+draws it. `python -m bench.report` rewrites every marked section of README.md, docs/*.md and
 bench/README.md; `--check` rewrites nothing and exits 1 when a section differs from what
 the latest results render to (a hand-edited table, or results committed without a
 refresh). A new benchmark plugs in by writing its results file through
@@ -30,7 +30,8 @@ from typing import Any
 from bench.lib.metrics import BUDGET_METRIC_NAMES, FILE_METRIC_NAMES, METRIC_NAMES, TOKEN_BUDGETS
 from bench.lib.results import REPO_ROOT, RESULTS_DIR, load_latest
 
-MARKDOWN_FILES = (REPO_ROOT / "README.md", REPO_ROOT / "bench" / "README.md")
+# The README is the front door; the generated tables live mostly in docs/benchmarks.md.
+MARKDOWN_FILES = (REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md")), REPO_ROOT / "bench" / "README.md")
 SECTION_RE = re.compile(
     r"(?P<start><!-- bench:(?P<name>[\w.+-]+):start -->\n)(?P<body>.*?)(?P<end><!-- bench:(?P=name):end -->)",
     re.DOTALL,
@@ -1444,7 +1445,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a section is stale")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
-    parser.add_argument("files", nargs="*", type=Path, help="markdown files (default: README.md, bench/README.md)")
+    parser.add_argument("files", nargs="*", type=Path, help="markdown files (default: README.md, docs/*.md, bench/README.md)")
     args = parser.parse_args(argv)
     files = args.files or list(MARKDOWN_FILES)
     try:

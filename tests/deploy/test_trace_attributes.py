@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-README = REPO / "README.md"
+README = REPO / "docs" / "observability.md"
 NODE_SERVICE = REPO / "node_ts_service"
 PYTHON_ROOTS = (REPO / "py_services" / "codecompass", REPO / "gateway_mcp")
 GENERATED = {REPO / "py_services" / "codecompass" / "v1"}
@@ -175,9 +175,9 @@ def test_every_codecompass_attribute_is_documented_and_every_documented_one_is_s
     assert len(ours) >= 40, f"only {len(ours)} keys found: is the finder still reading the sources?"
     documented = documented_keys(README.read_text(encoding="utf-8"))
     undocumented = sorted(f"{key} ({where})" for key, where in ours.items() if key not in documented)
-    assert not undocumented, f"set on spans but not in README.md's '{TABLE_HEADING}' table: {undocumented}"
+    assert not undocumented, f"set on spans but not in docs/observability.md's '{TABLE_HEADING}' table: {undocumented}"
     stale = sorted(set(documented) - set(ours))
-    assert not stale, f"in README.md's '{TABLE_HEADING}' table but set nowhere any more: {stale}"
+    assert not stale, f"in docs/observability.md's '{TABLE_HEADING}' table but set nowhere any more: {stale}"
     # Each row has its four cells filled: attribute, span (service), meaning, example.
     thin = [row for row in documented.values() if len([c for c in row.strip("|").split("|") if c.strip()]) < 4]
     assert not thin, f"rows without a span, meaning or example: {thin}"

@@ -60,11 +60,18 @@ proto-check: proto
 	@untracked="$$(git ls-files --others --exclude-standard -- $(GENERATED))"; \
 	if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
 
+# The protos' last release, as a buf image: `buf breaking` fails on any change a v1 client built
+# against it would break on. A release replaces it: `buf build --exclude-source-info -o protos/releases/vX.Y.Z.binpb`.
+PROTO_RELEASE := protos/releases/v0.1.0.binpb
+
 lint: $(VENV_STAMP) $(NODE_MODULES_STAMP)
 	$(BUF) lint
 	$(BUF) format -d --exit-code
+	$(BUF) breaking --against $(PROTO_RELEASE)
 	$(VENV)/bin/ruff check $(LINT_PY_DIRS)
+	$(VENV)/bin/mypy
 	cd $(NODE_DIR) && $(NODE_BIN)/tsc -p . --noEmit
+	cd $(NODE_DIR) && $(NODE_BIN)/eslint .
 
 test: setup
 	$(BUF) lint

@@ -32,6 +32,7 @@ Run: .venv/bin/python -m bench.drills [--only searcher_killed,writer_killed,...]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import socket
@@ -92,7 +93,8 @@ def drill_workspace(root: Path, modules: int) -> Path:
 
 
 def write_module(root: Path, i: int, variant: int) -> None:
-    body = "\n".join(f"export function step{i}_{j}(value: number): number {{\n  return value * {j} + {i + variant};\n}}\n"
+    body = "\n".join(f"export function step{i}_{j}(value: number): number {{\n"
+                     f"  return value * {j} + {i + variant};\n}}\n"
                      for j in range(FUNCTIONS_PER_MODULE))
     path = root / "src" / "gen" / f"module{i}.ts"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,7 +125,8 @@ def searched_total(address: str, workspace: Path) -> int:
 
     client = RetrievalClient(address)
     try:
-        return client.search(SearchQuery(workspace_root=str(workspace), query="step", limit=1), 30).metadata.total_chunks
+        return client.search(
+            SearchQuery(workspace_root=str(workspace), query="step", limit=1), 30).metadata.total_chunks
     finally:
         client.close()
 
@@ -342,9 +345,11 @@ def clean_index_rows(up: deployment.Deployment, workspace: Path, index_uri: Path
     """The rows a writer that was never killed writes for the same files, in an index of its own."""
     services = up.services
     writer = start_service("clean-writer", [sys.executable, "-m", "codecompass.retrieval"], "RETRIEVAL_PORT", {
-        "ANALYSIS_ADDR": services[deployment.ANALYSIS].address, "EMBEDDING_ADDR": services[deployment.EMBEDDING].address,
+        "ANALYSIS_ADDR": services[deployment.ANALYSIS].address,
+        "EMBEDDING_ADDR": services[deployment.EMBEDDING].address,
         "CODECOMPASS_EMBEDDING_PROFILE": DRILL_PROFILE, "CODECOMPASS_RETRIEVAL_ROLE": "writer",
-        "CODECOMPASS_RETRIEVAL_DB_URI": str(index_uri), "CODECOMPASS_STATE_DIR": str(index_uri.parent / "clean-writer")})
+        "CODECOMPASS_RETRIEVAL_DB_URI": str(index_uri),
+        "CODECOMPASS_STATE_DIR": str(index_uri.parent / "clean-writer")})
     try:
         index(writer.address, workspace)
     finally:
@@ -420,10 +425,8 @@ class Relay:
 
 
 def _close(sock: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked on it, where close() alone would not
-    except OSError:
-        pass
     sock.close()
 
 

@@ -31,7 +31,8 @@ from bench.lib.metrics import BUDGET_METRIC_NAMES, FILE_METRIC_NAMES, METRIC_NAM
 from bench.lib.results import REPO_ROOT, RESULTS_DIR, load_latest
 
 # The README is the front door; the generated tables live mostly in docs/benchmarks.md.
-MARKDOWN_FILES = (REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md")), REPO_ROOT / "bench" / "README.md")
+MARKDOWN_FILES = (REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md")),
+                  REPO_ROOT / "bench" / "README.md")
 SECTION_RE = re.compile(
     r"(?P<start><!-- bench:(?P<name>[\w.+-]+):start -->\n)(?P<body>.*?)(?P<end><!-- bench:(?P=name):end -->)",
     re.DOTALL,
@@ -371,7 +372,8 @@ def _static_channel_rows(m: dict[str, Any], goals: dict[str, float]) -> list[tup
             (f"**During the background pass**: warm p50 / p95 (goal p95 ≤ {goals['background_warm_p95_ms']:g} ms)",
              (f"**{m['background_warm_p50_ms']:.0f} / {m['background_warm_p95_ms']:.0f} ms** "
              f"(primary vectors {embedded[0]:,} → {embedded[1]:,} of {embedded[2]:,} meanwhile)")),
-            (f"**During the background pass**: one-file edit, server sync (goal ≤ {goals['background_edit_sync_ms']:g} ms)",
+            ("**During the background pass**: one-file edit, server sync "
+             f"(goal ≤ {goals['background_edit_sync_ms']:g} ms)",
              (f"**{m['background_edit_sync_ms']:.0f} ms** (next Search +{m['background_edit_overhead_ms']:.0f} ms; "
              f"{m['background_edit_sync_chunks_embedded']} chunks embedded inline)")),
         ]
@@ -406,7 +408,8 @@ def speed_table(doc: dict[str, Any]) -> str:
             f"**Warm query** p50 / p95 (Search incl. its sync; goal {goal['warm']})",
             (
                 f"**{m['warm_p50_ms']:.0f} / {m['warm_p95_ms']:.0f} ms** over {m['warm_queries']} queries "
-                f"(server p50: sync {m['warm_server_sync_p50_ms']:.0f} ms, search {m['warm_server_search_p50_ms']:.0f} ms)"
+                f"(server p50: sync {m['warm_server_sync_p50_ms']:.0f} ms, "
+                f"search {m['warm_server_search_p50_ms']:.0f} ms)"
             ),
         ),
     ]
@@ -415,7 +418,8 @@ def speed_table(doc: dict[str, Any]) -> str:
             (
                 f"**One-file edit**: next Search vs no-change Search (goal {goal['edit']})",
                 (
-                    f"**+{m['edit_overhead_ms']:.0f} ms** ({m['edit_search_ms']:.0f} vs {m['nochange_search_ms']:.0f} ms; "
+                    f"**+{m['edit_overhead_ms']:.0f} ms** "
+                    f"({m['edit_search_ms']:.0f} vs {m['nochange_search_ms']:.0f} ms; "
                     f"server sync {m['edit_sync_ms_server']:.0f} ms, {m['edit_sync_files_changed']} file changed, "
                     f"{m['edit_sync_chunks_embedded']} chunks embedded)"
                 ),
@@ -427,7 +431,8 @@ def speed_table(doc: dict[str, Any]) -> str:
         (
             "Index size on disk vs source",
             (
-                f"{settled / 2**20:,.1f} MiB state dir (service reports {reported / 2**20:,.1f} MiB) = {ratio:.1f}× source;"
+                f"{settled / 2**20:,.1f} MiB state dir (service reports {reported / 2**20:,.1f} MiB) "
+                f"= {ratio:.1f}× source;"
                 f" {m['state_dir_bytes'] / 2**20:,.1f} MiB at READY, before old versions pass the retention"
             ),
         ),
@@ -458,7 +463,8 @@ def render_speed_summary(doc: dict[str, Any]) -> str:
         (
             "Cold: process start → first lexical answer (search first; it starts the sync)",
             (
-                f"**{m['cold_first_lexical_s']:.1f} s** ({m['cold_first_lexical_after_serving_s']:.1f} s after SERVING; "
+                f"**{m['cold_first_lexical_s']:.1f} s** "
+                f"({m['cold_first_lexical_after_serving_s']:.1f} s after SERVING; "
                 f"starting the 3 processes took {m['services_start_s']:.1f} s)"
             ),
             goal["cold"],
@@ -472,7 +478,8 @@ def render_speed_summary(doc: dict[str, Any]) -> str:
             "Full embedding: index start → READY",
             (
                 f"**{m['index_to_ready_s']:.0f} s**, {m['embedded_chunks']:,} / {m['chunks']:,} chunks embedded, "
-                f"{m['embed_chunks_per_s']:.1f} chunks/s while polled ({m['indexing_status'].removeprefix('INDEXING_STATUS_')})"
+                f"{m['embed_chunks_per_s']:.1f} chunks/s while polled "
+                f"({m['indexing_status'].removeprefix('INDEXING_STATUS_')})"
                 + _embedding_outcome(m)
             ),
             goal["ready"],
@@ -488,7 +495,8 @@ def render_speed_summary(doc: dict[str, Any]) -> str:
             (
                 "One-file edit: extra time of the next search",
                 (
-                    f"**+{m['edit_overhead_ms']:.0f} ms** ({m['edit_search_ms']:.0f} vs {m['nochange_search_ms']:.0f} ms; "
+                    f"**+{m['edit_overhead_ms']:.0f} ms** "
+                    f"({m['edit_search_ms']:.0f} vs {m['nochange_search_ms']:.0f} ms; "
                     f"server sync {m['edit_sync_ms_server']:.0f} ms)"
                 ),
                 goal["edit"].removesuffix(" overhead"),
@@ -760,7 +768,8 @@ def pipeline_stage_table(doc: dict[str, Any], split: str, group: str) -> str:
     for row in doc["tables"]:
         if row["split"] != split or row["group"] != group:
             continue
-        tokens = f"{fmt_int(row.get('tokens'))} / {fmt_int(row.get('tokens median'))} / {fmt_int(row.get('tokens max'))}"
+        tokens = (f"{fmt_int(row.get('tokens'))} / {fmt_int(row.get('tokens median'))} / "
+                  f"{fmt_int(row.get('tokens max'))}")
         if not row["stage"].startswith("selection"):
             tokens += " (top 10)"
         rows.append((f"`{row['stage']}`", query_count(row), *(fmt_metric(row.get(key)) for _, key in columns),
@@ -835,6 +844,11 @@ def pipeline_calibration(doc: dict[str, Any], split: str) -> str:
         rows = [(b["bin"], b["n"], f"{b['predicted']:.3f}", f"{b['observed']:.3f}") for b in table["bins"]]
         parts += [f"`{name}` confidence (expected calibration error {table['ece']:.3f}, {table['n']} queries):", "",
                   md_table(("Predicted", "Queries", "Mean predicted", observed), rows), ""]
+    if table := found.get("answerability"):
+        rows = [(b["bin"], b["n"], f"{b['predicted']:.3f}", f"{b['observed']:.3f}") for b in table["bins"]]
+        parts += [f"`answerability` (expected calibration error {table['ece']:.3f}, {table['n']} queries):", "",
+                  md_table(("Predicted", "Queries", "Mean predicted", "Observed: a target in the first 10"), rows),
+                  ""]
     parts.append(f"Answerable queries flagged low_confidence (composite below {found['composite_threshold']}): "
                  f"{found['answerable_low_confidence']:.0%}.")
     return "\n".join(parts)
@@ -938,7 +952,8 @@ def render_comparison(doc: dict[str, Any]) -> str:
     for split in SPLIT_ORDER:
         ranked = _comparison_table(doc, "quality", split)
         if ranked:
-            parts += [f"{split_caption(doc_with_splits(doc), split)}, the ranked list (`{doc['ranked_mode']}`):", ranked]
+            parts += [f"{split_caption(doc_with_splits(doc), split)}, the ranked list (`{doc['ranked_mode']}`):",
+                      ranked]
         selected = _comparison_table(doc, "pipeline", split)
         if selected:
             parts += [f"{split.capitalize()} split, the selected answer (`{doc['selected_stage']}`):", selected]
@@ -970,7 +985,8 @@ def render_models(doc: dict[str, Any]) -> str:
     runs = md_table(
         ("Model", "Embedding model (as the index records it)", "Results file", "Commit", "Chunks"),
         [(label, ", ".join(info.get("embedding_models") or []) or "?", f"`{info['file']}`",
-          f"`{(info.get('commit') or '?')[:10]}`", fmt_int(info.get("chunks"))) for label, info in doc["models"].items()],
+          f"`{(info.get('commit') or '?')[:10]}`", fmt_int(info.get("chunks")))
+         for label, info in doc["models"].items()],
     )
     parts = [provenance(doc), runs]
     for split in SPLIT_ORDER:
@@ -1033,7 +1049,8 @@ def render_pipeline_speed(doc: dict[str, Any]) -> str:
         stages = ", ".join(f"{name} {v['p50']:.0f} / {v['p95']:.0f}" for name, v in by_stage.items() if name != "total")
         total = by_stage["total"]
         rows.append((f"`{config}`", stages, f"{total['p50']:.0f} / {total['p90']:.0f} / **{total['p95']:.0f}**"))
-    targets = [(t["target"], f"{t['measured_ms']:.0f} ms", f"≤ {t['goal_ms']:.0f} ms: {'met' if t['met'] else '**missed**'}")
+    targets = [(t["target"], f"{t['measured_ms']:.0f} ms",
+                f"≤ {t['goal_ms']:.0f} ms: {'met' if t['met'] else '**missed**'}")
                for t in doc.get("targets", [])]
     caption = (f"Warm, `{ws['name']}` ({ws['lines']:,} lines, {ws['chunks']:,} chunks, all embedded), "
                f"{settings['queries']} queries × {settings['passes']} passes after {settings['warm_up_passes']} "
@@ -1098,7 +1115,8 @@ def render_shard_speed(doc: dict[str, Any]) -> str:
     for storage, runs in doc["runs"].items():
         p = shard_prediction(runs, SHARD_PREDICT_CORES)
         if p is not None:
-            parts += ["", (f"Predicted for {p['cores']} cores and as many workers ({storage}): **{p['seconds']:.1f} s**, "
+            parts += ["", (f"Predicted for {p['cores']} cores and as many workers ({storage}): "
+                           f"**{p['seconds']:.1f} s**, "
                            f"{p['speedup']:.1f}x the 1-worker run. Fitted on the runs' CPU seconds: each worker adds "
                            f"{p['per_worker_cpu_s']:.1f} s that no split divides (its process and model, and its "
                            f"analysis service re-deriving the types every shard's references resolve through), "
@@ -1235,7 +1253,8 @@ def _drill_writer(r: dict[str, Any]) -> tuple[str, str, str]:
     totals = " and ".join(f"{t:,}" for t in r["searches"]["totals_seen"])
     return ("writer SIGKILLed mid-sync",
             (f"edit of {r['modules']} generated modules synced; writer killed at its first report past the scan "
-             f"({r['killed_in_phase']}), restarted, edit indexed again; {r['clients']['grpc']} gRPC clients throughout"),
+             f"({r['killed_in_phase']}), restarted, edit indexed again; "
+             f"{r['clients']['grpc']} gRPC clients throughout"),
             (f"searches: {r['searches']['errors']} errors of {r['searches']['calls']}, chunk counts seen {totals} "
              f"(old {rows['old']:,}, new {rows['clean']:,}); rows after the kill {rows['after_kill']:,}; the restarted "
              f"writer finished in {r['restarted_writer_finished_s']:g} s: {rows['after_restart']:,} rows, "
@@ -1334,7 +1353,8 @@ def render_health(doc: dict[str, Any]) -> str:
          (f"answers within {goal / 1000:g} s: {verdict} ({m.get('health_over_1s', 0)} over, "
          f"{m.get('health_errors', 0)} errors)")),
         ("`RenderSymbols`, every second", render["count"],
-         f"{render['p50_ms']:.0f} / {render['p95_ms']:.0f} / {render['max_ms']:.0f}", f"{m.get('render_errors', 0)} errors"),
+         f"{render['p50_ms']:.0f} / {render['p95_ms']:.0f} / {render['max_ms']:.0f}",
+         f"{m.get('render_errors', 0)} errors"),
     ]
     caption = (f"While `ChunkFiles` with references ran cold over `{Path(doc['workspace']).name}` "
                f"({m['chunk_files']:,} files, {m['chunk_references']:,} references, {m['chunk_s']:.0f} s; "
@@ -1445,7 +1465,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a section is stale")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
-    parser.add_argument("files", nargs="*", type=Path, help="markdown files (default: README.md, docs/*.md, bench/README.md)")
+    parser.add_argument("files", nargs="*", type=Path,
+                        help="markdown files (default: README.md, docs/*.md, bench/README.md)")
     args = parser.parse_args(argv)
     files = args.files or list(MARKDOWN_FILES)
     try:

@@ -9,6 +9,7 @@ typed by hand and two READMEs cannot disagree.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
@@ -62,10 +63,8 @@ def machine_info() -> dict[str, Any]:
                     break
     except OSError:
         pass
-    try:
+    with contextlib.suppress(OSError):
         info["load_avg"] = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        pass
     return info
 
 

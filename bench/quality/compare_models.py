@@ -36,7 +36,7 @@ def _by_cell(doc: dict[str, Any], mode: str) -> dict[tuple[str, str], dict[str, 
 def compare(runs: list[tuple[str, Path]]) -> dict[str, Any]:
     docs = [(label, path, load(path, "quality")) for label, path in runs]
     lexical = _by_cell(docs[0][2], LEXICAL_MODE)
-    for label, path, doc in docs[1:]:
+    for _, path, doc in docs[1:]:
         for cell, row in _by_cell(doc, LEXICAL_MODE).items():
             first = lexical.get(cell)
             if first is not None and abs(first[METRIC] - row[METRIC]) > BM25_TOLERANCE:

@@ -154,32 +154,36 @@ def gold_share(shown: Sequence[tuple[str, str]], gold: dict[str, set[str]]) -> f
     return inside / total if total else 0.0
 
 
-def selection_hits(answer: PipelineAnswer, targets: Sequence[Target]) -> list[int | None]:
-    """Per selected result: the target it shows (itself, or expanded inside it), or None."""
+def selection_hits(answer: PipelineAnswer, targets: Sequence[Target]) -> list[tuple[int, ...]]:
+    """Per selected result: every target it shows (itself, and each one expanded inside it: a file
+    card or a parent that shows three targets answers all three), in the order shown."""
     by_id = {c.result.chunk.id: c.result.chunk for c in answer.candidates}
-    hits: list[int | None] = []
+    out: list[tuple[int, ...]] = []
     for result in answer.selection.results:
         shown = [(result.relative_path, result.qualified_name, result.start_line, result.end_line)]
         shown += [(c.relative_path, c.qualified_name, c.start_line, c.end_line)
                   for c in (by_id.get(i) for i in result.expanded_child_ids) if c is not None]
-        hit = None
+        found: dict[int, None] = {}
         for path, name, start, end in shown:
             for index, t in enumerate(targets):
                 if path == t.path and (name == t.qualified_name or (start, end) == (t.start_line, t.end_line)):
-                    hit = index
-                    break
-            if hit is not None:
-                break
-        hits.append(hit)
-    return hits
+                    found[index] = None
+        out.append(tuple(found))
+    return out
 
 
 def score(query: Query, answer: PipelineAnswer, client_ms: float, costs: TokenCosts,
           gold: GoldLines) -> list[float | None]:
     if answer.selection is not None:
         results = answer.selection.results
-        hits = selection_hits(answer, query.targets)
+        shows = selection_hits(answer, query.targets)
+        # Ranked by the first target each result shows; read for context, every one it shows
+        # (the others at no extra cost: they are inside the same result).
+        hits = [shown[0] if shown else None for shown in shows]
         result_costs = [r.token_count for r in results]
+        context_hits = [t for shown in shows for t in (shown or (None,))]
+        context_costs = [c for shown, cost in zip(shows, result_costs, strict=True)
+                         for c in (cost, *[0] * (len(shown) - 1))]
         tokens = answer.selection.total_tokens
         shown = [(r.relative_path, r.source) for r in results]
         spans = [(r.relative_path, r.start_line, r.end_line) for r in results]
@@ -187,6 +191,7 @@ def score(query: Query, answer: PipelineAnswer, client_ms: float, costs: TokenCo
         chunks = [c.result.chunk for c in answer.candidates]
         hits = [target_hit(c, query.targets) for c in chunks]
         result_costs = [costs(c) for c in chunks]
+        context_hits, context_costs = hits, result_costs
         tokens = sum(result_costs[:10])
         shown = [(c.relative_path, c.collapsed_source) for c in chunks[:10]]
         spans = [(c.relative_path, c.start_line, c.end_line) for c in chunks]
@@ -195,7 +200,7 @@ def score(query: Query, answer: PipelineAnswer, client_ms: float, costs: TokenCo
                                        "file_ndcg10": files.ndcg10, "file_r10": files.r10}
     if query.targets:  # else the symbol-level columns stay None
         ranking = score_query(hits[:10], len(query.targets))
-        context = score_context(hits, result_costs, len(query.targets))
+        context = score_context(context_hits, context_costs, len(query.targets))
         values["first_rank"] = next((rank for rank, hit in enumerate(hits, start=1) if hit is not None), 0)
         values.update(zip(("mrr10", "r1", "r5", "r10", "ndcg10"), ranking.values(), strict=True))
         values.update(zip((f"r_{b}tok" for b in TOKEN_BUDGETS), context.recall_by_budget, strict=True))
@@ -224,8 +229,8 @@ def aggregate(rows: Sequence[Sequence[float | None]]) -> dict[str, float | None]
 def curve_row(query: Query, answer: PipelineAnswer) -> float:
     """Recall of a selected answer asked for B tokens: targets a whole (unclipped) result shows."""
     assert answer.selection is not None
-    hits = selection_hits(answer, query.targets)
-    found = {h for h, r in zip(hits, answer.selection.results, strict=True) if h is not None and not r.clipped}
+    shows = selection_hits(answer, query.targets)
+    found = {t for shown, r in zip(shows, answer.selection.results, strict=True) if not r.clipped for t in shown}
     return len(found) / len(query.targets)
 
 
@@ -343,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
                         errors.append(f"{stage}/{query.id}: {failed} {why}")
                 rows[stage][query.id] = score(query, answer, client_ms, costs, gold)
                 if stage == "first stage":
-                    confidences[query.id] = (answer.metadata.confidence, guidance_for(answer, threshold).confidence)
+                    confidences[query.id] = (answer.metadata.confidence, guidance_for(answer, threshold).confidence,
+                                             answer.metadata.answerability or 0.0)
                     if query.targets:
                         lists[query.id] = list_curve(query, answer, costs, budgets)
                 for name, ms in answer.stage_ms.items():
@@ -371,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
                     "results": len(answer.selection.results) if answer.selection else -1,
                     "tokens": answer.selection.total_tokens if answer.selection else -1,
                     "low_confidence": guidance_for(answer, threshold).low_confidence if answer.candidates else True,
-                    "confidence": round(guidance_for(answer, threshold).confidence, 4) if answer.candidates else 0.0})
+                    "confidence": round(guidance_for(answer, threshold).confidence, 4) if answer.candidates else 0.0,
+                    "answerability": round(answer.metadata.answerability or 0.0, 4)})
         pipeline.close()
     finally:
         for service in reversed(extra):
@@ -413,9 +420,12 @@ def main(argv: list[str] | None = None) -> int:
         col = COLUMNS.index("first_rank")
         # What confidence claims (policy.confidence): the first result is a right answer.
         found = {q.id: rows["first stage"][q.id][col] == 1 for q in scored}
+        # What answerability claims: a right answer among the first ten.
+        in_ten = {q.id: 1 <= rows["first stage"][q.id][col] <= 10 for q in scored}
         calibration[split] = {
             "calibrated": reliability([(confidences[q.id][0], found[q.id]) for q in scored]),
             "composite": reliability([(confidences[q.id][1], found[q.id]) for q in scored]),
+            "answerability": reliability([(confidences[q.id][2], in_ten[q.id]) for q in scored]),
             "composite_threshold": threshold,
             "observed": "the first result is a target",
             "answerable_low_confidence": round(sum(confidences[q.id][1] < threshold for q in scored) / len(scored), 4)
@@ -440,12 +450,13 @@ def main(argv: list[str] | None = None) -> int:
         "budget_curve": curves,
         "calibration": calibration,
         "errors": errors[:50],
-        "per_query": {"columns": list(COLUMNS), "queries": {q.id: [q.split, q.type, repo_label(q.repo)] for q in queries},
+        "per_query": {"columns": list(COLUMNS),
+                      "queries": {q.id: [q.split, q.type, repo_label(q.repo)] for q in queries},
                       "rows": {s: {qid: [None if v is None else round(v, 4) for v in row] for qid, row in by_id.items()}
                                for s, by_id in rows.items()},
                       # Per answerable query, for offline study of where the answer falls below its
                       # list: the list's and the selection's recall per CURVE_BUDGETS, and the
-                      # calibrated and composite confidence.
+                      # calibrated and composite confidence and the answerability.
                       "curve": {qid: {"list": [round(v, 4) for v in lists[qid]],
                                       "selection": [round(v, 4) for v in curve[qid]],
                                       "confidence": [round(v, 4) for v in confidences[qid]]}
@@ -458,10 +469,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"tokens {row.get('tokens', 0):.0f} empty {row.get('empty answers', 0):.2f}")
     log(f"latency: {latency}")
     log(f"unanswerable: {unanswerable_summary}")
-    for row in curves:
-        if row["group"] in ("all", "nl"):
-            log(f"curve {row['split']} {row['group']} {row['budgets']}: list {row.get('list')} selection {row.get('selection')}")
-    log(f"calibration: { {s: {k: v['ece'] for k, v in c.items() if isinstance(v, dict)} for s, c in calibration.items()} }")
+    for row in curves:  # every query type: "answer never below its list" is judged per type
+        log(f"curve {row['split']} {row['group']} {row['budgets']}: list {row.get('list')} "
+            f"selection {row.get('selection')}")
+    eces = {s: {k: v["ece"] for k, v in c.items() if isinstance(v, dict)} for s, c in calibration.items()}
+    log(f"calibration: {eces}")
     if errors:
         log(f"{len(errors)} stage failures, e.g. {errors[:3]}")
     if args.no_write:

@@ -229,8 +229,8 @@ def index_workspace(retrieval: ServiceProcess, workspace: Path) -> dict[str, Any
     try:
         t0 = time.perf_counter()
         last = None
-        for last in client.index(str(workspace), True, INDEX_DEADLINE_S):
-            pass
+        for event in client.index(str(workspace), True, INDEX_DEADLINE_S):
+            last = event
         elapsed = time.perf_counter() - t0
         status = client.status(str(workspace), 30)
     finally:
@@ -597,7 +597,8 @@ def main(argv: list[str] | None = None) -> int:
             "token_budgets": list(TOKEN_BUDGETS),
             "token_encoding": "cl100k_base",
             "result_cost": "tokens of '// <relative_path> > <qualified_name>\\n' + collapsed_source",
-            "budget_rule": "results in the order returned; a result counts only if it fits entirely; the walk stops at the first that does not",
+            "budget_rule": "results in the order returned; a result counts only if it fits entirely; the walk "
+            "stops at the first that does not",
             "relevance": "same path and (qualified name or exact line range); each target counted once",
             "file_relevance": "same path and, when the file target has a line span, overlapping lines; each file "
             "counted once; a symbol target is its file with the symbol's lines as its span",

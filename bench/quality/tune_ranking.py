@@ -114,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     stores = {repo: open_store(args.state_dir, workspace_for(repo)) for repo in {qy.repo for qy in queries}}
     models = {store.model for store in stores.values()}
     if len(models) != 1:
-        raise SystemExit(f"the indexes in {args.state_dir} were written by several models: {sorted(m.identity() for m in models)}")
+        raise SystemExit(f"the indexes in {args.state_dir} were written by several models: "
+                         f"{sorted(m.identity() for m in models)}")
     model = query_embedder(models.pop())
     model.warmup()
     vectors = dict(zip((qy.id for qy in queries), model.embed([qy.query for qy in queries], "query"), strict=True))

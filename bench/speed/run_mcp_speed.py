@@ -26,8 +26,9 @@ nothing else runs on it), then serves. Measured from the spawn: the handshake do
 semantic_search answer with at least one result (the call is retried until one comes; the tries
 are counted), plus where the time to the handshake went (each service's time to SERVING and the
 moment the gateway serves, from the CLI's stderr). The query is the first of the warm queries
-that the warm index answers with results at the default relevance gate. Goal (issue 9 §7): the first useful answer within 5 s. Afterwards `codecompass down`
-on that state dir, and the dir is removed.
+that the warm index answers with results at the default relevance gate. Goal (issue 9 §7): the
+first useful answer within 5 s. Afterwards `codecompass down` on that state dir, and the dir is
+removed.
 
 Prints a markdown table and writes bench/results/mcp-speed-<UTC>.json (+ -latest).
 
@@ -368,7 +369,8 @@ def markdown(latency: dict[str, dict[str, Any]], answer: dict[str, dict[str, Any
         lines += ["", "| cold start (`codecompass mcp`, fresh state dir) | seconds | goal |", "|---|---:|---|",
                   f"| process start → gateway serving (services started) | {ms(cold['gateway_serving_s'], 2)} | |",
                   f"| process start → handshake | {cold['handshake_s']:.2f} | |",
-                  (f"| process start → first answer with results ({cold['tries']} {'try' if cold['tries'] == 1 else 'tries'}) | "
+                  (f"| process start → first answer with results "
+                   f"({cold['tries']} {'try' if cold['tries'] == 1 else 'tries'}) | "
                    f"{'—' if first is None else f'{first:.2f}'} | ≤ {COLD_GOAL_S:.0f} s: "
                    f"{'met' if cold['met'] else 'MISSED'} |")]
     return "\n".join(lines)

@@ -125,7 +125,8 @@ def search(client: RetrievalClient, workspace: Path, query: str,
     return synced, reply, (time.perf_counter() - t0) * 1000
 
 
-def warm_and_edit(client: RetrievalClient, workspace: Path, texts: list[str], original_edit_text: str | None, prefix: str) -> dict:
+def warm_and_edit(client: RetrievalClient, workspace: Path, texts: list[str], original_edit_text: str | None,
+                  prefix: str) -> dict:
     """Warm query latencies over `texts`, then a one-file edit's Sync and Search against a
     no-change Search; the edited file is restored (and synced back) before returning."""
     out: dict = {}
@@ -176,7 +177,8 @@ def static_channel_lines(m: dict) -> str:
         f"  first answer with results       {seconds('first_answer_s')} (goal <= {GOALS['first_answer_s']:g} s)",
         f"  first static-vector hit         {seconds('first_static_answer_s')}",
         f"  every file written once         {seconds('static_first_pass_s')}",
-        f"  every chunk static-searchable   {seconds('static_searchable_s')} (goal <= {GOALS['static_searchable_s']:g} s)",
+        f"  every chunk static-searchable   {seconds('static_searchable_s')} "
+        f"(goal <= {GOALS['static_searchable_s']:g} s)",
         f"  index bytes when written        {m.get('index_bytes_written', 0) / 2**20:,.1f} MiB",
     ]
     if "background_warm_p95_ms" in m:

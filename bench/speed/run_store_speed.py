@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
             s3_env = {"CODECOMPASS_RETRIEVAL_DB_URI": bucket.uri("indexes"),
                       "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS": json.dumps(bucket.storage_options)}
             rows.append(run_store("s3 (moto)", workspace, s3_env, analysis, embedding, texts, scratch, {
-                "local copy (default)": {}, "no copy: reads the bucket": {"CODECOMPASS_RETRIEVAL_SEARCHER_CACHE": "false"}}))
+                "local copy (default)": {},
+                "no copy: reads the bucket": {"CODECOMPASS_RETRIEVAL_SEARCHER_CACHE": "false"}}))
         finally:
             moto.stop()
             embedding.stop()

@@ -185,8 +185,9 @@ def start_phoenix(paths: Paths, port: int, grpc_port: int) -> subprocess.Popen |
     paths.phoenix_dir.mkdir(parents=True, exist_ok=True)
     say(f"== starting Phoenix on http://{HOST}:{port} (OTLP/gRPC {HOST}:{grpc_port}), log {paths.log}")
     with paths.log.open("ab") as log:
-        process = subprocess.Popen([str(PHOENIX_PYTHON), str(PHOENIX_SERVE), "serve"], env=phoenix_env(paths, port, grpc_port),
-                                   stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        process = subprocess.Popen([str(PHOENIX_PYTHON), str(PHOENIX_SERVE), "serve"],
+                                   env=phoenix_env(paths, port, grpc_port), stdin=subprocess.DEVNULL,
+                                   stdout=log, stderr=log, start_new_session=True)
     paths.pid_file.write_text(str(process.pid))
     deadline = time.monotonic() + PHOENIX_START_S
     while not (healthy(port) and listeners(grpc_port)):

@@ -133,7 +133,8 @@ TRACE_PANEL_EDGE = _HANDLE % "r.top < 100 && r.left > 100"
 TREE_EDGE = _HANDLE % "r.top >= 100"
 # The attribute table's Key column: its left edge and its resizer's middle.
 _KEY_COLUMN = """(() => {
-  const th = [...document.querySelectorAll('th')].find(h => h.textContent.trim() === 'Key' && h.querySelector('.resizer'));
+  const th = [...document.querySelectorAll('th')]
+    .find(h => h.textContent.trim() === 'Key' && h.querySelector('.resizer'));
   if (!th) return null;
   const r = th.getBoundingClientRect(), handle = th.querySelector('.resizer').getBoundingClientRect();
   return [r.left, handle.left + handle.width / 2, handle.top + handle.height / 2];

@@ -140,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-relevance", type=_ratio, help="relevance gate in [0, 1] (default 0.5)")
     p.add_argument("--focus", choices=[f.value for f in QueryFocus], default=QueryFocus.AUTO.value,
                    help="down-weight tests (implementation) or implementation (tests); auto judges the query")
-    p.add_argument("--limit", type=_int_up_to(MAX_LIST_LIMIT), default=10, help="results of the ranked list (--no-select)")
+    p.add_argument("--limit", type=_int_up_to(MAX_LIST_LIMIT), default=10,
+                   help="results of the ranked list (--no-select)")
     p.add_argument("--max-lines", type=_positive_int, default=DEFAULT_CODE_LINES,
                    help=f"code lines shown per ranked result with --no-select (default {DEFAULT_CODE_LINES})")
     p.set_defaults(handler=commands.cmd_search)

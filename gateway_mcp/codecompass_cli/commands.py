@@ -240,11 +240,18 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     importer.start()
     up(settings, str(workspace), say=_err)
     importer.join()
-    addresses = {f"{name}_addr": service_address(settings, name)
-                 for name in names.BACKENDS}
+    # Each of names.BACKENDS by its own field, so every address is checked against its Settings field.
+    addressed = dataclasses.replace(
+        settings,
+        analysis_addr=service_address(settings, names.ANALYSIS),
+        embedding_addr=service_address(settings, names.EMBEDDING),
+        retrieval_addr=service_address(settings, names.RETRIEVAL),
+        rerank_addr=service_address(settings, names.RERANK),
+        selection_addr=service_address(settings, names.SELECTION),
+    )
     # The server outlives any one set of services: `up` may restart one on a new port, so every
     # call finds its service through runtime.json (the addresses of now are what the log shows).
-    return run_gateway(args, dataclasses.replace(settings, **addresses), Locator(settings))
+    return run_gateway(args, addressed, Locator(settings))
 
 
 def _invocation() -> str:

@@ -215,7 +215,7 @@ class Locator:
 def service_rows(settings: Settings) -> list[dict[str, Any]]:
     """One status row per known service (for `status` and `up`)."""
     state = read_state(settings) or RuntimeState(started_at="", workspace=None)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for svc in SERVICES:
         recorded = state.services.get(svc.name)
         if recorded is None:
@@ -338,6 +338,8 @@ class _Launch:
     offset: int
     spawned_at: float
     port: int
+    # The command it was started with, as spawn got it (Popen.args is typed as any command form).
+    argv: list[str]
 
 
 def up(settings: Settings, workspace: str | None, say: Say) -> RuntimeState:
@@ -391,7 +393,7 @@ def _start(settings: Settings, existing: RuntimeState | None, plan: _Plan, works
                 pending.append(launch)
                 state.services[svc.name] = ServiceState(
                     name=svc.name, pid=launch.process.pid, address=recorded.address if recorded else "",
-                    log_path=str(launch.log_path), argv=launch.process.args, started_at=_now(),
+                    log_path=str(launch.log_path), argv=launch.argv, started_at=_now(),
                 )
             write_state(settings, state)
             for index, launch in enumerate(pending):
@@ -443,9 +445,9 @@ def _start(settings: Settings, existing: RuntimeState | None, plan: _Plan, works
             ) from None
         # Ctrl-C or a crash mid-start must not leave orphans behind.
         raise
-    kept = [name for name in plan.keep if name not in changed]
-    if kept:
-        say(f"kept running (same pids): {', '.join(kept)}")
+    kept_names = [name for name in plan.keep if name not in changed]
+    if kept_names:
+        say(f"kept running (same pids): {', '.join(kept_names)}")
     return state
 
 
@@ -464,8 +466,9 @@ def _launch(settings: Settings, svc: ServiceDef, addresses: dict[str, str], port
     log_path = settings.state_dir / "logs" / f"{svc.name}.log"
     offset = log_path.stat().st_size if log_path.exists() else 0
     spawned_at = time.monotonic()
-    process = spawn(svc.name, svc.argv(), _child_env(settings, svc, addresses, port), log_path)
-    return _Launch(svc, process, log_path, offset, spawned_at, port)
+    argv = svc.argv()
+    process = spawn(svc.name, argv, _child_env(settings, svc, addresses, port), log_path)
+    return _Launch(svc, process, log_path, offset, spawned_at, port, argv)
 
 
 def _indexes(count: int) -> str:

@@ -48,7 +48,7 @@ class Advice:
 def ts_js_share(root: Path) -> float:
     """Share of TypeScript/JavaScript among the code files under `root` (1.0 when there are none)."""
     ts_js = other = seen = 0
-    for folder, dirs, files in os.walk(root):
+    for _, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
         for name in sorted(files):
             suffix = os.path.splitext(name)[1].lower()

@@ -113,6 +113,7 @@ def search_metadata_to_dict(meta: SearchMetadata) -> dict[str, Any]:
         "indexing_status": meta.indexing_status.value,
         "result_completeness": meta.result_completeness.value,
         "confidence": round(meta.confidence, 4),
+        "answerability": None if meta.answerability is None else round(meta.answerability, 4),
         "semantic_fallback": meta.semantic_fallback,
         "semantic_skipped_reason": meta.semantic_skipped_reason,
         "semantic_ratio_used": round(meta.semantic_ratio_used, 6),

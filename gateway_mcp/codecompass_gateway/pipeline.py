@@ -58,7 +58,7 @@ from codecompass.policy.merge import merge_results
 from codecompass.policy.ranking import RankedResult
 from codecompass.policy.relevance import QueryFocus, focused_scores, relevance, resolve_focus
 from codecompass.policy.rewrite import should_rewrite
-from codecompass.policy.selection import Verdict, judge
+from codecompass.policy.selection import Verdict, answer_budget, judge
 from codecompass.rerank.model import LOCAL, RerankQuery
 from codecompass.rerank.model import Candidate as RerankCandidate
 from codecompass.retrieval.filters import Filters
@@ -277,7 +277,7 @@ class Pipeline:
                     skipped[HUBS] = self._failed(HUBS, exc)
 
             confidence = answer_confidence([c.result for c in ranked], [c.score for c in ranked],
-                                           outcome.metadata.confidence)
+                                           outcome.metadata.confidence, outcome.metadata.answerability)
             threshold = g.confidence_threshold if request.min_relevance is None else request.min_relevance
             verdict = judge(confidence.composite, threshold)
             selection = None
@@ -286,7 +286,7 @@ class Pipeline:
             elif ranked:
                 try:
                     with self._stage(SELECT, stage_ms):
-                        selection, verdict = self._select(request, ranked, confidence.composite, threshold, focus)
+                        selection, verdict = self._select(request, ranked, confidence, threshold, focus)
                 except ServiceError as exc:
                     skipped[SELECT] = self._failed(SELECT, exc)
             if selection is None and rewritten.applied:
@@ -396,22 +396,27 @@ class Pipeline:
         out.sort(key=lambda c: -c.score)
         return out, added
 
-    def _select(self, request: PipelineRequest, ranked: list[Ranked], composite: float, threshold: float,
-                focus: QueryFocus) -> tuple[SelectOutcome, Verdict]:
+    def _select(self, request: PipelineRequest, ranked: list[Ranked], confidence: AnswerConfidence,
+                threshold: float, focus: QueryFocus) -> tuple[SelectOutcome, Verdict]:
         """The selected answer, and the gate's verdict on it: the policy's own rule on the relevances
-        sent and the gate the service applied, so what the reader is told is what was decided."""
+        sent and the gate the service applied, so what the reader is told is what was decided. The
+        budget asked for is the policy's (`answer_budget`): small for a question likely without an
+        answer here."""
         g = self._gateway
         offered = ranked[: g.select_candidates]
         # Built on the composite confidence the agent is shown (answer.py), so that the gate keeps an
         # answer flagged low_confidence to its small budget and gives a confident one its whole one.
-        relevances = relevance([c.score for c in offered], [c.result.chunk for c in offered], composite, focus)
+        relevances = relevance([c.score for c in offered], [c.result.chunk for c in offered], confidence.composite,
+                               focus)
         offers = tuple(
             SelectCandidate(chunk=c.result.chunk, score=c.score, reason=c.reason, provenance=c.result.provenance,
                             connected_ids=c.connected_ids, relevance=value)
             for c, value in zip(offered, relevances, strict=True)
         )
         outcome = self.selection.select(SelectQuery(
-            workspace_root=request.workspace_root, candidates=offers, max_tokens=request.max_tokens or 0,
+            workspace_root=request.workspace_root, candidates=offers,
+            max_tokens=answer_budget(request.max_tokens or 0, judge(max(relevances, default=0.0), threshold),
+                                     confidence.answerability),
             min_relevance=threshold,
         ), g.select_timeout_s)
         return outcome, judge(max(relevances, default=0.0), outcome.min_relevance)

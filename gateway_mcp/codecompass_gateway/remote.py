@@ -1,10 +1,10 @@
 """Who may talk to the MCP server over HTTP (issue 15, section 5: remote use is safe by default).
 
 The server listens on --host, else on CODECOMPASS_BIND_HOST (`bind_host`), the host every
-CodeCompass server binds. A loopback bind (127.0.0.0/8, ::1, localhost) is reachable from this machine only: it keeps the
-checks the MCP SDK makes by default there (the Host and Origin of a request must be a loopback
-name, against DNS rebinding from a web page), extended to the address actually bound and to the
-configured lists.
+CodeCompass server binds. A loopback bind (127.0.0.0/8, ::1, localhost) is reachable from this
+machine only: it keeps the checks the MCP SDK makes by default there (the Host and Origin of a
+request must be a loopback name, against DNS rebinding from a web page), extended to the address
+actually bound and to the configured lists.
 
 Any other bind is reachable from the network, so the server refuses to start unless
 - a bearer token is set (`CODECOMPASS_GATEWAY_AUTH_TOKEN`, or the first line of

@@ -11,6 +11,7 @@ protocol error. The tools run in worker threads (the SDK runs synchronous tools 
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import anyio
 import anyio.from_thread
@@ -25,7 +26,7 @@ from codecompass_gateway.rewrite import MAX_ANSWER_TOKENS, TEMPERATURE, RewriteF
 TIMEOUT, CLIENT_ERROR, NOT_TEXT = "timeout", "client_error", "invalid_response"
 
 
-def client_rewriter(ctx: Context, timeout_s: float) -> SamplingRewriter | None:
+def client_rewriter(ctx: Context[Any, Any], timeout_s: float) -> SamplingRewriter | None:
     """A rewriter that asks the client's model, or None when this connection does not allow it."""
     capabilities = ctx.client_capabilities
     if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS or capabilities is None:

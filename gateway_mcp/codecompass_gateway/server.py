@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -409,7 +409,12 @@ IndexingWorkspaceArg = Annotated[str | None, Field(
 PathArg = Annotated[str | None, Field(description="File that declares the symbol, when several do.")]
 QueryArg = Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="A question in words, or names.")]
 Direction = Literal["callers", "callees", "references", "implementations", "supertypes", "subtypes"]
-Kind = Literal[tuple(k.value for k in NodeKind)]  # type: ignore[valid-type]
+if TYPE_CHECKING:
+    # A Literal built at run time is no type to the checker: to it, a kind is a string (the tools
+    # pass it on as one). Pydantic reads the Literal below and lists its values in the tool schema.
+    Kind = str
+else:
+    Kind = Literal[tuple(k.value for k in NodeKind)]
 SearchLanguage = Literal["typescript", "tsx", "javascript", "jsx"]
 SemanticMode = Literal["off", "rerank_only", "hybrid"]
 

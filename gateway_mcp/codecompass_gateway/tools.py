@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp.types import Annotations, CallToolResult, TextContent
+from mcp.types import Annotations, CallToolResult, ContentBlock, TextContent
 
 from codecompass.clients.analysis_model import (
     FileChunks,
@@ -323,8 +323,8 @@ def search_result(payload: dict[str, Any], workspace: Path, query: str, budget: 
                    for note in notes]
         content += [TextContent(type="text", text=text, annotations=Annotations(audience=["assistant"], priority=p))
                     for text, p in items[:keep]]
-        structured = {"results": structured_results[:keep], "selection": payload.get("selection"),
-                      "metadata": dict(metadata)}
+        structured: dict[str, Any] = {"results": structured_results[:keep], "selection": payload.get("selection"),
+                                      "metadata": dict(metadata)}
         if keep < len(items):
             structured["metadata"]["response_truncated"] = {
                 "dropped_results": len(items) - keep,
@@ -340,7 +340,8 @@ def search_result(payload: dict[str, Any], workspace: Path, query: str, budget: 
         content, structured = build(keep)
     tokens = sum(count_tokens(c.text) for c in content) + count_tokens(json.dumps(structured))
     structured["metadata"]["response_tokens"] = tokens
-    return CallToolResult(content=content, structured_content=structured)
+    # As a list of any content block, the type the result's field has (a list's item type is invariant).
+    return CallToolResult(content=list[ContentBlock](content), structured_content=structured)
 
 
 def _fits(content: list[TextContent], structured: dict[str, Any], max_chars: int | None) -> bool:
@@ -374,7 +375,8 @@ def check_ref(ref: str | None) -> None:
     if ref is None or ref.strip().lower() in WORKING_TREE_REFS:
         return
     raise ToolInputError(f"ref {ref.strip()!r} is not indexed: only the working tree is (the files as they are "
-                         "on disk); omit ref. Branch- and commit-aware indexes are on the roadmap", errors.UNSUPPORTED_REF)
+                         "on disk); omit ref. Branch- and commit-aware indexes are on the roadmap",
+                         errors.UNSUPPORTED_REF)
 
 
 def language_filters(language: str | None) -> Filters:
@@ -475,7 +477,8 @@ def trace_text(outcome: TraceOutcome, direction: TraceDirection, depth: int) -> 
         lines.append(f"{by_name} of them [by name]: the type checker could not resolve those sites")
     if not outcome.nodes:
         lines.append(f"none: the type checker found no {phrase.split()[0]} in the workspace"
-                     + (", nor did a search by name" if outcome.partial_reason is TracePartialReason.UNRESOLVED else ""))
+                     + (", nor did a search by name"
+                        if outcome.partial_reason is TracePartialReason.UNRESOLVED else ""))
     for node in outcome.nodes:
         indent = "  " * (node.depth - 1)
         name = node.qualified_name or "(top level)"
@@ -557,7 +560,8 @@ def symbol_result(view: SymbolView, workspace: Path, metadata: dict[str, Any]) -
     if view.not_found:
         notes.append(f"no member named {', '.join(view.not_found)} under {root.qualified_name}; "
                      "the collapsed lines above name the members there are")
-    content = [TextContent(type="text", text=text)] + [TextContent(type="text", text=n) for n in notes]
+    content: list[ContentBlock] = [TextContent(type="text", text=text)]
+    content += [TextContent(type="text", text=n) for n in notes]
     structured = {
         "path": root.relative_path, "qualified_name": root.qualified_name, "start_line": root.start_line,
         "end_line": root.end_line, "id": root.chunk_id, "tokens": view.token_count, "expanded": view.expanded,
@@ -634,7 +638,8 @@ def status_result(report: IndexStatusReport, workspace: Path, background: str | 
     if report.skipped:
         lines.append(skips.summary(report.skipped))
     for entry in left_out[:_STATUS_LEFT_OUT_SHOWN]:
-        lines.append(f"  not indexed: {entry.relative_path} ({skips.label(entry.reason)}: {entry.detail or 'no detail'})")
+        lines.append(f"  not indexed: {entry.relative_path} "
+                     f"({skips.label(entry.reason)}: {entry.detail or 'no detail'})")
     if len(left_out) > _STATUS_LEFT_OUT_SHOWN:
         lines.append(f"  … {len(left_out) - _STATUS_LEFT_OUT_SHOWN} more not indexed; "
                      "`codecompass index --show-skipped` lists them all")

@@ -112,9 +112,10 @@ def suggested_action(shape: QueryShape, best: BestResult | None, indexing_status
 
     In order: an index that is not ready is the likeliest cause; a file the query names is read
     directly; words that occur nowhere (no result, or only vector neighbours) call for other
-    words, not for reading a neighbour; a name the index defines is followed through the type checker; a name it does not
-    define is searched by its words; a sentence is narrowed to its identifiers or content
-    words; and when nothing narrower exists, the best candidate is read to judge it."""
+    words, not for reading a neighbour; a name the index defines is followed through the type
+    checker; a name it does not define is searched by its words; a sentence is narrowed to its
+    identifiers or content words; and when nothing narrower exists, the best candidate is read to
+    judge it."""
     if indexing_status != "ready":
         return _action("index_status", {}, f"the index is {indexing_status.replace('_', ' ')}: results may be "
                                            "missing until it is ready")
@@ -161,7 +162,7 @@ class ConfidenceGuidance:
     """Seed 004 FR-712/721: the composite confidence of an answer and what to do when it is low."""
 
     confidence: float  # composite, in [0, 1]
-    calibrated: float  # retrieval's calibrated P(an answer is among the first ten)
+    calibrated: float  # retrieval's calibrated P(the first result is right)
     top_score: float
     score_margin: float
     channel_agreement: float | None  # None when only one channel found the best results

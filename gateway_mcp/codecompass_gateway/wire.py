@@ -15,8 +15,9 @@ id can be read (from the top level of the message, however deep or long the rest
 Notifications and responses get none, as JSON-RPC says. What passes goes to the SDK unchanged.
 
 `ScreenedStdin` applies this to the stdio transport, `ScreenedHttp` to streamable HTTP (behind
-`Guarded`, which lets in only who `remote.Exposure` says); `InitializeFirst` turns the SDK's answer to a call before `initialize` ("Invalid request
-parameters", which sends a client hunting for a wrong argument) into one that says what is missing.
+`Guarded`, which lets in only who `remote.Exposure` says); `InitializeFirst` turns the SDK's
+answer to a call before `initialize` ("Invalid request parameters", which sends a client hunting
+for a wrong argument) into one that says what is missing.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from mcp.types import (
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.requests import Request
+from starlette.types import Message, Receive, Scope, Send
 
 from codecompass.common.logging import get_logger
 from codecompass_gateway.remote import Exposure
@@ -134,8 +136,9 @@ def screen(raw: bytes) -> dict[str, Any] | Rejection:
         lone = _lone_surrogate(message, "")
         if lone is not None:
             where, char = lone
-            return _refuse(INVALID_PARAMS, f"Invalid params: {where} holds a lone UTF-16 surrogate (\\u{ord(char):04x}), "
-                                           "which encodes no character: send the text as valid Unicode", top)
+            return _refuse(INVALID_PARAMS,
+                           f"Invalid params: {where} holds a lone UTF-16 surrogate (\\u{ord(char):04x}), "
+                           "which encodes no character: send the text as valid Unicode", top)
     try:
         # The envelope only: what the params or a result hold is the SDK's to judge (and a copy
         # of a large one would cost more than the rest of the screen).
@@ -315,9 +318,6 @@ class ScreenedStdin:
 
 # --- streamable HTTP ------------------------------------------------------------------------------
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 # How much of an oversized body is read (and dropped) before answering, so that the client, still
 # sending, reads the answer rather than a reset connection; past it the connection is cut.
 _DRAIN_BYTES = 16 * MAX_MESSAGE_BYTES
@@ -364,7 +364,7 @@ class ScreenedHttp:
             return
         replayed = False
 
-        async def replay() -> dict[str, Any]:
+        async def replay() -> Message:
             nonlocal replayed
             if not replayed:
                 replayed = True

@@ -62,7 +62,8 @@ def corpus_chunks(roots: list[Path], count: int, seed: int) -> list[str]:
     client = AnalysisClient(analysis.address, timeout_s=120)
     try:
         for root in roots:
-            files = [str(path.relative_to(root)) for path in vocabulary.source_files(root) if vocabulary.file_words(path)]
+            files = [str(path.relative_to(root)) for path in vocabulary.source_files(root)
+                     if vocabulary.file_words(path)]
             rng.shuffle(files)
             if not files:
                 continue
@@ -143,7 +144,8 @@ def refine(table: np.ndarray, pad_id: int, token_ids: list[list[int]], targets: 
     best = validation_loss()
     start_loss, best_state, waited, epochs = best, None, 0, 0
     rng = np.random.default_rng(seed + 1)
-    for epochs in range(1, MAX_EPOCHS + 1):
+    for epoch in range(1, MAX_EPOCHS + 1):
+        epochs = epoch
         shuffled = rng.permutation(train_index)
         for i in range(0, len(shuffled), BATCH_SIZE):
             x, y = batch(shuffled[i:i + BATCH_SIZE])

@@ -175,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         output = args.output or DEV_OUTPUT
     else:
         sources = train_repositories(args.manifest, args.corpus_dir)
-        inputs = {"manifest": str(args.manifest.relative_to(MODELS_DIR.parent)), "manifest_sha256": sha256(args.manifest)}
+        inputs = {"manifest": str(args.manifest.relative_to(MODELS_DIR.parent)),
+                  "manifest_sha256": sha256(args.manifest)}
         output = args.output or COMMITTED_MODEL
     if output.resolve() == COMMITTED_MODEL.resolve() and args.vocab_source:
         raise SystemExit(f"{COMMITTED_MODEL} holds the model trained on the manifest's train split only")
@@ -226,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         "refinement": refinement,
         "model": {"dimensions": model.dim, "size_mb": round(size_mb, 2),
                   "weights_sha256": sha256(output / "model.safetensors")},
-        "versions": {name: version(name) for name in ("model2vec", "skeletoken", "torch", "transformers", "tokenizers")},
+        "versions": {name: version(name)
+                     for name in ("model2vec", "skeletoken", "torch", "transformers", "tokenizers")},
         "hardware": {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version()},
     }
     log_path = COMMITTED_LOG if output.resolve() == COMMITTED_MODEL.resolve() else output.parent / "training.json"

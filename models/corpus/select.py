@@ -217,7 +217,7 @@ def screen(candidate: dict) -> str | None:
 def screened(candidates: list[dict]) -> list[tuple[dict, str | None]]:
     """The candidates with their screening verdicts, downloaded 16 at a time."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
-        return list(zip(candidates, pool.map(screen, candidates)))
+        return list(zip(candidates, pool.map(screen, candidates), strict=True))
 
 
 def exclusion(github: str, packages: list[str]) -> str | None:
@@ -396,7 +396,8 @@ def write_json(path: Path, value) -> None:
 def command_candidates(_args: argparse.Namespace) -> int:
     packages = ranked_packages(NPM_RANKING, RULE["top_packages"])
     with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
-        metadata = dict(zip((p.name for p in packages), pool.map(lambda p: registry_metadata(p.name), packages)))
+        metadata = dict(zip((p.name for p in packages), pool.map(lambda p: registry_metadata(p.name), packages),
+                            strict=True))
     unreachable = [name for name, meta in metadata.items() if meta.get("transient")]
     if unreachable:
         print(f"the registry did not answer for {len(unreachable)} package(s), e.g. {unreachable[0]}: run it again")

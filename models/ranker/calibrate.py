@@ -1,11 +1,14 @@
-"""Fit the search's confidence model (`policy.confidence`) on the train repositories and report
-its calibration on the benchmark's test split.
+"""Fit the search's two calibrated models (`policy.confidence`) on the train repositories and
+report their calibration on the benchmark's test split.
 
-Confidence is P(the first result is a right answer), judged from absolute evidence
-(`policy.confidence.confidence_features`) of the first stage as the product runs it (the learned
-ranker when its model is there). Wrong answers are the negatives that matter: a question whose
-first result is not its answer is one an agent is misled by, whether the answer is further down
-or nowhere. Examples:
+Both are judged from the same absolute evidence (`policy.confidence.confidence_features`) of the
+first stage as the product runs it (the learned ranker when its model is there):
+- confidence, P(the first result is a right answer): wrong answers are the negatives that matter,
+  a question whose first result is not its answer is one an agent is misled by, whether the
+  answer is further down or nowhere;
+- answerability, P(a right answer is among the first ANSWERABLE_DEPTH results): whether the
+  question has an answer here at all, which decides how much of the ranking an answer gives.
+Examples:
 
 - answerable: each query asked of its own repository (label: its first result is a target; else
   the example is a wrong answer), and exact names (`exact_name`: a code-shaped name one symbol of
@@ -17,19 +20,23 @@ or nowhere. Examples:
 
 Agents mostly ask about the code in front of them, so the unanswerable examples together weigh
 UNANSWERABLE_SHARE of all examples (the prior; the features decide the rest). A logistic
-regression with a small L2 penalty is fitted by Newton's method (numpy only); the weights go
-into `policy/confidence.py` DEFAULT_CALIBRATION. The test split is only measured: a reliability
-table (predicted vs observed per bucket) and the expected calibration error, at the same prior.
+regression with a small L2 penalty is fitted per model by Newton's method (numpy only); the
+weights go into `policy/confidence.py` (DEFAULT_CALIBRATION, DEFAULT_ANSWERABILITY). The test
+split is only measured: a reliability table (predicted vs observed per bucket) and the expected
+calibration error, at the same prior.
 
 Writes bench/results/calibration-<UTC>.json (and -latest).
 
 Run (after models.ranker.train): .venv/bin/python -m models.ranker.calibrate
+(`--reuse` refits on the last run's saved searches.)
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
+import json
 import random
 import sys
 import time
@@ -44,7 +51,7 @@ from bench.quality.tune_ranking import open_store, query_embedder
 from codecompass.common.config import GatewaySettings, RetrievalSettings
 from codecompass.embedding.static import StaticProvider
 from codecompass.policy import shape as q
-from codecompass.policy.confidence import CONFIDENCE_FEATURES, Calibration, confidence
+from codecompass.policy.confidence import ANSWERABLE_DEPTH, CONFIDENCE_FEATURES, Calibration, confidence
 from codecompass.policy.learned import load_ranker
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import hybrid_search
@@ -57,7 +64,7 @@ from models.ranker.dump import (
     quality_queries,
     train_queries,
 )
-from models.ranker.workspaces import SEED, STATE_DIR
+from models.ranker.workspaces import RANKER_DIR, SEED, STATE_DIR
 
 L2 = 1.0
 # Assumed share of questions with no answer in the workspace: agents ask about the code in front
@@ -79,15 +86,33 @@ ANSWERABLE = ("answerable", "exact_name")
 BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0001)
 
 
+@dataclass(frozen=True)
+class Model:
+    """One calibrated model: its name, the constant it goes into, and its label: a right result
+    within the first `depth`."""
+
+    name: str
+    constant: str
+    depth: int
+
+
+MODELS = (Model("confidence", "DEFAULT_CALIBRATION", 1),
+          Model("answerability", "DEFAULT_ANSWERABILITY", ANSWERABLE_DEPTH))
+
+
 @dataclass
 class Examples:
     rows: list[dict[str, float]]
-    labels: list[float]
     kinds: list[str]
+    # Rank of the first right result (1-based) among the results the gateway asks for; 0: none.
+    ranks: list[int]
 
-    def matrix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def labels(self, depth: int) -> np.ndarray:
+        return np.array([1.0 if 0 < rank <= depth else 0.0 for rank in self.ranks])
+
+    def matrix(self, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         x = np.array([[r[n] for n in CONFIDENCE_FEATURES] for r in self.rows])
-        y = np.array(self.labels)
+        y = self.labels(depth)
         own = np.array([k in ANSWERABLE for k in self.kinds])
         share = UNANSWERABLE_SHARE / (1.0 - UNANSWERABLE_SHARE)
         sw = np.where(own, 1.0, share * own.sum() / max((~own).sum(), 1))
@@ -193,14 +218,14 @@ def collect(split: str, state_dir: Path, workspaces: dict[str, Path], queries: l
     items = [(repo, (repo, text, kind, targets, vectors[text], static_vectors[text]))
              for repo, text, kind, targets in asks]
     parts, _ = by_repository(_judge_part, state_dir, workspaces, items)
-    out = Examples([r for p in parts for r in p.rows], [v for p in parts for v in p.labels],
-                   [k for p in parts for k in p.kinds])
+    out = Examples([r for p in parts for r in p.rows], [k for p in parts for k in p.kinds],
+                   [r for p in parts for r in p.ranks])
     print(f"{split}: {len(asks)} searches in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return out
 
 
 def _judge_part(state_dir: Path, workspaces: dict[str, Path], items: list[tuple]) -> Examples:
-    """One worker's searches: each one's confidence features and whether its first result answers."""
+    """One worker's searches: each one's confidence features and where its first right result is."""
     settings = RetrievalSettings()
     # The pools the gateway's searches rank (see dump.py).
     depth = GatewaySettings().candidates
@@ -213,24 +238,36 @@ def _judge_part(state_dir: Path, workspaces: dict[str, Path], items: list[tuple]
                                 semantic_ratio=settings.semantic_ratio, candidate_pool=settings.candidate_pool,
                                 static_query_vector=static_vector,
                                 static_search=store.vector_counts().static_only > 0, model=ranker)
-        # The first result alone, judged by the ranker's own label rule.
-        hit = bool(targets) and bool(outcome.results) and is_answer(outcome.results[0].chunk, *targets)
+        # Judged by the ranker's own label rule.
+        rank = next((i for i, r in enumerate(outcome.results, start=1) if is_answer(r.chunk, *targets)), 0) \
+            if targets else 0
         out.rows.append(outcome.confidence_features)
-        out.labels.append(1.0 if hit else 0.0)
         out.kinds.append(kind)
+        out.ranks.append(rank)
     return out
 
 
-def by_kind(examples: Examples, pred: np.ndarray) -> dict[str, dict]:
+def cached(split: str, reuse: bool, make) -> Examples:
+    """The split's examples: searched now (and saved), or, with `reuse`, the last saved ones, so a
+    refit of the models costs no searches."""
+    path = RANKER_DIR / f"calibration-{split}.json"
+    if reuse and path.exists():
+        saved = json.loads(path.read_text())
+        return Examples(saved["rows"], saved["kinds"], saved["ranks"])
+    examples = make()
+    path.write_text(json.dumps(dataclasses.asdict(examples)))
+    return examples
+
+
+def by_kind(examples: Examples, pred: np.ndarray, labels: np.ndarray) -> dict[str, dict]:
     out = {}
     for kind in sorted(set(examples.kinds)):
         mask = np.array([k == kind for k in examples.kinds])
-        labels = np.array(examples.labels)
-        out[kind] = {"n": int(mask.sum()), "mean_confidence": round(float(pred[mask].mean()), 3),
-                     "answered": round(float(labels[mask].mean()), 3),
+        out[kind] = {"n": int(mask.sum()), "mean_predicted": round(float(pred[mask].mean()), 3),
+                     "observed": round(float(labels[mask].mean()), 3),
                      "below_0.5": round(float((pred[mask] < 0.5).mean()), 3)}
         if kind in ANSWERABLE:
-            # Right and wrong first results apart: a wrong one flagged is the point of confidence.
+            # Right and wrong apart: a wrong one below 0.5 is the point of the model.
             for name, outcome in (("right", 1.0), ("wrong", 0.0)):
                 chosen = mask & (labels == outcome)
                 if chosen.any():
@@ -243,30 +280,35 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quality-state", type=Path, default=QUALITY_STATE)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--reuse", action="store_true", help="refit on the last run's saved examples")
     args = parser.parse_args(argv)
     workspaces, queries = train_queries()
-    train = collect("train", STATE_DIR, workspaces, queries, generate=True)
-    x, y, sw = train.matrix()
-    w = fit(x, y, sw)
-    calibration = Calibration(bias=round(float(w[-1]), 3), weights=tuple(
-        (n, round(float(v), 3)) for n, v in zip(CONFIDENCE_FEATURES, w[:-1], strict=True)))
-    report: dict = {"unanswerable_share": UNANSWERABLE_SHARE, "l2": L2,
-                    "calibration": {"bias": calibration.bias, "weights": dict(calibration.weights)}}
-    print(f"DEFAULT_CALIBRATION = {calibration!r}\n")
+    train = cached("train", args.reuse, lambda: collect("train", STATE_DIR, workspaces, queries, generate=True))
     test_workspaces, test_queries = quality_queries("test")
-    test = collect("test", args.quality_state, test_workspaces, test_queries, generate=False)
-    for split, examples in (("train", train), ("test", test)):
-        _, ys, sws = examples.matrix()
-        pred = np.array([confidence(row, calibration) for row in examples.rows])
-        table, ece = reliability(pred, ys, sws)
-        report[split] = {"examples": len(ys), "positives": int(ys.sum()), "reliability": table,
-                         "expected_calibration_error": ece, "by_kind": by_kind(examples, pred)}
-        print(f"{split}: {len(ys)} examples, ECE {ece:.4f}")
-        print("| Predicted | n | mean predicted | observed |\n|---|---|---|---|")
-        for row in table:
-            print(f"| {row['bucket']} | {row['n']} | {row['predicted']:.3f} | {row['observed']:.3f} |")
-        for kind, row in report[split]["by_kind"].items():
-            print(f"  {kind}: {row}")
+    test = cached("test", args.reuse,
+                  lambda: collect("test", args.quality_state, test_workspaces, test_queries, generate=False))
+    report: dict = {"unanswerable_share": UNANSWERABLE_SHARE, "l2": L2}
+    for model in MODELS:
+        x, y, sw = train.matrix(model.depth)
+        w = fit(x, y, sw)
+        calibration = Calibration(bias=round(float(w[-1]), 3), weights=tuple(
+            (n, round(float(v), 3)) for n, v in zip(CONFIDENCE_FEATURES, w[:-1], strict=True)))
+        entry: dict = {"depth": model.depth, "calibration": {"bias": calibration.bias,
+                                                             "weights": dict(calibration.weights)}}
+        print(f"{model.constant} = {calibration!r}\n")
+        for split, examples in (("train", train), ("test", test)):
+            _, ys, sws = examples.matrix(model.depth)
+            pred = np.array([confidence(row, calibration) for row in examples.rows])
+            table, ece = reliability(pred, ys, sws)
+            entry[split] = {"examples": len(ys), "positives": int(ys.sum()), "reliability": table,
+                            "expected_calibration_error": ece, "by_kind": by_kind(examples, pred, ys)}
+            print(f"{model.name}, {split}: {len(ys)} examples, ECE {ece:.4f}")
+            print("| Predicted | n | mean predicted | observed |\n|---|---|---|---|")
+            for row in table:
+                print(f"| {row['bucket']} | {row['n']} | {row['predicted']:.3f} | {row['observed']:.3f} |")
+            for kind, row in entry[split]["by_kind"].items():
+                print(f"  {kind}: {row}")
+        report[model.name] = entry
     if not args.no_write:
         print(f"wrote {write_results('calibration', report)}")
     return 0

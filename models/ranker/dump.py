@@ -108,7 +108,8 @@ def generated_queries(repo: str, outline: list[dict]) -> list[dict]:
                for path, symbols in sorted(by_path.items())]
     rng = random.Random(f"{SEED}:{repo}:generated")
     out = []
-    for kind, make in (("identifier", lambda: identifier_queries(records, rng)), ("path", lambda: path_queries(records))):
+    for kind, make in (("identifier", lambda: identifier_queries(records, rng)),
+                       ("path", lambda: path_queries(records))):
         pool = sorted(make(), key=lambda c: (c.targets[0].path, c.targets[0].start_line, c.text))
         rng.shuffle(pool)
         for n, candidate in enumerate(pool[: GENERATED[kind]], start=1):
@@ -193,7 +194,8 @@ def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list
 
 
 def by_repository(work: Callable[[Path, dict[str, Path], list], Any], state_dir: Path,
-                  workspaces: dict[str, Path], items: list[tuple[str, Any]], workers: int = WORKERS) -> tuple[list, int]:
+                  workspaces: dict[str, Path], items: list[tuple[str, Any]],
+                  workers: int = WORKERS) -> tuple[list, int]:
     """`work(state_dir, its workspaces, its items)` in up to `workers` spawned processes, each
     repository's items (`(repo, item)` pairs) whole in one process, largest first to the least
     loaded, so the processes finish together; the results in process order, and how many ran."""

@@ -341,7 +341,7 @@ export class CheckerWorker {
       },
     };
     worker.ref();
-    worker.postMessage({ ...payload, id, cancel: flag.buffer } as CheckerJob);
+    worker.postMessage({ ...payload, id, cancel: flag.buffer } satisfies CheckerJob);
     return { inbox, worker, cancel };
   }
 

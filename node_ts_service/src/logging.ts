@@ -32,7 +32,7 @@ export function createLogger(
       span_id: spanContext?.spanId ?? '',
       ...fields,
     };
-    sink(JSON.stringify(record, (_key, value) => (typeof value === 'bigint' ? value.toString() : value)));
+    sink(JSON.stringify(record, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)));
   };
   return {
     debug: (msg, fields) => emit('debug', msg, fields),

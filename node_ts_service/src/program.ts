@@ -165,7 +165,7 @@ export class VersionedHost implements ts.LanguageServiceHost {
     if (cached) return cached;
     const text = ts.sys.readFile(fileName);
     if (text === undefined) return undefined;
-    let mtimeMs = 0;
+    let mtimeMs: number;
     try {
       mtimeMs = fs.statSync(fileName).mtimeMs;
     } catch {
@@ -209,10 +209,10 @@ export class VersionedHost implements ts.LanguageServiceHost {
   readFile(fileName: string): string | undefined {
     return this.files.get(fileName)?.text ?? ts.sys.readFile(fileName);
   }
-  readDirectory = ts.sys.readDirectory;
-  directoryExists = ts.sys.directoryExists;
-  getDirectories = ts.sys.getDirectories;
-  realpath = ts.sys.realpath;
+  readDirectory = ts.sys.readDirectory.bind(ts.sys);
+  directoryExists = ts.sys.directoryExists.bind(ts.sys);
+  getDirectories = ts.sys.getDirectories.bind(ts.sys);
+  realpath = ts.sys.realpath?.bind(ts.sys);
   useCaseSensitiveFileNames(): boolean {
     return ts.sys.useCaseSensitiveFileNames;
   }
@@ -513,7 +513,7 @@ function isExcludedDir(dir: string, root: string): boolean {
 }
 
 function parseConfig(configPath: string): { options: ts.CompilerOptions; fileNames: string[] } {
-  const read = ts.readConfigFile(configPath, ts.sys.readFile);
+  const read = ts.readConfigFile(configPath, (file) => ts.sys.readFile(file));
   const isJsConfig = path.basename(configPath) === 'jsconfig.json';
   const parsed = ts.parseJsonConfigFileContent(
     read.config ?? {},

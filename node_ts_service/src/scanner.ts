@@ -170,7 +170,7 @@ export async function listSourceFiles(options: WalkOptions): Promise<Listing> {
   // the pattern matcher would at a fraction of the cost per entry.
   const excludedNames = new Set(DEFAULT_EXCLUDES);
   const extra = options.excludePatterns ?? [];
-  const excludeMatcher = extra.length > 0 ? ignore().add(extra as string[]) : undefined;
+  const excludeMatcher = extra.length > 0 ? ignore().add(extra) : undefined;
   const skipNestedRepositories = inRepository(options.root, fsOps);
   const files: ListedFile[] = [];
   const skipped: SkippedFile[] = [];

@@ -86,6 +86,7 @@ function loadEncoding(): Encoding {
   if (encoding) return encoding;
   // The ranks live behind the package's `exports` map ("js-tiktoken/ranks/cl100k_base"),
   // which the service's node10 module resolution cannot type; Node resolves it at runtime.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- node10 resolution cannot see the exports-map subpath, and the large ranks table loads lazily on first use
   const ranks = require('js-tiktoken/ranks/cl100k_base') as TiktokenBPE;
   const rankOf = new Map<string, number>();
   const tokenBytes: string[] = [];

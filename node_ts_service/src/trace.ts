@@ -359,7 +359,7 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
         while (decl && !ts.isClassLike(decl) && !ts.isInterfaceDeclaration(decl)) decl = decl.parent;
         if (!decl) return [];
         const found: Location[] = [];
-        for (const clause of (decl as ts.ClassLikeDeclaration | ts.InterfaceDeclaration).heritageClauses ?? []) {
+        for (const clause of decl.heritageClauses ?? []) {
           for (const type of clause.types) {
             let sym = checker.getSymbolAtLocation(type.expression);
             if (sym && sym.flags & ts.SymbolFlags.Alias) sym = checker.getAliasedSymbol(sym);
@@ -441,7 +441,7 @@ function compilerOptionsFor(root: string): ts.CompilerOptions {
     jsx: ts.JsxEmit.Preserve,
   };
   if (!configPath) return { ...base, skipLibCheck: true, noEmit: true };
-  const read = ts.readConfigFile(configPath, ts.sys.readFile);
+  const read = ts.readConfigFile(configPath, (file) => ts.sys.readFile(file));
   const parsed = ts.parseJsonConfigFileContent(read.config ?? {}, ts.sys, root, undefined, configPath);
   return { ...parsed.options, noEmit: true, skipLibCheck: true };
 }

@@ -54,7 +54,7 @@ export function spanOf(text: string, starts: number[], chunk: Chunk): [number, n
   let last = 0;
   for (const m of source.matchAll(ELIDED)) {
     pieces.push({ text: source.slice(last, m.index) }, { text: '', literal: { open: m[1], close: m[2], length: Number(m[3]) } });
-    last = m.index! + m[0].length;
+    last = m.index + m[0].length;
   }
   pieces.push({ text: source.slice(last) });
   const lineStart = starts[chunk.startLine - 1];

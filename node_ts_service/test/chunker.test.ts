@@ -380,9 +380,12 @@ describe('ids, paths and tokens', () => {
   });
 
   it('recognises test files by path convention, by the table the Python side is pinned to as well', () => {
-    const table = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'tests', 'fixtures', 'test_paths.json'), 'utf8'));
-    for (const p of table.test as string[]) assert.equal(isTestPath(p), true, p);
-    for (const p of table.not_test as string[]) assert.equal(isTestPath(p), false, p);
+    const table = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'tests', 'fixtures', 'test_paths.json'), 'utf8')) as {
+      test: string[];
+      not_test: string[];
+    };
+    for (const p of table.test) assert.equal(isTestPath(p), true, p);
+    for (const p of table.not_test) assert.equal(isTestPath(p), false, p);
     assert.equal(isTestPath('src\\users\\test.ts'), true);
     assert.equal(chunkText('src/__tests__/a.ts', 'export const x = 1;\n').chunks[0].isTest, true);
     assert.equal(chunkText('src/users/test.ts', 'export const x = 1;\n').chunks[0].isTest, true);

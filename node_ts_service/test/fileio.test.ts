@@ -59,7 +59,7 @@ describe('fileio', () => {
     const bundle = '/*! license */\n' + 'var a=function(){return 1};'.repeat(2000);
     const skip = detectMinified('bundle.js', bundle);
     assert.equal(skip?.reason, 'minified');
-    assert.match(skip!.detail, /longest line \d+ chars/);
+    assert.match(skip.detail, /longest line \d+ chars/);
     const longFile = Array.from({ length: 50_000 }, (_, i) => `export const value${i} = ${i};`).join('\n');
     assert.equal(detectMinified('big.ts', longFile), undefined);
     const oneLongLiteral = 'export const a = 1;\n'.repeat(200) + `export const data = "${'x'.repeat(3000)}";\n`;

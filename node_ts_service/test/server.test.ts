@@ -33,6 +33,31 @@ type Health = InstanceType<typeof HealthClient> & {
 
 const deadline = (ms = 20_000) => ({ deadline: Date.now() + ms });
 
+/** The fields of the service's JSON log lines (src/logging.ts) that these tests read. */
+interface LogRecord {
+  level: string;
+  msg: string;
+  service: string;
+  address?: string;
+  port?: number;
+}
+
+/** The fields of a JSON-lines span record (src/tracing.ts) that these tests read. */
+interface SpanRecord {
+  trace_id: string;
+  parent_span_id: string;
+  name: string;
+  service: string;
+  service_namespace: string;
+  start_ns: number;
+  end_ns: number;
+  attributes: Record<string, unknown>;
+}
+
+function parseLines<T>(text: string): T[] {
+  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
+}
+
 function checkHealth(client: Health, service: string): Promise<string> {
   return new Promise((resolve, reject) =>
     client.check({ service }, deadline(5000), (err, res) => (err ? reject(err) : resolve(res!.status))),
@@ -61,10 +86,15 @@ function chunkFiles(client: CodeAnalysisServiceClient, request: ChunkFilesReques
   });
 }
 
-async function waitFor<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
+async function waitFor<T>(probe: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const value = await probe().catch(() => undefined);
+    let value: T | undefined;
+    try {
+      value = await probe();
+    } catch {
+      // Not ready yet (a probe that throws or rejects): try again.
+    }
     if (value !== undefined && done(value)) return value;
     if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms (last: ${String(value)})`);
     await new Promise((r) => setTimeout(r, 50));
@@ -111,11 +141,11 @@ describe('bind host', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
     try {
       const listening = await new Promise<string>((resolve, reject) => {
-        readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+        readline.createInterface({ input: child.stdout }).on('line', (line) => {
           const match = /^LISTENING (\S+)$/.exec(line);
           if (match) resolve(match[1]);
         });
@@ -130,7 +160,7 @@ describe('bind host', () => {
       } finally {
         health.close();
       }
-      const records = stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      const records = parseLines<LogRecord>(stderr);
       const warnings = records.filter((r) => r.level === 'warn' && r.msg.startsWith('listening beyond this machine'));
       assert.equal(warnings.length, 1);
       assert.equal(warnings[0].address, listening);
@@ -159,9 +189,9 @@ describe('health lifecycle (in-process server)', () => {
       const watch = health.watch({ service: ANALYSIS_GRPC_SERVICE });
       watch.on('data', (r: { status: string }) => seen.push(r.status));
       watch.on('error', () => {});
-      await waitFor(async () => seen.length, (n) => n >= 1);
+      await waitFor(() => seen.length, (n) => n >= 1);
       const stopped = server.shutdown(5000);
-      await waitFor(async () => seen.at(-1), (s) => s === 'NOT_SERVING');
+      await waitFor(() => seen.at(-1), (s) => s === 'NOT_SERVING');
       watch.cancel();
       await stopped;
       assert.deepEqual(seen, ['SERVING', 'NOT_SERVING']);
@@ -256,7 +286,8 @@ describe('analysis service process', () => {
     assert.notEqual(address, '127.0.0.1:0');
     await waitFor(() => checkHealth(health, ''), (s) => s === 'SERVING');
     assert.equal(await checkHealth(health, ANALYSIS_GRPC_SERVICE), 'SERVING');
-    const listening = stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((r) => r.msg === 'listening');
+    const listening = parseLines<LogRecord>(stderr).find((r) => r.msg === 'listening');
+    assert.ok(listening, 'a "listening" log line');
     assert.equal(listening.service, SERVICE_NAME);
     assert.equal(`127.0.0.1:${listening.port}`, address);
   });
@@ -313,10 +344,11 @@ describe('analysis service process', () => {
     assert.ok(greeter.chunks.every((c) => c.embeddingText.length > 0 && c.embeddingTokenCount > 0));
 
     const spans = await waitFor(
-      async () => fs.readFileSync(traceFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)),
-      (all) => all.some((s: { trace_id: string }) => s.trace_id === traceId),
+      () => parseLines<SpanRecord>(fs.readFileSync(traceFile, 'utf8')),
+      (all) => all.some((s) => s.trace_id === traceId),
     );
-    const span = spans.find((s: { trace_id: string }) => s.trace_id === traceId);
+    const span = spans.find((s) => s.trace_id === traceId);
+    assert.ok(span, 'the ChunkFiles span');
     assert.equal(span.name, 'codecompass.v1.CodeAnalysisService/ChunkFiles');
     assert.equal(span.parent_span_id, parentSpanId);
     assert.equal(span.service, SERVICE_NAME);
@@ -376,7 +408,7 @@ describe('analysis service process', () => {
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     assert.equal(await exited, 0);
-    const messages = stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l).msg);
+    const messages = parseLines<LogRecord>(stderr).map((r) => r.msg);
     assert.ok(messages.includes('shutting down'));
     assert.equal(messages.at(-1), 'stopped');
   });

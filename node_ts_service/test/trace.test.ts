@@ -197,7 +197,7 @@ describe('Trace over gRPC', () => {
         { workspaceRoot: ROOT, symbol: '', relativePath: '', direction: TraceDirection.TRACE_DIRECTION_CALLERS, depth: 0, limit: 0, ...req },
         new grpc.Metadata(),
         { deadline: Date.now() + 20_000 },
-        (err, res) => (err ? reject(err) : resolve(res!)),
+        (err, res) => (err ? reject(err) : resolve(res)),
       ),
     );
 

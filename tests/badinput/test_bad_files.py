@@ -24,7 +24,8 @@ LONG_BODY = 994  # 50 functions of 1,000 lines: 50,000 lines
 def _long_file() -> str:
     lines: list[str] = []
     for f in range(LONG_FUNCTIONS):
-        lines += [f"/** Stage {f} of the long pipeline. */", f"export function longStage{f}(input: number[]): number {{",
+        lines += [f"/** Stage {f} of the long pipeline. */",
+                  f"export function longStage{f}(input: number[]): number {{",
                   "  let total = 0;"]
         lines += [f"  total += input[{i % 7}] * {i};" for i in range(LONG_BODY)]
         lines += ["  return total;", "}", ""]
@@ -139,7 +140,8 @@ def test_symlink_loop(indexed: Indexed) -> None:
 def test_symlink_escaping_the_workspace(stack: Stack, indexed: Indexed) -> None:
     assert indexed.skipped_line("src/escape.ts") == (
         f"src/escape.ts outside the workspace symbolic link to {indexed.outside / 'secret.ts'}")
-    assert indexed.skipped_line("src/outdir/") == f"src/outdir/ outside the workspace symbolic link to {indexed.outside}"
+    assert indexed.skipped_line("src/outdir/") == (
+        f"src/outdir/ outside the workspace symbolic link to {indexed.outside}")
     found = stack.cli("search", str(indexed.root), "outsideSecretHelper", "--no-select", "--json")
     assert found.code == 0
     assert all(r["path"] in indexed.paths() for r in found.json()["results"])

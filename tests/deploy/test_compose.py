@@ -123,7 +123,8 @@ def test_commands_images_and_roles_are_the_contract_s() -> None:
             assert command[:3] == ["python", "-m", MODULES[name]], name
         assert service["environment"].get("CODECOMPASS_RETRIEVAL_ROLE") == ROLES.get(name), name
     gateway = services()[names.GATEWAY]["command"]
-    assert gateway[3:] == ["--transport", "streamable-http", "--host", "0.0.0.0", "--port", str(contract.gateway_port())]
+    assert gateway[3:] == ["--transport", "streamable-http", "--host", "0.0.0.0", "--port",
+                           str(contract.gateway_port())]
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)

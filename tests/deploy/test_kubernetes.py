@@ -277,7 +277,7 @@ def test_secrets_are_referenced_never_committed(objects: list[dict]) -> None:
     for data in _config_maps(objects).values():
         assert not SECRET_ENV & set(data)
     config_maps = _config_maps(objects)
-    for workload, pod in _pods(objects):
+    for _, pod in _pods(objects):
         for container in _containers(pod):
             for key, entry in _environment(container, config_maps).items():
                 if key in SECRET_ENV:

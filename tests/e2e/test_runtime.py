@@ -15,8 +15,8 @@ from codecompass_cli.processes import pid_alive
 def _cli(state_dir: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 90
          ) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "CODECOMPASS_STATE_DIR": str(state_dir), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "codecompass_cli", *args], env=full_env, capture_output=True, check=False,
-                          text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "codecompass_cli", *args], env=full_env, capture_output=True,
+                          check=False, text=True, timeout=timeout)
 
 
 @pytest.fixture

@@ -25,7 +25,8 @@ def _chunk(name: str, kind: NodeKind, start: int, end: int) -> Chunk:
         relative_path="src/auth/tokenService.ts", language=Language.TYPESCRIPT, node_kind=kind, name=name,
         qualified_name=f"TokenService.{name}", parent_id="", child_ids=(), depth=1,
         signature=f"{name}(token: string): ValidationResult", full_source="",
-        collapsed_source="\n".join([f"{name}(token: string): ValidationResult {{"] + [f"  step{i}();" for i in range(end - start - 1)] + ["}"]),
+        collapsed_source="\n".join([f"{name}(token: string): ValidationResult {{"]
+                                   + [f"  step{i}();" for i in range(end - start - 1)] + ["}"]),
         start_line=start, end_line=end, jsdoc="", jsdoc_start_line=0, relevant_imports=(), is_test=False,
         embedding_text="",
     )
@@ -50,7 +51,8 @@ class FakeRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
             embeddings_done=120, embeddings_total=120, embeddings_per_second=80.0, eta_seconds=0,
             stats=retrieval_pb2.SyncStats(files_added=17, files_skipped=1, chunks_upserted=120, chunks_embedded=118,
                                           embeddings_reused=2, duration_ms=1500.0),
-            skipped=[analysis_pb2.SkippedFile(relative_path="vendor/app.min.js", reason=analysis_pb2.SKIP_REASON_MINIFIED,
+            skipped=[analysis_pb2.SkippedFile(relative_path="vendor/app.min.js",
+                                              reason=analysis_pb2.SKIP_REASON_MINIFIED,
                                               detail="longest line 48213 chars")])
 
     def Sync(self, request, context):

@@ -81,7 +81,8 @@ def test_blocked_external_profile_is_answered_locally_and_says_so(start_python_s
 
 def test_bad_configuration_exits_with_a_message_naming_the_variable():
     env = {**os.environ, "EMBEDDING_PORT": "0", "CODECOMPASS_EMBEDDING_PROFILE": "openai-compatible",
-           "CODECOMPASS_EMBEDDING_EXTERNAL_PROVIDER_ENABLED": "1", "CODECOMPASS_EMBEDDING_ALLOW_CODE_PAYLOAD_TO_EXTERNAL": "1",
+           "CODECOMPASS_EMBEDDING_EXTERNAL_PROVIDER_ENABLED": "1",
+           "CODECOMPASS_EMBEDDING_ALLOW_CODE_PAYLOAD_TO_EXTERNAL": "1",
            "CODECOMPASS_EMBEDDING_BASE_URL": "http://127.0.0.1:9/v1"}
     done = subprocess.run([sys.executable, "-m", "codecompass.embedding"], env=env, capture_output=True, text=True,
                           timeout=60, check=False)

@@ -160,7 +160,8 @@ def test_one_writer_two_searchers_on_s3(start_python_service, analysis_server: s
     thread.start()
     (root / "src" / "auth" / "keys.ts").write_text(
         "/** Rotates the keys that sign session tokens. */\n"
-        "export function rotateSigningKeys(count: number): string[] {\n  return Array.from({ length: count }, String);\n}\n",
+        "export function rotateSigningKeys(count: number): string[] {\n"
+        "  return Array.from({ length: count }, String);\n}\n",
         encoding="utf-8")
     for i in range(10):
         (root / "src" / "gen" / f"module{i}.ts").unlink()

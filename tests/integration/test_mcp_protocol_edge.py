@@ -123,7 +123,8 @@ def _still_answers(stdio: RawStdio) -> None:
     assert len(stdio.call(_line({"jsonrpc": "2.0", "id": 99, "method": "tools/list"}))["result"]["tools"]) == 5
 
 
-@pytest.mark.badinput(case="MCP stdio: a garbage line", behaviour="-32700 parse error with id null; the session goes on")
+@pytest.mark.badinput(case="MCP stdio: a garbage line",
+                      behaviour="-32700 parse error with id null; the session goes on")
 def test_stdio_garbage_line(stdio: RawStdio) -> None:
     message = _error(stdio.call(b"hello, server"), None, PARSE_ERROR)
     assert message.startswith("Parse error: ")

@@ -140,7 +140,8 @@ def test_a_question_uses_both_channels(answers) -> None:
     assert payload["total_candidates"] >= len(payload["results"])
 
 
-@pytest.mark.parametrize(("name", "reason"), [("off", "semantic_disabled"), ("rerank_only", "semantic_mode_rerank_only")])
+@pytest.mark.parametrize(("name", "reason"),
+                         [("off", "semantic_disabled"), ("rerank_only", "semantic_mode_rerank_only")])
 def test_off_and_rerank_only_build_no_vectors(answers, name: str, reason: str) -> None:
     payload = _payload(answers[name])
     meta = payload["metadata"]

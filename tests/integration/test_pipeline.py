@@ -119,7 +119,8 @@ def test_the_gateway_owns_freshness(start_python_service, analysis_server: str, 
     shutil.copytree(sample_workspace, root)
     _, embedding = start_python_service("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "minilm"})
     _, retrieval = start_python_service("codecompass.retrieval", {
-        "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding, "CODECOMPASS_STATE_DIR": str(tmp_path / "state")})
+        "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding,
+        "CODECOMPASS_STATE_DIR": str(tmp_path / "state")})
     base = dataclasses.replace(load_settings(), retrieval_addr=retrieval)
 
     def pipeline(budget_ms: int) -> Pipeline:

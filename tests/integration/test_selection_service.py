@@ -74,7 +74,8 @@ def request(root: Path, candidates: list[Candidate], *, confidence: float = 0.9,
     """As the gateway sends it: each candidate's relevance from the relevance policy (unless set)."""
     focus = resolve_focus(QueryFocus.AUTO, analyze("validate a token"))
     values = relevance([c.score for c in candidates], [c.chunk for c in candidates], confidence, focus)
-    sent = tuple(c if c.relevance is not None else replace(c, relevance=value) for c, value in zip(candidates, values))
+    sent = tuple(c if c.relevance is not None else replace(c, relevance=value)
+                 for c, value in zip(candidates, values, strict=True))
     return convert.query_to_proto(SelectQuery(str(root), sent, **options))
 
 
@@ -98,7 +99,8 @@ def test_select_renders_and_fits_the_budget_in_the_ranking_order(selection, chun
     assert [r.qualified_name for r in response.results] == ["TokenService.validateToken", "TokenService", "decodeJwt"]
     own, cls_result = response.results[0], response.results[1]
     assert response.merged == 0 and not own.expanded_child_ids and not cls_result.expanded_child_ids
-    assert own.source.startswith("validateToken(token: string): ValidationResult {") and (own.start_line, own.end_line) == (46, 67)
+    assert (own.source.startswith("validateToken(token: string): ValidationResult {")
+            and (own.start_line, own.end_line) == (46, 67))
     assert cls_result.header == f"// {TOKEN_SERVICE} > TokenService"
     assert (cls_result.start_line, cls_result.end_line) == (13, 77)
     assert cls_result.source.startswith("export class TokenService {")
@@ -109,7 +111,8 @@ def test_select_renders_and_fits_the_budget_in_the_ranking_order(selection, chun
     assert cls_result.token_count == count_tokens(cls_result.header + "\n" + cls_result.source)
 
     standalone = response.results[2]
-    assert standalone.header == f"// {JWT} > decodeJwt" and standalone.relevance == pytest.approx((0.6 / 0.9) ** DEFAULT_RELEVANCE.relative_exponent * 0.9)
+    assert standalone.header == f"// {JWT} > decodeJwt" and standalone.relevance == pytest.approx(
+        (0.6 / 0.9) ** DEFAULT_RELEVANCE.relative_exponent * 0.9)
     assert standalone.source == file_lines(sample_workspace, JWT, decode.start_line, decode.end_line)
     assert list(standalone.reasons) == [pb.SELECTION_REASON_MATCH] and not standalone.expanded_child_ids
 
@@ -194,9 +197,10 @@ def test_process_serves_health_and_drains_on_sigterm(start_python_service, analy
         response = stub.Select(request(sample_workspace, [Candidate(method, 0.9, Reason.MATCH)]), timeout=10)
         assert response.results[0].source.startswith("validateToken(token: string): ValidationResult {")
         assert response.max_tokens == 8000 and not response.render_fallback
-        # far below the gate (no answer here): the closest within the small budget; nothing
-        # matched: an empty answer
-        short = stub.Select(request(sample_workspace, [Candidate(method, 0.9)], confidence=0.2), timeout=10)
+        # below the gate: the closest within the budget asked for (the gateway asks for the small
+        # one when the question likely has no answer here); nothing matched: an empty answer
+        short = stub.Select(request(sample_workspace, [Candidate(method, 0.9)], confidence=0.2,
+                                    max_tokens=LOW_CONFIDENCE_MAX_TOKENS), timeout=10)
         assert [r.chunk_id for r in short.results] == [method.id] and short.below_relevance == 0
         assert short.max_tokens == LOW_CONFIDENCE_MAX_TOKENS
         empty = stub.Select(request(sample_workspace, [Candidate(method, 0.0)], confidence=0.3), timeout=10)

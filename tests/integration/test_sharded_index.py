@@ -267,11 +267,14 @@ def test_the_writer_indexes_with_workers_as_its_own_sync_would(start_python_serv
         client.close()
 
     def rows(root: Path) -> tuple[list, list]:
-        db = lancedb.connect(f"{s3.uri('writer')}/{index_key(workspace_id_of(root))}", storage_options=s3.storage_options)
+        db = lancedb.connect(f"{s3.uri('writer')}/{index_key(workspace_id_of(root))}",
+                             storage_options=s3.storage_options)
         (name,) = [n for n in list_tables(db) if n.startswith("chunks_")]
         columns = ["id", "relative_path", "snippet_hash", "start_line", "end_line", "has_vector"]
-        chunks = sorted(tuple(r[c] for c in columns) for r in db.open_table(name).to_arrow().select(columns).to_pylist())
-        files = sorted((r["key"], r["content_hash"], r["chunks"]) for r in db.open_table("catalog").to_arrow().to_pylist()
+        chunks = sorted(tuple(r[c] for c in columns)
+                        for r in db.open_table(name).to_arrow().select(columns).to_pylist())
+        files = sorted((r["key"], r["content_hash"], r["chunks"])
+                       for r in db.open_table("catalog").to_arrow().to_pylist()
                        if r["kind"] == "file")
         return chunks, files
 

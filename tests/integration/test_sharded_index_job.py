@@ -61,7 +61,8 @@ class JobStack:
                                 text=True)
 
     def db(self, workspace_id: str) -> lancedb.DBConnection:
-        return lancedb.connect(f"{self.root_uri}/{index_key(workspace_id)}", storage_options=self.bucket.storage_options)
+        return lancedb.connect(f"{self.root_uri}/{index_key(workspace_id)}",
+                               storage_options=self.bucket.storage_options)
 
     def board(self, workspace_id: str) -> PlanBoard:
         return PlanBoard(self.db(workspace_id), f"{self.root_uri}/{index_key(workspace_id)}")
@@ -88,7 +89,8 @@ def stack(s3_server: MotoS3Server, start_python_service_session, analysis_server
     bucket = S3Bucket(s3_server, f"cc-job-{uuid.uuid4().hex[:12]}")
     s3_server.client().create_bucket(Bucket=bucket.bucket)
     base = tmp_path_factory.mktemp("indexed-job")
-    _, embedding = start_python_service_session("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "code-static"})
+    _, embedding = start_python_service_session("codecompass.embedding",
+                                                {"CODECOMPASS_EMBEDDING_PROFILE": "code-static"})
     _, writer = start_python_service_session("codecompass.retrieval", {
         "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding, "CODECOMPASS_EMBEDDING_PROFILE": "code-static",
         "CODECOMPASS_RETRIEVAL_ROLE": "writer", "CODECOMPASS_RETRIEVAL_SHARD_RUNNER": "job",

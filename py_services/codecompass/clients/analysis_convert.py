@@ -86,7 +86,8 @@ def render_request_to_proto(workspace_root: str, specs: Sequence[RenderRequest])
     )
 
 
-def rendered_to_proto(symbols: Sequence[RenderedSymbol], missing: Sequence[str] = ()) -> analysis_pb2.RenderSymbolsResponse:
+def rendered_to_proto(symbols: Sequence[RenderedSymbol],
+                      missing: Sequence[str] = ()) -> analysis_pb2.RenderSymbolsResponse:
     return analysis_pb2.RenderSymbolsResponse(
         symbols=[analysis_pb2.RenderedSymbol(
             symbol_id=s.symbol_id, relative_path=s.relative_path, qualified_name=s.qualified_name, source=s.source,

@@ -13,7 +13,9 @@ _LANGUAGE_TO_PROTO = {
 }
 _LANGUAGE_FROM_PROTO = {v: k for k, v in _LANGUAGE_TO_PROTO.items()}
 
-_KIND_TO_PROTO = {kind: chunk_pb2.NodeKind.Value(f"NODE_KIND_{kind.name}") for kind in NodeKind}
+_KIND_TO_PROTO: dict[NodeKind, chunk_pb2.NodeKind] = {
+    kind: chunk_pb2.NodeKind.Value(f"NODE_KIND_{kind.name}") for kind in NodeKind
+}
 _KIND_FROM_PROTO = {v: k for k, v in _KIND_TO_PROTO.items()}
 
 
@@ -21,22 +23,22 @@ class UnknownEnumValue(ValueError):
     """A message carried an enum value this build does not know."""
 
 
-def language_to_proto(language: Language) -> int:
+def language_to_proto(language: Language) -> chunk_pb2.Language:
     return _LANGUAGE_TO_PROTO[language]
 
 
-def language_from_proto(value: int) -> Language:
+def language_from_proto(value: chunk_pb2.Language) -> Language:
     try:
         return _LANGUAGE_FROM_PROTO[value]
     except KeyError:
         raise UnknownEnumValue(f"unknown Language value {value}") from None
 
 
-def node_kind_to_proto(kind: NodeKind) -> int:
+def node_kind_to_proto(kind: NodeKind) -> chunk_pb2.NodeKind:
     return _KIND_TO_PROTO[kind]
 
 
-def node_kind_from_proto(value: int) -> NodeKind:
+def node_kind_from_proto(value: chunk_pb2.NodeKind) -> NodeKind:
     try:
         return _KIND_FROM_PROTO[value]
     except KeyError:
@@ -55,11 +57,11 @@ _PROVENANCE_TO_PROTO = {
 _PROVENANCE_FROM_PROTO = {v: k for k, v in _PROVENANCE_TO_PROTO.items()}
 
 
-def provenance_to_proto(provenance: str) -> int:
+def provenance_to_proto(provenance: str) -> retrieval_pb2.Provenance:
     return _PROVENANCE_TO_PROTO[provenance]
 
 
-def provenance_from_proto(value: int) -> str:
+def provenance_from_proto(value: retrieval_pb2.Provenance) -> str:
     try:
         return _PROVENANCE_FROM_PROTO[value]
     except KeyError:

@@ -472,7 +472,8 @@ _FIELDS: tuple[_Field, ...] = (
            _float_parser(0.0, exclusive_min=True),
            "Deadline of long RPCs: chunking a folder, indexing, a search that syncs a cold index"),
     _Field("embedding.profile", "CODECOMPASS_EMBEDDING_PROFILE", "embedding.profile",
-           _choice_parser(EMBEDDING_PROFILES), "minilm | e5-small | code-static | code-small | voyage | openai-compatible"),
+           _choice_parser(EMBEDDING_PROFILES),
+           "minilm | e5-small | code-static | code-small | voyage | openai-compatible"),
     _Field("embedding.external_provider_enabled", "CODECOMPASS_EMBEDDING_EXTERNAL_PROVIDER_ENABLED",
            "embedding.external_provider_enabled", _parse_bool,
            "Privacy gate 1: allow an external embedding provider at all"),
@@ -485,7 +486,8 @@ _FIELDS: tuple[_Field, ...] = (
     _Field("embedding.base_url", "CODECOMPASS_EMBEDDING_BASE_URL", "embedding.base_url",
            _parse_optional_str, "Endpoint of the external provider"),
     _Field("embedding.model", "CODECOMPASS_EMBEDDING_MODEL", "embedding.model", _parse_optional_str,
-           "Model name for the external provider, the model2vec folder of code-static or the ONNX folder of code-small (profile default when unset)"),
+           "Model name for the external provider, the model2vec folder of code-static or the ONNX folder of "
+           "code-small (profile default when unset)"),
     _Field("embedding.dimensions", "CODECOMPASS_EMBEDDING_DIMENSIONS", "embedding.dimensions",
            _optional_int_parser(1), "Requested output dimensions (provider default when unset)"),
     _Field("embedding.timeout_s", "CODECOMPASS_EMBEDDING_TIMEOUT_S", "embedding.timeout_s",
@@ -508,7 +510,8 @@ _FIELDS: tuple[_Field, ...] = (
     _Field("retrieval.default_limit", "CODECOMPASS_RETRIEVAL_DEFAULT_LIMIT", "retrieval.default_limit",
            _int_parser(1, 1000), "Results returned when a search sets no limit"),
     _Field("retrieval.candidate_pool", "CODECOMPASS_RETRIEVAL_CANDIDATE_POOL",
-           "retrieval.candidate_pool", _int_parser(1, 1000), "Candidates each search channel contributes before ranking"),
+           "retrieval.candidate_pool", _int_parser(1, 1000),
+           "Candidates each search channel contributes before ranking"),
     _Field("retrieval.compact_every_n_syncs", "CODECOMPASS_RETRIEVAL_COMPACT_EVERY_N_SYNCS",
            "retrieval.compact_every_n_syncs", _int_parser(1), "Compact the table and drop old versions every N syncs"),
     _Field("retrieval.large_index_files", "CODECOMPASS_RETRIEVAL_LARGE_INDEX_FILES", "retrieval.large_index_files",
@@ -522,12 +525,14 @@ _FIELDS: tuple[_Field, ...] = (
     _Field("retrieval.learned_ranking", "CODECOMPASS_RETRIEVAL_LEARNED_RANKING", "retrieval.learned_ranking",
            _parse_bool, "Order results with the learned ranker (off: the hand-set ranking stack alone)"),
     _Field("retrieval.ranker_model", "CODECOMPASS_RETRIEVAL_RANKER_MODEL", "retrieval.ranker_model",
-           _parse_optional_path, "The learned ranker's LightGBM model file (default: the committed models/ranker/model.txt)"),
+           _parse_optional_path,
+           "The learned ranker's LightGBM model file (default: the committed models/ranker/model.txt)"),
     _Field("retrieval.searcher_refresh_s", "CODECOMPASS_RETRIEVAL_SEARCHER_REFRESH_S",
            "retrieval.searcher_refresh_s", _optional_float_parser(0.0),
            "Seconds between a searcher's checks for a newer index version (default 0 local, 1 on an object store)"),
     _Field("retrieval.searcher_cache", "CODECOMPASS_RETRIEVAL_SEARCHER_CACHE", "retrieval.searcher_cache", _parse_bool,
-           "A searcher reads a local copy of an index on S3, refreshed every searcher_refresh_s (off: reads the bucket)"),
+           "A searcher reads a local copy of an index on S3, refreshed every searcher_refresh_s "
+           "(off: reads the bucket)"),
     _Field("retrieval.shard_runner", "CODECOMPASS_RETRIEVAL_SHARD_RUNNER", "retrieval.shard_runner",
            _choice_parser(SHARD_RUNNERS),
            "processes | job: who runs a sharded index's workers (job: the writer posts the plan in the index "
@@ -560,7 +565,8 @@ _FIELDS: tuple[_Field, ...] = (
     _Field("gateway.retrieve_timeout_s", "CODECOMPASS_GATEWAY_RETRIEVE_TIMEOUT_S", "gateway.retrieve_timeout_s",
            _float_parser(0.0, exclusive_min=True), "Deadline of the retrieve stage"),
     _Field("gateway.rerank_timeout_s", "CODECOMPASS_GATEWAY_RERANK_TIMEOUT_S", "gateway.rerank_timeout_s",
-           _float_parser(0.0, exclusive_min=True), "Deadline of the rerank stage; past it the first-stage order stands"),
+           _float_parser(0.0, exclusive_min=True),
+           "Deadline of the rerank stage; past it the first-stage order stands"),
     _Field("gateway.hubs_timeout_s", "CODECOMPASS_GATEWAY_HUBS_TIMEOUT_S", "gateway.hubs_timeout_s",
            _float_parser(0.0, exclusive_min=True), "Deadline of the structure stage; past it no hubs are added"),
     _Field("gateway.select_timeout_s", "CODECOMPASS_GATEWAY_SELECT_TIMEOUT_S", "gateway.select_timeout_s",
@@ -724,7 +730,8 @@ def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None 
         if variable in env:
             raise ConfigError(f"{variable} was removed: {why}")
     top: dict[str, Any] = {"state_dir": _default_state_dir(env)}
-    sections: dict[str, dict[str, Any]] = {"embedding": {}, "retrieval": {}, "rerank": {}, "selection": {}, "gateway": {}}
+    sections: dict[str, dict[str, Any]] = {"embedding": {}, "retrieval": {}, "rerank": {}, "selection": {},
+                                           "gateway": {}}
     for spec in _FIELDS:
         if spec.env in env:
             value = spec.parse(env[spec.env], spec.env)
@@ -743,7 +750,8 @@ def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None 
         )
     rerank = RerankSettings(**sections["rerank"])
     return Settings(**top, embedding=embedding, retrieval=retrieval, rerank=rerank,
-                    selection=SelectionSettings(**sections["selection"]), gateway=GatewaySettings(**sections["gateway"]))
+                    selection=SelectionSettings(**sections["selection"]),
+                    gateway=GatewaySettings(**sections["gateway"]))
 
 
 def load_settings_from_environ(env: Mapping[str, str]) -> Settings:

@@ -89,6 +89,7 @@ class JsonLinesSpanExporter(SpanExporter):
 
 def span_to_json(span: ReadableSpan) -> dict[str, Any]:
     ctx = span.get_span_context()
+    assert ctx is not None, "the SDK gives every span it starts a context, and exporters see only those"
     parent = span.parent
     return {
         "trace_id": format(ctx.trace_id, "032x"),

@@ -18,7 +18,8 @@ _TEST_PATH = re.compile(
 )
 # Words that make a query about tests rather than about the code under test.
 TEST_WORDS = frozenset(
-    ["test", "tests", "testing", "spec", "specs", "unit", "e2e", "mock", "mocks", "fixture", "fixtures", "jest", "mocha"]
+    ["test", "tests", "testing", "spec", "specs", "unit", "e2e", "mock", "mocks", "fixture", "fixtures", "jest",
+     "mocha"]
 )
 
 

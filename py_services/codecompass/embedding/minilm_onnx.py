@@ -64,9 +64,11 @@ def export_onnx(model_dir: Path, target: Path) -> None:
             keys_visible = attention_mask[:, None, None, :] > 0
             for i in range(_LAYERS):
                 p = f"encoder.layer.{i}."
-                heads = [linear(x, p + f"attention.self.{name}").view(batch, length, _HEADS, -1).transpose(1, 2)
-                         for name in ("query", "key", "value")]
-                attended = F.scaled_dot_product_attention(*heads, attn_mask=keys_visible)
+                query, key, value = (
+                    linear(x, p + f"attention.self.{name}").view(batch, length, _HEADS, -1).transpose(1, 2)
+                    for name in ("query", "key", "value")
+                )
+                attended = F.scaled_dot_product_attention(query, key, value, attn_mask=keys_visible)
                 attended = attended.transpose(1, 2).reshape(batch, length, _HIDDEN)
                 x = layer_norm(x + linear(attended, p + "attention.output.dense"), p + "attention.output.LayerNorm")
                 hidden = F.gelu(linear(x, p + "intermediate.dense"))

@@ -111,6 +111,7 @@ class OpenAICompatibleProvider:
         if self._dimensions is not None:
             payload["dimensions"] = self._dimensions
         attempts = self._max_retries + 1
+        assert self._client is not None, "embed, the only caller, checks the client first"
         try:
             response = self._client.post(self._url, json=payload)
         except httpx.TimeoutException:
@@ -124,7 +125,8 @@ class OpenAICompatibleProvider:
         status = response.status_code
         if status in _RETRY_STATUSES:
             final: EmbeddingError = (
-                ProviderRateLimited(f"openai-compatible endpoint rate limit (HTTP 429) persisted after {attempts} attempts")
+                ProviderRateLimited(
+                    f"openai-compatible endpoint rate limit (HTTP 429) persisted after {attempts} attempts")
                 if status == 429
                 else ProviderUnavailable(f"openai-compatible endpoint answered HTTP {status} after {attempts} attempts")
             )
@@ -147,7 +149,8 @@ class OpenAICompatibleProvider:
             raise ProviderBadResponse(f"openai-compatible endpoint sent an unexpected body ({exc})") from None
         if vectors.ndim != 2 or vectors.shape[0] != expected:
             raise ProviderBadResponse(
-                f"openai-compatible endpoint sent {vectors.shape[0] if vectors.ndim else 0} vectors for {expected} texts"
+                f"openai-compatible endpoint sent {vectors.shape[0] if vectors.ndim else 0} vectors "
+                f"for {expected} texts"
             )
         with self._dimensions_lock:
             if self._dimensions is None:

@@ -19,12 +19,17 @@ from __future__ import annotations
 import hashlib
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from codecompass.common.config import CHECKOUT_ROOT
 from codecompass.embedding.base import InputType, ModelInfo, ProviderNotReady, ProviderStartError, normalize_rows
 from codecompass.embedding.text import TEXT_PREP_VERSION, fit_window, split_sections
+
+if TYPE_CHECKING:
+    # model2vec (and its tokenizers) load in warmup, not when the provider module is imported.
+    from tokenizers import Tokenizer
 
 MODEL_ID = "code-static"
 # The committed artifact of `make code-static` (models/code_static/train.py).
@@ -65,7 +70,7 @@ class StaticProvider:
         self._window = max_tokens
         self._ready = threading.Event()
         self._table: np.ndarray | None = None
-        self._tokenizer = None
+        self._tokenizer: Tokenizer | None = None
         self._word_ids: dict[str, tuple[int, ...]] = {}
         self._unknown: int | None = None
         self._empty_ids: tuple[int, ...] = ()
@@ -75,6 +80,7 @@ class StaticProvider:
         if not self._ready.is_set():
             # The version is the loaded weights' hash; guessing it would mislabel vectors.
             raise ProviderNotReady("code-static: the model is still loading")
+        assert self._table is not None, "warmup sets the table before it sets _ready"
         return ModelInfo(
             provider=MODEL_ID,
             model_id=MODEL_ID,
@@ -92,7 +98,8 @@ class StaticProvider:
         try:
             from model2vec import StaticModel
         except ImportError as exc:
-            raise ProviderStartError(f"code-static: a required package is missing ({exc.name}); run `make setup`") from None
+            raise ProviderStartError(
+                f"code-static: a required package is missing ({exc.name}); run `make setup`") from None
         try:
             model = StaticModel.from_pretrained(self._model_dir)
         except Exception as exc:  # safetensors and tokenizers raise their own untyped errors for a bad file
@@ -132,7 +139,9 @@ class StaticProvider:
             if len(cache) > _MAX_CACHED_WORDS:
                 # A workspace's words repeat; a cache this full is mostly one-off strings.
                 cache.clear()
-            for word, encoding in zip(new, self._tokenizer.encode_batch(new, add_special_tokens=False), strict=True):
+            tokenizer = self._tokenizer
+            assert tokenizer is not None, "warmup sets the tokenizer before it sets _ready, which callers check"
+            for word, encoding in zip(new, tokenizer.encode_batch(new, add_special_tokens=False), strict=True):
                 cache[word] = tuple(token for token in encoding.ids if token != self._unknown)
         ids = [token for word in words for token in cache[word]]
         return ids or list(self._empty_ids)
@@ -141,9 +150,10 @@ class StaticProvider:
         """Queries and documents share one preparation: the model has no instruction prefixes."""
         if not self._ready.is_set():
             raise ProviderNotReady("code-static: the model is still loading")
-        if not texts:
-            return np.zeros((0, self._table.shape[1]), dtype=np.float32)
         table = self._table
+        assert table is not None, "warmup sets the table before it sets _ready"
+        if not texts:
+            return np.zeros((0, table.shape[1]), dtype=np.float32)
         # One small gather per text: a gather of the whole batch at once would copy
         # (total tokens x dimensions) floats through memory and is ten times slower.
         sums = np.stack([table[self.token_ids(text)].sum(axis=0) for text in texts])

@@ -10,6 +10,7 @@ Reached only when both privacy gates are open (see `profiles`).
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +31,10 @@ from codecompass.embedding.base import (
 )
 from codecompass.embedding.batching import request_batches
 
+if TYPE_CHECKING:
+    # Imported in warmup at run time: only a configured Voyage provider loads the client.
+    import voyageai
+
 DEFAULT_MODEL = "voyage-code-3"
 DEFAULT_DIMENSIONS = 1024
 MAX_INPUT_TOKENS = 32_000
@@ -49,7 +54,7 @@ class VoyageProvider:
         self._dimensions = dimensions or DEFAULT_DIMENSIONS
         self._timeout_s = timeout_s
         self._max_retries = max_retries
-        self._client = None
+        self._client: voyageai.Client | None = None
 
     def info(self) -> ModelInfo:
         return ModelInfo(
@@ -83,6 +88,7 @@ class VoyageProvider:
     def _embed_request(self, texts: list[str], input_type: InputType) -> np.ndarray:
         from voyageai import error
 
+        assert self._client is not None, "embed, the only caller, checks the client first"
         try:
             result = self._client.embed(texts, model=self._model, input_type=input_type, truncation=True,
                                         output_dimension=self._dimensions)

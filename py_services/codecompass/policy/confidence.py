@@ -29,6 +29,8 @@ from codecompass.policy.shape import QueryShape
 # as one query in ten), and measures it on the benchmark's test split.
 
 CONFIDENCE_TOP = 5
+# Answerability looks this deep: P(a right answer is among the first ANSWERABLE_DEPTH results).
+ANSWERABLE_DEPTH = 10
 # The features the model weighs. Query length, intent and "found lexically at all" were tried
 # and left out: leave-one-repository-out on the dev split calibrated worse with them.
 CONFIDENCE_FEATURES = ("coverage", "cosine", "definition", "exact_name", "name_words", "path", "phrase", "top_score",
@@ -49,6 +51,18 @@ class Calibration:
 DEFAULT_CALIBRATION = Calibration(bias=-4.315, weights=(
     ("coverage", 1.596), ("cosine", 0.102), ("definition", -0.051), ("exact_name", 3.665), ("name_words", 1.441),
     ("path", 2.425), ("phrase", 0.935), ("top_score", 2.302), ("margin", 1.922),
+))
+
+
+# The same evidence fitted for another question (models/ranker/calibrate.py, same examples): is a
+# right answer among the first ANSWERABLE_DEPTH results at all? Confidence asks about the first
+# result only, so a question whose answer ranks fourth is "low" for it (68% of the answerable dev
+# questions are below 0.5), while answerability tells that question from one with no answer here
+# (test split: 75% of questions asked of the wrong repository below 0.5, against 18% of those with
+# an answer in their first ten). It decides how much of the ranking an unsure answer gives.
+DEFAULT_ANSWERABILITY = Calibration(bias=-3.321, weights=(
+    ("coverage", 1.659), ("cosine", 2.302), ("definition", 0.33), ("exact_name", 4.261), ("name_words", 0.761),
+    ("path", 2.873), ("phrase", 0.613), ("top_score", 1.845), ("margin", 0.862),
 ))
 
 
@@ -77,6 +91,12 @@ def confidence_features(shape: QueryShape, results: list[RankedResult], exact_mi
         "margin": score_margin([r.score for r in top]),
         "missing_name": 1.0 if exact_missing else 0.0,
     }
+
+
+def answerability(features: dict[str, float]) -> float:
+    """P(a right answer is among the first ANSWERABLE_DEPTH results), by the same rules as
+    `confidence`: nothing matched is 0, a missing exact name caps it."""
+    return confidence(features, DEFAULT_ANSWERABILITY)
 
 
 def confidence(features: dict[str, float], calibration: Calibration = DEFAULT_CALIBRATION) -> float:
@@ -146,7 +166,8 @@ def _coverage(terms: list[str], chunk: Chunk) -> float:
         words.add(token.lower())
         words.update(identifier_parts(token))
     stems = {w[:5] for w in words if len(w) >= 5}
-    hits = sum(1 for t in terms if t in words or (len(t) >= 6 and t[:5] in stems) or (t.endswith("s") and t[:-1] in words))
+    hits = sum(1 for t in terms
+               if t in words or (len(t) >= 6 and t[:5] in stems) or (t.endswith("s") and t[:-1] in words))
     return hits / len(terms)
 
 
@@ -202,7 +223,7 @@ class AnswerConfidence:
     """How sure a ranked answer is, and the evidence: computed once per answer over the whole
     ranking, so both tools and the selection's gate read the same number."""
 
-    calibrated: float  # retrieval's calibrated P(an answer is among the first ten)
+    calibrated: float  # retrieval's calibrated P(the first result is right)
     top_score: float
     margin: float
     agreement: float | None  # None when only one channel found the best results
@@ -210,9 +231,13 @@ class AnswerConfidence:
     # Some result was found by the query's words (the full-text, name or path channel); False when
     # only the vector channel answered, i.e. the query's words occur nowhere in the index.
     words_matched: bool
+    # Retrieval's calibrated P(a right result is among the first ten); None: not judged (a server
+    # that does not send it), which caps nothing.
+    answerability: float | None = None
 
 
-def answer_confidence(results: list[RankedResult], scores: list[float], calibrated: float) -> AnswerConfidence:
+def answer_confidence(results: list[RankedResult], scores: list[float], calibrated: float,
+                      answerability: float | None = None) -> AnswerConfidence:
     """The composite confidence of a ranked answer (`scores`: its final scores, best first): what
     the agent is shown, and what selection's gate reads, so an answer flagged `low_confidence`
     is exactly one the gate judges unsure."""
@@ -221,4 +246,5 @@ def answer_confidence(results: list[RankedResult], scores: list[float], calibrat
     agreement = channel_agreement(results)
     composite = composite_confidence(calibrated, top, margin, agreement) if scores else 0.0
     return AnswerConfidence(calibrated=calibrated, top_score=top, margin=margin, agreement=agreement,
-                            composite=composite, words_matched=any(r.provenance != SEMANTIC for r in results))
+                            composite=composite, words_matched=any(r.provenance != SEMANTIC for r in results),
+                            answerability=answerability if scores else 0.0)

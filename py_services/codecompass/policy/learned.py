@@ -216,13 +216,13 @@ def feature_matrix(shape: QueryShape, results: Sequence[RankedResult],
     cards = {r.chunk.relative_path for r in results if r.chunk.node_kind is NodeKind.MODULE}
     ids = {r.chunk.id: i for i, r in enumerate(results)}
     head = {r.chunk.id for r in results[:_LINK_TOP]}
-    links = defaultdict(int)
+    links: defaultdict[str, int] = defaultdict(int)
     for r in results[:_LINK_TOP]:
         for ref in r.chunk.references:
             if ref.chunk_id in head and ref.chunk_id != r.chunk.id:
                 links[r.chunk.id] += 1
                 links[ref.chunk_id] += 1
-    children = defaultdict(int)
+    children: defaultdict[str, int] = defaultdict(int)
     for r in results:
         if r.chunk.parent_id in ids:
             children[r.chunk.parent_id] += 1
@@ -287,7 +287,7 @@ def feature_matrix(shape: QueryShape, results: Sequence[RankedResult],
         members = by_file[chunk.relative_path]
         row[col["file_candidates"]] = len(members)
         row[col["file_best_bm25"]] = max(bm25_rel[j] for j in members)
-        cosines = [raw[j].primary_cosine for j in members if raw[j].primary_cosine is not None]
+        cosines = [cos for cos in (raw[j].primary_cosine for j in members) if cos is not None]
         row[col["file_best_cos"]] = max(cosines) - best_primary if cosines else -1.0
         row[col["file_rank"]] = members.index(i) + 1
         if terms:

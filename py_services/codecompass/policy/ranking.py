@@ -68,7 +68,8 @@ _EXAMPLE_DIR = re.compile(
     r"(?:^|/)(?:_?examples?|demos?|samples?|docs?|documentation|scripts?|benchmarks?|bench|perf|playground|storybook|stories)(?:/|$)"
 )
 _COMPAT_DIR = re.compile(r"(?:^|/)(?:compat|_compat|legacy|deprecated|polyfills?|shims?)(?:/|$)")
-_VENDOR = re.compile(r"(?:^|/)(?:vendor|vendored|third[_-]party|dist|build|out|bundles?|umd|esm5|cjs)(?:/|$)|\.min\.[cm]?js$")
+_VENDOR = re.compile(r"(?:^|/)(?:vendor|vendored|third[_-]party|dist|build|out|bundles?|umd|esm5|cjs)(?:/|$)"
+                     r"|\.min\.[cm]?js$")
 _DECLARATION = re.compile(r"\.d\.[cm]?ts$")
 KIND_WORDS = frozenset({
     "function", "method", "class", "interface", "type", "enum", "component", "variable", "constant", "const",

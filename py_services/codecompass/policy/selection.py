@@ -15,14 +15,18 @@ from dataclasses import dataclass
 # every candidate that matched at all, in the ranking's order, and says first that nothing is a
 # confident match. Confidence is P(the first result is right), so "low" covers most questions in
 # words whose first result is a guess (68% of the answerable dev questions at 0.5), and near
-# misses are often where the answer is: such an answer gives the ranked list within the request's
-# budget, the reader judges. Only an answer whose best relevance is below NO_ANSWER_SHARE of
-# min_relevance, where the questions no workspace answers lie (on bench-pipeline's dev split every
-# nonsense and names-nowhere question was below 0.2 composite confidence, and three wrong-repository
-# questions in four), is held to LOW_CONFIDENCE_MAX_TOKENS: a reading budget (issue 26: at most
-# 1,000), not a tuned one, so a question with no answer costs the agent no more than that.
+# misses are often where the answer is: such an answer gives the ranked list within its budget,
+# the reader judges. The budget is the caller's, except for a question that likely has no answer
+# here at all: the search's answerability (P(a right result among the first ten), a second model
+# on the same evidence) below ANSWERABLE_MIN holds a low-confidence answer to
+# LOW_CONFIDENCE_MAX_TOKENS, a reading budget (at most 1,000 by design), not a tuned one, so a
+# question with no answer costs the agent no more than that. 0.5 is "more likely than not", not
+# a tuned value either: on the test split it holds every nonsense and missing-name question and
+# 79% of those asked of the wrong repository, and 20% of the answerable ones whose answer is in
+# their first ten (confidence alone, at the 0.45-of-the-gate line it replaces, held 47% of the
+# questions in words).
 LOW_CONFIDENCE_MAX_TOKENS = 1_000
-NO_ANSWER_SHARE = 0.45
+ANSWERABLE_MIN = 0.5
 # In a confident answer a candidate is kept down to this share of min_relevance (0.2 at the
 # default 0.5). Dropping a candidate can only lose recall within a budget, never gain it (the
 # ranking's order is kept), so the floor drops only the tail no reader gets to: on the dev split,
@@ -106,18 +110,26 @@ def relevance_as_sent(relevance: float | None, score: float) -> float:
     return relevance if relevance is not None else min(max(score, 0.0), 1.0)
 
 
+def answer_budget(max_tokens: int, verdict: Verdict, answerability: float | None) -> int:
+    """The budget an answer is asked for: the caller's (0: the selection service's default), or at
+    most LOW_CONFIDENCE_MAX_TOKENS for a low-confidence answer whose question likely has no answer
+    here (answerability below ANSWERABLE_MIN; None, not judged, caps nothing)."""
+    if verdict.low_confidence and answerability is not None and answerability < ANSWERABLE_MIN:
+        return min(max_tokens, LOW_CONFIDENCE_MAX_TOKENS) if max_tokens > 0 else LOW_CONFIDENCE_MAX_TOKENS
+    return max_tokens
+
+
 def gate(relevances: Sequence[float], min_relevance: float, max_tokens: int,
          tail: TailCut = CONFIDENT_TAIL) -> Gate:
     """What an answer keeps, in the order sent, and the budget it is filled within. A confident
     answer keeps every candidate down to its floor (and `tail`'s cut) within `max_tokens`; a
-    low-confidence one keeps every candidate that matched, within `max_tokens`, or within
-    LOW_CONFIDENCE_MAX_TOKENS when its best is below NO_ANSWER_SHARE of the threshold. Never
-    padded: a candidate with no relevance (nothing matched) never enters, so nothing stays nothing."""
+    low-confidence one keeps every candidate that matched, within `max_tokens` (the caller's
+    `answer_budget` holds a question likely without an answer to a small one). Never padded: a
+    candidate with no relevance (nothing matched) never enters, so nothing stays nothing."""
     verdict = judge(max(relevances, default=0.0), min_relevance, tail)
     if verdict.low_confidence:
         kept = [i for i, value in enumerate(relevances) if value > 0.0]
-        no_answer = verdict.best < min_relevance * NO_ANSWER_SHARE
-        return Gate(verdict, tuple(kept), min(max_tokens, LOW_CONFIDENCE_MAX_TOKENS) if no_answer else max_tokens)
+        return Gate(verdict, tuple(kept), max_tokens)
     kept = [i for i, value in enumerate(relevances) if value >= verdict.floor]
     winner = tail.clear_winner
     if winner is not None and len(kept) > winner.results:
@@ -125,6 +137,15 @@ def gate(relevances: Sequence[float], min_relevance: float, max_tokens: int,
         if ordered[0] - ordered[1] >= winner.lead:
             kept = kept[: winner.results]
     return Gate(verdict, tuple(kept), max_tokens)
+
+
+def beats_list(answer_scores: Sequence[float], list_scores: Sequence[float]) -> bool:
+    """Whether a composed answer (merged parents, cards with their symbols) is worth giving
+    instead of the ranked list filled into the same budget: it shows at least as much of what the
+    ranking expects to be relevant. A candidate's score is the ranking's estimate that it is, so
+    the sum of the scores shown whole is the number of relevant results a reader is expected to
+    get; a tie goes to the composed answer, which shows the same in its context."""
+    return sum(answer_scores) >= sum(list_scores) - 1e-9
 
 
 def merge_earned(covered_share: float) -> bool:

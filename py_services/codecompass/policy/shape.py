@@ -44,10 +44,15 @@ _QUOTED = re.compile(r"""["'`]([^"'`]{3,})["'`]""")
 # Words that open a question or a request: the query is addressed to a person, not quoted
 # from a program.
 _QUESTION_OPENERS = frozenset(
-    ["how", "what", "where", "which", "who", "why", "when", "does", "do", "is", "are", "can", "should", "find", "show", "explain", "list", "get", "fix", "add", "remove", "support", "handle", "make", "use", "allow", "avoid"]
+    ["how", "what", "where", "which", "who", "why", "when", "does", "do", "is", "are", "can", "should", "find", "show",
+     "explain", "list", "get", "fix", "add", "remove", "support", "handle", "make", "use", "allow", "avoid"]
 )
 STOP_WORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "been", "being", "by", "can", "could", "did", "do", "does", "doing", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "via", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your"]
+    ["a", "an", "and", "are", "as", "at", "be", "been", "being", "by", "can", "could", "did", "do", "does", "doing",
+     "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not",
+     "of", "on", "or", "our", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this",
+     "those", "to", "too", "via", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why",
+     "will", "with", "would", "you", "your"]
 )
 # Words that make a capitalised statement read like a program's message rather than a request.
 _MESSAGE_WORDS = frozenset({

@@ -8,6 +8,7 @@ scores or the blend weight, so the two can never disagree.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TypedDict
 
 from codecompass.common.config import RerankSettings
 from codecompass.common.logging import get_logger
@@ -37,8 +38,17 @@ from codecompass.rerank.providers import (
 log = get_logger("codecompass.rerank.engine")
 
 
+class _ExternalArgs(TypedDict):
+    """The keyword arguments every external reranker takes, typed so each constructor's are checked."""
+
+    api_key: str | None
+    base_url: str | None
+    model: str | None
+    timeout_s: float
+
+
 def build_providers(settings: RerankSettings) -> dict[str, Reranker]:
-    common = {"api_key": settings.api_key, "base_url": settings.base_url, "model": settings.model,
+    common: _ExternalArgs = {"api_key": settings.api_key, "base_url": settings.base_url, "model": settings.model,
               "timeout_s": settings.timeout_s}
     return {
         LOCAL: LocalReranker(),
@@ -52,7 +62,8 @@ def ranked(candidates: Sequence[Candidate], rerank_scores: Mapping[int, float]) 
     """One raw score per candidate, best model score first; the candidates the provider did not
     score follow in request order (the first stage's)."""
     scored = [ScoredCandidate(id=c.id, rerank_score=rerank_scores.get(i)) for i, c in enumerate(candidates)]
-    order = sorted(range(len(scored)), key=lambda i: (scored[i].rerank_score is None, -(scored[i].rerank_score or 0.0), i))
+    order = sorted(range(len(scored)),
+                   key=lambda i: (scored[i].rerank_score is None, -(scored[i].rerank_score or 0.0), i))
     return [scored[i] for i in order]
 
 

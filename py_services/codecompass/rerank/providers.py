@@ -13,7 +13,7 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import httpx
 
@@ -27,6 +27,10 @@ from codecompass.rerank.model import (
     REASON_NOT_CONFIGURED,
     REASON_TIMEOUT,
 )
+
+if TYPE_CHECKING:
+    # Imported on first use at run time: only a configured Voyage reranker loads the client.
+    import voyageai
 
 VOYAGE_DEFAULT_MODEL = "rerank-2.5"
 COHERE_DEFAULT_MODEL = "rerank-v3.5"
@@ -125,9 +129,9 @@ class VoyageReranker:
         self._base_url = base_url
         self._model = model or VOYAGE_DEFAULT_MODEL
         self._timeout_s = timeout_s
-        self._client = None
+        self._client: voyageai.Client | None = None
 
-    def _get_client(self):
+    def _get_client(self) -> voyageai.Client:
         if self._client is None:
             import voyageai
 

@@ -465,6 +465,7 @@ def skips_to_json(skipped: Iterable[SkippedFile]) -> str:
 
 def skips_from_json(text: str) -> tuple[SkippedFile, ...]:
     try:
-        return tuple(SkippedFile(path, reason, detail, bool(folder)) for path, reason, detail, folder in json.loads(text))
+        return tuple(SkippedFile(path, reason, detail, bool(folder))
+                     for path, reason, detail, folder in json.loads(text))
     except (ValueError, TypeError):
         return ()

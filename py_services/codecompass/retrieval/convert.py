@@ -90,7 +90,9 @@ _CHANNEL_TO_PROTO = {
 }
 _CHANNEL_FROM_PROTO = {v: k for k, v in _CHANNEL_TO_PROTO.items()}
 
-_PHASE_TO_PROTO = {phase: retrieval_pb2.IndexPhase.Value(f"INDEX_PHASE_{phase.name}") for phase in IndexPhase}
+_PHASE_TO_PROTO: dict[IndexPhase, retrieval_pb2.IndexPhase] = {
+    phase: retrieval_pb2.IndexPhase.Value(f"INDEX_PHASE_{phase.name}") for phase in IndexPhase
+}
 _PHASE_FROM_PROTO = {v: k for k, v in _PHASE_TO_PROTO.items()}
 
 
@@ -102,13 +104,13 @@ _FILE_STATUS_FROM_PROTO = {
 _FILE_STATUS_TO_PROTO = {v: k for k, v in _FILE_STATUS_FROM_PROTO.items()}
 
 
-def _skip_reason_name(value: int) -> str:
+def _skip_reason_name(value: analysis_pb2.SkipReason) -> str:
     if value == analysis_pb2.SKIP_REASON_UNSPECIFIED:
         return ""
     return analysis_pb2.SkipReason.Name(value).removeprefix("SKIP_REASON_").lower()
 
 
-def _skip_reason_value(name: str) -> int:
+def _skip_reason_value(name: str) -> analysis_pb2.SkipReason:
     if not name:
         return analysis_pb2.SKIP_REASON_UNSPECIFIED
     return analysis_pb2.SkipReason.Value(f"SKIP_REASON_{name.upper()}")
@@ -293,7 +295,7 @@ def shape_from_proto(msg: retrieval_pb2.QueryShape, query: str) -> QueryShape:
     )
 
 
-def _view_from_proto(value: int) -> ResultView:
+def _view_from_proto(value: retrieval_pb2.ResultView) -> ResultView:
     try:
         return _VIEW_FROM_PROTO[value]
     except KeyError:
@@ -371,7 +373,7 @@ def sync_outcome_to_proto(outcome: SyncOutcome) -> retrieval_pb2.SyncResponse:
         scanning=outcome.scanning,
         error=outcome.error,
         duration_ms=outcome.duration_ms,
-        phase=_PHASE_TO_PROTO[outcome.phase] if outcome.phase is not None else 0,
+        phase=_PHASE_TO_PROTO[outcome.phase] if outcome.phase is not None else retrieval_pb2.INDEX_PHASE_UNSPECIFIED,
         phase_files_done=outcome.phase_files_done,
         phase_files_total=outcome.phase_files_total,
         chunks_written=outcome.chunks_written,
@@ -492,6 +494,7 @@ def _metadata_to_proto(meta: SearchMetadata) -> retrieval_pb2.SearchMetadata:
         embedded_chunks=meta.embedded_chunks,
         total_candidates=meta.total_candidates,
         confidence=meta.confidence,
+        answerability=meta.answerability,
         missing_names=list(meta.missing_names),
         nearest_names=list(meta.nearest_names),
         filtered_chunks=meta.filtered_chunks,
@@ -519,6 +522,7 @@ def _metadata_from_proto(msg: retrieval_pb2.SearchMetadata) -> SearchMetadata:
         embedded_chunks=msg.embedded_chunks,
         total_candidates=msg.total_candidates,
         confidence=msg.confidence,
+        answerability=msg.answerability if msg.HasField("answerability") else None,
         missing_names=tuple(msg.missing_names),
         nearest_names=tuple(msg.nearest_names),
         filtered_chunks=msg.filtered_chunks,

@@ -28,6 +28,7 @@ import numpy as np
 
 from codecompass.policy import shape as q
 from codecompass.policy.confidence import (
+    answerability,
     confidence,
     confidence_features,
     exact_identifiers,
@@ -70,8 +71,9 @@ class HybridOutcome:
     total_candidates: int
     # Candidates past the limit that scored at least half the best: the limit cut answers.
     truncated: bool
-    # Calibrated P(an answer is among the first ten), and the evidence it was judged from.
-    confidence: float = 0.0
+    # The calibrated models' answers, and the evidence they were judged from.
+    confidence: float = 0.0  # P(the first result is right)
+    answerability: float = 0.0  # P(a right result is among the first ten)
     confidence_features: dict[str, float] = field(default_factory=dict)
     # Exact identifiers the query typed that no chunk is named, and the index's closest names.
     missing_names: tuple[str, ...] = ()
@@ -190,6 +192,7 @@ def hybrid_search(
         total_candidates=len(ranked),
         truncated=truncated,
         confidence=confidence(features) if ranked else 0.0,
+        answerability=answerability(features) if ranked else 0.0,
         confidence_features=features,
         missing_names=missing,
         nearest_names=nearest_names(missing, *store.names()) if missing else (),

@@ -163,7 +163,7 @@ def _place_collapsed(file_chunks: list[Chunk], placements: dict[str, Placement])
             if child_id == chunk.id or child_id not in by_id or spot is None or spot.key != here.key:
                 continue
             start = spot.offset - here.offset
-            if 0 <= start and start + spot.length <= here.length:
+            if start >= 0 and start + spot.length <= here.length:
                 children.append((start, start + spot.length))
         children.sort()
         encoded = encode_collapsed(chunk.collapsed_source, chunk.full_source, children)

@@ -249,7 +249,8 @@ class IndexSearcher:
         try:
             exists = index_exists(self._settings, key)
         except (OSError, RuntimeError) as exc:
-            raise DependencyUnavailable(f"the index store at {index_root(self._settings)} is unreachable: {exc}") from None
+            raise DependencyUnavailable(
+                f"the index store at {index_root(self._settings)} is unreachable: {exc}") from None
         if not exists:
             return None
         if self._writer is not None and target is not None and target.root is not None:
@@ -262,7 +263,8 @@ class IndexSearcher:
         except FileNotFoundError:  # dropped between the check and the open
             return None
         except (OSError, RuntimeError) as exc:
-            raise DependencyUnavailable(f"the index store at {index_root(self._settings)} is unreachable: {exc}") from None
+            raise DependencyUnavailable(
+                f"the index store at {index_root(self._settings)} is unreachable: {exc}") from None
         with self._lock:
             kept = self._readers.setdefault(key, reader)
         if kept is not reader:  # another query opened it meanwhile
@@ -313,6 +315,7 @@ class IndexSearcher:
                 results=(),
                 metadata=self._metadata(None, status, ResultCompleteness.PARTIAL, started),
             )
+        assert summary is not None, "a store comes only from a reader, which reads it with its summary"
 
         # Sub-millisecond and in process: embedded while the primary embedding is under way.
         static_query = self._static_query(store, request.query) if query_future is not None else None
@@ -386,6 +389,7 @@ class IndexSearcher:
             blocked=blocked,
             total_candidates=outcome.total_candidates,
             confidence=outcome.confidence,
+            answerability=outcome.answerability,
             missing_names=outcome.missing_names,
             nearest_names=outcome.nearest_names,
             # Counted only under a filter: an empty answer then may mean the filter, not the query.
@@ -422,6 +426,7 @@ class IndexSearcher:
         blocked: bool = False,
         total_candidates: int = 0,
         confidence: float = 0.0,
+        answerability: float | None = None,
         missing_names: tuple[str, ...] = (),
         nearest_names: tuple[str, ...] = (),
         filtered_chunks: int = 0,
@@ -445,6 +450,7 @@ class IndexSearcher:
             embedded_chunks=counts[1],
             total_candidates=total_candidates,
             confidence=confidence,
+            answerability=answerability,
             missing_names=missing_names,
             nearest_names=nearest_names,
             filtered_chunks=filtered_chunks,

@@ -69,6 +69,8 @@ def _record_search(span: trace.Span, outcome: SearchOutcome) -> None:
     span.set_attribute("codecompass.retrieval.semantic_ratio", meta.semantic_ratio_used)
     span.set_attribute("codecompass.retrieval.vector_channels", list(meta.vector_channels))
     span.set_attribute("codecompass.retrieval.confidence", meta.confidence)
+    if meta.answerability is not None:
+        span.set_attribute("codecompass.retrieval.answerability", meta.answerability)
     span.set_attribute("codecompass.retrieval.indexing_status", meta.indexing_status.value)
     span.set_attribute("codecompass.retrieval.completeness", meta.result_completeness.value)
     span.set_attribute("codecompass.retrieval.embedding_model", meta.embedding_model_id)

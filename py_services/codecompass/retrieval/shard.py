@@ -48,10 +48,11 @@ The shape:
    (CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS), as the services do.
 2. Each worker (`python -m codecompass.retrieval.shard work --plan PLAN.json --shard I`, or
    `--workspace-id ID` to find the plan in the index) chunks its files through the analysis
-   service, computes static vectors (and primary ones when the plan says so), writes its rows as uncommitted fragments (`ChunkStore.stage`) in bounded
-   batches, and hands its `ShardResult` (fragment metadata and catalog entries) to the writer as
-   a row of the index's `shard_results` table, so no disk is shared: a worker needs only the
-   index URI, whether a local folder or `s3://`.
+   service, computes static vectors (and primary ones when the plan says so), writes its rows as
+   uncommitted fragments (`ChunkStore.stage`) in bounded batches, and hands its `ShardResult`
+   (fragment metadata and catalog entries) to the writer as a row of the index's `shard_results`
+   table, so no disk is shared: a worker needs only the index URI, whether a local folder or
+   `s3://`.
 3. Once every shard delivered, the writer commits (`commit_shards`): pending marks, then the
    texts and the chunks (one version each, `ChunkStore.commit_staged`), then the catalog.
 
@@ -204,7 +205,8 @@ class ShardPlan:
 
     def check_shard(self, shard: int) -> None:
         if not 0 <= shard < len(self.shards):
-            raise InvalidPlan(f"shard {shard} is not in the plan (it has {len(self.shards)}: 0 to {len(self.shards) - 1})")
+            raise InvalidPlan(f"shard {shard} is not in the plan "
+                              f"(it has {len(self.shards)}: 0 to {len(self.shards) - 1})")
 
     def to_json(self) -> dict:
         return {
@@ -328,7 +330,8 @@ class PlanBoard:
         """Mark the plan ended, if it is still the open one."""
         table = self._table()
         if table is not None:
-            table.update(where=f"plan_id = {sqlf.sql_string(plan_id)} AND state = {sqlf.sql_string(PlanState.OPEN.value)}",
+            table.update(where=f"plan_id = {sqlf.sql_string(plan_id)} "
+                               f"AND state = {sqlf.sql_string(PlanState.OPEN.value)}",
                          values={"state": state.value, "reason": reason, "ended_at": time.time()})
 
     def check_open(self, plan_id: str) -> None:

@@ -192,7 +192,9 @@ class SearchMetadata:
     total_chunks: int = 0
     embedded_chunks: int = 0
     total_candidates: int = 0
-    confidence: float = 0.0  # calibrated P(an answer is among the first ten results)
+    confidence: float = 0.0  # calibrated P(the first result is a right answer)
+    # Calibrated P(a right answer is among the first ten results); None: not judged.
+    answerability: float | None = None
     # Identifiers the query typed that nothing in the index is named, and the closest names.
     missing_names: tuple[str, ...] = ()
     nearest_names: tuple[str, ...] = ()

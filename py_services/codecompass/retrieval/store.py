@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any, cast
 
 import lance
 import lancedb
@@ -24,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 from lance.fragment import FragmentMetadata, write_fragments
 from lancedb.index import FTS, IvfPq
+from lancedb.query import LanceVectorQueryBuilder
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
 from codecompass.common.files import tree_bytes
@@ -285,8 +287,9 @@ class ChunkStore:
         without one (`has_vector=False`) and become searchable by vector once `set_vectors`
         provides it. `static_vectors` fill the static column the same way (ignored when the
         index has no static channel); the caller computes them for every upsert, so a
-        rewritten chunk never keeps the static vector of its old text. Ids present in both lists are upserted, not deleted: the caller computed
-        deletions from the old file state, and a stable id that reappears is an update.
+        rewritten chunk never keeps the static vector of its old text. Ids present in both lists
+        are upserted, not deleted: the caller computed deletions from the old file state, and a
+        stable id that reappears is an update.
 
         New source texts are added to the sources table first (its own commit, made only when
         a text is new): a kill -9 in between leaves unreferenced texts, which maintenance
@@ -494,6 +497,7 @@ class ChunkStore:
                 sims = _unit_rows(_vectors_of(rows, self.model.dimensions)) @ primary
                 p_sims = [float(v) if h else None for v, h in zip(sims, has, strict=True)]
             if static is not None:
+                assert self.static is not None, "a static query vector is kept above only with a static channel"
                 has = rows.column(STATIC_FLAG_COLUMN).to_pylist()
                 matrix = _vectors_of(rows.select([STATIC_VECTOR_COLUMN]).rename_columns([VECTOR_COLUMN]),
                                      self.static.dimensions)
@@ -659,10 +663,16 @@ class ChunkStore:
     def _nearest(
         self, column: str, where: str, query: np.ndarray, filters: Filters, limit: int, indexed: bool
     ) -> list[ScoredChunk]:
+        # Table.search is annotated with the base builder; a vector query gets the vector builder
+        # (LanceTable's own overloads say so).
+        vector_query = cast(LanceVectorQueryBuilder,
+                            self._table.search(query, vector_column_name=column, query_type="vector"))
+        predicate = sqlf.combine(where, sqlf.to_sql(filters))
+        assert predicate is not None, "both callers pass a non-empty `where`"
         search = (
-            self._table.search(query, vector_column_name=column, query_type="vector")
+            vector_query
             .distance_type("cosine")
-            .where(sqlf.combine(where, sqlf.to_sql(filters)), prefilter=True)
+            .where(predicate, prefilter=True)
             .select([*CHUNK_COLUMNS, "_distance"])
             .limit(limit)
         )
@@ -670,7 +680,8 @@ class ChunkStore:
             search = search.nprobes(ANN_NPROBES).refine_factor(ANN_REFINE_FACTOR)
         rows = search.to_arrow()
         distances = rows.column("_distance").to_pylist()
-        return [ScoredChunk(chunk=c, score=1.0 - float(d)) for c, d in zip(self._chunks_of(rows), distances, strict=True)]
+        return [ScoredChunk(chunk=c, score=1.0 - float(d))
+                for c, d in zip(self._chunks_of(rows), distances, strict=True)]
 
     # ---- maintenance --------------------------------------------------------------------
 
@@ -750,7 +761,7 @@ class ChunkStore:
                 tree_bytes(os.path.join(root, f"{name}.lance"))
                 for name in (self.table_name, sources_table_name(self.table_name))
             )
-        return int(self._table.stats()["total_bytes"]) + int(self._sources.stats()["total_bytes"])
+        return _total_bytes(self._table) + _total_bytes(self._sources)
 
     def index_status(self) -> dict[str, dict[str, int]]:
         """Indexed/unindexed row counts per index, for diagnostics and benchmarks."""
@@ -1026,6 +1037,11 @@ def _write_uncommitted(data: pa.Table, dataset: lance.LanceDataset) -> tuple[Fra
     return tuple(write_fragments(data, dataset, mode="append", data_storage_version=dataset.data_storage_version))
 
 
+def _total_bytes(table: lancedb.table.Table) -> int:
+    # lancedb annotates stats() as its TableStatistics dataclass, but it returns the older API's dict.
+    return int(cast(dict[str, Any], table.stats())["total_bytes"])
+
+
 def _replacing_rows(
     dataset: lance.LanceDataset, paths: Sequence[str], new: list[FragmentMetadata]
 ) -> lance.LanceOperation.BaseOperation | None:
@@ -1044,7 +1060,9 @@ def _replacing_rows(
     updated: list[FragmentMetadata] = []
     removed: list[int] = []
     for fragment_id, addresses in sorted(stale.items()):
-        kept = dataset.get_fragment(fragment_id).delete(f"_rowaddr IN ({', '.join(map(str, addresses))})")
+        fragment = dataset.get_fragment(fragment_id)
+        assert fragment is not None, "the id comes from a row address the dataset just returned"
+        kept = fragment.delete(f"_rowaddr IN ({', '.join(map(str, addresses))})")
         if kept is None:
             removed.append(fragment_id)
         else:

@@ -336,13 +336,13 @@ class Syncer:
         in_hand = {c.id for f in files.values() for c in f.chunks}
         to_rechunk = sorted(
             {
-                path
+                chunk_path
                 for chunk_id in referencing - in_hand
-                if (path := self._catalog.path_of_chunk(chunk_id)) is not None
-                and path not in files
-                and path not in removed
-                and path not in self._queued
-                and path in self._current
+                if (chunk_path := self._catalog.path_of_chunk(chunk_id)) is not None
+                and chunk_path not in files
+                and chunk_path not in removed
+                and chunk_path not in self._queued
+                and chunk_path in self._current
             }
         )
         if not to_rechunk:
@@ -406,6 +406,7 @@ class InProcessVectors:
         depending on the column it fills, or neither."""
         if not self.active or not chunks:
             return {}, {}
+        assert self._static is not None, "both of the columns `active` asks about need a static channel"
         computed = self._static.embed_chunks(chunks)
         return (computed, {}) if self.into_primary else ({}, computed)
 

@@ -267,8 +267,8 @@ class BackgroundEmbedder:
                 current = {c.id: c for c in store.get_chunks([c.id for c in batch])}
                 fresh: dict[str, np.ndarray] = {}
                 for chunk, vector in zip(batch, result.vectors, strict=True):
-                    now = current.get(chunk.id)
-                    if now is not None and (now.snippet_hash, now.embedding_text) == (
+                    stored = current.get(chunk.id)
+                    if stored is not None and (stored.snippet_hash, stored.embedding_text) == (
                         chunk.snippet_hash,
                         chunk.embedding_text,
                     ):
@@ -457,7 +457,8 @@ class WorkspaceWriter:
             self._scan_skipped = scan.skipped
             if not job.force and self.catalog.identity is None:
                 retrieval = self._settings.retrieval
-                refusal = guards.size_refusal(self.root, scan.files, retrieval.large_index_files, retrieval.large_index_mb)
+                refusal = guards.size_refusal(self.root, scan.files, retrieval.large_index_files,
+                                              retrieval.large_index_mb)
                 if refusal is not None:
                     raise IndexRefused(refusal)
             self._ensure_identity(scan.chunker_version)
@@ -471,7 +472,8 @@ class WorkspaceWriter:
             inline = not (self.embedder.running and self._store.static is not None)
             if job.workers > 1:
                 job.planned.set()
-                stats, timings = self._sync_sharded(scan, job, notify), {}
+                stats = self._sync_sharded(scan, job, notify)
+                timings: dict[str, float] = {}
             else:
                 stats, timings = self._sync_here(scan, job, notify, inline)
             stats.duration_ms = (time.perf_counter() - scan_started) * 1000
@@ -895,7 +897,8 @@ class IndexWriter:
         """Open every index synced from a folder of this machine that still exists, so a
         restarted writer resumes what it left (the role `writer` does this at start)."""
         host = socket.gethostname()
-        for entry in IndexRegistry(index_root(self._settings), dict(self._settings.retrieval.storage_options)).entries():
+        for entry in IndexRegistry(index_root(self._settings),
+                                   dict(self._settings.retrieval.storage_options)).entries():
             if entry.host == host and entry.root and Path(entry.root).is_dir():
                 try:
                     self.attend(Path(entry.root), entry.workspace_id, entry.key)
@@ -962,7 +965,8 @@ class IndexWriter:
         for workers started elsewhere (retrieval.shard_runner = job)."""
         ws = self._workspace_to_sync(root_text, force, workspace_id)
         updates: queue.Queue[IndexProgress] = queue.Queue()
-        patience = self._settings.long_rpc_timeout_s if wait_s is None else min(wait_s, self._settings.long_rpc_timeout_s)
+        patience = (self._settings.long_rpc_timeout_s if wait_s is None
+                    else min(wait_s, self._settings.long_rpc_timeout_s))
         caller = IndexCaller(time.monotonic() + patience, cancelled or threading.Event())
         running, job = ws.join_sync(updates.put, force=force, workers=workers, caller=caller)
         last_sent = 0.0

@@ -9,15 +9,19 @@ The order of steps matters:
    the query's shape is; a candidate sent without one is gated on its score as given;
 2. the gate: an answer whose best candidate reaches min_relevance keeps every candidate above a
    noise floor (a share of min_relevance); one whose best does not is a low-confidence answer: it
-   keeps every candidate that matched, within the request's budget (a small one,
-   LOW_CONFIDENCE_MAX_TOKENS, when its best is far below: a question with no answer here), and the
+   keeps every candidate that matched, within the request's budget (the gateway asks for a small
+   one, `policy.selection.answer_budget`, when the question likely has no answer here), and the
    caller says it is not a confident match; candidates with no relevance at all never enter;
 3. kept candidates whose kept parent chain leads to another kept candidate are merged into the
    highest one when the kept children cover most of it (MERGE_MIN_COVER) and the merged result
    is no larger than one result may be;
 4. the results are rendered, headed and counted, then
 5. filled into the token budget (the gate's) in the ranking's order, clipping only what is over its
-   per-result cap.
+   per-result cap;
+6. the answer must beat the ranked list or give it: the same kept candidates, each alone, filled
+   into the same budget, are the answer instead when they show more of what the ranking expects
+   to be relevant (`policy.beats_list`), e.g. when a large merged parent or card would cost the
+   budget more results than its expansion shows.
 
 The rules of steps 1 to 3 and the numbers they compare with are the selection policy's
 (`codecompass.policy.selection`); this module applies them.
@@ -264,7 +268,8 @@ def _draft(root: Scored, merged: Sequence[Scored], rendered: RenderedSymbol | No
     return Draft(root, ordered, header, source, start, end, tokens_of(header, source), fallback)
 
 
-def compose(forest: Sequence[Node], renders: Mapping[RenderRequest, RenderedSymbol | None], merge_cap: int) -> list[Draft]:
+def compose(forest: Sequence[Node], renders: Mapping[RenderRequest, RenderedSymbol | None],
+            merge_cap: int) -> list[Draft]:
     """Drafts in the ranking's order (a merged draft at its best member's place). A node whose kept
     children earn a merge becomes one merged draft when its expanded rendering exists, knows every
     child, and fits merge_cap; otherwise the node stands alone (children collapsed) and each kept
@@ -364,14 +369,17 @@ def fill_budget(drafts: Sequence[Draft], max_tokens: int) -> tuple[list[Placed],
     A draft that does not fit what is left is skipped, and smaller ones after it may still fit.
     One result takes at most half the budget while others wait, and never more than all of it: a
     draft over its cap is clipped to it (or to what is left, if less), so a 40,000-line function is
-    never returned whole; a clip with under CLIP_MIN_TOKENS to work with is skipped instead.
+    never returned whole; a clip with under CLIP_MIN_TOKENS to work with is skipped instead. The
+    best result is the exception: when it fits the budget whole it is never clipped to make room for
+    weaker ones (a clipped result is not an answer; the ranked list would have shown it whole).
     """
     placed: list[Placed] = []
     over_budget = 0
     remaining = max_tokens
     for position, draft in enumerate(drafts):
         others_waiting = position < len(drafts) - 1
-        cap = max_tokens // 2 if others_waiting else max_tokens
+        whole_first = position == 0 and draft.token_count <= max_tokens
+        cap = max_tokens // 2 if others_waiting and not whole_first else max_tokens
         if draft.token_count <= cap:
             if draft.token_count <= remaining:
                 placed.append(Placed(draft, draft.source, draft.token_count))
@@ -387,6 +395,16 @@ def fill_budget(drafts: Sequence[Draft], max_tokens: int) -> tuple[list[Placed],
         placed.append(Placed(draft, clipped.source, clipped.token_count, True, clipped.lines_omitted))
         remaining -= clipped.token_count
     return placed, over_budget
+
+
+def as_list(kept: Sequence[Scored], renders: Mapping[RenderRequest, RenderedSymbol | None]) -> list[Draft]:
+    """The ranked list's drafts: each kept candidate alone (its children collapsed), in order."""
+    return [_draft(s, (), renders.get(RenderRequest(s.id, (), s.candidate.chunk.relative_path))) for s in kept]
+
+
+def shown_scores(placed: Sequence[Placed]) -> list[float]:
+    """The scores of the candidates an answer shows whole (a clipped result shows its start only)."""
+    return [s.score for p in placed if not p.clipped for s in p.draft.members]
 
 
 # --- 7. the result ---------------------------------------------------------------------------------
@@ -479,6 +497,9 @@ class SelectionEngine:
                 fallback_reason = exc.reason
         drafts = compose(forest, renders, merge_cap(forest, max_tokens, settings.merge_max_tokens))
         placed, over_budget = fill_budget(drafts, max_tokens)
+        listed, listed_over = fill_budget(as_list(kept, renders), max_tokens)
+        if not policy.beats_list(shown_scores(placed), shown_scores(listed)):
+            placed, over_budget = listed, listed_over
         results = tuple(to_result(p) for p in placed)
         fell_back = any(p.draft.fallback for p in placed)
         if fell_back and not fallback_reason:

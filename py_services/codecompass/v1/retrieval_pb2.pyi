@@ -329,7 +329,7 @@ class SearchResult(_message.Message):
     def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., lexical_score: _Optional[float] = ..., vector_similarity: _Optional[float] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., lexical_rank: _Optional[int] = ..., semantic_rank: _Optional[int] = ..., fusion_score: _Optional[float] = ..., signals: _Optional[_Mapping[str, float]] = ..., vector_channel: _Optional[_Union[VectorChannel, str]] = ...) -> None: ...
 
 class SearchMetadata(_message.Message):
-    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "search_ms", "total_chunks", "embedded_chunks", "total_candidates", "confidence", "missing_names", "nearest_names", "filtered_chunks", "vector_channels", "primary_vector_chunks", "static_vector_chunks", "static_model_id", "static_model_version", "primary_unavailable_reason")
+    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "search_ms", "total_chunks", "embedded_chunks", "total_candidates", "confidence", "missing_names", "nearest_names", "filtered_chunks", "vector_channels", "primary_vector_chunks", "static_vector_chunks", "static_model_id", "static_model_version", "primary_unavailable_reason", "answerability")
     INDEXING_STATUS_FIELD_NUMBER: _ClassVar[int]
     RESULT_COMPLETENESS_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_FALLBACK_FIELD_NUMBER: _ClassVar[int]
@@ -352,6 +352,7 @@ class SearchMetadata(_message.Message):
     STATIC_MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     STATIC_MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
     PRIMARY_UNAVAILABLE_REASON_FIELD_NUMBER: _ClassVar[int]
+    ANSWERABILITY_FIELD_NUMBER: _ClassVar[int]
     indexing_status: IndexingStatus
     result_completeness: ResultCompleteness
     semantic_fallback: bool
@@ -374,7 +375,8 @@ class SearchMetadata(_message.Message):
     static_model_id: str
     static_model_version: str
     primary_unavailable_reason: str
-    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., total_candidates: _Optional[int] = ..., confidence: _Optional[float] = ..., missing_names: _Optional[_Iterable[str]] = ..., nearest_names: _Optional[_Iterable[str]] = ..., filtered_chunks: _Optional[int] = ..., vector_channels: _Optional[_Iterable[_Union[VectorChannel, str]]] = ..., primary_vector_chunks: _Optional[int] = ..., static_vector_chunks: _Optional[int] = ..., static_model_id: _Optional[str] = ..., static_model_version: _Optional[str] = ..., primary_unavailable_reason: _Optional[str] = ...) -> None: ...
+    answerability: float
+    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., total_candidates: _Optional[int] = ..., confidence: _Optional[float] = ..., missing_names: _Optional[_Iterable[str]] = ..., nearest_names: _Optional[_Iterable[str]] = ..., filtered_chunks: _Optional[int] = ..., vector_channels: _Optional[_Iterable[_Union[VectorChannel, str]]] = ..., primary_vector_chunks: _Optional[int] = ..., static_vector_chunks: _Optional[int] = ..., static_model_id: _Optional[str] = ..., static_model_version: _Optional[str] = ..., primary_unavailable_reason: _Optional[str] = ..., answerability: _Optional[float] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("results", "metadata")

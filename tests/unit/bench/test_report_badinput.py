@@ -56,7 +56,8 @@ def test_outcomes_tracebacks_and_counts() -> None:
           sections=[("Captured stdout call", "Traceback (most recent call last):\n  File x")])
     # Output of a test without the marker still counts, apart.
     recorder.pytest_runtest_logreport(FakeReport("t.py::other", "call", "passed",
-                                                 sections=[("Captured stderr call", "Traceback (most recent call last)")]))
+                                                 sections=[("Captured stderr call",
+                                                            "Traceback (most recent call last)")]))
     payload = recorder.payload(12.34, 1)
     assert payload["counts"] == {"cases": 3, "passed": 1, "xfailed": 1, "xpassed": 0, "failed": 1, "not_run": 0,
                                  "tracebacks": 1}
@@ -88,7 +89,8 @@ def test_the_table_has_one_row_per_case_and_the_totals() -> None:
         "run": {"date_utc": "2026-11-23T19:00:00+00:00", "git": {"commit": "abc"}, "machine": {"nproc": 2}},
         "counts": {"cases": 3, "passed": 2, "xfailed": 1, "xpassed": 0, "failed": 0, "not_run": 0, "tracebacks": 0},
         "cases": [
-            {"case": "binary file", "behaviour": "skipped with reason `binary`", "result": "passed", "xfail_reason": ""},
+            {"case": "binary file", "behaviour": "skipped with reason `binary`", "result": "passed",
+             "xfail_reason": ""},
             {"case": "FTS-like syntax: OR (`a | b`)", "behaviour": "plain words", "result": "passed",
              "xfail_reason": ""},
             {"case": "kill -9 of analysis during index", "behaviour": "one line naming analysis",

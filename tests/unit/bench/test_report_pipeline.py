@@ -69,7 +69,8 @@ def test_pipeline_speed_section_lists_configurations_and_targets() -> None:
         "run": {"date_utc": "2026-11-23", "git": {"commit": "abc"}, "machine": {"nproc": 2}},
         "workspace": {"name": "ws-300k", "lines": 339752, "chunks": 22056},
         "settings": {"queries": 50, "passes": 2, "warm_up_passes": 1},
-        "latency_ms": {"default": {"retrieve": stage, "select": stage, "total": {"p50": 95.0, "p90": 140.0, "p95": 260.0}}},
+        "latency_ms": {"default": {"retrieve": stage, "select": stage,
+                                   "total": {"p50": 95.0, "p90": 140.0, "p95": 260.0}}},
         "targets": [{"target": "whole local pipeline p95", "goal_ms": 250.0, "measured_ms": 260.0, "met": False}],
     }
     text = report.render_pipeline_speed(doc)
@@ -150,3 +151,23 @@ def test_file_level_columns_and_the_concept_table_appear_when_the_run_has_them(m
     full = report.render_pipeline_full(doc)
     assert "file-level nDCG@10 by query type and stage" in full
     assert "| concept | 4 | – | 0.450 | 0.450 |" in full
+
+
+def test_a_result_that_expands_several_targets_answers_each_of_them() -> None:
+    from types import SimpleNamespace as NS
+
+    from bench.quality.run_quality import Target
+
+    def chunk(cid, name, start, end):
+        return NS(id=cid, relative_path="src/a.ts", qualified_name=name, start_line=start, end_line=end)
+
+    children = [chunk("c1", "one", 3, 9), chunk("c2", "two", 11, 20), chunk("c3", "other", 22, 30)]
+    card = NS(relative_path="src/a.ts", qualified_name="<module top level>", start_line=1, end_line=30,
+              expanded_child_ids=("c1", "c2", "c3"), clipped=False)
+    alone = NS(relative_path="src/b.ts", qualified_name="three", start_line=1, end_line=5, expanded_child_ids=(),
+               clipped=False)
+    answer = NS(candidates=[NS(result=NS(chunk=c)) for c in children], selection=NS(results=[card, alone]))
+    targets = [Target("src/a.ts", "two", 11, 20), Target("src/b.ts", "three", 1, 5), Target("src/a.ts", "one", 3, 9)]
+    assert run_pipeline.selection_hits(answer, targets) == [(2, 0), (1,)]
+    query = NS(targets=targets)
+    assert run_pipeline.curve_row(query, answer) == 1.0

@@ -193,7 +193,8 @@ def test_ranked_code_block_reads_as_written():
     ]
     assert any(line.startswith("-- confidence 0.80") and "hubs off" in line for line in lines)
     assert lines[0].startswith(" 1. 0.900  src/a.ts:3-8")
-    unsure = {**META, "answer_confidence": 0.31, "low_confidence": True, "low_confidence_reason": "no code matches its words"}
+    unsure = {**META, "answer_confidence": 0.31, "low_confidence": True,
+              "low_confidence_reason": "no code matches its words"}
     doubtful = answer_lines({"results": [result], "selection": None, "metadata": unsure}, "zzqx blorf")
     assert doubtful[0] == 'No confident match for "zzqx blorf" — no code matches its words; the closest code follows.'
     assert any(line.startswith("-- confidence 0.31 · below the threshold 0.50") for line in doubtful)
@@ -203,7 +204,8 @@ def test_selected_context_prints_header_why_and_budget():
     from codecompass_cli.render import answer_lines
 
     result = {
-        "score": 0.9, "relevance": 0.8, "path": "src/a.ts", "start_line": 3, "end_line": 8, "qualified_name": "Auth.validate",
+        "score": 0.9, "relevance": 0.8, "path": "src/a.ts", "start_line": 3, "end_line": 8,
+        "qualified_name": "Auth.validate",
         "kind": "method", "why": "match (score 0.90)", "header": "// src/a.ts > Auth.validate", "code": CODE,
     }
     selection = {"total_tokens": 40, "max_tokens": 8000, "min_relevance": 0.5, "best_relevance": 0.8,

@@ -37,7 +37,8 @@ def _drop_file_access_override() -> None:
         (b"embedding: minilm\n", "embedding must be a mapping of settings, got a string"),
         (b"gateway:\n  semantic_ratio_overrides:\n    symbol: 0.3\n",
          ("gateway.semantic_ratio_overrides.symbol was removed: the ranking policy sets the semantic ratio per "
-          "intent (RankingPolicy's *_share in codecompass/policy/ranking.py); a request's semantic_ratio still caps it")),
+          "intent (RankingPolicy's *_share in codecompass/policy/ranking.py); a request's semantic_ratio still "
+          "caps it")),
         (b"retrieval:\n  - semantic_ratio: 0.3\n", "retrieval must be a mapping of settings, got a list"),
     ],
     ids=["binary", "nul-byte", "unclosed-list", "top-list", "top-int", "top-string", "section-string",

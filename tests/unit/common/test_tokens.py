@@ -5,7 +5,8 @@ def test_counts_match_cl100k_base():
     # Reference counts from the analysis service's tokenizer (js-tiktoken cl100k_base).
     assert count_tokens("") == 0
     assert count_tokens("hello world") == 2
-    assert count_tokens("async validateToken(token: string): Promise<JwtPayload | null> {\n  return jwt.verify(token)\n}") == 22
+    assert count_tokens("async validateToken(token: string): Promise<JwtPayload | null> {\n"
+                        "  return jwt.verify(token)\n}") == 22
 
 
 def test_non_ascii_and_long_text():

@@ -54,7 +54,8 @@ def test_info_names_the_model_its_weights_and_its_text_preparation(provider, mod
     info = provider.info()
     assert (info.provider, info.model_id, info.dimensions, info.max_input_tokens) == (
         "code-static", "code-static", DIMENSIONS, 256)
-    assert info.model_version.startswith("m2v-") and "split-v1" in info.model_version and "win256w" in info.model_version
+    assert (info.model_version.startswith("m2v-") and "split-v1" in info.model_version
+            and "win256w" in info.model_version)
     other = StaticProvider(model_dir=build_model(tmp_path / "retrained", seed=1))
     other.warmup()
     # Other weights are another index channel: their vectors must never mix with these.
@@ -80,7 +81,8 @@ def test_vectors_are_unit_length_deterministic_and_in_input_order(provider):
 
 
 def test_identical_text_gives_identical_vectors_as_query_and_as_document(provider):
-    query, document = provider.embed(["validate a jwt token"], "query"), provider.embed(["validate a jwt token"], "document")
+    query, document = (provider.embed(["validate a jwt token"], "query"),
+                       provider.embed(["validate a jwt token"], "document"))
     np.testing.assert_array_equal(query, document)
 
 
@@ -92,7 +94,8 @@ def test_identifiers_are_embedded_as_their_words(provider):
 
 def test_vectors_are_model2vecs_own_mean_of_the_prepared_words(provider, model_dir):
     texts = [JWT_CHUNK, "renderers parsing headers", "jwt héader ünknown"]
-    expected = StaticModel.from_pretrained(model_dir).encode([" ".join(prepare(t, 256)) for t in texts], max_length=None)
+    expected = StaticModel.from_pretrained(model_dir).encode([" ".join(prepare(t, 256)) for t in texts],
+                                                             max_length=None)
     np.testing.assert_allclose(provider.embed(texts, "document"), expected, atol=2e-3)
 
 
@@ -130,7 +133,8 @@ def test_corrupt_weights_are_one_line(model_dir, tmp_path):
 
 
 def test_the_profile_selects_the_committed_model_or_the_configured_folder(model_dir):
-    default = choose_provider(settings_from({"HOME": "/nonexistent", "CODECOMPASS_EMBEDDING_PROFILE": "code-static"}).embedding)
+    default = choose_provider(settings_from({"HOME": "/nonexistent",
+                                             "CODECOMPASS_EMBEDDING_PROFILE": "code-static"}).embedding)
     assert isinstance(default.provider, StaticProvider) and not default.external_provider_blocked
     assert default.provider._model_dir == DEFAULT_MODEL_DIR
     chosen = choose_provider(settings_from({"HOME": "/nonexistent", "CODECOMPASS_EMBEDDING_PROFILE": "code-static",

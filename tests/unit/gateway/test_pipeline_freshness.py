@@ -26,7 +26,8 @@ from codecompass.selection.model import Reason, SelectedResult, SelectOutcome
 def _chunk(cid: str, path: str, parent: str = "") -> Chunk:
     return Chunk(id=cid, snippet_hash=cid, relative_path=path, language=Language.TYPESCRIPT,
                  node_kind=NodeKind.FUNCTION, name=cid, qualified_name=cid, parent_id=parent, child_ids=(),
-                 depth=1 if parent else 0, signature=f"{cid}()", full_source="", collapsed_source=f"function {cid}() {{}}",
+                 depth=1 if parent else 0, signature=f"{cid}()", full_source="",
+                 collapsed_source=f"function {cid}() {{}}",
                  start_line=1, end_line=3, jsdoc="", jsdoc_start_line=0, relevant_imports=(), is_test=False,
                  embedding_text="")
 

@@ -308,7 +308,8 @@ def test_zero_results_fall_back_to_a_rewrite_and_true_forces_one() -> None:
     assert answer.understanding.rewrite["trigger"] == "zero_results" and len(retrieval.queries) == 2
     assert [c.result.chunk.id for c in answer.candidates] == ["insertEdge", "shared"]
     pipeline, _, _ = _pipeline(FakeRewriter(ANSWER))
-    assert pipeline.run(_request("graph edges", rewrite=True, select=False)).understanding.rewrite["trigger"] == "forced"
+    assert pipeline.run(
+        _request("graph edges", rewrite=True, select=False)).understanding.rewrite["trigger"] == "forced"
 
 
 def test_a_failed_rewrite_keeps_the_first_results_and_says_why() -> None:

@@ -434,7 +434,8 @@ def _semantic_only(*names: str) -> tuple[RankedResult, ...]:
     ("anything", (), (), None),
 ])
 def test_a_low_confidence_answer_says_why(query: str, results: tuple, missing: tuple, reason: str | None) -> None:
-    metadata = dataclasses.replace(_metadata(0.1), missing_names=missing, nearest_names=("validateToken",) * bool(missing))
+    metadata = dataclasses.replace(_metadata(0.1), missing_names=missing,
+                                   nearest_names=("validateToken",) * bool(missing))
     pipeline, retrieval, _ = _pipeline(metadata)
     retrieval.results = results
     answer = _run(pipeline, query)

@@ -16,14 +16,16 @@ from codecompass.clients.analysis_model import (
 )
 
 ROOT = TraceRoot("lib/reply.js", "reply.deliver", 13, 20, "id-deliver")
-BY_NAME = TraceNode("lib/reply.js", "reply.asJson", "id-json", 26, "return this.deliver(text);", 1, TraceResolution.NAME)
+BY_NAME = TraceNode("lib/reply.js", "reply.asJson", "id-json", 26, "return this.deliver(text);", 1,
+                    TraceResolution.NAME)
 BY_CHECKER = TraceNode("lib/app.js", "main", "id-main", 4, "reply.deliver('hi');", 1)
 
 
 def test_name_matches_are_marked_and_the_answer_is_not_complete() -> None:
     outcome = TraceOutcome(ROOT, (BY_CHECKER, BY_NAME), True, TracePartialReason.UNRESOLVED, 2)
     lines = tools.trace_text(outcome, TraceDirection.CALLERS, 1).splitlines()
-    assert lines[1].startswith("2 shown of 2 found — partial (unresolved; the type checker could not resolve some sites")
+    assert lines[1].startswith("2 shown of 2 found — partial (unresolved; the type checker could not resolve "
+                               "some sites")
     assert "complete" not in lines[1]
     assert lines[2:] == ["lib/app.js:4  main  — reply.deliver('hi');",
                          "lib/reply.js:26  reply.asJson  — return this.deliver(text);  [by name]"]

@@ -52,7 +52,8 @@ def test_words_are_the_index_split_of_ts_js_sources_only(tmp_path):
 
 def test_selection_keeps_new_frequent_words_shared_by_enough_repositories(tmp_path):
     shared = "deserialize deserialize deserialize middleware middleware tsconfig\n"
-    one = write(tmp_path / "a+one", {"x.ts": shared + "onlyInOneRepoWord\n" * 9 + "return x1234 abcdefabcdefabcdefabcdefabcdef"})
+    one = write(tmp_path / "a+one",
+                {"x.ts": shared + "onlyInOneRepoWord\n" * 9 + "return x1234 abcdefabcdefabcdefabcdefabcdef"})
     two = write(tmp_path / "b+two", {"x.ts": shared})
     counts = vocabulary.count([one, two])
     base = {"return", "middleware"}
@@ -60,7 +61,8 @@ def test_selection_keeps_new_frequent_words_shared_by_enough_repositories(tmp_pa
     assert vocabulary.select(counts, base, size=1, min_repos=2) == ["deserialize"]
     # Repository-specific words and numbers, hashes and base vocabulary never make it.
     assert "word" in vocabulary.select(counts, base, size=10, min_repos=1)
-    assert not {"1234", "abcdefabcdefabcdefabcdefabcdef", "return"} & set(vocabulary.select(counts, base, size=99, min_repos=1))
+    assert not {"1234", "abcdefabcdefabcdefabcdefabcdef", "return"} & set(
+        vocabulary.select(counts, base, size=99, min_repos=1))
 
 
 def test_the_manifests_train_repositories_must_all_be_checked_out(tmp_path):

@@ -153,7 +153,8 @@ def test_test_rule_pairs_titles_with_the_one_symbol_each_call_resolves_to(mined)
 def test_header_rule_pairs_a_real_file_header_with_its_file(mined) -> None:
     root, rows, _ = mined
     headers = by_rule(rows, "header")
-    # Not: the banners of clock.ts (licence) and stats.ts (author), the JSDoc sitting on formatDate, grammar.ts's header naming its file.
+    # Not: the banners of clock.ts (licence) and stats.ts (author), the JSDoc sitting on formatDate,
+    # grammar.ts's header naming its file.
     assert list(headers) == ["Signing, verification and expiry of the credentials a client presents."]
     row = headers["Signing, verification and expiry of the credentials a client presents."]
     assert [(t["qualified_name"], t["start_line"], t["end_line"]) for t in row["targets"]] == [

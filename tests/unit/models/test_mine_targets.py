@@ -203,7 +203,9 @@ def test_jsdoc_of_exported_constants_interfaces_and_classes_pairs_with_their_chu
             ("src/settings.ts", "defaultSettings", 2, 5)
         ],
         "Where a flag came from when the arguments were read.": [("src/settings.ts", "FlagOrigin", 11, 13)],
-        "A terminal application with its flags and its subcommands, ready to run.": [("src/settings.ts", "Program", 24, 26)],
+        "A terminal application with its flags and its subcommands, ready to run.": [
+            ("src/settings.ts", "Program", 24, 26)
+        ],
         "The largest sizes a request body may reach before it is refused.": [("src/limits.js", "LIMITS", 2, 2)],
         "Sorts the table of handlers by their declared priority, highest first.": [
             ("src/legacy.js", "sortHandlers", 26, 28)

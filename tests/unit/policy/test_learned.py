@@ -140,7 +140,8 @@ def test_a_module_chunk_is_a_kind_feature():
 
 
 def test_a_file_card_and_its_file_are_features():
-    card_text = ("[TypeScript] src/retry/scheduler.ts > <module top level>\nPurpose: Schedules retries of failed jobs.\n"
+    card_text = ("[TypeScript] src/retry/scheduler.ts > <module top level>\n"
+                 "Purpose: Schedules retries of failed jobs.\n"
                  "Signature: module src/retry/scheduler.ts\nExports: RetryScheduler, backoff\n\n---\nimport x;")
     card = chunk("card", "<module top level>", "src/retry/scheduler.ts", kind=NodeKind.MODULE, source="import x;")
     card = type(card)(**{**card.__dict__, "embedding_text": card_text})

@@ -86,7 +86,8 @@ def test_path_query_lifts_top_level_code_of_that_file():
 def test_phrase_in_own_code_wins_for_error_messages():
     thrower = chunk("t", "check", "src/a.ts", source='throw new Error("Expected a function but got null")')
     mention = chunk("m", "expected", "src/b.ts", source="function expected() { /* function null */ }")
-    out = rank(analyze("Expected a function but got null"), lexical((mention, 6.0), (thrower, 5.0)), ratio=0.0, limit=10)
+    out = rank(analyze("Expected a function but got null"), lexical((mention, 6.0), (thrower, 5.0)),
+               ratio=0.0, limit=10)
     assert ids(out)[0] == "t" and "phrase" in out[0].signals
 
 
@@ -94,12 +95,14 @@ def test_saturation_lets_another_file_in():
     a1, a2, a3 = (chunk(f"a{i}", f"fa{i}", "src/a.ts") for i in range(1, 4))
     b = chunk("b", "fb", "src/b.ts")
     cands = lexical((a1, 10.0), (a2, 9.5), (a3, 9.4), (b, 8.0))
-    out = rank(analyze("anything at all here"), cands, ratio=0.0, limit=4, policy=RankingPolicy(file_coherence=0.0, saturation=0.5))
+    out = rank(analyze("anything at all here"), cands, ratio=0.0, limit=4,
+               policy=RankingPolicy(file_coherence=0.0, saturation=0.5))
     assert ids(out)[:2] == ["a1", "b"]
 
 
 def test_semantic_min_max_scaling_spreads_a_narrow_band():
-    cands = [Candidate(chunk(c, c), cosine=s, semantic_rank=i) for i, (c, s) in enumerate([("x", 0.42), ("y", 0.40)], 1)]
+    cands = [Candidate(chunk(c, c), cosine=s, semantic_rank=i)
+             for i, (c, s) in enumerate([("x", 0.42), ("y", 0.40)], 1)]
     out = rank(analyze("some natural language words"), cands, ratio=1.0, limit=10, policy=FUSION_ONLY)
     assert [r.score for r in out] == [pytest.approx(1.0), pytest.approx(0.0)]
     assert out[0].vector_similarity == pytest.approx(0.42)
@@ -135,9 +138,12 @@ def test_query_words_spelling_a_name_lift_that_name_over_longer_ones():
 
 
 def test_a_message_in_a_sentence_matches_code_whatever_the_intent():
-    thrower = chunk("t", "connect", "src/ws.ts", source="if (!ctor) throw new Error('no WebSocket constructor can be found')")
-    named = chunk("n", "webSocket", "src/subject.ts", source="function webSocket(cfg) { return new WebSocketSubject(cfg) }")
-    out = rank(analyze("no WebSocket constructor can be found"), lexical((named, 6.0), (thrower, 5.0)), ratio=0.0, limit=10)
+    thrower = chunk("t", "connect", "src/ws.ts",
+                    source="if (!ctor) throw new Error('no WebSocket constructor can be found')")
+    named = chunk("n", "webSocket", "src/subject.ts",
+                  source="function webSocket(cfg) { return new WebSocketSubject(cfg) }")
+    out = rank(analyze("no WebSocket constructor can be found"), lexical((named, 6.0), (thrower, 5.0)),
+               ratio=0.0, limit=10)
     # Case-exact names only inside a sentence: `webSocket` is not the `WebSocket` mentioned.
     assert ids(out)[0] == "t" and "phrase" in out[0].signals
     assert "definition" not in out[1].signals
@@ -184,7 +190,8 @@ def test_an_exact_identifier_nothing_is_named_is_low_confidence_with_the_nearest
     named = [chunk("a", "validateToken")]
     assert missing_names(exact_identifiers(shape), named) == ("validateTokenz",)
     assert missing_names(exact_identifiers(analyze("ValidateToken")), named) == ()  # case is ignored
-    assert missing_names(exact_identifiers(analyze("TokenService.validateToken")), named) == ("TokenService.validateToken",)
+    assert missing_names(exact_identifiers(analyze("TokenService.validateToken")), named) == (
+        "TokenService.validateToken",)
 
     results = rank(shape, lexical((chunk("a", "validateToken", source="validateToken(token) {}"), 7.0)),
                    ratio=0.0, limit=10)

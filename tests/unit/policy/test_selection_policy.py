@@ -6,13 +6,15 @@ from __future__ import annotations
 import pytest
 
 from codecompass.policy.selection import (
+    ANSWERABLE_MIN,
     CONFIDENT_TAIL,
     LOW_CONFIDENCE_MAX_TOKENS,
     MERGE_MIN_COVER,
-    NO_ANSWER_SHARE,
     NOISE_FLOOR_SHARE,
     ClearWinner,
     TailCut,
+    answer_budget,
+    beats_list,
     gate,
     judge,
     merge_earned,
@@ -46,18 +48,26 @@ def test_a_low_confidence_answer_keeps_all_that_matched_within_the_request_budge
     assert nothing.kept == () and nothing.verdict.low_confidence and gate([], 0.5, 8000).kept == ()
 
 
-def test_an_answer_far_below_the_threshold_is_held_to_the_small_budget() -> None:
-    far = 0.5 * NO_ANSWER_SHARE
-    decided = gate([far - 0.01, 0.0, 0.1], 0.5, 8000)
-    assert decided.verdict.low_confidence and decided.kept == (0, 2)
-    assert decided.max_tokens == LOW_CONFIDENCE_MAX_TOKENS <= 1000
-    assert gate([far], 0.5, 8000).max_tokens == 8000  # reaching the share is an answer, unsure
-    assert gate([far - 0.01], 0.5, 300).max_tokens == 300  # a smaller request budget stands
+def test_an_unsure_answer_to_a_question_likely_without_one_is_asked_for_the_small_budget() -> None:
+    unsure, sure = judge(0.3, 0.5), judge(0.8, 0.5)
+    below = ANSWERABLE_MIN - 0.01
+    assert answer_budget(8000, unsure, below) == LOW_CONFIDENCE_MAX_TOKENS <= 1000
+    assert answer_budget(0, unsure, below) == LOW_CONFIDENCE_MAX_TOKENS  # 0: the service's default
+    assert answer_budget(300, unsure, below) == 300  # a smaller request budget stands
+    assert answer_budget(8000, unsure, ANSWERABLE_MIN) == 8000  # likely answered, only unsure of the first
+    assert answer_budget(8000, sure, 0.1) == 8000  # a confident answer keeps its budget
+    assert answer_budget(0, unsure, None) == 0  # not judged: nothing is capped
+
+
+def test_a_composed_answer_must_show_as_much_as_the_list_or_give_it() -> None:
+    assert beats_list([0.9, 0.5], [0.9, 0.5])  # a tie keeps the composed answer
+    assert beats_list([0.9, 0.5, 0.4], [0.9, 0.5])
+    assert not beats_list([0.9, 0.3], [0.9, 0.5])
 
 
 def test_the_confident_tail_cuts_nothing_beyond_the_floor_until_measured() -> None:
     # Today's behaviour is the default: the same candidates as the floor alone keeps.
-    assert CONFIDENT_TAIL == TailCut()
+    assert TailCut() == CONFIDENT_TAIL
     relevances = [0.9, 0.35, 0.3, 0.25, 0.21, 0.19]
     assert gate(relevances, 0.5, 8000).kept == gate(relevances, 0.5, 8000, TailCut()).kept == (0, 1, 2, 3, 4)
 

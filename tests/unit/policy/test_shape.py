@@ -14,7 +14,8 @@ from codecompass.policy.shape import (
 )
 
 
-@pytest.mark.parametrize("token", ["validateToken", "AuthHandler", "parse_url", "auth.validateToken", "getUser(id)", "$scope"])
+@pytest.mark.parametrize("token", ["validateToken", "AuthHandler", "parse_url", "auth.validateToken", "getUser(id)",
+                                   "$scope"])
 def test_code_shaped_tokens(token):
     assert is_code_shaped(token)
 

@@ -115,7 +115,8 @@ def test_a_sqlite_catalog_of_an_earlier_version_is_imported_once(tmp_path: Path)
         " content_hash TEXT NOT NULL, language TEXT NOT NULL, chunks TEXT NOT NULL,"
         " skip_reason TEXT NOT NULL DEFAULT '', skip_detail TEXT NOT NULL DEFAULT '');"
         "CREATE TABLE pending (relative_path TEXT PRIMARY KEY);"
-        "INSERT INTO files VALUES ('a.ts', 1, 1000, 'hash-x', 'typescript', '[[\"a1\", \"snip-a1\", \"sig-a1\"]]', '', '');"
+        "INSERT INTO files VALUES ('a.ts', 1, 1000, 'hash-x', 'typescript', "
+        "'[[\"a1\", \"snip-a1\", \"sig-a1\"]]', '', '');"
         "INSERT INTO pending VALUES ('b.ts');"
     )
     conn.execute("INSERT INTO meta VALUES ('identity', ?)", (IndexIdentity(MODEL, "c1").to_json(),))

@@ -175,7 +175,8 @@ def test_sync_outcome_round_trip(freshness: FreshnessStatus) -> None:
     for outcome in (
         SyncOutcome(finished=True, freshness_status=freshness, stats=STATS, duration_ms=12.5),
         SyncOutcome(finished=False, freshness_status=freshness, pending_paths=("src/a.ts", "src/b.ts"),
-                    pending_count=3, pending_new_files=4, scanning=True, error="analysis service unreachable", duration_ms=300.0),
+                    pending_count=3, pending_new_files=4, scanning=True, error="analysis service unreachable",
+                    duration_ms=300.0),
     ):
         assert convert.sync_outcome_from_proto(_wire(convert.sync_outcome_to_proto(outcome))) == outcome
 

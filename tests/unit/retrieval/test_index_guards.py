@@ -57,7 +57,8 @@ def test_windows_folders() -> None:
     assert protected_folder(PureWindowsPath("C:/"), home) == "it is the filesystem root"
     assert protected_folder(PureWindowsPath("C:/Users/me"), home) == "it is your home folder"
     assert protected_folder(PureWindowsPath("c:/windows/System32"), home) == r"it is a system folder (C:\Windows)"
-    assert protected_folder(PureWindowsPath("D:/Program Files/app"), home) == r"it is a system folder (D:\Program Files)"
+    assert protected_folder(PureWindowsPath("D:/Program Files/app"), home) == (
+        r"it is a system folder (D:\Program Files)")
     assert protected_folder(PureWindowsPath("C:/Users"), home) == r"it is a system folder (C:\Users)"
     assert protected_folder(PureWindowsPath("C:/Users/me/src/app"), home) is None
 
@@ -77,7 +78,8 @@ def _files(*specs: tuple[str, int]) -> list[FileEntry]:
 
 
 def test_size_refusal_names_files_bytes_and_the_largest_folders() -> None:
-    files = _files(*((f"packages/a/f{i}.ts", 1_000_000) for i in range(3)), *((f"vendor/v{i}.js", 10) for i in range(4)),
+    files = _files(*((f"packages/a/f{i}.ts", 1_000_000) for i in range(3)),
+                   *((f"vendor/v{i}.js", 10) for i in range(4)),
                    ("docs/x.ts", 5), ("index.ts", 7))
     assert size_refusal(PurePosixPath("/w"), files, max_files=100, max_mb=200) is None
     assert size_refusal(PurePosixPath("/w"), files, max_files=9, max_mb=3) == (

@@ -149,7 +149,8 @@ def test_staged_rows_are_the_rows_apply_changes_writes(tmp_path):
 
 def test_a_reindex_over_indexed_rows_is_searchable_at_once(uri):
     writer = open_store(uri)
-    writer.apply_changes(upserts=[make_chunk("a1", "parseConfig", "src/a.ts"), make_chunk("b1", "renderPage", "src/b.ts")],
+    writer.apply_changes(upserts=[make_chunk("a1", "parseConfig", "src/a.ts"),
+                                  make_chunk("b1", "renderPage", "src/b.ts")],
                          delete_ids=[], vectors={"a1": unit(1, 0, 0, 0)})
     writer.maintain()
     assert writer.index_status(), "the full-text index exists"

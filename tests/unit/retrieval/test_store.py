@@ -558,7 +558,8 @@ def test_maintenance_deletes_texts_no_chunk_uses_once_past_the_retention(store):
 
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
 def test_maintenance_drops_old_versions_and_the_files_only_they_used(store):
-    chunks = [make_chunk(f"c{i}", f"function{i}", source=f"function function{i}() {{ {'x' * 500} }}") for i in range(50)]
+    chunks = [make_chunk(f"c{i}", f"function{i}", source=f"function function{i}() {{ {'x' * 500} }}")
+              for i in range(50)]
     store.apply_changes(upserts=chunks, delete_ids=[], vectors={})
     for i, chunk in enumerate(chunks):
         store.set_vectors({chunk.id: unit(1, i, 0, 0)})

@@ -501,7 +501,8 @@ def test_skipped_files_are_counted_and_lose_their_chunks(harness: Harness) -> No
     harness.write("src/bundle.min.ts", "var a=1;" * 100)
     stats = harness.index()[-1].stats
     assert stats.files_skipped == 1
-    assert not any(r.startswith("src/bundle") for r in harness.engine.writer.workspace(str(harness.root)).catalog.entries())
+    assert not any(r.startswith("src/bundle")
+                   for r in harness.engine.writer.workspace(str(harness.root)).catalog.entries())
     harness.write("src/util/strings.ts", "var b=2;" * 100)
     sync = harness.sync().stats
     assert (sync.files_skipped, sync.chunks_deleted) == (2, 2)

@@ -71,7 +71,8 @@ class FakeRenderer:
             for child in spec.expand_child_ids:
                 lines += [f"  {self.by_id[child].name}() {{", *["    work();"] * self.sizes.get(child, 1), "  }"]
             lines += [f"  line{i} = {i};" for i in range(self.sizes.get(c.id, 1))] + ["}"]
-            out.append(RenderedSymbol(c.id, c.relative_path, c.qualified_name, "\n".join(lines), 0, c.start_line, c.end_line))
+            out.append(RenderedSymbol(c.id, c.relative_path, c.qualified_name, "\n".join(lines), 0, c.start_line,
+                                      c.end_line))
         return out
 
 
@@ -110,12 +111,15 @@ def test_gate_keeps_relevant_candidates_and_never_pads() -> None:
     assert outcome.results[1].relevance == pytest.approx(0.8 * (0.6 / 0.9) ** DEFAULT_RELEVANCE.relative_exponent)
 
 
-def test_low_confidence_gives_the_closest_within_a_small_budget() -> None:
+def test_low_confidence_gives_the_closest_within_the_budget_asked_for() -> None:
     renderer = FakeRenderer([chunk("a"), chunk("b"), chunk("c")])
-    outcome = select([Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.8), Candidate(chunk("c"), 0.7)],
-                     renderer, confidence=0.2)
+    offered = [Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.8), Candidate(chunk("c"), 0.7)]
+    outcome = select(offered, renderer, confidence=0.2)
     assert ids(outcome) == ["a", "b", "c"] and outcome.below_relevance == 0
-    assert outcome.max_tokens == LOW_CONFIDENCE_MAX_TOKENS
+    assert outcome.max_tokens == SelectionSettings().max_tokens
+    # The gateway asks for the small budget when the question likely has no answer here.
+    assert select(offered, renderer, confidence=0.2, max_tokens=LOW_CONFIDENCE_MAX_TOKENS).max_tokens \
+        == LOW_CONFIDENCE_MAX_TOKENS
 
 
 def test_request_gate_overrides_the_default() -> None:
@@ -231,6 +235,23 @@ def test_a_symbol_ranked_above_its_card_answers_under_its_own_name() -> None:
     assert outcome.results[1].expanded_child_ids == ("helper",)
 
 
+def test_an_answer_that_shows_less_than_the_list_gives_the_list() -> None:
+    # A card ranked first holds a weak symbol ranked last: merged, the card takes the symbol's
+    # tokens ahead of the files ranked between them; the list gives those files instead.
+    card = chunk("card", kind=NodeKind.MODULE, qualified_name="<module top level>", lines=50)
+    fn = chunk("fn", start=10)
+    others = [chunk(f"o{i}", path=f"src/o{i}.ts") for i in range(4)]
+    renderer = FakeRenderer([card, fn, *others], sizes={"card": 40, "fn": 60, **{f"o{i}": 15 for i in range(4)}})
+    offered = [Candidate(card, 0.95), *(Candidate(o, 0.9 - 0.01 * i) for i, o in enumerate(others)), Candidate(fn, 0.3)]
+    roomy = select(offered, renderer, max_tokens=20_000)
+    assert ids(roomy)[0] == "card" and roomy.merged == 1  # room for everything: the card holds fn
+    sizes = {r.chunk_id: r.token_count for r in roomy.results}
+    budget = sizes["card"] + 2 * sizes["o0"] + 10  # the merged card and two more files
+    tight = select(offered, renderer, max_tokens=budget)
+    assert ids(tight)[:4] == ["card", "o0", "o1", "o2"] and "fn" not in ids(tight) and tight.merged == 0
+    assert accounted(tight, len(offered)) and tight.total_tokens <= budget
+
+
 def test_a_card_named_as_a_parent_is_no_merge_target() -> None:
     card = chunk("card", kind=NodeKind.MODULE, qualified_name="<module top level>", lines=50)
     nested = chunk("inner", parent="card")
@@ -299,6 +320,17 @@ def test_a_huge_symbol_is_clipped_with_a_marker_line() -> None:
                          "read the symbol to see them")
     assert first.end_line == 40_100
     assert ids(outcome) == ["huge", "next"] and not outcome.results[1].clipped
+
+
+def test_the_best_result_is_never_clipped_when_it_fits_the_budget_whole() -> None:
+    best = chunk("best", lines=300)
+    renderer = FakeRenderer([best], sizes={"best": 298})
+    alone = select([Candidate(best, 1.0)], renderer, max_tokens=20_000).results[0]
+    budget = alone.token_count + 100  # more than half the budget, less than all of it
+    outcome = select([Candidate(best, 1.0), Candidate(chunk("next", path="src/next.ts"), 0.9)], renderer,
+                     max_tokens=budget)
+    assert ids(outcome)[0] == "best" and not outcome.results[0].clipped
+    assert outcome.results[0].token_count > budget // 2 and outcome.total_tokens <= budget
 
 
 def test_alone_a_huge_symbol_may_take_the_whole_budget() -> None:

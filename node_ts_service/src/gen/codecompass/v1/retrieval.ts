@@ -896,10 +896,11 @@ export interface SearchMetadata {
   /** Distinct candidates the channels produced before the limit was applied. */
   totalCandidates: number;
   /**
-   * Calibrated probability in [0, 1] that the answer is among the first ten
-   * results, judged from absolute evidence (how much of the query the best
-   * results contain, exact name and path matches, cosine), not from the
-   * per-query normalised scores. Low for a query that matches nothing.
+   * Calibrated probability in [0, 1] that the first result is a right answer,
+   * judged from absolute evidence (how much of the query the best results
+   * contain, exact name and path matches, cosine, the ranker's own score of
+   * its first result and its lead), not from the per-query normalised scores.
+   * Low for a query that matches nothing.
    */
   confidence: number;
   /**
@@ -945,6 +946,14 @@ export interface SearchMetadata {
    * chunk; empty when the primary channel was used or semantic was skipped.
    */
   primaryUnavailableReason: string;
+  /**
+   * Calibrated probability in [0, 1] that a right answer is among the first
+   * ten results, from the same evidence as confidence: low when the question
+   * likely has no answer in this index at all (text about something else, a
+   * question about another repository), not only a weak first result. Unset
+   * from a server that does not judge it.
+   */
+  answerability?: number | undefined;
 }
 
 /** SearchResponse carries ranked results and how they were produced. */
@@ -3435,6 +3444,7 @@ function createBaseSearchMetadata(): SearchMetadata {
     staticModelId: "",
     staticModelVersion: "",
     primaryUnavailableReason: "",
+    answerability: undefined,
   };
 }
 
@@ -3524,6 +3534,9 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     }
     if (message.primaryUnavailableReason !== "") {
       writer.uint32(194).string(message.primaryUnavailableReason);
+    }
+    if (message.answerability !== undefined) {
+      writer.uint32(205).float(message.answerability);
     }
     return writer;
   },
@@ -3727,6 +3740,14 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
             message.primaryUnavailableReason = reader.string();
             continue;
           }
+          case 25: {
+            if (tag !== 205) {
+              break;
+            }
+
+            message.answerability = reader.float();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3847,6 +3868,7 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
         : isSet(object.primary_unavailable_reason)
         ? globalThis.String(object.primary_unavailable_reason)
         : "",
+      answerability: isSet(object.answerability) ? globalThis.Number(object.answerability) : undefined,
     };
   },
 
@@ -3918,6 +3940,9 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     if (message.primaryUnavailableReason !== "") {
       obj.primaryUnavailableReason = message.primaryUnavailableReason;
     }
+    if (message.answerability !== undefined) {
+      obj.answerability = floatToJson(message.answerability);
+    }
     return obj;
   },
 
@@ -3958,6 +3983,7 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     message.staticModelId = object.staticModelId ?? "";
     message.staticModelVersion = object.staticModelVersion ?? "";
     message.primaryUnavailableReason = object.primaryUnavailableReason ?? "";
+    message.answerability = object.answerability ?? undefined;
     return message;
   },
 };

@@ -397,9 +397,13 @@ def fill_budget(drafts: Sequence[Draft], max_tokens: int) -> tuple[list[Placed],
     return placed, over_budget
 
 
-def as_list(kept: Sequence[Scored], renders: Mapping[RenderRequest, RenderedSymbol | None]) -> list[Draft]:
-    """The ranked list's drafts: each kept candidate alone (its children collapsed), in order."""
-    return [_draft(s, (), renders.get(RenderRequest(s.id, (), s.candidate.chunk.relative_path))) for s in kept]
+def as_list(kept: Sequence[Scored], renders: Mapping[RenderRequest, RenderedSymbol | None],
+            composed: Sequence[Draft] = ()) -> list[Draft]:
+    """The ranked list's drafts: each kept candidate alone (its children collapsed), in order. A
+    candidate the composed answer already shows alone is that same draft (counted once)."""
+    alone = {d.root.id: d for d in composed if not d.merged}
+    return [alone.get(s.id) or _draft(s, (), renders.get(RenderRequest(s.id, (), s.candidate.chunk.relative_path)))
+            for s in kept]
 
 
 def shown_scores(placed: Sequence[Placed]) -> list[float]:
@@ -497,7 +501,7 @@ class SelectionEngine:
                 fallback_reason = exc.reason
         drafts = compose(forest, renders, merge_cap(forest, max_tokens, settings.merge_max_tokens))
         placed, over_budget = fill_budget(drafts, max_tokens)
-        listed, listed_over = fill_budget(as_list(kept, renders), max_tokens)
+        listed, listed_over = fill_budget(as_list(kept, renders, drafts), max_tokens)
         if not policy.beats_list(shown_scores(placed), shown_scores(listed)):
             placed, over_budget = listed, listed_over
         results = tuple(to_result(p) for p in placed)

@@ -121,39 +121,26 @@ export function boundSpec(
     spec.localName = localName;
     return spec;
   }
+  // A name bound to a value: the same spec but for the body shown, what is walked and the signature.
+  const variable = (body: Spec['body'], walk: Spec['walk'], signature: string): Spec => ({
+    kind: 'variable', idKind: 'variable', name, localName, outer, nodes: [outer, nameNode], header: outer,
+    body, walk, signature, overloadable: false,
+  });
   if (declForVariable) {
     const init = declForVariable.initializer;
     const multiLine = init !== undefined && spansLines(sf, init.getStart(sf), init.end);
-    return {
-      kind: 'variable',
-      idKind: 'variable',
-      name,
-      localName,
-      outer,
-      nodes: [outer, nameNode],
-      header: outer,
-      body: init && multiLine ? initializerBody(sf, init) : undefined,
-      walk: init ? [{ node: init, moduleScope: false }] : [],
-      signature: variableSignature(sf, outer, declForVariable),
-      overloadable: false,
-    };
+    return variable(init && multiLine ? initializerBody(sf, init) : undefined,
+      init ? [{ node: init, moduleScope: false }] : [], variableSignature(sf, outer, declForVariable));
   }
   if (value.object) {
-    return {
-      kind: 'variable',
-      idKind: 'variable',
-      name,
-      localName,
-      outer,
-      nodes: [outer, nameNode],
-      header: outer,
-      body: spansLines(sf, value.object.getStart(sf), value.object.end)
-        ? { start: value.object.getStart(sf), end: value.object.end, style: 'brace' }
+    const object = value.object;
+    return variable(
+      spansLines(sf, object.getStart(sf), object.end)
+        ? { start: object.getStart(sf), end: object.end, style: 'brace' }
         : undefined,
-      walk: [{ node: value.object, moduleScope: false }],
-      signature: truncate(`${compact(sf.text.slice(outer.getStart(sf), value.object.getStart(sf)))} { … }`, SIGNATURE_LIMIT),
-      overloadable: false,
-    };
+      [{ node: object, moduleScope: false }],
+      truncate(`${compact(sf.text.slice(outer.getStart(sf), object.getStart(sf)))} { … }`, SIGNATURE_LIMIT),
+    );
   }
   return undefined;
 }

@@ -10,6 +10,7 @@ export interface AnalysisConfig {
   readonly shutdownGraceMs: number;
   readonly maxPrograms: number;
   readonly maxRenderCacheFiles: number;
+  readonly maxRenderCacheChars: number;
   readonly maxWorkspaces: number;
   readonly chunkFileTimeoutMs: number;
   readonly logLevel: LogLevel;
@@ -55,7 +56,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AnalysisConfig
     // Each live LanguageService holds a Program (ASTs + checker); a handful
     // keeps a monorepo responsive while bounding memory.
     maxPrograms: intVar(env, 'ANALYSIS_MAX_PROGRAMS', 4, 1, 256),
-    maxRenderCacheFiles: intVar(env, 'ANALYSIS_RENDER_CACHE_FILES', 256, 1, 100_000),
+    // Files parsed for rendering, kept per workspace: a search's answer renders symbols of
+    // 20-50 files, and a cold parse costs 2-10 ms a file (a large one far more), the tail of
+    // selection's latency. Bounded by count and by source size: an AST costs ~30x its text
+    // (all of ws-300k, 10 MB of source, adds ~0.3 GB).
+    maxRenderCacheFiles: intVar(env, 'ANALYSIS_RENDER_CACHE_FILES', 4096, 1, 100_000),
+    maxRenderCacheChars: intVar(env, 'ANALYSIS_RENDER_CACHE_CHARS', 16_000_000, 1, 2_000_000_000),
     maxWorkspaces: intVar(env, 'ANALYSIS_MAX_WORKSPACES', 8, 1, 1024),
     // One file's chunking (a Program build aside) past this is abandoned and
     // the file skipped as chunk_failed, so a pathological file (the checker

@@ -115,7 +115,7 @@ export interface ServiceOptions {
 }
 
 type ServiceConfig = Pick<AnalysisConfig, 'maxFileBytes' | 'maxPrograms' | 'maxRenderCacheFiles' | 'maxWorkspaces'> &
-  Partial<Pick<AnalysisConfig, 'chunkFileTimeoutMs'>>;
+  Partial<Pick<AnalysisConfig, 'chunkFileTimeoutMs' | 'maxRenderCacheChars'>>;
 
 /**
  * Neither parsing for ChunkFiles nor the type checker runs on this thread:
@@ -143,7 +143,10 @@ export class AnalysisService {
     private readonly fsOps: FsOps = realFs,
     options: ServiceOptions = {},
   ) {
-    this.workspaces = new WorkspaceRegistry(config.maxWorkspaces, config.maxRenderCacheFiles);
+    this.workspaces = new WorkspaceRegistry(config.maxWorkspaces, {
+      files: config.maxRenderCacheFiles,
+      chars: config.maxRenderCacheChars ?? Number.MAX_SAFE_INTEGER,
+    });
     const limits = { maxPrograms: config.maxPrograms, maxWorkspaces: config.maxWorkspaces };
     const script = options.checkerWorkerScript ?? CHECKER_WORKER_SCRIPT;
     this.chunkChecker = new CheckerWorker('chunk checker', limits, script);

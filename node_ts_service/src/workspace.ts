@@ -25,19 +25,26 @@ export interface RenderCacheEntry {
   sourceFile: ts.SourceFile;
 }
 
+/** How much a workspace's render cache holds: at most `files` files of at most `chars` characters in all. */
+export interface RenderCacheLimits {
+  files: number;
+  chars: number;
+}
+
 /** Enough for every symbol of a very large workspace; beyond it the oldest ids are forgotten. */
 const MAX_SYMBOL_PATHS = 2_000_000;
 
 export class Workspace {
   private readonly symbolPaths = new Map<string, string>();
   private readonly renderCache = new Map<string, RenderCacheEntry>();
+  private renderCacheChars = 0;
 
   constructor(
     /** The root as the client names it, resolved but not symlink-resolved. */
     readonly givenRoot: string,
     /** The symlink-resolved root: every file must resolve below it. */
     readonly root: string,
-    private readonly maxRenderCacheFiles: number,
+    private readonly renderCacheLimits: RenderCacheLimits,
   ) {}
 
   rememberSymbols(relativePath: string, chunks: readonly Chunk[]): void {
@@ -67,12 +74,23 @@ export class Workspace {
   }
 
   cacheRender(relativePath: string, entry: RenderCacheEntry): void {
-    this.renderCache.delete(relativePath);
+    this.forgetRender(relativePath);
     this.renderCache.set(relativePath, entry);
-    while (this.renderCache.size > this.maxRenderCacheFiles) {
-      this.renderCache.delete(this.renderCache.keys().next().value as string);
+    this.renderCacheChars += entry.sourceFile.text.length;
+    const { files, chars } = this.renderCacheLimits;
+    // The newest entry stays even alone over the budget: the render that parsed it reads it next.
+    while (this.renderCache.size > 1 && (this.renderCache.size > files || this.renderCacheChars > chars)) {
+      this.forgetRender(this.renderCache.keys().next().value as string);
     }
   }
+
+  private forgetRender(relativePath: string): void {
+    const entry = this.renderCache.get(relativePath);
+    if (!entry) return;
+    this.renderCache.delete(relativePath);
+    this.renderCacheChars -= entry.sourceFile.text.length;
+  }
+
 
 }
 
@@ -148,7 +166,7 @@ export class WorkspaceRegistry {
 
   constructor(
     private readonly maxWorkspaces: number,
-    private readonly maxRenderCacheFiles: number,
+    private readonly renderCacheLimits: RenderCacheLimits,
   ) {}
 
   get(rawRoot: string): Workspace {
@@ -169,7 +187,7 @@ export class WorkspaceRegistry {
       this.open.set(root, existing);
       return existing;
     }
-    const workspace = new Workspace(givenRoot, root, this.maxRenderCacheFiles);
+    const workspace = new Workspace(givenRoot, root, this.renderCacheLimits);
     this.open.set(root, workspace);
     while (this.open.size > this.maxWorkspaces) {
       this.open.delete(this.open.keys().next().value as string);

@@ -9,6 +9,7 @@ before the drain ends.
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 import threading
@@ -81,6 +82,11 @@ class RunningServer:
             self._warmup_error = exc
             log.exception("warmup of %s failed", self.name)
         else:
+            # What startup loaded (modules, models, the ranker) lives as long as the process:
+            # moved out of the collector's sight, a full collection walks only what requests
+            # made since. On ws-300k the retrieval service's full collections took up to 0.8 s,
+            # a search's latency tail.
+            gc.freeze()
             if not self._stopped:
                 self._set_all(health_pb2.HealthCheckResponse.SERVING)
                 log.info("serving", extra={"address": self.address})

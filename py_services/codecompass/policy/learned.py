@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 import numpy as np
 
@@ -87,45 +88,83 @@ FEATURES: tuple[str, ...] = (
 _INDEX = {name: i for i, name in enumerate(FEATURES)}
 
 
+# The word fields of a chunk; "all" is any of them.
+_WORD_FIELDS = ("name", "qualified", "signature", "jsdoc", "body", "path", "card")
+_FIELD_BIT = {name: 1 << i for i, name in enumerate(_WORD_FIELDS)}
+_ANY_FIELD = (1 << len(_WORD_FIELDS)) - 1
+# (fields, feature) pairs of the query-word coverage features ("path" serves cov_path and file_words).
+_COVERAGE = ((_FIELD_BIT["name"], "cov_name"), (_FIELD_BIT["qualified"], "cov_qualified"),
+             (_FIELD_BIT["signature"], "cov_signature"), (_FIELD_BIT["jsdoc"], "cov_jsdoc"),
+             (_FIELD_BIT["body"], "cov_body"), (_FIELD_BIT["path"], "cov_path"), (_ANY_FIELD, "cov_all"),
+             (_FIELD_BIT["path"], "file_words"), (_FIELD_BIT["card"], "cov_card"))
+# Features of the chunk alone, whatever the query: computed once per chunk and cached.
+_CHUNK_FEATURES = (*(f"kind_{k.value}" for k in _KINDS), "depth", "lines_log", "has_jsdoc", "is_test",
+                   "is_example", "is_vendor", "index_file", "path_depth", "out_degree")
+
+
+class _ChunkWords(NamedTuple):
+    """What the features read of one chunk whatever the query. Words and stems (the first five
+    letters of each word of five or more) map to the fields they are in, one bit per field of
+    _WORD_FIELDS: a term is looked up once for all fields, and thousands of cached chunks are
+    tuples of strings, numbers and dicts of them, which the garbage collector stops tracking (a
+    set per field made the cache 350k tracked objects on ws-300k, and full collections took up to
+    0.8 s: a search's latency tail)."""
+
+    words: dict[str, int]
+    stems: dict[str, int]
+    name_words: tuple[str, ...]  # the name's identifier parts, once each
+    name_parts: int  # the name's identifier parts, counted with repeats
+    own: tuple[float, ...]  # _CHUNK_FEATURES, in order
+
+
 class _Words:
-    """Word sets of a chunk's fields, cached by content: chunks recur across queries."""
+    """Each chunk's _ChunkWords, cached by content: chunks recur across queries."""
 
     def __init__(self, size: int = 20_000) -> None:
-        self._cache: OrderedDict[tuple[str, str], dict[str, _Field]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], _ChunkWords] = OrderedDict()
         self._size = size
 
-    def of(self, chunk: Chunk) -> dict[str, _Field]:
+    def of(self, chunk: Chunk) -> _ChunkWords:
         key = (chunk.id, chunk.snippet_hash)
         found = self._cache.get(key)
         if found is not None:
             self._cache.move_to_end(key)
             return found
-        fields = {
-            "name": identifier_parts(chunk.name),
-            "qualified": _words(chunk.qualified_name),
-            "signature": _words(chunk.signature[: _FIELD_CHARS["signature"]]),
-            "jsdoc": _words(chunk.jsdoc[: _FIELD_CHARS["jsdoc"]]),
-            "body": _words(chunk.collapsed_source[: _FIELD_CHARS["body"]]),
-            "path": _words(chunk.relative_path),
-            "card": _words(_card_text(chunk)),
-        }
-        fields["all"] = [w for values in fields.values() for w in values]
-        found = {name: _Field.of(values) for name, values in fields.items()}
+        name_parts = identifier_parts(chunk.name)
+        fields = (
+            name_parts,
+            _words(chunk.qualified_name),
+            _words(chunk.signature[: _FIELD_CHARS["signature"]]),
+            _words(chunk.jsdoc[: _FIELD_CHARS["jsdoc"]]),
+            _words(chunk.collapsed_source[: _FIELD_CHARS["body"]]),
+            _words(chunk.relative_path),
+            _words(_card_text(chunk)),
+        )
+        words: dict[str, int] = {}
+        stems: dict[str, int] = {}
+        for bit, values in zip(_FIELD_BIT.values(), fields, strict=True):
+            for w in values:
+                words[w] = words.get(w, 0) | bit
+                if len(w) >= 5:
+                    stems[w[:5]] = stems.get(w[:5], 0) | bit
+        path = PurePosixPath(chunk.relative_path)
+        own = (
+            *(float(chunk.node_kind is kind) for kind in _KINDS),
+            float(chunk.depth),
+            math.log1p(max(chunk.end_line - chunk.start_line + 1, 1)),
+            float(bool(chunk.jsdoc)),
+            float(chunk.is_test or is_test_path(chunk.relative_path)),
+            float(example_path(chunk.relative_path)),
+            float(vendored_path(chunk.relative_path)),
+            float(path.name.split(".", 1)[0] == "index"),
+            float(len(path.parts)),
+            math.log1p(sum(1 for ref in chunk.references if ref.chunk_id)),
+        )
+        found = _ChunkWords(words, stems, tuple(dict.fromkeys(name_parts)), len(name_parts), own)
         self._cache[key] = found
         if len(self._cache) > self._size:
             self._cache.popitem(last=False)
         return found
-
-
-@dataclass(frozen=True)
-class _Field:
-    words: frozenset[str]
-    stems: frozenset[str]  # the first five letters of each word of five or more
-
-    @classmethod
-    def of(cls, words: list[str]) -> _Field:
-        unique = frozenset(words)
-        return cls(unique, frozenset(w[:5] for w in unique if len(w) >= 5))
 
 
 _WORDS = _Words()
@@ -163,10 +202,18 @@ def query_terms(shape: QueryShape) -> list[str]:
             if len(w) >= 2 and w not in REQUEST_WORDS and w not in KIND_WORDS]
 
 
-def _has(term: str, field: _Field) -> bool:
-    # `inserted` / `insert`, `handlers` / `handler`: a stem shared is a word shared.
-    return term in field.words or (term.endswith("s") and term[:-1] in field.words) or (
-        len(term) >= 6 and term[:5] in field.stems)
+def _matches(terms: Sequence[str], chunk: _ChunkWords) -> list[int]:
+    """For each term, the fields (bits) it is in: as a word, as its singular (`handlers` /
+    `handler`) or by a shared stem (`inserted` / `insert`): a stem shared is a word shared."""
+    out = []
+    for t in terms:
+        found = chunk.words.get(t, 0)
+        if t.endswith("s"):
+            found |= chunk.words.get(t[:-1], 0)
+        if len(t) >= 6:
+            found |= chunk.stems.get(t[:5], 0)
+        out.append(found)
+    return out
 
 
 def feature_matrix(shape: QueryShape, results: Sequence[RankedResult],
@@ -190,23 +237,15 @@ def feature_matrix(shape: QueryShape, results: Sequence[RankedResult],
 
     raw = [candidates[r.chunk.id] for r in results]
     words = [_WORDS.of(r.chunk) for r in results]
+    x[:, [col[name] for name in _CHUNK_FEATURES]] = np.array([w.own for w in words], dtype=np.float64)
     top_bm25 = max((c.bm25 for c in raw), default=0.0)
     bm25_rel = [c.bm25 / top_bm25 if top_bm25 > 0 else 0.0 for c in raw]
     primary = np.array([c.primary_cosine if c.primary_cosine is not None else np.nan for c in raw], dtype=np.float32)
     static = np.array([c.static_cosine if c.static_cosine is not None else np.nan for c in raw], dtype=np.float32)
-    primary_rank = _rank_inv(primary)
-    static_rank = _rank_inv(static)
     best_primary = np.nanmax(primary) if np.isfinite(primary).any() else 0.0
     best_static = np.nanmax(static) if np.isfinite(static).any() else 0.0
-
-    # Term weights by rarity among the candidates: a word every candidate has tells nothing.
-    df: dict[str, int] = defaultdict(int)
-    for w in words:
-        for t in terms:
-            if _has(t, w["all"]):
-                df[t] += 1
-    weight = {t: math.log((n + 1) / (df[t] + 0.5)) for t in terms}
-    total = sum(weight.values()) or 1.0
+    x[:, col["cos_primary_rank_inv"]] = _rank_inv(primary)
+    x[:, col["cos_static_rank_inv"]] = _rank_inv(static)
 
     by_file: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(results):
@@ -227,82 +266,70 @@ def feature_matrix(shape: QueryShape, results: Sequence[RankedResult],
         if r.chunk.parent_id in ids:
             children[r.chunk.parent_id] += 1
 
-    for i, (r, c, w) in enumerate(zip(results, raw, words, strict=True)):
+    if terms:
+        # Term weights by rarity among the candidates: a word every candidate has tells nothing.
+        matched = [_matches(terms, w) for w in words]
+        df = [sum(1 for m in matched if m[k]) for k in range(len(terms))]
+        weight = [math.log((n + 1) / (d + 0.5)) for d in df]
+        total = sum(weight) or 1.0
+        for bits, name in _COVERAGE:
+            x[:, col[name]] = [sum(wt for wt, m in zip(weight, masks, strict=True) if m & bits) / total
+                               for masks in matched]
+        # Every part of the name is a query word (and the name is not one word of a longer query).
+        term_set = set(terms)
+        x[:, col["name_exact"]] = [w.name_parts > 0 and term_set.issuperset(w.name_words)
+                                   and w.name_parts >= min(2, len(terms)) for w in words]
+
+    rows: dict[str, list[float]] = defaultdict(list)
+    for i, (r, c) in enumerate(zip(results, raw, strict=True)):
         chunk = r.chunk
-        row = x[i]
-        row[col["bm25_rel"]] = bm25_rel[i]
-        row[col["bm25_log"]] = math.log1p(c.bm25)
-        row[col["lexical_rank_inv"]] = 1.0 / c.lexical_rank if c.lexical_rank else 0.0
-        row[col["in_lexical"]] = bool(c.lexical_rank)
-        if c.primary_cosine is not None:
-            row[col["cos_primary"]] = c.primary_cosine
-            row[col["cos_primary_gap"]] = c.primary_cosine - best_primary
-            row[col["has_primary"]] = 1.0
-        row[col["cos_primary_rank_inv"]] = primary_rank[i]
-        row[col["ann_rank_inv"]] = 1.0 / c.semantic_rank if c.semantic_rank else 0.0
-        if c.static_cosine is not None:
-            row[col["cos_static"]] = c.static_cosine
-            row[col["cos_static_gap"]] = c.static_cosine - best_static
-        row[col["cos_static_rank_inv"]] = static_rank[i]
-        row[col["name_match"]] = c.name_match
-        row[col["path_match"]] = c.path_match
+        rows["bm25_rel"].append(bm25_rel[i])
+        rows["bm25_log"].append(math.log1p(c.bm25))
+        rows["lexical_rank_inv"].append(1.0 / c.lexical_rank if c.lexical_rank else 0.0)
+        rows["in_lexical"].append(bool(c.lexical_rank))
+        rows["cos_primary"].append(c.primary_cosine if c.primary_cosine is not None else 0.0)
+        rows["cos_primary_gap"].append(float(c.primary_cosine - best_primary) if c.primary_cosine is not None else 0.0)
+        rows["has_primary"].append(c.primary_cosine is not None)
+        rows["ann_rank_inv"].append(1.0 / c.semantic_rank if c.semantic_rank else 0.0)
+        rows["cos_static"].append(c.static_cosine if c.static_cosine is not None else 0.0)
+        rows["cos_static_gap"].append(float(c.static_cosine - best_static) if c.static_cosine is not None else 0.0)
+        rows["name_match"].append(c.name_match)
+        rows["path_match"].append(c.path_match)
 
         s = r.signals
-        row[col["handset_fusion"]] = r.fusion_score
-        row[col["handset_score"]] = r.score
-        row[col["handset_rank_inv"]] = 1.0 / (i + 1)
-        row[col["sig_definition"]] = s.get("definition", 0.0)
-        row[col["sig_name_words"]] = s.get("name_words", 0.0)
-        row[col["sig_path"]] = s.get("path", 0.0)
-        row[col["sig_phrase"]] = s.get("phrase", 0.0)
-        row[col["pen_test"]] = "test_file" in s
-        row[col["pen_not_test"]] = "not_test_file" in s
-        row[col["pen_example"]] = "example_or_script" in s
-        row[col["pen_compat"]] = "compat" in s
-        row[col["pen_vendor"]] = "vendored_or_built" in s
-        row[col["pen_declaration"]] = "declaration_file" in s
-        row[col["pen_tiny"]] = "tiny" in s
-        row[col["pen_module"]] = "module_top_level" in s
-
-        if terms:
-            for field, name in (("name", "cov_name"), ("qualified", "cov_qualified"), ("signature", "cov_signature"),
-                                ("jsdoc", "cov_jsdoc"), ("body", "cov_body"), ("path", "cov_path")):
-                row[col[name]] = sum(weight[t] for t in terms if _has(t, w[field])) / total
-            row[col["cov_all"]] = sum(weight[t] for t in terms if _has(t, w["all"])) / total
-            parts = identifier_parts(chunk.name)
-            row[col["name_exact"]] = bool(parts) and set(parts) <= set(terms) and len(parts) >= min(2, len(terms))
-
-        if chunk.node_kind in _KINDS:
-            row[col[f"kind_{chunk.node_kind.value}"]] = 1.0
-        row[col["depth"]] = chunk.depth
-        row[col["lines_log"]] = math.log1p(max(chunk.end_line - chunk.start_line + 1, 1))
-        row[col["has_jsdoc"]] = bool(chunk.jsdoc)
-        row[col["is_test"]] = chunk.is_test or is_test_path(chunk.relative_path)
-        row[col["is_example"]] = example_path(chunk.relative_path)
-        row[col["is_vendor"]] = vendored_path(chunk.relative_path)
-        path = PurePosixPath(chunk.relative_path)
-        row[col["index_file"]] = path.name.split(".", 1)[0] == "index"
-        row[col["path_depth"]] = len(path.parts)
+        rows["handset_fusion"].append(r.fusion_score)
+        rows["handset_score"].append(r.score)
+        rows["handset_rank_inv"].append(1.0 / (i + 1))
+        rows["sig_definition"].append(s.get("definition", 0.0))
+        rows["sig_name_words"].append(s.get("name_words", 0.0))
+        rows["sig_path"].append(s.get("path", 0.0))
+        rows["sig_phrase"].append(s.get("phrase", 0.0))
+        rows["pen_test"].append("test_file" in s)
+        rows["pen_not_test"].append("not_test_file" in s)
+        rows["pen_example"].append("example_or_script" in s)
+        rows["pen_compat"].append("compat" in s)
+        rows["pen_vendor"].append("vendored_or_built" in s)
+        rows["pen_declaration"].append("declaration_file" in s)
+        rows["pen_tiny"].append("tiny" in s)
+        rows["pen_module"].append("module_top_level" in s)
 
         members = by_file[chunk.relative_path]
-        row[col["file_candidates"]] = len(members)
-        row[col["file_best_bm25"]] = max(bm25_rel[j] for j in members)
+        rows["file_candidates"].append(len(members))
+        rows["file_best_bm25"].append(max(bm25_rel[j] for j in members))
         cosines = [cos for cos in (raw[j].primary_cosine for j in members) if cos is not None]
-        row[col["file_best_cos"]] = max(cosines) - best_primary if cosines else -1.0
-        row[col["file_rank"]] = members.index(i) + 1
-        if terms:
-            row[col["file_words"]] = sum(weight[t] for t in terms if _has(t, w["path"])) / total
-            row[col["cov_card"]] = sum(weight[t] for t in terms if _has(t, w["card"])) / total
-        row[col["file_score_sum"]] = file_sum[chunk.relative_path]
+        rows["file_best_cos"].append(float(max(cosines) - best_primary) if cosines else -1.0)
+        rows["file_rank"].append(members.index(i) + 1)
+        rows["file_score_sum"].append(file_sum[chunk.relative_path])
         # `members` is in the hand-set order: its first is the file's best-ranked candidate.
-        row[col["file_best_rank_inv"]] = 1.0 / (members[0] + 1)
-        row[col["file_card_candidate"]] = chunk.relative_path in cards
+        rows["file_best_rank_inv"].append(1.0 / (members[0] + 1))
+        rows["file_card_candidate"].append(chunk.relative_path in cards)
 
-        row[col["out_degree"]] = math.log1p(sum(1 for ref in chunk.references if ref.chunk_id))
-        row[col["in_degree"]] = math.log1p(c.in_degree)
-        row[col["links_top"]] = links.get(chunk.id, 0)
-        row[col["parent_candidate"]] = chunk.parent_id in ids
-        row[col["child_candidates"]] = children.get(chunk.id, 0)
+        rows["in_degree"].append(math.log1p(c.in_degree))
+        rows["links_top"].append(links.get(chunk.id, 0))
+        rows["parent_candidate"].append(chunk.parent_id in ids)
+        rows["child_candidates"].append(children.get(chunk.id, 0))
+    for name, values in rows.items():
+        x[:, col[name]] = values
     return x
 
 

@@ -43,6 +43,13 @@ NOISE_FLOOR_SHARE = 0.4
 # 90% the merged results carried 0.089 gold lines per token against 0.087 for their children
 # alone, and cost fewer tokens (0.98x: one header and signature instead of one per child).
 MERGE_MIN_COVER = 0.9
+# Only candidates an answer can reach are rendered: those of the files whose candidates the ranked
+# list, drafted from the stored text (each symbol alone, children collapsed, as indexed), fits into
+# this multiple of the budget. Rendering parses each file it reads (~44 files for 60 candidates on
+# ws-300k, 2-10 ms each), while a median answer shows 14 results. The slack covers what drafting
+# from stored text cannot know (the rendering is dedented: fewer tokens than the stored text); a
+# merged parent or card needs its children, which are of its file.
+REACH_BUDGET_SHARE = 1.5
 
 
 @dataclass(frozen=True)

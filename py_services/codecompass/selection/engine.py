@@ -33,6 +33,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 
 from codecompass.clients.analysis_model import RenderedSymbol, RenderRequest
@@ -230,6 +231,11 @@ def tokens_of(header: str, source: str) -> int:
     return count_tokens(f"{header}\n{source}")
 
 
+@lru_cache(maxsize=4096)
+def _header_tokens(header: str) -> int:
+    return count_tokens(f"{header}\n")
+
+
 @dataclass(frozen=True)
 class Draft:
     """A result rendered and counted, before the budget decides whether and how it fits."""
@@ -262,10 +268,15 @@ def _draft(root: Scored, merged: Sequence[Scored], rendered: RenderedSymbol | No
     if rendered is None:
         # The stored view: the symbol's children collapsed, as indexed (possibly stale).
         source, start, end, fallback = chunk.collapsed_source, chunk.start_line, chunk.end_line, True
+        tokens = tokens_of(header, source)
     else:
         source, start, end, fallback = rendered.source, rendered.start_line, rendered.end_line, False
+        # The analysis service counted the rendering (same encoding), and a count splits at the
+        # header's line break exactly (0 differences in 6,000 ws-300k symbols): counting the
+        # whole text again was half of selection's own time.
+        tokens = _header_tokens(header) + rendered.token_count
     ordered = tuple(sorted(merged, key=lambda s: (-s.score, s.index)))
-    return Draft(root, ordered, header, source, start, end, tokens_of(header, source), fallback)
+    return Draft(root, ordered, header, source, start, end, tokens, fallback)
 
 
 def compose(forest: Sequence[Node], renders: Mapping[RenderRequest, RenderedSymbol | None],
@@ -470,6 +481,16 @@ def to_result(placed: Placed) -> SelectedResult:
 # --- the whole selection ---------------------------------------------------------------------------
 
 
+def within_reach(kept: Sequence[Scored], max_tokens: int) -> list[Scored]:
+    """The kept candidates an answer of `max_tokens` can reach: those the ranked list, drafted from
+    the stored text, fits into REACH_BUDGET_SHARE times the budget, and every other kept candidate
+    of their files (a file is parsed once however many of its symbols render, and a merged parent
+    or card shows its kept children from the same file). The rest are never rendered."""
+    stored = fill_budget([_draft(s, (), None) for s in kept], int(max_tokens * policy.REACH_BUDGET_SHARE))[0]
+    files = {p.draft.root.candidate.chunk.relative_path for p in stored}
+    return [s for s in kept if s.candidate.chunk.relative_path in files]
+
+
 def merge_cap(forest: Sequence[Node], max_tokens: int, merge_max_tokens: int) -> int:
     """The cap a merged result has: half the budget when other results wait (else all of it), and
     never more than merge_max_tokens: a merged result takes its best child's place in the
@@ -488,6 +509,9 @@ class SelectionEngine:
         min_relevance = settings.min_relevance if query.min_relevance is None else query.min_relevance
         kept, below, max_tokens = gate(as_sent(query.candidates), min_relevance,
                                        query.max_tokens or settings.max_tokens)
+        reached = within_reach(kept, max_tokens)
+        unreached = len(kept) - len(reached)
+        kept = reached
         forest = merge_forest(kept)
         specs = render_specs(forest)
         fallback_reason = ""
@@ -504,6 +528,7 @@ class SelectionEngine:
         listed, listed_over = fill_budget(as_list(kept, renders, drafts), max_tokens)
         if not policy.beats_list(shown_scores(placed), shown_scores(listed)):
             placed, over_budget = listed, listed_over
+        over_budget += unreached
         results = tuple(to_result(p) for p in placed)
         fell_back = any(p.draft.fallback for p in placed)
         if fell_back and not fallback_reason:

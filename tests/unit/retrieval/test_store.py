@@ -615,3 +615,41 @@ def test_reference_edges_both_ways(store):
     )
     assert store.references_of(["user", "other"]) == {"user": ["tok"], "other": []}
     assert store.references_into(["tok", "other"]) == {"user": ["tok"]}
+
+
+def test_hits_are_the_rows_they_name_after_deletes_and_rewrites(store):
+    # A search takes its hits by their place in the version it read: deleted rows and rewritten
+    # ones must not shift which chunk a hit shows.
+    n = 12
+    vectors = {f"c{i}": unit(*np.eye(4)[i % 4] + 0.05 * i) for i in range(n)}
+    store.apply_changes(upserts=[make_chunk(f"c{i}", f"sym{i}", source=f"function sym{i}() {{ v{i} }}")
+                                 for i in range(n)], delete_ids=[], vectors=vectors)
+    store.apply_changes(upserts=[make_chunk("c4", "sym4", source="function sym4() { rewritten }")],
+                        delete_ids=["c1", "c2", "c7"], vectors={"c4": vectors["c4"]})
+    for chunk_id, vector in vectors.items():
+        hits = store.search_vector(vector, Filters(), 3)
+        if chunk_id in ("c1", "c2", "c7"):
+            assert chunk_id not in ids(hits)
+            continue
+        assert hits[0].chunk.id == chunk_id
+        i = chunk_id[1:]
+        expected = "function sym4() { rewritten }" if chunk_id == "c4" else f"function sym{i}() {{ v{i} }}"
+        assert hits[0].chunk.full_source == expected
+    lexical = store.search_lexical("rewritten", Filters(), 5)
+    assert ids(lexical) == ["c4"] and lexical[0].chunk.full_source == "function sym4() { rewritten }"
+
+
+def test_a_reader_sees_a_commit_after_checkout_not_its_cached_chunks(tmp_path):
+    uri = str(tmp_path / "index")
+    writer = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    writer.apply_changes(upserts=[make_chunk("a", "alpha", source="function alpha() { one }")], delete_ids=[],
+                         vectors={"a": unit(1, 0, 0, 0)})
+    reader = ChunkStore.attach(lancedb.connect(uri), uri, model=MODEL, chunker_version="c1")
+    assert reader is not None
+    assert reader.search_vector(unit(1, 0, 0, 0), Filters(), 1)[0].chunk.full_source == "function alpha() { one }"
+    writer.apply_changes(upserts=[make_chunk("a", "alpha", source="function alpha() { two }")], delete_ids=[],
+                         vectors={"a": unit(1, 0, 0, 0)})
+    assert reader.search_vector(unit(1, 0, 0, 0), Filters(), 1)[0].chunk.full_source == "function alpha() { one }"
+    reader.checkout_latest()
+    assert reader.search_vector(unit(1, 0, 0, 0), Filters(), 1)[0].chunk.full_source == "function alpha() { two }"
+    assert reader.get_chunks(["a"])[0].full_source == "function alpha() { two }"

@@ -71,8 +71,10 @@ class FakeRenderer:
             for child in spec.expand_child_ids:
                 lines += [f"  {self.by_id[child].name}() {{", *["    work();"] * self.sizes.get(child, 1), "  }"]
             lines += [f"  line{i} = {i};" for i in range(self.sizes.get(c.id, 1))] + ["}"]
-            out.append(RenderedSymbol(c.id, c.relative_path, c.qualified_name, "\n".join(lines), 0, c.start_line,
-                                      c.end_line))
+            source = "\n".join(lines)
+            # Counted as the analysis service counts a rendering.
+            out.append(RenderedSymbol(c.id, c.relative_path, c.qualified_name, source, count_tokens(source),
+                                      c.start_line, c.end_line))
         return out
 
 
@@ -406,3 +408,15 @@ def test_settings_defaults_and_env() -> None:
     from codecompass.common.config import ConfigError
     with pytest.raises(ConfigError, match="CODECOMPASS_SELECTION_MIN_RELEVANCE"):
         settings_from({"CODECOMPASS_SELECTION_MIN_RELEVANCE": "1.5"})
+
+
+def test_candidates_the_budget_cannot_reach_are_never_rendered() -> None:
+    # Ten symbols of ~120 tokens each as stored; 400 tokens reach the first few only (the stored
+    # list within 1.5 times the budget), and what is past that is over the budget, not rendered.
+    chunks = [chunk(f"s{i}", path=f"src/f{i}.ts", lines=40, start=1) for i in range(10)]
+    renderer = FakeRenderer(chunks)
+    outcome = select([Candidate(c, 0.9 - i * 0.01) for i, c in enumerate(chunks)], renderer, max_tokens=400)
+    rendered = {spec.symbol_id for call in renderer.calls for spec in call}
+    assert rendered and len(rendered) < 10
+    assert set(ids(outcome)) <= rendered and "s9" not in rendered
+    assert accounted(outcome, 10)

@@ -3,16 +3,18 @@
 - `DatasetView`: the Lance dataset of the table version being read, opened once per version
   (LanceDB's query builder costs ~15 ms a call before reading anything).
 - `VectorSnapshot`: every row's unit vectors at that version, for exact vector search and the
-  candidates' cosines in memory (below the row count where a vector index is built).
+  candidates' cosines in memory (below the row count where a vector index is built), and the
+  chunk columns of every row, read in the background (`RowsInMemory`).
 - `ReadCache`: chunks rebuilt from their rows (valid for one table version) and source texts
   (valid forever: a text's key is its hash), least recently used out first.
 
 On ws-300k (bench-pipeline-speed) these took the retrieval stage of a warm search from 213 to
-~140 ms p50.
+~150 ms p50 (the whole pipeline's p95 from 622 to 270 ms with selection's changes).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -27,6 +29,7 @@ import pyarrow as pa
 from codecompass.retrieval.schema import STATIC_FLAG_COLUMN, STATIC_VECTOR_COLUMN, VECTOR_COLUMN
 
 V = TypeVar("V")
+_log = logging.getLogger(__name__)
 
 
 class ReadCache(Generic[V]):
@@ -103,6 +106,40 @@ class DatasetView:
         return self.dataset().to_table(columns=columns, filter=where or None, limit=limit)
 
 
+class RowsInMemory:
+    """Some columns of every row of one dataset version, read into memory in the background the
+    first time they are asked for; until then each read takes its rows from the dataset.
+
+    A search takes ~200 hits' rows; from the dataset that is ~20 ms (a random read per column),
+    from memory ~0.5 (ws-300k's chunk columns are 28 MB, read in ~190 ms once per version). The
+    read happens beside the searches, so a commit never makes one wait for it."""
+
+    def __init__(self, dataset: lance.LanceDataset, columns: Sequence[str]) -> None:
+        self._dataset = dataset
+        self._columns = list(columns)
+        self._lock = threading.Lock()
+        self._table: pa.Table | None = None
+        self._reading = False
+
+    def take(self, positions: Sequence[int]) -> pa.Table:
+        """The rows at `positions` (offsets in this version), in that order."""
+        table = self._table
+        if table is not None:
+            return table.take(pa.array(positions, pa.int64()))
+        with self._lock:
+            if not self._reading:
+                self._reading = True
+                threading.Thread(target=self._read, name="rows-in-memory", daemon=True).start()
+        return self._dataset.take(list(positions), columns=self._columns)
+
+    def _read(self) -> None:
+        try:
+            # One chunk per column: a take across the batches the read returns costs ~15x more.
+            self._table = self._dataset.to_table(columns=self._columns).combine_chunks()
+        except Exception as exc:  # noqa: BLE001 - reads go on from the dataset; say why once
+            _log.warning("rows of index version %s stay on disk: %s", self._dataset.version, exc)
+
+
 @dataclass(frozen=True)
 class VectorSnapshot:
     """Every row's unit vectors at one table version, for exact nearest-neighbour search and
@@ -110,6 +147,7 @@ class VectorSnapshot:
     query: ~3 ms instead of ~45 on ws-300k's 22k rows)."""
 
     dataset: lance.LanceDataset  # the version read: a row's place in `ids` is its offset in it
+    rows: RowsInMemory  # the columns a search's hits are read with, at this version
     ids: tuple[str, ...]
     position: dict[str, int]
     primary: np.ndarray  # (rows, dims) unit vectors; zeros where `has_primary` is False
@@ -118,7 +156,8 @@ class VectorSnapshot:
     has_static: np.ndarray | None
 
     @classmethod
-    def read(cls, dataset: lance.LanceDataset, primary_dims: int, static_dims: int | None) -> VectorSnapshot:
+    def read(cls, dataset: lance.LanceDataset, primary_dims: int, static_dims: int | None,
+             row_columns: Sequence[str]) -> VectorSnapshot:
         columns = ["id", "has_vector", VECTOR_COLUMN]
         if static_dims is not None:
             columns += [STATIC_FLAG_COLUMN, STATIC_VECTOR_COLUMN]
@@ -130,6 +169,7 @@ class VectorSnapshot:
             has_static = np.asarray(rows.column(STATIC_FLAG_COLUMN).to_numpy(zero_copy_only=False), dtype=bool)
         return cls(
             dataset=dataset,
+            rows=RowsInMemory(dataset, row_columns),
             ids=ids,
             position={chunk_id: i for i, chunk_id in enumerate(ids)},
             primary=unit_rows(vectors_of(rows.column(VECTOR_COLUMN), primary_dims)),
@@ -151,10 +191,6 @@ class VectorSnapshot:
         top = np.argpartition(-scores, limit - 1)[:limit] if len(rows) > limit else np.arange(len(rows))
         top = top[np.lexsort((rows[top], -scores[top]))]
         return [(int(rows[i]), float(scores[i])) for i in top]
-
-    def take(self, positions: list[int], columns: list[str]) -> pa.Table:
-        """The `columns` of the rows at `positions` (offsets in this version), in that order."""
-        return self.dataset.take(positions, columns=columns)
 
     def cosines(self, positions: list[int], query: np.ndarray, static: bool) -> list[float | None]:
         """Each row's cosine to the unit vector `query`, None where the row has no such vector."""

@@ -512,7 +512,8 @@ class ChunkStore:
             if self._vectors is None or self._vectors[0] != version:
                 dataset = self._chunk_rows.dataset()
                 self._vectors = (version, VectorSnapshot.read(
-                    dataset, self.model.dimensions, self.static.dimensions if self.static is not None else None))
+                    dataset, self.model.dimensions, self.static.dimensions if self.static is not None else None,
+                    CHUNK_COLUMNS))
             return self._vectors[1]
 
     def outline(self) -> list[dict]:
@@ -562,7 +563,7 @@ class ChunkStore:
         """The chunks `ids` taken by their place in `snapshot`'s version; any id it does not
         hold (written since) is found by a scan."""
         placed = [i for i in ids if i in snapshot.position]
-        rows = snapshot.take([snapshot.position[i] for i in placed], list(CHUNK_COLUMNS))
+        rows = snapshot.rows.take([snapshot.position[i] for i in placed])
         by_id = {chunk.id: chunk for chunk in self._chunks_of(rows)}
         if missing := [i for i in ids if i not in by_id]:
             by_id.update(self._load_chunks(missing))

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
+import time
 
-from codecompass.retrieval.readcache import ReadCache, VectorSnapshot, unit_rows
+import lance
+import numpy as np
+import pyarrow as pa
+
+from codecompass.retrieval.readcache import ReadCache, RowsInMemory, VectorSnapshot, unit_rows
 
 
 def loader(calls: list[list[str]], values: dict[str, str]):
@@ -46,7 +50,7 @@ def test_the_least_recently_used_go_first_by_weight() -> None:
 
 def snapshot(vectors: np.ndarray, has: list[bool]) -> VectorSnapshot:
     ids = tuple(f"c{i}" for i in range(len(vectors)))
-    return VectorSnapshot(dataset=None, ids=ids, position={c: i for i, c in enumerate(ids)},  # type: ignore[arg-type]
+    return VectorSnapshot(dataset=None, rows=None, ids=ids, position={c: i for i, c in enumerate(ids)},  # type: ignore[arg-type]
                           primary=unit_rows(vectors.astype(np.float32)), has_primary=np.array(has),
                           static=None, has_static=None)
 
@@ -72,3 +76,16 @@ def test_equal_scores_keep_the_table_order_and_rows_without_vectors_have_no_cosi
     query = np.array([1.0, 0.0], dtype=np.float32)
     assert [row for row, _ in snap.nearest(query, False, snap.has_primary, 2)] == [0, 1]
     assert snap.cosines([3, 2, 0], query, static=False) == [None, 0.0, 1.0]
+
+
+def test_rows_come_from_the_dataset_until_they_are_in_memory_and_agree(tmp_path) -> None:
+    dataset = lance.write_dataset(pa.table({"id": [f"r{i}" for i in range(50)], "n": list(range(50))}),
+                                  str(tmp_path / "t.lance"))
+    rows = RowsInMemory(dataset, ["id", "n"])
+    first = rows.take([7, 3, 49])  # from the dataset; the read into memory starts
+    deadline = time.monotonic() + 10
+    while rows._table is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert rows._table is not None
+    assert first.to_pylist() == rows.take([7, 3, 49]).to_pylist() == [
+        {"id": "r7", "n": 7}, {"id": "r3", "n": 3}, {"id": "r49", "n": 49}]

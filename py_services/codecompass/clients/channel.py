@@ -69,6 +69,11 @@ class ServiceChannel(Generic[StubT]):
         self._resolve: Callable[[], str] = address if callable(address) else (lambda: address)
         self._make_stub = stub
         self._lock = threading.Lock()
+        # Held while a call is created and while the channel closes, never while a call waits:
+        # gRPC's C core can crash creating a call on a channel another thread is closing (seen as
+        # a segfault when a session ended while a background status call started). A call made
+        # before the close is cancelled by it, which is safe.
+        self._creating = threading.Lock()
         self._closed = False
         self._current = self._open(self._resolve())
 
@@ -102,7 +107,7 @@ class ServiceChannel(Generic[StubT]):
         received = False
         try:
             with mapped(self.service, connection.address):
-                for reply in getattr(connection.stub, method)(request, timeout=timeout_s):
+                for reply in self._start(connection, method, request, timeout_s):
                     received = True
                     yield reply
             return
@@ -114,19 +119,30 @@ class ServiceChannel(Generic[StubT]):
         connection = self._acquire(failed=connection)
         try:
             with mapped(self.service, connection.address):
-                yield from getattr(connection.stub, method)(request, timeout=deadline - time.monotonic())
+                yield from self._start(connection, method, request, deadline - time.monotonic())
         finally:
             self._release(connection)
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            connection = self._current
-        connection.channel.close()
+        with self._creating:
+            with self._lock:
+                self._closed = True
+                connection = self._current
+            connection.channel.close()
 
     def _unary(self, connection: _Connection[StubT], method: str, request: Any, timeout_s: float) -> Any:
         with mapped(self.service, connection.address):
-            return getattr(connection.stub, method)(request, timeout=timeout_s)
+            return self._start(connection, method, request, timeout_s, unary=True).result()
+
+    def _start(self, connection: _Connection[StubT], method: str, request: Any, timeout_s: float,
+               unary: bool = False) -> Any:
+        """The call, created (a unary one as a future, which returns at once) unless the client
+        closed meanwhile."""
+        with self._creating:
+            if self._closed:
+                raise ServiceError(self.service, connection.address, FAILED, "the client was closed")
+            callable_ = getattr(connection.stub, method)
+            return callable_.future(request, timeout=timeout_s) if unary else callable_(request, timeout=timeout_s)
 
     def _worth_retrying(self, exc: ServiceError, deadline: float) -> bool:
         return (exc.kind == UNAVAILABLE and not exc.upstream and not self._closed

@@ -27,11 +27,13 @@ is reported in the answer's metadata (`semantic_fallback`, `rerank_fallback`, `s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 
-from codecompass.clients.errors import DEADLINE, INVALID, NOT_FOUND, UNAVAILABLE
+from codecompass.clients.errors import DEADLINE, INVALID, NOT_FOUND, UNAVAILABLE, ServiceError
 
 INVALID_ARGUMENT = "invalid_argument"
 INVALID_WORKSPACE = "invalid_workspace"
@@ -63,6 +65,26 @@ _SERVICE_KINDS = {
     INVALID: INVALID_ARGUMENT,
     NOT_FOUND: NOT_FOUND_CODE,
 }
+
+
+class ToolInputError(Exception):
+    """An argument the caller can fix; the message says how, in one line. `code` is its entry in
+    the error registry (`ERROR_CODES`)."""
+
+    def __init__(self, message: str, code: str = INVALID_ARGUMENT) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@contextmanager
+def not_found_as_input(message: str) -> Iterator[None]:
+    """A NOT_FOUND from a service is the caller's to fix: say what to change."""
+    try:
+        yield
+    except ServiceError as exc:
+        if exc.kind == NOT_FOUND:
+            raise ToolInputError(f"{exc}; {message}", NOT_FOUND_CODE) from None
+        raise
 
 
 def code_for_service_error(kind: str) -> str:

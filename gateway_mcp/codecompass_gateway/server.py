@@ -31,8 +31,6 @@ from __future__ import annotations
 import dataclasses
 import socket
 import sys
-import threading
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -47,18 +45,19 @@ from mcp.types import Tool as MCPTool
 from pydantic import Field, ValidationError
 
 from codecompass.clients.analysis import AnalysisClient
-from codecompass.clients.analysis_model import TraceDirection, TraceQuery
+from codecompass.clients.analysis_model import FileChunks, TraceDirection, TraceQuery
 from codecompass.clients.channel import Locate, address_for
-from codecompass.clients.errors import INVALID, NOT_FOUND, ServiceError
+from codecompass.clients.errors import INVALID, ServiceError
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common import names
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.policy.shape import MAX_QUERY_CHARS
-from codecompass.retrieval.state import IndexingStatus
-from codecompass_gateway import advisor, errors, remote, tools, wire
+from codecompass_gateway import advisor, errors, remote, symbols, tools, wire
 from codecompass_gateway.answer import answer_to_dict, search_code_to_dict
+from codecompass_gateway.errors import ToolInputError, not_found_as_input
+from codecompass_gateway.indexing import LEXICAL_WAIT_S, STATUS_TIMEOUT_S, BackgroundIndexer
 from codecompass_gateway.pipeline import Pipeline, PipelineRequest
 from codecompass_gateway.rewrite import Rewriter
 from codecompass_gateway.sampling import client_rewriter
@@ -67,13 +66,6 @@ log = get_logger("codecompass.gateway.server")
 
 SERVER_NAME = "codecompass"
 HTTP_PATH = "/mcp"
-# Status and resolution calls are small; a trace on a large workspace first builds its Program.
-STATUS_TIMEOUT_S = 5.0
-# How long a search on a workspace this gateway is indexing waits for its lexical index: the
-# first answer on a cold workspace is lexical, not empty (issue 9's goal: useful within 5 s).
-LEXICAL_WAIT_S = 10.0
-# How often a search on a workspace being indexed checks whether rows have landed.
-ROWS_POLL_S = 0.25
 
 INSTRUCTIONS = """\
 CodeCompass answers questions about the TypeScript/JavaScript workspace this server was started for
@@ -83,98 +75,6 @@ ranked list to choose from, with how sure the search is. Then `read_symbol` read
 file's outline instead of a whole file, and `codebase_trace` follows calls and types through the
 type checker. `index_status` says how far indexing has come. A call that fails answers one line
 that says what to change, ending in a code such as [invalid_argument]."""
-
-
-class BackgroundIndexer:
-    """Starts indexing a workspace that is not indexed, once per workspace, without waiting on it:
-    `IndexWorkspace(wait_for_embeddings=False)` writes the lexical index first and returns, while
-    embeddings continue in the retrieval service. A search may wait a bounded time for that
-    lexical index (`wait_lexical`); the handshake never waits for anything.
-
-    Where the retrieval roles run apart (INDEXER_ADDR), the status is read from `retrieval` (a
-    searcher: the writer refuses reads) and IndexWorkspace goes to `writer`."""
-
-    def __init__(self, retrieval: RetrievalClient, timeout_s: float, writer: RetrievalClient | None = None) -> None:
-        self._retrieval = retrieval
-        self._writer = writer or retrieval
-        self._timeout_s = timeout_s
-        self._closed = threading.Event()
-        self._lock = threading.Lock()
-        self._state: dict[str, str] = {}
-        self._lexical: dict[str, threading.Event] = {}
-
-    def ensure(self, workspace: Path) -> None:
-        key = str(workspace)
-        with self._lock:
-            if key in self._lexical:
-                return
-            self._lexical[key] = threading.Event()
-            # Said at once: a status asked before the thread has looked must not read "not indexed,
-            # nobody is on it".
-            self._state[key] = "checking whether it needs indexing"
-        threading.Thread(target=self._run, args=(key,), name=f"index {key}", daemon=True).start()
-
-    def wait_lexical(self, workspace: Path, timeout_s: float) -> bool:
-        """Waits, at most `timeout_s`, until the workspace's index has rows to search: the lexical
-        pass writes them in growing batches long before it ends, and a partial answer (flagged) now
-        beats a complete one in half a minute. True when the lexical index is complete."""
-        with self._lock:
-            event = self._lexical.get(str(workspace))
-        if event is None:
-            return True
-        deadline = time.monotonic() + timeout_s
-        while not event.wait(min(ROWS_POLL_S, max(deadline - time.monotonic(), 0.0))):
-            if time.monotonic() >= deadline or self._has_rows(str(workspace)):
-                return False
-        return True
-
-    def _has_rows(self, key: str) -> bool:
-        try:
-            return self._retrieval.status(key, STATUS_TIMEOUT_S).chunks > 0
-        except ServiceError:
-            return False
-
-    def describe(self, workspace: Path) -> str | None:
-        """What this gateway did about the workspace's index, when it started indexing it."""
-        with self._lock:
-            return self._state.get(str(workspace)) or None
-
-    def close(self) -> None:
-        """The server is stopping (its session closed): a stream it follows is cut, but the retrieval
-        service goes on indexing. That is no failure, and must not be logged as one."""
-        self._closed.set()
-
-    def _set(self, key: str, state: str) -> None:
-        with self._lock:
-            self._state[key] = state
-
-    def _run(self, key: str) -> None:
-        with self._lock:
-            lexical = self._lexical[key]
-        try:
-            status = self._retrieval.status(key, STATUS_TIMEOUT_S).indexing_status
-            if status in (IndexingStatus.READY, IndexingStatus.INDEXING):
-                with self._lock:
-                    self._state.pop(key, None)  # indexed, or being indexed, by someone else
-                return
-            started = time.monotonic()
-            self._set(key, "indexing (started by this gateway)")
-            for _progress in self._writer.index(key, wait_for_embeddings=False, timeout_s=self._timeout_s):
-                pass
-            self._set(key, f"lexical index written in {time.monotonic() - started:.1f}s; "
-                           "embeddings continue in the retrieval service")
-        except ServiceError as exc:
-            # Forget the attempt so the next call on this workspace tries again.
-            with self._lock:
-                self._state.pop(key, None)
-                self._lexical.pop(key, None)
-            if self._closed.is_set():
-                log.info("stopped following indexing: the server is stopping; the retrieval service goes on",
-                         extra={"workspace": key})
-            else:
-                log.warning("background indexing failed", extra={"workspace": key, "detail": exc.user_message()})
-        finally:
-            lexical.set()
 
 
 @dataclass
@@ -226,7 +126,7 @@ class Gateway:
                         workspace: str | None, rewriter: Rewriter | None = None) -> CallToolResult:
         root = self.workspace_to_search(workspace)
         if not query.strip():
-            raise tools.ToolInputError("query is empty: describe the code you are looking for")
+            raise ToolInputError("query is empty: describe the code you are looking for")
         budget = tools.search_budget(max_tokens)
         lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
         request = PipelineRequest(
@@ -245,8 +145,7 @@ class Gateway:
                     semantic_mode: str | None, workspace: str | None,
                     rewriter: Rewriter | None = None) -> CallToolResult:
         if not query.strip():
-            raise tools.ToolInputError("query is empty: give a symbol name, a file path, an error message or a "
-                                       "question")
+            raise ToolInputError("query is empty: give a symbol name, a file path, an error message or a question")
         tools.check_ref(ref)
         filters = tools.language_filters(language)
         root = self.workspace_to_search(workspace)
@@ -268,12 +167,12 @@ class Gateway:
                        workspace: str | None) -> CallToolResult:
         root = self.workspace_for(workspace)
         if not symbol.strip():
-            raise tools.ToolInputError("symbol is empty: give a qualified name (TokenService.validateToken) "
-                                       "or path:line (src/auth/tokenService.ts:42)")
+            raise ToolInputError("symbol is empty: give a qualified name (TokenService.validateToken) "
+                                 "or path:line (src/auth/tokenService.ts:42)")
         chosen = TraceDirection(direction)
         query = TraceQuery(workspace_root=str(root), symbol=symbol.strip(), direction=chosen,
                            relative_path=(path or "").strip(), depth=depth, limit=limit)
-        with tools.not_found_as_input("check the spelling, or give path:line"):
+        with not_found_as_input("check the spelling, or give path:line"):
             outcome = self.analysis.trace(query, self.settings.rpc_timeout_s)
         structured = {**tools.trace_structured(outcome, chosen),
                       "metadata": {"trace_id": tools.trace_id(), "workspace": str(root)}}
@@ -286,58 +185,12 @@ class Gateway:
         root = self.workspace_for(workspace)
         text = symbol.strip()
         if not text:
-            raise tools.ToolInputError("symbol is empty: give a qualified name, path:line, or a file path")
+            raise ToolInputError("symbol is empty: give a qualified name, path:line, or a file path")
         metadata: dict[str, object] = {"trace_id": tools.trace_id()}
-        timeout = self.settings.rpc_timeout_s
-        location = tools.location_of(text)
-        file_path = tools.workspace_file(root, text) if location is None else None
-        if file_path is not None:
-            with tools.not_found_as_input("give a path relative to the workspace"):
-                chunks = self.analysis.file_chunks(str(root), file_path, timeout)
-            return tools.outline_result(chunks, root, metadata)
-        with tools.not_found_as_input("check the spelling, give path:line, or a file path for its outline"):
-            resolved = self.analysis.trace(tools.resolve_query(root, text, (path or "").strip()), timeout).root
-        if not resolved.chunk_id:
-            raise tools.ToolInputError(f"{text} resolves to {resolved.qualified_name or 'a location'} in "
-                                       f"{resolved.relative_path}, which is not a declaration that can be shown")
-        view_expanded: list[tuple[str, str, str]] = []  # (chunk id, qualified name, name as given)
-        not_found: list[str] = []
-        child_ids: list[str] = []
-        for name in expand or ():
-            if not name.strip():
-                continue
-            qualified = tools.expand_name(resolved, name)
-            try:
-                child = self.analysis.trace(tools.resolve_query(root, qualified, resolved.relative_path), timeout).root
-            except ServiceError as exc:
-                if exc.kind != NOT_FOUND:
-                    raise
-                not_found.append(name.strip())
-                continue
-            if child.chunk_id and child.chunk_id != resolved.chunk_id:
-                child_ids.append(child.chunk_id)
-                view_expanded.append((child.chunk_id, child.qualified_name, name.strip()))
-            else:
-                not_found.append(name.strip())
-        # `path:LINE` inside a symbol too long to show whole shows the lines around LINE.
-        request = dataclasses.replace(tools.render_request(resolved, child_ids),
-                                      focus_line=location[1] if location is not None else 0)
-        (shown,) = self.analysis.render(str(root), [request], timeout)
-        if shown is None:
-            raise tools.ToolInputError(f"{resolved.qualified_name} is no longer in {resolved.relative_path}; "
-                                       "the file changed: search again", errors.NOT_FOUND_CODE)
-        if shown.window_start_line and location is not None:
-            metadata["window"] = {"focus_line": location[1], "start_line": shown.window_start_line,
-                                  "end_line": shown.window_end_line}
-        # A name that resolved elsewhere (not under this symbol) was not expanded: say so.
-        not_found += [given for child_id, _, given in view_expanded if child_id in shown.unknown_child_ids]
-        expanded_names = [qualified for child_id, qualified, _ in view_expanded
-                          if child_id not in shown.unknown_child_ids]
-        view = tools.SymbolView(root=dataclasses.replace(resolved, start_line=shown.start_line or resolved.start_line,
-                                                         end_line=shown.end_line or resolved.end_line),
-                                source=shown.source, token_count=shown.token_count, expanded=expanded_names,
-                                not_found=not_found)
-        return tools.symbol_result(view, root, metadata)
+        read = symbols.read(self.analysis, root, text, expand or (), (path or "").strip(), self.settings.rpc_timeout_s)
+        if isinstance(read, FileChunks):
+            return tools.outline_result(read, root, metadata)
+        return tools.symbol_result(read, root, metadata)
 
     @tools.tool_errors("index_status")
     def index_status(self, workspace: str | None) -> CallToolResult:
@@ -349,7 +202,7 @@ class Gateway:
                 raise
             # The only argument is an existing absolute folder: the service refuses to index it
             # (the filesystem root, the home folder, a system folder), and says why.
-            raise tools.ToolInputError(str(exc), errors.WORKSPACE_REFUSED) from None
+            raise ToolInputError(str(exc), errors.WORKSPACE_REFUSED) from None
         advice = advisor.advise(report.files, advisor.ts_js_share(root), advisor.DEFAULT_LATENCY_BUDGET_MS,
                                 self.settings.embedding)
         return tools.status_result(report, root, self.indexer.describe(root), {"trace_id": tools.trace_id()},

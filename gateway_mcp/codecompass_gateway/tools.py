@@ -8,16 +8,15 @@ is down is a `ServiceError`, and `tool_errors` turns both (and anything unexpect
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import difflib
 import functools
 import json
-import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +24,9 @@ from mcp.types import Annotations, CallToolResult, ContentBlock, TextContent
 
 from codecompass.clients.analysis_model import (
     FileChunks,
-    RenderRequest,
     TraceDirection,
     TraceOutcome,
     TracePartialReason,
-    TraceQuery,
     TraceResolution,
     TraceRoot,
 )
@@ -44,7 +41,8 @@ from codecompass.retrieval.state import IndexStatusReport
 from codecompass_gateway import errors, skips
 from codecompass_gateway.advisor import Advice
 from codecompass_gateway.answer import no_confident_match, semantic_channels_line
-from codecompass_gateway.errors import one_line
+from codecompass_gateway.errors import ToolInputError, one_line
+from codecompass_gateway.symbols import SymbolView
 
 log = get_logger("codecompass.gateway.tools")
 _tracer = tracer("codecompass.gateway")
@@ -62,16 +60,6 @@ TRACE_MAX_LIMIT = 200
 # Members read_symbol shows in full at once: each one is a resolution (a type-checker call).
 EXPAND_MAX_NAMES = 50
 SNIPPET_CHARS = 160
-_LOCATION = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
-
-
-class ToolInputError(Exception):
-    """An argument the caller can fix; the message says how, in one line. `code` is its entry in
-    the error registry (`errors.ERROR_CODES`)."""
-
-    def __init__(self, message: str, code: str = errors.INVALID_ARGUMENT) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def error_result(message: str, code: str = errors.INVALID_ARGUMENT, tool: str = "") -> CallToolResult:
@@ -179,17 +167,6 @@ def resolve_workspace(given: str | None, default: Path, roots: tuple[Path, ...] 
     if not path.is_dir():
         raise ToolInputError(f"workspace {str(path)!r} is not a folder", errors.INVALID_WORKSPACE)
     return path
-
-
-def workspace_file(workspace: Path, text: str) -> str | None:
-    """`text` as a workspace-relative file path when it names a file inside the workspace."""
-    candidate = Path(text.strip())
-    path = (candidate if candidate.is_absolute() else workspace / candidate).resolve()
-    try:
-        relative = path.relative_to(workspace)
-    except ValueError:
-        return None
-    return relative.as_posix() if path.is_file() else None
 
 
 # --- semantic_search ---------------------------------------------------------------------------
@@ -508,32 +485,6 @@ def trace_structured(outcome: TraceOutcome, direction: TraceDirection) -> dict[s
 # --- read_symbol -------------------------------------------------------------------------------
 
 
-@dataclass
-class SymbolView:
-    root: TraceRoot
-    source: str
-    token_count: int
-    expanded: list[str] = field(default_factory=list)
-    not_found: list[str] = field(default_factory=list)
-
-
-def expand_name(root: TraceRoot, name: str) -> str:
-    """A child name as a qualified name: `validateToken` under `TokenService`, or already qualified."""
-    name = name.strip()
-    return name if name.startswith(root.qualified_name + ".") else f"{root.qualified_name}.{name}"
-
-
-def resolve_query(workspace: Path, symbol: str, relative_path: str = "") -> TraceQuery:
-    """A trace that only resolves `symbol`: supertypes is the direction that costs no reference
-    search, and a limit of one keeps the walk to one step."""
-    return TraceQuery(workspace_root=str(workspace), symbol=symbol, relative_path=relative_path,
-                      direction=TraceDirection.SUPERTYPES, depth=1, limit=1)
-
-
-def render_request(root: TraceRoot, child_ids: list[str]) -> RenderRequest:
-    return RenderRequest(symbol_id=root.chunk_id, expand_child_ids=tuple(child_ids), relative_path=root.relative_path)
-
-
 def clip_to_tokens(text: str, max_tokens: int) -> tuple[str, int]:
     """`text` cut at a line so that it fits `max_tokens`, and how many lines were cut."""
     if count_tokens(text) <= max_tokens:
@@ -562,11 +513,12 @@ def symbol_result(view: SymbolView, workspace: Path, metadata: dict[str, Any]) -
                      "the collapsed lines above name the members there are")
     content: list[ContentBlock] = [TextContent(type="text", text=text)]
     content += [TextContent(type="text", text=n) for n in notes]
+    shown = {} if view.window is None else {"window": dataclasses.asdict(view.window)}
     structured = {
         "path": root.relative_path, "qualified_name": root.qualified_name, "start_line": root.start_line,
-        "end_line": root.end_line, "id": root.chunk_id, "tokens": view.token_count, "expanded": view.expanded,
-        "expand_not_found": view.not_found, "lines_cut": cut,
-        "metadata": {**metadata, "workspace": str(workspace)},
+        "end_line": root.end_line, "id": root.chunk_id, "tokens": view.token_count, "expanded": list(view.expanded),
+        "expand_not_found": list(view.not_found), "lines_cut": cut,
+        "metadata": {**metadata, **shown, "workspace": str(workspace)},
     }
     return CallToolResult(content=content, structured_content=structured)
 
@@ -593,11 +545,6 @@ def outline_result(chunks: FileChunks, workspace: Path, metadata: dict[str, Any]
     structured = {"path": chunks.relative_path, "outline": entries, "line_count": chunks.line_count,
                   "lines_cut": cut, "metadata": {**metadata, "workspace": str(workspace)}}
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
-
-
-def location_of(symbol: str) -> tuple[str, int] | None:
-    match = _LOCATION.match(symbol.strip())
-    return (match["path"], int(match["line"])) if match else None
 
 
 # --- index_status ------------------------------------------------------------------------------
@@ -685,14 +632,3 @@ def _age(seconds: float) -> str:
     if seconds < 172800:
         return f"{seconds / 3600:.0f} h"
     return f"{seconds / 86400:.0f} days"
-
-
-@contextmanager
-def not_found_as_input(message: str) -> Iterator[None]:
-    """A NOT_FOUND from a service is the caller's to fix: say what to change."""
-    try:
-        yield
-    except ServiceError as exc:
-        if exc.kind == NOT_FOUND:
-            raise ToolInputError(f"{exc}; {message}", errors.NOT_FOUND_CODE) from None
-        raise

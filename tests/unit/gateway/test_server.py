@@ -248,7 +248,7 @@ class _FakeRetrieval:
 
 
 def test_a_cold_workspace_is_indexed_once_in_the_background(tmp_path: Path) -> None:
-    from codecompass_gateway.server import BackgroundIndexer
+    from codecompass_gateway.indexing import BackgroundIndexer
 
     fake = _FakeRetrieval("not_indexed", index_delay_s=0.2)
     indexer = BackgroundIndexer(fake, timeout_s=10)  # type: ignore[arg-type]
@@ -260,7 +260,7 @@ def test_a_cold_workspace_is_indexed_once_in_the_background(tmp_path: Path) -> N
 
 
 def test_a_ready_workspace_is_not_indexed_and_a_failure_is_retried(tmp_path: Path) -> None:
-    from codecompass_gateway.server import BackgroundIndexer
+    from codecompass_gateway.indexing import BackgroundIndexer
 
     ready = _FakeRetrieval("ready")
     indexer = BackgroundIndexer(ready, timeout_s=10)  # type: ignore[arg-type]
@@ -275,7 +275,7 @@ def test_a_ready_workspace_is_not_indexed_and_a_failure_is_retried(tmp_path: Pat
 def test_a_search_waits_only_until_the_first_rows_land(tmp_path: Path) -> None:
     import time
 
-    from codecompass_gateway.server import BackgroundIndexer
+    from codecompass_gateway.indexing import BackgroundIndexer
 
     fake = _FakeRetrieval("not_indexed", index_delay_s=5.0)
     indexer = BackgroundIndexer(fake, timeout_s=10)  # type: ignore[arg-type]
@@ -290,7 +290,7 @@ def test_a_search_waits_only_until_the_first_rows_land(tmp_path: Path) -> None:
 def test_a_stream_cut_by_the_server_stopping_is_no_failure(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     import threading
 
-    from codecompass_gateway.server import BackgroundIndexer
+    from codecompass_gateway.indexing import BackgroundIndexer
 
     from codecompass.clients.errors import UNAVAILABLE, ServiceError
 
@@ -318,7 +318,7 @@ def test_a_stream_cut_by_the_server_stopping_is_no_failure(tmp_path: Path, caplo
 
 def test_with_the_roles_apart_the_status_is_read_from_a_searcher_and_indexing_goes_to_the_writer(
         tmp_path: Path) -> None:
-    from codecompass_gateway.server import BackgroundIndexer
+    from codecompass_gateway.indexing import BackgroundIndexer
 
     from codecompass.clients.errors import FAILED, ServiceError
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from codecompass_gateway import tools
+from codecompass_gateway import symbols, tools
 
 from codecompass.clients.analysis_model import (
     FileChunks,
@@ -34,13 +34,13 @@ def test_a_workspace_is_the_default_or_an_absolute_existing_folder(tmp_path: Pat
 def test_a_file_path_is_recognised_only_inside_the_workspace(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.ts").write_text("export {};\n")
-    assert tools.workspace_file(tmp_path, "src/a.ts") == "src/a.ts"
-    assert tools.workspace_file(tmp_path, str(tmp_path / "src" / "a.ts")) == "src/a.ts"
-    assert tools.workspace_file(tmp_path, "src") is None
-    assert tools.workspace_file(tmp_path, "../etc/passwd") is None
-    assert tools.workspace_file(tmp_path, "TokenService") is None
-    assert tools.location_of("src/a.ts:12") == ("src/a.ts", 12)
-    assert tools.location_of("TokenService.validateToken") is None
+    assert symbols.workspace_file(tmp_path, "src/a.ts") == "src/a.ts"
+    assert symbols.workspace_file(tmp_path, str(tmp_path / "src" / "a.ts")) == "src/a.ts"
+    assert symbols.workspace_file(tmp_path, "src") is None
+    assert symbols.workspace_file(tmp_path, "../etc/passwd") is None
+    assert symbols.workspace_file(tmp_path, "TokenService") is None
+    assert symbols.location_of("src/a.ts:12") == ("src/a.ts", 12)
+    assert symbols.location_of("TokenService.validateToken") is None
 
 
 def test_filters_name_what_is_wrong() -> None:
@@ -173,9 +173,9 @@ def test_an_outline_lists_declarations_by_nesting() -> None:
 
 def test_expand_names_are_relative_to_the_symbol() -> None:
     root = TraceRoot("src/a.ts", "A", 1, 9, "id")
-    assert tools.expand_name(root, "run") == "A.run"
-    assert tools.expand_name(root, "A.run") == "A.run"
-    query = tools.resolve_query(Path("/ws"), "A.run", "src/a.ts")
+    assert symbols.expand_name(root, "run") == "A.run"
+    assert symbols.expand_name(root, "A.run") == "A.run"
+    query = symbols.resolve_query(Path("/ws"), "A.run", "src/a.ts")
     assert (query.direction, query.limit, query.relative_path) == (TraceDirection.SUPERTYPES, 1, "src/a.ts")
 
 

@@ -78,7 +78,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -98,10 +98,11 @@ from codecompass.common.telemetry import init_telemetry
 from codecompass.retrieval import filters as sqlf
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexIdentity, entry_from_row, entry_row
 from codecompass.retrieval.location import InvalidWorkspaceId, index_key, index_uri, validated_id
-from codecompass.retrieval.state import EmbeddingUnavailable, FileEntry, FileStatus, RetrievalError
+from codecompass.retrieval.rows import BatchSizes, chunk_in_batches
+from codecompass.retrieval.state import ChunkedFile, EmbeddingUnavailable, FileEntry, FileStatus, RetrievalError
 from codecompass.retrieval.static_channel import StaticChannel
 from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION, ChunkStore, StagedWrite
-from codecompass.retrieval.sync import InProcessVectors, SyncTuning, catalog_entry, slices, vanished
+from codecompass.retrieval.sync import InProcessVectors, SyncTuning, catalog_entry
 
 _log = get_logger(__name__)
 
@@ -434,38 +435,37 @@ class ShardWorker:
         staged: list[StagedWrite] = []
         entries: list[CatalogEntry] = []
         gone: list[str] = []
-        batch: list[Chunk] = []
-        for call in slices(sorted(self._files), self._files_per_call):
-            returned: set[str] = set()
-            waited = time.perf_counter()
-            for chunked in self._analysis.chunk_files(self._root, call):
-                stats.add_time("chunk", waited)
-                if "first_answer" not in stats.seconds:
-                    # Mostly the analysis service building the workspace's Program: a cost every
-                    # worker pays once, whatever its share of the files.
-                    stats.seconds["first_answer"] = time.perf_counter() - started
-                returned.add(chunked.relative_path)
-                stats.files += 1
-                if vanished(chunked):
-                    gone.append(chunked.relative_path)
-                else:
-                    entries.append(catalog_entry(chunked, self._files[chunked.relative_path]))
-                    if chunked.status == FileStatus.SKIPPED:
-                        stats.skipped += 1
-                    else:
-                        batch.extend(chunked.chunks)
-                if len(batch) >= self._batch_chunks:
-                    staged.append(self._stage(batch))
-                    batch = []
-                waited = time.perf_counter()
-            stats.add_time("chunk", waited)
-            # A file the analysis service did not answer for vanished with no word from it.
-            gone.extend(p for p in call if p not in returned)
-        if batch:
-            staged.append(self._stage(batch))
+
+        def arrived(chunked: ChunkedFile) -> None:
+            entries.append(catalog_entry(chunked, self._files[chunked.relative_path]))
+            if chunked.status == FileStatus.SKIPPED:
+                stats.skipped += 1
+
+        rest = chunk_in_batches(
+            lambda call: self._chunk_files(call, started), sorted(self._files), files_per_call=self._files_per_call,
+            sizes=BatchSizes(first=self._batch_chunks, most=self._batch_chunks),
+            write=lambda batch: staged.append(self._stage(batch.rows)), arrived=arrived, gone=gone.append).rest
+        if rest.rows:
+            staged.append(self._stage(rest.rows))
         stats.vanished = len(gone)
         stats.add_time("total", started)
         return ShardResult(staged=tuple(staged), entries=tuple(entries), vanished=tuple(gone), stats=stats)
+
+    def _chunk_files(self, call: list[str], started: float) -> Iterator[ChunkedFile]:
+        """The stream of one call, timed: `chunk` counts only the waits on it, not the work
+        done on each file it gave (which the step does between two of its answers)."""
+        stats = self.stats
+        waited = time.perf_counter()
+        for chunked in self._analysis.chunk_files(self._root, call):
+            stats.add_time("chunk", waited)
+            if "first_answer" not in stats.seconds:
+                # Mostly the analysis service building the workspace's Program: a cost every
+                # worker pays once, whatever its share of the files.
+                stats.seconds["first_answer"] = time.perf_counter() - started
+            stats.files += 1
+            yield chunked
+            waited = time.perf_counter()
+        stats.add_time("chunk", waited)
 
     def _stage(self, chunks: list[Chunk]) -> StagedWrite:
         stats = self.stats

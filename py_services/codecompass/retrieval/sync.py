@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -34,6 +34,7 @@ from codecompass.common.chunks import Chunk
 from codecompass.common.logging import get_logger
 from codecompass.common.testcode import is_test_path
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, signature_digest
+from codecompass.retrieval.rows import Batch, BatchSizes, chunk_in_batches
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import (
     ChunkedFile,
@@ -183,49 +184,38 @@ class Syncer:
             # stale ids among them are read from the table.
             self._interrupted = self._interrupted | frozenset(unindexed)
         self._queued = set(to_chunk)
-        buffer: dict[str, ChunkedFile] = {}
-        buffered_chunks = 0
-        flush_at = self._tuning.first_flush_chunks
-        files_done = 0
         rate = _Rate(len(to_chunk))
         chunk_started = time.perf_counter()
+
+        def arrived(chunked: ChunkedFile) -> None:
+            self._queued.discard(chunked.relative_path)
+            self._chunks_seen += len(chunked.chunks)
+
+        def gone(path: str) -> None:
+            self._queued.discard(path)
+            removed.add(path)
+            stats.files_vanished += 1
+
+        def report(files_done: int) -> None:
+            self._progress(IndexProgress(phase=IndexPhase.CHUNKING, files_done=files_done, files_total=len(to_chunk),
+                                         chunks_done=self._chunks_seen, eta_seconds=rate.eta(files_done)))
+
         self._progress(IndexProgress(phase=IndexPhase.CHUNKING, files_total=len(to_chunk)))
-        for call in slices(to_chunk, self._tuning.files_per_call):
-            if self._cancel.is_set():
-                # Keep what is chunked; the files not reached stay pending for the next run.
-                self._flush(buffer, removed=set(), complete=False)
-                raise SyncInterrupted("sync interrupted by shutdown; it resumes on the next sync")
-            returned: set[str] = set()
-            for chunked in self._analysis.chunk_files(self._root, call):
-                returned.add(chunked.relative_path)
-                self._queued.discard(chunked.relative_path)
-                files_done += 1
-                if vanished(chunked):
-                    removed.add(chunked.relative_path)
-                    stats.files_vanished += 1
-                else:
-                    buffer[chunked.relative_path] = chunked
-                    buffered_chunks += len(chunked.chunks)
-                    self._chunks_seen += len(chunked.chunks)
-                if buffered_chunks >= flush_at:
-                    self._flush(buffer, removed=set(), complete=False)
-                    buffer, buffered_chunks = {}, 0
-                    flush_at = min(flush_at * 2, self._tuning.max_flush_chunks)
-                # After the flush: a report never counts a file whose due write has not happened.
-                self._progress(IndexProgress(phase=IndexPhase.CHUNKING, files_done=files_done,
-                                             files_total=len(to_chunk), chunks_done=self._chunks_seen,
-                                             eta_seconds=rate.eta(files_done)))
-            # A file the analysis service did not answer for vanished with no word from it.
-            for path in call:
-                if path not in returned:
-                    self._queued.discard(path)
-                    removed.add(path)
-                    stats.files_vanished += 1
+        outcome = chunk_in_batches(
+            lambda call: self._analysis.chunk_files(self._root, call), to_chunk,
+            files_per_call=self._tuning.files_per_call, sizes=self._flush_sizes(),
+            write=lambda batch: self._flush(_by_path(batch), removed=set(), complete=False),
+            arrived=arrived, gone=gone, after_file=report, stop=self._cancel.is_set)
+        if outcome.stopped:
+            # Keep what is chunked; the files not reached stay pending for the next run.
+            self._flush(_by_path(outcome.rest), removed=set(), complete=False)
+            raise SyncInterrupted("sync interrupted by shutdown; it resumes on the next sync")
         flushed_ms = sum(self.timings.values())
         self.timings["chunk"] = (time.perf_counter() - chunk_started) * 1000 - flushed_ms
+        files_done = outcome.rest.files_done
         self._progress(IndexProgress(phase=IndexPhase.WRITING, files_done=files_done, files_total=len(to_chunk),
                                      chunks_done=self._chunks_seen))
-        self._flush(buffer, removed=removed, complete=True)
+        self._flush(_by_path(outcome.rest), removed=removed, complete=True)
         stats.duration_ms = (time.perf_counter() - started) * 1000
         return stats
 
@@ -234,38 +224,38 @@ class Syncer:
         the catalog: the files stay pending, so the reference pass that follows (or the next
         sync, after a crash) rewrites the same ids with full embedding text, and nothing is
         embedded from the reference-less text."""
-        flush_at = self._tuning.first_flush_chunks
-        upserts: list[Chunk] = []
         rate = _Rate(len(paths))
-        written = files_done = 0
-        self._progress(IndexProgress(phase=IndexPhase.LEXICAL, files_total=len(paths)))
-        for call in slices(paths, self._tuning.files_per_call):
-            if self._cancel.is_set():
-                break
-            for chunked in self._analysis.chunk_files(self._root, call, lexical_only=True):
-                files_done += 1
-                if chunked.status != FileStatus.SKIPPED:
-                    upserts.extend(chunked.chunks)
-                if len(upserts) >= flush_at:
-                    vectors, static_vectors = self._in_process_vectors(upserts)
-                    with self._timed("lexical_first"), self._write_lock:
-                        self._store.apply_changes(upserts=upserts, delete_ids=[], vectors=vectors,
-                                                  static_vectors=static_vectors)
-                    written += len(upserts)
-                    upserts = []
-                    flush_at = min(flush_at * 2, self._tuning.max_flush_chunks)
-                    # Reported at each write: chunks_done is what a search can find now.
-                    self._progress(IndexProgress(phase=IndexPhase.LEXICAL, files_done=files_done,
-                                                 files_total=len(paths), chunks_done=written,
-                                                 eta_seconds=rate.eta(files_done)))
-        if upserts:
+        written = 0
+
+        def write(batch: Batch) -> None:
+            nonlocal written
+            upserts = batch.rows
             vectors, static_vectors = self._in_process_vectors(upserts)
             with self._timed("lexical_first"), self._write_lock:
                 self._store.apply_changes(upserts=upserts, delete_ids=[], vectors=vectors,
                                           static_vectors=static_vectors)
             written += len(upserts)
-        self._progress(IndexProgress(phase=IndexPhase.LEXICAL, files_done=files_done, files_total=len(paths),
+
+        def write_and_report(batch: Batch) -> None:
+            write(batch)
+            # Reported at each write: chunks_done is what a search can find now.
+            self._progress(IndexProgress(phase=IndexPhase.LEXICAL, files_done=batch.files_done,
+                                         files_total=len(paths), chunks_done=written,
+                                         eta_seconds=rate.eta(batch.files_done)))
+
+        self._progress(IndexProgress(phase=IndexPhase.LEXICAL, files_total=len(paths)))
+        # Stopped by a shutdown, it writes what it has chunked: the files stay pending either way.
+        rest = chunk_in_batches(
+            lambda call: self._analysis.chunk_files(self._root, call, lexical_only=True), paths,
+            files_per_call=self._tuning.files_per_call, sizes=self._flush_sizes(), write=write_and_report,
+            stop=self._cancel.is_set).rest
+        if rest.rows:
+            write(rest)
+        self._progress(IndexProgress(phase=IndexPhase.LEXICAL, files_done=rest.files_done, files_total=len(paths),
                                      chunks_done=written, eta_seconds=0.0))
+
+    def _flush_sizes(self) -> BatchSizes:
+        return BatchSizes(first=self._tuning.first_flush_chunks, most=self._tuning.max_flush_chunks)
 
     def _flush(self, files: dict[str, ChunkedFile], *, removed: set[str], complete: bool) -> None:
         stats = self._stats
@@ -426,10 +416,8 @@ def catalog_entry(chunked: ChunkedFile, scanned: FileEntry) -> CatalogEntry:
     return CatalogEntry(file, tuple(IndexedChunk.of(c) for c in chunked.chunks))
 
 
-def vanished(chunked: ChunkedFile) -> bool:
-    """The file was gone when the analysis service came to read it: a delete or a checkout
-    under the sync. It leaves the index; the next scan adds whatever took its place."""
-    return chunked.status == FileStatus.SKIPPED and chunked.skip_reason == "vanished"
+def _by_path(batch: Batch) -> dict[str, ChunkedFile]:
+    return {f.relative_path: f for f in batch.files}
 
 
 class _Rate:
@@ -457,7 +445,3 @@ class _Rate:
             return -1.0
         return (self._total - done) * elapsed / progressed
 
-
-def slices(items: list[str], size: int) -> Iterable[list[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]

@@ -20,21 +20,24 @@ from dataclasses import dataclass
 # here at all: the search's answerability (P(a right result among the first ten), a second model
 # on the same evidence) below ANSWERABLE_MIN holds a low-confidence answer to
 # LOW_CONFIDENCE_MAX_TOKENS, a reading budget (at most 1,000 by design), not a tuned one, so a
-# question with no answer costs the agent no more than that. 0.5 is "more likely than not", not
-# a tuned value either: on the test split it holds every nonsense and missing-name question and
-# 79% of those asked of the wrong repository, and 20% of the answerable ones whose answer is in
-# their first ten (confidence alone, at the 0.45-of-the-gate line it replaces, held 47% of the
-# questions in words).
+# question with no answer costs the agent little. Where the line goes trades recall on answerable
+# questions for tokens on unanswerable ones; the answer must not hold less than its ranked list,
+# so the dev split decides (bench-pipeline, recall within 8,000 tokens): at 0.5 the small budget
+# held 22% of the answerable questions (151 of 690) and cost the answer 0.039 of recall against
+# the list's 0.713; at 0.2 it holds 3% (19; 4 of them had their answer in the list within 8,000
+# tokens, 0.006), while 13% of the questions asked of the wrong repository still fall under it
+# (73% at 0.5). Nonsense and missing names stay small either way: nothing in
+# them is relevant enough to fill a budget.
 LOW_CONFIDENCE_MAX_TOKENS = 1_000
-ANSWERABLE_MIN = 0.5
-# In a confident answer a candidate is kept down to this share of min_relevance (0.2 at the
+ANSWERABLE_MIN = 0.2
+# In a confident answer a candidate is kept down to this share of min_relevance (0.1 at the
 # default 0.5). Dropping a candidate can only lose recall within a budget, never gain it (the
-# ranking's order is kept), so the floor drops only the tail no reader gets to: on the dev split,
-# the full min_relevance cut the answer's recall within 8,000 tokens to 0.70 against the ranked
-# list's 0.77, a floor of 0.2 kept 0.765 with a quarter fewer tokens than no floor (5,844 vs
-# 7,313 per answer), 0.15 kept 0.761 and 0.25 lost more (0.755). Focus still acts here: test code
-# in an answer about implementation reaches the floor only with a stronger match.
-NOISE_FLOOR_SHARE = 0.4
+# ranking's order is kept), so the floor drops only the tail no reader gets to. Padding that
+# holds recall is not noise: on the dev split, within 8,000 tokens, a share of 0.4 stopped 18
+# confident answers short of what the list showed (0.012 of recall); the whole answer held 0.712
+# at 0.3 and 0.714 at 0.2 against the list's 0.713 (6,975 and 7,312 tokens on average). Focus still acts here:
+# test code in an answer about implementation reaches the floor only with a stronger match.
+NOISE_FLOOR_SHARE = 0.2
 # A parent absorbs its kept children only when they cover at least this share of its lines. On the
 # dev split of bench-pipeline a merge carried more gold lines per token than its children shown
 # alone in only 36 of 215 merges that showed any gold (0.043 vs 0.053 gold lines per token

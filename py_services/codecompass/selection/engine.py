@@ -377,26 +377,24 @@ class Placed:
 def fill_budget(drafts: Sequence[Draft], max_tokens: int) -> tuple[list[Placed], int]:
     """Results that fit, in order, and how many candidates did not fit.
 
-    A draft that does not fit what is left is skipped, and smaller ones after it may still fit.
-    One result takes at most half the budget while others wait, and never more than all of it: a
-    draft over its cap is clipped to it (or to what is left, if less), so a 40,000-line function is
-    never returned whole; a clip with under CLIP_MIN_TOKENS to work with is skipped instead. The
-    best result is the exception: when it fits the budget whole it is never clipped to make room for
-    weaker ones (a clipped result is not an answer; the ranked list would have shown it whole).
+    A draft that fits what is left is placed whole, as the ranked list would show it: a clipped
+    result is not an answer, so clipping one that fits to make room for weaker ones could only hold
+    less than the list. A draft that does not fit what is left is clipped to its cap (half the
+    budget while others wait, else all of it) or to what is left, if less, so a 40,000-line
+    function is never returned whole and never takes a small context alone; a clip with under
+    CLIP_MIN_TOKENS to work with is skipped instead, and smaller drafts after it may still fit.
     """
     placed: list[Placed] = []
     over_budget = 0
     remaining = max_tokens
     for position, draft in enumerate(drafts):
-        others_waiting = position < len(drafts) - 1
-        whole_first = position == 0 and draft.token_count <= max_tokens
-        cap = max_tokens // 2 if others_waiting and not whole_first else max_tokens
+        if draft.token_count <= remaining:
+            placed.append(Placed(draft, draft.source, draft.token_count))
+            remaining -= draft.token_count
+            continue
+        cap = max_tokens // 2 if position < len(drafts) - 1 else max_tokens
         if draft.token_count <= cap:
-            if draft.token_count <= remaining:
-                placed.append(Placed(draft, draft.source, draft.token_count))
-                remaining -= draft.token_count
-            else:
-                over_budget += len(draft.members)
+            over_budget += len(draft.members)
             continue
         limit = min(cap, remaining)
         clipped = clip(draft.header, draft.source, draft.end_line, limit) if limit >= CLIP_MIN_TOKENS else None

@@ -29,7 +29,7 @@ def test_a_candidate_without_relevance_is_gated_on_its_score_clamped() -> None:
 
 def test_the_verdict_compares_the_best_with_the_threshold_and_names_the_floor() -> None:
     sure = judge(0.8, 0.5)
-    assert not sure.low_confidence and sure.floor == pytest.approx(0.5 * NOISE_FLOOR_SHARE) == pytest.approx(0.2)
+    assert not sure.low_confidence and sure.floor == pytest.approx(0.5 * NOISE_FLOOR_SHARE) == pytest.approx(0.1)
     assert judge(0.5, 0.5).low_confidence is False  # reaching the threshold is confident
     unsure = judge(0.49, 0.5)
     assert unsure.low_confidence and unsure.floor == 0.0 and (unsure.best, unsure.threshold) == (0.49, 0.5)
@@ -68,7 +68,8 @@ def test_a_composed_answer_must_show_as_much_as_the_list_or_give_it() -> None:
 def test_the_confident_tail_cuts_nothing_beyond_the_floor_until_measured() -> None:
     # Today's behaviour is the default: the same candidates as the floor alone keeps.
     assert TailCut() == CONFIDENT_TAIL
-    relevances = [0.9, 0.35, 0.3, 0.25, 0.21, 0.19]
+    floor = 0.5 * NOISE_FLOOR_SHARE
+    relevances = [0.9, 0.35, 0.3, 0.25, floor + 0.01, floor - 0.01]
     assert gate(relevances, 0.5, 8000).kept == gate(relevances, 0.5, 8000, TailCut()).kept == (0, 1, 2, 3, 4)
 
 

@@ -105,9 +105,9 @@ def accounted(outcome: SelectOutcome, offered: int) -> bool:
 
 
 def test_gate_keeps_relevant_candidates_and_never_pads() -> None:
-    cands = [Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), 0.002)]
+    cands = [Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), 0.0001)]
     outcome = select(cands, confidence=0.8)
-    # relevance = confidence x (score / best) ** e (e = 0.25): 0.8, 0.723, 0.175 (under the 0.2 noise floor)
+    # relevance = confidence x (score / best) ** e (e = 0.25): 0.8, 0.723, 0.078 (under the 0.1 noise floor)
     assert ids(outcome) == ["a", "b"]
     assert outcome.below_relevance == 1 and outcome.min_relevance == 0.5 and accounted(outcome, 3)
     assert outcome.results[1].relevance == pytest.approx(0.8 * (0.6 / 0.9) ** DEFAULT_RELEVANCE.relative_exponent)
@@ -140,7 +140,7 @@ def test_request_gate_overrides_the_default() -> None:
 def test_the_gate_reads_the_relevance_it_is_sent_not_the_score() -> None:
     # The caller's policy judged the lower-scored candidate more relevant (e.g. focus on tests):
     # selection gates on that judgement and judges nothing itself.
-    cands = [Candidate(chunk("a"), 0.9, relevance=0.1), Candidate(chunk("b"), 0.4, relevance=0.8)]
+    cands = [Candidate(chunk("a"), 0.9, relevance=0.05), Candidate(chunk("b"), 0.4, relevance=0.8)]
     outcome = SelectionEngine(SelectionSettings(), FakeRenderer([c.chunk for c in cands])).select(
         SelectQuery(ROOT, tuple(cands)))
     assert ids(outcome) == ["b"] and outcome.below_relevance == 1
@@ -150,7 +150,7 @@ def test_the_gate_reads_the_relevance_it_is_sent_not_the_score() -> None:
 def test_without_relevance_the_score_is_gated_as_given() -> None:
     # A plain gRPC client that sends no relevance: scores stand for it (clamped to [0, 1]), the
     # candidates keep the order they were sent in.
-    cands = [Candidate(chunk("a"), 1.7), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), 0.1)]
+    cands = [Candidate(chunk("a"), 1.7), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), 0.05)]
     outcome = SelectionEngine(SelectionSettings(), FakeRenderer([c.chunk for c in cands])).select(
         SelectQuery(ROOT, tuple(cands)))
     assert ids(outcome) == ["a", "b"] and outcome.below_relevance == 1
@@ -206,7 +206,7 @@ def test_a_chain_broken_by_a_dropped_parent_does_not_merge() -> None:
     outer = chunk("ns", kind=NodeKind.NAMESPACE, lines=40)
     cls = chunk("cls", parent="ns", kind=NodeKind.CLASS)
     method = chunk("m", parent="cls", kind=NodeKind.METHOD)
-    outcome = select([Candidate(outer, 1.0), Candidate(cls, 0.0005), Candidate(method, 0.9)])
+    outcome = select([Candidate(outer, 1.0), Candidate(cls, 0.00005), Candidate(method, 0.9)])
     assert ids(outcome) == ["ns", "m"] and outcome.merged == 0 and outcome.below_relevance == 1
 
 
@@ -333,6 +333,20 @@ def test_the_best_result_is_never_clipped_when_it_fits_the_budget_whole() -> Non
                      max_tokens=budget)
     assert ids(outcome)[0] == "best" and not outcome.results[0].clipped
     assert outcome.results[0].token_count > budget // 2 and outcome.total_tokens <= budget
+
+
+def test_a_later_result_that_fits_what_is_left_is_shown_whole() -> None:
+    # The ranked list would show it whole after the first; clipping it to half the budget to make
+    # room for weaker results would hold less than the list.
+    first, big = chunk("first"), chunk("big", lines=300, path="src/big.ts")
+    renderer = FakeRenderer([first, big], sizes={"big": 298})
+    costs = {r.chunk_id: r.token_count for r in select([Candidate(first, 1.0), Candidate(big, 0.9)], renderer,
+                                                         max_tokens=20_000).results}
+    budget = costs["first"] + costs["big"] + 10
+    assert costs["big"] > budget // 2
+    outcome = select([Candidate(first, 1.0), Candidate(big, 0.9), Candidate(chunk("c", path="src/c.ts"), 0.8)],
+                     renderer, max_tokens=budget)
+    assert ids(outcome)[:2] == ["first", "big"] and not any(r.clipped for r in outcome.results)
 
 
 def test_alone_a_huge_symbol_may_take_the_whole_budget() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 # The CLI answers through the gateway's pipeline so a person and an agent get the same answer.
 from codecompass_gateway import skips
-from codecompass_gateway.answer import answer_to_dict
+from codecompass_gateway.answer import answer_to_dict, search_answer
 from codecompass_gateway.pipeline import Pipeline, PipelineAnswer, PipelineRequest
 
 from codecompass.common import names
@@ -203,11 +203,10 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         focus=QueryFocus(args.focus), limit=args.limit,
     )
     answer = _answer(settings, request)
-    payload = answer_to_dict(answer, args.max_lines)
     if args.json:
-        _out(json.dumps(payload, ensure_ascii=False))
+        _out(json.dumps(answer_to_dict(answer, args.max_lines), ensure_ascii=False))
     else:
-        for line in render.answer_lines(payload, args.query):
+        for line in render.answer_lines(search_answer(answer, args.max_lines), args.query):
             _out(line)
     return 0
 
@@ -285,7 +284,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     origin = f" (the purpose of {source.qualified_name})" if source is not None else ""
     _out(f"== sample query: \"{query}\"{origin}")
     answer = _answer(settings, PipelineRequest(workspace_root=str(workspace), query=query, max_tokens=2000))
-    for line in render.answer_lines(answer_to_dict(answer, 20), query):
+    for line in render.answer_lines(search_answer(answer, 20), query):
         _out(f"  {line}")
 
     command = _invocation()

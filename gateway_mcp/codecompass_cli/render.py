@@ -1,5 +1,6 @@
 """Human-readable output of the CLI commands (`--json` prints the same data as it is: the gateway's
-answer as data, each chunk's `to_json`)."""
+answer as data, each chunk's `to_json`). A search answer's presenter beside the MCP one
+(`codecompass_gateway.present`): the same typed answer, read for a terminal."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codecompass_gateway import skips
-from codecompass_gateway.answer import no_confident_match, semantic_channels_line
+from codecompass_gateway.answer import (
+    AnswerMetadata,
+    SearchAnswer,
+    SelectedItem,
+    no_confident_match,
+    semantic_channels_line,
+)
 
 from codecompass.clients.analysis_model import FileChunks
 from codecompass.common.chunks import Chunk
@@ -128,62 +135,62 @@ def sample_query(chunks: Iterable[Chunk]) -> tuple[str, Chunk | None]:
     return jsdoc_purpose(best.jsdoc).rstrip("."), best
 
 
-def answer_lines(answer: dict[str, Any], query: str) -> list[str]:
+def answer_lines(answer: SearchAnswer, query: str) -> list[str]:
     """The selected context (or, with --no-select, the ranked list) and how it was made. An answer
     that holds no confident match opens by saying so, in the words the MCP tools use."""
     lines: list[str] = []
-    meta, selection, results = answer["metadata"], answer["selection"], answer["results"]
-    low, reason = bool(meta.get("low_confidence")), meta.get("low_confidence_reason") or ""
+    meta, results = answer.metadata, answer.results
+    low, reason = meta.low_confidence, meta.low_confidence_reason or ""
     # An answer with results shows the filters matched; an older server leaves filtered_chunks 0.
-    filtered_out = not results and bool(meta.get("total_chunks")) and meta.get("filtered_chunks") == 0
+    filtered_out = not results and bool(meta.total_chunks) and meta.filtered_chunks == 0
     # What the answer could not do comes first: a reader stops at the first screen. A filter that
     # matched nothing is said by its own line, which says how to write one.
     if low and not filtered_out:
         lines.append(no_confident_match(query, reason, bool(results)))
-    progress = meta.get("indexing_progress")
-    if progress and meta.get("indexing_status") != "ready":
-        files = f"{progress['files_done']:,}/{progress['files_total']:,} files, " if progress["files_total"] else ""
-        lines.append(f"the index is still being written ({progress['phase']}: {files}{progress['chunks_written']:,} "
+    progress = meta.indexing_progress
+    if progress is not None and meta.indexing_status != "ready":
+        files = f"{progress.files_done:,}/{progress.files_total:,} files, " if progress.files_total else ""
+        lines.append(f"the index is still being written ({progress.phase}: {files}{progress.chunks_written:,} "
                      "chunks searchable so far): this answer covers that part only")
-    missing = meta.get("missing_names") or []
+    missing = meta.missing_names
     if missing and not (low and all(name in reason for name in missing)):  # else the first line named them
-        nearest = meta.get("nearest_names") or []
+        nearest = meta.nearest_names
         lines.append(f"nothing in the index is named {', '.join(missing)}"
                      + (f"; nearest names: {', '.join(nearest)}" if nearest else ""))
     if filtered_out:
-        lines.append(f"the filters matched no indexed code (the index holds {meta['total_chunks']:,} chunks); "
+        lines.append(f"the filters matched no indexed code (the index holds {meta.total_chunks:,} chunks); "
                      "--path patterns are relative to the workspace root")
     for rank, result in enumerate(results, start=1):
         # A selected answer was gated on relevance, and its footer prints the gate: each result shows
         # the relevance the gate read (its score is in `why`). A ranked list is ordered by score.
-        value = f"relevance {result['relevance']:.2f}" if selection is not None else f"{result['score']:.3f}"
-        head = (f"{rank:>2}. {value}  {result['path']}:{result['start_line']}-{result['end_line']}"
-                f"  {result['qualified_name']}  ({result['kind']})")
-        if result.get("stale"):
+        value = f"relevance {result.relevance:.2f}" if isinstance(result, SelectedItem) else f"{result.score:.3f}"
+        head = (f"{rank:>2}. {value}  {result.path}:{result.start_line}-{result.end_line}"
+                f"  {result.qualified_name}  ({result.kind})")
+        if result.stale:
             head += "  [stale: the file changed since it was indexed]"
-        if selection is not None:
-            lines.append(f"{head}  {result['why']}")
+        if isinstance(result, SelectedItem):
+            lines.append(f"{head}  {result.why}")
             lines.append("")
-            lines.append(f"    {result['header']}")
-            lines.extend(f"    {line}" for line in _align_first_line(result["code"].splitlines()))
+            lines.append(f"    {result.header}")
+            lines.extend(f"    {line}" for line in _align_first_line(result.code.splitlines()))
             lines.append("")
             continue
         lines.append(head)
-        why = f"  {', '.join(result['signals'])}" if result.get("signals") else ""
-        reason_text = "  hub" if result.get("reason") == "hub" else ""
-        lines.append(f"      lexical {result['lexical_score']:.3f}  vector {result['vector_similarity']:.3f}"
-                     f"  {result['provenance']}{why}{reason_text}")
-        code = result.get("code") or result["signature"]
+        why = f"  {', '.join(result.signals)}" if result.signals else ""
+        reason_text = "  hub" if result.reason == "hub" else ""
+        lines.append(f"      lexical {result.lexical_score:.3f}  vector {result.vector_similarity:.3f}"
+                     f"  {result.provenance}{why}{reason_text}")
+        code = result.code or result.signature
         if code:
             lines.append("")
-            lines.append(f"    // {result['path']} > {result['qualified_name']}")
+            lines.append(f"    // {result.path} > {result.qualified_name}")
             lines.extend(f"    {line}" for line in _align_first_line(code.splitlines()))
-            if result.get("code_lines_omitted"):
-                lines.append(f"    /* … {result['code_lines_omitted']} more lines: {result['path']}:"
-                             f"{result['start_line']}-{result['end_line']} */")
+            if result.code_lines_omitted:
+                lines.append(f"    /* … {result.code_lines_omitted} more lines: {result.path}:"
+                             f"{result.start_line}-{result.end_line} */")
             lines.append("")
     if not results:
-        if meta.get("freshness_status") == "not_indexed":
+        if meta.freshness_status == "not_indexed":
             lines.append("this workspace is not indexed yet: indexing has started; run `codecompass index PATH` "
                          "to watch it, then search again")
         elif low and not filtered_out:
@@ -195,43 +202,43 @@ def answer_lines(answer: dict[str, Any], query: str) -> list[str]:
     return lines
 
 
-def pipeline_line(answer: dict[str, Any]) -> str:
+def pipeline_line(answer: SearchAnswer) -> str:
     """How the answer was made, with the numbers its decisions compared: the answer's confidence,
     and for a selected answer the gate on relevance (the noise floor it cut at, or, when the best
     relevance was under it, the small budget the low-confidence answer was filled within)."""
-    meta, selection = answer["metadata"], answer["selection"]
-    parts = [f"confidence {meta['answer_confidence']:.2f}"]
-    if selection is None and meta.get("low_confidence"):
-        parts.append(f"below the threshold {meta['confidence_threshold']:.2f}")
-    if meta.get("freshness_status") == "syncing":
-        parts.append(f"index syncing ({meta.get('pending_files', 0)} changed files not in it yet)")
+    meta, selection = answer.metadata, answer.selection
+    parts = [f"confidence {meta.answer_confidence:.2f}"]
+    if selection is None and meta.low_confidence:
+        parts.append(f"below the threshold {meta.confidence_threshold:.2f}")
+    if meta.freshness_status == "syncing":
+        parts.append(f"index syncing ({meta.pending_files} changed files not in it yet)")
     if selection is not None:
-        tokens = f"{len(answer['results'])} results, {selection['total_tokens']:,}/{selection['max_tokens']:,} tokens"
-        if meta.get("low_confidence"):
-            parts.append(f"low confidence: best relevance {selection['best_relevance']:.2f} < gate "
-                         f"{selection['min_relevance']:.2f}")
+        tokens = f"{len(answer.results)} results, {selection.total_tokens:,}/{selection.max_tokens:,} tokens"
+        if meta.low_confidence:
+            parts.append(f"low confidence: best relevance {selection.best_relevance:.2f} < gate "
+                         f"{selection.min_relevance:.2f}")
             parts.append(f"{tokens} (the low-confidence budget)")
-            if selection["below_relevance"]:
-                parts.append(f"{selection['below_relevance']} with no relevance")
+            if selection.below_relevance:
+                parts.append(f"{selection.below_relevance} with no relevance")
         else:
             parts.append(tokens)
-            parts.append(f"kept relevance ≥ {selection['relevance_floor']:.2f} (the noise floor of gate "
-                         f"{selection['min_relevance']:.2f}; {selection['below_relevance']} below it)")
-        if selection["over_budget"]:
-            parts.append(f"{selection['over_budget']} over budget")
-        if selection["merged"]:
-            parts.append(f"{selection['merged']} merged into parents")
-        parts.append(f"focus {selection['focus']}")
-        if selection["render_fallback"]:
-            parts.append(f"rendered from the index ({selection['render_fallback_reason']})")
-    if meta["rerank_provider"]:
-        fallback = f" (fell back: {meta['rerank_fallback_reason']})" if meta["rerank_fallback"] else ""
-        parts.append(f"rerank {meta['rerank_provider']}{fallback}")
-    if meta["hubs_added"]:
-        parts.append(f"hubs +{meta['hubs_added']}")
-    for stage, why in meta["skipped_stages"].items():
+            parts.append(f"kept relevance ≥ {selection.relevance_floor:.2f} (the noise floor of gate "
+                         f"{selection.min_relevance:.2f}; {selection.below_relevance} below it)")
+        if selection.over_budget:
+            parts.append(f"{selection.over_budget} over budget")
+        if selection.merged:
+            parts.append(f"{selection.merged} merged into parents")
+        parts.append(f"focus {selection.focus}")
+        if selection.render_fallback:
+            parts.append(f"rendered from the index ({selection.render_fallback_reason})")
+    if meta.rerank_provider:
+        fallback = f" (fell back: {meta.rerank_fallback_reason})" if meta.rerank_fallback else ""
+        parts.append(f"rerank {meta.rerank_provider}{fallback}")
+    if meta.hubs_added:
+        parts.append(f"hubs +{meta.hubs_added}")
+    for stage, why in meta.skipped_stages.items():
         parts.append(f"{stage} {'off' if why == 'off' else 'skipped: ' + why}")
-    timings = ", ".join(f"{stage} {ms:.0f}" for stage, ms in meta["stage_ms"].items())
+    timings = ", ".join(f"{stage} {ms:.0f}" for stage, ms in meta.stage_ms.items())
     if timings:
         parts.append(f"ms: {timings}")
     return "-- " + " · ".join(parts)
@@ -247,24 +254,24 @@ def _align_first_line(lines: list[str]) -> list[str]:
     return [lines[0], *(line[indent:] if line.strip() else line for line in lines[1:])]
 
 
-def metadata_line(meta: dict[str, Any]) -> str:
+def metadata_line(meta: AnswerMetadata) -> str:
     parts = [
-        f"index {meta['indexing_status']}",
-        f"results {meta['result_completeness']}",
-        f"semantic ratio {meta['semantic_ratio_used']:.2f}",
+        f"index {meta.indexing_status}",
+        f"results {meta.result_completeness}",
+        f"semantic ratio {meta.semantic_ratio_used:.2f}",
     ]
-    if meta["semantic_fallback"]:
+    if meta.semantic_fallback:
         parts.append("semantic fallback")
-    if meta["semantic_skipped_reason"]:
-        parts.append(f"semantic skipped: {meta['semantic_skipped_reason']}")
-    if meta["external_provider_blocked"]:
+    if meta.semantic_skipped_reason:
+        parts.append(f"semantic skipped: {meta.semantic_skipped_reason}")
+    if meta.external_provider_blocked:
         parts.append("external provider blocked")
-    if meta["embedding_model_id"]:
-        parts.append(f"model {meta['embedding_model_id']} {meta['embedding_model_version']}".rstrip())
-    parts.append(f"{meta['embedded_chunks']}/{meta['total_chunks']} embedded")
+    if meta.embedding_model_id:
+        parts.append(f"model {meta.embedding_model_id} {meta.embedding_model_version}".rstrip())
+    parts.append(f"{meta.embedded_chunks}/{meta.total_chunks} embedded")
     if semantic := semantic_channels_line(meta):
         parts.append(semantic)
-    parts.append(f"sync {meta['sync_ms']:.0f} ms, search {meta['search_ms']:.0f} ms")
+    parts.append(f"sync {meta.sync_ms:.0f} ms, search {meta.search_ms:.0f} ms")
     return "-- " + " · ".join(parts)
 
 

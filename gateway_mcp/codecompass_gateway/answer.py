@@ -1,17 +1,20 @@
-"""A pipeline answer as plain data: what `codecompass search --json` prints and what the MCP
-tools will return as structured content. One shape for every caller."""
+"""A pipeline answer as a typed value, built once (`search_answer`): what semantic_search and the
+CLI present (`present`, `codecompass_cli.render`) and, as plain data (`SearchAnswer.to_dict`), what
+`codecompass search --json` prints and semantic_search returns as structured content. One shape for
+every caller. Beside it, seed 003's `search_code` answer as data."""
 
 from __future__ import annotations
 
 import dataclasses
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from codecompass.policy.ranking import SKIP_RATIO_ZERO
 from codecompass.policy.relevance import QueryFocus
 from codecompass.policy.selection import Verdict
-from codecompass.retrieval.state import FreshnessStatus, SearchMetadata, SyncOutcome
+from codecompass.retrieval.state import FreshnessStatus, SyncOutcome
 from codecompass.selection.model import SelectedResult, SelectOutcome
 from codecompass_gateway.pipeline import SYNC, PipelineAnswer, Ranked
 from codecompass_gateway.understanding import BestResult, ConfidenceGuidance, QueryUnderstanding, guidance_of
@@ -31,126 +34,279 @@ def clip_code(code: str, max_lines: int) -> tuple[str, int]:
     return "\n".join(lines[:max_lines]), len(lines) - max_lines
 
 
-def selected_to_dict(result: SelectedResult, stale: bool = False) -> dict[str, Any]:
-    return {
-        "path": result.relative_path,
-        "start_line": result.start_line,
-        "end_line": result.end_line,
-        "qualified_name": result.qualified_name,
-        "kind": result.node_kind.value,
-        "language": result.language.value,
-        "id": result.chunk_id,
-        "score": round(result.score, 6),
-        "relevance": round(result.relevance, 6),
-        "provenance": result.provenance,
-        "reasons": [r.value for r in result.reasons],
-        "why": result.why,
-        "header": result.header,
-        "code": result.source,
-        "tokens": result.token_count,
-        "expanded_child_ids": list(result.expanded_child_ids),
-        "clipped": result.clipped,
-        "lines_omitted": result.lines_omitted,
-        "connected_ids": list(result.connected_ids),
-        "stale": stale,
-    }
+@dataclass(frozen=True)
+class SelectedItem:
+    """One piece of selected context: code rendered within the budget, and why it was kept."""
+
+    path: str
+    start_line: int
+    end_line: int
+    qualified_name: str
+    kind: str
+    language: str
+    id: str
+    score: float
+    relevance: float
+    provenance: str
+    reasons: tuple[str, ...]
+    why: str
+    header: str
+    code: str
+    tokens: int
+    expanded_child_ids: tuple[str, ...]
+    clipped: bool
+    lines_omitted: int
+    connected_ids: tuple[str, ...]
+    stale: bool
 
 
-def ranked_to_dict(item: Ranked, max_code_lines: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RankedItem:
+    """One result of the ranked list (selection did not run): its stored code and its scores."""
+
+    path: str
+    start_line: int
+    end_line: int
+    qualified_name: str
+    kind: str
+    id: str
+    score: float
+    first_stage_score: float
+    rerank_score: float | None
+    reason: str
+    connected_ids: tuple[str, ...]
+    lexical_score: float
+    vector_similarity: float
+    # Whose vectors gave vector_similarity: "primary", "static", or "" (not found semantically).
+    vector_channel: str
+    fusion_score: float
+    provenance: str
+    signals: Mapping[str, float]
+    signature: str
+    code: str
+    code_lines_omitted: int
+    stale: bool
+
+
+@dataclass(frozen=True)
+class SelectionReport:
+    """How selection filled the budget. `focus`: the one the gateway judged relevance with
+    (selection applies none of its own)."""
+
+    total_tokens: int
+    # The budget the answer was filled within: a low-confidence answer's is the small one.
+    max_tokens: int
+    min_relevance: float
+    # The best relevance sent, which the gate compared with min_relevance.
+    best_relevance: float
+    # What a confident answer kept candidates down to: relevance (not score) at or above it.
+    relevance_floor: float
+    focus: str
+    below_relevance: int
+    over_budget: int
+    merged: int
+    render_fallback: bool
+    render_fallback_reason: str
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class IndexingProgress:
+    """How far a sync still running is (a cold index's first pass above all): what the answer
+    could search is what it had written."""
+
+    phase: str
+    files_done: int
+    files_total: int
+    chunks_written: int
+
+
+@dataclass(frozen=True)
+class UnderstandingReport:
+    """The query's intent and the semantic plan the search ran with."""
+
+    query_intent: str
+    query_intent_confidence: float
+    intent_escalation_hint: str | None
+    semantic_mode: str
+    semantic_ratio_cap: float | None
+    semantic_ratio_source: str
+    rewrite: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class AnswerMetadata:
+    """Retrieval's metadata, the answer's confidence and verdict, freshness, the stages; as data,
+    one flat object (the understanding's fields last, when the stage ran)."""
+
+    indexing_status: str
+    result_completeness: str
+    # Retrieval's calibrated confidence; `answer_confidence` is the answer's own (composite), what
+    # the gate and search_code judge against confidence_threshold.
+    confidence: float
+    answerability: float | None
+    semantic_fallback: bool
+    semantic_skipped_reason: str
+    semantic_ratio_used: float
+    external_provider_blocked: bool
+    embedding_model_id: str
+    embedding_model_version: str
+    search_ms: float
+    total_chunks: int
+    embedded_chunks: int
+    total_candidates: int
+    missing_names: tuple[str, ...]
+    nearest_names: tuple[str, ...]
+    filtered_chunks: int
+    vector_channels: tuple[str, ...]
+    primary_vector_chunks: int
+    static_vector_chunks: int
+    static_model_id: str
+    static_model_version: str
+    primary_unavailable_reason: str
+    answer_confidence: float
+    confidence_threshold: float
+    low_confidence: bool
+    low_confidence_reason: str | None
+    freshness_status: str
+    # Set when freshness_status is failed or unknown for a reason other than "off".
+    freshness_reason: str
+    sync_ms: float
+    # What the sync changed, when it finished within the budget.
+    sync: Mapping[str, Any] | None
+    # Files changed or removed whose new state was not yet written when the query was answered
+    # (their results are marked stale), and new files not yet fully written.
+    pending_files: int
+    pending_new_files: int
+    # False while the sync had not yet listed the files: some stale results may be unmarked.
+    pending_known: bool
+    indexing_progress: IndexingProgress | None
+    rerank_provider: str
+    rerank_fallback: bool
+    rerank_fallback_reason: str
+    hubs_added: int
+    stage_ms: Mapping[str, float]
+    skipped_stages: Mapping[str, str]
+    understanding: UnderstandingReport | None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = _plain(self)
+        understood = data.pop("understanding")
+        return {**data, **(understood or {})}
+
+
+@dataclass(frozen=True)
+class SearchAnswer:
+    """`results` is the selected context when selection ran (then `selection` says how), else the
+    ranked list."""
+
+    results: tuple[SelectedItem | RankedItem, ...]
+    selection: SelectionReport | None
+    metadata: AnswerMetadata
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"results": [_plain(r) for r in self.results], "selection": _plain(self.selection),
+                "metadata": self.metadata.to_dict()}
+
+
+def _plain(value: Any) -> Any:
+    """A typed answer's part as JSON data: a dataclass as an object of its fields in order, a tuple
+    as a list, a mapping as a dict of the same values (the rewrite report, the sync's stats)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
+
+
+def _selected(result: SelectedResult, stale: bool) -> SelectedItem:
+    return SelectedItem(
+        path=result.relative_path, start_line=result.start_line, end_line=result.end_line,
+        qualified_name=result.qualified_name, kind=result.node_kind.value, language=result.language.value,
+        id=result.chunk_id, score=round(result.score, 6), relevance=round(result.relevance, 6),
+        provenance=result.provenance, reasons=tuple(r.value for r in result.reasons), why=result.why,
+        header=result.header, code=result.source, tokens=result.token_count,
+        expanded_child_ids=tuple(result.expanded_child_ids), clipped=result.clipped,
+        lines_omitted=result.lines_omitted, connected_ids=tuple(result.connected_ids), stale=stale,
+    )
+
+
+def _ranked(item: Ranked, max_code_lines: int) -> RankedItem:
     r = item.result
     chunk = r.chunk
     code, omitted = clip_code(chunk.collapsed_source, max_code_lines)
-    return {
-        "path": chunk.relative_path,
-        "start_line": chunk.start_line,
-        "end_line": chunk.end_line,
-        "qualified_name": chunk.qualified_name,
-        "kind": chunk.node_kind.value,
-        "id": chunk.id,
-        "score": round(item.score, 6),
-        "first_stage_score": round(r.score, 6),
-        "rerank_score": None if item.rerank_score is None else round(item.rerank_score, 6),
-        "reason": item.reason.value,
-        "connected_ids": list(item.connected_ids),
-        "lexical_score": round(r.lexical_score, 6),
-        "vector_similarity": round(r.vector_similarity, 6),
-        # Whose vectors gave vector_similarity: "primary", "static", or "" (not found semantically).
-        "vector_channel": r.vector_channel,
-        "fusion_score": round(r.fusion_score, 6),
-        "provenance": r.provenance,
-        "signals": {name: round(value, 4) for name, value in sorted(r.signals.items()) if not name.startswith("_")},
-        "signature": chunk.signature,
-        "code": code,
-        "code_lines_omitted": omitted,
-        "stale": item.stale,
-    }
+    return RankedItem(
+        path=chunk.relative_path, start_line=chunk.start_line, end_line=chunk.end_line,
+        qualified_name=chunk.qualified_name, kind=chunk.node_kind.value, id=chunk.id, score=round(item.score, 6),
+        first_stage_score=round(r.score, 6),
+        rerank_score=None if item.rerank_score is None else round(item.rerank_score, 6),
+        reason=item.reason.value, connected_ids=tuple(item.connected_ids), lexical_score=round(r.lexical_score, 6),
+        vector_similarity=round(r.vector_similarity, 6), vector_channel=r.vector_channel,
+        fusion_score=round(r.fusion_score, 6), provenance=r.provenance,
+        signals={name: round(value, 4) for name, value in sorted(r.signals.items()) if not name.startswith("_")},
+        signature=chunk.signature, code=code, code_lines_omitted=omitted, stale=item.stale,
+    )
 
 
-def selection_to_dict(outcome: SelectOutcome, focus: QueryFocus, verdict: Verdict) -> dict[str, Any]:
-    """`focus`: the one the gateway judged relevance with (selection applies none of its own);
-    `verdict`: the gate's on the relevances the gateway sent."""
-    return {
-        "total_tokens": outcome.total_tokens,
-        # The budget the answer was filled within: a low-confidence answer's is the small one.
-        "max_tokens": outcome.max_tokens,
-        "min_relevance": outcome.min_relevance,
-        # The best relevance sent, which the gate compared with min_relevance.
-        "best_relevance": round(verdict.best, 6),
-        # What a confident answer kept candidates down to: relevance (not score) at or above it.
-        "relevance_floor": round(verdict.floor, 6),
-        "focus": focus.value,
-        "below_relevance": outcome.below_relevance,
-        "over_budget": outcome.over_budget,
-        "merged": outcome.merged,
-        "render_fallback": outcome.render_fallback,
-        "render_fallback_reason": outcome.render_fallback_reason,
-        "duration_ms": round(outcome.duration_ms, 3),
-    }
+def _selection(outcome: SelectOutcome, focus: QueryFocus, verdict: Verdict) -> SelectionReport:
+    """`verdict`: the gate's on the relevances the gateway sent."""
+    return SelectionReport(
+        total_tokens=outcome.total_tokens, max_tokens=outcome.max_tokens, min_relevance=outcome.min_relevance,
+        best_relevance=round(verdict.best, 6), relevance_floor=round(verdict.floor, 6), focus=focus.value,
+        below_relevance=outcome.below_relevance, over_budget=outcome.over_budget, merged=outcome.merged,
+        render_fallback=outcome.render_fallback, render_fallback_reason=outcome.render_fallback_reason,
+        duration_ms=round(outcome.duration_ms, 3),
+    )
 
 
-def search_metadata_to_dict(meta: SearchMetadata) -> dict[str, Any]:
-    return {
-        "indexing_status": meta.indexing_status.value,
-        "result_completeness": meta.result_completeness.value,
-        "confidence": round(meta.confidence, 4),
-        "answerability": None if meta.answerability is None else round(meta.answerability, 4),
-        "semantic_fallback": meta.semantic_fallback,
-        "semantic_skipped_reason": meta.semantic_skipped_reason,
-        "semantic_ratio_used": round(meta.semantic_ratio_used, 6),
-        "external_provider_blocked": meta.external_provider_blocked,
-        "embedding_model_id": meta.embedding_model_id,
-        "embedding_model_version": meta.embedding_model_version,
-        "search_ms": round(meta.search_ms, 3),
-        "total_chunks": meta.total_chunks,
-        "embedded_chunks": meta.embedded_chunks,
-        "total_candidates": meta.total_candidates,
-        "missing_names": list(meta.missing_names),
-        "nearest_names": list(meta.nearest_names),
-        "filtered_chunks": meta.filtered_chunks,
-        "vector_channels": list(meta.vector_channels),
-        "primary_vector_chunks": meta.primary_vector_chunks,
-        "static_vector_chunks": meta.static_vector_chunks,
-        "static_model_id": meta.static_model_id,
-        "static_model_version": meta.static_model_version,
-        "primary_unavailable_reason": meta.primary_unavailable_reason,
-    }
+def _metadata(answer: PipelineAnswer) -> AnswerMetadata:
+    meta, sync = answer.metadata, answer.sync
+    return AnswerMetadata(
+        indexing_status=meta.indexing_status.value, result_completeness=meta.result_completeness.value,
+        confidence=round(meta.confidence, 4),
+        answerability=None if meta.answerability is None else round(meta.answerability, 4),
+        semantic_fallback=meta.semantic_fallback, semantic_skipped_reason=meta.semantic_skipped_reason,
+        semantic_ratio_used=round(meta.semantic_ratio_used, 6),
+        external_provider_blocked=meta.external_provider_blocked, embedding_model_id=meta.embedding_model_id,
+        embedding_model_version=meta.embedding_model_version, search_ms=round(meta.search_ms, 3),
+        total_chunks=meta.total_chunks, embedded_chunks=meta.embedded_chunks,
+        total_candidates=meta.total_candidates, missing_names=tuple(meta.missing_names),
+        nearest_names=tuple(meta.nearest_names), filtered_chunks=meta.filtered_chunks,
+        vector_channels=tuple(meta.vector_channels), primary_vector_chunks=meta.primary_vector_chunks,
+        static_vector_chunks=meta.static_vector_chunks, static_model_id=meta.static_model_id,
+        static_model_version=meta.static_model_version, primary_unavailable_reason=meta.primary_unavailable_reason,
+        answer_confidence=round(answer.confidence.composite, 4), confidence_threshold=answer.verdict.threshold,
+        low_confidence=answer.verdict.low_confidence,
+        low_confidence_reason=low_confidence_reason(answer) if answer.verdict.low_confidence else None,
+        freshness_status=answer.freshness_status, freshness_reason=freshness_reason(answer),
+        sync_ms=answer.stage_ms.get(SYNC, 0.0),
+        sync=dataclasses.asdict(sync.stats) if sync is not None and sync.stats is not None else None,
+        pending_files=sync.pending_count if sync is not None and not sync.finished else 0,
+        pending_new_files=sync.pending_new_files if sync is not None and not sync.finished else 0,
+        pending_known=not (sync is not None and sync.scanning), indexing_progress=_progress(sync),
+        rerank_provider=answer.rerank_provider, rerank_fallback=answer.rerank_fallback,
+        rerank_fallback_reason=answer.rerank_fallback_reason, hubs_added=answer.hubs_added,
+        stage_ms=dict(answer.stage_ms), skipped_stages=dict(answer.skipped),
+        understanding=_understanding(answer.understanding) if answer.understanding is not None else None,
+    )
 
 
-def semantic_channels_line(meta: dict[str, Any]) -> str:
+def semantic_channels_line(meta: AnswerMetadata) -> str:
     """Which vectors answered a search, e.g. "semantic: code-static for 31,200 chunks, minilm for
     4,100 (still embedding)"; empty when no vector channel ran. Shared by the CLI and the gateway."""
-    channels = meta.get("vector_channels") or []
     parts = []
-    if "static" in channels:
-        parts.append(f"{meta.get('static_model_id') or 'static'} for {meta.get('static_vector_chunks', 0):,} chunks")
-    primary = meta.get("embedding_model_id") or "the primary model"
-    if "primary" in channels:
-        still = " (still embedding)" if meta.get("embedded_chunks", 0) < meta.get("total_chunks", 0) else ""
-        parts.append(f"{primary} for {meta.get('primary_vector_chunks', 0):,}{still}")
+    if "static" in meta.vector_channels:
+        parts.append(f"{meta.static_model_id or 'static'} for {meta.static_vector_chunks:,} chunks")
+    primary = meta.embedding_model_id or "the primary model"
+    if "primary" in meta.vector_channels:
+        still = " (still embedding)" if meta.embedded_chunks < meta.total_chunks else ""
+        parts.append(f"{primary} for {meta.primary_vector_chunks:,}{still}")
     if not parts:
         return ""
     line = "semantic: " + ", ".join(parts)
-    if reason := meta.get("primary_unavailable_reason"):
+    if reason := meta.primary_unavailable_reason:
         line += f" ({primary} unavailable: {reason})"
     return line
 
@@ -166,32 +322,11 @@ def freshness_reason(answer: PipelineAnswer) -> str:
     return ""
 
 
-def freshness_to_dict(answer: PipelineAnswer) -> dict[str, Any]:
-    sync = answer.sync
-    return {
-        "freshness_status": answer.freshness_status,
-        # Set when freshness_status is failed or unknown for a reason other than "off".
-        "freshness_reason": freshness_reason(answer),
-        "sync_ms": answer.stage_ms.get(SYNC, 0.0),
-        # What the sync changed, when it finished within the budget.
-        "sync": dataclasses.asdict(sync.stats) if sync is not None and sync.stats is not None else None,
-        # Files changed or removed whose new state was not yet written when the query was
-        # answered (their results are marked stale), and new files not yet fully written.
-        "pending_files": sync.pending_count if sync is not None and not sync.finished else 0,
-        "pending_new_files": sync.pending_new_files if sync is not None and not sync.finished else 0,
-        # False while the sync had not yet listed the files: some stale results may be unmarked.
-        "pending_known": not (sync is not None and sync.scanning),
-        # How far a sync still running is (a cold index's first pass above all): what the
-        # answer could search is what it had written.
-        "indexing_progress": _progress(sync),
-    }
-
-
-def _progress(sync: SyncOutcome | None) -> dict[str, Any] | None:
+def _progress(sync: SyncOutcome | None) -> IndexingProgress | None:
     if sync is None or sync.finished or sync.phase is None:
         return None
-    return {"phase": sync.phase.value, "files_done": sync.phase_files_done, "files_total": sync.phase_files_total,
-            "chunks_written": sync.chunks_written}
+    return IndexingProgress(phase=sync.phase.value, files_done=sync.phase_files_done,
+                            files_total=sync.phase_files_total, chunks_written=sync.chunks_written)
 
 
 def _selected_stale(answer: PipelineAnswer) -> Callable[[SelectedResult], bool]:
@@ -203,48 +338,29 @@ def _selected_stale(answer: PipelineAnswer) -> Callable[[SelectedResult], bool]:
     return lambda r: r.chunk_id in stale_ids or r.relative_path in stale_paths
 
 
-def answer_to_dict(answer: PipelineAnswer, max_code_lines: int = 0) -> dict[str, Any]:
-    """`results` is the selected context when selection ran, else the ranked list."""
+def search_answer(answer: PipelineAnswer, max_code_lines: int = 0) -> SearchAnswer:
+    """The answer to present; `max_code_lines` clips a ranked result's code (0: whole)."""
     if answer.selection is not None:
         is_stale = _selected_stale(answer)
-        results = [selected_to_dict(r, is_stale(r)) for r in answer.selection.results]
-    else:
-        results = [ranked_to_dict(c, max_code_lines) for c in answer.candidates]
-    return {
-        "results": results,
-        "selection": (selection_to_dict(answer.selection, answer.focus, answer.verdict)
-                      if answer.selection is not None else None),
-        "metadata": {
-            **search_metadata_to_dict(answer.metadata),
-            # `confidence` above is retrieval's calibrated one; the answer's own (composite) is what
-            # the gate and search_code judge, against confidence_threshold.
-            "answer_confidence": round(answer.confidence.composite, 4),
-            "confidence_threshold": answer.verdict.threshold,
-            "low_confidence": answer.verdict.low_confidence,
-            "low_confidence_reason": low_confidence_reason(answer) if answer.verdict.low_confidence else None,
-            **freshness_to_dict(answer),
-            "rerank_provider": answer.rerank_provider,
-            "rerank_fallback": answer.rerank_fallback,
-            "rerank_fallback_reason": answer.rerank_fallback_reason,
-            "hubs_added": answer.hubs_added,
-            "stage_ms": dict(answer.stage_ms),
-            "skipped_stages": dict(answer.skipped),
-            **(understanding_to_dict(answer.understanding) if answer.understanding is not None else {}),
-        },
-    }
+        selected = tuple(_selected(r, is_stale(r)) for r in answer.selection.results)
+        return SearchAnswer(results=selected, selection=_selection(answer.selection, answer.focus, answer.verdict),
+                            metadata=_metadata(answer))
+    return SearchAnswer(results=tuple(_ranked(c, max_code_lines) for c in answer.candidates), selection=None,
+                        metadata=_metadata(answer))
 
 
-def understanding_to_dict(understood: QueryUnderstanding) -> dict[str, Any]:
+def answer_to_dict(answer: PipelineAnswer, max_code_lines: int = 0) -> dict[str, Any]:
+    """The answer as data: `codecompass search --json`, and semantic_search's structured content."""
+    return search_answer(answer, max_code_lines).to_dict()
+
+
+def _understanding(understood: QueryUnderstanding) -> UnderstandingReport:
     plan = understood.plan
-    return {
-        "query_intent": understood.intent,
-        "query_intent_confidence": round(understood.intent_confidence, 4),
-        "intent_escalation_hint": understood.escalation_hint,
-        "semantic_mode": plan.mode,
-        "semantic_ratio_cap": plan.ratio_cap,
-        "semantic_ratio_source": plan.ratio_source,
-        "rewrite": understood.rewrite,
-    }
+    return UnderstandingReport(
+        query_intent=understood.intent, query_intent_confidence=round(understood.intent_confidence, 4),
+        intent_escalation_hint=understood.escalation_hint, semantic_mode=plan.mode,
+        semantic_ratio_cap=plan.ratio_cap, semantic_ratio_source=plan.ratio_source, rewrite=understood.rewrite,
+    )
 
 
 def snippet_of(code: str, max_lines: int, max_line_chars: int) -> str:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
-from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from mcp.types import Tool as MCPTool
 from pydantic import Field, ValidationError
 
@@ -54,8 +54,8 @@ from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.policy.shape import MAX_QUERY_CHARS
-from codecompass_gateway import advisor, errors, remote, symbols, tools, wire
-from codecompass_gateway.answer import answer_to_dict, search_code_to_dict
+from codecompass_gateway import advisor, errors, present, remote, symbols, tools, wire
+from codecompass_gateway.answer import search_answer, search_code_to_dict
 from codecompass_gateway.errors import ToolInputError, not_found_as_input
 from codecompass_gateway.indexing import LEXICAL_WAIT_S, STATUS_TIMEOUT_S, BackgroundIndexer
 from codecompass_gateway.pipeline import Pipeline, PipelineRequest
@@ -133,11 +133,10 @@ class Gateway:
             workspace_root=str(root), query=query, filters=tools.search_filters(path, kind, include_tests),
             max_tokens=budget.selection_tokens, min_relevance=min_relevance, rewrite=rewrite, rewriter=rewriter,
         )
-        answer = self.pipeline.run(request)
-        payload = answer_to_dict(answer, tools.RANKED_CODE_LINES)
+        answer = search_answer(self.pipeline.run(request), tools.RANKED_CODE_LINES)
         extra = {"trace_id": tools.trace_id(), "query": query, "lexical_index_ready": lexical_ready,
                  "filters": {"path": path, "kind": kind, "include_tests": include_tests}}
-        return tools.search_result(payload, root, query, budget, extra)
+        return present.search_result(answer, root, query, budget, extra)
 
     @tools.tool_errors("search_code")
     def search_code(self, query: str, ref: str | None, language: str | None, limit: int,
@@ -160,7 +159,7 @@ class Gateway:
         payload = search_code_to_dict(answer, threshold=threshold, trace_id=tools.trace_id(),
                                       max_lines=tools.SNIPPET_LINES, max_line_chars=tools.SNIPPET_LINE_CHARS)
         payload["metadata"].update({"workspace": str(root), "lexical_index_ready": lexical_ready})
-        return tools.search_code_result(payload, query)
+        return present.search_code_result(payload, query)
 
     @tools.tool_errors("codebase_trace")
     def codebase_trace(self, symbol: str, direction: str, depth: int, limit: int, path: str | None,
@@ -174,10 +173,7 @@ class Gateway:
                            relative_path=(path or "").strip(), depth=depth, limit=limit)
         with not_found_as_input("check the spelling, or give path:line"):
             outcome = self.analysis.trace(query, self.settings.rpc_timeout_s)
-        structured = {**tools.trace_structured(outcome, chosen),
-                      "metadata": {"trace_id": tools.trace_id(), "workspace": str(root)}}
-        return CallToolResult(content=[TextContent(type="text", text=tools.trace_text(outcome, chosen, depth))],
-                              structured_content=structured)
+        return present.trace_result(outcome, chosen, depth, root, {"trace_id": tools.trace_id()})
 
     @tools.tool_errors("read_symbol")
     def read_symbol(self, symbol: str, expand: list[str] | None, path: str | None,
@@ -189,8 +185,8 @@ class Gateway:
         metadata: dict[str, object] = {"trace_id": tools.trace_id()}
         read = symbols.read(self.analysis, root, text, expand or (), (path or "").strip(), self.settings.rpc_timeout_s)
         if isinstance(read, FileChunks):
-            return tools.outline_result(read, root, metadata)
-        return tools.symbol_result(read, root, metadata)
+            return present.outline_result(read, root, metadata)
+        return present.symbol_result(read, root, metadata)
 
     @tools.tool_errors("index_status")
     def index_status(self, workspace: str | None) -> CallToolResult:
@@ -205,8 +201,8 @@ class Gateway:
             raise ToolInputError(str(exc), errors.WORKSPACE_REFUSED) from None
         advice = advisor.advise(report.files, advisor.ts_js_share(root), advisor.DEFAULT_LATENCY_BUDGET_MS,
                                 self.settings.embedding)
-        return tools.status_result(report, root, self.indexer.describe(root), {"trace_id": tools.trace_id()},
-                                   advice)
+        return present.status_result(report, root, self.indexer.describe(root), {"trace_id": tools.trace_id()},
+                                     advice)
 
 
 # --- the MCP surface ---------------------------------------------------------------------------

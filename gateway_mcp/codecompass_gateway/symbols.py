@@ -1,6 +1,6 @@
 """Reading one symbol instead of its whole file (`read_symbol`): what the text names (a file, a
 `path:line`, a qualified name), resolved by the type checker, its members collapsed but for those
-asked for, or a file's outline. How the view reads is `tools`' business."""
+asked for, or a file's outline. How the view reads is `present`'s business."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from codecompass_cli.render import (
     metadata_line,
     sample_query,
 )
+from tests.fixtures.answers import answer_of, metadata_of
 
 from codecompass.clients.analysis_model import FileChunks
 from codecompass.common.chunks import Chunk, Language, NodeKind
@@ -186,7 +187,7 @@ def test_ranked_code_block_reads_as_written():
         "kind": "method", "lexical_score": 0.9, "vector_similarity": 0.0, "provenance": "lexical",
         "signature": "validate(token)", "signals": {}, "code": CODE, "code_lines_omitted": 0, "reason": "match",
     }
-    lines = answer_lines({"results": [result], "selection": None, "metadata": META}, "validate")
+    lines = answer_lines(answer_of({"results": [result], "selection": None, "metadata": META}), "validate")
     start = lines.index("    validate(token) {")
     assert lines[start + 1 : start + 6] == [
         "      if (!token) {", "        return false;", "      }", "      return true;", "    }",
@@ -195,7 +196,7 @@ def test_ranked_code_block_reads_as_written():
     assert lines[0].startswith(" 1. 0.900  src/a.ts:3-8")
     unsure = {**META, "answer_confidence": 0.31, "low_confidence": True,
               "low_confidence_reason": "no code matches its words"}
-    doubtful = answer_lines({"results": [result], "selection": None, "metadata": unsure}, "zzqx blorf")
+    doubtful = answer_lines(answer_of({"results": [result], "selection": None, "metadata": unsure}), "zzqx blorf")
     assert doubtful[0] == 'No confident match for "zzqx blorf" — no code matches its words; the closest code follows.'
     assert any(line.startswith("-- confidence 0.31 · below the threshold 0.50") for line in doubtful)
 
@@ -211,7 +212,7 @@ def test_selected_context_prints_header_why_and_budget():
     selection = {"total_tokens": 40, "max_tokens": 8000, "min_relevance": 0.5, "best_relevance": 0.8,
                  "relevance_floor": 0.2, "below_relevance": 3, "over_budget": 0, "merged": 1, "focus": "implementation",
                  "render_fallback": False, "render_fallback_reason": ""}
-    lines = answer_lines({"results": [result], "selection": selection, "metadata": META}, "validate")
+    lines = answer_lines(answer_of({"results": [result], "selection": selection, "metadata": META}), "validate")
     # The footer prints the gate on relevance: each result shows the relevance it was kept on.
     assert lines[0] == " 1. relevance 0.80  src/a.ts:3-8  Auth.validate  (method)  match (score 0.90)"
     assert "    // src/a.ts > Auth.validate" in lines
@@ -234,7 +235,7 @@ def test_a_low_confidence_answer_says_so_first_and_its_footer_the_small_budget()
     unsure = {**META, "answer_confidence": 0.18, "low_confidence": True, "missing_names": ["validateTokenz"],
               "nearest_names": ["validate"],
               "low_confidence_reason": "nothing in the index is named validateTokenz (nearest: validate)"}
-    lines = answer_lines({"results": [result], "selection": selection, "metadata": unsure}, "validateTokenz")
+    lines = answer_lines(answer_of({"results": [result], "selection": selection, "metadata": unsure}), "validateTokenz")
     assert lines[0] == ('No confident match for "validateTokenz" — nothing in the index is named validateTokenz '
                         "(nearest: validate); the closest code follows.")
     assert lines[1].startswith(" 1. relevance 0.18  src/a.ts:3-8")  # the names are said once, first
@@ -250,7 +251,7 @@ def test_an_empty_gated_answer_says_why():
                  "relevance_floor": 0.0, "below_relevance": 30, "over_budget": 0, "merged": 0,
                  "focus": "implementation", "render_fallback": False, "render_fallback_reason": ""}
     nothing = {**META, "answer_confidence": 0.0, "low_confidence": True, "low_confidence_reason": None}
-    lines = answer_lines({"results": [], "selection": selection, "metadata": nothing}, "\u200b")
+    lines = answer_lines(answer_of({"results": [], "selection": selection, "metadata": nothing}), "\u200b")
     assert lines[0] == 'No confident match for "\\u200b" — nothing in the index matched it.'
     assert lines[1] == "try the identifiers you expect (a function or class name), or other words"
     assert "30 with no relevance" in lines[2]
@@ -267,12 +268,12 @@ def test_stale_results_and_an_unindexed_workspace_are_said():
                  "relevance_floor": 0.2, "below_relevance": 0, "over_budget": 0, "merged": 0,
                  "focus": "implementation", "render_fallback": False, "render_fallback_reason": ""}
     syncing = {**META, "freshness_status": "syncing", "pending_files": 3}
-    lines = answer_lines({"results": [{**result, "relevance": 0.9}], "selection": selection, "metadata": syncing},
-                         "validate")
+    lines = answer_lines(answer_of({"results": [{**result, "relevance": 0.9}], "selection": selection,
+                                    "metadata": syncing}), "validate")
     assert "[stale: the file changed since it was indexed]" in lines[0]
     assert any("index syncing (3 changed files not in it yet)" in line for line in lines)
-    cold = answer_lines({"results": [], "selection": None, "metadata": {**META, "freshness_status": "not_indexed"}},
-                        "validate")
+    cold = answer_lines(answer_of({"results": [], "selection": None,
+                                   "metadata": {**META, "freshness_status": "not_indexed"}}), "validate")
     assert cold[0].startswith("this workspace is not indexed yet")
 
 
@@ -283,6 +284,6 @@ def test_the_metadata_line_says_which_vectors_answered() -> None:
             "total_chunks": 35300, "sync_ms": 3.0, "search_ms": 41.0, "vector_channels": ["primary", "static"],
             "primary_vector_chunks": 4100, "static_vector_chunks": 31200, "static_model_id": "code-static"}
     assert ("· 4100/35300 embedded · semantic: code-static for 31,200 chunks, all-MiniLM-L6-v2 for 4,100 "
-            "(still embedding) · sync 3 ms") in metadata_line(meta)
+            "(still embedding) · sync 3 ms") in metadata_line(metadata_of(meta))
     lexical = {**meta, "vector_channels": []}
-    assert "semantic:" not in metadata_line(lexical)
+    assert "semantic:" not in metadata_line(metadata_of(lexical))

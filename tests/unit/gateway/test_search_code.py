@@ -7,7 +7,7 @@ import dataclasses
 import json
 
 import pytest
-from codecompass_gateway import errors, tools
+from codecompass_gateway import errors, present, tools
 from codecompass_gateway.answer import (
     QUERY_SHOWN_CHARS,
     answer_to_dict,
@@ -244,7 +244,7 @@ def test_an_oversized_answer_drops_its_last_results_and_says_truncated() -> None
                         "qualified_name": f"f{i}", "language": "typescript", "score": 1.0 - i / 10,
                         "snippet": "word " * 2000, "provenance": "lexical"} for i in range(10)],
            "query_intent": "symbol", "total_candidates": 10, "metadata": {"result_completeness": "complete"}}
-    result = tools.search_code_result(big, "f")
+    result = present.search_code_result(big, "f")
     kept = result.structured_content
     assert 0 < len(kept["results"]) < 10 and kept["metadata"]["result_completeness"] == "truncated"
     text = result.content[0].text
@@ -261,7 +261,7 @@ def test_the_model_reads_the_ranked_list_as_lines_and_programs_read_the_json() -
                "metadata": {"confidence": 0.31, "low_confidence": True, "indexing_status": "ready",
                             "suggested_action": 'read_symbol(symbol="TokenService.validateToken") — read it',
                             "result_completeness": "complete", "freshness_status": "fresh"}}
-    result = tools.search_code_result(payload, "where is a token checked")
+    result = present.search_code_result(payload, "where is a token checked")
     assert result.structured_content == payload
     assert result.content[0].text.splitlines() == [
         'No confident match for "where is a token checked" — the closest code follows.',

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codecompass_gateway import tools
+from codecompass_gateway import present
 
 from codecompass.retrieval.state import IndexingStatus, IndexStatusReport, SkippedFile
 
@@ -20,10 +20,10 @@ def _report(*skipped: SkippedFile) -> IndexStatusReport:
 
 
 def test_index_status_names_the_files_left_out_and_counts_every_skip() -> None:
-    result = tools.status_result(_report(SkippedFile("dist", "excluded", "build output", folder=True),
-                                         SkippedFile("src/deep.ts", "chunk_failed", DEEP),
-                                         SkippedFile("src/link.ts", "duplicate", "same file as src/real.ts")),
-                                 Path("/ws"), None, {})
+    result = present.status_result(_report(SkippedFile("dist", "excluded", "build output", folder=True),
+                                           SkippedFile("src/deep.ts", "chunk_failed", DEEP),
+                                           SkippedFile("src/link.ts", "duplicate", "same file as src/real.ts")),
+                                   Path("/ws"), None, {})
     lines = result.content[0].text.splitlines()
     assert "3 skipped (1 could not be chunked, 1 duplicate path, 1 excluded)" in lines
     assert f"  not indexed: src/deep.ts (could not be chunked: {DEEP})" in lines
@@ -34,7 +34,7 @@ def test_index_status_names_the_files_left_out_and_counts_every_skip() -> None:
 
 
 def test_index_status_with_nothing_skipped_says_nothing_about_skips() -> None:
-    result = tools.status_result(_report(), Path("/ws"), None, {})
+    result = present.status_result(_report(), Path("/ws"), None, {})
     assert "skipped" not in result.content[0].text
     assert result.structured_content["skipped"] == {"count": 0, "by_reason": {}, "not_indexed": [],
                                                     "not_indexed_count": 0}

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from codecompass_gateway import symbols, tools
+from codecompass_gateway import present, symbols, tools
+from tests.fixtures.answers import answer_of
 
 from codecompass.clients.analysis_model import (
     FileChunks,
@@ -72,7 +73,7 @@ def _payload(results: int, code_lines: int) -> dict:
 
 def test_the_response_never_exceeds_25000_tokens_whatever_the_budget() -> None:
     payload = _payload(results=30, code_lines=150)  # ~60k tokens of code
-    result = tools.search_result(payload, Path("/ws"), "q", tools.search_budget(1_000_000), {})
+    result = present.search_result(answer_of(payload), Path("/ws"), "q", tools.search_budget(1_000_000), {})
     texts = [c.text for c in result.content]
     total = sum(count_tokens(t) for t in texts) + count_tokens(json.dumps(result.structured_content))
     assert total <= tools.RESPONSE_MAX_TOKENS
@@ -85,7 +86,8 @@ def test_the_response_never_exceeds_25000_tokens_whatever_the_budget() -> None:
 
 
 def test_the_default_budget_stays_under_50000_characters() -> None:
-    result = tools.search_result(_payload(results=12, code_lines=100), Path("/ws"), "q", tools.search_budget(None), {})
+    result = present.search_result(answer_of(_payload(results=12, code_lines=100)), Path("/ws"), "q",
+                                   tools.search_budget(None), {})
     size = sum(len(c.text) for c in result.content) + len(json.dumps(result.structured_content))
     assert size <= tools.DEFAULT_MAX_CHARS and "response_truncated" in result.structured_content["metadata"]
 
@@ -94,7 +96,7 @@ def test_no_results_and_a_cold_index_are_said_not_left_empty() -> None:
     payload = {"results": [], "selection": None,
                "metadata": {"indexing_status": "indexing", "total_chunks": 10, "embedded_chunks": 2,
                             "low_confidence": True, "low_confidence_reason": None}}
-    result = tools.search_result(payload, Path("/ws"), "nothing", tools.search_budget(None), {})
+    result = present.search_result(answer_of(payload), Path("/ws"), "nothing", tools.search_budget(None), {})
     texts = [c.text for c in result.content]
     assert not result.is_error and len(texts) == 3
     assert texts[0] == 'No confident match for "nothing" — nothing in the index matched it.'
@@ -107,7 +109,7 @@ def test_a_low_confidence_answer_says_so_first_and_names_missing_names_once() ->
     payload["metadata"].update({
         "low_confidence": True, "missing_names": ["validateTokenz"], "nearest_names": ["validateToken"],
         "low_confidence_reason": "nothing in the index is named validateTokenz (nearest: validateToken)"})
-    result = tools.search_result(payload, Path("/ws"), "validateTokenz", tools.search_budget(None), {})
+    result = present.search_result(answer_of(payload), Path("/ws"), "validateTokenz", tools.search_budget(None), {})
     texts = [c.text for c in result.content]
     assert texts[0] == ('No confident match for "validateTokenz" — nothing in the index is named validateTokenz '
                         "(nearest: validateToken); the closest code follows.")
@@ -117,12 +119,12 @@ def test_a_low_confidence_answer_says_so_first_and_names_missing_names_once() ->
     filtered = {"results": [], "selection": None, "metadata": {
         "indexing_status": "ready", "total_chunks": 9, "filtered_chunks": 0, "low_confidence": True,
         "low_confidence_reason": "the filters matched no indexed code"}}
-    texts = [c.text for c in tools.search_result(filtered, Path("/ws"), "q", tools.search_budget(None),
-                                                 {"filters": {"path": "nothere/"}}).content]
+    texts = [c.text for c in present.search_result(answer_of(filtered), Path("/ws"), "q", tools.search_budget(None),
+                                                   {"filters": {"path": "nothere/"}}).content]
     assert texts[0].startswith("The filter path='nothere/' matched no indexed code") and len(texts) == 1
     # A confident answer opens with its code.
-    assert tools.search_result(_payload(results=1, code_lines=3), Path("/ws"), "q", tools.search_budget(None),
-                               {}).content[0].text.startswith("// src/f0.ts > f0")
+    assert present.search_result(answer_of(_payload(results=1, code_lines=3)), Path("/ws"), "q",
+                                 tools.search_budget(None), {}).content[0].text.startswith("// src/f0.ts > f0")
 
 
 def test_a_trace_reads_one_line_per_location() -> None:
@@ -131,22 +133,22 @@ def test_a_trace_reads_one_line_per_location() -> None:
         nodes=(TraceNode("src/b.ts", "main", "id-b", 12, "  a.run(   1 )  ", 1),
                TraceNode("src/c.ts", "", "", 2, "x" * 400, 2)),
         partial=True, partial_reason=TracePartialReason.LIMIT, total_found=7)
-    text = tools.trace_text(outcome, TraceDirection.CALLERS, 2)
+    text = present.trace_text(outcome, TraceDirection.CALLERS, 2)
     lines = text.splitlines()
     assert lines[0] == "callers of A.run (src/a.ts:3-9)"
     assert lines[1].startswith("2 shown of 7 found — partial (limit; raise limit")
     assert lines[2] == "src/b.ts:12  main  — a.run( 1 )"
     assert lines[3].startswith("  src/c.ts:2  (top level)  — xxx") and len(lines[3]) < 200
-    none = tools.trace_text(TraceOutcome(outcome.root, (), False, None, 0), TraceDirection.SUBTYPES, 1)
+    none = present.trace_text(TraceOutcome(outcome.root, (), False, None, 0), TraceDirection.SUBTYPES, 1)
     assert none.splitlines()[1:] == ["0 found (depth 1), complete",
                                      "none: the type checker found no subtypes in the workspace"]
 
 
 def test_a_long_symbol_is_cut_at_a_line_to_fit() -> None:
     text = "\n".join(f"line {i} " + "word " * 20 for i in range(3000))
-    clipped, cut = tools.clip_to_tokens(text, 1000)
+    clipped, cut = present.clip_to_tokens(text, 1000)
     assert count_tokens(clipped) <= 1000 and cut > 0 and len(clipped.splitlines()) + cut == 3000
-    assert tools.clip_to_tokens("short", 10) == ("short", 0)
+    assert present.clip_to_tokens("short", 10) == ("short", 0)
 
 
 def _chunk(name: str, kind: NodeKind, depth: int, start: int, end: int, signature: str) -> Chunk:
@@ -162,12 +164,12 @@ def test_an_outline_lists_declarations_by_nesting() -> None:
         _chunk("A", NodeKind.CLASS, 1, 2, 19, "export class A"),
         _chunk("A.run", NodeKind.METHOD, 2, 3, 9, "run(x: number):\n  void"),
     ), line_count=20)
-    result = tools.outline_result(chunks, Path("/ws"), {})
+    result = present.outline_result(chunks, Path("/ws"), {})
     lines = result.content[0].text.splitlines()
     assert lines[1:] == ["L2-19  export class A", "L3-9    run(x: number): void"]
     assert [e["qualified_name"] for e in result.structured_content["outline"]] == ["A", "A.run"]
     with pytest.raises(tools.ToolInputError, match="not indexed") as skipped:
-        tools.outline_result(FileChunks("min.js", "skipped", (), skip_detail="minified"), Path("/ws"), {})
+        present.outline_result(FileChunks("min.js", "skipped", (), skip_detail="minified"), Path("/ws"), {})
     assert skipped.value.code == "not_found"
 
 
@@ -183,7 +185,7 @@ def test_a_stale_result_and_a_running_sync_are_flagged() -> None:
     payload = _payload(results=2, code_lines=3)
     payload["results"][1]["stale"] = True
     payload["metadata"]["freshness_status"] = "syncing"
-    result = tools.search_result(payload, Path("/ws"), "q", tools.search_budget(None), {})
+    result = present.search_result(answer_of(payload), Path("/ws"), "q", tools.search_budget(None), {})
     texts = [c.text for c in result.content]
     assert "still being indexed" in texts[0]
     assert "(stale:" not in texts[1].splitlines()[0] and "(stale:" in texts[2].splitlines()[0]
@@ -196,7 +198,8 @@ def test_a_partly_written_index_a_missing_name_and_an_empty_filter_are_said() ->
     cold = {"results": [], "selection": None, "metadata": {
         "indexing_status": "indexing", "total_chunks": 501, "filtered_chunks": 501, "embedded_chunks": 0,
         "indexing_progress": {"phase": "lexical", "files_done": 120, "files_total": 1000, "chunks_written": 501}}}
-    texts = [c.text for c in tools.search_result(cold, Path("/ws"), "q", tools.search_budget(None), {}).content]
+    texts = [c.text for c in present.search_result(answer_of(cold), Path("/ws"), "q", tools.search_budget(None),
+                                                   {}).content]
     assert "still being written (first pass: 120 of 1,000 files, 501 chunks searchable so far)" in texts[0]
     assert "Nothing matched 'q' in the part of /ws indexed so far" in texts[-1]
     assert not any("No code in /ws matched" in t for t in texts)
@@ -204,15 +207,15 @@ def test_a_partly_written_index_a_missing_name_and_an_empty_filter_are_said() ->
     missing = {"results": [], "selection": None, "metadata": {
         "indexing_status": "ready", "total_chunks": 9, "filtered_chunks": 9, "missing_names": ["validateTokenz"],
         "nearest_names": ["validateToken", "ValidationResult"]}}
-    texts = [c.text for c in tools.search_result(missing, Path("/ws"), "validateTokenz", tools.search_budget(None),
-                                                 {}).content]
+    texts = [c.text for c in present.search_result(answer_of(missing), Path("/ws"), "validateTokenz",
+                                                   tools.search_budget(None), {}).content]
     assert texts[0] == ("Nothing in the index is named validateTokenz; the nearest names are validateToken, "
                         "ValidationResult. Results below (if any) are only near matches.")
 
     filtered = {"results": [], "selection": None, "metadata": {
         "indexing_status": "ready", "total_chunks": 9, "filtered_chunks": 0}}
-    result = tools.search_result(filtered, Path("/ws"), "q", tools.search_budget(None),
-                                 {"filters": {"path": "nothere/", "kind": None, "include_tests": True}})
+    result = present.search_result(answer_of(filtered), Path("/ws"), "q", tools.search_budget(None),
+                                   {"filters": {"path": "nothere/", "kind": None, "include_tests": True}})
     texts = [c.text for c in result.content]
     assert texts == [("The filter path='nothere/' matched no indexed code (the index holds 9 chunks): paths are "
                       "relative to /ws, e.g. `src/auth` or `**/*.tsx`. Search again without it, or with another one.")]
@@ -225,7 +228,8 @@ def test_the_answer_says_which_vectors_answered() -> None:
         "indexing_status": "indexing", "total_chunks": 35_300, "filtered_chunks": 35_300, "embedded_chunks": 4_100,
         "embedding_model_id": "all-MiniLM-L6-v2", "static_model_id": "code-static",
         "vector_channels": ["primary", "static"], "primary_vector_chunks": 4_100, "static_vector_chunks": 31_200}}
-    texts = [c.text for c in tools.search_result(embedding, Path("/ws"), "q", tools.search_budget(None), {}).content]
+    texts = [c.text for c in present.search_result(answer_of(embedding), Path("/ws"), "q", tools.search_budget(None),
+                                                   {}).content]
     assert texts[0] == ("The index of /ws is indexing; semantic: code-static for 31,200 chunks, all-MiniLM-L6-v2 "
                         "for 4,100 (still embedding): semantic matches of chunks not embedded yet come from static "
                         "vectors; ask again later for the primary model's.")
@@ -234,6 +238,7 @@ def test_the_answer_says_which_vectors_answered() -> None:
         "indexing_status": "ready", "total_chunks": 9, "filtered_chunks": 9, "embedded_chunks": 9,
         "embedding_model_id": "all-MiniLM-L6-v2", "static_model_id": "code-static", "vector_channels": ["static"],
         "static_vector_chunks": 9, "primary_unavailable_reason": "embedding_unavailable"}}
-    texts = [c.text for c in tools.search_result(down, Path("/ws"), "q", tools.search_budget(None), {}).content]
+    texts = [c.text for c in present.search_result(answer_of(down), Path("/ws"), "q", tools.search_budget(None),
+                                                   {}).content]
     assert texts[0] == ("The embedding model could not embed the query; semantic: code-static for 9 chunks "
                         "(all-MiniLM-L6-v2 unavailable: embedding_unavailable).")

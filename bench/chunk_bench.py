@@ -32,7 +32,7 @@ import grpc
 from bench.lib.chunk_checks import TOKEN_CEILING, ChunkView, LineCoverage, Violation, check_file, line_coverage
 from bench.lib.results import RESULTS_DIR, write_results
 from bench.lib.services import REPO_ROOT, ServiceProcess, start_analysis
-from bench.report import chunk_table
+from bench.report.chunk import chunk_table
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, chunk_pb2
 
 WORK_DIR = REPO_ROOT / "bench" / ".work"

@@ -51,7 +51,7 @@ import lancedb
 from bench.lib import deployment, loadgen
 from bench.lib.results import load_latest, write_results
 from bench.lib.services import REPO_ROOT, start_service
-from bench.report import render_drills
+from bench.report.faults import render_drills
 from codecompass.clients.errors import ServiceError
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.retrieval.location import index_key, list_tables, workspace_id_of

@@ -49,7 +49,7 @@ from typing import Any
 from bench.lib import deployment, loadgen
 from bench.lib.results import load_latest, write_results
 from bench.lib.services import REPO_ROOT
-from bench.report import render_load
+from bench.report.load import render_load
 from bench.speed.run_pipeline_speed import DEFAULT_STATE_DIR as PIPELINE_SPEED_STATE
 from bench.speed.run_pipeline_speed import query_texts
 from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source_stats

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("name at least one quality results file")
     payload = {"run": run_metadata(), **compare(args.run)}
 
-    from bench.report import render_models  # the report module owns all table layout
+    from bench.report.comparison import render_models  # the report module owns all table layout
 
     print(render_models({"kind": "models", **payload}))
     if not args.no_write:

@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("name at least one quality results file")
     payload = {"run": run_metadata(), **compare(args.quality, args.pipeline, args.title)}
 
-    from bench.report import render_comparison  # the report module owns all table layout
+    from bench.report.comparison import render_comparison  # the report module owns all table layout
 
     print(render_comparison({"kind": "comparison", **payload}))
     if not args.no_write:

@@ -624,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
 
-    from bench.report import render_quality_summary  # the report module owns all table layout
+    from bench.report.quality import render_quality_summary  # the report module owns all table layout
 
     print(render_quality_summary({"kind": "quality", **payload}))
     if not_ready or errors:

@@ -38,7 +38,7 @@ from tests.fixtures.s3 import MotoS3Server, S3Bucket
 
 from bench.lib.results import run_metadata, write_results
 from bench.lib.services import REPO_ROOT, ServiceProcess, start_analysis
-from bench.report import render_shard_speed
+from bench.report.speed import render_shard_speed
 from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source_stats
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.common.config import load_settings

@@ -46,7 +46,7 @@ from bench.lib.services import (
     start_embedding,
     start_retrieval,
 )
-from bench.report import speed_table
+from bench.report.speed import speed_table
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.files import tree_bytes
 from codecompass.policy.ranking import STATIC_VECTORS

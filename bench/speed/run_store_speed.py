@@ -38,7 +38,7 @@ from tests.fixtures.s3 import MotoS3Server, S3Bucket
 from bench.lib.metrics import percentile
 from bench.lib.results import load_latest, write_results
 from bench.lib.services import ServiceProcess, start_analysis, start_embedding, start_retrieval
-from bench.report import render_store_speed
+from bench.report.speed import render_store_speed
 from bench.speed.run_pipeline_speed import query_texts
 from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source_stats
 from codecompass.clients.retrieval import RetrievalClient

@@ -106,9 +106,8 @@ def search_notes(answer: SearchAnswer, workspace: Path, query: str,
         notes.append("Recent edits are still being indexed: results marked stale show the code as it was "
                      "indexed; read_symbol shows it as it is now.")
     elif meta.semantic_fallback:
-        # `reason` is reused here as it always was: the names check below reads it.
-        reason = meta.semantic_skipped_reason or "unavailable"
-        notes.append(f"Semantic search was skipped ({reason}); results are lexical.")
+        notes.append(f"Semantic search was skipped ({meta.semantic_skipped_reason or 'unavailable'}); "
+                     "results are lexical.")
     elif meta.primary_unavailable_reason:
         notes.append(f"The embedding model could not embed the query; {semantic_channels_line(meta)}.")
     if missing and not (low and all(name in reason for name in missing)):  # else the first line named them

@@ -3,9 +3,11 @@ verdicts, and their README sections."""
 
 from __future__ import annotations
 
-from bench import drills, load, report
+from bench import drills, load
 from bench.lib import loadgen
 from bench.lib.loadgen import GRPC_SEARCH, SEARCH_CODE, Call, summarize
+from bench.report.faults import render_drills
+from bench.report.load import render_load
 
 
 def call(started_s: float, ms: float, error: str = "", kind: str = GRPC_SEARCH, **meta) -> Call:
@@ -112,7 +114,7 @@ def test_the_load_section_shows_the_sweep_the_knee_and_the_target():
            "target": target,
            "paced": [{**target, "think_s": 10.0, "met": False,
                       "summary": {**target["summary"], "all": {**target["summary"]["all"], "p95_ms": 1200.0}}}]}
-    text = report.render_load(doc)
+    text = render_load(doc)
     assert ("| 5 | 4 + 1 | 200 | 0 (0 / 0) | 5.0 | 200 / 900 / 1,500 | 200 / 900 / 1,500 | 200 / 900 / 1,500 | 2.00 "
             "| retrieval-1 38%, retrieval-2 38%, analysis 15%, gateway 10% | 3.5/2/1 |") in text
     assert "Knee: **5 clients**, the fewest at which the services keep 90% of the 2 cores busy (1.90;" in text
@@ -136,7 +138,7 @@ def test_the_drills_section_has_a_row_per_drill_with_its_verdict():
     store = {**STORE, "expect": "deadline kept", "met": False}
     doc = {"kind": "drills", "run": {"machine": {"nproc": 2}}, "profile": "code-static",
            "embedding_drill_profile": "code-small", "drills": {"writer_killed": writer, "store_hung": store}}
-    text = report.render_drills(doc)
+    text = render_drills(doc)
     assert "| writer SIGKILLed mid-sync |" in text and "chunk counts seen 560 and 584 (old 584, new 560)" in text
     assert "identical to a clean index's 560, 0 duplicate ids | the old or the new | met |" in text
     assert ("with no budget and a 5 s deadline: deadline_exceeded after 5 s: `retrieval service at 127.0.0.1:1 did "

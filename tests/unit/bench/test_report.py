@@ -4,8 +4,18 @@ import json
 from pathlib import Path
 
 import pytest
-from bench import report
 from bench.lib.results import REPO_ROOT, RESULTS_DIR, latest_path, load_latest, to_json, write_results
+from bench.report.quality import render_quality_full, render_quality_summary
+from bench.report.sections import (
+    MARKDOWN_FILES,
+    SECTION_RE,
+    SECTIONS,
+    ReportError,
+    main,
+    rewrite,
+    section_renderer,
+    update_files,
+)
 
 
 def quality_doc() -> dict:
@@ -103,7 +113,7 @@ def test_to_json_keeps_scalar_lists_on_one_line_and_writes_nan_as_null() -> None
 def test_rewrite_fills_marked_sections_and_leaves_the_rest(tmp_path: Path, results_dir: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text(MARKED, encoding="utf-8")
-    assert report.update_files([readme], results_dir) == [readme]
+    assert update_files([readme], results_dir) == [readme]
     text = readme.read_text(encoding="utf-8")
     assert "old table" not in text
     assert text.startswith("# Title\n\nIntro kept.\n\n<!-- bench:quality:start -->\n_Generated")
@@ -114,36 +124,36 @@ def test_rewrite_fills_marked_sections_and_leaves_the_rest(tmp_path: Path, resul
         in text
     )
     # A second run changes nothing, and --check agrees.
-    assert report.update_files([readme], results_dir) == []
-    assert report.update_files([readme], results_dir, check=True) == []
+    assert update_files([readme], results_dir) == []
+    assert update_files([readme], results_dir, check=True) == []
 
 
 def test_check_flags_a_hand_edited_table(tmp_path: Path, results_dir: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text(MARKED, encoding="utf-8")
-    report.update_files([readme], results_dir)
+    update_files([readme], results_dir)
     readme.write_text(readme.read_text(encoding="utf-8").replace("0.750", "0.790", 1), encoding="utf-8")
-    assert report.update_files([readme], results_dir, check=True) == [readme]
+    assert update_files([readme], results_dir, check=True) == [readme]
     assert "0.790" in readme.read_text(encoding="utf-8")  # check never writes
-    assert report.main(["--check", "--results-dir", str(results_dir), str(readme)]) == 1
+    assert main(["--check", "--results-dir", str(results_dir), str(readme)]) == 1
 
 
 def test_unknown_section_and_missing_results_are_errors(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text("<!-- bench:nope:start -->\n<!-- bench:nope:end -->\n", encoding="utf-8")
-    with pytest.raises(report.ReportError, match="unknown bench section"):
-        report.update_files([readme], tmp_path)
+    with pytest.raises(ReportError, match="unknown bench section"):
+        update_files([readme], tmp_path)
     readme.write_text(MARKED, encoding="utf-8")
-    with pytest.raises(report.ReportError, match="quality-latest.json"):
-        report.update_files([readme], tmp_path / "empty", check=True)
+    with pytest.raises(ReportError, match="quality-latest.json"):
+        update_files([readme], tmp_path / "empty", check=True)
     # Without --check a section whose results are missing is left as it is.
-    assert report.update_files([readme], tmp_path / "empty") == []
+    assert update_files([readme], tmp_path / "empty") == []
 
 
 def test_every_marked_section_has_a_renderer() -> None:
-    for path in report.MARKDOWN_FILES:
-        for match in report.SECTION_RE.finditer(path.read_text(encoding="utf-8")):
-            assert match["name"] in report.SECTIONS, f"{path}: {match['name']}"
+    for path in MARKDOWN_FILES:
+        for match in SECTION_RE.finditer(path.read_text(encoding="utf-8")):
+            assert match["name"] in SECTIONS, f"{path}: {match['name']}"
 
 
 def test_bench_results_holds_latest_results() -> None:
@@ -153,8 +163,8 @@ def test_bench_results_holds_latest_results() -> None:
 def marked_sections() -> list:
     return [
         pytest.param(path, match["name"], id=f"{path.relative_to(REPO_ROOT)}:{match['name']}")
-        for path in report.MARKDOWN_FILES
-        for match in report.SECTION_RE.finditer(path.read_text(encoding="utf-8"))
+        for path in MARKDOWN_FILES
+        for match in SECTION_RE.finditer(path.read_text(encoding="utf-8"))
     ]
 
 
@@ -165,13 +175,13 @@ def test_readme_section_is_in_sync_with_its_latest_results(path: Path, name: str
     A section whose benchmark has not written its results file yet keeps its text and is
     skipped here (by name, so the missing file shows in the test report), not failed.
     """
-    section = report.SECTIONS.get(name)
+    section = SECTIONS.get(name)
     assert section is not None, f"{path}: no renderer for {name!r}"
     if not latest_path(section.kind, RESULTS_DIR).exists():
         pytest.skip(f"bench/results/{section.kind}-latest.json does not exist yet")
-    render = report.section_renderer(RESULTS_DIR, strict=True)
+    render = section_renderer(RESULTS_DIR, strict=True)
     text = path.read_text(encoding="utf-8")
-    assert report.rewrite(text, lambda n: render(n) if n == name else None) == text, (
+    assert rewrite(text, lambda n: render(n) if n == name else None) == text, (
         f"run `make bench-report`: {path.name} section {name!r} differs from bench/results/{section.kind}-latest.json"
     )
 
@@ -188,18 +198,18 @@ def with_file_level(doc: dict) -> dict:
 
 
 def test_results_without_file_level_scores_render_as_before() -> None:
-    text = report.render_quality_summary({"kind": "quality", **quality_doc()})
+    text = render_quality_summary({"kind": "quality", **quality_doc()})
     assert "file nDCG@10" not in text and "File-level" not in text
     assert "| `bm25` | 2 | 0.500 | 0.250 | 0.750 | 1.000 | 0.600 | 0.200 | 0.500 | 0.900 | 1,000 | 10 / 20 |" in text
 
 
 def test_file_level_columns_and_the_concept_row_appear_when_the_run_has_them() -> None:
     doc = {"kind": "quality", **with_file_level(quality_doc())}
-    summary = report.render_quality_summary(doc)
+    summary = render_quality_summary(doc)
     assert "| R@8k tok | file nDCG@10 | file R@10 | Tokens@10 median |" in summary
     assert "| `bm25` | 2 | 0.500 | 0.250 | 0.750 | 1.000 | 0.600 | 0.200 | 0.500 | 0.900 | 0.700 | 0.800 |" in summary
     assert "File-level nDCG@10 by query type" in summary
     assert "| concept | 3 | 0.400 | 0.400 |" in summary  # the file-level matrix
     assert "| concept | 3 | 0.250 | 0.250 |" in summary  # MRR@10 by type: over its 1 query with symbols
-    full = report.render_quality_full(doc)
+    full = render_quality_full(doc)
     assert "| `hybrid+ranking` | 3 (1 with symbol targets) | 0.250 |" in full

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from bench import report
 from bench.badinput import BadInputRecorder, CaseRecord
+from bench.report.faults import render_badinput
+from bench.report.sections import SECTIONS
 
 
 @dataclass
@@ -97,7 +98,7 @@ def test_the_table_has_one_row_per_case_and_the_totals() -> None:
              "result": "xfailed", "xfail_reason": "service outages (lead): says retrieval"},
         ],
     }
-    text = report.render_badinput(doc)
+    text = render_badinput(doc)
     assert "**3 cases**: 2 pass, 1 known gaps" in text and "**0 tracebacks** in any output" in text
     assert "`make bench-badinput`, 151 s." in text
     assert "| Case | Behaviour | Result |" in text
@@ -105,4 +106,4 @@ def test_the_table_has_one_row_per_case_and_the_totals() -> None:
     assert "| FTS-like syntax: OR (`a \\| b`) | plain words | pass |" in text
     assert "| kill -9 of analysis during index | one line naming analysis | xfail: service outages (lead): " \
            "says retrieval |" in text
-    assert report.SECTIONS["badinput"].kind == "badinput"
+    assert SECTIONS["badinput"].kind == "badinput"

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench import report
 from bench.lib.results import write_results
 from bench.quality import compare_models, compare_runs
+from bench.report.comparison import render_comparison, render_models
+from bench.report.quality import render_testcode
 
 
 def quality(mrr: float, first_test: float | None) -> dict:
@@ -46,7 +47,7 @@ def test_runs_are_side_by_side_per_split_and_query_type(files: dict[str, Path]) 
     payload = compare_runs.compare(
         [("published", files["old"]), ("repository", files["new"])], [("repository", files["selection"])], "Why."
     )
-    text = report.render_comparison({"kind": "comparison", **payload})
+    text = render_comparison({"kind": "comparison", **payload})
     assert text.index("**Test split**") < text.index("**Dev split**")
     assert "| Query type | Queries | published: MRR@10 | R@8k tok | first is test code | repository: MRR@10 |" in text
     # The ranked list is the product's default mode; a file without the test column shows a dash.
@@ -76,7 +77,7 @@ def model_run(tmp_path: Path, stamp: str, bm25: float, vector: float, hybrid: fl
 def test_models_are_compared_alone_and_in_the_hybrid_against_one_bm25_column(tmp_path: Path) -> None:
     runs = [("MiniLM", model_run(tmp_path, "1", 0.3, 0.2, 0.45, "all-MiniLM-L6-v2 v1")),
             ("code-small", model_run(tmp_path, "2", 0.302, 0.35, 0.5, "code-small v1"))]
-    text = report.render_models({"kind": "models", **compare_models.compare(runs)})
+    text = render_models({"kind": "models", **compare_models.compare(runs)})
     assert text.index("**Test split**") < text.index("**Dev split**")
     assert ("| Query type | Queries | BM25 alone | MiniLM vectors alone | code-small vectors alone | hybrid, MiniLM "
             "| hybrid, code-small |") in text
@@ -104,7 +105,7 @@ def test_testcode_section_shows_the_default_per_group_and_every_variant() -> Non
     doc = {"kind": "testcode", "run": {"date_utc": "d", "git": {"commit": "abc"}}, "label": "after", "split": "dev",
            "state_dir": "s", "list_depth": 60, "token_budget": 8000, "columns": columns, "rows": rows,
            "variants": {"default": {}, "test 0.3": {"test_penalty": 0.3}}}  # fmt: skip
-    text = report.render_testcode(doc)
+    text = render_testcode(doc)
     assert "Dev split, index: after;" in text
     assert "| repo pino | 4 | 0.250 |" in text  # per repository, the default policy only
     assert "| Variant | first is test | MRR@10 | R@8k tok | jsdoc MRR@10 |" in text
@@ -129,6 +130,6 @@ def test_file_level_ndcg_is_compared_when_a_run_has_it(tmp_path: Path) -> None:
     new = write_results("quality", with_file, results_dir=tmp_path, stamp="2")
     assert compare_runs.compare([("old", old)], [], "Why.")["metrics"]["quality"] == list(compare_runs.QUALITY_METRICS)
     payload = compare_runs.compare([("old", old), ("new", new)], [], "Why.")
-    text = report.render_comparison({"kind": "comparison", **payload})
+    text = render_comparison({"kind": "comparison", **payload})
     assert "| first is test code | file nDCG@10 | new: MRR@10 |" in text
     assert "| all | 5 | 0.500 | 0.800 | 0.400 | – | 0.300 | 0.800 | 0.400 | 0.600 |" in text

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from bench import report
 from bench.quality import run_pipeline
+from bench.report.pipeline import render_pipeline_full, render_pipeline_summary
+from bench.report.speed import render_health, render_mcp_speed, render_pipeline_speed
 
 
 def payload() -> dict:
@@ -27,7 +28,7 @@ def payload() -> dict:
 
 
 def test_summary_leads_with_the_test_split_and_every_stage() -> None:
-    text = report.render_pipeline_summary(payload())
+    text = render_pipeline_summary(payload())
     assert "**Test split**" in text
     assert "| `first stage` | 10 | 0.550 |" in text and "| `selection` | 10 | 0.500 |" in text
     assert "900 / 800 / 7,900 (top 10)" in text  # a list's tokens are its top 10
@@ -36,7 +37,7 @@ def test_summary_leads_with_the_test_split_and_every_stage() -> None:
 
 
 def test_full_section_has_both_splits_and_a_type_matrix() -> None:
-    text = report.render_pipeline_full(payload())
+    text = render_pipeline_full(payload())
     assert text.index("**Test split**") < text.index("**Dev split**")
     assert "| Query type | Queries | BM25 only | `first stage` | `selection` |" in text
 
@@ -57,7 +58,7 @@ def test_health_section_says_whether_the_service_kept_answering() -> None:
                      "health_errors": 0, "render": {"count": 68, "p50_ms": 14.5, "p95_ms": 111.6, "max_ms": 555.5},
                      "render_errors": 0},
     }
-    text = report.render_health(doc)
+    text = render_health(doc)
     assert "| 6 / 66 / **1197** | answers within 1 s: missed (1 over, 0 errors) |" in text
     assert "(972 files, 85,218 references, 67 s" in text
 
@@ -73,7 +74,7 @@ def test_pipeline_speed_section_lists_configurations_and_targets() -> None:
                                    "total": {"p50": 95.0, "p90": 140.0, "p95": 260.0}}},
         "targets": [{"target": "whole local pipeline p95", "goal_ms": 250.0, "measured_ms": 260.0, "met": False}],
     }
-    text = report.render_pipeline_speed(doc)
+    text = render_pipeline_speed(doc)
     assert "| `default` | retrieve 80 / 110, select 80 / 110 | 95 / 140 / **260** |" in text
     assert "| whole local pipeline p95 | 260 ms | ≤ 250 ms: **missed** |" in text
 
@@ -92,7 +93,7 @@ def test_mcp_speed_section_has_tools_answers_and_cold_start() -> None:
         "cold_start": {"met": False, "handshake_s": 3.77, "first_answer_s": 14.96, "tries": 1, "goal_s": 5.0,
                        "index_status_after": {"indexing_status": "indexing"}},
     }
-    text = report.render_mcp_speed(doc)
+    text = render_mcp_speed(doc)
     assert "| `read_symbol` | 50 | 0 | 27 / 33 | 40 |" in text
     assert "| `semantic_search` | 33 / 50 | 4 | 2,626 / 721 / 7,997 | 12,873 | 34,703 | 0 / 0 |" in text
     assert "first answer with results after **15.0 s**" in text and "goal < 5 s: **missed**" in text
@@ -110,7 +111,7 @@ def test_unanswerable_kinds_curve_and_reliability_are_rendered() -> None:
         "calibrated": run_pipeline.reliability([(0.95, True), (0.9, True), (0.15, False), (0.1, True)]),
         "composite": run_pipeline.reliability([(0.5, True)]), "composite_threshold": 0.5,
         "answerable_low_confidence": 0.25}}
-    text = report.render_pipeline_full(doc)
+    text = render_pipeline_full(doc)
     assert "| wrong repository | 120 | 60% | 30 | 55% |" in text
     assert "| all | 10 | 0.500 / 0.400 | 0.650 / 0.600 |" in text
     assert "`calibrated` confidence (expected calibration error 0.225, 4 queries)" in text
@@ -138,17 +139,17 @@ def test_unanswerable_sets_ask_each_repository_the_next_ones_queries() -> None:
 
 
 def test_file_level_columns_and_the_concept_table_appear_when_the_run_has_them(monkeypatch) -> None:
-    monkeypatch.setattr(report, "_bm25_row", lambda split, group: None)  # no quality run beside it
+    monkeypatch.setattr("bench.report.pipeline._bm25_row", lambda split, group: None)  # no quality run beside it
     doc = payload()
-    assert "file nDCG@10" not in report.render_pipeline_full(doc)
+    assert "file nDCG@10" not in render_pipeline_full(doc)
     doc["tables"] = [{**row, "file_ndcg10": 0.7, "file_r10": 0.9} for row in doc["tables"]]
     doc["tables"] += [{**row, "group": "concept", "n": 4, "n symbol": 2, "file_ndcg10": 0.45}
                       for row in doc["tables"] if row["group"] == "nl"]
-    summary = report.render_pipeline_summary(doc)
+    summary = render_pipeline_summary(doc)
     assert "| Gold lines | file nDCG@10 | file R@10 |" in summary
     assert "concept questions" in summary
     assert "| `first stage` | 4 (2 with symbol targets) | 0.550 |" in summary
-    full = report.render_pipeline_full(doc)
+    full = render_pipeline_full(doc)
     assert "file-level nDCG@10 by query type and stage" in full
     assert "| concept | 4 | – | 0.450 | 0.450 |" in full
 

@@ -115,6 +115,12 @@ def test_a_low_confidence_answer_says_so_first_and_names_missing_names_once() ->
                         "(nearest: validateToken); the closest code follows.")
     assert result.content[0].annotations.priority == 1.0
     assert [t.splitlines()[0] for t in texts[1:]] == ["// src/f0.ts > f0", "// src/f1.ts > f1", "// src/f2.ts > f2"]
+    # Lexical only (the semantic channel skipped) names them once all the same.
+    payload["metadata"].update({"semantic_fallback": True, "semantic_skipped_reason": "no vectors yet"})
+    texts = [c.text for c in present.search_result(answer_of(payload), Path("/ws"), "validateTokenz",
+                                                   tools.search_budget(None), {}).content]
+    assert sum("validateTokenz" in t for t in texts) == 1
+    assert any(t.startswith("Semantic search was skipped (no vectors yet)") for t in texts)
     # A filter that matched nothing is said first by its own note, which names the filter.
     filtered = {"results": [], "selection": None, "metadata": {
         "indexing_status": "ready", "total_chunks": 9, "filtered_chunks": 0, "low_confidence": True,

@@ -24,7 +24,7 @@ searchers) and breaks one part while they run:
                     outage.
 
 tests/e2e/test_failure_drills.py runs the same functions and asserts what they measure.
-Writes bench/results/drills-<UTC>.json (+ -latest) and prints its README section (bench/report.py).
+Writes bench/results/drills-<UTC>.json (+ -latest) and prints its README section (bench/report/).
 
 Run: .venv/bin/python -m bench.drills [--only searcher_killed,writer_killed,...]
 """

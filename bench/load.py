@@ -28,7 +28,7 @@ the target run, TARGET_CLIENTS clients for TARGET_S: no errors, p95 of every cal
 The machine's load average is recorded before and after each level: other work on the machine
 takes cores from the services, and the numbers hold only for the load they were measured under.
 
-Writes bench/results/load-<UTC>.json (+ -latest) and prints its README section (bench/report.py).
+Writes bench/results/load-<UTC>.json (+ -latest) and prints its README section (bench/report/).
 
 Run: .venv/bin/python -m bench.load [--levels 1,5,10,25,50,75] [--level-s 20] [--target-s 60]
      [--searchers 2] [--think-s 5,10] [--no-target] [--no-sweep]

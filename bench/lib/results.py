@@ -3,7 +3,7 @@
 A benchmark builds a JSON-able payload and calls `write_results(kind, payload)`; it lands as
 `bench/results/<kind>-<UTC timestamp>.json` plus a copy at `bench/results/<kind>-latest.json`
 (a copy, not a symlink: it survives archives, Windows checkouts and `git diff` reads it).
-`bench/report.py` renders README tables from the `-latest` files only, so a table is never
+`bench/report/` renders README tables from the `-latest` files only, so a table is never
 typed by hand and two READMEs cannot disagree.
 """
 

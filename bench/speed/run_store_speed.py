@@ -18,7 +18,7 @@ moto is a Python server on the same two cores: each request costs it CPU the sea
 needs, and nothing like S3's network latency (tens of ms a request on AWS). The S3 columns say
 what our code does per request; on real S3 expect each uncached request to add that latency.
 
-Writes bench/results/store-speed-<UTC>.json (+ -latest) and prints its README section (bench/report.py).
+Writes bench/results/store-speed-<UTC>.json (+ -latest) and prints its README section (bench/report/).
 
 Run: .venv/bin/python -m bench.speed.run_store_speed [--workspace bench/.work/ws-300k] [--queries 50]
 """

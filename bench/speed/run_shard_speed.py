@@ -1,4 +1,4 @@
-"""Indexing spread over workers (retrieval/shard.py): ws-300k indexed by 1, 2 and 3 worker
+"""Indexing spread over workers (retrieval/shard/): ws-300k indexed by 1, 2 and 3 worker
 processes, into an index on local disk and on the local S3 server (moto), through real services.
 
 Each run starts from an empty index and fresh analysis services, one per worker (as a pod of the
@@ -43,7 +43,9 @@ from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.common.config import load_settings
 from codecompass.retrieval.catalog import Catalog, IndexIdentity
-from codecompass.retrieval.shard import commit_shards, make_plan, run_shards
+from codecompass.retrieval.shard.plan import make_plan
+from codecompass.retrieval.shard.processes import run_shards
+from codecompass.retrieval.shard.results import commit_shards
 from codecompass.retrieval.static_channel import StaticChannel
 from codecompass.retrieval.store import ChunkStore
 from codecompass.retrieval.sync import Syncer

@@ -28,15 +28,9 @@ from codecompass.retrieval.catalog import Catalog, IndexIdentity
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.location import list_tables
 from codecompass.retrieval.schema import EmbeddingModel, sources_table_name
-from codecompass.retrieval.shard import (
-    STAGING_TABLE,
-    ShardFailed,
-    commit_shards,
-    make_plan,
-    run_shards,
-    shard_of,
-    staging_table,
-)
+from codecompass.retrieval.shard.plan import ShardFailed, make_plan, shard_of
+from codecompass.retrieval.shard.processes import run_shards
+from codecompass.retrieval.shard.results import STAGING_TABLE, commit_shards, staging_table
 from codecompass.retrieval.static_channel import StaticChannel
 from codecompass.retrieval.store import ChunkStore
 from codecompass.retrieval.sync import SyncTuning

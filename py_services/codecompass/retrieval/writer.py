@@ -56,7 +56,10 @@ from codecompass.retrieval.location import (
     workspace_id_of,
 )
 from codecompass.retrieval.schema import INDEX_FORMAT_VERSION, EmbeddingModel
-from codecompass.retrieval.shard import PostedShards, ShardPlan, ShardResult, commit_shards, make_plan, run_shards
+from codecompass.retrieval.shard.job import PostedShards
+from codecompass.retrieval.shard.plan import ShardPlan, make_plan
+from codecompass.retrieval.shard.processes import run_shards
+from codecompass.retrieval.shard.results import ShardResult, commit_shards
 from codecompass.retrieval.state import (
     DependencyUnavailable,
     EmbeddingUnavailable,
@@ -121,7 +124,7 @@ class _SyncJob:
         self.planned = threading.Event()
         # Whether any caller that shares this sync forced it past the guards (see `guards`).
         self.force = False
-        # Worker processes the files are spread over (shard.py); 0 or 1: this process syncs them.
+        # Worker processes the files are spread over (shard/); 0 or 1: this process syncs them.
         self.workers = 0
         # The IndexWorkspace calls that follow this sync: they bound a wait for shard workers.
         self._callers: list[IndexCaller] = []
@@ -547,7 +550,7 @@ class WorkspaceWriter:
 
     def _sync_sharded(self, scan: ScanResult, job: _SyncJob, notify: Callable[[IndexProgress], None]) -> SyncStats:
         """The files this sync would chunk, chunked and vectorised by `job.workers` workers, each
-        writing its rows uncommitted (shard.py), then committed here at once: pending marks,
+        writing its rows uncommitted (shard/), then committed here at once: pending marks,
         texts, chunks, catalog. A worker that fails fails the sync and nothing is committed. Files
         of the catalog the scan did not find leave in the same commits. No lexical-first pass: a
         reader sees nothing of the new files until the commit, then all of them. The workers are
@@ -586,7 +589,7 @@ class WorkspaceWriter:
     def _commit_posted(self, plan: ShardPlan, job: _SyncJob, removed: list[str],
                        notify: Callable[[IndexProgress], None]) -> list[ShardResult]:
         """`plan` posted in the index for an Indexed Job's pods; their results committed once all
-        are in. The plan ends, whatever happens here, so late workers do nothing (shard.py)."""
+        are in. The plan ends, whatever happens here, so late workers do nothing (shard/job.py)."""
         assert self._store is not None
         total = len(plan.shards)
         files = sum(len(s) for s in plan.shards)

@@ -17,26 +17,11 @@ from codecompass.common.chunks import Language
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, IndexIdentity
 from codecompass.retrieval.location import index_key, list_tables
 from codecompass.retrieval.schema import EmbeddingModel
-from codecompass.retrieval.shard import (
-    PLANS_TABLE,
-    STAGING_TABLE,
-    InvalidPlan,
-    NoOpenPlan,
-    PlanBoard,
-    PlanState,
-    PostedShards,
-    ShardPlan,
-    ShardResult,
-    ShardsAbandoned,
-    ShardsMissing,
-    ShardStats,
-    _deliver,
-    commit_shards,
-    main,
-    make_plan,
-    shard_of,
-    wait_for_plan,
-)
+from codecompass.retrieval.shard.__main__ import main
+from codecompass.retrieval.shard.board import PLANS_TABLE, NoOpenPlan, PlanBoard, PlanState, wait_for_plan
+from codecompass.retrieval.shard.job import PostedShards, ShardsAbandoned, ShardsMissing
+from codecompass.retrieval.shard.plan import InvalidPlan, ShardPlan, make_plan, shard_of
+from codecompass.retrieval.shard.results import STAGING_TABLE, ShardResult, ShardStats, commit_shards, deliver
 from codecompass.retrieval.state import FileEntry
 from codecompass.retrieval.store import ChunkStore
 from codecompass.retrieval.sync import SyncTuning
@@ -215,18 +200,18 @@ def test_a_worker_delivers_only_while_its_plan_is_open(tmp_path):
     board = board_at(tmp_path / "index")
     plan = make_plan("/ws", "/idx", IDENTITY, files(6), 2)
     with PostedShards(plan, WORKSPACE_ID, db=board.db, uri=board.uri):
-        _deliver(board.db, plan, 0, EMPTY, board)
+        deliver(board.db, plan, 0, EMPTY, board)
         assert board.db.open_table(STAGING_TABLE).count_rows() == 1
         board.end(plan.plan_id, PlanState.TIMED_OUT)
         with pytest.raises(NoOpenPlan) as late:
-            _deliver(board.db, plan, 1, EMPTY, board)
+            deliver(board.db, plan, 1, EMPTY, board)
         assert late.value.last is PlanState.TIMED_OUT
         assert str(late.value).startswith(f"plan {plan.plan_id} ended (timed_out 0 s ago) before this shard's "
                                           "result: nothing written")
         assert board.db.open_table(STAGING_TABLE).count_rows() == 1
     # The plan's end dropped the staging table: a worker later still is told why, not "table not found".
     with pytest.raises(NoOpenPlan, match="ended"):
-        _deliver(board.db, plan, 1, EMPTY, board)
+        deliver(board.db, plan, 1, EMPTY, board)
     assert STAGING_TABLE not in list_tables(board.db)
 
 
@@ -253,11 +238,11 @@ def test_a_worker_waits_for_a_plan_and_takes_only_an_open_one(tmp_path):
 
 def deliver_later(board: PlanBoard, plan: ShardPlan, shards: list[int]) -> threading.Timer:
     """Workers of `shards` delivering once the plan is posted (the writer's wait has begun)."""
-    def deliver() -> None:
+    def deliver_each() -> None:
         for shard in shards:
-            _deliver(board.db, plan, shard, EMPTY, board)
+            deliver(board.db, plan, shard, EMPTY, board)
 
-    timer = threading.Timer(0.3, deliver)
+    timer = threading.Timer(0.3, deliver_each)
     timer.start()
     return timer
 

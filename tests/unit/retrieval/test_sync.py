@@ -33,6 +33,7 @@ from codecompass.common.identifiers import split_identifiers
 from codecompass.common.serving import ServiceSpec, start_server
 from codecompass.retrieval import catalog as catalog_module
 from codecompass.retrieval import servicer
+from codecompass.retrieval.background_embedder import BackgroundEmbedder
 from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.state import (
     FreshnessStatus,
@@ -45,7 +46,7 @@ from codecompass.retrieval.state import (
     WorkspaceNotFound,
 )
 from codecompass.retrieval.sync import SyncInterrupted, SyncTuning
-from codecompass.retrieval.writer import BackgroundEmbedder, WorkspaceWriter
+from codecompass.retrieval.workspace_writer import WorkspaceWriter
 from codecompass.v1 import (
     analysis_pb2,
     analysis_pb2_grpc,

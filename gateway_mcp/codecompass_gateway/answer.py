@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from codecompass.policy.confidence import Unmatched, unmatched
 from codecompass.policy.ranking import SKIP_RATIO_ZERO
 from codecompass.policy.relevance import QueryFocus
 from codecompass.policy.selection import Verdict
@@ -418,22 +419,24 @@ def low_confidence_reason(answer: PipelineAnswer) -> str | None:
     filter that matched no code, a query with nothing to search by (no letters or digits: emoji,
     punctuation, invisible characters; or no word in Latin letters, the letters the query's words
     and names are read in, `policy.shape`), names the index lacks, words no code matches (only the
-    vector channel answered)."""
+    vector channel answered): `policy.confidence.unmatched`, which also holds such an answer to
+    its small budget."""
     meta = answer.metadata
     if not answer.candidates and meta.total_chunks and meta.filtered_chunks == 0:
         return "the filters matched no indexed code"
     text = answer.understanding.shape.text if answer.understanding is not None else ""
-    letters = [ch for ch in text if ch.isalpha()]
-    if not any(ch.isalnum() for ch in text):
-        return "it has no letters or digits to search by"
-    if letters and not any(ch.isascii() for ch in letters):
-        return "it has no word in Latin letters, so no name in the code can match it"
-    if meta.missing_names:
+    why = unmatched(text, meta.missing_names, answer.confidence.words_matched, bool(answer.candidates))
+    if why is Unmatched.MISSING_NAMES:
         nearest = f" (nearest: {', '.join(meta.nearest_names)})" if meta.nearest_names else ""
         return f"nothing in the index is named {', '.join(meta.missing_names)}{nearest}"
-    if answer.candidates and not answer.confidence.words_matched:
-        return "no code matches its words"
-    return None
+    return _UNMATCHED_CLAUSES.get(why) if why is not None else None
+
+
+_UNMATCHED_CLAUSES = {
+    Unmatched.NOTHING_TO_SEARCH: "it has no letters or digits to search by",
+    Unmatched.NOT_LATIN: "it has no word in Latin letters, so no name in the code can match it",
+    Unmatched.NO_WORDS: "no code matches its words",
+}
 
 
 # Longer queries are cut in the first line: it names the query, it need not repeat a paragraph.

@@ -6,8 +6,9 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from codecompass.common.chunks import Chunk
 from codecompass.common.identifiers import identifier_parts
@@ -196,6 +197,31 @@ def score_margin(scores: list[float]) -> float:
     if len(scores) == 1:
         return clamp(scores[0])
     return clamp(scores[0] - scores[1])
+
+
+class Unmatched(Enum):
+    """Why a query evidently has no answer in the index, when the search can tell: the first line
+    of a low-confidence answer says it, and the answer is held to its small budget."""
+
+    NOTHING_TO_SEARCH = "nothing_to_search"  # no letters or digits: emoji, punctuation, invisible characters
+    NOT_LATIN = "not_latin"  # no word in Latin letters, the letters names and the query's words are read in
+    MISSING_NAMES = "missing_names"  # exact names it typed that no chunk has
+    NO_WORDS = "no_words"  # only the vector channel answered: its words occur nowhere in the index
+
+
+def unmatched(text: str, missing_names: Sequence[str], words_matched: bool, has_results: bool) -> Unmatched | None:
+    """Why the query `text` evidently has no answer here, or None when nothing says so (the
+    answer may still be unsure: confidence and answerability judge that)."""
+    if not any(ch.isalnum() for ch in text):
+        return Unmatched.NOTHING_TO_SEARCH
+    letters = [ch for ch in text if ch.isalpha()]
+    if letters and not any(ch.isascii() for ch in letters):
+        return Unmatched.NOT_LATIN
+    if missing_names:
+        return Unmatched.MISSING_NAMES
+    if has_results and not words_matched:
+        return Unmatched.NO_WORDS
+    return None
 
 
 def channel_agreement(results: list[RankedResult], top: int = AGREEMENT_TOP) -> float | None:

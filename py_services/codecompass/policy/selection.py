@@ -26,8 +26,10 @@ from dataclasses import dataclass
 # held 22% of the answerable questions (151 of 690) and cost the answer 0.039 of recall against
 # the list's 0.713; at 0.2 it holds 3% (19; 4 of them had their answer in the list within 8,000
 # tokens, 0.006), while 13% of the questions asked of the wrong repository still fall under it
-# (73% at 0.5). Nonsense and missing names stay small either way: nothing in
-# them is relevant enough to fill a budget.
+# (73% at 0.5). A question whose evident reason the search can tell (a name no chunk has, words
+# that occur nowhere, nothing to search by: `policy.confidence.unmatched`) is held to it whatever
+# its answerability: on dev that adds the rest of the missing names (100% held) and most nonsense
+# (86%, against 56% by answerability alone), and no answerable question.
 LOW_CONFIDENCE_MAX_TOKENS = 1_000
 ANSWERABLE_MIN = 0.2
 # In a confident answer a candidate is kept down to this share of min_relevance (0.1 at the
@@ -120,11 +122,14 @@ def relevance_as_sent(relevance: float | None, score: float) -> float:
     return relevance if relevance is not None else min(max(score, 0.0), 1.0)
 
 
-def answer_budget(max_tokens: int, verdict: Verdict, answerability: float | None) -> int:
+def answer_budget(max_tokens: int, verdict: Verdict, answerability: float | None, unmatched: bool = False) -> int:
     """The budget an answer is asked for: the caller's (0: the selection service's default), or at
     most LOW_CONFIDENCE_MAX_TOKENS for a low-confidence answer whose question likely has no answer
-    here (answerability below ANSWERABLE_MIN; None, not judged, caps nothing)."""
-    if verdict.low_confidence and answerability is not None and answerability < ANSWERABLE_MIN:
+    here: answerability below ANSWERABLE_MIN (None, not judged, caps nothing), or `unmatched`, the
+    search can tell why nothing matches (`policy.confidence.unmatched`: a name no chunk has, words
+    that occur nowhere, nothing to search by)."""
+    unlikely = unmatched or (answerability is not None and answerability < ANSWERABLE_MIN)
+    if verdict.low_confidence and unlikely:
         return min(max_tokens, LOW_CONFIDENCE_MAX_TOKENS) if max_tokens > 0 else LOW_CONFIDENCE_MAX_TOKENS
     return max_tokens
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from codecompass.policy.confidence import Unmatched, unmatched
 from codecompass.policy.selection import (
     ANSWERABLE_MIN,
     CONFIDENT_TAIL,
@@ -57,6 +58,24 @@ def test_an_unsure_answer_to_a_question_likely_without_one_is_asked_for_the_smal
     assert answer_budget(8000, unsure, ANSWERABLE_MIN) == 8000  # likely answered, only unsure of the first
     assert answer_budget(8000, sure, 0.1) == 8000  # a confident answer keeps its budget
     assert answer_budget(0, unsure, None) == 0  # not judged: nothing is capped
+
+
+def test_an_unsure_answer_whose_question_evidently_matches_nothing_is_asked_for_the_small_budget() -> None:
+    unsure, sure = judge(0.3, 0.5), judge(0.8, 0.5)
+    # A name no chunk has, words that occur nowhere: small whatever the answerability says.
+    assert answer_budget(8000, unsure, 0.9, unmatched=True) == LOW_CONFIDENCE_MAX_TOKENS
+    assert answer_budget(8000, unsure, None, unmatched=True) == LOW_CONFIDENCE_MAX_TOKENS
+    assert answer_budget(8000, sure, 0.1, unmatched=True) == 8000  # a confident answer keeps its budget
+
+
+def test_why_a_query_evidently_matches_nothing() -> None:
+    assert unmatched("\u200b\u200b", (), True, True) is Unmatched.NOTHING_TO_SEARCH
+    assert unmatched("🙂🙂", (), True, True) is Unmatched.NOTHING_TO_SEARCH
+    assert unmatched("كيف يعمل", (), True, True) is Unmatched.NOT_LATIN
+    assert unmatched("validateTokenz", ("validateTokenz",), True, True) is Unmatched.MISSING_NAMES
+    assert unmatched("quantum banana", (), False, True) is Unmatched.NO_WORDS
+    assert unmatched("quantum banana", (), False, False) is None  # no results: nothing to judge
+    assert unmatched("how are tokens validated", (), True, True) is None
 
 
 def test_a_composed_answer_must_show_as_much_as_the_list_or_give_it() -> None:

@@ -30,6 +30,7 @@ from codecompass.embedding.base import Provider
 from codecompass.embedding.minilm import MiniLMProvider, code_small
 from codecompass.embedding.static import StaticProvider
 from codecompass.policy.ranking import DEFAULT_POLICY, FUSION_ONLY, RankingPolicy
+from codecompass.retrieval.chunk_writer import ChunkWriter
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import hybrid_search
 from codecompass.retrieval.location import index_key, workspace_id_of
@@ -40,7 +41,6 @@ from codecompass.retrieval.schema import (
     TABLE_PREFIX,
     EmbeddingModel,
 )
-from codecompass.retrieval.store import ChunkStore
 
 # Each variant turns one signal off (or changes one choice), so its row shows what that signal adds.
 ABLATIONS: dict[str, dict] = {
@@ -70,7 +70,7 @@ def _model(identity: str) -> EmbeddingModel:
     return EmbeddingModel(provider, model_id, version, int(dims))
 
 
-def open_store(state_dir: Path, workspace: Path) -> ChunkStore:
+def open_store(state_dir: Path, workspace: Path) -> ChunkWriter:
     """The one chunk table of a quality run's index, opened read only with the identity it was written with."""
     uri = str(state_dir / "index" / index_key(workspace_id_of(workspace.resolve())))
     db = lancedb.connect(uri)
@@ -79,7 +79,7 @@ def open_store(state_dir: Path, workspace: Path) -> ChunkStore:
         raise SystemExit(f"expected one chunk table in {uri}, found {names}")
     metadata = db.open_table(names[0]).schema.metadata or {}
     static = metadata.get(STATIC_MODEL_METADATA_KEY.encode())
-    return ChunkStore.open(uri, model=_model(metadata[MODEL_METADATA_KEY.encode()].decode()),
+    return ChunkWriter.open(uri, model=_model(metadata[MODEL_METADATA_KEY.encode()].decode()),
                            chunker_version=metadata[CHUNKER_METADATA_KEY.encode()].decode(),
                            static=_model(static.decode()) if static else None)
 

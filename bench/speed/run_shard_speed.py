@@ -43,11 +43,11 @@ from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.common.config import load_settings
 from codecompass.retrieval.catalog import Catalog, IndexIdentity
+from codecompass.retrieval.chunk_writer import ChunkWriter
 from codecompass.retrieval.shard.plan import make_plan
 from codecompass.retrieval.shard.processes import run_shards
 from codecompass.retrieval.shard.results import commit_shards
 from codecompass.retrieval.static_channel import StaticChannel
-from codecompass.retrieval.store import ChunkStore
 from codecompass.retrieval.sync import Syncer
 
 RPC_TIMEOUT_S = 600.0
@@ -74,9 +74,9 @@ def static_identity(chunker_version: str) -> IndexIdentity:
 
 
 def open_index(uri: str, storage_options: dict[str, str], identity: IndexIdentity) -> tuple[lancedb.DBConnection,
-                                                                                             ChunkStore, Catalog]:
+                                                                                             ChunkWriter, Catalog]:
     db = lancedb.connect(uri, storage_options=storage_options or None)
-    store = ChunkStore.open(uri, model=identity.model, chunker_version=identity.chunker_version,
+    store = ChunkWriter.open(uri, model=identity.model, chunker_version=identity.chunker_version,
                             static=identity.static, storage_options=storage_options)
     catalog = Catalog.open(db)
     catalog.reset(identity)

@@ -50,8 +50,8 @@ from bench.report.speed import speed_table
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.files import tree_bytes
 from codecompass.policy.ranking import STATIC_VECTORS
+from codecompass.retrieval.chunk_writer import DEFAULT_VERSION_RETENTION
 from codecompass.retrieval.state import IndexingStatus, IndexPhase, SearchOutcome, SearchQuery, SyncOutcome
-from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION
 
 BENCH_DIR = REPO_ROOT / "bench"
 DEFAULT_WORKSPACE = BENCH_DIR / ".work" / "ws-300k"

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from codecompass.clients.analysis import AnalysisClient
+from codecompass.retrieval.chunk_writer import ChunkWriter
 from codecompass.retrieval.schema import EmbeddingModel
-from codecompass.retrieval.store import ChunkStore
 
 pytestmark = [
     pytest.mark.slow,
@@ -108,7 +108,7 @@ def test_index_of_nested_code_stays_within_4x_the_source_and_gives_back_every_ch
     chunks = [c for f in files for c in f.chunks]
     assert max(c.depth for c in chunks) >= 4, "the fixture must nest deeply"
 
-    store = ChunkStore.open(str(tmp_path / "index"), model=MODEL, chunker_version="test")
+    store = ChunkWriter.open(str(tmp_path / "index"), model=MODEL, chunker_version="test")
     # Like a cold sync (a few flushes) and a background embedding run (many small vector writes).
     for start in range(0, len(files), 8):
         batch = [c for f in files[start : start + 8] for c in f.chunks]

@@ -25,6 +25,7 @@ from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import load_settings
 from codecompass.retrieval.catalog import Catalog, IndexIdentity
+from codecompass.retrieval.chunk_writer import ChunkWriter
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.location import list_tables
 from codecompass.retrieval.schema import EmbeddingModel, sources_table_name
@@ -32,7 +33,6 @@ from codecompass.retrieval.shard.plan import ShardFailed, make_plan, shard_of
 from codecompass.retrieval.shard.processes import run_shards
 from codecompass.retrieval.shard.results import STAGING_TABLE, commit_shards, staging_table
 from codecompass.retrieval.static_channel import StaticChannel
-from codecompass.retrieval.store import ChunkStore
 from codecompass.retrieval.sync import SyncTuning
 
 # The primary model's vectors are left to the writer's background embedder (no embedding service
@@ -82,7 +82,7 @@ class Writer:
         finally:
             analysis.close()
         self.identity = IndexIdentity(model=primary, chunker_version=self.scan.chunker_version, static=static)
-        self.store = ChunkStore.open(uri, model=primary, chunker_version=self.scan.chunker_version, static=static,
+        self.store = ChunkWriter.open(uri, model=primary, chunker_version=self.scan.chunker_version, static=static,
                                      storage_options=storage_options)
         self.catalog = Catalog.open(self.db)
         self.catalog.reset(self.identity)

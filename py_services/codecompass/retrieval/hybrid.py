@@ -48,8 +48,8 @@ from codecompass.policy.ranking import (
     semantic_weight,
 )
 from codecompass.policy.shape import QueryShape
+from codecompass.retrieval.chunk_reader import ChunkReader, DimensionMismatch, ScoredChunk
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.store import ChunkStore, DimensionMismatch, ScoredChunk
 
 SKIP_NO_VECTORS = "no_vectors"
 SKIP_DIMENSION_MISMATCH = "dimension_mismatch"
@@ -83,7 +83,7 @@ class HybridOutcome:
 
 
 def hybrid_search(
-    store: ChunkStore,
+    store: ChunkReader,
     query: str,
     *,
     query_vector: np.ndarray | None,
@@ -200,7 +200,7 @@ def hybrid_search(
     )
 
 
-def _with_graph_and_cosines(store: ChunkStore, candidates: list[Candidate], query_vector: np.ndarray | None,
+def _with_graph_and_cosines(store: ChunkReader, candidates: list[Candidate], query_vector: np.ndarray | None,
                             static_query_vector: np.ndarray | None) -> list[Candidate]:
     """The candidates with each model's cosine and their in-degree filled in (one lookup each)."""
     ids = list(dict.fromkeys(c.chunk.id for c in candidates))
@@ -218,7 +218,7 @@ def _with_graph_and_cosines(store: ChunkStore, candidates: list[Candidate], quer
 
 
 def _vector_channels(
-    store: ChunkStore,
+    store: ChunkReader,
     query_vector: np.ndarray | None,
     static_query_vector: np.ndarray | None,
     filters: Filters,
@@ -236,7 +236,7 @@ def _vector_channels(
     return channels
 
 
-def _has_vectors(store: ChunkStore, static: bool) -> bool:
+def _has_vectors(store: ChunkReader, static: bool) -> bool:
     """Whether any row has a vector a channel of this search could find."""
     if store.counts()[1] > 0:
         return True

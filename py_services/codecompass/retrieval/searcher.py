@@ -45,6 +45,7 @@ from codecompass.policy.ranking import (
 from codecompass.policy.shape import length_problem as query_length_problem
 from codecompass.retrieval import guards
 from codecompass.retrieval.catalog import CatalogSummary, open_catalog_table, read_summary, skips_from_json
+from codecompass.retrieval.chunk_reader import ChunkReader, VectorCounts
 from codecompass.retrieval.filters import FilterError, Filters, relative_patterns
 from codecompass.retrieval.hybrid import (
     SKIP_DIMENSION_MISMATCH,
@@ -85,7 +86,6 @@ from codecompass.retrieval.state import (
     SkippedFile,
 )
 from codecompass.retrieval.static_channel import StaticChannel
-from codecompass.retrieval.store import ChunkStore, VectorCounts
 
 _log = get_logger(__name__)
 
@@ -146,7 +146,7 @@ class IndexReader:
         self._lock = threading.Lock()
         self._summary: CatalogSummary | None = None
         self._summary_version = -1
-        self._store: ChunkStore | None = None
+        self._store: ChunkReader | None = None
 
     def _keep_current(self, mirror: IndexMirror, every_s: float) -> None:
         while not self._stop.wait(every_s):
@@ -158,7 +158,7 @@ class IndexReader:
     def close(self) -> None:
         self._stop.set()
 
-    def current(self) -> tuple[CatalogSummary, ChunkStore | None]:
+    def current(self) -> tuple[CatalogSummary, ChunkReader | None]:
         """The catalog's summary and the store it names, as of the newest committed version."""
         with self._lock:
             now = time.monotonic()
@@ -177,7 +177,7 @@ class IndexReader:
                 store = None
             elif store is None or (store.model, store.chunker_version, store.static) != (
                     identity.model, identity.chunker_version, identity.static):
-                store = ChunkStore.attach(self._db, self._uri, model=identity.model,
+                store = ChunkReader.attach(self._db, self._uri, model=identity.model,
                                           chunker_version=identity.chunker_version, static=identity.static)
             self._store = store
             return summary, store
@@ -401,7 +401,7 @@ class IndexSearcher:
         )
         return SearchOutcome(results=tuple(outcome.results), metadata=metadata)
 
-    def _static_query(self, store: ChunkStore, text: str):
+    def _static_query(self, store: ChunkReader, text: str):
         """The static model's embedding of the query, when this index has a channel of that
         model (its static column, or its primary column under the code-static profile)."""
         model = self._static.model()
@@ -414,7 +414,7 @@ class IndexSearcher:
 
     def _metadata(
         self,
-        store: ChunkStore | None,
+        store: ChunkReader | None,
         status: IndexingStatus,
         completeness: ResultCompleteness,
         started: float,

@@ -34,6 +34,7 @@ from codecompass.common.chunks import Chunk
 from codecompass.common.logging import get_logger
 from codecompass.common.testcode import is_test_path
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, signature_digest
+from codecompass.retrieval.chunk_writer import ChunkWriter
 from codecompass.retrieval.rows import Batch, BatchSizes, chunk_in_batches
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import (
@@ -48,7 +49,6 @@ from codecompass.retrieval.state import (
     SyncStats,
 )
 from codecompass.retrieval.static_channel import StaticChannel
-from codecompass.retrieval.store import ChunkStore
 
 _log = get_logger(__name__)
 
@@ -91,7 +91,7 @@ class Syncer:
         *,
         root: str,
         catalog: Catalog,
-        store: ChunkStore,
+        store: ChunkWriter,
         analysis: AnalysisClient,
         embedder: EmbeddingClient | None,
         model: EmbeddingModel,
@@ -381,7 +381,7 @@ class InProcessVectors:
     the table has one of that very model, or into the primary column when the primary model is
     that model (the code-static profile). Never into a column of another model's identity."""
 
-    def __init__(self, static: StaticChannel | None, store: ChunkStore, model: EmbeddingModel) -> None:
+    def __init__(self, static: StaticChannel | None, store: ChunkWriter, model: EmbeddingModel) -> None:
         static_model = static.model() if static is not None else None
         self._static = static if static_model is not None else None
         self._into_static = self._static is not None and store.static == static_model

@@ -37,6 +37,7 @@ from codecompass.common.logging import get_logger
 from codecompass.retrieval import guards
 from codecompass.retrieval.background_embedder import BackgroundEmbedder
 from codecompass.retrieval.catalog import Catalog, IndexIdentity, skips_to_json
+from codecompass.retrieval.chunk_writer import DEFAULT_VERSION_RETENTION, ChunkWriter
 from codecompass.retrieval.interactive import InteractiveWork
 from codecompass.retrieval.location import IndexRegistry, index_key, index_root, index_uri
 from codecompass.retrieval.schema import INDEX_FORMAT_VERSION, EmbeddingModel
@@ -57,7 +58,6 @@ from codecompass.retrieval.state import (
     SyncStats,
 )
 from codecompass.retrieval.static_channel import StaticChannel
-from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION, ChunkStore
 from codecompass.retrieval.sync import Syncer, SyncTuning, rebase_on_empty_catalog
 
 _log = get_logger(__name__)
@@ -166,7 +166,7 @@ class WorkspaceWriter:
             self._db, legacy=settings.state_dir / "workspaces" / self.key / LEGACY_CATALOG_FILE)
         self._registered = False
         self.write_lock = threading.Lock()
-        self._store: ChunkStore | None = None
+        self._store: ChunkWriter | None = None
         self._model_stale = False
         self._external_blocked = False
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sync-{self.key[:8]}")
@@ -199,7 +199,7 @@ class WorkspaceWriter:
             self._schedule_cleanup()
 
     @property
-    def store(self) -> ChunkStore | None:
+    def store(self) -> ChunkWriter | None:
         return self._store
 
     @property
@@ -478,7 +478,7 @@ class WorkspaceWriter:
                 self._open_store(identity)
 
     def _open_store(self, identity: IndexIdentity) -> None:
-        store = ChunkStore.open(
+        store = ChunkWriter.open(
             self._uri,
             model=identity.model,
             chunker_version=identity.chunker_version,
@@ -537,7 +537,7 @@ class WorkspaceWriter:
         if not self._closing.is_set():
             self._maintain_in_background()
 
-    def _retire_old_tables(self, store: ChunkStore) -> None:
+    def _retire_old_tables(self, store: ChunkWriter) -> None:
         """Once this index is complete (every file synced, every chunk embedded), the tables
         of models or chunker versions no longer in use are dropped. Not before: until then a
         switch back to the previous model finds its vectors there to reuse."""

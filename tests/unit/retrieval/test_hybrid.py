@@ -8,6 +8,7 @@ import pytest
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.policy.ranking import FUSION_ONLY, SKIP_RATIO_ZERO, SKIP_SHORT_CIRCUIT
 from codecompass.policy.shape import NATURAL_LANGUAGE, SYMBOL, analyze
+from codecompass.retrieval.chunk_writer import ChunkWriter
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.hybrid import (
     SKIP_DIMENSION_MISMATCH,
@@ -16,7 +17,6 @@ from codecompass.retrieval.hybrid import (
     hybrid_search,
 )
 from codecompass.retrieval.schema import EmbeddingModel
-from codecompass.retrieval.store import ChunkStore
 
 MODEL = EmbeddingModel("local", "test-model", "1", 4)
 
@@ -56,8 +56,8 @@ LOGIN = unit(1, 0, 0, 0)
 
 
 @pytest.fixture
-def store(tmp_path) -> ChunkStore:
-    s = ChunkStore.open(str(tmp_path / "index"), model=MODEL, chunker_version="c1")
+def store(tmp_path) -> ChunkWriter:
+    s = ChunkWriter.open(str(tmp_path / "index"), model=MODEL, chunker_version="c1")
     s.apply_changes(
         upserts=[
             make_chunk(
@@ -230,7 +230,7 @@ def test_wrong_dimension_query_vector_falls_back(store):
 
 
 def test_store_without_vectors_reports_no_vectors(tmp_path):
-    s = ChunkStore.open(str(tmp_path / "idx"), model=MODEL, chunker_version="c1")
+    s = ChunkWriter.open(str(tmp_path / "idx"), model=MODEL, chunker_version="c1")
     s.apply_changes(
         upserts=[make_chunk("a", "startSession", "user login")],
         delete_ids=[],

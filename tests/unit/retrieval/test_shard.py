@@ -15,6 +15,7 @@ from tests.unit.retrieval.test_store import MODEL, make_chunk
 
 from codecompass.common.chunks import Language
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, IndexIdentity
+from codecompass.retrieval.chunk_writer import ChunkWriter
 from codecompass.retrieval.location import index_key, list_tables
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.shard.__main__ import main
@@ -23,7 +24,6 @@ from codecompass.retrieval.shard.job import PostedShards, ShardsAbandoned, Shard
 from codecompass.retrieval.shard.plan import InvalidPlan, ShardPlan, make_plan, shard_of
 from codecompass.retrieval.shard.results import STAGING_TABLE, ShardResult, ShardStats, commit_shards, deliver
 from codecompass.retrieval.state import FileEntry
-from codecompass.retrieval.store import ChunkStore
 from codecompass.retrieval.sync import SyncTuning
 
 IDENTITY = IndexIdentity(model=EmbeddingModel("local", "m", "1", 8), chunker_version="5",
@@ -128,7 +128,7 @@ def test_the_worker_command_answers_a_bad_plan_with_one_line(tmp_path, capsys, r
 def test_commit_shards_replaces_re_indexed_files_and_removes_gone_ones(tmp_path):
     uri = str(tmp_path / "index")
     db = lancedb.connect(uri)
-    store = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    store = ChunkWriter.open(uri, model=MODEL, chunker_version="c1")
     catalog = Catalog.open(db)
     catalog.reset(IndexIdentity(model=MODEL, chunker_version="c1"))
     old = [make_chunk("a1", "oldName", "src/a.ts"), make_chunk("g1", "gone", "src/gone.ts"),
@@ -136,7 +136,7 @@ def test_commit_shards_replaces_re_indexed_files_and_removes_gone_ones(tmp_path)
     store.apply_changes(upserts=old, delete_ids=[], vectors={})
     catalog.commit([entry(c) for c in old], [], complete=True)
     new = make_chunk("a2", "newName", "src/a.ts")
-    worker = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    worker = ChunkWriter.open(uri, model=MODEL, chunker_version="c1")
     result = ShardResult(staged=(worker.stage([new], {}, {}),), entries=(entry(new),), vanished=(),
                          stats=ShardStats(files=1, chunks=1))
 

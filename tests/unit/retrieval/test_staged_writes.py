@@ -1,5 +1,5 @@
 """Staged writes: rows written as uncommitted Lance fragments by one process and committed by the
-writer in one version per table (ChunkStore.stage / commit_staged), on a local LanceDB."""
+writer in one version per table (ChunkWriter.stage / commit_staged), on a local LanceDB."""
 
 import json
 from collections import Counter
@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from tests.unit.retrieval.test_store import MODEL, make_chunk, unit
 
+from codecompass.retrieval.chunk_reader import StoreError
+from codecompass.retrieval.chunk_writer import ChunkWriter, StagedWrite
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.schema import EmbeddingModel, sources_table_name
-from codecompass.retrieval.store import ChunkStore, StagedWrite, StoreError
 
 STATIC = EmbeddingModel("static", "code-static", "w1", 3)
 
@@ -21,16 +22,16 @@ def uri(tmp_path) -> str:
     return str(tmp_path / "index")
 
 
-def open_store(uri: str, static: EmbeddingModel | None = STATIC) -> ChunkStore:
-    return ChunkStore.open(uri, model=MODEL, chunker_version="c1", static=static)
+def open_store(uri: str, static: EmbeddingModel | None = STATIC) -> ChunkWriter:
+    return ChunkWriter.open(uri, model=MODEL, chunker_version="c1", static=static)
 
 
-def source_keys(uri: str, store: ChunkStore) -> list[str]:
+def source_keys(uri: str, store: ChunkWriter) -> list[str]:
     table = lancedb.connect(uri).open_table(sources_table_name(store.table_name))
     return table.to_arrow().column("key").to_pylist()
 
 
-def versions(store: ChunkStore, uri: str) -> tuple[int, int]:
+def versions(store: ChunkWriter, uri: str) -> tuple[int, int]:
     sources = lancedb.connect(uri).open_table(sources_table_name(store.table_name))
     return store.version_count(), len(sources.list_versions())
 
@@ -139,7 +140,7 @@ def test_staged_rows_are_the_rows_apply_changes_writes(tmp_path):
     staged = open_store(str(tmp_path / "staged"))
     staged.commit_staged([staged.stage(chunks, vectors, static)])
 
-    def rows(store: ChunkStore, uri: str):
+    def rows(store: ChunkWriter, uri: str):
         db = lancedb.connect(uri)
         return (db.open_table(store.table_name).to_arrow().sort_by("id"),
                 db.open_table(sources_table_name(store.table_name)).to_arrow().sort_by("key"))

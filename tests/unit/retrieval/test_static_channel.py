@@ -19,7 +19,7 @@ from tests.unit.retrieval.test_sync import STATIC_OFF, Harness, _func, _seed, _w
 
 from codecompass.common.config import RetrievalSettings
 from codecompass.embedding.static import DEFAULT_MODEL_DIR
-from codecompass.retrieval import schema, store
+from codecompass.retrieval import chunk_reader, schema
 from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.schema import STATIC_VECTOR_COLUMN
 from codecompass.retrieval.state import IndexingStatus, ResultCompleteness
@@ -178,7 +178,7 @@ def test_an_index_of_the_previous_format_is_rebuilt_and_the_log_says_so(
 ) -> None:
     with monkeypatch.context() as old_format:
         old_format.setattr(schema, "INDEX_FORMAT_VERSION", "3")
-        old_format.setattr(store, "INDEX_FORMAT_VERSION", "3")
+        old_format.setattr(chunk_reader, "INDEX_FORMAT_VERSION", "3")
         _seed(harness)
         harness.index()
     with caplog.at_level(logging.WARNING):

@@ -1,4 +1,4 @@
-"""ChunkStore against a real embedded LanceDB in a temp directory."""
+"""ChunkReader and ChunkWriter against a real embedded LanceDB in a temp directory."""
 
 import threading
 from dataclasses import replace
@@ -10,6 +10,8 @@ import pyarrow as pa
 import pytest
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
+from codecompass.retrieval.chunk_reader import ChunkReader, DimensionMismatch
+from codecompass.retrieval.chunk_writer import ChunkWriter
 from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.schema import (
     FORMAT_METADATA_KEY,
@@ -18,7 +20,6 @@ from codecompass.retrieval.schema import (
     chunk_schema,
     table_name,
 )
-from codecompass.retrieval.store import ChunkStore, DimensionMismatch
 
 MODEL = EmbeddingModel("local", "all-MiniLM-L6-v2", "1", 4)
 
@@ -67,8 +68,8 @@ def unit(*values: float) -> np.ndarray:
 
 
 @pytest.fixture
-def store(tmp_path) -> ChunkStore:
-    return ChunkStore.open(str(tmp_path / "index"), model=MODEL, chunker_version="c1")
+def store(tmp_path) -> ChunkWriter:
+    return ChunkWriter.open(str(tmp_path / "index"), model=MODEL, chunker_version="c1")
 
 
 def ids(hits) -> list[str]:
@@ -77,10 +78,10 @@ def ids(hits) -> list[str]:
 
 def test_open_creates_then_reopens_same_table(tmp_path):
     uri = str(tmp_path / "index")
-    first = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    first = ChunkWriter.open(uri, model=MODEL, chunker_version="c1")
     assert first.created and not first.rebuilt
     first.apply_changes(upserts=[make_chunk("a", "alpha")], delete_ids=[], vectors={})
-    again = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    again = ChunkWriter.open(uri, model=MODEL, chunker_version="c1")
     assert not again.created and not again.rebuilt
     assert again.counts() == (1, 0)
 
@@ -98,10 +99,10 @@ def test_table_identity_covers_model_chunker_and_format():
 
 def test_model_change_uses_a_separate_table(tmp_path):
     uri = str(tmp_path / "index")
-    old = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    old = ChunkWriter.open(uri, model=MODEL, chunker_version="c1")
     old.apply_changes(upserts=[make_chunk("a", "alpha")], delete_ids=[], vectors={})
     new_model = EmbeddingModel("local", "all-MiniLM-L6-v2", "2", 4)
-    new = ChunkStore.open(uri, model=new_model, chunker_version="c1")
+    new = ChunkWriter.open(uri, model=new_model, chunker_version="c1")
     assert new.created and new.counts() == (0, 0)
     assert old.counts() == (1, 0)
 
@@ -116,7 +117,7 @@ def test_table_with_older_format_is_dropped_and_rebuilt(tmp_path):
     db.create_table(older_name, schema=stale)
     db.create_table("unrelated", schema=pa.schema([pa.field("x", pa.int32())]))
 
-    store = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    store = ChunkWriter.open(uri, model=MODEL, chunker_version="c1")
 
     assert store.rebuilt and store.created
     tables = set(lancedb.connect(uri).list_tables().tables)
@@ -249,7 +250,7 @@ def test_fresh_upsert_is_found_lexically_before_reindexing(store):
 
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
 def test_many_unindexed_rows_call_for_maintenance(store, monkeypatch):
-    monkeypatch.setattr("codecompass.retrieval.store.MAX_UNINDEXED_ROWS", 2)
+    monkeypatch.setattr("codecompass.retrieval.chunk_writer.MAX_UNINDEXED_ROWS", 2)
     store.apply_changes(upserts=[make_chunk("a", "alpha")], delete_ids=[], vectors={})
     store.maintain(retention=timedelta(0))
     store.apply_changes(
@@ -361,7 +362,7 @@ def test_ids_referencing_follows_reference_chunk_ids(store):
 
 
 @pytest.fixture
-def filtered_store(store) -> ChunkStore:
+def filtered_store(store) -> ChunkWriter:
     chunks = [
         make_chunk("impl", "handleLogin", "src/auth/login.ts"),
         make_chunk("test", "handleLoginTest", "src/auth/login.test.ts", is_test=True),
@@ -429,7 +430,7 @@ def test_maintain_reduces_versions_and_keeps_data(store):
 
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
 def test_large_tables_get_an_ann_index_that_still_finds_nearest(store, monkeypatch):
-    monkeypatch.setattr("codecompass.retrieval.store.ANN_MIN_ROWS", 500)
+    monkeypatch.setattr("codecompass.retrieval.chunk_writer.ANN_MIN_ROWS", 500)
     rng = np.random.default_rng(3)
     matrix = rng.standard_normal((600, 4)).astype(np.float32)
     chunks = [make_chunk(f"c{i}", f"fn{i}", f"src/{i % 7}/f.ts") for i in range(620)]
@@ -437,7 +438,7 @@ def test_large_tables_get_an_ann_index_that_still_finds_nearest(store, monkeypat
     store.apply_changes(upserts=chunks, delete_ids=[], vectors=vectors)
     store.maintain(retention=timedelta(0))
     assert "vector_idx" in store.index_status()
-    reopened = ChunkStore.open(store.uri, model=MODEL, chunker_version="c1")
+    reopened = ChunkWriter.open(store.uri, model=MODEL, chunker_version="c1")
     for i in (0, 17, 599):
         hits = reopened.search_vector(matrix[i], Filters(), 5)
         assert hits[0].chunk.id == f"c{i}"
@@ -516,7 +517,7 @@ def nested_chunks(path: str = "src/n.ts", body: str = "return 1;") -> list[Chunk
     return [outer, inner]
 
 
-def source_rows(store: ChunkStore) -> int:
+def source_rows(store: ChunkWriter) -> int:
     return store._sources.count_rows()
 
 
@@ -574,9 +575,9 @@ def test_maintenance_drops_old_versions_and_the_files_only_they_used(store):
 
 def test_tables_of_other_models_stay_until_retired(tmp_path):
     uri = str(tmp_path / "index")
-    old = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    old = ChunkWriter.open(uri, model=MODEL, chunker_version="c1")
     old.apply_changes(upserts=nested_chunks(), delete_ids=[], vectors={})
-    new = ChunkStore.open(uri, model=EmbeddingModel("local", "all-MiniLM-L6-v2", "2", 4), chunker_version="c1")
+    new = ChunkWriter.open(uri, model=EmbeddingModel("local", "all-MiniLM-L6-v2", "2", 4), chunker_version="c1")
     assert len(lancedb.connect(uri).list_tables().tables) == 4
     assert old.get_chunks(["outer"]) == nested_chunks()[:1]
     assert sorted(new.drop_retired_tables()) == sorted([old.table_name, "sources_" + old.table_name[len("chunks_") :]])
@@ -587,10 +588,10 @@ def test_tables_of_other_models_stay_until_retired(tmp_path):
 
 def test_a_chunk_table_without_its_sources_is_rebuilt(tmp_path):
     uri = str(tmp_path / "index")
-    store = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    store = ChunkWriter.open(uri, model=MODEL, chunker_version="c1")
     store.apply_changes(upserts=nested_chunks(), delete_ids=[], vectors={})
     lancedb.connect(uri).drop_table("sources_" + store.table_name[len("chunks_") :])
-    reopened = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    reopened = ChunkWriter.open(uri, model=MODEL, chunker_version="c1")
     assert reopened.created and reopened.rebuilt and reopened.counts() == (0, 0)
 
 
@@ -641,10 +642,10 @@ def test_hits_are_the_rows_they_name_after_deletes_and_rewrites(store):
 
 def test_a_reader_sees_a_commit_after_checkout_not_its_cached_chunks(tmp_path):
     uri = str(tmp_path / "index")
-    writer = ChunkStore.open(uri, model=MODEL, chunker_version="c1")
+    writer = ChunkWriter.open(uri, model=MODEL, chunker_version="c1")
     writer.apply_changes(upserts=[make_chunk("a", "alpha", source="function alpha() { one }")], delete_ids=[],
                          vectors={"a": unit(1, 0, 0, 0)})
-    reader = ChunkStore.attach(lancedb.connect(uri), uri, model=MODEL, chunker_version="c1")
+    reader = ChunkReader.attach(lancedb.connect(uri), uri, model=MODEL, chunker_version="c1")
     assert reader is not None
     assert reader.search_vector(unit(1, 0, 0, 0), Filters(), 1)[0].chunk.full_source == "function alpha() { one }"
     writer.apply_changes(upserts=[make_chunk("a", "alpha", source="function alpha() { two }")], delete_ids=[],

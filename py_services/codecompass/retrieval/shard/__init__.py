@@ -49,19 +49,19 @@ The shape:
 2. Each worker (`python -m codecompass.retrieval.shard work --plan PLAN.json --shard I`, or
    `--workspace-id ID` to find the plan in the index) chunks its files through the analysis
    service, computes static vectors (and primary ones when the plan says so), writes its rows as
-   uncommitted fragments (`ChunkStore.stage`) in bounded batches, and hands its `ShardResult`
+   uncommitted fragments (`ChunkWriter.stage`) in bounded batches, and hands its `ShardResult`
    (fragment metadata and catalog entries) to the writer as a row of the index's `shard_results`
    table, so no disk is shared: a worker needs only the index URI, whether a local folder or
    `s3://`.
 3. Once every shard delivered, the writer commits (`commit_shards`): pending marks, then the
-   texts and the chunks (one version each, `ChunkStore.commit_staged`), then the catalog.
+   texts and the chunks (one version each, `ChunkWriter.commit_staged`), then the catalog.
 
 What readers see: nothing of a shard until step 3, then every chunk of every shard at once.
 A failed or killed worker commits nothing (the writer commits only when all succeeded); the data
 files it wrote are referenced by no version, invisible, and Lance's cleanup (run by maintenance,
 `optimize(cleanup_older_than=...)`) deletes such unreferenced files once they are 7 days old
 (younger ones might belong to a write still in flight). A writer killed during step 3 leaves
-what `Catalog` and `ChunkStore.commit_staged` describe for a killed sync: the files stay pending
+what `Catalog` and `ChunkWriter.commit_staged` describe for a killed sync: the files stay pending
 and the next sync rewrites them; nothing is duplicated.
 
 The modules, a job each: `plan` (the plan, and how a shard fails), `board` (the plan board an

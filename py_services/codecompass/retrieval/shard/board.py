@@ -12,9 +12,9 @@ import lancedb
 import pyarrow as pa
 
 from codecompass.retrieval import filters as sqlf
+from codecompass.retrieval.chunk_writer import DEFAULT_VERSION_RETENTION
 from codecompass.retrieval.shard.plan import ShardPlan
 from codecompass.retrieval.state import RetrievalError
-from codecompass.retrieval.store import DEFAULT_VERSION_RETENTION
 
 # The table inside the index where the writer posts the plan for workers it does not start.
 PLANS_TABLE = "shard_plans"

@@ -14,9 +14,9 @@ import pyarrow as pa
 
 from codecompass.retrieval import filters as sqlf
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, entry_from_row, entry_row
+from codecompass.retrieval.chunk_writer import ChunkWriter, StagedWrite
 from codecompass.retrieval.shard.board import PlanBoard
 from codecompass.retrieval.shard.plan import ShardFailed, ShardPlan
-from codecompass.retrieval.store import ChunkStore, StagedWrite
 
 # The table inside the index where workers leave their results for the writer.
 STAGING_TABLE = "shard_results"
@@ -123,7 +123,7 @@ def collect(staging: lancedb.table.Table, plan: ShardPlan) -> list[ShardResult]:
     return [ShardResult.from_json(json.loads(by_shard[i])) for i in range(len(plan.shards))]
 
 
-def commit_shards(store: ChunkStore, catalog: Catalog, results: Sequence[ShardResult],
+def commit_shards(store: ChunkWriter, catalog: Catalog, results: Sequence[ShardResult],
                   removed: Iterable[str] = ()) -> None:
     """Commit every shard's rows and catalog entries: the writer's one commit of the sharded
     index (one version of each table), in the order a sync writes (see `catalog`): pending

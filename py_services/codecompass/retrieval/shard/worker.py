@@ -15,13 +15,13 @@ from codecompass.common.chunks import Chunk
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.retrieval.catalog import CatalogEntry, IndexIdentity
+from codecompass.retrieval.chunk_writer import ChunkWriter, StagedWrite
 from codecompass.retrieval.rows import BatchSizes, chunk_in_batches
 from codecompass.retrieval.shard.board import PlanBoard
 from codecompass.retrieval.shard.plan import InvalidPlan, ShardPlan
 from codecompass.retrieval.shard.results import ShardResult, ShardStats, deliver
 from codecompass.retrieval.state import ChunkedFile, EmbeddingUnavailable, FileEntry, FileStatus
 from codecompass.retrieval.static_channel import StaticChannel
-from codecompass.retrieval.store import ChunkStore, StagedWrite
 from codecompass.retrieval.sync import InProcessVectors, SyncTuning, catalog_entry
 
 _log = get_logger(__name__)
@@ -37,7 +37,7 @@ class ShardWorker:
         files: Sequence[FileEntry],
         analysis: AnalysisClient,
         static: StaticChannel,
-        store: ChunkStore,
+        store: ChunkWriter,
         embedder: EmbeddingClient | None = None,
         files_per_call: int = SyncTuning.files_per_call,
         batch_chunks: int = SyncTuning.max_flush_chunks,
@@ -133,7 +133,7 @@ def work(plan: ShardPlan, shard: int, settings: Settings, *, board: PlanBoard | 
     uri = board.uri if board is not None else plan.index_uri
     db = board.db if board is not None else lancedb.connect(
         uri, storage_options=dict(settings.retrieval.storage_options) or None)
-    store = ChunkStore.attach(db, uri, model=identity.model, chunker_version=identity.chunker_version,
+    store = ChunkWriter.attach(db, uri, model=identity.model, chunker_version=identity.chunker_version,
                               static=identity.static)
     if store is None:
         raise InvalidPlan(f"the index at {uri} has no table for the plan's identity: the writer opens "

@@ -160,7 +160,7 @@ bench-pipeline-speed: bench-corpus
 	$(VENV)/bin/python -m bench.speed.run_pipeline_speed
 	$(VENV)/bin/python -m bench.report
 
-# ws-300k indexed by 1, 2 and 3 worker processes (retrieval/shard/), on local disk and on a local
+# ws-300k indexed by 1, 2 and 3 worker processes (retrieval/index/shard/), on local disk and on a local
 # S3 server (moto), plus today's single-process sync for comparison.
 bench-shard-speed: bench-corpus
 	$(VENV)/bin/python -m bench.speed.run_shard_speed --baseline

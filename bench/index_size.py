@@ -23,7 +23,7 @@ from bench.lib.services import ServiceProcess, start_analysis, start_embedding, 
 from bench.speed.run_speed import source_stats
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.files import tree_bytes
-from codecompass.retrieval.chunk_writer import DEFAULT_VERSION_RETENTION
+from codecompass.retrieval.index.chunk_writer import DEFAULT_VERSION_RETENTION
 
 MIB = 2**20
 

@@ -55,7 +55,7 @@ from codecompass.common.config import RetrievalSettings
 from codecompass.embedding.minilm import MiniLMProvider
 from codecompass.policy.ranking import DEFAULT_POLICY, RankingPolicy
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.hybrid import hybrid_search
+from codecompass.retrieval.search.hybrid import hybrid_search
 
 BUDGET = TOKEN_BUDGETS[-1]
 # The signal the ranking records on a result it demoted as test code (ranking._path_penalty).

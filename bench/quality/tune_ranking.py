@@ -30,9 +30,8 @@ from codecompass.embedding.base import Provider
 from codecompass.embedding.minilm import MiniLMProvider, code_small
 from codecompass.embedding.static import StaticProvider
 from codecompass.policy.ranking import DEFAULT_POLICY, FUSION_ONLY, RankingPolicy
-from codecompass.retrieval.chunk_writer import ChunkWriter
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.hybrid import hybrid_search
+from codecompass.retrieval.index.chunk_writer import ChunkWriter
 from codecompass.retrieval.location import index_key, workspace_id_of
 from codecompass.retrieval.schema import (
     CHUNKER_METADATA_KEY,
@@ -41,6 +40,7 @@ from codecompass.retrieval.schema import (
     TABLE_PREFIX,
     EmbeddingModel,
 )
+from codecompass.retrieval.search.hybrid import hybrid_search
 
 # Each variant turns one signal off (or changes one choice), so its row shows what that signal adds.
 ABLATIONS: dict[str, dict] = {

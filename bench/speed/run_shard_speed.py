@@ -1,4 +1,4 @@
-"""Indexing spread over workers (retrieval/shard/): ws-300k indexed by 1, 2 and 3 worker
+"""Indexing spread over workers (retrieval/index/shard/): ws-300k indexed by 1, 2 and 3 worker
 processes, into an index on local disk and on the local S3 server (moto), through real services.
 
 Each run starts from an empty index and fresh analysis services, one per worker (as a pod of the
@@ -43,12 +43,12 @@ from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.common.config import load_settings
 from codecompass.retrieval.catalog import Catalog, IndexIdentity
-from codecompass.retrieval.chunk_writer import ChunkWriter
-from codecompass.retrieval.shard.plan import make_plan
-from codecompass.retrieval.shard.processes import run_shards
-from codecompass.retrieval.shard.results import commit_shards
+from codecompass.retrieval.index.chunk_writer import ChunkWriter
+from codecompass.retrieval.index.shard.plan import make_plan
+from codecompass.retrieval.index.shard.processes import run_shards
+from codecompass.retrieval.index.shard.results import commit_shards
+from codecompass.retrieval.index.sync import Syncer
 from codecompass.retrieval.static_channel import StaticChannel
-from codecompass.retrieval.sync import Syncer
 
 RPC_TIMEOUT_S = 600.0
 

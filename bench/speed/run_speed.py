@@ -50,7 +50,7 @@ from bench.report.speed import speed_table
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.files import tree_bytes
 from codecompass.policy.ranking import STATIC_VECTORS
-from codecompass.retrieval.chunk_writer import DEFAULT_VERSION_RETENTION
+from codecompass.retrieval.index.chunk_writer import DEFAULT_VERSION_RETENTION
 from codecompass.retrieval.state import IndexingStatus, IndexPhase, SearchOutcome, SearchQuery, SyncOutcome
 
 BENCH_DIR = REPO_ROOT / "bench"

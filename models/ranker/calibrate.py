@@ -54,7 +54,7 @@ from codecompass.policy import shape as q
 from codecompass.policy.confidence import ANSWERABLE_DEPTH, CONFIDENCE_FEATURES, Calibration, confidence
 from codecompass.policy.learned import load_ranker
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.hybrid import hybrid_search
+from codecompass.retrieval.search.hybrid import hybrid_search
 from models.ranker.dump import (
     QUALITY_STATE,
     _targets,

@@ -53,8 +53,8 @@ from codecompass.policy.learned import FEATURES, FeatureRecorder
 from codecompass.policy.ranking import example_path, vendored_path
 from codecompass.retrieval.catalog import Catalog
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.hybrid import hybrid_search
 from codecompass.retrieval.location import index_key, workspace_id_of
+from codecompass.retrieval.search.hybrid import hybrid_search
 from models.ranker.workspaces import QUERIES_PATH, RANKER_DIR, SEED, STATE_DIR, WORKSPACES_DIR
 
 QUALITY_STATE = Path(__file__).resolve().parents[2] / "bench" / ".work" / "quality-state"

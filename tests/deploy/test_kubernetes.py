@@ -444,8 +444,8 @@ def test_shard_workers_are_an_indexed_job_the_writer_waits_for(objects: list[dic
     pod = _pod_spec(jobs["indexer-shards"])
     assert pod["restartPolicy"] == "Never"
     (worker,) = pod["containers"]
-    assert worker["command"][:5] == ["python", "-m", "codecompass.retrieval.shard", "work", "--workspace-id"]
-    usage = subprocess.run([sys.executable, "-m", "codecompass.retrieval.shard", "work", "--help"],
+    assert worker["command"][:5] == ["python", "-m", "codecompass.retrieval.index.shard", "work", "--workspace-id"]
+    usage = subprocess.run([sys.executable, "-m", "codecompass.retrieval.index.shard", "work", "--help"],
                            capture_output=True, text=True, timeout=60, check=True).stdout
     assert "--workspace-id" in usage
     # Its own analysis service, a native sidecar, reached over loopback.

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from codecompass.clients.analysis import AnalysisClient
-from codecompass.retrieval.chunk_writer import ChunkWriter
+from codecompass.retrieval.index.chunk_writer import ChunkWriter
 from codecompass.retrieval.schema import EmbeddingModel
 
 pytestmark = [

@@ -1,7 +1,7 @@
 """Indexing spread over worker processes, into indexes on the local S3 server: the same workspace
 indexed by 1 and by 3 workers gives identical rows; a failed or killed worker commits nothing.
 
-Real processes throughout: the Node analysis service, `python -m codecompass.retrieval.shard`
+Real processes throughout: the Node analysis service, `python -m codecompass.retrieval.index.shard`
 workers, moto's S3 server; the writer's side (plan, commit) runs in the test process."""
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import load_settings
 from codecompass.retrieval.catalog import Catalog, IndexIdentity
-from codecompass.retrieval.chunk_writer import ChunkWriter
 from codecompass.retrieval.filters import Filters
+from codecompass.retrieval.index.chunk_writer import ChunkWriter
+from codecompass.retrieval.index.shard.plan import ShardFailed, make_plan, shard_of
+from codecompass.retrieval.index.shard.processes import run_shards
+from codecompass.retrieval.index.shard.results import STAGING_TABLE, commit_shards, staging_table
+from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.location import list_tables
 from codecompass.retrieval.schema import EmbeddingModel, sources_table_name
-from codecompass.retrieval.shard.plan import ShardFailed, make_plan, shard_of
-from codecompass.retrieval.shard.processes import run_shards
-from codecompass.retrieval.shard.results import STAGING_TABLE, commit_shards, staging_table
 from codecompass.retrieval.static_channel import StaticChannel
-from codecompass.retrieval.sync import SyncTuning
 
 # The primary model's vectors are left to the writer's background embedder (no embedding service
 # here); the static channel's vectors are computed by the workers, into the static column.
@@ -180,7 +180,7 @@ def test_a_killed_worker_leaves_nothing_visible(s3, analysis_server, workspace, 
     before = writer.versions()
     data = f"killed/{writer.store.table_name}.lance/data/"
     worker = subprocess.Popen(
-        [sys.executable, "-m", "codecompass.retrieval.shard", "work", "--plan", str(plan_file), "--shard", "0"],
+        [sys.executable, "-m", "codecompass.retrieval.index.shard", "work", "--plan", str(plan_file), "--shard", "0"],
         env={**os.environ, **writer.env()}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120

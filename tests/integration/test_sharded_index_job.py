@@ -27,9 +27,9 @@ from tests.fixtures.s3 import MotoS3Server, S3Bucket
 
 from codecompass.clients.errors import ServiceError
 from codecompass.clients.retrieval import RetrievalClient
+from codecompass.retrieval.index.shard.board import PlanBoard, PlanState
+from codecompass.retrieval.index.shard.results import STAGING_TABLE
 from codecompass.retrieval.location import index_key, list_tables, workspace_id_of
-from codecompass.retrieval.shard.board import PlanBoard, PlanState
-from codecompass.retrieval.shard.results import STAGING_TABLE
 from codecompass.retrieval.state import IndexPhase, IndexProgress
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
@@ -56,7 +56,7 @@ class JobStack:
         env = {**os.environ, "JOB_COMPLETION_INDEX": str(shard), "ANALYSIS_ADDR": self.analysis,
                "CODECOMPASS_RETRIEVAL_DB_URI": self.root_uri,
                "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS": json.dumps(self.bucket.storage_options)}
-        return subprocess.Popen([sys.executable, "-m", "codecompass.retrieval.shard", "work",
+        return subprocess.Popen([sys.executable, "-m", "codecompass.retrieval.index.shard", "work",
                                  "--workspace-id", workspace_id, *extra],
                                 env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True)
@@ -204,7 +204,8 @@ def test_a_missing_pod_times_the_plan_out_and_commits_nothing(stack: JobStack, p
     assert message.startswith("1 of 2 shard workers reported in "), message
     assert message.endswith(
         " s (none from shard 1); nothing was committed: start the Indexed Job, 2 completions, each pod running "
-        f"`python -m codecompass.retrieval.shard work --workspace-id {workspace_id}` with this index root"), message
+        f"`python -m codecompass.retrieval.index.shard work --workspace-id {workspace_id}` with this index root"
+    ), message
     assert "\n" not in message
     assert stack.rows(workspace_id) == ([], []), "nothing committed"
     status = stack.board(workspace_id).status()

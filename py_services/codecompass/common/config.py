@@ -31,7 +31,7 @@ API_KEY_ENV = "CODECOMPASS_EMBEDDING_API_KEY"
 RERANK_PROVIDERS = ("local", "voyage", "cohere", "llm")
 # Roles of a retrieval process (retrieval/engine.py): both, the index writer alone, a searcher alone.
 RETRIEVAL_ROLES = ("all", "writer", "searcher")
-# Who runs the workers of a sharded index (retrieval/shard/): the writer, as local processes,
+# Who runs the workers of a sharded index (retrieval/index/shard/): the writer, as local processes,
 # or someone else (the pods of a Kubernetes Indexed Job) that finds the plan in the index.
 SHARD_RUNNERS = ("processes", "job")
 RERANK_API_KEY_ENV = "CODECOMPASS_RERANK_API_KEY"
@@ -119,7 +119,7 @@ class RetrievalSettings:
     searcher_cache: bool = True
     # Who runs the workers of `IndexWorkspace(workers=N)`: "processes" (the writer starts them
     # here) or "job" (the writer posts the plan in the index and waits for workers started by
-    # others, the pods of a Kubernetes Indexed Job: retrieval/shard/job.py).
+    # others, the pods of a Kubernetes Indexed Job: retrieval/index/shard/job.py).
     shard_runner: str = "processes"
 
 

@@ -17,9 +17,11 @@ from collections.abc import Iterator
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import Settings
+from codecompass.retrieval.index.sync import SyncTuning
+from codecompass.retrieval.index.writer import IndexWriter
 from codecompass.retrieval.interactive import InteractiveWork
 from codecompass.retrieval.location import InvalidWorkspaceId, index_key, validated_id, validated_root, workspace_id_of
-from codecompass.retrieval.searcher import QUERY_EMBED_TIMEOUT_S, IndexSearcher
+from codecompass.retrieval.search.searcher import QUERY_EMBED_TIMEOUT_S, IndexSearcher
 from codecompass.retrieval.state import (
     HubOutcome,
     HubQuery,
@@ -33,8 +35,6 @@ from codecompass.retrieval.state import (
     WrongRole,
 )
 from codecompass.retrieval.static_channel import StaticChannel
-from codecompass.retrieval.sync import SyncTuning
-from codecompass.retrieval.writer import IndexWriter
 
 
 class RetrievalEngine:

@@ -13,7 +13,7 @@ from codecompass.clients.errors import UPSTREAM_KEY
 from codecompass.common.telemetry import tracer
 from codecompass.retrieval import convert
 from codecompass.retrieval.engine import RetrievalEngine
-from codecompass.retrieval.shard.plan import ShardFailed
+from codecompass.retrieval.index.shard.plan import ShardFailed
 from codecompass.retrieval.state import (
     AnalysisFailed,
     DependencyUnavailable,

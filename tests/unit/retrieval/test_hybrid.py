@@ -8,15 +8,15 @@ import pytest
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.policy.ranking import FUSION_ONLY, SKIP_RATIO_ZERO, SKIP_SHORT_CIRCUIT
 from codecompass.policy.shape import NATURAL_LANGUAGE, SYMBOL, analyze
-from codecompass.retrieval.chunk_writer import ChunkWriter
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.hybrid import (
+from codecompass.retrieval.index.chunk_writer import ChunkWriter
+from codecompass.retrieval.schema import EmbeddingModel
+from codecompass.retrieval.search.hybrid import (
     SKIP_DIMENSION_MISMATCH,
     SKIP_EMBEDDING_UNAVAILABLE,
     SKIP_NO_VECTORS,
     hybrid_search,
 )
-from codecompass.retrieval.schema import EmbeddingModel
 
 MODEL = EmbeddingModel("local", "test-model", "1", 4)
 

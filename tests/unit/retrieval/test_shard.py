@@ -15,16 +15,16 @@ from tests.unit.retrieval.test_store import MODEL, make_chunk
 
 from codecompass.common.chunks import Language
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, IndexIdentity
-from codecompass.retrieval.chunk_writer import ChunkWriter
+from codecompass.retrieval.index.chunk_writer import ChunkWriter
+from codecompass.retrieval.index.shard.__main__ import main
+from codecompass.retrieval.index.shard.board import PLANS_TABLE, NoOpenPlan, PlanBoard, PlanState, wait_for_plan
+from codecompass.retrieval.index.shard.job import PostedShards, ShardsAbandoned, ShardsMissing
+from codecompass.retrieval.index.shard.plan import InvalidPlan, ShardPlan, make_plan, shard_of
+from codecompass.retrieval.index.shard.results import STAGING_TABLE, ShardResult, ShardStats, commit_shards, deliver
+from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.location import index_key, list_tables
 from codecompass.retrieval.schema import EmbeddingModel
-from codecompass.retrieval.shard.__main__ import main
-from codecompass.retrieval.shard.board import PLANS_TABLE, NoOpenPlan, PlanBoard, PlanState, wait_for_plan
-from codecompass.retrieval.shard.job import PostedShards, ShardsAbandoned, ShardsMissing
-from codecompass.retrieval.shard.plan import InvalidPlan, ShardPlan, make_plan, shard_of
-from codecompass.retrieval.shard.results import STAGING_TABLE, ShardResult, ShardStats, commit_shards, deliver
 from codecompass.retrieval.state import FileEntry
-from codecompass.retrieval.sync import SyncTuning
 
 IDENTITY = IndexIdentity(model=EmbeddingModel("local", "m", "1", 8), chunker_version="5",
                          static=EmbeddingModel("code-static", "code-static", "w", 4))
@@ -274,7 +274,7 @@ def test_a_missing_shard_worker_times_the_plan_out_naming_how_to_start_the_job(t
         posted.wait(deadline=lambda: deadline, stop=lambda: None, progress=lambda _: None)
     assert str(missing.value) == (
         "1 of 3 shard workers reported in 1 s (none from shard 0, 2); nothing was committed: start the Indexed Job, "
-        "3 completions, each pod running `python -m codecompass.retrieval.shard work --workspace-id "
+        "3 completions, each pod running `python -m codecompass.retrieval.index.shard work --workspace-id "
         "'local:/home/me/my project'` with this index root")
     status = board.status()
     assert (status.state, status.reason) == (PlanState.TIMED_OUT, str(missing.value))
@@ -333,7 +333,7 @@ def test_the_worker_command_refuses_a_bad_invocation(tmp_path, capsys, restore_l
         with pytest.raises(SystemExit) as usage:
             main(argv)
         assert usage.value.code == 2
-        assert capsys.readouterr().err.strip().splitlines()[-1].startswith("python -m codecompass.retrieval.shard "
-                                                                          "work: error: ")
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert last.startswith("python -m codecompass.retrieval.index.shard work: error: ")
     assert main(["work", "--workspace-id", "  ", "--shard", "0"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == "error: shard 0: workspace_id must not be empty"

@@ -10,9 +10,8 @@ import pyarrow as pa
 import pytest
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
-from codecompass.retrieval.chunk_reader import ChunkReader, DimensionMismatch
-from codecompass.retrieval.chunk_writer import ChunkWriter
 from codecompass.retrieval.filters import Filters
+from codecompass.retrieval.index.chunk_writer import ChunkWriter
 from codecompass.retrieval.schema import (
     FORMAT_METADATA_KEY,
     INDEX_FORMAT_VERSION,
@@ -20,6 +19,7 @@ from codecompass.retrieval.schema import (
     chunk_schema,
     table_name,
 )
+from codecompass.retrieval.search.chunk_reader import ChunkReader, DimensionMismatch
 
 MODEL = EmbeddingModel("local", "all-MiniLM-L6-v2", "1", 4)
 
@@ -250,7 +250,7 @@ def test_fresh_upsert_is_found_lexically_before_reindexing(store):
 
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
 def test_many_unindexed_rows_call_for_maintenance(store, monkeypatch):
-    monkeypatch.setattr("codecompass.retrieval.chunk_writer.MAX_UNINDEXED_ROWS", 2)
+    monkeypatch.setattr("codecompass.retrieval.index.chunk_writer.MAX_UNINDEXED_ROWS", 2)
     store.apply_changes(upserts=[make_chunk("a", "alpha")], delete_ids=[], vectors={})
     store.maintain(retention=timedelta(0))
     store.apply_changes(
@@ -430,7 +430,7 @@ def test_maintain_reduces_versions_and_keeps_data(store):
 
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
 def test_large_tables_get_an_ann_index_that_still_finds_nearest(store, monkeypatch):
-    monkeypatch.setattr("codecompass.retrieval.chunk_writer.ANN_MIN_ROWS", 500)
+    monkeypatch.setattr("codecompass.retrieval.index.chunk_writer.ANN_MIN_ROWS", 500)
     rng = np.random.default_rng(3)
     matrix = rng.standard_normal((600, 4)).astype(np.float32)
     chunks = [make_chunk(f"c{i}", f"fn{i}", f"src/{i % 7}/f.ts") for i in range(620)]

@@ -33,8 +33,10 @@ from codecompass.common.identifiers import split_identifiers
 from codecompass.common.serving import ServiceSpec, start_server
 from codecompass.retrieval import catalog as catalog_module
 from codecompass.retrieval import servicer
-from codecompass.retrieval.background_embedder import BackgroundEmbedder
 from codecompass.retrieval.engine import RetrievalEngine
+from codecompass.retrieval.index.background_embedder import BackgroundEmbedder
+from codecompass.retrieval.index.sync import SyncInterrupted, SyncTuning
+from codecompass.retrieval.index.workspace_writer import WorkspaceWriter
 from codecompass.retrieval.state import (
     FreshnessStatus,
     IndexingStatus,
@@ -45,8 +47,6 @@ from codecompass.retrieval.state import (
     SyncOutcome,
     WorkspaceNotFound,
 )
-from codecompass.retrieval.sync import SyncInterrupted, SyncTuning
-from codecompass.retrieval.workspace_writer import WorkspaceWriter
 from codecompass.v1 import (
     analysis_pb2,
     analysis_pb2_grpc,
@@ -1016,7 +1016,7 @@ def test_index_progress_reports_each_step_once_in_order_with_what_it_has_found(h
 
 
 def test_the_eta_waits_for_evidence_then_extrapolates_from_the_first_answer(monkeypatch) -> None:
-    from codecompass.retrieval import sync as sync_module
+    from codecompass.retrieval.index import sync as sync_module
 
     clock = iter([100.0, 101.0, 130.0, 140.0])
     monkeypatch.setattr(sync_module.time, "perf_counter", lambda: next(clock))

@@ -12,8 +12,8 @@ import lancedb
 import pyarrow as pa
 
 from codecompass.retrieval import filters as sqlf
-from codecompass.retrieval.chunk_writer import DEFAULT_VERSION_RETENTION
-from codecompass.retrieval.shard.plan import ShardPlan
+from codecompass.retrieval.index.chunk_writer import DEFAULT_VERSION_RETENTION
+from codecompass.retrieval.index.shard.plan import ShardPlan
 from codecompass.retrieval.state import RetrievalError
 
 # The table inside the index where the writer posts the plan for workers it does not start.

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import lancedb
 
-from codecompass.retrieval.shard.plan import ShardFailed, ShardPlan
-from codecompass.retrieval.shard.results import STAGING_TABLE, ShardResult, collect, staging_table
+from codecompass.retrieval.index.shard.plan import ShardFailed, ShardPlan
+from codecompass.retrieval.index.shard.results import STAGING_TABLE, ShardResult, collect, staging_table
 
 # How often the driver looks at its worker processes.
 _POLL_S = 0.05
@@ -66,7 +66,7 @@ def _run_workers(plan_file: Path, total: int, workers: int, env: dict[str, str],
                 log = folder / f"shard-{shard}.log"
                 with open(log, "wb") as out:
                     process = subprocess.Popen(
-                        [sys.executable, "-m", "codecompass.retrieval.shard", "work", "--plan", str(plan_file),
+                        [sys.executable, "-m", "codecompass.retrieval.index.shard", "work", "--plan", str(plan_file),
                          "--shard", str(shard)],
                         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                         start_new_session=True)

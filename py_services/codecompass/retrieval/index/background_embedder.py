@@ -15,7 +15,7 @@ from codecompass.retrieval.interactive import InteractiveWork
 from codecompass.retrieval.state import EmbeddingUnavailable
 
 if TYPE_CHECKING:
-    from codecompass.retrieval.workspace_writer import WorkspaceWriter
+    from codecompass.retrieval.index.workspace_writer import WorkspaceWriter
 
 _log = get_logger(__name__)
 

@@ -12,14 +12,14 @@ from typing import Self
 import lancedb
 
 from codecompass.common.logging import get_logger
-from codecompass.retrieval.shard.board import PlanBoard, PlanState
-from codecompass.retrieval.shard.plan import ShardFailed, ShardPlan
-from codecompass.retrieval.shard.results import STAGING_TABLE, ShardResult, collect, result_rows, staging_table
+from codecompass.retrieval.index.shard.board import PlanBoard, PlanState
+from codecompass.retrieval.index.shard.plan import ShardFailed, ShardPlan
+from codecompass.retrieval.index.shard.results import STAGING_TABLE, ShardResult, collect, result_rows, staging_table
 
 _log = get_logger(__name__)
 
 # The worker's command in a Job's pods, for messages that say how to start them.
-WORKER_COMMAND = "python -m codecompass.retrieval.shard work"
+WORKER_COMMAND = "python -m codecompass.retrieval.index.shard work"
 # How often the writer looks for the results of workers it did not start: each look reads a
 # table, a request or two on object storage.
 _RESULTS_POLL_S = 0.5

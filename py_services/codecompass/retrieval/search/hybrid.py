@@ -48,8 +48,8 @@ from codecompass.policy.ranking import (
     semantic_weight,
 )
 from codecompass.policy.shape import QueryShape
-from codecompass.retrieval.chunk_reader import ChunkReader, DimensionMismatch, ScoredChunk
 from codecompass.retrieval.filters import Filters
+from codecompass.retrieval.search.chunk_reader import ChunkReader, DimensionMismatch, ScoredChunk
 
 SKIP_NO_VECTORS = "no_vectors"
 SKIP_DIMENSION_MISMATCH = "dimension_mismatch"

@@ -21,7 +21,7 @@ Who runs the workers (`retrieval.shard_runner`):
   for every shard's result, within the IndexWorkspace call's deadline (at most
   long_rpc_timeout_s) and for as long as its caller is there. A pod needs only the index root
   (CODECOMPASS_RETRIEVAL_DB_URI, credentials in CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS) and the
-  workspace id: `python -m codecompass.retrieval.shard work --workspace-id ID` finds the index by
+  workspace id: `python -m codecompass.retrieval.index.shard work --workspace-id ID` finds the index by
   the id's key (location.py), waits for an open plan (`--plan-wait-s`: the Job may start before
   the writer has scanned), runs shard $JOB_COMPLETION_INDEX, and delivers. Its analysis service
   must see the workspace at the writer's path (the plan's root), as with local workers. Kubernetes:
@@ -46,7 +46,7 @@ The shape:
    shard (by a stable hash of the path, `shard_of`). Storage options never go into the plan:
    they may hold credentials, so workers read them from their environment
    (CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS), as the services do.
-2. Each worker (`python -m codecompass.retrieval.shard work --plan PLAN.json --shard I`, or
+2. Each worker (`python -m codecompass.retrieval.index.shard work --plan PLAN.json --shard I`, or
    `--workspace-id ID` to find the plan in the index) chunks its files through the analysis
    service, computes static vectors (and primary ones when the plan says so), writes its rows as
    uncommitted fragments (`ChunkWriter.stage`) in bounded batches, and hands its `ShardResult`

@@ -1,4 +1,4 @@
-"""`python -m codecompass.retrieval.shard work`: index one shard of a plan for the index writer,
+"""`python -m codecompass.retrieval.index.shard work`: index one shard of a plan for the index writer,
 the plan from a file (the writer's own worker processes) or from the index's board (an Indexed
 Job's pods). Exit codes, for the Job's retries: 0 delivered, or nothing to do; 1 failed, worth a
 retry; 2 not worth one (see the package's docstring)."""
@@ -18,10 +18,10 @@ from codecompass.common import names
 from codecompass.common.config import ConfigError, Settings, load_settings
 from codecompass.common.logging import configure_logging, get_logger
 from codecompass.common.telemetry import init_telemetry
+from codecompass.retrieval.index.shard.board import NoOpenPlan, PlanBoard, PlanState, wait_for_plan
+from codecompass.retrieval.index.shard.plan import InvalidPlan, ShardPlan
+from codecompass.retrieval.index.shard.worker import work
 from codecompass.retrieval.location import InvalidWorkspaceId, index_key, index_uri, validated_id
-from codecompass.retrieval.shard.board import NoOpenPlan, PlanBoard, PlanState, wait_for_plan
-from codecompass.retrieval.shard.plan import InvalidPlan, ShardPlan
-from codecompass.retrieval.shard.worker import work
 from codecompass.retrieval.state import RetrievalError
 
 _log = get_logger(__name__)
@@ -32,7 +32,7 @@ DEFAULT_PLAN_WAIT_S = 600.0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m codecompass.retrieval.shard",
+    parser = argparse.ArgumentParser(prog="python -m codecompass.retrieval.index.shard",
                                      description="Index one shard of a workspace for the index writer.")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("work", help="chunk, embed and stage one shard of a plan")

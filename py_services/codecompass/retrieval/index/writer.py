@@ -21,6 +21,8 @@ from codecompass.common.config import Settings
 from codecompass.common.files import tree_bytes
 from codecompass.common.logging import get_logger
 from codecompass.retrieval import guards
+from codecompass.retrieval.index.sync import SyncTuning
+from codecompass.retrieval.index.workspace_writer import IndexCaller, WorkspaceWriter, WriterState
 from codecompass.retrieval.interactive import InteractiveWork
 from codecompass.retrieval.location import (
     IndexRegistry,
@@ -46,8 +48,6 @@ from codecompass.retrieval.state import (
     SyncStats,
 )
 from codecompass.retrieval.static_channel import StaticChannel
-from codecompass.retrieval.sync import SyncTuning
-from codecompass.retrieval.workspace_writer import IndexCaller, WorkspaceWriter, WriterState
 
 _log = get_logger(__name__)
 

@@ -34,8 +34,8 @@ from codecompass.common.chunks import Chunk
 from codecompass.common.logging import get_logger
 from codecompass.common.testcode import is_test_path
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, signature_digest
-from codecompass.retrieval.chunk_writer import ChunkWriter
-from codecompass.retrieval.rows import Batch, BatchSizes, chunk_in_batches
+from codecompass.retrieval.index.chunk_writer import ChunkWriter
+from codecompass.retrieval.index.rows import Batch, BatchSizes, chunk_in_batches
 from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.state import (
     ChunkedFile,

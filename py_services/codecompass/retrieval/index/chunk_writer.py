@@ -30,15 +30,7 @@ from codecompass.common.chunks import Chunk
 from codecompass.common.identifiers import split_identifiers
 from codecompass.retrieval import filters as sqlf
 from codecompass.retrieval import packing
-from codecompass.retrieval.chunk_reader import (
-    ChunkReader,
-    StoreError,
-    batches,
-    checked_vector,
-    in_current_format,
-)
 from codecompass.retrieval.location import list_tables
-from codecompass.retrieval.readcache import vectors_of
 from codecompass.retrieval.schema import (
     CHUNK_COLUMNS,
     FTS_COLUMN,
@@ -55,6 +47,14 @@ from codecompass.retrieval.schema import (
     sources_table_name,
     table_name,
 )
+from codecompass.retrieval.search.chunk_reader import (
+    ChunkReader,
+    StoreError,
+    batches,
+    checked_vector,
+    in_current_format,
+)
+from codecompass.retrieval.search.readcache import vectors_of
 
 # Below this many vectors an exhaustive scan is exact and fast enough (30k x 384 dims: ~40-70 ms
 # on 2 busy cores); above it the scan's linear cost starts to dominate query latency. The

@@ -35,16 +35,17 @@ from codecompass.common import names
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.retrieval import guards
-from codecompass.retrieval.background_embedder import BackgroundEmbedder
 from codecompass.retrieval.catalog import Catalog, IndexIdentity, skips_to_json
-from codecompass.retrieval.chunk_writer import DEFAULT_VERSION_RETENTION, ChunkWriter
+from codecompass.retrieval.index.background_embedder import BackgroundEmbedder
+from codecompass.retrieval.index.chunk_writer import DEFAULT_VERSION_RETENTION, ChunkWriter
+from codecompass.retrieval.index.shard.job import PostedShards
+from codecompass.retrieval.index.shard.plan import ShardPlan, make_plan
+from codecompass.retrieval.index.shard.processes import run_shards
+from codecompass.retrieval.index.shard.results import ShardResult, commit_shards
+from codecompass.retrieval.index.sync import Syncer, SyncTuning, rebase_on_empty_catalog
 from codecompass.retrieval.interactive import InteractiveWork
 from codecompass.retrieval.location import IndexRegistry, index_key, index_root, index_uri
 from codecompass.retrieval.schema import INDEX_FORMAT_VERSION, EmbeddingModel
-from codecompass.retrieval.shard.job import PostedShards
-from codecompass.retrieval.shard.plan import ShardPlan, make_plan
-from codecompass.retrieval.shard.processes import run_shards
-from codecompass.retrieval.shard.results import ShardResult, commit_shards
 from codecompass.retrieval.state import (
     EmbeddingUnavailable,
     FreshnessStatus,
@@ -58,7 +59,6 @@ from codecompass.retrieval.state import (
     SyncStats,
 )
 from codecompass.retrieval.static_channel import StaticChannel
-from codecompass.retrieval.sync import Syncer, SyncTuning, rebase_on_empty_catalog
 
 _log = get_logger(__name__)
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from codecompass.common.chunks import Language
 from codecompass.retrieval.catalog import IndexIdentity
+from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.state import FileEntry, RetrievalError
-from codecompass.retrieval.sync import SyncTuning
 
 PLAN_FORMAT = 1
 

@@ -45,14 +45,7 @@ from codecompass.policy.ranking import (
 from codecompass.policy.shape import length_problem as query_length_problem
 from codecompass.retrieval import guards
 from codecompass.retrieval.catalog import CatalogSummary, open_catalog_table, read_summary, skips_from_json
-from codecompass.retrieval.chunk_reader import ChunkReader, VectorCounts
 from codecompass.retrieval.filters import FilterError, Filters, relative_patterns
-from codecompass.retrieval.hybrid import (
-    SKIP_DIMENSION_MISMATCH,
-    SKIP_EMBEDDING_UNAVAILABLE,
-    SKIP_NO_VECTORS,
-    hybrid_search,
-)
 from codecompass.retrieval.interactive import InteractiveWork
 from codecompass.retrieval.location import (
     IndexRegistry,
@@ -68,6 +61,13 @@ from codecompass.retrieval.location import (
 )
 from codecompass.retrieval.mirror import IndexMirror, mirrorable
 from codecompass.retrieval.schema import INDEX_FORMAT_VERSION
+from codecompass.retrieval.search.chunk_reader import ChunkReader, VectorCounts
+from codecompass.retrieval.search.hybrid import (
+    SKIP_DIMENSION_MISMATCH,
+    SKIP_EMBEDDING_UNAVAILABLE,
+    SKIP_NO_VECTORS,
+    hybrid_search,
+)
 from codecompass.retrieval.state import (
     DependencyUnavailable,
     EmbeddingUnavailable,

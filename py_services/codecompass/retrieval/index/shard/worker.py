@@ -15,14 +15,14 @@ from codecompass.common.chunks import Chunk
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.retrieval.catalog import CatalogEntry, IndexIdentity
-from codecompass.retrieval.chunk_writer import ChunkWriter, StagedWrite
-from codecompass.retrieval.rows import BatchSizes, chunk_in_batches
-from codecompass.retrieval.shard.board import PlanBoard
-from codecompass.retrieval.shard.plan import InvalidPlan, ShardPlan
-from codecompass.retrieval.shard.results import ShardResult, ShardStats, deliver
+from codecompass.retrieval.index.chunk_writer import ChunkWriter, StagedWrite
+from codecompass.retrieval.index.rows import BatchSizes, chunk_in_batches
+from codecompass.retrieval.index.shard.board import PlanBoard
+from codecompass.retrieval.index.shard.plan import InvalidPlan, ShardPlan
+from codecompass.retrieval.index.shard.results import ShardResult, ShardStats, deliver
+from codecompass.retrieval.index.sync import InProcessVectors, SyncTuning, catalog_entry
 from codecompass.retrieval.state import ChunkedFile, EmbeddingUnavailable, FileEntry, FileStatus
 from codecompass.retrieval.static_channel import StaticChannel
-from codecompass.retrieval.sync import InProcessVectors, SyncTuning, catalog_entry
 
 _log = get_logger(__name__)
 

@@ -14,9 +14,9 @@ import pyarrow as pa
 
 from codecompass.retrieval import filters as sqlf
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, entry_from_row, entry_row
-from codecompass.retrieval.chunk_writer import ChunkWriter, StagedWrite
-from codecompass.retrieval.shard.board import PlanBoard
-from codecompass.retrieval.shard.plan import ShardFailed, ShardPlan
+from codecompass.retrieval.index.chunk_writer import ChunkWriter, StagedWrite
+from codecompass.retrieval.index.shard.board import PlanBoard
+from codecompass.retrieval.index.shard.plan import ShardFailed, ShardPlan
 
 # The table inside the index where workers leave their results for the writer.
 STAGING_TABLE = "shard_results"

@@ -28,7 +28,6 @@ from codecompass.common.identifiers import split_identifiers
 from codecompass.retrieval import filters as sqlf
 from codecompass.retrieval import packing
 from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.readcache import DatasetView, ReadCache, VectorSnapshot
 from codecompass.retrieval.schema import (
     CHUNK_COLUMNS,
     FORMAT_METADATA_KEY,
@@ -41,6 +40,7 @@ from codecompass.retrieval.schema import (
     sources_table_name,
     table_name,
 )
+from codecompass.retrieval.search.readcache import DatasetView, ReadCache, VectorSnapshot
 
 # IVF_PQ probing/refinement: PQ distances are coarse, so candidates are re-ranked with exact
 # distances (refine) and enough partitions are probed to keep recall high.

@@ -3,13 +3,22 @@
 The three packages ship in two distributions (py_services: `codecompass`; gateway_mcp:
 `codecompass_gateway` and `codecompass_cli`). An import against the arrow would be a cycle
 between distributions that no pyproject declares, so it is checked here by reading the source
-(every import statement and every `importlib.import_module("...")`), not by importing it."""
+(every import statement and every `importlib.import_module("...")`), not by importing it.
+
+Inside the retrieval service the same holds for its two sides: `retrieval/search/` (reads)
+never imports `retrieval/index/` (writes), and the searcher's store type has no write method."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
 from pathlib import Path
+from typing import get_type_hints
+
+from codecompass.retrieval.catalog import CatalogSummary
+from codecompass.retrieval.index.chunk_writer import ChunkWriter
+from codecompass.retrieval.search.chunk_reader import ChunkReader
+from codecompass.retrieval.search.searcher import IndexReader
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVICES = REPO_ROOT / "py_services" / "codecompass"
@@ -85,3 +94,61 @@ def test_the_check_sees_every_kind_of_import() -> None:
                      "importlib.import_module('codecompass_cli.z')\nfrom . import w\n")
     assert [module for _, module in imported_modules(tree)] == ["codecompass_cli.x", "codecompass_cli",
                                                                 "codecompass_cli.z"]
+
+
+RETRIEVAL = SERVICES / "retrieval"
+# LanceDB and Lance calls that change a table or its files: none belongs on the read path.
+TABLE_WRITES = frozenset({"merge_insert", "create_index", "create_scalar_index", "optimize", "compact_files",
+                          "cleanup_old_versions", "create_table", "drop_table", "write_fragments", "commit"})
+
+
+def absolute_imports(tree: ast.AST, package: str) -> Iterator[tuple[int, str]]:
+    """`imported_modules`, plus relative imports resolved against `package` and every
+    `from module import name` also as `module.name` (the name may be a module)."""
+    yield from imported_modules(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0]
+                base = f"{parent}.{base}" if base else parent
+                yield node.lineno, base
+            yield from ((node.lineno, f"{base}.{alias.name}") for alias in node.names)
+
+
+def test_the_search_side_of_retrieval_never_imports_the_index_side() -> None:
+    # STYLE habits 13 and 18: reads never write. retrieval/search/ answers from the index as it
+    # stands; all that changes the index lives in retrieval/index/, which reads through the
+    # search side's `ChunkReader` (its `ChunkWriter` extends it) but is never reached from it.
+    index = "codecompass.retrieval.index"
+    found = []
+    for source in sorted((RETRIEVAL / "search").rglob("*.py")):
+        package = ".".join(source.relative_to(SERVICES.parent).parent.parts)
+        tree = ast.parse(source.read_text(encoding="utf-8"), filename=str(source))
+        found.extend(f"{source.relative_to(REPO_ROOT)}:{line} imports {module}"
+                     for line, module in absolute_imports(tree, package)
+                     if module == index or module.startswith(index + "."))
+    assert found == []
+
+
+def test_the_check_resolves_relative_and_from_package_imports() -> None:
+    tree = ast.parse("from ..index import chunk_writer\nfrom . import hybrid\n"
+                     "from codecompass.retrieval import index\n")
+    modules = {module for _, module in absolute_imports(tree, "codecompass.retrieval.search")}
+    assert {"codecompass.retrieval.index.chunk_writer", "codecompass.retrieval.search.hybrid",
+            "codecompass.retrieval.index"} <= modules
+
+
+def test_the_searchers_store_type_has_no_write_method() -> None:
+    # Zoekt's searcher never holds a builder: the searcher's store is a `ChunkReader`, which has
+    # none of the methods `ChunkWriter` adds, and nothing on the search side calls a LanceDB write.
+    assert get_type_hints(IndexReader.current)["return"] == tuple[CatalogSummary, ChunkReader | None]
+    writes = {name for name in vars(ChunkWriter) if not name.startswith("_")}
+    assert {"open", "apply_changes", "set_vectors", "stage", "commit_staged", "maintain",
+            "drop_retired_tables"} <= writes
+    assert writes & set(dir(ChunkReader)) == set()
+    calls = [f"{source.relative_to(REPO_ROOT)}:{node.lineno} calls {node.func.attr}"
+             for source in sorted((RETRIEVAL / "search").rglob("*.py"))
+             for node in ast.walk(ast.parse(source.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in TABLE_WRITES]
+    assert calls == []

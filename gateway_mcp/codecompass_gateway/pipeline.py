@@ -53,7 +53,7 @@ from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import tracer
 from codecompass.policy import shape as q
 from codecompass.policy.blend import rerank_blend
-from codecompass.policy.confidence import AnswerConfidence, answer_confidence, unmatched
+from codecompass.policy.confidence import AnswerConfidence, Unmatched, answer_confidence, unmatched
 from codecompass.policy.merge import merge_results
 from codecompass.policy.ranking import RankedResult
 from codecompass.policy.relevance import QueryFocus, focused_scores, relevance, resolve_focus
@@ -288,8 +288,8 @@ class Pipeline:
                     with self._stage(SELECT, stage_ms):
                         why = unmatched(understood.shape.text, outcome.metadata.missing_names,
                                         confidence.words_matched, True)
-                        selection, verdict = self._select(request, ranked, confidence, threshold, focus,
-                                                          why is not None)
+                        selection, verdict = self._select(request, ranked, confidence, threshold, focus, why,
+                                                          understood.shape.intent == q.SYMBOL)
                 except ServiceError as exc:
                     skipped[SELECT] = self._failed(SELECT, exc)
             if selection is None and rewritten.applied:
@@ -400,11 +400,12 @@ class Pipeline:
         return out, added
 
     def _select(self, request: PipelineRequest, ranked: list[Ranked], confidence: AnswerConfidence,
-                threshold: float, focus: QueryFocus, unmatched: bool) -> tuple[SelectOutcome, Verdict]:
+                threshold: float, focus: QueryFocus, why: Unmatched | None,
+                name_lookup: bool) -> tuple[SelectOutcome, Verdict]:
         """The selected answer, and the gate's verdict on it: the policy's own rule on the relevances
         sent and the gate the service applied, so what the reader is told is what was decided. The
         budget asked for is the policy's (`answer_budget`): small for a question likely without an
-        answer here (`unmatched`: the search can tell why nothing matches)."""
+        answer here (`why`: the search can tell why nothing matches)."""
         g = self._gateway
         offered = ranked[: g.select_candidates]
         # Built on the composite confidence the agent is shown (answer.py), so that the gate keeps an
@@ -419,7 +420,7 @@ class Pipeline:
         outcome = self.selection.select(SelectQuery(
             workspace_root=request.workspace_root, candidates=offers,
             max_tokens=answer_budget(request.max_tokens or 0, judge(max(relevances, default=0.0), threshold),
-                                     confidence.answerability, unmatched),
+                                     confidence.answerability, why, name_lookup),
             min_relevance=threshold,
         ), g.select_timeout_s)
         return outcome, judge(max(relevances, default=0.0), outcome.min_relevance)

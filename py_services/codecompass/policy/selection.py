@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from codecompass.policy.confidence import Unmatched
+
 # A low-confidence answer (its best candidate below min_relevance) is flagged, not cut: it keeps
 # every candidate that matched at all, in the ranking's order, and says first that nothing is a
 # confident match. Confidence is P(the first result is right), so "low" covers most questions in
@@ -28,8 +30,8 @@ from dataclasses import dataclass
 # tokens, 0.006), while 13% of the questions asked of the wrong repository still fall under it
 # (73% at 0.5). A question whose evident reason the search can tell (a name no chunk has, words
 # that occur nowhere, nothing to search by: `policy.confidence.unmatched`) is held to it whatever
-# its answerability: on dev that adds the rest of the missing names (100% held) and most nonsense
-# (86%, against 56% by answerability alone), and no answerable question.
+# its answerability (a missing name only when the query is a name lookup): on dev that adds the
+# rest of the missing names (100% held) and most nonsense (86%, against 56% by answerability alone).
 LOW_CONFIDENCE_MAX_TOKENS = 1_000
 ANSWERABLE_MIN = 0.2
 # In a confident answer a candidate is kept down to this share of min_relevance (0.1 at the
@@ -122,13 +124,17 @@ def relevance_as_sent(relevance: float | None, score: float) -> float:
     return relevance if relevance is not None else min(max(score, 0.0), 1.0)
 
 
-def answer_budget(max_tokens: int, verdict: Verdict, answerability: float | None, unmatched: bool = False) -> int:
+def answer_budget(max_tokens: int, verdict: Verdict, answerability: float | None,
+                  unmatched: Unmatched | None = None, name_lookup: bool = False) -> int:
     """The budget an answer is asked for: the caller's (0: the selection service's default), or at
     most LOW_CONFIDENCE_MAX_TOKENS for a low-confidence answer whose question likely has no answer
-    here: answerability below ANSWERABLE_MIN (None, not judged, caps nothing), or `unmatched`, the
-    search can tell why nothing matches (`policy.confidence.unmatched`: a name no chunk has, words
-    that occur nowhere, nothing to search by)."""
-    unlikely = unmatched or (answerability is not None and answerability < ANSWERABLE_MIN)
+    here: answerability below ANSWERABLE_MIN (None, not judged, caps nothing), or the search can
+    tell why nothing matches (`unmatched`: words that occur nowhere, nothing to search by, or, for
+    a query that is a name lookup, a name no chunk has). In a sentence a code-shaped word that
+    names nothing (an option, a property: `opts.origin`) is one word among others: on dev, 16
+    answerable commit subjects had one and lost recall when held small."""
+    evident = unmatched is not None and (unmatched is not Unmatched.MISSING_NAMES or name_lookup)
+    unlikely = evident or (answerability is not None and answerability < ANSWERABLE_MIN)
     if verdict.low_confidence and unlikely:
         return min(max_tokens, LOW_CONFIDENCE_MAX_TOKENS) if max_tokens > 0 else LOW_CONFIDENCE_MAX_TOKENS
     return max_tokens

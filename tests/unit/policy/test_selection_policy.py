@@ -62,10 +62,13 @@ def test_an_unsure_answer_to_a_question_likely_without_one_is_asked_for_the_smal
 
 def test_an_unsure_answer_whose_question_evidently_matches_nothing_is_asked_for_the_small_budget() -> None:
     unsure, sure = judge(0.3, 0.5), judge(0.8, 0.5)
-    # A name no chunk has, words that occur nowhere: small whatever the answerability says.
-    assert answer_budget(8000, unsure, 0.9, unmatched=True) == LOW_CONFIDENCE_MAX_TOKENS
-    assert answer_budget(8000, unsure, None, unmatched=True) == LOW_CONFIDENCE_MAX_TOKENS
-    assert answer_budget(8000, sure, 0.1, unmatched=True) == 8000  # a confident answer keeps its budget
+    # Words that occur nowhere, a name lookup of a name no chunk has: small whatever the answerability says.
+    assert answer_budget(8000, unsure, 0.9, Unmatched.NO_WORDS) == LOW_CONFIDENCE_MAX_TOKENS
+    assert answer_budget(8000, unsure, None, Unmatched.NOTHING_TO_SEARCH) == LOW_CONFIDENCE_MAX_TOKENS
+    assert answer_budget(8000, unsure, 0.9, Unmatched.MISSING_NAMES, name_lookup=True) == LOW_CONFIDENCE_MAX_TOKENS
+    # In a sentence, a code-shaped word that names nothing is one word among others.
+    assert answer_budget(8000, unsure, 0.9, Unmatched.MISSING_NAMES) == 8000
+    assert answer_budget(8000, sure, 0.1, Unmatched.NO_WORDS) == 8000  # a confident answer keeps its budget
 
 
 def test_why_a_query_evidently_matches_nothing() -> None:

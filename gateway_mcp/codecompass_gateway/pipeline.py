@@ -289,7 +289,7 @@ class Pipeline:
                         why = unmatched(understood.shape.text, outcome.metadata.missing_names,
                                         confidence.words_matched, True)
                         selection, verdict = self._select(request, ranked, confidence, threshold, focus, why,
-                                                          understood.shape.intent == q.SYMBOL)
+                                                          understood.shape.name_lookup)
                 except ServiceError as exc:
                     skipped[SELECT] = self._failed(SELECT, exc)
             if selection is None and rewritten.applied:

@@ -130,9 +130,10 @@ def answer_budget(max_tokens: int, verdict: Verdict, answerability: float | None
     most LOW_CONFIDENCE_MAX_TOKENS for a low-confidence answer whose question likely has no answer
     here: answerability below ANSWERABLE_MIN (None, not judged, caps nothing), or the search can
     tell why nothing matches (`unmatched`: words that occur nowhere, nothing to search by, or, for
-    a query that is a name lookup, a name no chunk has). In a sentence a code-shaped word that
-    names nothing (an option, a property: `opts.origin`) is one word among others: on dev, 16
-    answerable commit subjects had one and lost recall when held small."""
+    a query of names only (`QueryShape.name_lookup`), a name no chunk has). In a sentence a
+    code-shaped word that names nothing (an option, a property: `opts.origin`) is one word among
+    others: on dev, 16 answerable commit subjects had one (14 of them read as SYMBOL intent, short
+    sentences around a name) and lost recall when held small."""
     evident = unmatched is not None and (unmatched is not Unmatched.MISSING_NAMES or name_lookup)
     unlikely = evident or (answerability is not None and answerability < ANSWERABLE_MIN)
     if verdict.low_confidence and unlikely:

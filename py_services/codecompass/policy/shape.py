@@ -132,6 +132,10 @@ class QueryShape:
     # often about how a part of the system works, which a file answers as often as a symbol
     # does; also seed 002's cue to rewrite the query.
     question: bool = False
+    # The query is only names (`parseConfig`, `Router.handle`, `useState useEffect`): a lookup
+    # whose answer is the named code, so a name no chunk has means nothing here answers it. A
+    # sentence that mentions a name (`allow interceptors without opts.origin`) is not one.
+    name_lookup: bool = False
 
 
 def analyze(query: str) -> QueryShape:
@@ -189,6 +193,7 @@ def analyze(query: str) -> QueryShape:
         mentions_tests=mentions_tests,
         lexical_text=_lexical_text(text, intent, raw_words),
         question=bool(lowered) and (lowered[0] in _QUESTION_WORDS or text.endswith("?")),
+        name_lookup=intent == SYMBOL and (len(tokens) == 1 or len(code_tokens) == len(tokens)),
     )
 
 

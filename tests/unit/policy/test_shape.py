@@ -55,6 +55,19 @@ def test_identifiers_keep_case_and_add_the_last_segment():
     assert analyze("where is the token checked").identifiers == ()
 
 
+@pytest.mark.parametrize("query", ["validateToken", "Foo.bar", "getUser(id)", "useState useEffect", "session"])
+def test_a_query_of_names_only_is_a_name_lookup(query):
+    assert analyze(query).name_lookup
+
+
+@pytest.mark.parametrize("query", ["closingNotifier should support ObservableInput", "allow interceptors without opts.origin",
+                                   "where is the token checked", "retry.js", "TypeError: x is not a function"])
+def test_a_sentence_that_mentions_a_name_is_not_a_name_lookup(query):
+    # Short sentences with a code-shaped word read as SYMBOL intent, but a name in them no chunk
+    # has (an option, a property) is one word among others, not the whole question.
+    assert not analyze(query).name_lookup
+
+
 def test_words_split_identifiers_and_drop_stop_words():
     assert analyze("where is the retryDelay computed").words == ("retry", "delay", "computed")
 

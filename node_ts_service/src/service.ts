@@ -34,6 +34,9 @@ export interface ChunkRequest {
   lexicalOnly: boolean;
 }
 
+/** A file parsed for rendering, one nested too deep for this thread's stack, or none to render from. */
+type RenderSource = { sourceFile: ts.SourceFile; relativePath: string } | { tooDeep: ChunkText } | undefined;
+
 /** A render spec plus the file the caller indexed the symbol from. */
 export interface RenderTarget extends RenderSpec {
   relativePath: string;
@@ -256,13 +259,17 @@ export class AnalysisService {
     const workspace = this.workspaces.get(request.workspaceRoot);
     const symbols: RenderedSymbol[] = [];
     const missingSymbolIds: string[] = [];
+    // An answer asks for several symbols of one file: the file is read, hashed and looked up
+    // once per call, not once per symbol (a large file's read and hash cost as much as a render).
+    const sources = new Map<string, RenderSource>();
     for (const spec of request.specs) {
       const candidates = [spec.relativePath, workspace.pathOfSymbol(spec.symbolId)].filter(
         (p, i, all): p is string => !!p && all.indexOf(p) === i,
       );
       let rendered: RenderedSymbol | undefined;
       for (const relativePath of candidates) {
-        const source = this.renderSource(workspace, relativePath);
+        if (!sources.has(relativePath)) sources.set(relativePath, this.renderSource(workspace, relativePath));
+        const source = sources.get(relativePath);
         if (source && 'tooDeep' in source) {
           // Nested deeper than this thread's stack parses: a worker's stack does.
           [rendered] = await this.syntaxChunkers[0].render(source.tooDeep, [spec], isCancelled);
@@ -483,10 +490,7 @@ export class AnalysisService {
     };
   }
 
-  private renderSource(
-    workspace: Workspace,
-    relativePath: string,
-  ): { sourceFile: ts.SourceFile; relativePath: string } | { tooDeep: ChunkText } | undefined {
+  private renderSource(workspace: Workspace, relativePath: string): RenderSource {
     let resolved;
     try {
       resolved = resolveRequestPath(workspace, relativePath);

@@ -132,10 +132,15 @@ class QueryShape:
     # often about how a part of the system works, which a file answers as often as a symbol
     # does; also seed 002's cue to rewrite the query.
     question: bool = False
-    # The query is only names (`parseConfig`, `Router.handle`, `useState useEffect`): a lookup
-    # whose answer is the named code, so a name no chunk has means nothing here answers it. A
-    # sentence that mentions a name (`allow interceptors without opts.origin`) is not one.
-    name_lookup: bool = False
+
+    @property
+    def name_lookup(self) -> bool:
+        """The query is only names (`parseConfig`, `Router.handle`, `useState useEffect`): a
+        lookup whose answer is the named code, so a name no chunk has means nothing here answers
+        it. A sentence that mentions a name (`allow interceptors without opts.origin`) is not one.
+        Derived from the text, so it needs no field of its own on the wire."""
+        tokens = self.text.split(" ") if self.text else []
+        return self.intent == SYMBOL and (len(tokens) == 1 or all(is_code_shaped(_bare(t)) for t in tokens))
 
 
 def analyze(query: str) -> QueryShape:
@@ -153,9 +158,7 @@ def analyze(query: str) -> QueryShape:
             break
 
     code_tokens = [
-        t.strip("'\"`,;:[]<>")
-        for t in tokens
-        if is_code_shaped(t.strip("'\"`,;:[]<>")) and not _PATH_TOKEN.match(t.strip("'\"`,;:()[]<>"))
+        _bare(t) for t in tokens if is_code_shaped(_bare(t)) and not _PATH_TOKEN.match(t.strip("'\"`,;:()[]<>"))
     ]
     identifiers: list[str] = []
     for token in code_tokens:
@@ -193,8 +196,11 @@ def analyze(query: str) -> QueryShape:
         mentions_tests=mentions_tests,
         lexical_text=_lexical_text(text, intent, raw_words),
         question=bool(lowered) and (lowered[0] in _QUESTION_WORDS or text.endswith("?")),
-        name_lookup=intent == SYMBOL and (len(tokens) == 1 or len(code_tokens) == len(tokens)),
     )
+
+
+def _bare(token: str) -> str:
+    return token.strip("'\"`,;:[]<>")
 
 
 def _lexical_text(text: str, intent: str, raw_words: list[str]) -> str:

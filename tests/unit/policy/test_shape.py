@@ -60,8 +60,9 @@ def test_a_query_of_names_only_is_a_name_lookup(query):
     assert analyze(query).name_lookup
 
 
-@pytest.mark.parametrize("query", ["closingNotifier should support ObservableInput", "allow interceptors without opts.origin",
-                                   "where is the token checked", "retry.js", "TypeError: x is not a function"])
+@pytest.mark.parametrize("query", ["closingNotifier should support ObservableInput",
+                                   "allow interceptors without opts.origin", "where is the token checked",
+                                   "retry.js", "TypeError: x is not a function"])
 def test_a_sentence_that_mentions_a_name_is_not_a_name_lookup(query):
     # Short sentences with a code-shaped word read as SYMBOL intent, but a name in them no chunk
     # has (an option, a property) is one word among others, not the whole question.

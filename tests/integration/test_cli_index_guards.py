@@ -1,5 +1,5 @@
 """`codecompass index` and `search` against the real retrieval service (in-process, over gRPC,
-with the fake analysis and embedding services of test_sync): what is refused without --force,
+with the fake analysis and embedding services of sync_harness): what is refused without --force,
 with which line and exit code, and what --show-skipped prints."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.unit.retrieval.sync_harness import FakeEmbedding, _func, _serve
 from tests.unit.retrieval.test_index_guards import SkippingAnalysis
-from tests.unit.retrieval.test_sync import FakeEmbedding, _func, _serve
 
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.embedding import EmbeddingClient

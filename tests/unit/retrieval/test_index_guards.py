@@ -1,6 +1,6 @@
 """The guards on what is indexed: protected folders and the first-index size limits, as pure
 functions and through the engine (real in-process gRPC fakes of the analysis and embedding
-services, from test_sync)."""
+services, from sync_harness)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import pytest
-from tests.unit.retrieval.test_sync import FakeAnalysis, FakeEmbedding, _func, _serve
+from tests.unit.retrieval.sync_harness import FakeAnalysis, FakeEmbedding, _func, _serve
 
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.embedding import EmbeddingClient

@@ -1,7 +1,7 @@
 """The static vector channel: code-static vectors written in the same pass as the chunks, so a
 cold index answers semantically before the primary model has embedded anything, and a search
 uses whichever vector a chunk has. Real LanceDB and the real committed code-static model; the
-analysis and embedding services are test_sync's in-process gRPC fakes (the primary model is
+analysis and embedding services are sync_harness's in-process gRPC fakes (the primary model is
 its hashed bag of words)."""
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
-from tests.unit.retrieval import test_sync
-from tests.unit.retrieval.test_sync import STATIC_OFF, Harness, _func, _seed, _wait_ready
+from tests.unit.retrieval.sync_harness import STATIC_OFF, Harness, _func, _seed, _wait_ready
 
 from codecompass.common.config import RetrievalSettings
 from codecompass.embedding.static import DEFAULT_MODEL_DIR
@@ -25,9 +24,6 @@ from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.schema import STATIC_VECTOR_COLUMN
 from codecompass.retrieval.search import chunk_reader
 from codecompass.retrieval.state import IndexingStatus, ResultCompleteness
-
-# test_sync's fixture: the engine over fake analysis and embedding services.
-harness = test_sync.harness
 
 QUESTION = "is the token signature long enough"
 # No word of it is in the seed's code: only vectors can find the answer.

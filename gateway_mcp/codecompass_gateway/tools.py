@@ -22,7 +22,7 @@ from codecompass.clients.errors import INVALID, NOT_FOUND, ServiceError
 from codecompass.common.chunks import Language, NodeKind
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import current_trace_ids, tracer
-from codecompass.retrieval.filters import FilterError, Filters
+from codecompass.contracts.retrieval.filters import FilterError, Filters
 from codecompass_gateway import errors
 from codecompass_gateway.errors import ToolInputError
 

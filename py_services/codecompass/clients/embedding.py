@@ -2,7 +2,7 @@
 query while searching), the benchmarks and the tests. Failures are the retrieval service's own
 errors: an embedding service that is down or slow is upstream of retrieval (UNAVAILABLE for its
 callers), one that refuses the input is a failure retrying will not fix. Messages convert in the
-embedding service's own `convert` module, as every client's do in their service's."""
+embedding service's contract (`codecompass.contracts.embedding`), as its servicer's do."""
 
 from __future__ import annotations
 
@@ -13,10 +13,9 @@ import numpy as np
 from codecompass.clients.channel import Address, ServiceChannel
 from codecompass.clients.errors import DEADLINE, UNAVAILABLE, ServiceError
 from codecompass.common import names
-from codecompass.embedding import convert
-from codecompass.embedding.base import EmbedResult, InputType, ModelInfo
-from codecompass.retrieval.schema import EmbeddingModel
-from codecompass.retrieval.state import EmbeddingUnavailable, RetrievalError
+from codecompass.contracts.embedding import convert
+from codecompass.contracts.embedding.model import EmbeddingModel, EmbedResult, InputType, ModelInfo
+from codecompass.contracts.retrieval.errors import EmbeddingUnavailable, RetrievalError
 from codecompass.v1 import embedding_pb2, embedding_pb2_grpc
 
 SERVICE = names.EMBEDDING

@@ -22,16 +22,11 @@ from codecompass.clients.errors import DEADLINE, FAILED, INVALID, NOT_FOUND, UNA
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import ConfigError, GatewaySettings, Settings, settings_from
 from codecompass.common.tokens import count_tokens
+from codecompass.contracts.rerank.model import RerankOutcome, ScoredCandidate
+from codecompass.contracts.retrieval.model import IndexingStatus, ResultCompleteness, SearchMetadata, SearchOutcome
+from codecompass.contracts.selection.model import SelectOutcome
 from codecompass.policy.ranking import RankedResult
 from codecompass.policy.shape import analyze
-from codecompass.rerank.model import RerankOutcome, ScoredCandidate
-from codecompass.retrieval.state import (
-    IndexingStatus,
-    ResultCompleteness,
-    SearchMetadata,
-    SearchOutcome,
-)
-from codecompass.selection.model import SelectOutcome
 
 # Every field of seed 003's output and the type it has (None allowed where the seed says null).
 RESULT_FIELDS = {"path": str, "line_start": int, "line_end": int, "kind": str, "name": str, "qualified_name": str,

@@ -18,13 +18,13 @@ from tests.unit.retrieval import test_sync
 from tests.unit.retrieval.test_sync import STATIC_OFF, Harness, _func, _seed, _wait_ready
 
 from codecompass.common.config import RetrievalSettings
+from codecompass.contracts.retrieval.model import IndexingStatus, ResultCompleteness
 from codecompass.embedding.static import DEFAULT_MODEL_DIR
 from codecompass.retrieval import schema
 from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.schema import STATIC_VECTOR_COLUMN
 from codecompass.retrieval.search import chunk_reader
-from codecompass.retrieval.state import IndexingStatus, ResultCompleteness
 
 # test_sync's fixture: the engine over fake analysis and embedding services.
 harness = test_sync.harness

@@ -31,22 +31,21 @@ from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import RetrievalSettings, Settings
 from codecompass.common.identifiers import split_identifiers
 from codecompass.common.serving import ServiceSpec, start_server
+from codecompass.contracts.retrieval.errors import InvalidWorkspace, WorkspaceNotFound
+from codecompass.contracts.retrieval.model import (
+    FreshnessStatus,
+    IndexingStatus,
+    IndexPhase,
+    ResultCompleteness,
+    SearchQuery,
+    SyncOutcome,
+)
 from codecompass.retrieval import catalog as catalog_module
 from codecompass.retrieval import servicer
 from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.index.background_embedder import BackgroundEmbedder
 from codecompass.retrieval.index.sync import SyncInterrupted, SyncTuning
 from codecompass.retrieval.index.workspace_writer import WorkspaceWriter
-from codecompass.retrieval.state import (
-    FreshnessStatus,
-    IndexingStatus,
-    IndexPhase,
-    InvalidWorkspace,
-    ResultCompleteness,
-    SearchQuery,
-    SyncOutcome,
-    WorkspaceNotFound,
-)
 from codecompass.v1 import (
     analysis_pb2,
     analysis_pb2_grpc,

@@ -11,8 +11,8 @@ import numpy as np
 
 from codecompass.clients.embedding import EmbeddingClient, EmbeddingFailed
 from codecompass.common.logging import get_logger
+from codecompass.contracts.retrieval.errors import EmbeddingUnavailable
 from codecompass.retrieval.interactive import InteractiveWork
-from codecompass.retrieval.state import EmbeddingUnavailable
 
 if TYPE_CHECKING:
     from codecompass.retrieval.index.workspace_writer import WorkspaceWriter

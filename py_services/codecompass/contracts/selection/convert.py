@@ -1,8 +1,9 @@
-"""The only place selection domain types meet the generated proto types."""
+"""The only place selection domain types meet the generated proto types: the selection servicer
+and its client both convert here."""
 
 from __future__ import annotations
 
-from codecompass.common.chunk_convert import (
+from codecompass.contracts.chunk_convert import (
     UnknownEnumValue,
     chunk_from_proto,
     chunk_to_proto,
@@ -13,13 +14,7 @@ from codecompass.common.chunk_convert import (
     provenance_from_proto,
     provenance_to_proto,
 )
-from codecompass.selection.model import (
-    Candidate,
-    Reason,
-    SelectedResult,
-    SelectOutcome,
-    SelectQuery,
-)
+from codecompass.contracts.selection.model import Candidate, Reason, SelectedResult, SelectOutcome, SelectQuery
 from codecompass.v1 import selection_pb2 as pb
 
 _REASON_TO_PROTO = {

@@ -1,7 +1,6 @@
-"""The retrieval service's proto edge: every generated type stops here.
-
-Covers the RetrievalService messages it serves and the CodeAnalysisService /
-EmbeddingService messages its clients exchange, in both directions so each has a round trip.
+"""The retrieval service's proto edge: its messages to and from the domain types in `model`, in
+both directions so each has a round trip. Its servicer and its client both convert here; the
+analysis messages it reuses (SkippedFile) convert in `codecompass.contracts.analysis.convert`.
 """
 
 from __future__ import annotations
@@ -10,7 +9,8 @@ from collections.abc import Iterable
 
 from google.protobuf import timestamp_pb2
 
-from codecompass.common.chunk_convert import (
+from codecompass.contracts.analysis.convert import skipped_file_from_proto, skipped_file_to_proto
+from codecompass.contracts.chunk_convert import (
     UnknownEnumValue,
     chunk_from_proto,
     chunk_to_proto,
@@ -21,14 +21,8 @@ from codecompass.common.chunk_convert import (
     provenance_from_proto,
     provenance_to_proto,
 )
-from codecompass.policy import shape as q
-from codecompass.policy.ranking import PRIMARY_VECTORS, STATIC_VECTORS, RankedResult
-from codecompass.policy.shape import QueryShape
-from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.state import (
-    ChunkedFile,
-    FileEntry,
-    FileStatus,
+from codecompass.contracts.retrieval.filters import Filters
+from codecompass.contracts.retrieval.model import (
     FreshnessStatus,
     HubOutcome,
     HubQuery,
@@ -40,19 +34,16 @@ from codecompass.retrieval.state import (
     IndexSummary,
     ResultCompleteness,
     ResultView,
-    ScanResult,
     SearchMetadata,
     SearchOutcome,
     SearchQuery,
-    SkippedFile,
     SyncOutcome,
     SyncStats,
 )
-from codecompass.v1 import analysis_pb2, retrieval_pb2
-
-# What an analysis service too old to report its chunker version is taken to run; such a
-# service's chunker upgrades cannot be detected, so they need a manual re-index.
-UNVERSIONED_CHUNKER = "unversioned"
+from codecompass.policy import shape as q
+from codecompass.policy.ranking import PRIMARY_VECTORS, STATIC_VECTORS, RankedResult
+from codecompass.policy.shape import QueryShape
+from codecompass.v1 import retrieval_pb2
 
 _STATUS_TO_PROTO = {
     IndexingStatus.NOT_INDEXED: retrieval_pb2.INDEXING_STATUS_NOT_INDEXED,
@@ -94,115 +85,6 @@ _PHASE_TO_PROTO: dict[IndexPhase, retrieval_pb2.IndexPhase] = {
     phase: retrieval_pb2.IndexPhase.Value(f"INDEX_PHASE_{phase.name}") for phase in IndexPhase
 }
 _PHASE_FROM_PROTO = {v: k for k, v in _PHASE_TO_PROTO.items()}
-
-
-_FILE_STATUS_FROM_PROTO = {
-    analysis_pb2.FILE_STATUS_OK: FileStatus.OK,
-    analysis_pb2.FILE_STATUS_SYNTAX_ERRORS: FileStatus.SYNTAX_ERRORS,
-    analysis_pb2.FILE_STATUS_SKIPPED: FileStatus.SKIPPED,
-}
-_FILE_STATUS_TO_PROTO = {v: k for k, v in _FILE_STATUS_FROM_PROTO.items()}
-
-
-def _skip_reason_name(value: analysis_pb2.SkipReason) -> str:
-    if value == analysis_pb2.SKIP_REASON_UNSPECIFIED:
-        return ""
-    return analysis_pb2.SkipReason.Name(value).removeprefix("SKIP_REASON_").lower()
-
-
-def _skip_reason_value(name: str) -> analysis_pb2.SkipReason:
-    if not name:
-        return analysis_pb2.SKIP_REASON_UNSPECIFIED
-    return analysis_pb2.SkipReason.Value(f"SKIP_REASON_{name.upper()}")
-
-
-# --- CodeAnalysisService ---
-
-
-def file_entry_to_proto(entry: FileEntry) -> analysis_pb2.FileEntry:
-    return analysis_pb2.FileEntry(
-        relative_path=entry.relative_path,
-        size_bytes=entry.size_bytes,
-        mtime_ns=entry.mtime_ns,
-        content_hash=entry.content_hash,
-        language=language_to_proto(entry.language),
-    )
-
-
-def file_entry_from_proto(msg: analysis_pb2.FileEntry) -> FileEntry:
-    return FileEntry(
-        relative_path=msg.relative_path,
-        size_bytes=msg.size_bytes,
-        mtime_ns=msg.mtime_ns,
-        content_hash=msg.content_hash,
-        language=language_from_proto(msg.language),
-    )
-
-
-def skipped_file_from_proto(msg: analysis_pb2.SkippedFile) -> SkippedFile:
-    return SkippedFile(msg.relative_path, _skip_reason_name(msg.reason), msg.detail, msg.folder)
-
-
-def skipped_file_to_proto(skipped: SkippedFile) -> analysis_pb2.SkippedFile:
-    return analysis_pb2.SkippedFile(relative_path=skipped.relative_path, reason=_skip_reason_value(skipped.reason),
-                                    detail=skipped.detail, folder=skipped.folder)
-
-
-def scan_request_to_proto(root: str, previous: Iterable[FileEntry]) -> analysis_pb2.ScanWorkspaceRequest:
-    return analysis_pb2.ScanWorkspaceRequest(workspace_root=root, previous=[file_entry_to_proto(e) for e in previous])
-
-
-def _chunker_version(msg: analysis_pb2.ScanWorkspaceResponse) -> str:
-    return msg.chunker_version or UNVERSIONED_CHUNKER
-
-
-def scan_result_from_proto(msg: analysis_pb2.ScanWorkspaceResponse) -> ScanResult:
-    return ScanResult(
-        files=tuple(file_entry_from_proto(f) for f in msg.files),
-        added=tuple(msg.added),
-        changed=tuple(msg.changed),
-        removed=tuple(msg.removed),
-        skipped=tuple(skipped_file_from_proto(s) for s in msg.skipped),
-        duration_ms=msg.duration_ms,
-        chunker_version=_chunker_version(msg),
-    )
-
-
-def scan_result_to_proto(result: ScanResult) -> analysis_pb2.ScanWorkspaceResponse:
-    return analysis_pb2.ScanWorkspaceResponse(
-        files=[file_entry_to_proto(f) for f in result.files],
-        added=list(result.added),
-        changed=list(result.changed),
-        removed=list(result.removed),
-        skipped=[skipped_file_to_proto(s) for s in result.skipped],
-        duration_ms=result.duration_ms,
-    )
-
-
-def chunked_file_from_proto(msg: analysis_pb2.ChunkFilesResponse) -> ChunkedFile:
-    return ChunkedFile(
-        relative_path=msg.relative_path,
-        status=_FILE_STATUS_FROM_PROTO.get(msg.status, FileStatus.OK),
-        chunks=tuple(chunk_from_proto(c) for c in msg.chunks),
-        content_hash=msg.content_hash,
-        mtime_ns=msg.mtime_ns,
-        size_bytes=msg.size_bytes,
-        skip_reason=_skip_reason_name(msg.skip_reason),
-        skip_detail=msg.skip_detail,
-    )
-
-
-def chunked_file_to_proto(chunked: ChunkedFile) -> analysis_pb2.ChunkFilesResponse:
-    return analysis_pb2.ChunkFilesResponse(
-        relative_path=chunked.relative_path,
-        status=_FILE_STATUS_TO_PROTO[chunked.status],
-        skip_reason=_skip_reason_value(chunked.skip_reason),
-        chunks=[chunk_to_proto(c) for c in chunked.chunks],
-        content_hash=chunked.content_hash,
-        mtime_ns=chunked.mtime_ns,
-        size_bytes=chunked.size_bytes,
-        skip_detail=chunked.skip_detail,
-    )
 
 
 # --- RetrievalService ---

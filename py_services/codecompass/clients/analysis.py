@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from codecompass.clients.channel import Address, ServiceChannel
-from codecompass.clients.errors import DEADLINE, NOT_FOUND, UNAVAILABLE, ServiceError
+from codecompass.clients.errors import DEADLINE, NOT_FOUND, ServiceError
 from codecompass.common import names
 from codecompass.contracts.analysis import convert
 from codecompass.contracts.analysis.model import (
@@ -126,7 +126,7 @@ class AnalysisClient:
         if exc.kind == DEADLINE:
             # A long scan of a big workspace is not a dead service: say which stage ran out.
             return AnalysisTimedOut(self.address, _STAGE.get(method, method), timeout_s)
-        if exc.kind == UNAVAILABLE:
+        if not exc.meaning.reached:
             return AnalysisUnavailable(self.address, f"{method}: unavailable ({exc})")
         return AnalysisFailed(f"analysis service {method} failed: {exc.status}: {exc}")
 

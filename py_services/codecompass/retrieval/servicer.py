@@ -8,13 +8,13 @@ from collections.abc import Iterator
 import grpc
 from opentelemetry import trace
 
-from codecompass.clients.embedding import EmbeddingFailed
 from codecompass.clients.errors import UPSTREAM_KEY
 from codecompass.common.telemetry import tracer
 from codecompass.contracts.retrieval import convert
 from codecompass.contracts.retrieval.errors import (
     AnalysisFailed,
     DependencyUnavailable,
+    EmbeddingFailed,
     IndexNotFound,
     InvalidQuery,
     InvalidWorkspace,

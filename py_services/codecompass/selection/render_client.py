@@ -9,11 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from codecompass.clients.analysis import AnalysisClient
-from codecompass.clients.errors import DEADLINE, UNAVAILABLE, ServiceError
+from codecompass.clients.errors import DEADLINE, ServiceError
 from codecompass.contracts.analysis.model import RenderedSymbol, RenderRequest
 from codecompass.contracts.selection.model import FALLBACK_ERROR, FALLBACK_TIMEOUT, FALLBACK_UNAVAILABLE
-
-_REASONS = {UNAVAILABLE: FALLBACK_UNAVAILABLE, DEADLINE: FALLBACK_TIMEOUT}
 
 
 class RenderFailed(Exception):
@@ -38,4 +36,8 @@ class RenderClient:
         try:
             return self._client.render(workspace_root, specs, self._timeout_s)
         except ServiceError as exc:
-            raise RenderFailed(_REASONS.get(exc.kind, FALLBACK_ERROR), f"RenderSymbols at {self.addr}: {exc}") from None
+            if exc.kind == DEADLINE:
+                reason = FALLBACK_TIMEOUT
+            else:
+                reason = FALLBACK_ERROR if exc.meaning.reached else FALLBACK_UNAVAILABLE
+            raise RenderFailed(reason, f"RenderSymbols at {self.addr}: {exc}") from None

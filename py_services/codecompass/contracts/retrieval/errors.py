@@ -62,3 +62,7 @@ class EmbeddingUnavailable(DependencyUnavailable):
 
 class AnalysisFailed(RetrievalError):
     """The analysis service answered with an error that retrying will not fix."""
+
+
+class EmbeddingFailed(RetrievalError):
+    """The embedding service answered with an error that retrying the same input will not fix."""

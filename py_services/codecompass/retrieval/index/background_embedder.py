@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from codecompass.clients.embedding import EmbeddingClient, EmbeddingFailed
+from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.logging import get_logger
-from codecompass.contracts.retrieval.errors import EmbeddingUnavailable
+from codecompass.contracts.retrieval.errors import EmbeddingFailed, EmbeddingUnavailable
 from codecompass.retrieval.interactive import InteractiveWork
 
 if TYPE_CHECKING:

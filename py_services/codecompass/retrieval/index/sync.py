@@ -29,13 +29,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from codecompass.clients.analysis import AnalysisClient
-from codecompass.clients.embedding import EmbeddingClient, EmbeddingFailed
+from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.chunks import Chunk
 from codecompass.common.logging import get_logger
 from codecompass.common.testcode import is_test_path
 from codecompass.contracts.analysis.model import ChunkedFile, FileEntry, FileStatus, ScanResult
 from codecompass.contracts.embedding.model import EmbeddingModel
-from codecompass.contracts.retrieval.errors import DependencyUnavailable, EmbeddingUnavailable
+from codecompass.contracts.retrieval.errors import DependencyUnavailable, EmbeddingFailed, EmbeddingUnavailable
 from codecompass.contracts.retrieval.model import IndexPhase, IndexProgress, SyncStats
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, signature_digest
 from codecompass.retrieval.index.chunk_writer import ChunkWriter

@@ -27,12 +27,13 @@ from typing import Protocol
 
 import lancedb
 
-from codecompass.clients.embedding import EmbeddingClient, EmbeddingFailed
+from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.contracts.analysis.model import SkippedFile
 from codecompass.contracts.retrieval.errors import (
     DependencyUnavailable,
+    EmbeddingFailed,
     EmbeddingUnavailable,
     IndexRefused,
     InvalidQuery,

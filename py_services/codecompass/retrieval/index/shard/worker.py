@@ -10,12 +10,12 @@ import lancedb
 import numpy as np
 
 from codecompass.clients.analysis import AnalysisClient
-from codecompass.clients.embedding import EmbeddingClient, EmbeddingFailed
+from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.chunks import Chunk
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
 from codecompass.contracts.analysis.model import ChunkedFile, FileEntry, FileStatus
-from codecompass.contracts.retrieval.errors import EmbeddingUnavailable
+from codecompass.contracts.retrieval.errors import EmbeddingFailed, EmbeddingUnavailable
 from codecompass.retrieval.catalog import CatalogEntry, IndexIdentity
 from codecompass.retrieval.index.chunk_writer import ChunkWriter, StagedWrite
 from codecompass.retrieval.index.rows import BatchSizes, chunk_in_batches

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import fields
-from typing import Any
 
 from google.protobuf import timestamp_pb2
 
@@ -23,6 +22,7 @@ from codecompass.contracts.chunk_convert import (
     provenance_from_proto,
     provenance_to_proto,
 )
+from codecompass.contracts.fields import same_named
 from codecompass.contracts.retrieval.filters import Filters
 from codecompass.contracts.retrieval.model import (
     FreshnessStatus,
@@ -88,9 +88,7 @@ _PHASE_TO_PROTO: dict[IndexPhase, retrieval_pb2.IndexPhase] = {
 }
 _PHASE_FROM_PROTO = {v: k for k, v in _PHASE_TO_PROTO.items()}
 
-# Fields a message and its domain type share by name and hold as the same scalar value, each list
-# written once for both directions; what needs converting (enums, repeated, optional, nested) is
-# spelled out in the functions below.
+# Fields a message and its domain type share by name and hold as the same scalar value (`same_named`).
 _SYNC_STATS_FIELDS = tuple(f.name for f in fields(SyncStats))
 _SYNC_OUTCOME_FIELDS = ("finished", "pending_count", "pending_new_files", "scanning", "error", "duration_ms",
                         "phase_files_done", "phase_files_total", "chunks_written")
@@ -104,10 +102,6 @@ _METADATA_FIELDS = ("semantic_fallback", "semantic_skipped_reason", "semantic_ra
 _STATUS_FIELDS = ("files", "chunks", "embedded_chunks", "embedding_model_id", "embedding_model_version",
                   "index_format_version", "error", "index_bytes", "static_vector_chunks", "static_model_id",
                   "static_model_version", "workspace_id", "root")
-
-
-def _same_named(source: object, names: tuple[str, ...]) -> dict[str, Any]:
-    return {name: getattr(source, name) for name in names}
 
 
 # --- RetrievalService ---
@@ -226,11 +220,11 @@ def search_query_to_proto(query: SearchQuery) -> retrieval_pb2.SearchRequest:
 
 
 def sync_stats_to_proto(stats: SyncStats) -> retrieval_pb2.SyncStats:
-    return retrieval_pb2.SyncStats(**_same_named(stats, _SYNC_STATS_FIELDS))
+    return retrieval_pb2.SyncStats(**same_named(stats, _SYNC_STATS_FIELDS))
 
 
 def sync_stats_from_proto(msg: retrieval_pb2.SyncStats) -> SyncStats:
-    return SyncStats(**_same_named(msg, _SYNC_STATS_FIELDS))
+    return SyncStats(**same_named(msg, _SYNC_STATS_FIELDS))
 
 
 def sync_request_to_proto(workspace_root: str, budget_ms: int) -> retrieval_pb2.SyncRequest:
@@ -244,7 +238,7 @@ def sync_budget_from_proto(msg: retrieval_pb2.SyncRequest) -> float | None:
 
 def sync_outcome_to_proto(outcome: SyncOutcome) -> retrieval_pb2.SyncResponse:
     msg = retrieval_pb2.SyncResponse(
-        **_same_named(outcome, _SYNC_OUTCOME_FIELDS),
+        **same_named(outcome, _SYNC_OUTCOME_FIELDS),
         freshness_status=_FRESHNESS_TO_PROTO[outcome.freshness_status],
         pending_paths=list(outcome.pending_paths),
         phase=_PHASE_TO_PROTO[outcome.phase] if outcome.phase is not None else retrieval_pb2.INDEX_PHASE_UNSPECIFIED,
@@ -261,7 +255,7 @@ def sync_outcome_from_proto(msg: retrieval_pb2.SyncResponse) -> SyncOutcome:
     except KeyError:
         raise UnknownEnumValue(f"unknown FreshnessStatus value {msg.freshness_status}") from None
     return SyncOutcome(
-        **_same_named(msg, _SYNC_OUTCOME_FIELDS),
+        **same_named(msg, _SYNC_OUTCOME_FIELDS),
         freshness_status=freshness,
         stats=sync_stats_from_proto(msg.stats) if msg.HasField("stats") else None,
         pending_paths=tuple(msg.pending_paths),
@@ -272,7 +266,7 @@ def sync_outcome_from_proto(msg: retrieval_pb2.SyncResponse) -> SyncOutcome:
 def progress_to_proto(progress: IndexProgress) -> retrieval_pb2.IndexWorkspaceResponse:
     msg = retrieval_pb2.IndexWorkspaceResponse(
         phase=_PHASE_TO_PROTO[progress.phase],
-        **_same_named(progress, _PROGRESS_FIELDS),
+        **same_named(progress, _PROGRESS_FIELDS),
     )
     if progress.stats is not None:
         msg.stats.CopyFrom(sync_stats_to_proto(progress.stats))
@@ -283,7 +277,7 @@ def progress_to_proto(progress: IndexProgress) -> retrieval_pb2.IndexWorkspaceRe
 def progress_from_proto(msg: retrieval_pb2.IndexWorkspaceResponse) -> IndexProgress:
     return IndexProgress(
         phase=_PHASE_FROM_PROTO[msg.phase],
-        **_same_named(msg, _PROGRESS_FIELDS),
+        **same_named(msg, _PROGRESS_FIELDS),
         stats=sync_stats_from_proto(msg.stats) if msg.HasField("stats") else None,
         skipped=tuple(skipped_file_from_proto(s) for s in msg.skipped),
     )
@@ -298,7 +292,7 @@ def _result_to_proto(result: RankedResult, view: ResultView) -> retrieval_pb2.Se
         chunk.ClearField("collapsed_source")
     return retrieval_pb2.SearchResult(
         chunk=chunk,
-        **_same_named(result, _RESULT_FIELDS),
+        **same_named(result, _RESULT_FIELDS),
         provenance=provenance_to_proto(result.provenance),
         signals={k: v for k, v in result.signals.items() if not k.startswith("_")},
         vector_channel=_CHANNEL_TO_PROTO[result.vector_channel],
@@ -308,7 +302,7 @@ def _result_to_proto(result: RankedResult, view: ResultView) -> retrieval_pb2.Se
 def _result_from_proto(msg: retrieval_pb2.SearchResult) -> RankedResult:
     return RankedResult(
         chunk=chunk_from_proto(msg.chunk),
-        **_same_named(msg, _RESULT_FIELDS),
+        **same_named(msg, _RESULT_FIELDS),
         provenance=provenance_from_proto(msg.provenance),
         signals=dict(msg.signals),
         # A value a newer server added reads as "not said" rather than failing the answer.
@@ -320,7 +314,7 @@ def _metadata_to_proto(meta: SearchMetadata) -> retrieval_pb2.SearchMetadata:
     return retrieval_pb2.SearchMetadata(
         indexing_status=_STATUS_TO_PROTO[meta.indexing_status],
         result_completeness=_COMPLETENESS_TO_PROTO[meta.result_completeness],
-        **_same_named(meta, _METADATA_FIELDS),
+        **same_named(meta, _METADATA_FIELDS),
         answerability=meta.answerability,
         missing_names=list(meta.missing_names),
         nearest_names=list(meta.nearest_names),
@@ -332,7 +326,7 @@ def _metadata_from_proto(msg: retrieval_pb2.SearchMetadata) -> SearchMetadata:
     return SearchMetadata(
         indexing_status=_STATUS_FROM_PROTO[msg.indexing_status],
         result_completeness=_COMPLETENESS_FROM_PROTO[msg.result_completeness],
-        **_same_named(msg, _METADATA_FIELDS),
+        **same_named(msg, _METADATA_FIELDS),
         answerability=msg.answerability if msg.HasField("answerability") else None,
         missing_names=tuple(msg.missing_names),
         nearest_names=tuple(msg.nearest_names),
@@ -399,7 +393,7 @@ def hub_outcome_from_proto(msg: retrieval_pb2.FindHubsResponse) -> HubOutcome:
 def status_to_proto(report: IndexStatusReport) -> retrieval_pb2.GetIndexStatusResponse:
     return retrieval_pb2.GetIndexStatusResponse(
         indexing_status=_STATUS_TO_PROTO[report.indexing_status],
-        **_same_named(report, _STATUS_FIELDS),
+        **same_named(report, _STATUS_FIELDS),
         last_sync_time=(
             timestamp_pb2.Timestamp(seconds=int(report.last_sync_at), nanos=int(report.last_sync_at % 1 * 1e9))
             if report.last_sync_at is not None
@@ -412,7 +406,7 @@ def status_to_proto(report: IndexStatusReport) -> retrieval_pb2.GetIndexStatusRe
 def status_from_proto(msg: retrieval_pb2.GetIndexStatusResponse) -> IndexStatusReport:
     return IndexStatusReport(
         indexing_status=_STATUS_FROM_PROTO[msg.indexing_status],
-        **_same_named(msg, _STATUS_FIELDS),
+        **same_named(msg, _STATUS_FIELDS),
         last_sync_at=(
             msg.last_sync_time.seconds + msg.last_sync_time.nanos / 1e9 if msg.HasField("last_sync_time") else None
         ),

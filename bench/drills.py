@@ -54,8 +54,8 @@ from bench.lib.services import REPO_ROOT, start_service
 from bench.report.faults import render_drills
 from codecompass.clients.errors import ServiceError
 from codecompass.clients.retrieval import RetrievalClient
+from codecompass.contracts.retrieval.model import FreshnessStatus, IndexPhase
 from codecompass.retrieval.location import index_key, list_tables, workspace_id_of
-from codecompass.retrieval.state import FreshnessStatus, IndexPhase
 
 SAMPLE_WORKSPACE = REPO_ROOT / "tests" / "fixtures" / "sample_workspace"
 # Fast to start and to embed: the drills are about processes, not models. The embedding drill
@@ -121,7 +121,7 @@ def index_rows(index_uri: str, workspace: Path, storage_options: dict[str, str] 
 
 def searched_total(address: str, workspace: Path) -> int:
     """The chunk count a search on `address` answers from."""
-    from codecompass.retrieval.state import SearchQuery
+    from codecompass.contracts.retrieval.model import SearchQuery
 
     client = RetrievalClient(address)
     try:

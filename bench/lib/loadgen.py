@@ -161,7 +161,7 @@ def _short(text: str) -> str:
 
 def _grpc_driver(plan: LoadPlan, barrier, results) -> None:
     from codecompass.clients.retrieval import RetrievalClient
-    from codecompass.retrieval.state import SearchQuery
+    from codecompass.contracts.retrieval.model import SearchQuery
 
     clients = [RetrievalClient(plan.retrieval_addr) for _ in range(plan.grpc_clients)]
     rows: list[tuple] = []

@@ -47,8 +47,8 @@ from bench.quality.run_quality import (
     workspace_for,
 )
 from codecompass.clients.retrieval import RetrievalClient
+from codecompass.contracts.retrieval.model import ResultView, SearchOutcome, SearchQuery
 from codecompass.policy.ranking import RankedResult
-from codecompass.retrieval.state import ResultView, SearchOutcome, SearchQuery
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
 CANDIDATE_POOL = 200

@@ -63,7 +63,7 @@ from bench.lib.testcode import is_test_code
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.errors import ServiceError
 from codecompass.clients.retrieval import RetrievalClient
-from codecompass.retrieval.state import ResultView, SearchQuery
+from codecompass.contracts.retrieval.model import ResultView, SearchQuery
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = BENCH_DIR.parent

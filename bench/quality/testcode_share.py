@@ -52,9 +52,9 @@ from bench.lib.testcode import REASONS, why_test_code
 from bench.quality.run_quality import DEFAULT_QUERIES, RESULT_LIMIT, SPLITS, load_queries, target_hit, workspace_for
 from bench.quality.tune_ranking import open_store
 from codecompass.common.config import RetrievalSettings
+from codecompass.contracts.retrieval.filters import Filters
 from codecompass.embedding.minilm import MiniLMProvider
 from codecompass.policy.ranking import DEFAULT_POLICY, RankingPolicy
-from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.search.hybrid import hybrid_search
 
 BUDGET = TOKEN_BUDGETS[-1]

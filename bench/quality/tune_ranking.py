@@ -26,11 +26,12 @@ from bench.lib.metrics import METRIC_NAMES, mean_scores, score_query
 from bench.lib.results import write_results
 from bench.quality.run_quality import DEFAULT_QUERIES, load_queries, target_hit, workspace_for
 from codecompass.common.config import RetrievalSettings
+from codecompass.contracts.embedding.model import EmbeddingModel
+from codecompass.contracts.retrieval.filters import Filters
 from codecompass.embedding.base import Provider
 from codecompass.embedding.minilm import MiniLMProvider, code_small
 from codecompass.embedding.static import StaticProvider
 from codecompass.policy.ranking import DEFAULT_POLICY, FUSION_ONLY, RankingPolicy
-from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.index.chunk_writer import ChunkWriter
 from codecompass.retrieval.location import index_key, workspace_id_of
 from codecompass.retrieval.schema import (
@@ -38,7 +39,6 @@ from codecompass.retrieval.schema import (
     MODEL_METADATA_KEY,
     STATIC_MODEL_METADATA_KEY,
     TABLE_PREFIX,
-    EmbeddingModel,
 )
 from codecompass.retrieval.search.hybrid import hybrid_search
 

@@ -49,9 +49,9 @@ from bench.lib.services import (
 from bench.report.speed import speed_table
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.files import tree_bytes
+from codecompass.contracts.retrieval.model import IndexingStatus, IndexPhase, SearchOutcome, SearchQuery, SyncOutcome
 from codecompass.policy.ranking import STATIC_VECTORS
 from codecompass.retrieval.index.chunk_writer import DEFAULT_VERSION_RETENTION
-from codecompass.retrieval.state import IndexingStatus, IndexPhase, SearchOutcome, SearchQuery, SyncOutcome
 
 BENCH_DIR = REPO_ROOT / "bench"
 DEFAULT_WORKSPACE = BENCH_DIR / ".work" / "ws-300k"

@@ -42,8 +42,8 @@ from bench.report.speed import render_store_speed
 from bench.speed.run_pipeline_speed import query_texts
 from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source_stats
 from codecompass.clients.retrieval import RetrievalClient
+from codecompass.contracts.retrieval.model import SearchQuery
 from codecompass.retrieval.location import workspace_id_of
-from codecompass.retrieval.state import SearchQuery
 
 BUCKET = "store-speed"
 INDEX_TIMEOUT_S = 7200.0

@@ -7,14 +7,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import closing
 
 from codecompass.clients.analysis import AnalysisClient
-from codecompass.clients.analysis_model import FileChunks
 from codecompass.clients.retrieval import RetrievalClient
-from codecompass.retrieval.state import IndexProgress
+from codecompass.contracts.analysis.model import ChunkedFile
+from codecompass.contracts.retrieval.model import IndexProgress
 from codecompass_cli.errors import service_errors
 
 
 def chunk_files(address: str, workspace_root: str, paths: Sequence[str], include_references: bool,
-                timeout_s: float) -> Iterator[FileChunks]:
+                timeout_s: float) -> Iterator[ChunkedFile]:
     with closing(AnalysisClient(address)) as client, service_errors():
         yield from client.chunks(workspace_root, paths, timeout_s, include_references=include_references)
 

@@ -21,8 +21,8 @@ from codecompass_gateway.pipeline import Pipeline, PipelineAnswer, PipelineReque
 from codecompass.common import names
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import CHECKOUT_ROOT, Settings, documented_settings, redacted
+from codecompass.contracts.retrieval.filters import Filters
 from codecompass.policy.relevance import QueryFocus
-from codecompass.retrieval.filters import Filters
 from codecompass_cli import clients, render
 from codecompass_cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError, service_errors
 from codecompass_cli.indexes import list_indexes

@@ -13,7 +13,7 @@ from pathlib import Path
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.config import Settings
 from codecompass.common.files import tree_bytes
-from codecompass.retrieval.state import IndexSummary
+from codecompass.contracts.retrieval.model import IndexSummary
 from codecompass_cli.errors import CliError, service_errors
 
 # The folders of a local state dir that hold indexes: the index root, and the catalogs kept

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from codecompass.retrieval.state import IndexPhase, IndexProgress
+from codecompass.contracts.retrieval.model import IndexPhase, IndexProgress
 
 BAR_WIDTH = 24
 # Without a terminal every line stays in the log (CI, a pipe): a line when a phase starts and one

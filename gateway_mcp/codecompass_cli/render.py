@@ -19,18 +19,18 @@ from codecompass_gateway.answer import (
     semantic_channels_line,
 )
 
-from codecompass.clients.analysis_model import FileChunks
 from codecompass.common.chunks import Chunk
-from codecompass.retrieval.state import IndexSummary, SkippedFile, SyncStats
+from codecompass.contracts.analysis.model import ChunkedFile, FileStatus, SkippedFile
+from codecompass.contracts.retrieval.model import IndexSummary, SyncStats
 from codecompass_cli.indexes import human_size
 
 
-def file_header(result: FileChunks) -> str:
-    if result.status == "skipped":
+def file_header(result: ChunkedFile) -> str:
+    if result.status == FileStatus.SKIPPED:
         reason = result.skip_reason or "skipped"
         detail = f" ({result.skip_detail})" if result.skip_detail else ""
         return f"{result.relative_path}  skipped  {reason}{detail}"
-    return f"{result.relative_path}  {result.status}  {len(result.chunks)} chunks"
+    return f"{result.relative_path}  {result.status.value}  {len(result.chunks)} chunks"
 
 
 def chunk_line(chunk: Chunk) -> str:
@@ -39,7 +39,7 @@ def chunk_line(chunk: Chunk) -> str:
             f"  {chunk.embedding_token_count} tok")
 
 
-def file_block(result: FileChunks) -> list[str]:
+def file_block(result: ChunkedFile) -> list[str]:
     lines = [file_header(result)]
     lines.extend(f"  ! {diagnostic}" for diagnostic in result.diagnostics)
     lines.extend(chunk_line(chunk) for chunk in result.chunks)
@@ -58,13 +58,13 @@ class ChunkSummary:
     largest: Chunk | None = None
     chunks: list[Chunk] = field(default_factory=list)
 
-    def add(self, result: FileChunks) -> None:
-        if result.status == "skipped":
+    def add(self, result: ChunkedFile) -> None:
+        if result.status == FileStatus.SKIPPED:
             self.skipped[result.skip_reason or "unspecified"] += 1
             return
         self.files += 1
         self.lines += result.line_count
-        if result.status == "syntax_errors":
+        if result.status == FileStatus.SYNTAX_ERRORS:
             self.files_with_syntax_errors += 1
         for chunk in result.chunks:
             self.kinds[chunk.node_kind.value] += 1

@@ -11,12 +11,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from codecompass.contracts.retrieval.model import FreshnessStatus, SyncOutcome
+from codecompass.contracts.selection.model import SelectedResult, SelectOutcome
 from codecompass.policy.confidence import Unmatched, unmatched
 from codecompass.policy.ranking import SKIP_RATIO_ZERO
 from codecompass.policy.relevance import QueryFocus
 from codecompass.policy.selection import Verdict
-from codecompass.retrieval.state import FreshnessStatus, SyncOutcome
-from codecompass.selection.model import SelectedResult, SelectOutcome
 from codecompass_gateway.pipeline import SYNC, PipelineAnswer, Ranked
 from codecompass_gateway.understanding import BestResult, ConfidenceGuidance, QueryUnderstanding, guidance_of
 

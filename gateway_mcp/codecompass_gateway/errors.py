@@ -33,7 +33,7 @@ from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 
-from codecompass.clients.errors import DEADLINE, INVALID, NOT_FOUND, UNAVAILABLE, ServiceError
+from codecompass.clients.errors import FAILED, KINDS, NOT_FOUND, ServiceError
 
 INVALID_ARGUMENT = "invalid_argument"
 INVALID_WORKSPACE = "invalid_workspace"
@@ -59,13 +59,6 @@ ERROR_CODES: dict[str, str] = {
     INTERNAL_ERROR: "a bug in the gateway; its log has the details",
 }
 
-_SERVICE_KINDS = {
-    UNAVAILABLE: SERVICE_UNAVAILABLE,
-    DEADLINE: DEADLINE_EXCEEDED,
-    INVALID: INVALID_ARGUMENT,
-    NOT_FOUND: NOT_FOUND_CODE,
-}
-
 
 class ToolInputError(Exception):
     """An argument the caller can fix; the message says how, in one line. `code` is its entry in
@@ -88,8 +81,8 @@ def not_found_as_input(message: str) -> Iterator[None]:
 
 
 def code_for_service_error(kind: str) -> str:
-    """The registry code for a `ServiceError.kind`."""
-    return _SERVICE_KINDS.get(kind, SERVICE_ERROR)
+    """The registry code for a `ServiceError.kind` (its row of the clients' one table of kinds)."""
+    return KINDS.get(kind, KINDS[FAILED]).tool_code
 
 
 def one_line(text: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from codecompass.clients.errors import ServiceError
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.logging import get_logger
-from codecompass.retrieval.state import IndexingStatus
+from codecompass.contracts.retrieval.model import IndexingStatus
 
 # The server's logger, as before the indexer had a module of its own: log readers filter on it.
 log = get_logger("codecompass.gateway.server")

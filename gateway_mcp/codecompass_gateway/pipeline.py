@@ -51,6 +51,19 @@ from codecompass.common import names
 from codecompass.common.config import GatewaySettings, Settings
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import tracer
+from codecompass.contracts.rerank.model import LOCAL, RerankQuery
+from codecompass.contracts.rerank.model import Candidate as RerankCandidate
+from codecompass.contracts.retrieval.filters import Filters
+from codecompass.contracts.retrieval.model import (
+    FreshnessStatus,
+    HubQuery,
+    ResultView,
+    SearchMetadata,
+    SearchQuery,
+    SyncOutcome,
+)
+from codecompass.contracts.selection.model import Candidate as SelectCandidate
+from codecompass.contracts.selection.model import Reason, SelectOutcome, SelectQuery
 from codecompass.policy import shape as q
 from codecompass.policy.blend import rerank_blend
 from codecompass.policy.confidence import AnswerConfidence, Unmatched, answer_confidence, unmatched
@@ -59,19 +72,6 @@ from codecompass.policy.ranking import RankedResult
 from codecompass.policy.relevance import QueryFocus, focused_scores, relevance, resolve_focus
 from codecompass.policy.rewrite import should_rewrite
 from codecompass.policy.selection import Verdict, answer_budget, judge
-from codecompass.rerank.model import LOCAL, RerankQuery
-from codecompass.rerank.model import Candidate as RerankCandidate
-from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.state import (
-    FreshnessStatus,
-    HubQuery,
-    ResultView,
-    SearchMetadata,
-    SearchQuery,
-    SyncOutcome,
-)
-from codecompass.selection.model import Candidate as SelectCandidate
-from codecompass.selection.model import Reason, SelectOutcome, SelectQuery
 from codecompass_gateway.rewrite import (
     FORCED,
     HEURISTIC,

@@ -16,18 +16,19 @@ from typing import Any
 
 from mcp.types import Annotations, CallToolResult, ContentBlock, TextContent
 
-from codecompass.clients.analysis_model import (
-    FileChunks,
+from codecompass.common.chunks import NodeKind
+from codecompass.common.tokens import count_tokens
+from codecompass.contracts.analysis.model import (
+    ChunkedFile,
+    FileStatus,
     TraceDirection,
     TraceOutcome,
     TracePartialReason,
     TraceResolution,
     TraceRoot,
 )
-from codecompass.common.chunks import NodeKind
-from codecompass.common.tokens import count_tokens
+from codecompass.contracts.retrieval.model import IndexStatusReport
 from codecompass.policy.relevance import priority
-from codecompass.retrieval.state import IndexStatusReport
 from codecompass_gateway import errors, skips
 from codecompass_gateway.advisor import Advice
 from codecompass_gateway.answer import (
@@ -347,8 +348,8 @@ def symbol_result(view: SymbolView, workspace: Path, metadata: dict[str, Any]) -
     return CallToolResult(content=content, structured_content=structured)
 
 
-def outline_result(chunks: FileChunks, workspace: Path, metadata: dict[str, Any]) -> CallToolResult:
-    if chunks.status == "skipped":
+def outline_result(chunks: ChunkedFile, workspace: Path, metadata: dict[str, Any]) -> CallToolResult:
+    if chunks.status == FileStatus.SKIPPED:
         raise ToolInputError(f"{chunks.relative_path} is not indexed ({chunks.skip_detail or 'skipped'})",
                              errors.NOT_FOUND_CODE)
     symbols = [c for c in chunks.chunks if c.node_kind is not NodeKind.MODULE]

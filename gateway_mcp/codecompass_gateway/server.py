@@ -45,7 +45,6 @@ from mcp.types import Tool as MCPTool
 from pydantic import Field, ValidationError
 
 from codecompass.clients.analysis import AnalysisClient
-from codecompass.clients.analysis_model import FileChunks, TraceDirection, TraceQuery
 from codecompass.clients.channel import Locate, address_for
 from codecompass.clients.errors import INVALID, ServiceError
 from codecompass.clients.retrieval import RetrievalClient
@@ -53,6 +52,7 @@ from codecompass.common import names
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
+from codecompass.contracts.analysis.model import ChunkedFile, TraceDirection, TraceQuery
 from codecompass.policy.shape import MAX_QUERY_CHARS
 from codecompass_gateway import advisor, errors, present, remote, symbols, tools, wire
 from codecompass_gateway.answer import search_answer, search_code_to_dict
@@ -184,7 +184,7 @@ class Gateway:
             raise ToolInputError("symbol is empty: give a qualified name, path:line, or a file path")
         metadata: dict[str, object] = {"trace_id": tools.trace_id()}
         read = symbols.read(self.analysis, root, text, expand or (), (path or "").strip(), self.settings.rpc_timeout_s)
-        if isinstance(read, FileChunks):
+        if isinstance(read, ChunkedFile):
             return present.outline_result(read, root, metadata)
         return present.symbol_result(read, root, metadata)
 

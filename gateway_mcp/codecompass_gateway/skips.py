@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from codecompass.retrieval.state import SkippedFile
+from codecompass.contracts.analysis.model import SkippedFile
 
 # (one, several): how a count of each reason reads, e.g. "2 declaration files", "3 minified".
 _LABELS = {

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codecompass.clients.analysis import AnalysisClient
-from codecompass.clients.analysis_model import FileChunks, RenderRequest, TraceDirection, TraceQuery, TraceRoot
 from codecompass.clients.errors import NOT_FOUND, ServiceError
+from codecompass.contracts.analysis.model import ChunkedFile, RenderRequest, TraceDirection, TraceQuery, TraceRoot
 from codecompass_gateway.errors import NOT_FOUND_CODE, ToolInputError, not_found_as_input
 
 _LOCATION = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
@@ -71,7 +71,7 @@ def render_request(root: TraceRoot, child_ids: list[str]) -> RenderRequest:
 
 
 def read(analysis: AnalysisClient, workspace: Path, text: str, expand: Sequence[str], relative_path: str,
-         timeout_s: float) -> SymbolView | FileChunks:
+         timeout_s: float) -> SymbolView | ChunkedFile:
     """What `text` names: a file inside the workspace reads as its chunks (the outline), anything
     else as the symbol it resolves to, with the members named in `expand` in full. A failure the
     caller can fix raises `ToolInputError`."""

@@ -18,11 +18,11 @@ from typing import Any
 
 from mcp.types import CallToolResult
 
-from codecompass.clients.errors import INVALID, NOT_FOUND, ServiceError
+from codecompass.clients.errors import ServiceError
 from codecompass.common.chunks import Language, NodeKind
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import current_trace_ids, tracer
-from codecompass.retrieval.filters import FilterError, Filters
+from codecompass.contracts.retrieval.filters import FilterError, Filters
 from codecompass_gateway import errors
 from codecompass_gateway.errors import ToolInputError
 
@@ -64,7 +64,7 @@ def tool_errors(name: str) -> Callable[[Callable[..., CallToolResult]], Callable
                     code = errors.code_for_service_error(exc.kind)
                     span.set_attribute("codecompass.tool.error", code)
                     log.warning("tool call failed", extra={"tool": name, "service": exc.service, "kind": exc.kind})
-                    if exc.kind in (INVALID, NOT_FOUND):
+                    if exc.meaning.callers_to_fix:
                         return error_result(f"{name}: {exc}", code, name)
                     return error_result(f"{name}: {exc.user_message()}", code, name)
                 except Exception as exc:  # the boundary: a bug must not end the session

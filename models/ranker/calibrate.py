@@ -49,11 +49,11 @@ from bench.quality.run_quality import Target
 from bench.quality.tune_ranking import open_store, query_embedder
 
 from codecompass.common.config import GatewaySettings, RetrievalSettings
+from codecompass.contracts.retrieval.filters import Filters
 from codecompass.embedding.static import StaticProvider
 from codecompass.policy import shape as q
 from codecompass.policy.confidence import ANSWERABLE_DEPTH, CONFIDENCE_FEATURES, Calibration, confidence
 from codecompass.policy.learned import load_ranker
-from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.search.hybrid import hybrid_search
 from models.ranker.dump import (
     QUALITY_STATE,

@@ -48,11 +48,11 @@ from bench.quality.tune_ranking import open_store, query_embedder
 from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.config import GatewaySettings, RetrievalSettings
 from codecompass.common.testcode import is_test_path
+from codecompass.contracts.retrieval.filters import Filters
 from codecompass.embedding.static import StaticProvider
 from codecompass.policy.learned import FEATURES, FeatureRecorder
 from codecompass.policy.ranking import example_path, vendored_path
 from codecompass.retrieval.catalog import Catalog
-from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.location import index_key, workspace_id_of
 from codecompass.retrieval.search.hybrid import hybrid_search
 from models.ranker.workspaces import QUERIES_PATH, RANKER_DIR, SEED, STATE_DIR, WORKSPACES_DIR

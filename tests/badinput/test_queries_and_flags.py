@@ -10,8 +10,8 @@ from tests.badinput.harness import Stack, copy_workspace
 
 from codecompass.clients.errors import INVALID, ServiceError
 from codecompass.clients.retrieval import RetrievalClient
+from codecompass.contracts.retrieval.model import SearchQuery
 from codecompass.policy.shape import MAX_QUERY_CHARS
-from codecompass.retrieval.state import SearchQuery
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "sample_workspace"
 # The longest single argument Linux passes to a program (MAX_ARG_STRLEN) is 128 KiB: a 200 kB

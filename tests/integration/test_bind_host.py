@@ -19,7 +19,7 @@ from codecompass_cli.processes import spawn, stop_pids, wait_for_listening, wait
 
 from codecompass.clients.rerank import RerankClient
 from codecompass.common import names
-from codecompass.rerank.model import Candidate, RerankQuery
+from codecompass.contracts.rerank.model import Candidate, RerankQuery
 
 START_TIMEOUT_S = 60.0
 RERANK_RPC = "codecompass.v1.RerankService/Rerank"

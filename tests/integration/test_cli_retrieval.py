@@ -12,10 +12,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from codecompass.common.chunk_convert import chunk_to_proto
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import GatewaySettings
 from codecompass.common.serving import RunningServer, ServiceSpec, start_server
+from codecompass.contracts.chunk_convert import chunk_to_proto
 from codecompass.v1 import analysis_pb2, chunk_pb2, retrieval_pb2, retrieval_pb2_grpc
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from codecompass.clients.errors import UNAVAILABLE, ServiceError
 from codecompass.clients.retrieval import RetrievalClient
-from codecompass.retrieval.state import IndexingStatus
+from codecompass.contracts.retrieval.model import IndexingStatus
 
 TIMEOUT_S = 10.0
 

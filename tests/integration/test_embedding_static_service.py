@@ -9,7 +9,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tests.fixtures.embedding import CSS_CHUNK, JWT_CHUNK, QUERY, embed
 
-from codecompass.embedding import convert
+from codecompass.contracts.embedding import convert
 from codecompass.embedding.minilm import MiniLMProvider, code_small
 from codecompass.embedding.static import DEFAULT_MODEL_DIR, weights_hash
 from codecompass.v1 import embedding_pb2 as pb

@@ -23,8 +23,8 @@ from tests.conftest import SAMPLE_WORKSPACE
 
 from codecompass.clients.errors import ServiceError
 from codecompass.clients.retrieval import RetrievalClient
+from codecompass.contracts.retrieval.model import IndexingStatus, SearchQuery
 from codecompass.retrieval.location import index_key
-from codecompass.retrieval.state import IndexingStatus, SearchQuery
 
 WORKSPACE_ID = "github.com/acme/sample"
 ROW_COLUMNS = ("id", "relative_path", "qualified_name", "snippet_hash", "start_line", "end_line", "has_vector")

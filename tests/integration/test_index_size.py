@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from codecompass.clients.analysis import AnalysisClient
+from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.retrieval.index.chunk_writer import ChunkWriter
-from codecompass.retrieval.schema import EmbeddingModel
 
 pytestmark = [
     pytest.mark.slow,

@@ -16,8 +16,8 @@ from codecompass_gateway.pipeline import HUBS, RERANK, RETRIEVE, SELECT, SYNC, P
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.config import load_settings
 from codecompass.common.tokens import count_tokens
+from codecompass.contracts.selection.model import Reason
 from codecompass.policy.selection import LOW_CONFIDENCE_MAX_TOKENS
-from codecompass.selection.model import Reason
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ import pytest
 from tests.fixtures.chain_workspace import write_chain_workspace
 
 from codecompass.clients.retrieval import RetrievalClient
+from codecompass.contracts.retrieval.model import IndexPhase, IndexProgress
 from codecompass.retrieval.index.sync import SyncTuning
-from codecompass.retrieval.state import IndexPhase, IndexProgress
 
 pytestmark = pytest.mark.slow
 

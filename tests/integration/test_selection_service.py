@@ -19,18 +19,18 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from codecompass.clients.analysis import AnalysisClient
-from codecompass.common.chunk_convert import chunk_to_proto
 from codecompass.common.chunks import Chunk
 from codecompass.common.config import SelectionSettings
 from codecompass.common.serving import RunningServer, ServiceSpec, start_server
 from codecompass.common.tokens import count_tokens
+from codecompass.contracts.chunk_convert import chunk_to_proto
+from codecompass.contracts.selection import convert
+from codecompass.contracts.selection.model import Candidate, Reason, SelectQuery
 from codecompass.policy.relevance import DEFAULT_RELEVANCE, QueryFocus, relevance, resolve_focus
 from codecompass.policy.selection import LOW_CONFIDENCE_MAX_TOKENS
 from codecompass.policy.shape import analyze
-from codecompass.selection import convert
 from codecompass.selection.__main__ import warm_up
 from codecompass.selection.engine import SelectionEngine
-from codecompass.selection.model import Candidate, Reason, SelectQuery
 from codecompass.selection.render_client import RenderClient
 from codecompass.selection.servicer import SERVICE_NAME, SelectionServicer, register
 from codecompass.v1 import selection_pb2 as pb

@@ -24,15 +24,16 @@ from tests.fixtures.chain_workspace import write_chain_workspace
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import load_settings
+from codecompass.contracts.embedding.model import EmbeddingModel
+from codecompass.contracts.retrieval.filters import Filters
 from codecompass.retrieval.catalog import Catalog, IndexIdentity
-from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.index.chunk_writer import ChunkWriter
 from codecompass.retrieval.index.shard.plan import ShardFailed, make_plan, shard_of
 from codecompass.retrieval.index.shard.processes import run_shards
 from codecompass.retrieval.index.shard.results import STAGING_TABLE, commit_shards, staging_table
 from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.location import list_tables
-from codecompass.retrieval.schema import EmbeddingModel, sources_table_name
+from codecompass.retrieval.schema import sources_table_name
 from codecompass.retrieval.static_channel import StaticChannel
 
 # The primary model's vectors are left to the writer's background embedder (no embedding service
@@ -235,8 +236,8 @@ def test_the_writer_indexes_with_workers_as_its_own_sync_would(start_python_serv
     """IndexWorkspace(workers=3) through a real retrieval service (the index on S3): the same rows
     and catalog as the writer's own sync of an identical copy, and a search answers from them."""
     from codecompass.clients.retrieval import RetrievalClient
+    from codecompass.contracts.retrieval.model import IndexingStatus, IndexPhase, SearchQuery
     from codecompass.retrieval.location import index_key, workspace_id_of
-    from codecompass.retrieval.state import IndexingStatus, IndexPhase, SearchQuery
 
     _, embedding = start_python_service("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "code-static"})
     _, retrieval = start_python_service("codecompass.retrieval", {

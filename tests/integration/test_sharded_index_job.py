@@ -27,10 +27,10 @@ from tests.fixtures.s3 import MotoS3Server, S3Bucket
 
 from codecompass.clients.errors import ServiceError
 from codecompass.clients.retrieval import RetrievalClient
+from codecompass.contracts.retrieval.model import IndexPhase, IndexProgress
 from codecompass.retrieval.index.shard.board import PlanBoard, PlanState
 from codecompass.retrieval.index.shard.results import STAGING_TABLE
 from codecompass.retrieval.location import index_key, list_tables, workspace_id_of
-from codecompass.retrieval.state import IndexPhase, IndexProgress
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 WORKER_TIMEOUT_S = 120

@@ -2,13 +2,8 @@
 
 import pytest
 
-from codecompass.common.chunk_convert import (
-    UnknownEnumValue,
-    chunk_from_proto,
-    chunk_to_proto,
-    node_kind_from_proto,
-)
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
+from codecompass.contracts.chunk_convert import UnknownEnumValue, chunk_from_proto, chunk_to_proto, node_kind_from_proto
 from codecompass.v1 import chunk_pb2
 
 

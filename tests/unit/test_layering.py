@@ -5,12 +5,22 @@ The three packages ship in two distributions (py_services: `codecompass`; gatewa
 between distributions that no pyproject declares, so it is checked here by reading the source
 (every import statement and every `importlib.import_module("...")`), not by importing it.
 
+Inside `codecompass` the arrows are those of zoekt's `api` + `grpc` split (STYLE habits 15 and 17):
+a service's contract (`contracts/<service>/`: the domain types its messages carry and their
+converters) is imported by its servicer and by its client; a contract imports no service and no
+client; a client imports contracts, never a service; the gateway and the CLI import clients,
+contracts, `common` and `policy`, never a service's internals, and run without torch or LanceDB.
+`policy` is shared, service-free logic whose types (the query's shape, a ranked result) travel in
+retrieval's messages, so contracts may import it; it imports only `common`, so no arrow loops.
+
 Inside the retrieval service the same holds for its two sides: `retrieval/search/` (reads)
 never imports `retrieval/index/` (writes), and the searcher's store type has no write method."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import get_type_hints
@@ -26,6 +36,16 @@ GATEWAY = REPO_ROOT / "gateway_mcp" / "codecompass_gateway"
 CLI = REPO_ROOT / "gateway_mcp" / "codecompass_cli"
 BENCH = REPO_ROOT / "bench"
 CLIENTS = SERVICES / "clients"
+CONTRACTS = SERVICES / "contracts"
+POLICY = SERVICES / "policy"
+MODELS = REPO_ROOT / "models"
+# The services' own packages: a contract, a client, the gateway and the CLI import none of them.
+SERVICE_PACKAGES = ("retrieval", "embedding", "rerank", "selection")
+# Each service's contract, and the client that speaks to it (analysis runs in Node: no servicer here).
+CONTRACT_USERS = {"analysis": ("clients/analysis.py",),
+                  **{name: (f"clients/{name}.py", f"{name}/servicer.py") for name in SERVICE_PACKAGES}}
+# What the gateway's process must never need: a model runtime or the index's storage engine.
+HEAVY = ("torch", "lancedb", "lance", "pyarrow", "onnxruntime", "transformers", "sentence_transformers")
 # Speaks the analysis service's wire on purpose: it validates and times the messages themselves.
 WIRE_BENCHMARK = BENCH / "chunk_bench.py"
 
@@ -87,6 +107,115 @@ def test_only_the_client_package_and_the_servicers_speak_through_generated_stubs
                             and node.module == "codecompass.v1"
                             for alias in node.names if alias.name.endswith("_pb2_grpc"))
     assert speakers == []
+
+
+def package_of(source: Path) -> str:
+    """The dotted package a source file is in (`codecompass.clients`, `codecompass_gateway`, `bench.lib`)."""
+    for root in (SERVICES.parent, GATEWAY.parent, REPO_ROOT):
+        if source.is_relative_to(root):
+            return ".".join(source.relative_to(root).parent.parts)
+    raise ValueError(source)
+
+
+def codecompass_imports(package: Path, allowed: tuple[str, ...]) -> list[str]:
+    """'file:line imports module' for every import in `package` of a `codecompass.<sub>` module whose
+    `<sub>` is not in `allowed` (`from codecompass import x` counts as `codecompass.x`)."""
+    found = []
+    for source in sorted(package.rglob("*.py")):
+        tree = ast.parse(source.read_text(encoding="utf-8"), filename=str(source))
+        for line, module in absolute_imports(tree, package_of(source)):
+            parts = module.split(".")
+            if parts[0] == "codecompass" and len(parts) > 1 and parts[1] not in allowed:
+                found.append(f"{source.relative_to(REPO_ROOT)}:{line} imports {module}")
+    return sorted(set(found))
+
+
+def test_a_contract_imports_no_service_and_no_client() -> None:
+    # A contract is what both ends of a wire agree on: generated types, the shared vocabulary
+    # (`common`, `policy`) and other contracts (retrieval's messages carry analysis's SkippedFile).
+    assert codecompass_imports(CONTRACTS, ("v1", "common", "contracts", "policy")) == []
+    assert imports_of(CONTRACTS, HEAVY + ("codecompass_gateway", "codecompass_cli")) == []
+
+
+def test_policy_imports_only_common_so_contracts_may_import_it() -> None:
+    assert codecompass_imports(POLICY, ("common", "policy")) == []
+
+
+def test_a_client_depends_on_contracts_never_on_a_server() -> None:
+    assert codecompass_imports(CLIENTS, ("clients", "contracts", "common", "v1")) == []
+
+
+def test_the_gateway_and_the_cli_import_no_service_internals() -> None:
+    for package in (GATEWAY, CLI):
+        assert codecompass_imports(package, ("clients", "contracts", "common", "policy")) == []
+
+
+def test_the_benchmarks_and_the_models_import_no_module_that_moved_to_the_contracts() -> None:
+    # Tooling may reach into a service (it measures one), but a contract's types have one home.
+    moved = ("codecompass.retrieval.state", "codecompass.retrieval.convert", "codecompass.retrieval.filters",
+             "codecompass.rerank.model", "codecompass.rerank.convert", "codecompass.selection.model",
+             "codecompass.selection.convert", "codecompass.embedding.convert", "codecompass.common.chunk_convert")
+    found = [row for package in (BENCH, MODELS, GATEWAY, CLI, SERVICES) for row in imports_of(package, ("codecompass",))
+             if row.rsplit(" ", 1)[1] in moved]
+    assert found == []
+
+
+def test_each_servicer_and_its_client_import_their_services_contract() -> None:
+    for service, users in CONTRACT_USERS.items():
+        for user in users:
+            tree = ast.parse((SERVICES / user).read_text(encoding="utf-8"))
+            assert any(module.startswith(f"codecompass.contracts.{service}")
+                       for _, module in imported_modules(tree)), f"{user} does not import contracts.{service}"
+
+
+def test_only_contracts_clients_and_servicers_import_generated_messages() -> None:
+    # One decoder per message: a generated type stops at a contract's converter, at the client that
+    # builds the request and at the servicer that implements the stub; nothing else reads the wire.
+    found = []
+    for package in (SERVICES, GATEWAY, CLI, BENCH, MODELS):
+        for source in sorted(package.rglob("*.py")):
+            if (source.is_relative_to(SERVICES / "v1") or source.is_relative_to(CONTRACTS)
+                    or source.is_relative_to(CLIENTS) or source == WIRE_BENCHMARK):
+                continue
+            if source.name == "servicer.py" and source.parent.parent == SERVICES:
+                continue
+            tree = ast.parse(source.read_text(encoding="utf-8"), filename=str(source))
+            found.extend(f"{source.relative_to(REPO_ROOT)}:{line} imports {module}"
+                         for line, module in absolute_imports(tree, package_of(source))
+                         if module.startswith("codecompass.v1"))
+    assert found == []
+
+
+# Blocks the heavy packages, then imports every module of the gateway and the CLI.
+_NO_HEAVY_RUNTIME = """
+import importlib, pkgutil, sys
+heavy = set(sys.argv[1].split(","))
+
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in heavy:
+            raise ImportError(f"the gateway's runtime must not import {name}")
+        return None
+
+sys.meta_path.insert(0, Blocker())
+for package_name in ("codecompass_gateway", "codecompass_cli"):
+    package = importlib.import_module(package_name)
+    for module in pkgutil.walk_packages(package.__path__, package_name + "."):
+        importlib.import_module(module.name)
+loaded = sorted({name.split(".")[0] for name in sys.modules} & heavy)
+assert not loaded, loaded
+print("ok")
+"""
+
+
+def test_the_gateways_runtime_needs_no_torch_or_lancedb() -> None:
+    # The gateway and the CLI talk to the services over gRPC: a model runtime (torch, ONNX) or
+    # the index's storage (LanceDB, Arrow) in their process would be weight and start-up time
+    # for nothing, and a sign that a service's internals leaked into them.
+    result = subprocess.run([sys.executable, "-c", _NO_HEAVY_RUNTIME, ",".join(HEAVY)], capture_output=True,
+                            text=True, timeout=120, cwd=REPO_ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "ok"
 
 
 def test_the_check_sees_every_kind_of_import() -> None:

@@ -11,21 +11,21 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from codecompass.clients import analysis_convert as convert
-from codecompass.clients.analysis_model import FileChunks, RenderedSymbol, RenderRequest, TraceOutcome, TraceQuery
 from codecompass.clients.channel import Address, ServiceChannel
-from codecompass.clients.errors import DEADLINE, NOT_FOUND, UNAVAILABLE, ServiceError
+from codecompass.clients.errors import DEADLINE, NOT_FOUND, ServiceError
 from codecompass.common import names
-from codecompass.common.chunk_convert import UnknownEnumValue
-from codecompass.retrieval import convert as retrieval_convert
-from codecompass.retrieval.state import (
-    AnalysisFailed,
-    AnalysisTimedOut,
-    AnalysisUnavailable,
+from codecompass.contracts.analysis import convert
+from codecompass.contracts.analysis.model import (
     ChunkedFile,
     FileEntry,
+    RenderedSymbol,
+    RenderRequest,
     ScanResult,
+    TraceOutcome,
+    TraceQuery,
 )
+from codecompass.contracts.chunk_convert import UnknownEnumValue
+from codecompass.contracts.retrieval.errors import AnalysisFailed, AnalysisTimedOut, AnalysisUnavailable
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc
 
 SERVICE = names.ANALYSIS
@@ -65,15 +65,15 @@ class AnalysisClient:
         return convert.rendered_from_proto(specs, reply)
 
     def chunks(self, workspace_root: str, paths: Sequence[str], timeout_s: float, *,
-               include_references: bool = False) -> Iterator[FileChunks]:
+               include_references: bool = False) -> Iterator[ChunkedFile]:
         """The chunks of `paths` (files or folders) as a reader sees them, one file at a time as
         the service streams them."""
         request = analysis_pb2.ChunkFilesRequest(workspace_root=workspace_root, paths=list(paths),
                                                  include_references=include_references)
         for reply in self._service.stream("ChunkFiles", request, timeout_s):
-            yield convert.file_chunks_from_proto(reply)
+            yield convert.chunked_file_from_proto(reply)
 
-    def file_chunks(self, workspace_root: str, relative_path: str, timeout_s: float) -> FileChunks:
+    def file_chunks(self, workspace_root: str, relative_path: str, timeout_s: float) -> ChunkedFile:
         """The chunks of one file, syntax only (no type checker)."""
         for chunked in self.chunks(workspace_root, [relative_path], timeout_s):
             return chunked
@@ -87,7 +87,7 @@ class AnalysisClient:
         if cached is not None and cached[0] == version:
             request = cached[1]
         else:
-            request = retrieval_convert.scan_request_to_proto(root, previous())
+            request = convert.scan_request_to_proto(root, previous())
             with self._cache_lock:
                 self._scan_requests[root] = (version, request)
         timeout_s = self._indexing_timeout()
@@ -95,7 +95,7 @@ class AnalysisClient:
             response = self._service.call("ScanWorkspace", request, timeout_s)
         except ServiceError as exc:
             raise self._indexing_error("ScanWorkspace", exc, timeout_s) from None
-        return retrieval_convert.scan_result_from_proto(response)
+        return convert.scan_result_from_proto(response)
 
     def chunk_files(
         self, root: str, paths: list[str], *, include_references: bool = True, lexical_only: bool = False
@@ -108,7 +108,7 @@ class AnalysisClient:
         timeout_s = self._indexing_timeout() + _CHUNK_SECONDS_PER_FILE * len(paths)
         try:
             for message in self._service.stream("ChunkFiles", request, timeout_s):
-                yield retrieval_convert.chunked_file_from_proto(message)
+                yield convert.chunked_file_from_proto(message)
         except ServiceError as exc:
             raise self._indexing_error("ChunkFiles", exc, timeout_s) from None
         except UnknownEnumValue as exc:
@@ -126,7 +126,7 @@ class AnalysisClient:
         if exc.kind == DEADLINE:
             # A long scan of a big workspace is not a dead service: say which stage ran out.
             return AnalysisTimedOut(self.address, _STAGE.get(method, method), timeout_s)
-        if exc.kind == UNAVAILABLE:
+        if not exc.meaning.reached:
             return AnalysisUnavailable(self.address, f"{method}: unavailable ({exc})")
         return AnalysisFailed(f"analysis service {method} failed: {exc.status}: {exc}")
 

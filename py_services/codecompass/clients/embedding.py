@@ -2,7 +2,7 @@
 query while searching), the benchmarks and the tests. Failures are the retrieval service's own
 errors: an embedding service that is down or slow is upstream of retrieval (UNAVAILABLE for its
 callers), one that refuses the input is a failure retrying will not fix. Messages convert in the
-embedding service's own `convert` module, as every client's do in their service's."""
+embedding service's contract (`codecompass.contracts.embedding`), as its servicer's do."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from codecompass.clients.channel import Address, ServiceChannel
-from codecompass.clients.errors import DEADLINE, UNAVAILABLE, ServiceError
+from codecompass.clients.errors import ServiceError
 from codecompass.common import names
-from codecompass.embedding import convert
-from codecompass.embedding.base import EmbedResult, InputType, ModelInfo
-from codecompass.retrieval.schema import EmbeddingModel
-from codecompass.retrieval.state import EmbeddingUnavailable, RetrievalError
+from codecompass.contracts.embedding import convert
+from codecompass.contracts.embedding.model import EmbeddingModel, EmbedResult, InputType, ModelInfo
+from codecompass.contracts.retrieval.errors import EmbeddingFailed, EmbeddingUnavailable
 from codecompass.v1 import embedding_pb2, embedding_pb2_grpc
 
 SERVICE = names.EMBEDDING
@@ -26,13 +25,6 @@ SERVICE = names.EMBEDDING
 # keeping the start, where the preamble and signature are, so nothing the model sees is lost.
 _MAX_REQUEST_BYTES = 3 * 1024 * 1024
 _MAX_TEXT_CHARS = 128 * 1024
-
-_UNREACHABLE = (UNAVAILABLE, DEADLINE)
-
-
-class EmbeddingFailed(RetrievalError):
-    """The embedding service answered with an error that retrying the same input will not fix."""
-
 
 class EmbeddingClient:
     def __init__(self, address: Address, *, timeout_s: float, batch_size: int) -> None:
@@ -115,7 +107,7 @@ class EmbeddingClient:
 
     def _error(self, method: str, exc: ServiceError) -> Exception:
         """A failed call in retrieval's terms."""
-        if exc.kind in _UNREACHABLE:
+        if not exc.meaning.reached:
             return EmbeddingUnavailable(self.address, f"{method}: {exc.kind} ({exc})")
         return EmbeddingFailed(f"embedding service {method} failed: {exc.status}: {exc}")
 

@@ -1,9 +1,14 @@
-"""gRPC failures as one error type that names the service, its address and what happened."""
+"""gRPC failures as one error type that names the service, its address and what happened.
+
+A status code is read here once, into a kind; what each kind means to whoever acts on a failure
+(the gateway's tool error code, whether the caller can fix the request, whether the service was
+reached at all) is one row of `KINDS`. Callers read a row; none maps kinds again."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import grpc
 
@@ -17,13 +22,27 @@ FAILED = "failed"
 # the server itself answered, so "not running" would blame the wrong one.
 UPSTREAM_KEY = "codecompass-upstream-unavailable"
 
-_KINDS = {
-    grpc.StatusCode.UNAVAILABLE: UNAVAILABLE,
-    grpc.StatusCode.DEADLINE_EXCEEDED: DEADLINE,
-    grpc.StatusCode.INVALID_ARGUMENT: INVALID,
-    grpc.StatusCode.NOT_FOUND: NOT_FOUND,
-    grpc.StatusCode.UNIMPLEMENTED: UNIMPLEMENTED,
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What one kind of failure means to those who act on it."""
+
+    status: grpc.StatusCode | None  # the gRPC status code read as this kind; None: every code no row names
+    tool_code: str  # the gateway's MCP tool error code (registered in codecompass_gateway.errors)
+    callers_to_fix: bool  # the request named something wrong or absent: the message says what to change
+    reached: bool  # False: the service was down or too slow, upstream of whoever depends on it
+
+
+KINDS: dict[str, Kind] = {
+    UNAVAILABLE: Kind(grpc.StatusCode.UNAVAILABLE, "service_unavailable", callers_to_fix=False, reached=False),
+    DEADLINE: Kind(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline_exceeded", callers_to_fix=False, reached=False),
+    INVALID: Kind(grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument", callers_to_fix=True, reached=True),
+    NOT_FOUND: Kind(grpc.StatusCode.NOT_FOUND, "not_found", callers_to_fix=True, reached=True),
+    UNIMPLEMENTED: Kind(grpc.StatusCode.UNIMPLEMENTED, "service_error", callers_to_fix=False, reached=True),
+    FAILED: Kind(None, "service_error", callers_to_fix=False, reached=True),
 }
+_KIND_OF_STATUS = {row.status: kind for kind, row in KINDS.items() if row.status is not None}
 
 
 class ServiceError(Exception):
@@ -39,6 +58,10 @@ class ServiceError(Exception):
         self.status = status
         # The service answered; one it depends on is down (the message names it).
         self.upstream = upstream
+
+    @property
+    def meaning(self) -> Kind:
+        return KINDS.get(self.kind, KINDS[FAILED])
 
     def user_message(self) -> str:
         if self.upstream:
@@ -63,5 +86,5 @@ def mapped(service: str, address: str) -> Iterator[None]:
         details = (exc.details() if hasattr(exc, "details") else None) or str(code)
         trailing = (exc.trailing_metadata() if hasattr(exc, "trailing_metadata") else None) or ()
         upstream = any(key == UPSTREAM_KEY for key, _value in trailing)
-        raise ServiceError(service, address, _KINDS.get(code, FAILED), details, upstream=upstream,
+        raise ServiceError(service, address, _KIND_OF_STATUS.get(code, FAILED), details, upstream=upstream,
                            status=code.name if code is not None else "UNKNOWN") from None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from codecompass.clients.channel import Address, ServiceChannel
 from codecompass.common import names
-from codecompass.rerank import convert
-from codecompass.rerank.model import RerankOutcome, RerankQuery
+from codecompass.contracts.rerank import convert
+from codecompass.contracts.rerank.model import RerankOutcome, RerankQuery
 from codecompass.v1 import rerank_pb2_grpc
 
 SERVICE = names.RERANK

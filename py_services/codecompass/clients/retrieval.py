@@ -9,8 +9,8 @@ from codecompass.clients.channel import Address, Locate, ServiceChannel, address
 from codecompass.clients.errors import FAILED, ServiceError
 from codecompass.common import names
 from codecompass.common.config import Settings
-from codecompass.retrieval import convert
-from codecompass.retrieval.state import (
+from codecompass.contracts.retrieval import convert
+from codecompass.contracts.retrieval.model import (
     HubOutcome,
     HubQuery,
     IndexProgress,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from codecompass.clients.channel import Address, ServiceChannel
 from codecompass.common import names
-from codecompass.selection import convert
-from codecompass.selection.model import SelectOutcome, SelectQuery
+from codecompass.contracts.selection import convert
+from codecompass.contracts.selection.model import SelectOutcome, SelectQuery
 from codecompass.v1 import selection_pb2_grpc
 
 SERVICE = names.SELECTION

@@ -6,39 +6,11 @@ code, so a provider never decides wire behaviour and never leaks a traceback.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import Protocol
 
 import numpy as np
 
-InputType = Literal["document", "query"]
-ModelT = TypeVar("ModelT")
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    """Identity of the vectors a provider produces; vectors are only comparable when all fields match."""
-
-    provider: str
-    model_id: str
-    model_version: str
-    dimensions: int
-    max_input_tokens: int
-
-
-@dataclass(frozen=True, eq=False)
-class EmbedResult(Generic[ModelT]):
-    """Vectors (n, d) float32 in input order, the model that made them, and whether a gate blocked another.
-
-    The one result type of an embedding, on both sides of the wire. The model is named as its holder
-    names models: the service by its `ModelInfo` (input window included), the retrieval service's
-    client by the index's `EmbeddingModel` (the identity its vectors are keyed by, which the input
-    window is no part of).
-    """
-
-    vectors: np.ndarray
-    model: ModelT
-    external_provider_blocked: bool
+from codecompass.contracts.embedding.model import InputType, ModelInfo
 
 
 class Provider(Protocol):

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from codecompass.embedding.base import InputType, ModelInfo, ProviderNotReady, ProviderStartError, normalize_rows
+from codecompass.contracts.embedding.model import InputType, ModelInfo
+from codecompass.embedding.base import ProviderNotReady, ProviderStartError, normalize_rows
 from codecompass.embedding.compute_lock import PriorityLock
 from codecompass.embedding.text import TEXT_PREP_VERSION, fit_window, split_sections
 

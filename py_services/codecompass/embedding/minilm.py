@@ -28,7 +28,8 @@ import numpy as np
 from codecompass.common.config import CHECKOUT_ROOT
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import disable_library_telemetry
-from codecompass.embedding.base import InputType, ModelInfo, ProviderNotReady, ProviderStartError, normalize_rows
+from codecompass.contracts.embedding.model import InputType, ModelInfo
+from codecompass.embedding.base import ProviderNotReady, ProviderStartError, normalize_rows
 from codecompass.embedding.batching import length_sorted_batches, run_in_batches
 from codecompass.embedding.compute_lock import PriorityLock
 from codecompass.embedding.minilm_onnx import EXPORT_VERSION, export_onnx, onnx_path

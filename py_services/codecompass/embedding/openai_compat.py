@@ -16,10 +16,9 @@ import httpx
 import numpy as np
 
 from codecompass.common.outbound import redact
+from codecompass.contracts.embedding.model import InputType, ModelInfo
 from codecompass.embedding.base import (
     EmbeddingError,
-    InputType,
-    ModelInfo,
     ProviderAuthFailed,
     ProviderBadResponse,
     ProviderNotReady,

@@ -9,10 +9,10 @@ import numpy as np
 
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import tracer
-from codecompass.embedding import convert
+from codecompass.contracts.embedding import convert
+from codecompass.contracts.embedding.model import EmbedResult
 from codecompass.embedding.base import (
     EmbeddingError,
-    EmbedResult,
     ProviderAuthFailed,
     ProviderBadResponse,
     ProviderNotReady,

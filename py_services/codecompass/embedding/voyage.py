@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from codecompass.common.outbound import redact
+from codecompass.contracts.embedding.model import InputType, ModelInfo
 from codecompass.embedding.base import (
     EmbeddingError,
-    InputType,
-    ModelInfo,
     ProviderAuthFailed,
     ProviderBadResponse,
     ProviderNotReady,

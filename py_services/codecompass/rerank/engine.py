@@ -13,7 +13,7 @@ from typing import TypedDict
 from codecompass.common.config import RerankSettings
 from codecompass.common.logging import get_logger
 from codecompass.common.outbound import redact
-from codecompass.rerank.model import (
+from codecompass.contracts.rerank.model import (
     EXTERNAL_PROVIDERS,
     LOCAL,
     PROVIDERS,

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 import httpx
 
 from codecompass.common.outbound import ChatFailed, chat_completion, http_failure, redact, unfenced
-from codecompass.policy.rerank import model_score, scores_by_rank
-from codecompass.rerank.model import (
+from codecompass.contracts.rerank.model import (
     REASON_EMPTY,
     REASON_ERROR,
     REASON_INVALID,
@@ -27,6 +26,7 @@ from codecompass.rerank.model import (
     REASON_NOT_CONFIGURED,
     REASON_TIMEOUT,
 )
+from codecompass.policy.rerank import model_score, scores_by_rank
 
 if TYPE_CHECKING:
     # Imported on first use at run time: only a configured Voyage reranker loads the client.

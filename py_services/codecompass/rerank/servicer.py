@@ -8,9 +8,9 @@ import grpc
 
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import tracer
-from codecompass.rerank import convert
+from codecompass.contracts.rerank import convert
+from codecompass.contracts.rerank.model import RerankQuery, UnknownProvider
 from codecompass.rerank.engine import RerankEngine
-from codecompass.rerank.model import RerankQuery, UnknownProvider
 from codecompass.v1 import rerank_pb2_grpc
 
 log = get_logger("codecompass.rerank.servicer")

@@ -41,9 +41,9 @@ import pyarrow as pa
 
 from codecompass.common.chunks import Chunk, Language
 from codecompass.common.logging import get_logger
-from codecompass.retrieval import filters as sqlf
-from codecompass.retrieval.schema import EmbeddingModel
-from codecompass.retrieval.state import FileEntry, SkippedFile
+from codecompass.contracts.analysis.model import FileEntry, SkippedFile
+from codecompass.contracts.embedding.model import EmbeddingModel
+from codecompass.retrieval import filter_sql as sqlf
 
 _log = get_logger(__name__)
 

@@ -17,23 +17,22 @@ from collections.abc import Iterator
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import Settings
-from codecompass.retrieval.index.sync import SyncTuning
-from codecompass.retrieval.index.writer import IndexWriter
-from codecompass.retrieval.interactive import InteractiveWork
-from codecompass.retrieval.location import InvalidWorkspaceId, index_key, validated_id, validated_root, workspace_id_of
-from codecompass.retrieval.search.searcher import QUERY_EMBED_TIMEOUT_S, IndexSearcher
-from codecompass.retrieval.state import (
+from codecompass.contracts.retrieval.errors import InvalidQuery, WrongRole
+from codecompass.contracts.retrieval.model import (
     HubOutcome,
     HubQuery,
     IndexProgress,
     IndexStatusReport,
     IndexSummary,
-    InvalidQuery,
     SearchOutcome,
     SearchQuery,
     SyncOutcome,
-    WrongRole,
 )
+from codecompass.retrieval.index.sync import SyncTuning
+from codecompass.retrieval.index.writer import IndexWriter
+from codecompass.retrieval.interactive import InteractiveWork
+from codecompass.retrieval.location import InvalidWorkspaceId, index_key, validated_id, validated_root, workspace_id_of
+from codecompass.retrieval.search.searcher import QUERY_EMBED_TIMEOUT_S, IndexSearcher
 from codecompass.retrieval.static_channel import StaticChannel
 
 

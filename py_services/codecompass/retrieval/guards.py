@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Iterable
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
-from codecompass.retrieval.state import FileEntry
+from codecompass.contracts.analysis.model import FileEntry
 
 # Folders no project lives in: refused, and so is everything below them.
 _SYSTEM_TREES_POSIX = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run",

@@ -30,9 +30,9 @@ import lancedb
 import pyarrow as pa
 
 from codecompass.common.config import Settings
-from codecompass.retrieval import filters as sqlf
+from codecompass.contracts.retrieval.errors import InvalidWorkspace, WorkspaceNotFound
+from codecompass.retrieval import filter_sql as sqlf
 from codecompass.retrieval.catalog import CATALOG_TABLE
-from codecompass.retrieval.state import InvalidWorkspace, WorkspaceNotFound
 
 LOCAL_PREFIX = "local:"
 REGISTRY_TABLE = "indexes"

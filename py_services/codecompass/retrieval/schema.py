@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 
 import pyarrow as pa
+
+from codecompass.contracts.embedding.model import EmbeddingModel
 
 # Bump whenever the columns or the meaning of a column change; a table stamped with another
 # value is dropped and rebuilt rather than read with wrong assumptions.
@@ -41,21 +42,6 @@ STATIC_FLAG_COLUMN = "has_static_vector"
 VECTOR_TYPE = pa.float16()
 # Per-value zstd for long text columns (Lance file format 2.1, LanceDB's default).
 _ZSTD = {"lance-encoding:compression": "zstd"}
-
-
-@dataclass(frozen=True)
-class EmbeddingModel:
-    provider: str
-    model_id: str
-    model_version: str
-    dimensions: int
-
-    def __post_init__(self) -> None:
-        if self.dimensions <= 0:
-            raise ValueError(f"embedding dimensions must be positive, got {self.dimensions}")
-
-    def identity(self) -> str:
-        return f"{self.provider}/{self.model_id}@{self.model_version}/{self.dimensions}"
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9]+")

@@ -8,25 +8,23 @@ from collections.abc import Iterator
 import grpc
 from opentelemetry import trace
 
-from codecompass.clients.embedding import EmbeddingFailed
 from codecompass.clients.errors import UPSTREAM_KEY
 from codecompass.common.telemetry import tracer
-from codecompass.retrieval import convert
-from codecompass.retrieval.engine import RetrievalEngine
-from codecompass.retrieval.index.shard.plan import ShardFailed
-from codecompass.retrieval.state import (
+from codecompass.contracts.retrieval import convert
+from codecompass.contracts.retrieval.errors import (
     AnalysisFailed,
     DependencyUnavailable,
-    HubOutcome,
+    EmbeddingFailed,
     IndexNotFound,
     InvalidQuery,
     InvalidWorkspace,
     RetrievalError,
-    SearchOutcome,
-    SyncOutcome,
     WorkspaceNotFound,
     WrongRole,
 )
+from codecompass.contracts.retrieval.model import HubOutcome, SearchOutcome, SyncOutcome
+from codecompass.retrieval.engine import RetrievalEngine
+from codecompass.retrieval.index.shard.plan import ShardFailed
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 SERVICE_NAME = "codecompass.v1.RetrievalService"

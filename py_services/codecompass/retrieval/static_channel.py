@@ -24,9 +24,9 @@ import numpy as np
 
 from codecompass.common.chunks import Chunk
 from codecompass.common.logging import get_logger
+from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.embedding.base import EmbeddingError
 from codecompass.embedding.static import StaticProvider
-from codecompass.retrieval.schema import EmbeddingModel
 
 _log = get_logger(__name__)
 

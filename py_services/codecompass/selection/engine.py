@@ -36,21 +36,21 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Protocol
 
-from codecompass.clients.analysis_model import RenderedSymbol, RenderRequest
 from codecompass.common.chunks import MODULE_QUALIFIED_NAME, Chunk, NodeKind
 from codecompass.common.config import SelectionSettings
 from codecompass.common.logging import get_logger
 from codecompass.common.tokens import count_tokens
-from codecompass.policy import selection as policy
-from codecompass.selection.model import (
+from codecompass.contracts.analysis.model import RenderedSymbol, RenderRequest
+from codecompass.contracts.selection.model import (
     FALLBACK_MISSING,
     Candidate,
     Reason,
-    RenderFailed,
     SelectedResult,
     SelectOutcome,
     SelectQuery,
 )
+from codecompass.policy import selection as policy
+from codecompass.selection.render_client import RenderFailed
 
 log = get_logger("codecompass.selection.engine")
 

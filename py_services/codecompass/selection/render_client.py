@@ -9,11 +9,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from codecompass.clients.analysis import AnalysisClient
-from codecompass.clients.analysis_model import RenderedSymbol, RenderRequest
-from codecompass.clients.errors import DEADLINE, UNAVAILABLE, ServiceError
-from codecompass.selection.model import FALLBACK_ERROR, FALLBACK_TIMEOUT, FALLBACK_UNAVAILABLE, RenderFailed
+from codecompass.clients.errors import DEADLINE, ServiceError
+from codecompass.contracts.analysis.model import RenderedSymbol, RenderRequest
+from codecompass.contracts.selection.model import FALLBACK_ERROR, FALLBACK_TIMEOUT, FALLBACK_UNAVAILABLE
 
-_REASONS = {UNAVAILABLE: FALLBACK_UNAVAILABLE, DEADLINE: FALLBACK_TIMEOUT}
+
+class RenderFailed(Exception):
+    """The analysis service did not render; `reason` is one of the FALLBACK_* codes."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
 
 
 class RenderClient:
@@ -29,4 +36,8 @@ class RenderClient:
         try:
             return self._client.render(workspace_root, specs, self._timeout_s)
         except ServiceError as exc:
-            raise RenderFailed(_REASONS.get(exc.kind, FALLBACK_ERROR), f"RenderSymbols at {self.addr}: {exc}") from None
+            if exc.kind == DEADLINE:
+                reason = FALLBACK_TIMEOUT
+            else:
+                reason = FALLBACK_ERROR if exc.meaning.reached else FALLBACK_UNAVAILABLE
+            raise RenderFailed(reason, f"RenderSymbols at {self.addr}: {exc}") from None

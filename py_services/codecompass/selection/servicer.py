@@ -7,12 +7,12 @@ import os
 
 import grpc
 
-from codecompass.common.chunk_convert import UnknownEnumValue
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import tracer
-from codecompass.selection import convert
+from codecompass.contracts.chunk_convert import UnknownEnumValue
+from codecompass.contracts.selection import convert
+from codecompass.contracts.selection.model import SelectQuery
 from codecompass.selection.engine import SelectionEngine
-from codecompass.selection.model import SelectQuery
 from codecompass.v1 import selection_pb2_grpc
 
 log = get_logger("codecompass.selection.servicer")

@@ -17,9 +17,9 @@ from codecompass_cli.render import (
 )
 from tests.fixtures.answers import answer_of, metadata_of
 
-from codecompass.clients.analysis_model import FileChunks
 from codecompass.common.chunks import Chunk, Language, NodeKind
-from codecompass.retrieval.state import IndexPhase, IndexProgress, SkippedFile, SyncStats
+from codecompass.contracts.analysis.model import ChunkedFile, FileStatus, SkippedFile
+from codecompass.contracts.retrieval.model import IndexPhase, IndexProgress, SyncStats
 
 BASE = Chunk(
     id="", snippet_hash="", relative_path="src/auth/tokenService.ts", language=Language.TYPESCRIPT,
@@ -33,7 +33,7 @@ def test_file_block_is_a_header_then_an_indented_tree() -> None:
     method = replace(BASE, node_kind=NodeKind.METHOD, name="validateToken",
                      qualified_name="TokenService.validateToken", depth=1, start_line=48, end_line=70,
                      embedding_token_count=120)
-    result = FileChunks("src/auth/tokenService.ts", "ok", (BASE, method), line_count=80)
+    result = ChunkedFile("src/auth/tokenService.ts", FileStatus.OK, (BASE, method), line_count=80)
     assert file_block(result) == [
         "src/auth/tokenService.ts  ok  2 chunks",
         "  class TokenService  L12-80  340 tok",
@@ -42,10 +42,11 @@ def test_file_block_is_a_header_then_an_indented_tree() -> None:
 
 
 def test_skipped_and_broken_files_say_why() -> None:
-    skipped = FileChunks("dist/app.min.js", "skipped", (), line_count=1, skip_reason="minified",
+    skipped = ChunkedFile("dist/app.min.js", FileStatus.SKIPPED, (), line_count=1, skip_reason="minified",
                          skip_detail="longest line 48213 chars")
     assert file_block(skipped) == ["dist/app.min.js  skipped  minified (longest line 48213 chars)"]
-    broken = FileChunks("src/broken.ts", "syntax_errors", (), line_count=9, diagnostics=("3:14 ';' expected",))
+    broken = ChunkedFile("src/broken.ts", FileStatus.SYNTAX_ERRORS, (), line_count=9,
+                         diagnostics=("3:14 ';' expected",))
     assert file_block(broken) == ["src/broken.ts  syntax_errors  0 chunks", "  ! 3:14 ';' expected"]
 
 
@@ -75,9 +76,9 @@ def test_sample_query_falls_back_when_nothing_is_documented() -> None:
 def test_chunk_summary_counts_kinds_and_finds_the_largest_chunk() -> None:
     method = replace(BASE, node_kind=NodeKind.METHOD, start_line=20, end_line=30)
     summary = ChunkSummary()
-    summary.add(FileChunks("a.ts", "ok", (BASE, method), line_count=80))
-    summary.add(FileChunks("b.ts", "syntax_errors", (), line_count=5))
-    summary.add(FileChunks("c.min.js", "skipped", (), line_count=1, skip_reason="minified"))
+    summary.add(ChunkedFile("a.ts", FileStatus.OK, (BASE, method), line_count=80))
+    summary.add(ChunkedFile("b.ts", FileStatus.SYNTAX_ERRORS, (), line_count=5))
+    summary.add(ChunkedFile("c.min.js", FileStatus.SKIPPED, (), line_count=1, skip_reason="minified"))
     lines = summary.lines_out(0.5)
     assert lines[0] == "files     2 chunked (1 with syntax errors), 1 skipped [minified: 1]"
     assert lines[1] == "lines     85"

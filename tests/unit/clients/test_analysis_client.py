@@ -9,7 +9,7 @@ import grpc
 import pytest
 
 from codecompass.clients.analysis import AnalysisClient
-from codecompass.retrieval.state import AnalysisTimedOut, AnalysisUnavailable
+from codecompass.contracts.retrieval.errors import AnalysisTimedOut, AnalysisUnavailable
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from codecompass.clients.errors import FAILED, ServiceError
 from codecompass.clients.retrieval import RetrievalClient
-from codecompass.retrieval.state import SearchQuery
+from codecompass.contracts.retrieval.model import SearchQuery
 
 
 def test_a_call_after_close_is_refused(free_port: int) -> None:

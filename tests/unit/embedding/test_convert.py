@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from codecompass.embedding import convert
-from codecompass.embedding.base import EmbedResult, ModelInfo
+from codecompass.contracts.embedding import convert
+from codecompass.contracts.embedding.model import EmbedResult, ModelInfo
 from codecompass.v1 import embedding_pb2 as pb
 
 INFO = ModelInfo("minilm", "all-MiniLM-L6-v2", "gt0.1.0+onnx1+split-v1+win256", 3, 256)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from codecompass.common.serving import ServiceSpec, start_server
-from codecompass.embedding import convert
+from codecompass.contracts.embedding import convert
+from codecompass.contracts.embedding.model import ModelInfo
 from codecompass.embedding.base import (
-    ModelInfo,
     ProviderAuthFailed,
     ProviderBadResponse,
     ProviderNotReady,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from codecompass.clients import analysis_convert as convert
-from codecompass.clients.analysis_model import (
-    FileChunks,
+from codecompass.common.chunks import Chunk, Language, NodeKind
+from codecompass.contracts.analysis import convert
+from codecompass.contracts.analysis.model import (
+    ChunkedFile,
+    FileStatus,
     RenderedSymbol,
     RenderRequest,
     TraceDirection,
@@ -15,8 +17,7 @@ from codecompass.clients.analysis_model import (
     TraceResolution,
     TraceRoot,
 )
-from codecompass.common.chunk_convert import chunk_to_proto
-from codecompass.common.chunks import Chunk, Language, NodeKind
+from codecompass.contracts.chunk_convert import chunk_to_proto
 from codecompass.v1 import analysis_pb2
 
 
@@ -65,16 +66,16 @@ def test_a_chunk_files_answer_reads_as_file_chunks() -> None:
     message = analysis_pb2.ChunkFilesResponse(
         relative_path="src/a.ts", status=analysis_pb2.FILE_STATUS_SYNTAX_ERRORS, diagnostics=["3:1 ';' expected"],
         chunks=[chunk_to_proto(CHUNK)], line_count=12)
-    assert convert.file_chunks_from_proto(_wire(message)) == FileChunks(
-        "src/a.ts", "syntax_errors", (CHUNK,), line_count=12, diagnostics=("3:1 ';' expected",))
+    assert convert.chunked_file_from_proto(_wire(message)) == ChunkedFile(
+        "src/a.ts", FileStatus.SYNTAX_ERRORS, (CHUNK,), line_count=12, diagnostics=("3:1 ';' expected",))
 
 
 def test_a_skipped_file_keeps_its_reason_and_detail() -> None:
     message = analysis_pb2.ChunkFilesResponse(
         relative_path="vendor.min.js", status=analysis_pb2.FILE_STATUS_SKIPPED,
         skip_reason=analysis_pb2.SKIP_REASON_MINIFIED, skip_detail="longest line 48213 chars")
-    assert convert.file_chunks_from_proto(_wire(message)) == FileChunks(
-        "vendor.min.js", "skipped", (), skip_reason="minified", skip_detail="longest line 48213 chars")
+    assert convert.chunked_file_from_proto(_wire(message)) == ChunkedFile(
+        "vendor.min.js", FileStatus.SKIPPED, (), skip_reason="minified", skip_detail="longest line 48213 chars")
 
 
 def _wire(message: analysis_pb2.ChunkFilesResponse) -> analysis_pb2.ChunkFilesResponse:

@@ -10,8 +10,7 @@ from codecompass_gateway.pipeline import RETRIEVE, SELECT, SYNC, Pipeline, Pipel
 from codecompass.clients.errors import UNAVAILABLE, ServiceError
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import ConfigError, GatewaySettings, Settings, load_settings_from_environ
-from codecompass.policy.ranking import RankedResult
-from codecompass.retrieval.state import (
+from codecompass.contracts.retrieval.model import (
     FreshnessStatus,
     IndexingStatus,
     ResultCompleteness,
@@ -20,7 +19,8 @@ from codecompass.retrieval.state import (
     SyncOutcome,
     SyncStats,
 )
-from codecompass.selection.model import Reason, SelectedResult, SelectOutcome
+from codecompass.contracts.selection.model import Reason, SelectedResult, SelectOutcome
+from codecompass.policy.ranking import RankedResult
 
 
 def _chunk(cid: str, path: str, parent: str = "") -> Chunk:

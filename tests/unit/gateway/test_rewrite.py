@@ -26,17 +26,12 @@ from codecompass_gateway.rewrite import (
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import GatewaySettings, Settings, redacted, settings_from
 from codecompass.common.outbound import INVALID, TIMEOUT
+from codecompass.contracts.retrieval.model import IndexingStatus, ResultCompleteness, SearchMetadata, SearchOutcome
+from codecompass.contracts.selection.model import SelectOutcome
 from codecompass.policy.ranking import RankedResult
 from codecompass.policy.relevance import DEFAULT_RELEVANCE, QueryFocus
 from codecompass.policy.rewrite import should_rewrite
 from codecompass.policy.shape import analyze
-from codecompass.retrieval.state import (
-    IndexingStatus,
-    ResultCompleteness,
-    SearchMetadata,
-    SearchOutcome,
-)
-from codecompass.selection.model import SelectOutcome
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fixtures" / "stubs"))
 from rerank_api import Reply, StubRerankAPI

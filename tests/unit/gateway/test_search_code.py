@@ -18,20 +18,15 @@ from codecompass_gateway.answer import (
 )
 from codecompass_gateway.pipeline import RERANK, Pipeline, PipelineRequest
 
-from codecompass.clients.errors import DEADLINE, FAILED, INVALID, NOT_FOUND, UNAVAILABLE
+from codecompass.clients.errors import DEADLINE, FAILED, INVALID, KINDS, NOT_FOUND, UNAVAILABLE
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import ConfigError, GatewaySettings, Settings, settings_from
 from codecompass.common.tokens import count_tokens
+from codecompass.contracts.rerank.model import RerankOutcome, ScoredCandidate
+from codecompass.contracts.retrieval.model import IndexingStatus, ResultCompleteness, SearchMetadata, SearchOutcome
+from codecompass.contracts.selection.model import SelectOutcome
 from codecompass.policy.ranking import RankedResult
 from codecompass.policy.shape import analyze
-from codecompass.rerank.model import RerankOutcome, ScoredCandidate
-from codecompass.retrieval.state import (
-    IndexingStatus,
-    ResultCompleteness,
-    SearchMetadata,
-    SearchOutcome,
-)
-from codecompass.selection.model import SelectOutcome
 
 # Every field of seed 003's output and the type it has (None allowed where the seed says null).
 RESULT_FIELDS = {"path": str, "line_start": int, "line_end": int, "kind": str, "name": str, "qualified_name": str,
@@ -324,6 +319,11 @@ def test_an_error_result_has_one_shape() -> None:
 ])
 def test_service_failures_map_to_registered_codes(kind: str, code: str) -> None:
     assert errors.code_for_service_error(kind) == code
+
+
+def test_every_kind_of_service_failure_has_a_registered_tool_code() -> None:
+    # The clients' one table of kinds names the gateway's codes; each must be in the registry.
+    assert {row.tool_code for row in KINDS.values()} <= set(errors.ERROR_CODES)
 
 
 # --- settings -----------------------------------------------------------------------------------

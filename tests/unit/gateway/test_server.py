@@ -232,7 +232,7 @@ class _FakeRetrieval:
 
     def status(self, workspace: str, timeout_s: float):
         from codecompass.clients.errors import UNAVAILABLE, ServiceError
-        from codecompass.retrieval.state import IndexingStatus
+        from codecompass.contracts.retrieval.model import IndexingStatus
 
         if self._fail:
             raise ServiceError("retrieval", "127.0.0.1:1", UNAVAILABLE, "down")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from codecompass_gateway.skips import GROUP_AT, listing, summary
 
-from codecompass.retrieval.state import SkippedFile
+from codecompass.contracts.analysis.model import SkippedFile
 
 GENERATED = 'matches "*.js" in .gitignore'
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from codecompass_gateway import present
 
-from codecompass.retrieval.state import IndexingStatus, IndexStatusReport, SkippedFile
+from codecompass.contracts.analysis.model import SkippedFile
+from codecompass.contracts.retrieval.model import IndexingStatus, IndexStatusReport
 
 DEEP = "nested too deep to parse: the parser ran out of stack (Maximum call stack size exceeded)"
 

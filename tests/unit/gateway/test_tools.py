@@ -10,16 +10,17 @@ import pytest
 from codecompass_gateway import present, symbols, tools
 from tests.fixtures.answers import answer_of
 
-from codecompass.clients.analysis_model import (
-    FileChunks,
+from codecompass.common.chunks import Chunk, Language, NodeKind
+from codecompass.common.tokens import count_tokens
+from codecompass.contracts.analysis.model import (
+    ChunkedFile,
+    FileStatus,
     TraceDirection,
     TraceNode,
     TraceOutcome,
     TracePartialReason,
     TraceRoot,
 )
-from codecompass.common.chunks import Chunk, Language, NodeKind
-from codecompass.common.tokens import count_tokens
 
 
 def test_a_workspace_is_the_default_or_an_absolute_existing_folder(tmp_path: Path) -> None:
@@ -165,7 +166,7 @@ def _chunk(name: str, kind: NodeKind, depth: int, start: int, end: int, signatur
 
 
 def test_an_outline_lists_declarations_by_nesting() -> None:
-    chunks = FileChunks("src/a.ts", "ok", (
+    chunks = ChunkedFile("src/a.ts", FileStatus.OK, (
         _chunk("<module>", NodeKind.MODULE, 0, 1, 20, ""),
         _chunk("A", NodeKind.CLASS, 1, 2, 19, "export class A"),
         _chunk("A.run", NodeKind.METHOD, 2, 3, 9, "run(x: number):\n  void"),
@@ -175,7 +176,7 @@ def test_an_outline_lists_declarations_by_nesting() -> None:
     assert lines[1:] == ["L2-19  export class A", "L3-9    run(x: number): void"]
     assert [e["qualified_name"] for e in result.structured_content["outline"]] == ["A", "A.run"]
     with pytest.raises(tools.ToolInputError, match="not indexed") as skipped:
-        present.outline_result(FileChunks("min.js", "skipped", (), skip_detail="minified"), Path("/ws"), {})
+        present.outline_result(ChunkedFile("min.js", FileStatus.SKIPPED, (), skip_detail="minified"), Path("/ws"), {})
     assert skipped.value.code == "not_found"
 
 

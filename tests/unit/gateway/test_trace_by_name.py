@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from codecompass_gateway import present
 
-from codecompass.clients.analysis_model import (
+from codecompass.contracts.analysis.model import (
     TraceDirection,
     TraceNode,
     TraceOutcome,

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 import pytest
 
 from codecompass.common.config import ConfigError, RerankSettings, redacted, settings_from
+from codecompass.contracts.rerank.model import Candidate, RerankQuery, UnknownProvider
 from codecompass.rerank.__main__ import check_settings
 from codecompass.rerank.engine import RerankEngine, ranked
-from codecompass.rerank.model import Candidate, RerankQuery, UnknownProvider
 from codecompass.rerank.providers import LocalReranker, RerankFailed
 
 SECRET = "rk-live-0123456789abcdef"

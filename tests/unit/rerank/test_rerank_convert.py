@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codecompass.rerank import convert
-from codecompass.rerank.model import Candidate, RerankOutcome, RerankQuery, ScoredCandidate
+from codecompass.contracts.rerank import convert
+from codecompass.contracts.rerank.model import Candidate, RerankOutcome, RerankQuery, ScoredCandidate
 
 
 def test_query_round_trip_keeps_optional_provider() -> None:

@@ -28,9 +28,9 @@ from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import Settings
 from codecompass.common.identifiers import split_identifiers
+from codecompass.contracts.retrieval.model import FreshnessStatus, IndexingStatus, SearchQuery, SyncOutcome
 from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.index.sync import SyncTuning
-from codecompass.retrieval.state import FreshnessStatus, IndexingStatus, SearchQuery, SyncOutcome
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, chunk_pb2, embedding_pb2, embedding_pb2_grpc
 
 _HEADER = re.compile(r"^(?:export )?function (\w+)\((.*?)\)(?:: ([^{]+))? \{$")

@@ -14,9 +14,9 @@ from pathlib import Path
 import lancedb
 
 from codecompass.common.chunks import Language
+from codecompass.contracts.analysis.model import FileEntry
+from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, IndexIdentity
-from codecompass.retrieval.schema import EmbeddingModel
-from codecompass.retrieval.state import FileEntry
 
 MODEL = EmbeddingModel(provider="fake", model_id="m", model_version="1", dimensions=8)
 
@@ -79,7 +79,7 @@ _CHILD = textwrap.dedent(
     import lancedb
     from codecompass.common.chunks import Language
     from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk
-    from codecompass.retrieval.state import FileEntry
+    from codecompass.contracts.analysis.model import FileEntry
 
     catalog = Catalog.open(lancedb.connect(sys.argv[1]))
     entry = CatalogEntry(FileEntry("done.ts", 1, 1, "h1", Language.TYPESCRIPT), (IndexedChunk("d1", "s", "g"),))

@@ -10,8 +10,8 @@ from pathlib import Path
 import lancedb
 
 from codecompass.common.chunks import Language
+from codecompass.contracts.analysis.model import FileEntry
 from codecompass.retrieval.catalog import Catalog, CatalogEntry
-from codecompass.retrieval.state import FileEntry
 
 DETAIL = "nested too deep to parse: the parser ran out of stack (Maximum call stack size exceeded)"
 

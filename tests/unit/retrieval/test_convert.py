@@ -5,28 +5,25 @@ from __future__ import annotations
 import pytest
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
-from codecompass.policy.ranking import RankedResult as HybridResult
-from codecompass.policy.shape import analyze
-from codecompass.retrieval import convert
-from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.state import (
-    ChunkedFile,
-    FileEntry,
-    FileStatus,
+from codecompass.contracts.analysis import convert as analysis_convert
+from codecompass.contracts.analysis.model import ChunkedFile, FileEntry, FileStatus, ScanResult, SkippedFile
+from codecompass.contracts.retrieval import convert
+from codecompass.contracts.retrieval.filters import Filters
+from codecompass.contracts.retrieval.model import (
     FreshnessStatus,
     IndexingStatus,
     IndexPhase,
     IndexProgress,
     IndexStatusReport,
     ResultCompleteness,
-    ScanResult,
     SearchMetadata,
     SearchOutcome,
     SearchQuery,
-    SkippedFile,
     SyncOutcome,
     SyncStats,
 )
+from codecompass.policy.ranking import RankedResult as HybridResult
+from codecompass.policy.shape import analyze
 from codecompass.v1 import analysis_pb2, retrieval_pb2
 
 CHUNK = Chunk(
@@ -68,17 +65,19 @@ def test_scan_result_round_trip() -> None:
         removed=("src/c.ts",),
         skipped=(SkippedFile("min.js", "minified", "longest line 9000"), SkippedFile("x.ts", "symlink_loop")),
         duration_ms=3.5,
-        chunker_version=convert.UNVERSIONED_CHUNKER,
+        chunker_version=analysis_convert.UNVERSIONED_CHUNKER,
     )
-    assert convert.scan_result_from_proto(_wire(convert.scan_result_to_proto(scan))) == scan
-    request = convert.scan_request_to_proto("/ws", scan.files)
-    assert [convert.file_entry_from_proto(f) for f in _wire(request).previous] == list(scan.files)
+    assert analysis_convert.scan_result_from_proto(_wire(analysis_convert.scan_result_to_proto(scan))) == scan
+    request = analysis_convert.scan_request_to_proto("/ws", scan.files)
+    assert [analysis_convert.file_entry_from_proto(f) for f in _wire(request).previous] == list(scan.files)
 
 
 @pytest.mark.parametrize("status", list(FileStatus))
 def test_chunked_file_round_trip(status: FileStatus) -> None:
-    chunked = ChunkedFile("src/a.ts", status, (CHUNK,), "h", 5, 6, "binary" if status == FileStatus.SKIPPED else "", "")
-    assert convert.chunked_file_from_proto(_wire(convert.chunked_file_to_proto(chunked))) == chunked
+    chunked = ChunkedFile("src/a.ts", status, (CHUNK,), "h", 5, 6, "binary" if status == FileStatus.SKIPPED else "", "",
+                          line_count=12,
+                          diagnostics=("3:1 ';' expected",) if status == FileStatus.SYNTAX_ERRORS else ())
+    assert analysis_convert.chunked_file_from_proto(_wire(analysis_convert.chunked_file_to_proto(chunked))) == chunked
 
 
 @pytest.mark.parametrize("ratio", [None, 0.0, 0.75])
@@ -209,5 +208,5 @@ def test_status_round_trip() -> None:
 
 def test_every_skip_reason_survives_a_round_trip() -> None:
     for value in analysis_pb2.SkipReason.values():
-        name = convert._skip_reason_name(value)
-        assert convert._skip_reason_value(name) == value
+        name = analysis_convert._skip_reason_name(value)
+        assert analysis_convert._skip_reason_value(name) == value

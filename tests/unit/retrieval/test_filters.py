@@ -6,14 +6,8 @@ import re
 import pytest
 
 from codecompass.common.chunks import Language, NodeKind
-from codecompass.retrieval.filters import (
-    FilterError,
-    Filters,
-    glob_to_regex,
-    sql_in,
-    sql_string,
-    to_sql,
-)
+from codecompass.contracts.retrieval.filters import FilterError, Filters, glob_to_regex
+from codecompass.retrieval.filter_sql import sql_in, sql_string, to_sql
 
 
 def test_sql_string_doubles_quotes_only():
@@ -111,7 +105,7 @@ def test_filters_are_anded_and_patterns_ored():
 
 
 def test_an_absolute_pattern_inside_the_workspace_is_read_as_the_relative_one(tmp_path):
-    from codecompass.retrieval.filters import relative_patterns
+    from codecompass.contracts.retrieval.filters import relative_patterns
 
     root = tmp_path / "ws"
     (root / "src").mkdir(parents=True)

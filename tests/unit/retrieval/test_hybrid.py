@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from codecompass.common.chunks import Chunk, Language, NodeKind
+from codecompass.contracts.embedding.model import EmbeddingModel
+from codecompass.contracts.retrieval.filters import Filters
 from codecompass.policy.ranking import FUSION_ONLY, SKIP_RATIO_ZERO, SKIP_SHORT_CIRCUIT
 from codecompass.policy.shape import NATURAL_LANGUAGE, SYMBOL, analyze
-from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.index.chunk_writer import ChunkWriter
-from codecompass.retrieval.schema import EmbeddingModel
 from codecompass.retrieval.search.hybrid import (
     SKIP_DIMENSION_MISMATCH,
     SKIP_EMBEDDING_UNAVAILABLE,

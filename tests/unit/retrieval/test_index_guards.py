@@ -12,18 +12,13 @@ from tests.unit.retrieval.sync_harness import FakeAnalysis, FakeEmbedding, _func
 
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.embedding import EmbeddingClient
+from codecompass.common.chunks import Language
 from codecompass.common.config import RetrievalSettings, Settings
+from codecompass.contracts.analysis.model import FileEntry
+from codecompass.contracts.retrieval.errors import IndexRefused
+from codecompass.contracts.retrieval.model import FreshnessStatus, IndexingStatus, IndexPhase, SearchQuery
 from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.guards import folder_refusal, protected_folder, size_refusal
-from codecompass.retrieval.state import (
-    FileEntry,
-    FreshnessStatus,
-    IndexingStatus,
-    IndexPhase,
-    IndexRefused,
-    Language,
-    SearchQuery,
-)
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, embedding_pb2_grpc
 
 HOME = PurePosixPath("/home/me")

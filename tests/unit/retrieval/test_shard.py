@@ -14,6 +14,8 @@ import pytest
 from tests.unit.retrieval.test_store import MODEL, make_chunk
 
 from codecompass.common.chunks import Language
+from codecompass.contracts.analysis.model import FileEntry
+from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, IndexIdentity
 from codecompass.retrieval.index.chunk_writer import ChunkWriter
 from codecompass.retrieval.index.shard.__main__ import main
@@ -23,8 +25,6 @@ from codecompass.retrieval.index.shard.plan import InvalidPlan, ShardPlan, make_
 from codecompass.retrieval.index.shard.results import STAGING_TABLE, ShardResult, ShardStats, commit_shards, deliver
 from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.location import index_key, list_tables
-from codecompass.retrieval.schema import EmbeddingModel
-from codecompass.retrieval.state import FileEntry
 
 IDENTITY = IndexIdentity(model=EmbeddingModel("local", "m", "1", 8), chunker_version="5",
                          static=EmbeddingModel("code-static", "code-static", "w", 4))

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from tests.unit.retrieval.test_store import MODEL, make_chunk, unit
 
-from codecompass.retrieval.filters import Filters
+from codecompass.contracts.embedding.model import EmbeddingModel
+from codecompass.contracts.retrieval.filters import Filters
 from codecompass.retrieval.index.chunk_writer import ChunkWriter, StagedWrite
-from codecompass.retrieval.schema import EmbeddingModel, sources_table_name
+from codecompass.retrieval.schema import sources_table_name
 from codecompass.retrieval.search.chunk_reader import StoreError
 
 STATIC = EmbeddingModel("static", "code-static", "w1", 3)

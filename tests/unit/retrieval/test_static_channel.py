@@ -17,13 +17,13 @@ from safetensors.numpy import load_file, save_file
 from tests.unit.retrieval.sync_harness import STATIC_OFF, Harness, _func, _seed, _wait_ready
 
 from codecompass.common.config import RetrievalSettings
+from codecompass.contracts.retrieval.model import IndexingStatus, ResultCompleteness
 from codecompass.embedding.static import DEFAULT_MODEL_DIR
 from codecompass.retrieval import schema
 from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.schema import STATIC_VECTOR_COLUMN
 from codecompass.retrieval.search import chunk_reader
-from codecompass.retrieval.state import IndexingStatus, ResultCompleteness
 
 QUESTION = "is the token signature long enough"
 # No word of it is in the seed's code: only vectors can find the answer.

@@ -10,15 +10,10 @@ import pyarrow as pa
 import pytest
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
-from codecompass.retrieval.filters import Filters
+from codecompass.contracts.embedding.model import EmbeddingModel
+from codecompass.contracts.retrieval.filters import Filters
 from codecompass.retrieval.index.chunk_writer import ChunkWriter
-from codecompass.retrieval.schema import (
-    FORMAT_METADATA_KEY,
-    INDEX_FORMAT_VERSION,
-    EmbeddingModel,
-    chunk_schema,
-    table_name,
-)
+from codecompass.retrieval.schema import FORMAT_METADATA_KEY, INDEX_FORMAT_VERSION, chunk_schema, table_name
 from codecompass.retrieval.search.chunk_reader import ChunkReader, DimensionMismatch
 
 MODEL = EmbeddingModel("local", "all-MiniLM-L6-v2", "1", 4)

@@ -10,9 +10,9 @@ import time
 import pytest
 from tests.unit.retrieval.sync_harness import Harness, _func, _seed, chunk_id, parse_functions
 
+from codecompass.contracts.retrieval.model import IndexingStatus, IndexPhase, ResultCompleteness
 from codecompass.retrieval import catalog as catalog_module
 from codecompass.retrieval.index.sync import SyncInterrupted, SyncTuning
-from codecompass.retrieval.state import IndexingStatus, IndexPhase, ResultCompleteness
 
 
 class SimulatedKill(BaseException):

@@ -17,17 +17,11 @@ from tests.unit.retrieval.sync_harness import Harness, _func, _seed
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.serving import ServiceSpec, start_server
+from codecompass.contracts.retrieval.errors import InvalidWorkspace, WorkspaceNotFound
+from codecompass.contracts.retrieval.model import FreshnessStatus, IndexingStatus, IndexPhase, SearchQuery
 from codecompass.retrieval import servicer
 from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.index.sync import SyncTuning
-from codecompass.retrieval.state import (
-    FreshnessStatus,
-    IndexingStatus,
-    IndexPhase,
-    InvalidWorkspace,
-    SearchQuery,
-    WorkspaceNotFound,
-)
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 

@@ -15,11 +15,11 @@ from tests.unit.retrieval.sync_harness import STATIC_OFF, Harness, _func, _seed,
 
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.embedding import EmbeddingClient
+from codecompass.contracts.retrieval.model import IndexingStatus, IndexPhase, ResultCompleteness, SearchQuery
 from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.index.background_embedder import BackgroundEmbedder
 from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.index.workspace_writer import WorkspaceWriter
-from codecompass.retrieval.state import IndexingStatus, IndexPhase, ResultCompleteness, SearchQuery
 
 
 def _tables(h: Harness) -> set[str]:

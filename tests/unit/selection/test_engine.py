@@ -7,10 +7,18 @@ from dataclasses import replace
 
 import pytest
 
-from codecompass.clients.analysis_model import RenderedSymbol, RenderRequest
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.config import SelectionSettings, settings_from
 from codecompass.common.tokens import count_tokens
+from codecompass.contracts.analysis.model import RenderedSymbol, RenderRequest
+from codecompass.contracts.selection.model import (
+    FALLBACK_MISSING,
+    FALLBACK_UNAVAILABLE,
+    Candidate,
+    Reason,
+    SelectOutcome,
+    SelectQuery,
+)
 from codecompass.policy.relevance import DEFAULT_RELEVANCE, QueryFocus, relevance, resolve_focus
 from codecompass.policy.selection import LOW_CONFIDENCE_MAX_TOKENS
 from codecompass.policy.shape import analyze
@@ -20,15 +28,7 @@ from codecompass.selection.engine import (
     clip,
     file_line_numbers,
 )
-from codecompass.selection.model import (
-    FALLBACK_MISSING,
-    FALLBACK_UNAVAILABLE,
-    Candidate,
-    Reason,
-    RenderFailed,
-    SelectOutcome,
-    SelectQuery,
-)
+from codecompass.selection.render_client import RenderFailed
 
 ROOT = "/ws"
 

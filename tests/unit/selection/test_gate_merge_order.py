@@ -9,9 +9,9 @@ from tests.unit.selection.test_engine import ROOT, FakeRenderer, accounted, chun
 
 from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.config import SelectionSettings
+from codecompass.contracts.selection.model import Candidate, SelectOutcome, SelectQuery
 from codecompass.policy.selection import LOW_CONFIDENCE_MAX_TOKENS, NOISE_FLOOR_SHARE
 from codecompass.selection.engine import SelectionEngine
-from codecompass.selection.model import Candidate, SelectOutcome, SelectQuery
 
 
 def sent(*pairs: tuple[Chunk, float], scores: Sequence[float] | None = None) -> list[Candidate]:

@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from codecompass.common.chunk_convert import UnknownEnumValue
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
-from codecompass.selection import convert
-from codecompass.selection.model import (
-    Candidate,
-    Reason,
-    SelectedResult,
-    SelectOutcome,
-    SelectQuery,
-)
+from codecompass.contracts.chunk_convert import UnknownEnumValue
+from codecompass.contracts.selection import convert
+from codecompass.contracts.selection.model import Candidate, Reason, SelectedResult, SelectOutcome, SelectQuery
 from codecompass.v1 import selection_pb2 as pb
 
 CHUNK = Chunk(id="c1", snippet_hash="h", relative_path="src/a.ts", language=Language.TSX, node_kind=NodeKind.METHOD,

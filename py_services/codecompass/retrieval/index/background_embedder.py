@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from codecompass.clients.embedding import EmbeddingClient, EmbeddingFailed
+from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.logging import get_logger
+from codecompass.contracts.retrieval.errors import EmbeddingFailed, EmbeddingUnavailable
 from codecompass.retrieval.interactive import InteractiveWork
-from codecompass.retrieval.state import EmbeddingUnavailable
 
 if TYPE_CHECKING:
     from codecompass.retrieval.index.workspace_writer import WorkspaceWriter

@@ -28,7 +28,8 @@ from lancedb.index import FTS, IvfPq
 
 from codecompass.common.chunks import Chunk
 from codecompass.common.identifiers import split_identifiers
-from codecompass.retrieval import filters as sqlf
+from codecompass.contracts.embedding.model import EmbeddingModel
+from codecompass.retrieval import filter_sql as sqlf
 from codecompass.retrieval import packing
 from codecompass.retrieval.location import list_tables
 from codecompass.retrieval.schema import (
@@ -40,7 +41,6 @@ from codecompass.retrieval.schema import (
     TABLE_PREFIX,
     VECTOR_COLUMN,
     VECTOR_TYPE,
-    EmbeddingModel,
     chunk_schema,
     chunk_table_of_sources,
     sources_schema,

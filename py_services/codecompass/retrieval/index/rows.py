@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from codecompass.common.chunks import Chunk
-from codecompass.retrieval.state import ChunkedFile, FileStatus
+from codecompass.contracts.analysis.model import ChunkedFile, FileStatus
 
 
 @dataclass(frozen=True)

@@ -29,25 +29,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from codecompass.clients.analysis import AnalysisClient
-from codecompass.clients.embedding import EmbeddingClient, EmbeddingFailed
+from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.chunks import Chunk
 from codecompass.common.logging import get_logger
 from codecompass.common.testcode import is_test_path
+from codecompass.contracts.analysis.model import ChunkedFile, FileEntry, FileStatus, ScanResult
+from codecompass.contracts.embedding.model import EmbeddingModel
+from codecompass.contracts.retrieval.errors import DependencyUnavailable, EmbeddingFailed, EmbeddingUnavailable
+from codecompass.contracts.retrieval.model import IndexPhase, IndexProgress, SyncStats
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, signature_digest
 from codecompass.retrieval.index.chunk_writer import ChunkWriter
 from codecompass.retrieval.index.rows import Batch, BatchSizes, chunk_in_batches
-from codecompass.retrieval.schema import EmbeddingModel
-from codecompass.retrieval.state import (
-    ChunkedFile,
-    DependencyUnavailable,
-    EmbeddingUnavailable,
-    FileEntry,
-    FileStatus,
-    IndexPhase,
-    IndexProgress,
-    ScanResult,
-    SyncStats,
-)
 from codecompass.retrieval.static_channel import StaticChannel
 
 _log = get_logger(__name__)

@@ -34,6 +34,10 @@ from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common import names
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
+from codecompass.contracts.analysis.model import ScanResult, SkippedFile
+from codecompass.contracts.embedding.model import EmbeddingModel
+from codecompass.contracts.retrieval.errors import EmbeddingUnavailable, IndexRefused, RetrievalError
+from codecompass.contracts.retrieval.model import FreshnessStatus, IndexPhase, IndexProgress, SyncOutcome, SyncStats
 from codecompass.retrieval import guards
 from codecompass.retrieval.catalog import Catalog, IndexIdentity, skips_to_json
 from codecompass.retrieval.index.background_embedder import BackgroundEmbedder
@@ -45,19 +49,7 @@ from codecompass.retrieval.index.shard.results import ShardResult, commit_shards
 from codecompass.retrieval.index.sync import Syncer, SyncTuning, rebase_on_empty_catalog
 from codecompass.retrieval.interactive import InteractiveWork
 from codecompass.retrieval.location import IndexRegistry, index_key, index_root, index_uri
-from codecompass.retrieval.schema import INDEX_FORMAT_VERSION, EmbeddingModel
-from codecompass.retrieval.state import (
-    EmbeddingUnavailable,
-    FreshnessStatus,
-    IndexPhase,
-    IndexProgress,
-    IndexRefused,
-    RetrievalError,
-    ScanResult,
-    SkippedFile,
-    SyncOutcome,
-    SyncStats,
-)
+from codecompass.retrieval.schema import INDEX_FORMAT_VERSION
 from codecompass.retrieval.static_channel import StaticChannel
 
 _log = get_logger(__name__)

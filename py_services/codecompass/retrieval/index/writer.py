@@ -20,6 +20,14 @@ from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import Settings
 from codecompass.common.files import tree_bytes
 from codecompass.common.logging import get_logger
+from codecompass.contracts.retrieval.errors import (
+    DependencyUnavailable,
+    IndexNotFound,
+    IndexRefused,
+    InvalidQuery,
+    RetrievalError,
+)
+from codecompass.contracts.retrieval.model import IndexPhase, IndexProgress, SyncOutcome, SyncStats
 from codecompass.retrieval import guards
 from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.index.workspace_writer import IndexCaller, WorkspaceWriter, WriterState
@@ -35,17 +43,6 @@ from codecompass.retrieval.location import (
     list_tables,
     validated_root,
     workspace_id_of,
-)
-from codecompass.retrieval.state import (
-    DependencyUnavailable,
-    IndexNotFound,
-    IndexPhase,
-    IndexProgress,
-    IndexRefused,
-    InvalidQuery,
-    RetrievalError,
-    SyncOutcome,
-    SyncStats,
 )
 from codecompass.retrieval.static_channel import StaticChannel
 

@@ -25,9 +25,10 @@ from lancedb.query import LanceVectorQueryBuilder
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
 from codecompass.common.files import tree_bytes
 from codecompass.common.identifiers import split_identifiers
-from codecompass.retrieval import filters as sqlf
+from codecompass.contracts.embedding.model import EmbeddingModel
+from codecompass.contracts.retrieval.filters import Filters
+from codecompass.retrieval import filter_sql as sqlf
 from codecompass.retrieval import packing
-from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.schema import (
     CHUNK_COLUMNS,
     FORMAT_METADATA_KEY,
@@ -36,7 +37,6 @@ from codecompass.retrieval.schema import (
     STATIC_FLAG_COLUMN,
     STATIC_VECTOR_COLUMN,
     VECTOR_COLUMN,
-    EmbeddingModel,
     sources_table_name,
     table_name,
 )

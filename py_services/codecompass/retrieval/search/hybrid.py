@@ -26,6 +26,7 @@ from functools import partial
 
 import numpy as np
 
+from codecompass.contracts.retrieval.filters import Filters
 from codecompass.policy import shape as q
 from codecompass.policy.confidence import (
     answerability,
@@ -48,7 +49,6 @@ from codecompass.policy.ranking import (
     semantic_weight,
 )
 from codecompass.policy.shape import QueryShape
-from codecompass.retrieval.filters import Filters
 from codecompass.retrieval.search.chunk_reader import ChunkReader, DimensionMismatch, ScoredChunk
 
 SKIP_NO_VECTORS = "no_vectors"

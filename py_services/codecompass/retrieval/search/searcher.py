@@ -27,9 +27,30 @@ from typing import Protocol
 
 import lancedb
 
-from codecompass.clients.embedding import EmbeddingClient, EmbeddingFailed
+from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
+from codecompass.contracts.analysis.model import SkippedFile
+from codecompass.contracts.retrieval.errors import (
+    DependencyUnavailable,
+    EmbeddingFailed,
+    EmbeddingUnavailable,
+    IndexRefused,
+    InvalidQuery,
+)
+from codecompass.contracts.retrieval.filters import FilterError, Filters, relative_patterns
+from codecompass.contracts.retrieval.model import (
+    HubOutcome,
+    HubQuery,
+    HubResult,
+    IndexingStatus,
+    IndexStatusReport,
+    IndexSummary,
+    ResultCompleteness,
+    SearchMetadata,
+    SearchOutcome,
+    SearchQuery,
+)
 from codecompass.policy.learned import load_ranker
 from codecompass.policy.ranking import (
     DEFAULT_HUB_POLICY,
@@ -45,7 +66,6 @@ from codecompass.policy.ranking import (
 from codecompass.policy.shape import length_problem as query_length_problem
 from codecompass.retrieval import guards
 from codecompass.retrieval.catalog import CatalogSummary, open_catalog_table, read_summary, skips_from_json
-from codecompass.retrieval.filters import FilterError, Filters, relative_patterns
 from codecompass.retrieval.interactive import InteractiveWork
 from codecompass.retrieval.location import (
     IndexRegistry,
@@ -67,23 +87,6 @@ from codecompass.retrieval.search.hybrid import (
     SKIP_EMBEDDING_UNAVAILABLE,
     SKIP_NO_VECTORS,
     hybrid_search,
-)
-from codecompass.retrieval.state import (
-    DependencyUnavailable,
-    EmbeddingUnavailable,
-    HubOutcome,
-    HubQuery,
-    HubResult,
-    IndexingStatus,
-    IndexRefused,
-    IndexStatusReport,
-    IndexSummary,
-    InvalidQuery,
-    ResultCompleteness,
-    SearchMetadata,
-    SearchOutcome,
-    SearchQuery,
-    SkippedFile,
 )
 from codecompass.retrieval.static_channel import StaticChannel
 

@@ -18,11 +18,11 @@ from codecompass.common import names
 from codecompass.common.config import ConfigError, Settings, load_settings
 from codecompass.common.logging import configure_logging, get_logger
 from codecompass.common.telemetry import init_telemetry
+from codecompass.contracts.retrieval.errors import RetrievalError
 from codecompass.retrieval.index.shard.board import NoOpenPlan, PlanBoard, PlanState, wait_for_plan
 from codecompass.retrieval.index.shard.plan import InvalidPlan, ShardPlan
 from codecompass.retrieval.index.shard.worker import work
 from codecompass.retrieval.location import InvalidWorkspaceId, index_key, index_uri, validated_id
-from codecompass.retrieval.state import RetrievalError
 
 _log = get_logger(__name__)
 

@@ -11,10 +11,10 @@ from enum import Enum
 import lancedb
 import pyarrow as pa
 
-from codecompass.retrieval import filters as sqlf
+from codecompass.contracts.retrieval.errors import RetrievalError
+from codecompass.retrieval import filter_sql as sqlf
 from codecompass.retrieval.index.chunk_writer import DEFAULT_VERSION_RETENTION
 from codecompass.retrieval.index.shard.plan import ShardPlan
-from codecompass.retrieval.state import RetrievalError
 
 # The table inside the index where the writer posts the plan for workers it does not start.
 PLANS_TABLE = "shard_plans"

@@ -10,9 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from codecompass.common.chunks import Language
+from codecompass.contracts.analysis.model import FileEntry
+from codecompass.contracts.retrieval.errors import RetrievalError
 from codecompass.retrieval.catalog import IndexIdentity
 from codecompass.retrieval.index.sync import SyncTuning
-from codecompass.retrieval.state import FileEntry, RetrievalError
 
 PLAN_FORMAT = 1
 

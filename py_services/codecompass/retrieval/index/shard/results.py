@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import lancedb
 import pyarrow as pa
 
-from codecompass.retrieval import filters as sqlf
+from codecompass.retrieval import filter_sql as sqlf
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, entry_from_row, entry_row
 from codecompass.retrieval.index.chunk_writer import ChunkWriter, StagedWrite
 from codecompass.retrieval.index.shard.board import PlanBoard

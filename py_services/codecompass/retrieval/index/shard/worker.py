@@ -10,10 +10,12 @@ import lancedb
 import numpy as np
 
 from codecompass.clients.analysis import AnalysisClient
-from codecompass.clients.embedding import EmbeddingClient, EmbeddingFailed
+from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.chunks import Chunk
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
+from codecompass.contracts.analysis.model import ChunkedFile, FileEntry, FileStatus
+from codecompass.contracts.retrieval.errors import EmbeddingFailed, EmbeddingUnavailable
 from codecompass.retrieval.catalog import CatalogEntry, IndexIdentity
 from codecompass.retrieval.index.chunk_writer import ChunkWriter, StagedWrite
 from codecompass.retrieval.index.rows import BatchSizes, chunk_in_batches
@@ -21,7 +23,6 @@ from codecompass.retrieval.index.shard.board import PlanBoard
 from codecompass.retrieval.index.shard.plan import InvalidPlan, ShardPlan
 from codecompass.retrieval.index.shard.results import ShardResult, ShardStats, deliver
 from codecompass.retrieval.index.sync import InProcessVectors, SyncTuning, catalog_entry
-from codecompass.retrieval.state import ChunkedFile, EmbeddingUnavailable, FileEntry, FileStatus
 from codecompass.retrieval.static_channel import StaticChannel
 
 _log = get_logger(__name__)

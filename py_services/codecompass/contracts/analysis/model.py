@@ -1,12 +1,13 @@
-"""Domain types of the analysis service's Trace, RenderSymbols and ChunkFiles as the gateway sees
-them (no generated types: those stop at `analysis_convert`)."""
+"""Domain types of the analysis service's messages (ScanWorkspace, ChunkFiles, Trace, RenderSymbols),
+for every caller: retrieval's indexing, the gateway's tools, selection's rendering and the CLI. No
+generated types: those stop at `convert`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
 
-from codecompass.common.chunks import Chunk
+from codecompass.common.chunks import Chunk, Language
 
 
 class TraceDirection(str, Enum):
@@ -100,15 +101,55 @@ class RenderedSymbol:
 
 
 @dataclass(frozen=True)
-class FileChunks:
-    """One file's chunks (parents before children), as ChunkFiles streams them to a reader (the
-    gateway's outline, `codecompass chunks`): the file as indexing sees it (`ChunkedFile`) less its
-    catalog fields, plus the line count and parser diagnostics that only a reader shows."""
+class FileEntry:
+    """One source file as the analysis service's scanner saw it."""
 
     relative_path: str
-    status: str  # ok | syntax_errors | skipped
+    size_bytes: int
+    mtime_ns: int
+    content_hash: str
+    language: Language
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    relative_path: str
+    reason: str  # lower-case SkipReason name, e.g. "minified"
+    detail: str = ""
+    # A folder skipped as a whole: one entry stands for everything below it.
+    folder: bool = False
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    files: tuple[FileEntry, ...]
+    added: tuple[str, ...]
+    changed: tuple[str, ...]
+    removed: tuple[str, ...]
+    skipped: tuple[SkippedFile, ...]
+    duration_ms: float
+    chunker_version: str
+
+
+class FileStatus(str, Enum):
+    OK = "ok"
+    SYNTAX_ERRORS = "syntax_errors"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class ChunkedFile:
+    """One file's chunks (parents before children), as one ChunkFiles stream message carries them:
+    what indexing writes (with the catalog fields: hash, mtime, size) and what a reader shows (the
+    gateway's outline, `codecompass chunks`: with the line count and the parser's diagnostics)."""
+
+    relative_path: str
+    status: FileStatus
     chunks: tuple[Chunk, ...]
-    line_count: int = 0
+    content_hash: str = ""
+    mtime_ns: int = 0
+    size_bytes: int = 0
     skip_reason: str = ""  # a skipped file's reason, e.g. "minified"; empty otherwise
     skip_detail: str = ""
+    line_count: int = 0
     diagnostics: tuple[str, ...] = ()

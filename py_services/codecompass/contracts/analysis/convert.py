@@ -1,15 +1,19 @@
-"""Edge conversion between the analysis service's Trace / RenderSymbols / ChunkFiles messages and
-the domain types of `codecompass.clients.analysis`. ScanWorkspace and ChunkFiles as indexing reads
-them convert in `codecompass.retrieval.convert`, which this module reuses for ChunkFiles' answer."""
+"""The analysis service's proto edge: its messages (ScanWorkspace, ChunkFiles, Trace,
+RenderSymbols) to and from the domain types in `model`, in both directions so each has a round trip.
+ChunkFiles' answer has one decoder here for every reader: indexing and the gateway's outline alike."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from codecompass.clients.analysis_model import (
-    FileChunks,
+from codecompass.contracts.analysis.model import (
+    ChunkedFile,
+    FileEntry,
+    FileStatus,
     RenderedSymbol,
     RenderRequest,
+    ScanResult,
+    SkippedFile,
     TraceDirection,
     TraceNode,
     TraceOutcome,
@@ -18,8 +22,12 @@ from codecompass.clients.analysis_model import (
     TraceResolution,
     TraceRoot,
 )
-from codecompass.retrieval.convert import chunked_file_from_proto
+from codecompass.contracts.chunk_convert import chunk_from_proto, chunk_to_proto, language_from_proto, language_to_proto
 from codecompass.v1 import analysis_pb2
+
+# What an analysis service too old to report its chunker version is taken to run; such a
+# service's chunker upgrades cannot be detected, so they need a manual re-index.
+UNVERSIONED_CHUNKER = "unversioned"
 
 _DIRECTION_TO_PROTO = {d: analysis_pb2.TraceDirection.Value(f"TRACE_DIRECTION_{d.name}") for d in TraceDirection}
 _DIRECTION_FROM_PROTO = {v: k for k, v in _DIRECTION_TO_PROTO.items()}
@@ -121,16 +129,111 @@ def rendered_from_proto(specs: Sequence[RenderRequest],
     return out
 
 
-def file_chunks_from_proto(message: analysis_pb2.ChunkFilesResponse) -> FileChunks:
-    """Read through retrieval's decoder of the message, so status, skip reason and chunks are read
-    in one place for every caller; the reader's own fields come on top."""
-    chunked = chunked_file_from_proto(message)
-    return FileChunks(
+_FILE_STATUS_FROM_PROTO = {
+    analysis_pb2.FILE_STATUS_OK: FileStatus.OK,
+    analysis_pb2.FILE_STATUS_SYNTAX_ERRORS: FileStatus.SYNTAX_ERRORS,
+    analysis_pb2.FILE_STATUS_SKIPPED: FileStatus.SKIPPED,
+}
+_FILE_STATUS_TO_PROTO = {v: k for k, v in _FILE_STATUS_FROM_PROTO.items()}
+
+
+def _skip_reason_name(value: analysis_pb2.SkipReason) -> str:
+    if value == analysis_pb2.SKIP_REASON_UNSPECIFIED:
+        return ""
+    return analysis_pb2.SkipReason.Name(value).removeprefix("SKIP_REASON_").lower()
+
+
+def _skip_reason_value(name: str) -> analysis_pb2.SkipReason:
+    if not name:
+        return analysis_pb2.SKIP_REASON_UNSPECIFIED
+    return analysis_pb2.SkipReason.Value(f"SKIP_REASON_{name.upper()}")
+
+
+def file_entry_to_proto(entry: FileEntry) -> analysis_pb2.FileEntry:
+    return analysis_pb2.FileEntry(
+        relative_path=entry.relative_path,
+        size_bytes=entry.size_bytes,
+        mtime_ns=entry.mtime_ns,
+        content_hash=entry.content_hash,
+        language=language_to_proto(entry.language),
+    )
+
+
+def file_entry_from_proto(msg: analysis_pb2.FileEntry) -> FileEntry:
+    return FileEntry(
+        relative_path=msg.relative_path,
+        size_bytes=msg.size_bytes,
+        mtime_ns=msg.mtime_ns,
+        content_hash=msg.content_hash,
+        language=language_from_proto(msg.language),
+    )
+
+
+def skipped_file_from_proto(msg: analysis_pb2.SkippedFile) -> SkippedFile:
+    return SkippedFile(msg.relative_path, _skip_reason_name(msg.reason), msg.detail, msg.folder)
+
+
+def skipped_file_to_proto(skipped: SkippedFile) -> analysis_pb2.SkippedFile:
+    return analysis_pb2.SkippedFile(relative_path=skipped.relative_path, reason=_skip_reason_value(skipped.reason),
+                                    detail=skipped.detail, folder=skipped.folder)
+
+
+def scan_request_to_proto(root: str, previous: Iterable[FileEntry]) -> analysis_pb2.ScanWorkspaceRequest:
+    return analysis_pb2.ScanWorkspaceRequest(workspace_root=root, previous=[file_entry_to_proto(e) for e in previous])
+
+
+def _chunker_version(msg: analysis_pb2.ScanWorkspaceResponse) -> str:
+    return msg.chunker_version or UNVERSIONED_CHUNKER
+
+
+def scan_result_from_proto(msg: analysis_pb2.ScanWorkspaceResponse) -> ScanResult:
+    return ScanResult(
+        files=tuple(file_entry_from_proto(f) for f in msg.files),
+        added=tuple(msg.added),
+        changed=tuple(msg.changed),
+        removed=tuple(msg.removed),
+        skipped=tuple(skipped_file_from_proto(s) for s in msg.skipped),
+        duration_ms=msg.duration_ms,
+        chunker_version=_chunker_version(msg),
+    )
+
+
+def scan_result_to_proto(result: ScanResult) -> analysis_pb2.ScanWorkspaceResponse:
+    return analysis_pb2.ScanWorkspaceResponse(
+        files=[file_entry_to_proto(f) for f in result.files],
+        added=list(result.added),
+        changed=list(result.changed),
+        removed=list(result.removed),
+        skipped=[skipped_file_to_proto(s) for s in result.skipped],
+        duration_ms=result.duration_ms,
+    )
+
+
+def chunked_file_from_proto(msg: analysis_pb2.ChunkFilesResponse) -> ChunkedFile:
+    return ChunkedFile(
+        relative_path=msg.relative_path,
+        status=_FILE_STATUS_FROM_PROTO.get(msg.status, FileStatus.OK),
+        chunks=tuple(chunk_from_proto(c) for c in msg.chunks),
+        content_hash=msg.content_hash,
+        mtime_ns=msg.mtime_ns,
+        size_bytes=msg.size_bytes,
+        skip_reason=_skip_reason_name(msg.skip_reason),
+        skip_detail=msg.skip_detail,
+        line_count=msg.line_count,
+        diagnostics=tuple(msg.diagnostics),
+    )
+
+
+def chunked_file_to_proto(chunked: ChunkedFile) -> analysis_pb2.ChunkFilesResponse:
+    return analysis_pb2.ChunkFilesResponse(
         relative_path=chunked.relative_path,
-        status=chunked.status.value,
-        chunks=chunked.chunks,
-        line_count=message.line_count,
-        skip_reason=chunked.skip_reason,
+        status=_FILE_STATUS_TO_PROTO[chunked.status],
+        skip_reason=_skip_reason_value(chunked.skip_reason),
+        chunks=[chunk_to_proto(c) for c in chunked.chunks],
+        content_hash=chunked.content_hash,
+        mtime_ns=chunked.mtime_ns,
+        size_bytes=chunked.size_bytes,
         skip_detail=chunked.skip_detail,
-        diagnostics=tuple(message.diagnostics),
+        line_count=chunked.line_count,
+        diagnostics=list(chunked.diagnostics),
     )

@@ -1,8 +1,9 @@
-"""The only place selection domain types meet the generated proto types."""
+"""The only place selection domain types meet the generated proto types: the selection servicer
+and its client both convert here."""
 
 from __future__ import annotations
 
-from codecompass.common.chunk_convert import (
+from codecompass.contracts.chunk_convert import (
     UnknownEnumValue,
     chunk_from_proto,
     chunk_to_proto,
@@ -13,13 +14,8 @@ from codecompass.common.chunk_convert import (
     provenance_from_proto,
     provenance_to_proto,
 )
-from codecompass.selection.model import (
-    Candidate,
-    Reason,
-    SelectedResult,
-    SelectOutcome,
-    SelectQuery,
-)
+from codecompass.contracts.fields import same_named
+from codecompass.contracts.selection.model import Candidate, Reason, SelectedResult, SelectOutcome, SelectQuery
 from codecompass.v1 import selection_pb2 as pb
 
 _REASON_TO_PROTO = {
@@ -28,6 +24,12 @@ _REASON_TO_PROTO = {
     Reason.MERGED_PARENT: pb.SELECTION_REASON_MERGED_PARENT,
 }
 _REASON_FROM_PROTO = {v: k for k, v in _REASON_TO_PROTO.items()}
+
+# Fields a message and its domain type share by name and hold as the same scalar value (`same_named`).
+_RESULT_FIELDS = ("chunk_id", "relative_path", "start_line", "end_line", "qualified_name", "score", "relevance", "why",
+                  "header", "source", "token_count", "clipped", "lines_omitted")
+_OUTCOME_FIELDS = ("total_tokens", "max_tokens", "min_relevance", "below_relevance", "over_budget", "merged",
+                   "render_fallback", "render_fallback_reason", "duration_ms")
 
 
 def _lookup(table: dict, value: int, what: str):
@@ -93,48 +95,24 @@ def _candidate_to_proto(candidate: Candidate) -> pb.SelectCandidate:
 
 def result_to_proto(result: SelectedResult) -> pb.SelectedResult:
     return pb.SelectedResult(
-        chunk_id=result.chunk_id,
-        relative_path=result.relative_path,
-        start_line=result.start_line,
-        end_line=result.end_line,
-        qualified_name=result.qualified_name,
+        **same_named(result, _RESULT_FIELDS),
         node_kind=node_kind_to_proto(result.node_kind),
         language=language_to_proto(result.language),
-        score=result.score,
-        relevance=result.relevance,
         provenance=provenance_to_proto(result.provenance),
         reasons=[_REASON_TO_PROTO[r] for r in result.reasons],
-        why=result.why,
-        header=result.header,
-        source=result.source,
-        token_count=result.token_count,
         expanded_child_ids=list(result.expanded_child_ids),
-        clipped=result.clipped,
-        lines_omitted=result.lines_omitted,
         connected_ids=list(result.connected_ids),
     )
 
 
 def result_from_proto(message: pb.SelectedResult) -> SelectedResult:
     return SelectedResult(
-        chunk_id=message.chunk_id,
-        relative_path=message.relative_path,
-        start_line=message.start_line,
-        end_line=message.end_line,
-        qualified_name=message.qualified_name,
+        **same_named(message, _RESULT_FIELDS),
         node_kind=node_kind_from_proto(message.node_kind),
         language=language_from_proto(message.language),
-        score=message.score,
-        relevance=message.relevance,
         provenance=provenance_from_proto(message.provenance),
         reasons=tuple(_lookup(_REASON_FROM_PROTO, r, "SelectionReason") for r in message.reasons),
-        why=message.why,
-        header=message.header,
-        source=message.source,
-        token_count=message.token_count,
         expanded_child_ids=tuple(message.expanded_child_ids),
-        clipped=message.clipped,
-        lines_omitted=message.lines_omitted,
         connected_ids=tuple(message.connected_ids),
     )
 
@@ -142,30 +120,14 @@ def result_from_proto(message: pb.SelectedResult) -> SelectedResult:
 def outcome_to_proto(outcome: SelectOutcome) -> pb.SelectResponse:
     return pb.SelectResponse(
         results=[result_to_proto(r) for r in outcome.results],
-        total_tokens=outcome.total_tokens,
-        max_tokens=outcome.max_tokens,
-        min_relevance=outcome.min_relevance,
-        below_relevance=outcome.below_relevance,
-        over_budget=outcome.over_budget,
-        merged=outcome.merged,
-        render_fallback=outcome.render_fallback,
-        render_fallback_reason=outcome.render_fallback_reason,
-        duration_ms=outcome.duration_ms,
+        **same_named(outcome, _OUTCOME_FIELDS),
     )
 
 
 def outcome_from_proto(message: pb.SelectResponse) -> SelectOutcome:
     return SelectOutcome(
         results=tuple(result_from_proto(r) for r in message.results),
-        total_tokens=message.total_tokens,
-        max_tokens=message.max_tokens,
-        min_relevance=message.min_relevance,
-        below_relevance=message.below_relevance,
-        over_budget=message.over_budget,
-        merged=message.merged,
-        render_fallback=message.render_fallback,
-        render_fallback_reason=message.render_fallback_reason,
-        duration_ms=message.duration_ms,
+        **same_named(message, _OUTCOME_FIELDS),
     )
 
 

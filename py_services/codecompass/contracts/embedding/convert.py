@@ -1,10 +1,11 @@
-"""The only place embedding domain types meet the generated proto types."""
+"""The only place embedding domain types meet the generated proto types: the embedding servicer
+and its client both convert here."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from codecompass.embedding.base import EmbedResult, InputType, ModelInfo
+from codecompass.contracts.embedding.model import EmbedResult, InputType, ModelInfo
 from codecompass.v1 import embedding_pb2 as pb
 
 _INPUT_TYPE_FROM_PROTO: dict[pb.InputType, InputType] = {

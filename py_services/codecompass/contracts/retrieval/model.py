@@ -1,5 +1,6 @@
-"""Domain vocabulary of the retrieval service: statuses, progress, sync statistics, the
-indexes listed, errors.
+"""Domain types of the retrieval service's messages: statuses, progress, sync statistics, the
+indexes listed, queries and their outcomes. Its servicer and its client both use these; its errors
+are in `errors`.
 
 Nothing here imports generated proto types; `convert` maps these to and from the wire.
 """
@@ -10,9 +11,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from codecompass.common.chunks import Chunk, Language
+from codecompass.contracts.analysis.model import SkippedFile
+from codecompass.contracts.retrieval.filters import Filters
 from codecompass.policy.shape import QueryShape
-from codecompass.retrieval.filters import Filters
 
 if TYPE_CHECKING:
     from codecompass.policy.ranking import RankedResult
@@ -51,57 +52,6 @@ class IndexPhase(str, Enum):
     LEXICAL = "lexical"
     # Waiting for shard workers the writer did not start (an Indexed Job's pods) to deliver.
     SHARDS = "shards"
-
-
-@dataclass(frozen=True)
-class FileEntry:
-    """One source file as the analysis service's scanner saw it."""
-
-    relative_path: str
-    size_bytes: int
-    mtime_ns: int
-    content_hash: str
-    language: Language
-
-
-@dataclass(frozen=True)
-class SkippedFile:
-    relative_path: str
-    reason: str  # lower-case SkipReason name, e.g. "minified"
-    detail: str = ""
-    # A folder skipped as a whole: one entry stands for everything below it.
-    folder: bool = False
-
-
-@dataclass(frozen=True)
-class ScanResult:
-    files: tuple[FileEntry, ...]
-    added: tuple[str, ...]
-    changed: tuple[str, ...]
-    removed: tuple[str, ...]
-    skipped: tuple[SkippedFile, ...]
-    duration_ms: float
-    chunker_version: str
-
-
-class FileStatus(str, Enum):
-    OK = "ok"
-    SYNTAX_ERRORS = "syntax_errors"
-    SKIPPED = "skipped"
-
-
-@dataclass(frozen=True)
-class ChunkedFile:
-    """The chunks of one file, as one ChunkFiles stream message carried them."""
-
-    relative_path: str
-    status: FileStatus
-    chunks: tuple[Chunk, ...]
-    content_hash: str
-    mtime_ns: int
-    size_bytes: int
-    skip_reason: str = ""
-    skip_detail: str = ""
 
 
 @dataclass
@@ -288,63 +238,3 @@ class HubResult:
 class HubOutcome:
     hubs: tuple[HubResult, ...]
     duration_ms: float
-
-
-class RetrievalError(Exception):
-    """Base of the errors the servicer maps to gRPC status codes."""
-
-
-class InvalidWorkspace(RetrievalError):
-    """The request names no usable workspace root (missing or relative)."""
-
-
-class IndexRefused(InvalidWorkspace):
-    """A workspace the service does not index unless the request forces it (see `guards`)."""
-
-
-class InvalidQuery(RetrievalError):
-    """A request that cannot be answered as asked (empty query, bad ratio, bad workspace id...)."""
-
-
-class WrongRole(RetrievalError):
-    """A call this process's role does not serve: syncs go to the index writer, reads to
-    searchers (retrieval.role)."""
-
-
-class IndexNotFound(RetrievalError):
-    """No index exists for the workspace (DropIndex of an unknown id)."""
-
-
-class WorkspaceNotFound(RetrievalError):
-    """The workspace root does not exist or is not a directory."""
-
-
-class DependencyUnavailable(RetrievalError):
-    """A service this one depends on could not be reached in time."""
-
-
-class AnalysisUnavailable(DependencyUnavailable):
-    def __init__(self, addr: str, detail: str) -> None:
-        super().__init__(f"analysis service unreachable at {addr}: {detail}")
-        self.addr = addr
-
-
-class AnalysisTimedOut(DependencyUnavailable):
-    """The analysis service answers but a stage ran past its deadline: slow, not dead."""
-
-    def __init__(self, addr: str, stage: str, timeout_s: float) -> None:
-        super().__init__(
-            f"the analysis service at {addr} did not finish {stage} within {timeout_s:g} s "
-            "(that stage's deadline; CODECOMPASS_RPC_TIMEOUT_S sets it)"
-        )
-        self.addr = addr
-
-
-class EmbeddingUnavailable(DependencyUnavailable):
-    def __init__(self, addr: str, detail: str) -> None:
-        super().__init__(f"embedding service unreachable at {addr}: {detail}")
-        self.addr = addr
-
-
-class AnalysisFailed(RetrievalError):
-    """The analysis service answered with an error that retrying will not fix."""

@@ -1,4 +1,5 @@
-"""Domain types of the rerank service (no generated proto types here)."""
+"""Domain types of the rerank service's messages, for its servicer and its client (no generated
+proto types here)."""
 
 from __future__ import annotations
 

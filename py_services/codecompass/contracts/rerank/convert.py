@@ -1,8 +1,9 @@
-"""The only place rerank domain types meet the generated proto types."""
+"""The only place rerank domain types meet the generated proto types: the rerank servicer and its
+client both convert here."""
 
 from __future__ import annotations
 
-from codecompass.rerank.model import Candidate, RerankOutcome, RerankQuery, ScoredCandidate
+from codecompass.contracts.rerank.model import Candidate, RerankOutcome, RerankQuery, ScoredCandidate
 from codecompass.v1 import rerank_pb2 as pb
 
 

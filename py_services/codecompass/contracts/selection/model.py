@@ -1,4 +1,5 @@
-"""Domain types of the selection service (no generated proto types here)."""
+"""Domain types of the selection service's messages, for its servicer and its client (no generated
+proto types here)."""
 
 from __future__ import annotations
 
@@ -79,12 +80,3 @@ class SelectOutcome:
     render_fallback: bool = False
     render_fallback_reason: str = ""
     duration_ms: float = 0.0
-
-
-class RenderFailed(Exception):
-    """The analysis service did not render; `reason` is one of the FALLBACK_* codes."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail

@@ -1,16 +1,17 @@
-"""The retrieval service's proto edge: every generated type stops here.
-
-Covers the RetrievalService messages it serves and the CodeAnalysisService /
-EmbeddingService messages its clients exchange, in both directions so each has a round trip.
+"""The retrieval service's proto edge: its messages to and from the domain types in `model`, in
+both directions so each has a round trip. Its servicer and its client both convert here; the
+analysis messages it reuses (SkippedFile) convert in `codecompass.contracts.analysis.convert`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import fields
 
 from google.protobuf import timestamp_pb2
 
-from codecompass.common.chunk_convert import (
+from codecompass.contracts.analysis.convert import skipped_file_from_proto, skipped_file_to_proto
+from codecompass.contracts.chunk_convert import (
     UnknownEnumValue,
     chunk_from_proto,
     chunk_to_proto,
@@ -21,14 +22,9 @@ from codecompass.common.chunk_convert import (
     provenance_from_proto,
     provenance_to_proto,
 )
-from codecompass.policy import shape as q
-from codecompass.policy.ranking import PRIMARY_VECTORS, STATIC_VECTORS, RankedResult
-from codecompass.policy.shape import QueryShape
-from codecompass.retrieval.filters import Filters
-from codecompass.retrieval.state import (
-    ChunkedFile,
-    FileEntry,
-    FileStatus,
+from codecompass.contracts.fields import same_named
+from codecompass.contracts.retrieval.filters import Filters
+from codecompass.contracts.retrieval.model import (
     FreshnessStatus,
     HubOutcome,
     HubQuery,
@@ -40,19 +36,16 @@ from codecompass.retrieval.state import (
     IndexSummary,
     ResultCompleteness,
     ResultView,
-    ScanResult,
     SearchMetadata,
     SearchOutcome,
     SearchQuery,
-    SkippedFile,
     SyncOutcome,
     SyncStats,
 )
-from codecompass.v1 import analysis_pb2, retrieval_pb2
-
-# What an analysis service too old to report its chunker version is taken to run; such a
-# service's chunker upgrades cannot be detected, so they need a manual re-index.
-UNVERSIONED_CHUNKER = "unversioned"
+from codecompass.policy import shape as q
+from codecompass.policy.ranking import PRIMARY_VECTORS, STATIC_VECTORS, RankedResult
+from codecompass.policy.shape import QueryShape
+from codecompass.v1 import retrieval_pb2
 
 _STATUS_TO_PROTO = {
     IndexingStatus.NOT_INDEXED: retrieval_pb2.INDEXING_STATUS_NOT_INDEXED,
@@ -95,114 +88,20 @@ _PHASE_TO_PROTO: dict[IndexPhase, retrieval_pb2.IndexPhase] = {
 }
 _PHASE_FROM_PROTO = {v: k for k, v in _PHASE_TO_PROTO.items()}
 
-
-_FILE_STATUS_FROM_PROTO = {
-    analysis_pb2.FILE_STATUS_OK: FileStatus.OK,
-    analysis_pb2.FILE_STATUS_SYNTAX_ERRORS: FileStatus.SYNTAX_ERRORS,
-    analysis_pb2.FILE_STATUS_SKIPPED: FileStatus.SKIPPED,
-}
-_FILE_STATUS_TO_PROTO = {v: k for k, v in _FILE_STATUS_FROM_PROTO.items()}
-
-
-def _skip_reason_name(value: analysis_pb2.SkipReason) -> str:
-    if value == analysis_pb2.SKIP_REASON_UNSPECIFIED:
-        return ""
-    return analysis_pb2.SkipReason.Name(value).removeprefix("SKIP_REASON_").lower()
-
-
-def _skip_reason_value(name: str) -> analysis_pb2.SkipReason:
-    if not name:
-        return analysis_pb2.SKIP_REASON_UNSPECIFIED
-    return analysis_pb2.SkipReason.Value(f"SKIP_REASON_{name.upper()}")
-
-
-# --- CodeAnalysisService ---
-
-
-def file_entry_to_proto(entry: FileEntry) -> analysis_pb2.FileEntry:
-    return analysis_pb2.FileEntry(
-        relative_path=entry.relative_path,
-        size_bytes=entry.size_bytes,
-        mtime_ns=entry.mtime_ns,
-        content_hash=entry.content_hash,
-        language=language_to_proto(entry.language),
-    )
-
-
-def file_entry_from_proto(msg: analysis_pb2.FileEntry) -> FileEntry:
-    return FileEntry(
-        relative_path=msg.relative_path,
-        size_bytes=msg.size_bytes,
-        mtime_ns=msg.mtime_ns,
-        content_hash=msg.content_hash,
-        language=language_from_proto(msg.language),
-    )
-
-
-def skipped_file_from_proto(msg: analysis_pb2.SkippedFile) -> SkippedFile:
-    return SkippedFile(msg.relative_path, _skip_reason_name(msg.reason), msg.detail, msg.folder)
-
-
-def skipped_file_to_proto(skipped: SkippedFile) -> analysis_pb2.SkippedFile:
-    return analysis_pb2.SkippedFile(relative_path=skipped.relative_path, reason=_skip_reason_value(skipped.reason),
-                                    detail=skipped.detail, folder=skipped.folder)
-
-
-def scan_request_to_proto(root: str, previous: Iterable[FileEntry]) -> analysis_pb2.ScanWorkspaceRequest:
-    return analysis_pb2.ScanWorkspaceRequest(workspace_root=root, previous=[file_entry_to_proto(e) for e in previous])
-
-
-def _chunker_version(msg: analysis_pb2.ScanWorkspaceResponse) -> str:
-    return msg.chunker_version or UNVERSIONED_CHUNKER
-
-
-def scan_result_from_proto(msg: analysis_pb2.ScanWorkspaceResponse) -> ScanResult:
-    return ScanResult(
-        files=tuple(file_entry_from_proto(f) for f in msg.files),
-        added=tuple(msg.added),
-        changed=tuple(msg.changed),
-        removed=tuple(msg.removed),
-        skipped=tuple(skipped_file_from_proto(s) for s in msg.skipped),
-        duration_ms=msg.duration_ms,
-        chunker_version=_chunker_version(msg),
-    )
-
-
-def scan_result_to_proto(result: ScanResult) -> analysis_pb2.ScanWorkspaceResponse:
-    return analysis_pb2.ScanWorkspaceResponse(
-        files=[file_entry_to_proto(f) for f in result.files],
-        added=list(result.added),
-        changed=list(result.changed),
-        removed=list(result.removed),
-        skipped=[skipped_file_to_proto(s) for s in result.skipped],
-        duration_ms=result.duration_ms,
-    )
-
-
-def chunked_file_from_proto(msg: analysis_pb2.ChunkFilesResponse) -> ChunkedFile:
-    return ChunkedFile(
-        relative_path=msg.relative_path,
-        status=_FILE_STATUS_FROM_PROTO.get(msg.status, FileStatus.OK),
-        chunks=tuple(chunk_from_proto(c) for c in msg.chunks),
-        content_hash=msg.content_hash,
-        mtime_ns=msg.mtime_ns,
-        size_bytes=msg.size_bytes,
-        skip_reason=_skip_reason_name(msg.skip_reason),
-        skip_detail=msg.skip_detail,
-    )
-
-
-def chunked_file_to_proto(chunked: ChunkedFile) -> analysis_pb2.ChunkFilesResponse:
-    return analysis_pb2.ChunkFilesResponse(
-        relative_path=chunked.relative_path,
-        status=_FILE_STATUS_TO_PROTO[chunked.status],
-        skip_reason=_skip_reason_value(chunked.skip_reason),
-        chunks=[chunk_to_proto(c) for c in chunked.chunks],
-        content_hash=chunked.content_hash,
-        mtime_ns=chunked.mtime_ns,
-        size_bytes=chunked.size_bytes,
-        skip_detail=chunked.skip_detail,
-    )
+# Fields a message and its domain type share by name and hold as the same scalar value (`same_named`).
+_SYNC_STATS_FIELDS = tuple(f.name for f in fields(SyncStats))
+_SYNC_OUTCOME_FIELDS = ("finished", "pending_count", "pending_new_files", "scanning", "error", "duration_ms",
+                        "phase_files_done", "phase_files_total", "chunks_written")
+_PROGRESS_FIELDS = ("files_done", "files_total", "chunks_done", "embeddings_done", "embeddings_total",
+                    "embeddings_per_second", "eta_seconds", "shards_done", "shards_total")
+_RESULT_FIELDS = ("score", "lexical_score", "vector_similarity", "lexical_rank", "semantic_rank", "fusion_score")
+_METADATA_FIELDS = ("semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked",
+                    "embedding_model_id", "embedding_model_version", "search_ms", "total_chunks", "embedded_chunks",
+                    "total_candidates", "confidence", "filtered_chunks", "primary_vector_chunks",
+                    "static_vector_chunks", "static_model_id", "static_model_version", "primary_unavailable_reason")
+_STATUS_FIELDS = ("files", "chunks", "embedded_chunks", "embedding_model_id", "embedding_model_version",
+                  "index_format_version", "error", "index_bytes", "static_vector_chunks", "static_model_id",
+                  "static_model_version", "workspace_id", "root")
 
 
 # --- RetrievalService ---
@@ -321,37 +220,11 @@ def search_query_to_proto(query: SearchQuery) -> retrieval_pb2.SearchRequest:
 
 
 def sync_stats_to_proto(stats: SyncStats) -> retrieval_pb2.SyncStats:
-    return retrieval_pb2.SyncStats(
-        files_added=stats.files_added,
-        files_changed=stats.files_changed,
-        files_removed=stats.files_removed,
-        files_skipped=stats.files_skipped,
-        chunks_upserted=stats.chunks_upserted,
-        chunks_deleted=stats.chunks_deleted,
-        chunks_embedded=stats.chunks_embedded,
-        embeddings_reused=stats.embeddings_reused,
-        cascade_reembedded=stats.cascade_reembedded,
-        duration_ms=stats.duration_ms,
-        files_vanished=stats.files_vanished,
-        files_changed_during_sync=stats.files_changed_during_sync,
-    )
+    return retrieval_pb2.SyncStats(**same_named(stats, _SYNC_STATS_FIELDS))
 
 
 def sync_stats_from_proto(msg: retrieval_pb2.SyncStats) -> SyncStats:
-    return SyncStats(
-        files_added=msg.files_added,
-        files_changed=msg.files_changed,
-        files_removed=msg.files_removed,
-        files_skipped=msg.files_skipped,
-        chunks_upserted=msg.chunks_upserted,
-        chunks_deleted=msg.chunks_deleted,
-        chunks_embedded=msg.chunks_embedded,
-        embeddings_reused=msg.embeddings_reused,
-        cascade_reembedded=msg.cascade_reembedded,
-        duration_ms=msg.duration_ms,
-        files_vanished=msg.files_vanished,
-        files_changed_during_sync=msg.files_changed_during_sync,
-    )
+    return SyncStats(**same_named(msg, _SYNC_STATS_FIELDS))
 
 
 def sync_request_to_proto(workspace_root: str, budget_ms: int) -> retrieval_pb2.SyncRequest:
@@ -365,18 +238,10 @@ def sync_budget_from_proto(msg: retrieval_pb2.SyncRequest) -> float | None:
 
 def sync_outcome_to_proto(outcome: SyncOutcome) -> retrieval_pb2.SyncResponse:
     msg = retrieval_pb2.SyncResponse(
-        finished=outcome.finished,
+        **same_named(outcome, _SYNC_OUTCOME_FIELDS),
         freshness_status=_FRESHNESS_TO_PROTO[outcome.freshness_status],
         pending_paths=list(outcome.pending_paths),
-        pending_count=outcome.pending_count,
-        pending_new_files=outcome.pending_new_files,
-        scanning=outcome.scanning,
-        error=outcome.error,
-        duration_ms=outcome.duration_ms,
         phase=_PHASE_TO_PROTO[outcome.phase] if outcome.phase is not None else retrieval_pb2.INDEX_PHASE_UNSPECIFIED,
-        phase_files_done=outcome.phase_files_done,
-        phase_files_total=outcome.phase_files_total,
-        chunks_written=outcome.chunks_written,
     )
     if outcome.stats is not None:
         msg.stats.CopyFrom(sync_stats_to_proto(outcome.stats))
@@ -390,34 +255,18 @@ def sync_outcome_from_proto(msg: retrieval_pb2.SyncResponse) -> SyncOutcome:
     except KeyError:
         raise UnknownEnumValue(f"unknown FreshnessStatus value {msg.freshness_status}") from None
     return SyncOutcome(
-        finished=msg.finished,
+        **same_named(msg, _SYNC_OUTCOME_FIELDS),
         freshness_status=freshness,
         stats=sync_stats_from_proto(msg.stats) if msg.HasField("stats") else None,
         pending_paths=tuple(msg.pending_paths),
-        pending_count=msg.pending_count,
-        pending_new_files=msg.pending_new_files,
-        scanning=msg.scanning,
-        error=msg.error,
-        duration_ms=msg.duration_ms,
         phase=_PHASE_FROM_PROTO.get(msg.phase),
-        phase_files_done=msg.phase_files_done,
-        phase_files_total=msg.phase_files_total,
-        chunks_written=msg.chunks_written,
     )
 
 
 def progress_to_proto(progress: IndexProgress) -> retrieval_pb2.IndexWorkspaceResponse:
     msg = retrieval_pb2.IndexWorkspaceResponse(
         phase=_PHASE_TO_PROTO[progress.phase],
-        files_done=progress.files_done,
-        files_total=progress.files_total,
-        chunks_done=progress.chunks_done,
-        embeddings_done=progress.embeddings_done,
-        embeddings_total=progress.embeddings_total,
-        embeddings_per_second=progress.embeddings_per_second,
-        eta_seconds=progress.eta_seconds,
-        shards_done=progress.shards_done,
-        shards_total=progress.shards_total,
+        **same_named(progress, _PROGRESS_FIELDS),
     )
     if progress.stats is not None:
         msg.stats.CopyFrom(sync_stats_to_proto(progress.stats))
@@ -428,17 +277,9 @@ def progress_to_proto(progress: IndexProgress) -> retrieval_pb2.IndexWorkspaceRe
 def progress_from_proto(msg: retrieval_pb2.IndexWorkspaceResponse) -> IndexProgress:
     return IndexProgress(
         phase=_PHASE_FROM_PROTO[msg.phase],
-        files_done=msg.files_done,
-        files_total=msg.files_total,
-        chunks_done=msg.chunks_done,
-        embeddings_done=msg.embeddings_done,
-        embeddings_total=msg.embeddings_total,
-        embeddings_per_second=msg.embeddings_per_second,
-        eta_seconds=msg.eta_seconds,
+        **same_named(msg, _PROGRESS_FIELDS),
         stats=sync_stats_from_proto(msg.stats) if msg.HasField("stats") else None,
         skipped=tuple(skipped_file_from_proto(s) for s in msg.skipped),
-        shards_done=msg.shards_done,
-        shards_total=msg.shards_total,
     )
 
 
@@ -451,13 +292,8 @@ def _result_to_proto(result: RankedResult, view: ResultView) -> retrieval_pb2.Se
         chunk.ClearField("collapsed_source")
     return retrieval_pb2.SearchResult(
         chunk=chunk,
-        score=result.score,
-        lexical_score=result.lexical_score,
-        vector_similarity=result.vector_similarity,
+        **same_named(result, _RESULT_FIELDS),
         provenance=provenance_to_proto(result.provenance),
-        lexical_rank=result.lexical_rank,
-        semantic_rank=result.semantic_rank,
-        fusion_score=result.fusion_score,
         signals={k: v for k, v in result.signals.items() if not k.startswith("_")},
         vector_channel=_CHANNEL_TO_PROTO[result.vector_channel],
     )
@@ -466,13 +302,8 @@ def _result_to_proto(result: RankedResult, view: ResultView) -> retrieval_pb2.Se
 def _result_from_proto(msg: retrieval_pb2.SearchResult) -> RankedResult:
     return RankedResult(
         chunk=chunk_from_proto(msg.chunk),
-        score=msg.score,
-        lexical_score=msg.lexical_score,
-        vector_similarity=msg.vector_similarity,
+        **same_named(msg, _RESULT_FIELDS),
         provenance=provenance_from_proto(msg.provenance),
-        lexical_rank=msg.lexical_rank,
-        semantic_rank=msg.semantic_rank,
-        fusion_score=msg.fusion_score,
         signals=dict(msg.signals),
         # A value a newer server added reads as "not said" rather than failing the answer.
         vector_channel=_CHANNEL_FROM_PROTO.get(msg.vector_channel, ""),
@@ -483,27 +314,11 @@ def _metadata_to_proto(meta: SearchMetadata) -> retrieval_pb2.SearchMetadata:
     return retrieval_pb2.SearchMetadata(
         indexing_status=_STATUS_TO_PROTO[meta.indexing_status],
         result_completeness=_COMPLETENESS_TO_PROTO[meta.result_completeness],
-        semantic_fallback=meta.semantic_fallback,
-        semantic_skipped_reason=meta.semantic_skipped_reason,
-        semantic_ratio_used=meta.semantic_ratio_used,
-        external_provider_blocked=meta.external_provider_blocked,
-        embedding_model_id=meta.embedding_model_id,
-        embedding_model_version=meta.embedding_model_version,
-        search_ms=meta.search_ms,
-        total_chunks=meta.total_chunks,
-        embedded_chunks=meta.embedded_chunks,
-        total_candidates=meta.total_candidates,
-        confidence=meta.confidence,
+        **same_named(meta, _METADATA_FIELDS),
         answerability=meta.answerability,
         missing_names=list(meta.missing_names),
         nearest_names=list(meta.nearest_names),
-        filtered_chunks=meta.filtered_chunks,
         vector_channels=[_CHANNEL_TO_PROTO[c] for c in meta.vector_channels],
-        primary_vector_chunks=meta.primary_vector_chunks,
-        static_vector_chunks=meta.static_vector_chunks,
-        static_model_id=meta.static_model_id,
-        static_model_version=meta.static_model_version,
-        primary_unavailable_reason=meta.primary_unavailable_reason,
     )
 
 
@@ -511,27 +326,11 @@ def _metadata_from_proto(msg: retrieval_pb2.SearchMetadata) -> SearchMetadata:
     return SearchMetadata(
         indexing_status=_STATUS_FROM_PROTO[msg.indexing_status],
         result_completeness=_COMPLETENESS_FROM_PROTO[msg.result_completeness],
-        semantic_fallback=msg.semantic_fallback,
-        semantic_skipped_reason=msg.semantic_skipped_reason,
-        semantic_ratio_used=msg.semantic_ratio_used,
-        external_provider_blocked=msg.external_provider_blocked,
-        embedding_model_id=msg.embedding_model_id,
-        embedding_model_version=msg.embedding_model_version,
-        search_ms=msg.search_ms,
-        total_chunks=msg.total_chunks,
-        embedded_chunks=msg.embedded_chunks,
-        total_candidates=msg.total_candidates,
-        confidence=msg.confidence,
+        **same_named(msg, _METADATA_FIELDS),
         answerability=msg.answerability if msg.HasField("answerability") else None,
         missing_names=tuple(msg.missing_names),
         nearest_names=tuple(msg.nearest_names),
-        filtered_chunks=msg.filtered_chunks,
         vector_channels=tuple(c for v in msg.vector_channels if (c := _CHANNEL_FROM_PROTO.get(v, ""))),
-        primary_vector_chunks=msg.primary_vector_chunks,
-        static_vector_chunks=msg.static_vector_chunks,
-        static_model_id=msg.static_model_id,
-        static_model_version=msg.static_model_version,
-        primary_unavailable_reason=msg.primary_unavailable_reason,
     )
 
 
@@ -594,48 +393,24 @@ def hub_outcome_from_proto(msg: retrieval_pb2.FindHubsResponse) -> HubOutcome:
 def status_to_proto(report: IndexStatusReport) -> retrieval_pb2.GetIndexStatusResponse:
     return retrieval_pb2.GetIndexStatusResponse(
         indexing_status=_STATUS_TO_PROTO[report.indexing_status],
-        files=report.files,
-        chunks=report.chunks,
-        embedded_chunks=report.embedded_chunks,
-        embedding_model_id=report.embedding_model_id,
-        embedding_model_version=report.embedding_model_version,
-        index_format_version=report.index_format_version,
-        error=report.error,
-        index_bytes=report.index_bytes,
+        **same_named(report, _STATUS_FIELDS),
         last_sync_time=(
             timestamp_pb2.Timestamp(seconds=int(report.last_sync_at), nanos=int(report.last_sync_at % 1 * 1e9))
             if report.last_sync_at is not None
             else None
         ),
         skipped=[skipped_file_to_proto(s) for s in report.skipped],
-        static_vector_chunks=report.static_vector_chunks,
-        static_model_id=report.static_model_id,
-        static_model_version=report.static_model_version,
-        workspace_id=report.workspace_id,
-        root=report.root,
     )
 
 
 def status_from_proto(msg: retrieval_pb2.GetIndexStatusResponse) -> IndexStatusReport:
     return IndexStatusReport(
         indexing_status=_STATUS_FROM_PROTO[msg.indexing_status],
-        files=msg.files,
-        chunks=msg.chunks,
-        embedded_chunks=msg.embedded_chunks,
-        embedding_model_id=msg.embedding_model_id,
-        embedding_model_version=msg.embedding_model_version,
-        index_format_version=msg.index_format_version,
-        error=msg.error,
-        index_bytes=msg.index_bytes,
+        **same_named(msg, _STATUS_FIELDS),
         last_sync_at=(
             msg.last_sync_time.seconds + msg.last_sync_time.nanos / 1e9 if msg.HasField("last_sync_time") else None
         ),
         skipped=tuple(skipped_file_from_proto(s) for s in msg.skipped),
-        static_vector_chunks=msg.static_vector_chunks,
-        static_model_id=msg.static_model_id,
-        static_model_version=msg.static_model_version,
-        workspace_id=msg.workspace_id,
-        root=msg.root,
     )
 
 

@@ -1,4 +1,5 @@
-"""Edge conversion between `codecompass.v1` chunk messages and the domain model."""
+"""Edge conversion between `codecompass.v1` chunk messages and the domain model
+(`codecompass.common.chunks`): the Chunk message every service's contract carries."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""Contract of the analysis service (Node, CodeAnalysisService): its messages as domain types and their converters."""

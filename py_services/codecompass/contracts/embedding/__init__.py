@@ -1,0 +1,1 @@
+"""Contract of the embedding service: its messages as domain types and their converters."""

@@ -1,7 +1,8 @@
 """A pipeline answer as a typed value, built once (`search_answer`): what semantic_search and the
 CLI present (`present`, `codecompass_cli.render`) and, as plain data (`SearchAnswer.to_dict`), what
 `codecompass search --json` prints and semantic_search returns as structured content. One shape for
-every caller. Beside it, seed 003's `search_code` answer as data."""
+every caller. Beside it, search_code's typed answer (`CodeSearchAnswer`, seed 003's ranked list),
+built once (`code_search_answer`), read by `present` and, as data (`to_dict`), the contract's JSON."""
 
 from __future__ import annotations
 
@@ -364,6 +365,100 @@ def _understanding(understood: QueryUnderstanding) -> UnderstandingReport:
     )
 
 
+# --- search_code -------------------------------------------------------------------------------
+# Seed 003's answer: each field is named as the JSON key it becomes, in the contract's order (the
+# order `to_dict` writes), so that the structured content stays the contract clients parse.
+
+
+@dataclass(frozen=True)
+class CodeResult:
+    """One result of the ranked list (plus `stale`, ours)."""
+
+    path: str
+    line_start: int
+    line_end: int
+    kind: str
+    name: str
+    qualified_name: str
+    language: str
+    score: float
+    # The head of the collapsed code, clipped by lines and characters (`snippet_of`).
+    snippet: str
+    provenance: str
+    stale: bool
+
+
+@dataclass(frozen=True)
+class CodeSearchMetadata:
+    """Every metadata field of the contract, then ours (from `primary_unavailable_reason` on, with
+    `missing_names`, `nearest_names` and `filtered_chunks` among them)."""
+
+    codecompass_protocol_version: str
+    # fresh | stale | syncing: what seed 003 knows (`contract_freshness`); ours is freshness_detail.
+    freshness_status: str
+    indexing_status: str
+    # complete | partial, or truncated when the response cap dropped results.
+    result_completeness: str
+    ref: str
+    semantic_mode: str
+    semantic_enabled: bool
+    semantic_ratio_used: float
+    semantic_triggered: bool
+    semantic_skipped_reason: str | None
+    external_provider_blocked: bool
+    # Only when the semantic channel ran: the model that answered.
+    embedding_model_version: str | None
+    rerank_provider: str
+    rerank_fallback: bool
+    low_confidence: bool
+    # Set exactly when low_confidence is: the next call, in words (suggested_call as data).
+    suggested_action: str | None
+    confidence_threshold: float
+    top_score: float
+    score_margin: float
+    # None when only one channel found the best results.
+    channel_agreement: float | None
+    query_intent_confidence: float
+    intent_escalation_hint: str | None
+    semantic_fallback: bool
+    # Ours: the primary model could not embed the query (its service down, say), so the semantic
+    # channel answered with static vectors alone; not a fallback to lexical.
+    primary_unavailable_reason: str | None
+    trace_id: str
+    # Names typed that the index lacks, and its closest ones.
+    missing_names: tuple[str, ...]
+    nearest_names: tuple[str, ...]
+    filtered_chunks: int
+    # Why the answer is low-confidence, as its text's first line says.
+    low_confidence_reason: str | None
+    # The answer's composite confidence (what is judged against confidence_threshold); retrieval's
+    # calibrated one beside it.
+    confidence: float
+    retrieval_confidence: float
+    suggested_call: Mapping[str, Any] | None
+    # The gateway's own status (fresh, syncing, failed, not_indexed, unknown), which
+    # freshness_status maps onto seed 003's three.
+    freshness_detail: str
+    rerank_fallback_reason: str | None
+    rewrite: Mapping[str, Any]
+    stage_ms: Mapping[str, float]
+    skipped_stages: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class CodeSearchAnswer:
+    """The ranked list as search_code returns it (`code_search_answer`); `results` best first."""
+
+    results: tuple[CodeResult, ...]
+    query_intent: str
+    total_candidates: int
+    metadata: CodeSearchMetadata
+
+    def to_dict(self) -> dict[str, Any]:
+        """Seed 003's JSON: search_code's structured content."""
+        return _plain(self)
+
+
 def snippet_of(code: str, max_lines: int, max_line_chars: int) -> str:
     """The head of a result's collapsed code: at most `max_lines` lines, each at most
     `max_line_chars`, and a last line saying how many lines were left out."""
@@ -375,22 +470,14 @@ def snippet_of(code: str, max_lines: int, max_line_chars: int) -> str:
     return "\n".join(lines)
 
 
-def search_code_result(item: Ranked, max_lines: int, max_line_chars: int) -> dict[str, Any]:
-    """One result of seed 003's `search_code` (plus `stale`)."""
+def _code_result(item: Ranked, max_lines: int, max_line_chars: int) -> CodeResult:
     chunk = item.result.chunk
-    return {
-        "path": chunk.relative_path,
-        "line_start": chunk.start_line,
-        "line_end": chunk.end_line,
-        "kind": chunk.node_kind.value,
-        "name": chunk.name,
-        "qualified_name": chunk.qualified_name,
-        "language": chunk.language.value,
-        "score": round(item.score, 6),
-        "snippet": snippet_of(chunk.collapsed_source, max_lines, max_line_chars),
-        "provenance": item.result.provenance,
-        "stale": item.stale,
-    }
+    return CodeResult(
+        path=chunk.relative_path, line_start=chunk.start_line, line_end=chunk.end_line, kind=chunk.node_kind.value,
+        name=chunk.name, qualified_name=chunk.qualified_name, language=chunk.language.value,
+        score=round(item.score, 6), snippet=snippet_of(chunk.collapsed_source, max_lines, max_line_chars),
+        provenance=item.result.provenance, stale=item.stale,
+    )
 
 
 def contract_freshness(status: str) -> str:
@@ -464,10 +551,9 @@ def no_confident_match(query: str, reason: str | None, has_results: bool) -> str
     return f'No confident match for "{shown_query(query)}" — {reason + "; " if reason else ""}the closest code follows.'
 
 
-def search_code_to_dict(answer: PipelineAnswer, *, threshold: float, trace_id: str, max_lines: int,
-                        max_line_chars: int) -> dict[str, Any]:
-    """Seed 003's `search_code` output: every contract field, then a few of our own
-    (`confidence`, `retrieval_confidence`, `suggested_call`, `rewrite`, …)."""
+def code_search_answer(answer: PipelineAnswer, *, threshold: float, trace_id: str, max_lines: int,
+                       max_line_chars: int) -> CodeSearchAnswer:
+    """Seed 003's `search_code` answer; `max_lines` and `max_line_chars` clip each snippet."""
     understood = answer.understanding
     assert understood is not None, "search_code runs the understanding stage"
     meta = answer.metadata
@@ -476,53 +562,48 @@ def search_code_to_dict(answer: PipelineAnswer, *, threshold: float, trace_id: s
     triggered = meta.semantic_ratio_used > 0
     skipped_reason = None if triggered else (plan.skipped_reason or meta.semantic_skipped_reason or None)
     agreement = guidance.channel_agreement
-    return {
-        "results": [search_code_result(c, max_lines, max_line_chars) for c in answer.candidates],
-        "query_intent": understood.intent,
-        "total_candidates": meta.total_candidates,
-        "metadata": {
-            "codecompass_protocol_version": PROTOCOL_VERSION,
-            "freshness_status": contract_freshness(answer.freshness_status),
-            "indexing_status": meta.indexing_status.value,
-            "result_completeness": meta.result_completeness.value,
-            "ref": WORKING_TREE,
-            "semantic_mode": plan.mode,
+    return CodeSearchAnswer(
+        results=tuple(_code_result(c, max_lines, max_line_chars) for c in answer.candidates),
+        query_intent=understood.intent,
+        total_candidates=meta.total_candidates,
+        metadata=CodeSearchMetadata(
+            codecompass_protocol_version=PROTOCOL_VERSION,
+            freshness_status=contract_freshness(answer.freshness_status),
+            indexing_status=meta.indexing_status.value,
+            result_completeness=meta.result_completeness.value,
+            ref=WORKING_TREE,
+            semantic_mode=plan.mode,
             # A cap of 0 from retrieval's own default (the request set none) disables it too.
-            "semantic_enabled": plan.enabled and meta.semantic_skipped_reason != SKIP_RATIO_ZERO,
-            "semantic_ratio_used": round(meta.semantic_ratio_used, 6),
-            "semantic_triggered": triggered,
-            "semantic_skipped_reason": skipped_reason,
-            "external_provider_blocked": meta.external_provider_blocked,
-            "embedding_model_version": (meta.embedding_model_version or None) if triggered else None,
-            "rerank_provider": answer.rerank_provider or "none",
-            "rerank_fallback": answer.rerank_fallback,
-            "low_confidence": guidance.low_confidence,
-            "suggested_action": guidance.suggested_action,
-            "confidence_threshold": threshold,
-            "top_score": round(guidance.top_score, 6),
-            "score_margin": round(guidance.score_margin, 6),
-            "channel_agreement": None if agreement is None else round(agreement, 4),
-            "query_intent_confidence": round(understood.intent_confidence, 4),
-            "intent_escalation_hint": understood.escalation_hint,
-            "semantic_fallback": meta.semantic_fallback,
-            # Ours: the primary model could not embed the query (its service down, say), so the
-            # semantic channel answered with static vectors alone; not a fallback to lexical.
-            "primary_unavailable_reason": meta.primary_unavailable_reason or None,
-            "trace_id": trace_id,
-            # Ours, beyond the contract: names typed that the index lacks, and its closest ones.
-            "missing_names": list(meta.missing_names),
-            "nearest_names": list(meta.nearest_names),
-            "filtered_chunks": meta.filtered_chunks,
-            # Ours, beyond the contract: why the answer is low-confidence, as its text's first line says.
-            "low_confidence_reason": low_confidence_reason(answer) if guidance.low_confidence else None,
-            # Ours, beyond the contract.
-            "confidence": round(guidance.confidence, 4),
-            "retrieval_confidence": round(guidance.calibrated, 4),
-            "suggested_call": guidance.suggested_call,
-            "freshness_detail": answer.freshness_status,
-            "rerank_fallback_reason": answer.rerank_fallback_reason or None,
-            "rewrite": understood.rewrite,
-            "stage_ms": dict(answer.stage_ms),
-            "skipped_stages": dict(answer.skipped),
-        },
-    }
+            semantic_enabled=plan.enabled and meta.semantic_skipped_reason != SKIP_RATIO_ZERO,
+            semantic_ratio_used=round(meta.semantic_ratio_used, 6),
+            semantic_triggered=triggered,
+            semantic_skipped_reason=skipped_reason,
+            external_provider_blocked=meta.external_provider_blocked,
+            embedding_model_version=(meta.embedding_model_version or None) if triggered else None,
+            rerank_provider=answer.rerank_provider or "none",
+            rerank_fallback=answer.rerank_fallback,
+            low_confidence=guidance.low_confidence,
+            suggested_action=guidance.suggested_action,
+            confidence_threshold=threshold,
+            top_score=round(guidance.top_score, 6),
+            score_margin=round(guidance.score_margin, 6),
+            channel_agreement=None if agreement is None else round(agreement, 4),
+            query_intent_confidence=round(understood.intent_confidence, 4),
+            intent_escalation_hint=understood.escalation_hint,
+            semantic_fallback=meta.semantic_fallback,
+            primary_unavailable_reason=meta.primary_unavailable_reason or None,
+            trace_id=trace_id,
+            missing_names=tuple(meta.missing_names),
+            nearest_names=tuple(meta.nearest_names),
+            filtered_chunks=meta.filtered_chunks,
+            low_confidence_reason=low_confidence_reason(answer) if guidance.low_confidence else None,
+            confidence=round(guidance.confidence, 4),
+            retrieval_confidence=round(guidance.calibrated, 4),
+            suggested_call=guidance.suggested_call,
+            freshness_detail=answer.freshness_status,
+            rerank_fallback_reason=answer.rerank_fallback_reason or None,
+            rewrite=understood.rewrite,
+            stage_ms=dict(answer.stage_ms),
+            skipped_stages=dict(answer.skipped),
+        ),
+    )

@@ -2,7 +2,9 @@
 the client program, within the response caps. semantic_search presents the typed answer
 (`answer.SearchAnswer`): notes first, for what the agent must know besides the code, one text item
 per result, and the answer as data (`SearchAnswer.to_dict`) without the code; the CLI's presenter
-of the same answer is `codecompass_cli.render`. What the tools take, and their limits, is `tools`."""
+of the same answer is `codecompass_cli.render`. search_code presents its typed answer
+(`answer.CodeSearchAnswer`): one text item, and seed 003's JSON (`CodeSearchAnswer.to_dict`) as
+structured content. What the tools take, and their limits, is `tools`."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from codecompass_gateway import errors, skips
 from codecompass_gateway.advisor import Advice
 from codecompass_gateway.answer import (
     AnswerMetadata,
+    CodeSearchAnswer,
     RankedItem,
     SearchAnswer,
     SelectedItem,
@@ -181,51 +184,52 @@ def _fits(content: list[TextContent], structured: dict[str, Any], max_chars: int
 # --- search_code -------------------------------------------------------------------------------
 
 
-def search_code_text(payload: dict[str, Any], query: str) -> str:
+def search_code_text(answer: CodeSearchAnswer, query: str) -> str:
     """The answer as the model reads it: that nothing is a confident match, when so; one header line
     (how many, the query's intent, how sure); what to do when unsure; then one line per result and
     its snippet. Programs read the same answer as structured content (seed 003's JSON); it is not
     repeated here."""
-    meta = payload["metadata"]
-    results = payload["results"]
-    confidence = meta.get("confidence")
-    sure = f", confidence {confidence:.2f}" if confidence is not None else ""
-    intent = payload.get("query_intent", "unknown").replace("_", " ")
-    total = payload.get("total_candidates", len(results))
-    low = bool(meta.get("low_confidence"))
-    lines = [no_confident_match(query, meta.get("low_confidence_reason"), bool(results))] if low else []
-    lines.append(f"{len(results)} results of {total} candidates (query read as {intent}{sure})")
-    if low:
-        lines.append(f"Next: {meta.get('suggested_action')}")
-    if meta.get("intent_escalation_hint"):
-        lines.append(meta["intent_escalation_hint"])
-    status = meta.get("indexing_status", "ready")
-    if status != "ready":
-        lines.append(f"The index is {status.replace('_', ' ')}: results match exact words and names until it is "
-                     "ready.")
-    elif meta.get("freshness_status") == "stale":
+    meta, results = answer.metadata, answer.results
+    intent = answer.query_intent.replace("_", " ")
+    lines = [no_confident_match(query, meta.low_confidence_reason, bool(results))] if meta.low_confidence else []
+    lines.append(f"{len(results)} results of {answer.total_candidates} candidates (query read as {intent}, "
+                 f"confidence {meta.confidence:.2f})")
+    if meta.low_confidence:
+        lines.append(f"Next: {meta.suggested_action}")
+    if meta.intent_escalation_hint:
+        lines.append(meta.intent_escalation_hint)
+    if meta.indexing_status != "ready":
+        lines.append(f"The index is {meta.indexing_status.replace('_', ' ')}: results match exact words and names "
+                     "until it is ready.")
+    elif meta.freshness_status == "stale":
         lines.append("The index may be out of date: results marked stale show code as it was indexed.")
-    if meta.get("result_completeness") == "truncated":
+    if meta.result_completeness == "truncated":
         lines.append("Results were cut to fit the response limit: ask for fewer (limit).")
     for rank, result in enumerate(results, 1):
-        stale = "  stale" if result.get("stale") else ""
-        lines.append(f"{rank}. {result['path']}:{result['line_start']}-{result['line_end']}  {result['kind']} "
-                     f"{result['qualified_name']}  score {result['score']:.2f} ({result['provenance']}){stale}")
-        lines += [f"   {line}" for line in result["snippet"].splitlines()]
+        stale = "  stale" if result.stale else ""
+        lines.append(f"{rank}. {result.path}:{result.line_start}-{result.line_end}  {result.kind} "
+                     f"{result.qualified_name}  score {result.score:.2f} ({result.provenance}){stale}")
+        lines += [f"   {line}" for line in result.snippet.splitlines()]
     return "\n".join(lines)
 
 
-def search_code_result(payload: dict[str, Any], query: str) -> CallToolResult:
-    """Seed 003's answer as structured content, and as text for the model, within
-    RESPONSE_MAX_TOKENS together: the lowest-ranked results go first when they are not (then
-    `result_completeness: truncated`)."""
-    payload = {**payload, "results": list(payload["results"]), "metadata": dict(payload["metadata"])}
-    text = search_code_text(payload, query)
-    while payload["results"] and count_tokens(text) + count_tokens(json.dumps(payload)) > RESPONSE_MAX_TOKENS:
-        payload["results"].pop()
-        payload["metadata"]["result_completeness"] = "truncated"
-        text = search_code_text(payload, query)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
+def search_code_result(answer: CodeSearchAnswer, query: str, extra_metadata: dict[str, Any]) -> CallToolResult:
+    """Seed 003's answer as structured content (its metadata followed by `extra_metadata`), and as
+    text for the model, within RESPONSE_MAX_TOKENS together: the lowest-ranked results go first
+    when they are not (then `result_completeness: truncated`)."""
+
+    def structured(shown: CodeSearchAnswer) -> dict[str, Any]:
+        data = shown.to_dict()
+        data["metadata"].update(extra_metadata)
+        return data
+
+    shown = answer
+    text, data = search_code_text(shown, query), structured(shown)
+    while shown.results and count_tokens(text) + count_tokens(json.dumps(data)) > RESPONSE_MAX_TOKENS:
+        shown = dataclasses.replace(shown, results=shown.results[:-1],
+                                    metadata=dataclasses.replace(shown.metadata, result_completeness="truncated"))
+        text, data = search_code_text(shown, query), structured(shown)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
 # --- codebase_trace ----------------------------------------------------------------------------

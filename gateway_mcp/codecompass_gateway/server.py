@@ -55,7 +55,7 @@ from codecompass.common.logging import get_logger
 from codecompass.contracts.analysis.model import ChunkedFile, TraceDirection, TraceQuery
 from codecompass.policy.shape import MAX_QUERY_CHARS
 from codecompass_gateway import advisor, errors, present, remote, symbols, tools, wire
-from codecompass_gateway.answer import search_answer, search_code_to_dict
+from codecompass_gateway.answer import code_search_answer, search_answer
 from codecompass_gateway.errors import ToolInputError, not_found_as_input
 from codecompass_gateway.indexing import LEXICAL_WAIT_S, STATUS_TIMEOUT_S, BackgroundIndexer
 from codecompass_gateway.pipeline import Pipeline, PipelineRequest
@@ -156,10 +156,9 @@ class Gateway:
             workspace_root=str(root), query=query, filters=filters, semantic_ratio=semantic_ratio, select=False,
             limit=limit, semantic_mode=semantic_mode, rewrite=rewrite, rewriter=rewriter, min_relevance=threshold,
         ))
-        payload = search_code_to_dict(answer, threshold=threshold, trace_id=tools.trace_id(),
-                                      max_lines=tools.SNIPPET_LINES, max_line_chars=tools.SNIPPET_LINE_CHARS)
-        payload["metadata"].update({"workspace": str(root), "lexical_index_ready": lexical_ready})
-        return present.search_code_result(payload, query)
+        ranked = code_search_answer(answer, threshold=threshold, trace_id=tools.trace_id(),
+                                    max_lines=tools.SNIPPET_LINES, max_line_chars=tools.SNIPPET_LINE_CHARS)
+        return present.search_code_result(ranked, query, {"workspace": str(root), "lexical_index_ready": lexical_ready})
 
     @tools.tool_errors("codebase_trace")
     def codebase_trace(self, symbol: str, direction: str, depth: int, limit: int, path: str | None,

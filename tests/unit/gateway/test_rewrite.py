@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from codecompass_gateway.answer import answer_to_dict, guidance_for, search_code_to_dict
+from codecompass_gateway.answer import answer_to_dict, code_search_answer, guidance_for
 from codecompass_gateway.pipeline import REWRITE, Pipeline, PipelineRequest
 from codecompass_gateway.rewrite import (
     EXTERNAL_BLOCKED,
@@ -263,8 +263,8 @@ def test_a_question_is_rewritten_merged_and_focused_on_implementation() -> None:
     assert report["focus"] == "implementation" and report["trigger"] == "heuristic" and report["added"] == 1
     assert REWRITE in answer.stage_ms
     assert answer_to_dict(answer)["metadata"]["rewrite"] == report
-    assert search_code_to_dict(answer, threshold=0.5, trace_id="t", max_lines=5,
-                               max_line_chars=80)["metadata"]["rewrite"] == report
+    assert code_search_answer(answer, threshold=0.5, trace_id="t", max_lines=5,
+                              max_line_chars=80).to_dict()["metadata"]["rewrite"] == report
 
 
 def test_the_rewrites_focus_shapes_the_relevance_sent_to_selection_unless_the_caller_set_one() -> None:

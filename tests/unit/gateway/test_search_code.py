@@ -11,12 +11,13 @@ from codecompass_gateway import errors, present, tools
 from codecompass_gateway.answer import (
     QUERY_SHOWN_CHARS,
     answer_to_dict,
+    code_search_answer,
     no_confident_match,
-    search_code_to_dict,
     shown_query,
     snippet_of,
 )
 from codecompass_gateway.pipeline import RERANK, Pipeline, PipelineRequest
+from tests.fixtures.answers import code_answer_of
 
 from codecompass.clients.errors import DEADLINE, FAILED, INVALID, KINDS, NOT_FOUND, UNAVAILABLE
 from codecompass.common.chunks import Chunk, Language, NodeKind
@@ -132,7 +133,7 @@ def _run(pipeline: Pipeline, query: str, **kwargs) -> object:
 def test_every_contract_field_is_there_and_typed() -> None:
     pipeline, _, _ = _pipeline(_metadata(0.9, ratio_used=0.2))
     answer = _run(pipeline, "validateToken")
-    payload = search_code_to_dict(answer, threshold=0.5, trace_id="t" * 32, max_lines=8, max_line_chars=160)
+    payload = code_search_answer(answer, threshold=0.5, trace_id="t" * 32, max_lines=8, max_line_chars=160).to_dict()
     check_contract(payload)
     top = payload["results"][0]
     assert (top["path"], top["line_start"], top["line_end"], top["language"]) == ("src/validateToken.ts", 1, 30, "tsx")
@@ -150,17 +151,38 @@ def test_every_contract_field_is_there_and_typed() -> None:
     assert meta["rewrite"]["applied"] is False and meta["trace_id"] == "t" * 32
 
 
+def test_the_typed_answer_writes_the_contracts_fields_in_its_order() -> None:
+    # The JSON clients parse: seed 003's fields, then ours, in this order; the typed answer's
+    # fields are named as these keys, so a field renamed or moved changes the wire and fails here.
+    pipeline, _, _ = _pipeline(_metadata(0.2, ratio_used=0.2))
+    payload = code_search_answer(_run(pipeline, "how are expired auth tokens rejected"), threshold=0.5, trace_id="t",
+                                 max_lines=8, max_line_chars=160).to_dict()
+    assert list(payload) == ["results", "query_intent", "total_candidates", "metadata"]
+    assert [list(r) for r in payload["results"]] == [[*RESULT_FIELDS, "stale"]] * 2
+    assert list(payload["metadata"]) == [
+        "codecompass_protocol_version", "freshness_status", "indexing_status", "result_completeness", "ref",
+        "semantic_mode", "semantic_enabled", "semantic_ratio_used", "semantic_triggered", "semantic_skipped_reason",
+        "external_provider_blocked", "embedding_model_version", "rerank_provider", "rerank_fallback",
+        "low_confidence", "suggested_action", "confidence_threshold", "top_score", "score_margin",
+        "channel_agreement", "query_intent_confidence", "intent_escalation_hint", "semantic_fallback",
+        "primary_unavailable_reason", "trace_id", "missing_names", "nearest_names", "filtered_chunks",
+        "low_confidence_reason", "confidence", "retrieval_confidence", "suggested_call", "freshness_detail",
+        "rerank_fallback_reason", "rewrite", "stage_ms", "skipped_stages"]
+    assert set(METADATA_FIELDS) <= set(payload["metadata"])
+    json.dumps(payload)  # plain data throughout: tuples written as lists, mappings as objects
+
+
 def test_a_low_confidence_answer_suggests_a_next_call() -> None:
     pipeline, _, _ = _pipeline(_metadata(0.2))
     answer = _run(pipeline, "how are expired auth tokens rejected")
-    payload = search_code_to_dict(answer, threshold=0.5, trace_id="", max_lines=8, max_line_chars=160)
+    payload = code_search_answer(answer, threshold=0.5, trace_id="", max_lines=8, max_line_chars=160).to_dict()
     check_contract(payload)
     meta = payload["metadata"]
     assert meta["low_confidence"] and meta["confidence"] < 0.5
     assert meta["suggested_call"] == {"tool": "semantic_search", "arguments": {"query": "expired auth tokens rejected"},
                                       "why": "a narrower query: the question's content words"}
     assert meta["suggested_action"].startswith('semantic_search(query="expired auth tokens rejected") — ')
-    lenient = search_code_to_dict(answer, threshold=0.1, trace_id="", max_lines=8, max_line_chars=160)
+    lenient = code_search_answer(answer, threshold=0.1, trace_id="", max_lines=8, max_line_chars=160).to_dict()
     assert not lenient["metadata"]["low_confidence"] and lenient["metadata"]["confidence_threshold"] == 0.1
 
 
@@ -173,7 +195,7 @@ def test_the_mode_decides_the_ratio_retrieval_gets(mode: str, ratio_sent: float,
     pipeline, retrieval, _ = _pipeline(_metadata(0.9, ratio_used=0.0 if mode != "hybrid" else 0.4))
     answer = _run(pipeline, "how are tokens validated", semantic_mode=mode, semantic_ratio=0.4)
     assert retrieval.queries[0].semantic_ratio == ratio_sent
-    meta = search_code_to_dict(answer, threshold=0.5, trace_id="", max_lines=8, max_line_chars=160)["metadata"]
+    meta = code_search_answer(answer, threshold=0.5, trace_id="", max_lines=8, max_line_chars=160).to_dict()["metadata"]
     assert meta["semantic_mode"] == mode and meta["semantic_enabled"] == (mode == "hybrid")
     assert meta["semantic_skipped_reason"] == reason and meta["semantic_triggered"] == (mode == "hybrid")
     assert meta["embedding_model_version"] == ("v1" if mode == "hybrid" else None)
@@ -183,7 +205,7 @@ def test_a_zero_default_ratio_in_retrieval_reads_as_semantic_disabled() -> None:
     pipeline, retrieval, _ = _pipeline(_metadata(0.9, reason="semantic_ratio_zero"))
     answer = _run(pipeline, "how are tokens validated")
     assert retrieval.queries[0].semantic_ratio is None  # retrieval's own default, which is 0 here
-    meta = search_code_to_dict(answer, threshold=0.5, trace_id="", max_lines=8, max_line_chars=160)["metadata"]
+    meta = code_search_answer(answer, threshold=0.5, trace_id="", max_lines=8, max_line_chars=160).to_dict()["metadata"]
     assert not meta["semantic_enabled"] and meta["semantic_skipped_reason"] == "semantic_ratio_zero"
 
 
@@ -191,8 +213,8 @@ def test_off_skips_a_model_reranker_and_rerank_only_keeps_it() -> None:
     pipeline, _, rerank = _pipeline(_metadata(0.9), provider="voyage")
     off = _run(pipeline, "how are tokens validated", semantic_mode="off")
     assert rerank.calls == 0 and "no model reranker" in off.skipped[RERANK]
-    assert search_code_to_dict(off, threshold=0.5, trace_id="", max_lines=8,
-                               max_line_chars=160)["metadata"]["rerank_provider"] == "none"
+    assert code_search_answer(off, threshold=0.5, trace_id="", max_lines=8,
+                              max_line_chars=160).to_dict()["metadata"]["rerank_provider"] == "none"
     kept = _run(pipeline, "how are tokens validated", semantic_mode="rerank_only")
     assert rerank.calls == 1 and kept.rerank_provider == "voyage"
 
@@ -235,29 +257,35 @@ def test_snippets_are_clipped_by_lines_and_characters() -> None:
 
 
 def test_an_oversized_answer_drops_its_last_results_and_says_truncated() -> None:
-    big = {"results": [{"path": f"src/f{i}.ts", "line_start": 1, "line_end": 900, "kind": "function", "name": f"f{i}",
-                        "qualified_name": f"f{i}", "language": "typescript", "score": 1.0 - i / 10,
-                        "snippet": "word " * 2000, "provenance": "lexical"} for i in range(10)],
-           "query_intent": "symbol", "total_candidates": 10, "metadata": {"result_completeness": "complete"}}
-    result = present.search_code_result(big, "f")
+    big = code_answer_of({
+        "results": [{"path": f"src/f{i}.ts", "line_start": 1, "line_end": 900, "kind": "function", "name": f"f{i}",
+                     "qualified_name": f"f{i}", "language": "typescript", "score": 1.0 - i / 10,
+                     "snippet": "word " * 2000, "provenance": "lexical"} for i in range(10)],
+        "query_intent": "symbol", "total_candidates": 10, "metadata": {"result_completeness": "complete"}})
+    result = present.search_code_result(big, "f", {"workspace": "/ws"})
     kept = result.structured_content
     assert 0 < len(kept["results"]) < 10 and kept["metadata"]["result_completeness"] == "truncated"
+    # The results kept are the best ones, as the answer had them; the server's own fields stay last.
+    assert kept["results"] == big.to_dict()["results"][:len(kept["results"])]
+    assert list(kept["metadata"])[-1] == "workspace"
     text = result.content[0].text
     assert "Results were cut to fit the response limit: ask for fewer (limit)." in text.splitlines()[:3]
     assert count_tokens(text) + count_tokens(json.dumps(kept)) <= tools.RESPONSE_MAX_TOKENS
 
 
 def test_the_model_reads_the_ranked_list_as_lines_and_programs_read_the_json() -> None:
-    payload = {"results": [{"path": "src/auth/tokenService.ts", "line_start": 12, "line_end": 40, "kind": "method",
-                            "name": "validateToken", "qualified_name": "TokenService.validateToken",
-                            "language": "typescript", "score": 0.42, "snippet": "validateToken(token: string) {\n  …",
-                            "provenance": "hybrid", "stale": True}],
-               "query_intent": "natural_language", "total_candidates": 17,
-               "metadata": {"confidence": 0.31, "low_confidence": True, "indexing_status": "ready",
-                            "suggested_action": 'read_symbol(symbol="TokenService.validateToken") — read it',
-                            "result_completeness": "complete", "freshness_status": "fresh"}}
-    result = present.search_code_result(payload, "where is a token checked")
-    assert result.structured_content == payload
+    answer = code_answer_of({
+        "results": [{"path": "src/auth/tokenService.ts", "line_start": 12, "line_end": 40, "kind": "method",
+                     "name": "validateToken", "qualified_name": "TokenService.validateToken",
+                     "language": "typescript", "score": 0.42, "snippet": "validateToken(token: string) {\n  …",
+                     "provenance": "hybrid", "stale": True}],
+        "query_intent": "natural_language", "total_candidates": 17,
+        "metadata": {"confidence": 0.31, "low_confidence": True, "indexing_status": "ready",
+                     "suggested_action": 'read_symbol(symbol="TokenService.validateToken") — read it',
+                     "result_completeness": "complete", "freshness_status": "fresh"}})
+    result = present.search_code_result(answer, "where is a token checked", {"workspace": "/ws"})
+    data = answer.to_dict()
+    assert result.structured_content == {**data, "metadata": {**data["metadata"], "workspace": "/ws"}}
     assert result.content[0].text.splitlines() == [
         'No confident match for "where is a token checked" — the closest code follows.',
         "1 results of 17 candidates (query read as natural language, confidence 0.31)",
@@ -390,10 +418,10 @@ class EchoSelection:
 def test_search_code_judges_the_whole_ranking_not_the_results_it_shows() -> None:
     # One result shown must not read as a clear winner: the confidence is the whole ranking's.
     pipeline, _, _ = _pipeline(_metadata(0.6))
-    shown_one = search_code_to_dict(_run(pipeline, "validateToken", limit=1), threshold=0.5, trace_id="",
-                                    max_lines=8, max_line_chars=160)["metadata"]
-    shown_all = search_code_to_dict(_run(pipeline, "validateToken"), threshold=0.5, trace_id="", max_lines=8,
-                                    max_line_chars=160)["metadata"]
+    shown_one = code_search_answer(_run(pipeline, "validateToken", limit=1), threshold=0.5, trace_id="",
+                                   max_lines=8, max_line_chars=160).to_dict()["metadata"]
+    shown_all = code_search_answer(_run(pipeline, "validateToken"), threshold=0.5, trace_id="", max_lines=8,
+                                   max_line_chars=160).to_dict()["metadata"]
     assert shown_one["confidence"] == shown_all["confidence"] and shown_one["score_margin"] == pytest.approx(0.4)
 
 
@@ -404,8 +432,8 @@ def test_both_tools_flag_by_the_same_confidence_and_threshold(calibrated: float)
     pipeline.selection = selection  # type: ignore[assignment]
     query = "how are expired auth tokens rejected"
     selected = pipeline.run(PipelineRequest(workspace_root="/ws", query=query, sync=False))
-    ranked = search_code_to_dict(_run(pipeline, query), threshold=0.55, trace_id="", max_lines=8,
-                                 max_line_chars=160)["metadata"]
+    ranked = code_search_answer(_run(pipeline, query), threshold=0.55, trace_id="", max_lines=8,
+                                max_line_chars=160).to_dict()["metadata"]
     # The gate is sent the gateway's threshold, and the composite confidence search_code reports is
     # what the best candidate's relevance carries.
     assert selection.queries[0].min_relevance == 0.55
@@ -439,9 +467,9 @@ def test_a_low_confidence_answer_says_why(query: str, results: tuple, missing: t
     pipeline, retrieval, _ = _pipeline(metadata)
     retrieval.results = results
     answer = _run(pipeline, query)
-    payload = search_code_to_dict(answer, threshold=0.5, trace_id="", max_lines=8, max_line_chars=160)
+    payload = code_search_answer(answer, threshold=0.5, trace_id="", max_lines=8, max_line_chars=160).to_dict()
     assert payload["metadata"]["low_confidence"] and payload["metadata"]["low_confidence_reason"] == reason
     assert answer_to_dict(answer)["metadata"]["low_confidence_reason"] == reason
-    confident = search_code_to_dict(_run(_pipeline(_metadata(0.95))[0], "validateToken"), threshold=0.5, trace_id="",
-                                    max_lines=8, max_line_chars=160)
+    confident = code_search_answer(_run(_pipeline(_metadata(0.95))[0], "validateToken"), threshold=0.5, trace_id="",
+                                   max_lines=8, max_line_chars=160).to_dict()
     assert confident["metadata"]["low_confidence_reason"] is None

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
+from codecompass.contracts.fields import same_named
 from codecompass.v1 import chunk_pb2, retrieval_pb2
 
 _LANGUAGE_TO_PROTO = {
@@ -69,65 +70,42 @@ def provenance_from_proto(value: retrieval_pb2.Provenance) -> str:
         raise UnknownEnumValue(f"unknown Provenance value {value}") from None
 
 
+# The Chunk fields its message and domain type share by name and hold as the same scalar value
+# (`same_named`); the enums, repeated fields and references are converted below.
+_CHUNK_FIELDS = (
+    "id", "snippet_hash", "relative_path", "name", "qualified_name", "parent_id", "depth", "signature",
+    "full_source", "collapsed_source", "start_line", "end_line", "jsdoc", "jsdoc_start_line", "is_test",
+    "embedding_text", "embedding_token_count",
+)
+
+
 def chunk_from_proto(msg: chunk_pb2.Chunk) -> Chunk:
     return Chunk(
-        id=msg.id,
-        snippet_hash=msg.snippet_hash,
-        relative_path=msg.relative_path,
+        **same_named(msg, _CHUNK_FIELDS),
         language=language_from_proto(msg.language),
         node_kind=node_kind_from_proto(msg.node_kind),
-        name=msg.name,
-        qualified_name=msg.qualified_name,
-        parent_id=msg.parent_id,
         child_ids=tuple(msg.child_ids),
-        depth=msg.depth,
-        signature=msg.signature,
-        full_source=msg.full_source,
-        collapsed_source=msg.collapsed_source,
-        start_line=msg.start_line,
-        end_line=msg.end_line,
-        jsdoc=msg.jsdoc,
-        jsdoc_start_line=msg.jsdoc_start_line,
         relevant_imports=tuple(msg.relevant_imports),
-        is_test=msg.is_test,
-        embedding_text=msg.embedding_text,
         references=tuple(
             SymbolReference(
                 name=r.name, signature=r.signature, relative_path=r.relative_path, chunk_id=r.chunk_id
             )
             for r in msg.references
         ),
-        embedding_token_count=msg.embedding_token_count,
     )
 
 
 def chunk_to_proto(chunk: Chunk) -> chunk_pb2.Chunk:
     return chunk_pb2.Chunk(
-        id=chunk.id,
-        snippet_hash=chunk.snippet_hash,
-        relative_path=chunk.relative_path,
+        **same_named(chunk, _CHUNK_FIELDS),
         language=language_to_proto(chunk.language),
         node_kind=node_kind_to_proto(chunk.node_kind),
-        name=chunk.name,
-        qualified_name=chunk.qualified_name,
-        parent_id=chunk.parent_id,
         child_ids=list(chunk.child_ids),
-        depth=chunk.depth,
-        signature=chunk.signature,
-        full_source=chunk.full_source,
-        collapsed_source=chunk.collapsed_source,
-        start_line=chunk.start_line,
-        end_line=chunk.end_line,
-        jsdoc=chunk.jsdoc,
-        jsdoc_start_line=chunk.jsdoc_start_line,
         relevant_imports=list(chunk.relevant_imports),
-        is_test=chunk.is_test,
-        embedding_text=chunk.embedding_text,
         references=[
             chunk_pb2.SymbolReference(
                 name=r.name, signature=r.signature, relative_path=r.relative_path, chunk_id=r.chunk_id
             )
             for r in chunk.references
         ],
-        embedding_token_count=chunk.embedding_token_count,
     )

@@ -94,6 +94,7 @@ _SYNC_OUTCOME_FIELDS = ("finished", "pending_count", "pending_new_files", "scann
                         "phase_files_done", "phase_files_total", "chunks_written")
 _PROGRESS_FIELDS = ("files_done", "files_total", "chunks_done", "embeddings_done", "embeddings_total",
                     "embeddings_per_second", "eta_seconds", "shards_done", "shards_total")
+_SHAPE_FIELDS = ("intent_confidence", "path", "phrase", "mentions_tests", "lexical_text", "question")
 _RESULT_FIELDS = ("score", "lexical_score", "vector_similarity", "lexical_rank", "semantic_rank", "fusion_score")
 _METADATA_FIELDS = ("semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked",
                     "embedding_model_id", "embedding_model_version", "search_ms", "total_chunks", "embedded_chunks",
@@ -156,16 +157,11 @@ _INTENT_FROM_PROTO = {v: k for k, v in _INTENT_TO_PROTO.items()}
 def shape_to_proto(shape: QueryShape) -> retrieval_pb2.QueryShape:
     """The shape without its text: the request's query carries that."""
     return retrieval_pb2.QueryShape(
+        **same_named(shape, _SHAPE_FIELDS),
         intent=_INTENT_TO_PROTO[shape.intent],
-        intent_confidence=shape.intent_confidence,
         identifiers=list(shape.identifiers),
         words=list(shape.words),
         name_parts=list(shape.name_parts),
-        path=shape.path,
-        phrase=shape.phrase,
-        mentions_tests=shape.mentions_tests,
-        lexical_text=shape.lexical_text,
-        question=shape.question,
     )
 
 
@@ -180,17 +176,12 @@ def shape_from_proto(msg: retrieval_pb2.QueryShape, query: str) -> QueryShape:
     if not 0.0 <= msg.intent_confidence <= 1.0:  # NaN fails too
         raise ValueError(f"shape.intent_confidence must be in [0, 1], got {msg.intent_confidence}")
     return QueryShape(
+        **same_named(msg, _SHAPE_FIELDS),
         text=" ".join(query.split()),
         intent=_INTENT_FROM_PROTO[msg.intent],
-        intent_confidence=msg.intent_confidence,
         identifiers=tuple(msg.identifiers),
         words=tuple(msg.words),
         name_parts=tuple(msg.name_parts),
-        path=msg.path,
-        phrase=msg.phrase,
-        mentions_tests=msg.mentions_tests,
-        lexical_text=msg.lexical_text,
-        question=msg.question,
     )
 
 

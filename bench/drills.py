@@ -180,6 +180,10 @@ def drill_deployment(scratch: Path, index_uri: str, workspace: Path, *, profile:
     with deployment.running(scratch / "deployment", index_uri, workspaces=(workspace,) if gateway else (),
                             pipeline=gateway, env={"CODECOMPASS_EMBEDDING_PROFILE": profile, **(env or {})}) as up:
         index(up.writer_addr, workspace)
+        # Each searcher opens (and, on object storage, copies) the index on its first search; a
+        # searcher in service has done that long before a fault, so the drill's clock starts after.
+        for name in up.searchers:
+            searched_total(up.services[name].address, workspace)
         yield up
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from codecompass_cli.__main__ import main as cli_main
+from codecompass_cli.cli import main as cli_main
 from codecompass_cli.processes import (
     spawn,
     stop_pids,

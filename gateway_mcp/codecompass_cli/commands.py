@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import importlib
 import json
 import os
 import shlex
@@ -14,9 +12,9 @@ import time
 from pathlib import Path
 
 # The CLI answers through the gateway's pipeline so a person and an agent get the same answer.
+from typing import TYPE_CHECKING
+
 from codecompass_gateway import skips
-from codecompass_gateway.answer import answer_to_dict, search_answer
-from codecompass_gateway.pipeline import Pipeline, PipelineAnswer, PipelineRequest
 
 from codecompass.common import names
 from codecompass.common.chunks import NodeKind
@@ -41,6 +39,12 @@ from codecompass_cli.runtime import (
     up,
 )
 from codecompass_cli.workspace import resolve_target, workspace_dir
+
+if TYPE_CHECKING:
+    from codecompass_gateway.pipeline import PipelineAnswer, PipelineRequest
+
+# The gateway's pipeline and answer are imported by the commands that search: `codecompass mcp`
+# must reach its handshake's front (`codecompass_gateway.handshake`) without loading them first.
 
 
 def _out(line: str = "") -> None:
@@ -187,6 +191,9 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    from codecompass_gateway.answer import answer_to_dict, search_answer
+    from codecompass_gateway.pipeline import PipelineRequest
+
     workspace = workspace_dir(args.path)
     try:
         filters = Filters(
@@ -214,6 +221,8 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 def _answer(settings: Settings, request: PipelineRequest) -> PipelineAnswer:
     """Runs the gateway's pipeline against the local services (the same answer an agent gets);
     a service `up` restarts meanwhile is found where runtime.json says it is now."""
+    from codecompass_gateway.pipeline import Pipeline
+
     pipeline = Pipeline(settings, Locator(settings))
     try:
         with service_errors():
@@ -223,34 +232,39 @@ def _answer(settings: Settings, request: PipelineRequest) -> PipelineAnswer:
 
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
-    """Serve the MCP tools over the local services: reused when they run, else started first.
+    """Serve the MCP tools over the local services: reused when they run, else started behind the
+    server, so the client's handshake never waits for them (a tool call does, a bounded time).
     Everything but the protocol goes to stderr (stdout is the protocol in stdio mode)."""
     from codecompass_gateway.__main__ import run as run_gateway
     from codecompass_gateway.__main__ import server_plan
+    from codecompass_gateway.handshake import Front
+    from codecompass_gateway.readiness import Readiness
 
     try:  # refused (a remote bind without a token, a missing folder) before anything starts
-        workspace = server_plan(args, settings).workspaces[0]
+        plan = server_plan(args, settings)
     except ValueError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
-    # The server's modules (the MCP SDK, the tokenizer) take about two seconds to import: done
-    # while the services start, the client's handshake is that much sooner on a cold start.
-    importer = threading.Thread(target=importlib.import_module, args=("codecompass_gateway.server",),
-                                name="import gateway", daemon=True)
-    importer.start()
-    up(settings, str(workspace), say=_err)
-    importer.join()
-    # Each of names.BACKENDS by its own field, so every address is checked against its Settings field.
-    addressed = dataclasses.replace(
-        settings,
-        analysis_addr=service_address(settings, names.ANALYSIS),
-        embedding_addr=service_address(settings, names.EMBEDDING),
-        retrieval_addr=service_address(settings, names.RETRIEVAL),
-        rerank_addr=service_address(settings, names.RERANK),
-        selection_addr=service_address(settings, names.SELECTION),
-    )
+    workspace = plan.workspaces[0]
+    # Taken by the entry point already when the command line said so at a glance (`__main__`).
+    front = Front.take_stdio() if plan.transport == "stdio" else None
+    ready = Readiness()
+
+    def start_services() -> None:
+        try:
+            up(settings, str(workspace), say=_err)
+        except CliError as exc:
+            _err(f"codecompass: {exc}")
+            ready.failed(str(exc))
+        except Exception as exc:  # noqa: BLE001 - the thread's boundary: the server stays up and says why
+            _err(f"codecompass: the services did not start: {type(exc).__name__}: {exc}")
+            ready.failed(f"{type(exc).__name__}; the MCP server's stderr has details")
+        else:
+            ready.succeeded()
+
+    threading.Thread(target=start_services, name="start services", daemon=True).start()
     # The server outlives any one set of services: `up` may restart one on a new port, so every
-    # call finds its service through runtime.json (the addresses of now are what the log shows).
-    return run_gateway(args, addressed, Locator(settings))
+    # call finds its service through runtime.json.
+    return run_gateway(args, settings, Locator(settings), ready, front)
 
 
 def _invocation() -> str:
@@ -265,6 +279,9 @@ def _invocation() -> str:
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from codecompass_gateway.answer import search_answer
+    from codecompass_gateway.pipeline import PipelineRequest
+
     workspace = workspace_dir(args.workspace)
     _out(f"== starting services (state in {settings.state_dir})")
     up(settings, str(workspace), say=_out)

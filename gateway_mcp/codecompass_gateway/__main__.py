@@ -10,13 +10,18 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from codecompass.clients.channel import Locate
 from codecompass.common import hosts, names
 from codecompass.common.config import BIND_HOST_ENV, ConfigError, Settings, load_settings
 from codecompass.common.logging import configure_logging
 from codecompass.common.telemetry import flush_telemetry, init_telemetry
+from codecompass_gateway.handshake import Front
+from codecompass_gateway.readiness import Readiness
 from codecompass_gateway.remote import ServerPlan, exposure
+
+if TYPE_CHECKING:
+    from codecompass.clients.channel import Locate
 
 EXIT_USAGE = 2
 
@@ -89,9 +94,11 @@ def server_plan(args: argparse.Namespace, settings: Settings) -> ServerPlan:
     return ServerPlan(workspaces=workspaces, allowed_roots=roots, transport=args.transport, exposure=exposed)
 
 
-def run(args: argparse.Namespace, settings: Settings, locate: Locate | None = None) -> int:
+def run(args: argparse.Namespace, settings: Settings, locate: Locate | None = None,
+        ready: Readiness | None = None, front: Front | None = None) -> int:
     """Serve until the transport ends; `locate` finds the services at each call (else: the
-    settings' addresses)."""
+    settings' addresses); `ready`, when the services start behind the server; `front`, the stdio
+    handshake's, taken before the server loaded."""
     from codecompass_gateway.server import ListenError, serve  # the SDK loads only when a server runs
 
     try:
@@ -100,7 +107,7 @@ def run(args: argparse.Namespace, settings: Settings, locate: Locate | None = No
         print(f"{names.GATEWAY}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        serve(settings, plan, locate)
+        serve(settings, plan, locate, ready, front)
     except ListenError as exc:
         print(f"{names.GATEWAY}: {exc}", file=sys.stderr)
         return 1
@@ -116,11 +123,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"{names.GATEWAY}: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    # Over stdio the client's handshake is answered from the first moment (`handshake`).
+    front = Front.take_stdio() if args.transport == "stdio" else None
     # stdout is the protocol in stdio mode: logs go to stderr, as JSON lines.
     configure_logging(names.GATEWAY)
     init_telemetry(names.GATEWAY)
     try:
-        return run(args, settings)
+        return run(args, settings, front=front)
     except KeyboardInterrupt:
         return 130
     finally:

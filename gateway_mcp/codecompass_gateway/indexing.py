@@ -12,6 +12,7 @@ from codecompass.clients.errors import ServiceError
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.logging import get_logger
 from codecompass.contracts.retrieval.model import IndexingStatus
+from codecompass_gateway.readiness import Readiness, ServicesNotReady
 
 # The server's logger, as before the indexer had a module of its own: log readers filter on it.
 log = get_logger("codecompass.gateway.server")
@@ -23,6 +24,8 @@ STATUS_TIMEOUT_S = 5.0
 LEXICAL_WAIT_S = 10.0
 # How often a search on a workspace being indexed checks whether rows have landed.
 ROWS_POLL_S = 0.25
+# How long indexing started with the server waits for services that are starting with it.
+STARTUP_WAIT_S = 300.0
 
 
 class BackgroundIndexer:
@@ -34,8 +37,10 @@ class BackgroundIndexer:
     Where the retrieval roles run apart (INDEXER_ADDR), the status is read from `retrieval` (a
     searcher: the writer refuses reads) and IndexWorkspace goes to `writer`."""
 
-    def __init__(self, retrieval: RetrievalClient, timeout_s: float, writer: RetrievalClient | None = None) -> None:
+    def __init__(self, retrieval: RetrievalClient, timeout_s: float, writer: RetrievalClient | None = None,
+                 ready: Readiness | None = None) -> None:
         self._retrieval = retrieval
+        self._ready = ready or Readiness.already()
         self._writer = writer or retrieval
         self._timeout_s = timeout_s
         self._closed = threading.Event()
@@ -92,6 +97,7 @@ class BackgroundIndexer:
         with self._lock:
             lexical = self._lexical[key]
         try:
+            self._ready.wait(STARTUP_WAIT_S)
             status = self._retrieval.status(key, STATUS_TIMEOUT_S).indexing_status
             if status in (IndexingStatus.READY, IndexingStatus.INDEXING):
                 with self._lock:
@@ -103,12 +109,14 @@ class BackgroundIndexer:
                 pass
             self._set(key, f"lexical index written in {time.monotonic() - started:.1f}s; "
                            "embeddings continue in the retrieval service")
-        except ServiceError as exc:
+        except (ServiceError, ServicesNotReady) as exc:
             # Forget the attempt so the next call on this workspace tries again.
             with self._lock:
                 self._state.pop(key, None)
                 self._lexical.pop(key, None)
-            if self._closed.is_set():
+            if isinstance(exc, ServicesNotReady):
+                log.warning("background indexing not started", extra={"workspace": key, "detail": str(exc)})
+            elif self._closed.is_set():
                 log.info("stopped following indexing: the server is stopping; the retrieval service goes on",
                          extra={"workspace": key})
             else:

@@ -31,12 +31,14 @@ from __future__ import annotations
 import dataclasses
 import socket
 import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
@@ -48,7 +50,7 @@ from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.channel import Locate, address_for
 from codecompass.clients.errors import INVALID, ServiceError
 from codecompass.clients.retrieval import RetrievalClient
-from codecompass.common import names
+from codecompass.common import names, tokens
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
@@ -57,8 +59,10 @@ from codecompass.policy.shape import MAX_QUERY_CHARS
 from codecompass_gateway import advisor, errors, present, remote, symbols, tools, wire
 from codecompass_gateway.answer import code_search_answer, search_answer
 from codecompass_gateway.errors import ToolInputError, not_found_as_input
+from codecompass_gateway.handshake import Front
 from codecompass_gateway.indexing import LEXICAL_WAIT_S, STATUS_TIMEOUT_S, BackgroundIndexer
 from codecompass_gateway.pipeline import Pipeline, PipelineRequest
+from codecompass_gateway.readiness import Readiness
 from codecompass_gateway.rewrite import Rewriter
 from codecompass_gateway.sampling import client_rewriter
 
@@ -90,18 +94,23 @@ class Gateway:
     # Where else a call may name a workspace: the server's other --workspace folders and its
     # allowed roots (and the folders under them).
     roots: tuple[Path, ...] = ()
+    # Whether the services are up: `codecompass mcp` starts them behind the handshake, and a tool
+    # waits for them before its first call to one.
+    ready: Readiness = field(default_factory=Readiness.already)
 
     @classmethod
-    def open(cls, settings: Settings, workspace: Path, locate: Locate | None = None) -> Gateway:
+    def open(cls, settings: Settings, workspace: Path, locate: Locate | None = None,
+             ready: Readiness | None = None) -> Gateway:
         """The clients reach the configured addresses, or where `locate` finds each service at
         each call (`codecompass mcp`: the local runtime, whose services `up` may restart)."""
+        ready = ready or Readiness.already()
         retrieval = RetrievalClient(address_for(names.RETRIEVAL, settings.retrieval_addr, locate))
         pipeline = Pipeline(settings, locate)
         # Indexing goes to the index writer: the pipeline's client for it when the roles run apart.
         writer = pipeline.indexer if settings.indexer_addr else None
         return cls(settings=settings, workspace=workspace, pipeline=pipeline, retrieval=retrieval,
                    analysis=AnalysisClient(address_for(names.ANALYSIS, settings.analysis_addr, locate)),
-                   indexer=BackgroundIndexer(retrieval, settings.long_rpc_timeout_s, writer))
+                   indexer=BackgroundIndexer(retrieval, settings.long_rpc_timeout_s, writer, ready), ready=ready)
 
     def close(self) -> None:
         self.pipeline.close()
@@ -128,6 +137,7 @@ class Gateway:
         if not query.strip():
             raise ToolInputError("query is empty: describe the code you are looking for")
         budget = tools.search_budget(max_tokens)
+        self.ready.wait()
         lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
         request = PipelineRequest(
             workspace_root=str(root), query=query, filters=tools.search_filters(path, kind, include_tests),
@@ -148,6 +158,7 @@ class Gateway:
         tools.check_ref(ref)
         filters = tools.language_filters(language)
         root = self.workspace_to_search(workspace)
+        self.ready.wait()
         lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
         threshold = (self.settings.gateway.confidence_threshold if confidence_threshold is None
                      else confidence_threshold)
@@ -170,6 +181,7 @@ class Gateway:
         chosen = TraceDirection(direction)
         query = TraceQuery(workspace_root=str(root), symbol=symbol.strip(), direction=chosen,
                            relative_path=(path or "").strip(), depth=depth, limit=limit)
+        self.ready.wait()
         with not_found_as_input("check the spelling, or give path:line"):
             outcome = self.analysis.trace(query, self.settings.rpc_timeout_s)
         return present.trace_result(outcome, chosen, depth, root, {"trace_id": tools.trace_id()})
@@ -182,6 +194,7 @@ class Gateway:
         if not text:
             raise ToolInputError("symbol is empty: give a qualified name, path:line, or a file path")
         metadata: dict[str, object] = {"trace_id": tools.trace_id()}
+        self.ready.wait()
         read = symbols.read(self.analysis, root, text, expand or (), (path or "").strip(), self.settings.rpc_timeout_s)
         if isinstance(read, ChunkedFile):
             return present.outline_result(read, root, metadata)
@@ -190,6 +203,7 @@ class Gateway:
     @tools.tool_errors("index_status")
     def index_status(self, workspace: str | None) -> CallToolResult:
         root = self.workspace_for(workspace)
+        self.ready.wait()
         try:
             report = self.retrieval.status(str(root), STATUS_TIMEOUT_S)
         except ServiceError as exc:
@@ -216,11 +230,21 @@ class GatewayServer(MCPServer[Gateway]):
     are closed (an argument a tool does not take is an error naming those it does) and lean; and
     whose stdio transport answers every request, whatever its bytes (`wire`)."""
 
+    # The handshake's front, when one answered the client while the server loaded (`handshake`).
+    front: Front | None = None
+
     async def run_stdio_async(self) -> None:
         # The SDK's transport, with a stdin that screens each line first: the SDK drops a line it
-        # cannot parse without an answer. stdout stays the SDK's (and so does its fd diversion).
-        stdin = wire.ScreenedStdin(sys.stdin.buffer)
-        async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+        # cannot parse without an answer. Without a front, stdout stays the SDK's (and so does its
+        # fd diversion); with one, the front owns both ends of the wire and has moved fd 0 and 1.
+        if self.front is None:
+            stdin = wire.ScreenedStdin(sys.stdin.buffer)
+            transport = stdio_server(stdin=stdin)  # type: ignore[arg-type]
+        else:
+            inbox, outbox = self.front.hand_over()
+            stdin = wire.ScreenedStdin(inbox)  # type: ignore[arg-type]
+            transport = stdio_server(stdin=stdin, stdout=anyio.wrap_file(outbox))  # type: ignore[arg-type]
+        async with transport as (read_stream, write_stream):
             stdin.answer_on(write_stream)
             lowlevel = self._lowlevel_server
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
@@ -299,14 +323,17 @@ it is ready, searches match exact words and names only."""
 
 
 def build_server(settings: Settings, workspace: Path, locate: Locate | None = None, *, also: tuple[Path, ...] = (),
-                 allowed_roots: tuple[Path, ...] = ()) -> GatewayServer:
+                 allowed_roots: tuple[Path, ...] = (), ready: Readiness | None = None,
+                 front: Front | None = None) -> GatewayServer:
     """The MCP server for `workspace` (and the workspaces `also`, all indexed at start; calls may
     name these and folders under them or under `allowed_roots`); its lifespan owns one Gateway
-    (the clients) for all sessions."""
+    (the clients) for all sessions. `ready`: the services are starting behind the server."""
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Gateway]) -> AsyncIterator[Gateway]:
-        gateway = dataclasses.replace(Gateway.open(settings, workspace, locate), roots=(*also, *allowed_roots))
+        gateway = dataclasses.replace(Gateway.open(settings, workspace, locate, ready), roots=(*also, *allowed_roots))
+        # The tokenizer loads after the handshake, before the first answer is counted.
+        threading.Thread(target=tokens.preload, name="load tokenizer", daemon=True).start()
         # In the background: the client's handshake never waits on the index.
         for served in (workspace, *also):
             gateway.indexer.ensure(served)
@@ -318,6 +345,7 @@ def build_server(settings: Settings, workspace: Path, locate: Locate | None = No
 
     server = GatewayServer(SERVER_NAME, instructions=INSTRUCTIONS, lifespan=lifespan,
                            middleware=[wire.InitializeFirst()])
+    server.front = front
 
     def gateway_of(ctx: Context[Gateway]) -> Gateway:
         return ctx.request_context.lifespan_context
@@ -419,9 +447,11 @@ def _reason(exc: OSError) -> str:
     return reason[:1].lower() + reason[1:]
 
 
-def serve(settings: Settings, plan: remote.ServerPlan, locate: Locate | None = None) -> None:
+def serve(settings: Settings, plan: remote.ServerPlan, locate: Locate | None = None,
+          ready: Readiness | None = None, front: Front | None = None) -> None:
     workspace, *also = plan.workspaces
-    server = build_server(settings, workspace, locate, also=tuple(also), allowed_roots=plan.allowed_roots)
+    server = build_server(settings, workspace, locate, also=tuple(also), allowed_roots=plan.allowed_roots,
+                          ready=ready, front=front)
     served = {"workspaces": [str(w) for w in plan.workspaces], "allowed_roots": [str(r) for r in plan.allowed_roots]}
     exposure = plan.exposure
     if exposure is None:

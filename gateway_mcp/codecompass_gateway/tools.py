@@ -25,6 +25,7 @@ from codecompass.common.telemetry import current_trace_ids, tracer
 from codecompass.contracts.retrieval.filters import FilterError, Filters
 from codecompass_gateway import errors
 from codecompass_gateway.errors import ToolInputError
+from codecompass_gateway.readiness import ServicesNotReady
 
 log = get_logger("codecompass.gateway.tools")
 _tracer = tracer("codecompass.gateway")
@@ -60,6 +61,9 @@ def tool_errors(name: str) -> Callable[[Callable[..., CallToolResult]], Callable
                 except ToolInputError as exc:
                     span.set_attribute("codecompass.tool.error", exc.code)
                     return error_result(f"{name}: {exc}", exc.code, name)
+                except ServicesNotReady as exc:
+                    span.set_attribute("codecompass.tool.error", errors.SERVICE_UNAVAILABLE)
+                    return error_result(f"{name}: {exc}", errors.SERVICE_UNAVAILABLE, name)
                 except ServiceError as exc:
                     code = errors.code_for_service_error(exc.kind)
                     span.set_attribute("codecompass.tool.error", code)

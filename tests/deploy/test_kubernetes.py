@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from codecompass_cli.__main__ import build_parser as cli_parser
+from codecompass_cli.cli import build_parser as cli_parser
 from codecompass_gateway.__main__ import add_server_arguments
 from codecompass_gateway.wire import HEALTH_PATH
 from tests.deploy.contract import NODE_DIR, REPO, THIRD_PARTY_ENV, default_port, gateway_port, node_env, python_env

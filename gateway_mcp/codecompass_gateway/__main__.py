@@ -112,12 +112,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_server_arguments(parser)
     args = parser.parse_args(argv)
     try:
+        # stdout is the protocol in stdio mode: logs go to stderr, as JSON lines, set up before the
+        # settings load so that what loading logs (a renamed variable's warning) is one of them.
+        configure_logging(names.GATEWAY)
         settings = load_settings()
     except ConfigError as exc:
         print(f"{names.GATEWAY}: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    # stdout is the protocol in stdio mode: logs go to stderr, as JSON lines.
-    configure_logging(names.GATEWAY)
     init_telemetry(names.GATEWAY)
     try:
         return run(args, settings)

@@ -9,7 +9,7 @@ codecompass.embedding` process, as the retrieval service uses it:
   2. token lengths of the model inputs (after identifier splitting and the
      256-token window), i.e. what "typical chunks" means here;
   3. document throughput (chunks/s) per service batch size, sending the
-     chunks in RPCs of 64 texts like the indexer does;
+     chunks in RPCs of 64 texts like the index writer does;
   4. single-query latency p50/p95 on a warm service; RSS after the run.
 
 For code-static (issue 16) it also embeds the same chunks in-process, as the retrieval service

@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         "workspace": {"name": workspace.name, "files": files, "lines": lines, "source_bytes": size, **indexed},
         "deployment": {
             "searchers": args.searchers, "writer": 1,
-            "processes": ["analysis", "embedding", "indexer (writer)",
+            "processes": ["analysis", "embedding", "writer",
                           *(f"retrieval-{i} (searcher)" for i in range(1, args.searchers + 1)),
                           "rerank", "selection", "gateway (streamable HTTP, 0.0.0.0, bearer token)"],
             "gateway_auth": "Authorization: Bearer required (a request without it: 401, checked at start)",

@@ -50,7 +50,8 @@ def _isolated_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
         patch.setenv("CODECOMPASS_STATE_DIR", str(base / "state"))
         patch.setenv("CODECOMPASS_CONFIG", str(empty_config))
         for name in ("ANALYSIS_ADDR", "EMBEDDING_ADDR", "RETRIEVAL_ADDR", "RERANK_ADDR", "SELECTION_ADDR",
-                     "OTEL_EXPORTER_OTLP_ENDPOINT",
+                     # The writer's address, and the name it had before (still read, with a warning).
+                     "WRITER_ADDR", "INDEXER_ADDR", "OTEL_EXPORTER_OTLP_ENDPOINT",
                      "CODECOMPASS_TRACE_FILE", "CODECOMPASS_BIND_HOST"):
             patch.delenv(name, raising=False)
         yield

@@ -1,5 +1,5 @@
 """A CodeCompass deployment on loopback, shaped as the deploy contract runs one: every service
-its own process, the retrieval roles apart (one index writer, `indexer`; searchers behind one
+its own process, the retrieval roles apart (one index writer, `writer`; searchers behind one
 RETRIEVAL_ADDR list, balanced round_robin by every client), and the MCP gateway over streamable
 HTTP behind a bearer token. Every process gets its own state dir; the index root
 (CODECOMPASS_RETRIEVAL_DB_URI: a local folder, or s3:// with its storage options) is all the
@@ -43,7 +43,7 @@ from bench.lib.services import (
 )
 
 WRITER, EMBEDDING, ANALYSIS, RERANK, SELECTION, GATEWAY = (
-    "indexer", "embedding", "analysis", "rerank", "selection", "gateway")
+    "writer", "embedding", "analysis", "rerank", "selection", "gateway")
 SEARCHER_PREFIX = "retrieval-"
 GATEWAY_START_TIMEOUT_S = 120.0
 KILL_WAIT_S = 30.0
@@ -65,7 +65,7 @@ class _Spec:
 
 @dataclass
 class Deployment:
-    """The running processes by name (`indexer`, `retrieval-1`…, `embedding`, `analysis`, `rerank`,
+    """The running processes by name (`writer`, `retrieval-1`…, `embedding`, `analysis`, `rerank`,
     `selection`, `gateway`) and how to reach them."""
 
     scratch: Path
@@ -214,7 +214,7 @@ def _start_gateway(deployment: Deployment, workspaces: tuple[Path, ...], common:
     services = deployment.services
     env = {
         **common,
-        "RETRIEVAL_ADDR": deployment.retrieval_addr, "INDEXER_ADDR": deployment.writer_addr,
+        "RETRIEVAL_ADDR": deployment.retrieval_addr, "WRITER_ADDR": deployment.writer_addr,
         "ANALYSIS_ADDR": services[ANALYSIS].address, "EMBEDDING_ADDR": services[EMBEDDING].address,
         "RERANK_ADDR": services[RERANK].address, "SELECTION_ADDR": services[SELECTION].address,
         "CODECOMPASS_STATE_DIR": str(deployment.scratch / GATEWAY),

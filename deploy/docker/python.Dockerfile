@@ -93,7 +93,7 @@ ENV PATH=/opt/venv/bin:$PATH \
 WORKDIR /app
 USER 10001:10001
 
-# embedding, retrieval and indexer (50053 each in its own container), rerank, selection, gateway.
+# embedding, retrieval and writer (50053 each in its own container), rerank, selection, gateway.
 EXPOSE 50052 50053 50054 50055 8765
 # Each server drains on SIGTERM itself (codecompass.common.serving: NOT_SERVING, stop accepting,
 # CODECOMPASS_SHUTDOWN_GRACE_S, flush telemetry), as PID 1 too: its handlers are installed before

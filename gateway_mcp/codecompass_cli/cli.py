@@ -160,15 +160,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        settings = load_settings()
-        # The CLI's own output is for people; only problems go to the JSON log on stderr.
+        # The CLI's own output is for people; only problems go to the JSON log on stderr. Logging is
+        # set up before the settings load, so that what loading logs (a renamed variable's warning)
+        # is a JSON line too.
         if args.command == "mcp":
             # A long-running server: it is the gateway in logs and traces, whoever started it.
-            configure_logging(names.GATEWAY)
-            init_telemetry(names.GATEWAY)
+            service, level = names.GATEWAY, None
         else:
-            configure_logging(names.CLI, level="WARNING")
-            init_telemetry(names.CLI)
+            service, level = names.CLI, "WARNING"
+        configure_logging(service, level)
+        settings = load_settings()
+        init_telemetry(service)
     except ConfigError as exc:
         print(f"codecompass: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -163,7 +163,7 @@ def cmd_chunks(args: argparse.Namespace, settings: Settings) -> int:
 
 def _run_index(settings: Settings, workspace: Path, wait_for_embeddings: bool, *, force: bool = False,
                show_skipped: bool = False, workers: int = 0) -> None:
-    address = settings.indexer_addr or service_address(settings, names.RETRIEVAL)
+    address = settings.writer_addr or service_address(settings, names.RETRIEVAL)
     reporter = ProgressReporter(sys.stderr)
     started = time.monotonic()
     final = None

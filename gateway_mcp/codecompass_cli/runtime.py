@@ -541,7 +541,7 @@ def gc(settings: Settings, dry_run: bool, say: Say) -> None:
             missing += 1
             verdict = "missing" if dry_run else "removed"
             where = f"{entry.root} (workspace no longer exists)"
-            freed += entry.status.index_bytes if dry_run else drop_index(settings.indexer_addr or address,
+            freed += entry.status.index_bytes if dry_run else drop_index(settings.writer_addr or address,
                                                                           entry.workspace_id, settings.rpc_timeout_s)
         say(f"{verdict:<8} {size:>9}  {where}")
     total = human_size(sum(entry.status.index_bytes for entry in entries))

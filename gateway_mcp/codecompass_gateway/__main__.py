@@ -118,15 +118,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codecompass_gateway", description=__doc__)
     add_server_arguments(parser)
     args = parser.parse_args(argv)
+    # Over stdio the client's handshake is answered from the first moment (`handshake`).
+    front = Front.take_stdio() if args.transport == "stdio" else None
     try:
+        # stdout is the protocol in stdio mode: logs go to stderr, as JSON lines, set up before the
+        # settings load so that what loading logs (a renamed variable's warning) is one of them.
+        configure_logging(names.GATEWAY)
         settings = load_settings()
     except ConfigError as exc:
         print(f"{names.GATEWAY}: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    # Over stdio the client's handshake is answered from the first moment (`handshake`).
-    front = Front.take_stdio() if args.transport == "stdio" else None
-    # stdout is the protocol in stdio mode: logs go to stderr, as JSON lines.
-    configure_logging(names.GATEWAY)
     init_telemetry(names.GATEWAY)
     try:
         return run(args, settings, front=front)

@@ -34,7 +34,7 @@ class BackgroundIndexer:
     embeddings continue in the retrieval service. A search may wait a bounded time for that
     lexical index (`wait_lexical`); the handshake never waits for anything.
 
-    Where the retrieval roles run apart (INDEXER_ADDR), the status is read from `retrieval` (a
+    Where the retrieval roles run apart (WRITER_ADDR), the status is read from `retrieval` (a
     searcher: the writer refuses reads) and IndexWorkspace goes to `writer`."""
 
     def __init__(self, retrieval: RetrievalClient, timeout_s: float, writer: RetrievalClient | None = None,

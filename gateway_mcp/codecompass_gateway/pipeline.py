@@ -45,7 +45,7 @@ from opentelemetry import trace
 from codecompass.clients.channel import Locate, address_for
 from codecompass.clients.errors import INVALID, UNAVAILABLE, ServiceError
 from codecompass.clients.rerank import RerankClient
-from codecompass.clients.retrieval import RetrievalClient, indexer_address
+from codecompass.clients.retrieval import RetrievalClient, writer_address
 from codecompass.clients.selection import SelectionClient
 from codecompass.common import names
 from codecompass.common.config import GatewaySettings, Settings
@@ -182,20 +182,20 @@ class Pipeline:
         self._gateway = settings.gateway
         # `locate`: where each service is at each call (the local runtime), else the settings' addresses.
         self.retrieval = RetrievalClient(address_for(names.RETRIEVAL, settings.retrieval_addr, locate))
-        # The index writer's own client where the roles run apart (INDEXER_ADDR); see `indexer`.
-        self._indexer = RetrievalClient(indexer_address(settings, locate)) if settings.indexer_addr else None
+        # The index writer's own client where the roles run apart (WRITER_ADDR); see `writer`.
+        self._writer = RetrievalClient(writer_address(settings, locate)) if settings.writer_addr else None
         self.rerank = RerankClient(address_for(names.RERANK, settings.rerank_addr, locate))
         self.selection = SelectionClient(address_for(names.SELECTION, settings.selection_addr, locate))
         # None: no endpoint configured, rewriting is inert.
         self.rewriter: ChatRewriter | None = ChatRewriter.from_settings(settings.gateway)
 
     @property
-    def indexer(self) -> RetrievalClient:
+    def writer(self) -> RetrievalClient:
         """Where syncs go: the index writer; the retrieval client itself unless the roles run apart."""
-        return self._indexer or self.retrieval
+        return self._writer or self.retrieval
 
     def close(self) -> None:
-        for client in (self.retrieval, self.rerank, self.selection, self._indexer):
+        for client in (self.retrieval, self.rerank, self.selection, self._writer):
             if client is not None:
                 client.close()
 
@@ -354,7 +354,7 @@ class Pipeline:
     def _sync(self, request: PipelineRequest) -> SyncOutcome:
         budget_ms = self._gateway.freshness_budget_ms
         timeout_s = budget_ms / 1000 + _SYNC_HOP_S if budget_ms else self._gateway.retrieve_timeout_s
-        return self.indexer.sync(request.workspace_root, budget_ms, timeout_s)
+        return self.writer.sync(request.workspace_root, budget_ms, timeout_s)
 
     def _rerank(self, request: PipelineRequest, ranked: list[Ranked], answer: PipelineAnswer
                 ) -> tuple[list[Ranked], PipelineAnswer]:

@@ -107,7 +107,7 @@ class Gateway:
         retrieval = RetrievalClient(address_for(names.RETRIEVAL, settings.retrieval_addr, locate))
         pipeline = Pipeline(settings, locate)
         # Indexing goes to the index writer: the pipeline's client for it when the roles run apart.
-        writer = pipeline.indexer if settings.indexer_addr else None
+        writer = pipeline.writer if settings.writer_addr else None
         return cls(settings=settings, workspace=workspace, pipeline=pipeline, retrieval=retrieval,
                    analysis=AnalysisClient(address_for(names.ANALYSIS, settings.analysis_addr, locate)),
                    indexer=BackgroundIndexer(retrieval, settings.long_rpc_timeout_s, writer, ready), ready=ready)

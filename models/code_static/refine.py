@@ -35,7 +35,7 @@ log = logging.getLogger("models.code_static.refine")
 
 # Chunks the analysis service makes of a typical source file (measured on commander.js: ~10).
 CHUNKS_PER_FILE = 8
-# Texts per teacher call, as the indexer sends them to the embedding service.
+# Texts per teacher call, as the index writer sends them to the embedding service.
 TEACHER_BATCH = 64
 VALIDATION_SHARE = 0.1
 BATCH_SIZE = 256

@@ -32,14 +32,14 @@ OBSERVABILITY = DEPLOY / "compose.observability.yaml"
 FILES = (COMPOSE, S3, OBSERVABILITY)
 CHECK_JSONSCHEMA = Path(sys.executable).parent / "check-jsonschema"
 
-SERVICES = frozenset({*names.BACKENDS, names.INDEXER, names.GATEWAY})
+SERVICES = frozenset({*names.BACKENDS, names.WRITER, names.GATEWAY})
 PYTHON_SERVICES = SERVICES - {names.ANALYSIS}
 # What the layers add that is no CodeCompass service: each with the layer that adds it.
 INFRASTRUCTURE = {"s3": S3, "s3-bucket": S3, "otel-collector": OBSERVABILITY, "jaeger": OBSERVABILITY}
 MODULES = {names.EMBEDDING: "codecompass.embedding", names.RETRIEVAL: "codecompass.retrieval",
-           names.INDEXER: "codecompass.retrieval", names.RERANK: "codecompass.rerank",
+           names.WRITER: "codecompass.retrieval", names.RERANK: "codecompass.rerank",
            names.SELECTION: "codecompass.selection", names.GATEWAY: "codecompass_gateway"}
-ROLES = {names.RETRIEVAL: "searcher", names.INDEXER: "writer"}
+ROLES = {names.RETRIEVAL: "searcher", names.WRITER: "writer"}
 SECRETS = ("CODECOMPASS_GATEWAY_AUTH_TOKEN", "CODECOMPASS_EMBEDDING_API_KEY", "CODECOMPASS_RERANK_API_KEY",
            "CODECOMPASS_REWRITE_API_KEY")
 WORKSPACES = "/workspaces"
@@ -59,10 +59,10 @@ def services(path: Path = COMPOSE) -> dict[str, dict[str, Any]]:
 
 
 def port_of(service: str) -> int:
-    """The port a service listens on in its container: the indexer is a retrieval process."""
+    """The port a service listens on in its container: the writer is a retrieval process."""
     if service == names.GATEWAY:
         return contract.gateway_port()
-    return contract.default_port(names.RETRIEVAL if service == names.INDEXER else service)
+    return contract.default_port(names.RETRIEVAL if service == names.WRITER else service)
 
 
 @cache
@@ -142,7 +142,7 @@ def test_every_port_and_address_is_the_contract_s(path: Path) -> None:
     for name, service in services(path).items():
         for variable, value in service.get("environment", {}).items():
             if variable.endswith("_PORT"):
-                assert variable == names.port_env(names.RETRIEVAL if name == names.INDEXER else name), variable
+                assert variable == names.port_env(names.RETRIEVAL if name == names.WRITER else name), variable
                 assert int(value) == port_of(name), f"{name}: {variable}={value}"
             if variable.endswith("_ADDR"):
                 host, _, port = value.rpartition(":")
@@ -173,7 +173,7 @@ def test_every_service_is_hardened() -> None:
         assert service["cap_drop"] == ["ALL"] and service["security_opt"] == ["no-new-privileges:true"], name
         assert any(mount.startswith("/tmp:") for mount in service["tmpfs"]), name
         # The writer finishes a sync in flight at its next batch: twice the others' drain.
-        assert service["stop_grace_period"] == ("60s" if name == names.INDEXER else "30s"), name
+        assert service["stop_grace_period"] == ("60s" if name == names.WRITER else "30s"), name
         # Its state dir is writable: a volume, or a tmpfs where nothing is worth keeping.
         if name in PYTHON_SERVICES:
             mounts = [v.partition(":")[2] if isinstance(v, str) else v["target"] for v in service.get("volumes", [])]
@@ -188,7 +188,7 @@ def test_every_service_is_hardened() -> None:
 def test_workspaces_are_one_read_only_folder_at_the_same_path_and_the_index_has_one_writer() -> None:
     for name, service in services().items():
         binds = [v for v in service.get("volumes", []) if isinstance(v, dict) and v["type"] == "bind"]
-        expected = name in (names.ANALYSIS, names.INDEXER, names.RETRIEVAL, names.GATEWAY)
+        expected = name in (names.ANALYSIS, names.WRITER, names.RETRIEVAL, names.GATEWAY)
         assert [(b["target"], b["read_only"]) for b in binds] == ([(WORKSPACES, True)] if expected else []), name
     host_folder = env_file()["CODECOMPASS_WORKSPACES_DIR"]
     assert (DEPLOY / host_folder).is_dir()
@@ -203,9 +203,9 @@ def test_workspaces_are_one_read_only_folder_at_the_same_path_and_the_index_has_
                     for v in volumes if (v["target"] if isinstance(v, dict) else v.split(":")[1]) == INDEX_DIR]
         return mount
 
-    assert index_mount(names.INDEXER)["source"] == index_mount(names.RETRIEVAL)["source"] == "index"
-    assert index_mount(names.RETRIEVAL)["read_only"] is True and not index_mount(names.INDEXER).get("read_only")
-    for service in (names.INDEXER, names.RETRIEVAL):
+    assert index_mount(names.WRITER)["source"] == index_mount(names.RETRIEVAL)["source"] == "index"
+    assert index_mount(names.RETRIEVAL)["read_only"] is True and not index_mount(names.WRITER).get("read_only")
+    for service in (names.WRITER, names.RETRIEVAL):
         assert services()[service]["environment"]["CODECOMPASS_RETRIEVAL_DB_URI"] == INDEX_DIR
     named = {v.split(":")[0] if isinstance(v, str) else v["source"]
              for s in services().values() for v in s.get("volumes", []) if isinstance(v, str) or v["type"] == "volume"}
@@ -234,13 +234,13 @@ def test_the_s3_layer_moves_the_index_to_its_bucket_for_writer_and_searcher() ->
     assert layer["s3"]["image"] == f"motoserver/moto:{moto.partition('==')[2]}"
     assert layer["s3-bucket"]["depends_on"] == {"s3": {"condition": "service_healthy"}}
     assert "create_bucket(Bucket='codecompass')" in layer["s3-bucket"]["entrypoint"][-1]
-    for name in (names.INDEXER, names.RETRIEVAL):
+    for name in (names.WRITER, names.RETRIEVAL):
         environment = layer[name]["environment"]
         assert environment["CODECOMPASS_RETRIEVAL_DB_URI"] == "s3://codecompass/index"
         options = json.loads(environment["CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS"])
         assert options["aws_endpoint"] == "http://s3:5000" and options["allow_http"] == "true"
         assert layer[name]["depends_on"] == {"s3-bucket": {"condition": "service_completed_successfully"}}
-    assert set(layer) - set(INFRASTRUCTURE) == {names.INDEXER, names.RETRIEVAL}
+    assert set(layer) - set(INFRASTRUCTURE) == {names.WRITER, names.RETRIEVAL}
 
 
 def test_the_observability_layer_sends_every_service_s_spans_to_the_collector() -> None:

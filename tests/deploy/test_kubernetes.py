@@ -40,17 +40,17 @@ OVERLAYS = ("local", "object-store")
 WITH_COMPONENTS = "base+components"
 BUILDS = ("base", *(f"overlays/{name}" for name in OVERLAYS), WITH_COMPONENTS)
 
-SERVICES = (*names.BACKENDS, names.INDEXER, names.GATEWAY)
+SERVICES = (*names.BACKENDS, names.WRITER, names.GATEWAY)
 PYTHON_IMAGE, NODE_IMAGE = "codecompass/python", "codecompass/analysis"
 SECRET_ENV = {"CODECOMPASS_GATEWAY_AUTH_TOKEN", "CODECOMPASS_EMBEDDING_API_KEY", "CODECOMPASS_RERANK_API_KEY",
               "CODECOMPASS_REWRITE_API_KEY", "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS"}
 # Who calls whom, read from the code (network-policies.yaml cites where); a NetworkPolicy must admit
 # exactly these callers to each service's port.
 CALLERS = {
-    names.ANALYSIS: {names.GATEWAY, names.INDEXER, names.SELECTION},
-    names.EMBEDDING: {names.INDEXER, names.RETRIEVAL, "indexer-shards"},
+    names.ANALYSIS: {names.GATEWAY, names.WRITER, names.SELECTION},
+    names.EMBEDDING: {names.WRITER, names.RETRIEVAL, "writer-shards"},
     names.RETRIEVAL: {names.GATEWAY},
-    names.INDEXER: {names.GATEWAY, "indexer-sync"},
+    names.WRITER: {names.GATEWAY, "writer-sync"},
     names.RERANK: {names.GATEWAY},
     names.SELECTION: {names.GATEWAY},
 }
@@ -122,7 +122,7 @@ def _port_of(service: str) -> int:
     if service == names.GATEWAY:
         return gateway_port()
     # The index writer is the retrieval service in another role, on the retrieval port.
-    return default_port(names.RETRIEVAL if service == names.INDEXER else service)
+    return default_port(names.RETRIEVAL if service == names.WRITER else service)
 
 
 def _is_node(container: dict) -> bool:
@@ -167,9 +167,9 @@ def test_every_service_runs_under_its_one_name(objects: list[dict]) -> None:
     deployments, statefulsets = _of(objects, "Deployment"), _of(objects, "StatefulSet")
     assert set(deployments) | set(statefulsets) == set(SERVICES)
     # The writer is a StatefulSet of one, never a Deployment (deploy/k8s/README.md, "One writer").
-    assert set(statefulsets) == {names.INDEXER} and statefulsets[names.INDEXER]["spec"]["replicas"] == 1
+    assert set(statefulsets) == {names.WRITER} and statefulsets[names.WRITER]["spec"]["replicas"] == 1
     assert set(_of(objects, "Service")) == set(SERVICES)
-    assert statefulsets[names.INDEXER]["spec"]["serviceName"] == names.INDEXER
+    assert statefulsets[names.WRITER]["spec"]["serviceName"] == names.WRITER
     # Runs that are not services carry the name of the service they work for.
     for kind in ("Job", "CronJob"):
         for name in _of(objects, kind):
@@ -214,7 +214,7 @@ def test_commands_are_ones_the_programs_accept(objects: list[dict]) -> None:
     assert (args.transport, args.host, args.port) == ("streamable-http", "0.0.0.0", gateway_port())
     for name in (names.EMBEDDING, names.RERANK, names.SELECTION):
         assert _main_container(workloads[name])["command"] == ["python", "-m", f"codecompass.{name}"]
-    for name in (names.RETRIEVAL, names.INDEXER):
+    for name in (names.RETRIEVAL, names.WRITER):
         assert _main_container(workloads[name])["command"] == ["python", "-m", "codecompass.retrieval"]
     assert _main_container(workloads[names.ANALYSIS])["command"] == ["node", "dist/src/main.js"]
     for cron in _of(objects, "CronJob").values():
@@ -223,7 +223,7 @@ def test_commands_are_ones_the_programs_accept(objects: list[dict]) -> None:
         assert calls, container["command"]
         for call in calls:
             parsed = cli_parser().parse_args(call.replace('"$workspace"', "/workspaces/x").split())
-            # `index` talks to the writer at INDEXER_ADDR; every other command that indexes starts
+            # `index` talks to the writer at WRITER_ADDR; every other command that indexes starts
             # local services first.
             assert parsed.command == "index"
 
@@ -232,17 +232,17 @@ def test_roles_and_addresses(objects: list[dict]) -> None:
     config_maps = _config_maps(objects)
     workloads = {**_of(objects, "Deployment"), **_of(objects, "StatefulSet")}
     roles = {name: _environment(_main_container(workloads[name]), config_maps).get("CODECOMPASS_RETRIEVAL_ROLE")
-             for name in (names.RETRIEVAL, names.INDEXER)}
+             for name in (names.RETRIEVAL, names.WRITER)}
     assert {name: entry["value"] for name, entry in roles.items()} == {names.RETRIEVAL: "searcher",
-                                                                       names.INDEXER: "writer"}
+                                                                       names.WRITER: "writer"}
     services = _of(objects, "Service")
     python = next(data for name, data in config_maps.items() if "EMBEDDING_ADDR" in data)
     # Every Python process finds every service, the writer included.
-    assert {names.addr_env(name) for name in (*names.BACKENDS, names.INDEXER)} <= set(python)
+    assert {names.addr_env(name) for name in (*names.BACKENDS, names.WRITER)} <= set(python)
     # The searchers' Service is headless, so dns:/// resolves to every searcher pod.
     assert python[names.addr_env(names.RETRIEVAL)] == f"dns:///{names.RETRIEVAL}:{_port_of(names.RETRIEVAL)}"
     assert services[names.RETRIEVAL]["spec"].get("clusterIP") == "None"
-    assert services[names.INDEXER]["spec"].get("clusterIP") == "None"
+    assert services[names.WRITER]["spec"].get("clusterIP") == "None"
     for workload, pod in _pods(objects):
         pod_ports = {p["containerPort"] for c in _containers(pod) for p in c.get("ports", [])}
         for container in _containers(pod):
@@ -314,7 +314,7 @@ def test_pods_outlast_their_drain(objects: list[dict]) -> None:
             assert pod["terminationGracePeriodSeconds"] > pre_stop + drain, (name, container["name"])
         if workload["kind"] in ("Deployment", "StatefulSet"):
             assert _main_container(workload)["lifecycle"]["preStop"]["sleep"]["seconds"] > 0, name
-    assert _pod_spec(_of(objects, "StatefulSet")[names.INDEXER])["terminationGracePeriodSeconds"] == 60
+    assert _pod_spec(_of(objects, "StatefulSet")[names.WRITER])["terminationGracePeriodSeconds"] == 60
 
 
 def test_every_pod_is_hardened(objects: list[dict]) -> None:
@@ -409,7 +409,7 @@ def test_local_runs_one_of_each_over_one_shared_index_volume(local: list[dict]) 
         volumes = {v["name"]: v for v in _pod_spec(workload)["volumes"]}
         on_index = uri in mounts and volumes[mounts[uri]].get("persistentVolumeClaim", {}).get("claimName") == "index"
         # The writer and the searchers share the index; nothing else opens it.
-        assert on_index == (name in (names.RETRIEVAL, names.INDEXER)), name
+        assert on_index == (name in (names.RETRIEVAL, names.WRITER)), name
     # No hostPath in a pod: the namespace enforces the restricted profile, which refuses it.
     assert not any("hostPath" in v for _, pod in _pods(local) for v in pod["volumes"])
     assert _of(local, "Namespace")["codecompass"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == \
@@ -423,7 +423,7 @@ def test_object_store_scales_searchers_out_and_shares_no_disk(object_store: list
     assert set(_of(object_store, "PersistentVolumeClaim")) == {"workspaces"}
     config_maps = _config_maps(object_store)
     opens_index = [_main_container(w) for w in (_of(object_store, "Deployment")[names.RETRIEVAL],
-                                                 _of(object_store, "StatefulSet")[names.INDEXER])]
+                                                 _of(object_store, "StatefulSet")[names.WRITER])]
     opens_index += [c for job in _of(object_store, "Job").values() for c in _pod_spec(job)["containers"]]
     for container in opens_index:
         assert "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS" in _environment(container, config_maps), container["name"]
@@ -436,12 +436,12 @@ def test_object_store_scales_searchers_out_and_shares_no_disk(object_store: list
 def test_shard_workers_are_an_indexed_job_the_writer_waits_for(objects: list[dict]) -> None:
     jobs = _of(objects, "Job")
     if not jobs:
-        assert "indexer-shards" not in {w["metadata"]["name"] for w, _ in _pods(objects)}
+        assert "writer-shards" not in {w["metadata"]["name"] for w, _ in _pods(objects)}
         return
-    job = jobs["indexer-shards"]["spec"]
+    job = jobs["writer-shards"]["spec"]
     assert job["completionMode"] == "Indexed" and job["completions"] == job["parallelism"]
     assert job["backoffLimitPerIndex"] >= 1 and job["suspend"] is True
-    pod = _pod_spec(jobs["indexer-shards"])
+    pod = _pod_spec(jobs["writer-shards"])
     assert pod["restartPolicy"] == "Never"
     (worker,) = pod["containers"]
     assert worker["command"][:5] == ["python", "-m", "codecompass.retrieval.index.shard", "work", "--workspace-id"]
@@ -453,7 +453,7 @@ def test_shard_workers_are_an_indexed_job_the_writer_waits_for(objects: list[dic
     assert sidecar["restartPolicy"] == "Always" and _is_node(sidecar)
     assert {"name": "ANALYSIS_ADDR", "value": f"127.0.0.1:{default_port(names.ANALYSIS)}"} in worker["env"]
     # With the Job present the writer posts its plan for it instead of starting processes.
-    writer = _main_container(_of(objects, "StatefulSet")[names.INDEXER])
+    writer = _main_container(_of(objects, "StatefulSet")[names.WRITER])
     assert {"name": "CODECOMPASS_RETRIEVAL_SHARD_RUNNER", "value": "job"} in writer["env"]
 
 

@@ -1,6 +1,6 @@
 """The retrieval roles run apart, as on a cluster: one index writer and one searcher process over
 one index root, nothing else shared. The CLI (the gateway's pipeline) sends indexing and syncs to
-INDEXER_ADDR and searches to RETRIEVAL_ADDR; a searcher asked to write says where writes go."""
+WRITER_ADDR and searches to RETRIEVAL_ADDR; a searcher asked to write says where writes go."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_the_cli_indexes_through_the_writer_and_searches_through_the_searcher(
     assert refused.err.strip().endswith("IndexWorkspace goes to the index writer; this retrieval server is a "
                                         "searcher (retrieval.role)")
 
-    monkeypatch.setenv("INDEXER_ADDR", roles["writer"])
+    monkeypatch.setenv("WRITER_ADDR", roles["writer"])
     indexed = run_cli("index", str(workspace))
     assert indexed.code == 0, indexed.err
     # The search syncs through the writer (within its freshness budget) and reads from the searcher.

@@ -25,11 +25,11 @@ from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 SERVICE = names.RETRIEVAL
 
 
-def indexer_address(settings: Settings, locate: Locate | None = None) -> Address:
-    """Where the index writer is: INDEXER_ADDR when the roles run apart, else the retrieval
+def writer_address(settings: Settings, locate: Locate | None = None) -> Address:
+    """Where the index writer is: WRITER_ADDR when the roles run apart, else the retrieval
     service (as configured, or where `locate` finds it), which plays both roles."""
-    if settings.indexer_addr:
-        return settings.indexer_addr
+    if settings.writer_addr:
+        return settings.writer_addr
     return address_for(names.RETRIEVAL, settings.retrieval_addr, locate)
 
 

@@ -23,7 +23,7 @@ SELECTION = "selection"
 GATEWAY = "gateway"
 # The retrieval service in its writer role, where a deployment runs the roles apart (one index
 # writer, searchers behind RETRIEVAL_ADDR); locally the one retrieval process plays both.
-INDEXER = "indexer"
+WRITER = "writer"
 # Not a service, but a process that sends spans (the client side of a `codecompass search`).
 CLI = "cli"
 

@@ -77,6 +77,16 @@ def test_config_command_redacts_the_key_and_lists_variables(run_cli, monkeypatch
     assert "CODECOMPASS_EMBEDDING_API_KEY" in listed.out and "(env only)" in listed.out
 
 
+def test_the_writer_s_old_variable_still_works_with_one_json_warning(run_cli, monkeypatch) -> None:
+    monkeypatch.setenv("INDEXER_ADDR", "indexer:50053")
+    shown = run_cli("config")
+    assert shown.code == 0 and json.loads(shown.out)["writer_addr"] == "indexer:50053"
+    # Logging is set up before the settings load: the warning is the CLI's one JSON line on stderr.
+    [line] = shown.err.splitlines()
+    warning = json.loads(line)
+    assert warning["level"] == "WARNING" and "INDEXER_ADDR" in warning["msg"] and "WRITER_ADDR" in warning["msg"]
+
+
 def test_a_bad_setting_stops_the_cli_with_the_variable_name(run_cli, monkeypatch) -> None:
     monkeypatch.setenv("CODECOMPASS_RPC_TIMEOUT_S", "soon")
     result = run_cli("status")

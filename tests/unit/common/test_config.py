@@ -158,6 +158,68 @@ def test_openai_compatible_with_open_gates_needs_a_base_url() -> None:
     assert settings_from({**env, "CODECOMPASS_EMBEDDING_BASE_URL": "http://127.0.0.1:1/v1"}).embedding.external_allowed
 
 
+def _renamed_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "codecompass.config" and r.levelno == logging.WARNING]
+
+
+def test_the_writer_s_old_variable_is_read_with_one_warning_naming_both(caplog: pytest.LogCaptureFixture) -> None:
+    # INDEXER_ADDR was renamed WRITER_ADDR (issue 28): deployments written before still work.
+    caplog.set_level(logging.WARNING)
+    settings = settings_from({"INDEXER_ADDR": "indexer:50053"})
+    assert settings.writer_addr == "indexer:50053"
+    [warning] = _renamed_warnings(caplog)
+    assert "INDEXER_ADDR" in warning and "WRITER_ADDR" in warning and "ignored" not in warning
+
+
+def test_the_writer_s_new_variable_wins_and_the_old_one_is_said_to_be_ignored(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    settings = settings_from({"WRITER_ADDR": "writer:50053", "INDEXER_ADDR": "indexer:50053"})
+    assert settings.writer_addr == "writer:50053"
+    [warning] = _renamed_warnings(caplog)
+    assert warning == "INDEXER_ADDR was renamed WRITER_ADDR and is ignored: WRITER_ADDR is set; remove INDEXER_ADDR"
+
+
+def test_the_writer_s_new_variable_alone_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    assert settings_from({"WRITER_ADDR": "writer:50053"}).writer_addr == "writer:50053"
+    assert settings_from({}).writer_addr is None
+    assert _renamed_warnings(caplog) == []
+
+
+def test_a_bad_value_under_the_old_name_fails_naming_it() -> None:
+    with pytest.raises(ConfigError, match="^INDEXER_ADDR:"):
+        settings_from({"INDEXER_ADDR": "no port"})
+
+
+def test_the_writer_s_old_config_key_is_read_with_a_warning_and_the_new_one_wins(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    config = tmp_path / "config.yaml"
+    config.write_text("indexer_addr: indexer:50053\n")
+    assert settings_from({}, read_config_file(config)).writer_addr == "indexer:50053"
+    [warning] = _renamed_warnings(caplog)
+    assert "config key indexer_addr" in warning and "writer_addr" in warning and "ignored" not in warning
+    caplog.clear()
+    config.write_text("writer_addr: writer:50053\nindexer_addr: indexer:50053\n")
+    assert settings_from({}, read_config_file(config)).writer_addr == "writer:50053"
+    [warning] = _renamed_warnings(caplog)
+    assert "config key indexer_addr" in warning and "ignored" in warning
+    caplog.clear()
+    # The environment beats the file, whichever name either uses; the old key still gets its line.
+    assert settings_from({"INDEXER_ADDR": "env:1"}, read_config_file(config)).writer_addr == "env:1"
+    assert len(_renamed_warnings(caplog)) == 2
+
+
+def test_the_renamed_variable_s_warning_is_logged_once_per_process(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    monkeypatch.setenv("INDEXER_ADDR", "indexer:50053")
+    assert load_settings().writer_addr == "indexer:50053"
+    assert load_settings().writer_addr == "indexer:50053"
+    assert len(_renamed_warnings(caplog)) == 1
+
+
 def test_settings_are_frozen() -> None:
     settings = settings_from({})
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -324,7 +324,7 @@ def test_with_the_roles_apart_the_status_is_read_from_a_searcher_and_indexing_go
 
     class _Writer(_FakeRetrieval):
         def status(self, workspace: str, timeout_s: float):
-            raise ServiceError("retrieval", "indexer:50053", FAILED,
+            raise ServiceError("retrieval", "writer:50053", FAILED,
                                "GetIndexStatus goes to a searcher; this retrieval server is the index writer")
 
     searcher, writer = _FakeRetrieval("not_indexed"), _Writer("not_indexed")

@@ -70,7 +70,7 @@ FIELDS: tuple[Field, ...] = (
             f"Address clients use for the {service} service") for service in names.BACKENDS),
     *(Field(f"{service}_port", names.port_env(service), f"{service}_port", int_parser(0, 65535),
             f"Port the {service} service listens on (0 = any free port)") for service in names.BACKENDS),
-    Field("indexer_addr", names.addr_env(names.INDEXER), "indexer_addr", parse_optional_addr,
+    Field("writer_addr", names.addr_env(names.WRITER), "writer_addr", parse_optional_addr,
           "Address of the index writer (sync, index, drop) when the retrieval roles run apart; "
           "default: the retrieval service, which plays both"),
     Field("shutdown_grace_s", "CODECOMPASS_SHUTDOWN_GRACE_S", "shutdown_grace_s", float_parser(0.0),
@@ -247,6 +247,10 @@ REMOVED = {
     ("CODECOMPASS_SELECTION_FOCUS_MULTIPLIER", "selection.focus_multiplier"):
         "the relevance policy sets the focus multiplier (RelevancePolicy in codecompass/policy/relevance.py)",
 }
+# Settings that were renamed (issue 28: the writer role has one name): the old name is still read
+# where the new one is unset, and either way the process says so once at start, so a deployment
+# written before the rename keeps working while it moves over. {field target: (old env, old key)}
+RENAMED = {"writer_addr": ("INDEXER_ADDR", "indexer_addr")}
 SECRET_YAML_KEYS = {"embedding.api_key": API_KEY_ENV, "rerank.api_key": RERANK_API_KEY_ENV,
                     "gateway.rewrite_api_key": REWRITE_API_KEY_ENV, "gateway.auth_token": GATEWAY_AUTH_TOKEN_ENV}
 

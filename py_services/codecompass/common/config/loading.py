@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import yaml
 
 from codecompass.common import names
-from codecompass.common.config.fields import FIELDS, REMOVED, SECRET_YAML_KEYS
+from codecompass.common.config.fields import FIELDS, REMOVED, RENAMED, SECRET_YAML_KEYS, Field
 from codecompass.common.config.settings import (
     ConfigError,
     EmbeddingSettings,
@@ -30,6 +31,11 @@ from codecompass.common.config.settings import (
 CHECKOUT_ROOT = Path(__file__).resolve().parents[4]
 
 _YAML_KEYS = {f.yaml_key: f for f in FIELDS if f.yaml_key is not None}
+_RENAMED_YAML_KEYS = frozenset(old_key for _, old_key in RENAMED.values())
+
+# Not common.logging's get_logger: that module imports this package. The record reaches whatever
+# handler the process has set up (services configure logging before loading their settings).
+log = logging.getLogger("codecompass.config")
 
 
 def default_config_path(env: Mapping[str, str]) -> Path:
@@ -110,13 +116,41 @@ def read_config_file(path: Path) -> dict[str, Any]:
         removed = next((why for (_, yaml_key), why in REMOVED.items() if yaml_key == key), None)
         if removed is not None:
             raise ConfigError(f"config file {path}: {key} was removed: {removed}")
-        if key not in _YAML_KEYS:
+        if key not in _YAML_KEYS and key not in _RENAMED_YAML_KEYS:
             raise ConfigError(f"config file {path}: unknown key {key!r}")
     return flat
 
 
+def _raw_value(spec: Field, env: Mapping[str, str], file_values: Mapping[str, Any]) -> tuple[Any, str] | None:
+    """A field's raw value and the name it was set under (env before file; a renamed setting's new
+    name before its old one), or None when it is not set. Each old name that is set gets one warning
+    naming both: read in place of the new name, or ignored because a stronger source is set."""
+    renamed = RENAMED.get(spec.target)
+    # (where, key, the name a message gives it, the new name when the key is an old one)
+    sources: list[tuple[Mapping[str, Any], str, str, str | None]] = [(env, spec.env, spec.env, None)]
+    if renamed:
+        sources.append((env, renamed[0], renamed[0], spec.env))
+    if spec.yaml_key is not None:
+        sources.append((file_values, spec.yaml_key, f"config key {spec.yaml_key}", None))
+        if renamed:
+            sources.append((file_values, renamed[1], f"config key {renamed[1]}", spec.yaml_key))
+    chosen: tuple[Any, str] | None = None
+    for values, key, name, renamed_to in sources:
+        if key not in values:
+            continue
+        if chosen is None:
+            chosen = (values[key], name)
+            if renamed_to is not None:
+                log.warning("%s was renamed %s; its value is read for now, set %s instead", name, renamed_to,
+                            renamed_to)
+        elif renamed_to is not None:
+            log.warning("%s was renamed %s and is ignored: %s is set; remove %s", name, renamed_to, chosen[1], name)
+    return chosen
+
+
 def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None = None) -> Settings:
-    """Build Settings from an environment and a flattened config file (pure; tests use it)."""
+    """Build Settings from an environment and a flattened config file (pure but for the warning a
+    renamed setting's old name gets, logged here because the settings are parsed once; tests use it)."""
     file_values = file_values or {}
     for (variable, _), why in REMOVED.items():
         if variable in env:
@@ -125,12 +159,10 @@ def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None 
     sections: dict[str, dict[str, Any]] = {"embedding": {}, "retrieval": {}, "rerank": {}, "selection": {},
                                            "gateway": {}}
     for spec in FIELDS:
-        if spec.env in env:
-            value = spec.parse(env[spec.env], spec.env)
-        elif spec.yaml_key is not None and spec.yaml_key in file_values:
-            value = spec.parse(file_values[spec.yaml_key], f"config key {spec.yaml_key}")
-        else:
+        raw = _raw_value(spec, env, file_values)
+        if raw is None:
             continue
+        value = spec.parse(*raw)
         section, _, name = spec.target.rpartition(".")
         (sections[section] if section else top)[name] = value
     top["configured_addrs"] = frozenset(service for service in names.BACKENDS if f"{service}_addr" in top)

@@ -224,7 +224,7 @@ class Settings:
     selection_port: int = 50055
     # Where the index writer is (IndexWorkspace, Sync, DropIndex) when the retrieval roles run
     # apart; None: the retrieval service at retrieval_addr plays both roles.
-    indexer_addr: str | None = None
+    writer_addr: str | None = None
     shutdown_grace_s: float = 10.0
     rpc_timeout_s: float = 30.0
     startup_timeout_s: float = 120.0

@@ -12,7 +12,7 @@ NODE_BIN := $(CURDIR)/$(NODE_DIR)/node_modules/.bin
 BUF := PATH="$(NODE_BIN):$$PATH" $(NODE_BIN)/buf
 WORKSPACE ?= tests/fixtures/sample_workspace
 GENERATED := py_services/codecompass/v1 $(NODE_DIR)/src/gen
-LINT_PY_DIRS := $(wildcard py_services tests gateway_mcp bench models deploy)
+LINT_PY_DIRS := $(wildcard py_services tests gateway_mcp codecompass_dev bench models deploy)
 
 # Stamps make `setup` a no-op when nothing it depends on changed.
 VENV_STAMP := $(VENV)/.stamp
@@ -107,8 +107,8 @@ traces-screenshot: setup $(TRACES_STAMP)
 # writes a results file that `bench-report` turns into the README tables.
 # The corpus is pinned npm packages, installed into bench/.corpus (gitignored).
 bench-corpus: setup
-	bench/corpus/install.sh
-	$(VENV)/bin/python -m bench.corpus.assemble all
+	codecompass_dev/corpus/install.sh
+	$(VENV)/bin/python -m codecompass_dev.corpus.assemble all
 
 bench-chunk: bench-corpus
 	$(VENV)/bin/python -m bench.chunk_bench

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bench.lib.results import REPO_ROOT, write_results
+from codecompass_dev.evaluation.results import REPO_ROOT, write_results
 
 TRACEBACK = "Traceback (most recent call last)"
 MARKER = "badinput"

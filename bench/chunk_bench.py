@@ -30,10 +30,10 @@ from pathlib import Path
 import grpc
 
 from bench.lib.chunk_checks import TOKEN_CEILING, ChunkView, LineCoverage, Violation, check_file, line_coverage
-from bench.lib.results import RESULTS_DIR, write_results
-from bench.lib.services import REPO_ROOT, ServiceProcess, start_analysis
 from bench.report.chunk import chunk_table
 from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, chunk_pb2
+from codecompass_dev.evaluation.results import RESULTS_DIR, write_results
+from codecompass_dev.evaluation.services import REPO_ROOT, ServiceProcess, start_analysis
 
 WORK_DIR = REPO_ROOT / "bench" / ".work"
 TARGET_LINES_PER_S = 50_000
@@ -317,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     workspace = args.workspace.resolve()
     skip = frozenset(args.skip_file)
     if not workspace.is_dir():
-        raise SystemExit(f"{workspace} is missing: run bench/corpus/install.sh and bench/corpus/assemble.py all")
+        raise SystemExit(f"{workspace} is missing: run codecompass_dev/corpus/install.sh and "
+                         "python -m codecompass_dev.corpus.assemble all")
 
     service = start_analysis(echo=args.echo_logs)
     try:

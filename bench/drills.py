@@ -49,13 +49,13 @@ from typing import Any
 import lancedb
 
 from bench.lib import deployment, loadgen
-from bench.lib.results import load_latest, write_results
-from bench.lib.services import REPO_ROOT, start_service
 from bench.report.faults import render_drills
 from codecompass.clients.errors import ServiceError
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.contracts.retrieval.model import FreshnessStatus, IndexPhase
 from codecompass.retrieval.location import index_key, list_tables, workspace_id_of
+from codecompass_dev.evaluation.results import load_latest, write_results
+from codecompass_dev.evaluation.services import REPO_ROOT, start_service
 
 SAMPLE_WORKSPACE = REPO_ROOT / "tests" / "fixtures" / "sample_workspace"
 # Fast to start and to embed: the drills are about processes, not models. The embedding drill

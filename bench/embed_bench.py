@@ -30,10 +30,10 @@ import statistics
 import time
 from pathlib import Path
 
-from bench.lib.services import REPO_ROOT, read_vm_rss_kib, start_analysis, start_embedding
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.embedding import EmbeddingClient
 from codecompass.embedding.minilm import WindowedTokenizer
+from codecompass_dev.evaluation.services import REPO_ROOT, read_vm_rss_kib, start_analysis, start_embedding
 
 DEFAULT_WORKSPACE = REPO_ROOT / "node_ts_service" / "node_modules" / "@grpc" / "grpc-js"
 # Issue 3 set 60 chunks/s for the transformer profiles (code-small is one); issue 16 sets 5,000 for code-static.

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import lancedb
 
-from bench.lib.services import ServiceProcess, start_analysis, start_embedding, start_retrieval
 from bench.speed.run_speed import source_stats
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.files import tree_bytes
 from codecompass.retrieval.index.chunk_writer import DEFAULT_VERSION_RETENTION
+from codecompass_dev.evaluation.services import ServiceProcess, start_analysis, start_embedding, start_retrieval
 
 MIB = 2**20
 

@@ -47,14 +47,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.lib import deployment, loadgen
-from bench.lib.results import load_latest, write_results
-from bench.lib.services import REPO_ROOT
 from bench.report.load import render_load
 from bench.speed.run_pipeline_speed import DEFAULT_STATE_DIR as PIPELINE_SPEED_STATE
 from bench.speed.run_pipeline_speed import query_texts
 from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source_stats
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.serving import start_server
+from codecompass_dev.evaluation.results import load_latest, write_results
+from codecompass_dev.evaluation.services import REPO_ROOT
 
 DEFAULT_STATE_DIR = REPO_ROOT / "bench" / ".work" / "load-state"
 DEFAULT_LEVELS = (1, 5, 10, 25, 50, 75)

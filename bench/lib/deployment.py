@@ -34,7 +34,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.lib.services import (
+from codecompass_dev.evaluation.services import (
     BENCH_ANALYSIS_ENV,
     NODE_MAIN,
     REPO_ROOT,

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.lib.metrics import percentile
+from codecompass_dev.evaluation.metrics import percentile
 
 SEMANTIC_SEARCH, SEARCH_CODE, GRPC_SEARCH = "semantic_search", "search_code", "grpc_search"
 MCP_TOOLS = (SEMANTIC_SEARCH, SEARCH_CODE)

@@ -1,6 +1,6 @@
 """Build the quality benchmark's query set and its workspaces.
 
-Corpus: the repositories of bench/corpus/assemble.py QUALITY_REPOS, each checked out at the
+Corpus: the repositories of codecompass_dev/corpus/assemble.py QUALITY_REPOS, each checked out at the
 commit of a pinned npm release as one workspace per repository, bench/.work/quality/<repo>/
 (everything a clone has: tests, examples and docs compete with the code). Queries are drawn
 from the library's own code only (`code_paths`: the paths its npm package publishes). A query
@@ -38,7 +38,7 @@ queries.jsonl, and re-running this script reproduces it byte for byte):
 Targets: `targets` are symbols (path, qualified name, pinned line range); a `concept` query
 also has `files`, file-level targets (path, start_line 0 and end_line 0: the whole file),
 and may have no symbol target. Lines of the other types have no `files` key; scored at file
-level, their symbol targets are their files (bench/lib/metrics.py score_files).
+level, their symbol targets are their files (codecompass_dev/evaluation/metrics.py score_files).
 
 Split: every query carries its repository's fixed split ("dev" | "test", QUALITY_REPOS);
 tune on dev, report test.
@@ -51,43 +51,39 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench.corpus.assemble import QUALITY_REPOS, QualityRepo, assemble_quality, code_files
-from bench.corpus.policy import assert_allowed
-from bench.lib.metrics import FileTarget
-from bench.lib.text import contains_sequence, first_sentence, leaks_name, split_identifier, words
-from codecompass.common.chunks import MODULE_QUALIFIED_NAME
+from codecompass_dev.corpus.assemble import QUALITY_REPOS, QualityRepo, assemble_quality, code_files
+from codecompass_dev.corpus.policy import assert_allowed
+from codecompass_dev.evaluation.metrics import FileTarget, Target
+from codecompass_dev.queries.symbol_queries import (
+    Candidate,
+    add_copies_to_blank,
+    error_queries,
+    identifier_queries,
+    jsdoc_queries,
+    path_queries,
+    target_of,
+)
+from codecompass_dev.queries.symbols import extract
+from codecompass_dev.queries.text import leaks_name
 
 HERE = Path(__file__).resolve().parent
 QUERIES_PATH = HERE / "queries.jsonl"
 COMMIT_QUERIES_PATH = HERE / "commit_queries.jsonl"
 CONCEPT_QUERIES_PATH = HERE / "concept_queries.jsonl"
-EXTRACTOR = HERE / "extract_symbols.js"
 
 DEFAULT_SEED = 20261122
-MIN_QUERY_WORDS = 5
-MAX_QUERY_WORDS = 40
 # Per repository; small repositories give fewer.
 QUOTAS = {"jsdoc": 18, "identifier": 10, "error": 12, "path": 6, "concept": 50}
-FUNCTION_KINDS = {"function", "method", "constructor", "accessor"}
 # A file's card: the analysis service's chunk of the whole file (node_ts_service/src/symbols.ts).
 # Sampled in this order from one generator per repository: a new type goes last, so the
 # earlier types' samples (and their lines of queries.jsonl) stay as they were.
 TYPE_ORDER = ("nl", "jsdoc", "identifier", "error", "path", "concept")
-
-
-@dataclass(frozen=True)
-class Target:
-    path: str
-    qualified_name: str
-    start_line: int
-    end_line: int
 
 
 @dataclass
@@ -101,148 +97,6 @@ class Query:
     files: list[FileTarget] = field(default_factory=list)  # written only when there are some
     source: dict = field(default_factory=dict)
     leaks_name: bool = False
-
-
-@dataclass
-class Candidate:
-    text: str
-    targets: list[Target]
-    source: dict = field(default_factory=dict)
-    leaks: bool | None = None
-    files: list[FileTarget] = field(default_factory=list)
-
-
-def extract(root: Path, rels: list[str]) -> list[dict]:
-    records: list[dict] = []
-    for i in range(0, len(rels), 400):
-        out = subprocess.run(
-            ["node", str(EXTRACTOR), str(root), *rels[i : i + 400]],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        records.extend(json.loads(line) for line in out.stdout.splitlines() if line.strip())
-    return records
-
-
-def target_of(path: str, symbol: dict) -> Target:
-    return Target(path, symbol["qualified_name"], symbol["start_line"], symbol["end_line"])
-
-
-def jsdoc_queries(
-    records: list[dict], texts: dict[str, str], kinds: Collection[str] = FUNCTION_KINDS
-) -> list[Candidate]:
-    """`kinds`: the symbol kinds a JSDoc query may target (the bench: functions; the training corpus: more)."""
-    found: list[tuple[str, Target, dict]] = []
-    for record in records:
-        for symbol in record["symbols"]:
-            if symbol["kind"] not in kinds or not symbol["has_body"] or not symbol["jsdoc"]:
-                continue
-            sentence = first_sentence(symbol["jsdoc"])
-            if not MIN_QUERY_WORDS <= len(words(sentence)) <= MAX_QUERY_WORDS or leaks_name(sentence, symbol["name"]):
-                continue
-            found.append((sentence, target_of(record["path"], symbol), symbol))
-    # The same sentence documenting several symbols cannot have one right answer.
-    counts = Counter(text.lower() for text, _, _ in found)
-    candidates = []
-    for text, target, symbol in found:
-        if counts[text.lower()] == 1:
-            blanked = {target.path: {tuple(span) for span in symbol["jsdoc_spans"]}}
-            candidates.append(Candidate(text, [target], {"blanked_jsdoc": blanked, "_sentence": words(text)}))
-    return candidates
-
-
-def add_copies_to_blank(candidate: Candidate, records: list[dict], texts: dict[str, str]) -> None:
-    """Every JSDoc comment of the repository that holds the query sentence is blanked too (copies on overloads)."""
-    sentence = candidate.source.pop("_sentence")
-    blanked = candidate.source["blanked_jsdoc"]
-    for record in records:
-        text = texts[record["path"]]
-        for start, end in record["jsdoc_spans"]:
-            if contains_sequence(words(text[start:end]), sentence):
-                blanked.setdefault(record["path"], set()).add((start, end))
-    candidate.source["blanked_jsdoc"] = [
-        {"path": path, "spans": [list(span) for span in sorted(spans)]} for path, spans in sorted(blanked.items())
-    ]
-
-
-def identifier_queries(records: list[dict], rng: random.Random) -> list[Candidate]:
-    by_name: dict[str, list[tuple[str, dict]]] = defaultdict(list)
-    for record in records:
-        for symbol in record["symbols"]:
-            if symbol["has_body"] and not symbol["name"].startswith(("_", "#")) and symbol["name"] != "constructor":
-                by_name[symbol["name"]].append((record["path"], symbol))
-    all_name_words = {name: split_identifier(name) for name in by_name}
-    candidates: list[Candidate] = []
-    for name, owners in sorted(by_name.items()):
-        # Overloads of one function share a name in one file; across files a name is ambiguous.
-        if len({(path, symbol["qualified_name"]) for path, symbol in owners}) != 1:
-            continue
-        name_words = all_name_words[name]
-        if len(name_words) < 2:
-            continue
-        path, symbol = owners[-1]
-        phrase = name_words
-        if len(name_words) >= 3 and rng.random() < 0.4:
-            size = rng.randint(2, len(name_words) - 1)
-            start = rng.randint(0, len(name_words) - size)
-            phrase = name_words[start : start + size]
-        holders = [other for other, other_words in all_name_words.items() if contains_sequence(other_words, phrase)]
-        if holders != [name]:
-            continue
-        text = " ".join(phrase)
-        if rng.random() < 0.3:
-            text += f" {symbol['kind']}"
-        candidates.append(Candidate(text, [target_of(path, symbol)]))
-    return candidates
-
-
-def error_queries(records: list[dict]) -> list[Candidate]:
-    thrown: dict[str, list[Target]] = defaultdict(list)
-    for record in records:
-        for symbol in record["symbols"]:
-            for throw in symbol["throws"]:
-                message = " ".join(throw["message"].rstrip("…").split())
-                if len(words(message)) >= 3:
-                    thrown[message].append(target_of(record["path"], symbol))
-    return [Candidate(message, [targets[0]]) for message, targets in sorted(thrown.items()) if len(set(targets)) == 1]
-
-
-def top_level(symbols: list[dict]) -> list[dict]:
-    """Symbols inside no other symbol's range (of overloads, each signature: any of them answers)."""
-    return [
-        s
-        for s in symbols
-        if not any(
-            o is not s
-            and o["start_line"] <= s["start_line"]
-            and s["end_line"] <= o["end_line"]
-            and (o["start_line"], o["end_line"]) != (s["start_line"], s["end_line"])
-            for o in symbols
-        )
-    ]
-
-
-def path_queries(records: list[dict]) -> list[Candidate]:
-    paths = [record["path"] for record in records]
-    candidates = []
-    for record in records:
-        parts = record["path"].split("/")
-        if len(parts) < 2:
-            continue
-        suffix = "/".join(parts[-2:])
-        if sum(p == suffix or p.endswith("/" + suffix) for p in paths) != 1:
-            continue
-        tops = [s for s in top_level(record["symbols"]) if s["has_body"]]
-        if tops:
-            targets = [target_of(record["path"], s) for s in tops]
-            card = record["card"]  # None: a file without statements (never one with symbols)
-            if card:
-                # Last, so a sample's order (by the first target) is what it was before the card was one.
-                targets.append(Target(record["path"], MODULE_QUALIFIED_NAME, card["start_line"], card["end_line"]))
-            candidates.append(Candidate(suffix, targets, leaks=False))
-    return candidates
 
 
 def mined_rows(path: Path, repo: str) -> Iterator[dict]:

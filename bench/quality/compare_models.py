@@ -18,8 +18,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from bench.lib.results import REPO_ROOT, run_metadata, write_results
 from bench.quality.compare_runs import load, parse_named, run_info
+from codecompass_dev.evaluation.results import REPO_ROOT, run_metadata, write_results
 
 LEXICAL_MODE = "bm25"
 MODEL_MODES = ("vector", "hybrid+ranking")

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.lib.results import REPO_ROOT, run_metadata, write_results
+from codecompass_dev.evaluation.results import REPO_ROOT, run_metadata, write_results
 
 RANKED_MODE = "hybrid+ranking"  # the product's default ranked list
 SELECTED_STAGE = "selection"  # the product's default answer

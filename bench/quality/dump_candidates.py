@@ -13,7 +13,7 @@ one JSON line per query to bench/.work/candidates-<split>.jsonl:
 
 in fused order; `target` is the index of the query target the candidate is (None when it
 is none), by the same rule as run_quality; `file_target` the index of the relevant file it
-hits (bench/lib/metrics.py relevant_files and file_hit over the query's file targets, of
+hits (codecompass_dev/evaluation/metrics.py relevant_files and file_hit over the query's file targets, of
 `n_files`), so file-level nDCG is scored offline too. A `concept` query may have no symbol
 target (`n_targets` 0). A ranking policy is then a function of these
 fields, and evaluate_ranking()-style loops over the cache score it in milliseconds,
@@ -34,21 +34,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.lib.metrics import RelevantFile, file_hit, relevant_files
-from bench.lib.services import start_stack
-from bench.quality.run_quality import (
-    DEFAULT_QUERIES,
-    SPLITS,
-    Query,
-    index_workspace,
-    load_queries,
-    repo_label,
-    target_hit,
-    workspace_for,
-)
+from bench.quality.run_quality import SPLITS, repo_label
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.contracts.retrieval.model import ResultView, SearchOutcome, SearchQuery
 from codecompass.policy.ranking import RankedResult
+from codecompass_dev.evaluation.metrics import RelevantFile, file_hit, relevant_files
+from codecompass_dev.evaluation.query_set import DEFAULT_QUERIES, Query, load_queries, target_hit
+from codecompass_dev.evaluation.services import start_stack
+from codecompass_dev.evaluation.workspaces import index_workspace, workspace_for
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
 CANDIDATE_POOL = 200

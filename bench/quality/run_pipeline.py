@@ -17,7 +17,7 @@ context is the rendered results in order, each costing its own token count. Both
 nDCG@10, R@1, R@5, recall within 500 / 2,000 / 8,000 tokens, tokens per answer (top 10 for a
 list, the whole answer for a selection) and the share of returned code lines that belong to a
 target symbol (lines compared by text within the target's file; blank and bracket-only lines
-left out); and file-level nDCG@10 and R@10 as run_quality scores them (bench/lib/metrics.py
+left out); and file-level nDCG@10 and R@10 as run_quality scores them (codecompass_dev/evaluation/metrics.py
 score_files; a selected result is its own path and lines). A `concept` query with files only has
 None for the symbol-level columns and its gold-line share, and is left out of their means ("n
 symbol" counts the rows that have them), of the budget curve and of the reliability table.
@@ -56,32 +56,22 @@ from typing import Any
 from codecompass_gateway.answer import guidance_for
 from codecompass_gateway.pipeline import Pipeline, PipelineAnswer, PipelineRequest
 
-from bench.lib.metrics import (
+from bench.quality.run_quality import SPLITS, TokenCosts, log, repo_label, select_queries
+from codecompass.common.config import load_settings
+from codecompass.policy.selection import LOW_CONFIDENCE_MAX_TOKENS
+from codecompass_dev.evaluation.metrics import (
     TOKEN_BUDGETS,
+    Target,
     percentile,
     recall_within_budget,
     score_context,
     score_files,
     score_query,
 )
-from bench.lib.results import run_metadata, write_results
-from bench.lib.services import ServiceProcess, start_service, start_stack
-from bench.quality.run_quality import (
-    DEFAULT_QUERIES,
-    SPLITS,
-    Query,
-    Target,
-    TokenCosts,
-    index_workspace,
-    load_queries,
-    log,
-    repo_label,
-    select_queries,
-    target_hit,
-    workspace_for,
-)
-from codecompass.common.config import load_settings
-from codecompass.policy.selection import LOW_CONFIDENCE_MAX_TOKENS
+from codecompass_dev.evaluation.query_set import DEFAULT_QUERIES, Query, load_queries, target_hit
+from codecompass_dev.evaluation.results import run_metadata, write_results
+from codecompass_dev.evaluation.services import ServiceProcess, start_service, start_stack
+from codecompass_dev.evaluation.workspaces import index_workspace, workspace_for
 
 LIST_DEPTH = 60
 STAGES: dict[str, dict[str, Any]] = {

@@ -9,9 +9,9 @@ workspace, through RetrievalService.Search once per mode of MODES.
 Per query and mode it scores MRR@10, R@1/5/10 and nDCG@10 over the symbol targets; recall
 within token budgets of 500 / 2,000 / 8,000 tokens (results read in the order returned, each
 costing a one-line header plus its collapsed source, cl100k_base; a result counts only if it
-fits entirely, see bench/lib/metrics.py); file-level nDCG@10 and R@10 over the query's files
+fits entirely, see codecompass_dev/evaluation/metrics.py); file-level nDCG@10 and R@10 over the query's files
 (a `concept` query's `files`, and every symbol target's file with the symbol's lines as its
-span: bench/lib/metrics.py score_files); the tokens of the top 10 results; and server/client
+span: codecompass_dev/evaluation/metrics.py score_files); the tokens of the top 10 results; and server/client
 latency. A `concept` query with files only has no symbol-level scores (None in its rows, left
 out of the symbol-level means, whose count is "n symbol").
 Aggregates are per split x query type x mode (plus all types, and nl queries by
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import statistics
 import sys
@@ -41,13 +40,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.corpus.assemble import QUALITY_REPOS_BY_NAME, is_code_file, workspace_digest
-from bench.lib.metrics import (
+from bench.lib.testcode import is_test_code
+from codecompass.clients.analysis import AnalysisClient
+from codecompass.clients.errors import ServiceError
+from codecompass.clients.retrieval import RetrievalClient
+from codecompass.contracts.retrieval.model import ResultView, SearchQuery
+from codecompass_dev.corpus.assemble import QUALITY_REPOS_BY_NAME, is_code_file, workspace_digest
+from codecompass_dev.evaluation.metrics import (
     BUDGET_METRIC_NAMES,
     FILE_METRIC_NAMES,
     METRIC_NAMES,
     TOKEN_BUDGETS,
-    FileTarget,
     file_hit,
     percentile,
     relevant_files,
@@ -57,21 +60,12 @@ from bench.lib.metrics import (
     score_query,
     tokens_per_answer,
 )
-from bench.lib.results import run_metadata, write_results
-from bench.lib.services import ServiceProcess, ServiceStack, start_stack
-from bench.lib.testcode import is_test_code
-from codecompass.clients.analysis import AnalysisClient
-from codecompass.clients.errors import ServiceError
-from codecompass.clients.retrieval import RetrievalClient
-from codecompass.contracts.retrieval.model import ResultView, SearchQuery
+from codecompass_dev.evaluation.query_set import DEFAULT_QUERIES, Query, load_queries, target_hit
+from codecompass_dev.evaluation.results import run_metadata, write_results
+from codecompass_dev.evaluation.services import REPO_ROOT, ServiceProcess, ServiceStack, start_stack
+from codecompass_dev.evaluation.workspaces import LEGACY_WORKSPACE, index_workspace, workspace_for
 
-BENCH_DIR = Path(__file__).resolve().parent.parent
-REPO_ROOT = BENCH_DIR.parent
-WORKSPACES_DIR = BENCH_DIR / ".work" / "quality"
-LEGACY_WORKSPACE = BENCH_DIR / ".work" / "quality-ws"
-DEFAULT_QUERIES = Path(__file__).resolve().parent / "queries.jsonl"
 SPLITS = ("dev", "test")
-INDEX_DEADLINE_S = 3600.0
 SEARCH_DEADLINE_S = 60.0
 
 # Deep enough that the 8,000-token budget is usually spent before the results run out
@@ -110,88 +104,8 @@ PER_QUERY_COLUMNS = (
 SYMBOL_COLUMNS = ("first_rank", "mrr10", "r1", "r5", "r10", "ndcg10", *(f"r_{b}tok" for b in TOKEN_BUDGETS))
 
 
-@dataclass(frozen=True)
-class Target:
-    path: str
-    qualified_name: str
-    start_line: int
-    end_line: int
-
-
-@dataclass(frozen=True)
-class Query:
-    id: str
-    type: str
-    repo: str | None  # None: the legacy single workspace
-    split: str
-    query: str
-    targets: tuple[Target, ...]  # symbols; a `concept` query may have none
-    leaks_name: bool | None = None
-    files: tuple[FileTarget, ...] = ()  # file-level targets (0/0 lines: the whole file)
-
-    @property
-    def file_targets(self) -> tuple[FileTarget, ...]:
-        """What file-level scoring reads: the query's files, and each symbol target's file with
-        the symbol's lines as its span."""
-        return self.files + tuple(FileTarget(t.path, t.start_line, t.end_line) for t in self.targets)
-
-
-def parse_query(raw: dict) -> Query:
-    """One line of a query file; `files` is optional (only `concept` lines have it)."""
-    targets = tuple(
-        Target(t["path"], t.get("qualified_name", ""), int(t.get("start_line", 0)), int(t.get("end_line", 0)))
-        for t in raw["targets"]
-    )
-    files = tuple(
-        FileTarget(f["path"], int(f.get("start_line", 0)), int(f.get("end_line", 0))) for f in raw.get("files", ())
-    )
-    leaks = raw.get("leaks_name")
-    return Query(
-        id=raw["id"],
-        type=raw["type"],
-        repo=raw.get("repo") or None,
-        split=raw.get("split") or "dev",
-        query=raw["query"],
-        targets=targets,
-        leaks_name=None if leaks is None else bool(leaks),
-        files=files,
-    )
-
-
-def load_queries(path: Path, *, symbol_level: bool = False) -> list[Query]:
-    """The queries of a file. `symbol_level`: only those with symbol targets, for tools that score
-    or label symbols only (a `concept` query whose answer is files has no symbol to find)."""
-    queries = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            query = parse_query(json.loads(line))
-            if not query.targets and not query.files:
-                raise SystemExit(f"{path}:{number}: query {query.id} has no targets")
-            if query.targets or not symbol_level:
-                queries.append(query)
-    return queries
-
-
-def workspace_for(repo: str | None) -> Path:
-    return LEGACY_WORKSPACE if repo is None else WORKSPACES_DIR / repo
-
-
 def repo_label(repo: str | None) -> str:
     return repo or LEGACY_WORKSPACE.name
-
-
-def target_hit(chunk, targets: Sequence[Target]) -> int | None:
-    """Index of the target this chunk is, by qualified name or exact line range in the same file."""
-    for index, target in enumerate(targets):
-        if chunk.relative_path != target.path:
-            continue
-        if chunk.qualified_name == target.qualified_name or (
-            chunk.start_line == target.start_line and chunk.end_line == target.end_line
-        ):
-            return index
-    return None
 
 
 def unresolvable_queries(analysis: ServiceProcess, workspace: Path, queries: Sequence[Query]) -> list[str]:
@@ -216,39 +130,6 @@ def unresolvable_queries(analysis: ServiceProcess, workspace: Path, queries: Seq
         ):
             unresolvable.append(q.id)
     return unresolvable
-
-
-def index_workspace(retrieval: ServiceProcess, workspace: Path) -> dict[str, Any]:
-    """Sync the workspace's index and wait for every embedding.
-
-    Always a sync rather than "skip when READY": a sync of an unchanged workspace only
-    rescans (well under a second), and it keeps a reused --state-dir honest when the
-    workspace was rebuilt since.
-    """
-    client = RetrievalClient(retrieval.address)
-    try:
-        t0 = time.perf_counter()
-        last = None
-        for event in client.index(str(workspace), True, INDEX_DEADLINE_S):
-            last = event
-        elapsed = time.perf_counter() - t0
-        status = client.status(str(workspace), 30)
-    finally:
-        client.close()
-    stats = last.stats if last is not None else None
-    return {
-        # The contract's name of the status (INDEXING_STATUS_READY), as results files record it.
-        "status": f"INDEXING_STATUS_{status.indexing_status.name}",
-        "files": status.files,
-        "chunks": status.chunks,
-        "embedded": status.embedded_chunks,
-        "index_bytes": status.index_bytes,
-        "index_format_version": status.index_format_version,
-        "embedding_model": f"{status.embedding_model_id} {status.embedding_model_version}".strip(),
-        "sync_seconds": round(elapsed, 1),
-        "chunks_upserted_this_run": stats.chunks_upserted if stats else 0,
-        "chunks_embedded_this_run": stats.chunks_embedded if stats else 0,
-    }
 
 
 def search_query(query: Query, mode: str) -> SearchQuery:

@@ -45,17 +45,19 @@ from collections import defaultdict
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from bench.corpus.assemble import QUALITY_REPOS_BY_NAME, is_code_file
-from bench.lib.metrics import TOKEN_BUDGETS, recall_within_budget, reciprocal_rank, result_token_cost
-from bench.lib.results import write_results
 from bench.lib.testcode import REASONS, why_test_code
-from bench.quality.run_quality import DEFAULT_QUERIES, RESULT_LIMIT, SPLITS, load_queries, target_hit, workspace_for
-from bench.quality.tune_ranking import open_store
+from bench.quality.run_quality import RESULT_LIMIT, SPLITS
 from codecompass.common.config import RetrievalSettings
 from codecompass.contracts.retrieval.filters import Filters
 from codecompass.embedding.minilm import MiniLMProvider
 from codecompass.policy.ranking import DEFAULT_POLICY, RankingPolicy
 from codecompass.retrieval.search.hybrid import hybrid_search
+from codecompass_dev.corpus.assemble import QUALITY_REPOS_BY_NAME, is_code_file
+from codecompass_dev.evaluation.metrics import TOKEN_BUDGETS, recall_within_budget, reciprocal_rank, result_token_cost
+from codecompass_dev.evaluation.query_set import DEFAULT_QUERIES, load_queries, target_hit
+from codecompass_dev.evaluation.results import write_results
+from codecompass_dev.evaluation.store import open_store
+from codecompass_dev.evaluation.workspaces import workspace_for
 
 BUDGET = TOKEN_BUDGETS[-1]
 # The signal the ranking records on a result it demoted as test code (ranking._path_penalty).

@@ -20,27 +20,15 @@ from collections import defaultdict
 from dataclasses import fields, replace
 from pathlib import Path
 
-import lancedb
-
-from bench.lib.metrics import METRIC_NAMES, mean_scores, score_query
-from bench.lib.results import write_results
-from bench.quality.run_quality import DEFAULT_QUERIES, load_queries, target_hit, workspace_for
 from codecompass.common.config import RetrievalSettings
-from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.contracts.retrieval.filters import Filters
-from codecompass.embedding.base import Provider
-from codecompass.embedding.minilm import MiniLMProvider, code_small
-from codecompass.embedding.static import StaticProvider
 from codecompass.policy.ranking import DEFAULT_POLICY, FUSION_ONLY, RankingPolicy
-from codecompass.retrieval.index.chunk_writer import ChunkWriter
-from codecompass.retrieval.location import index_key, workspace_id_of
-from codecompass.retrieval.schema import (
-    CHUNKER_METADATA_KEY,
-    MODEL_METADATA_KEY,
-    STATIC_MODEL_METADATA_KEY,
-    TABLE_PREFIX,
-)
 from codecompass.retrieval.search.hybrid import hybrid_search
+from codecompass_dev.evaluation.metrics import METRIC_NAMES, mean_scores, score_query
+from codecompass_dev.evaluation.query_set import DEFAULT_QUERIES, load_queries, target_hit
+from codecompass_dev.evaluation.results import write_results
+from codecompass_dev.evaluation.store import open_store, query_embedder
+from codecompass_dev.evaluation.workspaces import workspace_for
 
 # Each variant turns one signal off (or changes one choice), so its row shows what that signal adds.
 ABLATIONS: dict[str, dict] = {
@@ -60,39 +48,6 @@ ABLATIONS: dict[str, dict] = {
     "- module penalty": {"module_penalty": 1.0},
     "+ saturation": {"saturation": 0.8},
 }
-
-
-def _model(identity: str) -> EmbeddingModel:
-    """The model of an identity string, as `EmbeddingModel.identity()` wrote it ("provider/model_id@version/dims")."""
-    provider, rest = identity.split("/", 1)
-    rest, dims = rest.rsplit("/", 1)
-    model_id, version = rest.rsplit("@", 1)
-    return EmbeddingModel(provider, model_id, version, int(dims))
-
-
-def open_store(state_dir: Path, workspace: Path) -> ChunkWriter:
-    """The one chunk table of a quality run's index, opened read only with the identity it was written with."""
-    uri = str(state_dir / "index" / index_key(workspace_id_of(workspace.resolve())))
-    db = lancedb.connect(uri)
-    names = [n for n in db.list_tables().tables if n.startswith(TABLE_PREFIX)]
-    if len(names) != 1:
-        raise SystemExit(f"expected one chunk table in {uri}, found {names}")
-    metadata = db.open_table(names[0]).schema.metadata or {}
-    static = metadata.get(STATIC_MODEL_METADATA_KEY.encode())
-    return ChunkWriter.open(uri, model=_model(metadata[MODEL_METADATA_KEY.encode()].decode()),
-                           chunker_version=metadata[CHUNKER_METADATA_KEY.encode()].decode(),
-                           static=_model(static.decode()) if static else None)
-
-
-def query_embedder(model: EmbeddingModel) -> Provider:
-    """The local model that wrote an index's primary vectors, to embed the queries as the service would."""
-    if model.provider == "code-static":
-        return StaticProvider()
-    if model.provider == "code-small":
-        return MiniLMProvider(spec=code_small())
-    if model.provider == "minilm":
-        return MiniLMProvider()
-    raise SystemExit(f"no local model for {model.identity()}: tune on an index of minilm, code-small or code-static")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.lib.metrics import TOKEN_BUDGETS
-from bench.lib.results import RESULTS_DIR, load_latest
 from bench.report.quality import FILE_LEVEL_NOTE, SPLIT_ORDER, has_file_level, headline_split, query_count
 from bench.report.tables import fmt_int, fmt_metric, md_table, provenance
+from codecompass_dev.evaluation.metrics import TOKEN_BUDGETS
+from codecompass_dev.evaluation.results import RESULTS_DIR, load_latest
 
 PIPELINE_COLUMNS = (("MRR@10", "mrr10"), ("nDCG@10", "ndcg10"), ("R@1", "r1"), ("R@5", "r5"),
                     ("R@500 tok", "r_500tok"), ("R@2k tok", "r_2000tok"), ("R@8k tok", "r_8000tok"),

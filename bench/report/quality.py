@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench.lib.metrics import BUDGET_METRIC_NAMES, FILE_METRIC_NAMES, METRIC_NAMES
 from bench.report.tables import fmt_int, fmt_metric, md_table, provenance
+from codecompass_dev.evaluation.metrics import BUDGET_METRIC_NAMES, FILE_METRIC_NAMES, METRIC_NAMES
 
 SPLIT_ORDER = ("test", "dev")
 QUALITY_COLUMNS = (*METRIC_NAMES, *BUDGET_METRIC_NAMES)

@@ -1,6 +1,6 @@
 """README tables generated from benchmark results files.
 
-Every benchmark writes `bench/results/<kind>-latest.json` (bench/lib/results.py). Markdown
+Every benchmark writes `bench/results/<kind>-latest.json` (codecompass_dev/evaluation/results.py). Markdown
 files hold marked sections:
 
     <!-- bench:<section>:start -->
@@ -12,7 +12,7 @@ draws it. `python -m bench.report` rewrites every marked section of README.md, d
 bench/README.md; `--check` rewrites nothing and exits 1 when a section differs from what
 the latest results render to (a hand-edited table, or results committed without a
 refresh). A new benchmark plugs in by writing its results file through
-`bench.lib.results.write_results`, adding a renderer to its family's module of bench/report/
+`codecompass_dev.evaluation.results.write_results`, adding a renderer to its family's module of bench/report/
 and its section to SECTIONS here.
 
 Run: .venv/bin/python -m bench.report [--check]
@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.lib.results import REPO_ROOT, RESULTS_DIR, load_latest
 from bench.report.chunk import render_chunk_full, render_chunk_summary
 from bench.report.comparison import render_comparison, render_models
 from bench.report.faults import render_badinput, render_drills
@@ -44,6 +43,7 @@ from bench.report.speed import (
     render_speed_summary,
     render_store_speed,
 )
+from codecompass_dev.evaluation.results import REPO_ROOT, RESULTS_DIR, load_latest
 
 # The README is the front door; the generated tables live mostly in docs/benchmarks.md.
 MARKDOWN_FILES = (REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md")),

@@ -1,6 +1,6 @@
 """Markdown tables and the cells in them, shared by every report family.
 
-A renderer turns one results file (bench/lib/results.py) into Markdown from these pieces, so a
+A renderer turns one results file (codecompass_dev/evaluation/results.py) into Markdown from these pieces, so a
 number, a table and the line naming the run read the same in every section.
 """
 

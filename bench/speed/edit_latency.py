@@ -17,9 +17,9 @@ import statistics
 import time
 from pathlib import Path
 
-from bench.lib.services import REPO_ROOT, start_analysis
 from bench.speed.run_speed import EDIT_TARGET, percentile
 from codecompass.clients.analysis import AnalysisClient
+from codecompass_dev.evaluation.services import REPO_ROOT, start_analysis
 
 DEFAULT_WORKSPACE = REPO_ROOT / "bench" / ".work" / "ws-300k"
 

@@ -25,13 +25,13 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from bench.lib.results import RESULTS_DIR, write_results
-from bench.lib.services import BENCH_ANALYSIS_ENV, NODE_MAIN, REPO_ROOT, start_service
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.errors import ServiceError
 from codecompass.common.chunks import NodeKind
 from codecompass.common.telemetry import traced_channel
 from codecompass.contracts.analysis.model import RenderRequest
+from codecompass_dev.evaluation.results import RESULTS_DIR, write_results
+from codecompass_dev.evaluation.services import BENCH_ANALYSIS_ENV, NODE_MAIN, REPO_ROOT, start_service
 
 DEFAULT_WORKSPACE = REPO_ROOT / "bench" / ".work" / "ws-300k"
 # A small file of the rxjs package in ws-300k: rendering one of its symbols is cheap, so

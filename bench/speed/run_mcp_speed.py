@@ -60,14 +60,15 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult
 
-from bench.lib.metrics import percentile
-from bench.lib.results import run_metadata, write_results
-from bench.lib.services import REPO_ROOT, ServiceProcess
 from bench.quality.run_pipeline import start_pipeline_services
-from bench.quality.run_quality import index_workspace, log
+from bench.quality.run_quality import log
 from bench.speed.run_pipeline_speed import DEFAULT_STATE_DIR, index_progress, query_texts
 from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source_stats
 from codecompass.common.tokens import count_tokens
+from codecompass_dev.evaluation.metrics import percentile
+from codecompass_dev.evaluation.results import run_metadata, write_results
+from codecompass_dev.evaluation.services import REPO_ROOT, ServiceProcess
+from codecompass_dev.evaluation.workspaces import index_workspace
 
 DEFAULT_QUERIES = 50
 SEARCH, TRACE, READ, STATUS = "semantic_search", "codebase_trace", "read_symbol", "index_status"

@@ -52,14 +52,15 @@ from typing import Any
 
 from codecompass_gateway.pipeline import HUBS, RERANK, RETRIEVE, SELECT, Pipeline, PipelineRequest
 
-from bench.lib.metrics import percentile
-from bench.lib.results import run_metadata, write_results
-from bench.lib.services import REPO_ROOT, ServiceProcess, start_service
 from bench.quality.run_pipeline import start_pipeline_services
-from bench.quality.run_quality import index_workspace, log
+from bench.quality.run_quality import log
 from bench.speed.run_speed import DEFAULT_WORKSPACE, QUERIES_PATH, SEED, assembled_workspace, source_stats
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.config import load_settings
+from codecompass_dev.evaluation.metrics import percentile
+from codecompass_dev.evaluation.results import run_metadata, write_results
+from codecompass_dev.evaluation.services import REPO_ROOT, ServiceProcess, start_service
+from codecompass_dev.evaluation.workspaces import index_workspace
 
 STUBS_DIR = REPO_ROOT / "tests" / "fixtures" / "stubs"
 DEFAULT_STATE_DIR = REPO_ROOT / "bench" / ".work" / "pipeline-speed-state"

@@ -36,8 +36,6 @@ from pathlib import Path
 import lancedb
 from tests.fixtures.s3 import MotoS3Server, S3Bucket
 
-from bench.lib.results import run_metadata, write_results
-from bench.lib.services import REPO_ROOT, ServiceProcess, start_analysis
 from bench.report.speed import render_shard_speed
 from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source_stats
 from codecompass.clients.analysis import AnalysisClient
@@ -49,6 +47,8 @@ from codecompass.retrieval.index.shard.processes import run_shards
 from codecompass.retrieval.index.shard.results import commit_shards
 from codecompass.retrieval.index.sync import Syncer
 from codecompass.retrieval.static_channel import StaticChannel
+from codecompass_dev.evaluation.results import run_metadata, write_results
+from codecompass_dev.evaluation.services import REPO_ROOT, ServiceProcess, start_analysis
 
 RPC_TIMEOUT_S = 600.0
 

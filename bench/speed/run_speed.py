@@ -38,20 +38,20 @@ import threading
 import time
 from pathlib import Path
 
-from bench.lib.results import RESULTS_DIR, write_results
-from bench.lib.services import (
-    REPO_ROOT,
-    ServiceProcess,
-    start_analysis,
-    start_embedding,
-    start_retrieval,
-)
 from bench.report.speed import speed_table
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.files import tree_bytes
 from codecompass.contracts.retrieval.model import IndexingStatus, IndexPhase, SearchOutcome, SearchQuery, SyncOutcome
 from codecompass.policy.ranking import STATIC_VECTORS
 from codecompass.retrieval.index.chunk_writer import DEFAULT_VERSION_RETENTION
+from codecompass_dev.evaluation.results import RESULTS_DIR, write_results
+from codecompass_dev.evaluation.services import (
+    REPO_ROOT,
+    ServiceProcess,
+    start_analysis,
+    start_embedding,
+    start_retrieval,
+)
 
 BENCH_DIR = REPO_ROOT / "bench"
 DEFAULT_WORKSPACE = BENCH_DIR / ".work" / "ws-300k"
@@ -89,7 +89,8 @@ def assembled_workspace(path: Path) -> Path:
     """`path` resolved, or the one line that says how to assemble it (the corpus is not in git)."""
     workspace = path.resolve()
     if not workspace.is_dir():
-        raise SystemExit(f"{workspace} is missing: run bench/corpus/install.sh and bench/corpus/assemble.py ws-300k")
+        raise SystemExit(f"{workspace} is missing: run codecompass_dev/corpus/install.sh and "
+                         "python -m codecompass_dev.corpus.assemble ws-300k")
     return workspace
 
 

@@ -35,15 +35,15 @@ from pathlib import Path
 
 from tests.fixtures.s3 import MotoS3Server, S3Bucket
 
-from bench.lib.metrics import percentile
-from bench.lib.results import load_latest, write_results
-from bench.lib.services import ServiceProcess, start_analysis, start_embedding, start_retrieval
 from bench.report.speed import render_store_speed
 from bench.speed.run_pipeline_speed import query_texts
 from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source_stats
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.contracts.retrieval.model import SearchQuery
 from codecompass.retrieval.location import workspace_id_of
+from codecompass_dev.evaluation.metrics import percentile
+from codecompass_dev.evaluation.results import load_latest, write_results
+from codecompass_dev.evaluation.services import ServiceProcess, start_analysis, start_embedding, start_retrieval
 
 BUCKET = "store-speed"
 INDEX_TIMEOUT_S = 7200.0

@@ -31,9 +31,8 @@ import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from bench.corpus.mirrors import folder_name
-
 from codecompass.embedding.text import to_words
+from codecompass_dev.corpus.mirrors import folder_name
 from models.code_static.evaluate import CHECKOUTS, answer_of, blanked_workspace, checkout_of, read_pairs
 from models.code_static.vocabulary import check_source, held_out
 
@@ -125,9 +124,8 @@ def repository_examples(client, checkout: Path, pairs: list[dict], scratch: Path
 
 def build(pairs_path: Path, cache_dir: Path, per_repo: int, seed: int) -> tuple[list[dict], dict]:
     """Every example of the selected pairs (cached per repository) and counts for the log."""
-    from bench.lib.services import start_analysis
-
     from codecompass.clients.analysis import AnalysisClient
+    from codecompass_dev.evaluation.services import start_analysis
 
     by_repo = train_pairs(pairs_path, per_repo, seed)
     cache_dir.mkdir(parents=True, exist_ok=True)

@@ -28,10 +28,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
-from bench.lib.text import blank_spans
 
 from codecompass.embedding.minilm import CODE_SMALL_FILE, CODE_SMALL_MODEL_DIR, MiniLMProvider, code_small
 from codecompass.embedding.static import StaticProvider
+from codecompass_dev.queries.text import blank_spans
 from models.code_static import vocabulary
 from models.code_static.vocabulary import held_out
 
@@ -112,9 +112,8 @@ def repository_task(client, pairs: list[dict], workspace: Path) -> tuple[list[st
 
 
 def build_tasks(by_repo: dict[str, list[dict]], scratch: Path) -> dict[str, tuple[list[str], list[dict]]]:
-    from bench.lib.services import start_analysis
-
     from codecompass.clients.analysis import AnalysisClient
+    from codecompass_dev.evaluation.services import start_analysis
 
     tasks = {}
     analysis = start_analysis()

@@ -51,9 +51,8 @@ def corpus_chunks(roots: list[Path], count: int, seed: int) -> list[str]:
     (path > name, signature, dependencies, referenced symbols), `---`, the collapsed code.
     Files are drawn evenly across repositories so that no large repository dominates.
     """
-    from bench.lib.services import start_analysis
-
     from codecompass.clients.analysis import AnalysisClient
+    from codecompass_dev.evaluation.services import start_analysis
 
     rng = random.Random(seed)
     files_per_repo = max(1, math.ceil(count / CHUNKS_PER_FILE / max(1, len(roots))))

@@ -24,10 +24,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.corpus.assemble import QUALITY_REPOS, is_source
-from bench.corpus.policy import off_limits
-
 from codecompass.embedding.text import to_words
+from codecompass_dev.corpus.assemble import QUALITY_REPOS, is_source
+from codecompass_dev.corpus.policy import off_limits
 
 # Folders of generated, vendored or installed code: counted, they would teach the vocabulary
 # bundler output and other projects' names rather than the repository's own code.
@@ -73,7 +72,7 @@ def check_source(path: Path) -> None:
     if name in _quality_names() or name.split("/")[-1] in _quality_names():
         raise ExcludedSource(f"{path}: {name} is a benchmark quality repository (dev/test data), never training data")
     if off_limits(name):
-        raise ExcludedSource(f"{path}: {name} is off-limits (bench/corpus/policy.py)")
+        raise ExcludedSource(f"{path}: {name} is off-limits (codecompass_dev/corpus/policy.py)")
 
 
 def source_files(root: Path) -> Iterator[Path]:

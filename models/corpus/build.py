@@ -1,7 +1,7 @@
 """`make corpus`: the training corpus rebuilt from pinned sources, deduplicated by content.
 
 Every repository of models/corpus/manifest.json is checked out at its pinned commit under
-models/.work/corpus/<owner>+<name>/, as a clone has it (bench/corpus/mirrors.py: the same
+models/.work/corpus/<owner>+<name>/, as a clone has it (codecompass_dev/corpus/mirrors.py: the same
 checkout the benchmark's workspaces use), out of the mirrors in $BENCH_MIRRORS.
 
 Then TypeScript/JavaScript source files (the extensions the index chunks, declaration files
@@ -9,7 +9,7 @@ left out) are deduplicated across repositories by the SHA-256 of their contents 
 endings normalised to LF (a vendored or copied file is the same file whatever its endings):
 
 - a train file whose contents also appear in one of the benchmark's dev/test repositories (at
-  the commits bench/corpus/assemble.py pins) is removed from the train checkout: no dev or test
+  the commits codecompass_dev/corpus/assemble.py pins) is removed from the train checkout: no dev or test
   code may be training data;
 - a file repeated across train repositories is kept once, in the best-ranked repository that
   has it, and removed from the others.
@@ -35,9 +35,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.corpus.assemble import QUALITY_REPOS, is_source
-from bench.corpus.mirrors import MirrorError, checkout, ensure_mirror, folder_name, git
-
+from codecompass_dev.corpus.assemble import QUALITY_REPOS, is_source
+from codecompass_dev.corpus.mirrors import MirrorError, checkout, ensure_mirror, folder_name, git
 from models.corpus.select import MANIFEST_PATH, WORK_DIR
 
 CORPUS_DIR = WORK_DIR / "corpus"

@@ -2,7 +2,7 @@
 
 A concept question ("how the client retries a failed request") is answered by a file or a few
 files; the ranker has to learn when a file (its card, the `<module top level>` chunk) answers.
-The four rules are bench/quality/mine_concepts.py's, run through its own functions on each train
+The four rules are the benchmark's (codecompass_dev/queries/concepts.py), run through its functions on each
 repository of models/corpus/manifest.json, read from its `make corpus` checkout (files removed as
 copies of other code are no answer) and its git mirror (the tree's paths, the history):
 
@@ -60,14 +60,13 @@ from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from bench.corpus.assemble import QualityRepo
-from bench.corpus.mirrors import MIRRORS_ENV, MirrorError, git
-from bench.lib.metrics import FileTarget
-from bench.quality import mine_concepts
-from bench.quality.build_queries import Target, extract
-from bench.quality.mine_commits import DEFAULT_MAX_COMMITS
-
 from codecompass.policy.ranking import example_path, vendored_path
+from codecompass_dev.corpus.assemble import QualityRepo
+from codecompass_dev.corpus.mirrors import MIRRORS_ENV, MirrorError, git
+from codecompass_dev.evaluation.metrics import FileTarget, Target
+from codecompass_dev.queries import concepts as concept_rules
+from codecompass_dev.queries.commits import DEFAULT_MAX_COMMITS
+from codecompass_dev.queries.symbols import extract
 from models.corpus import mine_commits
 from models.corpus.mine import MineError, prepare, repos_to_mine, write_gzip
 from models.corpus.pairs import CAP_PER_SYMBOL, DEFAULT_CAP, Pair, Repo, finalize, repo_cap, repository_files
@@ -95,7 +94,7 @@ def is_library_code(path: str) -> bool:
     return not (example_path(path) or vendored_path(path))
 
 
-class CorpusPinned(mine_concepts.Pinned):
+class CorpusPinned(concept_rules.Pinned):
     """A train repository at its pinned commit, code judged by `is_library_code`."""
 
     def is_code(self, path: str) -> bool:
@@ -107,7 +106,7 @@ def code_paths(code: Iterable[str], packages: Iterable[str]) -> tuple[str, ...]:
     folders = [p for p in packages if p]
     out = set()
     for path in code:
-        holder = max((p for p in folders if mine_concepts.contains(p, path)), key=len, default=None)
+        holder = max((p for p in folders if concept_rules.contains(p, path)), key=len, default=None)
         out.add(holder if holder is not None else path.split("/", 1)[0])
     return tuple(sorted(out))
 
@@ -120,7 +119,7 @@ def pinned_corpus(repo: Repo) -> CorpusPinned:
     paths = sorted(git(repo.mirror, "ls-tree", "-r", "--name-only", "-z", repo.commit).strip("\0").split("\0"))
     sources = [path for path in repository_files(repo.root)[0] if is_library_code(path)]
     symbols = {record["path"]: record["symbols"] for record in extract(repo.root, sources)} if sources else {}
-    packages = mine_concepts.package_folders(paths)
+    packages = concept_rules.package_folders(paths)
     library = QualityRepo(
         name=repo.github.split("/")[1],
         github=repo.github,
@@ -132,7 +131,7 @@ def pinned_corpus(repo: Repo) -> CorpusPinned:
     return CorpusPinned(library, repo.root, paths, symbols, packages)
 
 
-def to_pair(candidate: mine_concepts.Candidate) -> Pair:
+def to_pair(candidate: concept_rules.Candidate) -> Pair:
     targets = [Target(t["path"], t["qualified_name"], t["start_line"], t["end_line"]) for t in candidate.targets]
     files = [FileTarget(path) for path in candidate.files]
     return Pair(RULE, candidate.query, targets, [], candidate.source, files)
@@ -143,8 +142,8 @@ def mine_repo(repo: Repo, max_commits: int, cap_floor: int, stats: Counter) -> l
     stats["symbols"] = sum(len(symbols) for symbols in pinned.symbols.values())
     if not pinned.symbols:
         return []  # no code, no answer
-    candidates = mine_concepts.docs_candidates(pinned, stats) + mine_concepts.package_candidates(pinned, stats)
-    candidates += mine_concepts.commit_candidates(pinned, repo.mirror, max_commits, stats)
+    candidates = concept_rules.docs_candidates(pinned, stats) + concept_rules.package_candidates(pinned, stats)
+    candidates += concept_rules.commit_candidates(pinned, repo.mirror, max_commits, stats)
     pairs = []
     for candidate in candidates:
         kind = candidate.rule
@@ -182,7 +181,7 @@ def mine_one(github: str, commit: str | None, max_commits: int, cap_floor: int) 
 
 def summary(reports: list[dict]) -> dict:
     """Pairs per concept rule, and how many repositories have any (of each rule, of all)."""
-    kinds = mine_concepts.RULES
+    kinds = concept_rules.RULES
     return {
         "pairs": {kind: sum(r.get(f"pairs_{kind}", 0) for r in reports) for kind in kinds},
         "repositories_with_pairs": {kind: sum(1 for r in reports if r.get(f"pairs_{kind}")) for kind in kinds}

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // What the training corpus's test-title and file-header rules need from a repository,
-// parsed by the same TypeScript compiler (and symbol naming) as bench/quality/extract_symbols.js.
+// parsed by the same TypeScript compiler (and symbol naming) as codecompass_dev/queries/extract_symbols.js.
 //
 // Input (stdin, JSON): { root, tests: [rel...], sources: [rel...], packages: [npm names...] }
 //   tests    test files (by the product's test-path rule), whose test cases are read;
@@ -32,7 +32,7 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
-const { ts, extract, jsdocDescription, ownJsdocSpans, scriptKind, toCodePointOffsets } = require('../../bench/quality/extract_symbols.js');
+const { ts, extract, jsdocDescription, ownJsdocSpans, scriptKind, toCodePointOffsets } = require('../../codecompass_dev/queries/extract_symbols.js');
 const { fileHeader } = require(path.join(__dirname, '..', '..', 'node_ts_service', 'dist', 'src', 'fileCard.js'));
 
 const TEST_CALLEES = new Set(['it', 'test', 'specify']);

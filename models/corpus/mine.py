@@ -36,15 +36,10 @@ from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from bench.corpus.assemble import QUALITY_REPOS
-from bench.corpus.mirrors import MIRRORS_ENV, MirrorError, checkout, find_mirror, folder_name, git
-from bench.corpus.policy import off_limits
-from bench.lib import markdown as bench_markdown
-from bench.lib import text as bench_text
-from bench.quality import build_queries
-from bench.quality import mine_commits as bench_mine_commits
-from bench.quality.build_queries import EXTRACTOR, extract
-
+from codecompass_dev.corpus.assemble import QUALITY_REPOS
+from codecompass_dev.corpus.mirrors import MIRRORS_ENV, MirrorError, checkout, find_mirror, folder_name, git
+from codecompass_dev.corpus.policy import off_limits
+from codecompass_dev.queries.symbols import EXTRACTOR, extract
 from models.corpus import mine_comments, mine_commits, mine_docs, mine_errors, mine_headers, mine_jsdoc, mine_tests
 from models.corpus.pairs import CAP_PER_SYMBOL, DEFAULT_CAP, Repo, repo_cap, repository_files, scan
 
@@ -66,7 +61,7 @@ class MineError(Exception):
 
 def refuse_excluded(github: str) -> None:
     if off_limits(github):
-        raise MineError(f"{github} is off-limits (bench/corpus/policy.py)")
+        raise MineError(f"{github} is off-limits (codecompass_dev/corpus/policy.py)")
     if github.lower() in QUALITY_GITHUB:
         raise MineError(f"{github} is a quality benchmark repository (dev/test), never training data")
 
@@ -182,12 +177,9 @@ def parse_repo(spec: str) -> tuple[str, str | None]:
 def miner_version() -> str:
     """A hash of every file that decides a pair: the miners and the extractors they run."""
     files = sorted(HERE.glob("mine*.py")) + [HERE / "pairs.py", HERE / "extract_tests.js", EXTRACTOR]
-    files += [
-        Path(build_queries.__file__),
-        Path(bench_mine_commits.__file__),
-        Path(bench_text.__file__),
-        Path(bench_markdown.__file__),
-    ]
+    # The shared rules the miners run, beside the extractor in codecompass_dev/queries/.
+    rules = ("symbols.py", "symbol_queries.py", "commits.py", "text.py", "markdown.py")
+    files += [EXTRACTOR.parent / name for name in rules]
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.read_bytes())

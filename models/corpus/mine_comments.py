@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from bench.lib.text import first_sentence, leaks_name, words
-from bench.quality.build_queries import MAX_QUERY_WORDS, MIN_QUERY_WORDS, Target
-
+from codecompass_dev.evaluation.metrics import Target
+from codecompass_dev.queries.symbol_queries import MAX_QUERY_WORDS, MIN_QUERY_WORDS
+from codecompass_dev.queries.text import first_sentence, leaks_name, words
 from models.corpus.mine_jsdoc import ANY_SCOPE_KINDS
 from models.corpus.pairs import Pair, finalize
 

@@ -1,6 +1,6 @@
 """Commit subjects -> the symbols the commit touched: the benchmark's `nl` rule, at scale.
 
-The rule is bench/quality/mine_commits.py's, word for word (its steps 1-5 run here through
+The rule is codecompass_dev/queries/commits.py's, word for word (its steps 1-5 run here through
 `mine_history`): non-merge commits reachable from the pinned commit, the newest --max-commits;
 conventional prefixes and PR references stripped, generic subjects dropped (release, version
 bump, merge, revert, docs, chore, typo, lint, dependencies, < 4 words); commits touching more
@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bench.quality.build_queries import Target
-from bench.quality.mine_commits import DEFAULT_MAX_COMMITS, GOLD_RULE, mine_history
-
 from codecompass.common.testcode import is_test_path
+from codecompass_dev.evaluation.metrics import Target
+from codecompass_dev.queries.commits import DEFAULT_MAX_COMMITS, GOLD_RULE, mine_history
 from models.corpus.pairs import Pair, Repo, finalize, is_train_file, leaks_any
 
 RULE = "commit"

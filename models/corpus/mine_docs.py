@@ -27,11 +27,11 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from bench.lib.markdown import code_spans, first_paragraph, sections
-from bench.lib.text import first_sentence, leaks_name, words
-from bench.quality.build_queries import MAX_QUERY_WORDS, MIN_QUERY_WORDS, Target
-
 from codecompass.common.testcode import is_test_path
+from codecompass_dev.evaluation.metrics import Target
+from codecompass_dev.queries.markdown import code_spans, first_paragraph, sections
+from codecompass_dev.queries.symbol_queries import MAX_QUERY_WORDS, MIN_QUERY_WORDS
+from codecompass_dev.queries.text import first_sentence, leaks_name, words
 from models.corpus.mine_jsdoc import documented
 from models.corpus.pairs import MAX_SOURCE_BYTES, SKIPPED_DIRS, Pair, finalize
 

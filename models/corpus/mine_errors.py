@@ -1,6 +1,6 @@
 """Error messages -> the function that throws them: what a user pastes when something fails.
 
-The benchmark's `error` rule (bench/quality/build_queries.py error_queries): the literal message
+The benchmark's `error` rule (codecompass_dev/queries/symbol_queries.py error_queries): the literal message
 of `throw new XError("...")` (a template's literal head), thrown in exactly one function of the
 repository's non-test code; here also 4..40 prose words and not naming the function. Nothing is
 blanked: the message in the code is what the user saw, and finding it is the task.
@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bench.quality.build_queries import error_queries
-
+from codecompass_dev.queries.symbol_queries import error_queries
 from models.corpus.pairs import Pair, finalize, leaks_any, target_name, well_sized
 
 RULE = "error"

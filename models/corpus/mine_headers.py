@@ -18,10 +18,10 @@ import re
 from collections import Counter
 from pathlib import PurePosixPath
 
-from bench.lib.text import first_sentence
-from bench.quality.build_queries import Target, top_level
-
 from codecompass.common.chunks import MODULE_QUALIFIED_NAME
+from codecompass_dev.evaluation.metrics import Target
+from codecompass_dev.queries.symbol_queries import top_level
+from codecompass_dev.queries.text import first_sentence
 from models.corpus.pairs import Pair, finalize, leaks_any, well_sized
 
 RULE = "header"

@@ -1,6 +1,6 @@
 """JSDoc first sentence -> the symbol it documents, that JSDoc blanked.
 
-The benchmark's `jsdoc` rule (bench/quality/build_queries.py jsdoc_queries and
+The benchmark's `jsdoc` rule (codecompass_dev/queries/symbol_queries.py jsdoc_queries and
 add_copies_to_blank), over every non-test source file of the repository: the first sentence of
 the description, 5..40 words; dropped when it names the symbol or documents two symbols.
 Blanked: that JSDoc comment and every other JSDoc comment of the repository holding the same
@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bench.quality.build_queries import FUNCTION_KINDS, add_copies_to_blank, jsdoc_queries
-
+from codecompass_dev.queries.symbol_queries import FUNCTION_KINDS, add_copies_to_blank, jsdoc_queries
 from models.corpus.pairs import Pair, finalize
 
 RULE = "jsdoc"

@@ -28,9 +28,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bench.quality.build_queries import Target
-from bench.quality.mine_commits import MAX_GOLD
-
+from codecompass_dev.evaluation.metrics import Target
+from codecompass_dev.queries.commits import MAX_GOLD
 from models.corpus.pairs import Pair, finalize, leaks_any, well_sized
 
 RULE = "test"

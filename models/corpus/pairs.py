@@ -2,14 +2,14 @@
 
 Every miner (models/corpus/mine_*.py) turns one repository checkout into `Pair`s by its own
 rule; the hygiene here is shared by all of them and by the benchmark's query builder where
-the bench has the same rule (bench/quality/build_queries.py, bench/quality/mine_commits.py,
-bench/lib/text.py are the one home of the JSDoc, commit-subject and leak rules):
+the bench has the same rule (codecompass_dev/queries/symbol_queries.py, codecompass_dev/queries/commits.py,
+codecompass_dev/queries/text.py are the one home of the JSDoc, commit-subject and leak rules):
 
 - too short: fewer than MIN_WORDS prose words (words of two or more letters outside quotes
   and backticks, so `"a/*.js" should match "b"` is two words, not five); too long: more than
   MAX_WORDS words;
 - leaking: the query names a target's own identifier verbatim or as its split words in
-  sequence (bench/lib/text.py leaks_name), the same test the bench applies;
+  sequence (codecompass_dev/queries/text.py leaks_name), the same test the bench applies;
 - duplicates: one query text (case-folded) for several different answers in a repository has
   no single right answer and is dropped; the same text for the same answer is kept once;
 - caps: at most PER_TARGET_CAP queries for one answer (micromatch has 1,500 tests of
@@ -19,9 +19,9 @@ bench/lib/text.py are the one home of the JSDoc, commit-subject and leak rules):
   ask about than one of 200, but not a hundred times more voice. Which ones are kept is seeded per repository and
   rule, or newest first where the rule has an order (commits).
 
-Targets are named the way the analysis service names chunks (bench/quality/extract_symbols.js
+Targets are named the way the analysis service names chunks (codecompass_dev/queries/extract_symbols.js
 shares the service's own naming); offsets in `blank` are code points of the pinned file, as
-Python indexes it, and bench/lib/text.py blank_spans applies them.
+Python indexes it, and codecompass_dev/queries/text.py blank_spans applies them.
 """
 
 from __future__ import annotations
@@ -34,13 +34,12 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.corpus.assemble import is_source
-from bench.lib.metrics import FileTarget
-from bench.lib.text import leaks_name, words
-from bench.quality.build_queries import MAX_QUERY_WORDS, Target
-from bench.quality.mine_commits import MIN_WORDS
-
 from codecompass.common.testcode import is_test_path
+from codecompass_dev.corpus.assemble import is_source
+from codecompass_dev.evaluation.metrics import FileTarget, Target
+from codecompass_dev.queries.commits import MIN_WORDS
+from codecompass_dev.queries.symbol_queries import MAX_QUERY_WORDS
+from codecompass_dev.queries.text import leaks_name, words
 
 HERE = Path(__file__).resolve().parent
 SCANNER = HERE / "extract_tests.js"

@@ -10,10 +10,10 @@ The rule, in order (every parameter is in RULE below and is written into the man
    is one of LICENCES (an `OR` expression needs one of them, an `AND` expression all).
 3. One repository per GitHub repository: a monorepo publishes many packages and ranks by its
    best one; its other packages are recorded beside it.
-4. Exclude the off-limits list (bench/corpus/policy.py: by package, scope and repository), every
+4. Exclude the off-limits list (codecompass_dev/corpus/policy.py: by package, scope and repository), every
    repository of an off-limits repository's owner, and every repository with an off-limits name
    as a part of its own (vite-node, zod-to-json-schema: that project's ecosystem). Exclude the
-   benchmark's ten quality repositories (bench/corpus/assemble.py QUALITY_REPOS: they keep their
+   benchmark's ten quality repositories (codecompass_dev/corpus/assemble.py QUALITY_REPOS: they keep their
    dev/test roles), every repository of their owners (same authors, same identifiers), and
    their forks and mirrors: a repository of the same name under another owner (before
    fetching) or one that shares a root commit with a quality repository's mirror (after; a
@@ -59,9 +59,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.corpus.assemble import QUALITY_REPOS, is_source
-from bench.corpus.mirrors import MirrorError, find_mirror, git, mirrors_dir
-from bench.corpus.policy import OFF_LIMITS_NAMES, OFF_LIMITS_REPOS, off_limits
+from codecompass_dev.corpus.assemble import QUALITY_REPOS, is_source
+from codecompass_dev.corpus.mirrors import MirrorError, find_mirror, git, mirrors_dir
+from codecompass_dev.corpus.policy import OFF_LIMITS_NAMES, OFF_LIMITS_REPOS, off_limits
 
 MODELS_DIR = Path(__file__).resolve().parent.parent
 WORK_DIR = MODELS_DIR / ".work"
@@ -225,7 +225,7 @@ def exclusion(github: str, packages: list[str]) -> str | None:
     lowered = github.lower()
     name = lowered.split("/")[1]
     if off_limits(github) or any(off_limits(package) for package in packages):
-        return "off-limits (bench/corpus/policy.py)"
+        return "off-limits (codecompass_dev/corpus/policy.py)"
     owner = lowered.split("/")[0]
     if owner in OFF_LIMITS_OWNERS:
         # The off-limits projects' own organisations (their plugins, middleware, adapters) are

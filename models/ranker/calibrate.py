@@ -44,9 +44,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from bench.lib.results import write_results
-from bench.quality.run_quality import Target
-from bench.quality.tune_ranking import open_store, query_embedder
 
 from codecompass.common.config import GatewaySettings, RetrievalSettings
 from codecompass.contracts.retrieval.filters import Filters
@@ -55,6 +52,9 @@ from codecompass.policy import shape as q
 from codecompass.policy.confidence import ANSWERABLE_DEPTH, CONFIDENCE_FEATURES, Calibration, confidence
 from codecompass.policy.learned import load_ranker
 from codecompass.retrieval.search.hybrid import hybrid_search
+from codecompass_dev.evaluation.metrics import Target
+from codecompass_dev.evaluation.results import write_results
+from codecompass_dev.evaluation.store import open_store, query_embedder
 from models.ranker.dump import (
     QUALITY_STATE,
     _targets,

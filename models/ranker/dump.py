@@ -5,7 +5,7 @@ semantic ratio and candidate pool, queries embedded by the index's own models) o
 
 - train: the corpus train workspaces `workspaces.py` indexed (models/.work/ranker/state), with
   their sampled pairs (concept pairs included), plus identifier and path queries made from each
-  index by the benchmark's own rules (bench/quality/build_queries.py: a name split into words ->
+  index by the benchmark's own rules (codecompass_dev/queries/symbol_queries.py: a name split into words ->
   the one symbol so named; the last two segments of a file's path -> its top-level symbols and
   its card), from non-test library code;
 - dev and test: the quality benchmark's queries on its indexes (`--quality-state`), every type,
@@ -16,7 +16,7 @@ targets (by qualified name or exact lines, as the benchmark scores them) or the 
 `module` chunk, `<module top level>`) of one of its file targets (a concept query's `files`): a
 question a file answers is answered best by the chunk that stands for the whole file; 1 for any
 other chunk of a file target: a question about how a part works is scored by the files it
-reaches (file-level nDCG, bench/lib/metrics.py), and a chunk of the right file is on the way
+reaches (file-level nDCG, codecompass_dev/evaluation/metrics.py), and a chunk of the right file is on the way
 there. Everything else is 0.
 
 `policy.learned.FeatureRecorder` stands in for the model, so the rows are exactly what the
@@ -41,9 +41,6 @@ from typing import Any
 
 import lancedb
 import numpy as np
-from bench.quality.build_queries import identifier_queries, path_queries
-from bench.quality.run_quality import DEFAULT_QUERIES, Target, load_queries, target_hit, workspace_for
-from bench.quality.tune_ranking import open_store, query_embedder
 
 from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.config import GatewaySettings, RetrievalSettings
@@ -55,6 +52,11 @@ from codecompass.policy.ranking import example_path, vendored_path
 from codecompass.retrieval.catalog import Catalog
 from codecompass.retrieval.location import index_key, workspace_id_of
 from codecompass.retrieval.search.hybrid import hybrid_search
+from codecompass_dev.evaluation.metrics import Target
+from codecompass_dev.evaluation.query_set import DEFAULT_QUERIES, load_queries, target_hit
+from codecompass_dev.evaluation.store import open_store, query_embedder
+from codecompass_dev.evaluation.workspaces import workspace_for
+from codecompass_dev.queries.symbol_queries import identifier_queries, path_queries
 from models.ranker.workspaces import QUERIES_PATH, RANKER_DIR, SEED, STATE_DIR, WORKSPACES_DIR
 
 QUALITY_STATE = Path(__file__).resolve().parents[2] / "bench" / ".work" / "quality-state"

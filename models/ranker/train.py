@@ -23,10 +23,10 @@ from pathlib import Path
 
 import lightgbm
 import numpy as np
-from bench.lib.metrics import FileTarget, score_files
 
 from codecompass.policy.learned import EXPLAINED, FEATURES, scale_path
 from codecompass.policy.ranking import saturation_factors
+from codecompass_dev.evaluation.metrics import FileTarget, score_files
 from models.ranker.calibrate import fit
 from models.ranker.workspaces import RANKER_DIR
 
@@ -92,7 +92,8 @@ def diversified(scores: np.ndarray, split: Split, decay: float) -> list[np.ndarr
 
 
 def scores_by_type(orders: list[np.ndarray], split: Split) -> dict[str, dict[str, float]]:
-    """MRR@10 (by the label rule) and file-level nDCG@10 (bench.lib.metrics.score_files) per query type."""
+    """MRR@10 (by the label rule) and file-level nDCG@10 (codecompass_dev/evaluation/metrics.py score_files) per
+    query type."""
     by_type: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for order, query in zip(orders, split.meta, strict=True):
         hits = np.flatnonzero(split.y[order[:10]] > 0)

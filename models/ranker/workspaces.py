@@ -38,9 +38,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from bench.lib.services import start_stack
-from bench.quality.run_quality import index_workspace
-
+from codecompass_dev.evaluation.services import start_stack
+from codecompass_dev.evaluation.workspaces import index_workspace
 from models.code_static import vocabulary
 from models.code_static.evaluate import blanked_workspace
 from models.corpus.build import CORPUS_DIR

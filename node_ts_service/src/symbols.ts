@@ -11,7 +11,7 @@ import { Discovery } from './discovery/walker';
 import type { NodeKind } from './types';
 
 export { compact, hexDigest, lineOf } from './discovery/text';
-// The benchmark's symbol extractor (bench/quality/extract_symbols.js) names CommonJS assignments as
+// The benchmark's symbol extractor (codecompass_dev/queries/extract_symbols.js) names CommonJS assignments as
 // the chunker does, through this one function.
 export { assignmentTarget } from './discovery/bindings';
 

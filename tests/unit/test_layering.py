@@ -13,12 +13,17 @@ contracts, `common` and `policy`, never a service's internals, and run without t
 `policy` is shared, service-free logic whose types (the query's shape, a ranked result) travel in
 retrieval's messages, so contracts may import it; it imports only `common`, so no arrow loops.
 
+Development tooling has its own arrows: the benchmarks (`bench`) and the training pipelines
+(`models`) share `codecompass_dev`, a library that imports neither of them; the training code never
+imports the benchmarks, and the product never imports the development library.
+
 Inside the retrieval service the same holds for its two sides: `retrieval/search/` (reads)
 never imports `retrieval/index/` (writes), and the searcher's store type has no write method."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -39,6 +44,7 @@ CLIENTS = SERVICES / "clients"
 CONTRACTS = SERVICES / "contracts"
 POLICY = SERVICES / "policy"
 MODELS = REPO_ROOT / "models"
+DEV_LIBRARY = REPO_ROOT / "codecompass_dev"
 # The services' own packages: a contract, a client, the gateway and the CLI import none of them.
 SERVICE_PACKAGES = ("retrieval", "embedding", "rerank", "selection")
 # Each service's contract, and the client that speaks to it (analysis runs in Node: no servicer here).
@@ -158,6 +164,28 @@ def test_the_benchmarks_and_the_models_import_no_module_that_moved_to_the_contra
     found = [row for package in (BENCH, MODELS, GATEWAY, CLI, SERVICES) for row in imports_of(package, ("codecompass",))
              if row.rsplit(" ", 1)[1] in moved]
     assert found == []
+
+
+def test_the_training_pipelines_never_import_the_benchmarks() -> None:
+    # What both need (the corpus, the query rules, the metrics) lives in codecompass_dev; a model
+    # trained through a benchmark's script would change when the script does.
+    assert imports_of(MODELS, ("bench",)) == []
+    # The corpus miners' node helpers load the shared symbol extractor from the library too.
+    requires = [f"{source.relative_to(REPO_ROOT)}:{number}"
+                for source in sorted(MODELS.rglob("*.js"))
+                for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1)
+                if re.search(r"require\([^)]*\bbench/", line)]
+    assert requires == []
+
+
+def test_the_development_library_imports_no_benchmark_no_model_and_no_front_end() -> None:
+    assert imports_of(DEV_LIBRARY, ("bench", "models", "codecompass_gateway", "codecompass_cli")) == []
+
+
+def test_the_product_never_imports_the_development_library() -> None:
+    # codecompass_dev ships in no distribution and no image (.dockerignore is an allow-list).
+    for package in (SERVICES, GATEWAY, CLI):
+        assert imports_of(package, ("codecompass_dev",)) == []
 
 
 def test_each_servicer_and_its_client_import_their_services_contract() -> None:

@@ -1,4 +1,4 @@
-"""Make the repo-root `bench` package importable: benchmarks are scripts, not an installed package."""
+"""Make the repo-root `bench` package (and the `codecompass_dev` library it uses) importable: benchmarks are scripts."""
 
 from __future__ import annotations
 

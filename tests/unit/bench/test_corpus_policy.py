@@ -1,7 +1,7 @@
 """No off-limits repository may be part of a benchmark corpus, query set or tuning decision.
 
 The off-limits list is written out here on purpose, not imported: this test checks the
-committed files (and bench/corpus/policy.py itself) against it, so shrinking the policy's
+committed files (and codecompass_dev/corpus/policy.py itself) against it, so shrinking the policy's
 list in code does not silently pass.
 """
 
@@ -12,11 +12,14 @@ import re
 from pathlib import Path
 
 import pytest
-from bench.corpus import assemble
-from bench.corpus.policy import off_limits
+
+from codecompass_dev.corpus import assemble
+from codecompass_dev.corpus.policy import off_limits
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BENCH = REPO_ROOT / "bench"
+# The corpus's pinned npm packages (package.json + lock) live with the corpus code; the query files with the bench.
+CORPUS = REPO_ROOT / "codecompass_dev" / "corpus"
 QUERY_FILES = sorted((BENCH / "quality").glob("*.jsonl"))
 
 OFF_LIMITS_NPM = {"zod", "hono", "date-fns", "express", "excalidraw", "@excalidraw/excalidraw", "vite", "vitest",
@@ -43,7 +46,8 @@ def forbidden_path(path: str) -> bool:
 
 
 def package_json_files() -> list[Path]:
-    return sorted(p for p in BENCH.rglob("package.json") if "node_modules" not in p.parts and ".work" not in p.parts)
+    return sorted(p for root in (BENCH, CORPUS) for p in root.rglob("package.json")
+                  if "node_modules" not in p.parts and ".work" not in p.parts)
 
 
 def test_the_checks_catch_what_they_must() -> None:
@@ -59,7 +63,7 @@ def test_the_code_policy_refuses_every_listed_name(name: str) -> None:
 
 
 @pytest.mark.parametrize("path", package_json_files(), ids=lambda p: str(p.relative_to(REPO_ROOT)))
-def test_no_off_limits_dependency_under_bench(path: Path) -> None:
+def test_no_off_limits_dependency_in_a_benchmark_manifest(path: Path) -> None:
     manifest = json.loads(path.read_text())
     names = [
         name
@@ -70,7 +74,7 @@ def test_no_off_limits_dependency_under_bench(path: Path) -> None:
 
 
 def test_no_off_limits_package_in_the_corpus_lock() -> None:
-    lock = json.loads((BENCH / "corpus" / "package-lock.json").read_text())
+    lock = json.loads((CORPUS / "package-lock.json").read_text())
     installed = [key for key in lock.get("packages", {}) if key]
     names = [key.split("node_modules/")[-1] for key in installed]
     assert [n for n in names if forbidden_package(n)] == []

@@ -1,7 +1,7 @@
 """The concept miner's rules on a small synthetic repository: docs, a package, a commit history.
 
 The repository is written here and committed with the local git (no network, no benchmark
-mirror); symbols come from bench/quality/extract_symbols.js as for every query type.
+mirror); symbols come from codecompass_dev/queries/extract_symbols.js as for every query type.
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from bench.corpus.assemble import QualityRepo
 from bench.quality import mine_concepts
-from bench.quality.mine_concepts import (
+
+from codecompass_dev.corpus.assemble import QualityRepo
+from codecompass_dev.queries.concepts import (
+    Candidate,
     Pinned,
     api_names,
     body_sentence,
@@ -113,9 +115,9 @@ def commit(repo: Path, files: dict[str, str], message: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[mine_concepts.Candidate], Counter]:
+def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Candidate], Counter]:
     mirrors = tmp_path_factory.mktemp("mirrors")
-    repo = mirrors / "someone+widget" / "repo"  # a clone: bench/corpus/mirrors.py finds its .git
+    repo = mirrors / "someone+widget" / "repo"  # a clone: codecompass_dev/corpus/mirrors.py finds its .git
     repo.mkdir(parents=True)
     git(repo, "init", "-q")
     commit(repo, FILES, "Initial import of the widget scheduler library")
@@ -153,7 +155,7 @@ def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[mine_concepts.
         return mine_concepts.mine_repo(widget, 100, 20261122, stats), stats
 
 
-def by_rule(candidates: list[mine_concepts.Candidate], rule: str) -> dict[str, mine_concepts.Candidate]:
+def by_rule(candidates: list[Candidate], rule: str) -> dict[str, Candidate]:
     return {c.query: c for c in candidates if c.rule == rule}
 
 

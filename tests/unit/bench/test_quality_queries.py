@@ -11,11 +11,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from bench.corpus.assemble import QualityRepo
-from bench.lib.metrics import FileTarget
 from bench.quality import build_queries, run_pipeline, run_quality
-from bench.quality.build_queries import Candidate, Query, Target, sample_by_rule, write
-from bench.quality.run_quality import load_queries, parse_query
+from bench.quality.build_queries import Query, sample_by_rule, write
+
+from codecompass_dev.corpus.assemble import QualityRepo
+from codecompass_dev.evaluation.metrics import FileTarget, Target
+from codecompass_dev.evaluation.query_set import load_queries, parse_query
+from codecompass_dev.queries.symbol_queries import Candidate, path_queries
 
 QUERIES = Path(build_queries.__file__).with_name("queries.jsonl")
 
@@ -119,7 +121,7 @@ def test_a_path_query_is_answered_by_the_files_top_level_symbols_and_then_its_ca
          "symbols": [symbol("parse", 5, 20), symbol("parse.inner", 8, 9), symbol("tokenize", 22, 39)]},
         {"path": "lib/other/parse.js", "card": {"start_line": 1, "end_line": 9}, "symbols": [symbol("x", 1, 9)]},
     ]  # fmt: skip
-    candidates = build_queries.path_queries(records)
+    candidates = path_queries(records)
     assert [c.text for c in candidates] == ["core/parse.js", "other/parse.js"]
     # Last, so the first target (a sample's order) is what it was before the card was a target.
     assert candidates[0].targets == [

@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 import pytest
-from bench.lib.results import REPO_ROOT, RESULTS_DIR, latest_path, load_latest, to_json, write_results
 from bench.report.quality import render_quality_full, render_quality_summary
 from bench.report.sections import (
     MARKDOWN_FILES,
@@ -16,6 +15,8 @@ from bench.report.sections import (
     section_renderer,
     update_files,
 )
+
+from codecompass_dev.evaluation.results import REPO_ROOT, RESULTS_DIR, latest_path, load_latest, to_json, write_results
 
 
 def quality_doc() -> dict:

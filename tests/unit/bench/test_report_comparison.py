@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench.lib.results import write_results
 from bench.quality import compare_models, compare_runs
 from bench.report.comparison import render_comparison, render_models
 from bench.report.quality import render_testcode
+
+from codecompass_dev.evaluation.results import write_results
 
 
 def quality(mrr: float, first_test: float | None) -> dict:
@@ -113,9 +114,8 @@ def test_testcode_section_shows_the_default_per_group_and_every_variant() -> Non
 
 
 def test_the_models_table_labels_the_default_profile_the_service_really_defaults_to() -> None:
-    from bench.lib.results import REPO_ROOT
-
     from codecompass.common.config import EmbeddingSettings
+    from codecompass_dev.evaluation.results import REPO_ROOT
 
     makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
     declared = next(line.split(":=", 1)[1].strip() for line in makefile.splitlines()

@@ -157,7 +157,7 @@ def test_file_level_columns_and_the_concept_table_appear_when_the_run_has_them(m
 def test_a_result_that_expands_several_targets_answers_each_of_them() -> None:
     from types import SimpleNamespace as NS
 
-    from bench.quality.run_quality import Target
+    from codecompass_dev.evaluation.metrics import Target
 
     def chunk(cid, name, start, end):
         return NS(id=cid, relative_path="src/a.ts", qualified_name=name, start_line=start, end_line=end)

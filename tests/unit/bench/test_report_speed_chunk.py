@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from bench import chunk_bench
 from bench.lib.chunk_checks import LineCoverage, Violation
-from bench.lib.results import load_latest, write_results
 from bench.report.chunk import chunk_table, render_chunk_full, render_chunk_summary
 from bench.report.sections import ReportError, update_files
 from bench.report.speed import render_speed_full, render_speed_summary, speed_table
 from bench.speed import run_speed
+
+from codecompass_dev.evaluation.results import load_latest, write_results
 
 WORKSPACE = Path("/tmp/bench/ws-300k")
 

@@ -1,4 +1,4 @@
-"""Make the repo-root `models` and `bench` packages importable: training pipelines are scripts, not installed."""
+"""Make the repo-root `models` and `codecompass_dev` packages importable: neither is an installed package."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Concept pairs for training (models/corpus/concepts.py) on a small synthetic monorepo: the
 benchmark's four rules run by its own functions, with the corpus's code, code paths, leak and cap
 rules. The repository is written and committed here with the local git; symbols come from
-bench/quality/extract_symbols.js, as for every pair."""
+codecompass_dev/queries/extract_symbols.js, as for every pair."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from bench.lib.metrics import FileTarget
-from bench.quality.build_queries import Target
 from models.corpus import concepts
 from models.corpus.mine import write_gzip
 from models.corpus.pairs import Pair, Repo, finalize
 from tests.unit.bench.test_mine_concepts import POOL, SCHEDULER
+
+from codecompass_dev.evaluation.metrics import FileTarget, Target
 
 GUIDE = """# Guide
 

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from bench.quality.build_queries import Target
 from models.corpus import mine
 from models.corpus.pairs import (
     DEFAULT_CAP,
@@ -20,6 +19,8 @@ from models.corpus.pairs import (
     repo_cap,
     well_sized,
 )
+
+from codecompass_dev.evaluation.metrics import Target
 
 
 def pair(query: str, name: str) -> Pair:

@@ -9,7 +9,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from bench.quality.build_queries import Target
 from models.ranker import workspaces
 from models.ranker.calibrate import exact_names, missing_name, reliability
 from models.ranker.dump import ANSWER, IN_ANSWER_FILE, generated_queries, is_answer, label
@@ -17,6 +16,7 @@ from models.ranker.train import Split, diversified, scores_by_type
 
 from codecompass.common.chunks import NodeKind
 from codecompass.policy.shape import is_code_shaped
+from codecompass_dev.evaluation.metrics import Target
 
 
 def row(name, path, kind="function", start=1, end=10, is_test=False, qualified=None):

@@ -5,8 +5,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from bench.lib.text import blank_spans, first_sentence, leaks_name, split_identifier
-from bench.quality.mine_commits import EXTRACTOR, FileChange, clean_subject, touched_symbols
+
+from codecompass_dev.queries.commits import FileChange, clean_subject, touched_symbols
+from codecompass_dev.queries.symbols import EXTRACTOR
+from codecompass_dev.queries.text import blank_spans, first_sentence, leaks_name, split_identifier
 
 SOURCE = """import { x } from './x';
 

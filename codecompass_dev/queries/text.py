@@ -1,4 +1,5 @@
-"""Text helpers of the quality benchmark: JSDoc blanking, identifier splitting, query hygiene."""
+"""Text helpers of query mining (the benchmark's and the training corpus's): JSDoc blanking, identifier
+splitting, query hygiene."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
-CORPUS_PACKAGE_JSON = REPO_ROOT / "bench" / "corpus" / "package.json"
+CORPUS_PACKAGE_JSON = REPO_ROOT / "codecompass_dev" / "corpus" / "package.json"
 SCHEMA_VERSION = 1
 
 
@@ -69,7 +69,7 @@ def machine_info() -> dict[str, Any]:
 
 
 def corpus_versions(package_json: Path = CORPUS_PACKAGE_JSON) -> dict[str, str]:
-    """Pinned corpus package versions (bench/corpus/package.json); empty when absent."""
+    """Pinned corpus package versions (codecompass_dev/corpus/package.json); empty when absent."""
     try:
         return dict(json.loads(package_json.read_text(encoding="utf-8")).get("dependencies", {}))
     except (OSError, ValueError):

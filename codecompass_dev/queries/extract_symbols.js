@@ -13,7 +13,7 @@
 //     -> "x", `a.b = function` -> "a.b", `module.exports = function f` -> "f";
 //   - the lines of the file's card, the service's `<module top level>` chunk (`card`).
 // Output: one JSON object per file on stdout.
-// Usage: node bench/quality/extract_symbols.js ROOT [ROOT-RELATIVE-FILES...]
+// Usage: node codecompass_dev/queries/extract_symbols.js ROOT [ROOT-RELATIVE-FILES...]
 // As a module it lends `extract` and its parsing helpers to the training corpus's miners
 // (models/corpus/extract_tests.js), so both name symbols by one rule.
 'use strict';

@@ -11,11 +11,11 @@ copied out into plain folders under bench/.work/:
   quality       one workspace per repository, bench/.work/quality/<repo>/: the repository
                 at its pinned release commit, everything a clone has (a user has one
                 repository open, so the queries of repository R are searched in workspace
-                R), checked out of git mirrors (bench/corpus/mirrors.py); the JSDoc comments
+                R), checked out of git mirrors (codecompass_dev/corpus/mirrors.py); the JSDoc comments
                 that `jsdoc` queries of bench/quality/queries.jsonl were taken from are
                 blanked (spaces, line breaks kept), everything else is as committed.
 
-Usage: python -m bench.corpus.assemble {chunk-corpus|ws-300k|ws-10k-files|quality|all} [--force]
+Usage: python -m codecompass_dev.corpus.assemble {chunk-corpus|ws-300k|ws-10k-files|quality|all} [--force]
 """
 
 from __future__ import annotations
@@ -30,11 +30,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.corpus.mirrors import MirrorError, checkout, ensure_mirror, tag_commit
-from bench.corpus.policy import assert_allowed
-from bench.lib.text import blank_spans
+from codecompass_dev.corpus.mirrors import MirrorError, checkout, ensure_mirror, tag_commit
+from codecompass_dev.corpus.policy import assert_allowed
+from codecompass_dev.queries.text import blank_spans
 
-BENCH_DIR = Path(__file__).resolve().parent.parent
+# The corpus, the workspaces and the query file are the benchmark's data, in bench/.
+BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 CORPUS_MODULES = BENCH_DIR / ".corpus" / "node_modules"
 WORK_DIR = BENCH_DIR / ".work"
 QUALITY_DIR = WORK_DIR / "quality"
@@ -191,7 +192,7 @@ def code_files(repo: QualityRepo, workspace: Path) -> list[str]:
     for path in repo.code_paths:
         root = workspace / path
         if not root.exists():
-            raise SystemExit(f"{root} is missing: run python -m bench.corpus.assemble quality")
+            raise SystemExit(f"{root} is missing: run python -m codecompass_dev.corpus.assemble quality")
         items = [root] if root.is_file() else (p for p in root.rglob("*") if p.is_file())
         found.extend(p.relative_to(workspace).as_posix() for p in items)
     return sorted(rel for rel in set(found) if is_code_file(repo, rel))
@@ -318,7 +319,7 @@ def assemble_quality(force: bool, queries_path: Path | None = QUERIES_PATH, dest
 def iter_part_files(part: CorpusPart) -> list[Path]:
     root = CORPUS_MODULES / part.package / part.subpath
     if not root.exists():
-        raise SystemExit(f"{root} is missing: run bench/corpus/install.sh first")
+        raise SystemExit(f"{root} is missing: run codecompass_dev/corpus/install.sh first")
     if root.is_file():
         return [root]
     return sorted(p for p in root.rglob("*") if p.is_file() and is_source(p))

@@ -1,7 +1,7 @@
 """The quality workspaces are the repositories as a clone has them, rebuilt byte for byte from a pinned commit.
 
 A real git repository stands in for a quality repository: its mirror is a real `git clone
---mirror`, and the workspace is built by bench.corpus.assemble exactly as for the real ones.
+--mirror`, and the workspace is built by codecompass_dev.corpus.assemble exactly as for the real ones.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from bench.corpus import assemble
-from bench.corpus.assemble import QualityRepo
+
+from codecompass_dev.corpus import assemble
+from codecompass_dev.corpus.assemble import QualityRepo
 
 JSDOC = "/** Adds two numbers and returns their sum. */"
 INDEX_TS = f"{JSDOC}\nexport function add(a: number, b: number): number {{\n  return a + b;\n}}\n"

@@ -10,7 +10,8 @@ Mirrors live in $BENCH_MIRRORS (default bench/.mirrors/, gitignored), one per re
 either `<owner>+<name>.git` (`git clone --mirror`, what `ensure_mirror` makes when one is
 missing) or `<owner>+<name>/repo` (a bare repository fetched by other tooling, or a clone
 whose git directory is `repo/.git`). The same
-mirrors serve bench/quality/mine_commits.py, which reads their history.
+mirrors serve the commit miner (codecompass_dev/queries/commits.py) and the training corpus
+(models/corpus/), which read their history.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent.parent
+# The mirrors are the benchmark's data, kept where they always were: bench/.mirrors.
+BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 MIRRORS_ENV = "BENCH_MIRRORS"
 DEFAULT_MIRRORS_DIR = BENCH_DIR / ".mirrors"
 # A checkout must not depend on the user's git config: LF as stored, symlinks as symlinks.

@@ -87,6 +87,17 @@ def mean_scores(scores: Iterable[QueryScore]) -> tuple[float, ...]:
     return tuple(sum(col) / len(rows) for col in zip(*rows, strict=True))
 
 
+@dataclass(frozen=True)
+class Target:
+    """A symbol target: the chunk of `qualified_name` in `path`, at lines start_line..end_line of the
+    pinned code (a result hits it by that name or by exactly those lines in that file)."""
+
+    path: str
+    qualified_name: str
+    start_line: int
+    end_line: int
+
+
 # --- File level: each relevant file once, at its first (overlapping) result. ---
 
 

@@ -1,6 +1,6 @@
 """Markdown read as documentation: its sections, their prose, and the code spans they write.
 
-One home for how the benchmark's concept miner (bench/quality/mine_concepts.py) and the training
+One home for how the benchmark's concept miner (codecompass_dev/queries/concepts.py) and the training
 corpus's doc miner (models/corpus/mine_docs.py) read a README or a docs page, so both split a
 page and find its prose by the same rule.
 """

@@ -3,7 +3,8 @@
 # into bench/.corpus/ with `npm ci`, so every run measures byte-identical sources.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-dest="$(cd "$here/.." && pwd)/.corpus"
+# The installed corpus is the benchmark's data: bench/.corpus, beside its workspaces (bench/.work).
+dest="$(cd "$here/../.." && pwd)/bench/.corpus"
 mkdir -p "$dest"
 cp "$here/package.json" "$here/package-lock.json" "$dest/"
 # --ignore-scripts: the corpus is data; nothing in it should run.

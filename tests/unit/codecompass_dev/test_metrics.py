@@ -3,7 +3,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from bench.lib.metrics import (
+
+from codecompass_dev.evaluation.metrics import (
     FileTarget,
     RelevantFile,
     file_hit,

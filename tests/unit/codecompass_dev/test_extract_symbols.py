@@ -1,4 +1,4 @@
-"""The quality benchmark's extractor (bench/quality/extract_symbols.js) with the real TypeScript compiler."""
+"""The quality benchmark's extractor (codecompass_dev/queries/extract_symbols.js) with the real TypeScript compiler."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from bench.lib.text import blank_spans
-
-EXTRACTOR = Path(__file__).resolve().parents[3] / "bench" / "quality" / "extract_symbols.js"
+from codecompass_dev.queries.symbols import EXTRACTOR
+from codecompass_dev.queries.text import blank_spans
 
 SOURCE = """const re = /\\/\\*\\*x/g;
 const s = "/** in a string */";

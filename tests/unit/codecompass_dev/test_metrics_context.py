@@ -3,7 +3,9 @@ from __future__ import annotations
 import math
 
 import pytest
-from bench.lib.metrics import (
+
+from codecompass.common.tokens import count_tokens
+from codecompass_dev.evaluation.metrics import (
     ContextScore,
     percentile,
     recall_within_budget,
@@ -12,8 +14,6 @@ from bench.lib.metrics import (
     score_context,
     tokens_per_answer,
 )
-
-from codecompass.common.tokens import count_tokens
 
 
 def test_result_text_is_a_header_line_then_the_source() -> None:

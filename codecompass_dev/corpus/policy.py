@@ -68,4 +68,4 @@ def off_limits(name: str) -> bool:
 
 def assert_allowed(name: str) -> None:
     if off_limits(name):
-        raise SystemExit(f"{name} is off-limits for the benchmarks (bench/corpus/policy.py)")
+        raise SystemExit(f"{name} is off-limits for the benchmarks (codecompass_dev/corpus/policy.py)")

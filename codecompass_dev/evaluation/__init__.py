@@ -1,0 +1,1 @@
+"""Evaluation: metrics over ranked results, results files, the services under test, the quality query set."""

@@ -12,7 +12,7 @@ ignores the token (gateway_mcp/codecompass_gateway/remote.py), while any other b
 `Authorization: Bearer` on every request, as a cluster's gateway (contract: `--host 0.0.0.0`)
 does. `start` checks that a request without the token gets 401 before it returns.
 
-Services start on port 0 through bench/lib/services.py; `restart` brings one back on the port it
+Services start on port 0 through codecompass_dev/evaluation/services.py; `restart` brings one back on the port it
 had, so the addresses the others were given stay right.
 """
 

@@ -68,10 +68,17 @@ def imported_modules(tree: ast.AST) -> Iterator[tuple[int, str]]:
             yield node.lineno, node.args[0].value
 
 
+def sources(package: Path, pattern: str) -> list[Path]:
+    """The package's own files matching `pattern`: not what a run left in a hidden folder
+    (`models/.work` holds mirrored repositories, with folders named like `handlebars.js`)."""
+    return sorted(path for path in package.rglob(pattern)
+                  if path.is_file() and not any(part.startswith(".") for part in path.relative_to(package).parts))
+
+
 def imports_of(package: Path, forbidden: tuple[str, ...]) -> list[str]:
     """'file:line imports module' for every import in `package` of a module under `forbidden`."""
     found = []
-    for source in sorted(package.rglob("*.py")):
+    for source in sources(package, "*.py"):
         tree = ast.parse(source.read_text(encoding="utf-8"), filename=str(source))
         for line, module in imported_modules(tree):
             if module.split(".")[0] in forbidden:
@@ -99,7 +106,7 @@ def test_only_the_client_package_and_the_servicers_speak_through_generated_stubs
     # the benchmarks. A servicer implements its stub's base class; nothing else opens a stub of ours.
     speakers = []
     for package in (SERVICES, GATEWAY, CLI, BENCH):
-        for source in sorted(package.rglob("*.py")):
+        for source in sources(package, "*.py"):
             if source.is_relative_to(SERVICES / "v1") or source.is_relative_to(CLIENTS) or source == WIRE_BENCHMARK:
                 continue
             if source.name == "servicer.py" and source.parent.parent == SERVICES:
@@ -127,7 +134,7 @@ def codecompass_imports(package: Path, allowed: tuple[str, ...]) -> list[str]:
     """'file:line imports module' for every import in `package` of a `codecompass.<sub>` module whose
     `<sub>` is not in `allowed` (`from codecompass import x` counts as `codecompass.x`)."""
     found = []
-    for source in sorted(package.rglob("*.py")):
+    for source in sources(package, "*.py"):
         tree = ast.parse(source.read_text(encoding="utf-8"), filename=str(source))
         for line, module in absolute_imports(tree, package_of(source)):
             parts = module.split(".")
@@ -172,7 +179,7 @@ def test_the_training_pipelines_never_import_the_benchmarks() -> None:
     assert imports_of(MODELS, ("bench",)) == []
     # The corpus miners' node helpers load the shared symbol extractor from the library too.
     requires = [f"{source.relative_to(REPO_ROOT)}:{number}"
-                for source in sorted(MODELS.rglob("*.js"))
+                for source in sources(MODELS, "*.js")
                 for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1)
                 if re.search(r"require\([^)]*\bbench/", line)]
     assert requires == []
@@ -201,7 +208,7 @@ def test_only_contracts_clients_and_servicers_import_generated_messages() -> Non
     # builds the request and at the servicer that implements the stub; nothing else reads the wire.
     found = []
     for package in (SERVICES, GATEWAY, CLI, BENCH, MODELS):
-        for source in sorted(package.rglob("*.py")):
+        for source in sources(package, "*.py"):
             if (source.is_relative_to(SERVICES / "v1") or source.is_relative_to(CONTRACTS)
                     or source.is_relative_to(CLIENTS) or source == WIRE_BENCHMARK):
                 continue

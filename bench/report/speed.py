@@ -346,8 +346,12 @@ def render_mcp_speed(doc: dict[str, Any]) -> str:
     verdict = "met" if cold["met"] else "**missed**"
     after = cold["index_status_after"]
     written = f", {after['chunks']:,} chunks written" if "chunks" in after else ""
-    cold_line = (f"Cold start on a fresh state dir (`codecompass mcp` starts every service, then the workspace "
-                 f"indexes in the background): handshake after {cold['handshake_s']:.1f} s, first answer with "
+    listed = (f", tools listed after **{cold['tools_listed_s'] * 1000:.0f} ms** (goal ≤ "
+              f"{cold['handshake_goal_s'] * 1000:.0f} ms: {'met' if cold['handshake_met'] else '**missed**'})"
+              if "tools_listed_s" in cold else "")
+    cold_line = (f"Cold start on a fresh state dir (`codecompass mcp` starts every service behind the handshake, then "
+                 f"the workspace indexes in the background): handshake after {cold['handshake_s'] * 1000:.0f} ms"
+                 f"{listed}, first answer with "
                  f"results after **{cold['first_answer_s']:.1f} s** (the {_ordinal(cold['tries'])} call; the "
                  f"index was still {after['indexing_status']}{written}); goal < {cold['goal_s']:.0f} s: "
                  f"{verdict}.")

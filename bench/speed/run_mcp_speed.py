@@ -80,6 +80,8 @@ PERCENTILES = (50, 95)
 # A call on a warm stack answers in well under a second; the first trace builds a Program.
 CALL_TIMEOUT_S = 120.0
 COLD_GOAL_S = 5.0
+# Issue 27: `initialize` and `tools/list` answered at once while the services start behind them.
+HANDSHAKE_GOAL_S = 0.3
 # How long the cold start may take to its first non-empty answer before we stop retrying.
 COLD_GIVE_UP_S = 300.0
 COLD_RETRY_PAUSE_S = 0.25
@@ -249,9 +251,14 @@ async def measure_cold(workspace: Path, query: str, errlog: TextIO, state_dir: P
         t0 = time.perf_counter()
         client = await stack.enter_async_context(
             Client(stdio_client(params, errlog=errlog), read_timeout_seconds=CALL_TIMEOUT_S))
-        out["handshake_s"] = round(time.perf_counter() - t0, 2)
+        out["handshake_s"] = round(time.perf_counter() - t0, 3)
         out["protocol_version"] = client.protocol_version
-        log(f"  handshake after {out['handshake_s']:.2f} s; searching until an answer has results ...")
+        await client.list_tools()
+        out["tools_listed_s"] = round(time.perf_counter() - t0, 3)
+        out["handshake_goal_s"] = HANDSHAKE_GOAL_S
+        out["handshake_met"] = out["tools_listed_s"] <= HANDSHAKE_GOAL_S
+        log(f"  handshake after {out['handshake_s']:.3f} s, tools listed after {out['tools_listed_s']:.3f} s; "
+            "searching until an answer has results ...")
         while True:
             started = time.perf_counter() - t0
             result = await client.call_tool(SEARCH, {"query": query})
@@ -369,7 +376,9 @@ def markdown(latency: dict[str, dict[str, Any]], answer: dict[str, dict[str, Any
         first = cold.get("first_answer_s")
         lines += ["", "| cold start (`codecompass mcp`, fresh state dir) | seconds | goal |", "|---|---:|---|",
                   f"| process start → gateway serving (services started) | {ms(cold['gateway_serving_s'], 2)} | |",
-                  f"| process start → handshake | {cold['handshake_s']:.2f} | |",
+                  f"| process start → handshake | {cold['handshake_s']:.3f} | |",
+                  (f"| process start → tools listed | {cold['tools_listed_s']:.3f} | ≤ {HANDSHAKE_GOAL_S} s: "
+                   f"{'met' if cold['handshake_met'] else 'MISSED'} |"),
                   (f"| process start → first answer with results "
                    f"({cold['tries']} {'try' if cold['tries'] == 1 else 'tries'}) | "
                    f"{'—' if first is None else f'{first:.2f}'} | ≤ {COLD_GOAL_S:.0f} s: "

@@ -16,6 +16,7 @@ Imports nothing heavy: it runs before the SDK is imported.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -173,7 +174,9 @@ class Front:
         try:
             while line := self._in.readline(INSPECT_BYTES):
                 if line.endswith(b"\n"):
-                    self._answer(line)
+                    # Answering early is a shortcut: a line it cannot judge goes on as it is.
+                    with contextlib.suppress(Exception):
+                        self._answer(line)
                 self.inbox.feed(line)
         except OSError:
             pass  # the client went away: the SDK reads the end of input
@@ -187,7 +190,7 @@ class Front:
                 return
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser's stack
             return
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return

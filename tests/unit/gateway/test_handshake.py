@@ -96,6 +96,17 @@ def test_what_the_front_is_not_sure_of_waits_for_the_server(first: dict[str, Any
     assert wire.receive()["result"] == {"from": "server"}  # answered once, by the server
 
 
+def test_a_line_no_parser_can_read_goes_on_and_the_front_still_answers() -> None:
+    wire = Wire()
+    deep = b'{"jsonrpc":"2.0","id":9,"method":"x","params":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    wire.send(deep)
+    wire.send(b"\xff\xfe not UTF-8\n")
+    wire.send(request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT}))
+    assert wire.receive()["id"] == 1
+    inbox, _ = wire.front.hand_over()
+    assert [inbox.readline(1 << 20), inbox.readline()] == [deep, b"\xff\xfe not UTF-8\n"]
+
+
 def test_the_2026_protocol_is_answered_from_its_envelope() -> None:
     wire = Wire()
     recorded = load_manifest()["2026-07-28"]

@@ -217,7 +217,10 @@ def test_commands_are_ones_the_programs_accept(objects: list[dict]) -> None:
     for name in (names.RETRIEVAL, names.WRITER):
         assert _main_container(workloads[name])["command"] == ["python", "-m", "codecompass.retrieval"]
     assert _main_container(workloads[names.ANALYSIS])["command"] == ["node", "dist/src/main.js"]
-    for cron in _of(objects, "CronJob").values():
+    # The shard workers' command is checked with their Job template (test_shard_workers_…).
+    for name, cron in _of(objects, "CronJob").items():
+        if name == "writer-shards":
+            continue
         (container,) = _pod_spec(cron)["containers"]
         calls = re.findall(r"python -m codecompass_cli (.+?)(?: \|\||$)", container["command"][-1], re.MULTILINE)
         assert calls, container["command"]
@@ -433,15 +436,18 @@ def test_object_store_scales_searchers_out_and_shares_no_disk(object_store: list
     assert "emptyDir" in next(v for v in _pod_spec(retrieval)["volumes"] if v["name"] == state["name"])
 
 
-def test_shard_workers_are_an_indexed_job_the_writer_waits_for(objects: list[dict]) -> None:
-    jobs = _of(objects, "Job")
-    if not jobs:
+def test_shard_workers_are_an_indexed_job_made_from_a_template(objects: list[dict]) -> None:
+    crons = _of(objects, "CronJob")
+    if "writer-shards" not in crons:
         assert "writer-shards" not in {w["metadata"]["name"] for w, _ in _pods(objects)}
         return
-    job = jobs["writer-shards"]["spec"]
+    cron = crons["writer-shards"]["spec"]
+    # Never on its own: `kubectl create job --from=cronjob/writer-shards` runs it (deploy/k8s/README.md).
+    assert cron["suspend"] is True and cron["concurrencyPolicy"] == "Forbid"
+    job = cron["jobTemplate"]["spec"]
     assert job["completionMode"] == "Indexed" and job["completions"] == job["parallelism"]
-    assert job["backoffLimitPerIndex"] >= 1 and job["suspend"] is True
-    pod = _pod_spec(jobs["writer-shards"])
+    assert job["backoffLimitPerIndex"] >= 1
+    pod = _pod_spec(crons["writer-shards"])
     assert pod["restartPolicy"] == "Never"
     (worker,) = pod["containers"]
     assert worker["command"][:5] == ["python", "-m", "codecompass.retrieval.index.shard", "work", "--workspace-id"]
@@ -452,13 +458,39 @@ def test_shard_workers_are_an_indexed_job_the_writer_waits_for(objects: list[dic
     (sidecar,) = pod["initContainers"]
     assert sidecar["restartPolicy"] == "Always" and _is_node(sidecar)
     assert {"name": "ANALYSIS_ADDR", "value": f"127.0.0.1:{default_port(names.ANALYSIS)}"} in worker["env"]
-    # With the Job present the writer posts its plan for it instead of starting processes.
+    # With the component the writer posts its plan for the Job instead of starting processes.
     writer = _main_container(_of(objects, "StatefulSet")[names.WRITER])
     assert {"name": "CODECOMPASS_RETRIEVAL_SHARD_RUNNER", "value": "job"} in writer["env"]
 
 
+def test_no_job_is_applied_whole(objects: list[dict]) -> None:
+    # A Job's pod template is immutable, and every template here names hash-suffixed ConfigMaps and
+    # an image tag: an `apply -k` after a setting or an image changed would be refused. Jobs are
+    # made from CronJob templates, which apply replaces.
+    assert _of(objects, "Job") == {}
+
+
+LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
+
+
+def test_what_the_kubelet_probes_listens_beyond_loopback(objects: list[dict]) -> None:
+    # gRPC, HTTP and TCP probes dial the pod's IP: a server bound to loopback never passes one.
+    config_maps = _config_maps(objects)
+    for workload, pod in _pods(objects):
+        for container in _containers(pod):
+            probes = [container[p] for p in ("startupProbe", "readinessProbe", "livenessProbe") if p in container]
+            if not any({"grpc", "httpGet", "tcpSocket"} & set(probe) for probe in probes):
+                continue
+            env = _environment(container, config_maps)
+            host = env.get("CODECOMPASS_BIND_HOST", {}).get("value", "127.0.0.1")
+            args = container.get("command", [])
+            if "--host" in args:
+                host = args[args.index("--host") + 1]
+            assert host not in LOOPBACK_HOSTS, f"{workload['metadata']['name']}/{container['name']} binds {host}"
+
+
 def test_sync_runs_one_at_a_time(objects: list[dict]) -> None:
-    (cron,) = _of(objects, "CronJob").values()
+    cron = _of(objects, "CronJob")["writer-sync"]
     assert cron["spec"]["concurrencyPolicy"] == "Forbid"
     env = _environment(_pod_spec(cron)["containers"][0], _config_maps(objects))
     # It syncs the gateway's workspaces, which it sees where the gateway does.

@@ -27,8 +27,8 @@ Who runs the workers (`retrieval.shard_runner`):
   must see the workspace at the writer's path (the plan's root), as with local workers. Kubernetes:
 
       codecompass index --workers N PATH        # against the writer (or the CronJob running it)
-      kubectl patch job writer-shards -p '{"spec":{"suspend":false}}'   # the Indexed Job
-                                                # (deploy/k8s components/sharded-index), completions N
+      kubectl create job writer-shards-1 --from=cronjob/writer-shards   # an Indexed Job from
+                                                # the template (deploy/k8s components/sharded-index), completions N
 
   A board holds one plan, the newest: posting one replaces the last, so an index has at most one
   open plan. A plan ends committed, timed out (a shard never reported: the error names how many

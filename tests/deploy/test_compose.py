@@ -46,6 +46,8 @@ WORKSPACES = "/workspaces"
 STATE_DIR = "/var/lib/codecompass"
 INDEX_DIR = f"{STATE_DIR}/index"
 COLLECTOR = "http://otel-collector:4317"
+# One collector configuration for compose and the Kubernetes component.
+COLLECTOR_CONFIG = DEPLOY / "k8s" / "components" / "observability" / "otel-collector.yaml"
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -250,7 +252,7 @@ def test_the_observability_layer_sends_every_service_s_spans_to_the_collector() 
     collector = layer["otel-collector"]
     (config_mount,) = collector["volumes"]
     source, target, mode = config_mount.split(":")
-    assert (DEPLOY / source).is_file() and mode == "ro"
+    assert (DEPLOY / source).resolve() == COLLECTOR_CONFIG.resolve() and mode == "ro"
     assert collector["command"] == [f"--config={target}"]
     grpc = load(DEPLOY / source)["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"]
     assert grpc.rpartition(":")[2] == COLLECTOR.rpartition(":")[2]
@@ -259,7 +261,7 @@ def test_the_observability_layer_sends_every_service_s_spans_to_the_collector() 
 
 
 def test_the_collector_s_pipelines_use_only_components_it_defines() -> None:
-    config = load(DEPLOY / "otel-collector.yaml")
+    config = load(COLLECTOR_CONFIG)
     service = config["service"]
     assert set(service["extensions"]) <= set(config.get("extensions", {}))
     assert set(service["pipelines"]) == {"traces"}
@@ -267,5 +269,5 @@ def test_the_collector_s_pipelines_use_only_components_it_defines() -> None:
         for kind in ("receivers", "processors", "exporters"):
             assert pipeline.get(kind) or kind == "processors", kind
             assert set(pipeline.get(kind, [])) <= set(config.get(kind, {})), kind
-    # The exporter reaches Jaeger by its compose name, on the OTLP port Jaeger takes.
+    # The exporter reaches Jaeger by its name (compose's, the Service's), on the OTLP port Jaeger takes.
     assert config["exporters"]["otlp/jaeger"]["endpoint"] == "jaeger:4317"

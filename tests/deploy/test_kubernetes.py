@@ -41,6 +41,8 @@ WITH_COMPONENTS = "base+components"
 BUILDS = ("base", *(f"overlays/{name}" for name in OVERLAYS), WITH_COMPONENTS)
 
 SERVICES = (*names.BACKENDS, names.WRITER, names.GATEWAY)
+# Third-party workloads the observability component ships beside the services.
+INFRASTRUCTURE = {"otel-collector", "jaeger"}
 PYTHON_IMAGE, NODE_IMAGE = "codecompass/python", "codecompass/analysis"
 SECRET_ENV = {"CODECOMPASS_GATEWAY_AUTH_TOKEN", "CODECOMPASS_EMBEDDING_API_KEY", "CODECOMPASS_RERANK_API_KEY",
               "CODECOMPASS_REWRITE_API_KEY", "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS"}
@@ -108,6 +110,11 @@ def _pods(objects: list[dict]) -> list[tuple[dict, dict]]:
     return [(o, _pod_spec(o)) for o in objects if o["kind"] in POD_KINDS]
 
 
+def _our_pods(objects: list[dict]) -> list[tuple[dict, dict]]:
+    """(workload, pod spec) of the CodeCompass services' pods: not the third-party ones beside them."""
+    return [(w, pod) for w, pod in _pods(objects) if w["metadata"]["name"] not in INFRASTRUCTURE]
+
+
 def _containers(pod: dict) -> list[dict]:
     return [*pod.get("initContainers", []), *pod["containers"]]
 
@@ -165,10 +172,10 @@ def test_every_build_passes_the_api_schemas_strictly(build: str, tmp_root: Path)
 
 def test_every_service_runs_under_its_one_name(objects: list[dict]) -> None:
     deployments, statefulsets = _of(objects, "Deployment"), _of(objects, "StatefulSet")
-    assert set(deployments) | set(statefulsets) == set(SERVICES)
+    assert (set(deployments) | set(statefulsets)) - INFRASTRUCTURE == set(SERVICES)
     # The writer is a StatefulSet of one, never a Deployment (deploy/k8s/README.md, "One writer").
     assert set(statefulsets) == {names.WRITER} and statefulsets[names.WRITER]["spec"]["replicas"] == 1
-    assert set(_of(objects, "Service")) == set(SERVICES)
+    assert set(_of(objects, "Service")) - INFRASTRUCTURE == set(SERVICES)
     assert statefulsets[names.WRITER]["spec"]["serviceName"] == names.WRITER
     # Runs that are not services carry the name of the service they work for.
     for kind in ("Job", "CronJob"):
@@ -268,7 +275,7 @@ def test_roles_and_addresses(objects: list[dict]) -> None:
 
 def test_every_variable_is_one_its_runtime_reads(objects: list[dict]) -> None:
     config_maps = _config_maps(objects)
-    for workload, pod in _pods(objects):
+    for workload, pod in _our_pods(objects):
         for container in _containers(pod):
             allowed = (node_env() if _is_node(container) else python_env()) | set(THIRD_PARTY_ENV)
             unknown = set(_environment(container, config_maps)) - allowed
@@ -308,7 +315,7 @@ def _node_drain_s() -> float:
 
 
 def test_pods_outlast_their_drain(objects: list[dict]) -> None:
-    for workload, pod in _pods(objects):
+    for workload, pod in _our_pods(objects):
         name = workload["metadata"]["name"]
         for container in _containers(pod):
             drain = _node_drain_s() if _is_node(container) else _python_drain_s()
@@ -338,7 +345,7 @@ def test_every_pod_is_hardened(objects: list[dict]) -> None:
             # The root is read-only: whatever writes to /tmp writes to an emptyDir, and so does
             # whatever writes to the Python state dir (also the image user's home).
             assert mounts["/tmp"]["name"] in empty_dirs, (name, container["name"])
-            if not _is_node(container):
+            if not _is_node(container) and name not in INFRASTRUCTURE:
                 state_dir = _environment(container, config_maps)["CODECOMPASS_STATE_DIR"]["value"]
                 assert mounts[state_dir]["name"] in empty_dirs, (name, container["name"])
             if "/workspaces" in mounts:
@@ -352,6 +359,11 @@ def test_images_are_the_projects_at_its_version(objects: list[dict]) -> None:
     version = tomllib.loads((REPO / "py_services" / "pyproject.toml").read_text())["project"]["version"]
     for workload, pod in _pods(objects):
         for container in _containers(pod):
+            if workload["metadata"]["name"] in INFRASTRUCTURE:
+                # A third party's image, at a pinned release (compose runs the same).
+                name, _, tag = container["image"].rpartition(":")
+                assert name and tag not in ("", "latest"), container["image"]
+                continue
             image = NODE_IMAGE if container["command"][0] == "node" else PYTHON_IMAGE
             assert container["image"] == f"{image}:{version}", (workload["metadata"]["name"], container["name"])
 
@@ -370,6 +382,8 @@ def test_only_the_gateway_is_reachable_from_outside_and_each_backend_from_its_ca
     admitted: dict[str, set[str]] = {}
     for policy in policies:
         target = policy["spec"]["podSelector"].get("matchLabels", {}).get("app.kubernetes.io/name")
+        if target in INFRASTRUCTURE:
+            continue  # test_spans_go_to_a_collector_the_build_ships_and_lets_in
         for rule in policy["spec"].get("ingress", []):
             if _admits_outside(rule):
                 assert target == names.GATEWAY, policy["metadata"]["name"]
@@ -378,7 +392,7 @@ def test_only_the_gateway_is_reachable_from_outside_and_each_backend_from_its_ca
             assert rule["ports"] == [{"protocol": "TCP", "port": _port_of(target)}], policy["metadata"]["name"]
             admitted.setdefault(target, set()).update(peer["podSelector"]["matchLabels"]["app.kubernetes.io/name"]
                                                       for peer in rule["from"])
-    runs = {w["metadata"]["name"] for w, _ in _pods(objects)}
+    runs = {w["metadata"]["name"] for w, _ in _our_pods(objects)}
     # The callers that run in this build (the shard workers come with their component).
     assert admitted == {service: callers & runs for service, callers in CALLERS.items()}
 
@@ -476,7 +490,7 @@ LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
 def test_what_the_kubelet_probes_listens_beyond_loopback(objects: list[dict]) -> None:
     # gRPC, HTTP and TCP probes dial the pod's IP: a server bound to loopback never passes one.
     config_maps = _config_maps(objects)
-    for workload, pod in _pods(objects):
+    for workload, pod in _our_pods(objects):
         for container in _containers(pod):
             probes = [container[p] for p in ("startupProbe", "readinessProbe", "livenessProbe") if p in container]
             if not any({"grpc", "httpGet", "tcpSocket"} & set(probe) for probe in probes):
@@ -487,6 +501,32 @@ def test_what_the_kubelet_probes_listens_beyond_loopback(objects: list[dict]) ->
             if "--host" in args:
                 host = args[args.index("--host") + 1]
             assert host not in LOOPBACK_HOSTS, f"{workload['metadata']['name']}/{container['name']} binds {host}"
+
+
+def test_spans_go_to_a_collector_the_build_ships_and_lets_in(objects: list[dict]) -> None:
+    config_maps = _config_maps(objects)
+    endpoints = {entry["value"] for _, pod in _pods(objects) for container in _containers(pod)
+                 if (entry := _environment(container, config_maps).get("OTEL_EXPORTER_OTLP_ENDPOINT"))}
+    if not endpoints:
+        return
+    (endpoint,) = endpoints
+    host, _, port = endpoint.removeprefix("http://").rpartition(":")
+    services, deployments = _of(objects, "Service"), _of(objects, "Deployment")
+    assert int(port) in [p["port"] for p in services[host]["spec"]["ports"]], endpoint
+    collector = _main_container(deployments[host])
+    # Its receiver listens where the Service sends, with the configuration of its ConfigMap.
+    config = yaml.safe_load(next(data["config.yaml"] for data in config_maps.values() if "config.yaml" in data))
+    assert config["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"].rpartition(":")[2] == port
+    assert any(p["containerPort"] == int(port) for p in collector["ports"])
+    # Default-deny lets every CodeCompass pod in on that port, and the collector on to its backend.
+    policies = _of(objects, "NetworkPolicy")
+    admits = policies[host]["spec"]["ingress"][0]
+    assert admits["from"] == [{"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": names.NAMESPACE}}}]
+    assert admits["ports"] == [{"protocol": "TCP", "port": int(port)}]
+    backend, _, backend_port = config["exporters"]["otlp/jaeger"]["endpoint"].rpartition(":")
+    assert int(backend_port) in [p["port"] for p in services[backend]["spec"]["ports"]]
+    assert policies[backend]["spec"]["ingress"][0]["from"] == [
+        {"podSelector": {"matchLabels": {"app.kubernetes.io/name": host}}}]
 
 
 def test_sync_runs_one_at_a_time(objects: list[dict]) -> None:

@@ -260,6 +260,16 @@ def test_the_observability_layer_sends_every_service_s_spans_to_the_collector() 
     assert (ui["target"], ui["host_ip"]) == (16686, "127.0.0.1")
 
 
+def test_the_engine_version_the_files_need_is_stated() -> None:
+    # start_interval came with Docker Engine 25: an older engine refuses the file, so the guide
+    # must say so before its first command.
+    uses = [path.name for path in FILES if "start_interval" in path.read_text(encoding="utf-8")]
+    assert uses
+    guide = (contract.REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
+    compose_section = guide.split("## Running with Docker Compose", 1)[1].split("```", 1)[0]
+    assert "Docker Engine 25 or later" in compose_section
+
+
 def test_the_collector_s_pipelines_use_only_components_it_defines() -> None:
     config = load(COLLECTOR_CONFIG)
     service = config["service"]

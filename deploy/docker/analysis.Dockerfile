@@ -1,5 +1,5 @@
 # codecompass/analysis: the TypeScript analysis service (`node dist/src/main.js`, port 50051).
-#   docker build -f deploy/docker/analysis.Dockerfile -t codecompass/analysis:0.1.0 .   # from the repo root
+#   docker build -f deploy/docker/analysis.Dockerfile -t localhost/codecompass/analysis:0.1.0 .   # from the repo root
 
 # Pinned by tag (the Node release the tests run on); a release build pins the digest as well
 # (node:20.20.2-bookworm-slim@sha256:…, kept current by Renovate).

@@ -1,6 +1,6 @@
 # codecompass/python: the Python services (embedding, retrieval as searcher or writer, rerank,
 # selection), the MCP gateway and the `codecompass` CLI, with the default models baked in.
-#   docker build -f deploy/docker/python.Dockerfile -t codecompass/python:0.1.0 .   # from the repo root
+#   docker build -f deploy/docker/python.Dockerfile -t localhost/codecompass/python:0.1.0 .   # from the repo root
 # One image, one service per container: the orchestrator names the command and port
 # (deploy/compose.yaml, deploy/k8s), as listed in the deploy contract.
 

@@ -115,7 +115,9 @@ def test_commands_images_and_roles_are_the_contract_s() -> None:
     assert env_file()["CODECOMPASS_VERSION"] == version
     for name, service in services().items():
         runtime = "analysis" if name == names.ANALYSIS else "python"
-        assert service["image"] == f"codecompass/{runtime}:${{CODECOMPASS_VERSION:-{version}}}", name
+        # A registry host in the name (localhost): a bare `codecompass/...` is Docker Hub's, and
+        # whoever holds that namespace there.
+        assert service["image"] == f"localhost/codecompass/{runtime}:${{CODECOMPASS_VERSION:-{version}}}", name
         assert service["build"] == {"context": "..", "dockerfile": f"deploy/docker/{runtime}.Dockerfile",
                                     "args": {"VERSION": f"${{CODECOMPASS_VERSION:-{version}}}"}}, name
         command = service["command"]

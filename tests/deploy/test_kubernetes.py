@@ -43,7 +43,7 @@ BUILDS = ("base", *(f"overlays/{name}" for name in OVERLAYS), WITH_COMPONENTS)
 SERVICES = (*names.BACKENDS, names.WRITER, names.GATEWAY)
 # Third-party workloads the observability component ships beside the services.
 INFRASTRUCTURE = {"otel-collector", "jaeger"}
-PYTHON_IMAGE, NODE_IMAGE = "codecompass/python", "codecompass/analysis"
+PYTHON_IMAGE, NODE_IMAGE = "localhost/codecompass/python", "localhost/codecompass/analysis"
 SECRET_ENV = {"CODECOMPASS_GATEWAY_AUTH_TOKEN", "CODECOMPASS_EMBEDDING_API_KEY", "CODECOMPASS_RERANK_API_KEY",
               "CODECOMPASS_REWRITE_API_KEY", "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS"}
 # Who calls whom, read from the code (network-policies.yaml cites where); a NetworkPolicy must admit

@@ -6,27 +6,18 @@ commit of a pinned npm release as one workspace per repository, bench/.work/qual
 from the library's own code only (`code_paths`: the paths its npm package publishes). A query
 of repository R is searched in workspace R only (a user has one repository open).
 
-Query types (rules fixed here; a fixed seed picks the samples; the set is committed as
+Query types (rules fixed in code; a fixed seed picks the samples; the set is committed as
 queries.jsonl, and re-running this script reproduces it byte for byte):
   nl          the subject of a real commit of the repository -> the symbols its diff
               changed, mined by bench/quality/mine_commits.py (needs git mirrors, so its
               output bench/quality/commit_queries.jsonl is committed); targets are checked
               against the pinned sources here and dropped when they no longer match.
-  jsdoc       first sentence of a function's/method's JSDoc -> that symbol. Dropped when
-              shorter than 5 words, when it names the target (its name, or its split words
-              in sequence) or when the same sentence documents two symbols. That JSDoc
-              comment, and any other in the repository containing the sentence, is blanked
-              (spaces; lines and offsets kept) in the workspace, so the query does not find
-              itself; every other comment stays, as in a real repository.
-  identifier  a symbol name split into words, sometimes only part of it and sometimes
-              with its kind ("merge map operator") -> the only symbol whose name has those
-              words in sequence.
-  error       the message of `throw new XError("...")` -> the function that throws it
-              (messages thrown in more than one place are dropped).
-  path        the last two segments of a source file's path ("operators/mergeMap.ts"),
-              unique as a path suffix in the repository -> every top-level symbol of that
-              file and the file's card, the analysis service's `<module top level>` chunk
-              (any of them answers it).
+  jsdoc, identifier, error, path
+              the symbol query rules of codecompass_dev/queries/symbol_queries.py (the training
+              corpus mines by the same rules). A jsdoc query's comment, and any other in the
+              repository containing its sentence, is blanked here (spaces; lines and offsets
+              kept) in the workspace, so the query does not find itself; every other comment
+              stays, as in a real repository.
   concept     how a part of the library works, in the repository's own prose (a docs
               section that names code files or API, a package's description, a commit body)
               -> the file or few files that do it (`files`, whole files), plus symbol targets

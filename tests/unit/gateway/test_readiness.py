@@ -4,7 +4,6 @@ one line in every tool's answer. Through the SDK's in-memory client, with no ser
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from codecompass_gateway.readiness import Readiness
 from codecompass_gateway.server import build_server
 from mcp import Client
 
-from codecompass.common.config import load_settings
+from codecompass.common.config import Settings
 
 TOOL_CALLS = [
     ("semantic_search", {"query": "tokens"}),
@@ -28,17 +27,10 @@ TOOL_CALLS = [
 ]
 
 
-def _server(tmp_path: Path, free_port: int, ready: Readiness):
-    dead = f"127.0.0.1:{free_port}"
-    settings = dataclasses.replace(load_settings(), retrieval_addr=dead, rerank_addr=dead, selection_addr=dead,
-                                   analysis_addr=dead)
-    return build_server(settings, tmp_path, ready=ready)
-
-
-def test_the_tools_are_listed_while_the_services_start_and_a_call_waits_for_them(tmp_path: Path,
-                                                                               free_port: int) -> None:
+def test_the_tools_are_listed_while_the_services_start_and_a_call_waits_for_them(
+        tmp_path: Path, dead_services: Settings) -> None:
     ready = Readiness()
-    server = _server(tmp_path, free_port, ready)
+    server = build_server(dead_services, tmp_path, ready=ready)
     settled_at: list[float] = []
 
     def services_come_up() -> None:
@@ -61,12 +53,13 @@ def test_the_tools_are_listed_while_the_services_start_and_a_call_waits_for_them
 
 
 @pytest.mark.parametrize(("name", "arguments"), TOOL_CALLS)
-def test_a_failed_start_is_one_line_in_every_tool(tmp_path: Path, free_port: int, name: str, arguments: dict) -> None:
+def test_a_failed_start_is_one_line_in_every_tool(tmp_path: Path, dead_services: Settings, name: str,
+                                                  arguments: dict) -> None:
     ready = Readiness()
     ready.failed("the embedding service exited with code 1 (see ~/.codecompass/logs/embedding.log)")
 
     async def main():
-        async with Client(_server(tmp_path, free_port, ready)) as client:
+        async with Client(build_server(dead_services, tmp_path, ready=ready)) as client:
             return await client.call_tool(name, arguments)
 
     result = anyio.run(main)
@@ -77,12 +70,12 @@ def test_a_failed_start_is_one_line_in_every_tool(tmp_path: Path, free_port: int
     assert result.structured_content["error"]["code"] == "service_unavailable"
 
 
-def test_services_still_starting_after_the_wait_say_so(tmp_path: Path, free_port: int,
+def test_services_still_starting_after_the_wait_say_so(tmp_path: Path, dead_services: Settings,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(readiness, "CALL_WAIT_S", 0.2)
 
     async def main():
-        async with Client(_server(tmp_path, free_port, Readiness())) as client:
+        async with Client(build_server(dead_services, tmp_path, ready=Readiness())) as client:
             return await client.call_tool("index_status", {})
 
     line = anyio.run(main).content[0].text

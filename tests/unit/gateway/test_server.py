@@ -3,7 +3,6 @@ service that is down, with no services running."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -15,18 +14,14 @@ from codecompass_gateway.server import build_server
 from mcp import Client
 from mcp.types import CallToolResult, ListToolsResult
 
-from codecompass.common.config import load_settings
 from codecompass.common.tokens import count_tokens
 
 _T = TypeVar("_T")
 
 
 @pytest.fixture
-def server(tmp_path: Path, free_port: int):
-    dead = f"127.0.0.1:{free_port}"
-    settings = dataclasses.replace(load_settings(), retrieval_addr=dead, rerank_addr=dead, selection_addr=dead,
-                                   analysis_addr=dead)
-    return build_server(settings, tmp_path)
+def server(tmp_path: Path, dead_services):
+    return build_server(dead_services, tmp_path)
 
 
 def session(server: Any, run: Callable[[Client], Awaitable[_T]], mode: str = "auto") -> _T:

@@ -12,6 +12,7 @@ export interface AnalysisConfig {
   readonly maxRenderCacheFiles: number;
   readonly maxRenderCacheChars: number;
   readonly maxWorkspaces: number;
+  readonly maxWatchedFolders: number;
   readonly chunkFileTimeoutMs: number;
   readonly logLevel: LogLevel;
   readonly otlpEndpoint: string | undefined;
@@ -63,6 +64,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AnalysisConfig
     maxRenderCacheFiles: intVar(env, 'ANALYSIS_RENDER_CACHE_FILES', 4096, 1, 100_000),
     maxRenderCacheChars: intVar(env, 'ANALYSIS_RENDER_CACHE_CHARS', 16_000_000, 1, 2_000_000_000),
     maxWorkspaces: intVar(env, 'ANALYSIS_MAX_WORKSPACES', 8, 1, 1024),
+    // Folders watched per workspace so that a scan of an unchanged workspace needs no walk
+    // (watch.ts): one inotify watch each, of the 8,192 to millions a Linux user may hold. A
+    // workspace with more folders than this is walked on every scan; 0 turns watching off.
+    maxWatchedFolders: intVar(env, 'ANALYSIS_MAX_WATCHED_FOLDERS', 20_000, 0, 1_000_000),
     // One file's chunking (a Program build aside) past this is abandoned and
     // the file skipped as chunk_failed, so a pathological file (the checker
     // inferring a type through thousands of nesting levels takes minutes)

@@ -155,6 +155,7 @@ export function scanRequestFromPb(request: pb.ScanWorkspaceRequest): ScanRequest
     workspaceRoot: request.workspaceRoot,
     previous: request.previous.map(fileEntryFromPb),
     excludePatterns: [...request.excludePatterns],
+    unchangedSince: request.unchangedSince,
   };
 }
 
@@ -163,6 +164,7 @@ export function scanRequestToPb(request: ScanRequest): pb.ScanWorkspaceRequest {
     workspaceRoot: request.workspaceRoot,
     previous: request.previous.map(fileEntryToPb),
     excludePatterns: request.excludePatterns,
+    unchangedSince: request.unchangedSince ?? '',
   };
 }
 
@@ -175,6 +177,8 @@ export function scanResultToPb(result: ScanResult): pb.ScanWorkspaceResponse {
     skipped: result.skipped.map(skippedFileToPb),
     durationMs: result.durationMs,
     chunkerVersion: CHUNKER_VERSION,
+    watchToken: result.watchToken ?? '',
+    unchanged: result.unchanged ?? false,
   };
 }
 
@@ -186,6 +190,8 @@ export function scanResultFromPb(response: pb.ScanWorkspaceResponse): ScanResult
     removed: [...response.removed],
     skipped: response.skipped.map(skippedFileFromPb),
     durationMs: response.durationMs,
+    watchToken: response.watchToken,
+    unchanged: response.unchanged,
   };
 }
 

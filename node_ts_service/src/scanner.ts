@@ -61,6 +61,8 @@ export interface WalkOptions {
   excludePatterns?: readonly string[];
   fsOps?: FsOps;
   isCancelled?: () => boolean;
+  /** Called with each folder's absolute path just before the walk reads it (the folder watch). */
+  beforeFolder?: (absolutePath: string) => void;
 }
 
 export interface ListedFile {
@@ -207,6 +209,7 @@ export async function listSourceFiles(options: WalkOptions): Promise<Listing> {
 
   for (let frame = nextFrame(); frame !== undefined; frame = nextFrame()) {
     walked.set(frame.real, frame.rel);
+    options.beforeFolder?.(frame.abs);
     let entries;
     try {
       entries = fsOps.readdir(frame.abs);

@@ -11,7 +11,7 @@ import {
   type ChunkFilesResponse,
   type CodeAnalysisServiceServer,
 } from './gen/codecompass/v1/analysis';
-import type { Logger } from './logging';
+import type { LogFields, Logger } from './logging';
 import { type AnalysisService, CancelledError } from './service';
 import { hostPort } from './hosts';
 import { recordRpcStatus, withServerSpan } from './tracing';
@@ -71,14 +71,19 @@ export function createHandlers(service: AnalysisService, logger: Logger): CodeAn
           const result = await service.scan(scanRequestFromPb(call.request), () => call.cancelled);
           span.setAttribute('codecompass.files', result.files.length);
           finishSpan(span, undefined);
-          logger.info('scan done', {
+          const fields: LogFields = {
+            unchanged: result.unchanged === true,
+            watch: result.watchToken ? 'on' : (result.unwatchedReason ?? 'off'),
             files: result.files.length,
             added: result.added.length,
             changed: result.changed.length,
             removed: result.removed.length,
             skipped: result.skipped.length,
             duration_ms: Math.round(result.durationMs),
-          });
+          };
+          // A scan answered by the folder watch is every search's freshness check: not worth a line each.
+          if (result.unchanged) logger.debug('scan done', fields);
+          else logger.info('scan done', fields);
           callback(null, scanResultToPb(result));
         } catch (err) {
           const status = toStatusError(err, logger, 'ScanWorkspace');

@@ -1,6 +1,7 @@
 // The analysis service's use cases in domain terms: scan a workspace, chunk
 // files, render symbols. The gRPC layer (server.ts) only converts and maps
 // errors; everything here is testable without a network.
+import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import type ts from 'typescript';
 import { type ChunkText, chunkText } from './chunker';
@@ -24,6 +25,8 @@ export interface ScanRequest {
   workspaceRoot: string;
   previous: FileEntry[];
   excludePatterns: string[];
+  /** A previous result's watchToken: see ScanWorkspaceRequest.unchanged_since. '' to always walk. */
+  unchangedSince?: string;
 }
 
 export interface ChunkRequest {
@@ -118,7 +121,7 @@ export interface ServiceOptions {
 }
 
 type ServiceConfig = Pick<AnalysisConfig, 'maxFileBytes' | 'maxPrograms' | 'maxRenderCacheFiles' | 'maxWorkspaces'> &
-  Partial<Pick<AnalysisConfig, 'chunkFileTimeoutMs' | 'maxRenderCacheChars'>>;
+  Partial<Pick<AnalysisConfig, 'chunkFileTimeoutMs' | 'maxRenderCacheChars' | 'maxWatchedFolders'>>;
 
 /**
  * Neither parsing for ChunkFiles nor the type checker runs on this thread:
@@ -177,15 +180,31 @@ export class AnalysisService {
 
   async scan(request: ScanRequest, isCancelled: () => boolean = () => false): Promise<ScanResult> {
     const workspace = this.workspaces.get(request.workspaceRoot);
+    const { watch, reason } = workspace.folderWatch(this.config.maxWatchedFolders ?? 0);
+    // What else decides a scan's answer: the same folders under other exclude patterns list other files.
+    const key = createHash('sha256').update(JSON.stringify(request.excludePatterns)).digest('hex').slice(0, 16);
+    if (watch && request.unchangedSince) {
+      // The caller may have written a file just before it asked: the kernel queued that change
+      // before the request arrived, and this lets the loop deliver it before the answer.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (watch.unchangedSince(request.unchangedSince, key)) {
+        return { files: [], added: [], changed: [], removed: [], skipped: [], durationMs: 0, watchToken: request.unchangedSince, unchanged: true };
+      }
+    }
+    const mark = watch?.begin();
     try {
-      return await scanWorkspace({
+      const result = await scanWorkspace({
         root: workspace.root,
         previous: request.previous,
         excludePatterns: request.excludePatterns,
         maxFileBytes: this.config.maxFileBytes,
         fsOps: this.fsOps,
         isCancelled,
+        beforeFolder: watch && mark ? (folder) => watch.folder(mark, folder) : undefined,
       });
+      const watchToken = watch && mark ? watch.finish(mark, key) : '';
+      const unwatchedReason = watchToken === '' ? (watch?.problem || reason) : undefined;
+      return { ...result, watchToken, ...(unwatchedReason ? { unwatchedReason } : {}) };
     } catch (err) {
       if (err instanceof ScanCancelledError) throw new CancelledError();
       throw err;
@@ -304,6 +323,7 @@ export class AnalysisService {
 
   /** Stops the checker workers; calls still in flight fail. */
   dispose(): void {
+    this.workspaces.close();
     this.chunkChecker.dispose();
     for (const chunker of this.syntaxChunkers) chunker.dispose();
     this.traceChecker.dispose();

@@ -91,6 +91,12 @@ export interface ScanResult {
   removed: string[];
   skipped: SkippedFile[];
   durationMs: number;
+  /** Stands for this scan while its folders do not change; '' when they are not watched. */
+  watchToken?: string;
+  /** The request's unchangedSince held: nothing is listed, the caller's catalog stands. */
+  unchanged?: boolean;
+  /** Why the folders are not watched (logged by the server; not on the wire). */
+  unwatchedReason?: string;
 }
 
 export type FileStatus = 'ok' | 'syntax_errors' | 'skipped';

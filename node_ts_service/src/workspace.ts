@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type ts from 'typescript';
 import type { Chunk } from './types';
+import { FolderWatch, unwatchableReason } from './watch';
 
 export type RequestErrorKind = 'invalid_argument' | 'not_found';
 
@@ -38,6 +39,9 @@ export class Workspace {
   private readonly symbolPaths = new Map<string, string>();
   private readonly renderCache = new Map<string, RenderCacheEntry>();
   private renderCacheChars = 0;
+  /** undefined: not decided yet; null: this workspace is walked on every scan (see `folderWatch`). */
+  private watch: FolderWatch | null | undefined;
+  private unwatchedReason: string | undefined;
 
   constructor(
     /** The root as the client names it, resolved but not symlink-resolved. */
@@ -59,6 +63,23 @@ export class Workspace {
     while (this.symbolPaths.size > MAX_SYMBOL_PATHS) {
       this.symbolPaths.delete(this.symbolPaths.keys().next().value as string);
     }
+  }
+
+  /**
+   * The watch of the folders scans walk, made on first use; null when the
+   * workspace cannot be watched (its file system, the platform, or
+   * `maxFolders` 0) and the reason.
+   */
+  folderWatch(maxFolders: number): { watch: FolderWatch | null; reason?: string } {
+    if (this.watch === undefined) {
+      this.unwatchedReason = maxFolders === 0 ? 'folder watching is off (ANALYSIS_MAX_WATCHED_FOLDERS=0)' : unwatchableReason(this.root);
+      this.watch = this.unwatchedReason === undefined ? new FolderWatch(maxFolders) : null;
+    }
+    return { watch: this.watch, reason: this.watch ? undefined : this.unwatchedReason };
+  }
+
+  close(): void {
+    this.watch?.closeAll();
   }
 
   pathOfSymbol(id: string): string | undefined {
@@ -190,8 +211,15 @@ export class WorkspaceRegistry {
     const workspace = new Workspace(givenRoot, root, this.renderCacheLimits);
     this.open.set(root, workspace);
     while (this.open.size > this.maxWorkspaces) {
-      this.open.delete(this.open.keys().next().value as string);
+      const oldest = this.open.keys().next().value as string;
+      this.open.get(oldest)?.close();
+      this.open.delete(oldest);
     }
     return workspace;
+  }
+
+  close(): void {
+    for (const workspace of this.open.values()) workspace.close();
+    this.open.clear();
   }
 }

@@ -104,8 +104,12 @@ describe('convert', () => {
       removed: ['c.js'],
       skipped: SKIP_REASONS.map((reason) => ({ relativePath: `${reason}.js`, reason, detail: reason })),
       durationMs: 12.5,
+      watchToken: 'a1b2.7.1700000000000.k',
+      unchanged: false,
     };
     assert.deepEqual(convert.scanResultFromPb(overWire(pb.ScanWorkspaceResponse, convert.scanResultToPb(result))), result);
+    const unchanged: ScanResult = { files: [], added: [], changed: [], removed: [], skipped: [], durationMs: 0, watchToken: 't', unchanged: true };
+    assert.deepEqual(convert.scanResultFromPb(overWire(pb.ScanWorkspaceResponse, convert.scanResultToPb(unchanged))), unchanged);
   });
 
   it('round-trips requests', () => {
@@ -113,6 +117,7 @@ describe('convert', () => {
       workspaceRoot: '/ws',
       previous: [{ relativePath: 'a.ts', sizeBytes: 3, mtimeNs: Date.now() * 1e6, contentHash: 'h', language: 'typescript' as const }],
       excludePatterns: ['gen/'],
+      unchangedSince: 'a1b2.7.1700000000000.k',
     };
     assert.deepEqual(convert.scanRequestFromPb(overWire(pb.ScanWorkspaceRequest, convert.scanRequestToPb(scan))), scan);
     const chunk = { workspaceRoot: '/ws', paths: ['src', 'a.ts'], includeReferences: true, lexicalOnly: false };

@@ -293,7 +293,7 @@ describe('analysis service process', () => {
   });
 
   it('ScanWorkspace reports the catalog and its diff between scans', async () => {
-    const firstPb = await scan(client, { workspaceRoot: root, previous: [], excludePatterns: [] });
+    const firstPb = await scan(client, { workspaceRoot: root, previous: [], excludePatterns: [], unchangedSince: '' });
     assert.equal(firstPb.chunkerVersion, CHUNKER_VERSION);
     const first = scanResultFromPb(firstPb);
     assert.deepEqual(first.files.map((f) => f.relativePath), ['src/greeter.ts', 'src/old.ts', 'src/util.js']);

@@ -126,3 +126,42 @@ def test_bad_roots_get_clear_status_codes(retrieval, tmp_path: Path) -> None:
         with pytest.raises(grpc.RpcError) as err:
             retrieval.Sync(retrieval_pb2.SyncRequest(workspace_root=root), timeout=30)
         assert err.value.code() == code
+
+
+def test_the_analysis_service_answers_an_unchanged_workspace_from_its_folder_watch(
+    analysis_server: str, workspace: Path
+) -> None:
+    """The scan contract over the wire: a token for a walked workspace, "unchanged" with nothing
+    listed while nothing changes, and a walk that lists the change after any edit, made in the
+    same breath as the request."""
+    from codecompass.clients.analysis import AnalysisClient
+
+    client = AnalysisClient(analysis_server, timeout_s=30)
+    first = client.scan(str(workspace), list, version=1)
+    if not first.watch_token:
+        pytest.skip("the analysis service does not watch folders on this file system or platform")
+    same = client.scan(str(workspace), lambda: first.files, version=2, unchanged_since=first.watch_token)
+    assert same.unchanged and same.files == () and same.watch_token == first.watch_token
+    strings = workspace / "src" / "utils" / "strings.ts"
+    token, previous = first.watch_token, first.files
+    for i in range(5):
+        strings.write_text(strings.read_text() + f"\nexport const edit{i} = {i};\n")
+        scan = client.scan(str(workspace), lambda files=previous: files, version=(3, i), unchanged_since=token)
+        assert not scan.unchanged and scan.changed == ("src/utils/strings.ts",), i
+        token, previous = scan.watch_token, scan.files
+
+
+def test_syncs_of_an_unchanged_workspace_write_nothing_and_an_edit_right_before_a_sync_is_indexed(
+    retrieval, workspace: Path
+) -> None:
+    assert _sync(retrieval, workspace).stats.files_added >= 10
+    for _ in range(3):
+        synced = _sync(retrieval, workspace)
+        assert synced.freshness_status == retrieval_pb2.FRESHNESS_STATUS_FRESH
+        assert (synced.stats.files_changed, synced.stats.chunks_upserted) == (0, 0)
+    strings = workspace / "src" / "utils" / "strings.ts"
+    for i in range(3):
+        strings.write_text(strings.read_text() + f"\nexport function freshEdit{i}(): number {{\n  return {i};\n}}\n")
+        synced = _sync(retrieval, workspace)
+        assert synced.stats.files_changed == 1, i
+        assert _search(retrieval, workspace, f"freshEdit{i}").results[0].chunk.name == f"freshEdit{i}"

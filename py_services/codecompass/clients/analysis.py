@@ -46,7 +46,7 @@ class AnalysisClient:
         self._timeout_s = timeout_s
         # Building the previous-catalog message costs ~5 ms per 1,000 files; an unchanged
         # catalog (the common case: a search with no edits) reuses the last one.
-        self._scan_requests: dict[str, tuple[object, analysis_pb2.ScanWorkspaceRequest]] = {}
+        self._scan_requests: dict[str, tuple[tuple[object, str], analysis_pb2.ScanWorkspaceRequest]] = {}
         self._cache_lock = threading.Lock()
 
     @property
@@ -79,17 +79,21 @@ class AnalysisClient:
             return chunked
         raise ServiceError(SERVICE, self.address, NOT_FOUND, f"no source file {relative_path!r} in the workspace")
 
-    def scan(self, root: str, previous: Callable[[], Iterable[FileEntry]], *, version: object) -> ScanResult:
-        """Scan `root` against a previous catalog; `previous` is only called when `version`
-        differs from the one of the last scan of this root."""
+    def scan(self, root: str, previous: Callable[[], Iterable[FileEntry]], *, version: object,
+             unchanged_since: str = "") -> ScanResult:
+        """Scan `root` against a previous catalog; `previous` is only called when `version` (or
+        `unchanged_since`) differs from the last scan's of this root. `unchanged_since`: the watch token
+        of a scan whose result the caller has applied in full; when nothing changed since, the
+        result says `unchanged` and lists nothing."""
+        key = (version, unchanged_since)
         with self._cache_lock:
             cached = self._scan_requests.get(root)
-        if cached is not None and cached[0] == version:
+        if cached is not None and cached[0] == key:
             request = cached[1]
         else:
-            request = convert.scan_request_to_proto(root, previous())
+            request = convert.scan_request_to_proto(root, previous(), unchanged_since)
             with self._cache_lock:
-                self._scan_requests[root] = (version, request)
+                self._scan_requests[root] = (key, request)
         timeout_s = self._indexing_timeout()
         try:
             response = self._service.call("ScanWorkspace", request, timeout_s)

@@ -87,6 +87,11 @@ class FakeAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
         # A file gone at read time: the real service answers with a `vanished` skip; an older
         # one sent nothing for it.
         self.report_vanished = True
+        # Like the real service's folder watch: a token per scan, honoured while no file's
+        # path, size or mtime differs (the fake still looks; it only answers as the watch would).
+        self.watch = False
+        self.unchanged_since: list[str] = []  # the token of each scan request ('' when none)
+        self.answered_unchanged = 0
 
     def _source_files(self, root: Path) -> Iterator[tuple[str, Path]]:
         for path in sorted(root.rglob("*.ts")):
@@ -120,7 +125,15 @@ class FakeAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
                 )
             )
         current = {f.relative_path: f for f in files}
+        self.unchanged_since.append(request.unchanged_since)
+        token = ""
+        if self.watch:
+            token = _digest(repr(sorted((f.relative_path, f.size_bytes, f.mtime_ns) for f in files)))
+            if request.unchanged_since == token:
+                self.answered_unchanged += 1
+                return analysis_pb2.ScanWorkspaceResponse(unchanged=True, watch_token=token)
         return analysis_pb2.ScanWorkspaceResponse(
+            watch_token=token,
             files=files,
             added=[p for p in current if p not in previous],
             changed=[p for p in current if p in previous and previous[p].content_hash != current[p].content_hash],

@@ -65,10 +65,14 @@ def test_scan_result_round_trip() -> None:
         removed=("src/c.ts",),
         skipped=(SkippedFile("min.js", "minified", "longest line 9000"), SkippedFile("x.ts", "symlink_loop")),
         duration_ms=3.5,
-        chunker_version=analysis_convert.UNVERSIONED_CHUNKER,
+        chunker_version="v9",
+        watch_token="a1b2.7.1700000000000.k",
     )
     assert analysis_convert.scan_result_from_proto(_wire(analysis_convert.scan_result_to_proto(scan))) == scan
-    request = analysis_convert.scan_request_to_proto("/ws", scan.files)
+    unchanged = ScanResult((), (), (), (), (), 0.0, "v9", watch_token="t", unchanged=True)
+    assert analysis_convert.scan_result_from_proto(_wire(analysis_convert.scan_result_to_proto(unchanged))) == unchanged
+    request = analysis_convert.scan_request_to_proto("/ws", scan.files, "a1b2.7.1700000000000.k")
+    assert _wire(request).unchanged_since == "a1b2.7.1700000000000.k"
     assert [analysis_convert.file_entry_from_proto(f) for f in _wire(request).previous] == list(scan.files)
 
 

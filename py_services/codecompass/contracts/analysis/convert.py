@@ -178,8 +178,10 @@ def skipped_file_to_proto(skipped: SkippedFile) -> analysis_pb2.SkippedFile:
                                     detail=skipped.detail, folder=skipped.folder)
 
 
-def scan_request_to_proto(root: str, previous: Iterable[FileEntry]) -> analysis_pb2.ScanWorkspaceRequest:
-    return analysis_pb2.ScanWorkspaceRequest(workspace_root=root, previous=[file_entry_to_proto(e) for e in previous])
+def scan_request_to_proto(root: str, previous: Iterable[FileEntry],
+                          unchanged_since: str = "") -> analysis_pb2.ScanWorkspaceRequest:
+    return analysis_pb2.ScanWorkspaceRequest(workspace_root=root, previous=[file_entry_to_proto(e) for e in previous],
+                                             unchanged_since=unchanged_since)
 
 
 def _chunker_version(msg: analysis_pb2.ScanWorkspaceResponse) -> str:
@@ -195,6 +197,8 @@ def scan_result_from_proto(msg: analysis_pb2.ScanWorkspaceResponse) -> ScanResul
         skipped=tuple(skipped_file_from_proto(s) for s in msg.skipped),
         duration_ms=msg.duration_ms,
         chunker_version=_chunker_version(msg),
+        watch_token=msg.watch_token,
+        unchanged=msg.unchanged,
     )
 
 
@@ -206,6 +210,9 @@ def scan_result_to_proto(result: ScanResult) -> analysis_pb2.ScanWorkspaceRespon
         removed=list(result.removed),
         skipped=[skipped_file_to_proto(s) for s in result.skipped],
         duration_ms=result.duration_ms,
+        chunker_version=result.chunker_version,
+        watch_token=result.watch_token,
+        unchanged=result.unchanged,
     )
 
 

@@ -129,6 +129,11 @@ class ScanResult:
     skipped: tuple[SkippedFile, ...]
     duration_ms: float
     chunker_version: str
+    # Stands for this scan while the folders it walked do not change (the next scan's
+    # `unchanged_since`); "" when the analysis service does not watch this workspace.
+    watch_token: str = ""
+    # The request's `unchanged_since` held: nothing changed, and nothing is listed.
+    unchanged: bool = False
 
 
 class FileStatus(str, Enum):

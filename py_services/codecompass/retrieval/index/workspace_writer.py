@@ -171,6 +171,8 @@ class WorkspaceWriter:
         self._progress: IndexProgress | None = None
         # The last scan's skips (ignored, excluded, minified ...), for the final IndexWorkspace report.
         self._scan_skipped: tuple[SkippedFile, ...] = ()
+        # The watch token of the last scan whose result a sync applied in full (see `_settled_token`).
+        self._watch_token = ""
         # When this process last finished a sync (a no-op sync writes nothing to the catalog).
         self._synced_at: float | None = None
         self._syncs_since_maintain = 0
@@ -278,10 +280,19 @@ class WorkspaceWriter:
             had_files = len(self.catalog) > 0
             was_complete = self.catalog.complete
             scan_started = time.perf_counter()
+            settled = self._settled_token(job)
+            # Cleared until this sync has applied its scan: a sync that fails leaves no token.
+            self._watch_token = ""
             scan = self._analysis.scan(
-                str(self.root), self.catalog.previous_files, version=(id(self.catalog), self.catalog.generation)
+                str(self.root), self.catalog.previous_files, version=(id(self.catalog), self.catalog.generation),
+                unchanged_since=settled,
             )
             scan_rpc_ms = (time.perf_counter() - scan_started) * 1000
+            if scan.unchanged:
+                # Nothing in the folders the last whole scan walked has changed: the index stands.
+                self._watch_token = settled
+                self._synced_at = time.time()
+                return SyncStats(files_skipped=len(self._scan_skipped), duration_ms=scan_rpc_ms)
             self._scan_skipped = scan.skipped
             if not job.force and self.catalog.identity is None:
                 retrieval = self._settings.retrieval
@@ -308,6 +319,7 @@ class WorkspaceWriter:
             self._synced_at = time.time()
             self._sync_error = ""
             self._record_manifest()
+            self._watch_token = scan.watch_token
             if stats.chunks_upserted or stats.chunks_deleted:
                 _log.info(
                     "sync wrote changes",
@@ -352,6 +364,15 @@ class WorkspaceWriter:
             if stats.chunks_upserted > stats.embeddings_reused + stats.chunks_embedded:
                 self.embedder.ensure_running()
         return stats
+
+    def _settled_token(self, job: _SyncJob) -> str:
+        """The last whole sync's watch token, when the analysis service may answer this sync's
+        scan with "unchanged" (no walk): not forced, the model and store as that sync left them,
+        and a complete catalog with nothing pending (an "unchanged" lists no files to resume)."""
+        if job.force or self._model_stale or self._store is None or not self.catalog.complete \
+                or self.catalog.pending():
+            return ""
+        return self._watch_token
 
     def _sync_here(self, scan: ScanResult, job: _SyncJob, notify: Callable[[IndexProgress], None],
                    inline: bool) -> tuple[SyncStats, dict[str, float]]:

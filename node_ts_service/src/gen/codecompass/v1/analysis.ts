@@ -449,6 +449,15 @@ export interface ScanWorkspaceRequest {
   previous: FileEntry[];
   /** Extra exclude patterns in .gitignore syntax, on top of the defaults. */
   excludePatterns: string[];
+  /**
+   * The watch_token of an earlier response whose catalog the caller has
+   * applied in full. When no folder that scan walked has changed since (the
+   * service watches them), the response says `unchanged` and lists nothing,
+   * without walking the workspace; otherwise, or when the token is from
+   * another scan setup or process, the scan runs as without it. Empty: always
+   * scan.
+   */
+  unchangedSince: string;
 }
 
 /** ScanWorkspaceResponse is the current catalog and its diff against the previous one. */
@@ -470,6 +479,19 @@ export interface ScanWorkspaceResponse {
    * every file must be re-chunked (and the index rebuilt).
    */
   chunkerVersion: string;
+  /**
+   * A token for the next request's unchanged_since: it stands for this scan
+   * while nothing in the folders it walked changes. Empty when the service
+   * cannot watch this workspace (not Linux, a network or FUSE file system,
+   * too many folders, watching turned off).
+   */
+  watchToken: string;
+  /**
+   * True when unchanged_since was honoured: nothing changed since that scan,
+   * and files, added, changed, removed and skipped are empty (the caller's
+   * catalog and skips still hold).
+   */
+  unchanged: boolean;
 }
 
 /** ChunkFilesRequest asks for the chunks of some files of a workspace. */
@@ -936,7 +958,7 @@ export const SkippedFile: MessageFns<SkippedFile> = {
 };
 
 function createBaseScanWorkspaceRequest(): ScanWorkspaceRequest {
-  return { workspaceRoot: "", previous: [], excludePatterns: [] };
+  return { workspaceRoot: "", previous: [], excludePatterns: [], unchangedSince: "" };
 }
 
 export const ScanWorkspaceRequest: MessageFns<ScanWorkspaceRequest> = {
@@ -949,6 +971,9 @@ export const ScanWorkspaceRequest: MessageFns<ScanWorkspaceRequest> = {
     }
     for (const v of message.excludePatterns) {
       writer.uint32(26).string(v!);
+    }
+    if (message.unchangedSince !== "") {
+      writer.uint32(34).string(message.unchangedSince);
     }
     return writer;
   },
@@ -990,6 +1015,14 @@ export const ScanWorkspaceRequest: MessageFns<ScanWorkspaceRequest> = {
             message.excludePatterns.push(reader.string());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.unchangedSince = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1017,6 +1050,11 @@ export const ScanWorkspaceRequest: MessageFns<ScanWorkspaceRequest> = {
         : globalThis.Array.isArray(object?.exclude_patterns)
         ? object.exclude_patterns.map((e: any) => globalThis.String(e))
         : [],
+      unchangedSince: isSet(object.unchangedSince)
+        ? globalThis.String(object.unchangedSince)
+        : isSet(object.unchanged_since)
+        ? globalThis.String(object.unchanged_since)
+        : "",
     };
   },
 
@@ -1031,6 +1069,9 @@ export const ScanWorkspaceRequest: MessageFns<ScanWorkspaceRequest> = {
     if (message.excludePatterns?.length) {
       obj.excludePatterns = message.excludePatterns;
     }
+    if (message.unchangedSince !== "") {
+      obj.unchangedSince = message.unchangedSince;
+    }
     return obj;
   },
 
@@ -1042,12 +1083,23 @@ export const ScanWorkspaceRequest: MessageFns<ScanWorkspaceRequest> = {
     message.workspaceRoot = object.workspaceRoot ?? "";
     message.previous = object.previous?.map((e) => FileEntry.fromPartial(e)) || [];
     message.excludePatterns = object.excludePatterns?.map((e) => e) || [];
+    message.unchangedSince = object.unchangedSince ?? "";
     return message;
   },
 };
 
 function createBaseScanWorkspaceResponse(): ScanWorkspaceResponse {
-  return { files: [], added: [], changed: [], removed: [], skipped: [], durationMs: 0, chunkerVersion: "" };
+  return {
+    files: [],
+    added: [],
+    changed: [],
+    removed: [],
+    skipped: [],
+    durationMs: 0,
+    chunkerVersion: "",
+    watchToken: "",
+    unchanged: false,
+  };
 }
 
 export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
@@ -1072,6 +1124,12 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
     }
     if (message.chunkerVersion !== "") {
       writer.uint32(58).string(message.chunkerVersion);
+    }
+    if (message.watchToken !== "") {
+      writer.uint32(66).string(message.watchToken);
+    }
+    if (message.unchanged !== false) {
+      writer.uint32(72).bool(message.unchanged);
     }
     return writer;
   },
@@ -1145,6 +1203,22 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
             message.chunkerVersion = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.watchToken = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.unchanged = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1174,6 +1248,12 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
         : isSet(object.chunker_version)
         ? globalThis.String(object.chunker_version)
         : "",
+      watchToken: isSet(object.watchToken)
+        ? globalThis.String(object.watchToken)
+        : isSet(object.watch_token)
+        ? globalThis.String(object.watch_token)
+        : "",
+      unchanged: isSet(object.unchanged) ? globalThis.Boolean(object.unchanged) : false,
     };
   },
 
@@ -1200,6 +1280,12 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
     if (message.chunkerVersion !== "") {
       obj.chunkerVersion = message.chunkerVersion;
     }
+    if (message.watchToken !== "") {
+      obj.watchToken = message.watchToken;
+    }
+    if (message.unchanged !== false) {
+      obj.unchanged = message.unchanged;
+    }
     return obj;
   },
 
@@ -1215,6 +1301,8 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
     message.skipped = object.skipped?.map((e) => SkippedFile.fromPartial(e)) || [];
     message.durationMs = object.durationMs ?? 0;
     message.chunkerVersion = object.chunkerVersion ?? "";
+    message.watchToken = object.watchToken ?? "";
+    message.unchanged = object.unchanged ?? false;
     return message;
   },
 };

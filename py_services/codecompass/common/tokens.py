@@ -40,13 +40,21 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     if len(text) <= _PIECE_CHARS:
-        return len(_encoding().encode(text))
+        return _count(text)
     total, start = 0, 0
     while start < len(text):
         end = min(start + _PIECE_CHARS, len(text))
         if end < len(text):
             cut = text.rfind("\n", start, end)
             end = cut + 1 if cut > start else end
-        total += len(_encoding().encode(text[start:end]))
+        total += _count(text[start:end])
         start = end
     return total
+
+
+def _count(text: str) -> int:
+    # Ordinary text throughout, as the analysis service counts it: source that contains a special
+    # token's spelling (a tokenizer's own code, "<|endoftext|>") is code, not a control token, and
+    # `encode` would refuse it. encode_ordinary also skips encode's scan for special tokens: ~40%
+    # faster, and counting drafts is most of selection's own time.
+    return len(_encoding().encode_ordinary(text))

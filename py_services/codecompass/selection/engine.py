@@ -39,6 +39,7 @@ from typing import Protocol
 from codecompass.common.chunks import MODULE_QUALIFIED_NAME, Chunk, NodeKind
 from codecompass.common.config import SelectionSettings
 from codecompass.common.logging import get_logger
+from codecompass.common.readcache import ReadCache
 from codecompass.common.tokens import count_tokens
 from codecompass.contracts.analysis.model import RenderedSymbol, RenderRequest
 from codecompass.contracts.selection.model import (
@@ -236,6 +237,17 @@ def _header_tokens(header: str) -> int:
     return count_tokens(f"{header}\n")
 
 
+# Stored drafts' token counts, by what is counted (the header's and the view's hashes and the view's
+# length). Counting every kept candidate's stored draft for `within_reach` was half of selection's
+# own time, and an agent's questions keep returning the same symbols.
+_STORED_TOKENS: ReadCache[int] = ReadCache(65_536)
+
+
+def _stored_tokens(header: str, source: str) -> int:
+    key = f"{hash(header):x}:{hash(source):x}:{len(source)}"
+    return _STORED_TOKENS.get_many([key], lambda _missing: {key: tokens_of(header, source)})[key]
+
+
 @dataclass(frozen=True)
 class Draft:
     """A result rendered and counted, before the budget decides whether and how it fits."""
@@ -268,7 +280,7 @@ def _draft(root: Scored, merged: Sequence[Scored], rendered: RenderedSymbol | No
     if rendered is None:
         # The stored view: the symbol's children collapsed, as indexed (possibly stale).
         source, start, end, fallback = chunk.collapsed_source, chunk.start_line, chunk.end_line, True
-        tokens = tokens_of(header, source)
+        tokens = _stored_tokens(header, source)
     else:
         source, start, end, fallback = rendered.source, rendered.start_line, rendered.end_line, False
         # The analysis service counted the rendering (same encoding), and a count splits at the

@@ -9,6 +9,13 @@ def test_counts_match_cl100k_base():
                         "  return jwt.verify(token)\n}") == 22
 
 
+def test_special_token_spellings_and_lone_surrogates_are_ordinary_text():
+    # As the analysis service counts them (reference counts from node_ts_service/src/tokens.ts).
+    assert count_tokens('const marker = "<|endoftext|>";\n') == 10
+    assert count_tokens("x <|endoftext|> y") == 8
+    assert count_tokens("a\ud800b") == 3
+
+
 def test_non_ascii_and_long_text():
     assert count_tokens("naïve café 日本語") > 0
     assert count_tokens("x = 1;\n" * 10_000) >= 10_000

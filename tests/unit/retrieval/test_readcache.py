@@ -8,7 +8,8 @@ import lance
 import numpy as np
 import pyarrow as pa
 
-from codecompass.retrieval.search.readcache import ReadCache, RowsInMemory, VectorSnapshot, unit_rows
+from codecompass.common.readcache import ReadCache
+from codecompass.retrieval.search.readcache import RowsInMemory, VectorSnapshot, unit_rows
 
 
 def loader(calls: list[list[str]], values: dict[str, str]):

@@ -22,6 +22,7 @@ from codecompass.contracts.selection.model import (
 from codecompass.policy.relevance import DEFAULT_RELEVANCE, QueryFocus, relevance, resolve_focus
 from codecompass.policy.selection import LOW_CONFIDENCE_MAX_TOKENS
 from codecompass.policy.shape import analyze
+from codecompass.selection import engine
 from codecompass.selection.engine import (
     CLIP_MIN_TOKENS,
     SelectionEngine,
@@ -401,6 +402,17 @@ def test_a_missing_parent_lets_its_child_render_alone() -> None:
     outcome = select([Candidate(cls, 0.9), Candidate(method, 0.8)], FakeRenderer([cls, method], missing=["cls"]))
     assert ids(outcome) == ["cls", "m"] and outcome.merged == 0
     assert outcome.results[0].source == cls.collapsed_source and "rendered" in outcome.results[1].source
+
+
+def test_a_stored_draft_is_counted_once_for_its_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    counted: list[str] = []
+    monkeypatch.setattr(engine, "count_tokens", lambda text: counted.append(text) or count_tokens(text))
+    a = chunk("a", name="countedOnce", lines=41)  # a text no other test counts
+    for _ in range(3):
+        select([Candidate(a, 0.9)])
+    assert len([t for t in counted if "/* stored */" in t]) == 1
+    select([Candidate(replace(a, collapsed_source=a.collapsed_source + "\n// edited"), 0.9)])
+    assert len([t for t in counted if "/* stored */" in t]) == 2, "another text, another count"
 
 
 def test_no_fallback_when_everything_renders() -> None:

@@ -25,6 +25,7 @@ from lancedb.query import LanceVectorQueryBuilder
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
 from codecompass.common.files import tree_bytes
 from codecompass.common.identifiers import split_identifiers
+from codecompass.common.readcache import ReadCache
 from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.contracts.retrieval.filters import Filters
 from codecompass.retrieval import filter_sql as sqlf
@@ -40,7 +41,7 @@ from codecompass.retrieval.schema import (
     sources_table_name,
     table_name,
 )
-from codecompass.retrieval.search.readcache import DatasetView, ReadCache, VectorSnapshot
+from codecompass.retrieval.search.readcache import DatasetView, VectorSnapshot
 
 # IVF_PQ probing/refinement: PQ distances are coarse, so candidates are re-ranked with exact
 # distances (refine) and enough partitions are probed to keep recall high.
@@ -345,11 +346,13 @@ class ChunkReader:
         text = split_identifiers(query)
         if limit <= 0 or not text:
             return []
-        search = self._table.search(text, query_type="fts", fts_columns=FTS_COLUMN)
-        where = sqlf.to_sql(filters)
-        if where:
-            search = search.where(where)
-        return self._scored(search.select(["id", "_score"]).limit(limit).to_arrow(), "_score", float)
+        # Through the Lance dataset, as `_scan` reads: the same BM25, filter and unindexed rows as
+        # LanceDB's FTS query (compared on ws-300k, scores equal), without its builder's ~5 ms of
+        # schema fetches through its event loop per search.
+        rows = self._chunk_rows.dataset().to_table(
+            columns=["id", "_score"], full_text_query={"query": text, "columns": [FTS_COLUMN]},
+            filter=sqlf.to_sql(filters) or None, prefilter=True, limit=limit)
+        return self._scored(rows, "_score", float)
 
     def find_by_names(self, names: Sequence[str], filters: Filters, limit: int) -> list[Chunk]:
         """Chunks whose name or qualified name equals one of `names`, ignoring case."""

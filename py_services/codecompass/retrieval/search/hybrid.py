@@ -97,6 +97,7 @@ def hybrid_search(
     shape: QueryShape | None = None,
     static_search: bool = True,
     model: Reranker | None = None,
+    lexical: LexicalCandidates | None = None,
 ) -> HybridOutcome:
     """Ranked results for `query`.
 
@@ -110,6 +111,8 @@ def hybrid_search(
 
     `model` (the learned ranker) reorders the hand-set stack's list; it reads every candidate's
     cosine to each query vector and its in-degree in the reference graph, fetched here.
+    `lexical`: the text channels' candidates (`lexical_candidates`) when the caller gathered them
+    already, with this search's shape, filters and pool (while the query was being embedded).
     """
     # The caller's judgement of the query (the gateway's, sent with the search) when there is
     # one: a query's shape is judged once. A plain client sends none, and it is judged here.
@@ -117,7 +120,7 @@ def hybrid_search(
     if limit <= 0:
         return HybridOutcome([], 0.0, None, shape, 0, False)
     cap = _clamp_ratio(semantic_ratio)
-    pool = max(candidate_pool, limit)
+    pool = channel_pool(limit, candidate_pool)
     vectors_only = cap >= 1.0
 
     # A natural-language query never short-circuits, so its vector search starts alongside
@@ -128,23 +131,16 @@ def hybrid_search(
     if cap > 0.0 and channels and (vectors_only or shape.intent == q.NATURAL_LANGUAGE):
         speculative = [(name, _EXECUTOR.submit(search)) for name, search in channels]
 
-    candidates: list[Candidate] = []
-    has_definition = False
-    has_lexical = False
-    missing: tuple[str, ...] = ()
-    if not vectors_only:
-        lexical = store.search_lexical(shape.lexical_text or query, filters, pool)
-        has_lexical = bool(lexical)
-        candidates += [Candidate(h.chunk, bm25=h.score, lexical_rank=i) for i, h in enumerate(lexical, start=1)]
-        if shape.identifiers:
-            named = store.find_by_names(shape.identifiers, filters, pool)
-            has_definition = bool(named)
-            candidates += [Candidate(c, name_match=True) for c in named]
-            missing = missing_names(exact_identifiers(shape), named)
-        if shape.path:
-            candidates += [Candidate(c, path_match=True) for c in store.find_by_path(shape.path, filters, pool)]
+    if vectors_only:
+        words = LexicalCandidates()
+    elif lexical is None:
+        words = lexical_candidates(store, shape, query, filters, pool)
+    else:
+        words = lexical
+    candidates = list(words.candidates)
+    missing = words.missing
     ratio, reason = semantic_weight(
-        shape, cap, has_definition=has_definition, has_lexical=has_lexical, policy=policy
+        shape, cap, has_definition=words.has_definition, has_lexical=words.has_lexical, policy=policy
     )
 
     used: tuple[str, ...] = ()
@@ -198,6 +194,39 @@ def hybrid_search(
         nearest_names=nearest_names(missing, *store.names()) if missing else (),
         vector_channels=used if ratio > 0.0 else (),
     )
+
+
+@dataclass(frozen=True)
+class LexicalCandidates:
+    """What the text channels found: full text, names, paths."""
+
+    candidates: tuple[Candidate, ...] = ()
+    has_lexical: bool = False  # full text found something
+    has_definition: bool = False  # a chunk is named as an identifier of the query
+    missing: tuple[str, ...] = ()  # exact identifiers of the query no chunk is named
+
+
+def lexical_candidates(store: ChunkReader, shape: QueryShape, query: str, filters: Filters,
+                       pool: int) -> LexicalCandidates:
+    """The full-text, name and path channels' candidates: no query vector needed."""
+    candidates: list[Candidate] = []
+    lexical = store.search_lexical(shape.lexical_text or query, filters, pool)
+    candidates += [Candidate(h.chunk, bm25=h.score, lexical_rank=i) for i, h in enumerate(lexical, start=1)]
+    has_definition = False
+    missing: tuple[str, ...] = ()
+    if shape.identifiers:
+        named = store.find_by_names(shape.identifiers, filters, pool)
+        has_definition = bool(named)
+        candidates += [Candidate(c, name_match=True) for c in named]
+        missing = missing_names(exact_identifiers(shape), named)
+    if shape.path:
+        candidates += [Candidate(c, path_match=True) for c in store.find_by_path(shape.path, filters, pool)]
+    return LexicalCandidates(tuple(candidates), bool(lexical), has_definition, missing)
+
+
+def channel_pool(limit: int, candidate_pool: int) -> int:
+    """Candidates each channel is asked for."""
+    return max(candidate_pool, limit)
 
 
 def _with_graph_and_cosines(store: ChunkReader, candidates: list[Candidate], query_vector: np.ndarray | None,

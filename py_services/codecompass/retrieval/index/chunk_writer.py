@@ -83,6 +83,9 @@ def _search_text(chunk: Chunk) -> str:
 
 
 class ChunkWriter(ChunkReader):
+    # Its own commits move its tables: every read asks for the version.
+    _live = True
+
     def __init__(
         self, db: lancedb.DBConnection, table: lancedb.table.Table, *, created: bool, rebuilt: bool, **identity: Any
     ) -> None:

@@ -109,6 +109,10 @@ def in_current_format(table: lancedb.table.Table) -> bool:
 
 
 class ChunkReader:
+    # Whether this handle's tables change under it: a writer's do with its own commits; a reader's
+    # only when `checkout_latest` moves them (see `_version`).
+    _live = False
+
     def __init__(
         self,
         table: lancedb.table.Table,
@@ -135,8 +139,9 @@ class ChunkReader:
         self._names: tuple[int, frozenset[str], frozenset[str]] | None = None
         self._in_degrees: tuple[int, dict[str, int]] | None = None
         self._vector_counts: tuple[int, VectorCounts] | None = None
-        self._chunk_rows = DatasetView(table)
-        self._source_rows = DatasetView(sources)
+        self._pinned = (table.version, sources.version)
+        self._chunk_rows = DatasetView(table, self._version)
+        self._source_rows = DatasetView(sources, self._sources_version)
         self._chunk_cache: ReadCache[Chunk] = ReadCache(READ_CACHE_CHUNKS)
         # Source texts never go stale: a key is the hash of its text.
         self._text_cache: ReadCache[str] = ReadCache(READ_CACHE_TEXT_CHARS, weigh=len)
@@ -177,6 +182,16 @@ class ChunkReader:
         name them, so texts read after the chunks hold every text those chunks need."""
         self._table.checkout_latest()
         self._sources.checkout_latest()
+        self._pinned = (self._table.version, self._sources.version)
+
+    def _version(self) -> int:
+        """The version of the chunk table this handle reads. Asking the table is a hop through
+        LanceDB's event loop (0.3-1 ms, a dozen times a search), so a reader's is pinned where it
+        moves: at open and at `checkout_latest`; a writer's moves with its commits, so it asks."""
+        return self._table.version if self._live else self._pinned[0]
+
+    def _sources_version(self) -> int:
+        return self._sources.version if self._live else self._pinned[1]
 
     # ---- lookups ------------------------------------------------------------------------
 
@@ -225,7 +240,7 @@ class ChunkReader:
     def vector_snapshot(self) -> VectorSnapshot:
         """Every row's unit vectors at the version this handle reads, read once per version
         (~35 ms on ws-300k)."""
-        version = self._table.version
+        version = self._version()
         with self._vectors_lock:
             if self._vectors is None or self._vectors[0] != version:
                 dataset = self._chunk_rows.dataset()
@@ -247,7 +262,7 @@ class ChunkReader:
         The whole graph's in-degrees are counted once per table version (one scan of the edge
         column) and looked up after: a search asks for a hundred candidates, and a filtered scan
         per search costs more than counting every edge once."""
-        version = self._table.version
+        version = self._version()
         cached = self._in_degrees
         if cached is None or cached[0] != version:
             counts: dict[str, int] = {}
@@ -259,7 +274,7 @@ class ChunkReader:
 
     def get_chunks(self, ids: list[str]) -> list[Chunk]:
         """Chunks in the order of `ids`; unknown ids are skipped."""
-        found = self._chunk_cache.get_many(ids, self._load_chunks, self._table.version)
+        found = self._chunk_cache.get_many(ids, self._load_chunks, self._version())
         return [found[i] for i in ids if i in found]
 
     def _hit_chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
@@ -268,7 +283,7 @@ class ChunkReader:
         filtered scan used otherwise."""
         loader = partial(self._take_chunks, self.vector_snapshot()) if not self._has_vector_index \
             else self._load_chunks
-        return self._chunk_cache.get_many(ids, loader, self._table.version)
+        return self._chunk_cache.get_many(ids, loader, self._version())
 
     def _take_chunks(self, snapshot: VectorSnapshot, ids: list[str]) -> dict[str, Chunk]:
         """The chunks `ids` taken by their place in `snapshot`'s version; any id it does not
@@ -303,7 +318,7 @@ class ChunkReader:
     def vector_counts(self) -> VectorCounts:
         """Rows by the vectors they have: what each vector channel can search. Counted once per
         table version (four scans, ~6 ms a search on ws-300k otherwise)."""
-        version = self._table.version
+        version = self._version()
         cached = self._vector_counts
         if cached is not None and cached[0] == version:
             return cached[1]
@@ -325,7 +340,7 @@ class ChunkReader:
     def names(self) -> tuple[frozenset[str], frozenset[str]]:
         """(every chunk name, every qualified name) in the table, read once per table version:
         the vocabulary a mistyped identifier is matched against."""
-        version = self._table.version
+        version = self._version()
         cached = self._names
         if cached is not None and cached[0] == version:
             return cached[1], cached[2]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import lance
@@ -37,13 +37,15 @@ class DatasetView:
     same SQL filter in ~4. Reads see the version the table handle reads (`checkout_latest`
     moves both)."""
 
-    def __init__(self, table: lancedb.table.Table) -> None:
+    def __init__(self, table: lancedb.table.Table, version: Callable[[], int]) -> None:
         self._table = table
+        # The version the handle reads (its owner knows when that moves; see ChunkReader._version).
+        self._version = version
         self._lock = threading.Lock()
         self._opened: tuple[int, lance.LanceDataset] | None = None
 
     def dataset(self) -> lance.LanceDataset:
-        version = self._table.version
+        version = self._version()
         with self._lock:
             if self._opened is None or self._opened[0] != version:
                 self._opened = (version, self._table.to_lance())

@@ -42,7 +42,7 @@ BUILDS = ("base", *(f"overlays/{name}" for name in OVERLAYS), WITH_COMPONENTS)
 
 SERVICES = (*names.BACKENDS, names.WRITER, names.GATEWAY)
 # Third-party workloads the observability component ships beside the services.
-INFRASTRUCTURE = {"otel-collector", "jaeger"}
+INFRASTRUCTURE = {"otel-collector", "jaeger", "workspaces-sync"}
 PYTHON_IMAGE, NODE_IMAGE = "localhost/codecompass/python", "localhost/codecompass/analysis"
 SECRET_ENV = {"CODECOMPASS_GATEWAY_AUTH_TOKEN", "CODECOMPASS_EMBEDDING_API_KEY", "CODECOMPASS_RERANK_API_KEY",
               "CODECOMPASS_REWRITE_API_KEY", "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS"}
@@ -348,7 +348,7 @@ def test_every_pod_is_hardened(objects: list[dict]) -> None:
             if not _is_node(container) and name not in INFRASTRUCTURE:
                 state_dir = _environment(container, config_maps)["CODECOMPASS_STATE_DIR"]["value"]
                 assert mounts[state_dir]["name"] in empty_dirs, (name, container["name"])
-            if "/workspaces" in mounts:
+            if "/workspaces" in mounts and name != "workspaces-sync":  # the sources' one writer
                 assert mounts["/workspaces"]["readOnly"] is True, (name, container["name"])
             resources = container["resources"]
             for bound in ("requests", "limits"):
@@ -448,6 +448,33 @@ def test_object_store_scales_searchers_out_and_shares_no_disk(object_store: list
     retrieval = _of(object_store, "Deployment")[names.RETRIEVAL]
     state = next(m for m in _main_container(retrieval)["volumeMounts"] if m["mountPath"] == "/var/lib/codecompass")
     assert "emptyDir" in next(v for v in _pod_spec(retrieval)["volumes"] if v["name"] == state["name"])
+
+
+def test_object_store_sources_are_on_shared_storage_kept_current(object_store: list[dict]) -> None:
+    """Pods on several nodes mount the workspaces: the claim must be of storage that serves many
+    nodes (a class named, ReadWriteMany: block storage's default class would leave them Pending),
+    something must put the code there, and the gateway must serve what it puts."""
+    claim = _of(object_store, "PersistentVolumeClaim")["workspaces"]["spec"]
+    assert claim["accessModes"] == ["ReadWriteMany"] and claim.get("storageClassName"), claim
+    writers, readers = [], []
+    for workload, pod in _pods(object_store):
+        claimed = {v["name"] for v in pod["volumes"]
+                   if v.get("persistentVolumeClaim", {}).get("claimName") == "workspaces"}
+        for container in _containers(pod):
+            for mount in container.get("volumeMounts", []):
+                if mount["name"] in claimed:
+                    (readers if mount.get("readOnly") else writers).append((workload["metadata"]["name"], mount))
+    assert [name for name, _ in writers] == ["workspaces-sync"], writers
+    assert {name for name, _ in readers} >= {names.GATEWAY, names.WRITER, names.RETRIEVAL, names.ANALYSIS}
+    sync = _main_container(_of(object_store, "Deployment")["workspaces-sync"])
+    settings = {k: e["value"] for k, e in _environment(sync, _config_maps(object_store)).items() if "value" in e}
+    (root,) = [m["mountPath"] for name, m in writers]
+    assert settings["GITSYNC_ROOT"] == root and settings["GITSYNC_REPO"]
+    gateway = _main_container(_of(object_store, "Deployment")[names.GATEWAY])
+    served = _environment(gateway, _config_maps(object_store))["CODECOMPASS_GATEWAY_WORKSPACES"]["value"]
+    # The published link, where the readers mount the share (not the share's root: it also holds
+    # git-sync's clone and every past worktree).
+    assert served.split(":") == [f"/workspaces/{settings['GITSYNC_LINK']}"]
 
 
 def test_shard_workers_are_an_indexed_job_made_from_a_template(objects: list[dict]) -> None:

@@ -416,7 +416,8 @@ def _db_uri(objects: list[dict]) -> str:
 
 
 def test_local_runs_one_of_each_over_one_shared_index_volume(local: list[dict]) -> None:
-    assert all(d["spec"]["replicas"] == 1 for d in _of(local, "Deployment").values())
+    autoscaled = {h["spec"]["scaleTargetRef"]["name"] for h in _of(local, "HorizontalPodAutoscaler").values()}
+    assert all(d["spec"]["replicas"] == 1 for name, d in _of(local, "Deployment").items() if name not in autoscaled)
     assert all(h["spec"]["minReplicas"] == 1 for h in _of(local, "HorizontalPodAutoscaler").values())
     claims = _of(local, "PersistentVolumeClaim")
     assert claims["index"]["spec"]["accessModes"] == ["ReadWriteOnce"]
@@ -435,7 +436,6 @@ def test_local_runs_one_of_each_over_one_shared_index_volume(local: list[dict]) 
 
 def test_object_store_scales_searchers_out_and_shares_no_disk(object_store: list[dict]) -> None:
     assert _db_uri(object_store) == "s3://codecompass/index"
-    assert _of(object_store, "Deployment")[names.RETRIEVAL]["spec"]["replicas"] == 3
     assert _of(object_store, "HorizontalPodAutoscaler")[names.RETRIEVAL]["spec"]["minReplicas"] == 3
     assert set(_of(object_store, "PersistentVolumeClaim")) == {"workspaces"}
     config_maps = _config_maps(object_store)
@@ -448,6 +448,15 @@ def test_object_store_scales_searchers_out_and_shares_no_disk(object_store: list
     retrieval = _of(object_store, "Deployment")[names.RETRIEVAL]
     state = next(m for m in _main_container(retrieval)["volumeMounts"] if m["mountPath"] == "/var/lib/codecompass")
     assert "emptyDir" in next(v for v in _pod_spec(retrieval)["volumes"] if v["name"] == state["name"])
+
+
+def test_an_apply_never_resets_what_an_autoscaler_scaled(objects: list[dict]) -> None:
+    deployments = _of(objects, "Deployment")
+    for hpa in _of(objects, "HorizontalPodAutoscaler").values():
+        target = hpa["spec"]["scaleTargetRef"]
+        assert target["kind"] == "Deployment" and target["name"] in deployments, target
+        # A replicas field would reset the count the HPA scaled out to on every apply.
+        assert "replicas" not in deployments[target["name"]]["spec"], target["name"]
 
 
 def test_object_store_sources_are_on_shared_storage_kept_current(object_store: list[dict]) -> None:

@@ -352,7 +352,25 @@ def test_every_pod_is_hardened(objects: list[dict]) -> None:
                 assert mounts["/workspaces"]["readOnly"] is True, (name, container["name"])
             resources = container["resources"]
             for bound in ("requests", "limits"):
-                assert set(resources[bound]) == {"cpu", "memory"}, (name, container["name"], bound)
+                assert set(resources[bound]) - {"ephemeral-storage"} == {"cpu", "memory"}, (name, container["name"],
+                                                                                           bound)
+            # A large emptyDir (a cache) is disk the scheduler must find on the node: its container
+            # requests disk, and its limit lets the emptyDirs fill to their sizeLimits.
+            sizes = {v["name"]: _quantity(v["emptyDir"].get("sizeLimit", "0")) for v in pod["volumes"]
+                     if "emptyDir" in v}
+            mounted = sum(sizes.get(m["name"], 0) for m in container.get("volumeMounts", []))
+            if max((sizes.get(m["name"], 0) for m in container.get("volumeMounts", [])), default=0) > 2**30:
+                assert _quantity(resources["requests"]["ephemeral-storage"]) >= 2**30, (name, container["name"])
+                assert _quantity(resources["limits"]["ephemeral-storage"]) >= mounted, (name, container["name"])
+
+
+def _quantity(text: str) -> int:
+    """Bytes of a Kubernetes quantity in binary units ("8Gi", "256Mi") or plain bytes."""
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+    for suffix, factor in units.items():
+        if text.endswith(suffix):
+            return int(text.removesuffix(suffix)) * factor
+    return int(text)
 
 
 def test_images_are_the_projects_at_its_version(objects: list[dict]) -> None:

@@ -373,6 +373,24 @@ def _quantity(text: str) -> int:
     return int(text)
 
 
+def test_each_workload_has_its_own_identity_without_an_api_token(objects: list[dict]) -> None:
+    """A ServiceAccount per workload, so a cloud's workload identity (the object store's rights)
+    can be granted per role; never the namespace's `default`, and no API token anywhere."""
+    accounts = _of(objects, "ServiceAccount")
+    assert all(a["automountServiceAccountToken"] is False for a in accounts.values()), accounts
+    used: dict[str, str] = {}
+    for workload, pod in _pods(objects):
+        name = workload["metadata"]["name"]
+        account = pod.get("serviceAccountName", "default")
+        assert account in accounts, (name, account)
+        used[name] = account
+    # The shard workers write the index as the writer does; the searchers only read it.
+    expected = {name: name for name in used}
+    expected.update({"writer-shards": names.WRITER})
+    assert used == {name: expected[name] for name in used}
+    assert set(accounts) == set(used.values()), "no account nothing uses"
+
+
 def test_images_are_the_projects_at_its_version(objects: list[dict]) -> None:
     version = tomllib.loads((REPO / "py_services" / "pyproject.toml").read_text())["project"]["version"]
     for workload, pod in _pods(objects):

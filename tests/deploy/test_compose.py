@@ -220,14 +220,26 @@ def test_the_env_file_names_every_variable_the_files_read_and_holds_no_secret() 
     read = {name for path in FILES for name in _VARIABLE.findall(path.read_text())}
     assert read <= set(env_file()), sorted(read - set(env_file()))
     for secret in SECRETS:
-        assert env_file()[secret] == "", f"{secret} has a value in the committed deploy/.env"
+        assert env_file().get(secret, "") == "", f"{secret} has a value in the committed deploy/.env"
     for service in services().values():
         for variable, value in service.get("environment", {}).items():
             if variable in SECRETS:
                 assert value.startswith(f"${{{variable}:"), f"{variable}: not taken from the environment"
-    # Bound beyond loopback the gateway needs its token: compose refuses to start without one.
-    assert services()[names.GATEWAY]["environment"]["CODECOMPASS_GATEWAY_AUTH_TOKEN"].startswith(
-        "${CODECOMPASS_GATEWAY_AUTH_TOKEN:?")
+
+
+def test_the_gateway_token_is_a_secret_file_not_an_environment_variable() -> None:
+    """In the environment it shows in `docker inspect`, and a required variable (`:?`) made every
+    compose command, `down` and `logs` included, fail without it in the shell."""
+    gateway = services()[names.GATEWAY]
+    assert "CODECOMPASS_GATEWAY_AUTH_TOKEN" not in gateway["environment"]
+    (secret,) = gateway["secrets"]
+    assert gateway["environment"]["CODECOMPASS_GATEWAY_AUTH_TOKEN_FILE"] == f"/run/secrets/{secret}"
+    source = load(COMPOSE)["secrets"][secret]["file"]
+    assert set(source) & set("$/.") and "CODECOMPASS_GATEWAY_AUTH_TOKEN" not in source
+    # The default file beside compose.yaml is never committed.
+    ignored = (contract.REPO / "deploy" / ".gitignore").read_text().split()
+    assert source.rpartition(":-")[2].rstrip("}").removeprefix("./") in ignored
+    assert "CODECOMPASS_GATEWAY_AUTH_TOKEN_FILE" in contract.python_env()
 
 
 def test_the_s3_layer_moves_the_index_to_its_bucket_for_writer_and_searcher() -> None:

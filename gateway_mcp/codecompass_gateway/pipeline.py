@@ -35,8 +35,10 @@ one. A failed rewrite leaves the first results as they are and says why.
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
@@ -59,6 +61,7 @@ from codecompass.contracts.retrieval.model import (
     HubQuery,
     ResultView,
     SearchMetadata,
+    SearchOutcome,
     SearchQuery,
     SyncOutcome,
 )
@@ -102,6 +105,9 @@ _RERANK_TEXT_CHARS = 2000
 # returns): nothing matched, so nothing is sure.
 NO_CONFIDENCE = answer_confidence([], [], 0.0)
 NO_ANSWER = judge(NO_CONFIDENCE.composite, GatewaySettings.confidence_threshold)
+# Searches that run alongside their query's sync (see `Pipeline.run`): one per query in flight,
+# each mostly waiting on the retrieval service.
+_HEAD_STARTS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="pipeline-search")
 
 
 @dataclass(frozen=True)
@@ -205,10 +211,29 @@ class Pipeline:
         skipped: dict[str, str] = {}
         with _tracer.start_as_current_span("pipeline") as span:
             span.set_attribute("codecompass.query_chars", len(request.query))
+            # A span but no stage time: a pure function of the text, microseconds.
+            with _tracer.start_as_current_span(f"pipeline.{UNDERSTAND}"):
+                understood = understand(request.query, g, request.semantic_mode, request.semantic_ratio,
+                                        request.rewrite)
+            span.set_attribute("codecompass.query_intent", understood.intent)
+            span.set_attribute("codecompass.semantic_mode", understood.plan.mode)
+            query = SearchQuery(
+                workspace_root=request.workspace_root, query=request.query, filters=request.filters,
+                semantic_ratio=understood.plan.ratio_cap,
+                limit=max(g.candidates, request.limit), view=ResultView.CODE, shape=understood.shape,
+            )
+
+            # The search starts with the sync, not after it: when the sync writes nothing (the
+            # usual case, the analysis service's folder watch answering at once) the index the
+            # search read is the fresh one and its answer stands; when it wrote anything, failed,
+            # or is still writing, the search runs again after it, as it would have without the
+            # head start.
+            head_start: Future[SearchOutcome] | None = None
             sync: SyncOutcome | None = None
             if not request.sync:
                 skipped[SYNC] = "off"
             else:
+                head_start = _HEAD_STARTS.submit(contextvars.copy_context().run, self._search, query, stage_ms)
                 try:
                     with self._stage(SYNC, stage_ms):
                         sync = self._sync(request)
@@ -226,19 +251,12 @@ class Pipeline:
             span.set_attribute("codecompass.freshness_status", freshness)
             stale_paths = frozenset(sync.pending_paths) if sync is not None and not sync.finished else frozenset()
 
-            # A span but no stage time: a pure function of the text, microseconds.
-            with _tracer.start_as_current_span(f"pipeline.{UNDERSTAND}"):
-                understood = understand(request.query, g, request.semantic_mode, request.semantic_ratio,
-                                        request.rewrite)
-            span.set_attribute("codecompass.query_intent", understood.intent)
-            span.set_attribute("codecompass.semantic_mode", understood.plan.mode)
-
-            with self._stage(RETRIEVE, stage_ms):
-                outcome = self.retrieval.search(SearchQuery(
-                    workspace_root=request.workspace_root, query=request.query, filters=request.filters,
-                    semantic_ratio=understood.plan.ratio_cap,
-                    limit=max(g.candidates, request.limit), view=ResultView.CODE, shape=understood.shape,
-                ), g.retrieve_timeout_s)
+            if head_start is not None and (sync is None or wrote_nothing(sync)):
+                outcome = head_start.result()
+            else:
+                # The head start read the index before the sync's writes (its answer, or its
+                # failure, is dropped).
+                outcome = self._search(query, stage_ms)
             ranked = [Ranked(result=r, score=r.score) for r in outcome.results]
             ranked, rewritten = self._rewrite(request, understood, ranked, stage_ms)
             understood = replace(understood, rewrite=rewritten.to_dict())
@@ -351,6 +369,10 @@ class Pipeline:
         return merged, RewriteOutcome(requested, applied=True, source=source, terms=terms.terms, focus=terms.focus,
                                       trigger=trigger, reason=f"{trigger}: searched the terms and merged", added=added)
 
+    def _search(self, query: SearchQuery, stage_ms: dict[str, float]) -> SearchOutcome:
+        with self._stage(RETRIEVE, stage_ms):
+            return self.retrieval.search(query, self._gateway.retrieve_timeout_s)
+
     def _sync(self, request: PipelineRequest) -> SyncOutcome:
         budget_ms = self._gateway.freshness_budget_ms
         timeout_s = budget_ms / 1000 + _SYNC_HOP_S if budget_ms else self._gateway.retrieve_timeout_s
@@ -455,6 +477,14 @@ def record_answer(span: trace.Span, answer: PipelineAnswer, candidates: int) -> 
         span.set_attribute("codecompass.total_tokens", answer.selection.total_tokens)
     if answer.skipped:
         span.set_attribute("codecompass.skipped_stages", [f"{stage}: {why}" for stage, why in answer.skipped.items()])
+
+
+def wrote_nothing(sync: SyncOutcome) -> bool:
+    """Whether a sync left the index as it was: finished, not failed, and no file or chunk written."""
+    stats = sync.stats
+    return (sync.finished and sync.freshness_status is FreshnessStatus.FRESH and stats is not None
+            and not (stats.files_added or stats.files_changed or stats.files_removed
+                     or stats.chunks_upserted or stats.chunks_deleted))
 
 
 def mark_stale(ranked: list[Ranked], stale_paths: frozenset[str]) -> list[Ranked]:

@@ -70,6 +70,7 @@ export function createHandlers(service: AnalysisService, logger: Logger): CodeAn
         try {
           const result = await service.scan(scanRequestFromPb(call.request), () => call.cancelled);
           span.setAttribute('codecompass.files', result.files.length);
+          span.setAttribute('codecompass.scan.unchanged', result.unchanged === true);
           finishSpan(span, undefined);
           const fields: LogFields = {
             unchanged: result.unchanged === true,

@@ -222,7 +222,10 @@ def test_one_semantic_search_is_one_trace_across_every_service(
     assert selected["codecompass.selection.total_tokens"] == answer_side["codecompass.total_tokens"] > 0
     rendered = own[(ANALYSIS, "codecompass.v1.CodeAnalysisService/RenderSymbols")]
     assert rendered["codecompass.render.symbols"] == rendered["codecompass.render.requested"] > 0
-    assert own[(ANALYSIS, "codecompass.v1.CodeAnalysisService/ScanWorkspace")]["codecompass.files"] > 0
+    # The search's sync: the indexed, untouched workspace is answered by the folder watch without a
+    # walk where folders can be watched (Linux, a local file system), else walked and listed.
+    scanned = own[(ANALYSIS, "codecompass.v1.CodeAnalysisService/ScanWorkspace")]
+    assert scanned["codecompass.scan.unchanged"] == (scanned["codecompass.files"] == 0)
     # What the sources say is documented is what the services really send (test_trace_attributes).
     sent = {key for s in trace for key in s.attributes if key.startswith("codecompass.")}
     assert sent <= set(documented_keys(README.read_text(encoding="utf-8"))), sent

@@ -7,9 +7,11 @@ own tests and end to end in tests/integration/test_retrieval_e2e.py."""
 
 from __future__ import annotations
 
+import threading
+
 from tests.unit.retrieval.sync_harness import Harness, _func, _seed
 
-from codecompass.contracts.retrieval.model import FreshnessStatus
+from codecompass.contracts.retrieval.model import FreshnessStatus, IndexingStatus
 
 
 def _watching(harness: Harness) -> None:
@@ -63,3 +65,31 @@ def test_a_sync_that_leaves_files_pending_sends_no_token_next(harness: Harness) 
     assert not writer.catalog.pending()
     harness.sync()
     assert harness.analysis.answered_unchanged == 1
+
+
+def test_a_sync_that_is_only_checking_leaves_a_complete_index_ready(harness: Harness) -> None:
+    """The gateway searches while it syncs: a sync that has not (yet) found anything to write must
+    not make the answer say the index is being rebuilt; one writing files it marked does."""
+    _watching(harness)
+    writer = harness.engine.writer.workspace(str(harness.root))
+    release = threading.Event()
+    scanning = threading.Event()
+    real_scan = writer._analysis.scan
+
+    def slow_scan(*args, **kwargs):
+        scanning.set()
+        release.wait(10)
+        return real_scan(*args, **kwargs)
+
+    writer._analysis.scan = slow_scan  # type: ignore[method-assign]
+    try:
+        syncing = threading.Thread(target=harness.sync)
+        syncing.start()
+        assert scanning.wait(10)
+        assert harness.search("validate token").metadata.indexing_status == IndexingStatus.READY
+        writer.catalog.mark_pending(["src/util/strings.ts"])
+        assert harness.search("validate token").metadata.indexing_status == IndexingStatus.INDEXING
+    finally:
+        release.set()
+        syncing.join(10)
+        writer._analysis.scan = real_scan  # type: ignore[method-assign]

@@ -76,6 +76,9 @@ class WriterState:
     reads it (a remote one reads the catalog's pending marks and last error instead)."""
 
     busy: bool  # a sync runs or is queued
+    # A sync is writing files it marked pending (what a remote searcher reads in the catalog): a
+    # sync still scanning, which may find nothing to write, does not make a complete index change.
+    writing: bool
     sync_error: str
     embedder_running: bool
     embedder_error: str
@@ -649,6 +652,7 @@ class WorkspaceWriter:
     def state(self) -> WriterState:
         return WriterState(
             busy=self._syncing or self._queued is not None,
+            writing=bool(self.catalog.pending()),
             sync_error=self._sync_error,
             embedder_running=self.embedder.running,
             embedder_error=self.embedder.error,

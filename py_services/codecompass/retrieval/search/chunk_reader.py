@@ -49,9 +49,11 @@ ANN_NPROBES = 50
 ANN_REFINE_FACTOR = 10
 # Keeps `IN (...)` predicates to a size DataFusion plans quickly.
 _ID_BATCH = 1_000
-# Chunks (and their unit vectors) a reader keeps built between searches of one table version:
-# a dozen searches' candidates, ~20 MB on ws-300k (see `readcache`).
-READ_CACHE_CHUNKS = 4_000
+# Chunks a reader keeps built between searches of one table version: ~4.4 KiB each (measured on
+# ws-300k, its source texts apart), so ~70 MiB for most of ws-300k's 22k chunks. Building a
+# search's never-seen candidates from their rows was ~7 ms a channel; an agent's questions about
+# one workspace keep meeting the same symbols.
+READ_CACHE_CHUNKS = 16_000
 # Source texts a reader keeps (characters): ws-300k's whole source is ~10M.
 READ_CACHE_TEXT_CHARS = 16_000_000
 

@@ -582,7 +582,9 @@ def _index_status(summary: CatalogSummary | None, counts: tuple[int, int] | None
     busy = live.busy if live is not None else bool(summary.pending)
     if not summary.complete or counts is None:
         return (IndexingStatus.INDEXING if busy else IndexingStatus.NOT_INDEXED), sync_error
-    if busy:
+    # A complete index changes only once a sync has files to write: the freshness check before
+    # every search (a sync that finds nothing) leaves it READY.
+    if live.writing if live is not None else busy:
         return IndexingStatus.INDEXING, sync_error
     total, embedded = counts
     if embedded < total:

@@ -131,8 +131,12 @@ def test_search_json_is_one_object_with_results_and_metadata(fake_retrieval, run
     assert (meta["total_chunks"], meta["embedded_chunks"]) == (120, 120)
     assert meta["rerank_provider"] == "local" and meta["skipped_stages"] == {"hubs": "off", "select": "off"}
 
-    sync, request = servicer.requests
-    assert isinstance(sync, retrieval_pb2.SyncRequest) and sync.budget_ms == 300
+    # The sync wrote (files_changed 1): the search sent beside it read the index before its writes, so
+    # the answer is the search sent after it.
+    (sync,) = [r for r in servicer.requests if isinstance(r, retrieval_pb2.SyncRequest)]
+    request = servicer.requests[-1]
+    assert len(servicer.requests) == 3 and isinstance(request, retrieval_pb2.SearchRequest)
+    assert sync.budget_ms == 300
     assert request.workspace_root == sync.workspace_root == str(sample_workspace.resolve())
     # The pipeline asks for the candidates its later stages read, whatever the list shows.
     assert request.query == "validate jwt" and request.limit == GatewaySettings().candidates == 60

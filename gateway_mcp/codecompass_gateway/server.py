@@ -29,6 +29,7 @@ background (lexical index first, embeddings after), and searches answer lexicall
 from __future__ import annotations
 
 import dataclasses
+import errno
 import socket
 import sys
 import threading
@@ -425,15 +426,22 @@ class ListenError(Exception):
 def listening_socket(host: str, port: int) -> socket.socket:
     """A socket listening on host:port, bound before the server starts anything: given the
     address, uvicorn would start the server's lifespan (and its indexing) first, then log a taken
-    port and exit."""
+    port and exit. `::` listens on every address of both families (dual-stack, as the gRPC
+    services do), or on every IPv4 address where the machine has no IPv6."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
                                                              flags=socket.AI_PASSIVE)[0]
         sock = socket.socket(family, kind, proto)
     except OSError as exc:
+        if host == "::" and exc.errno in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):
+            log.info("no IPv6 on this machine: listening on every IPv4 address", extra={"port": port})
+            return listening_socket("0.0.0.0", port)
         raise ListenError(f"cannot listen on {host}:{port}: {_reason(exc)}") from None
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if host == "::":
+            # IPv4 too, whatever the system's default (net.ipv6.bindv6only).
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         sock.bind(address)
         sock.listen(socket.SOMAXCONN)
     except OSError as exc:

@@ -165,6 +165,21 @@ export interface RunningServer {
   shutdown(graceMs: number): Promise<void>;
 }
 
+/**
+ * Binds `host` with `bind`. `::` listens on both families (libuv makes the socket dual-stack), as
+ * the Python services do; a machine without IPv6 (a kernel booted with ipv6.disable=1) cannot open
+ * an IPv6 socket, and then every IPv4 address is taken instead.
+ */
+export async function bindWithFallback(bind: (host: string) => Promise<number>, host: string, logger: Logger): Promise<{ host: string; port: number }> {
+  try {
+    return { host, port: await bind(host) };
+  } catch (err) {
+    if (host !== '::' || !/EAFNOSUPPORT|EADDRNOTAVAIL|family not supported/i.test(String(err))) throw err;
+    logger.info('no IPv6 on this machine: listening on every IPv4 address', {});
+    return { host: '0.0.0.0', port: await bind('0.0.0.0') };
+  }
+}
+
 export async function startServer(options: {
   host: string;
   port: number;
@@ -179,17 +194,21 @@ export async function startServer(options: {
   const health = new HealthImplementation({ '': 'NOT_SERVING', [ANALYSIS_GRPC_SERVICE]: 'NOT_SERVING' });
   health.addToServer(server);
   server.addService(CodeAnalysisServiceService, createHandlers(options.service, options.logger));
-  const target = hostPort(options.host, options.port);
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
-  });
+  const { host, port } = await bindWithFallback(
+    (bindHost) =>
+      new Promise<number>((resolve, reject) => {
+        server.bindAsync(hostPort(bindHost, options.port), grpc.ServerCredentials.createInsecure(), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
+      }),
+    options.host,
+    options.logger,
+  );
   const setAll = (status: 'SERVING' | 'NOT_SERVING') => {
     health.setStatus('', status);
     health.setStatus(ANALYSIS_GRPC_SERVICE, status);
   };
   let stopping: Promise<void> | undefined;
   return {
-    host: options.host,
+    host,
     port,
     setServing: () => {
       if (!stopping) setAll('SERVING');

@@ -20,7 +20,7 @@ import {
 } from '../src/gen/codecompass/v1/analysis';
 import { createLogger } from '../src/logging';
 import { SERVICE_NAME, SERVICE_NAMESPACE } from '../src/names';
-import { ANALYSIS_GRPC_SERVICE, startServer } from '../src/server';
+import { ANALYSIS_GRPC_SERVICE, bindWithFallback, startServer } from '../src/server';
 import { AnalysisService } from '../src/service';
 import type { ChunkedFile } from '../src/types';
 
@@ -411,5 +411,39 @@ describe('analysis service process', () => {
     const messages = parseLines<LogRecord>(stderr).map((r) => r.msg);
     assert.ok(messages.includes('shutting down'));
     assert.equal(messages.at(-1), 'stopped');
+  });
+});
+
+describe('listening on ::', () => {
+  it('takes both families, as the Python services do', async () => {
+    const service = new AnalysisService({ maxFileBytes: 1 << 20, maxPrograms: 1, maxRenderCacheFiles: 4, maxWorkspaces: 1 });
+    const server = await startServer({ host: '::', port: 0, service, logger: createLogger('test', 'error', () => {}) });
+    try {
+      server.setServing();
+      for (const address of [`127.0.0.1:${server.port}`, `[::1]:${server.port}`]) {
+        const health = new HealthClient(address, grpc.credentials.createInsecure()) as Health;
+        const status = await new Promise<string>((resolve, reject) =>
+          health.check({ service: '' }, deadline(), (err, reply) => (err ? reject(err) : resolve(String(reply?.status)))),
+        );
+        health.close();
+        assert.equal(status, 'SERVING', address);
+      }
+    } finally {
+      await server.shutdown(0);
+      service.dispose();
+    }
+  });
+
+  it('falls back to every IPv4 address where the machine has no IPv6, and only then', async () => {
+    const logger = createLogger('test', 'error', () => {});
+    const noIpv6 = (host: string) =>
+      host === '::'
+        ? Promise.reject(new Error('No address added out of total 1 resolved: listen EAFNOSUPPORT: address family not supported ::'))
+        : Promise.resolve(7);
+    assert.deepEqual(await bindWithFallback(noIpv6, '::', logger), { host: '0.0.0.0', port: 7 });
+    const taken = () => Promise.reject(new Error('listen EADDRINUSE: address already in use'));
+    await assert.rejects(bindWithFallback(taken, '::', logger), /EADDRINUSE/);
+    const never = () => Promise.reject(new Error('listen EAFNOSUPPORT: address family not supported'));
+    await assert.rejects(bindWithFallback(never, '127.0.0.2', logger), /EAFNOSUPPORT/, 'only :: falls back');
   });
 });

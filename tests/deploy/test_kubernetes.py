@@ -218,7 +218,8 @@ def test_commands_are_ones_the_programs_accept(objects: list[dict]) -> None:
     parser = argparse.ArgumentParser(exit_on_error=False)
     add_server_arguments(parser)
     args = parser.parse_args(gateway[3:])
-    assert (args.transport, args.host, args.port) == ("streamable-http", "0.0.0.0", gateway_port())
+    # No --host: the gateway listens where CODECOMPASS_BIND_HOST says, as every service does.
+    assert (args.transport, args.host, args.port) == ("streamable-http", None, gateway_port())
     for name in (names.EMBEDDING, names.RERANK, names.SELECTION):
         assert _main_container(workloads[name])["command"] == ["python", "-m", f"codecompass.{name}"]
     for name in (names.RETRIEVAL, names.WRITER):
@@ -573,6 +574,19 @@ def test_what_the_kubelet_probes_listens_beyond_loopback(objects: list[dict]) ->
             if "--host" in args:
                 host = args[args.index("--host") + 1]
             assert host not in LOOPBACK_HOSTS, f"{workload['metadata']['name']}/{container['name']} binds {host}"
+
+
+def test_every_service_listens_on_both_address_families(objects: list[dict]) -> None:
+    """A pod's IP is IPv6 in an IPv6 or dual-stack cluster: a server on 0.0.0.0 never answers it
+    (nor the kubelet's probes). `::` takes both families (and every IPv4 address without IPv6)."""
+    config_maps = _config_maps(objects)
+    for workload, pod in _our_pods(objects):
+        for container in _containers(pod):
+            if not any(p in container for p in ("startupProbe", "readinessProbe", "livenessProbe")):
+                continue
+            where = f"{workload['metadata']['name']}/{container['name']}"
+            assert "--host" not in container.get("command", []), where
+            assert _environment(container, config_maps)["CODECOMPASS_BIND_HOST"]["value"] == "::", where
 
 
 def test_spans_go_to_a_collector_the_build_ships_and_lets_in(objects: list[dict]) -> None:

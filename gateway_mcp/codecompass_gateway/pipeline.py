@@ -229,11 +229,13 @@ class Pipeline:
             # or is still writing, the search runs again after it, as it would have without the
             # head start.
             head_start: Future[SearchOutcome] | None = None
+            # Its own stage time: a dropped head start that ends late must not overwrite the answer's.
+            head_start_ms: dict[str, float] = {}
             sync: SyncOutcome | None = None
             if not request.sync:
                 skipped[SYNC] = "off"
             else:
-                head_start = _HEAD_STARTS.submit(contextvars.copy_context().run, self._search, query, stage_ms)
+                head_start = _HEAD_STARTS.submit(contextvars.copy_context().run, self._search, query, head_start_ms)
                 try:
                     with self._stage(SYNC, stage_ms):
                         sync = self._sync(request)
@@ -253,6 +255,7 @@ class Pipeline:
 
             if head_start is not None and (sync is None or wrote_nothing(sync)):
                 outcome = head_start.result()
+                stage_ms.update(head_start_ms)
             else:
                 # The head start read the index before the sync's writes (its answer, or its
                 # failure, is dropped).

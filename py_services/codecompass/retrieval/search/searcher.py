@@ -584,7 +584,8 @@ def _index_status(summary: CatalogSummary | None, counts: tuple[int, int] | None
         return (IndexingStatus.INDEXING if busy else IndexingStatus.NOT_INDEXED), sync_error
     # A complete index changes only once a sync has files to write: the freshness check before
     # every search (a sync that finds nothing) leaves it READY.
-    if live.writing if live is not None else busy:
+    writing = live.writing if live is not None else busy
+    if writing:
         return IndexingStatus.INDEXING, sync_error
     total, embedded = counts
     if embedded < total:

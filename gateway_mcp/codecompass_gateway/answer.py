@@ -504,8 +504,7 @@ def low_confidence_reason(answer: PipelineAnswer) -> str | None:
     """Why an answer holds no confident match, as a clause for the first line of its text; None
     when there is nothing more to say than that. Judged from what was searched and what matched: a
     filter that matched no code, a query with nothing to search by (no letters or digits: emoji,
-    punctuation, invisible characters; or no word in Latin letters, the letters the query's words
-    and names are read in, `policy.shape`), names the index lacks, words no code matches (only the
+    punctuation, invisible characters), names the index lacks, words no code matches (only the
     vector channel answered): `policy.confidence.unmatched`, which also holds such an answer to
     its small budget."""
     meta = answer.metadata
@@ -521,7 +520,6 @@ def low_confidence_reason(answer: PipelineAnswer) -> str | None:
 
 _UNMATCHED_CLAUSES = {
     Unmatched.NOTHING_TO_SEARCH: "it has no letters or digits to search by",
-    Unmatched.NOT_LATIN: "it has no word in Latin letters, so no name in the code can match it",
     Unmatched.NO_WORDS: "no code matches its words",
 }
 

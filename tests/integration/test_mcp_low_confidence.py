@@ -23,7 +23,7 @@ UNSURE = {
     "zzqx blorf quux": "no code matches its words",
     "\U0001F680\U0001F525": "it has no letters or digits to search by",
     "\u200b\u200b": "it has no letters or digits to search by",
-    "مرحبا بالعالم": "it has no word in Latin letters, so no name in the code can match it",
+    "مرحبا بالعالم": "no code matches its words",
     "how does the flux capacitor calibrate warp drives": "no code matches its words",
     "validateTokenz": "nothing in the index is named validateTokenz (nearest: validateToken",
 }

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
 from codecompass.common.chunks import Chunk
-from codecompass.common.identifiers import identifier_parts
+from codecompass.common.identifiers import TOKEN, identifier_parts
 from codecompass.policy import shape as q
 from codecompass.policy.ranking import KIND_WORDS, SEMANTIC, STRUCTURE, RankedResult, clamp
 from codecompass.policy.shape import QueryShape
@@ -163,7 +162,7 @@ def _coverage(terms: list[str], chunk: Chunk) -> float:
     text = " ".join((chunk.qualified_name, chunk.relative_path, chunk.jsdoc,
                      chunk.collapsed_source[:_CONFIDENCE_TEXT_CHARS]))
     words: set[str] = set()
-    for token in re.findall(r"[A-Za-z0-9_$]+", text):
+    for token in TOKEN.findall(text):
         words.add(token.lower())
         words.update(identifier_parts(token))
     stems = {w[:5] for w in words if len(w) >= 5}
@@ -204,7 +203,6 @@ class Unmatched(Enum):
     of a low-confidence answer says it, and the answer is held to its small budget."""
 
     NOTHING_TO_SEARCH = "nothing_to_search"  # no letters or digits: emoji, punctuation, invisible characters
-    NOT_LATIN = "not_latin"  # no word in Latin letters, the letters names and the query's words are read in
     MISSING_NAMES = "missing_names"  # exact names it typed that no chunk has
     NO_WORDS = "no_words"  # only the vector channel answered: its words occur nowhere in the index
 
@@ -214,9 +212,6 @@ def unmatched(text: str, missing_names: Sequence[str], words_matched: bool, has_
     answer may still be unsure: confidence and answerability judge that)."""
     if not any(ch.isalnum() for ch in text):
         return Unmatched.NOTHING_TO_SEARCH
-    letters = [ch for ch in text if ch.isalpha()]
-    if letters and not any(ch.isascii() for ch in letters):
-        return Unmatched.NOT_LATIN
     if missing_names:
         return Unmatched.MISSING_NAMES
     if has_results and not words_matched:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -35,7 +34,7 @@ import numpy as np
 
 from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.config import CHECKOUT_ROOT
-from codecompass.common.identifiers import identifier_parts
+from codecompass.common.identifiers import TOKEN, identifier_parts
 from codecompass.common.testcode import is_test_path
 from codecompass.policy import shape as q
 from codecompass.policy.ranking import KIND_WORDS, Candidate, RankedResult, example_path, vendored_path
@@ -44,7 +43,6 @@ from codecompass.policy.shape import REQUEST_WORDS, QueryShape
 _log = logging.getLogger(__name__)
 # The committed model of `make ranker` (models/ranker/train.py).
 DEFAULT_MODEL = CHECKOUT_ROOT / "models" / "ranker" / "model.txt"
-_TOKEN = re.compile(r"[A-Za-z0-9_$]+")
 # How much of each field is read for word matches: enough for a symbol's head, cheap for 100.
 _FIELD_CHARS = {"signature": 400, "jsdoc": 800, "body": 2500}
 _KINDS = (NodeKind.FUNCTION, NodeKind.METHOD, NodeKind.CLASS, NodeKind.INTERFACE, NodeKind.TYPE,
@@ -183,7 +181,7 @@ def _card_text(chunk: Chunk) -> str:
 
 def _words(text: str) -> list[str]:
     out: list[str] = []
-    for token in _TOKEN.findall(text):
+    for token in TOKEN.findall(text):
         out.extend(_token_words(token))
     return out
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codecompass.common.identifiers import identifier_parts
+from codecompass.common.identifiers import TOKEN, identifier_parts, letter_classes
 from codecompass.common.testcode import mentions_tests as query_mentions_tests
 
 SYMBOL = "symbol"
@@ -36,9 +36,10 @@ _PATH_TOKEN = re.compile(
     r"|^(?:[\w@.$-]+/){2,}[\w@.$-]+/?$"
     r"|^[\w@$-]+(?:\.[\w-]+)*\.(?:" + "|".join(re.escape(e) for e in SOURCE_EXTENSIONS) + r")$"
 )
-_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
-_DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:(?:\.|#|::)[A-Za-z_$][A-Za-z0-9_$]*)+(?:\(\))?$")
-_WORD = re.compile(r"[A-Za-z0-9_$]+")
+# Identifiers in letters of any script, as JS/TS allows (`[^\W\d]`: a letter or `_`).
+_IDENT = re.compile(r"(?:[^\W\d]|\$)[\w$]*")
+_DOTTED = re.compile(r"^(?:[^\W\d]|\$)[\w$]*(?:(?:\.|#|::)(?:[^\W\d]|\$)[\w$]*)+(?:\(\))?$")
+_WORD = TOKEN
 _CALL_ARGS = re.compile(r"\([^()]*\)$")
 _QUOTED = re.compile(r"""["'`]([^"'`]{3,})["'`]""")
 # Words that open a question or a request: the query is addressed to a person, not quoted
@@ -100,7 +101,7 @@ def is_code_shaped(token: str) -> bool:
     return (
         "_" in inner
         or "$" in t
-        or bool(re.search(r"[a-z][A-Z]|[A-Z]{2,}[a-z]|[A-Z][a-z]+[A-Z]", t))
+        or bool(re.search(r"LU|U{2,}L|UL+U", letter_classes(t)))
         or (t[0] == "_" and len(t) > 1)
     )
 

@@ -74,7 +74,10 @@ def test_an_unsure_answer_whose_question_evidently_matches_nothing_is_asked_for_
 def test_why_a_query_evidently_matches_nothing() -> None:
     assert unmatched("\u200b\u200b", (), True, True) is Unmatched.NOTHING_TO_SEARCH
     assert unmatched("🙂🙂", (), True, True) is Unmatched.NOTHING_TO_SEARCH
-    assert unmatched("كيف يعمل", (), True, True) is Unmatched.NOT_LATIN
+    # Words in any script are searched (names too: `рассчитатьСкидку`): matched, they are evidence;
+    # unmatched, they are words no code has, as in English.
+    assert unmatched("كيف يعمل", (), True, True) is None
+    assert unmatched("كيف يعمل", (), False, True) is Unmatched.NO_WORDS
     assert unmatched("validateTokenz", ("validateTokenz",), True, True) is Unmatched.MISSING_NAMES
     assert unmatched("quantum banana", (), False, True) is Unmatched.NO_WORDS
     assert unmatched("quantum banana", (), False, False) is None  # no results: nothing to judge

@@ -52,3 +52,26 @@ def test_empty_and_symbol_only_text():
 def test_deterministic():
     text = "class AuthService { validateJwtToken(t) { return jwt_verify(t) } }"
     assert split_identifiers(text) == split_identifiers(text)
+
+
+@pytest.mark.parametrize(
+    ("token", "parts"),
+    [
+        ("рассчитатьСкидку", ["рассчитать", "скидку"]),
+        ("ÄpfelBirnen", ["äpfel", "birnen"]),
+        ("función_válida", ["función", "válida"]),
+        ("de\u0301ja\u0300Vu", ["de\u0301ja\u0300", "vu"]),  # decomposed accents stay in their word
+        ("購物車", ["購物車"]),  # a script without case is one part
+        ("ΣύνολοΤιμής2", ["σύνολο", "τιμής", "2"]),
+    ],
+)
+def test_identifiers_in_other_scripts_split_by_the_same_rule(token, parts):
+    assert identifier_parts(token) == parts
+
+
+def test_words_of_every_script_reach_the_full_text_column():
+    # The full-text column and the query are both made by split_identifiers: a word it drops can
+    # never match (a Cyrillic name was unsearchable by both searches).
+    assert split_identifiers("export function рассчитатьСкидку(сумма) { return 購物車.加入商品(x) }") == (
+        "export function рассчитатьСкидку рассчитать скидку сумма return 購物車 加入商品 x"
+    )

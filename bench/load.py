@@ -52,6 +52,7 @@ from bench.speed.run_pipeline_speed import DEFAULT_STATE_DIR as PIPELINE_SPEED_S
 from bench.speed.run_pipeline_speed import query_texts
 from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source_stats
 from codecompass.clients.retrieval import RetrievalClient
+from codecompass.common.cores import usable_cores
 from codecompass.common.serving import start_server
 from codecompass_dev.evaluation.results import load_latest, write_results
 from codecompass_dev.evaluation.services import REPO_ROOT
@@ -221,11 +222,11 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {"levels": levels, "level_s": args.level_s, "grpc_share": args.grpc_share,
                      "queries": len(queries), "call_timeout_s": loadgen.LoadPlan.call_timeout_s,
                      "warm_up": {"clients": WARM_UP[0], "seconds": WARM_UP[1]}, "knee_share": KNEE_SHARE,
-                     "cores": loadgen.cores()},
+                     "cores": usable_cores()},
         "load_avg_at_start": load_at_start,
         "seconds": round(time.perf_counter() - started, 1),
         "sweep": sweep,
-        "knee": knee(sweep, loadgen.cores()),
+        "knee": knee(sweep, usable_cores()),
         "target": target,
         "paced": paced,
     }

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import os
 import random
 import resource
 import threading
@@ -344,5 +343,3 @@ def summarize_run(run: LoadRun) -> dict[str, Any]:
     return {name: summarize(calls, duration) for name, calls in kinds.items() if calls}
 
 
-def cores() -> int:
-    return len(os.sched_getaffinity(0))

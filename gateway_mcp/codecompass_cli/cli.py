@@ -18,6 +18,7 @@ from codecompass.common.telemetry import flush_telemetry, init_telemetry
 from codecompass.policy.relevance import QueryFocus
 from codecompass_cli import commands
 from codecompass_cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError
+from codecompass_cli.workspace import shown
 
 # Enough for most functions and for a class's member signatures; longer symbols end in a pointer
 # to the rest (file and lines).
@@ -186,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except OSError as exc:
         # A file the command needed (state dir, log, workspace) could not be used: say which.
-        where = f"{exc.filename}: " if exc.filename else ""
+        where = f"{shown(str(exc.filename))}: " if exc.filename else ""
         # mkdir's "File exists" hides the actual problem.
         problem = ("a file stands where a folder is needed" if isinstance(exc, FileExistsError | NotADirectoryError)
                    else exc.strerror or str(exc))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codecompass.common.inputs import QUOTE_CHARS, path_problem, quoted
 from codecompass_cli.errors import EXIT_USAGE, CliError
 
 ROOT_MARKERS = (".git", "package.json", "tsconfig.json", "jsconfig.json")
@@ -18,17 +19,24 @@ def find_workspace_root(path: Path) -> Path:
     return start
 
 
+def shown(raw: str) -> str:
+    """A path as a message shows it: as typed, or a prefix of one too long to be any path."""
+    return raw if len(raw) <= QUOTE_CHARS else quoted(raw)
+
+
 def existing_path(raw: str) -> Path:
+    if (problem := path_problem(raw, "the path")) is not None:
+        raise CliError(problem, EXIT_USAGE)
     path = Path(raw).expanduser()
     if not path.exists():
-        raise CliError(f"no such file or folder: {raw}", EXIT_USAGE)
+        raise CliError(f"no such file or folder: {shown(raw)}", EXIT_USAGE)
     return path.resolve()
 
 
 def workspace_dir(raw: str) -> Path:
     path = existing_path(raw)
     if not path.is_dir():
-        raise CliError(f"not a folder: {raw} (a workspace is a folder)", EXIT_USAGE)
+        raise CliError(f"not a folder: {shown(raw)} (a workspace is a folder)", EXIT_USAGE)
     return path
 
 
@@ -39,5 +47,5 @@ def resolve_target(raw_path: str, raw_workspace: str | None) -> tuple[Path, str]
     try:
         relative = path.relative_to(root)
     except ValueError:
-        raise CliError(f"{raw_path} is outside the workspace {root}", EXIT_USAGE) from None
+        raise CliError(f"{shown(raw_path)} is outside the workspace {root}", EXIT_USAGE) from None
     return root, relative.as_posix()

@@ -85,7 +85,7 @@ from codecompass_gateway.rewrite import (
     Rewriter,
     vocabulary_of,
 )
-from codecompass_gateway.understanding import QueryUnderstanding, understand
+from codecompass_gateway.understanding import QueryUnderstanding, settled, understand
 
 log = get_logger("codecompass.gateway.pipeline")
 _tracer = tracer("codecompass.gateway")
@@ -262,7 +262,8 @@ class Pipeline:
                 outcome = self._search(query, stage_ms)
             ranked = [Ranked(result=r, score=r.score) for r in outcome.results]
             ranked, rewritten = self._rewrite(request, understood, ranked, stage_ms)
-            understood = replace(understood, rewrite=rewritten.to_dict())
+            understood = settled(replace(understood, rewrite=rewritten.to_dict()),
+                                 {name for r in outcome.results for name in (r.chunk.name, r.chunk.qualified_name)})
             span.set_attribute("codecompass.rewrite_applied", rewritten.applied)
             if rewritten.applied and request.focus is QueryFocus.AUTO and rewritten.focus in _FOCUS:
                 request = replace(request, focus=_FOCUS[rewritten.focus])

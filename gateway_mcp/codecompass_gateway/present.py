@@ -19,6 +19,7 @@ from typing import Any
 from mcp.types import Annotations, CallToolResult, ContentBlock, TextContent
 
 from codecompass.common.chunks import NodeKind
+from codecompass.common.inputs import quoted
 from codecompass.common.tokens import count_tokens
 from codecompass.contracts.analysis.model import (
     ChunkedFile,
@@ -119,17 +120,17 @@ def search_notes(answer: SearchAnswer, workspace: Path, query: str,
         closest = f"; the nearest names are {', '.join(nearest)}" if nearest else ""
         notes.append(f"Nothing in the index is named {names}{closest}. Results below (if any) are only near matches.")
     if filtered_out:
-        given = ", ".join(f"{k}={v!r}" for k, v in (filters or {}).items() if v not in (None, "", True))
+        given = ", ".join(f"{k}={quoted(v)}" for k, v in (filters or {}).items() if v not in (None, "", True))
         notes.append(f"The filter{' ' + given if given else 's'} matched no indexed code (the index holds "
                      f"{meta.total_chunks:,} chunks): paths are relative to {workspace}, e.g. `src/auth` or "
                      "`**/*.tsx`. Search again without it, or with another one.")
     if not answer.results and written is not None:
-        notes.append(f"Nothing matched {query!r} in the part of {workspace} indexed so far; the rest is still "
+        notes.append(f"Nothing matched {quoted(query)} in the part of {workspace} indexed so far; the rest is still "
                      "being written.")
     elif not answer.results and not filtered_out and low:
         notes.append("Try the identifiers you expect (a function or class name), or other words.")
     elif not answer.results and not filtered_out:
-        notes.append(f"No code in {workspace} matched {query!r} within the budget. Try a larger max_tokens, the "
+        notes.append(f"No code in {workspace} matched {quoted(query)} within the budget. Try a larger max_tokens, the "
                      "identifiers you expect (a function or class name), or a shorter query.")
     return notes
 

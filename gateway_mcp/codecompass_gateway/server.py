@@ -54,6 +54,7 @@ from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common import names, tokens
 from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings
+from codecompass.common.inputs import quoted
 from codecompass.common.logging import get_logger
 from codecompass.contracts.analysis.model import ChunkedFile, TraceDirection, TraceQuery
 from codecompass.policy.shape import MAX_QUERY_CHARS
@@ -262,6 +263,8 @@ class GatewayServer(MCPServer[Gateway]):
         unknown = [key for key in arguments if takes is not None and key not in takes]
         if unknown and takes is not None:
             return tools.error_result(tools.unknown_arguments(name, unknown, takes), errors.INVALID_ARGUMENT, name)
+        if (problem := tools.argument_problem(arguments)) is not None:
+            return tools.error_result(f"{name}: {problem}", errors.INVALID_ARGUMENT, name)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -270,7 +273,7 @@ class GatewayServer(MCPServer[Gateway]):
                 raise
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
-                + (f" (got {err['input']!r})" if err["type"] != "missing" else "")
+                + (f" (got {quoted(err['input'])})" if err["type"] != "missing" else "")
                 for err in cause.errors()
             )
             return tools.error_result(f"{name}: invalid arguments: {problems}", errors.INVALID_ARGUMENT, name)

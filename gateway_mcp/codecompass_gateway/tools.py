@@ -20,9 +20,11 @@ from mcp.types import CallToolResult
 
 from codecompass.clients.errors import ServiceError
 from codecompass.common.chunks import Language, NodeKind
+from codecompass.common.inputs import MAX_PATH_CHARS, quoted, text_problem
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import current_trace_ids, tracer
 from codecompass.contracts.retrieval.filters import FilterError, Filters
+from codecompass.policy.shape import MAX_QUERY_CHARS
 from codecompass_gateway import errors
 from codecompass_gateway.errors import ToolInputError
 from codecompass_gateway.readiness import ServicesNotReady
@@ -123,6 +125,21 @@ def unknown_arguments(tool: str, unknown: list[str], takes: list[str]) -> str:
     return f"{tool}: unknown {noun} {', '.join(parts)}; {tool} takes {', '.join(takes)}"
 
 
+def argument_problem(arguments: dict[str, object]) -> str | None:
+    """Why a call's arguments cannot be used whatever the tool, or None: a NUL character in any
+    text, or a text longer than any the tool could use (a query its own limit; a path, symbol,
+    ref or member name the longest path a file system allows). Checked before the tool runs, so
+    no such value reaches a path, a service or a log line."""
+    for key, value in arguments.items():
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, str):
+                continue
+            limit = MAX_QUERY_CHARS if key == "query" else MAX_PATH_CHARS
+            if (problem := text_problem(item, key, limit)) is not None:
+                return problem
+    return None
+
+
 def trace_id() -> str:
     ids = current_trace_ids()
     return ids[0] if ids else ""
@@ -140,7 +157,7 @@ def resolve_workspace(given: str | None, default: Path, roots: tuple[Path, ...] 
         return default
     path = Path(given.strip()).expanduser()
     if not path.is_absolute():
-        raise ToolInputError(f"workspace must be an absolute path, got {given!r}", errors.INVALID_WORKSPACE)
+        raise ToolInputError(f"workspace must be an absolute path, got {quoted(given)}", errors.INVALID_WORKSPACE)
     path = path.resolve()  # a link or `..` cannot lead out of an allowed folder
     allowed = (default, *roots)
     if not any(path == root or root in path.parents for root in allowed):
@@ -207,7 +224,7 @@ def check_ref(ref: str | None) -> None:
     from files that may differ from it."""
     if ref is None or ref.strip().lower() in WORKING_TREE_REFS:
         return
-    raise ToolInputError(f"ref {ref.strip()!r} is not indexed: only the working tree is (the files as they are "
+    raise ToolInputError(f"ref {quoted(ref.strip())} is not indexed: only the working tree is (the files as they are "
                          "on disk); omit ref. Branch- and commit-aware indexes are on the roadmap",
                          errors.UNSUPPORTED_REF)
 

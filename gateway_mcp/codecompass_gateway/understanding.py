@@ -17,7 +17,8 @@ which replaces `rewrite` with what happened); until then it reads "not decided y
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from codecompass.common.config import GatewaySettings
@@ -62,9 +63,22 @@ def rewrite_status(requested: bool | None) -> dict[str, Any]:
             "reason": "not decided yet", "added": 0}
 
 
+def settled(understood: QueryUnderstanding, found_names: Collection[str]) -> QueryUnderstanding:
+    """The understanding once the search has answered, with `found_names` the names and qualified
+    names of what it found: a query read as a name it gave exactly as declared is not told to
+    give the name exactly; the rest of the advice stands."""
+    shape = understood.shape
+    if understood.escalation_hint is None or shape.intent != q.SYMBOL or not shape.identifiers:
+        return understood
+    if shape.identifiers[0] not in found_names:
+        return understood
+    return replace(understood, escalation_hint=escalation_hint(shape, named_exactly=True))
+
+
 def call_text(tool: str, arguments: dict[str, Any]) -> str:
-    """`tool(name="value", …)`, the way a suggestion names a call."""
-    return f"{tool}(" + ", ".join(f"{k}={json.dumps(v)}" for k, v in arguments.items()) + ")"
+    """`tool(name="value", …)`, the way a suggestion names a call (in the query's own letters:
+    an agent copies it, and `\u8cfc` is not what it typed)."""
+    return f"{tool}(" + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items()) + ")"
 
 
 def _words_of(identifier: str) -> str:
@@ -75,17 +89,21 @@ def _content_words(shape: QueryShape) -> list[str]:
     return [w for w in shape.words if w not in REQUEST_WORDS and len(w) >= 3]
 
 
-def escalation_hint(shape: QueryShape) -> str:
-    """What to do when the intent is unsure: how to ask so the other reading wins."""
+def escalation_hint(shape: QueryShape, named_exactly: bool = False) -> str:
+    """What to do when the intent is unsure: how to ask so the other reading wins (`named_exactly`:
+    the name read is one the index declares, so asking for it exactly is what was done)."""
     confidence = f"{shape.intent_confidence:.2f}"
     if shape.intent == q.PATH:
         return (f"read as a file path ({shape.path}) at {confidence}: for that file's outline call "
                 f"{call_text('read_symbol', {'symbol': shape.path})}; to search by meaning, ask without the path")
     if shape.intent == q.SYMBOL:
         name = shape.identifiers[0] if shape.identifiers else shape.text
+        topic = (f"for a topic, ask a question in words "
+                 f"({call_text('semantic_search', {'query': 'how does ' + _words_of(name) + ' work'})})")
+        if named_exactly:
+            return f"read as the symbol name {name} at {confidence}, which the index declares: {topic}"
         return (f"read as a symbol name at {confidence}: for its definition give the name exactly as declared "
-                f"({call_text('search_code', {'query': name})}); for a topic, ask a question in words "
-                f"({call_text('semantic_search', {'query': 'how does ' + _words_of(name) + ' work'})})")
+                f"({call_text('search_code', {'query': name})}); {topic}")
     if shape.intent == q.ERROR:
         return (f"read as an error message at {confidence}: quote the exact text of the message to match it "
                 "verbatim, or ask in words what fails (semantic_search)")

@@ -17,7 +17,7 @@ import { RULE_SKIPS, ScanCancelledError, compareStrings, listSourceFiles, scanWo
 import { countTokens } from './tokens';
 import type { TraceRequest, TraceResult } from './trace';
 import type { ChunkedFile, FileEntry, RenderedSymbol, RenderSpec, ScanResult } from './types';
-import { MissingPathError, RequestError, type Workspace, WorkspaceRegistry, resolveRequestPath } from './workspace';
+import { MissingPathError, RequestError, type Workspace, WorkspaceRegistry, quoted, resolveRequestPath } from './workspace';
 
 export { CancelledError } from './errors';
 
@@ -375,7 +375,7 @@ export class AnalysisService {
         // A file named explicitly is chunked even when .gitignore hides it:
         // the caller asked for it. It must still be JS/TS source.
         if (languageOf(resolved.relativePath) === undefined) {
-          throw new RequestError('invalid_argument', `not a TypeScript or JavaScript source file: ${JSON.stringify(raw)}`);
+          throw new RequestError('invalid_argument', `not a TypeScript or JavaScript source file: ${quoted(raw)}`);
         }
         byPath.set(resolved.relativePath, { relativePath: resolved.relativePath, absolutePath: resolved.absolutePath, skip: undefined });
       }

@@ -11,6 +11,7 @@ import { discoverSymbols, endLineOf, lineOf, startLineOf, type SymbolNode } from
 import {
   type ChunkAt,
   ChunksByName,
+  checkedCallSites,
   declarationNamePosition,
   enclosingChunk,
   isRealImplementation,
@@ -18,7 +19,7 @@ import {
   unresolvedCallees,
   unresolvedSites,
 } from './traceByName';
-import { RequestError } from './workspace';
+import { RequestError, lexicalRelativePath, quoted } from './workspace';
 
 export type TraceDirection = 'callers' | 'callees' | 'references' | 'implementations' | 'supertypes' | 'subtypes';
 /** See TracePartialReason in analysis.proto; `unresolved`: name-matched sites were added. */
@@ -170,11 +171,13 @@ function resolveRoot(project: TraceProject, program: ts.Program, request: TraceR
     pos: declarationNamePosition({ sf, sym }),
     chunk: { sf, sym },
   });
+  // `\` read as `/` (a Windows-style path from an agent), `..` resolved within the workspace.
+  const relativeOf = (given: string) => lexicalRelativePath([project.root], given.replace(/\\/g, '/'));
   if (located) {
-    const wanted = located[1].replace(/\\/g, '/').replace(/^\.\//, '');
+    const wanted = relativeOf(located[1]);
     const line = Number(located[2]);
     const file = files.find((f) => f.rel === wanted);
-    if (!file) throw new RequestError('not_found', `no TypeScript or JavaScript file ${JSON.stringify(wanted)} in the workspace`);
+    if (!file) throw new RequestError('not_found', `no TypeScript or JavaScript file ${quoted(wanted)} in the workspace`);
     const starts = file.sf.getLineStarts();
     if (line < 1 || line > starts.length) throw new RequestError('invalid_argument', `line ${line} is outside ${wanted} (${starts.length} lines)`);
     // The innermost chunk that starts on the line, else the innermost one that spans it.
@@ -185,7 +188,7 @@ function resolveRoot(project: TraceProject, program: ts.Program, request: TraceR
     if (!sym) throw new RequestError('not_found', `no symbol is declared at ${wanted}:${line}`);
     return toRoot(file.sf, file.rel, sym);
   }
-  const wantedPath = request.relativePath.replace(/\\/g, '/').replace(/^\.\//, '');
+  const wantedPath = request.relativePath.trim() === '' ? '' : relativeOf(request.relativePath);
   const matches: ResolvedRoot[] = [];
   for (const { sf, rel } of files) {
     if (wantedPath !== '' && rel !== wantedPath) continue;
@@ -194,13 +197,13 @@ function resolveRoot(project: TraceProject, program: ts.Program, request: TraceR
     }
   }
   if (matches.length === 0) {
-    const where = wantedPath === '' ? 'the workspace' : JSON.stringify(wantedPath);
-    throw new RequestError('not_found', `no symbol named ${JSON.stringify(symbol)} in ${where}`);
+    const where = wantedPath === '' ? 'the workspace' : quoted(wantedPath);
+    throw new RequestError('not_found', `no symbol named ${quoted(symbol)} in ${where}`);
   }
   const distinctFiles = new Set(matches.map((m) => m.root.relativePath));
   if (distinctFiles.size > 1) {
     const some = [...distinctFiles].slice(0, 5).join(', ');
-    throw new RequestError('invalid_argument', `${JSON.stringify(symbol)} is declared in ${distinctFiles.size} files (${some}); set relative_path`);
+    throw new RequestError('invalid_argument', `${quoted(symbol)} is declared in ${distinctFiles.size} files (${some}); set relative_path`);
   }
   return matches[0];
 }
@@ -315,14 +318,17 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
         return found;
       };
       if (request.direction === 'callers') {
-        // A caller node is a call site; the next hop starts from the function around it.
+        // A caller node is a call site; the next hop starts from the function around it. Where
+        // the call hierarchy finds none (it does not see `exports.f = function`), the calls the
+        // checker resolves to the function are its callers all the same.
         bfs((loc) => {
           const chunk = chunkAt(loc);
           if (!chunk) return [];
-          return [
-            ...expand({ fileName: chunk.sf.fileName, pos: declarationNamePosition(chunk) }),
-            ...byName(unresolvedSites(program, project.root, checker, chunk, 'calls', expired)),
-          ];
+          let calls = expand({ fileName: chunk.sf.fileName, pos: declarationNamePosition(chunk) });
+          if (calls.length === 0) {
+            calls = checkedCallSites(program, project.root, checker, chunk, expired).map(({ sf, node }) => ({ fileName: sf.fileName, pos: node.getStart(sf) }));
+          }
+          return [...calls, ...byName(unresolvedSites(program, project.root, checker, chunk, 'calls', expired))];
         });
       } else {
         const chunks = new ChunksByName(program, project.root);

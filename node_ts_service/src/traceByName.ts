@@ -44,15 +44,31 @@ function nameText(node: ts.Identifier | ts.StringLiteralLike): string {
 
 /** Whether `decl` lies inside the chunk (its declaration, the function assigned, or the statement around both). */
 function isInside(decl: ts.Node, chunk: ChunkAt): boolean {
-  return decl.getSourceFile() === chunk.sf && decl.pos >= chunk.sym.start - 1 && decl.end <= chunk.sym.end + 1;
+  // Where the declaration's text starts, not `pos`: that includes the comments before it, which
+  // lie before the chunk of the statement a declaration opens (`// doc\nexports.f = function`).
+  return decl.getSourceFile() === chunk.sf && decl.getStart(chunk.sf) >= chunk.sym.start - 1 && decl.end <= chunk.sym.end + 1;
 }
 
 export function resolutionAt(checker: ts.TypeChecker, name: ts.Node, target: ChunkAt): SiteResolution {
   let symbol = checker.getSymbolAtLocation(name);
   if (symbol && symbol.flags & ts.SymbolFlags.Alias) symbol = checker.getAliasedSymbol(symbol);
-  const declarations = symbol?.declarations ?? [];
+  const declarations = (symbol?.declarations ?? []).map((d) => destructuredProperty(checker, d) ?? [d]).flat();
   if (declarations.length === 0) return 'unresolved';
   return declarations.some((d) => isInside(d, target)) ? 'target' : 'other';
+}
+
+/**
+ * The declarations of the property a destructuring binding takes (`parse` of
+ * `const { parse } = require('./m')`): CommonJS's import, where the binding is
+ * a local variable to the checker, not an alias of what the module exports.
+ */
+function destructuredProperty(checker: ts.TypeChecker, decl: ts.Declaration): ts.Declaration[] | undefined {
+  if (!ts.isBindingElement(decl) || !ts.isObjectBindingPattern(decl.parent)) return undefined;
+  const holder = decl.parent.parent;
+  if (!ts.isVariableDeclaration(holder) || !holder.initializer) return undefined;
+  const key = decl.propertyName ?? decl.name;
+  if (!ts.isIdentifier(key) && !ts.isStringLiteralLike(key)) return undefined;
+  return checker.getTypeAtLocation(holder.initializer).getProperty(key.text)?.declarations;
 }
 
 /**
@@ -91,6 +107,35 @@ export function unresolvedSites(
   kind: 'calls' | 'references',
   expired: () => boolean,
 ): { sf: ts.SourceFile; node: ts.Node }[] {
+  return sitesNaming(program, workspaceRoot, checker, target, kind, 'unresolved', expired);
+}
+
+/**
+ * Calls of `target` that the checker resolves to it, found by its name: what
+ * the call hierarchy misses for a function assigned to a property
+ * (`exports.parse = function`, `module.exports.parse = …`), which it does not
+ * treat as a declaration, called as `require('./m').parse()`, `m.parse()` or
+ * through `const { parse } = require('./m')`.
+ */
+export function checkedCallSites(
+  program: ts.Program,
+  workspaceRoot: string,
+  checker: ts.TypeChecker,
+  target: ChunkAt,
+  expired: () => boolean,
+): { sf: ts.SourceFile; node: ts.Node }[] {
+  return sitesNaming(program, workspaceRoot, checker, target, 'calls', 'target', expired);
+}
+
+function sitesNaming(
+  program: ts.Program,
+  workspaceRoot: string,
+  checker: ts.TypeChecker,
+  target: ChunkAt,
+  kind: 'calls' | 'references',
+  resolution: SiteResolution,
+  expired: () => boolean,
+): { sf: ts.SourceFile; node: ts.Node }[] {
   const name = target.sym.name;
   const sites: { sf: ts.SourceFile; node: ts.Node }[] = [];
   for (const sf of program.getSourceFiles()) {
@@ -108,7 +153,7 @@ export function unresolvedSites(
       if (
         site &&
         !(target.sf === sf && site.getStart(sf) === declarationNamePosition(target)) &&
-        resolutionAt(checker, site, target) === 'unresolved' &&
+        resolutionAt(checker, site, target) === resolution &&
         !belongsToSibling(sf, rel, site, target)
       ) {
         sites.push({ sf, node: site });

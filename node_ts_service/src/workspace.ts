@@ -20,6 +20,18 @@ export class RequestError extends Error {
   }
 }
 
+/** Characters of a refused argument a message shows. */
+const QUOTE_CHARS = 80;
+
+/**
+ * `text` as a message shows it: quoted, or its first characters quoted and its length. Echoing a
+ * 100 KB argument back fills the caller's screen or an agent's context with its own input.
+ */
+export function quoted(text: string, limit = QUOTE_CHARS): string {
+  if (text.length <= limit) return JSON.stringify(text);
+  return `${JSON.stringify(text.slice(0, limit))}… (${text.length.toLocaleString('en-US')} characters)`;
+}
+
 /** A file parsed for rendering, kept per content hash: parsing is the cost of a render. */
 export interface RenderCacheEntry {
   contentHash: string;
@@ -121,7 +133,7 @@ export class MissingPathError extends RequestError {
     readonly relativePath: string,
     raw: string,
   ) {
-    super('not_found', `no such file or directory in the workspace: ${JSON.stringify(raw)}`);
+    super('not_found', `no such file or directory in the workspace: ${quoted(raw)}`);
     this.name = 'MissingPathError';
   }
 }
@@ -146,19 +158,29 @@ function relativeInside(root: string, candidate: string): string | undefined {
 }
 
 /**
+ * A request path (workspace-relative, or absolute inside one of `roots`: the workspace's real
+ * root first, then the one the caller named) as the workspace-relative path it names, by its text
+ * alone: `.` and `..` segments resolved, so `src/../src/x.ts` is `src/x.ts`, the form indexed
+ * paths have. One that leaves the workspace ("../x", "/etc/passwd") is refused.
+ */
+export function lexicalRelativePath(roots: readonly string[], raw: string): string {
+  if (raw.trim() === '') throw new RequestError('invalid_argument', 'empty path');
+  if (raw.includes('\0')) throw new RequestError('invalid_argument', 'path contains a NUL character');
+  const absolute = path.isAbsolute(raw) ? path.resolve(raw) : path.resolve(roots[0], raw);
+  for (const root of path.isAbsolute(raw) ? roots : roots.slice(0, 1)) {
+    const rel = relativeInside(root, absolute);
+    if (rel !== undefined) return toPosix(rel);
+  }
+  throw new RequestError('invalid_argument', `path ${quoted(raw)} is outside the workspace root ${roots.at(-1)}`);
+}
+
+/**
  * Resolves a request path (workspace-relative, or absolute inside the root)
  * without following it out of the workspace. Paths that escape lexically
  * ("../x", "/etc/passwd") are refused outright.
  */
 export function resolveRequestPath(workspace: Workspace, raw: string): ResolvedPath {
-  if (raw.trim() === '') throw new RequestError('invalid_argument', 'empty path');
-  if (raw.includes('\0')) throw new RequestError('invalid_argument', 'path contains a NUL character');
-  const absolute = path.isAbsolute(raw) ? path.resolve(raw) : path.resolve(workspace.root, raw);
-  let rel = relativeInside(workspace.root, absolute);
-  if (rel === undefined && path.isAbsolute(raw)) rel = relativeInside(workspace.givenRoot, absolute);
-  if (rel === undefined) {
-    throw new RequestError('invalid_argument', `path ${JSON.stringify(raw)} is outside the workspace root ${workspace.givenRoot}`);
-  }
+  const rel = lexicalRelativePath([workspace.root, workspace.givenRoot], raw);
   const absolutePath = rel === '' ? workspace.root : path.join(workspace.root, rel);
   let real: string;
   let isDirectory: boolean;
@@ -192,7 +214,7 @@ export class WorkspaceRegistry {
 
   get(rawRoot: string): Workspace {
     if (!rawRoot || !path.isAbsolute(rawRoot)) {
-      throw new RequestError('invalid_argument', `workspace_root must be an absolute path, got ${JSON.stringify(rawRoot)}`);
+      throw new RequestError('invalid_argument', `workspace_root must be an absolute path, got ${quoted(rawRoot)}`);
     }
     const givenRoot = path.resolve(rawRoot);
     let root: string;

@@ -238,3 +238,82 @@ describe('Trace after an edit', () => {
     }
   });
 });
+
+describe('Trace of CommonJS exports', () => {
+  // `exports.f = function` is no declaration to the call hierarchy, which found no caller of one;
+  // the checker still resolves `require('./m').f()`, `m.f()` and a destructured `f()` to it.
+  let root: string;
+  let service: AnalysisService;
+  before(() => {
+    root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cc-trace-cjs-')));
+    fs.mkdirSync(path.join(root, 'src'));
+    fs.writeFileSync(path.join(root, 'package.json'), '{"name": "cjs"}\n');
+    fs.writeFileSync(
+      path.join(root, 'src', 'm.js'),
+      '// Money helpers.\nexports.formatPrice = function (cents) {\n  return "$" + cents / 100;\n};\n\n' +
+        'exports.parsePrice = (text) => Number(text.slice(1)) * 100;\n\n' +
+        'module.exports.roundCents = function roundCents(value) {\n  return Math.round(value);\n};\n',
+    );
+    fs.writeFileSync(
+      path.join(root, 'src', 'cart.js'),
+      "const m = require('./m');\nconst { parsePrice } = require('./m');\n\n" +
+        "function cartTotal(items) {\n  return require('./m').formatPrice(items.length);\n}\n\n" +
+        "function cartLabel(item) {\n  return m.formatPrice(item.cents) + parsePrice('$1') + m.roundCents(2);\n}\n\n" +
+        'module.exports = { cartTotal, cartLabel };\n',
+    );
+    service = new AnalysisService({ maxFileBytes: 1 << 20, maxPrograms: 2, maxRenderCacheFiles: 4, maxWorkspaces: 2 });
+  });
+  after(() => {
+    service.dispose();
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+  const callers = async (symbol: string) => {
+    const result = await service.trace({ ...request(symbol, 'callers'), workspaceRoot: root }, FAR);
+    return { names: names(result), by: result.nodes.map((n) => n.resolvedBy) };
+  };
+
+  it('finds the callers of exports.f through require(...).f and a module variable', async () => {
+    assert.deepEqual(await callers('formatPrice'), { names: ['cartLabel', 'cartTotal'], by: ['checker', 'checker'] });
+  });
+
+  it('finds the callers of module.exports.f = function f', async () => {
+    assert.deepEqual((await callers('roundCents')).names, ['cartLabel']);
+  });
+
+  it('finds a caller through a destructured require', async () => {
+    assert.deepEqual((await callers('parsePrice')).names, ['cartLabel']);
+  });
+});
+
+describe('Trace paths', () => {
+  let service: AnalysisService;
+  before(() => {
+    service = new AnalysisService({ maxFileBytes: 1 << 20, maxPrograms: 2, maxRenderCacheFiles: 4, maxWorkspaces: 2 });
+  });
+  after(() => service.dispose());
+
+  it('reads `..` and `.` segments within the workspace, in path:line and relative_path alike', async () => {
+    const line = lineWith('src/auth.ts', 'export function checkSignature');
+    for (const given of [`src/../src/auth.ts:${line}`, `./src/./auth.ts:${line}`, `${ROOT}/src/auth.ts:${line}`]) {
+      const result = await service.trace(request(given, 'references'), FAR);
+      assert.equal(result.root.relativePath, 'src/auth.ts', given);
+    }
+    const narrowed = await service.trace(request('checkSignature', 'callers', { relativePath: 'src/legacy/../legacy/auth.ts' }), FAR);
+    assert.equal(narrowed.root.relativePath, 'src/legacy/auth.ts');
+  });
+
+  it('refuses a path that leaves the workspace, in one line', async () => {
+    for (const extra of [{ symbol: '../auth.ts:3' }, { symbol: 'checkSignature', relativePath: 'src/../../x.ts' }, { symbol: 'checkSignature', relativePath: '/etc/passwd' }]) {
+      await assert.rejects(service.trace({ ...request('', 'callers'), ...extra }, FAR), (err: unknown) => {
+        return err instanceof RequestError && err.kind === 'invalid_argument' && /is outside the workspace root/.test(err.message);
+      });
+    }
+  });
+
+  it('quotes a prefix of a long symbol it cannot find, not the whole of it', async () => {
+    const symbol = 'S'.repeat(4000);
+    await assert.rejects(service.trace(request(symbol, 'callers'), FAR), (err: unknown) => {
+      return err instanceof RequestError && err.kind === 'not_found' && err.message.length < 300 && /4,000 characters/.test(err.message);
+    });
+  });
+});

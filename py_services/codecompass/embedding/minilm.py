@@ -15,7 +15,6 @@ and code-small was trained on exactly these token ids (WindowedTokenizer).
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from codecompass.common.config import CHECKOUT_ROOT
+from codecompass.common.cores import usable_cores
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import disable_library_telemetry
 from codecompass.contracts.embedding.model import InputType, ModelInfo
@@ -53,10 +53,6 @@ MAX_POSITIONS = 512
 # 256-token windows peak at ~+150 MB RSS, 16 at ~+500 MB, for no measurable gain in
 # chunks/s. A run this size also bounds how long a query waits behind indexing.
 MAX_PADDED_TOKENS = 2048
-
-
-def _cpu_count() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 class WindowedTokenizer:
@@ -163,7 +159,7 @@ class MiniLMProvider:
         self._spec = spec
         self._window = min(max_tokens, MAX_POSITIONS)
         self._batch_size = batch_size
-        self._threads = threads or _cpu_count()
+        self._threads = threads or usable_cores()
         self._lock = PriorityLock()
         self._ready = threading.Event()
         self._session: onnxruntime.InferenceSession | None = None

@@ -30,6 +30,7 @@ import lancedb
 import pyarrow as pa
 
 from codecompass.common.config import Settings
+from codecompass.common.inputs import path_problem, quoted
 from codecompass.contracts.retrieval.errors import InvalidWorkspace, WorkspaceNotFound
 from codecompass.retrieval import filter_sql as sqlf
 from codecompass.retrieval.catalog import CATALOG_TABLE
@@ -115,9 +116,11 @@ def validated_root(root_text: str) -> Path:
     it is reached (symlinks, "..")."""
     if not root_text or not root_text.strip():
         raise InvalidWorkspace("workspace_root is required")
+    if (problem := path_problem(root_text, "workspace_root")) is not None:
+        raise InvalidWorkspace(problem)
     path = Path(root_text)
     if not path.is_absolute():
-        raise InvalidWorkspace(f"workspace_root must be an absolute path, got {root_text!r}")
+        raise InvalidWorkspace(f"workspace_root must be an absolute path, got {quoted(root_text)}")
     if not path.exists():
         raise WorkspaceNotFound(f"workspace root {root_text} does not exist")
     if not path.is_dir():

@@ -328,3 +328,36 @@ def test_with_the_roles_apart_the_status_is_read_from_a_searcher_and_indexing_go
     assert indexer.wait_lexical(tmp_path, 5)
     assert (writer.indexed, searcher.indexed) == ([str(tmp_path)], [])
     assert "lexical index written" in indexer.describe(tmp_path)
+
+
+# Issue 29 §5: a NUL byte, a 100 KB path or a 1 MB symbol in any argument of any tool is one line
+# naming the argument, quoting a prefix of it, before any service is asked (these are dead).
+_HUGE = "S" * 1_000_000
+_LONG_PATH = "p" * 100_000
+
+
+@pytest.mark.parametrize(("name", "arguments", "said"), [
+    ("semantic_search", {"query": "handle\x00request"}, "query contains a NUL character (at position 6)"),
+    ("semantic_search", {"query": "x", "path": "src\x00"}, "path contains a NUL character"),
+    ("semantic_search", {"query": "x", "path": _LONG_PATH}, "path is 100,000 characters long, over the limit of 4,096"),
+    ("semantic_search", {"query": "x", "workspace": "/tmp\x00"}, "workspace contains a NUL character"),
+    ("semantic_search", {"query": "x", "workspace": _LONG_PATH}, "workspace is 100,000 characters long"),
+    ("search_code", {"query": _HUGE}, "query is 1,000,000 characters long, over the limit of 10,000"),
+    ("search_code", {"query": "x", "ref": _HUGE}, "ref is 1,000,000 characters long"),
+    ("codebase_trace", {"symbol": _HUGE, "direction": "callers"}, "symbol is 1,000,000 characters long"),
+    ("codebase_trace", {"symbol": "a\x00b", "direction": "callers"}, "symbol contains a NUL character"),
+    ("read_symbol", {"symbol": _HUGE}, "symbol is 1,000,000 characters long"),
+    ("read_symbol", {"symbol": "a\x00b"}, "symbol contains a NUL character (at position 1)"),
+    ("read_symbol", {"symbol": "x", "expand": ["ok", _HUGE]}, "expand is 1,000,000 characters long"),
+    ("index_status", {"workspace": "/tmp\x00"}, "workspace contains a NUL character"),
+])
+def test_a_nul_or_an_oversized_argument_is_one_line_quoting_a_prefix(server, name, arguments, said) -> None:
+    result = call(server, name, arguments)
+    line = error_line(result)
+    assert result.is_error and said in line and line.endswith("[invalid_argument]"), line
+    assert len(line) < 400, f"the refusal echoes the input: {len(line):,} characters"
+
+
+def test_a_schema_refusal_quotes_a_prefix_of_what_it_refuses(server) -> None:
+    line = error_line(call(server, "codebase_trace", {"symbol": "x", "direction": "d" * 4_000}))
+    assert "direction: Input should be 'callers'" in line and "(4,000 characters)" in line and len(line) < 500

@@ -11,6 +11,7 @@ from codecompass_gateway.understanding import (
     call_text,
     escalation_hint,
     guidance_of,
+    settled,
     suggested_action,
     understand,
 )
@@ -48,6 +49,25 @@ def test_a_sure_intent_has_no_hint_and_an_unsure_one_has_one() -> None:
         'read as a symbol name at 0.60: for its definition give the name exactly as declared '
         '(search_code(query="session")); for a topic, ask a question in words '
         '(semantic_search(query="how does session work"))')
+
+
+def test_a_name_the_index_declares_is_not_told_to_be_given_exactly() -> None:
+    # Issue 29 §5: the advice to "give the name exactly" was printed when it had been.
+    unsure = understand("session", SETTINGS)
+    assert settled(unsure, {"other", "Session.open"}) == unsure  # not declared as typed: the advice stands
+    exact = settled(unsure, {"session", "Store.session"})
+    assert exact.escalation_hint == ('read as the symbol name session at 0.60, which the index declares: for a '
+                                     'topic, ask a question in words (semantic_search(query="how does session work"))')
+    sentence = understand("token refresh", SETTINGS)
+    assert settled(sentence, {"token"}) == sentence  # only a name query's advice is about its name
+
+
+def test_a_name_in_other_letters_is_a_name_and_its_calls_keep_its_letters() -> None:
+    shape = analyze("рассчитатьСкидку")
+    assert shape.intent == "symbol" and shape.identifiers == ("рассчитатьСкидку",)
+    assert shape.words == ("рассчитать", "скидку")
+    assert analyze("найти рассчитатьСкидку").identifiers == ("рассчитатьСкидку",)  # camel humps in Cyrillic
+    assert call_text("search_code", {"query": "購物車"}) == 'search_code(query="購物車")'
 
 
 def test_the_hint_threshold_is_a_setting() -> None:

@@ -120,3 +120,15 @@ def test_an_absolute_pattern_inside_the_workspace_is_read_as_the_relative_one(tm
         relative_patterns(Filters(path_patterns=("/etc/passwd",)), root)
     with pytest.raises(FilterError, match="outside the workspace"):
         relative_patterns(Filters(path_patterns=(f"{root}x/src",)), root)  # a sibling sharing the prefix
+
+
+@pytest.mark.parametrize(("pattern", "said"), [
+    ("src\x00", "path pattern contains a NUL character (at position 3)"),
+    ("s" * 100_000, "path pattern is 100,000 characters long, over the limit of 4,096"),
+])
+def test_a_pattern_no_path_can_match_is_refused_at_construction(pattern, said):
+    # Raised at construction, the service's request conversion answers INVALID_ARGUMENT; a NUL
+    # reaching the SQL literal was an internal error.
+    with pytest.raises(FilterError, match=re.escape(said)) as raised:
+        Filters(path_patterns=(pattern,))
+    assert len(str(raised.value)) < 300

@@ -4,15 +4,18 @@ clone is in; a configured id; else the local path, keyed as indexes were before 
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import pytest
 
+from codecompass.contracts.retrieval.errors import InvalidWorkspace
 from codecompass.retrieval.location import (
     InvalidWorkspaceId,
     index_key,
     normalised_remote,
     validated_id,
+    validated_root,
     workspace_id_of,
 )
 
@@ -74,3 +77,16 @@ def test_a_configured_id_wins_and_is_validated(tmp_path: Path) -> None:
     for bad, why in (("", "must not be empty"), ("x" * 201, "at most 200"), ("a\nb", "printable ASCII")):
         with pytest.raises(InvalidWorkspaceId, match=why):
             validated_id(bad)
+
+
+@pytest.mark.parametrize(("root", "said"), [
+    ("/tmp\x00/x", "workspace_root contains a NUL character (at position 4)"),
+    ("/" + "p" * 100_000, "workspace_root is 100,001 characters long, over the limit of 4,096"),
+    ("/tmp/" + "n" * 300, "workspace_root has a file or folder name of 300 bytes, over the 255"),
+    ("r" * 5_000, "workspace_root is 5,000 characters long"),
+])
+def test_a_root_no_file_system_holds_is_an_invalid_workspace_in_one_line(root: str, said: str) -> None:
+    # Before: "does not exist" with the NUL printed raw, or an internal error (ENAMETOOLONG).
+    with pytest.raises(InvalidWorkspace, match=re.escape(said)) as raised:
+        validated_root(root)
+    assert len(str(raised.value)) < 300

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codecompass.common.chunks import Language, NodeKind
+from codecompass.common.inputs import MAX_PATH_CHARS, quoted, text_problem
 
 _GLOB_CHARS = frozenset("*?[{")
 # Characters that are special in the (Rust) regex syntax LanceDB evaluates.
@@ -42,10 +43,13 @@ class Filters:
         for pattern in self.path_patterns:
             if not pattern.strip():
                 raise FilterError("path pattern must not be empty")
+            if (problem := text_problem(pattern, "path pattern", MAX_PATH_CHARS)) is not None:
+                raise FilterError(problem)
             # Indexed paths are workspace-relative and never hold `..`: such a pattern would
             # match nothing, silently.
             if ".." in pattern.strip().replace("\\", "/").split("/"):
-                raise FilterError(f"path pattern {pattern!r} leaves the workspace; patterns are relative to its root")
+                raise FilterError(f"path pattern {quoted(pattern)} leaves the workspace; patterns are relative to "
+                                  "its root")
             if is_glob(pattern):
                 glob_to_regex(pattern)
 
@@ -71,8 +75,8 @@ def relative_patterns(filters: Filters, root: Path) -> Filters:
                 patterns.append(text[len(base) + 1:])
                 break
         else:
-            raise FilterError(f"path pattern {pattern!r} is outside the workspace {root}; patterns are relative to "
-                              "its root (e.g. src/auth or **/*.ts)")
+            raise FilterError(f"path pattern {quoted(pattern)} is outside the workspace {root}; patterns are "
+                              "relative to its root (e.g. src/auth or **/*.ts)")
     return replace(filters, path_patterns=tuple(patterns))
 
 
@@ -117,7 +121,7 @@ def glob_to_regex(pattern: str) -> str:
         elif ch == "[":
             end = glob.find("]", i + 2 if glob[i + 1 : i + 2] in ("!", "^") else i + 1)
             if end == -1:
-                raise FilterError(f"unbalanced '[' in path glob {pattern!r}")
+                raise FilterError(f"unbalanced '[' in path glob {quoted(pattern)}")
             body = glob[i + 1 : end]
             negate = body[:1] in ("!", "^")
             if negate:
@@ -138,5 +142,5 @@ def glob_to_regex(pattern: str) -> str:
             out.append(_escape_regex_char(ch))
         i += 1
     if brace_depth:
-        raise FilterError(f"unbalanced '{{' in path glob {pattern!r}")
+        raise FilterError(f"unbalanced '{{' in path glob {quoted(pattern)}")
     return "^" + "".join(out) + "$"

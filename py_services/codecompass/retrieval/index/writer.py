@@ -18,6 +18,7 @@ import lancedb
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import Settings
+from codecompass.common.cores import usable_cores
 from codecompass.common.files import tree_bytes
 from codecompass.common.logging import get_logger
 from codecompass.contracts.retrieval.errors import (
@@ -51,6 +52,11 @@ _log = get_logger(__name__)
 # Progress messages of an IndexWorkspace stream are throttled to this interval.
 _PROGRESS_INTERVAL_S = 0.2
 
+
+# Shard workers per core of the writer's machine, at most. A second one per core overlaps one
+# worker's waits (reading files, the analysis service's answers) with another's CPU; past that
+# they only queue for the cores, and each costs its memory.
+MAX_WORKERS_PER_CORE = 2
 
 class IndexWriter:
     """The writer role: IndexWorkspace, Sync and DropIndex over validated workspace roots."""
@@ -179,6 +185,10 @@ class IndexWriter:
         that many workers (a cold index of a large workspace). `wait_s` (the caller's deadline,
         at most long_rpc_timeout_s) and `cancelled` (set when the caller goes away) bound a wait
         for workers started elsewhere (retrieval.shard_runner = job)."""
+        if self._settings.retrieval.shard_runner != "job" and workers > (most := MAX_WORKERS_PER_CORE * usable_cores()):
+            raise InvalidQuery(f"workers={workers} is far more than the {most // MAX_WORKERS_PER_CORE} cores this "
+                               f"index writer has (its shard workers are processes of its machine); give at most "
+                               f"{most}, or run them as an Indexed Job (retrieval.shard_runner = job)")
         ws = self._workspace_to_sync(root_text, force, workspace_id)
         updates: queue.Queue[IndexProgress] = queue.Queue()
         patience = (self._settings.long_rpc_timeout_s if wait_s is None
@@ -298,3 +308,4 @@ def _added(first: SyncStats, then: SyncStats) -> SyncStats:
     summed = SyncStats(**{f.name: getattr(first, f.name) + getattr(then, f.name)
                           for f in dataclasses.fields(SyncStats)})
     return dataclasses.replace(summed, files_skipped=then.files_skipped)
+

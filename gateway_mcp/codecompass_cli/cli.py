@@ -152,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_server_arguments(p)
     p.set_defaults(handler=commands.cmd_mcp)
 
+    # The operator's commands on the indexes themselves (docs/runbooks.md): run by the retrieval
+    # package, where LanceDB is, which parses their options (`--help` included).
+    for name, help_text in commands.ADMIN_COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, add_help=False)
+        p.add_argument("admin_args", nargs=argparse.REMAINDER)
+        p.set_defaults(handler=commands.cmd_admin)
+
     p = sub.add_parser("run", help="start services, index a workspace and answer a sample query")
     p.add_argument("--workspace", required=True)
     p.set_defaults(handler=commands.cmd_run)
@@ -159,7 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # Known only: an admin command's options (`--help` among them) are its module's to parse.
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command not in commands.ADMIN_COMMANDS:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command in commands.ADMIN_COMMANDS:
+        args.admin_args = [*unknown, *args.admin_args]
     try:
         # The CLI's own output is for people; only problems go to the JSON log on stderr. Logging is
         # set up before the settings load, so that what loading logs (a renamed variable's warning)

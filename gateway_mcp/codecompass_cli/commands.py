@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import shlex
+import subprocess
 import sys
 import threading
 import time
@@ -127,6 +128,22 @@ def _indexes(settings: Settings, rows: list[dict]):
         return list_indexes(service_address(settings, names.RETRIEVAL), settings.rpc_timeout_s), ""
     except CliError as exc:
         return None, str(exc)
+
+
+# `codecompass backup|restore|doctor`: python -m codecompass.retrieval.admin in this environment.
+ADMIN_MODULE = "codecompass.retrieval.admin"
+ADMIN_COMMANDS = {
+    "backup": "copy the indexes (each a committed, consistent version) to an empty folder or s3:// prefix",
+    "restore": "copy a backup into the index root, which must hold none of its indexes",
+    "doctor": "say in one line each why an index writer would not start, and what it would do to each index",
+}
+
+
+def cmd_admin(args: argparse.Namespace, settings: Settings) -> int:
+    """Runs the command in the retrieval package, with this process's environment (its settings):
+    the CLI and the gateway never load LanceDB (tests/unit/test_layering.py)."""
+    return subprocess.run([sys.executable, "-m", ADMIN_MODULE, args.command, *args.admin_args],
+                          check=False).returncode
 
 
 def cmd_config(args: argparse.Namespace, settings: Settings) -> int:

@@ -7,9 +7,12 @@ request must be a loopback name, against DNS rebinding from a web page), extende
 actually bound and to the configured lists.
 
 Any other bind is reachable from the network, so the server refuses to start unless
-- a bearer token is set (`CODECOMPASS_GATEWAY_AUTH_TOKEN`, or the first line of
-  `gateway.auth_token_file`): every request must carry `Authorization: Bearer <token>`, compared in
-  constant time; without it, 401;
+- a bearer token is set (`CODECOMPASS_GATEWAY_AUTH_TOKEN`, or `gateway.auth_token_file`): every
+  request must carry `Authorization: Bearer <token>`, compared in constant time; without it, 401.
+  The file holds one token a line (blank lines and `#` lines aside), each accepted, and is read
+  again whenever it changes (`AcceptedTokens`): a token is rotated by writing the new one above
+  the old, moving the clients over, then removing the old line, with no restart and so no MCP
+  session lost (docs/runbooks.md). The variable is read once, at start;
 - the Host names clients use are known: the address bound, when it is one address, and
   `gateway.allowed_hosts`; a request for any other Host is refused (421, the SDK's answer), and one
   from a browser Origin not in `gateway.allowed_origins` too (403).
@@ -21,12 +24,18 @@ Which folders a call may open is the other half (`tools.resolve_workspace`): the
 
 from __future__ import annotations
 
+import hmac
+import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from codecompass.common.config import GATEWAY_AUTH_TOKEN_ENV, GatewaySettings
 from codecompass.common.hosts import host_port, is_loopback
+from codecompass.common.logging import get_logger
+
+log = get_logger("codecompass.gateway.remote")
 
 # What the SDK allows on a loopback bind when it is left to choose (its streamable_http_app).
 _LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
@@ -49,8 +58,11 @@ class Exposure:
     port: int
     allowed_hosts: tuple[str, ...]
     allowed_origins: tuple[str, ...]
+    # The current token (the file's first); None: no token needed, on loopback.
     token: str | None = field(default=None, repr=False)
     token_source: str = ""
+    # Where the tokens are read again from when it changes; None: the token is the variable's.
+    token_file: Path | None = None
 
     @property
     def loopback(self) -> bool:
@@ -82,7 +94,8 @@ def exposure(host: str, port: int, gateway: GatewaySettings, host_from: str = "-
         hosts = (*_LOOPBACK_HOSTS, host_port(host, "*"), *gateway.allowed_hosts)
         origins = (*_LOOPBACK_ORIGINS, f"http://{host_port(host, '*')}", *gateway.allowed_origins)
         return Exposure(host, port, tuple(dict.fromkeys(hosts)), tuple(dict.fromkeys(origins)))
-    token, source = _token(gateway)
+    tokens, source = _tokens(gateway)
+    token = tokens[0] if tokens else None
     if token is None:
         raise RemoteRefused(f"{host_from} {host} listens beyond this machine: set {GATEWAY_AUTH_TOKEN_ENV} (or "
                             "gateway.auth_token_file) to the bearer token clients must send, or listen on 127.0.0.1")
@@ -91,21 +104,79 @@ def exposure(host: str, port: int, gateway: GatewaySettings, host_from: str = "-
         raise RemoteRefused(f"{host_from} {host} listens on every address: set gateway.allowed_hosts "
                             "(CODECOMPASS_GATEWAY_ALLOWED_HOSTS) to the host names clients use, e.g. "
                             f"myhost.example:{port}")
-    return Exposure(host, port, tuple(dict.fromkeys(hosts)), gateway.allowed_origins, token, source)
+    token_file = None if gateway.auth_token else gateway.auth_token_file
+    return Exposure(host, port, tuple(dict.fromkeys(hosts)), gateway.allowed_origins, token, source, token_file)
 
 
-def _token(gateway: GatewaySettings) -> tuple[str | None, str]:
+def _tokens(gateway: GatewaySettings) -> tuple[tuple[str, ...], str]:
     if gateway.auth_token:
-        return gateway.auth_token, GATEWAY_AUTH_TOKEN_ENV
+        return (gateway.auth_token,), GATEWAY_AUTH_TOKEN_ENV
     if gateway.auth_token_file is None:
-        return None, ""
-    path = gateway.auth_token_file
+        return (), ""
+    return read_token_file(gateway.auth_token_file), str(gateway.auth_token_file)
+
+
+def read_token_file(path: Path) -> tuple[str, ...]:
+    """The tokens `path` holds, the current one first; RemoteRefused when it holds none."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise RemoteRefused(f"gateway.auth_token_file {path}: cannot read it ({reason})") from None
-    token = lines[0].strip() if lines else ""
-    if not token:
-        raise RemoteRefused(f"gateway.auth_token_file {path}: its first line is empty")
-    return token, str(path)
+    tokens = tuple(dict.fromkeys(line.strip() for line in text.splitlines()
+                                 if line.strip() and not line.strip().startswith("#")))
+    if not tokens:
+        raise RemoteRefused(f"gateway.auth_token_file {path}: it holds no token (one a line, the current one first)")
+    return tokens
+
+
+def _stamp(path: Path) -> tuple[int, int, int, int] | None:
+    """What changes when the file does: a Kubernetes Secret volume swaps a symlink (another
+    inode), an editor rewrites in place (another mtime or size)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size
+
+
+class AcceptedTokens:
+    """The bearer tokens a request may carry: the variable's, fixed, or the token file's as it
+    stands. The file is stat'ed per request (microseconds) and read again when it changed; a file
+    that cannot be read or holds no token then (a write caught half-way, a Secret being swapped)
+    keeps the tokens it last held, so a rotation never opens the server nor locks everyone out."""
+
+    def __init__(self, exposure: Exposure) -> None:
+        assert exposure.token is not None
+        self._file = exposure.token_file
+        self._stamp = _stamp(self._file) if self._file is not None else None
+        self._tokens = tuple(t.encode() for t in (read_token_file(self._file) if self._file is not None
+                                                  else (exposure.token,)))
+        self._lock = threading.Lock()
+
+    def accepts(self, given: bytes) -> bool:
+        matched = False
+        # Every token compared, each in constant time: which one matched must not show either.
+        for token in self._current():
+            matched |= hmac.compare_digest(given, token)
+        return matched
+
+    def _current(self) -> tuple[bytes, ...]:
+        if self._file is None:
+            return self._tokens
+        stamp = _stamp(self._file)
+        if stamp == self._stamp:
+            return self._tokens
+        with self._lock:
+            if stamp != self._stamp:
+                self._stamp = stamp
+                try:
+                    tokens = read_token_file(self._file)
+                except RemoteRefused as exc:
+                    log.warning("kept the bearer tokens read before: %s", exc)
+                else:
+                    self._tokens = tuple(t.encode() for t in tokens)
+                    # How many, never which.
+                    log.info("bearer tokens read again", extra={"token_file": str(self._file),
+                                                                "tokens": len(tokens)})
+            return self._tokens

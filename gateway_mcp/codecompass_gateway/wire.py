@@ -22,7 +22,6 @@ for a wrong argument) into one that says what is missing.
 
 from __future__ import annotations
 
-import hmac
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
@@ -54,7 +53,7 @@ from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
 from codecompass.common.logging import get_logger
-from codecompass_gateway.remote import Exposure
+from codecompass_gateway.remote import AcceptedTokens, Exposure
 
 log = get_logger("codecompass.gateway.wire")
 
@@ -439,7 +438,7 @@ class Guarded:
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], exposure: Exposure) -> None:
         self.app = app
         self._headers = TransportSecurityMiddleware(transport_security(exposure))
-        self._token = None if exposure.token is None else exposure.token.encode()
+        self._tokens = None if exposure.token is None else AcceptedTokens(exposure)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -453,18 +452,18 @@ class Guarded:
         if refused is not None:
             await refused(scope, receive, send)
             return
-        if self._token is not None and not self._authorized(scope):
+        if self._tokens is not None and not self._authorized(scope):
             await respond(send, 401, b"missing or wrong bearer token: send Authorization: Bearer <token>\n",
                           b"text/plain; charset=utf-8", ((b"www-authenticate", b'Bearer realm="codecompass"'),))
             return
         await self.app(scope, receive, send)
 
     def _authorized(self, scope: Scope) -> bool:
-        assert self._token is not None
+        assert self._tokens is not None
         given = next((value for key, value in scope["headers"] if key.lower() == b"authorization"), b"")
         scheme, _, token = given.strip().partition(b" ")
         # Constant time: how much of a guess matched must not show in how long the answer takes.
-        return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._token)
+        return scheme.lower() == b"bearer" and self._tokens.accepts(token.strip())
 
 
 # --- the handshake ----------------------------------------------------------------------------------

@@ -294,11 +294,23 @@ def test_secrets_are_referenced_never_committed(objects: list[dict]) -> None:
                 if key in SECRET_ENV:
                     ref = entry["valueFrom"]["secretKeyRef"]
                     assert ref["key"] == key
-    gateway = _main_container(_of(objects, "Deployment")[names.GATEWAY])
-    token = _environment(gateway, config_maps)["CODECOMPASS_GATEWAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]
+    deployment = _of(objects, "Deployment")[names.GATEWAY]
+    gateway = _main_container(deployment)
+    environment = _environment(gateway, config_maps)
+    # The token is a file from the Secret's volume, which the kubelet updates in place and the
+    # gateway reads again on change (a rotation without a restart); never the variable, read once.
+    assert "CODECOMPASS_GATEWAY_AUTH_TOKEN" not in environment
+    token_file = Path(environment["CODECOMPASS_GATEWAY_AUTH_TOKEN_FILE"]["value"])
+    mount = next(m for m in gateway["volumeMounts"] if token_file.is_relative_to(m["mountPath"]))
+    assert "subPath" not in mount and mount.get("readOnly")  # a subPath mount is never updated
+    volume = next(v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"])
+    secret = volume["secret"]
+    assert secret["secretName"] == "codecompass-secrets"
+    assert secret["items"] == [{"key": "CODECOMPASS_GATEWAY_AUTH_TOKEN",
+                                "path": str(token_file.relative_to(mount["mountPath"]))}]
     # Bound beyond loopback the gateway refuses to start without it: required, so a missing Secret
     # stops the pod at creation with a message naming the key.
-    assert not token.get("optional", False)
+    assert not secret.get("optional", False)
 
 
 # ---- lifecycle and hardening ------------------------------------------------------------------

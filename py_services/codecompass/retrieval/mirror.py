@@ -46,9 +46,13 @@ def mirrorable(uri: str) -> bool:
     return uri.startswith("s3://")
 
 
-def s3_filesystem(storage_options: dict[str, str]) -> pafs.S3FileSystem:
+def s3_filesystem(storage_options: dict[str, str], timeout_s: float | None = None) -> pafs.S3FileSystem:
     """An S3 client configured from LanceDB's storage options (object_store's AWS keys); with
-    none, the usual environment and instance credentials."""
+    none, the usual environment and instance credentials. `timeout_s`: each request's bound and
+    no retry (a check that must answer soon); None: the SDK's own, with its retries."""
+    bounded = {} if timeout_s is None else {
+        "connect_timeout": timeout_s, "request_timeout": timeout_s,
+        "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=1)}
     endpoint = storage_options.get("aws_endpoint") or storage_options.get("endpoint")
     scheme = None
     if endpoint:
@@ -61,6 +65,7 @@ def s3_filesystem(storage_options: dict[str, str]) -> pafs.S3FileSystem:
         region=storage_options.get("aws_region") or storage_options.get("region"),
         endpoint_override=endpoint,
         scheme=scheme,
+        **bounded,
     )
 
 

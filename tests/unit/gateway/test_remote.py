@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from codecompass_gateway.__main__ import EXIT_USAGE, add_server_arguments, run, server_plan
-from codecompass_gateway.remote import RemoteRefused, exposure
+from codecompass_gateway.remote import AcceptedTokens, RemoteRefused, exposure, read_token_file
 
 from codecompass.common.config import ConfigError, GatewaySettings, read_config_file, redacted, settings_from
 from codecompass.common.hosts import is_loopback
@@ -48,16 +48,23 @@ def test_beyond_loopback_the_server_needs_a_token_and_host_names() -> None:
     assert every.allowed_hosts == ("ci.example:8765",) and not every.loopback
 
 
-def test_the_token_file_is_read_once_and_never_shown(tmp_path: Path) -> None:
+def test_the_token_file_holds_the_accepted_tokens_and_is_never_shown(tmp_path: Path) -> None:
     path = tmp_path / "token"
-    path.write_text(f"  {TOKEN}\n# the rest is ignored\n")
+    path.write_text(f"  {TOKEN}\n# a comment, not a token\n\nprevious-token\n")
     remote = exposure("192.0.2.7", 9000, GatewaySettings(auth_token_file=path))
-    assert remote.token == TOKEN and TOKEN not in repr(remote)
+    assert remote.token == TOKEN and TOKEN not in repr(remote) and remote.token_file == path
+    assert read_token_file(path) == (TOKEN, "previous-token")
+    accepted = AcceptedTokens(remote)
+    assert accepted.accepts(TOKEN.encode()) and accepted.accepts(b"previous-token")
+    assert not accepted.accepts(b"# a comment, not a token") and not accepted.accepts(b"")
     summary = remote.summary((tmp_path,), ())
     assert TOKEN not in str(summary) and summary["auth"] == f"bearer token from {path}"
     assert summary["url"] == "http://192.0.2.7:9000/mcp"
-    path.write_text("\n")
-    with pytest.raises(RemoteRefused, match="its first line is empty"):
+    # The variable wins over the file, and is never read again.
+    fixed = exposure("192.0.2.7", 9000, GatewaySettings(auth_token="from-env", auth_token_file=path))
+    assert fixed.token_file is None and AcceptedTokens(fixed).accepts(b"from-env")
+    path.write_text("\n# only a comment\n")
+    with pytest.raises(RemoteRefused, match="it holds no token"):
         exposure("192.0.2.7", 9000, GatewaySettings(auth_token_file=path))
     with pytest.raises(RemoteRefused, match=r"cannot read it \(No such file or directory\)"):
         exposure("192.0.2.7", 9000, GatewaySettings(auth_token_file=tmp_path / "missing"))

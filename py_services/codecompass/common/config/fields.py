@@ -212,7 +212,8 @@ FIELDS: tuple[Field, ...] = (
           "Bearer token the MCP HTTP server requires, needed when it listens on anything but loopback (env only; "
           "never read from the config file, never logged)"),
     Field("gateway.auth_token_file", "CODECOMPASS_GATEWAY_AUTH_TOKEN_FILE", "gateway.auth_token_file",
-          parse_optional_path, "File whose first line is that token (when the variable is not set)"),
+          parse_optional_path, "File of accepted tokens, one a line, the current one first (when the variable is "
+          "not set); read again when it changes, so a token rotates without a restart"),
     Field("gateway.allowed_hosts", "CODECOMPASS_GATEWAY_ALLOWED_HOSTS", "gateway.allowed_hosts", parse_names,
           "Host headers the MCP HTTP server accepts besides its own address (host:port or host:*; comma-separated "
           "in env)"),

@@ -3,8 +3,9 @@
 
 # Pinned by tag: Node.js 24, an LTS line supported until 2028-04-30 (20, which `make setup` still
 # runs the tests on, reached its end of life on 2026-04-30; tests/deploy/test_images.py fails once
-# this line passes its own). Renovate keeps the tag current and pins its digest
-# (node:24.x-bookworm-slim@sha256:…), so that a rebuild of one commit gets the same base.
+# this line passes its own). Renovate (.github/renovate.json) keeps the tag current within LTS
+# lines and pins its digest (node:24.x-bookworm-slim@sha256:…), so that a rebuild of one commit
+# gets the same base.
 ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build

@@ -4,8 +4,9 @@
 # One image, one service per container: the orchestrator names the command and port
 # (deploy/compose.yaml, deploy/k8s), as listed in the deploy contract.
 
-# Pinned by tag here; a release build pins the digest as well (python:3.11.13-slim-bookworm@sha256:…,
-# kept current by Renovate), so that a rebuild of one commit gets the same base.
+# Pinned by tag. Renovate (.github/renovate.json) keeps it current and pins its digest
+# (python:3.11.13-slim-bookworm@sha256:…), so that a rebuild of one commit gets the same base; a
+# published image's provenance records the digest it was built on (.github/workflows/images.yml).
 ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build

@@ -48,9 +48,10 @@ RUN python -m compileall -q py_services/codecompass gateway_mcp/codecompass_gate
 # onnx writes the file. Its own stage, so that torch and what it pulls (~1 GB installed) stay out
 # of the runtime stage, which takes only the exported file (into XDG_CACHE_HOME, where the service
 # looks). torch comes from PyTorch's CPU wheel index: PyPI's Linux x86_64 build of the pin is the
-# CUDA one, pulling ~3 GB of nvidia-* wheels; --index-url, not --extra-index-url, so nothing else
-# comes from that index. These two are pinned but not hashed (the lock is PyPI's alone); what this
-# stage ships is one file. The exporter writes owner-only (a temp file renamed): opened to all.
+# CUDA one, pulling ~3 GB of nvidia-* wheels; --index-url, not --extra-index-url: torch and what it
+# pulls come from that index alone, never a same-named package from PyPI. These two are pinned but
+# not hashed (the lock is PyPI's, and that index cannot be reached where the lock is written); what
+# this stage ships is one file. The exporter writes owner-only (a temp file renamed): opened to all.
 FROM build AS export
 ENV XDG_CACHE_HOME=/opt/codecompass/cache
 RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \

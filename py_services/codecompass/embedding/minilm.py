@@ -121,7 +121,11 @@ def _base_model_files() -> ModelFiles:
         log.info("exporting model to ONNX (first start only)", extra={"path": str(model_file)})
         try:
             export_onnx(model_dir, model_file)
-        except (ImportError, OSError, RuntimeError) as exc:
+        except ImportError as exc:
+            # torch and onnx are the `export` extra, not run-time dependencies (the image ships the export).
+            raise ProviderStartError(f"minilm: exporting the model to {model_file} needs the export extra "
+                                     f"(pip install 'codecompass[export]'; `make setup` installs it): {exc}") from exc
+        except (OSError, RuntimeError) as exc:
             raise ProviderStartError(f"minilm: cannot export the model to {model_file}: {exc}") from exc
         log.info("model exported", extra={"seconds": round(time.monotonic() - started, 2)})
     # The version comes from the loaded package; guessing it would mislabel vectors.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -74,3 +75,13 @@ def test_a_corrupt_model_is_one_line(tmp_path):
                                                   r"rebuild it with `make code-small`$") as error:
         MiniLMProvider(spec=code_small(broken)).warmup()
     assert "\n" not in str(error.value)
+
+
+def test_the_minilm_export_without_the_export_extra_says_what_to_install(tmp_path, monkeypatch):
+    # torch and onnx are not run-time dependencies: a first start of the minilm profile without
+    # them (and without an export on disk) is refused with the one line that says what to install.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ProviderStartError, match=r"needs the export extra \(pip install 'codecompass\[export\]'"):
+        MINILM.files()
+    assert not list(tmp_path.rglob("*.onnx"))

@@ -87,6 +87,11 @@ class ServerPlan:
     exposure: Exposure | None = None  # streamable-http only
 
 
+# The shortest bearer token a server beyond loopback accepts: 16 characters of a random token
+# (`secrets.token_urlsafe`) carry 96 bits, beyond guessing over a network.
+MIN_TOKEN_CHARS = 16
+
+
 def exposure(host: str, port: int, gateway: GatewaySettings, host_from: str = "--host") -> Exposure:
     """What a server bound to `host:port` accepts; RemoteRefused when it may not start. `host_from`
     names where the host came from, for the refusal's line."""
@@ -110,10 +115,22 @@ def exposure(host: str, port: int, gateway: GatewaySettings, host_from: str = "-
 
 def _tokens(gateway: GatewaySettings) -> tuple[tuple[str, ...], str]:
     if gateway.auth_token:
-        return (gateway.auth_token,), GATEWAY_AUTH_TOKEN_ENV
+        return _long_enough((gateway.auth_token,), GATEWAY_AUTH_TOKEN_ENV), GATEWAY_AUTH_TOKEN_ENV
     if gateway.auth_token_file is None:
         return (), ""
     return read_token_file(gateway.auth_token_file), str(gateway.auth_token_file)
+
+
+def _long_enough(tokens: tuple[str, ...], source: str) -> tuple[str, ...]:
+    """`tokens`, or RemoteRefused when one is shorter than MIN_TOKEN_CHARS: a short token can be
+    guessed by anyone who can reach the port, so it locks nothing."""
+    for token in tokens:
+        if len(token) < MIN_TOKEN_CHARS:
+            raise RemoteRefused(f"the bearer token from {source} is {len(token)} character{'s' * (len(token) != 1)} "
+                                f"long: beyond this machine "
+                                f"a token must have at least {MIN_TOKEN_CHARS}; make one with `python3 -c "
+                                "'import secrets; print(secrets.token_urlsafe(32))'`")
+    return tokens
 
 
 def read_token_file(path: Path) -> tuple[str, ...]:
@@ -127,7 +144,7 @@ def read_token_file(path: Path) -> tuple[str, ...]:
                                  if line.strip() and not line.strip().startswith("#")))
     if not tokens:
         raise RemoteRefused(f"gateway.auth_token_file {path}: it holds no token (one a line, the current one first)")
-    return tokens
+    return _long_enough(tokens, f"gateway.auth_token_file {path}")
 
 
 def _stamp(path: Path) -> tuple[int, int, int, int] | None:

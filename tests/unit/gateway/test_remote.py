@@ -48,21 +48,41 @@ def test_beyond_loopback_the_server_needs_a_token_and_host_names() -> None:
     assert every.allowed_hosts == ("ci.example:8765",) and not every.loopback
 
 
+def test_beyond_loopback_a_short_token_is_refused_in_one_line_and_a_short_new_one_is_not_taken(
+        tmp_path: Path) -> None:
+    # Issue 29 §5: a one-character token served 0.0.0.0.
+    with pytest.raises(RemoteRefused) as refused:
+        exposure("192.0.2.7", 8765, GatewaySettings(auth_token="x"))
+    assert str(refused.value).startswith("the bearer token from CODECOMPASS_GATEWAY_AUTH_TOKEN is 1 character long: "
+                                         "beyond this machine a token must have at least 16")
+    assert "x" * 2 not in str(refused.value).split(":", 1)[0]  # the token itself is never in the line
+    path = tmp_path / "token"
+    path.write_text(f"{TOKEN}\nshort\n")
+    with pytest.raises(RemoteRefused, match=f"gateway.auth_token_file {path} is 5 characters long"):
+        exposure("192.0.2.7", 8765, GatewaySettings(auth_token_file=path))
+    assert exposure("127.0.0.1", 8765, GatewaySettings(auth_token="x")).loopback  # on loopback no token is needed
+    # A rotation that writes a short token keeps the tokens the server had.
+    path.write_text(f"{TOKEN}\n")
+    accepted = AcceptedTokens(exposure("192.0.2.7", 8765, GatewaySettings(auth_token_file=path)))
+    path.write_text("short\n")
+    assert accepted.accepts(TOKEN.encode()) and not accepted.accepts(b"short")
+
+
 def test_the_token_file_holds_the_accepted_tokens_and_is_never_shown(tmp_path: Path) -> None:
     path = tmp_path / "token"
-    path.write_text(f"  {TOKEN}\n# a comment, not a token\n\nprevious-token\n")
+    path.write_text(f"  {TOKEN}\n# a comment, not a token\n\nprevious-token-41d9\n")
     remote = exposure("192.0.2.7", 9000, GatewaySettings(auth_token_file=path))
     assert remote.token == TOKEN and TOKEN not in repr(remote) and remote.token_file == path
-    assert read_token_file(path) == (TOKEN, "previous-token")
+    assert read_token_file(path) == (TOKEN, "previous-token-41d9")
     accepted = AcceptedTokens(remote)
-    assert accepted.accepts(TOKEN.encode()) and accepted.accepts(b"previous-token")
+    assert accepted.accepts(TOKEN.encode()) and accepted.accepts(b"previous-token-41d9")
     assert not accepted.accepts(b"# a comment, not a token") and not accepted.accepts(b"")
     summary = remote.summary((tmp_path,), ())
     assert TOKEN not in str(summary) and summary["auth"] == f"bearer token from {path}"
     assert summary["url"] == "http://192.0.2.7:9000/mcp"
     # The variable wins over the file, and is never read again.
-    fixed = exposure("192.0.2.7", 9000, GatewaySettings(auth_token="from-env", auth_token_file=path))
-    assert fixed.token_file is None and AcceptedTokens(fixed).accepts(b"from-env")
+    fixed = exposure("192.0.2.7", 9000, GatewaySettings(auth_token="from-the-environment", auth_token_file=path))
+    assert fixed.token_file is None and AcceptedTokens(fixed).accepts(b"from-the-environment")
     path.write_text("\n# only a comment\n")
     with pytest.raises(RemoteRefused, match="it holds no token"):
         exposure("192.0.2.7", 9000, GatewaySettings(auth_token_file=path))

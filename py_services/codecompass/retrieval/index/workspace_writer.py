@@ -304,6 +304,7 @@ class WorkspaceWriter:
                 if refusal is not None:
                     raise IndexRefused(refusal)
             self._ensure_identity(scan.chunker_version)
+            self._register()
             if had_files and len(self.catalog) == 0:
                 scan = rebase_on_empty_catalog(scan)
             assert self._store is not None
@@ -661,18 +662,29 @@ class WorkspaceWriter:
             external_provider_blocked=self._external_blocked,
         )
 
+    def _register(self) -> None:
+        """The index's row in the registry, and its workspace and folder in its manifest, from the
+        moment its tables exist, before its first pass writes a file: `status` lists an index
+        being written, and `gc` finds one whose folder went away before its first pass ended."""
+        if self._registered:
+            return
+        try:
+            self.catalog.set_meta(workspace_id=self.workspace_id, root=str(self.root))
+            IndexRegistry(index_root(self._settings), self._storage_options).register(
+                self.key, self.workspace_id, str(self.root))
+            self._registered = True
+        except Exception:  # noqa: BLE001 - what the sync writes matters more; retried when it ends
+            _log.exception("could not register the index of %s", self.root)
+
     def _record_manifest(self) -> None:
         """The manifest a remote searcher reads after a sync: which workspace and folder this
         index is of, no error, the scan's skips; and the index's row in the registry."""
         try:
             self.catalog.set_meta(workspace_id=self.workspace_id, root=str(self.root), last_error="",
                                   scan_skipped=skips_to_json(self._scan_skipped))
-            if not self._registered:
-                IndexRegistry(index_root(self._settings), self._storage_options).register(
-                    self.key, self.workspace_id, str(self.root))
-                self._registered = True
         except Exception:  # noqa: BLE001 - the index itself is written; its manifest is retried next sync
             _log.exception("could not record the manifest of %s", self.root)
+        self._register()
 
     def _record_error(self) -> None:
         """A failed sync of an existing index says why in its manifest (a refused or never

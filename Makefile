@@ -51,6 +51,10 @@ $(NODE_BUILD_STAMP): $(NODE_MODULES_STAMP) $(NODE_DIR)/tsconfig.json $(NODE_SOUR
 
 proto: $(VENV_STAMP) $(NODE_MODULES_STAMP)
 	$(BUF) generate
+	# The Node service's reflection answers from the protos' descriptors (its stubs carry none).
+	$(BUF) build --as-file-descriptor-set -o $(NODE_DIR)/descriptors.binpb
+	$(VENV)/bin/python -m codecompass_dev.descriptors $(NODE_DIR)/descriptors.binpb $(NODE_DIR)/src/gen/descriptors.ts
+	rm $(NODE_DIR)/descriptors.binpb
 	$(VENV)/bin/python -m grpc_tools.protoc -Iprotos --python_out=py_services --pyi_out=py_services \
 		--grpc_python_out=py_services protos/codecompass/v1/*.proto
 

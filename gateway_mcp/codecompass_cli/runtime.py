@@ -39,7 +39,7 @@ from typing import Any
 from codecompass.clients.health import UNREACHABLE
 from codecompass.clients.health import check as check_health
 from codecompass.common import names
-from codecompass.common.config import BIND_HOST_ENV, Settings
+from codecompass.common.config import BIND_HOST_ENV, GRPC_REFLECTION_ENV, Settings
 from codecompass_cli.errors import EXIT_USAGE, CliError
 from codecompass_cli.indexes import drop_index, human_size, list_indexes, remove_all_indexes, workspace_gone
 from codecompass_cli.processes import (
@@ -253,6 +253,7 @@ def _child_env(settings: Settings, svc: ServiceDef, addresses: dict[str, str], p
     # The Node service reads its settings from the environment only: the config file's bind_host
     # reaches it this way.
     env[BIND_HOST_ENV] = settings.bind_host
+    env[GRPC_REFLECTION_ENV] = "true" if settings.grpc_reflection else "false"
     env["CODECOMPASS_STATE_DIR"] = str(settings.state_dir)
     env[RUNTIME_DIR_ENV] = str(settings.state_dir)
     env[RUNTIME_SERVICE_ENV] = svc.name

@@ -15,6 +15,8 @@ export interface AnalysisConfig {
   readonly maxWatchedFolders: number;
   readonly chunkFileTimeoutMs: number;
   readonly logLevel: LogLevel;
+  /** gRPC server reflection (grpcurl, grpcui and Postman list and call the RPCs without the protos). */
+  readonly reflection: boolean;
   readonly otlpEndpoint: string | undefined;
   readonly traceFile: string | undefined;
 }
@@ -48,6 +50,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AnalysisConfig
     // `codecompass up` passes on as this variable).
     host: bindHostVar(env, 'CODECOMPASS_BIND_HOST', LOOPBACK),
     port: intVar(env, 'ANALYSIS_PORT', 50051, 0, 65535),
+    // The setting every service reads (the Python services' grpc_reflection).
+    reflection: boolVar(env, 'CODECOMPASS_GRPC_REFLECTION', true),
     // 5 MiB leaves room for 50k-line hand-written files (~2 MB) while keeping
     // generated blobs from dominating parse time and memory.
     maxFileBytes: intVar(env, 'ANALYSIS_MAX_FILE_BYTES', 5 * MIB, 1, 1024 * MIB),
@@ -93,6 +97,16 @@ function bindHostVar(env: NodeJS.ProcessEnv, name: string, fallback: string): st
     throw new ConfigError(name, `expected an IP address or host name to listen on (e.g. 127.0.0.1, 0.0.0.0, ::), got ${JSON.stringify(raw)}`);
   }
   return host;
+}
+
+/** The spellings the Python services' settings take (codecompass.common.config.parsers.parse_bool). */
+function boolVar(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined) return fallback;
+  const text = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(text)) return true;
+  if (['0', 'false', 'no', 'off', ''].includes(text)) return false;
+  throw new ConfigError(name, `expected true or false, got ${JSON.stringify(raw)}`);
 }
 
 function intVar(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

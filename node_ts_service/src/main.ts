@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   const { startServer } = await import('./server');
 
   const service = new AnalysisService(config);
-  const server = await startServer({ host: config.host, port: config.port, service, logger });
+  const server = await startServer({ host: config.host, port: config.port, service, logger, reflection: config.reflection });
   const address = hostPort(config.host, server.port);
   process.stdout.write(`LISTENING ${address}\n`);
   logger.info('listening', { host: config.host, port: server.port });

@@ -1,8 +1,12 @@
 // gRPC edge of the analysis service: handlers convert, delegate to
 // AnalysisService, and map failures to status codes. Each RPC runs inside a
 // SERVER span that continues the caller's W3C trace context.
+import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { HealthImplementation } from 'grpc-health-check';
+import * as protoLoader from '@grpc/proto-loader';
+import type { PackageDefinition } from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import type { Span } from '@opentelemetry/api';
 import { ConversionError, chunkRequestFromPb, chunkedFileToPb, renderRequestFromPb, renderResultToPb, scanRequestFromPb, scanResultToPb, traceRequestFromPb, traceResultToPb } from './convert';
 import {
@@ -14,6 +18,7 @@ import {
 import type { LogFields, Logger } from './logging';
 import { type AnalysisService, CancelledError } from './service';
 import { hostPort } from './hosts';
+import { FILE_DESCRIPTORS } from './gen/descriptors';
 import { recordRpcStatus, withServerSpan } from './tracing';
 import { RequestError } from './workspace';
 
@@ -180,11 +185,35 @@ export async function bindWithFallback(bind: (host: string) => Promise<number>, 
   }
 }
 
+/**
+ * Server reflection over this service, health and reflection itself: the protos' descriptors
+ * (generated into gen/descriptors.ts, with their doc comments; ts-proto's stubs carry none), and
+ * health's and reflection's from the protos their packages ship.
+ */
+function addReflection(server: grpc.Server): void {
+  // Reflection reads one thing of each entry: the serialized files it belongs to. The package's
+  // files are one entry, typed as the loader's smallest kind (it has no kind for a whole file).
+  const ours: PackageDefinition = {
+    'codecompass.v1': {
+      format: 'Protocol Buffer 3 EnumDescriptorProto',
+      type: {},
+      fileDescriptorProtos: FILE_DESCRIPTORS.map((encoded) => Buffer.from(encoded, 'base64')),
+    },
+  };
+  // Reflection's own protos, as its package ships them (build/proto beside build/src): it serves both
+  // versions, and lists what it can describe.
+  const reflectionProtos = path.join(path.dirname(require.resolve('@grpc/reflection')), '..', 'proto', 'grpc', 'reflection');
+  const loaded = protoLoader.loadSync([healthProtoPath, ...['v1', 'v1alpha'].map((v) => path.join(reflectionProtos, v, 'reflection.proto'))]);
+  new ReflectionService({ ...loaded, ...ours }).addToServer(server);
+}
+
 export async function startServer(options: {
   host: string;
   port: number;
   service: AnalysisService;
   logger: Logger;
+  /** Serve gRPC reflection (the grpc_reflection setting); on unless turned off. */
+  reflection?: boolean;
 }): Promise<RunningServer> {
   const server = new grpc.Server({
     // Chunk responses of huge files can exceed the 4 MiB default.
@@ -194,6 +223,7 @@ export async function startServer(options: {
   const health = new HealthImplementation({ '': 'NOT_SERVING', [ANALYSIS_GRPC_SERVICE]: 'NOT_SERVING' });
   health.addToServer(server);
   server.addService(CodeAnalysisServiceService, createHandlers(options.service, options.logger));
+  if (options.reflection ?? true) addReflection(server);
   const { host, port } = await bindWithFallback(
     (bindHost) =>
       new Promise<number>((resolve, reject) => {

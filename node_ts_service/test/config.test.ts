@@ -59,3 +59,15 @@ describe('hosts', () => {
     assert.equal(parseBindHost('[::]'), '::');
   });
 });
+
+describe('reflection (CODECOMPASS_GRPC_REFLECTION)', () => {
+  it('is on unless turned off, in the spellings the Python services take', () => {
+    assert.equal(loadConfig({}).reflection, true);
+    for (const off of ['false', 'FALSE', '0', 'no', 'off']) assert.equal(loadConfig({ CODECOMPASS_GRPC_REFLECTION: off }).reflection, false, off);
+    for (const on of ['true', '1', 'yes', 'On']) assert.equal(loadConfig({ CODECOMPASS_GRPC_REFLECTION: on }).reflection, true, on);
+  });
+
+  it('refuses anything else in one line naming the variable', () => {
+    assert.throws(() => loadConfig({ CODECOMPASS_GRPC_REFLECTION: 'maybe' }), /invalid CODECOMPASS_GRPC_REFLECTION: expected true or false, got "maybe"/);
+  });
+});

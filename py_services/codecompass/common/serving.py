@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
 
 from codecompass.common.hosts import LOOPBACK, host_port, is_loopback
 from codecompass.common.logging import get_logger
@@ -49,6 +50,9 @@ class ServiceSpec:
     # Servers that scale out behind one name (searchers, embedding, rerank) age their connections
     # (MAX_CONNECTION_AGE_S); not the index writer, whose index streams run for many minutes.
     scaled_out: bool = False
+    # Server reflection (grpc_reflection): what a client with no protos in hand (grpcurl, grpcui,
+    # Postman) lists and calls by. The `grpc_reflection` setting turns it off.
+    reflection: bool = True
 
 
 class WarmupFailed(RuntimeError):
@@ -135,6 +139,8 @@ def start_server(spec: ServiceSpec, *, host: str = LOOPBACK, port: int = 0, max_
         experimental_thread_pool=futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="health-watch"),
     )
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    if spec.reflection:
+        reflection.enable_server_reflection((*service_names, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     wanted = host_port(host, port)
     try:
         bound = server.add_insecure_port(wanted)

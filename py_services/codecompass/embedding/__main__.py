@@ -30,7 +30,8 @@ def main() -> int:
         shutdown_telemetry()
         return 2
     spec = ServiceSpec(name=names.EMBEDDING, register=register(EmbeddingServicer(choice)),
-                       warmup=choice.provider.warmup, scaled_out=True)
+                       warmup=choice.provider.warmup, scaled_out=True,
+                       reflection=settings.grpc_reflection)
     return serve_forever(spec, host=settings.bind_host, port=settings.embedding_port,
                          grace_s=settings.shutdown_grace_s)
 

@@ -46,7 +46,7 @@ def main() -> int:
     log.info("rerank provider", extra={"provider": settings.rerank.provider,
                                        "external_allowed": settings.rerank.external_allowed})
     spec = ServiceSpec(name=names.RERANK, register=register(RerankServicer(RerankEngine(settings.rerank))),
-                       scaled_out=True)
+                       scaled_out=True, reflection=settings.grpc_reflection)
     return serve_forever(spec, host=settings.bind_host, port=settings.rerank_port, grace_s=settings.shutdown_grace_s)
 
 

@@ -40,7 +40,8 @@ def main() -> int:
                                           "analysis_addr": settings.analysis_addr})
     renderer = RenderClient(settings.analysis_addr, timeout_s=selection.render_timeout_s)
     spec = ServiceSpec(name=names.SELECTION,
-                       register=register(SelectionServicer(SelectionEngine(selection, renderer))), warmup=warm_up)
+                       register=register(SelectionServicer(SelectionEngine(selection, renderer))), warmup=warm_up,
+                       reflection=settings.grpc_reflection)
     try:
         return serve_forever(spec, host=settings.bind_host, port=settings.selection_port,
                              grace_s=settings.shutdown_grace_s)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from codecompass.common.config.fields import (
     API_KEY_ENV,
     BIND_HOST_ENV,
+    GRPC_REFLECTION_ENV,
     GATEWAY_AUTH_TOKEN_ENV,
     RERANK_API_KEY_ENV,
     REWRITE_API_KEY_ENV,
@@ -55,6 +56,7 @@ from codecompass.common.config.settings import (
 __all__ = [
     "API_KEY_ENV",
     "BIND_HOST_ENV",
+    "GRPC_REFLECTION_ENV",
     "CHECKOUT_ROOT",
     "EMBEDDING_PROFILES",
     "GATEWAY_AUTH_TOKEN_ENV",

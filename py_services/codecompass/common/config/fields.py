@@ -44,6 +44,8 @@ RERANK_API_KEY_ENV = "CODECOMPASS_RERANK_API_KEY"
 REWRITE_API_KEY_ENV = "CODECOMPASS_REWRITE_API_KEY"
 GATEWAY_AUTH_TOKEN_ENV = "CODECOMPASS_GATEWAY_AUTH_TOKEN"
 BIND_HOST_ENV = "CODECOMPASS_BIND_HOST"
+# Read by the Node service from its environment too (`codecompass up` passes the setting on).
+GRPC_REFLECTION_ENV = "CODECOMPASS_GRPC_REFLECTION"
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,9 @@ FIELDS: tuple[Field, ...] = (
     Field("writer_addr", names.addr_env(names.WRITER), "writer_addr", parse_optional_addr,
           "Address of the index writer (sync, index, drop) when the retrieval roles run apart; "
           "default: the retrieval service, which plays both"),
+    Field("grpc_reflection", GRPC_REFLECTION_ENV, "grpc_reflection", parse_bool,
+          "gRPC server reflection on every service (grpcurl, grpcui and Postman list and call the RPCs "
+          "without the protos); false turns it off"),
     Field("shutdown_grace_s", "CODECOMPASS_SHUTDOWN_GRACE_S", "shutdown_grace_s", float_parser(0.0),
           "Seconds a stopping server lets in-flight RPCs finish"),
     Field("rpc_timeout_s", "CODECOMPASS_RPC_TIMEOUT_S", "rpc_timeout_s",

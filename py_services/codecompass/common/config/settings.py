@@ -225,6 +225,8 @@ class Settings:
     # Where the index writer is (IndexWorkspace, Sync, DropIndex) when the retrieval roles run
     # apart; None: the retrieval service at retrieval_addr plays both roles.
     writer_addr: str | None = None
+    # gRPC server reflection on every service (ServiceSpec.reflection, the Node service's own).
+    grpc_reflection: bool = True
     shutdown_grace_s: float = 10.0
     rpc_timeout_s: float = 30.0
     startup_timeout_s: float = 120.0

@@ -11,7 +11,7 @@ NODE_DIR := node_ts_service
 NODE_BIN := $(CURDIR)/$(NODE_DIR)/node_modules/.bin
 BUF := PATH="$(NODE_BIN):$$PATH" $(NODE_BIN)/buf
 WORKSPACE ?= tests/fixtures/sample_workspace
-GENERATED := py_services/codecompass/v1 $(NODE_DIR)/src/gen
+GENERATED := py_services/codecompass/v1 $(NODE_DIR)/src/gen docs/api.md
 LINT_PY_DIRS := $(wildcard py_services tests gateway_mcp codecompass_dev bench models deploy)
 
 # Stamps make `setup` a no-op when nothing it depends on changed.
@@ -54,6 +54,8 @@ proto: $(VENV_STAMP) $(NODE_MODULES_STAMP)
 	# The Node service's reflection answers from the protos' descriptors (its stubs carry none).
 	$(BUF) build --as-file-descriptor-set -o $(NODE_DIR)/descriptors.binpb
 	$(VENV)/bin/python -m codecompass_dev.descriptors $(NODE_DIR)/descriptors.binpb $(NODE_DIR)/src/gen/descriptors.ts
+	# The API reference is the protos' doc comments laid out, checked with the stubs.
+	$(VENV)/bin/python -m codecompass_dev.api_reference $(NODE_DIR)/descriptors.binpb docs/api.md
 	rm $(NODE_DIR)/descriptors.binpb
 	$(VENV)/bin/python -m grpc_tools.protoc -Iprotos --python_out=py_services --pyi_out=py_services \
 		--grpc_python_out=py_services protos/codecompass/v1/*.proto

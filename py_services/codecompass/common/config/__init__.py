@@ -21,8 +21,8 @@ from __future__ import annotations
 from codecompass.common.config.fields import (
     API_KEY_ENV,
     BIND_HOST_ENV,
-    GRPC_REFLECTION_ENV,
     GATEWAY_AUTH_TOKEN_ENV,
+    GRPC_REFLECTION_ENV,
     RERANK_API_KEY_ENV,
     REWRITE_API_KEY_ENV,
     documented_settings,

@@ -788,10 +788,11 @@ def test_the_controller_redirects_streams_and_waits_as_long_as_the_gateway(
     assert annotations["cert-manager.io/cluster-issuer"]
     # Server-sent events pass as they come.
     assert annotations[f"{NGINX}proxy-buffering"] == "off"
-    # Silence a response may hold: a search's waits and deadlines end to end, and a kept session's
-    # GET stream until the SDK closes it as idle.
+    # Silence a response may hold: a search's waits and deadlines end to end; and a client's GET
+    # stream, silent for good, is cut no sooner than the SDK itself would call a session idle.
     gateway = GatewaySettings()
-    longest_call = (LEXICAL_WAIT_S + gateway.retrieve_timeout_s + gateway.rerank_timeout_s + gateway.hubs_timeout_s
+    longest_call = (gateway.freshness_budget_ms / 1000 + gateway.rewrite_timeout_s + LEXICAL_WAIT_S
+                    + gateway.retrieve_timeout_s + gateway.rerank_timeout_s + gateway.hubs_timeout_s
                     + gateway.select_timeout_s)
     for timeout in ("proxy-read-timeout", "proxy-send-timeout"):
         assert _seconds(annotations[f"{NGINX}{timeout}"]) >= max(longest_call, DEFAULT_SESSION_IDLE_TIMEOUT), timeout

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import logging
 import socket
 import sys
 import threading
@@ -472,15 +473,22 @@ def serve(settings: Settings, plan: remote.ServerPlan, locate: Locate | None = N
         return
     # Bound before the log says "serving": a taken port ends here, in one line.
     listening = listening_socket(exposure.host, exposure.port)
-    summary = exposure.summary(plan.workspaces, plan.allowed_roots)
+    stateless = settings.gateway.stateless_http
+    summary = {**exposure.summary(plan.workspaces, plan.allowed_roots),
+               "sessions": "none (stateless: any gateway process answers any request)" if stateless
+               else "kept in this process"}
     if exposure.loopback:
         log.info("serving", extra={"transport": plan.transport, **summary})
     else:
         log.warning("serving beyond this machine", extra={"transport": plan.transport, **summary})
+    if stateless:
+        # Its one INFO line, "Terminating session: None", would come once per request.
+        logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
     import uvicorn
 
     sdk_app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=exposure.host,
-                                         transport_security=wire.transport_security(exposure))
-    app = wire.Guarded(wire.ScreenedHttp(sdk_app, HTTP_PATH), exposure)
+                                         transport_security=wire.transport_security(exposure),
+                                         stateless_http=stateless)
+    app = wire.Guarded(wire.ScreenedHttp(sdk_app, HTTP_PATH, sessions=not stateless), exposure)
     uvicorn.Server(uvicorn.Config(app, host=exposure.host, port=exposure.port,
                                   log_level=settings.log_level.lower())).run(sockets=[listening])

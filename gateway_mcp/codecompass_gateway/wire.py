@@ -332,12 +332,15 @@ async def respond(send: Send, status: int, body: bytes, content_type: bytes = b"
 class ScreenedHttp:
     """ASGI middleware in front of the SDK's streamable HTTP app: every POST to the MCP path is read
     (at most MAX_MESSAGE_BYTES) and screened; a refused one is answered here as JSON-RPC, and one
-    that passes is handed on with its body. A request with no session that is not `initialize`
-    (on a handshake-era protocol revision) is told to initialize first, with its id."""
+    that passes is handed on with its body. Where the app keeps sessions (`sessions`), a request
+    with no session that is not `initialize` (on a handshake-era protocol revision) is told to
+    initialize first, with its id; a stateless app serves such a request on its own."""
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], path: str) -> None:
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], path: str, *,
+                 sessions: bool = True) -> None:
         self.app = app
         self.path = path
+        self.sessions = sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"].rstrip("/") != self.path:
@@ -350,7 +353,7 @@ class ScreenedHttp:
             verdict = oversized(body, _content_length(scope))
             if unread:
                 await _drain(receive)
-        if isinstance(verdict, dict) and _needs_session(scope, verdict):
+        if isinstance(verdict, dict) and self.sessions and _needs_session(scope, verdict):
             verdict = _refuse(INVALID_REQUEST, before_initialize(str(verdict.get("method"))), verdict)
         if isinstance(verdict, Rejection):
             log.warning("message refused", extra={"transport": "streamable-http", "reason": verdict.error.message})

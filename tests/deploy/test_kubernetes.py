@@ -18,15 +18,25 @@ from dataclasses import fields
 from functools import cache
 from pathlib import Path
 
+import anyio
 import pytest
 import yaml
 from codecompass_cli.cli import build_parser as cli_parser
 from codecompass_gateway.__main__ import add_server_arguments
 from codecompass_gateway.wire import HEALTH_PATH
-from tests.deploy.contract import NODE_DIR, REPO, THIRD_PARTY_ENV, default_port, gateway_port, node_env, python_env
+from tests.deploy.contract import (
+    NODE_DIR,
+    REPO,
+    THIRD_PARTY_ENV,
+    default_port,
+    gateway_http_path,
+    gateway_port,
+    node_env,
+    python_env,
+)
 
 from codecompass.common import names
-from codecompass.common.config import Settings
+from codecompass.common.config import GatewaySettings, Settings, settings_from
 
 K8S = REPO / "deploy" / "k8s"
 BIN = Path(sys.executable).parent
@@ -36,9 +46,11 @@ VALIDATE = BIN / "kubernetes-validate"
 KUBERNETES_VERSION = "1.37.0"
 
 OVERLAYS = ("local", "object-store")
-# Components are not built alone: this builds the base with every one of them.
+# Components are not built alone: this builds the base with every one of them; "X+name", X with
+# the component `name` as an overlay of one's own adds it (in the overlay's namespace).
 WITH_COMPONENTS = "base+components"
-BUILDS = ("base", *(f"overlays/{name}" for name in OVERLAYS), WITH_COMPONENTS)
+INGRESS_TLS = "ingress-tls"
+BUILDS = ("base", *(f"overlays/{name}" for name in OVERLAYS), WITH_COMPONENTS, f"overlays/object-store+{INGRESS_TLS}")
 
 SERVICES = (*names.BACKENDS, names.WRITER, names.GATEWAY)
 # Third-party workloads the observability component ships beside the services.
@@ -66,14 +78,22 @@ def _tool(path: Path) -> str:
 
 
 def _build_dir(build: str, tmp: Path) -> Path:
-    if build != WITH_COMPONENTS:
+    if "+" not in build:
         return K8S / build
-    components = sorted(p.parent for p in (K8S / "components").glob("*/kustomization.yaml"))
+    under, _, component = build.partition("+")
+    if component == "components":
+        components = sorted(p.parent for p in (K8S / "components").glob("*/kustomization.yaml"))
+    else:
+        components = [K8S / "components" / component]
+    folder = tmp / build.replace("/", "-")
+    folder.mkdir(exist_ok=True)
+    kustomization: dict = {"resources": [os.path.relpath(K8S / under, folder)],
+                           "components": [os.path.relpath(c, folder) for c in components]}
+    if under.startswith("overlays/"):
+        kustomization["namespace"] = names.NAMESPACE
     # kustomize refuses absolute paths to other kustomizations: relative ones, from a folder of our own.
-    (tmp / "kustomization.yaml").write_text(yaml.safe_dump(
-        {"resources": [os.path.relpath(K8S / "base", tmp)],
-         "components": [os.path.relpath(c, tmp) for c in components]}))
-    return tmp
+    (folder / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    return folder
 
 
 @cache
@@ -486,6 +506,8 @@ def test_local_runs_one_of_each_over_one_shared_index_volume(local: list[dict]) 
 def test_object_store_scales_searchers_out_and_shares_no_disk(object_store: list[dict]) -> None:
     assert _db_uri(object_store) == "s3://codecompass/index"
     assert _of(object_store, "HorizontalPodAutoscaler")[names.RETRIEVAL]["spec"]["minReplicas"] == 3
+    # A rollout or a drain never leaves the agents without an MCP server.
+    assert _of(object_store, "HorizontalPodAutoscaler")[names.GATEWAY]["spec"]["minReplicas"] >= 2
     assert set(_of(object_store, "PersistentVolumeClaim")) == {"workspaces"}
     config_maps = _config_maps(object_store)
     opens_index = [_main_container(w) for w in (_of(object_store, "Deployment")[names.RETRIEVAL],
@@ -497,6 +519,23 @@ def test_object_store_scales_searchers_out_and_shares_no_disk(object_store: list
     retrieval = _of(object_store, "Deployment")[names.RETRIEVAL]
     state = next(m for m in _main_container(retrieval)["volumeMounts"] if m["mountPath"] == "/var/lib/codecompass")
     assert "emptyDir" in next(v for v in _pod_spec(retrieval)["volumes"] if v["name"] == state["name"])
+
+
+def test_any_gateway_pod_answers_any_request(objects: list[dict]) -> None:
+    """The gateway runs as several pods behind one Service: a handshake-era client's session kept
+    in the pod that answered its `initialize` would be unknown to the pod its next request lands
+    on (404; tests/integration/test_gateway_replicas.py). Wherever the gateway may run more than
+    one pod, it serves without sessions."""
+    hpa = _of(objects, "HorizontalPodAutoscaler").get(names.GATEWAY)
+    assert hpa is not None, "the gateway does not scale"
+    assert hpa["spec"]["maxReplicas"] > 1
+    gateway = _main_container(_of(objects, "Deployment")[names.GATEWAY])
+    value = _environment(gateway, _config_maps(objects)).get("CODECOMPASS_GATEWAY_STATELESS_HTTP", {}).get("value")
+    assert value is not None and settings_from({"CODECOMPASS_GATEWAY_STATELESS_HTTP": value}).gateway.stateless_http
+    # A drain takes one of its pods at a time.
+    budget = _of(objects, "PodDisruptionBudget")[names.GATEWAY]["spec"]
+    assert budget["maxUnavailable"] == 1
+    assert budget["selector"]["matchLabels"] == {"app.kubernetes.io/name": names.GATEWAY}
 
 
 def test_an_apply_never_resets_what_an_autoscaler_scaled(objects: list[dict]) -> None:
@@ -654,3 +693,120 @@ def test_manifests_are_yaml_without_duplicate_keys() -> None:
     assert files
     for path in files:
         list(yaml.load_all(path.read_text(), Loader=Strict))
+
+
+# ---- TLS in front of the gateway (components/ingress-tls) ------------------------------------------
+
+NGINX = "nginx.ingress.kubernetes.io/"
+# Where each ingress class's controller runs in its default install, and its pods' labels: the
+# peer the gateway's NetworkPolicy must admit.
+CONTROLLERS = {"nginx": ("ingress-nginx", {"app.kubernetes.io/name": "ingress-nginx",
+                                           "app.kubernetes.io/component": "controller"})}
+# A token for building the gateway's Host check (never a real one).
+PROBE_TOKEN = "host-check-token-0123456789"
+
+
+@pytest.fixture(scope="module", params=OVERLAYS)
+def behind_tls(request: pytest.FixtureRequest, tmp_root: Path) -> tuple[list[dict], list[dict]]:
+    """(an overlay with the component, the overlay alone)."""
+    def parse(build: str) -> list[dict]:
+        return [doc for doc in yaml.safe_load_all(built(build, tmp_root)) if doc]
+
+    return parse(f"overlays/{request.param}+{INGRESS_TLS}"), parse(f"overlays/{request.param}")
+
+
+def _allowed_hosts(objects: list[dict]) -> tuple[str, ...]:
+    gateway = _main_container(_of(objects, "Deployment")[names.GATEWAY])
+    value = _environment(gateway, _config_maps(objects))["CODECOMPASS_GATEWAY_ALLOWED_HOSTS"]["value"]
+    return settings_from({"CODECOMPASS_GATEWAY_ALLOWED_HOSTS": value}).gateway.allowed_hosts
+
+
+def _gateway_accepts_host(allowed: tuple[str, ...], host: str) -> bool:
+    """The gateway's own Host check (wire.Guarded's), as a pod of this build runs it."""
+    from codecompass_gateway.remote import exposure
+    from codecompass_gateway.wire import transport_security
+    from mcp.server.transport_security import TransportSecurityMiddleware
+    from starlette.requests import Request
+
+    gateway = settings_from({"CODECOMPASS_GATEWAY_ALLOWED_HOSTS": ",".join(allowed),
+                             "CODECOMPASS_GATEWAY_AUTH_TOKEN": PROBE_TOKEN}).gateway
+    check = TransportSecurityMiddleware(transport_security(exposure("::", gateway_port(), gateway)))
+    scope = {"type": "http", "method": "POST", "path": gateway_http_path(), "headers": [(b"host", host.encode())]}
+
+    async def judge() -> bool:
+        return await check.validate_request(Request(scope), is_post=False) is None
+
+    return anyio.run(judge)
+
+
+def test_the_gateway_is_served_over_tls_for_the_host_it_accepts(behind_tls: tuple[list[dict], list[dict]]) -> None:
+    objects, alone = behind_tls
+    (ingress,) = _of(objects, "Ingress").values()
+    spec = ingress["spec"]
+    assert spec["ingressClassName"] in CONTROLLERS
+    (rule,) = spec["rules"]
+    host = rule["host"]
+    # HTTPS for exactly that host, from a Secret nobody commits (cert-manager or the operator makes it).
+    (tls,) = spec["tls"]
+    assert tls["hosts"] == [host] and tls["secretName"] and not _of(objects, "Secret")
+    # Only the MCP endpoint, on the gateway's Service, in the gateway's namespace.
+    (path,) = rule["http"]["paths"]
+    assert (path["path"], path["pathType"]) == (gateway_http_path(), "Exact")
+    service = _of(objects, "Service")[names.GATEWAY]
+    backend = path["backend"]["service"]
+    assert backend["name"] == names.GATEWAY
+    assert backend["port"]["name"] in [p["name"] for p in service["spec"]["ports"]]
+    assert ingress["metadata"].get("namespace") == service["metadata"].get("namespace") == names.NAMESPACE
+    # The controller passes the client's Host on (no port: HTTPS's default): the gateway accepts it,
+    # and still every name the overlay alone accepted.
+    allowed = _allowed_hosts(objects)
+    assert allowed == (host, *_allowed_hosts(alone))
+    assert _gateway_accepts_host(allowed, host)
+    assert not _gateway_accepts_host(allowed, "evil.example")
+
+
+def _seconds(annotation: str) -> float:
+    return float(annotation.removesuffix("s"))
+
+
+def _bytes(annotation: str) -> int:
+    units = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
+    return int(annotation[:-1]) * units[annotation[-1].lower()] if annotation[-1].isalpha() else int(annotation)
+
+
+def test_the_controller_redirects_streams_and_waits_as_long_as_the_gateway(
+        behind_tls: tuple[list[dict], list[dict]]) -> None:
+    from codecompass_gateway.indexing import LEXICAL_WAIT_S
+    from codecompass_gateway.wire import MAX_MESSAGE_BYTES
+    from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
+
+    objects, _ = behind_tls
+    (ingress,) = _of(objects, "Ingress").values()
+    annotations = ingress["metadata"]["annotations"]
+    # Plain HTTP is sent to HTTPS, and a certificate is asked of cert-manager.
+    assert annotations[f"{NGINX}force-ssl-redirect"] == "true"
+    assert annotations["cert-manager.io/cluster-issuer"]
+    # Server-sent events pass as they come.
+    assert annotations[f"{NGINX}proxy-buffering"] == "off"
+    # Silence a response may hold: a search's waits and deadlines end to end; and a client's GET
+    # stream, silent for good, is cut no sooner than the SDK itself would call a session idle.
+    gateway = GatewaySettings()
+    longest_call = (gateway.freshness_budget_ms / 1000 + gateway.rewrite_timeout_s + LEXICAL_WAIT_S
+                    + gateway.retrieve_timeout_s + gateway.rerank_timeout_s + gateway.hubs_timeout_s
+                    + gateway.select_timeout_s)
+    for timeout in ("proxy-read-timeout", "proxy-send-timeout"):
+        assert _seconds(annotations[f"{NGINX}{timeout}"]) >= max(longest_call, DEFAULT_SESSION_IDLE_TIMEOUT), timeout
+    # A message over the gateway's limit reaches the gateway, which answers it as JSON-RPC with its id.
+    assert _bytes(annotations[f"{NGINX}proxy-body-size"]) > MAX_MESSAGE_BYTES
+
+
+def test_only_the_ingress_controller_reaches_the_gateway(behind_tls: tuple[list[dict], list[dict]]) -> None:
+    objects, _ = behind_tls
+    (ingress,) = _of(objects, "Ingress").values()
+    namespace, labels = CONTROLLERS[ingress["spec"]["ingressClassName"]]
+    policies = _of(objects, "NetworkPolicy")
+    assert policies["default-deny-ingress"]["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    (rule,) = policies[names.GATEWAY]["spec"]["ingress"]
+    assert rule["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                             "podSelector": {"matchLabels": labels}}]
+    assert rule["ports"] == [{"protocol": "TCP", "port": gateway_port()}]

@@ -225,6 +225,9 @@ FIELDS: tuple[Field, ...] = (
     Field("gateway.allowed_origins", "CODECOMPASS_GATEWAY_ALLOWED_ORIGINS", "gateway.allowed_origins",
           parse_names, "Origin headers the MCP HTTP server accepts (scheme://host:port or scheme://host:*); a "
           "request with any other Origin is refused (403)"),
+    Field("gateway.stateless_http", "CODECOMPASS_GATEWAY_STATELESS_HTTP", "gateway.stateless_http", parse_bool,
+          "Serve streamable HTTP without sessions, so any of several gateway processes answers any request (a "
+          "client's own model then cannot rewrite queries: sampling needs a session)"),
     Field("gateway.allowed_roots", "CODECOMPASS_GATEWAY_ALLOWED_ROOTS", "gateway.allowed_roots", parse_folders,
           f"Folders under which an MCP call may name its own workspace, besides the server's --workspace folders "
           f"('{os.pathsep}'-separated in env)"),

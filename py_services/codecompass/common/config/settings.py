@@ -197,6 +197,13 @@ class GatewaySettings:
     auth_token_file: Path | None = None
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    # Streamable HTTP without sessions: a handshake-era client's session (Mcp-Session-Id) lives in
+    # the process that answered its `initialize`, so behind a Service balancing over several
+    # gateway pods its next request, on another pod, would be refused (404). Stateless, every
+    # request is served on its own by whichever process gets it. The cost: no server-to-client
+    # requests, so no query rewriting by the client's own model (sampling); 2026-07-28 clients
+    # have no sessions either way.
+    stateless_http: bool = False
     # Folders under which a tool call may name any `workspace`, besides the server's --workspace
     # folders (and --allow-root).
     allowed_roots: tuple[Path, ...] = ()

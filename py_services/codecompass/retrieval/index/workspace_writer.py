@@ -34,6 +34,7 @@ from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common import names
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
+from codecompass.common.telemetry import IndexReading
 from codecompass.contracts.analysis.model import ScanResult, SkippedFile
 from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.contracts.retrieval.errors import EmbeddingUnavailable, IndexRefused, RetrievalError
@@ -178,6 +179,10 @@ class WorkspaceWriter:
         self._watch_token = ""
         # When this process last finished a sync (a no-op sync writes nothing to the catalog).
         self._synced_at: float | None = None
+        # Since when (epoch seconds) the index has been behind changes a sync found: set by the
+        # first sync that plans writes after a finished one, kept while syncs fail, cleared when one
+        # finishes. The sync lag metric; a scan that finds nothing changed leaves it unset.
+        self._behind_since: float | None = None
         self._syncs_since_maintain = 0
         self._closing = threading.Event()
         self._maintainer: threading.Thread | None = None
@@ -283,6 +288,12 @@ class WorkspaceWriter:
             had_files = len(self.catalog) > 0
             was_complete = self.catalog.complete
             scan_started = time.perf_counter()
+            scan_started_at = time.time()
+
+            def planned() -> None:
+                if self._behind_since is None:
+                    self._behind_since = scan_started_at
+                job.planned.set()
             settled = self._settled_token(job)
             # Cleared until this sync has applied its scan: a sync that fails leaves no token.
             self._watch_token = ""
@@ -314,13 +325,14 @@ class WorkspaceWriter:
             # pass gives them primary vectors.
             inline = not (self.embedder.running and self._store.static is not None)
             if job.workers > 1:
-                job.planned.set()
+                planned()
                 stats = self._sync_sharded(scan, job, notify)
                 timings: dict[str, float] = {}
             else:
-                stats, timings = self._sync_here(scan, job, notify, inline)
+                stats, timings = self._sync_here(scan, job, notify, inline, planned)
             stats.duration_ms = (time.perf_counter() - scan_started) * 1000
             self._synced_at = time.time()
+            self._behind_since = None
             self._sync_error = ""
             self._record_manifest()
             self._watch_token = scan.watch_token
@@ -379,7 +391,7 @@ class WorkspaceWriter:
         return self._watch_token
 
     def _sync_here(self, scan: ScanResult, job: _SyncJob, notify: Callable[[IndexProgress], None],
-                   inline: bool) -> tuple[SyncStats, dict[str, float]]:
+                   inline: bool, planned: Callable[[], None]) -> tuple[SyncStats, dict[str, float]]:
         """The sync in this process (`sync.Syncer`): (its stats, milliseconds per step)."""
         assert self._store is not None
         syncer = Syncer(
@@ -393,7 +405,7 @@ class WorkspaceWriter:
             tuning=self._tuning,
             progress=notify,
             cancel=self._closing,
-            planned=job.planned.set,
+            planned=planned,
             static=self.static,
         )
         return syncer.run(scan), syncer.timings
@@ -661,6 +673,17 @@ class WorkspaceWriter:
             scan_skipped=self._scan_skipped,
             external_provider_blocked=self._external_blocked,
         )
+
+    def reading(self) -> IndexReading | None:
+        """The index's numbers for metrics; None before its tables exist."""
+        store = self._store
+        if store is None:
+            return None
+        total, embedded = store.counts()
+        behind = self._behind_since
+        return IndexReading(key=self.key, chunks=total, size_bytes=store.size_bytes(), backlog=total - embedded,
+                            pending_files=len(self.catalog.pending()),
+                            lag_s=max(0.0, time.time() - behind) if behind is not None else 0.0)
 
     def _register(self) -> None:
         """The index's row in the registry, and its workspace and folder in its manifest, from the

@@ -244,7 +244,7 @@ INDEX_GAUGES = {
     "codecompass.index.size": ("By", "Bytes the index takes in its store"),
     "codecompass.embedding.backlog": ("{chunk}", "Chunks of the index still waiting for their primary vector"),
     "codecompass.sync.pending_files": ("{file}", "Files a sync has found changed and not yet written"),
-    "codecompass.sync.lag": ("s", "Seconds since a sync found changes it has not finished writing (0: none)"),
+    "codecompass.sync.lag": ("s", "Seconds since the oldest unfinished sync began (0: the last one finished)"),
 }
 INDEX_ATTRIBUTE = "codecompass.index"
 

@@ -179,9 +179,9 @@ class WorkspaceWriter:
         self._watch_token = ""
         # When this process last finished a sync (a no-op sync writes nothing to the catalog).
         self._synced_at: float | None = None
-        # Since when (epoch seconds) the index has been behind changes a sync found: set by the
-        # first sync that plans writes after a finished one, kept while syncs fail, cleared when one
-        # finishes. The sync lag metric; a scan that finds nothing changed leaves it unset.
+        # When (epoch seconds) the oldest sync since the last one that finished began: set by a
+        # sync's start, kept while syncs fail (the folder may have moved on without the index),
+        # cleared when one finishes. The sync lag metric: a sync's own duration while syncs succeed.
         self._behind_since: float | None = None
         self._syncs_since_maintain = 0
         self._closing = threading.Event()
@@ -288,12 +288,8 @@ class WorkspaceWriter:
             had_files = len(self.catalog) > 0
             was_complete = self.catalog.complete
             scan_started = time.perf_counter()
-            scan_started_at = time.time()
-
-            def planned() -> None:
-                if self._behind_since is None:
-                    self._behind_since = scan_started_at
-                job.planned.set()
+            if self._behind_since is None:
+                self._behind_since = time.time()
             settled = self._settled_token(job)
             # Cleared until this sync has applied its scan: a sync that fails leaves no token.
             self._watch_token = ""
@@ -306,6 +302,7 @@ class WorkspaceWriter:
                 # Nothing in the folders the last whole scan walked has changed: the index stands.
                 self._watch_token = settled
                 self._synced_at = time.time()
+                self._behind_since = None
                 return SyncStats(files_skipped=len(self._scan_skipped), duration_ms=scan_rpc_ms)
             self._scan_skipped = scan.skipped
             if not job.force and self.catalog.identity is None:
@@ -325,11 +322,11 @@ class WorkspaceWriter:
             # pass gives them primary vectors.
             inline = not (self.embedder.running and self._store.static is not None)
             if job.workers > 1:
-                planned()
+                job.planned.set()
                 stats = self._sync_sharded(scan, job, notify)
                 timings: dict[str, float] = {}
             else:
-                stats, timings = self._sync_here(scan, job, notify, inline, planned)
+                stats, timings = self._sync_here(scan, job, notify, inline)
             stats.duration_ms = (time.perf_counter() - scan_started) * 1000
             self._synced_at = time.time()
             self._behind_since = None
@@ -391,7 +388,7 @@ class WorkspaceWriter:
         return self._watch_token
 
     def _sync_here(self, scan: ScanResult, job: _SyncJob, notify: Callable[[IndexProgress], None],
-                   inline: bool, planned: Callable[[], None]) -> tuple[SyncStats, dict[str, float]]:
+                   inline: bool) -> tuple[SyncStats, dict[str, float]]:
         """The sync in this process (`sync.Syncer`): (its stats, milliseconds per step)."""
         assert self._store is not None
         syncer = Syncer(
@@ -405,7 +402,7 @@ class WorkspaceWriter:
             tuning=self._tuning,
             progress=notify,
             cancel=self._closing,
-            planned=planned,
+            planned=job.planned.set,
             static=self.static,
         )
         return syncer.run(scan), syncer.timings

@@ -251,9 +251,12 @@ def _child_env(settings: Settings, svc: ServiceDef, addresses: dict[str, str], p
     env = dict(os.environ)
     env[svc.port_env] = str(port)
     # The Node service reads its settings from the environment only: the config file's bind_host
-    # reaches it this way.
+    # and metrics port reach it this way.
     env[BIND_HOST_ENV] = settings.bind_host
     env[GRPC_REFLECTION_ENV] = "true" if settings.grpc_reflection else "false"
+    metrics_port = settings.metrics_port(svc.name)
+    if metrics_port is not None:
+        env[names.metrics_port_env(svc.name)] = str(metrics_port)
     env["CODECOMPASS_STATE_DIR"] = str(settings.state_dir)
     env[RUNTIME_DIR_ENV] = str(settings.state_dir)
     env[RUNTIME_SERVICE_ENV] = svc.name

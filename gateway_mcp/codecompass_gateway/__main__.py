@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"{names.GATEWAY}: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    init_telemetry(names.GATEWAY)
+    init_telemetry(names.GATEWAY, metrics_port=settings.metrics_port(names.GATEWAY), metrics_host=settings.bind_host)
     try:
         return run(args, settings, front=front)
     except KeyboardInterrupt:

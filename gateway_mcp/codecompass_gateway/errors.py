@@ -89,6 +89,16 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def code_of(result: CallToolResult) -> str | None:
+    """The error code of a failed call's answer (`error_result`); None for a success."""
+    if not result.is_error:
+        return None
+    error = (result.structured_content or {}).get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    # A failure in another shape (the SDK's own) has no code of ours.
+    return code if code in ERROR_CODES else INTERNAL_ERROR
+
+
 def error_result(message: str, code: str = INVALID_ARGUMENT, tool: str = "") -> CallToolResult:
     """The one shape of a failed tool call (see the module docstring)."""
     if code not in ERROR_CODES:

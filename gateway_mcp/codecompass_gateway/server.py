@@ -34,6 +34,7 @@ import logging
 import socket
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ from codecompass.common.chunks import NodeKind
 from codecompass.common.config import Settings
 from codecompass.common.inputs import quoted
 from codecompass.common.logging import get_logger
+from codecompass.common.telemetry import record_tool_call
 from codecompass.contracts.analysis.model import ChunkedFile, TraceDirection, TraceQuery
 from codecompass.policy.shape import MAX_QUERY_CHARS
 from codecompass_gateway import advisor, errors, present, remote, symbols, tools, wire
@@ -258,9 +260,23 @@ class GatewayServer(MCPServer[Gateway]):
 
     async def call_tool(self, name: str, arguments: dict[str, object], context: Context[Gateway] | None = None
                         ) -> CallToolResult | InputRequiredResult:
+        """Every tools/call, refusals included, in `mcp.server.operation.duration`."""
+        started = time.perf_counter()
+        takes = {t.name: list(t.input_schema.get("properties", {})) for t in await super().list_tools()}.get(name)
+        # A name no tool has is whatever a client sent: one label for all of them keeps the series bounded.
+        tool = name if takes is not None else "_OTHER"
+        error: str | None = errors.INTERNAL_ERROR  # what escapes as an exception
+        try:
+            result = await self._call_tool(name, arguments, takes, context)
+            error = errors.code_of(result) if isinstance(result, CallToolResult) else None
+            return result
+        finally:
+            record_tool_call(tool, time.perf_counter() - started, error)
+
+    async def _call_tool(self, name: str, arguments: dict[str, object], takes: list[str] | None,
+                         context: Context[Gateway] | None) -> CallToolResult | InputRequiredResult:
         # The SDK ignores an argument its model does not declare: `limit` on semantic_search, or a
         # misspelt `relative_path`, would be answered as if it had not been given.
-        takes = {t.name: list(t.input_schema.get("properties", {})) for t in await super().list_tools()}.get(name)
         unknown = [key for key in arguments if takes is not None and key not in takes]
         if unknown and takes is not None:
             return tools.error_result(tools.unknown_arguments(name, unknown, takes), errors.INVALID_ARGUMENT, name)

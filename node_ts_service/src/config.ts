@@ -19,6 +19,7 @@ export interface AnalysisConfig {
   readonly reflection: boolean;
   readonly otlpEndpoint: string | undefined;
   readonly traceFile: string | undefined;
+  readonly metricsPort: number | undefined;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -81,6 +82,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AnalysisConfig
     logLevel: logLevelVar(env, 'LOG_LEVEL', 'info'),
     otlpEndpoint: optionalVar(env, 'OTEL_EXPORTER_OTLP_ENDPOINT'),
     traceFile: optionalVar(env, 'CODECOMPASS_TRACE_FILE'),
+    // The Prometheus endpoint (GET /metrics) on the bind host; none unless set, as several
+    // services share one machine locally. A container sets 9464, each pod having its own.
+    metricsPort: optionalVar(env, 'ANALYSIS_METRICS_PORT') === undefined ? undefined : intVar(env, 'ANALYSIS_METRICS_PORT', 0, 0, 65535),
   });
 }
 

@@ -24,6 +24,8 @@ async function main(): Promise<void> {
   const telemetry = initTelemetry({
     otlpEndpoint: config.otlpEndpoint,
     traceFile: config.traceFile,
+    metricsPort: config.metricsPort,
+    metricsHost: config.host,
   });
   const logger = createLogger(SERVICE_NAME, config.logLevel);
   // Loaded after telemetry so nothing in the gRPC stack predates the tracer provider.

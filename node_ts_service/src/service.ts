@@ -15,6 +15,7 @@ import { parseForRender, renderFromSource } from './render';
 import { discoverSymbols } from './symbols';
 import { RULE_SKIPS, ScanCancelledError, compareStrings, listSourceFiles, scanWorkspace } from './scanner';
 import { countTokens } from './tokens';
+import { recordCacheLookup } from './tracing';
 import type { TraceRequest, TraceResult } from './trace';
 import type { ChunkedFile, FileEntry, RenderedSymbol, RenderSpec, ScanResult } from './types';
 import { MissingPathError, RequestError, type Workspace, WorkspaceRegistry, quoted, resolveRequestPath } from './workspace';
@@ -523,6 +524,7 @@ export class AnalysisService {
     const loaded = this.loadTarget({ relativePath: resolved.relativePath, absolutePath: resolved.absolutePath, skip: undefined });
     if (!loaded.load?.ok) return undefined;
     const cached = workspace.cachedRender(resolved.relativePath, loaded.load.contentHash);
+    recordCacheLookup('analysis.render', cached !== undefined);
     if (cached) return { sourceFile: cached.sourceFile, relativePath: resolved.relativePath };
     // Parse and discover only: rendering needs the symbol tree, not chunks with their
     // embedding texts and token counts (most of a full chunking's cost on a large file).

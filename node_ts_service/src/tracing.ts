@@ -1,21 +1,32 @@
 // The one telemetry module of the analysis service. It is initialised before
 // any gRPC server exists so every span, including the first request's, lands
-// in the configured exporters.
+// in the configured exporters. Metrics go over OTLP to the same endpoint, and to a
+// Prometheus endpoint when ANALYSIS_METRICS_PORT is set; their names are the Python
+// services' (common/telemetry.py), so one dashboard reads both runtimes.
 import * as fs from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   context,
+  metrics,
   propagation,
   trace,
   SpanKind,
   SpanStatusCode,
   type Context,
+  type Counter,
+  type Histogram,
+  type Meter,
   type Span,
   type TextMapGetter,
   type Tracer,
 } from '@opentelemetry/api';
 import { ExportResultCode, W3CTraceContextPropagator, hrTimeToNanoseconds, type ExportResult } from '@opentelemetry/core';
+import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-grpc';
+import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import { MeterProvider, PeriodicExportingMetricReader, type MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import {
   BatchSpanProcessor,
   SimpleSpanProcessor,
@@ -24,15 +35,21 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { hostPort } from './hosts';
 import { SERVICE_NAME, SERVICE_NAMESPACE } from './names';
 
 export interface TelemetryOptions {
   otlpEndpoint: string | undefined;
   traceFile: string | undefined;
+  /** The Prometheus endpoint's port (0: any free one); undefined: none. */
+  metricsPort?: number;
+  metricsHost?: string;
 }
 
 export interface Telemetry {
-  /** Flushes pending spans and stops the exporters. */
+  /** host:port of the Prometheus endpoint, once it listens; undefined when there is none. */
+  readonly metricsAddress: Promise<string | undefined>;
+  /** Flushes pending spans and metrics and stops the exporters. */
   shutdown(): Promise<void>;
 }
 
@@ -83,20 +100,140 @@ export function initTelemetry(options: TelemetryOptions): Telemetry {
     // Synchronous, so a span is on disk as soon as its RPC has answered.
     spanProcessors.push(new SimpleSpanProcessor(new JsonLinesSpanExporter(options.traceFile)));
   }
-  const provider = new NodeTracerProvider({
-    // The service's one name (names.ts); OTEL_SERVICE_NAME does not rename it, so its name in
-    // traces is the one in its logs, its variables and `codecompass status`. OTEL_RESOURCE_ATTRIBUTES
-    // still adds attributes, as it does for the Python services: the provider reads no environment
-    // itself, and a trace backend that groups by one (Phoenix's project) would split the trace.
-    resource: detectResources({ detectors: [envDetector] }).merge(
-      resourceFromAttributes({ 'service.name': SERVICE_NAME, 'service.namespace': SERVICE_NAMESPACE }),
-    ),
-    spanProcessors,
-  });
+  // The service's one name (names.ts); OTEL_SERVICE_NAME does not rename it, so its name in
+  // traces is the one in its logs, its variables and `codecompass status`. OTEL_RESOURCE_ATTRIBUTES
+  // still adds attributes, as it does for the Python services: the provider reads no environment
+  // itself, and a trace backend that groups by one (Phoenix's project) would split the trace.
+  const resource = detectResources({ detectors: [envDetector] }).merge(
+    resourceFromAttributes({ 'service.name': SERVICE_NAME, 'service.namespace': SERVICE_NAMESPACE }),
+  );
+  const provider = new NodeTracerProvider({ resource, spanProcessors });
   provider.register({ propagator: new W3CTraceContextPropagator() });
-  const telemetry: Telemetry = { shutdown: () => provider.shutdown() };
+
+  const readers: MetricReader[] = [];
+  if (options.otlpEndpoint) {
+    // OTLP every 60 s unless OTEL_METRIC_EXPORT_INTERVAL says otherwise, as the Python services.
+    readers.push(new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter(), exportIntervalMillis: exportIntervalMs() }));
+  }
+  let endpoint: PrometheusEndpoint | undefined;
+  if (options.metricsPort !== undefined) {
+    endpoint = new PrometheusEndpoint(options.metricsPort, options.metricsHost ?? '127.0.0.1');
+    readers.push(endpoint.reader);
+  }
+  const meterProvider = readers.length > 0 ? new MeterProvider({ resource, readers }) : undefined;
+  if (meterProvider) {
+    metrics.setGlobalMeterProvider(meterProvider);
+    instruments = createInstruments(metrics.getMeter('codecompass'));
+  }
+  const telemetry: Telemetry = {
+    metricsAddress: endpoint?.listening ?? Promise.resolve(undefined),
+    shutdown: async () => {
+      await endpoint?.close();
+      await Promise.all([provider.shutdown(), meterProvider?.shutdown()]);
+    },
+  };
   active = telemetry;
   return telemetry;
+}
+
+function exportIntervalMs(): number {
+  const raw = Number(process.env.OTEL_METRIC_EXPORT_INTERVAL);
+  return Number.isFinite(raw) && raw > 0 ? raw : 60_000;
+}
+
+// Prometheus's names carry the unit (`_seconds`), as OpenTelemetry's compatibility rules ask and as
+// the Python exporter and the collector write them; this SDK's serializer leaves it out, so the
+// endpoint adds it for the units our instruments use.
+const UNIT_SUFFIXES: Readonly<Record<string, string>> = { s: 'seconds', By: 'bytes' };
+
+function withUnitSuffixes(collected: ResourceMetrics): ResourceMetrics {
+  return {
+    ...collected,
+    scopeMetrics: collected.scopeMetrics.map((scope) => ({
+      ...scope,
+      metrics: scope.metrics.map((metric) => {
+        const suffix = UNIT_SUFFIXES[metric.descriptor.unit];
+        if (!suffix || metric.descriptor.name.endsWith(`.${suffix}`)) return metric;
+        return { ...metric, descriptor: { ...metric.descriptor, name: `${metric.descriptor.name}.${suffix}` } };
+      }),
+    })),
+  };
+}
+
+/**
+ * GET /metrics in Prometheus's text format. The SDK's exporter is the reader (its own server
+ * stays off); this one serves what it collects with the unit suffixes and service.name and
+ * service.namespace on every series, as the Python services' endpoints do.
+ */
+class PrometheusEndpoint {
+  readonly reader = new PrometheusExporter({ preventServerStart: true });
+  readonly listening: Promise<string | undefined>;
+  private readonly serializer = new PrometheusSerializer(undefined, undefined, /^service\.(name|namespace)$/);
+  private readonly server: http.Server;
+
+  constructor(port: number, host: string) {
+    this.server = http.createServer((request, response) => void this.answer(request, response));
+    this.listening = new Promise((resolve) => {
+      // Metrics are not the service's work: it serves without them (its scrape target shows down)
+      // rather than not at all.
+      this.server.once('error', (err) => {
+        process.stderr.write(`${SERVICE_NAME}: no metrics endpoint: cannot listen on ${hostPort(host, port)} (${String(err)})\n`);
+        resolve(undefined);
+      });
+      this.server.listen(port, host, () => resolve(hostPort(host, (this.server.address() as AddressInfo).port)));
+    });
+  }
+
+  private async answer(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+    if (request.url?.split('?')[0] !== '/metrics') {
+      response.writeHead(404).end();
+      return;
+    }
+    try {
+      const { resourceMetrics } = await this.reader.collect();
+      response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+      response.end(this.serializer.serialize(withUnitSuffixes(resourceMetrics)));
+    } catch (err) {
+      response.writeHead(500).end(`collecting metrics failed: ${String(err)}\n`);
+    }
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      if (!this.server.listening) resolve();
+      else this.server.close(() => resolve());
+    });
+  }
+}
+
+// The instruments, named as the Python services name theirs (common/telemetry.py). Made once the
+// meter provider is set: this API's meters made before that stay no-ops (it has no proxy meter).
+const DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
+
+interface Instruments {
+  rpcServerDuration: Histogram;
+  cacheRequests: Counter;
+}
+
+let instruments: Instruments | undefined;
+
+function createInstruments(meter: Meter): Instruments {
+  return {
+    rpcServerDuration: meter.createHistogram('rpc.server.call.duration', {
+      unit: 's',
+      description: 'Duration of gRPC calls this server answered, by method and status code (health checks left out)',
+      advice: { explicitBucketBoundaries: DURATION_BUCKETS_S },
+    }),
+    cacheRequests: meter.createCounter('codecompass.cache.requests', {
+      unit: '{lookup}',
+      description: "Lookups in a process's caches, by cache and result (hit or miss)",
+    }),
+  };
+}
+
+/** One lookup in a named cache (`render`: a file parsed for rendering). */
+export function recordCacheLookup(cache: string, hit: boolean): void {
+  instruments?.cacheRequests.add(1, { 'codecompass.cache': cache, 'codecompass.cache.result': hit ? 'hit' : 'miss' });
 }
 
 function tracer(): Tracer {
@@ -139,16 +276,28 @@ export function withServerSpan<T>(
     },
     parent,
     async (span) => {
+      const started = performance.now();
       try {
         return await body(span);
       } finally {
         span.end();
+        instruments?.rpcServerDuration.record((performance.now() - started) / 1000, {
+          'rpc.system': 'grpc',
+          'rpc.service': service,
+          'rpc.method': method,
+          // A body that settled no status (none does today) counts as UNKNOWN, as gRPC would call it.
+          'rpc.grpc.status_code': statusCodes.get(span) ?? 2,
+        });
       }
     },
   );
 }
 
+// The status each server span was settled with, for its duration metric.
+const statusCodes = new WeakMap<Span, number>();
+
 export function recordRpcStatus(span: Span, code: number, message?: string): void {
+  statusCodes.set(span, code);
   span.setAttribute('rpc.grpc.status_code', code);
   if (code === 0) {
     span.setStatus({ code: SpanStatusCode.OK });

@@ -288,7 +288,7 @@ def test_the_collector_s_pipelines_use_only_components_it_defines() -> None:
     config = load(COLLECTOR_CONFIG)
     service = config["service"]
     assert set(service["extensions"]) <= set(config.get("extensions", {}))
-    assert set(service["pipelines"]) == {"traces"}
+    assert set(service["pipelines"]) == {"traces", "metrics"}
     for pipeline in service["pipelines"].values():
         for kind in ("receivers", "processors", "exporters"):
             assert pipeline.get(kind) or kind == "processors", kind

@@ -39,3 +39,8 @@ def addr_env(service: str) -> str:
 def port_env(service: str) -> str:
     """The variable that says which port ``service`` listens on: ``RETRIEVAL_PORT``."""
     return f"{service.upper()}_PORT"
+
+
+def metrics_port_env(service: str) -> str:
+    """The variable that says which port ``service`` serves its metrics on: ``RETRIEVAL_METRICS_PORT``."""
+    return f"{service.upper()}_METRICS_PORT"

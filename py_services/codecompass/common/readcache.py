@@ -9,15 +9,19 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
+from codecompass.common.telemetry import record_cache_lookups
+
 V = TypeVar("V")
 
 
 class ReadCache(Generic[V]):
     """Values by key, least recently used out first, at most `capacity` in weight (`weigh`: 1 a
     value unless given). With a `version`, entries are valid for that table version only: a read
-    at another version empties the cache first."""
+    at another version empties the cache first. `name` labels its hits and misses in the
+    `codecompass.cache.requests` metric."""
 
-    def __init__(self, capacity: int, weigh: Callable[[V], int] | None = None) -> None:
+    def __init__(self, name: str, capacity: int, weigh: Callable[[V], int] | None = None) -> None:
+        self._name = name
         self._capacity = capacity
         self._weigh = weigh
         self._weight = 0
@@ -41,6 +45,7 @@ class ReadCache(Generic[V]):
                     self._items.move_to_end(key)
                     found[key] = value
         missing = [key for key in dict.fromkeys(keys) if key not in found]
+        record_cache_lookups(self._name, hits=len(found), misses=len(missing))
         if not missing:
             return found
         loaded = load(missing)

@@ -18,11 +18,13 @@ from codecompass.embedding.servicer import EmbeddingServicer, register
 
 
 def main() -> int:
-    init_telemetry(names.EMBEDDING)
     log = get_logger("codecompass.embedding")
     try:
         configure_logging(names.EMBEDDING)
         settings = load_settings()
+        # Once the settings say where metrics go; still before any server or client exists.
+        init_telemetry(names.EMBEDDING, metrics_port=settings.metrics_port(names.EMBEDDING),
+                       metrics_host=settings.bind_host)
         choice = choose_provider(settings.embedding)
     except ConfigError as exc:
         log.error("invalid configuration: %s", exc)

@@ -8,7 +8,7 @@ import grpc
 import numpy as np
 
 from codecompass.common.logging import get_logger
-from codecompass.common.telemetry import tracer
+from codecompass.common.telemetry import EMBEDDING_QUEUE_DEPTH, tracer
 from codecompass.contracts.embedding import convert
 from codecompass.contracts.embedding.model import EmbedResult
 from codecompass.embedding.base import (
@@ -76,6 +76,10 @@ class EmbeddingServicer(embedding_pb2_grpc.EmbeddingServiceServicer):
         if problem is not None:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         started = time.monotonic()
+        # The texts waiting here (for the model, which runs one batch at a time, or for a remote
+        # provider): what a busy embedding service has in hand, the number to scale it by.
+        queued = {"codecompass.embedding.input_type": input_type}
+        EMBEDDING_QUEUE_DEPTH.add(len(texts), queued)
         with self._tracer.start_as_current_span("embedding.embed") as span:
             span.set_attribute("codecompass.embedding.texts", len(texts))
             span.set_attribute("codecompass.embedding.input_type", input_type)
@@ -93,6 +97,8 @@ class EmbeddingServicer(embedding_pb2_grpc.EmbeddingServiceServicer):
             except Exception:
                 log.exception("embed failed unexpectedly", extra={"texts": len(texts)})
                 context.abort(grpc.StatusCode.INTERNAL, "embedding failed with an internal error; see the service log")
+            finally:
+                EMBEDDING_QUEUE_DEPTH.add(-len(texts), queued)
         log.debug("embedded", extra={"texts": len(texts), "input_type": input_type,
                                      "ms": round((time.monotonic() - started) * 1000, 1)})
         return convert.embed_result_to_proto(EmbedResult(vectors, info, self._blocked))

@@ -32,11 +32,13 @@ def check_settings(settings: RerankSettings) -> None:
 
 
 def main() -> int:
-    init_telemetry(names.RERANK)
     log = get_logger("codecompass.rerank")
     try:
         configure_logging(names.RERANK)
         settings = load_settings()
+        # Once the settings say where metrics go; still before any server or client exists.
+        init_telemetry(names.RERANK, metrics_port=settings.metrics_port(names.RERANK),
+                       metrics_host=settings.bind_host)
         check_settings(settings.rerank)
     except ConfigError as exc:
         log.error("invalid configuration: %s", exc)

@@ -24,11 +24,13 @@ from codecompass.retrieval.engine import RetrievalEngine
 
 
 def main() -> int:
-    init_telemetry(names.RETRIEVAL)
     log = get_logger("codecompass.retrieval")
     try:
         configure_logging(names.RETRIEVAL)
         settings = load_settings()
+        # Once the settings say where metrics go; still before any server or client exists.
+        init_telemetry(names.RETRIEVAL, metrics_port=settings.metrics_port(names.RETRIEVAL),
+                       metrics_host=settings.bind_host)
     except ConfigError as exc:
         log.error("invalid configuration: %s", exc)
         print(f"error: {exc}", file=sys.stderr, flush=True)

@@ -25,11 +25,13 @@ def warm_up() -> None:
 
 
 def main() -> int:
-    init_telemetry(names.SELECTION)
     log = get_logger("codecompass.selection")
     try:
         configure_logging(names.SELECTION)
         settings = load_settings()
+        # Once the settings say where metrics go; still before any server or client exists.
+        init_telemetry(names.SELECTION, metrics_port=settings.metrics_port(names.SELECTION),
+                       metrics_host=settings.bind_host)
     except ConfigError as exc:
         log.error("invalid configuration: %s", exc)
         print(f"error: {exc}", file=sys.stderr, flush=True)

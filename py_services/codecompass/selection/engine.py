@@ -240,7 +240,7 @@ def _header_tokens(header: str) -> int:
 # Stored drafts' token counts, by what is counted (the header's and the view's hashes and the view's
 # length). Counting every kept candidate's stored draft for `within_reach` was half of selection's
 # own time, and an agent's questions keep returning the same symbols.
-_STORED_TOKENS: ReadCache[int] = ReadCache(65_536)
+_STORED_TOKENS: ReadCache[int] = ReadCache("selection.tokens", 65_536)
 
 
 def _stored_tokens(header: str, source: str) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from codecompass.common import names
 from codecompass.common.config import (
     CHECKOUT_ROOT,
     ConfigError,
@@ -306,3 +307,13 @@ def test_the_gateway_s_workspaces_are_absolute_folders_from_env_or_file(tmp_path
     assert settings_from({}, read_config_file(config)).gateway.workspaces == (Path("/workspaces/app"),)
     with pytest.raises(ConfigError, match="^CODECOMPASS_GATEWAY_WORKSPACES: 'app' is not an absolute path$"):
         settings_from({"CODECOMPASS_GATEWAY_WORKSPACES": "app"})
+
+
+def test_a_metrics_port_is_per_service_and_none_by_default() -> None:
+    default = settings_from({})
+    assert [default.metrics_port(service) for service in (*names.BACKENDS, names.GATEWAY)] == [None] * 6
+    configured = settings_from({"RETRIEVAL_METRICS_PORT": "9464", "GATEWAY_METRICS_PORT": "0"})
+    assert (configured.metrics_port(names.RETRIEVAL), configured.metrics_port(names.GATEWAY)) == (9464, 0)
+    assert configured.metrics_port(names.EMBEDDING) is None
+    with pytest.raises(ConfigError, match="RETRIEVAL_METRICS_PORT"):
+        settings_from({"RETRIEVAL_METRICS_PORT": "70000"})

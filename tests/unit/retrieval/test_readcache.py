@@ -21,7 +21,7 @@ def loader(calls: list[list[str]], values: dict[str, str]):
 
 def test_a_cached_value_is_not_loaded_again_at_the_same_version() -> None:
     calls: list[list[str]] = []
-    cache: ReadCache[str] = ReadCache(10)
+    cache: ReadCache[str] = ReadCache("test", 10)
     load = loader(calls, {"a": "A", "b": "B"})
     assert cache.get_many(["a", "b", "gone"], load, version=1) == {"a": "A", "b": "B"}
     assert cache.get_many(["b", "a"], load, version=1) == {"a": "A", "b": "B"}
@@ -30,7 +30,7 @@ def test_a_cached_value_is_not_loaded_again_at_the_same_version() -> None:
 
 def test_another_table_version_reads_everything_again() -> None:
     calls: list[list[str]] = []
-    cache: ReadCache[str] = ReadCache(10)
+    cache: ReadCache[str] = ReadCache("test", 10)
     cache.get_many(["a"], loader(calls, {"a": "old"}), version=1)
     assert cache.get_many(["a"], loader(calls, {"a": "new"}), version=2) == {"a": "new"}
     assert len(calls) == 2
@@ -38,7 +38,7 @@ def test_another_table_version_reads_everything_again() -> None:
 
 def test_the_least_recently_used_go_first_by_weight() -> None:
     calls: list[list[str]] = []
-    cache: ReadCache[str] = ReadCache(6, weigh=len)
+    cache: ReadCache[str] = ReadCache("test", 6, weigh=len)
     load = loader(calls, {"a": "aaa", "b": "bbb", "c": "cc"})
     cache.get_many(["a"], load)
     cache.get_many(["b"], load)

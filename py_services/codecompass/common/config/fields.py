@@ -72,6 +72,10 @@ FIELDS: tuple[Field, ...] = (
             f"Address clients use for the {service} service") for service in names.BACKENDS),
     *(Field(f"{service}_port", names.port_env(service), f"{service}_port", int_parser(0, 65535),
             f"Port the {service} service listens on (0 = any free port)") for service in names.BACKENDS),
+    *(Field(f"{service}_metrics_port", names.metrics_port_env(service), f"{service}_metrics_port",
+            optional_int_parser(0, 65535),
+            f"Port the {service} service serves its metrics on for Prometheus (default: none; 0 = any free port)")
+      for service in (*names.BACKENDS, names.GATEWAY)),
     Field("writer_addr", names.addr_env(names.WRITER), "writer_addr", parse_optional_addr,
           "Address of the index writer (sync, index, drop) when the retrieval roles run apart; "
           "default: the retrieval service, which plays both"),

@@ -53,8 +53,8 @@ def int_parser(minimum: int, maximum: int | None = None) -> Callable[[Any, str],
     return parse
 
 
-def optional_int_parser(minimum: int) -> Callable[[Any, str], int | None]:
-    parse_int = int_parser(minimum)
+def optional_int_parser(minimum: int, maximum: int | None = None) -> Callable[[Any, str], int | None]:
+    parse_int = int_parser(minimum, maximum)
 
     def parse(value: Any, source: str) -> int | None:
         if value is None or str(value).strip() == "":

@@ -234,6 +234,15 @@ class Settings:
     writer_addr: str | None = None
     # gRPC server reflection on every service (ServiceSpec.reflection, the Node service's own).
     grpc_reflection: bool = True
+    # The port each process serves its metrics on for Prometheus (`<SVC>_METRICS_PORT`); None:
+    # none, the default, as several services share one machine locally. A container sets 9464 (the
+    # port registered for OpenTelemetry's Prometheus exporters), each pod having its own.
+    analysis_metrics_port: int | None = None
+    embedding_metrics_port: int | None = None
+    retrieval_metrics_port: int | None = None
+    rerank_metrics_port: int | None = None
+    selection_metrics_port: int | None = None
+    gateway_metrics_port: int | None = None
     shutdown_grace_s: float = 10.0
     rpc_timeout_s: float = 30.0
     startup_timeout_s: float = 120.0
@@ -246,6 +255,11 @@ class Settings:
     rerank: RerankSettings = field(default_factory=RerankSettings)
     selection: SelectionSettings = field(default_factory=SelectionSettings)
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
+
+    def metrics_port(self, service: str) -> int | None:
+        """The Prometheus port of ``service`` (a name of codecompass.common.names); None: none."""
+        port: int | None = getattr(self, f"{service}_metrics_port")
+        return port
 
 
 # Beside the dataclasses it reads: a new secret field (repr=False above) needs its line here too.

@@ -34,6 +34,7 @@ from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common import names
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
+from codecompass.common.telemetry import IndexReading
 from codecompass.contracts.analysis.model import ScanResult, SkippedFile
 from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.contracts.retrieval.errors import EmbeddingUnavailable, IndexRefused, RetrievalError
@@ -178,6 +179,10 @@ class WorkspaceWriter:
         self._watch_token = ""
         # When this process last finished a sync (a no-op sync writes nothing to the catalog).
         self._synced_at: float | None = None
+        # When (epoch seconds) the oldest sync since the last one that finished began: set by a
+        # sync's start, kept while syncs fail (the folder may have moved on without the index),
+        # cleared when one finishes. The sync lag metric: a sync's own duration while syncs succeed.
+        self._behind_since: float | None = None
         self._syncs_since_maintain = 0
         self._closing = threading.Event()
         self._maintainer: threading.Thread | None = None
@@ -283,6 +288,8 @@ class WorkspaceWriter:
             had_files = len(self.catalog) > 0
             was_complete = self.catalog.complete
             scan_started = time.perf_counter()
+            if self._behind_since is None:
+                self._behind_since = time.time()
             settled = self._settled_token(job)
             # Cleared until this sync has applied its scan: a sync that fails leaves no token.
             self._watch_token = ""
@@ -295,6 +302,7 @@ class WorkspaceWriter:
                 # Nothing in the folders the last whole scan walked has changed: the index stands.
                 self._watch_token = settled
                 self._synced_at = time.time()
+                self._behind_since = None
                 return SyncStats(files_skipped=len(self._scan_skipped), duration_ms=scan_rpc_ms)
             self._scan_skipped = scan.skipped
             if not job.force and self.catalog.identity is None:
@@ -321,6 +329,7 @@ class WorkspaceWriter:
                 stats, timings = self._sync_here(scan, job, notify, inline)
             stats.duration_ms = (time.perf_counter() - scan_started) * 1000
             self._synced_at = time.time()
+            self._behind_since = None
             self._sync_error = ""
             self._record_manifest()
             self._watch_token = scan.watch_token
@@ -661,6 +670,17 @@ class WorkspaceWriter:
             scan_skipped=self._scan_skipped,
             external_provider_blocked=self._external_blocked,
         )
+
+    def reading(self) -> IndexReading | None:
+        """The index's numbers for metrics; None before its tables exist."""
+        store = self._store
+        if store is None:
+            return None
+        total, embedded = store.counts()
+        behind = self._behind_since
+        return IndexReading(key=self.key, chunks=total, size_bytes=store.size_bytes(), backlog=total - embedded,
+                            pending_files=len(self.catalog.pending()),
+                            lag_s=max(0.0, time.time() - behind) if behind is not None else 0.0)
 
     def _register(self) -> None:
         """The index's row in the registry, and its workspace and folder in its manifest, from the

@@ -21,6 +21,7 @@ from codecompass.common.config import Settings
 from codecompass.common.cores import usable_cores
 from codecompass.common.files import tree_bytes
 from codecompass.common.logging import get_logger
+from codecompass.common.telemetry import IndexReading, observe_indexes
 from codecompass.contracts.retrieval.errors import (
     DependencyUnavailable,
     IndexNotFound,
@@ -78,6 +79,13 @@ class IndexWriter:
         self._interactive = interactive
         self._workspaces: dict[str, WorkspaceWriter] = {}
         self._lock = threading.Lock()
+        # Each index's size, backlog and lag, read when metrics are collected.
+        self._stop_observing = observe_indexes(self._readings)
+
+    def _readings(self) -> list[IndexReading]:
+        with self._lock:
+            workspaces = list(self._workspaces.values())
+        return [reading for ws in workspaces if (reading := ws.reading()) is not None]
 
     def warmup(self) -> None:
         """The index root must be writable (a local one) or reachable (an object store), or
@@ -93,6 +101,7 @@ class IndexWriter:
             IndexRegistry(root, dict(self._settings.retrieval.storage_options)).entries()
 
     def close(self, timeout: float = 5.0) -> None:
+        self._stop_observing()
         with self._lock:
             workspaces = list(self._workspaces.values())
             self._workspaces.clear()

@@ -144,9 +144,9 @@ class ChunkReader:
         self._pinned = (table.version, sources.version)
         self._chunk_rows = DatasetView(table, self._version)
         self._source_rows = DatasetView(sources, self._sources_version)
-        self._chunk_cache: ReadCache[Chunk] = ReadCache(READ_CACHE_CHUNKS)
+        self._chunk_cache: ReadCache[Chunk] = ReadCache("searcher.chunks", READ_CACHE_CHUNKS)
         # Source texts never go stale: a key is the hash of its text.
-        self._text_cache: ReadCache[str] = ReadCache(READ_CACHE_TEXT_CHARS, weigh=len)
+        self._text_cache: ReadCache[str] = ReadCache("searcher.texts", READ_CACHE_TEXT_CHARS, weigh=len)
         self._vectors_lock = threading.Lock()
         self._vectors: tuple[int, VectorSnapshot] | None = None
 

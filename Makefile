@@ -24,7 +24,7 @@ NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev
 
 .PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
 	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-shard-speed bench-store-speed bench-health bench-mcp bench-badinput bench-load bench-drills \
-	code-static code-small corpus ranker traces traces-down traces-screenshot image-lock
+	code-static code-small corpus ranker traces traces-down traces-screenshot metrics-screenshot image-lock
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
 
@@ -114,6 +114,14 @@ traces-down:
 traces-screenshot: setup $(TRACES_STAMP)
 	command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
 	$(VENV)/bin/python deploy/traces/run.py screenshot
+
+# docs/metrics/*.png: the dashboard's queries and the alert rules in a real Prometheus over a real
+# run, by headless Chromium (Debian's packages, as for the traces; no Grafana comes from the
+# registries). promtool checks the rules first.
+metrics-screenshot: setup
+	command -v prometheus >/dev/null && command -v chromium >/dev/null || \
+		{ apt-get update && apt-get install -y --no-install-recommends prometheus chromium; }
+	$(VENV)/bin/python deploy/observability/screenshot.py
 
 # Benchmarks print markdown tables (bench/README.md explains every number); the quality bench
 # writes a results file that `bench-report` turns into the README tables.

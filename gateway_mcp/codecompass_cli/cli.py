@@ -184,7 +184,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             service, level = names.CLI, "WARNING"
         configure_logging(service, level)
         settings = load_settings()
-        init_telemetry(service)
+        # A gateway serves its metrics where the gateway module would (GATEWAY_METRICS_PORT); the
+        # CLI's own short-lived commands serve none.
+        port = settings.metrics_port(names.GATEWAY) if service == names.GATEWAY else None
+        init_telemetry(service, metrics_port=port, metrics_host=settings.bind_host)
     except ConfigError as exc:
         print(f"codecompass: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE

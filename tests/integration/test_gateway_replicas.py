@@ -24,7 +24,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 from mcp.types.version import LATEST_HANDSHAKE_VERSION
-from tests.fixtures.gateway import wait_until_listening
+from tests.fixtures.gateway import jsonrpc, wait_until_listening
 
 TOKEN = "replicas-test-token-8b41d2e0"
 START_TIMEOUT_S = 120.0
@@ -36,15 +36,6 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def _rpc(method: str, id_: int | None = None, params: dict | None = None) -> str:
-    message: dict = {"jsonrpc": "2.0", "method": method}
-    if id_ is not None:
-        message["id"] = id_
-    if params is not None:
-        message["params"] = params
-    return json.dumps(message)
 
 
 def _result(response: httpx.Response) -> dict:
@@ -112,7 +103,7 @@ def gateways(retrieval: str, workspace: Path, tmp_path_factory: pytest.TempPathF
 
 def test_a_session_opened_on_one_gateway_goes_on_on_another(gateways: list[int], workspace: Path) -> None:
     a, b = (f"http://127.0.0.1:{port}/mcp" for port in gateways)
-    opened = httpx.post(a, headers=ACCEPT, timeout=30, content=_rpc("initialize", 1, {
+    opened = httpx.post(a, headers=ACCEPT, timeout=30, content=jsonrpc("initialize", 1, {
         "protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {"sampling": {}},
         "clientInfo": {"name": "replicas", "version": "0"}}))
     assert _result(opened)["protocolVersion"] == LATEST_HANDSHAKE_VERSION
@@ -120,11 +111,11 @@ def test_a_session_opened_on_one_gateway_goes_on_on_another(gateways: list[int],
     # the other gateway: a session kept in A's process would be unknown to B (404).
     session = {"mcp-session-id": opened.headers["mcp-session-id"]} if "mcp-session-id" in opened.headers else {}
     later = {**ACCEPT, "mcp-protocol-version": LATEST_HANDSHAKE_VERSION, **session}
-    assert httpx.post(b, headers=later, content=_rpc("notifications/initialized"), timeout=30).status_code == 202
-    listed = _result(httpx.post(b, headers=later, content=_rpc("tools/list", 2), timeout=30))
+    assert httpx.post(b, headers=later, content=jsonrpc("notifications/initialized"), timeout=30).status_code == 202
+    listed = _result(httpx.post(b, headers=later, content=jsonrpc("tools/list", 2), timeout=30))
     assert "index_status" in {tool["name"] for tool in listed["tools"]}
     for url in (b, a):
-        called = _result(httpx.post(url, headers=later, timeout=60, content=_rpc(
+        called = _result(httpx.post(url, headers=later, timeout=60, content=jsonrpc(
             "tools/call", 3, {"name": "index_status", "arguments": {}})))
         # Answered by the tool from the retrieval service's report, whatever indexing has come to
         # with the other services down.

@@ -68,14 +68,18 @@ def test_search_is_listed_and_called_through_reflection_alone(start_python_servi
         reflected.close()
 
 
-def test_the_setting_turns_reflection_off(start_python_service, tmp_path: Path) -> None:
-    reflected = Reflected(_retrieval(start_python_service, tmp_path, CODECOMPASS_GRPC_REFLECTION="false"))
+def _assert_no_reflection(address: str) -> None:
+    reflected = Reflected(address)
     try:
         with pytest.raises(grpc.RpcError) as refused:
             reflected.services()
         assert refused.value.code() is grpc.StatusCode.UNIMPLEMENTED
     finally:
         reflected.close()
+
+
+def test_the_setting_turns_reflection_off(start_python_service, tmp_path: Path) -> None:
+    _assert_no_reflection(_retrieval(start_python_service, tmp_path, CODECOMPASS_GRPC_REFLECTION="false"))
 
 
 @pytest.mark.parametrize(("module", "service"), [("codecompass.embedding", "codecompass.v1.EmbeddingService"),
@@ -107,11 +111,4 @@ def test_the_analysis_service_lists_itself_and_health_and_answers_through_reflec
 
 
 def test_the_analysis_service_s_reflection_is_off_by_the_same_setting(start_analysis_service) -> None:
-    _, address = start_analysis_service({"CODECOMPASS_GRPC_REFLECTION": "false"})
-    reflected = Reflected(address)
-    try:
-        with pytest.raises(grpc.RpcError) as refused:
-            reflected.services()
-        assert refused.value.code() is grpc.StatusCode.UNIMPLEMENTED
-    finally:
-        reflected.close()
+    _assert_no_reflection(start_analysis_service({"CODECOMPASS_GRPC_REFLECTION": "false"})[1])

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 from mcp.types.version import LATEST_HANDSHAKE_VERSION
-from tests.fixtures.gateway import wait_until_listening
+from tests.fixtures.gateway import jsonrpc, wait_until_listening
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "deploy" / "runbooks" / "rotate-gateway-token.sh"
@@ -40,15 +40,6 @@ def _rotate(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
                           env=env)
 
 
-def _rpc(method: str, id_: int | None = None, params: dict | None = None) -> str:
-    message: dict = {"jsonrpc": "2.0", "method": method}
-    if id_ is not None:
-        message["id"] = id_
-    if params is not None:
-        message["params"] = params
-    return json.dumps(message)
-
-
 class Session:
     """One MCP session over raw HTTP, each request with the token given."""
 
@@ -63,15 +54,15 @@ class Session:
         return httpx.post(self.url, content=body, headers=headers, timeout=30)
 
     def open(self, token: str) -> None:
-        response = self.post(token, _rpc("initialize", 1, {"protocolVersion": LATEST_HANDSHAKE_VERSION,
+        response = self.post(token, jsonrpc("initialize", 1, {"protocolVersion": LATEST_HANDSHAKE_VERSION,
                                                            "capabilities": {},
                                                            "clientInfo": {"name": "rotation", "version": "0"}}))
         assert response.status_code == 200, response.text
         self.id = response.headers["mcp-session-id"]
-        assert self.post(token, _rpc("notifications/initialized")).status_code == 202
+        assert self.post(token, jsonrpc("notifications/initialized")).status_code == 202
 
     def ping(self, token: str) -> int:
-        response = self.post(token, _rpc("ping", 2))
+        response = self.post(token, jsonrpc("ping", 2))
         if response.status_code == 200:
             assert '"result"' in response.text, response.text
         return response.status_code

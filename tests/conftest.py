@@ -195,14 +195,24 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def index_fully(retrieval: str, root: Path) -> None:
+    """Index `root` through the retrieval service at `retrieval`, every chunk embedded."""
+    from codecompass.clients.retrieval import RetrievalClient
+
+    client = RetrievalClient(retrieval)
+    try:
+        for _ in client.index(str(root), wait_for_embeddings=True, timeout_s=300):
+            pass
+    finally:
+        client.close()
+
+
 @pytest.fixture(scope="module")
 def indexed_stack(start_python_service_session, analysis_server: str, tmp_path_factory: pytest.TempPathFactory
                   ) -> dict[str, str]:
     """Every service over a copy of the sample workspace, indexed with embeddings: one per test
     module (its own workspace copy and retrieval state), sharing the session's analysis service.
     Keys: root, state, and each service's <SVC>_ADDR."""
-    from codecompass.clients.retrieval import RetrievalClient
-
     root = tmp_path_factory.mktemp("stack") / "ws"
     shutil.copytree(SAMPLE_WORKSPACE, root)
     state = root.parent / "state"
@@ -211,12 +221,7 @@ def indexed_stack(start_python_service_session, analysis_server: str, tmp_path_f
         "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding, "CODECOMPASS_STATE_DIR": str(state)})
     _, rerank = start_python_service_session("codecompass.rerank")
     _, selection = start_python_service_session("codecompass.selection", {"ANALYSIS_ADDR": analysis_server})
-    client = RetrievalClient(retrieval)
-    try:
-        for _ in client.index(str(root), wait_for_embeddings=True, timeout_s=300):
-            pass
-    finally:
-        client.close()
+    index_fully(retrieval, root)
     return {"root": str(root), "state": str(state), "RETRIEVAL_ADDR": retrieval, "RERANK_ADDR": rerank,
             "SELECTION_ADDR": selection, "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding}
 

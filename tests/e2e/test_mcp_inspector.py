@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import index_fully
 
 from codecompass.clients.retrieval import RetrievalClient
 
@@ -46,12 +47,7 @@ def indexed(start_analysis_service, start_python_service, tmp_path: Path) -> dic
     _, embedding = start_python_service("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "minilm"})
     _, retrieval = start_python_service("codecompass.retrieval", {
         "ANALYSIS_ADDR": analysis, "EMBEDDING_ADDR": embedding, "CODECOMPASS_STATE_DIR": str(tmp_path / "state")})
-    client = RetrievalClient(retrieval)
-    try:
-        for _ in client.index(str(root), wait_for_embeddings=True, timeout_s=300):
-            pass
-    finally:
-        client.close()
+    index_fully(retrieval, root)
     return {"root": str(root), "RETRIEVAL_ADDR": retrieval, "ANALYSIS_ADDR": analysis}
 
 

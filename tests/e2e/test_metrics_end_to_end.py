@@ -24,6 +24,7 @@ import grpc
 import pytest
 from mcp import Client, StdioServerParameters
 from prometheus_client.parser import text_string_to_metric_families
+from tests.conftest import index_fully
 from tests.deploy.test_metrics_files import alert_rule_metrics, dashboard_metrics
 from tests.fixtures.otlp_receiver import OtlpReceiver
 
@@ -93,12 +94,7 @@ def stack(receiver: OtlpReceiver, start_analysis_service, start_python_service, 
         CODECOMPASS_STATE_DIR=str(tmp_path / "state")))
     _, rerank = start_python_service("codecompass.rerank", env(names.RERANK))
     _, selection = start_python_service("codecompass.selection", env(names.SELECTION, ANALYSIS_ADDR=analysis))
-    client = RetrievalClient(retrieval)
-    try:
-        for _ in client.index(str(root), wait_for_embeddings=True, timeout_s=300):
-            pass
-    finally:
-        client.close()
+    index_fully(retrieval, root)
     return {"root": str(root), "ports": ports, "analysis_process": analysis_process,
             "gateway_env": {**env(names.GATEWAY), "RETRIEVAL_ADDR": retrieval, "RERANK_ADDR": rerank,
                             "SELECTION_ADDR": selection, "ANALYSIS_ADDR": analysis,

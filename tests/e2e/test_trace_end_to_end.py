@@ -20,10 +20,10 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tests.conftest import index_fully
 from tests.deploy.test_trace_attributes import README, documented_keys
 from tests.fixtures.otlp_receiver import OtlpReceiver, ReceivedSpan
 
-from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common import names
 
 pytestmark = pytest.mark.slow
@@ -83,12 +83,7 @@ def stack(receiver: OtlpReceiver, start_analysis_service, start_python_service, 
         "CODECOMPASS_STATE_DIR": str(tmp_path / "state")})
     _, rerank = start_python_service("codecompass.rerank", otlp)
     _, selection = start_python_service("codecompass.selection", {**otlp, "ANALYSIS_ADDR": analysis})
-    client = RetrievalClient(retrieval)
-    try:
-        for _ in client.index(str(root), wait_for_embeddings=True, timeout_s=300):
-            pass
-    finally:
-        client.close()
+    index_fully(retrieval, root)
     return {"root": str(root), "RETRIEVAL_ADDR": retrieval, "RERANK_ADDR": rerank,
             "SELECTION_ADDR": selection, "ANALYSIS_ADDR": analysis, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import lancedb
 import pytest
-from tests.conftest import SAMPLE_WORKSPACE
+from tests.conftest import SAMPLE_WORKSPACE, index_fully
 
 from codecompass.clients.errors import ServiceError
 from codecompass.clients.retrieval import RetrievalClient
@@ -75,13 +75,6 @@ class Team:
                       for r in db.open_table(name).to_arrow().select(list(ROW_COLUMNS)).to_pylist())
 
 
-def _index(address: str, root: Path) -> None:
-    client = RetrievalClient(address)
-    try:
-        for _ in client.index(str(root), wait_for_embeddings=True, timeout_s=300):
-            pass
-    finally:
-        client.close()
 
 
 def _search(address: str, query: str) -> list[str]:
@@ -119,7 +112,7 @@ def test_one_writer_two_searchers_on_s3(start_python_service, analysis_server: s
         client.close()
     assert s3.keys("team/") == []
 
-    _index(writer, root)
+    index_fully(writer, root)
     keys = s3.keys(f"team/{index_key(WORKSPACE_ID)}/")
     assert any(k.split("/")[2].startswith("catalog.lance") for k in keys)
     for searcher in (searcher_a, searcher_b):
@@ -213,7 +206,7 @@ def test_a_writer_killed_mid_sync_loses_and_duplicates_nothing(start_python_serv
     killed = Team(start_python_service, analysis_server, s3, tmp_path / "killed", "killed")
     root = _workspace(tmp_path / "checkout", extra_files=400)
     _, clean_writer = clean.process("writer")
-    _index(clean_writer, root)
+    index_fully(clean_writer, root)
     expected = clean.rows()
 
     process, writer = killed.process("writer")
@@ -225,13 +218,13 @@ def test_a_writer_killed_mid_sync_loses_and_duplicates_nothing(start_python_serv
     process.wait()
     thread.join()
     _, restarted = killed.process("writer")
-    _index(restarted, root)
+    index_fully(restarted, root)
     assert killed.rows() == expected
 
 
 def _index_until_killed(address: str, root: Path) -> None:
     with pytest.raises(ServiceError):
-        _index(address, root)
+        index_fully(address, root)
 
 
 def _rows_or_empty(team: Team) -> list[tuple]:

@@ -40,16 +40,20 @@ RULES = ROOT / "deploy" / "observability" / "alert-rules.yaml"
 SAMPLE = ROOT / "tests" / "fixtures" / "sample_workspace"
 LOAD_S = 75.0
 SCRAPE_S = 2
-# Which panels each picture graphs, by the dashboard's titles (each query of a panel is a graph).
+# Which panels each picture graphs, by the dashboard's titles (each query of a panel is a graph;
+# three graphs at most, or the page outgrows what Chromium draws at once).
 PICTURES = {
     "rpcs": ("Requests per second", "Server errors (ratio)", "p95 latency"),
     "tools": ("Tool calls per second", "Tool errors per second, by code", "Tool p95 latency"),
-    "index-and-caches": ("Index size", "Sync lag and pending files", "Cache hit ratio"),
+    "index-and-caches": ("Index size", "Cache hit ratio"),
+    "sync-and-queue": ("Sync lag and pending files", "Embedding queue depth"),
 }
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--window-size=1600,2000",
-                  "--virtual-time-budget=20000")
+                  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--virtual-time-budget=20000")
+# Pixels of Prometheus's page per graph (query box, controls, plot, legend) and above the first:
+# the window holds every graph, or the page scrolls to the last query's box before the picture.
+GRAPH_PX, HEADER_PX, WIDTH_PX = 560, 200, 1600
 QUERIES = ["how are auth tokens validated", "TokenService", "where is the request user checked",
            "error handling middleware", "validateToken", "how does the router dispatch requests"]
 
@@ -130,10 +134,11 @@ def query(url: str, expr: str) -> list[Any]:
         return json.load(r)["data"]["result"]
 
 
-def screenshot(page: str, out: Path) -> None:
+def screenshot(page: str, out: Path, height: int) -> None:
     profile = tempfile.mkdtemp(prefix="cc-chromium-")
     try:
-        subprocess.run(["chromium", *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--screenshot={out}", page],
+        subprocess.run(["chromium", *CHROMIUM_FLAGS, f"--window-size={WIDTH_PX},{height}", f"--user-data-dir={profile}",
+                        f"--screenshot={out}", page],
                        check=True, capture_output=True, timeout=120)
     finally:
         shutil.rmtree(profile, ignore_errors=True)
@@ -178,9 +183,9 @@ def main() -> int:
             exprs = [expr for title in titles for expr in found[title]]
             empty = [expr for expr in exprs if not query(url, expr)]
             print(f"{name}: {len(exprs)} queries, {len(exprs) - len(empty)} with data")
-            screenshot(graph_page(url, exprs), args.out / f"{name}.png")
+            screenshot(graph_page(url, exprs), args.out / f"{name}.png", HEADER_PX + GRAPH_PX * len(exprs))
         # Debian's build serves Prometheus's classic UI (its /graph redirects there).
-        screenshot(f"{url}/classic/alerts", args.out / "alerts.png")
+        screenshot(f"{url}/classic/alerts", args.out / "alerts.png", 2 * GRAPH_PX)
         print(f"wrote {', '.join(sorted(p.name for p in args.out.glob('*.png')))} in {args.out}")
     finally:
         if server is not None:

@@ -11,13 +11,12 @@ import { discoverSymbols, endLineOf, lineOf, startLineOf, type SymbolNode } from
 import {
   type ChunkAt,
   ChunksByName,
-  checkedCallSites,
   declarationNamePosition,
   enclosingChunk,
   isRealImplementation,
+  namedSites,
   nodeAt,
   unresolvedCallees,
-  unresolvedSites,
 } from './traceByName';
 import { RequestError, lexicalRelativePath, quoted } from './workspace';
 
@@ -291,7 +290,7 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
           out.add({ fileName: ref.fileName, pos: ref.textSpan.start }, 1);
         }
       }
-      for (const found of byName(unresolvedSites(program, project.root, checker, resolved.chunk, 'references', expired))) out.add(found, 1, 'name');
+      for (const found of byName(namedSites(program, project.root, checker, resolved.chunk, 'references', expired).unresolved)) out.add(found, 1, 'name');
       break;
     }
     case 'callers':
@@ -324,11 +323,10 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
         bfs((loc) => {
           const chunk = chunkAt(loc);
           if (!chunk) return [];
+          const named = namedSites(program, project.root, checker, chunk, 'calls', expired);
           let calls = expand({ fileName: chunk.sf.fileName, pos: declarationNamePosition(chunk) });
-          if (calls.length === 0) {
-            calls = checkedCallSites(program, project.root, checker, chunk, expired).map(({ sf, node }) => ({ fileName: sf.fileName, pos: node.getStart(sf) }));
-          }
-          return [...calls, ...byName(unresolvedSites(program, project.root, checker, chunk, 'calls', expired))];
+          if (calls.length === 0) calls = named.target.map(({ sf, node }) => ({ fileName: sf.fileName, pos: node.getStart(sf) }));
+          return [...calls, ...byName(named.unresolved)];
         });
       } else {
         const chunks = new ChunksByName(program, project.root);

@@ -94,50 +94,35 @@ function isDeclarationName(node: ts.Node): boolean {
   return parent !== undefined && parent.name === node && !ts.isPropertyAccessExpression(parent);
 }
 
+/** Sites that name a target, by what the checker makes of each (see `namedSites`). */
+export interface NamedSites {
+  /** Sites the checker leaves unresolved: candidates by name alone. */
+  unresolved: { sf: ts.SourceFile; node: ts.Node }[];
+  /**
+   * Sites the checker resolves to the target: for calls, what the call hierarchy misses for a
+   * function assigned to a property (`exports.parse = function`, `module.exports.parse = …`),
+   * which it does not treat as a declaration, called as `require('./m').parse()`, `m.parse()` or
+   * through `const { parse } = require('./m')`.
+   */
+  target: { sf: ts.SourceFile; node: ts.Node }[];
+}
+
 /**
- * Sites that name `target` and that the checker leaves unresolved: calls for
- * callers, every use of the name for references. The target's own
- * declaration is not a site. `expired` is asked between files.
+ * Sites that name `target`, sorted by the checker's resolution in one walk of the files that
+ * hold its name: calls for callers, every use of the name for references. The target's own
+ * declaration is not a site, nor a site that resolves to another declaration. `expired` is
+ * asked between files.
  */
-export function unresolvedSites(
+export function namedSites(
   program: ts.Program,
   workspaceRoot: string,
   checker: ts.TypeChecker,
   target: ChunkAt,
   kind: 'calls' | 'references',
   expired: () => boolean,
-): { sf: ts.SourceFile; node: ts.Node }[] {
-  return sitesNaming(program, workspaceRoot, checker, target, kind, 'unresolved', expired);
-}
-
-/**
- * Calls of `target` that the checker resolves to it, found by its name: what
- * the call hierarchy misses for a function assigned to a property
- * (`exports.parse = function`, `module.exports.parse = …`), which it does not
- * treat as a declaration, called as `require('./m').parse()`, `m.parse()` or
- * through `const { parse } = require('./m')`.
- */
-export function checkedCallSites(
-  program: ts.Program,
-  workspaceRoot: string,
-  checker: ts.TypeChecker,
-  target: ChunkAt,
-  expired: () => boolean,
-): { sf: ts.SourceFile; node: ts.Node }[] {
-  return sitesNaming(program, workspaceRoot, checker, target, 'calls', 'target', expired);
-}
-
-function sitesNaming(
-  program: ts.Program,
-  workspaceRoot: string,
-  checker: ts.TypeChecker,
-  target: ChunkAt,
-  kind: 'calls' | 'references',
-  resolution: SiteResolution,
-  expired: () => boolean,
-): { sf: ts.SourceFile; node: ts.Node }[] {
+): NamedSites {
   const name = target.sym.name;
-  const sites: { sf: ts.SourceFile; node: ts.Node }[] = [];
+  const sites: NamedSites = { unresolved: [], target: [] };
   for (const sf of program.getSourceFiles()) {
     const rel = workspacePath(workspaceRoot, sf.fileName);
     if (sf.isDeclarationFile || !sf.text.includes(name) || rel === undefined) continue;
@@ -150,13 +135,9 @@ function sitesNaming(
       } else if (kind === 'references' && ts.isIdentifier(node) && node.text === name && !isDeclarationName(node)) {
         site = node;
       }
-      if (
-        site &&
-        !(target.sf === sf && site.getStart(sf) === declarationNamePosition(target)) &&
-        resolutionAt(checker, site, target) === resolution &&
-        !belongsToSibling(sf, rel, site, target)
-      ) {
-        sites.push({ sf, node: site });
+      if (site && !(target.sf === sf && site.getStart(sf) === declarationNamePosition(target)) && !belongsToSibling(sf, rel, site, target)) {
+        const resolution = resolutionAt(checker, site, target);
+        if (resolution !== 'other') sites[resolution].push({ sf, node: site });
       }
       return true;
     });

@@ -26,6 +26,9 @@ LEXICAL_WAIT_S = 10.0
 ROWS_POLL_S = 0.25
 # How long indexing started with the server waits for services that are starting with it.
 STARTUP_WAIT_S = 300.0
+# How long a stopping server waits for the streams it followed to see their cut and say so: the
+# threads are daemons, and a process that exits first loses their last line.
+STOP_WAIT_S = 2.0
 
 
 class BackgroundIndexer:
@@ -47,6 +50,7 @@ class BackgroundIndexer:
         self._lock = threading.Lock()
         self._state: dict[str, str] = {}
         self._lexical: dict[str, threading.Event] = {}
+        self._threads: list[threading.Thread] = []
 
     def ensure(self, workspace: Path) -> None:
         key = str(workspace)
@@ -57,7 +61,9 @@ class BackgroundIndexer:
             # Said at once: a status asked before the thread has looked must not read "not indexed,
             # nobody is on it".
             self._state[key] = "checking whether it needs indexing"
-        threading.Thread(target=self._run, args=(key,), name=f"index {key}", daemon=True).start()
+        thread = threading.Thread(target=self._run, args=(key,), name=f"index {key}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
     def wait_lexical(self, workspace: Path, timeout_s: float) -> bool:
         """Waits, at most `timeout_s`, until the workspace's index has rows to search: the lexical
@@ -88,6 +94,13 @@ class BackgroundIndexer:
         """The server is stopping (its session closed): a stream it follows is cut, but the retrieval
         service goes on indexing. That is no failure, and must not be logged as one."""
         self._closed.set()
+
+    def wait_stopped(self, timeout_s: float = STOP_WAIT_S) -> None:
+        """After the clients' channels are closed: lets each followed stream see its cut and log it,
+        at most `timeout_s` in all."""
+        deadline = time.monotonic() + timeout_s
+        for thread in self._threads:
+            thread.join(max(deadline - time.monotonic(), 0.0))
 
     def _set(self, key: str, state: str) -> None:
         with self._lock:

@@ -363,6 +363,7 @@ def build_server(settings: Settings, workspace: Path, locate: Locate | None = No
         finally:
             gateway.indexer.close()
             gateway.close()
+            await anyio.to_thread.run_sync(gateway.indexer.wait_stopped)
 
     server = GatewayServer(SERVER_NAME, instructions=INSTRUCTIONS, lifespan=lifespan,
                            middleware=[wire.InitializeFirst()])

@@ -104,3 +104,39 @@ def test_indexing_started_with_the_server_waits_for_the_services(tmp_path: Path)
     ready.succeeded()
     assert indexer.wait_lexical(tmp_path, 5)
     assert len(retrieval.asked) == 1 and retrieval.asked[0] >= up_at
+
+
+class _CutStream(_Retrieval):
+    """Not indexed; its IndexWorkspace stream is cut a moment after the server closes."""
+
+    def __init__(self, closed: threading.Event) -> None:
+        super().__init__()
+        self._closed = closed
+
+    def status(self, workspace: str, timeout_s: float):
+        from codecompass.contracts.retrieval.model import IndexingStatus
+
+        return type("Report", (), {"indexing_status": IndexingStatus.NOT_INDEXED, "chunks": 0})()
+
+    def index(self, workspace: str, **_: object):
+        from codecompass.clients.errors import UNAVAILABLE, ServiceError
+
+        self._closed.wait(10)
+        time.sleep(0.3)  # the channel's close reaches the stream later than the server's close
+        raise ServiceError("retrieval", "127.0.0.1:1", UNAVAILABLE, "channel closed")
+        yield
+
+
+def test_a_stopping_server_waits_for_the_streams_it_follows_to_say_they_stopped(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    closed = threading.Event()
+    indexer = BackgroundIndexer(_CutStream(closed), timeout_s=10)  # type: ignore[arg-type]
+    indexer.ensure(tmp_path)
+    time.sleep(0.2)
+    with caplog.at_level("INFO"):
+        indexer.close()
+        closed.set()
+        indexer.wait_stopped(5)
+        # The line is written before the process could exit, and it is no failure.
+        assert [r.getMessage() for r in caplog.records] == [
+            "stopped following indexing: the server is stopping; the retrieval service goes on"]

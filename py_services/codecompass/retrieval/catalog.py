@@ -218,6 +218,11 @@ class Catalog:
         return self._meta.get("complete") == "1"
 
     @property
+    def base(self) -> tuple[str, str]:
+        """(key, commit) of the base this index started from (`layers.py`); empty: none."""
+        return self._meta.get("base", ""), self._meta.get("base_commit", "")
+
+    @property
     def synced_at(self) -> float | None:
         """Epoch seconds of the last commit that completed a sync; None before the first."""
         text = self._meta.get("synced_at")

@@ -31,7 +31,7 @@ from codecompass.contracts.retrieval.model import (
 from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.index.writer import IndexWriter
 from codecompass.retrieval.interactive import InteractiveWork
-from codecompass.retrieval.location import InvalidWorkspaceId, index_key, validated_id, validated_root, workspace_id_of
+from codecompass.retrieval.location import InvalidWorkspaceId, index_key, validated_id, validated_root, workspace_id_for
 from codecompass.retrieval.search.searcher import QUERY_EMBED_TIMEOUT_S, IndexSearcher
 from codecompass.retrieval.static_channel import StaticChannel
 
@@ -48,6 +48,7 @@ class RetrievalEngine:
         query_embed_timeout_s: float = QUERY_EMBED_TIMEOUT_S,
     ) -> None:
         retrieval = settings.retrieval
+        self._settings = settings
         self.role = retrieval.role
         # One static model per process, shared by both roles and every workspace.
         static = StaticChannel(enabled=retrieval.static_channel, model_dir=retrieval.static_model_dir,
@@ -108,7 +109,8 @@ class RetrievalEngine:
         """(workspace id, bytes freed) of the index dropped."""
         writer = self._writer("DropIndex")
         try:
-            wid = validated_id(workspace_id) if workspace_id else workspace_id_of(validated_root(root_text))
+            wid = (validated_id(workspace_id) if workspace_id
+                   else workspace_id_for(self._settings, validated_root(root_text)))
         except InvalidWorkspaceId as exc:
             raise InvalidQuery(str(exc)) from None
         key = index_key(wid)

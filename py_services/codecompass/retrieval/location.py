@@ -12,6 +12,14 @@ The key is a digest of the *workspace id*, never of where the files happen to be
   about being one machine's index. Its key is the digest of the path alone, which is what every
   index made before workspace ids was keyed by, so those indexes are found again, not rebuilt.
 
+A repository's id is the same in each of its checkouts (clones and git worktrees), and two
+checkouts on other branches must not share an index: each would rewrite the other's rows on every
+sync. So an index is one checkout's (`checkout_id`): the first checkout of a repository indexed
+under an index root owns the repository's id; any other checkout whose folder exists gets
+`<id>@checkout-<digest of its host and folder>`. The choice is recorded in the registry and kept.
+What checkouts of one repository share is a *base* (`layers.py`): an immutable copy of an index
+at a clean commit, from which a new checkout's index starts, so it costs only its diff.
+
 The index root also holds a registry table listing every index by key (LanceDB cannot list the
 sub-folders of an object-store prefix): `ListIndexes`, `gc` and `status` read it.
 """
@@ -36,7 +44,12 @@ from codecompass.retrieval import filter_sql as sqlf
 from codecompass.retrieval.catalog import CATALOG_TABLE
 
 LOCAL_PREFIX = "local:"
+# A checkout's id, when the repository's id is another checkout's: `<id>@checkout-<digest>`.
+CHECKOUT_SEPARATOR = "@checkout-"
 REGISTRY_TABLE = "indexes"
+# What a registry row lists: a checkout's index (kept in sync with its folder), or a base (an
+# immutable copy of one at a clean commit, that new checkouts' indexes start from).
+CHECKOUT, BASE = "checkout", "base"
 # Longest configured id accepted: ids end up in logs, spans and table rows.
 MAX_ID_CHARS = 200
 _ID_CHARS = re.compile(r"^[\x21-\x7e][\x20-\x7e]*$")
@@ -69,6 +82,39 @@ def workspace_id_of(root: Path, configured: str = "") -> str:
         inside = root.relative_to(top).as_posix()
         return remote if inside in ("", ".") else f"{remote}#{inside}"
     return f"{LOCAL_PREFIX}{root}"
+
+
+def workspace_id_for(settings: Settings, root: Path, configured: str = "") -> str:
+    """The id of the index of the folder `root`: `configured` when given (a team names its index,
+    shared on purpose), else its checkout's id (`checkout_id`); a folder outside any repository
+    with a remote is one machine's folder already (`local:`)."""
+    repository_id = workspace_id_of(root, configured)
+    if configured or repository_id.startswith(LOCAL_PREFIX):
+        return repository_id
+    entries = IndexRegistry(index_root(settings), dict(settings.retrieval.storage_options)).entries()
+    return checkout_id(repository_id, root, entries)
+
+
+def checkout_id(repository_id: str, root: Path, entries: list[RegisteredIndex]) -> str:
+    """The id of the index of the checkout at `root` of the repository `repository_id` (the id
+    `workspace_id_of` gives every checkout of it), given the registry's rows: the one recorded for
+    this folder on this host; else the repository's own id, unless another checkout owns it (its
+    folder is another one, and exists, or is on another host); else this checkout's own id."""
+    host = socket.gethostname()
+    mine = [e for e in entries if e.kind == CHECKOUT and e.host == host and e.root == str(root)
+            and (e.workspace_id == repository_id or e.workspace_id.startswith(repository_id + CHECKOUT_SEPARATOR))]
+    if mine:
+        return max(mine, key=lambda e: e.registered_at).workspace_id
+    owner = next((e for e in entries if e.key == index_key(repository_id)), None)
+    if owner is None or owner.root == str(root) or (owner.host == host and not Path(owner.root).is_dir()):
+        return repository_id
+    digest = hashlib.sha256(f"{host}:{root}".encode()).hexdigest()[:12]
+    return f"{repository_id}{CHECKOUT_SEPARATOR}{digest}"
+
+
+def repository_of(workspace_id: str) -> str:
+    """The repository's id a checkout's id was made from (itself, for the owner's)."""
+    return workspace_id.split(CHECKOUT_SEPARATOR, 1)[0]
 
 
 def index_key(workspace_id: str) -> str:
@@ -204,8 +250,18 @@ _REGISTRY_SCHEMA = pa.schema(
         pa.field("root", pa.string(), nullable=False),
         pa.field("host", pa.string(), nullable=False),
         pa.field("registered_at", pa.float64(), nullable=False),
+        # CHECKOUT or BASE (rows written before bases existed have none: CHECKOUT).
+        pa.field("kind", pa.string()),
+        # A checkout's: the key of the base its index started from ("" none). A base's: the key of
+        # the checkout's index it was copied from.
+        pa.field("base", pa.string()),
+        # A base's: the commit its files are at.
+        pa.field("commit", pa.string()),
     ]
 )
+_DEFAULTS = {"kind": CHECKOUT, "base": "", "commit": ""}
+# Added to a registry table made before bases existed, with the values its rows mean.
+_ADDED_COLUMNS = {"kind": f"'{CHECKOUT}'", "base": "''", "commit": "''"}
 
 
 @dataclass(frozen=True)
@@ -215,6 +271,9 @@ class RegisteredIndex:
     root: str
     host: str
     registered_at: float
+    kind: str = CHECKOUT
+    base: str = ""
+    commit: str = ""
 
 
 class IndexRegistry:
@@ -231,16 +290,21 @@ class IndexRegistry:
     def _table(self, *, create: bool):
         db = self._connect()
         try:
-            return db.open_table(REGISTRY_TABLE)
+            table = db.open_table(REGISTRY_TABLE)
         except (ValueError, FileNotFoundError):
             if not create:
                 return None
-        try:
-            return db.create_table(REGISTRY_TABLE, schema=_REGISTRY_SCHEMA)
-        except ValueError:  # another writer created it meanwhile
-            return db.open_table(REGISTRY_TABLE)
+            try:
+                return db.create_table(REGISTRY_TABLE, schema=_REGISTRY_SCHEMA)
+            except ValueError:  # another writer created it meanwhile
+                table = db.open_table(REGISTRY_TABLE)
+        missing = {name: value for name, value in _ADDED_COLUMNS.items() if name not in table.schema.names}
+        if create and missing:  # a registry from before bases: writers add the columns once
+            table.add_columns(missing)
+        return table
 
-    def register(self, key: str, workspace_id: str, root: str) -> None:
+    def register(self, key: str, workspace_id: str, root: str, *, kind: str = CHECKOUT, base: str = "",
+                 commit: str = "") -> None:
         table = self._table(create=True)
         row = pa.table(
             {
@@ -249,6 +313,9 @@ class IndexRegistry:
                 "root": [root],
                 "host": [socket.gethostname()],
                 "registered_at": [time.time()],
+                "kind": [kind],
+                "base": [base],
+                "commit": [commit],
             },
             schema=_REGISTRY_SCHEMA,
         )
@@ -259,7 +326,8 @@ class IndexRegistry:
         if table is None:
             return []
         rows = table.to_arrow().to_pylist()
-        return sorted((RegisteredIndex(**row) for row in rows), key=lambda r: r.workspace_id)
+        return sorted((RegisteredIndex(**{**row, **{k: row.get(k) or d for k, d in _DEFAULTS.items()}})
+                       for row in rows), key=lambda r: r.workspace_id)
 
     def unregister(self, key: str) -> None:
         table = self._table(create=False)

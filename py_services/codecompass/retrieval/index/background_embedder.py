@@ -95,8 +95,11 @@ class BackgroundEmbedder:
             with self._lock:
                 if not self._again or self.error or self._stop.is_set():
                     self._active = False
-                    return
+                    finished = not (self.error or self._stop.is_set())
+                    break
                 self._again = False
+        if finished:
+            self._ws.settled()
 
     def _fill(self) -> None:
         store = self._ws.store

@@ -40,7 +40,7 @@ from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.contracts.retrieval.errors import EmbeddingUnavailable, IndexRefused, RetrievalError
 from codecompass.contracts.retrieval.model import FreshnessStatus, IndexPhase, IndexProgress, SyncOutcome, SyncStats
 from codecompass.retrieval import guards
-from codecompass.retrieval.catalog import Catalog, IndexIdentity, skips_to_json
+from codecompass.retrieval.catalog import CATALOG_TABLE, Catalog, IndexIdentity, skips_to_json
 from codecompass.retrieval.index.background_embedder import BackgroundEmbedder
 from codecompass.retrieval.index.chunk_writer import DEFAULT_VERSION_RETENTION, ChunkWriter
 from codecompass.retrieval.index.shard.job import PostedShards
@@ -50,7 +50,7 @@ from codecompass.retrieval.index.shard.results import ShardResult, commit_shards
 from codecompass.retrieval.index.sync import Syncer, SyncTuning, rebase_on_empty_catalog
 from codecompass.retrieval.interactive import InteractiveWork
 from codecompass.retrieval.location import IndexRegistry, index_key, index_root, index_uri
-from codecompass.retrieval.schema import INDEX_FORMAT_VERSION
+from codecompass.retrieval.schema import INDEX_FORMAT_VERSION, sources_table_name
 from codecompass.retrieval.static_channel import StaticChannel
 
 _log = get_logger(__name__)
@@ -146,8 +146,12 @@ class WorkspaceWriter:
         tuning: SyncTuning,
         static: StaticChannel,
         interactive: InteractiveWork,
+        on_settled: Callable[[WorkspaceWriter], None] | None = None,
     ) -> None:
         self.root = root
+        # Called when a sync ended or the last vectors were written: the writer may copy the
+        # index into a base of its repository then (`layers.py`).
+        self._on_settled = on_settled
         self.workspace_id = workspace_id
         self.key = index_key(workspace_id)
         self._settings = settings
@@ -333,6 +337,7 @@ class WorkspaceWriter:
             self._sync_error = ""
             self._record_manifest()
             self._watch_token = scan.watch_token
+            self.settled()
             if stats.chunks_upserted or stats.chunks_deleted:
                 _log.info(
                     "sync wrote changes",
@@ -682,6 +687,23 @@ class WorkspaceWriter:
                             pending_files=len(self.catalog.pending()),
                             lag_s=max(0.0, time.time() - behind) if behind is not None else 0.0)
 
+    def settled(self) -> None:
+        if self._on_settled is not None and not self._closing.is_set() and not self.embedder.running:
+            self._on_settled(self)
+
+    def snapshot(self) -> dict[str, int] | None:
+        """{table: version} of this index's tables when nothing is left to write in them (every
+        file synced, every vector written), else None. Call under `write_lock`: the versions are
+        then one consistent state."""
+        store = self._store
+        if store is None or not self.catalog.complete or self.catalog.pending():
+            return None
+        total, embedded = store.counts()
+        if total == 0 or embedded < total:
+            return None
+        names = (CATALOG_TABLE, store.table_name, sources_table_name(store.table_name))
+        return {name: self._db.open_table(name).version for name in names}
+
     def _register(self) -> None:
         """The index's row in the registry, and its workspace and folder in its manifest, from the
         moment its tables exist, before its first pass writes a file: `status` lists an index
@@ -691,7 +713,7 @@ class WorkspaceWriter:
         try:
             self.catalog.set_meta(workspace_id=self.workspace_id, root=str(self.root))
             IndexRegistry(index_root(self._settings), self._storage_options).register(
-                self.key, self.workspace_id, str(self.root))
+                self.key, self.workspace_id, str(self.root), base=self.catalog.base[0], commit=self.catalog.base[1])
             self._registered = True
         except Exception:  # noqa: BLE001 - what the sync writes matters more; retried when it ends
             _log.exception("could not register the index of %s", self.root)

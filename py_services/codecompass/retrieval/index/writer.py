@@ -31,10 +31,12 @@ from codecompass.contracts.retrieval.errors import (
 )
 from codecompass.contracts.retrieval.model import IndexPhase, IndexProgress, SyncOutcome, SyncStats
 from codecompass.retrieval import guards
+from codecompass.retrieval.index import layers
 from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.index.workspace_writer import IndexCaller, WorkspaceWriter, WriterState
 from codecompass.retrieval.interactive import InteractiveWork
 from codecompass.retrieval.location import (
+    LOCAL_PREFIX,
     IndexRegistry,
     InvalidWorkspaceId,
     index_exists,
@@ -43,8 +45,9 @@ from codecompass.retrieval.location import (
     index_uri,
     is_local_uri,
     list_tables,
+    repository_of,
     validated_root,
-    workspace_id_of,
+    workspace_id_for,
 )
 from codecompass.retrieval.static_channel import StaticChannel
 
@@ -79,6 +82,9 @@ class IndexWriter:
         self._interactive = interactive
         self._workspaces: dict[str, WorkspaceWriter] = {}
         self._lock = threading.Lock()
+        # Keys of the bases known to exist; one base written at a time.
+        self._bases: set[str] = set()
+        self._bases_lock = threading.Lock()
         # Each index's size, backlog and lag, read when metrics are collected.
         self._stop_observing = observe_indexes(self._readings)
 
@@ -147,7 +153,7 @@ class IndexWriter:
     def workspace(self, root_text: str, workspace_id: str = "") -> WorkspaceWriter:
         root = validated_root(root_text)
         try:
-            wid = workspace_id_of(root, workspace_id)
+            wid = workspace_id_for(self._settings, root, workspace_id)
         except InvalidWorkspaceId as exc:
             raise InvalidQuery(str(exc)) from None
         key = index_key(wid)
@@ -158,10 +164,69 @@ class IndexWriter:
                 ws.close(timeout=5.0)
                 ws = None
             if ws is None:
+                # Bases are shared by the checkouts of a repository; a configured id names one index
+                # on purpose, and a folder outside any repository with a remote has no other checkout.
+                shares_bases = not workspace_id and not wid.startswith(LOCAL_PREFIX)
+                base = self._start_from_base(root, wid, key) if shares_bases else None
                 ws = WorkspaceWriter(root, wid, self._settings, self._analysis, self._embedding, self._tuning,
-                                     self._static, self._interactive)
+                                     self._static, self._interactive,
+                                     on_settled=self._settled if shares_bases else None)
+                if base is not None:
+                    ws.catalog.set_meta(**{layers.BASE_META: base.key, layers.BASE_COMMIT_META: base.commit})
                 self._workspaces[key] = ws
             return ws
+
+    def _start_from_base(self, root: Path, wid: str, key: str) -> layers.Base | None:
+        """A checkout's index that does not exist yet starts from its repository's nearest base
+        (`layers.py`), when there is one; the base, or None (the index starts empty)."""
+        if index_exists(self._settings, key):
+            return None
+        base = layers.nearest_base(self._settings, root, repository_of(wid))
+        if base is None:
+            return None
+        try:
+            layers.start_from_base(self._settings, key, base)
+        except (OSError, RuntimeError, ValueError) as exc:
+            _log.warning("could not start the index of %s from its base; indexing every file", root,
+                         extra={"base": base.key, "detail": str(exc)})
+            return None
+        _log.info("index starts from a base", extra={"root": str(root), "base": base.key, "commit": base.commit,
+                                                     "files_differing": base.differing})
+        return base
+
+    def _settled(self, ws: WorkspaceWriter) -> None:
+        threading.Thread(target=self._write_base, args=(ws,), name=f"base-{ws.key[:8]}", daemon=True).start()
+
+    def _write_base(self, ws: WorkspaceWriter) -> None:
+        """Copy a checkout's index into a base of its repository when the checkout is clean at a
+        commit that has none yet and nothing is left to write in the index; then collect the
+        repository's bases nobody uses (`layers.collectable_bases`)."""
+        commit = layers.clean_commit(ws.root)
+        if commit is None:
+            return
+        repository = repository_of(ws.workspace_id)
+        key = index_key(layers.base_id(repository, commit))
+        with self._bases_lock:
+            if key in self._bases or index_exists(self._settings, key):
+                self._bases.add(key)
+                return
+            with ws.write_lock:
+                tables = ws.snapshot()
+            if tables is None:
+                return
+            started = time.perf_counter()
+            try:
+                layers.write_base(self._settings, ws.key, tables, repository, commit, ws.root)
+            except (OSError, RuntimeError, ValueError) as exc:
+                _log.warning("could not write a base of %s", repository, extra={"commit": commit, "detail": str(exc)})
+                return
+            self._bases.add(key)
+        _log.info("base written", extra={"repository": repository, "commit": commit, "key": key,
+                                         "ms": round((time.perf_counter() - started) * 1000, 1)})
+        registry = IndexRegistry(index_root(self._settings), dict(self._settings.retrieval.storage_options))
+        for stale in layers.collectable_bases(registry.entries()):
+            if stale.workspace_id.rsplit("@", 1)[0] == repository:
+                self.drop(stale.key)
 
     # --- IndexWorkspace ---
 
@@ -177,7 +242,7 @@ class IndexWriter:
 
     def _indexed_before(self, root: Path, workspace_id: str) -> bool:
         try:
-            key = index_key(workspace_id_of(root, workspace_id))
+            key = index_key(workspace_id_for(self._settings, root, workspace_id))
         except InvalidWorkspaceId as exc:
             raise InvalidQuery(str(exc)) from None
         with self._lock:

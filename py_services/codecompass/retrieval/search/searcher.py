@@ -78,7 +78,7 @@ from codecompass.retrieval.location import (
     is_local_uri,
     validated_id,
     validated_root,
-    workspace_id_of,
+    workspace_id_for,
 )
 from codecompass.retrieval.mirror import IndexMirror, mirrorable
 from codecompass.retrieval.schema import INDEX_FORMAT_VERSION
@@ -244,7 +244,7 @@ class IndexSearcher:
             root = validated_root(root_text) if root_text else None
             return _Target(index_key(wid), wid, root)
         root = validated_root(root_text)
-        wid = workspace_id_of(root)
+        wid = workspace_id_for(self._settings, root)
         return _Target(index_key(wid), wid, root)
 
     def _reader(self, key: str, target: _Target | None = None) -> IndexReader | None:

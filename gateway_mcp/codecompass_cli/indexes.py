@@ -13,7 +13,7 @@ from pathlib import Path
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.config import Settings
 from codecompass.common.files import tree_bytes
-from codecompass.contracts.retrieval.model import IndexSummary
+from codecompass.contracts.retrieval.model import IndexSummary, base_repository, repository_of
 from codecompass_cli.errors import CliError, service_errors
 
 # The folders of a local state dir that hold indexes: the index root, and the catalogs kept
@@ -69,6 +69,13 @@ def workspace_gone(index: IndexSummary) -> bool | None:
     if index.host != socket.gethostname() or not index.root:
         return None
     return not Path(index.root).is_dir()
+
+
+def base_unused(base: IndexSummary, indexes: list[IndexSummary], removed: set[str]) -> bool:
+    """Whether no checkout's index of the base's repository is left (those in `removed` aside)."""
+    repository = base_repository(base.workspace_id)
+    return not any(i.kind != "base" and i.workspace_id not in removed and repository_of(i.workspace_id) == repository
+                   for i in indexes)
 
 
 def remove_all_indexes(settings: Settings) -> Removed:

@@ -21,7 +21,7 @@ from codecompass_gateway.answer import (
 
 from codecompass.common.chunks import Chunk
 from codecompass.contracts.analysis.model import ChunkedFile, FileStatus, SkippedFile
-from codecompass.contracts.retrieval.model import IndexSummary, SyncStats
+from codecompass.contracts.retrieval.model import IndexSummary, SyncStats, base_repository
 from codecompass_cli.indexes import human_size
 
 
@@ -310,13 +310,20 @@ def index_row(index: IndexSummary) -> dict:
     return {"workspace_id": index.workspace_id, "root": index.root, "host": index.host,
             "status": status.indexing_status.value, "files": status.files, "chunks": status.chunks,
             "embedded_chunks": status.embedded_chunks, "index_bytes": status.index_bytes,
-            "last_sync_at": status.last_sync_at, "error": status.error}
+            "last_sync_at": status.last_sync_at, "error": status.error, "kind": index.kind,
+            "base": index.base_workspace_id, "commit": status.base_commit, "used_by": list(index.used_by)}
 
 
 def index_line(index: IndexSummary) -> str:
     """One index of `status`: its state, size and whose it is."""
     status = index.status
     where = index.root if index.workspace_id.startswith("local:") else f"{index.workspace_id} ({index.root})"
+    if index.kind == "base":
+        users = len(index.used_by)
+        where = (f"base of {base_repository(index.workspace_id)} at {status.base_commit[:12]}, used by "
+                 f"{users} checkout{'s' if users != 1 else ''}")
+    elif index.base_workspace_id:
+        where += f", from the base at {status.base_commit[:12]}"
     error = f"; {status.error}" if status.error else ""
     return (f"{status.indexing_status.value:<11} {status.files} files, {status.chunks} chunks, "
             f"{human_size(status.index_bytes)}  {where}{error}")

@@ -41,7 +41,14 @@ from codecompass.clients.health import check as check_health
 from codecompass.common import names
 from codecompass.common.config import BIND_HOST_ENV, GRPC_REFLECTION_ENV, Settings
 from codecompass_cli.errors import EXIT_USAGE, CliError
-from codecompass_cli.indexes import drop_index, human_size, list_indexes, remove_all_indexes, workspace_gone
+from codecompass_cli.indexes import (
+    base_unused,
+    drop_index,
+    human_size,
+    list_indexes,
+    remove_all_indexes,
+    workspace_gone,
+)
 from codecompass_cli.processes import (
     RUNTIME_DIR_ENV,
     RUNTIME_SERVICE_ENV,
@@ -526,7 +533,9 @@ def _stop(settings: Settings, targets: dict[int, str], say: Say, recorded: Runti
 def gc(settings: Settings, dry_run: bool, say: Say) -> None:
     """List every index the retrieval service knows with its size and workspace; drop (through
     DropIndex) those whose workspace folder is gone from this machine. An index synced from
-    another machine (a shared one) is never dropped here: this machine cannot tell."""
+    another machine (a shared one) is never dropped here: this machine cannot tell. A base goes
+    when no checkout's index of its repository is left (the writer collects a repository's older
+    bases itself, when it writes a newer one)."""
     address = service_address(settings, names.RETRIEVAL)
     entries = list_indexes(address, settings.rpc_timeout_s)
     if not entries:
@@ -534,17 +543,25 @@ def gc(settings: Settings, dry_run: bool, say: Say) -> None:
         return
     freed = 0
     missing = 0
-    for entry in entries:
-        gone = workspace_gone(entry)
+    removed: set[str] = set()
+    # Checkouts first: a base may go with the last checkout of its repository.
+    for entry in sorted(entries, key=lambda e: e.kind == "base"):
+        if entry.kind == "base":
+            gone: bool | None = base_unused(entry, entries, removed)
+            why = "no checkout of its repository is left"
+        else:
+            gone, why = workspace_gone(entry), "workspace no longer exists"
         size = human_size(entry.status.index_bytes)
         if gone is None:
             verdict, where = "kept", f"{entry.workspace_id} (synced on {entry.host or 'an unknown host'})"
         elif not gone:
-            verdict, where = "kept", entry.root
+            verdict, where = "kept", (f"{entry.workspace_id} (used by {len(entry.used_by)})" if entry.kind == "base"
+                                      else entry.root)
         else:
             missing += 1
+            removed.add(entry.workspace_id)
             verdict = "missing" if dry_run else "removed"
-            where = f"{entry.root} (workspace no longer exists)"
+            where = f"{entry.workspace_id if entry.kind == 'base' else entry.root} ({why})"
             freed += entry.status.index_bytes if dry_run else drop_index(settings.writer_addr or address,
                                                                           entry.workspace_id, settings.rpc_timeout_s)
         say(f"{verdict:<8} {size:>9}  {where}")

@@ -58,6 +58,9 @@ STRUCTURE = "structure"  # a hub: found through references, not by matching the 
 # Vector channels: which vectors a semantic candidate was found by.
 PRIMARY_VECTORS = "primary"  # the index's embedding model (background-filled)
 STATIC_VECTORS = "static"  # the static model's, written with the chunk
+# Where a result's file came from, in a checkout's index that started from a base.
+ORIGIN_BASE = "base"  # as at the base's commit
+ORIGIN_CHECKOUT = "checkout"  # added or changed in this checkout
 
 SKIP_SHORT_CIRCUIT = "lexical_short_circuit"
 SKIP_RATIO_ZERO = "semantic_ratio_zero"
@@ -150,6 +153,9 @@ class RankedResult:
     fusion_score: float = 0.0  # channel fusion alone, in [0, 1]
     signals: dict[str, float] = field(default_factory=dict)  # signal -> factor it applied
     vector_channel: str = ""  # PRIMARY_VECTORS | STATIC_VECTORS; "" when not found semantically
+    # In a checkout's index that started from a base: ORIGIN_BASE or ORIGIN_CHECKOUT (where its file
+    # came from; not a ranking signal); "" in an index without a base.
+    origin: str = ""
 
 
 def semantic_weight(

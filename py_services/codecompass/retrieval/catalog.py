@@ -32,7 +32,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
@@ -362,6 +362,13 @@ class CatalogSummary:
     skipped: tuple[tuple[str, str, str], ...]
     # Paths the catalog has an entry for, among the pending ones (stale, not new).
     pending_known: frozenset[str]
+    # Each file's content hash: where a checkout's index differs from its base.
+    hashes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def base(self) -> tuple[str, str]:
+        """(key, commit) of the base the index started from; empty: none."""
+        return self.meta.get("base", ""), self.meta.get("base_commit", "")
 
     @property
     def identity(self) -> IndexIdentity | None:
@@ -386,11 +393,11 @@ def open_catalog_table(db: lancedb.DBConnection) -> lancedb.table.Table | None:
 
 
 def read_summary(table: lancedb.table.Table) -> CatalogSummary:
-    rows = table.search().select(["kind", "key", "skip_reason", "skip_detail", "value"]).limit(
+    rows = table.search().select(["kind", "key", "content_hash", "skip_reason", "skip_detail", "value"]).limit(
         max(table.count_rows(), 1)).to_arrow().to_pylist()
     meta: dict[str, str] = {}
     pending: set[str] = set()
-    files: set[str] = set()
+    hashes: dict[str, str] = {}
     skipped = []
     for row in rows:
         if row["kind"] == _META:
@@ -398,11 +405,12 @@ def read_summary(table: lancedb.table.Table) -> CatalogSummary:
         elif row["kind"] == _PENDING:
             pending.add(row["key"])
         elif row["kind"] == _FILE:
-            files.add(row["key"])
+            hashes[row["key"]] = row["content_hash"] or ""
             if row["skip_reason"]:
                 skipped.append((row["key"], row["skip_reason"], row["skip_detail"] or ""))
-    return CatalogSummary(meta=MappingProxyType(meta), files=len(files), pending=frozenset(pending),
-                          skipped=tuple(sorted(skipped)), pending_known=frozenset(pending & files))
+    return CatalogSummary(meta=MappingProxyType(meta), files=len(hashes), pending=frozenset(pending),
+                          skipped=tuple(sorted(skipped)), pending_known=frozenset(pending & hashes.keys()),
+                          hashes=MappingProxyType(hashes))
 
 
 def entry_from_row(row: dict) -> CatalogEntry:

@@ -40,12 +40,11 @@ import pyarrow as pa
 from codecompass.common.config import Settings
 from codecompass.common.inputs import path_problem, quoted
 from codecompass.contracts.retrieval.errors import InvalidWorkspace, WorkspaceNotFound
+from codecompass.contracts.retrieval.model import CHECKOUT_SEPARATOR
 from codecompass.retrieval import filter_sql as sqlf
 from codecompass.retrieval.catalog import CATALOG_TABLE
 
 LOCAL_PREFIX = "local:"
-# A checkout's id, when the repository's id is another checkout's: `<id>@checkout-<digest>`.
-CHECKOUT_SEPARATOR = "@checkout-"
 REGISTRY_TABLE = "indexes"
 # What a registry row lists: a checkout's index (kept in sync with its folder), or a base (an
 # immutable copy of one at a clean commit, that new checkouts' indexes start from).
@@ -110,11 +109,6 @@ def checkout_id(repository_id: str, root: Path, entries: list[RegisteredIndex]) 
         return repository_id
     digest = hashlib.sha256(f"{host}:{root}".encode()).hexdigest()[:12]
     return f"{repository_id}{CHECKOUT_SEPARATOR}{digest}"
-
-
-def repository_of(workspace_id: str) -> str:
-    """The repository's id a checkout's id was made from (itself, for the owner's)."""
-    return workspace_id.split(CHECKOUT_SEPARATOR, 1)[0]
 
 
 def index_key(workspace_id: str) -> str:

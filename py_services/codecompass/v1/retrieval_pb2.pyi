@@ -80,6 +80,18 @@ class RankingMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RANKING_MODE_UNSPECIFIED: _ClassVar[RankingMode]
     RANKING_MODE_FUSION: _ClassVar[RankingMode]
     RANKING_MODE_FULL: _ClassVar[RankingMode]
+
+class FileOrigin(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FILE_ORIGIN_UNSPECIFIED: _ClassVar[FileOrigin]
+    FILE_ORIGIN_BASE: _ClassVar[FileOrigin]
+    FILE_ORIGIN_CHECKOUT: _ClassVar[FileOrigin]
+
+class IndexKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INDEX_KIND_UNSPECIFIED: _ClassVar[IndexKind]
+    INDEX_KIND_CHECKOUT: _ClassVar[IndexKind]
+    INDEX_KIND_BASE: _ClassVar[IndexKind]
 INDEXING_STATUS_UNSPECIFIED: IndexingStatus
 INDEXING_STATUS_NOT_INDEXED: IndexingStatus
 INDEXING_STATUS_INDEXING: IndexingStatus
@@ -122,6 +134,12 @@ RESULT_VIEW_SUMMARY: ResultView
 RANKING_MODE_UNSPECIFIED: RankingMode
 RANKING_MODE_FUSION: RankingMode
 RANKING_MODE_FULL: RankingMode
+FILE_ORIGIN_UNSPECIFIED: FileOrigin
+FILE_ORIGIN_BASE: FileOrigin
+FILE_ORIGIN_CHECKOUT: FileOrigin
+INDEX_KIND_UNSPECIFIED: IndexKind
+INDEX_KIND_CHECKOUT: IndexKind
+INDEX_KIND_BASE: IndexKind
 
 class IndexWorkspaceRequest(_message.Message):
     __slots__ = ("workspace_root", "wait_for_embeddings", "force", "workspace_id", "workers")
@@ -298,7 +316,7 @@ class QueryShape(_message.Message):
     def __init__(self, intent: _Optional[_Union[QueryIntent, str]] = ..., intent_confidence: _Optional[float] = ..., identifiers: _Optional[_Iterable[str]] = ..., words: _Optional[_Iterable[str]] = ..., name_parts: _Optional[_Iterable[str]] = ..., path: _Optional[str] = ..., phrase: _Optional[str] = ..., mentions_tests: _Optional[bool] = ..., lexical_text: _Optional[str] = ..., question: _Optional[bool] = ...) -> None: ...
 
 class SearchResult(_message.Message):
-    __slots__ = ("chunk", "score", "lexical_score", "vector_similarity", "provenance", "lexical_rank", "semantic_rank", "fusion_score", "signals", "vector_channel")
+    __slots__ = ("chunk", "score", "lexical_score", "vector_similarity", "provenance", "lexical_rank", "semantic_rank", "fusion_score", "signals", "vector_channel", "origin")
     class SignalsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -316,6 +334,7 @@ class SearchResult(_message.Message):
     FUSION_SCORE_FIELD_NUMBER: _ClassVar[int]
     SIGNALS_FIELD_NUMBER: _ClassVar[int]
     VECTOR_CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
     chunk: _chunk_pb2.Chunk
     score: float
     lexical_score: float
@@ -326,10 +345,11 @@ class SearchResult(_message.Message):
     fusion_score: float
     signals: _containers.ScalarMap[str, float]
     vector_channel: VectorChannel
-    def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., lexical_score: _Optional[float] = ..., vector_similarity: _Optional[float] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., lexical_rank: _Optional[int] = ..., semantic_rank: _Optional[int] = ..., fusion_score: _Optional[float] = ..., signals: _Optional[_Mapping[str, float]] = ..., vector_channel: _Optional[_Union[VectorChannel, str]] = ...) -> None: ...
+    origin: FileOrigin
+    def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., lexical_score: _Optional[float] = ..., vector_similarity: _Optional[float] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., lexical_rank: _Optional[int] = ..., semantic_rank: _Optional[int] = ..., fusion_score: _Optional[float] = ..., signals: _Optional[_Mapping[str, float]] = ..., vector_channel: _Optional[_Union[VectorChannel, str]] = ..., origin: _Optional[_Union[FileOrigin, str]] = ...) -> None: ...
 
 class SearchMetadata(_message.Message):
-    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "search_ms", "total_chunks", "embedded_chunks", "total_candidates", "confidence", "missing_names", "nearest_names", "filtered_chunks", "vector_channels", "primary_vector_chunks", "static_vector_chunks", "static_model_id", "static_model_version", "primary_unavailable_reason", "answerability")
+    __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "search_ms", "total_chunks", "embedded_chunks", "total_candidates", "confidence", "missing_names", "nearest_names", "filtered_chunks", "vector_channels", "primary_vector_chunks", "static_vector_chunks", "static_model_id", "static_model_version", "primary_unavailable_reason", "answerability", "base_commit")
     INDEXING_STATUS_FIELD_NUMBER: _ClassVar[int]
     RESULT_COMPLETENESS_FIELD_NUMBER: _ClassVar[int]
     SEMANTIC_FALLBACK_FIELD_NUMBER: _ClassVar[int]
@@ -353,6 +373,7 @@ class SearchMetadata(_message.Message):
     STATIC_MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
     PRIMARY_UNAVAILABLE_REASON_FIELD_NUMBER: _ClassVar[int]
     ANSWERABILITY_FIELD_NUMBER: _ClassVar[int]
+    BASE_COMMIT_FIELD_NUMBER: _ClassVar[int]
     indexing_status: IndexingStatus
     result_completeness: ResultCompleteness
     semantic_fallback: bool
@@ -376,7 +397,8 @@ class SearchMetadata(_message.Message):
     static_model_version: str
     primary_unavailable_reason: str
     answerability: float
-    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., total_candidates: _Optional[int] = ..., confidence: _Optional[float] = ..., missing_names: _Optional[_Iterable[str]] = ..., nearest_names: _Optional[_Iterable[str]] = ..., filtered_chunks: _Optional[int] = ..., vector_channels: _Optional[_Iterable[_Union[VectorChannel, str]]] = ..., primary_vector_chunks: _Optional[int] = ..., static_vector_chunks: _Optional[int] = ..., static_model_id: _Optional[str] = ..., static_model_version: _Optional[str] = ..., primary_unavailable_reason: _Optional[str] = ..., answerability: _Optional[float] = ...) -> None: ...
+    base_commit: str
+    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., total_candidates: _Optional[int] = ..., confidence: _Optional[float] = ..., missing_names: _Optional[_Iterable[str]] = ..., nearest_names: _Optional[_Iterable[str]] = ..., filtered_chunks: _Optional[int] = ..., vector_channels: _Optional[_Iterable[_Union[VectorChannel, str]]] = ..., primary_vector_chunks: _Optional[int] = ..., static_vector_chunks: _Optional[int] = ..., static_model_id: _Optional[str] = ..., static_model_version: _Optional[str] = ..., primary_unavailable_reason: _Optional[str] = ..., answerability: _Optional[float] = ..., base_commit: _Optional[str] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("results", "metadata")
@@ -395,7 +417,7 @@ class GetIndexStatusRequest(_message.Message):
     def __init__(self, workspace_root: _Optional[str] = ..., workspace_id: _Optional[str] = ...) -> None: ...
 
 class GetIndexStatusResponse(_message.Message):
-    __slots__ = ("indexing_status", "files", "chunks", "embedded_chunks", "embedding_model_id", "embedding_model_version", "index_format_version", "error", "index_bytes", "last_sync_time", "skipped", "static_vector_chunks", "static_model_id", "static_model_version", "workspace_id", "root")
+    __slots__ = ("indexing_status", "files", "chunks", "embedded_chunks", "embedding_model_id", "embedding_model_version", "index_format_version", "error", "index_bytes", "last_sync_time", "skipped", "static_vector_chunks", "static_model_id", "static_model_version", "workspace_id", "root", "base_commit")
     INDEXING_STATUS_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
@@ -412,6 +434,7 @@ class GetIndexStatusResponse(_message.Message):
     STATIC_MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
     ROOT_FIELD_NUMBER: _ClassVar[int]
+    BASE_COMMIT_FIELD_NUMBER: _ClassVar[int]
     indexing_status: IndexingStatus
     files: int
     chunks: int
@@ -428,25 +451,32 @@ class GetIndexStatusResponse(_message.Message):
     static_model_version: str
     workspace_id: str
     root: str
-    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., files: _Optional[int] = ..., chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., index_format_version: _Optional[str] = ..., error: _Optional[str] = ..., index_bytes: _Optional[int] = ..., last_sync_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., skipped: _Optional[_Iterable[_Union[_analysis_pb2.SkippedFile, _Mapping]]] = ..., static_vector_chunks: _Optional[int] = ..., static_model_id: _Optional[str] = ..., static_model_version: _Optional[str] = ..., workspace_id: _Optional[str] = ..., root: _Optional[str] = ...) -> None: ...
+    base_commit: str
+    def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., files: _Optional[int] = ..., chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., index_format_version: _Optional[str] = ..., error: _Optional[str] = ..., index_bytes: _Optional[int] = ..., last_sync_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., skipped: _Optional[_Iterable[_Union[_analysis_pb2.SkippedFile, _Mapping]]] = ..., static_vector_chunks: _Optional[int] = ..., static_model_id: _Optional[str] = ..., static_model_version: _Optional[str] = ..., workspace_id: _Optional[str] = ..., root: _Optional[str] = ..., base_commit: _Optional[str] = ...) -> None: ...
 
 class ListIndexesRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class IndexSummary(_message.Message):
-    __slots__ = ("workspace_id", "key", "root", "host", "status")
+    __slots__ = ("workspace_id", "key", "root", "host", "status", "kind", "base_workspace_id", "used_by")
     WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     ROOT_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    BASE_WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
+    USED_BY_FIELD_NUMBER: _ClassVar[int]
     workspace_id: str
     key: str
     root: str
     host: str
     status: GetIndexStatusResponse
-    def __init__(self, workspace_id: _Optional[str] = ..., key: _Optional[str] = ..., root: _Optional[str] = ..., host: _Optional[str] = ..., status: _Optional[_Union[GetIndexStatusResponse, _Mapping]] = ...) -> None: ...
+    kind: IndexKind
+    base_workspace_id: str
+    used_by: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, workspace_id: _Optional[str] = ..., key: _Optional[str] = ..., root: _Optional[str] = ..., host: _Optional[str] = ..., status: _Optional[_Union[GetIndexStatusResponse, _Mapping]] = ..., kind: _Optional[_Union[IndexKind, str]] = ..., base_workspace_id: _Optional[str] = ..., used_by: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListIndexesResponse(_message.Message):
     __slots__ = ("indexes",)

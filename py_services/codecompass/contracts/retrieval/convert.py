@@ -43,7 +43,7 @@ from codecompass.contracts.retrieval.model import (
     SyncStats,
 )
 from codecompass.policy import shape as q
-from codecompass.policy.ranking import PRIMARY_VECTORS, STATIC_VECTORS, RankedResult
+from codecompass.policy.ranking import ORIGIN_BASE, ORIGIN_CHECKOUT, PRIMARY_VECTORS, STATIC_VECTORS, RankedResult
 from codecompass.policy.shape import QueryShape
 from codecompass.v1 import retrieval_pb2
 
@@ -82,6 +82,16 @@ _CHANNEL_TO_PROTO = {
     STATIC_VECTORS: retrieval_pb2.VECTOR_CHANNEL_STATIC,
 }
 _CHANNEL_FROM_PROTO = {v: k for k, v in _CHANNEL_TO_PROTO.items()}
+_ORIGIN_TO_PROTO = {
+    "": retrieval_pb2.FILE_ORIGIN_UNSPECIFIED,
+    ORIGIN_BASE: retrieval_pb2.FILE_ORIGIN_BASE,
+    ORIGIN_CHECKOUT: retrieval_pb2.FILE_ORIGIN_CHECKOUT,
+}
+_ORIGIN_FROM_PROTO = {v: k for k, v in _ORIGIN_TO_PROTO.items()}
+_KIND_TO_PROTO = {"checkout": retrieval_pb2.INDEX_KIND_CHECKOUT, "base": retrieval_pb2.INDEX_KIND_BASE}
+# UNSPECIFIED: a server from before bases listed only checkouts' indexes.
+_KIND_FROM_PROTO = {retrieval_pb2.INDEX_KIND_UNSPECIFIED: "checkout",
+                    **{v: k for k, v in _KIND_TO_PROTO.items()}}
 
 _PHASE_TO_PROTO: dict[IndexPhase, retrieval_pb2.IndexPhase] = {
     phase: retrieval_pb2.IndexPhase.Value(f"INDEX_PHASE_{phase.name}") for phase in IndexPhase
@@ -99,10 +109,11 @@ _RESULT_FIELDS = ("score", "lexical_score", "vector_similarity", "lexical_rank",
 _METADATA_FIELDS = ("semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked",
                     "embedding_model_id", "embedding_model_version", "search_ms", "total_chunks", "embedded_chunks",
                     "total_candidates", "confidence", "filtered_chunks", "primary_vector_chunks",
-                    "static_vector_chunks", "static_model_id", "static_model_version", "primary_unavailable_reason")
+                    "static_vector_chunks", "static_model_id", "static_model_version", "primary_unavailable_reason",
+                    "base_commit")
 _STATUS_FIELDS = ("files", "chunks", "embedded_chunks", "embedding_model_id", "embedding_model_version",
                   "index_format_version", "error", "index_bytes", "static_vector_chunks", "static_model_id",
-                  "static_model_version", "workspace_id", "root")
+                  "static_model_version", "workspace_id", "root", "base_commit")
 
 
 # --- RetrievalService ---
@@ -287,6 +298,7 @@ def _result_to_proto(result: RankedResult, view: ResultView) -> retrieval_pb2.Se
         provenance=provenance_to_proto(result.provenance),
         signals={k: v for k, v in result.signals.items() if not k.startswith("_")},
         vector_channel=_CHANNEL_TO_PROTO[result.vector_channel],
+        origin=_ORIGIN_TO_PROTO[result.origin],
     )
 
 
@@ -298,6 +310,7 @@ def _result_from_proto(msg: retrieval_pb2.SearchResult) -> RankedResult:
         signals=dict(msg.signals),
         # A value a newer server added reads as "not said" rather than failing the answer.
         vector_channel=_CHANNEL_FROM_PROTO.get(msg.vector_channel, ""),
+        origin=_ORIGIN_FROM_PROTO.get(msg.origin, ""),
     )
 
 
@@ -408,11 +421,13 @@ def status_from_proto(msg: retrieval_pb2.GetIndexStatusResponse) -> IndexStatusR
 def indexes_to_proto(indexes: Iterable[IndexSummary]) -> retrieval_pb2.ListIndexesResponse:
     return retrieval_pb2.ListIndexesResponse(indexes=[
         retrieval_pb2.IndexSummary(workspace_id=i.workspace_id, key=i.key, root=i.root, host=i.host,
-                                   status=status_to_proto(i.status))
+                                   status=status_to_proto(i.status), kind=_KIND_TO_PROTO[i.kind],
+                                   base_workspace_id=i.base_workspace_id, used_by=list(i.used_by))
         for i in indexes
     ])
 
 
 def indexes_from_proto(msg: retrieval_pb2.ListIndexesResponse) -> list[IndexSummary]:
     return [IndexSummary(workspace_id=i.workspace_id, key=i.key, root=i.root, host=i.host,
-                         status=status_from_proto(i.status)) for i in msg.indexes]
+                         status=status_from_proto(i.status), kind=_KIND_FROM_PROTO.get(i.kind, "checkout"),
+                         base_workspace_id=i.base_workspace_id, used_by=tuple(i.used_by)) for i in msg.indexes]

@@ -114,6 +114,26 @@ class IndexStatusReport:
     # Which workspace the index belongs to, and the folder it was last synced from.
     workspace_id: str = ""
     root: str = ""
+    # The commit of the base the index started from (a checkout's) or holds (a base's); "" neither.
+    base_commit: str = ""
+
+
+# A checkout's workspace id when its repository's id is another checkout's (`location.checkout_id`).
+CHECKOUT_SEPARATOR = "@checkout-"
+
+
+def repository_of(workspace_id: str) -> str:
+    """The repository's id a checkout's id was made from (itself, for the owner's)."""
+    return workspace_id.split(CHECKOUT_SEPARATOR, 1)[0]
+
+
+def base_id(repository_id: str, commit: str) -> str:
+    """A base's workspace id: its repository's, at its commit."""
+    return f"{repository_id}@{commit[:12]}"
+
+
+def base_repository(base_workspace_id: str) -> str:
+    return base_workspace_id.rsplit("@", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -126,6 +146,11 @@ class IndexSummary:
     root: str
     host: str
     status: IndexStatusReport
+    kind: str = "checkout"  # location.CHECKOUT or location.BASE
+    # A checkout's: the base it started from; a base's: the checkout it was copied from.
+    base_workspace_id: str = ""
+    # A base's: the checkouts whose indexes started from it.
+    used_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -145,6 +170,8 @@ class SearchMetadata:
     confidence: float = 0.0  # calibrated P(the first result is a right answer)
     # Calibrated P(a right answer is among the first ten results); None: not judged.
     answerability: float | None = None
+    # The commit of the base the index started from; "" when it has none.
+    base_commit: str = ""
     # Identifiers the query typed that nothing in the index is named, and the closest names.
     missing_names: tuple[str, ...] = ()
     nearest_names: tuple[str, ...] = ()

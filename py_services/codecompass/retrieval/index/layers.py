@@ -33,6 +33,7 @@ import lancedb
 
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
+from codecompass.contracts.retrieval.model import base_id, base_repository
 from codecompass.retrieval.location import (
     BASE,
     CHECKOUT,
@@ -89,10 +90,6 @@ def files_differing(root: Path, commit: str) -> int | None:
     None when this repository does not have that commit."""
     out = _git(root, "diff", "--name-only", "--no-renames", commit, "--", ".")
     return None if out is None else len(out.splitlines())
-
-
-def base_id(repository_id: str, commit: str) -> str:
-    return f"{repository_id}@{commit[:12]}"
 
 
 @dataclass(frozen=True)
@@ -167,7 +164,7 @@ def collectable_bases(entries: list[RegisteredIndex]) -> list[RegisteredIndex]:
     newest: dict[str, RegisteredIndex] = {}
     for entry in entries:
         if entry.kind == BASE:
-            repository = entry.workspace_id.rsplit("@", 1)[0]
+            repository = base_repository(entry.workspace_id)
             if repository not in newest or entry.registered_at > newest[repository].registered_at:
                 newest[repository] = entry
     keep = {e.key for e in newest.values()} | used

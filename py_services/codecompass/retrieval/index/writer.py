@@ -29,13 +29,22 @@ from codecompass.contracts.retrieval.errors import (
     InvalidQuery,
     RetrievalError,
 )
-from codecompass.contracts.retrieval.model import IndexPhase, IndexProgress, SyncOutcome, SyncStats
+from codecompass.contracts.retrieval.model import (
+    IndexPhase,
+    IndexProgress,
+    SyncOutcome,
+    SyncStats,
+    base_id,
+    base_repository,
+    repository_of,
+)
 from codecompass.retrieval import guards
 from codecompass.retrieval.index import layers
 from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.index.workspace_writer import IndexCaller, WorkspaceWriter, WriterState
 from codecompass.retrieval.interactive import InteractiveWork
 from codecompass.retrieval.location import (
+    CHECKOUT,
     LOCAL_PREFIX,
     IndexRegistry,
     InvalidWorkspaceId,
@@ -45,7 +54,6 @@ from codecompass.retrieval.location import (
     index_uri,
     is_local_uri,
     list_tables,
-    repository_of,
     validated_root,
     workspace_id_for,
 )
@@ -205,7 +213,7 @@ class IndexWriter:
         if commit is None:
             return
         repository = repository_of(ws.workspace_id)
-        key = index_key(layers.base_id(repository, commit))
+        key = index_key(base_id(repository, commit))
         with self._bases_lock:
             if key in self._bases or index_exists(self._settings, key):
                 self._bases.add(key)
@@ -225,7 +233,7 @@ class IndexWriter:
                                          "ms": round((time.perf_counter() - started) * 1000, 1)})
         registry = IndexRegistry(index_root(self._settings), dict(self._settings.retrieval.storage_options))
         for stale in layers.collectable_bases(registry.entries()):
-            if stale.workspace_id.rsplit("@", 1)[0] == repository:
+            if base_repository(stale.workspace_id) == repository:
                 self.drop(stale.key)
 
     # --- IndexWorkspace ---
@@ -355,6 +363,12 @@ class IndexWriter:
     def drop(self, key: str) -> int:
         """Delete an index whole (its tables, its registry row); the bytes it held. A sync of
         its workspace later starts a new one."""
+        options = dict(self._settings.retrieval.storage_options)
+        entries = IndexRegistry(index_root(self._settings), options).entries()
+        users = [e.workspace_id for e in entries if e.kind == CHECKOUT and e.base == key]
+        if users:
+            raise InvalidQuery(f"this base is where {len(users)} checkout index(es) started from, and their tables "
+                               f"read its files: drop them first ({', '.join(sorted(users)[:3])})")
         with self._lock:
             ws = self._workspaces.pop(key, None)
         if ws is not None:
@@ -362,7 +376,6 @@ class IndexWriter:
         if not index_exists(self._settings, key):
             raise IndexNotFound(f"no index with key {key}")
         uri = index_uri(self._settings, key)
-        options = dict(self._settings.retrieval.storage_options)
         db = lancedb.connect(uri, storage_options=options or None)
         freed = 0
         if is_local_uri(uri):

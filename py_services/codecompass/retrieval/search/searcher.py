@@ -57,6 +57,8 @@ from codecompass.policy.ranking import (
     DEFAULT_HUB_POLICY,
     DEFAULT_POLICY,
     FUSION_ONLY,
+    ORIGIN_BASE,
+    ORIGIN_CHECKOUT,
     PRIMARY_VECTORS,
     STATIC_VECTORS,
     STRUCTURE,
@@ -69,6 +71,8 @@ from codecompass.retrieval import guards
 from codecompass.retrieval.catalog import CatalogSummary, open_catalog_table, read_summary, skips_from_json
 from codecompass.retrieval.interactive import InteractiveWork
 from codecompass.retrieval.location import (
+    BASE,
+    CHECKOUT,
     IndexRegistry,
     InvalidWorkspaceId,
     index_exists,
@@ -153,6 +157,8 @@ class IndexReader:
         self._summary: CatalogSummary | None = None
         self._summary_version = -1
         self._store: ChunkReader | None = None
+        # The files changed since the base the index started from, per catalog version.
+        self._changed: tuple[int, frozenset[str]] | None = None
 
     def _keep_current(self, mirror: IndexMirror, every_s: float) -> None:
         while not self._stop.wait(every_s):
@@ -189,6 +195,15 @@ class IndexReader:
             return summary, store
 
 
+    def changed_since_base(self, summary: CatalogSummary, base: CatalogSummary) -> frozenset[str]:
+        """Paths whose content differs from the base's (added or changed in this checkout)."""
+        with self._lock:
+            if self._changed is None or self._changed[0] != self._summary_version:
+                changed = frozenset(p for p, h in summary.hashes.items() if base.hashes.get(p) != h)
+                self._changed = (self._summary_version, changed)
+            return self._changed[1]
+
+
 class IndexSearcher:
     """The searcher role: reads over every index under the index root."""
 
@@ -220,6 +235,8 @@ class IndexSearcher:
         self._query_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embed")
         # Whether the embedding service last said it blocked an external provider, per index.
         self._blocked: dict[str, bool] = {}
+        # The catalogs of the bases indexes started from: a base never changes once written.
+        self._bases: dict[str, CatalogSummary] = {}
 
     def close(self) -> None:
         self._query_pool.shutdown(wait=False, cancel_futures=True)
@@ -411,7 +428,30 @@ class IndexSearcher:
                 unavailable_reason if STATIC_VECTORS in channels and PRIMARY_VECTORS not in channels else ""
             ),
         )
-        return SearchOutcome(results=tuple(outcome.results), metadata=metadata)
+        base_key, base_commit = summary.base
+        results = tuple(outcome.results)
+        if base_key and reader is not None and (base := self._base_catalog(base_key)) is not None:
+            changed = reader.changed_since_base(summary, base)
+            results = tuple(dataclasses.replace(r, origin=ORIGIN_CHECKOUT if r.chunk.relative_path in changed
+                                                else ORIGIN_BASE) for r in results)
+        return SearchOutcome(results=results, metadata=dataclasses.replace(metadata, base_commit=base_commit))
+
+    def _base_catalog(self, key: str) -> CatalogSummary | None:
+        """The catalog of the base `key`, read once; None when it is gone (collected)."""
+        with self._lock:
+            known = self._bases.get(key)
+        if known is not None:
+            return known
+        try:
+            table = open_catalog_table(lancedb.connect(index_uri(self._settings, key),
+                                                       storage_options=self._options or None))
+            summary = read_summary(table) if table is not None else None
+        except (OSError, RuntimeError, ValueError):
+            summary = None
+        if summary is not None:
+            with self._lock:
+                self._bases[key] = summary
+        return summary
 
     def _static_query(self, store: ChunkReader, text: str):
         """The static model's embedding of the query, when this index has a channel of that
@@ -527,12 +567,20 @@ class IndexSearcher:
     def list_indexes(self) -> list[IndexSummary]:
         """Every index under the index root, by workspace id."""
         out = []
-        for entry in IndexRegistry(index_root(self._settings), self._options).entries():
+        entries = IndexRegistry(index_root(self._settings), self._options).entries()
+        ids = {entry.key: entry.workspace_id for entry in entries}
+        for entry in entries:
             reader = self._reader(entry.key)
             if reader is None:
                 continue  # registered, then dropped or never written
-            out.append(IndexSummary(workspace_id=entry.workspace_id, key=entry.key, root=entry.root, host=entry.host,
-                                    status=self._report(entry.key, reader, entry.workspace_id, entry.root)))
+            status = self._report(entry.key, reader, entry.workspace_id, entry.root)
+            if entry.kind == BASE:  # its catalog is the checkout's it was copied from
+                status = dataclasses.replace(status, workspace_id=entry.workspace_id, base_commit=entry.commit)
+            out.append(IndexSummary(
+                workspace_id=entry.workspace_id, key=entry.key, root=entry.root, host=entry.host, status=status,
+                kind=entry.kind, base_workspace_id=ids.get(entry.base, ""),
+                used_by=tuple(e.workspace_id for e in entries if e.kind == CHECKOUT and e.base == entry.key
+                              and entry.kind == BASE)))
         return out
 
     def _report(self, key: str, reader: IndexReader | None, workspace_id: str, root: str) -> IndexStatusReport:
@@ -565,6 +613,7 @@ class IndexSearcher:
             static_model_version=static.model_version if static else "",
             workspace_id=(summary.meta.get("workspace_id") if summary is not None else "") or workspace_id,
             root=(summary.meta.get("root") if summary is not None else "") or root,
+            base_commit=summary.base[1] if summary is not None else "",
         )
 
 

@@ -565,6 +565,102 @@ export function rankingModeToJSON(object: RankingMode): string {
   }
 }
 
+/**
+ * FileOrigin says where a file of a checkout's index came from, when the index
+ * started from a base (an immutable copy of the repository's index at a clean
+ * commit, shared by its worktrees and clones).
+ */
+export enum FileOrigin {
+  /** FILE_ORIGIN_UNSPECIFIED - The index has no base. */
+  FILE_ORIGIN_UNSPECIFIED = 0,
+  /** FILE_ORIGIN_BASE - The file is as at the base's commit. */
+  FILE_ORIGIN_BASE = 1,
+  /**
+   * FILE_ORIGIN_CHECKOUT - The file was added or changed in this checkout (its branch, or an edit
+   * not committed yet).
+   */
+  FILE_ORIGIN_CHECKOUT = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function fileOriginFromJSON(object: any): FileOrigin {
+  switch (object) {
+    case 0:
+    case "FILE_ORIGIN_UNSPECIFIED":
+      return FileOrigin.FILE_ORIGIN_UNSPECIFIED;
+    case 1:
+    case "FILE_ORIGIN_BASE":
+      return FileOrigin.FILE_ORIGIN_BASE;
+    case 2:
+    case "FILE_ORIGIN_CHECKOUT":
+      return FileOrigin.FILE_ORIGIN_CHECKOUT;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return FileOrigin.UNRECOGNIZED;
+  }
+}
+
+export function fileOriginToJSON(object: FileOrigin): string {
+  switch (object) {
+    case FileOrigin.FILE_ORIGIN_UNSPECIFIED:
+      return "FILE_ORIGIN_UNSPECIFIED";
+    case FileOrigin.FILE_ORIGIN_BASE:
+      return "FILE_ORIGIN_BASE";
+    case FileOrigin.FILE_ORIGIN_CHECKOUT:
+      return "FILE_ORIGIN_CHECKOUT";
+    case FileOrigin.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/** IndexKind says what an index under the index root is. */
+export enum IndexKind {
+  /** INDEX_KIND_UNSPECIFIED - Not said (a server from before bases): a checkout's index. */
+  INDEX_KIND_UNSPECIFIED = 0,
+  /** INDEX_KIND_CHECKOUT - A checkout's index, kept in sync with one folder's files. */
+  INDEX_KIND_CHECKOUT = 1,
+  /**
+   * INDEX_KIND_BASE - A base: an immutable copy of a checkout's index taken when the checkout
+   * was clean at a commit; new checkouts of the repository start from it.
+   */
+  INDEX_KIND_BASE = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function indexKindFromJSON(object: any): IndexKind {
+  switch (object) {
+    case 0:
+    case "INDEX_KIND_UNSPECIFIED":
+      return IndexKind.INDEX_KIND_UNSPECIFIED;
+    case 1:
+    case "INDEX_KIND_CHECKOUT":
+      return IndexKind.INDEX_KIND_CHECKOUT;
+    case 2:
+    case "INDEX_KIND_BASE":
+      return IndexKind.INDEX_KIND_BASE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return IndexKind.UNRECOGNIZED;
+  }
+}
+
+export function indexKindToJSON(object: IndexKind): string {
+  switch (object) {
+    case IndexKind.INDEX_KIND_UNSPECIFIED:
+      return "INDEX_KIND_UNSPECIFIED";
+    case IndexKind.INDEX_KIND_CHECKOUT:
+      return "INDEX_KIND_CHECKOUT";
+    case IndexKind.INDEX_KIND_BASE:
+      return "INDEX_KIND_BASE";
+    case IndexKind.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** IndexWorkspaceRequest asks to bring a workspace's index up to date. */
 export interface IndexWorkspaceRequest {
   /** Absolute path of the workspace root. */
@@ -862,6 +958,12 @@ export interface SearchResult {
    * are per channel); UNSPECIFIED when not found semantically.
    */
   vectorChannel: VectorChannel;
+  /**
+   * In the index of a checkout that started from a base: whether the chunk's
+   * file is as at the base's commit (SearchMetadata.base_commit) or was
+   * changed in this checkout since; UNSPECIFIED in an index without a base.
+   */
+  origin: FileOrigin;
 }
 
 export interface SearchResult_SignalsEntry {
@@ -953,7 +1055,11 @@ export interface SearchMetadata {
    * question about another repository), not only a weak first result. Unset
    * from a server that does not judge it.
    */
-  answerability?: number | undefined;
+  answerability?:
+    | number
+    | undefined;
+  /** The commit of the base the index started from; empty when it has none. */
+  baseCommit: string;
 }
 
 /** SearchResponse carries ranked results and how they were produced. */
@@ -1022,6 +1128,11 @@ export interface GetIndexStatusResponse {
   workspaceId: string;
   /** The folder the index was last synced from (on the writer's machine). */
   root: string;
+  /**
+   * The commit of the base the index started from (a checkout's), or that it
+   * holds (a base); empty when neither.
+   */
+  baseCommit: string;
 }
 
 /** ListIndexesRequest asks for every index under the index root. */
@@ -1039,7 +1150,21 @@ export interface IndexSummary {
   /** The host name of the machine that folder is on. */
   host: string;
   /** The index's status, as GetIndexStatus reports it. */
-  status: GetIndexStatusResponse | undefined;
+  status:
+    | GetIndexStatusResponse
+    | undefined;
+  /** Whether the index is a checkout's or a base. */
+  kind: IndexKind;
+  /**
+   * A checkout's index that started from a base: the base's workspace id. A
+   * base: the workspace id of the checkout's index it was copied from.
+   */
+  baseWorkspaceId: string;
+  /**
+   * A base: the workspace ids of the checkouts' indexes that started from it
+   * (gc keeps a base in use, and each repository's newest).
+   */
+  usedBy: string[];
 }
 
 /** ListIndexesResponse lists indexes by workspace id. */
@@ -3069,6 +3194,7 @@ function createBaseSearchResult(): SearchResult {
     fusionScore: 0,
     signals: {},
     vectorChannel: 0,
+    origin: 0,
   };
 }
 
@@ -3103,6 +3229,9 @@ export const SearchResult: MessageFns<SearchResult> = {
     });
     if (message.vectorChannel !== 0) {
       writer.uint32(80).int32(message.vectorChannel);
+    }
+    if (message.origin !== 0) {
+      writer.uint32(88).int32(message.origin);
     }
     return writer;
   },
@@ -3203,6 +3332,14 @@ export const SearchResult: MessageFns<SearchResult> = {
             message.vectorChannel = reader.int32() as any;
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.origin = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3264,6 +3401,7 @@ export const SearchResult: MessageFns<SearchResult> = {
         : isSet(object.vector_channel)
         ? vectorChannelFromJSON(object.vector_channel)
         : 0,
+      origin: isSet(object.origin) ? fileOriginFromJSON(object.origin) : 0,
     };
   },
 
@@ -3305,6 +3443,9 @@ export const SearchResult: MessageFns<SearchResult> = {
     if (message.vectorChannel !== 0) {
       obj.vectorChannel = vectorChannelToJSON(message.vectorChannel);
     }
+    if (message.origin !== 0) {
+      obj.origin = fileOriginToJSON(message.origin);
+    }
     return obj;
   },
 
@@ -3331,6 +3472,7 @@ export const SearchResult: MessageFns<SearchResult> = {
       {},
     );
     message.vectorChannel = object.vectorChannel ?? 0;
+    message.origin = object.origin ?? 0;
     return message;
   },
 };
@@ -3445,6 +3587,7 @@ function createBaseSearchMetadata(): SearchMetadata {
     staticModelVersion: "",
     primaryUnavailableReason: "",
     answerability: undefined,
+    baseCommit: "",
   };
 }
 
@@ -3537,6 +3680,9 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     }
     if (message.answerability !== undefined) {
       writer.uint32(205).float(message.answerability);
+    }
+    if (message.baseCommit !== "") {
+      writer.uint32(210).string(message.baseCommit);
     }
     return writer;
   },
@@ -3748,6 +3894,14 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
             message.answerability = reader.float();
             continue;
           }
+          case 26: {
+            if (tag !== 210) {
+              break;
+            }
+
+            message.baseCommit = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3869,6 +4023,11 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
         ? globalThis.String(object.primary_unavailable_reason)
         : "",
       answerability: isSet(object.answerability) ? globalThis.Number(object.answerability) : undefined,
+      baseCommit: isSet(object.baseCommit)
+        ? globalThis.String(object.baseCommit)
+        : isSet(object.base_commit)
+        ? globalThis.String(object.base_commit)
+        : "",
     };
   },
 
@@ -3943,6 +4102,9 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     if (message.answerability !== undefined) {
       obj.answerability = floatToJson(message.answerability);
     }
+    if (message.baseCommit !== "") {
+      obj.baseCommit = message.baseCommit;
+    }
     return obj;
   },
 
@@ -3984,6 +4146,7 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
     message.staticModelVersion = object.staticModelVersion ?? "";
     message.primaryUnavailableReason = object.primaryUnavailableReason ?? "";
     message.answerability = object.answerability ?? undefined;
+    message.baseCommit = object.baseCommit ?? "";
     return message;
   },
 };
@@ -4188,6 +4351,7 @@ function createBaseGetIndexStatusResponse(): GetIndexStatusResponse {
     staticModelVersion: "",
     workspaceId: "",
     root: "",
+    baseCommit: "",
   };
 }
 
@@ -4255,6 +4419,9 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     }
     if (message.root !== "") {
       writer.uint32(130).string(message.root);
+    }
+    if (message.baseCommit !== "") {
+      writer.uint32(138).string(message.baseCommit);
     }
     return writer;
   },
@@ -4400,6 +4567,14 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
             message.root = reader.string();
             continue;
           }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.baseCommit = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4476,6 +4651,11 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
         ? globalThis.String(object.workspace_id)
         : "",
       root: isSet(object.root) ? globalThis.String(object.root) : "",
+      baseCommit: isSet(object.baseCommit)
+        ? globalThis.String(object.baseCommit)
+        : isSet(object.base_commit)
+        ? globalThis.String(object.base_commit)
+        : "",
     };
   },
 
@@ -4529,6 +4709,9 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     if (message.root !== "") {
       obj.root = message.root;
     }
+    if (message.baseCommit !== "") {
+      obj.baseCommit = message.baseCommit;
+    }
     return obj;
   },
 
@@ -4559,6 +4742,7 @@ export const GetIndexStatusResponse: MessageFns<GetIndexStatusResponse> = {
     message.staticModelVersion = object.staticModelVersion ?? "";
     message.workspaceId = object.workspaceId ?? "";
     message.root = object.root ?? "";
+    message.baseCommit = object.baseCommit ?? "";
     return message;
   },
 };
@@ -4616,7 +4800,7 @@ export const ListIndexesRequest: MessageFns<ListIndexesRequest> = {
 };
 
 function createBaseIndexSummary(): IndexSummary {
-  return { workspaceId: "", key: "", root: "", host: "", status: undefined };
+  return { workspaceId: "", key: "", root: "", host: "", status: undefined, kind: 0, baseWorkspaceId: "", usedBy: [] };
 }
 
 export const IndexSummary: MessageFns<IndexSummary> = {
@@ -4635,6 +4819,15 @@ export const IndexSummary: MessageFns<IndexSummary> = {
     }
     if (message.status !== undefined) {
       GetIndexStatusResponse.encode(message.status, writer.uint32(42).fork()).join();
+    }
+    if (message.kind !== 0) {
+      writer.uint32(48).int32(message.kind);
+    }
+    if (message.baseWorkspaceId !== "") {
+      writer.uint32(58).string(message.baseWorkspaceId);
+    }
+    for (const v of message.usedBy) {
+      writer.uint32(66).string(v!);
     }
     return writer;
   },
@@ -4692,6 +4885,30 @@ export const IndexSummary: MessageFns<IndexSummary> = {
             message.status = GetIndexStatusResponse.decode(reader, reader.uint32());
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.kind = reader.int32() as any;
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.baseWorkspaceId = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.usedBy.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4715,6 +4932,17 @@ export const IndexSummary: MessageFns<IndexSummary> = {
       root: isSet(object.root) ? globalThis.String(object.root) : "",
       host: isSet(object.host) ? globalThis.String(object.host) : "",
       status: isSet(object.status) ? GetIndexStatusResponse.fromJSON(object.status) : undefined,
+      kind: isSet(object.kind) ? indexKindFromJSON(object.kind) : 0,
+      baseWorkspaceId: isSet(object.baseWorkspaceId)
+        ? globalThis.String(object.baseWorkspaceId)
+        : isSet(object.base_workspace_id)
+        ? globalThis.String(object.base_workspace_id)
+        : "",
+      usedBy: globalThis.Array.isArray(object?.usedBy)
+        ? object.usedBy.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.used_by)
+        ? object.used_by.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -4735,6 +4963,15 @@ export const IndexSummary: MessageFns<IndexSummary> = {
     if (message.status !== undefined) {
       obj.status = GetIndexStatusResponse.toJSON(message.status);
     }
+    if (message.kind !== 0) {
+      obj.kind = indexKindToJSON(message.kind);
+    }
+    if (message.baseWorkspaceId !== "") {
+      obj.baseWorkspaceId = message.baseWorkspaceId;
+    }
+    if (message.usedBy?.length) {
+      obj.usedBy = message.usedBy;
+    }
     return obj;
   },
 
@@ -4750,6 +4987,9 @@ export const IndexSummary: MessageFns<IndexSummary> = {
     message.status = (object.status !== undefined && object.status !== null)
       ? GetIndexStatusResponse.fromPartial(object.status)
       : undefined;
+    message.kind = object.kind ?? 0;
+    message.baseWorkspaceId = object.baseWorkspaceId ?? "";
+    message.usedBy = object.usedBy?.map((e) => e) || [];
     return message;
   },
 };

@@ -84,6 +84,12 @@ class RetrievalSettings:
     # Static vectors (code-static) computed in process with every chunk written, searched for
     # the chunks the primary model has not embedded yet (retrieval/static_channel.py).
     static_channel: bool = True
+    # Bases shared by the checkouts of a repository (retrieval/index/layers.py): a clean checkout's
+    # index is copied into a base, and a new worktree's index starts from it. Off by default: a
+    # checkout started from a base of a larger index can fail full-text search once its own
+    # sync has updated the full-text index (index files looked up in the base that the deep copy
+    # did not carry; seen on a 27k-line workspace, not yet on the small test repository).
+    checkout_bases: bool = False
     # The static model's folder; None: the committed models/code_static/model.
     static_model_dir: Path | None = None
     # The learned ranker's model file (LightGBM text, `make ranker`); None: the committed

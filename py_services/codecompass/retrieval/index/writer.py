@@ -174,7 +174,8 @@ class IndexWriter:
             if ws is None:
                 # Bases are shared by the checkouts of a repository; a configured id names one index
                 # on purpose, and a folder outside any repository with a remote has no other checkout.
-                shares_bases = not workspace_id and not wid.startswith(LOCAL_PREFIX)
+                shares_bases = (self._settings.retrieval.checkout_bases and not workspace_id
+                                and not wid.startswith(LOCAL_PREFIX))
                 base = self._start_from_base(root, wid, key) if shares_bases else None
                 ws = WorkspaceWriter(root, wid, self._settings, self._analysis, self._embedding, self._tuning,
                                      self._static, self._interactive,
@@ -218,16 +219,19 @@ class IndexWriter:
             if key in self._bases or index_exists(self._settings, key):
                 self._bases.add(key)
                 return
+            started = time.perf_counter()
+            # Copied under the lock maintenance takes too: it rewrites the full-text index and
+            # deletes the files of old versions, which the copy of a version is reading.
             with ws.write_lock:
                 tables = ws.snapshot()
-            if tables is None:
-                return
-            started = time.perf_counter()
-            try:
-                layers.write_base(self._settings, ws.key, tables, repository, commit, ws.root)
-            except (OSError, RuntimeError, ValueError) as exc:
-                _log.warning("could not write a base of %s", repository, extra={"commit": commit, "detail": str(exc)})
-                return
+                if tables is None:
+                    return
+                try:
+                    layers.write_base(self._settings, ws.key, tables, repository, commit, ws.root)
+                except (OSError, RuntimeError, ValueError) as exc:
+                    _log.warning("could not write a base of %s", repository,
+                                 extra={"commit": commit, "detail": str(exc)})
+                    return
             self._bases.add(key)
         _log.info("base written", extra={"repository": repository, "commit": commit, "key": key,
                                          "ms": round((time.perf_counter() - started) * 1000, 1)})

@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=20, help="alternating Sync + Search rounds")
     parser.add_argument("--profile", default="", help="embedding profile (default: the product's)")
     parser.add_argument("--echo-logs", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="leave the repository and the indexes in /tmp")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="cc-worktrees-"))
     main_root, feature = work / "repo", work / "repo-feature"
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     _git(main_root, "commit", "-q", "-m", "base")
     lines = sum(len(p.read_bytes().splitlines()) for p in main_root.rglob("*") if p.is_file() and ".git" not in p.parts)
 
-    env = {"CODECOMPASS_STATE_DIR": str(work / "state"), "CODECOMPASS_RETRIEVAL_CHECKOUT_BASES": "1",
+    env = {"CODECOMPASS_STATE_DIR": str(work / "state"),
            **({"CODECOMPASS_EMBEDDING_PROFILE": args.profile} if args.profile else {})}
     stack = start_stack(env, echo=args.echo_logs)
     client = RetrievalClient(stack.retrieval.address)
@@ -107,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         client.close()
         stack.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
 
     result = {
         "workspace": str(args.workspace), "lines": lines, "diff_files": min(args.diff, len(targets)),

@@ -13,8 +13,10 @@ import lancedb
 import pytest
 from tests.conftest import SAMPLE_WORKSPACE
 
+from codecompass.clients.errors import ServiceError
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.contracts.retrieval.model import SearchQuery
+from codecompass.policy.ranking import ORIGIN_BASE, ORIGIN_CHECKOUT
 from codecompass.retrieval.location import BASE, CHECKOUT, IndexRegistry, index_key, list_tables
 
 REMOTE = "https://github.com/acme/shop.git"
@@ -50,13 +52,14 @@ def repository(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.fixture
-def retrieval(start_python_service, analysis_server: str, tmp_path: Path) -> tuple[RetrievalClient, Path]:
+def retrieval(start_python_service, analysis_server: str, tmp_path: Path,
+              request: pytest.FixtureRequest) -> tuple[RetrievalClient, Path]:
     _, embedding = start_python_service("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "code-static"})
     indexes = tmp_path / "indexes"
     _, address = start_python_service("codecompass.retrieval", {
         "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding, "CODECOMPASS_EMBEDDING_PROFILE": "code-static",
         "CODECOMPASS_RETRIEVAL_DB_URI": str(indexes), "CODECOMPASS_STATE_DIR": str(tmp_path / "state"),
-        "CODECOMPASS_RETRIEVAL_CHECKOUT_BASES": "1"})
+        **getattr(request, "param", {})})
     client = RetrievalClient(address)
     yield client, indexes
     client.close()
@@ -120,6 +123,49 @@ def test_two_worktrees_keep_an_index_each_and_never_answer_from_the_other_branch
                                                                           index_key(feature_id)}
 
 
+def test_a_new_worktree_starts_from_the_base_and_costs_only_its_diff(
+        retrieval: tuple[RetrievalClient, Path], repository: tuple[Path, Path]) -> None:
+    client, indexes = retrieval
+    main, feature = repository
+    first = _index(client, main)
+    assert first.files_added > 10
+    (base,) = _wait_for_base(indexes)
+    head = _git(main, "rev-parse", "HEAD").strip()
+    assert (base.commit, base.workspace_id, base.base) == (head, f"{REPOSITORY}@{head[:12]}", index_key(REPOSITORY))
+    base_folder = indexes / base.key
+    before = _versions(base_folder)
+
+    stats = _index(client, feature)
+    # One file changed, one removed: nothing else is chunked or embedded again.
+    assert (stats.files_added, stats.files_changed, stats.files_removed) == (0, 1, 1), stats
+    assert stats.chunks_embedded <= stats.chunks_upserted <= 6, stats  # strings.ts: 4 functions, its file card
+    (entry,) = [e for e in _registry(indexes) if e.kind == CHECKOUT and e.root == str(feature)]
+    assert entry.base == base.key and entry.commit == head
+    assert "applyLoyaltyDiscount" not in _names(client, main, "applyLoyaltyDiscount")
+    # Results say where they came from: this worktree's change, or the base at its commit.
+    changed = client.search(SearchQuery(workspace_root=str(feature), query="applyLoyaltyDiscount", limit=5), 30)
+    assert changed.metadata.base_commit == head
+    assert (changed.results[0].chunk.name, changed.results[0].origin) == ("applyLoyaltyDiscount", ORIGIN_CHECKOUT)
+    same = client.search(SearchQuery(workspace_root=str(feature), query="retryWithBackoff", limit=5), 30)
+    assert (same.results[0].chunk.relative_path, same.results[0].origin) == ("src/utils/retry.ts", ORIGIN_BASE)
+    plain = client.search(SearchQuery(workspace_root=str(main), query="retryWithBackoff", limit=5), 30)
+    assert (plain.metadata.base_commit, plain.results[0].origin) == ("", "")
+    # ListIndexes shows the base and what uses it; a base in use is not dropped.
+    listed = {i.workspace_id: i for i in client.list_indexes(30)}
+    assert listed[base.workspace_id].kind == "base" and listed[base.workspace_id].used_by == (entry.workspace_id,)
+    assert listed[entry.workspace_id].base_workspace_id == base.workspace_id
+    assert listed[entry.workspace_id].status.base_commit == head
+    with pytest.raises(ServiceError, match="drop them first"):
+        client.drop_index(30, workspace_id=base.workspace_id)
+    # The base is never written by a checkout's sync, and outlives a checkout's index dropped.
+    assert _versions(base_folder) == before
+    client.drop_index(30, workspace_root=str(feature))
+    assert _versions(base_folder) == before
+    assert lancedb.connect(str(base_folder)).open_table("catalog").count_rows() > 0
+
+
+
+
 def test_a_dirty_checkout_writes_no_base(retrieval: tuple[RetrievalClient, Path],
                                          repository: tuple[Path, Path]) -> None:
     client, indexes = retrieval
@@ -128,3 +174,46 @@ def test_a_dirty_checkout_writes_no_base(retrieval: tuple[RetrievalClient, Path]
     _index(client, main)
     time.sleep(2)
     assert [e for e in _registry(indexes) if e.kind == BASE] == []
+
+
+def test_gc_drops_a_base_with_the_last_checkout_of_its_repository(
+        retrieval: tuple[RetrievalClient, Path], repository: tuple[Path, Path], run_cli,
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    client, indexes = retrieval
+    main, feature = repository
+    _index(client, main)
+    (base,) = _wait_for_base(indexes)
+    _index(client, feature)
+    monkeypatch.setenv("RETRIEVAL_ADDR", client.address)
+    monkeypatch.setenv("CODECOMPASS_STATE_DIR", str(tmp_path / "cli"))
+
+    status = run_cli("status")
+    assert f"base of {REPOSITORY} at {base.commit[:12]}, used by 1 checkout" in status.out
+    assert f", from the base at {base.commit[:12]}" in status.out
+
+    _git(main, "worktree", "remove", "--force", str(feature))
+    first = run_cli("gc")
+    assert first.code == 0, first.err
+    assert any(line.startswith("removed") and line.endswith(f"{feature} (workspace no longer exists)")
+               for line in first.out.splitlines())
+    assert any(line.startswith("kept") and line.endswith(f"{base.workspace_id} (used by 1)")
+               for line in first.out.splitlines())  # listed before the checkout went
+    assert (indexes / base.key).is_dir()
+
+    shutil.rmtree(main)
+    second = run_cli("gc")
+    assert second.code == 0, second.err
+    assert any(line.startswith("removed") and line.endswith(f"{base.workspace_id} (no checkout of its repository "
+                                                              "is left)") for line in second.out.splitlines())
+    assert [e for e in _registry(indexes)] == []
+
+
+@pytest.mark.parametrize("retrieval", [{"CODECOMPASS_RETRIEVAL_CHECKOUT_BASES": "false"}], indirect=True)
+def test_with_bases_off_each_checkout_is_indexed_from_its_files(retrieval: tuple[RetrievalClient, Path],
+                                                                 repository: tuple[Path, Path]) -> None:
+    client, indexes = retrieval
+    main, feature = repository
+    first = _index(client, main)
+    time.sleep(2)
+    assert [e for e in _registry(indexes) if e.kind == BASE] == []
+    assert _index(client, feature).files_added == first.files_added - 1  # jwt.ts removed on the branch

@@ -142,7 +142,7 @@ FIELDS: tuple[Field, ...] = (
     Field("retrieval.static_channel", "CODECOMPASS_RETRIEVAL_STATIC_CHANNEL", "retrieval.static_channel",
           parse_bool, "Write static (code-static) vectors with every chunk, a semantic channel from the first sync"),
     Field("retrieval.checkout_bases", "CODECOMPASS_RETRIEVAL_CHECKOUT_BASES", "retrieval.checkout_bases",
-          parse_bool, "Share bases between checkouts of a repository (experimental; off: a known defect)"),
+          parse_bool, "Share bases between the checkouts of a repository: a new worktree's index costs its diff"),
     Field("retrieval.static_model_dir", "CODECOMPASS_RETRIEVAL_STATIC_MODEL_DIR", "retrieval.static_model_dir",
           parse_optional_path, "The static channel's model2vec folder (default: the committed code-static model)"),
     Field("retrieval.learned_ranking", "CODECOMPASS_RETRIEVAL_LEARNED_RANKING", "retrieval.learned_ranking",

@@ -85,11 +85,9 @@ class RetrievalSettings:
     # the chunks the primary model has not embedded yet (retrieval/static_channel.py).
     static_channel: bool = True
     # Bases shared by the checkouts of a repository (retrieval/index/layers.py): a clean checkout's
-    # index is copied into a base, and a new worktree's index starts from it. Off by default: a
-    # checkout started from a base of a larger index can fail full-text search once its own
-    # sync has updated the full-text index (index files looked up in the base that the deep copy
-    # did not carry; seen on a 27k-line workspace, not yet on the small test repository).
-    checkout_bases: bool = False
+    # index is copied into a base, and a new worktree's index starts from it, costing its diff.
+    # Off: every checkout's index is built from its files (each checkout has its own either way).
+    checkout_bases: bool = True
     # The static model's folder; None: the committed models/code_static/model.
     static_model_dir: Path | None = None
     # The learned ranker's model file (LightGBM text, `make ranker`); None: the committed

@@ -404,6 +404,12 @@ class ChunkWriter(ChunkReader):
             self._table.optimize(cleanup_older_than=retention)
             self._sources.optimize(cleanup_older_than=retention)
 
+    def build_text_index(self) -> None:
+        """The full-text index, when the table has none (a checkout's index just cloned from a
+        base): built now rather than by the next maintenance, so the first searches rank with it."""
+        with self._write_lock:
+            self._ensure_fts_index()
+
     def cleanup_due_at(self, retention: timedelta = DEFAULT_VERSION_RETENTION) -> float | None:
         """Epoch seconds after which `maintain(retention=retention)` would drop a version or
         a source text it cannot drop now; None when there is nothing left to drop."""

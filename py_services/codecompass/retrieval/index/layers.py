@@ -5,16 +5,17 @@ never write each other's rows. What they share is a *base*: an immutable copy of
 index taken when that checkout was clean at a commit (every file as committed, every vector
 written). A checkout whose index does not exist yet starts from the base nearest its files (the
 fewest files differing, by git): its tables are shallow clones of the base's (LanceDB/Lance
-`shallow_clone`: new manifests that point at the base's data files, milliseconds and no copy),
-and its first sync is then an ordinary incremental one: the catalog's content hashes say which
-files differ, and only those are chunked and embedded, into the checkout's own files. A sync
-never writes into a base: the clone's writes (new fragments, deletion files, compaction, its
-version cleanup) are all under the checkout's own index.
+`shallow_clone`: new manifests that point at the base's data files, milliseconds and no copy;
+its indexes are its own, built again), and its first sync is then an ordinary incremental
+one: the catalog's content hashes say which files differ, and only those are chunked and
+embedded, into the checkout's own files. A sync never writes into a base: the clone's writes
+(new fragments, deletion files, compaction, its version cleanup) are all under its own index.
 
 A base is a *deep* copy of the checkout's tables (`deep_clone`), not a tag on them: the
 checkout's index goes on changing and its maintenance deletes old versions' files, which the
-base's readers may still point at. A base is written once and never changed; `gc` drops it when
-no checkout's index started from it and a newer one exists.
+base's readers may still point at. A base is written once and never changed. The writer drops a
+repository's older bases no checkout started from when it writes a newer one; `gc` drops a base
+with the last checkout of its repository; DropIndex refuses a base a checkout reads.
 
 Everything here needs the git binary and a repository: without them there are no bases, and a
 checkout is indexed from its files as before.
@@ -130,7 +131,14 @@ def start_from_base(settings: Settings, key: str, base: Base) -> list[str]:
     try:
         for table in tables:
             dataset = lance.dataset(_dataset_uri(source, table), storage_options=options)
-            dataset.shallow_clone(_dataset_uri(target, table), dataset.version, storage_options=options)
+            clone = dataset.shallow_clone(_dataset_uri(target, table), dataset.version, storage_options=options)
+            # Without the base's indexes: Lance (pylance 14) writes an index it updates in a clone
+            # into the clone's folder but records it as the base's, which then cannot be read (seen
+            # as "Not found: <base>/_indices/<uuid>/tokens.lance" after the clone's first update).
+            # The writer builds its own: the full-text index at once, the vector indexes in
+            # maintenance (searched exhaustively until then).
+            for index in clone.list_indices():
+                clone.drop_index(index["name"])
     except (OSError, RuntimeError, ValueError):
         _remove(settings, target)
         raise

@@ -41,6 +41,7 @@ from codecompass.contracts.retrieval.errors import EmbeddingUnavailable, IndexRe
 from codecompass.contracts.retrieval.model import FreshnessStatus, IndexPhase, IndexProgress, SyncOutcome, SyncStats
 from codecompass.retrieval import guards
 from codecompass.retrieval.catalog import CATALOG_TABLE, Catalog, IndexIdentity, skips_to_json
+from codecompass.retrieval.index import layers
 from codecompass.retrieval.index.background_embedder import BackgroundEmbedder
 from codecompass.retrieval.index.chunk_writer import DEFAULT_VERSION_RETENTION, ChunkWriter
 from codecompass.retrieval.index.shard.job import PostedShards
@@ -152,6 +153,9 @@ class WorkspaceWriter:
         # Called when a sync ended or the last vectors were written: the writer may copy the
         # index into a base of its repository then (`layers.py`).
         self._on_settled = on_settled
+        # The commit HEAD was at when the last sync that finished in this process began (None: no
+        # sync finished since it began, or no bases are written of this index).
+        self.synced_head: str | None = None
         self.workspace_id = workspace_id
         self.key = index_key(workspace_id)
         self._settings = settings
@@ -294,6 +298,10 @@ class WorkspaceWriter:
             scan_started = time.perf_counter()
             if self._behind_since is None:
                 self._behind_since = time.time()
+            # The commit the files were at when this sync read them: a base is written only of an
+            # index a sync brought to the files of the commit the checkout is still clean at.
+            head = layers.head_commit(self.root) if self._on_settled is not None else None
+            self.synced_head = None
             settled = self._settled_token(job)
             # Cleared until this sync has applied its scan: a sync that fails leaves no token.
             self._watch_token = ""
@@ -307,6 +315,7 @@ class WorkspaceWriter:
                 self._watch_token = settled
                 self._synced_at = time.time()
                 self._behind_since = None
+                self.synced_head = head
                 return SyncStats(files_skipped=len(self._scan_skipped), duration_ms=scan_rpc_ms)
             self._scan_skipped = scan.skipped
             if not job.force and self.catalog.identity is None:
@@ -337,6 +346,7 @@ class WorkspaceWriter:
             self._sync_error = ""
             self._record_manifest()
             self._watch_token = scan.watch_token
+            self.synced_head = head
             self.settled()
             if stats.chunks_upserted or stats.chunks_deleted:
                 _log.info(
@@ -688,7 +698,8 @@ class WorkspaceWriter:
                             lag_s=max(0.0, time.time() - behind) if behind is not None else 0.0)
 
     def settled(self) -> None:
-        if self._on_settled is not None and not self._closing.is_set() and not self.embedder.running:
+        if (self._on_settled is not None and self.synced_head is not None and not self._closing.is_set()
+                and not self.embedder.running):
             self._on_settled(self)
 
     def snapshot(self) -> dict[str, int] | None:

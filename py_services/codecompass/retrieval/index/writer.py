@@ -182,6 +182,8 @@ class IndexWriter:
                                      on_settled=self._settled if shares_bases else None)
                 if base is not None:
                     ws.catalog.set_meta(**{layers.BASE_META: base.key, layers.BASE_COMMIT_META: base.commit})
+                    if ws.store is not None:
+                        ws.store.build_text_index()
                 self._workspaces[key] = ws
             return ws
 
@@ -199,6 +201,10 @@ class IndexWriter:
             _log.warning("could not start the index of %s from its base; indexing every file", root,
                          extra={"base": base.key, "detail": str(exc)})
             return None
+        # Registered at once: until its first sync registers it, a collection of the repository's
+        # unused bases would not know this index reads the base's files.
+        IndexRegistry(index_root(self._settings), dict(self._settings.retrieval.storage_options)).register(
+            key, wid, str(root), base=base.key, commit=base.commit)
         _log.info("index starts from a base", extra={"root": str(root), "base": base.key, "commit": base.commit,
                                                      "files_differing": base.differing})
         return base
@@ -211,7 +217,7 @@ class IndexWriter:
         commit that has none yet and nothing is left to write in the index; then collect the
         repository's bases nobody uses (`layers.collectable_bases`)."""
         commit = layers.clean_commit(ws.root)
-        if commit is None:
+        if commit is None or commit != ws.synced_head:
             return
         repository = repository_of(ws.workspace_id)
         key = index_key(base_id(repository, commit))

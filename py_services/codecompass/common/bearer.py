@@ -11,13 +11,14 @@ token as soon as its line is in the file, a client sends whichever is first.
 from __future__ import annotations
 
 import hmac
+import logging
 import os
 import threading
 from pathlib import Path
 
-from codecompass.common.logging import get_logger
-
-log = get_logger("codecompass.bearer")
+# Not common.logging's get_logger: that module imports the config package, which checks token
+# files with this one. Records reach the process's handlers all the same.
+log = logging.getLogger("codecompass.bearer")
 
 # The shortest bearer token a server accepts: 16 characters of a random token
 # (`secrets.token_urlsafe`) carry 96 bits, beyond guessing over a network.
@@ -36,7 +37,7 @@ def long_enough(tokens: tuple[str, ...], source: str) -> tuple[str, ...]:
     for token in tokens:
         if len(token) < MIN_TOKEN_CHARS:
             raise TokenRefused(f"the bearer token from {source} is {len(token)} character{'s' * (len(token) != 1)} "
-                               f"long: beyond this machine a token must have at least {MIN_TOKEN_CHARS}; {MAKE_ONE}")
+                               f"long: a token must have at least {MIN_TOKEN_CHARS} characters; {MAKE_ONE}")
     return tokens
 
 

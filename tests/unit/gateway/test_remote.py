@@ -55,7 +55,7 @@ def test_beyond_loopback_a_short_token_is_refused_in_one_line_and_a_short_new_on
     with pytest.raises(RemoteRefused) as refused:
         exposure("192.0.2.7", 8765, GatewaySettings(auth_token="x"))
     assert str(refused.value).startswith("the bearer token from CODECOMPASS_GATEWAY_AUTH_TOKEN is 1 character long: "
-                                         "beyond this machine a token must have at least 16")
+                                         "a token must have at least 16 characters")
     assert "x" * 2 not in str(refused.value).split(":", 1)[0]  # the token itself is never in the line
     path = tmp_path / "token"
     path.write_text(f"{TOKEN}\nshort\n")

@@ -29,7 +29,13 @@ from typing import Any
 import grpc
 
 from codecompass.common.bearer import BearerTokens, TokenRefused
-from codecompass.common.config import BIND_HOST_ENV, GRPC_AUTH_TOKEN_ENV, ConfigError, GrpcSettings
+from codecompass.common.config import (
+    BIND_HOST_ENV,
+    GRPC_AUTH_TOKEN_ENV,
+    GRPC_AUTH_TOKEN_FILE_ENV,
+    ConfigError,
+    GrpcSettings,
+)
 from codecompass.common.hosts import LOOPBACK, is_loopback
 from codecompass.common.logging import get_logger
 
@@ -73,8 +79,8 @@ def server_transport(settings: GrpcSettings, host: str, host_from: str = BIND_HO
     except TokenRefused as exc:
         raise TransportRefused(str(exc)) from None
     if tokens is None and not is_loopback(host):
-        raise TransportRefused(f"{host_from} {host} listens beyond this machine: set {GRPC_AUTH_TOKEN_ENV} (or "
-                               f"{TOKEN_FILE_SETTING}) to the service token clients must send, or listen on "
+        raise TransportRefused(f"{host_from} {host} listens beyond this machine: set {GRPC_AUTH_TOKEN_ENV} or "
+                               f"{GRPC_AUTH_TOKEN_FILE_ENV} to the service token clients must send, or listen on "
                                f"{LOOPBACK}")
     if settings.tls_cert_file is None or settings.tls_key_file is None:
         return ServerTransport(None, tokens, "off")

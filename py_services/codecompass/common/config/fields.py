@@ -44,6 +44,7 @@ RERANK_API_KEY_ENV = "CODECOMPASS_RERANK_API_KEY"
 REWRITE_API_KEY_ENV = "CODECOMPASS_REWRITE_API_KEY"
 GATEWAY_AUTH_TOKEN_ENV = "CODECOMPASS_GATEWAY_AUTH_TOKEN"
 GRPC_AUTH_TOKEN_ENV = "CODECOMPASS_GRPC_AUTH_TOKEN"
+GRPC_AUTH_TOKEN_FILE_ENV = "CODECOMPASS_GRPC_AUTH_TOKEN_FILE"
 BIND_HOST_ENV = "CODECOMPASS_BIND_HOST"
 # Read by the Node service from its environment too (`codecompass up` passes the setting on).
 GRPC_REFLECTION_ENV = "CODECOMPASS_GRPC_REFLECTION"
@@ -243,7 +244,7 @@ FIELDS: tuple[Field, ...] = (
           "The service token: every gRPC call but health's must carry it (authorization: Bearer <token>) when set, "
           "and a server listening beyond loopback refuses to start without one; clients send it (env only; never "
           "read from the config file, never logged)"),
-    Field("grpc.auth_token_file", "CODECOMPASS_GRPC_AUTH_TOKEN_FILE", "grpc.auth_token_file", parse_optional_path,
+    Field("grpc.auth_token_file", GRPC_AUTH_TOKEN_FILE_ENV, "grpc.auth_token_file", parse_optional_path,
           "File of accepted service tokens, one a line, the current one first (when the variable is not set); "
           "servers accept each, clients send the first; read again when it changes, so the token rotates "
           "without a restart"),

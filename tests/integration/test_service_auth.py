@@ -60,7 +60,8 @@ def test_the_node_service_beyond_loopback_without_a_token_refuses_to_start_in_on
     result = _refused_start(["node", str(NODE_ENTRY)], {"ANALYSIS_PORT": "0"})
     assert (result.returncode, result.stdout) == (2, "")
     # The Node service's own shape of a bad setting: the variable, then what is wrong with it.
-    assert result.stderr == f"analysis: invalid CODECOMPASS_BIND_HOST: {REFUSED_LINE.removeprefix('CODECOMPASS_BIND_HOST ')}\n"
+    detail = REFUSED_LINE.removeprefix("CODECOMPASS_BIND_HOST ")
+    assert result.stderr == f"analysis: invalid CODECOMPASS_BIND_HOST: {detail}\n"
 
 
 def _call(address: str, method: str, request: bytes, token: str | None) -> grpc.RpcError | bytes:
@@ -87,8 +88,9 @@ def _reflected_services(address: str, token: str | None) -> list[str] | grpc.Rpc
     metadata = () if token is None else (("authorization", f"Bearer {token}"),)
     request = reflection_pb2.ServerReflectionRequest(list_services="")
     with grpc.insecure_channel(address) as channel:
-        stream = channel.stream_stream(REFLECTION, request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
-                                       response_deserializer=reflection_pb2.ServerReflectionResponse.FromString)
+        stream = channel.stream_stream(
+            REFLECTION, request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+            response_deserializer=reflection_pb2.ServerReflectionResponse.FromString)
         try:
             reply = next(stream(iter([request]), metadata=metadata, timeout=10))
         except grpc.RpcError as exc:

@@ -82,7 +82,8 @@ def test_a_tls_service_answers_clients_that_trust_its_ca_only(start_python_servi
     _as_another_client(monkeypatch, CODECOMPASS_GRPC_TLS_CA_FILE=None, CODECOMPASS_GRPC_TLS_SERVER_NAME=None)
     assert _rerank_fails(address).kind == UNAVAILABLE  # plaintext to a TLS port: no connection
     other = make_certificates(tmp_path / "other-pki", ca_name="Another CA")
-    _as_another_client(monkeypatch, CODECOMPASS_GRPC_TLS_CA_FILE=str(other.ca), CODECOMPASS_GRPC_TLS_SERVER_NAME=SERVER_NAME)
+    _as_another_client(monkeypatch, CODECOMPASS_GRPC_TLS_CA_FILE=str(other.ca),
+                       CODECOMPASS_GRPC_TLS_SERVER_NAME=SERVER_NAME)
     assert _rerank_fails(address).kind == UNAVAILABLE  # a certificate this client cannot trust
     log = next(tmp_path.glob("rerank-*.log")).read_text()
     assert '"tls": "tls"' in log
@@ -98,7 +99,8 @@ def test_a_mutual_tls_service_refuses_a_client_without_a_certificate(start_pytho
         assert client.rerank(QUERY, timeout_s=10).provider == "local"
     finally:
         client.close()
-    _as_another_client(monkeypatch, CODECOMPASS_GRPC_TLS_CLIENT_CERT_FILE=None, CODECOMPASS_GRPC_TLS_CLIENT_KEY_FILE=None)
+    _as_another_client(monkeypatch, CODECOMPASS_GRPC_TLS_CLIENT_CERT_FILE=None,
+                       CODECOMPASS_GRPC_TLS_CLIENT_KEY_FILE=None)
     assert _rerank_fails(address).kind == UNAVAILABLE
     assert '"tls": "mtls"' in next(tmp_path.glob("rerank-*.log")).read_text()
 
@@ -115,7 +117,8 @@ def test_the_node_service_serves_tls_and_mutual_tls_from_the_same_settings(start
         assert client.trace(query, timeout_s=30) is not None
     finally:
         client.close()
-    _as_another_client(monkeypatch, CODECOMPASS_GRPC_TLS_CLIENT_CERT_FILE=None, CODECOMPASS_GRPC_TLS_CLIENT_KEY_FILE=None)
+    _as_another_client(monkeypatch, CODECOMPASS_GRPC_TLS_CLIENT_CERT_FILE=None,
+                       CODECOMPASS_GRPC_TLS_CLIENT_KEY_FILE=None)
     client = AnalysisClient(address)
     try:
         with pytest.raises(ServiceError) as refused:

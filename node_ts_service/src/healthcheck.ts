@@ -30,7 +30,10 @@ type HealthStub = InstanceType<typeof HealthClient> & { check(req: { service: st
 
 /** How to dial, from the variables of the services' `grpc` settings. */
 export function channelSecurity(env: NodeJS.ProcessEnv = process.env): { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
-  const file = (name: string) => (env[name]?.trim() ? fs.readFileSync(env[name]!.trim()) : null);
+  const file = (name: string) => {
+    const value = env[name]?.trim();
+    return value ? fs.readFileSync(value) : null;
+  };
   const ca = file('CODECOMPASS_GRPC_TLS_CA_FILE');
   if (ca === null) return { credentials: grpc.credentials.createInsecure(), options: {} };
   const serverName = env.CODECOMPASS_GRPC_TLS_SERVER_NAME?.trim();

@@ -25,7 +25,7 @@ from codecompass_cli.services import NODE_ENTRY
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from codecompass.common.config import load_settings
+from codecompass.common.config import GRPC_REFLECTION_ENV, documented_settings, load_settings
 from codecompass.common.telemetry import init_telemetry
 
 # The local S3 server (moto) and its per-test buckets: tests/fixtures/s3.py.
@@ -52,7 +52,10 @@ def _isolated_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
         for name in ("ANALYSIS_ADDR", "EMBEDDING_ADDR", "RETRIEVAL_ADDR", "RERANK_ADDR", "SELECTION_ADDR",
                      # The writer's address, and the name it had before (still read, with a warning).
                      "WRITER_ADDR", "INDEXER_ADDR", "OTEL_EXPORTER_OTLP_ENDPOINT",
-                     "CODECOMPASS_TRACE_FILE", "CODECOMPASS_BIND_HOST"):
+                     "CODECOMPASS_TRACE_FILE", "CODECOMPASS_BIND_HOST",
+                     # The service token and TLS (the grpc settings): a developer's own must not leak in.
+                     *(env for env, _, _ in documented_settings()
+                       if env.startswith("CODECOMPASS_GRPC_") and env != GRPC_REFLECTION_ENV)):
             patch.delenv(name, raising=False)
         yield
 

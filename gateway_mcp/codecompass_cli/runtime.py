@@ -39,7 +39,7 @@ from typing import Any
 from codecompass.clients.health import UNREACHABLE
 from codecompass.clients.health import check as check_health
 from codecompass.common import names
-from codecompass.common.config import BIND_HOST_ENV, GRPC_REFLECTION_ENV, Settings
+from codecompass.common.config import BIND_HOST_ENV, GRPC_REFLECTION_ENV, Settings, documented_settings
 from codecompass_cli.errors import EXIT_USAGE, CliError
 from codecompass_cli.indexes import (
     base_unused,
@@ -261,6 +261,12 @@ def _child_env(settings: Settings, svc: ServiceDef, addresses: dict[str, str], p
     # and metrics port reach it this way.
     env[BIND_HOST_ENV] = settings.bind_host
     env[GRPC_REFLECTION_ENV] = "true" if settings.grpc_reflection else "false"
+    # And the service token's file and the TLS files, wherever they were set (the token itself is
+    # env only, in os.environ already).
+    for variable, key, _ in documented_settings():
+        value = getattr(settings.grpc, key.partition(".")[2]) if key and key.startswith("grpc.") else None
+        if value is not None:
+            env[variable] = str(value)
     metrics_port = settings.metrics_port(svc.name)
     if metrics_port is not None:
         env[names.metrics_port_env(svc.name)] = str(metrics_port)

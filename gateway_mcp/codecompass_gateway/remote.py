@@ -10,7 +10,8 @@ Any other bind is reachable from the network, so the server refuses to start unl
 - a bearer token is set (`CODECOMPASS_GATEWAY_AUTH_TOKEN`, or `gateway.auth_token_file`): every
   request must carry `Authorization: Bearer <token>`, compared in constant time; without it, 401.
   The file holds one token a line (blank lines and `#` lines aside), each accepted, and is read
-  again whenever it changes (`AcceptedTokens`): a token is rotated by writing the new one above
+  again whenever it changes (`AcceptedTokens`, by the rules every CodeCompass server shares:
+  `codecompass.common.bearer`): a token is rotated by writing the new one above
   the old, moving the clients over, then removing the old line, with no restart and so no MCP
   session lost (docs/runbooks.md). The variable is read once, at start;
 - the Host names clients use are known: the address bound, when it is one address, and
@@ -24,18 +25,13 @@ Which folders a call may open is the other half (`tools.resolve_workspace`): the
 
 from __future__ import annotations
 
-import hmac
-import os
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from codecompass.common.bearer import BearerTokens, TokenRefused, long_enough, read_token_file
 from codecompass.common.config import GATEWAY_AUTH_TOKEN_ENV, GatewaySettings
 from codecompass.common.hosts import host_port, is_loopback
-from codecompass.common.logging import get_logger
-
-log = get_logger("codecompass.gateway.remote")
 
 # What the SDK allows on a loopback bind when it is left to choose (its streamable_http_app).
 _LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
@@ -43,6 +39,7 @@ _LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*
 _ANY_ADDRESS = ("0.0.0.0", "::", "")
 
 Transport = Literal["stdio", "streamable-http"]
+TOKEN_FILE_SETTING = "gateway.auth_token_file"
 
 
 class RemoteRefused(ValueError):
@@ -87,11 +84,6 @@ class ServerPlan:
     exposure: Exposure | None = None  # streamable-http only
 
 
-# The shortest bearer token a server beyond loopback accepts: 16 characters of a random token
-# (`secrets.token_urlsafe`) carry 96 bits, beyond guessing over a network.
-MIN_TOKEN_CHARS = 16
-
-
 def exposure(host: str, port: int, gateway: GatewaySettings, host_from: str = "--host") -> Exposure:
     """What a server bound to `host:port` accepts; RemoteRefused when it may not start. `host_from`
     names where the host came from, for the refusal's line."""
@@ -114,86 +106,21 @@ def exposure(host: str, port: int, gateway: GatewaySettings, host_from: str = "-
 
 
 def _tokens(gateway: GatewaySettings) -> tuple[tuple[str, ...], str]:
-    if gateway.auth_token:
-        return _long_enough((gateway.auth_token,), GATEWAY_AUTH_TOKEN_ENV), GATEWAY_AUTH_TOKEN_ENV
-    if gateway.auth_token_file is None:
-        return (), ""
-    return read_token_file(gateway.auth_token_file), str(gateway.auth_token_file)
-
-
-def _long_enough(tokens: tuple[str, ...], source: str) -> tuple[str, ...]:
-    """`tokens`, or RemoteRefused when one is shorter than MIN_TOKEN_CHARS: a short token can be
-    guessed by anyone who can reach the port, so it locks nothing."""
-    for token in tokens:
-        if len(token) < MIN_TOKEN_CHARS:
-            raise RemoteRefused(f"the bearer token from {source} is {len(token)} character{'s' * (len(token) != 1)} "
-                                f"long: beyond this machine "
-                                f"a token must have at least {MIN_TOKEN_CHARS}; make one with `python3 -c "
-                                "'import secrets; print(secrets.token_urlsafe(32))'`")
-    return tokens
-
-
-def read_token_file(path: Path) -> tuple[str, ...]:
-    """The tokens `path` holds, the current one first; RemoteRefused when it holds none."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise RemoteRefused(f"gateway.auth_token_file {path}: cannot read it ({reason})") from None
-    tokens = tuple(dict.fromkeys(line.strip() for line in text.splitlines()
-                                 if line.strip() and not line.strip().startswith("#")))
-    if not tokens:
-        raise RemoteRefused(f"gateway.auth_token_file {path}: it holds no token (one a line, the current one first)")
-    return _long_enough(tokens, f"gateway.auth_token_file {path}")
+        if gateway.auth_token:
+            return long_enough((gateway.auth_token,), GATEWAY_AUTH_TOKEN_ENV), GATEWAY_AUTH_TOKEN_ENV
+        if gateway.auth_token_file is None:
+            return (), ""
+        return read_token_file(gateway.auth_token_file, TOKEN_FILE_SETTING), str(gateway.auth_token_file)
+    except TokenRefused as exc:
+        raise RemoteRefused(str(exc)) from None
 
 
-def _stamp(path: Path) -> tuple[int, int, int, int] | None:
-    """What changes when the file does: a Kubernetes Secret volume swaps a symlink (another
-    inode), an editor rewrites in place (another mtime or size)."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size
-
-
-class AcceptedTokens:
+class AcceptedTokens(BearerTokens):
     """The bearer tokens a request may carry: the variable's, fixed, or the token file's as it
-    stands. The file is stat'ed per request (microseconds) and read again when it changed; a file
-    that cannot be read or holds no token then (a write caught half-way, a Secret being swapped)
-    keeps the tokens it last held, so a rotation never opens the server nor locks everyone out."""
+    stands (`BearerTokens`: read again when it changes, the last good tokens kept otherwise)."""
 
     def __init__(self, exposure: Exposure) -> None:
         assert exposure.token is not None
-        self._file = exposure.token_file
-        self._stamp = _stamp(self._file) if self._file is not None else None
-        self._tokens = tuple(t.encode() for t in (read_token_file(self._file) if self._file is not None
-                                                  else (exposure.token,)))
-        self._lock = threading.Lock()
-
-    def accepts(self, given: bytes) -> bool:
-        matched = False
-        # Every token compared, each in constant time: which one matched must not show either.
-        for token in self._current():
-            matched |= hmac.compare_digest(given, token)
-        return matched
-
-    def _current(self) -> tuple[bytes, ...]:
-        if self._file is None:
-            return self._tokens
-        stamp = _stamp(self._file)
-        if stamp == self._stamp:
-            return self._tokens
-        with self._lock:
-            if stamp != self._stamp:
-                self._stamp = stamp
-                try:
-                    tokens = read_token_file(self._file)
-                except RemoteRefused as exc:
-                    log.warning("kept the bearer tokens read before: %s", exc)
-                else:
-                    self._tokens = tuple(t.encode() for t in tokens)
-                    # How many, never which.
-                    log.info("bearer tokens read again", extra={"token_file": str(self._file),
-                                                                "tokens": len(tokens)})
-            return self._tokens
+        super().__init__(token=None if exposure.token_file else exposure.token, file=exposure.token_file,
+                         setting=TOKEN_FILE_SETTING if exposure.token_file else GATEWAY_AUTH_TOKEN_ENV)

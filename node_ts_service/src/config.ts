@@ -1,7 +1,9 @@
 // Environment is read once, validated, and frozen: a bad value stops the
 // service at start with a message naming the variable, instead of surfacing
 // later as an odd failure in the middle of a request.
-import { LOOPBACK, parseBindHost } from './hosts';
+import * as fs from 'node:fs';
+import { TokenError, checkLength, readTokenFile, type TlsFiles } from './auth';
+import { LOOPBACK, isLoopback, parseBindHost } from './hosts';
 
 export interface AnalysisConfig {
   readonly host: string;
@@ -20,6 +22,10 @@ export interface AnalysisConfig {
   readonly otlpEndpoint: string | undefined;
   readonly traceFile: string | undefined;
   readonly metricsPort: number | undefined;
+  /** The service token (auth.ts): the variable's, else the token file's; none on loopback unless set. */
+  readonly auth: { readonly token?: string; readonly file?: string; readonly setting: string } | undefined;
+  /** TLS from PEM files (auth.ts); undefined: plaintext. */
+  readonly tls: TlsFiles | undefined;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -41,15 +47,23 @@ const RENAMED: Readonly<Record<string, string>> = {
   ANALYSIS_HOST: 'CODECOMPASS_BIND_HOST, the host every CodeCompass server listens on',
 };
 
+// The variables of the service token and TLS, the Python services' `grpc` settings (the config file's
+// values reach this service through them: `codecompass up` passes them on).
+const TOKEN_VAR = 'CODECOMPASS_GRPC_AUTH_TOKEN';
+const TOKEN_FILE_VAR = 'CODECOMPASS_GRPC_AUTH_TOKEN_FILE';
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AnalysisConfig {
   for (const [name, replacement] of Object.entries(RENAMED)) {
     if (env[name] !== undefined) throw new ConfigError(name, `no longer read; set ${replacement}`);
   }
+  // Loopback unless a deployment (a container, a host serving a team) says otherwise. The
+  // Python services read the same variable (or the config file's bind_host, which
+  // `codecompass up` passes on as this variable).
+  const host = bindHostVar(env, 'CODECOMPASS_BIND_HOST', LOOPBACK);
   return Object.freeze({
-    // Loopback unless a deployment (a container, a host serving a team) says otherwise. The
-    // Python services read the same variable (or the config file's bind_host, which
-    // `codecompass up` passes on as this variable).
-    host: bindHostVar(env, 'CODECOMPASS_BIND_HOST', LOOPBACK),
+    host,
+    auth: authVars(env, host),
+    tls: tlsVars(env),
     port: intVar(env, 'ANALYSIS_PORT', 50051, 0, 65535),
     // The setting every service reads (the Python services' grpc_reflection).
     reflection: boolVar(env, 'CODECOMPASS_GRPC_REFLECTION', true),
@@ -86,6 +100,54 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AnalysisConfig
     // services share one machine locally. A container sets 9464, each pod having its own.
     metricsPort: optionalVar(env, 'ANALYSIS_METRICS_PORT') === undefined ? undefined : intVar(env, 'ANALYSIS_METRICS_PORT', 0, 0, 65535),
   });
+}
+
+/** The service token's source, checked now so that a bad one stops the service at start; refused
+ * beyond loopback when there is none. */
+function authVars(env: NodeJS.ProcessEnv, host: string): AnalysisConfig['auth'] {
+  const token = optionalVar(env, TOKEN_VAR);
+  const file = optionalVar(env, TOKEN_FILE_VAR);
+  try {
+    if (token !== undefined) return { token: checkLength(token, TOKEN_VAR), setting: TOKEN_VAR };
+    if (file !== undefined) {
+      readTokenFile(file, TOKEN_FILE_VAR);
+      return { file, setting: TOKEN_FILE_VAR };
+    }
+  } catch (err) {
+    if (err instanceof TokenError) throw new ConfigError(token !== undefined ? TOKEN_VAR : TOKEN_FILE_VAR, err.message);
+    throw err;
+  }
+  if (!isLoopback(host)) {
+    throw new ConfigError(
+      'CODECOMPASS_BIND_HOST',
+      `${host} listens beyond this machine: set ${TOKEN_VAR} or ${TOKEN_FILE_VAR} to the service token clients must send, or listen on ${LOOPBACK}`,
+    );
+  }
+  return undefined;
+}
+
+function tlsVars(env: NodeJS.ProcessEnv): TlsFiles | undefined {
+  const certFile = pemVar(env, 'CODECOMPASS_GRPC_TLS_CERT_FILE');
+  const keyFile = pemVar(env, 'CODECOMPASS_GRPC_TLS_KEY_FILE');
+  const clientCaFile = pemVar(env, 'CODECOMPASS_GRPC_TLS_CLIENT_CA_FILE');
+  if (certFile === undefined && keyFile === undefined && clientCaFile === undefined) return undefined;
+  if (certFile === undefined) throw new ConfigError(keyFile !== undefined ? 'CODECOMPASS_GRPC_TLS_KEY_FILE' : 'CODECOMPASS_GRPC_TLS_CLIENT_CA_FILE', 'needs CODECOMPASS_GRPC_TLS_CERT_FILE too');
+  if (keyFile === undefined) throw new ConfigError('CODECOMPASS_GRPC_TLS_CERT_FILE', 'needs CODECOMPASS_GRPC_TLS_KEY_FILE too');
+  return { certFile, keyFile, clientCaFile };
+}
+
+/** A PEM file's path, read once here so that a missing or wrong file stops the service at start. */
+function pemVar(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const file = optionalVar(env, name);
+  if (file === undefined) return undefined;
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(name, `${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+  }
+  if (!text.includes('-----BEGIN ')) throw new ConfigError(name, `${file}: not PEM (no -----BEGIN line)`);
+  return file;
 }
 
 function optionalVar(env: NodeJS.ProcessEnv, name: string): string | undefined {

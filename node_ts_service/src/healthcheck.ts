@@ -4,7 +4,11 @@
 // be asked; the same contract as the Python images' `python -m codecompass.clients.health`.
 // The client comes from grpc-health-check's own service definition (the package the server
 // registers health with), so no health message is encoded here, and the image needs no
-// grpc_health_probe binary. It loads no telemetry: a probe every few seconds is no trace.
+// grpc_health_probe binary. It loads no telemetry: a probe every few seconds is no trace. It dials
+// TLS when CODECOMPASS_GRPC_TLS_CA_FILE is set (with the client certificate of
+// CODECOMPASS_GRPC_TLS_CLIENT_CERT_FILE/_KEY_FILE, the name CODECOMPASS_GRPC_TLS_SERVER_NAME), as the
+// Python health client does, and sends no token: health needs none.
+import * as fs from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 
@@ -24,9 +28,25 @@ const HealthClient = grpc.makeClientConstructor(healthService, 'grpc.health.v1.H
 type CheckCallback = (err: grpc.ServiceError | null, res?: { status: string }) => void;
 type HealthStub = InstanceType<typeof HealthClient> & { check(req: { service: string }, opts: grpc.CallOptions, cb: CheckCallback): void };
 
+/** How to dial, from the variables of the services' `grpc` settings. */
+export function channelSecurity(env: NodeJS.ProcessEnv = process.env): { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
+  const file = (name: string) => {
+    const value = env[name]?.trim();
+    return value ? fs.readFileSync(value) : null;
+  };
+  const ca = file('CODECOMPASS_GRPC_TLS_CA_FILE');
+  if (ca === null) return { credentials: grpc.credentials.createInsecure(), options: {} };
+  const serverName = env.CODECOMPASS_GRPC_TLS_SERVER_NAME?.trim();
+  return {
+    credentials: grpc.credentials.createSsl(ca, file('CODECOMPASS_GRPC_TLS_CLIENT_KEY_FILE'), file('CODECOMPASS_GRPC_TLS_CLIENT_CERT_FILE')),
+    options: serverName ? { 'grpc.ssl_target_name_override': serverName, 'grpc.default_authority': serverName } : {},
+  };
+}
+
 /** The health of `service` ('' = the whole server) at `address`. */
 export function checkHealth(address: string, service = '', timeoutS = DEFAULT_TIMEOUT_S): Promise<Health> {
-  const client = new HealthClient(address, grpc.credentials.createInsecure()) as HealthStub;
+  const { credentials, options } = channelSecurity();
+  const client = new HealthClient(address, credentials, options) as HealthStub;
   return new Promise<Health>((resolve) => {
     client.check({ service }, { deadline: Date.now() + timeoutS * 1000 }, (err, res) => {
       client.close();
@@ -74,7 +94,14 @@ export async function main(argv: readonly string[], stderr: (line: string) => vo
     stderr(err.message);
     return 2;
   }
-  const health = await checkHealth(args.address, args.service, args.timeoutS);
+  let health: Health;
+  try {
+    health = await checkHealth(args.address, args.service, args.timeoutS);
+  } catch (err) {
+    // A TLS file that cannot be read: one line, as every other answer.
+    stderr(`${args.address}: cannot dial it: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  }
   if (health.status === SERVING) return 0;
   stderr(`${args.address}: ${health.status}${health.detail ? ` (${health.detail})` : ''}`);
   return 1;

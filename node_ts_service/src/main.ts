@@ -33,14 +33,27 @@ async function main(): Promise<void> {
   const { startServer } = await import('./server');
 
   const service = new AnalysisService(config);
-  const server = await startServer({ host: config.host, port: config.port, service, logger, reflection: config.reflection });
+  const server = await startServer({
+    host: config.host,
+    port: config.port,
+    service,
+    logger,
+    reflection: config.reflection,
+    auth: config.auth,
+    tls: config.tls,
+  });
   const address = hostPort(config.host, server.port);
   process.stdout.write(`LISTENING ${address}\n`);
-  logger.info('listening', { host: config.host, port: server.port });
+  // What the server asks of its callers: never the token, only where it comes from.
+  const security = {
+    tls: config.tls === undefined ? 'off' : config.tls.clientCaFile === undefined ? 'tls' : 'mtls',
+    auth: config.auth === undefined ? 'none' : `service token from ${config.auth.file === undefined ? config.auth.setting : `${config.auth.setting} ${config.auth.file}`}`,
+  };
+  logger.info('listening', { host: config.host, port: server.port, ...security });
   if (!isLoopback(config.host)) {
-    // The service has no authentication of its own: beyond loopback, whoever reaches the address
-    // may call it, so the network (a cluster's policy, a firewall) must be the guard.
-    logger.warn('listening beyond this machine: anyone who can reach this address may call the service', { address });
+    // Beyond loopback the service token is required (config.ts); what it does not hide without TLS
+    // is the traffic itself.
+    logger.warn('listening beyond this machine: calls need the service token', { address, ...security });
   }
 
   let exiting = false;

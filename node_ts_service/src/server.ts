@@ -21,6 +21,8 @@ import { hostPort } from './hosts';
 import { FILE_DESCRIPTORS } from './gen/descriptors';
 import { recordRpcStatus, withServerSpan } from './tracing';
 import { RequestError } from './workspace';
+import { BearerTokens, serverCredentials, tokenInterceptor, type TlsFiles } from './auth';
+import type { AnalysisConfig } from './config';
 
 // The gRPC contract this service implements (its health entry, its spans' rpc.service): a
 // contract name, unlike the service's own name (names.ts).
@@ -214,12 +216,19 @@ export async function startServer(options: {
   logger: Logger;
   /** Serve gRPC reflection (the grpc_reflection setting); on unless turned off. */
   reflection?: boolean;
+  /** The service token every call but health's must carry (auth.ts); none unless given. */
+  auth?: AnalysisConfig['auth'];
+  /** TLS from PEM files; plaintext unless given. */
+  tls?: TlsFiles;
 }): Promise<RunningServer> {
+  const tokens = options.auth === undefined ? undefined : new BearerTokens(options.auth, options.logger);
   const server = new grpc.Server({
     // Chunk responses of huge files can exceed the 4 MiB default.
     'grpc.max_send_message_length': 64 * 1024 * 1024,
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    interceptors: tokens === undefined ? [] : [tokenInterceptor(tokens, options.logger)],
   });
+  const credentials = serverCredentials(options.tls);
   const health = new HealthImplementation({ '': 'NOT_SERVING', [ANALYSIS_GRPC_SERVICE]: 'NOT_SERVING' });
   health.addToServer(server);
   server.addService(CodeAnalysisServiceService, createHandlers(options.service, options.logger));
@@ -227,7 +236,7 @@ export async function startServer(options: {
   const { host, port } = await bindWithFallback(
     (bindHost) =>
       new Promise<number>((resolve, reject) => {
-        server.bindAsync(hostPort(bindHost, options.port), grpc.ServerCredentials.createInsecure(), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
+        server.bindAsync(hostPort(bindHost, options.port), credentials, (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
       }),
     options.host,
     options.logger,

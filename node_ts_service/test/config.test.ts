@@ -27,7 +27,9 @@ describe('the bind host (CODECOMPASS_BIND_HOST)', () => {
       ['localhost', 'localhost'],
       ['analysis.codecompass.svc.cluster.local', 'analysis.codecompass.svc.cluster.local'],
     ];
-    for (const [raw, host] of cases) assert.equal(loadConfig({ CODECOMPASS_BIND_HOST: raw }).host, host, raw);
+    // Beyond loopback a service token is required (test/auth.test.ts).
+    const token = { CODECOMPASS_GRPC_AUTH_TOKEN: 'config-test-token-0123' };
+    for (const [raw, host] of cases) assert.equal(loadConfig({ CODECOMPASS_BIND_HOST: raw, ...token }).host, host, raw);
   });
 
   it('refuses a port, a URL, blanks and malformed addresses in one line naming the variable', () => {

@@ -137,7 +137,8 @@ describe('configuration', () => {
 describe('bind host', () => {
   it('listens on CODECOMPASS_BIND_HOST, says so in one line when that is beyond loopback, and answers on loopback', async () => {
     const child = spawn(process.execPath, [MAIN], {
-      env: { ...process.env, CODECOMPASS_BIND_HOST: '0.0.0.0', ANALYSIS_PORT: '0', LOG_LEVEL: 'info' },
+      // Beyond loopback a token is required (test/auth.test.ts); health needs none.
+      env: { ...process.env, CODECOMPASS_BIND_HOST: '0.0.0.0', CODECOMPASS_GRPC_AUTH_TOKEN: 'bind-host-test-token-8d1e', ANALYSIS_PORT: '0', LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';

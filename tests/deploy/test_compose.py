@@ -227,19 +227,27 @@ def test_the_env_file_names_every_variable_the_files_read_and_holds_no_secret() 
                 assert value.startswith(f"${{{variable}:"), f"{variable}: not taken from the environment"
 
 
-def test_the_gateway_token_is_a_secret_file_not_an_environment_variable() -> None:
+@pytest.mark.parametrize(("variable", "secret"), [("CODECOMPASS_GATEWAY_AUTH_TOKEN", "gateway-token"),
+                                                  ("CODECOMPASS_GRPC_AUTH_TOKEN", "service-token")])
+def test_the_tokens_are_secret_files_not_environment_variables(variable: str, secret: str) -> None:
     """In the environment it shows in `docker inspect`, and a required variable (`:?`) made every
-    compose command, `down` and `logs` included, fail without it in the shell."""
-    gateway = services()[names.GATEWAY]
-    assert "CODECOMPASS_GATEWAY_AUTH_TOKEN" not in gateway["environment"]
-    (secret,) = gateway["secrets"]
-    assert gateway["environment"]["CODECOMPASS_GATEWAY_AUTH_TOKEN_FILE"] == f"/run/secrets/{secret}"
+    compose command, `down` and `logs` included, fail without it in the shell. The gateway's token is
+    the gateway's alone; the services' token is in every service, each a gRPC server beyond loopback
+    (the images bind 0.0.0.0) and most a client of the others."""
+    users = {names.GATEWAY} if secret == "gateway-token" else set(services())
+    for name, service in services().items():
+        assert variable not in service.get("environment", {}), name
+        if name in users:
+            assert secret in service["secrets"], name
+            assert service["environment"][f"{variable}_FILE"] == f"/run/secrets/{secret}", name
+        else:
+            assert secret not in service.get("secrets", ()), name
     source = load(COMPOSE)["secrets"][secret]["file"]
-    assert set(source) & set("$/.") and "CODECOMPASS_GATEWAY_AUTH_TOKEN" not in source
+    assert set(source) & set("$/.") and variable not in source
     # The default file beside compose.yaml is never committed.
     ignored = (contract.REPO / "deploy" / ".gitignore").read_text().split()
     assert source.rpartition(":-")[2].rstrip("}").removeprefix("./") in ignored
-    assert "CODECOMPASS_GATEWAY_AUTH_TOKEN_FILE" in contract.python_env()
+    assert f"{variable}_FILE" in contract.python_env()
 
 
 def test_the_s3_layer_moves_the_index_to_its_bucket_for_writer_and_searcher() -> None:

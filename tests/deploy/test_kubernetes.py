@@ -333,6 +333,31 @@ def test_secrets_are_referenced_never_committed(objects: list[dict]) -> None:
     assert not secret.get("optional", False)
 
 
+def test_every_codecompass_container_has_the_service_token_as_a_file(objects: list[dict]) -> None:
+    """Every server binds beyond loopback (::) and so refuses to start without the service token; every
+    client (the gateway, the services calling each other, the sync CronJob, the shard workers) sends it.
+    A file from the Secret's volume, rotated in place with no restart, never the variable."""
+    config_maps = _config_maps(objects)
+    checked = set()
+    for workload, pod in _our_pods(objects):
+        for container in _containers(pod):
+            environment = _environment(container, config_maps)
+            if "CODECOMPASS_BIND_HOST" not in environment:
+                continue  # not a CodeCompass process
+            assert "CODECOMPASS_GRPC_AUTH_TOKEN" not in environment
+            token_file = Path(environment["CODECOMPASS_GRPC_AUTH_TOKEN_FILE"]["value"])
+            mount = next(m for m in container["volumeMounts"] if token_file.is_relative_to(m["mountPath"]))
+            assert "subPath" not in mount and mount.get("readOnly")
+            volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+            assert volume["secret"]["secretName"] == "codecompass-secrets"
+            assert volume["secret"]["items"] == [{"key": "CODECOMPASS_GRPC_AUTH_TOKEN",
+                                                  "path": str(token_file.relative_to(mount["mountPath"]))}]
+            assert not volume["secret"].get("optional", False)
+            checked.add(workload["metadata"]["name"])
+    assert checked >= {names.ANALYSIS, names.EMBEDDING, names.RETRIEVAL, names.WRITER, names.RERANK, names.SELECTION,
+                       names.GATEWAY}
+
+
 # ---- lifecycle and hardening ------------------------------------------------------------------
 
 

@@ -15,18 +15,25 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from codecompass_cli.processes import spawn, stop_pids, wait_for_listening, wait_until_serving
 
 from codecompass.clients.rerank import RerankClient
 from codecompass.common import names
+from codecompass.common.config import GRPC_AUTH_TOKEN_ENV
 from codecompass.contracts.rerank.model import Candidate, RerankQuery
 
 START_TIMEOUT_S = 60.0
 RERANK_RPC = "codecompass.v1.RerankService/Rerank"
+TOKEN = "bind-host-test-token-8d1e"
 
 
-def test_a_python_service_listens_on_the_bind_host_and_names_itself_one_way(tmp_path: Path) -> None:
+def test_a_python_service_listens_on_the_bind_host_and_names_itself_one_way(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     log, spans = tmp_path / "rerank.log", tmp_path / "spans.jsonl"
+    # Beyond loopback a service needs its token (tests/integration/test_service_auth.py); the client
+    # below sends it, from the same setting.
+    monkeypatch.setenv(GRPC_AUTH_TOKEN_ENV, TOKEN)
     env = {**os.environ, "CODECOMPASS_BIND_HOST": "0.0.0.0", names.port_env(names.RERANK): "0",
            "CODECOMPASS_TRACE_FILE": str(spans), "OTEL_SERVICE_NAME": "another-name"}
     process = spawn(names.RERANK, [sys.executable, "-m", "codecompass.rerank"], env, log)

@@ -11,7 +11,8 @@ command (deploy/compose.yaml): the images carry no curl or grpc_health_probe, an
 client of the same protocol would be one more thing to keep in step.
 
 The channel is a plain one, not the package's traced channel: a probe every few seconds would
-fill the traces with health checks and tell an operator nothing.
+fill the traces with health checks and tell an operator nothing. It dials TLS as the `grpc`
+settings say (the service's own, in its container), and sends no token: health needs none.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from dataclasses import dataclass
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from codecompass.common.config import ConfigError, load_settings
+from codecompass.common.transport import ClientTransport, client_transport
 
 SERVING = "SERVING"
 # Not statuses the protocol has: the server has no such service, or could not be asked at all.
@@ -50,9 +54,12 @@ class Health:
         return f"{target}: {self.status}" + (f" ({self.detail})" if self.detail else "")
 
 
-def check(address: str, service: str = "", timeout_s: float = DEFAULT_TIMEOUT_S) -> Health:
-    """The health of `service` ("" = the whole server) at a gRPC `address`."""
-    with grpc.insecure_channel(address) as channel:
+def check(address: str, service: str = "", timeout_s: float = DEFAULT_TIMEOUT_S,
+          transport: ClientTransport | None = None) -> Health:
+    """The health of `service` ("" = the whole server) at a gRPC `address`, dialled as `transport`
+    says (by default, as the process's `grpc` settings say)."""
+    dial = transport if transport is not None else client_transport(load_settings().grpc)
+    with dial.channel(address) as channel:
         try:
             response = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service),
                                                                  timeout=timeout_s)
@@ -95,7 +102,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("--service names a gRPC service; a URL has none")
         health = check_url(args.target, args.timeout)
     else:
-        health = check(args.target, args.service, args.timeout)
+        try:
+            health = check(args.target, args.service, args.timeout)
+        except ConfigError as exc:
+            print(f"{args.target}: cannot dial it: {exc}", file=sys.stderr)
+            return 1
     if health.serving:
         return 0
     print(health.line(args.target), file=sys.stderr)

@@ -21,6 +21,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from codecompass.common.config import GrpcSettings
 from codecompass.common.hosts import LOOPBACK, host_port, is_loopback
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import (
@@ -28,6 +29,7 @@ from codecompass.common.telemetry import (
     server_interceptor,
     shutdown_telemetry,
 )
+from codecompass.common.transport import TransportRefused, server_transport
 
 log = get_logger("codecompass.serving")
 OVERALL = ""
@@ -40,6 +42,12 @@ OVERALL = ""
 # (their deadlines are shorter than the grace), and clients reconnect transparently.
 MAX_CONNECTION_AGE_S = 60.0
 MAX_CONNECTION_AGE_GRACE_S = 30.0
+
+# Trailing metadata of an UNAVAILABLE that retrying will not cure soon: a service this one depends
+# on is down, or an external provider that the service already retried. gRPC clients honour it
+# (retry pushback, gRFC A6) and do not try again, so the retries of the published service config
+# (clients/service_config.json) never multiply across hops.
+NO_RETRY = (("grpc-retry-pushback-ms", "-1"),)
 
 
 @dataclass
@@ -124,10 +132,15 @@ _AGED = (
 
 
 def start_server(spec: ServiceSpec, *, host: str = LOOPBACK, port: int = 0, max_workers: int = 16,
-                 warmup_in_background: bool = True) -> RunningServer:
+                 warmup_in_background: bool = True, transport: GrpcSettings | None = None) -> RunningServer:
+    """Start serving `spec` on `host:port`, with the token and TLS `transport` says (none by
+    default, which only a loopback host allows); TransportRefused before anything listens when the
+    server may not start so, OSError when it cannot listen."""
+    security = server_transport(transport or GrpcSettings(), host)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"{spec.name}-rpc"),
-        interceptors=[server_interceptor()],
+        # Tracing outside the token check: a refused call is a span (UNAUTHENTICATED) and a metric too.
+        interceptors=[server_interceptor(), *security.interceptors()],
         # gRPC binds with SO_REUSEPORT by default, so two servers could share one port and split
         # its connections: `codecompass up` restarts a service on the port it had, and must find
         # out when another program took it meanwhile.
@@ -143,7 +156,8 @@ def start_server(spec: ServiceSpec, *, host: str = LOOPBACK, port: int = 0, max_
         reflection.enable_server_reflection((*service_names, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     wanted = host_port(host, port)
     try:
-        bound = server.add_insecure_port(wanted)
+        bound = (server.add_insecure_port(wanted) if security.credentials is None
+                 else server.add_secure_port(wanted, security.credentials))
     except RuntimeError as exc:
         raise OSError(f"{spec.name}: cannot listen on {wanted} ({exc})") from None
     if bound == 0:
@@ -153,12 +167,12 @@ def start_server(spec: ServiceSpec, *, host: str = LOOPBACK, port: int = 0, max_
     server.start()
     # The launcher (`codecompass up`) reads this line to learn the port picked for port 0.
     print(f"LISTENING {running.address}", flush=True)
-    log.info("listening, warming up", extra={"address": running.address})
+    log.info("listening, warming up", extra={"address": running.address, **security.summary()})
     if not is_loopback(host):
-        # The services have no authentication of their own: beyond loopback, whoever reaches the
-        # address may call them, so the network (a cluster's policy, a firewall) must be the guard.
-        log.warning("listening beyond this machine: anyone who can reach this address may call the service",
-                    extra={"address": running.address})
+        # Beyond loopback the service token is required (server_transport); what it does not hide
+        # without TLS is the traffic itself.
+        log.warning("listening beyond this machine: calls need the service token",
+                    extra={"address": running.address, **security.summary()})
     if warmup_in_background:
         threading.Thread(target=running._run_warmup, args=(spec.warmup,), name=f"{spec.name}-warmup",
                          daemon=True).start()
@@ -167,8 +181,11 @@ def start_server(spec: ServiceSpec, *, host: str = LOOPBACK, port: int = 0, max_
     return running
 
 
-def serve_forever(spec: ServiceSpec, *, host: str, port: int, grace_s: float) -> int:
+def serve_forever(spec: ServiceSpec, *, host: str, port: int, grace_s: float, transport: GrpcSettings) -> int:
     """Serve until SIGTERM/SIGINT; returns the process exit code.
+
+    A server that may not start as configured (beyond loopback without a service token, a TLS file
+    that cannot be read) exits 2 with one line saying what to set, as a bad setting does.
 
     On a signal: NOT_SERVING, stop accepting, then give in-flight RPCs up to
     grace_s to finish (an index stream in progress ends at its next batch
@@ -184,7 +201,12 @@ def serve_forever(spec: ServiceSpec, *, host: str, port: int, grace_s: float) ->
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
     try:
-        running = start_server(spec, host=host, port=port)
+        running = start_server(spec, host=host, port=port, transport=transport)
+    except TransportRefused as exc:
+        log.error("refused to start: %s", exc)
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        shutdown_telemetry()
+        return 2
     except OSError as exc:
         log.error("%s", exc)
         print(f"error: {exc}", file=sys.stderr, flush=True)

@@ -456,11 +456,15 @@ RECONNECT_OPTIONS = (
 )
 
 
+def traced(channel: grpc.Channel) -> grpc.Channel:
+    """`channel`, its unary and server-streaming calls traced."""
+    return grpc.intercept_channel(channel, _ClientInterceptor())
+
+
 def traced_channel(addr: str) -> grpc.Channel:
     """Insecure loopback channel whose unary and server-streaming calls are traced, and which
     reconnects within a second of its service coming back."""
-    return grpc.intercept_channel(grpc.insecure_channel(addr, options=CHANNEL_OPTIONS + RECONNECT_OPTIONS),
-                                  _ClientInterceptor())
+    return traced(grpc.insecure_channel(addr, options=CHANNEL_OPTIONS + RECONNECT_OPTIONS))
 
 
 # --- server side ---------------------------------------------------------

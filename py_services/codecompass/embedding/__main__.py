@@ -35,7 +35,7 @@ def main() -> int:
                        warmup=choice.provider.warmup, scaled_out=True,
                        reflection=settings.grpc_reflection)
     return serve_forever(spec, host=settings.bind_host, port=settings.embedding_port,
-                         grace_s=settings.shutdown_grace_s)
+                         grace_s=settings.shutdown_grace_s, transport=settings.grpc)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import grpc
 import numpy as np
 
 from codecompass.common.logging import get_logger
+from codecompass.common.serving import NO_RETRY
 from codecompass.common.telemetry import EMBEDDING_QUEUE_DEPTH, tracer
 from codecompass.contracts.embedding import convert
 from codecompass.contracts.embedding.model import EmbedResult
@@ -43,6 +44,18 @@ _STATUS_BY_ERROR: tuple[tuple[type[EmbeddingError], grpc.StatusCode], ...] = (
     (ProviderRejected, grpc.StatusCode.FAILED_PRECONDITION),
     (ProviderBadResponse, grpc.StatusCode.INTERNAL),
 )
+
+
+# Failures the provider's own client has retried (embedding.max_retries) or that no retry cures: a
+# caller's service config must not multiply them (common/serving.NO_RETRY). Not ProviderNotReady: a
+# model still loading is worth the caller's next attempt.
+_NOT_RETRIED = (ProviderUnavailable, ProviderStartError)
+
+
+def _abort(context: grpc.ServicerContext, exc: EmbeddingError) -> None:
+    if isinstance(exc, _NOT_RETRIED):
+        context.set_trailing_metadata(NO_RETRY)
+    context.abort(status_for(exc), str(exc))
 
 
 def status_for(error: EmbeddingError) -> grpc.StatusCode:
@@ -93,7 +106,7 @@ class EmbeddingServicer(embedding_pb2_grpc.EmbeddingServiceServicer):
                 code = status_for(exc)
                 span.set_attribute("codecompass.embedding.error", code.name)
                 log.warning("embed failed", extra={"code": code.name, "error": str(exc), "texts": len(texts)})
-                context.abort(code, str(exc))
+                _abort(context, exc)
             except Exception:
                 log.exception("embed failed unexpectedly", extra={"texts": len(texts)})
                 context.abort(grpc.StatusCode.INTERNAL, "embedding failed with an internal error; see the service log")
@@ -107,7 +120,7 @@ class EmbeddingServicer(embedding_pb2_grpc.EmbeddingServiceServicer):
         try:
             info = self._provider.info()
         except EmbeddingError as exc:
-            context.abort(status_for(exc), str(exc))
+            _abort(context, exc)
         return convert.model_info_response_to_proto(info, self._blocked)
 
 

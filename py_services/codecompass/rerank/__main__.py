@@ -49,7 +49,8 @@ def main() -> int:
                                        "external_allowed": settings.rerank.external_allowed})
     spec = ServiceSpec(name=names.RERANK, register=register(RerankServicer(RerankEngine(settings.rerank))),
                        scaled_out=True, reflection=settings.grpc_reflection)
-    return serve_forever(spec, host=settings.bind_host, port=settings.rerank_port, grace_s=settings.shutdown_grace_s)
+    return serve_forever(spec, host=settings.bind_host, port=settings.rerank_port, grace_s=settings.shutdown_grace_s,
+                         transport=settings.grpc)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def main() -> int:
                         scaled_out=settings.retrieval.role == "searcher",
                         reflection=settings.grpc_reflection),
             host=settings.bind_host, port=settings.retrieval_port,
-            grace_s=settings.shutdown_grace_s,
+            grace_s=settings.shutdown_grace_s, transport=settings.grpc,
         )
     finally:
         engine.close()

@@ -9,6 +9,7 @@ import grpc
 from opentelemetry import trace
 
 from codecompass.clients.errors import UPSTREAM_KEY
+from codecompass.common.serving import NO_RETRY
 from codecompass.common.telemetry import tracer
 from codecompass.contracts.retrieval import convert
 from codecompass.contracts.retrieval.errors import (
@@ -50,8 +51,9 @@ _STATUS_OF = (
 
 def _abort(context: grpc.ServicerContext, exc: Exception) -> None:
     if isinstance(exc, DependencyUnavailable):
-        # This service is up; a caller must not report it as the one that is down.
-        context.set_trailing_metadata(((UPSTREAM_KEY, "1"),))
+        # This service is up; a caller must not report it as the one that is down, nor retry a call
+        # the dependency's own client has retried.
+        context.set_trailing_metadata(((UPSTREAM_KEY, "1"), *NO_RETRY))
     for kind, code in _STATUS_OF:
         if isinstance(exc, kind):
             context.abort(code, str(exc))

@@ -46,7 +46,7 @@ def main() -> int:
                        reflection=settings.grpc_reflection)
     try:
         return serve_forever(spec, host=settings.bind_host, port=settings.selection_port,
-                             grace_s=settings.shutdown_grace_s)
+                             grace_s=settings.shutdown_grace_s, transport=settings.grpc)
     finally:
         renderer.close()
 

@@ -277,7 +277,7 @@ def test_every_setting_is_documented_with_its_env_var() -> None:
     assert all(doc for _, _, doc in rows)
     # Every Settings field (and nested field) has exactly one row.
     nested = {f.name for f in dataclasses.fields(Settings)} - {"embedding", "retrieval", "rerank", "selection",
-                                                               "gateway"}
+                                                               "gateway", "grpc"}
     # LOG_LEVEL is env only: a service sets up logging before it reads the settings file.
     nested -= {"log_level"}
     # Not a setting: which of the <svc>_addr settings were given.

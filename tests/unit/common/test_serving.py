@@ -161,6 +161,7 @@ def test_unexpected_errors_become_internal_without_a_stack_trace(echo_server: Ru
 _CHILD = textwrap.dedent(
     """
     import sys, time, grpc
+    from codecompass.common.config import GrpcSettings
     from codecompass.common.logging import configure_logging
     from codecompass.common.serving import ServiceSpec, serve_forever
     from codecompass.common.telemetry import init_telemetry
@@ -181,7 +182,8 @@ _CHILD = textwrap.dedent(
 
     init_telemetry("codecompass-test")
     configure_logging("codecompass-test")
-    sys.exit(serve_forever(ServiceSpec("echo", register, warmup), host="127.0.0.1", port=0, grace_s=3.0))
+    sys.exit(serve_forever(ServiceSpec("echo", register, warmup), host="127.0.0.1", port=0, grace_s=3.0,
+                           transport=GrpcSettings()))
     """
 )
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from codecompass_gateway.__main__ import EXIT_USAGE, add_server_arguments, run, server_plan
-from codecompass_gateway.remote import AcceptedTokens, RemoteRefused, exposure, read_token_file
+from codecompass_gateway.remote import AcceptedTokens, RemoteRefused, exposure
 
+from codecompass.common.bearer import read_token_file
 from codecompass.common.config import ConfigError, GatewaySettings, read_config_file, redacted, settings_from
 from codecompass.common.hosts import is_loopback
 
@@ -54,7 +55,7 @@ def test_beyond_loopback_a_short_token_is_refused_in_one_line_and_a_short_new_on
     with pytest.raises(RemoteRefused) as refused:
         exposure("192.0.2.7", 8765, GatewaySettings(auth_token="x"))
     assert str(refused.value).startswith("the bearer token from CODECOMPASS_GATEWAY_AUTH_TOKEN is 1 character long: "
-                                         "beyond this machine a token must have at least 16")
+                                         "a token must have at least 16 characters")
     assert "x" * 2 not in str(refused.value).split(":", 1)[0]  # the token itself is never in the line
     path = tmp_path / "token"
     path.write_text(f"{TOKEN}\nshort\n")
@@ -73,7 +74,7 @@ def test_the_token_file_holds_the_accepted_tokens_and_is_never_shown(tmp_path: P
     path.write_text(f"  {TOKEN}\n# a comment, not a token\n\nprevious-token-41d9\n")
     remote = exposure("192.0.2.7", 9000, GatewaySettings(auth_token_file=path))
     assert remote.token == TOKEN and TOKEN not in repr(remote) and remote.token_file == path
-    assert read_token_file(path) == (TOKEN, "previous-token-41d9")
+    assert read_token_file(path, "gateway.auth_token_file") == (TOKEN, "previous-token-41d9")
     accepted = AcceptedTokens(remote)
     assert accepted.accepts(TOKEN.encode()) and accepted.accepts(b"previous-token-41d9")
     assert not accepted.accepts(b"# a comment, not a token") and not accepted.accepts(b"")

@@ -43,6 +43,8 @@ API_KEY_ENV = "CODECOMPASS_EMBEDDING_API_KEY"
 RERANK_API_KEY_ENV = "CODECOMPASS_RERANK_API_KEY"
 REWRITE_API_KEY_ENV = "CODECOMPASS_REWRITE_API_KEY"
 GATEWAY_AUTH_TOKEN_ENV = "CODECOMPASS_GATEWAY_AUTH_TOKEN"
+GRPC_AUTH_TOKEN_ENV = "CODECOMPASS_GRPC_AUTH_TOKEN"
+GRPC_AUTH_TOKEN_FILE_ENV = "CODECOMPASS_GRPC_AUTH_TOKEN_FILE"
 BIND_HOST_ENV = "CODECOMPASS_BIND_HOST"
 # Read by the Node service from its environment too (`codecompass up` passes the setting on).
 GRPC_REFLECTION_ENV = "CODECOMPASS_GRPC_REFLECTION"
@@ -240,6 +242,30 @@ FIELDS: tuple[Field, ...] = (
     Field("gateway.workspaces", "CODECOMPASS_GATEWAY_WORKSPACES", "gateway.workspaces", parse_folders,
           f"Workspaces the MCP server serves when started without --workspace, the first by default "
           f"('{os.pathsep}'-separated in env)"),
+    Field("grpc.auth_token", GRPC_AUTH_TOKEN_ENV, None, parse_optional_str,
+          "The service token: every gRPC call but health's must carry it (authorization: Bearer <token>) when set, "
+          "and a server listening beyond loopback refuses to start without one; clients send it (env only; never "
+          "read from the config file, never logged)"),
+    Field("grpc.auth_token_file", GRPC_AUTH_TOKEN_FILE_ENV, "grpc.auth_token_file", parse_optional_path,
+          "File of accepted service tokens, one a line, the current one first (when the variable is not set); "
+          "servers accept each, clients send the first; read again when it changes, so the token rotates "
+          "without a restart"),
+    Field("grpc.tls_cert_file", "CODECOMPASS_GRPC_TLS_CERT_FILE", "grpc.tls_cert_file", parse_optional_path,
+          "A server's certificate chain (PEM): set with its key, every gRPC server serves TLS only"),
+    Field("grpc.tls_key_file", "CODECOMPASS_GRPC_TLS_KEY_FILE", "grpc.tls_key_file", parse_optional_path,
+          "The private key of tls_cert_file (PEM)"),
+    Field("grpc.tls_client_ca_file", "CODECOMPASS_GRPC_TLS_CLIENT_CA_FILE", "grpc.tls_client_ca_file",
+          parse_optional_path, "CA certificates (PEM) a client's certificate must chain to: set, servers require "
+          "one (mutual TLS)"),
+    Field("grpc.tls_ca_file", "CODECOMPASS_GRPC_TLS_CA_FILE", "grpc.tls_ca_file", parse_optional_path,
+          "CA certificates (PEM) clients verify servers with: set, every client dials TLS"),
+    Field("grpc.tls_client_cert_file", "CODECOMPASS_GRPC_TLS_CLIENT_CERT_FILE", "grpc.tls_client_cert_file",
+          parse_optional_path, "The certificate chain (PEM) a client presents to servers that require one"),
+    Field("grpc.tls_client_key_file", "CODECOMPASS_GRPC_TLS_CLIENT_KEY_FILE", "grpc.tls_client_key_file",
+          parse_optional_path, "The private key of tls_client_cert_file (PEM)"),
+    Field("grpc.tls_server_name", "CODECOMPASS_GRPC_TLS_SERVER_NAME", "grpc.tls_server_name", parse_optional_str,
+          "The name clients expect in the servers' certificates, when not the host they dial (one certificate "
+          "for every service)"),
     Field("selection.max_tokens", "CODECOMPASS_SELECTION_MAX_TOKENS", "selection.max_tokens",
           int_parser(256, 1_000_000), "Token budget of an answer when the request sets none"),
     Field("selection.min_relevance", "CODECOMPASS_SELECTION_MIN_RELEVANCE", "selection.min_relevance",
@@ -267,7 +293,8 @@ REMOVED = {
 # written before the rename keeps working while it moves over. {field target: (old env, old key)}
 RENAMED = {"writer_addr": ("INDEXER_ADDR", "indexer_addr")}
 SECRET_YAML_KEYS = {"embedding.api_key": API_KEY_ENV, "rerank.api_key": RERANK_API_KEY_ENV,
-                    "gateway.rewrite_api_key": REWRITE_API_KEY_ENV, "gateway.auth_token": GATEWAY_AUTH_TOKEN_ENV}
+                    "gateway.rewrite_api_key": REWRITE_API_KEY_ENV, "gateway.auth_token": GATEWAY_AUTH_TOKEN_ENV,
+                    "grpc.auth_token": GRPC_AUTH_TOKEN_ENV}
 
 
 def documented_settings() -> list[tuple[str, str | None, str]]:

@@ -15,11 +15,20 @@ from typing import Any
 import yaml
 
 from codecompass.common import names
-from codecompass.common.config.fields import FIELDS, REMOVED, RENAMED, SECRET_YAML_KEYS, Field
+from codecompass.common.bearer import TokenRefused, long_enough, read_token_file
+from codecompass.common.config.fields import (
+    FIELDS,
+    GRPC_AUTH_TOKEN_ENV,
+    REMOVED,
+    RENAMED,
+    SECRET_YAML_KEYS,
+    Field,
+)
 from codecompass.common.config.settings import (
     ConfigError,
     EmbeddingSettings,
     GatewaySettings,
+    GrpcSettings,
     RerankSettings,
     RetrievalSettings,
     SelectionSettings,
@@ -157,7 +166,7 @@ def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None 
             raise ConfigError(f"{variable} was removed: {why}")
     top: dict[str, Any] = {"state_dir": _default_state_dir(env)}
     sections: dict[str, dict[str, Any]] = {"embedding": {}, "retrieval": {}, "rerank": {}, "selection": {},
-                                           "gateway": {}}
+                                           "gateway": {}, "grpc": {}}
     for spec in FIELDS:
         raw = _raw_value(spec, env, file_values)
         if raw is None:
@@ -173,9 +182,57 @@ def settings_from(env: Mapping[str, str], file_values: Mapping[str, Any] | None 
             "CODECOMPASS_EMBEDDING_BASE_URL: required when CODECOMPASS_EMBEDDING_PROFILE=openai-compatible"
         )
     rerank = RerankSettings(**sections["rerank"])
+    transport = GrpcSettings(**sections["grpc"])
+    _check_transport(transport)
     return Settings(**top, embedding=embedding, retrieval=retrieval, rerank=rerank,
                     selection=SelectionSettings(**sections["selection"]),
-                    gateway=GatewaySettings(**sections["gateway"]))
+                    gateway=GatewaySettings(**sections["gateway"]), grpc=transport)
+
+
+# Settings that mean nothing alone: a certificate without its key (or the reverse), a client CA
+# with no server certificate to do TLS with, a client certificate with no TLS to present it over.
+_NEEDS = (
+    ("tls_cert_file", "tls_key_file"), ("tls_key_file", "tls_cert_file"), ("tls_client_ca_file", "tls_cert_file"),
+    ("tls_client_cert_file", "tls_client_key_file"), ("tls_client_key_file", "tls_client_cert_file"),
+    ("tls_client_cert_file", "tls_ca_file"), ("tls_server_name", "tls_ca_file"),
+)
+
+
+def _check_transport(transport: GrpcSettings) -> None:
+    for setting, needed in _NEEDS:
+        if getattr(transport, setting) is not None and getattr(transport, needed) is None:
+            raise ConfigError(f"{_env_of(setting)}: needs {_env_of(needed)} too")
+    if transport.auth_token:
+        try:
+            long_enough((transport.auth_token,), GRPC_AUTH_TOKEN_ENV)
+        except TokenRefused as exc:
+            raise ConfigError(str(exc)) from None
+
+
+def _check_transport_files(transport: GrpcSettings) -> None:
+    """The files the grpc settings name, read once at start so that a missing or wrong one stops the
+    process in one line naming its setting, before any server or client uses it."""
+    if transport.auth_token_file is not None and not transport.auth_token:
+        try:
+            read_token_file(transport.auth_token_file, _env_of("auth_token_file"))
+        except TokenRefused as exc:
+            raise ConfigError(str(exc)) from None
+    for setting in ("tls_cert_file", "tls_key_file", "tls_client_ca_file", "tls_ca_file", "tls_client_cert_file",
+                    "tls_client_key_file"):
+        path = getattr(transport, setting)
+        if path is None:
+            continue
+        try:
+            pem = path.read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"{_env_of(setting)} {path}: cannot read it ({exc.strerror})") from None
+        if b"-----BEGIN " not in pem:
+            raise ConfigError(f"{_env_of(setting)} {path}: not PEM (no -----BEGIN line)")
+
+
+def _env_of(setting: str) -> str:
+    spec = next(spec for spec in FIELDS if spec.target == f"grpc.{setting}")
+    return f"{spec.env} ({spec.yaml_key})"
 
 
 def load_settings_from_environ(env: Mapping[str, str]) -> Settings:
@@ -184,9 +241,12 @@ def load_settings_from_environ(env: Mapping[str, str]) -> Settings:
         path = Path(explicit).expanduser()
         if not _exists(path):
             raise ConfigError(f"CODECOMPASS_CONFIG: no such file {path}")
-        return settings_from(env, read_config_file(path))
-    path = default_config_path(env)
-    return settings_from(env, read_config_file(path) if _exists(path) else None)
+        settings = settings_from(env, read_config_file(path))
+    else:
+        path = default_config_path(env)
+        settings = settings_from(env, read_config_file(path) if _exists(path) else None)
+    _check_transport_files(settings.grpc)
+    return settings
 
 
 def _exists(path: Path) -> bool:

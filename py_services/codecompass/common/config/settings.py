@@ -217,6 +217,32 @@ class GatewaySettings:
 
 
 @dataclass(frozen=True)
+class GrpcSettings:
+    """Who may call the gRPC services and over what: the service token and TLS (common/transport.py).
+
+    The same section serves both ends, so one deployment's settings make its servers and its
+    clients (service to service, the gateway, the CLI) agree."""
+
+    # The service token: a server bound beyond loopback requires one (the variable, else the file's
+    # first line) on every call but health's; on loopback it is optional, and enforced when set.
+    # Clients send the current one (the file's first line, read again when it changes).
+    auth_token: str | None = field(default=None, repr=False)
+    auth_token_file: Path | None = None
+    # TLS of a server: its certificate chain and key (PEM). With a client CA, a client must present a
+    # certificate it signed (mTLS).
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_client_ca_file: Path | None = None
+    # TLS of a client: the CA that signed the servers' certificates (set: clients dial TLS), the
+    # certificate and key it presents to a server that asks (mTLS), and the name it expects in the
+    # servers' certificates when that is not the host it dials.
+    tls_ca_file: Path | None = None
+    tls_client_cert_file: Path | None = None
+    tls_client_key_file: Path | None = None
+    tls_server_name: str | None = None
+
+
+@dataclass(frozen=True)
 class Settings:
     state_dir: Path
     log_level: str = "INFO"
@@ -259,6 +285,7 @@ class Settings:
     rerank: RerankSettings = field(default_factory=RerankSettings)
     selection: SelectionSettings = field(default_factory=SelectionSettings)
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
+    grpc: GrpcSettings = field(default_factory=GrpcSettings)
 
     def metrics_port(self, service: str) -> int | None:
         """The Prometheus port of ``service`` (a name of codecompass.common.names); None: none."""
@@ -268,7 +295,7 @@ class Settings:
 
 # Beside the dataclasses it reads: a new secret field (repr=False above) needs its line here too.
 def redacted(settings: Settings) -> dict[str, Any]:
-    """JSON-ready dump safe to print or log: no API key, no storage option values."""
+    """JSON-ready dump safe to print or log: no API key, no token, no storage option values."""
     data = asdict(settings)
     data["state_dir"] = str(settings.state_dir)
     data["configured_addrs"] = sorted(settings.configured_addrs)
@@ -281,4 +308,7 @@ def redacted(settings: Settings) -> dict[str, Any]:
     data["gateway"]["auth_token_file"] = str(gateway.auth_token_file) if gateway.auth_token_file else None
     data["gateway"]["allowed_roots"] = [str(root) for root in gateway.allowed_roots]
     data["gateway"]["workspaces"] = [str(folder) for folder in gateway.workspaces]
+    data["grpc"] = {key: str(value) if isinstance(value, Path) else value
+                    for key, value in data["grpc"].items()}
+    data["grpc"]["auth_token"] = _REDACTED if settings.grpc.auth_token else None
     return data

@@ -100,6 +100,8 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[..., CliRes
 
     def run(*argv: str) -> CliResult:
         capsys.readouterr()
+        # As a new process would: the environment as it is now, not as a client made earlier read it.
+        load_settings.cache_clear()
         code = cli_main(list(argv))
         captured = capsys.readouterr()
         load_settings.cache_clear()

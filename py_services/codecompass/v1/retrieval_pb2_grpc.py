@@ -38,7 +38,10 @@ class RetrievalServiceStub:
     Each index is self-contained at <index root>/<key> (a local folder or an
     object-store prefix) and belongs to a workspace id that does not depend on
     the host path: the id a caller sets, else the repository's remote and the
-    path inside it, else "local:" and the folder's absolute path.
+    path inside it, else "local:" and the folder's absolute path. The first
+    checkout of a repository indexed owns its id; any other checkout (a git
+    worktree, a second clone) gets "<id>@checkout-<digest>", an index of its
+    own, started from the repository's base (INDEX_KIND_BASE) when one exists.
     """
 
     def __init__(self, channel):
@@ -97,7 +100,10 @@ class RetrievalServiceServicer:
     Each index is self-contained at <index root>/<key> (a local folder or an
     object-store prefix) and belongs to a workspace id that does not depend on
     the host path: the id a caller sets, else the repository's remote and the
-    path inside it, else "local:" and the folder's absolute path.
+    path inside it, else "local:" and the folder's absolute path. The first
+    checkout of a repository indexed owns its id; any other checkout (a git
+    worktree, a second clone) gets "<id>@checkout-<digest>", an index of its
+    own, started from the repository's base (INDEX_KIND_BASE) when one exists.
     """
 
     def IndexWorkspace(self, request, context):
@@ -218,7 +224,10 @@ class RetrievalService:
     Each index is self-contained at <index root>/<key> (a local folder or an
     object-store prefix) and belongs to a workspace id that does not depend on
     the host path: the id a caller sets, else the repository's remote and the
-    path inside it, else "local:" and the folder's absolute path.
+    path inside it, else "local:" and the folder's absolute path. The first
+    checkout of a repository indexed owns its id; any other checkout (a git
+    worktree, a second clone) gets "<id>@checkout-<digest>", an index of its
+    own, started from the repository's base (INDEX_KIND_BASE) when one exists.
     """
 
     @staticmethod

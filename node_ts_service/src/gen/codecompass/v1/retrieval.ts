@@ -5715,7 +5715,10 @@ export const FindHubsResponse: MessageFns<FindHubsResponse> = {
  * Each index is self-contained at <index root>/<key> (a local folder or an
  * object-store prefix) and belongs to a workspace id that does not depend on
  * the host path: the id a caller sets, else the repository's remote and the
- * path inside it, else "local:" and the folder's absolute path.
+ * path inside it, else "local:" and the folder's absolute path. The first
+ * checkout of a repository indexed owns its id; any other checkout (a git
+ * worktree, a second clone) gets "<id>@checkout-<digest>", an index of its
+ * own, started from the repository's base (INDEX_KIND_BASE) when one exists.
  */
 export type RetrievalServiceService = typeof RetrievalServiceService;
 export const RetrievalServiceService = {

@@ -44,17 +44,20 @@ from codecompass_gateway.answer import (
     semantic_channels_line,
 )
 from codecompass_gateway.errors import ToolInputError, one_line
+from codecompass_gateway.packages import Package, package_of
 from codecompass_gateway.symbols import SymbolView
 from codecompass_gateway.tools import RESPONSE_MAX_TOKENS, SELECTION_MAX_TOKENS, SearchBudget
 
 # --- semantic_search ---------------------------------------------------------------------------
 
 
-def _result_text(result: SelectedItem | RankedItem) -> str:
+def _result_text(result: SelectedItem | RankedItem, packages: tuple[Package, ...] = ()) -> str:
     # A selected result comes with its header; a ranked one is headed here, and says where its
     # clipped lines are.
     given = result.header if isinstance(result, SelectedItem) else ""
     header = given or f"// {result.path} > {result.qualified_name}"
+    if (package := package_of(result.path, packages)) is not None:
+        header += f"  (package {package.name})"
     if result.stale:
         header += "  (stale: the file changed since it was indexed; read_symbol shows it as it is now)"
     text = f"{header}\n{result.code}"
@@ -136,17 +139,18 @@ def search_notes(answer: SearchAnswer, workspace: Path, query: str,
 
 
 def search_result(answer: SearchAnswer, workspace: Path, query: str, budget: SearchBudget,
-                  extra_metadata: dict[str, Any]) -> CallToolResult:
+                  extra_metadata: dict[str, Any], packages: tuple[Package, ...] = ()) -> CallToolResult:
     """One text item per result (header + code, priority = relevance), structured content without
     the code, and the whole within RESPONSE_MAX_TOKENS (and DEFAULT_MAX_CHARS at the default budget):
     the lowest-ranked results go first when it is not."""
     results = answer.results
     best = max((r.score for r in results), default=0.0)
     notes = search_notes(answer, workspace, query, extra_metadata.get("filters"))
-    items = [(_result_text(r), priority(r.relevance if isinstance(r, SelectedItem) else None, r.score, best))
-             for r in results]
+    items = [(_result_text(r, packages), priority(r.relevance if isinstance(r, SelectedItem) else None, r.score,
+                                                   best)) for r in results]
     data = answer.to_dict()
-    structured_results = [{k: v for k, v in r.items() if k != "code"} for r in data["results"]]
+    structured_results = [{**{k: v for k, v in r.items() if k != "code"}, **_package_field(r["path"], packages)}
+                          for r in data["results"]]
     metadata = {**data["metadata"], **extra_metadata, "workspace": str(workspace)}
 
     def build(keep: int) -> tuple[list[TextContent], dict[str, Any]]:
@@ -185,7 +189,7 @@ def _fits(content: list[TextContent], structured: dict[str, Any], max_chars: int
 # --- search_code -------------------------------------------------------------------------------
 
 
-def search_code_text(answer: CodeSearchAnswer, query: str) -> str:
+def search_code_text(answer: CodeSearchAnswer, query: str, packages: tuple[Package, ...] = ()) -> str:
     """The answer as the model reads it: that nothing is a confident match, when so; one header line
     (how many, the query's intent, how sure); what to do when unsure; then one line per result and
     its snippet. Programs read the same answer as structured content (seed 003's JSON); it is not
@@ -208,13 +212,22 @@ def search_code_text(answer: CodeSearchAnswer, query: str) -> str:
         lines.append("Results were cut to fit the response limit: ask for fewer (limit).")
     for rank, result in enumerate(results, 1):
         stale = "  stale" if result.stale else ""
+        package = package_of(result.path, packages)
+        where = f"  package {package.name}" if package is not None else ""
         lines.append(f"{rank}. {result.path}:{result.line_start}-{result.line_end}  {result.kind} "
-                     f"{result.qualified_name}  score {result.score:.2f} ({result.provenance}){stale}")
+                     f"{result.qualified_name}  score {result.score:.2f} ({result.provenance}){stale}{where}")
         lines += [f"   {line}" for line in result.snippet.splitlines()]
     return "\n".join(lines)
 
 
-def search_code_result(answer: CodeSearchAnswer, query: str, extra_metadata: dict[str, Any]) -> CallToolResult:
+def _package_field(path: str, packages: tuple[Package, ...]) -> dict[str, str]:
+    """{"package": name} for a result in a package of the workspace; nothing when it declares none."""
+    package = package_of(path, packages)
+    return {"package": package.name} if package is not None else {}
+
+
+def search_code_result(answer: CodeSearchAnswer, query: str, extra_metadata: dict[str, Any],
+                       packages: tuple[Package, ...] = ()) -> CallToolResult:
     """Seed 003's answer as structured content (its metadata followed by `extra_metadata`), and as
     text for the model, within RESPONSE_MAX_TOKENS together: the lowest-ranked results go first
     when they are not (then `result_completeness: truncated`)."""
@@ -222,14 +235,16 @@ def search_code_result(answer: CodeSearchAnswer, query: str, extra_metadata: dic
     def structured(shown: CodeSearchAnswer) -> dict[str, Any]:
         data = shown.to_dict()
         data["metadata"].update(extra_metadata)
+        for result in data["results"]:
+            result.update(_package_field(result["path"], packages))
         return data
 
     shown = answer
-    text, data = search_code_text(shown, query), structured(shown)
+    text, data = search_code_text(shown, query, packages), structured(shown)
     while shown.results and count_tokens(text) + count_tokens(json.dumps(data)) > RESPONSE_MAX_TOKENS:
         shown = dataclasses.replace(shown, results=shown.results[:-1],
                                     metadata=dataclasses.replace(shown.metadata, result_completeness="truncated"))
-        text, data = search_code_text(shown, query), structured(shown)
+        text, data = search_code_text(shown, query, packages), structured(shown)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
@@ -385,8 +400,13 @@ _STATUS_LEFT_OUT_SHOWN = 5
 _STATUS_LEFT_OUT_LISTED = 50
 
 
+# Packages named in index_status's text; its structured content lists them all.
+_STATUS_PACKAGES_SHOWN = 30
+
+
 def status_result(report: IndexStatusReport, workspace: Path, background: str | None,
-                  metadata: dict[str, Any], advice: Advice | None = None) -> CallToolResult:
+                  metadata: dict[str, Any], advice: Advice | None = None,
+                  packages: tuple[Package, ...] = ()) -> CallToolResult:
     share = report.embedded_chunks / report.chunks if report.chunks else 0.0
     model = report.embedding_model_id or "none yet"
     if report.embedding_model_version:
@@ -420,6 +440,10 @@ def status_result(report: IndexStatusReport, workspace: Path, background: str | 
     if len(left_out) > _STATUS_LEFT_OUT_SHOWN:
         lines.append(f"  … {len(left_out) - _STATUS_LEFT_OUT_SHOWN} more not indexed; "
                      "`codecompass index --show-skipped` lists them all")
+    if packages:
+        shown = ", ".join(f"{p.name} ({p.folder})" for p in packages[:_STATUS_PACKAGES_SHOWN])
+        more = f", … {len(packages) - _STATUS_PACKAGES_SHOWN} more" if len(packages) > _STATUS_PACKAGES_SHOWN else ""
+        lines.append(f"packages ({len(packages)}; a search's `package` scopes it to one): {shown}{more}")
     if background:
         lines.append(f"this gateway: {background}")
     if report.indexing_status.value == "not_indexed" and not background:
@@ -439,6 +463,7 @@ def status_result(report: IndexStatusReport, workspace: Path, background: str | 
         "embedding_model_id": report.embedding_model_id, "embedding_model_version": report.embedding_model_version,
         "index_format_version": report.index_format_version, "index_bytes": report.index_bytes,
         "error": report.error, "background_indexing": background, "last_sync_time": synced,
+        "packages": [{"name": p.name, "folder": p.folder} for p in packages],
         "skipped": {
             "count": len(report.skipped),
             "by_reason": dict(sorted(Counter(s.reason for s in report.skipped).items())),

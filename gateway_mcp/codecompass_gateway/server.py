@@ -61,7 +61,7 @@ from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import record_tool_call
 from codecompass.contracts.analysis.model import ChunkedFile, TraceDirection, TraceQuery
 from codecompass.policy.shape import MAX_QUERY_CHARS
-from codecompass_gateway import advisor, errors, present, remote, symbols, tools, wire
+from codecompass_gateway import advisor, errors, packages, present, remote, symbols, tools, wire
 from codecompass_gateway.answer import code_search_answer, search_answer
 from codecompass_gateway.errors import ToolInputError, not_found_as_input
 from codecompass_gateway.handshake import Front
@@ -134,35 +134,56 @@ class Gateway:
 
     # --- the tools, as plain methods (the MCP wrappers below only add the schema) ---
 
+    def scope(self, root: Path, package: str | None) -> tuple[tuple[packages.Package, ...], str | None]:
+        """(the workspace's packages, the folder of the one named), or a one-line refusal naming
+        those it has."""
+        declared = packages.packages_of(root)
+        if package is None or not package.strip():
+            return declared, None
+        name = package.strip()
+        for candidate in declared:
+            if name in (candidate.name, candidate.folder):
+                return declared, candidate.folder
+        if not declared:
+            raise ToolInputError(f"{root} declares no packages (package.json workspaces, pnpm-workspace.yaml, "
+                                 f"lerna.json or tsconfig references): use path to scope a search")
+        names = ", ".join(p.name for p in declared[:20]) + (", …" if len(declared) > 20 else "")
+        raise ToolInputError(f"no package named {quoted(name)} in {root}; its packages: {names}")
+
     @tools.tool_errors("semantic_search")
     def semantic_search(self, query: str, max_tokens: int | None, min_relevance: float | None, path: str | None,
                         kind: str | None, include_tests: bool, rewrite: bool | None,
-                        workspace: str | None, rewriter: Rewriter | None = None) -> CallToolResult:
+                        workspace: str | None, rewriter: Rewriter | None = None,
+                        package: str | None = None) -> CallToolResult:
         root = self.workspace_to_search(workspace)
         if not query.strip():
             raise ToolInputError("query is empty: describe the code you are looking for")
         budget = tools.search_budget(max_tokens)
+        declared, folder = self.scope(root, package)
         self.ready.wait()
         lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
         request = PipelineRequest(
-            workspace_root=str(root), query=query, filters=tools.search_filters(path, kind, include_tests),
+            workspace_root=str(root), query=query,
+            filters=tools.search_filters(tools.within(folder, path), kind, include_tests),
             max_tokens=budget.selection_tokens, min_relevance=min_relevance, rewrite=rewrite, rewriter=rewriter,
         )
         answer = search_answer(self.pipeline.run(request), tools.RANKED_CODE_LINES)
         extra = {"trace_id": tools.trace_id(), "query": query, "lexical_index_ready": lexical_ready,
-                 "filters": {"path": path, "kind": kind, "include_tests": include_tests}}
-        return present.search_result(answer, root, query, budget, extra)
+                 "filters": {"path": path, "kind": kind, "include_tests": include_tests, "package": package}}
+        return present.search_result(answer, root, query, budget, extra, declared)
 
     @tools.tool_errors("search_code")
     def search_code(self, query: str, ref: str | None, language: str | None, limit: int,
                     semantic_ratio: float | None, confidence_threshold: float | None, rewrite: bool | None,
                     semantic_mode: str | None, workspace: str | None,
-                    rewriter: Rewriter | None = None) -> CallToolResult:
+                    rewriter: Rewriter | None = None, package: str | None = None) -> CallToolResult:
         if not query.strip():
             raise ToolInputError("query is empty: give a symbol name, a file path, an error message or a question")
         tools.check_ref(ref)
-        filters = tools.language_filters(language)
         root = self.workspace_to_search(workspace)
+        declared, folder = self.scope(root, package)
+        filters = dataclasses.replace(tools.language_filters(language),
+                                      path_patterns=tools.search_filters(folder, None, True).path_patterns)
         self.ready.wait()
         lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
         threshold = (self.settings.gateway.confidence_threshold if confidence_threshold is None
@@ -174,7 +195,8 @@ class Gateway:
         ))
         ranked = code_search_answer(answer, threshold=threshold, trace_id=tools.trace_id(),
                                     max_lines=tools.SNIPPET_LINES, max_line_chars=tools.SNIPPET_LINE_CHARS)
-        return present.search_code_result(ranked, query, {"workspace": str(root), "lexical_index_ready": lexical_ready})
+        return present.search_code_result(ranked, query, {"workspace": str(root), "lexical_index_ready": lexical_ready},
+                                          declared)
 
     @tools.tool_errors("codebase_trace")
     def codebase_trace(self, symbol: str, direction: str, depth: int, limit: int, path: str | None,
@@ -220,7 +242,7 @@ class Gateway:
         advice = advisor.advise(report.files, advisor.ts_js_share(root), advisor.DEFAULT_LATENCY_BUDGET_MS,
                                 self.settings.embedding)
         return present.status_result(report, root, self.indexer.describe(root), {"trace_id": tools.trace_id()},
-                                     advice)
+                                     advice, packages.packages_of(root))
 
 
 # --- the MCP surface ---------------------------------------------------------------------------
@@ -300,6 +322,7 @@ WorkspaceArg = Annotated[str | None, Field(description="Absolute folder; default
 IndexingWorkspaceArg = Annotated[str | None, Field(
     description="Absolute folder; default: the server's. One not yet indexed starts indexing.")]
 PathArg = Annotated[str | None, Field(description="File that declares the symbol, when several do.")]
+PackageArg = Annotated[str | None, Field(description="Monorepo package.")]
 QueryArg = Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="A question in words, or names.")]
 Direction = Literal["callers", "callees", "references", "implementations", "supertypes", "subtypes"]
 if TYPE_CHECKING:
@@ -385,16 +408,18 @@ def build_server(settings: Settings, workspace: Path, locate: Locate | None = No
         include_tests: bool = True,
         rewrite: Annotated[bool | None, Field(description=_REWRITE_DOC)] = None,
         workspace: IndexingWorkspaceArg = None,
+        package: PackageArg = None,
     ) -> CallToolResult:
         gateway = gateway_of(ctx)
         return gateway.semantic_search(query, max_tokens, min_relevance, path, kind, include_tests, rewrite,
-                                       workspace, client_rewriter(ctx, gateway.settings.gateway.rewrite_timeout_s))
+                                       workspace, client_rewriter(ctx, gateway.settings.gateway.rewrite_timeout_s),
+                                       package)
 
     @server.tool(description=SEARCH_CODE, annotations=_MAY_INDEX, title="Ranked code search")
     def search_code(
         query: QueryArg,
         ctx: Context[Gateway],
-        ref: Annotated[str | None, Field(description="Only the working tree is indexed: omit.")] = None,
+        ref: Annotated[str | None, Field(description="Omit: only the working tree is indexed.")] = None,
         language: SearchLanguage | None = None,
         limit: Annotated[int, Field(ge=1, le=tools.SEARCH_CODE_MAX_LIMIT)] = 10,
         semantic_ratio: Annotated[float | None, Field(ge=0.0, le=1.0, description="Most weight of meaning over "
@@ -404,11 +429,12 @@ def build_server(settings: Settings, workspace: Path, locate: Locate | None = No
         semantic_mode: Annotated[SemanticMode | None, Field(description="off: words only; rerank_only: no "
                                                             "vectors; default hybrid.")] = None,
         workspace: IndexingWorkspaceArg = None,
+        package: PackageArg = None,
     ) -> CallToolResult:
         gateway = gateway_of(ctx)
         return gateway.search_code(query, ref, language, limit, semantic_ratio, confidence_threshold, rewrite,
                                    semantic_mode, workspace,
-                                   client_rewriter(ctx, gateway.settings.gateway.rewrite_timeout_s))
+                                   client_rewriter(ctx, gateway.settings.gateway.rewrite_timeout_s), package)
 
     @server.tool(description=CODEBASE_TRACE, annotations=_READ_ONLY, title="Trace a symbol")
     def codebase_trace(

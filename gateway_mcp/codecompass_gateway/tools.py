@@ -188,6 +188,15 @@ def search_filters(path: str | None, kind: str | None, include_tests: bool) -> F
         raise ToolInputError(f"kind must be one of {kinds}; got {kind!r}") from None
 
 
+def within(folder: str | None, path: str | None) -> str | None:
+    """A path filter inside a package's folder: the folder itself when no path is given, else the
+    path taken relative to it."""
+    if folder is None:
+        return path
+    inner = (path or "").strip().strip("/")
+    return f"{folder}/{inner}" if inner else folder
+
+
 @dataclass(frozen=True)
 class SearchBudget:
     selection_tokens: int | None  # None: the configured default

@@ -10,7 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { UNAUTHENTICATED_MESSAGE } from '../src/auth';
-import { ConfigError, loadConfig } from '../src/config';
+import { loadConfig } from '../src/config';
+import { configError } from './configHelpers';
 import { CodeAnalysisServiceClient, type ScanWorkspaceResponse } from '../src/gen/codecompass/v1/analysis';
 import { createLogger } from '../src/logging';
 import { SERVICE_NAME } from '../src/names';
@@ -23,16 +24,6 @@ const HealthClient = grpc.makeClientConstructor(healthService, 'grpc.health.v1.H
 type Health = InstanceType<typeof HealthClient> & {
   check(req: { service: string }, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: { status: string }) => void): void;
 };
-
-function configError(env: NodeJS.ProcessEnv): string {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    assert.ok(err instanceof ConfigError);
-    return err.message;
-  }
-  assert.fail('expected a ConfigError');
-}
 
 describe('the service token setting', () => {
   it('is optional on loopback and required beyond it, in one line naming what to set', () => {

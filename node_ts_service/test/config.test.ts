@@ -1,17 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config';
+import { loadConfig } from '../src/config';
+import { configError } from './configHelpers';
 import { hostPort, isLoopback, parseBindHost } from '../src/hosts';
-
-function configError(env: NodeJS.ProcessEnv): string {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    assert.ok(err instanceof ConfigError);
-    return err.message;
-  }
-  assert.fail('expected a ConfigError');
-}
 
 describe('the bind host (CODECOMPASS_BIND_HOST)', () => {
   it('defaults to loopback', () => {

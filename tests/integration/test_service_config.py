@@ -6,8 +6,6 @@ tests/unit/clients/test_service_config.py."""
 
 from __future__ import annotations
 
-import threading
-
 import grpc
 import pytest
 
@@ -17,7 +15,7 @@ from codecompass.common.config import RerankSettings
 from codecompass.common.serving import NO_RETRY, RunningServer, ServiceSpec, start_server
 from codecompass.contracts.rerank.model import Candidate, RerankQuery
 from codecompass.rerank.engine import RerankEngine
-from codecompass.rerank.servicer import RerankServicer, register
+from codecompass.rerank.servicer import RerankServicer
 from codecompass.v1 import rerank_pb2_grpc
 
 QUERY = RerankQuery("q", (Candidate("a", "text"),))
@@ -72,22 +70,3 @@ def test_a_server_that_pushes_back_is_not_asked_again() -> None:
         client.close()
         running.stop(0)
     assert (failed.value.kind, servicer.attempts) == (UNAVAILABLE, 1)
-
-
-def test_a_call_in_flight_while_its_server_restarts_on_the_same_port_is_answered() -> None:
-    first = start_server(ServiceSpec("rerank", register(RerankServicer(RerankEngine(RerankSettings())))),
-                         warmup_in_background=False)
-    client = RerankClient(first.address)
-    restarted: list[RunningServer] = []
-    try:
-        assert client.rerank(QUERY, timeout_s=10).provider == "local"
-        first.stop(0)
-        # Back on its port a moment after the call below started (`codecompass up` restarting it).
-        restart = threading.Timer(0.1, lambda: restarted.append(_serve(Unavailable(failures=0), port=first.port)))
-        restart.start()
-        assert client.rerank(QUERY, timeout_s=10).provider == "local"
-        restart.join()
-    finally:
-        client.close()
-        for running in restarted:
-            running.stop(0)

@@ -7,15 +7,17 @@ Retries and deadlines are a gRPC service config published beside this module (se
 described in docs/grpc.md), which any gRPC client may load. Every call of these services is safe
 to repeat: the reads, and the two writes (Sync, IndexWorkspace) bring an index to the state of the
 files, so a second one finds nothing more to do. So a call that fails UNAVAILABLE is tried again,
-up to 5 attempts in all with backoff, within its deadline: a server restarting on its port (the
-channel reconnects within a second, telemetry.RECONNECT_OPTIONS, and the retries span longer), a
-searcher pod going away behind round_robin. gRPC retries a server stream only before its first
-message: after that, the caller has acted on part of the answer. A server whose own dependency is
-down answers UNAVAILABLE with pushback (retrieval's servicer), so retries never multiply across
-hops. The config's timeouts are ceilings for a caller that sets no deadline; every call here sets
-its own (the settings' rpc_timeout_s, long_rpc_timeout_s), under them. No retry throttling: a
-channel to a service that is down fails its attempts at once, with no traffic, and throttling would
-leave the first call after the service came back one attempt only.
+up to 3 attempts within 0.07 s: a searcher pod going away behind round_robin, a dropped
+connection. Short on purpose: a service that is down must fail a call within the gateway's 300 ms
+freshness budget (the answer then says the sync failed, not that it is still running); a service
+restarted on its port is reached again by the channel's reconnection (RECONNECT_OPTIONS). gRPC
+retries a server stream only before its first message: after that, the caller has acted on part of
+the answer. A server whose own dependency is down answers UNAVAILABLE with pushback (retrieval's
+servicer), so retries never multiply across hops. The config's timeouts are ceilings for a caller
+that sets no deadline; every call here sets its own (the settings' rpc_timeout_s,
+long_rpc_timeout_s), under them. No retry throttling: a channel to a service that is down fails
+its attempts at once, with no traffic, and throttling would leave the first call after the service
+came back one attempt only.
 
 What the service config cannot do: `up` restarts a dead service on the port it had, or on a new one
 when another program took that port; runtime.json says where each service is. A client given a

@@ -49,12 +49,13 @@ def test_every_rpc_is_retried_on_unavailable_only_within_a_ceiling_above_its_dea
         policy = _policy(rpc)
         retry = policy["retryPolicy"]
         assert retry["retryableStatusCodes"] == ["UNAVAILABLE"], rpc
-        assert retry["maxAttempts"] == 5, rpc  # gRPC's own cap
-        # The backoffs of every retry together stay under a 2 s deadline (the gateway's shortest
-        # stages): a service that is down is told as UNAVAILABLE, not hidden as DEADLINE_EXCEEDED.
+        assert 2 <= retry["maxAttempts"] <= 5, rpc  # 5: gRPC's own cap
+        # The backoffs of every retry together stay well under the gateway's 300 ms freshness
+        # budget: a service that is down reads as down (a failed sync), not as a sync still running,
+        # and never as DEADLINE_EXCEEDED.
         worst = sum(min(_seconds(retry["initialBackoff"]) * retry["backoffMultiplier"] ** n,
                         _seconds(retry["maxBackoff"])) for n in range(retry["maxAttempts"] - 1))
-        assert worst < 2.0, rpc
+        assert worst < 0.1, rpc
         # A ceiling for callers that set no deadline; the clients' own deadlines fit under it.
         deadline = defaults.long_rpc_timeout_s if rpc in LONG else defaults.rpc_timeout_s
         assert _seconds(policy["timeout"]) >= deadline, rpc

@@ -10,7 +10,7 @@ files, so a second one finds nothing more to do. So a call that fails UNAVAILABL
 up to 3 attempts within 0.07 s: a searcher pod going away behind round_robin, a dropped
 connection. Short on purpose: a service that is down must fail a call within the gateway's 300 ms
 freshness budget (the answer then says the sync failed, not that it is still running); a service
-restarted on its port is reached again by the channel's reconnection (RECONNECT_OPTIONS). gRPC
+restarted on its port is reached by one more try on a fresh channel (below). gRPC
 retries a server stream only before its first message: after that, the caller has acted on part of
 the answer. A server whose own dependency is down answers UNAVAILABLE with pushback (retrieval's
 servicer), so retries never multiply across hops. The config's timeouts are ceilings for a caller
@@ -19,16 +19,22 @@ long_rpc_timeout_s), under them. No retry throttling: a channel to a service tha
 its attempts at once, with no traffic, and throttling would leave the first call after the service
 came back one attempt only.
 
-What the service config cannot do: `up` restarts a dead service on the port it had, or on a new one
-when another program took that port; runtime.json says where each service is. A client given a
-resolver asks it before each call where the service is now, and moves its channel when the answer
-changed (the runtime's resolver reads runtime.json only when the file changed): a port taken by
-another program may accept connections and never answer, so waiting for a failure would not do.
+What the service config cannot do: a channel whose service died waits out a reconnect backoff
+after the service came back (on the port it had: `codecompass up` restarts it there), failing
+every call at once meanwhile; so a call still UNAVAILABLE from the service itself (not the
+upstream kind: there the service answered, and one it depends on is down) is tried once more, on a
+fresh channel, within the same deadline. And `up` restarts a dead service on the port it had, or
+on a new one when another program took that port; runtime.json says where each service is. A
+client given a resolver asks it before each call where the service is now, and moves its channel
+when the answer changed (the runtime's resolver reads runtime.json only when the file changed): a
+port taken by another program may accept connections and never answer, so waiting for a failure
+would not do.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +42,7 @@ from typing import Any, Generic, TypeVar
 
 import grpc
 
-from codecompass.clients.errors import FAILED, ServiceError, mapped
+from codecompass.clients.errors import FAILED, UNAVAILABLE, ServiceError, mapped
 from codecompass.common.config import load_settings
 from codecompass.common.telemetry import CHANNEL_OPTIONS, RECONNECT_OPTIONS, traced
 from codecompass.common.transport import ClientTransport, client_transport
@@ -48,6 +54,10 @@ Address = str | Callable[[], str]
 Locate = Callable[[str], str]
 
 StubT = TypeVar("StubT")
+
+# A second try with less time left than this could only end in DEADLINE_EXCEEDED, which would
+# hide that the service was unreachable.
+MIN_RETRY_S = 0.05
 
 SERVICE_CONFIG_FILE = Path(__file__).with_name("service_config.json")
 # The channel options that apply it; the file is read once per process.
@@ -101,22 +111,49 @@ class ServiceChannel(Generic[StubT]):
         return self._current.address
 
     def call(self, method: str, request: Any, timeout_s: float) -> Any:
-        """The unary `method`, retried by the service config when the service was unreachable."""
+        """The unary `method`, retried by the service config, and once more on a fresh channel
+        when the service was still unreachable."""
+        deadline = time.monotonic() + timeout_s
         connection = self._acquire()
         try:
             return self._unary(connection, method, request, timeout_s)
+        except ServiceError as exc:
+            if not self._worth_retrying(exc, deadline):
+                raise
+        finally:
+            self._release(connection)
+        connection = self._acquire(failed=connection)
+        try:
+            return self._unary(connection, method, request, deadline - time.monotonic())
         finally:
             self._release(connection)
 
     def stream(self, method: str, request: Any, timeout_s: float) -> Iterator[Any]:
-        """The server stream `method`, retried by the service config when the service was
-        unreachable before the first message."""
+        """The server stream `method`, retried as a unary call is, before its first message only."""
+        deadline = time.monotonic() + timeout_s
         connection = self._acquire()
+        received = False
         try:
             with mapped(self.service, connection.address):
-                yield from self._start(connection, method, request, timeout_s)
+                for reply in self._start(connection, method, request, timeout_s):
+                    received = True
+                    yield reply
+            return
+        except ServiceError as exc:
+            if received or not self._worth_retrying(exc, deadline):
+                raise
         finally:
             self._release(connection)
+        connection = self._acquire(failed=connection)
+        try:
+            with mapped(self.service, connection.address):
+                yield from self._start(connection, method, request, deadline - time.monotonic())
+        finally:
+            self._release(connection)
+
+    def _worth_retrying(self, exc: ServiceError, deadline: float) -> bool:
+        return (exc.kind == UNAVAILABLE and not exc.upstream and not self._closed
+                and deadline - time.monotonic() > MIN_RETRY_S)
 
     def close(self) -> None:
         with self._creating:
@@ -146,18 +183,20 @@ class ServiceChannel(Generic[StubT]):
         channel = traced(self._transport.channel(address, CHANNEL_OPTIONS + RECONNECT_OPTIONS + SERVICE_CONFIG_OPTIONS))
         return _Connection(address, channel, self._make_stub(channel))
 
-    def _acquire(self) -> _Connection[StubT]:
+    def _acquire(self, failed: _Connection[StubT] | None = None) -> _Connection[StubT]:
         """The connection for the next call: the current one, or a new one where the resolver says
-        the service is now. Another call may have replaced it first: then that replacement serves."""
+        the service is now, or (after `failed`) a fresh one, which connects at once where the
+        failed one may wait out its reconnect backoff. Another call may have replaced it first:
+        then that replacement serves."""
         with self._lock:
-            if self._closed:
+            if self._closed and failed is None:
                 # gRPC's C core can crash on a call through a closed channel: refuse it here.
                 raise ServiceError(self.service, self._current.address, FAILED, "the client was closed")
         address = self._resolve()
         with self._lock:
             current = self._current
         fresh = None
-        if current.address != address:
+        if current.address != address or current is failed:
             fresh = self._open(address)
         with self._lock:
             unused = None

@@ -21,6 +21,8 @@ FAILED = "failed"
 # Trailing metadata of an UNAVAILABLE a server sends because a service *it* depends on is down:
 # the server itself answered, so "not running" would blame the wrong one.
 UPSTREAM_KEY = "codecompass-upstream-unavailable"
+# The trailer a server sets to tell gRPC's retries not to try again (common/serving.py NO_RETRY).
+PUSHBACK_KEY = "grpc-retry-pushback-ms"
 
 
 
@@ -86,5 +88,8 @@ def mapped(service: str, address: str) -> Iterator[None]:
         details = (exc.details() if hasattr(exc, "details") else None) or str(code)
         trailing = (exc.trailing_metadata() if hasattr(exc, "trailing_metadata") else None) or ()
         upstream = any(key == UPSTREAM_KEY for key, _value in trailing)
-        raise ServiceError(service, address, _KIND_OF_STATUS.get(code, FAILED), details, upstream=upstream,
+        # A server that asked not to be retried (gRPC retry pushback) answered: it is not down.
+        pushed_back = any(key == PUSHBACK_KEY for key, _value in trailing)
+        raise ServiceError(service, address, _KIND_OF_STATUS.get(code, FAILED), details,
+                           upstream=upstream or pushed_back,
                            status=code.name if code is not None else "UNKNOWN") from None

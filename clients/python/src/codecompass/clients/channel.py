@@ -30,7 +30,7 @@ from typing import Any, Generic, TypeVar
 import grpc
 
 from codecompass.clients.errors import FAILED, UNAVAILABLE, ServiceError, mapped
-from codecompass.common.telemetry import traced_channel
+from codecompass.common.channels import traced_channel
 
 # Where a service is: a fixed address, or a function that says where it is now (asked again
 # after the service was unreachable).

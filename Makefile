@@ -91,7 +91,7 @@ proto-check: proto
 # against it would break on. A release replaces it: `buf build --exclude-source-info -o protos/releases/vX.Y.Z.binpb`.
 PROTO_RELEASE := protos/releases/v0.1.0.binpb
 
-lint: $(VENV_STAMP) $(NODE_MODULES_STAMP)
+lint: $(VENV_STAMP) $(NODE_MODULES_STAMP) $(CLIENT_TS_MODULES_STAMP)
 	$(BUF) lint
 	$(BUF) format -d --exit-code
 	$(BUF) breaking --against $(PROTO_RELEASE)
@@ -99,6 +99,9 @@ lint: $(VENV_STAMP) $(NODE_MODULES_STAMP)
 	$(VENV)/bin/mypy
 	cd $(NODE_DIR) && $(NODE_BIN)/tsc -p . --noEmit
 	cd $(NODE_DIR) && $(NODE_BIN)/eslint .
+	# The TypeScript client package: its sources with its example, compiled as a user's program would.
+	cd $(CLIENT_TS) && node_modules/.bin/tsc -p tsconfig.examples.json
+	cd $(CLIENT_TS) && node_modules/.bin/eslint .
 
 test: setup
 	$(BUF) lint

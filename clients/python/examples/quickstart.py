@@ -32,10 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     retrieval = RetrievalClient(os.environ.get("RETRIEVAL_ADDR", "127.0.0.1:50053"))
     analysis = AnalysisClient(os.environ.get("ANALYSIS_ADDR", "127.0.0.1:50051"))
     try:
-        # 1. Index the folder; the stream reports each step until the index is written.
+        # 1. Index the folder; the stream reports each step until the index is written (and, asked
+        # to wait for embeddings, until every chunk has its vector), also when nothing moved.
+        last = ""
         for progress in retrieval.index(args.workspace, wait_for_embeddings=True, timeout_s=INDEX_TIMEOUT_S):
-            print(f"index: {progress.phase.value} files {progress.files_done}/{progress.files_total} "
-                  f"chunks {progress.chunks_done} embedded {progress.embeddings_done}/{progress.embeddings_total}")
+            line = (f"index: {progress.phase.value} files {progress.files_done}/{progress.files_total} "
+                    f"chunks {progress.chunks_done} embedded {progress.embeddings_done}/{progress.embeddings_total}")
+            if line != last:
+                print(line)
+                last = line
         # 2. Search it.
         found = retrieval.search(SearchQuery(args.workspace, args.query, limit=3), CALL_TIMEOUT_S)
         for result in found.results:

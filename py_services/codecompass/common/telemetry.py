@@ -8,6 +8,10 @@ tests and local debugging can join spans across processes without a collector).
 Metrics (the instruments below, each declared once) go over OTLP to the same endpoint, and to a
 Prometheus endpoint when the process is given a metrics port (``<SVC>_METRICS_PORT``).
 
+The client side (a CLIENT span per call, its W3C context in the call's metadata) is
+``codecompass.common.channels``, in the client distribution, which needs the OpenTelemetry API
+alone; what this module installs is what exports those spans in a CodeCompass process.
+
 Nothing else leaves the machine: the usage telemetry some libraries send home on their own
 (onnxruntime's above all) is switched off here too, for the same process, at the same time.
 """

@@ -11,26 +11,33 @@ NODE_DIR := node_ts_service
 NODE_BIN := $(CURDIR)/$(NODE_DIR)/node_modules/.bin
 BUF := PATH="$(NODE_BIN):$$PATH" $(NODE_BIN)/buf
 WORKSPACE ?= tests/fixtures/sample_workspace
-GENERATED := py_services/codecompass/v1 $(NODE_DIR)/src/gen docs/api.md
-LINT_PY_DIRS := $(wildcard py_services tests gateway_mcp codecompass_dev bench models deploy)
+CLIENT_PY := clients/python
+CLIENT_TS := clients/typescript
+# What `make proto` writes: the stubs of both languages, the versions it stamps on the client
+# packages (protos/VERSION), the Node service's reflection descriptors, the API reference.
+GENERATED := $(CLIENT_PY)/src/codecompass/v1 $(CLIENT_TS)/src/gen $(CLIENT_TS)/package.json $(NODE_DIR)/src/gen docs/api.md
+LINT_PY_DIRS := $(wildcard py_services tests gateway_mcp codecompass_dev bench models deploy $(CLIENT_PY))
 
 # Stamps make `setup` a no-op when nothing it depends on changed.
 VENV_STAMP := $(VENV)/.stamp
 NODE_MODULES_STAMP := $(NODE_DIR)/node_modules/.stamp
 NODE_BUILD_STAMP := $(NODE_DIR)/dist/.stamp
+CLIENT_TS_MODULES_STAMP := $(CLIENT_TS)/node_modules/.stamp
 NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not -path '*/fixtures/*' 2>/dev/null)
 # Folders too: adding or deleting a file changes its folder's mtime.
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
-.PHONY: setup proto proto-check lint test run bench-corpus bench-chunk bench-quality bench-speed bench-embed \
+.PHONY: setup proto proto-check lint test run client-packages bench-corpus bench-chunk bench-quality bench-speed bench-embed \
 	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-shard-speed bench-store-speed bench-health bench-mcp bench-badinput bench-load bench-drills \
 	code-static code-small corpus ranker traces traces-down traces-screenshot metrics-screenshot image-lock
 
-setup: $(VENV_STAMP) $(NODE_BUILD_STAMP)
+setup: $(VENV_STAMP) $(NODE_BUILD_STAMP) $(CLIENT_TS_MODULES_STAMP)
 
-$(VENV_STAMP): py_services/pyproject.toml gateway_mcp/pyproject.toml
+# The client distribution first on the line: the services' one depends on it, and pip takes this
+# checkout's copy rather than looking for it on an index.
+$(VENV_STAMP): $(CLIENT_PY)/pyproject.toml py_services/pyproject.toml gateway_mcp/pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet -e 'py_services[dev,models]' -e gateway_mcp
+	$(VENV)/bin/pip install --quiet -e $(CLIENT_PY) -e 'py_services[dev,models]' -e gateway_mcp
 	# Export the default embedding model to ONNX now (~7 s) rather than on the
 	# embedding service's first start, which has a 3 s budget.
 	$(VENV)/bin/python -m codecompass.embedding.minilm_onnx
@@ -49,6 +56,21 @@ $(NODE_BUILD_STAMP): $(NODE_MODULES_STAMP) $(NODE_DIR)/tsconfig.json $(NODE_SOUR
 	cd $(NODE_DIR) && $(NODE_BIN)/tsc -p .
 	touch $@
 
+$(CLIENT_TS_MODULES_STAMP): $(CLIENT_TS)/package.json $(CLIENT_TS)/package-lock.json
+	cd $(CLIENT_TS) && npm install --no-audit --no-fund
+	touch $@
+
+# The client packages as a program installs them (clients/*/README.md), into dist/:
+# codecompass_client-<version>-py3-none-any.whl and codecompass-client-<version>.tgz (`npm pack`
+# compiles the TypeScript first). No build isolation: the venv's setuptools builds the wheel offline.
+# setuptools builds in the source tree: its build/ folder goes first, or a module deleted since the
+# last build would ship again.
+client-packages: $(VENV_STAMP) $(CLIENT_TS_MODULES_STAMP)
+	mkdir -p dist
+	rm -rf $(CLIENT_PY)/build
+	$(VENV)/bin/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir dist $(CLIENT_PY)
+	cd $(CLIENT_TS) && npm pack --silent --pack-destination $(CURDIR)/dist
+
 proto: $(VENV_STAMP) $(NODE_MODULES_STAMP)
 	$(BUF) generate
 	# The Node service's reflection answers from the protos' descriptors (its stubs carry none).
@@ -57,8 +79,10 @@ proto: $(VENV_STAMP) $(NODE_MODULES_STAMP)
 	# The API reference is the protos' doc comments laid out, checked with the stubs.
 	$(VENV)/bin/python -m codecompass_dev.api_reference $(NODE_DIR)/descriptors.binpb docs/api.md
 	rm $(NODE_DIR)/descriptors.binpb
-	$(VENV)/bin/python -m grpc_tools.protoc -Iprotos --python_out=py_services --pyi_out=py_services \
-		--grpc_python_out=py_services protos/codecompass/v1/*.proto
+	$(VENV)/bin/python -m grpc_tools.protoc -Iprotos --python_out=$(CLIENT_PY)/src --pyi_out=$(CLIENT_PY)/src \
+		--grpc_python_out=$(CLIENT_PY)/src protos/codecompass/v1/*.proto
+	# One version for the protos and both client packages.
+	$(VENV)/bin/python -m codecompass_dev.client_version
 
 # Fails when the committed stubs differ from what the protos generate.
 proto-check: proto
@@ -70,7 +94,7 @@ proto-check: proto
 # against it would break on. A release replaces it: `buf build --exclude-source-info -o protos/releases/vX.Y.Z.binpb`.
 PROTO_RELEASE := protos/releases/v0.1.0.binpb
 
-lint: $(VENV_STAMP) $(NODE_MODULES_STAMP)
+lint: $(VENV_STAMP) $(NODE_MODULES_STAMP) $(CLIENT_TS_MODULES_STAMP)
 	$(BUF) lint
 	$(BUF) format -d --exit-code
 	$(BUF) breaking --against $(PROTO_RELEASE)
@@ -78,6 +102,9 @@ lint: $(VENV_STAMP) $(NODE_MODULES_STAMP)
 	$(VENV)/bin/mypy
 	cd $(NODE_DIR) && $(NODE_BIN)/tsc -p . --noEmit
 	cd $(NODE_DIR) && $(NODE_BIN)/eslint .
+	# The TypeScript client package: its sources with its example, compiled as a user's program would.
+	cd $(CLIENT_TS) && node_modules/.bin/tsc -p tsconfig.examples.json
+	cd $(CLIENT_TS) && node_modules/.bin/eslint .
 
 test: setup
 	$(BUF) lint

@@ -236,7 +236,8 @@ def _start_gateway(deployment: Deployment, workspaces: tuple[Path, ...], common:
 
 
 def _environ(extra: Mapping[str, str]) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO_ROOT / "py_services")), **extra}
+    sources = os.pathsep.join(str(REPO_ROOT / root) for root in ("clients/python/src", "py_services"))
+    return {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", sources), **extra}
 
 
 def _wait_token_required(deployment: Deployment, log: Path) -> None:

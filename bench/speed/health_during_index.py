@@ -27,8 +27,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from codecompass.clients.analysis import AnalysisClient
 from codecompass.clients.errors import ServiceError
+from codecompass.common.channels import traced_channel
 from codecompass.common.chunks import NodeKind
-from codecompass.common.telemetry import traced_channel
 from codecompass.contracts.analysis.model import RenderRequest
 from codecompass_dev.evaluation.results import RESULTS_DIR, write_results
 from codecompass_dev.evaluation.services import BENCH_ANALYSIS_ENV, NODE_MAIN, REPO_ROOT, start_service

@@ -24,6 +24,8 @@ from codecompass.clients import health
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PY_SERVICES = REPO_ROOT / "py_services"
+# The other half of the `codecompass` namespace (clients/python/pyproject.toml).
+CLIENT_SOURCES = REPO_ROOT / "clients" / "python" / "src"
 NODE_MAIN = REPO_ROOT / "node_ts_service" / "dist" / "src" / "main.js"
 
 # Large files (typescript.js) produce single ChunkFiles messages far above gRPC's 4 MB default.
@@ -148,7 +150,7 @@ def start_service(
     """Start a service on port 0 and wait until its health service says SERVING."""
     env = dict(os.environ)
     env[port_env] = "0"
-    env.setdefault("PYTHONPATH", str(PY_SERVICES))
+    env.setdefault("PYTHONPATH", os.pathsep.join((str(CLIENT_SOURCES), str(PY_SERVICES))))
     if extra_env:
         env.update(extra_env)
     started = time.perf_counter()

@@ -20,6 +20,10 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 # tests are not in the build context, so tsc compiles src alone.
 COPY node_ts_service/tsconfig.json ./
 COPY node_ts_service/src src
+# The stubs, generated once into the TypeScript client package (buf.gen.yaml): src/gen/codecompass
+# and src/gen/google are links to ../../../clients/typescript/src/gen/..., which from /app/src/gen
+# is this path; tsc (preserveSymlinks) compiles them into dist/src/gen as in a checkout.
+COPY clients/typescript/src/gen /clients/typescript/src/gen
 # Then the dev dependencies (the compiler's type packages, buf, ts-proto) go: the runtime stage
 # takes node_modules as production needs it (typescript stays: the service runs its compiler).
 RUN node_modules/.bin/tsc -p tsconfig.json \

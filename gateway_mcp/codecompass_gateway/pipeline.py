@@ -47,7 +47,7 @@ from opentelemetry import trace
 from codecompass.clients.channel import Locate, address_for
 from codecompass.clients.errors import INVALID, UNAVAILABLE, ServiceError
 from codecompass.clients.rerank import RerankClient
-from codecompass.clients.retrieval import RetrievalClient, writer_address
+from codecompass.clients.retrieval import RetrievalClient
 from codecompass.clients.selection import SelectionClient
 from codecompass.common import names
 from codecompass.common.config import GatewaySettings, Settings
@@ -189,7 +189,7 @@ class Pipeline:
         # `locate`: where each service is at each call (the local runtime), else the settings' addresses.
         self.retrieval = RetrievalClient(address_for(names.RETRIEVAL, settings.retrieval_addr, locate))
         # The index writer's own client where the roles run apart (WRITER_ADDR); see `writer`.
-        self._writer = RetrievalClient(writer_address(settings, locate)) if settings.writer_addr else None
+        self._writer = RetrievalClient(settings.writer_addr) if settings.writer_addr else None
         self.rerank = RerankClient(address_for(names.RERANK, settings.rerank_addr, locate))
         self.selection = SelectionClient(address_for(names.SELECTION, settings.selection_addr, locate))
         # None: no endpoint configured, rewriting is inert.

@@ -71,7 +71,7 @@ const DISPLAY_LANGUAGE: Record<Language, string> = {
  * file, or a file named `test.*`, `tests.*` or `spec.*` (tests kept beside
  * the code as `src/users/test.ts`). Not `mock/` or `testing/`: libraries
  * ship those as product code. The same expression as is_test_path in
- * py_services/codecompass/common/testcode.py, which ranks and selects by
+ * clients/python/src/codecompass/common/testcode.py, which ranks and selects by
  * it; tests/fixtures/test_paths.json pins both to one table.
  */
 const TEST_PATH =

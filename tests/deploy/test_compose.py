@@ -160,10 +160,10 @@ def test_health_checks_ask_each_service_on_its_own_port() -> None:
         if name == names.ANALYSIS:
             assert test == ["CMD", "node", "dist/src/healthcheck.js", f"127.0.0.1:{port_of(name)}"]
         elif name == names.GATEWAY:
-            assert test == ["CMD", "python", "-m", "codecompass.clients.health",
+            assert test == ["CMD", "python", "-m", "codecompass.common.probe",
                             f"http://127.0.0.1:{port_of(name)}{HEALTH_PATH}"]
         else:
-            assert test == ["CMD", "python", "-m", "codecompass.clients.health", f"127.0.0.1:{port_of(name)}"]
+            assert test == ["CMD", "python", "-m", "codecompass.common.probe", f"127.0.0.1:{port_of(name)}"]
         for needed, condition in service.get("depends_on", {}).items():
             assert condition == {"condition": "service_healthy"} and "healthcheck" in services()[needed], name
     # The gateway starts last: it indexes its workspaces through every backend at start.

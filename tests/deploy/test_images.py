@@ -223,14 +223,16 @@ def test_the_runtime_venv_is_the_hashed_lock_and_the_sources_alone() -> None:
     installs = [run for run in runs_of(build) if run.startswith("pip install")]
     lock = f"/tmp/{PYTHON_LOCK.name}"
     assert installs == [f"pip install --no-cache-dir --require-hashes --no-deps -r {lock}",
-                        "pip install --no-cache-dir --no-deps -e ./py_services -e ./gateway_mcp"]
+                        "pip install --no-cache-dir --no-deps -e ./clients/python -e ./py_services -e ./gateway_mcp"]
     assert ([], [PYTHON_LOCK.relative_to(contract.REPO).as_posix(), "/tmp/"]) in copies(PYTHON_DOCKERFILE)
 
 
 def test_the_lock_pins_every_run_time_dependency_with_hashes() -> None:
     packages = locked()
-    runtime = [Requirement(d) for package in ("py_services", "gateway_mcp") for d in pyproject(package)["dependencies"]
-               if d != "codecompass"]
+    # The repository's own distributions are installed from the sources, not the lock.
+    runtime = [Requirement(d) for package in ("clients/python", "py_services", "gateway_mcp")
+               for d in pyproject(package)["dependencies"]
+               if Requirement(d).name not in ("codecompass", "codecompass-client")]
     for requirement in runtime:
         name = canonicalize_name(requirement.name)
         assert name in packages, f"{requirement}: not in {PYTHON_LOCK.name}; run `make image-lock`"

@@ -25,8 +25,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "docs" / "observability.md"
 NODE_SERVICE = REPO / "node_ts_service"
-PYTHON_ROOTS = (REPO / "py_services" / "codecompass", REPO / "gateway_mcp")
-GENERATED = {REPO / "py_services" / "codecompass" / "v1"}
+PYTHON_ROOTS = (REPO / "clients" / "python" / "src" / "codecompass", REPO / "py_services" / "codecompass",
+                REPO / "gateway_mcp")
+GENERATED = {REPO / "clients" / "python" / "src" / "codecompass" / "v1"}
 NAMESPACE = "codecompass."
 # The OpenTelemetry RPC semantic conventions the gRPC spans carry (common/telemetry.py, tracing.ts).
 SEMANTIC_CONVENTIONS = {"rpc.system", "rpc.service", "rpc.method", "rpc.grpc.status_code"}
@@ -56,28 +57,47 @@ def _returned_dicts(tree: ast.Module, function: str) -> list[ast.Dict] | None:
     return None
 
 
+def _helper(tree: ast.Module, path: Path, function: str) -> tuple[Path, list[ast.Dict]] | None:
+    """Where `function` is defined (this module, or the module of ours it is imported from by
+    name) and the dict literals it returns; None when it returns anything else or is not ours."""
+    dicts = _returned_dicts(tree, function)
+    if dicts is not None:
+        return path, dicts
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and any(a.name == function for a in node.names):
+            relative = Path(*node.module.split(".")).with_suffix(".py")
+            for root in PYTHON_ROOTS:
+                source = root.parent / relative
+                if source.is_file():
+                    dicts = _returned_dicts(ast.parse(source.read_text(encoding="utf-8")), function)
+                    return (source, dicts) if dicts is not None else None
+    return None
+
+
 def python_attribute_keys(path: Path) -> tuple[list[Found], list[str]]:
     """(keys, dynamic): each literal key set on a span in `path`, and where a key is not a literal."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     keys: list[Found] = []
     dynamic: list[str] = []
 
-    def dict_keys(node: ast.expr) -> None:
-        # `attributes=helper(...)`: the dict literals the helper returns, when it is defined here.
+    def dict_keys(node: ast.expr, where: Path = path) -> None:
+        # `attributes=helper(...)`: the dict literals the helper returns, when it is defined here
+        # or imported by name from one of our modules (common.channels' rpc_attributes).
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            dicts = _returned_dicts(tree, node.func.id)
-            if dicts is not None:
+            found_in = _helper(tree, path, node.func.id)
+            if found_in is not None:
+                helper_path, dicts = found_in
                 for found in dicts:
-                    dict_keys(found)
+                    dict_keys(found, helper_path)
                 return
         if not isinstance(node, ast.Dict):
-            dynamic.append(f"{_where(path, node)}: {ast.unparse(node)}")
+            dynamic.append(f"{_where(where, node)}: {ast.unparse(node)}")
             return
         for key in node.keys:
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                keys.append(Found(key.value, _where(path, key)))
+                keys.append(Found(key.value, _where(where, key)))
             else:  # a computed key, or `**other`
-                dynamic.append(f"{_where(path, node)}: {ast.unparse(node)}")
+                dynamic.append(f"{_where(where, node)}: {ast.unparse(node)}")
 
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):

@@ -75,7 +75,7 @@ def test_a_tls_service_answers_clients_that_trust_its_ca_only(start_python_servi
     finally:
         client.close()
     # The container health check, a process of its own, dials TLS from the same settings.
-    probe = subprocess.run([sys.executable, "-m", "codecompass.clients.health", address], capture_output=True,
+    probe = subprocess.run([sys.executable, "-m", "codecompass.common.probe", address], capture_output=True,
                            text=True, timeout=30, check=False)
     assert (probe.returncode, probe.stderr) == (0, "")
 

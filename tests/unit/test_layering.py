@@ -1,9 +1,12 @@
 """Who calls whom: the CLI calls the gateway, the gateway calls the services, never back.
 
-The three packages ship in two distributions (py_services: `codecompass`; gateway_mcp:
-`codecompass_gateway` and `codecompass_cli`). An import against the arrow would be a cycle
-between distributions that no pyproject declares, so it is checked here by reading the source
-(every import statement and every `importlib.import_module("...")`), not by importing it.
+The three packages ship in three distributions (clients/python: `codecompass-client`, the stubs,
+contracts and clients; py_services: `codecompass`, the services; gateway_mcp: `codecompass_gateway`
+and `codecompass_cli`). `codecompass` is a namespace package over the first two source roots: the
+client distribution imports nothing of the services', and no module lives in both. An import
+against the arrow would be a cycle between distributions that no pyproject declares, so it is
+checked here by reading the source (every import statement and every
+`importlib.import_module("...")`), not by importing it.
 
 Inside `codecompass` the arrows are those of zoekt's `api` + `grpc` split (STYLE habits 15 and 17):
 a service's contract (`contracts/<service>/`: the domain types its messages carry and their
@@ -37,19 +40,23 @@ from codecompass.retrieval.search.searcher import IndexReader
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVICES = REPO_ROOT / "py_services" / "codecompass"
+# The client distribution's part of the `codecompass` namespace (clients/python/pyproject.toml).
+CLIENT_ROOT = REPO_ROOT / "clients" / "python" / "src" / "codecompass"
+GENERATED = CLIENT_ROOT / "v1"
 GATEWAY = REPO_ROOT / "gateway_mcp" / "codecompass_gateway"
 CLI = REPO_ROOT / "gateway_mcp" / "codecompass_cli"
 BENCH = REPO_ROOT / "bench"
-CLIENTS = SERVICES / "clients"
-CONTRACTS = SERVICES / "contracts"
-POLICY = SERVICES / "policy"
+CLIENTS = CLIENT_ROOT / "clients"
+CONTRACTS = CLIENT_ROOT / "contracts"
+# `codecompass.policy` is split too: shape and ranking, whose types retrieval's messages carry, are the client's.
+POLICY = (SERVICES / "policy", CLIENT_ROOT / "policy")
 MODELS = REPO_ROOT / "models"
 DEV_LIBRARY = REPO_ROOT / "codecompass_dev"
 # The services' own packages: a contract, a client, the gateway and the CLI import none of them.
 SERVICE_PACKAGES = ("retrieval", "embedding", "rerank", "selection")
 # Each service's contract, and the client that speaks to it (analysis runs in Node: no servicer here).
-CONTRACT_USERS = {"analysis": ("clients/analysis.py",),
-                  **{name: (f"clients/{name}.py", f"{name}/servicer.py") for name in SERVICE_PACKAGES}}
+CONTRACT_USERS = {"analysis": (CLIENTS / "analysis.py",),
+                  **{name: (CLIENTS / f"{name}.py", SERVICES / name / "servicer.py") for name in SERVICE_PACKAGES}}
 # What the gateway's process must never need: a model runtime or the index's storage engine.
 HEAVY = ("torch", "lancedb", "lance", "pyarrow", "onnxruntime", "transformers", "sentence_transformers")
 # Speaks the analysis service's wire on purpose: it validates and times the messages themselves.
@@ -87,7 +94,31 @@ def imports_of(package: Path, forbidden: tuple[str, ...]) -> list[str]:
 
 
 def test_the_services_never_import_the_gateway_or_the_cli() -> None:
-    assert imports_of(SERVICES, ("codecompass_gateway", "codecompass_cli")) == []
+    for package in (SERVICES, CLIENT_ROOT):
+        assert imports_of(package, ("codecompass_gateway", "codecompass_cli")) == []
+
+
+def _modules(root: Path) -> set[str]:
+    return {".".join(("codecompass", *source.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+            for source in sources(root, "*.py")}
+
+
+def test_the_client_distribution_stands_alone() -> None:
+    # What `pip install codecompass-client` gets must import: every `codecompass` module its code
+    # imports is one of its own, never one that only the services' distribution ships, and it
+    # imports nothing heavy. A module in both roots would be two copies, one shadowing the other.
+    own, services = _modules(CLIENT_ROOT), _modules(SERVICES)
+    assert own & services == set()
+    assert not (CLIENT_ROOT / "__init__.py").exists() and not (SERVICES / "__init__.py").exists()
+    namespaces = {"codecompass", "codecompass.common", "codecompass.policy"}
+    outside = sorted(f"{source.relative_to(REPO_ROOT)}:{line} imports {module}"
+                     for source in sources(CLIENT_ROOT, "*.py")
+                     for line, module in absolute_imports(ast.parse(source.read_text(encoding="utf-8")),
+                                                          package_of(source))
+                     if module.split(".")[0] == "codecompass" and module not in own | namespaces
+                     and module.rsplit(".", 1)[0] not in own)
+    assert outside == []
+    assert imports_of(CLIENT_ROOT, HEAVY + ("lightgbm", "yaml", "codecompass_dev")) == []
 
 
 def test_the_gateway_never_imports_the_cli() -> None:
@@ -105,9 +136,9 @@ def test_only_the_client_package_and_the_servicers_speak_through_generated_stubs
     # STYLE habit 15: one typed client per service, used by the gateway, the CLI, the services and
     # the benchmarks. A servicer implements its stub's base class; nothing else opens a stub of ours.
     speakers = []
-    for package in (SERVICES, GATEWAY, CLI, BENCH):
+    for package in (SERVICES, CLIENT_ROOT, GATEWAY, CLI, BENCH):
         for source in sources(package, "*.py"):
-            if source.is_relative_to(SERVICES / "v1") or source.is_relative_to(CLIENTS) or source == WIRE_BENCHMARK:
+            if source.is_relative_to(GENERATED) or source.is_relative_to(CLIENTS) or source == WIRE_BENCHMARK:
                 continue
             if source.name == "servicer.py" and source.parent.parent == SERVICES:
                 continue
@@ -124,7 +155,7 @@ def test_only_the_client_package_and_the_servicers_speak_through_generated_stubs
 
 def package_of(source: Path) -> str:
     """The dotted package a source file is in (`codecompass.clients`, `codecompass_gateway`, `bench.lib`)."""
-    for root in (SERVICES.parent, GATEWAY.parent, REPO_ROOT):
+    for root in (SERVICES.parent, CLIENT_ROOT.parent, GATEWAY.parent, REPO_ROOT):
         if source.is_relative_to(root):
             return ".".join(source.relative_to(root).parent.parts)
     raise ValueError(source)
@@ -151,7 +182,8 @@ def test_a_contract_imports_no_service_and_no_client() -> None:
 
 
 def test_policy_imports_only_common_so_contracts_may_import_it() -> None:
-    assert codecompass_imports(POLICY, ("common", "policy")) == []
+    for package in POLICY:
+        assert codecompass_imports(package, ("common", "policy")) == []
 
 
 def test_a_client_depends_on_contracts_never_on_a_server() -> None:
@@ -168,7 +200,8 @@ def test_the_benchmarks_and_the_models_import_no_module_that_moved_to_the_contra
     moved = ("codecompass.retrieval.state", "codecompass.retrieval.convert", "codecompass.retrieval.filters",
              "codecompass.rerank.model", "codecompass.rerank.convert", "codecompass.selection.model",
              "codecompass.selection.convert", "codecompass.embedding.convert", "codecompass.common.chunk_convert")
-    found = [row for package in (BENCH, MODELS, GATEWAY, CLI, SERVICES) for row in imports_of(package, ("codecompass",))
+    found = [row for package in (BENCH, MODELS, GATEWAY, CLI, SERVICES, CLIENT_ROOT)
+             for row in imports_of(package, ("codecompass",))
              if row.rsplit(" ", 1)[1] in moved]
     assert found == []
 
@@ -191,25 +224,25 @@ def test_the_development_library_imports_no_benchmark_no_model_and_no_front_end(
 
 def test_the_product_never_imports_the_development_library() -> None:
     # codecompass_dev ships in no distribution and no image (.dockerignore is an allow-list).
-    for package in (SERVICES, GATEWAY, CLI):
+    for package in (SERVICES, CLIENT_ROOT, GATEWAY, CLI):
         assert imports_of(package, ("codecompass_dev",)) == []
 
 
 def test_each_servicer_and_its_client_import_their_services_contract() -> None:
     for service, users in CONTRACT_USERS.items():
         for user in users:
-            tree = ast.parse((SERVICES / user).read_text(encoding="utf-8"))
+            tree = ast.parse(user.read_text(encoding="utf-8"))
             assert any(module.startswith(f"codecompass.contracts.{service}")
-                       for _, module in imported_modules(tree)), f"{user} does not import contracts.{service}"
+                       for _, module in imported_modules(tree)), f"{user.name} does not import contracts.{service}"
 
 
 def test_only_contracts_clients_and_servicers_import_generated_messages() -> None:
     # One decoder per message: a generated type stops at a contract's converter, at the client that
     # builds the request and at the servicer that implements the stub; nothing else reads the wire.
     found = []
-    for package in (SERVICES, GATEWAY, CLI, BENCH, MODELS):
+    for package in (SERVICES, CLIENT_ROOT, GATEWAY, CLI, BENCH, MODELS):
         for source in sources(package, "*.py"):
-            if (source.is_relative_to(SERVICES / "v1") or source.is_relative_to(CONTRACTS)
+            if (source.is_relative_to(GENERATED) or source.is_relative_to(CONTRACTS)
                     or source.is_relative_to(CLIENTS) or source == WIRE_BENCHMARK):
                 continue
             if source.name == "servicer.py" and source.parent.parent == SERVICES:

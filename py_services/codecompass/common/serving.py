@@ -21,14 +21,11 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from codecompass.common.channels import CHANNEL_OPTIONS
 from codecompass.common.config import GrpcSettings
 from codecompass.common.hosts import LOOPBACK, host_port, is_loopback
 from codecompass.common.logging import get_logger
-from codecompass.common.telemetry import (
-    CHANNEL_OPTIONS,
-    server_interceptor,
-    shutdown_telemetry,
-)
+from codecompass.common.telemetry import server_interceptor, shutdown_telemetry
 from codecompass.common.transport import TransportRefused, server_transport
 
 log = get_logger("codecompass.serving")

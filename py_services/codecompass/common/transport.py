@@ -28,6 +28,7 @@ from typing import Any
 
 import grpc
 
+from codecompass.clients.transport import AUTHORIZATION, ClientTransport
 from codecompass.common.bearer import BearerTokens, TokenRefused
 from codecompass.common.config import (
     BIND_HOST_ENV,
@@ -42,7 +43,6 @@ from codecompass.common.logging import get_logger
 log = get_logger("codecompass.transport")
 
 TOKEN_FILE_SETTING = "grpc.auth_token_file"
-AUTHORIZATION = "authorization"
 # The service every call of which is answered without a token (see the module's docstring).
 HEALTH_SERVICE = "grpc.health.v1.Health"
 UNAUTHENTICATED_MESSAGE = "missing or wrong service token: send the metadata authorization: Bearer <token>"
@@ -150,28 +150,6 @@ def _refusal(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandl
     if handler.response_streaming:
         return grpc.unary_stream_rpc_method_handler(refuse)
     return grpc.unary_unary_rpc_method_handler(refuse)
-
-
-@dataclass(frozen=True)
-class ClientTransport:
-    """How a client dials: its credentials (None: plaintext), the name it expects in the servers'
-    certificates, and the service token it sends (None: none)."""
-
-    credentials: grpc.ChannelCredentials | None = None
-    server_name: str | None = None
-    tokens: BearerTokens | None = None
-
-    def channel(self, address: str, options: tuple[tuple[str, Any], ...] = ()) -> grpc.Channel:
-        if self.credentials is None:
-            return grpc.insecure_channel(address, options=options)
-        if self.server_name:
-            options = (*options, ("grpc.ssl_target_name_override", self.server_name))
-        return grpc.secure_channel(address, self.credentials, options=options)
-
-    def metadata(self) -> tuple[tuple[str, str], ...]:
-        """The metadata every call carries: the current service token, read again when its file
-        changed."""
-        return () if self.tokens is None else ((AUTHORIZATION, f"Bearer {self.tokens.current()}"),)
 
 
 def client_transport(settings: GrpcSettings) -> ClientTransport:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 RUNBOOK = REPO / "docs" / "runbooks.md"
-PYTHONPATH = os.pathsep.join([str(REPO / "py_services"), str(REPO / "gateway_mcp"), str(REPO)])
+PYTHONPATH = os.pathsep.join([str(REPO / "clients" / "python" / "src"), str(REPO / "py_services"),
+                              str(REPO / "gateway_mcp"), str(REPO)])
 
 
 def _commands() -> list[list[str]]:

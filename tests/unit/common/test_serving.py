@@ -16,8 +16,8 @@ import pytest
 from codecompass_cli.processes import spawn, tail, wait_for_listening
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from codecompass.common.channels import traced_channel
 from codecompass.common.serving import RunningServer, ServiceSpec, WarmupFailed, start_server
-from codecompass.common.telemetry import traced_channel
 
 SERVICE = "test.Echo"
 SERVING = health_pb2.HealthCheckResponse.SERVING

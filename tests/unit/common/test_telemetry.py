@@ -14,13 +14,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
+from codecompass.common.channels import traced_channel
 from codecompass.common.serving import ServiceSpec, start_server
 from codecompass.common.telemetry import (
     LIBRARY_TELEMETRY_OFF,
     JsonLinesSpanExporter,
     current_trace_ids,
     disable_library_telemetry,
-    traced_channel,
     tracer,
 )
 

@@ -41,13 +41,16 @@ from itertools import pairwise
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-POLICY = REPO_ROOT / "py_services" / "codecompass" / "policy"
-GENERATED = REPO_ROOT / "py_services" / "codecompass" / "v1"
-SCANNED = (REPO_ROOT / "py_services", REPO_ROOT / "gateway_mcp")
+# `codecompass` is a namespace over two source roots: the client distribution's and the services'.
+CLIENT_ROOT = REPO_ROOT / "clients" / "python" / "src" / "codecompass"
+SERVICES_ROOT = REPO_ROOT / "py_services" / "codecompass"
+POLICY = (SERVICES_ROOT / "policy", CLIENT_ROOT / "policy")
+GENERATED = CLIENT_ROOT / "v1"
+SCANNED = (CLIENT_ROOT, REPO_ROOT / "py_services", REPO_ROOT / "gateway_mcp")
 # Where each top-level package of ours lives, to resolve an imported constant to its module.
-PACKAGES = {"codecompass": REPO_ROOT / "py_services" / "codecompass",
-            "codecompass_gateway": REPO_ROOT / "gateway_mcp" / "codecompass_gateway",
-            "codecompass_cli": REPO_ROOT / "gateway_mcp" / "codecompass_cli"}
+PACKAGES = {"codecompass": (SERVICES_ROOT, CLIENT_ROOT),
+            "codecompass_gateway": (REPO_ROOT / "gateway_mcp" / "codecompass_gateway",),
+            "codecompass_cli": (REPO_ROOT / "gateway_mcp" / "codecompass_cli",)}
 
 SCORE_WORDS = re.compile(r"score|relevance|confidence|similarity|cosine|bm25|weight", re.IGNORECASE)
 UNIT_SUFFIX = re.compile(r"(_s|_ms|_seconds|timeout|deadline|_tokens|_bytes|_chars|_lines|_count)$", re.IGNORECASE)
@@ -112,13 +115,11 @@ def _float_literal(node: ast.AST) -> float | None:
 
 def module_file(module: str) -> Path | None:
     top, _, rest = module.partition(".")
-    base = PACKAGES.get(top)
-    if base is None:
-        return None
-    path = base.joinpath(*rest.split(".")) if rest else base
-    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
-        if candidate.is_file():
-            return candidate
+    for base in PACKAGES.get(top, ()):
+        path = base.joinpath(*rest.split(".")) if rest else base
+        for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+            if candidate.is_file():
+                return candidate
     return None
 
 
@@ -214,7 +215,7 @@ def findings_in(tree: ast.Module, path: str, own: dict[str, float]) -> Iterator[
 def scanned_sources() -> Iterator[Path]:
     for base in SCANNED:
         for path in sorted(base.rglob("*.py")):
-            if not (path.is_relative_to(POLICY) or path.is_relative_to(GENERATED)):
+            if not (any(path.is_relative_to(policy) for policy in POLICY) or path.is_relative_to(GENERATED)):
                 yield path
 
 
@@ -251,7 +252,7 @@ def test_no_score_arithmetic_or_threshold_outside_policy() -> None:
 
 def test_policy_imports_only_common_and_itself() -> None:
     outside = []
-    for path in sorted(POLICY.rglob("*.py")):
+    for path in sorted(path for policy in POLICY for path in policy.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
                        else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])

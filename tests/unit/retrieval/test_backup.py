@@ -48,7 +48,8 @@ def _elsewhere(settings: Settings, tmp: Path, **retrieval) -> Settings:
 
 def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CODECOMPASS_STATE_DIR": str(settings.state_dir),
-           "PYTHONPATH": os.pathsep.join([str(REPO / "py_services"), str(REPO / "gateway_mcp"), str(REPO)])}
+           "PYTHONPATH": os.pathsep.join([str(REPO / "clients" / "python" / "src"), str(REPO / "py_services"),
+                                          str(REPO / "gateway_mcp"), str(REPO)])}
     return subprocess.run([sys.executable, "-m", "codecompass_cli", *args], env=env, capture_output=True, text=True,
                           timeout=300, check=False)
 

@@ -20,7 +20,8 @@ from codecompass.retrieval.location import index_key, index_uri, workspace_id_of
 from codecompass.retrieval.schema import FORMAT_METADATA_KEY, INDEX_FORMAT_VERSION, SOURCES_PREFIX, TABLE_PREFIX
 
 REPO = Path(__file__).resolve().parents[3]
-PYTHONPATH = os.pathsep.join([str(REPO / "py_services"), str(REPO / "gateway_mcp"), str(REPO)])
+PYTHONPATH = os.pathsep.join([str(REPO / "clients" / "python" / "src"), str(REPO / "py_services"),
+                              str(REPO / "gateway_mcp"), str(REPO)])
 
 
 def _free_port() -> int:

@@ -18,6 +18,7 @@ and file to one ``Settings``). This package is the one config API: import from
 
 from __future__ import annotations
 
+from codecompass.clients import transport as transports
 from codecompass.common.config.fields import (
     API_KEY_ENV,
     BIND_HOST_ENV,
@@ -89,3 +90,17 @@ __all__ = [
     "redacted",
     "settings_from",
 ]
+
+
+def _settings_transport():
+    """How this process's clients dial: as its `grpc` settings say (token, TLS), read when a
+    client is made. Imported late: common.transport reads these settings' types."""
+    from codecompass.common.transport import client_transport
+
+    return client_transport(load_settings().grpc)
+
+
+# Every client a process of the services makes without a transport of its own (the gateway's, the
+# CLI's, one service's of another) dials as the deployment says; this package is what each of
+# those processes reads its settings with.
+transports.set_default(_settings_transport)

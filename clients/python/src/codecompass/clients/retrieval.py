@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from codecompass.clients.channel import Address, Locate, ServiceChannel, address_for
+from codecompass.clients.channel import Address, ServiceChannel
 from codecompass.clients.errors import FAILED, ServiceError
 from codecompass.common import names
-from codecompass.common.config import Settings
 from codecompass.contracts.retrieval import convert
 from codecompass.contracts.retrieval.model import (
     HubOutcome,
@@ -23,14 +22,6 @@ from codecompass.contracts.retrieval.model import (
 from codecompass.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 SERVICE = names.RETRIEVAL
-
-
-def writer_address(settings: Settings, locate: Locate | None = None) -> Address:
-    """Where the index writer is: WRITER_ADDR when the roles run apart, else the retrieval
-    service (as configured, or where `locate` finds it), which plays both roles."""
-    if settings.writer_addr:
-        return settings.writer_addr
-    return address_for(names.RETRIEVAL, settings.retrieval_addr, locate)
 
 
 class RetrievalClient:

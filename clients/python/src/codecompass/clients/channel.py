@@ -1,7 +1,7 @@
 """One service's connection, shared by every client of this package: a deadline on each call,
-gRPC failures as `ServiceError`, the service token and TLS of the `grpc` settings
-(common/transport.py), retries by the published service config, and calls that follow a service
-`codecompass up` restarted elsewhere.
+gRPC failures as `ServiceError`, the service token and TLS of its transport (transport.py: by
+default the process's, which the services set from their `grpc` settings), retries by the
+published service config, and calls that follow a service `codecompass up` restarted elsewhere.
 
 Retries and deadlines are a gRPC service config published beside this module (service_config.json,
 described in docs/grpc.md), which any gRPC client may load. Every call of these services is safe
@@ -42,10 +42,10 @@ from typing import Any, Generic, TypeVar
 
 import grpc
 
+from codecompass.clients import transport as transports
 from codecompass.clients.errors import FAILED, UNAVAILABLE, ServiceError, mapped
-from codecompass.common.config import load_settings
-from codecompass.common.telemetry import CHANNEL_OPTIONS, RECONNECT_OPTIONS, traced
-from codecompass.common.transport import ClientTransport, client_transport
+from codecompass.clients.transport import ClientTransport
+from codecompass.common.channels import CHANNEL_OPTIONS, RECONNECT_OPTIONS, traced
 
 # Where a service is: a fixed address, or a function that says where it is now (asked again
 # after the service was unreachable).
@@ -90,10 +90,11 @@ class ServiceChannel(Generic[StubT]):
 
     def __init__(self, service: str, address: Address, stub: Callable[[grpc.Channel], StubT],
                  transport: ClientTransport | None = None) -> None:
-        """`transport`: how to dial and what token to send; by default the process's `grpc` settings,
-        so every caller does as the deployment says."""
+        """`transport`: how to dial and what token to send; by default the process's (which the
+        services, the gateway and the CLI set from their `grpc` settings), so every caller does as
+        the deployment says."""
         self.service = service
-        self._transport = transport if transport is not None else client_transport(load_settings().grpc)
+        self._transport = transport if transport is not None else transports.default()
         self._resolve: Callable[[], str] = address if callable(address) else (lambda: address)
         self._make_stub = stub
         self._lock = threading.Lock()

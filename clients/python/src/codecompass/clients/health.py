@@ -6,13 +6,15 @@
 Exits 0 when the service answers SERVING (a URL: HTTP 200), else 1 with one line saying what it
 answered instead or why it could not be asked. A gRPC target is asked with the standard
 grpc.health.v1 Check (every server here registers it: NOT_SERVING until warmed up and again once
-it drains); a URL, for the gateway's HTTP server, with a GET. Container health checks run this
-command (deploy/compose.yaml): the images carry no curl or grpc_health_probe, and a second
-client of the same protocol would be one more thing to keep in step.
+it drains); a URL, for the gateway's HTTP server, with a GET. Container health checks run it
+(as common/probe.py in the services' distribution, deploy/compose.yaml): the images carry no curl
+or grpc_health_probe, and a second client of the same protocol would be one more thing to keep in step.
 
 The channel is a plain one, not the package's traced channel: a probe every few seconds would
-fill the traces with health checks and tell an operator nothing. It dials TLS as the `grpc`
-settings say (the service's own, in its container), and sends no token: health needs none.
+fill the traces with health checks and tell an operator nothing. It dials as the process's
+default transport says (transport.py), and sends no token: health needs none. In the services'
+containers the probe is `python -m codecompass.common.probe`, which dials as their `grpc`
+settings say (TLS when the service serves it).
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from dataclasses import dataclass
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from codecompass.common.config import ConfigError, load_settings
-from codecompass.common.transport import ClientTransport, client_transport
+from codecompass.clients import transport as transports
+from codecompass.clients.transport import ClientTransport
 
 SERVING = "SERVING"
 # Not statuses the protocol has: the server has no such service, or could not be asked at all.
@@ -57,8 +59,8 @@ class Health:
 def check(address: str, service: str = "", timeout_s: float = DEFAULT_TIMEOUT_S,
           transport: ClientTransport | None = None) -> Health:
     """The health of `service` ("" = the whole server) at a gRPC `address`, dialled as `transport`
-    says (by default, as the process's `grpc` settings say)."""
-    dial = transport if transport is not None else client_transport(load_settings().grpc)
+    says (by default, as the process's default transport says)."""
+    dial = transport if transport is not None else transports.default()
     with dial.channel(address) as channel:
         try:
             response = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service),
@@ -87,8 +89,8 @@ def _is_url(target: str) -> bool:
     return target.startswith(("http://", "https://"))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m codecompass.clients.health", description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None, prog: str = "python -m codecompass.clients.health") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("target", help="HOST:PORT of a gRPC service, or the http:// URL of a health endpoint")
     parser.add_argument("--service", default="",
                         help="the gRPC service to ask about (default: the whole server); not for a URL")
@@ -104,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         try:
             health = check(args.target, args.service, args.timeout)
-        except ConfigError as exc:
+        except Exception as exc:  # noqa: BLE001 - a default transport's own error (the services' ConfigError): one line
             print(f"{args.target}: cannot dial it: {exc}", file=sys.stderr)
             return 1
     if health.serving:

@@ -30,6 +30,7 @@ import configparser
 import hashlib
 import re
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,13 @@ CHECKOUT, BASE = "checkout", "base"
 MAX_ID_CHARS = 200
 _ID_CHARS = re.compile(r"^[\x21-\x7e][\x20-\x7e]*$")
 _SCP_LIKE = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")
+# The checkout ids this process found recorded for a folder, by (index root, folder, repository
+# id): a recorded id is kept for good (`checkout_id`), so a search need not read the registry
+# again (about 27 ms a search on a local disk, more on object storage). Forgotten when the index
+# is unregistered here; a searcher that kept one after another process dropped the index reads a
+# missing index, as it would have anyway, and the next sync registers that id again.
+_RECORDED: dict[tuple[str, str, str], str] = {}
+_RECORDED_LOCK = threading.Lock()
 
 
 class InvalidWorkspaceId(ValueError):
@@ -90,8 +98,18 @@ def workspace_id_for(settings: Settings, root: Path, configured: str = "") -> st
     repository_id = workspace_id_of(root, configured)
     if configured or repository_id.startswith(LOCAL_PREFIX):
         return repository_id
-    entries = IndexRegistry(index_root(settings), dict(settings.retrieval.storage_options)).entries()
-    return checkout_id(repository_id, root, entries)
+    where = index_root(settings)
+    recorded = (where, str(root), repository_id)
+    with _RECORDED_LOCK:
+        known = _RECORDED.get(recorded)
+    if known is not None:
+        return known
+    entries = IndexRegistry(where, dict(settings.retrieval.storage_options)).entries()
+    wid = checkout_id(repository_id, root, entries)
+    if any(e.workspace_id == wid and e.root == str(root) and e.host == socket.gethostname() for e in entries):
+        with _RECORDED_LOCK:
+            _RECORDED[recorded] = wid
+    return wid
 
 
 def checkout_id(repository_id: str, root: Path, entries: list[RegisteredIndex]) -> str:
@@ -324,6 +342,9 @@ class IndexRegistry:
                        for row in rows), key=lambda r: r.workspace_id)
 
     def unregister(self, key: str) -> None:
+        with _RECORDED_LOCK:
+            for recorded in [r for r, wid in _RECORDED.items() if r[0] == self._uri and index_key(wid) == key]:
+                del _RECORDED[recorded]
         table = self._table(create=False)
         if table is not None:
             table.delete(sqlf.sql_in("key", [key]))

@@ -9,13 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from codecompass.common.config import settings_from
 from codecompass.contracts.retrieval.errors import InvalidWorkspace
 from codecompass.retrieval.location import (
+    IndexRegistry,
     InvalidWorkspaceId,
     index_key,
+    index_root,
     normalised_remote,
     validated_id,
     validated_root,
+    workspace_id_for,
     workspace_id_of,
 )
 
@@ -90,3 +94,29 @@ def test_a_root_no_file_system_holds_is_an_invalid_workspace_in_one_line(root: s
     with pytest.raises(InvalidWorkspace, match=re.escape(said)) as raised:
         validated_root(root)
     assert len(str(raised.value)) < 300
+
+
+def test_a_recorded_checkout_id_is_read_from_the_registry_once_and_forgotten_when_dropped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = settings_from({"CODECOMPASS_STATE_DIR": str(tmp_path / "state")})
+    main = _clone(tmp_path / "main", "git@github.com:acme/shop.git")
+    other = _clone(tmp_path / "other", "git@github.com:acme/shop.git")
+    registry = IndexRegistry(index_root(settings), {})
+    registry.register(index_key("github.com/acme/shop"), "github.com/acme/shop", str(main))
+    read = []
+    entries = IndexRegistry.entries
+    monkeypatch.setattr(IndexRegistry, "entries", lambda self: read.append(1) or entries(self))
+
+    mine = workspace_id_for(settings, other)
+    assert mine.startswith("github.com/acme/shop@checkout-")
+    assert len(read) == 1  # not recorded yet: read again until a sync registers it
+    workspace_id_for(settings, other)
+    assert len(read) == 2
+    registry.register(index_key(mine), mine, str(other))
+    assert [workspace_id_for(settings, other) for _ in range(3)] == [mine] * 3
+    assert workspace_id_for(settings, main) == "github.com/acme/shop"
+    assert len(read) == 4  # each checkout's recorded id read once, then kept
+
+    registry.unregister(index_key(mine))
+    workspace_id_for(settings, other)
+    assert len(read) == 5

@@ -4,6 +4,7 @@ worktrees and branches, real services."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import time
@@ -217,3 +218,42 @@ def test_with_bases_off_each_checkout_is_indexed_from_its_files(retrieval: tuple
     time.sleep(2)
     assert [e for e in _registry(indexes) if e.kind == BASE] == []
     assert _index(client, feature).files_added == first.files_added - 1  # jwt.ts removed on the branch
+
+
+def test_on_object_storage_a_new_worktree_starts_from_the_base_too(
+        start_python_service, analysis_server: str, repository: tuple[Path, Path], s3, tmp_path: Path) -> None:
+    """The index root is an s3:// prefix (a local S3 server as a real process): the base is a copy
+    of the checkout's tables in the bucket, and the worktree's index a shallow clone of it there."""
+    main, feature = repository
+    _, embedding = start_python_service("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "code-static"})
+    uri = s3.uri("indexes")
+    _, address = start_python_service("codecompass.retrieval", {
+        "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding, "CODECOMPASS_EMBEDDING_PROFILE": "code-static",
+        "CODECOMPASS_RETRIEVAL_DB_URI": uri, "CODECOMPASS_STATE_DIR": str(tmp_path / "state"),
+        "CODECOMPASS_RETRIEVAL_STORAGE_OPTIONS": json.dumps(s3.storage_options)})
+    client = RetrievalClient(address)
+    try:
+        _index(client, main)
+        deadline = time.monotonic() + BASE_WITHIN_S
+        while not (bases := [e for e in IndexRegistry(uri, s3.storage_options).entries() if e.kind == BASE]):
+            assert time.monotonic() < deadline, IndexRegistry(uri, s3.storage_options).entries()
+            time.sleep(0.2)
+        (base,) = bases
+        stats = _index(client, feature)
+        assert (stats.files_added, stats.files_changed, stats.files_removed) == (0, 1, 1), stats
+        (entry,) = [e for e in IndexRegistry(uri, s3.storage_options).entries()
+                    if e.kind == CHECKOUT and e.root == str(feature)]
+        assert entry.base == base.key
+        found = client.search(SearchQuery(workspace_root=str(feature), query="applyLoyaltyDiscount", limit=5), 30)
+        assert (found.results[0].chunk.name, found.results[0].origin) == ("applyLoyaltyDiscount", ORIGIN_CHECKOUT)
+        same = client.search(SearchQuery(workspace_root=str(feature), query="retryWithBackoff", limit=5), 30)
+        assert (same.results[0].chunk.relative_path, same.results[0].origin) == ("src/utils/retry.ts", ORIGIN_BASE)
+        assert "applyLoyaltyDiscount" not in _names(client, main, "applyLoyaltyDiscount")
+        # The worktree, clean at its branch's commit, writes a base of its own from its copy.
+        feature_head = _git(feature, "rev-parse", "HEAD").strip()
+        while not [e for e in IndexRegistry(uri, s3.storage_options).entries() if e.commit == feature_head
+                   and e.kind == BASE]:
+            assert time.monotonic() < deadline + BASE_WITHIN_S, IndexRegistry(uri, s3.storage_options).entries()
+            time.sleep(0.2)
+    finally:
+        client.close()

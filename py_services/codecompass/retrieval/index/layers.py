@@ -11,6 +11,13 @@ one: the catalog's content hashes say which files differ, and only those are chu
 embedded, into the checkout's own files. A sync never writes into a base: the clone's writes
 (new fragments, deletion files, compaction, its version cleanup) are all under its own index.
 
+On object storage the checkout's tables are deep clones of the base's instead (a copy in the
+bucket, no chunking or embedding either): a shallow clone's manifests name the base's data files
+by their s3:// path, which a searcher's local mirror (`mirror.py`) copies without the files they
+name and then cannot read, and which Lance (pylance 14) cannot deep-clone again when that
+checkout is clean and writes a base of its own ("contained empty path segment"); both seen
+against a local S3 server.
+
 A base is a *deep* copy of the checkout's tables (`deep_clone`), not a tag on them: the
 checkout's index goes on changing and its maintenance deletes old versions' files, which the
 base's readers may still point at. A base is written once and never changed. The writer drops a
@@ -123,16 +130,19 @@ def _dataset_uri(index: str, table: str) -> str:
 
 
 def start_from_base(settings: Settings, key: str, base: Base) -> list[str]:
-    """The tables of the index `key` (which does not exist yet) as shallow clones of `base`'s;
-    their names. A clone that fails midway leaves nothing: the index is then built from its files."""
+    """The tables of the index `key` (which does not exist yet) as clones of `base`'s: shallow on
+    a local disk, deep on object storage (above); their names. A clone that fails midway leaves
+    nothing: the index is then built from its files."""
     source, target = index_uri(settings, base.key), index_uri(settings, key)
     options = dict(settings.retrieval.storage_options) or None
     tables = list_tables(lancedb.connect(source, storage_options=options))
+    shallow = is_local_uri(target)
     try:
         for table in tables:
             dataset = lance.dataset(_dataset_uri(source, table), storage_options=options)
-            clone = dataset.shallow_clone(_dataset_uri(target, table), dataset.version, storage_options=options)
-            # Without the base's indexes: Lance (pylance 14) writes an index it updates in a clone
+            copy = dataset.shallow_clone if shallow else dataset.deep_clone
+            clone = copy(_dataset_uri(target, table), dataset.version, storage_options=options)
+            # Without the base's indexes: Lance (pylance 14) writes an index it updates in a shallow clone
             # into the clone's folder but records it as the base's, which then cannot be read (seen
             # as "Not found: <base>/_indices/<uuid>/tokens.lance" after the clone's first update).
             # The writer builds its own: the full-text index at once, the vector indexes in

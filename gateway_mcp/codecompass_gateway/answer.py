@@ -223,6 +223,12 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def item_to_dict(item: SelectedItem | RankedItem) -> dict[str, Any]:
+    """One result as `SearchAnswer.to_dict` writes it."""
+    data: dict[str, Any] = _plain(item)
+    return data
+
+
 def _selected(result: SelectedResult, stale: bool) -> SelectedItem:
     return SelectedItem(
         path=result.relative_path, start_line=result.start_line, end_line=result.end_line,

@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,12 @@ from codecompass_gateway import errors, skips
 from codecompass_gateway.advisor import Advice
 from codecompass_gateway.answer import (
     AnswerMetadata,
+    CodeResult,
     CodeSearchAnswer,
     RankedItem,
     SearchAnswer,
     SelectedItem,
+    item_to_dict,
     no_confident_match,
     semantic_channels_line,
 )
@@ -47,17 +50,22 @@ from codecompass_gateway.errors import ToolInputError, one_line
 from codecompass_gateway.packages import Package, package_of
 from codecompass_gateway.symbols import SymbolView
 from codecompass_gateway.tools import RESPONSE_MAX_TOKENS, SELECTION_MAX_TOKENS, SearchBudget
+from codecompass_gateway.workspaces import Merged
 
 # --- semantic_search ---------------------------------------------------------------------------
 
 
-def _result_text(result: SelectedItem | RankedItem, packages: tuple[Package, ...] = ()) -> str:
+def _result_text(result: SelectedItem | RankedItem, packages: tuple[Package, ...] = (),
+                 workspace: Path | None = None) -> str:
+    """`workspace`: the one it came from, when a search spanned several."""
     # A selected result comes with its header; a ranked one is headed here, and says where its
     # clipped lines are.
     given = result.header if isinstance(result, SelectedItem) else ""
     header = given or f"// {result.path} > {result.qualified_name}"
     if (package := package_of(result.path, packages)) is not None:
         header += f"  (package {package.name})"
+    if workspace is not None:
+        header += f"  (workspace {workspace})"
     if result.stale:
         header += "  (stale: the file changed since it was indexed; read_symbol shows it as it is now)"
     text = f"{header}\n{result.code}"
@@ -80,10 +88,11 @@ def _being_written(meta: AnswerMetadata) -> str | None:
 
 
 def search_notes(answer: SearchAnswer, workspace: Path, query: str,
-                 filters: dict[str, Any] | None = None) -> list[str]:
-    """What the agent must know besides the code: first, when it is so, that nothing is a confident
-    match and why; then how far the index is, names it lacks, a filter that matched nothing, and
-    why an answer is empty. An empty answer never just says 'no match' when the reason is elsewhere."""
+                 filters: dict[str, Any] | None = None, doubt_first: bool = True) -> list[str]:
+    """What the agent must know besides the code: first, when it is so (and `doubt_first`), that
+    nothing is a confident match and why; then how far the index is, names it lacks, a filter that
+    matched nothing, and why an answer is empty. An empty answer never just says 'no match' when the
+    reason is elsewhere."""
     meta = answer.metadata
     status = meta.indexing_status
     written = _being_written(meta)
@@ -92,7 +101,8 @@ def search_notes(answer: SearchAnswer, workspace: Path, query: str,
     filtered_out = not answer.results and bool(meta.total_chunks) and meta.filtered_chunks == 0
     low, reason = meta.low_confidence, meta.low_confidence_reason or ""
     # A filter that matched nothing is said first by its own note, which names the filter.
-    notes = [no_confident_match(query, reason, bool(answer.results))] if low and not filtered_out else []
+    doubt = low and not filtered_out
+    notes = [no_confident_match(query, reason, bool(answer.results))] if doubt and doubt_first else []
     if meta.freshness_reason:
         notes.append(f"Possibly out of date: {meta.freshness_reason}.")
     if written is not None:
@@ -146,20 +156,70 @@ def search_result(answer: SearchAnswer, workspace: Path, query: str, budget: Sea
     results = answer.results
     best = max((r.score for r in results), default=0.0)
     notes = search_notes(answer, workspace, query, extra_metadata.get("filters"))
-    items = [(_result_text(r, packages), priority(r.relevance if isinstance(r, SelectedItem) else None, r.score,
-                                                   best)) for r in results]
+    items = [(_result_text(r, packages), _priority(r, best)) for r in results]
     data = answer.to_dict()
     structured_results = [{**{k: v for k, v in r.items() if k != "code"}, **_package_field(r["path"], packages)}
                           for r in data["results"]]
     metadata = {**data["metadata"], **extra_metadata, "workspace": str(workspace)}
+    return _fitted(notes, items, structured_results, {"selection": data["selection"], "metadata": metadata},
+                   budget.max_chars)
+
+
+def _priority(result: SelectedItem | RankedItem, best: float) -> float:
+    return priority(result.relevance if isinstance(result, SelectedItem) else None, result.score, best)
+
+
+def workspaces_search_result(merged: Merged[SearchAnswer, SelectedItem | RankedItem], query: str,
+                             budget: SearchBudget, extra_metadata: dict[str, Any]) -> CallToolResult:
+    """semantic_search over several workspaces: each workspace's notes (each line naming it, the
+    surest workspace's first), one line per workspace not searched, then the merged results, each
+    headed with the workspace it came from; as data, each result's `workspace`, each workspace's own
+    selection and metadata under `workspaces`, and the surest workspace's metadata as the answer's
+    (its confidence is the answer's)."""
+    searched, surest, filters = merged.searched, merged.most_confident, extra_metadata.get("filters")
+    # The surest workspace's notes first: its doubt, when it has one, is the whole answer's, and many
+    # agents read only the first line. Another workspace's doubt is only that it adds nothing sure.
+    notes = [f"{surest.root}: {note}" for note in search_notes(surest.answer, surest.root, query, filters)]
+    for other in (s for s in searched if s is not surest):
+        meta = other.answer.metadata
+        if meta.low_confidence:
+            why = f" ({meta.low_confidence_reason})" if meta.low_confidence_reason else ""
+            notes.append(f"{other.root}: no confident match here{why}.")
+        notes += [f"{other.root}: {note}"
+                  for note in search_notes(other.answer, other.root, query, filters, doubt_first=False)]
+    notes += [f"{f.root}: not searched: {f.reason}" for f in merged.failed]
+    best = max((r.score for _, r in merged.results), default=0.0)
+    items = [(_result_text(r, searched[i].packages, searched[i].root), _priority(r, best)) for i, r in merged.results]
+    structured_results = [{**{k: v for k, v in item_to_dict(r).items() if k != "code"},
+                           "workspace": str(searched[i].root), **_package_field(r.path, searched[i].packages)}
+                          for i, r in merged.results]
+    per_workspace = [{"workspace": str(s.root), "results": sum(1 for i, _ in merged.results if searched[i] is s),
+                      "selection": data["selection"], "metadata": data["metadata"]}
+                     for s in searched for data in [s.answer.to_dict()]]
+    metadata = {**merged.most_confident.answer.metadata.to_dict(), **extra_metadata,
+                "workspaces": [str(s.root) for s in searched]}
+    return _fitted(notes, items, structured_results,
+                   {"workspaces": per_workspace, "failed": _failed_data(merged), "metadata": metadata},
+                   budget.max_chars)
+
+
+def _failed_data(merged: Merged[Any, Any]) -> list[dict[str, str]]:
+    return [{"workspace": str(f.root), "error": f.reason} for f in merged.failed]
+
+
+def _fitted(notes: list[str], items: list[tuple[str, float]], structured_results: list[dict[str, Any]],
+            rest: dict[str, Any], max_chars: int | None) -> CallToolResult:
+    """The notes, then one text item per result (text, priority); as structured content the results
+    followed by `rest` (whose "metadata" says what was dropped); within RESPONSE_MAX_TOKENS (and
+    `max_chars`): the lowest-ranked results go first when it is not."""
 
     def build(keep: int) -> tuple[list[TextContent], dict[str, Any]]:
         content = [TextContent(type="text", text=note, annotations=Annotations(audience=["assistant"], priority=1.0))
                    for note in notes]
         content += [TextContent(type="text", text=text, annotations=Annotations(audience=["assistant"], priority=p))
                     for text, p in items[:keep]]
-        structured: dict[str, Any] = {"results": structured_results[:keep], "selection": data["selection"],
-                                      "metadata": dict(metadata)}
+        structured: dict[str, Any] = {"results": structured_results[:keep], **rest,
+                                      "metadata": dict(rest["metadata"])}
         if keep < len(items):
             structured["metadata"]["response_truncated"] = {
                 "dropped_results": len(items) - keep,
@@ -170,7 +230,7 @@ def search_result(answer: SearchAnswer, workspace: Path, query: str, budget: Sea
 
     keep = len(items)
     content, structured = build(keep)
-    while keep > 0 and not _fits(content, structured, budget.max_chars):
+    while keep > 0 and not _fits(content, structured, max_chars):
         keep -= 1
         content, structured = build(keep)
     tokens = sum(count_tokens(c.text) for c in content) + count_tokens(json.dumps(structured))
@@ -189,11 +249,13 @@ def _fits(content: list[TextContent], structured: dict[str, Any], max_chars: int
 # --- search_code -------------------------------------------------------------------------------
 
 
-def search_code_text(answer: CodeSearchAnswer, query: str, packages: tuple[Package, ...] = ()) -> str:
+def search_code_text(answer: CodeSearchAnswer, query: str, labels: Sequence[Mapping[str, str]] = (),
+                     preamble: Sequence[str] = ()) -> str:
     """The answer as the model reads it: that nothing is a confident match, when so; one header line
-    (how many, the query's intent, how sure); what to do when unsure; then one line per result and
-    its snippet. Programs read the same answer as structured content (seed 003's JSON); it is not
-    repeated here."""
+    (how many, the query's intent, how sure); what to do when unsure; `preamble`; then one line per
+    result, ending in its `labels` (the package it is in; the workspace, when a search spanned
+    several), and its snippet. Programs read the same answer as structured content (seed 003's
+    JSON); it is not repeated here."""
     meta, results = answer.metadata, answer.results
     intent = answer.query_intent.replace("_", " ")
     lines = [no_confident_match(query, meta.low_confidence_reason, bool(results))] if meta.low_confidence else []
@@ -210,10 +272,11 @@ def search_code_text(answer: CodeSearchAnswer, query: str, packages: tuple[Packa
         lines.append("The index may be out of date: results marked stale show code as it was indexed.")
     if meta.result_completeness == "truncated":
         lines.append("Results were cut to fit the response limit: ask for fewer (limit).")
+    lines += preamble
     for rank, result in enumerate(results, 1):
         stale = "  stale" if result.stale else ""
-        package = package_of(result.path, packages)
-        where = f"  package {package.name}" if package is not None else ""
+        own = labels[rank - 1] if rank <= len(labels) else {}
+        where = "".join(f"  {name} {value}" for name, value in own.items())
         lines.append(f"{rank}. {result.path}:{result.line_start}-{result.line_end}  {result.kind} "
                      f"{result.qualified_name}  score {result.score:.2f} ({result.provenance}){stale}{where}")
         lines += [f"   {line}" for line in result.snippet.splitlines()]
@@ -231,20 +294,50 @@ def search_code_result(answer: CodeSearchAnswer, query: str, extra_metadata: dic
     """Seed 003's answer as structured content (its metadata followed by `extra_metadata`), and as
     text for the model, within RESPONSE_MAX_TOKENS together: the lowest-ranked results go first
     when they are not (then `result_completeness: truncated`)."""
+    return _ranked_list(answer, query, [_package_field(r.path, packages) for r in answer.results], extra_metadata)
+
+
+def workspaces_code_result(merged: Merged[CodeSearchAnswer, CodeResult], query: str,
+                           extra_metadata: dict[str, Any]) -> CallToolResult:
+    """search_code over several workspaces: seed 003's answer of the interleaved list, with the
+    surest workspace's metadata as the answer's (its confidence is the answer's), each result's
+    `workspace`, and each workspace's own metadata under `workspaces`; its text says, per workspace,
+    how many of its results are shown and how sure it is, and one line per workspace not searched."""
+    searched = merged.searched
+    shown = dataclasses.replace(merged.most_confident.answer, results=tuple(r for _, r in merged.results),
+                                total_candidates=sum(s.answer.total_candidates for s in searched))
+    labels = [{"workspace": str(searched[i].root), **_package_field(r.path, searched[i].packages)}
+              for i, r in merged.results]
+    preamble = [f"{s.root}: {sum(1 for i, _ in merged.results if searched[i] is s)} of these results, confidence "
+                f"{s.answer.metadata.confidence:.2f}"
+                + ("; no confident match" if s.answer.metadata.low_confidence else "") for s in searched]
+    preamble += [f"{f.root}: not searched: {f.reason}" for f in merged.failed]
+    per_workspace = [{"workspace": str(s.root), "query_intent": s.answer.query_intent,
+                      "total_candidates": s.answer.total_candidates, "metadata": s.answer.to_dict()["metadata"]}
+                     for s in searched]
+    return _ranked_list(shown, query, labels, extra_metadata, preamble,
+                        {"workspaces": per_workspace, "failed": _failed_data(merged)})
+
+
+def _ranked_list(answer: CodeSearchAnswer, query: str, labels: Sequence[Mapping[str, str]],
+                 extra_metadata: dict[str, Any], preamble: Sequence[str] = (),
+                 more: dict[str, Any] | None = None) -> CallToolResult:
+    """A ranked list with each result's `labels` (text and data) and `more` data beside it, within
+    RESPONSE_MAX_TOKENS."""
 
     def structured(shown: CodeSearchAnswer) -> dict[str, Any]:
         data = shown.to_dict()
         data["metadata"].update(extra_metadata)
-        for result in data["results"]:
-            result.update(_package_field(result["path"], packages))
-        return data
+        for result, own in zip(data["results"], labels, strict=False):
+            result.update(own)
+        return {**data, **(more or {})}
 
     shown = answer
-    text, data = search_code_text(shown, query, packages), structured(shown)
+    text, data = search_code_text(shown, query, labels, preamble), structured(shown)
     while shown.results and count_tokens(text) + count_tokens(json.dumps(data)) > RESPONSE_MAX_TOKENS:
         shown = dataclasses.replace(shown, results=shown.results[:-1],
                                     metadata=dataclasses.replace(shown.metadata, result_completeness="truncated"))
-        text, data = search_code_text(shown, query, packages), structured(shown)
+        text, data = search_code_text(shown, query, labels, preamble), structured(shown)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 

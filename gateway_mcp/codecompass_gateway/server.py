@@ -19,8 +19,10 @@ its protocol metadata: intent, semantic mode, confidence and a suggested next ca
 (who calls / what calls / who implements a symbol), `read_symbol` (a symbol with its members
 collapsed, or a file's outline), `index_status`. Errors carry a code from `errors.ERROR_CODES`.
 Every tool takes an optional `workspace`: one of the server's --workspace folders, or a folder under
-one of them or under an allowed root (`remote.ServerPlan`); no other. In stdio mode stdout carries the
-protocol only; logs are JSON lines on stderr. Over HTTP, `remote` says who may connect.
+one of them or under an allowed root (`remote.ServerPlan`); no other. The two searches also take a
+list of them, or "all" (every --workspace folder): searched at once and merged fairly (`workspaces`).
+In stdio mode stdout carries the protocol only; logs are JSON lines on stderr. Over HTTP, `remote`
+says who may connect.
 
 The handshake never waits on indexing: a workspace that is not indexed starts indexing in the
 background (lexical index first, embeddings after), and searches answer lexically meanwhile.
@@ -61,12 +63,12 @@ from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import record_tool_call
 from codecompass.contracts.analysis.model import ChunkedFile, TraceDirection, TraceQuery
 from codecompass.policy.shape import MAX_QUERY_CHARS
-from codecompass_gateway import advisor, errors, packages, present, remote, symbols, tools, wire
-from codecompass_gateway.answer import code_search_answer, search_answer
+from codecompass_gateway import advisor, errors, packages, present, remote, symbols, tools, wire, workspaces
+from codecompass_gateway.answer import CodeSearchAnswer, code_search_answer, search_answer
 from codecompass_gateway.errors import ToolInputError, not_found_as_input
 from codecompass_gateway.handshake import Front
 from codecompass_gateway.indexing import LEXICAL_WAIT_S, STATUS_TIMEOUT_S, BackgroundIndexer
-from codecompass_gateway.pipeline import Pipeline, PipelineRequest
+from codecompass_gateway.pipeline import Pipeline, PipelineAnswer, PipelineRequest
 from codecompass_gateway.readiness import Readiness
 from codecompass_gateway.rewrite import Rewriter
 from codecompass_gateway.sampling import client_rewriter
@@ -78,7 +80,8 @@ HTTP_PATH = "/mcp"
 
 INSTRUCTIONS = """\
 CodeCompass answers questions about the TypeScript/JavaScript workspace this server was started for
-(and the other folders it was started to open, named by `workspace`). Start with `semantic_search`
+(and the other folders it was started to open, named by `workspace`; a search may name several, or
+"all"). Start with `semantic_search`
 for a question in words or a half-remembered name: it returns the code itself. `search_code` gives a
 ranked list to choose from, with how sure the search is. Then `read_symbol` reads a symbol or a
 file's outline instead of a whole file, and `codebase_trace` follows calls and types through the
@@ -99,6 +102,8 @@ class Gateway:
     # Where else a call may name a workspace: the server's other --workspace folders and its
     # allowed roots (and the folders under them).
     roots: tuple[Path, ...] = ()
+    # The server's other --workspace folders: with `workspace`, what a search of "all" covers.
+    also: tuple[Path, ...] = ()
     # Whether the services are up: `codecompass mcp` starts them behind the handshake, and a tool
     # waits for them before its first call to one.
     ready: Readiness = field(default_factory=Readiness.already)
@@ -127,10 +132,12 @@ class Gateway:
         the other tools are read-only, and need no index (trace and read ask the type checker)."""
         return tools.resolve_workspace(given, self.workspace, self.roots)
 
-    def workspace_to_search(self, given: str | None) -> Path:
-        workspace = self.workspace_for(given)
-        self.indexer.ensure(workspace)
-        return workspace
+    def workspaces_to_search(self, given: str | list[str] | None) -> tuple[Path, ...]:
+        """The workspaces a search is about (`tools.resolve_workspaces`), each indexing if it is not."""
+        workspaces = tools.resolve_workspaces(given, self.workspace, self.also, self.roots)
+        for workspace in workspaces:
+            self.indexer.ensure(workspace)
+        return workspaces
 
     # --- the tools, as plain methods (the MCP wrappers below only add the schema) ---
 
@@ -150,53 +157,104 @@ class Gateway:
         names = ", ".join(p.name for p in declared[:20]) + (", …" if len(declared) > 20 else "")
         raise ToolInputError(f"no package named {quoted(name)} in {root}; its packages: {names}")
 
+    def scopes(self, roots: tuple[Path, ...], package: str | None
+               ) -> tuple[dict[Path, tuple[tuple[packages.Package, ...], str | None]], list[workspaces.Failed]]:
+        """Each workspace's `scope`, and those left out. Over several workspaces a package scopes
+        those that declare it and leaves the others out (each one line in the answer); the search
+        is refused only when none declares it."""
+        scoped: dict[Path, tuple[tuple[packages.Package, ...], str | None]] = {}
+        left_out: list[workspaces.Failed] = []
+        refusal: ToolInputError | None = None
+        for root in roots:
+            try:
+                scoped[root] = self.scope(root, package)
+            except ToolInputError as exc:
+                left_out.append(workspaces.Failed(root, str(exc)))
+                refusal = refusal or exc
+        if not scoped and refusal is not None:
+            raise refusal
+        return scoped, left_out
+
     @tools.tool_errors("semantic_search")
     def semantic_search(self, query: str, max_tokens: int | None, min_relevance: float | None, path: str | None,
                         kind: str | None, include_tests: bool, rewrite: bool | None,
-                        workspace: str | None, rewriter: Rewriter | None = None,
+                        workspace: str | list[str] | None, rewriter: Rewriter | None = None,
                         package: str | None = None) -> CallToolResult:
-        root = self.workspace_to_search(workspace)
+        roots = self.workspaces_to_search(workspace)
         if not query.strip():
             raise ToolInputError("query is empty: describe the code you are looking for")
         budget = tools.search_budget(max_tokens)
-        declared, folder = self.scope(root, package)
+        scopes, left_out = self.scopes(roots, package)
+        filters = {root: tools.search_filters(tools.within(folder, path), kind, include_tests)
+                   for root, (_, folder) in scopes.items()}
         self.ready.wait()
-        lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
-        request = PipelineRequest(
-            workspace_root=str(root), query=query,
-            filters=tools.search_filters(tools.within(folder, path), kind, include_tests),
-            max_tokens=budget.selection_tokens, min_relevance=min_relevance, rewrite=rewrite, rewriter=rewriter,
-        )
-        answer = search_answer(self.pipeline.run(request), tools.RANKED_CODE_LINES)
-        extra = {"trace_id": tools.trace_id(), "query": query, "lexical_index_ready": lexical_ready,
-                 "filters": {"path": path, "kind": kind, "include_tests": include_tests, "package": package}}
-        return present.search_result(answer, root, query, budget, extra, declared)
+
+        def run(root: Path) -> tuple[PipelineAnswer, bool]:
+            lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
+            return self.pipeline.run(PipelineRequest(
+                workspace_root=str(root), query=query, filters=filters[root], max_tokens=budget.selection_tokens,
+                min_relevance=min_relevance, rewrite=rewrite, rewriter=rewriter,
+            )), lexical_ready
+
+        extra: dict[str, object] = {"trace_id": tools.trace_id(), "query": query, "filters": {
+            "path": path, "kind": kind, "include_tests": include_tests, "package": package}}
+        if len(scopes) == 1:
+            [(root, (declared, _))] = scopes.items()
+            answer, lexical_ready = run(root)
+            return present.search_result(search_answer(answer, tools.RANKED_CODE_LINES), root, query, budget,
+                                         {**extra, "lexical_index_ready": lexical_ready}, declared)
+        answered, failed = workspaces.each_workspace(list(scopes), run)
+        searched = [(workspaces.Searched(root, scopes[root][0], search_answer(answer, tools.RANKED_CODE_LINES),
+                                         answer.confidence.composite), answer) for root, (answer, _) in answered]
+        threshold = self.settings.gateway.confidence_threshold if min_relevance is None else min_relevance
+        merged = workspaces.merge_answers(searched, [*left_out, *failed],
+                                          budget.selection_tokens or self.settings.selection.max_tokens, threshold)
+        extra["lexical_index_ready"] = all(ready for _, (_, ready) in answered)
+        return present.workspaces_search_result(merged, query, budget, extra)
 
     @tools.tool_errors("search_code")
     def search_code(self, query: str, ref: str | None, language: str | None, limit: int,
                     semantic_ratio: float | None, confidence_threshold: float | None, rewrite: bool | None,
-                    semantic_mode: str | None, workspace: str | None,
+                    semantic_mode: str | None, workspace: str | list[str] | None,
                     rewriter: Rewriter | None = None, package: str | None = None) -> CallToolResult:
         if not query.strip():
             raise ToolInputError("query is empty: give a symbol name, a file path, an error message or a question")
         tools.check_ref(ref)
-        root = self.workspace_to_search(workspace)
-        declared, folder = self.scope(root, package)
-        filters = dataclasses.replace(tools.language_filters(language),
-                                      path_patterns=tools.search_filters(folder, None, True).path_patterns)
+        roots = self.workspaces_to_search(workspace)
+        scopes, left_out = self.scopes(roots, package)
+        languages = tools.language_filters(language)
+        filters = {root: dataclasses.replace(languages,
+                                             path_patterns=tools.search_filters(folder, None, True).path_patterns)
+                   for root, (_, folder) in scopes.items()}
         self.ready.wait()
-        lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
         threshold = (self.settings.gateway.confidence_threshold if confidence_threshold is None
                      else confidence_threshold)
-        # The ranked list is judged by the threshold semantic_search's gate uses (min_relevance).
-        answer = self.pipeline.run(PipelineRequest(
-            workspace_root=str(root), query=query, filters=filters, semantic_ratio=semantic_ratio, select=False,
-            limit=limit, semantic_mode=semantic_mode, rewrite=rewrite, rewriter=rewriter, min_relevance=threshold,
-        ))
-        ranked = code_search_answer(answer, threshold=threshold, trace_id=tools.trace_id(),
-                                    max_lines=tools.SNIPPET_LINES, max_line_chars=tools.SNIPPET_LINE_CHARS)
-        return present.search_code_result(ranked, query, {"workspace": str(root), "lexical_index_ready": lexical_ready},
-                                          declared)
+
+        def run(root: Path) -> tuple[PipelineAnswer, bool]:
+            lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
+            # The ranked list is judged by the threshold semantic_search's gate uses (min_relevance).
+            return self.pipeline.run(PipelineRequest(
+                workspace_root=str(root), query=query, filters=filters[root], semantic_ratio=semantic_ratio,
+                select=False, limit=limit, semantic_mode=semantic_mode, rewrite=rewrite, rewriter=rewriter,
+                min_relevance=threshold,
+            )), lexical_ready
+
+        def ranked(answer: PipelineAnswer) -> CodeSearchAnswer:
+            return code_search_answer(answer, threshold=threshold, trace_id=tools.trace_id(),
+                                      max_lines=tools.SNIPPET_LINES, max_line_chars=tools.SNIPPET_LINE_CHARS)
+
+        if len(scopes) == 1:
+            [(root, (declared, _))] = scopes.items()
+            answer, lexical_ready = run(root)
+            return present.search_code_result(ranked(answer), query,
+                                              {"workspace": str(root), "lexical_index_ready": lexical_ready}, declared)
+        answered, failed = workspaces.each_workspace(list(scopes), run)
+        searched = [(workspaces.Searched(root, scopes[root][0], ranked(answer), answer.confidence.composite), answer)
+                    for root, (answer, _) in answered]
+        merged = workspaces.merge_ranked(searched, [*left_out, *failed], limit, threshold)
+        return present.workspaces_code_result(merged, query, {
+            "workspaces": [str(s.root) for s in merged.searched],
+            "lexical_index_ready": all(ready for _, (_, ready) in answered)})
 
     @tools.tool_errors("codebase_trace")
     def codebase_trace(self, symbol: str, direction: str, depth: int, limit: int, path: str | None,
@@ -319,8 +377,9 @@ class GatewayServer(MCPServer[Gateway]):
 
 
 WorkspaceArg = Annotated[str | None, Field(description="Absolute folder; default: the server's.")]
-IndexingWorkspaceArg = Annotated[str | None, Field(
-    description="Absolute folder; default: the server's. One not yet indexed starts indexing.")]
+# A search may span several workspaces: a list of folders, or "all" (`tools.resolve_workspaces`).
+SearchWorkspacesArg = Annotated[str | list[str] | None, Field(
+    description='Absolute folder(s), or "all"; default: the server\'s. One not yet indexed starts indexing.')]
 PathArg = Annotated[str | None, Field(description="File that declares the symbol, when several do.")]
 PackageArg = Annotated[str | None, Field(description="Monorepo package.")]
 QueryArg = Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="A question in words, or names.")]
@@ -375,7 +434,8 @@ def build_server(settings: Settings, workspace: Path, locate: Locate | None = No
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Gateway]) -> AsyncIterator[Gateway]:
-        gateway = dataclasses.replace(Gateway.open(settings, workspace, locate, ready), roots=(*also, *allowed_roots))
+        gateway = dataclasses.replace(Gateway.open(settings, workspace, locate, ready), roots=(*also, *allowed_roots),
+                                      also=also)
         # The tokenizer loads after the handshake, before the first answer is counted.
         threading.Thread(target=tokens.preload, name="load tokenizer", daemon=True).start()
         # In the background: the client's handshake never waits on the index.
@@ -407,7 +467,7 @@ def build_server(settings: Settings, workspace: Path, locate: Locate | None = No
         kind: Kind | None = None,
         include_tests: bool = True,
         rewrite: Annotated[bool | None, Field(description=_REWRITE_DOC)] = None,
-        workspace: IndexingWorkspaceArg = None,
+        workspace: SearchWorkspacesArg = None,
         package: PackageArg = None,
     ) -> CallToolResult:
         gateway = gateway_of(ctx)
@@ -428,7 +488,7 @@ def build_server(settings: Settings, workspace: Path, locate: Locate | None = No
         rewrite: Annotated[bool | None, Field(description=_REWRITE_DOC)] = None,
         semantic_mode: Annotated[SemanticMode | None, Field(description="off: words only; rerank_only: no "
                                                             "vectors; default hybrid.")] = None,
-        workspace: IndexingWorkspaceArg = None,
+        workspace: SearchWorkspacesArg = None,
         package: PackageArg = None,
     ) -> CallToolResult:
         gateway = gateway_of(ctx)

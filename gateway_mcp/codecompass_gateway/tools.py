@@ -60,19 +60,13 @@ def tool_errors(name: str) -> Callable[[Callable[..., CallToolResult]], Callable
                 span.set_attribute("codecompass.tool.name", name)
                 try:
                     return fn(*args, **kwargs)
-                except ToolInputError as exc:
-                    span.set_attribute("codecompass.tool.error", exc.code)
-                    return error_result(f"{name}: {exc}", exc.code, name)
-                except ServicesNotReady as exc:
-                    span.set_attribute("codecompass.tool.error", errors.SERVICE_UNAVAILABLE)
-                    return error_result(f"{name}: {exc}", errors.SERVICE_UNAVAILABLE, name)
-                except ServiceError as exc:
-                    code = errors.code_for_service_error(exc.kind)
+                except FAILURES as exc:
+                    line, code = failure(exc)
                     span.set_attribute("codecompass.tool.error", code)
-                    log.warning("tool call failed", extra={"tool": name, "service": exc.service, "kind": exc.kind})
-                    if exc.meaning.callers_to_fix:
-                        return error_result(f"{name}: {exc}", code, name)
-                    return error_result(f"{name}: {exc.user_message()}", code, name)
+                    if isinstance(exc, ServiceError):
+                        log.warning("tool call failed", extra={"tool": name, "service": exc.service,
+                                                               "kind": exc.kind})
+                    return error_result(f"{name}: {line}", code, name)
                 except Exception as exc:  # the boundary: a bug must not end the session
                     span.record_exception(exc)
                     log.exception("tool crashed", extra={"tool": name})
@@ -82,6 +76,20 @@ def tool_errors(name: str) -> Callable[[Callable[..., CallToolResult]], Callable
         return run
 
     return wrap
+
+
+# What a tool call may fail with that is not a bug: the caller's input, services not up yet, a
+# service's error. Each is one line for the caller (`failure`).
+FAILURES = (ToolInputError, ServicesNotReady, ServiceError)
+
+
+def failure(exc: ToolInputError | ServicesNotReady | ServiceError) -> tuple[str, str]:
+    """One of FAILURES as the line the caller reads and its error code."""
+    if isinstance(exc, ToolInputError):
+        return str(exc), exc.code
+    if isinstance(exc, ServicesNotReady):
+        return str(exc), errors.SERVICE_UNAVAILABLE
+    return (str(exc) if exc.meaning.callers_to_fix else exc.user_message()), errors.code_for_service_error(exc.kind)
 
 
 def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -169,6 +177,26 @@ def resolve_workspace(given: str | None, default: Path, roots: tuple[Path, ...] 
     if not path.is_dir():
         raise ToolInputError(f"workspace {str(path)!r} is not a folder", errors.INVALID_WORKSPACE)
     return path
+
+
+# What a search's `workspace` may say to mean every folder the server opens.
+ALL_WORKSPACES = "all"
+
+
+def resolve_workspaces(given: str | list[str] | None, default: Path, opened: tuple[Path, ...] = (),
+                       roots: tuple[Path, ...] = ()) -> tuple[Path, ...]:
+    """The workspaces a search is about, each once, in the order named: one folder or a list of
+    them, each resolved (and refused) as `resolve_workspace` does, where "all" stands for every
+    folder the server opens (`default` and `opened`, its other --workspace folders; an allowed
+    root only permits folders under it, it is not opened). None or an empty list: `default`."""
+    named: list[str | None] = [given] if given is None or isinstance(given, str) else [*given] or [None]
+    resolved: list[Path] = []
+    for name in named:
+        if name is not None and name.strip().lower() == ALL_WORKSPACES:
+            resolved += [default, *opened]
+        else:
+            resolved.append(resolve_workspace(name, default, roots))
+    return tuple(dict.fromkeys(resolved))
 
 
 # --- semantic_search ---------------------------------------------------------------------------

@@ -48,8 +48,10 @@ TOOL_NAMES = ["semantic_search", "search_code", "codebase_trace", "read_symbol",
 
 # What every session pays for the tool list, measured as a client receives it (issue 15: it was
 # 2,685 tokens, search_code's description alone 430 with the whole error registry in it). The
-# searches' `package` scope (issue 30) added ~40.
-TOOLS_LIST_MAX_TOKENS = 1_250
+# searches' `package` scope (issue 30) added ~40, and their `workspace` taking a list of folders or
+# "all" (issue 30 §2: one question over several workspaces) ~40 more: its schema names both types,
+# string or array of strings, which a model needs to see to pass a list (1,211 -> 1,251).
+TOOLS_LIST_MAX_TOKENS = 1_275
 
 
 def test_the_tools_describe_themselves_briefly(server) -> None:
@@ -65,8 +67,12 @@ def test_the_tools_describe_themselves_briefly(server) -> None:
         assert 100 < len(tool.description) < 400 and not any(code in tool.description for code in ERROR_CODES)
         schema = tool.input_schema
         assert schema["additionalProperties"] is False and "title" not in json.dumps(schema)
-        assert schema["properties"]["workspace"] == {"type": "string", "description": schema["properties"]["workspace"][
-            "description"]}  # optional: no `anyOf [string, null]`, no null default
+        # Optional: no `anyOf [..., null]`, no null default. A search's may name several workspaces.
+        several = tool.name in ("semantic_search", "search_code")
+        types = [{"type": "string"}, {"items": {"type": "string"}, "type": "array"}] if several else None
+        expected = {"anyOf": types} if types else {"type": "string"}
+        assert schema["properties"]["workspace"] == {**expected, "description": schema["properties"]["workspace"][
+            "description"]}
     search = listed.tools[0].input_schema
     assert search["required"] == ["query"]
     assert set(search["properties"]) == {"query", "max_tokens", "min_relevance", "path", "kind", "include_tests",

@@ -4,12 +4,14 @@ outlines read."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
-from codecompass_gateway import present, symbols, tools
+from codecompass_gateway import errors, present, symbols, tools, workspaces
 from tests.fixtures.answers import answer_of
 
+from codecompass.clients.errors import UNAVAILABLE, ServiceError
 from codecompass.common.chunks import Chunk, Language, NodeKind
 from codecompass.common.tokens import count_tokens
 from codecompass.contracts.analysis.model import (
@@ -31,6 +33,48 @@ def test_a_workspace_is_the_default_or_an_absolute_existing_folder(tmp_path: Pat
     for bad, reason in (("ws", "absolute"), (str(tmp_path / "nope"), "does not exist")):
         with pytest.raises(tools.ToolInputError, match=reason):
             tools.resolve_workspace(bad, tmp_path)
+
+
+def test_a_search_may_name_several_workspaces_or_all(tmp_path: Path) -> None:
+    a, b, c, allowed = (tmp_path / name for name in ("a", "b", "c", "allowed"))
+    for folder in (a, b, c, allowed / "d"):
+        folder.mkdir(parents=True)
+    opened, roots = (b,), (b, allowed)
+    assert tools.resolve_workspaces(None, a, opened, roots) == (a,)
+    assert tools.resolve_workspaces([], a, opened, roots) == (a,)
+    assert tools.resolve_workspaces(str(b), a, opened, roots) == (b,)
+    # Each once, in the order named; "all" is every folder the server opens, not its allowed roots.
+    assert tools.resolve_workspaces([str(allowed / "d"), str(b), str(b)], a, opened, roots) == (allowed / "d", b)
+    assert tools.resolve_workspaces(" ALL ", a, opened, roots) == (a, b)
+    assert tools.resolve_workspaces([str(allowed / "d"), "all"], a, opened, roots) == (allowed / "d", a, b)
+    # A folder in the list is refused as it would be alone: the first one wrong, in one line.
+    with pytest.raises(tools.ToolInputError, match="is not a folder this server opens") as refused:
+        tools.resolve_workspaces([str(b), str(c), "relative"], a, opened, roots)
+    assert refused.value.code == errors.WORKSPACE_REFUSED and "\n" not in str(refused.value)
+    with pytest.raises(tools.ToolInputError, match="does not exist"):
+        tools.resolve_workspaces([str(b), str(b / "nope")], a, opened, roots)
+
+
+def test_each_workspace_runs_at_once_and_one_that_fails_is_one_line(tmp_path: Path) -> None:
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    started = threading.Barrier(3, timeout=10)  # all three run at once, or this times out
+
+    def run(root: Path) -> str:
+        started.wait()
+        if root == b:
+            raise ServiceError("retrieval", "127.0.0.1:1", UNAVAILABLE, "connection refused")
+        return root.name
+
+    answered, failed = workspaces.each_workspace([a, b, c], run)
+    assert answered == [(a, "a"), (c, "c")]
+    [(root, reason)] = [(f.root, f.reason) for f in failed]
+    assert root == b and "\n" not in reason and "retrieval" in reason
+
+    def broken(root: Path) -> str:
+        raise tools.ToolInputError(f"{root.name} refused")
+
+    with pytest.raises(tools.ToolInputError, match="a refused"):  # all failed: the first is the call's
+        workspaces.each_workspace([a, b], broken)
 
 
 def test_a_file_path_is_recognised_only_inside_the_workspace(tmp_path: Path) -> None:

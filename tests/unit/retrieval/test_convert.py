@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
@@ -21,6 +23,8 @@ from codecompass.contracts.retrieval.model import (
     SearchQuery,
     SyncOutcome,
     SyncStats,
+    WorkspaceRef,
+    WorkspaceSearch,
 )
 from codecompass.policy.ranking import RankedResult as HybridResult
 from codecompass.policy.shape import analyze
@@ -99,6 +103,10 @@ def test_search_query_round_trip(ratio: float | None) -> None:
         semantic_ratio=ratio,
     )
     assert convert.search_query_from_proto(_wire(convert.search_query_to_proto(query))) == query
+    # Several workspaces, each named by its root or its id.
+    several = dataclasses.replace(query, workspace_root="", workspaces=(WorkspaceRef(workspace_root="/a"),
+                                                                       WorkspaceRef(workspace_id="local:/b")))
+    assert convert.search_query_from_proto(_wire(convert.search_query_to_proto(several))) == several
 
 
 @pytest.mark.parametrize("query", ["validateToken", "src/auth/token.ts", 'throws "token expired"',
@@ -147,6 +155,7 @@ def test_search_outcome_round_trip(status: IndexingStatus, completeness: ResultC
             lexical_rank=1 if p != "semantic" else 0,
             semantic_rank=2 if p != "lexical" else 0,
             vector_channel={"lexical": "", "semantic": "static", "hybrid": "primary"}[p],
+            workspace_id={"lexical": "local:/a", "semantic": "local:/b", "hybrid": ""}[p],
         )
         for p in ("lexical", "semantic", "hybrid")
     )
@@ -171,6 +180,10 @@ def test_search_outcome_round_trip(status: IndexingStatus, completeness: ResultC
     )
     outcome = SearchOutcome(results=results, metadata=metadata)
     assert convert.search_outcome_from_proto(_wire(convert.search_outcome_to_proto(outcome))) == outcome
+    other = dataclasses.replace(metadata, total_chunks=3)
+    several = SearchOutcome(results=results, metadata=metadata,
+                            workspaces=(WorkspaceSearch("local:/a", metadata), WorkspaceSearch("local:/b", other)))
+    assert convert.search_outcome_from_proto(_wire(convert.search_outcome_to_proto(several))) == several
 
 
 @pytest.mark.parametrize("freshness", list(FreshnessStatus))

@@ -50,6 +50,7 @@ from codecompass.contracts.retrieval.model import (
     SearchMetadata,
     SearchOutcome,
     SearchQuery,
+    WorkspaceSearch,
 )
 from codecompass.policy import shape as q
 from codecompass.policy.learned import load_ranker
@@ -66,7 +67,9 @@ from codecompass.policy.ranking import (
     hub_eligible,
     hub_scores,
 )
+from codecompass.policy.relevance import QueryFocus, relevance, resolve_focus
 from codecompass.policy.shape import length_problem as query_length_problem
+from codecompass.policy.workspaces import fair_share
 from codecompass.retrieval import guards
 from codecompass.retrieval.catalog import CatalogSummary, open_catalog_table, read_summary, skips_from_json
 from codecompass.retrieval.interactive import InteractiveWork
@@ -301,7 +304,34 @@ class IndexSearcher:
 
     def search(self, request: SearchQuery) -> SearchOutcome:
         with self._interactive.running():
+            if request.workspaces:
+                return self._search_workspaces(request)
             return self._search(request)
+
+    def _search_workspaces(self, request: SearchQuery) -> SearchOutcome:
+        """Each workspace searched alone (one after another: a search already spreads its channels
+        over this process's pools), the results merged by the fair-share rule of the ranking policy
+        (`policy.workspaces`) within the limit, judged by the relevance the gateway's gate uses."""
+        if request.workspace_root or request.workspace_id:
+            raise InvalidQuery("name the workspaces either in workspaces or in workspace_root and workspace_id, "
+                               "not both")
+        searched: dict[str, SearchOutcome] = {}
+        for ref in request.workspaces:
+            target = self._target(ref.workspace_root, ref.workspace_id)
+            if target.workspace_id not in searched:  # a workspace named twice is searched once
+                searched[target.workspace_id] = self._search(dataclasses.replace(
+                    request, workspace_root=ref.workspace_root, workspace_id=ref.workspace_id, workspaces=()))
+        focus = resolve_focus(QueryFocus.AUTO, request.shape or q.analyze(request.query))
+        groups = [list(zip(outcome.results, relevance([r.score for r in outcome.results],
+                                                      [r.chunk for r in outcome.results],
+                                                      outcome.metadata.confidence, focus), strict=True))
+                  for outcome in searched.values()]
+        kept = fair_share(groups, request.limit or self._settings.retrieval.default_limit,
+                          self._settings.gateway.confidence_threshold, relevance=lambda pair: pair[1])
+        most_confident = max(searched.values(), key=lambda outcome: outcome.metadata.confidence)
+        return SearchOutcome(results=tuple(result for _, (result, _) in kept), metadata=most_confident.metadata,
+                             workspaces=tuple(WorkspaceSearch(wid, outcome.metadata)
+                                              for wid, outcome in searched.items()))
 
     def _search(self, request: SearchQuery) -> SearchOutcome:
         target = self._target(request.workspace_root, request.workspace_id)
@@ -429,7 +459,7 @@ class IndexSearcher:
             ),
         )
         base_key, base_commit = summary.base
-        results = tuple(outcome.results)
+        results = tuple(dataclasses.replace(r, workspace_id=target.workspace_id) for r in outcome.results)
         if base_key and reader is not None and (base := self._base_catalog(base_key)) is not None:
             changed = reader.changed_since_base(summary, base)
             results = tuple(dataclasses.replace(r, origin=ORIGIN_CHECKOUT if r.chunk.relative_path in changed

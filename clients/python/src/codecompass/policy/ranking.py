@@ -156,6 +156,9 @@ class RankedResult:
     # In a checkout's index that started from a base: ORIGIN_BASE or ORIGIN_CHECKOUT (where its file
     # came from; not a ranking signal); "" in an index without a base.
     origin: str = ""
+    # The workspace id of the index it came from (not a ranking signal): what tells results apart
+    # when one search covers several workspaces.
+    workspace_id: str = ""
 
 
 def semantic_weight(

@@ -268,7 +268,7 @@ class SearchFilters(_message.Message):
     def __init__(self, path_patterns: _Optional[_Iterable[str]] = ..., languages: _Optional[_Iterable[_Union[_chunk_pb2.Language, str]]] = ..., node_kinds: _Optional[_Iterable[_Union[_chunk_pb2.NodeKind, str]]] = ..., exclude_tests: _Optional[bool] = ..., only_tests: _Optional[bool] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("workspace_root", "query", "limit", "filters", "semantic_ratio", "candidate_pool", "view", "ranking", "shape", "workspace_id")
+    __slots__ = ("workspace_root", "query", "limit", "filters", "semantic_ratio", "candidate_pool", "view", "ranking", "shape", "workspace_id", "workspaces")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -279,6 +279,7 @@ class SearchRequest(_message.Message):
     RANKING_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACES_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
     query: str
     limit: int
@@ -289,7 +290,16 @@ class SearchRequest(_message.Message):
     ranking: RankingMode
     shape: QueryShape
     workspace_id: str
-    def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filters: _Optional[_Union[SearchFilters, _Mapping]] = ..., semantic_ratio: _Optional[float] = ..., candidate_pool: _Optional[int] = ..., view: _Optional[_Union[ResultView, str]] = ..., ranking: _Optional[_Union[RankingMode, str]] = ..., shape: _Optional[_Union[QueryShape, _Mapping]] = ..., workspace_id: _Optional[str] = ...) -> None: ...
+    workspaces: _containers.RepeatedCompositeFieldContainer[WorkspaceRef]
+    def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filters: _Optional[_Union[SearchFilters, _Mapping]] = ..., semantic_ratio: _Optional[float] = ..., candidate_pool: _Optional[int] = ..., view: _Optional[_Union[ResultView, str]] = ..., ranking: _Optional[_Union[RankingMode, str]] = ..., shape: _Optional[_Union[QueryShape, _Mapping]] = ..., workspace_id: _Optional[str] = ..., workspaces: _Optional[_Iterable[_Union[WorkspaceRef, _Mapping]]] = ...) -> None: ...
+
+class WorkspaceRef(_message.Message):
+    __slots__ = ("workspace_root", "workspace_id")
+    WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
+    workspace_root: str
+    workspace_id: str
+    def __init__(self, workspace_root: _Optional[str] = ..., workspace_id: _Optional[str] = ...) -> None: ...
 
 class QueryShape(_message.Message):
     __slots__ = ("intent", "intent_confidence", "identifiers", "words", "name_parts", "path", "phrase", "mentions_tests", "lexical_text", "question")
@@ -316,7 +326,7 @@ class QueryShape(_message.Message):
     def __init__(self, intent: _Optional[_Union[QueryIntent, str]] = ..., intent_confidence: _Optional[float] = ..., identifiers: _Optional[_Iterable[str]] = ..., words: _Optional[_Iterable[str]] = ..., name_parts: _Optional[_Iterable[str]] = ..., path: _Optional[str] = ..., phrase: _Optional[str] = ..., mentions_tests: _Optional[bool] = ..., lexical_text: _Optional[str] = ..., question: _Optional[bool] = ...) -> None: ...
 
 class SearchResult(_message.Message):
-    __slots__ = ("chunk", "score", "lexical_score", "vector_similarity", "provenance", "lexical_rank", "semantic_rank", "fusion_score", "signals", "vector_channel", "origin")
+    __slots__ = ("chunk", "score", "lexical_score", "vector_similarity", "provenance", "lexical_rank", "semantic_rank", "fusion_score", "signals", "vector_channel", "origin", "workspace_id")
     class SignalsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -335,6 +345,7 @@ class SearchResult(_message.Message):
     SIGNALS_FIELD_NUMBER: _ClassVar[int]
     VECTOR_CHANNEL_FIELD_NUMBER: _ClassVar[int]
     ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
     chunk: _chunk_pb2.Chunk
     score: float
     lexical_score: float
@@ -346,7 +357,8 @@ class SearchResult(_message.Message):
     signals: _containers.ScalarMap[str, float]
     vector_channel: VectorChannel
     origin: FileOrigin
-    def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., lexical_score: _Optional[float] = ..., vector_similarity: _Optional[float] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., lexical_rank: _Optional[int] = ..., semantic_rank: _Optional[int] = ..., fusion_score: _Optional[float] = ..., signals: _Optional[_Mapping[str, float]] = ..., vector_channel: _Optional[_Union[VectorChannel, str]] = ..., origin: _Optional[_Union[FileOrigin, str]] = ...) -> None: ...
+    workspace_id: str
+    def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., lexical_score: _Optional[float] = ..., vector_similarity: _Optional[float] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., lexical_rank: _Optional[int] = ..., semantic_rank: _Optional[int] = ..., fusion_score: _Optional[float] = ..., signals: _Optional[_Mapping[str, float]] = ..., vector_channel: _Optional[_Union[VectorChannel, str]] = ..., origin: _Optional[_Union[FileOrigin, str]] = ..., workspace_id: _Optional[str] = ...) -> None: ...
 
 class SearchMetadata(_message.Message):
     __slots__ = ("indexing_status", "result_completeness", "semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked", "embedding_model_id", "embedding_model_version", "search_ms", "total_chunks", "embedded_chunks", "total_candidates", "confidence", "missing_names", "nearest_names", "filtered_chunks", "vector_channels", "primary_vector_chunks", "static_vector_chunks", "static_model_id", "static_model_version", "primary_unavailable_reason", "answerability", "base_commit")
@@ -401,12 +413,22 @@ class SearchMetadata(_message.Message):
     def __init__(self, indexing_status: _Optional[_Union[IndexingStatus, str]] = ..., result_completeness: _Optional[_Union[ResultCompleteness, str]] = ..., semantic_fallback: _Optional[bool] = ..., semantic_skipped_reason: _Optional[str] = ..., semantic_ratio_used: _Optional[float] = ..., external_provider_blocked: _Optional[bool] = ..., embedding_model_id: _Optional[str] = ..., embedding_model_version: _Optional[str] = ..., search_ms: _Optional[float] = ..., total_chunks: _Optional[int] = ..., embedded_chunks: _Optional[int] = ..., total_candidates: _Optional[int] = ..., confidence: _Optional[float] = ..., missing_names: _Optional[_Iterable[str]] = ..., nearest_names: _Optional[_Iterable[str]] = ..., filtered_chunks: _Optional[int] = ..., vector_channels: _Optional[_Iterable[_Union[VectorChannel, str]]] = ..., primary_vector_chunks: _Optional[int] = ..., static_vector_chunks: _Optional[int] = ..., static_model_id: _Optional[str] = ..., static_model_version: _Optional[str] = ..., primary_unavailable_reason: _Optional[str] = ..., answerability: _Optional[float] = ..., base_commit: _Optional[str] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
-    __slots__ = ("results", "metadata")
+    __slots__ = ("results", "metadata", "workspaces")
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACES_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[SearchResult]
     metadata: SearchMetadata
-    def __init__(self, results: _Optional[_Iterable[_Union[SearchResult, _Mapping]]] = ..., metadata: _Optional[_Union[SearchMetadata, _Mapping]] = ...) -> None: ...
+    workspaces: _containers.RepeatedCompositeFieldContainer[WorkspaceSearchMetadata]
+    def __init__(self, results: _Optional[_Iterable[_Union[SearchResult, _Mapping]]] = ..., metadata: _Optional[_Union[SearchMetadata, _Mapping]] = ..., workspaces: _Optional[_Iterable[_Union[WorkspaceSearchMetadata, _Mapping]]] = ...) -> None: ...
+
+class WorkspaceSearchMetadata(_message.Message):
+    __slots__ = ("workspace_id", "metadata")
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    workspace_id: str
+    metadata: SearchMetadata
+    def __init__(self, workspace_id: _Optional[str] = ..., metadata: _Optional[_Union[SearchMetadata, _Mapping]] = ...) -> None: ...
 
 class GetIndexStatusRequest(_message.Message):
     __slots__ = ("workspace_root", "workspace_id")

@@ -41,6 +41,8 @@ from codecompass.contracts.retrieval.model import (
     SearchQuery,
     SyncOutcome,
     SyncStats,
+    WorkspaceRef,
+    WorkspaceSearch,
 )
 from codecompass.policy import shape as q
 from codecompass.policy.ranking import ORIGIN_BASE, ORIGIN_CHECKOUT, PRIMARY_VECTORS, STATIC_VECTORS, RankedResult
@@ -105,7 +107,8 @@ _SYNC_OUTCOME_FIELDS = ("finished", "pending_count", "pending_new_files", "scann
 _PROGRESS_FIELDS = ("files_done", "files_total", "chunks_done", "embeddings_done", "embeddings_total",
                     "embeddings_per_second", "eta_seconds", "shards_done", "shards_total")
 _SHAPE_FIELDS = ("intent_confidence", "path", "phrase", "mentions_tests", "lexical_text", "question")
-_RESULT_FIELDS = ("score", "lexical_score", "vector_similarity", "lexical_rank", "semantic_rank", "fusion_score")
+_RESULT_FIELDS = ("score", "lexical_score", "vector_similarity", "lexical_rank", "semantic_rank", "fusion_score",
+                  "workspace_id")
 _METADATA_FIELDS = ("semantic_fallback", "semantic_skipped_reason", "semantic_ratio_used", "external_provider_blocked",
                     "embedding_model_id", "embedding_model_version", "search_ms", "total_chunks", "embedded_chunks",
                     "total_candidates", "confidence", "filtered_chunks", "primary_vector_chunks",
@@ -153,6 +156,7 @@ def search_query_from_proto(msg: retrieval_pb2.SearchRequest) -> SearchQuery:
         ranked=msg.ranking != retrieval_pb2.RANKING_MODE_FUSION,
         shape=shape_from_proto(msg.shape, msg.query) if msg.HasField("shape") else None,
         workspace_id=msg.workspace_id,
+        workspaces=tuple(WorkspaceRef(w.workspace_root, w.workspace_id) for w in msg.workspaces),
     )
 
 
@@ -213,6 +217,8 @@ def search_query_to_proto(query: SearchQuery) -> retrieval_pb2.SearchRequest:
         view=_VIEW_TO_PROTO[query.view],
         ranking=retrieval_pb2.RANKING_MODE_FULL if query.ranked else retrieval_pb2.RANKING_MODE_FUSION,
         workspace_id=query.workspace_id,
+        workspaces=[retrieval_pb2.WorkspaceRef(workspace_root=w.workspace_root, workspace_id=w.workspace_id)
+                    for w in query.workspaces],
     )
     if query.semantic_ratio is not None:
         msg.semantic_ratio = query.semantic_ratio
@@ -342,13 +348,17 @@ def search_outcome_to_proto(
     outcome: SearchOutcome, view: ResultView = ResultView.FULL
 ) -> retrieval_pb2.SearchResponse:
     return retrieval_pb2.SearchResponse(
-        results=[_result_to_proto(r, view) for r in outcome.results], metadata=_metadata_to_proto(outcome.metadata)
+        results=[_result_to_proto(r, view) for r in outcome.results], metadata=_metadata_to_proto(outcome.metadata),
+        workspaces=[retrieval_pb2.WorkspaceSearchMetadata(workspace_id=w.workspace_id,
+                                                          metadata=_metadata_to_proto(w.metadata))
+                    for w in outcome.workspaces],
     )
 
 
 def search_outcome_from_proto(msg: retrieval_pb2.SearchResponse) -> SearchOutcome:
     return SearchOutcome(
-        results=tuple(_result_from_proto(r) for r in msg.results), metadata=_metadata_from_proto(msg.metadata)
+        results=tuple(_result_from_proto(r) for r in msg.results), metadata=_metadata_from_proto(msg.metadata),
+        workspaces=tuple(WorkspaceSearch(w.workspace_id, _metadata_from_proto(w.metadata)) for w in msg.workspaces),
     )
 
 

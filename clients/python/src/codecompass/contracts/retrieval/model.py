@@ -196,6 +196,14 @@ class ResultView(str, Enum):
 
 
 @dataclass(frozen=True)
+class WorkspaceRef:
+    """One workspace's index, named as a SearchQuery names it: by its root, its id, or both."""
+
+    workspace_root: str = ""
+    workspace_id: str = ""
+
+
+@dataclass(frozen=True)
 class SearchQuery:
     workspace_root: str
     query: str
@@ -210,6 +218,9 @@ class SearchQuery:
     shape: QueryShape | None = None
     # Names the index instead of workspace_root (a searcher needs no copy of the files).
     workspace_id: str = ""
+    # Several workspaces searched as one (then workspace_root and workspace_id stay empty): each
+    # is searched alone and the results merged by the fair-share rule (policy.workspaces).
+    workspaces: tuple[WorkspaceRef, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -239,9 +250,20 @@ class SyncOutcome:
 
 
 @dataclass(frozen=True)
+class WorkspaceSearch:
+    """How one workspace's search of several was answered."""
+
+    workspace_id: str
+    metadata: SearchMetadata
+
+
+@dataclass(frozen=True)
 class SearchOutcome:
     results: tuple[RankedResult, ...]
+    # Several workspaces searched: the most confident one's (its confidence is the merged answer's).
     metadata: SearchMetadata
+    # Several workspaces searched: each one's metadata, in the order named; else empty.
+    workspaces: tuple[WorkspaceSearch, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -850,7 +850,7 @@ export interface SearchFilters {
   onlyTests: boolean;
 }
 
-/** SearchRequest is a hybrid search over one workspace. */
+/** SearchRequest is a hybrid search over one workspace, or several (workspaces). */
 export interface SearchRequest {
   /** Absolute path of the workspace root; optional when workspace_id is set. */
   workspaceRoot: string;
@@ -888,6 +888,28 @@ export interface SearchRequest {
    * workspace_root is optional (a searcher needs no copy of the files; when
    * given, absolute filter paths are read relative to it).
    */
+  workspaceId: string;
+  /**
+   * The workspaces to search when a question spans several (one server
+   * serving several repositories): each is searched with the same query,
+   * filters and limit, and their results are merged by the ranking policy's
+   * fair-share rule (codecompass.policy.workspaces): each workspace with a
+   * result at the confidence gate (gateway.confidence_threshold) is
+   * guaranteed an equal share of the limit, and the rest goes by relevance.
+   * When set, workspace_root and workspace_id must be empty, and each
+   * result's workspace_id says which index it came from.
+   */
+  workspaces: WorkspaceRef[];
+}
+
+/**
+ * WorkspaceRef names one workspace's index, as a SearchRequest's
+ * workspace_root and workspace_id do.
+ */
+export interface WorkspaceRef {
+  /** Absolute path of the workspace root; optional when workspace_id is set. */
+  workspaceRoot: string;
+  /** The index's workspace id; when set it names the index. */
   workspaceId: string;
 }
 
@@ -964,6 +986,11 @@ export interface SearchResult {
    * changed in this checkout since; UNSPECIFIED in an index without a base.
    */
   origin: FileOrigin;
+  /**
+   * The workspace id of the index the result came from: the one searched,
+   * or, when the request named several workspaces, which of them.
+   */
+  workspaceId: string;
 }
 
 export interface SearchResult_SignalsEntry {
@@ -1066,7 +1093,29 @@ export interface SearchMetadata {
 export interface SearchResponse {
   /** Results, best first. */
   results: SearchResult[];
-  /** How the search was answered. */
+  /**
+   * How the search was answered. When the request named several workspaces:
+   * the metadata of the most confident one's search (whose confidence is the
+   * merged answer's); each one's is in workspaces.
+   */
+  metadata:
+    | SearchMetadata
+    | undefined;
+  /**
+   * When the request named several workspaces: how each one's search was
+   * answered, in the order they were named.
+   */
+  workspaces: WorkspaceSearchMetadata[];
+}
+
+/**
+ * WorkspaceSearchMetadata is how one workspace's search of a request that
+ * named several was answered.
+ */
+export interface WorkspaceSearchMetadata {
+  /** The workspace id of the index searched. */
+  workspaceId: string;
+  /** How its search was answered. */
   metadata: SearchMetadata | undefined;
 }
 
@@ -2708,6 +2757,7 @@ function createBaseSearchRequest(): SearchRequest {
     ranking: 0,
     shape: undefined,
     workspaceId: "",
+    workspaces: [],
   };
 }
 
@@ -2742,6 +2792,9 @@ export const SearchRequest: MessageFns<SearchRequest> = {
     }
     if (message.workspaceId !== "") {
       writer.uint32(90).string(message.workspaceId);
+    }
+    for (const v of message.workspaces) {
+      WorkspaceRef.encode(v!, writer.uint32(98).fork()).join();
     }
     return writer;
   },
@@ -2839,6 +2892,14 @@ export const SearchRequest: MessageFns<SearchRequest> = {
             message.workspaceId = reader.string();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.workspaces.push(WorkspaceRef.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2879,6 +2940,9 @@ export const SearchRequest: MessageFns<SearchRequest> = {
         : isSet(object.workspace_id)
         ? globalThis.String(object.workspace_id)
         : "",
+      workspaces: globalThis.Array.isArray(object?.workspaces)
+        ? object.workspaces.map((e: any) => WorkspaceRef.fromJSON(e))
+        : [],
     };
   },
 
@@ -2914,6 +2978,9 @@ export const SearchRequest: MessageFns<SearchRequest> = {
     if (message.workspaceId !== "") {
       obj.workspaceId = message.workspaceId;
     }
+    if (message.workspaces?.length) {
+      obj.workspaces = message.workspaces.map((e) => WorkspaceRef.toJSON(e));
+    }
     return obj;
   },
 
@@ -2935,6 +3002,100 @@ export const SearchRequest: MessageFns<SearchRequest> = {
     message.shape = (object.shape !== undefined && object.shape !== null)
       ? QueryShape.fromPartial(object.shape)
       : undefined;
+    message.workspaceId = object.workspaceId ?? "";
+    message.workspaces = object.workspaces?.map((e) => WorkspaceRef.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseWorkspaceRef(): WorkspaceRef {
+  return { workspaceRoot: "", workspaceId: "" };
+}
+
+export const WorkspaceRef: MessageFns<WorkspaceRef> = {
+  encode(message: WorkspaceRef, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceRoot !== "") {
+      writer.uint32(10).string(message.workspaceRoot);
+    }
+    if (message.workspaceId !== "") {
+      writer.uint32(18).string(message.workspaceId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WorkspaceRef {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWorkspaceRef();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceRoot = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WorkspaceRef {
+    return {
+      workspaceRoot: isSet(object.workspaceRoot)
+        ? globalThis.String(object.workspaceRoot)
+        : isSet(object.workspace_root)
+        ? globalThis.String(object.workspace_root)
+        : "",
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+    };
+  },
+
+  toJSON(message: WorkspaceRef): unknown {
+    const obj: any = {};
+    if (message.workspaceRoot !== "") {
+      obj.workspaceRoot = message.workspaceRoot;
+    }
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<WorkspaceRef>): WorkspaceRef {
+    return WorkspaceRef.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<WorkspaceRef>): WorkspaceRef {
+    const message = createBaseWorkspaceRef();
+    message.workspaceRoot = object.workspaceRoot ?? "";
     message.workspaceId = object.workspaceId ?? "";
     return message;
   },
@@ -3195,6 +3356,7 @@ function createBaseSearchResult(): SearchResult {
     signals: {},
     vectorChannel: 0,
     origin: 0,
+    workspaceId: "",
   };
 }
 
@@ -3232,6 +3394,9 @@ export const SearchResult: MessageFns<SearchResult> = {
     }
     if (message.origin !== 0) {
       writer.uint32(88).int32(message.origin);
+    }
+    if (message.workspaceId !== "") {
+      writer.uint32(98).string(message.workspaceId);
     }
     return writer;
   },
@@ -3340,6 +3505,14 @@ export const SearchResult: MessageFns<SearchResult> = {
             message.origin = reader.int32() as any;
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3402,6 +3575,11 @@ export const SearchResult: MessageFns<SearchResult> = {
         ? vectorChannelFromJSON(object.vector_channel)
         : 0,
       origin: isSet(object.origin) ? fileOriginFromJSON(object.origin) : 0,
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
     };
   },
 
@@ -3446,6 +3624,9 @@ export const SearchResult: MessageFns<SearchResult> = {
     if (message.origin !== 0) {
       obj.origin = fileOriginToJSON(message.origin);
     }
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
     return obj;
   },
 
@@ -3473,6 +3654,7 @@ export const SearchResult: MessageFns<SearchResult> = {
     );
     message.vectorChannel = object.vectorChannel ?? 0;
     message.origin = object.origin ?? 0;
+    message.workspaceId = object.workspaceId ?? "";
     return message;
   },
 };
@@ -4152,7 +4334,7 @@ export const SearchMetadata: MessageFns<SearchMetadata> = {
 };
 
 function createBaseSearchResponse(): SearchResponse {
-  return { results: [], metadata: undefined };
+  return { results: [], metadata: undefined, workspaces: [] };
 }
 
 export const SearchResponse: MessageFns<SearchResponse> = {
@@ -4162,6 +4344,9 @@ export const SearchResponse: MessageFns<SearchResponse> = {
     }
     if (message.metadata !== undefined) {
       SearchMetadata.encode(message.metadata, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.workspaces) {
+      WorkspaceSearchMetadata.encode(v!, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -4195,6 +4380,14 @@ export const SearchResponse: MessageFns<SearchResponse> = {
             message.metadata = SearchMetadata.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.workspaces.push(WorkspaceSearchMetadata.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4213,6 +4406,9 @@ export const SearchResponse: MessageFns<SearchResponse> = {
         ? object.results.map((e: any) => SearchResult.fromJSON(e))
         : [],
       metadata: isSet(object.metadata) ? SearchMetadata.fromJSON(object.metadata) : undefined,
+      workspaces: globalThis.Array.isArray(object?.workspaces)
+        ? object.workspaces.map((e: any) => WorkspaceSearchMetadata.fromJSON(e))
+        : [],
     };
   },
 
@@ -4224,6 +4420,9 @@ export const SearchResponse: MessageFns<SearchResponse> = {
     if (message.metadata !== undefined) {
       obj.metadata = SearchMetadata.toJSON(message.metadata);
     }
+    if (message.workspaces?.length) {
+      obj.workspaces = message.workspaces.map((e) => WorkspaceSearchMetadata.toJSON(e));
+    }
     return obj;
   },
 
@@ -4233,6 +4432,98 @@ export const SearchResponse: MessageFns<SearchResponse> = {
   fromPartial(object: DeepPartial<SearchResponse>): SearchResponse {
     const message = createBaseSearchResponse();
     message.results = object.results?.map((e) => SearchResult.fromPartial(e)) || [];
+    message.metadata = (object.metadata !== undefined && object.metadata !== null)
+      ? SearchMetadata.fromPartial(object.metadata)
+      : undefined;
+    message.workspaces = object.workspaces?.map((e) => WorkspaceSearchMetadata.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseWorkspaceSearchMetadata(): WorkspaceSearchMetadata {
+  return { workspaceId: "", metadata: undefined };
+}
+
+export const WorkspaceSearchMetadata: MessageFns<WorkspaceSearchMetadata> = {
+  encode(message: WorkspaceSearchMetadata, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.metadata !== undefined) {
+      SearchMetadata.encode(message.metadata, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WorkspaceSearchMetadata {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWorkspaceSearchMetadata();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.metadata = SearchMetadata.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WorkspaceSearchMetadata {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      metadata: isSet(object.metadata) ? SearchMetadata.fromJSON(object.metadata) : undefined,
+    };
+  },
+
+  toJSON(message: WorkspaceSearchMetadata): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.metadata !== undefined) {
+      obj.metadata = SearchMetadata.toJSON(message.metadata);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<WorkspaceSearchMetadata>): WorkspaceSearchMetadata {
+    return WorkspaceSearchMetadata.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<WorkspaceSearchMetadata>): WorkspaceSearchMetadata {
+    const message = createBaseWorkspaceSearchMetadata();
+    message.workspaceId = object.workspaceId ?? "";
     message.metadata = (object.metadata !== undefined && object.metadata !== null)
       ? SearchMetadata.fromPartial(object.metadata)
       : undefined;

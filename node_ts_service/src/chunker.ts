@@ -9,6 +9,7 @@ import {
   discoverSymbols,
   endLineOf,
   hexDigest,
+  indentBefore,
   lineOf,
   sourceWithChildren,
   startLineOf,
@@ -25,7 +26,7 @@ import { walkTree } from './walk';
  * embedding text change for the same input, so indexes built with an older
  * chunker are rebuilt instead of mixing two formats.
  */
-export const CHUNKER_VERSION = '6';
+export const CHUNKER_VERSION = '7';
 
 export interface ChunkInput {
   absolutePath: string;
@@ -409,6 +410,7 @@ export function chunkSourceFile(input: ChunkInput): ChunkOutput {
       embeddingText: embedding.text,
       references,
       embeddingTokenCount: embedding.tokens,
+      indent: indentBefore(text, sym.start),
     });
   }
   return { chunks, diagnostics, hasSyntaxErrors: parseErrors.length > 0 };

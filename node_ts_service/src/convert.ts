@@ -241,6 +241,7 @@ export function chunkToPb(chunk: Chunk): chunkPb.Chunk {
     embeddingText: chunk.embeddingText,
     references: chunk.references.map(referenceToPb),
     embeddingTokenCount: chunk.embeddingTokenCount,
+    indent: chunk.indent,
   };
 }
 
@@ -268,6 +269,7 @@ export function chunkFromPb(chunk: chunkPb.Chunk): Chunk {
     embeddingText: chunk.embeddingText,
     references: chunk.references.map((r) => ({ ...r })),
     embeddingTokenCount: chunk.embeddingTokenCount,
+    indent: chunk.indent,
   };
 }
 

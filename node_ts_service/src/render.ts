@@ -1,7 +1,7 @@
 // Rendering: a symbol's source with chosen descendants expanded inline and
 // every other body-bearing child collapsed, the form answers are made of.
 import ts from 'typescript';
-import { discoverSymbols, endLineOf, sourceWithChildren, startLineOf, textWithoutLongLiterals, type SymbolNode } from './symbols';
+import { discoverSymbols, endLineOf, indentBefore, sourceWithChildren, startLineOf, textWithoutLongLiterals, type SymbolNode } from './symbols';
 import { countTokens } from './tokens';
 import type { Chunk, Language, RenderSpec, RenderedSymbol } from './types';
 
@@ -21,7 +21,10 @@ function scriptKind(language: Language): ts.ScriptKind {
 /**
  * Removes the indentation the symbol's first line had in the file from every
  * following line, so a method renders as if it were written at column 0
- * while keeping its inner indentation exactly as in the file.
+ * while keeping its inner indentation exactly as in the file. Selection
+ * applies the same rule to a chunk's collapsedSource and indent
+ * (clients/python/src/codecompass/common/chunks.py, dedent) to render a
+ * symbol with no child expanded without asking this service.
  */
 export function dedent(source: string, firstLineIndent: string): string {
   if (firstLineIndent === '') return source;
@@ -29,12 +32,6 @@ export function dedent(source: string, firstLineIndent: string): string {
     .split('\n')
     .map((line, i) => (i > 0 && line.startsWith(firstLineIndent) ? line.slice(firstLineIndent.length) : line))
     .join('\n');
-}
-
-function indentBefore(text: string, pos: number): string {
-  const lineStart = Math.max(text.lastIndexOf('\n', pos - 1) + 1, 0);
-  const prefix = text.slice(lineStart, pos);
-  return /^[ \t]*$/.test(prefix) ? prefix : (/^[ \t]*/.exec(prefix)?.[0] ?? '');
 }
 
 /** Parses a file the way the chunker does, for rendering its symbols. */

@@ -109,6 +109,17 @@ export function discoverSymbols(sf: ts.SourceFile, relativePath: string): FileSy
   return symbols;
 }
 
+/**
+ * The whitespace that indents the line `pos` is on: all of what precedes
+ * `pos` on its line when that is whitespace, else the line's leading
+ * whitespace (a symbol that starts mid-line, after `export const x = `).
+ */
+export function indentBefore(text: string, pos: number): string {
+  const lineStart = Math.max(text.lastIndexOf('\n', pos - 1) + 1, 0);
+  const prefix = text.slice(lineStart, pos);
+  return /^[ \t]*$/.test(prefix) ? prefix : (/^[ \t]*/.exec(prefix)?.[0] ?? '');
+}
+
 export function startLineOf(sf: ts.SourceFile, sym: SymbolNode): number {
   return lineOf(sf, sym.start);
 }

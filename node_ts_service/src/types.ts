@@ -48,6 +48,8 @@ export interface Chunk {
   embeddingText: string;
   references: SymbolReference[];
   embeddingTokenCount: number;
+  /** The whitespace indenting startLine in the file; a rendering removes it from every following line. */
+  indent: string;
 }
 
 export type SkipReason =

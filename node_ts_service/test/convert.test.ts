@@ -36,6 +36,7 @@ function sampleChunk(nodeKind: NodeKind): Chunk {
     embeddingText: '[TypeScript] src/a.ts > TokenService > validate',
     references: [{ name: 'x', signature: 'const x: number', relativePath: 'src/x.ts', chunkId: 'xid' }],
     embeddingTokenCount: 42,
+    indent: '  ',
   };
 }
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { renderSymbol } from '../src/render';
+import { dedent, renderSymbol } from '../src/render';
 import { countTokens } from '../src/tokens';
 import { byQualifiedName, chunkText, readFixture } from './chunkHelpers';
 
@@ -61,6 +61,22 @@ describe('renderSymbol', () => {
     const crlfChunks = chunkText('src/auth/sample.ts', crlf).chunks;
     const crlfOut = renderSymbol(crlfChunks, crlf, { symbolId: id('TokenService.validateToken'), expandChildIds: [] });
     assert.equal(crlfOut?.source, out.source.replace(/\n/g, '\r\n'));
+  });
+
+  it('renders every chunk with no child expanded as its collapsedSource without its indent', () => {
+    // Selection answers from the index with exactly this rule when the file is as indexed, so
+    // an answer is the same text whether or not the analysis service rendered it.
+    const crlf = SAMPLE.replace(/\n/g, '\r\n');
+    for (const text of [SAMPLE, crlf]) {
+      const all = chunkText('src/auth/sample.ts', text).chunks;
+      assert.ok(all.some((c) => c.indent !== ''));
+      for (const chunk of all) {
+        const out = renderSymbol(all, text, { symbolId: chunk.id, expandChildIds: [] });
+        assert.ok(out, chunk.qualifiedName);
+        assert.equal(out.source, dedent(chunk.collapsedSource, chunk.indent), chunk.qualifiedName);
+        assert.deepEqual([out.startLine, out.endLine], [chunk.startLine, chunk.endLine]);
+      }
+    }
   });
 
   describe('around a focus line', () => {

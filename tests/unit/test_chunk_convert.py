@@ -31,6 +31,7 @@ def _chunk(kind: NodeKind, language: Language) -> Chunk:
         embedding_text="[TypeScript] src/a.ts > TokenService > validateToken\n---\n...",
         references=(SymbolReference("JwtPayload", "interface JwtPayload", "src/b.ts", "id-9"),),
         embedding_token_count=42,
+        indent="    ",
     )
 
 

@@ -135,6 +135,7 @@ def chunk_schema(model: EmbeddingModel, chunker_version: str, static: EmbeddingM
         pa.field("references", pa.list_(REFERENCE_TYPE)),
         pa.field("reference_ids", pa.list_(pa.string())),
         pa.field("embedding_token_count", pa.int32()),
+        pa.field("indent", pa.string()),
         pa.field(FTS_COLUMN, pa.string(), metadata=_ZSTD),
         pa.field("has_vector", pa.bool_(), nullable=False),
         pa.field(VECTOR_COLUMN, pa.list_(VECTOR_TYPE, model.dimensions)),
@@ -203,5 +204,6 @@ CHUNK_COLUMNS = (
     "embedding_layout",
     "references",
     "embedding_token_count",
+    "indent",
     "has_vector",
 )

@@ -1,4 +1,4 @@
-from codecompass.common.tokens import count_tokens
+from codecompass.common.tokens import _encoding, count_tokens
 
 
 def test_counts_match_cl100k_base():
@@ -25,4 +25,14 @@ def test_texts_past_the_tokenizers_limit_are_counted_in_pieces():
     line = "const value_" + "x" * 40 + " = computeSomething(alpha, beta, gamma);\n"
     text = line * 30_000  # ~2.8M characters, far over 200,000 tokens
     one = count_tokens(line)
-    assert abs(count_tokens(text) - one * 30_000) <= len(text) // 40_000 + 1
+    assert count_tokens(text) == one * 30_000
+
+
+def test_a_long_text_is_counted_exactly_as_one_piece_would_be():
+    # Cut only before a non-blank line: a cut inside a run of blank or whitespace-only lines
+    # would split a whitespace token, and selection's stored renderings must count what the
+    # analysis service counts (node_ts_service/src/tokens.ts is exact).
+    block = "  if (x) {\n    y();\n\n    \n\t\n  }\n" + "        \n" * 7 + "\n"
+    text = "function f() {\n" + block * 4_000 + "}"
+    assert len(text) > 100_000
+    assert count_tokens(text) == len(_encoding().encode_ordinary(text))

@@ -122,12 +122,12 @@ def test_table_with_older_format_is_dropped_and_rebuilt(tmp_path):
 
 
 def test_round_trip_preserves_every_chunk_field(store):
-    chunk = make_chunk(
+    chunk = replace(make_chunk(
         "a",
         "validateToken",
         jsdoc="/** Checks a token. */",
         references=(SymbolReference("Token", "class Token", "src/t.ts", "t1"),),
-    )
+    ), indent="\t  ")
     store.apply_changes(upserts=[chunk], delete_ids=[], vectors={"a": unit(1, 0, 0, 0)})
     assert store.get_chunks(["a"]) == [chunk]
     [stored] = store.get_stored(["a"])

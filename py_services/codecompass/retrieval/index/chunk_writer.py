@@ -586,6 +586,7 @@ class ChunkWriter(ChunkReader):
             ],
             "reference_ids": [[r.chunk_id for r in c.references if r.chunk_id] for c in chunks],
             "embedding_token_count": col("embedding_token_count"),
+            "indent": col("indent"),
             FTS_COLUMN: [_search_text(c) for c in chunks],
             "has_vector": has,
             "embedding_model_id": [self.model.model_id if h else None for h in has],

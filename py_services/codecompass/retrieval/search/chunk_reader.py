@@ -598,6 +598,7 @@ def _chunk_from_row(row: dict, texts: dict[str, str]) -> Chunk:
         ),
         references=references,
         embedding_token_count=row["embedding_token_count"] or 0,
+        indent=row["indent"] or "",
     )
 
 

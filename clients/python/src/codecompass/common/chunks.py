@@ -70,6 +70,8 @@ class Chunk:
     embedding_text: str
     references: tuple[SymbolReference, ...] = field(default_factory=tuple)
     embedding_token_count: int = 0
+    # The whitespace indenting start_line in the file; `rendered_collapsed` removes it.
+    indent: str = ""
 
     def to_json(self) -> dict:
         """Plain JSON-ready dict; enums as their string values."""
@@ -80,3 +82,14 @@ class Chunk:
         data["relevant_imports"] = list(self.relevant_imports)
         data["references"] = [asdict(r) for r in self.references]
         return data
+
+    def rendered_collapsed(self) -> str:
+        """The symbol as the analysis service renders it with no child expanded: its collapsed
+        source with `indent` removed from the start of every line after the first (the rule of
+        `dedent` in node_ts_service/src/render.ts, which node_ts_service/test/render.test.ts and
+        tests/integration/test_stored_render.py pin to this one)."""
+        source, indent = self.collapsed_source, self.indent
+        if not indent:
+            return source
+        first, *rest = source.split("\n")
+        return "\n".join([first, *(line[len(indent):] if line.startswith(indent) else line for line in rest)])

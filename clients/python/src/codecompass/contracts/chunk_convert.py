@@ -75,7 +75,7 @@ def provenance_from_proto(value: retrieval_pb2.Provenance) -> str:
 _CHUNK_FIELDS = (
     "id", "snippet_hash", "relative_path", "name", "qualified_name", "parent_id", "depth", "signature",
     "full_source", "collapsed_source", "start_line", "end_line", "jsdoc", "jsdoc_start_line", "is_test",
-    "embedding_text", "embedding_token_count",
+    "embedding_text", "embedding_token_count", "indent",
 )
 
 

@@ -50,7 +50,7 @@ NODE_KIND_ACCESSOR: NodeKind
 NODE_KIND_MODULE: NodeKind
 
 class Chunk(_message.Message):
-    __slots__ = ("id", "snippet_hash", "relative_path", "language", "node_kind", "name", "qualified_name", "parent_id", "child_ids", "depth", "signature", "full_source", "collapsed_source", "start_line", "end_line", "jsdoc", "jsdoc_start_line", "relevant_imports", "is_test", "embedding_text", "references", "embedding_token_count")
+    __slots__ = ("id", "snippet_hash", "relative_path", "language", "node_kind", "name", "qualified_name", "parent_id", "child_ids", "depth", "signature", "full_source", "collapsed_source", "start_line", "end_line", "jsdoc", "jsdoc_start_line", "relevant_imports", "is_test", "embedding_text", "references", "embedding_token_count", "indent")
     ID_FIELD_NUMBER: _ClassVar[int]
     SNIPPET_HASH_FIELD_NUMBER: _ClassVar[int]
     RELATIVE_PATH_FIELD_NUMBER: _ClassVar[int]
@@ -73,6 +73,7 @@ class Chunk(_message.Message):
     EMBEDDING_TEXT_FIELD_NUMBER: _ClassVar[int]
     REFERENCES_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_TOKEN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    INDENT_FIELD_NUMBER: _ClassVar[int]
     id: str
     snippet_hash: str
     relative_path: str
@@ -95,7 +96,8 @@ class Chunk(_message.Message):
     embedding_text: str
     references: _containers.RepeatedCompositeFieldContainer[SymbolReference]
     embedding_token_count: int
-    def __init__(self, id: _Optional[str] = ..., snippet_hash: _Optional[str] = ..., relative_path: _Optional[str] = ..., language: _Optional[_Union[Language, str]] = ..., node_kind: _Optional[_Union[NodeKind, str]] = ..., name: _Optional[str] = ..., qualified_name: _Optional[str] = ..., parent_id: _Optional[str] = ..., child_ids: _Optional[_Iterable[str]] = ..., depth: _Optional[int] = ..., signature: _Optional[str] = ..., full_source: _Optional[str] = ..., collapsed_source: _Optional[str] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., jsdoc: _Optional[str] = ..., jsdoc_start_line: _Optional[int] = ..., relevant_imports: _Optional[_Iterable[str]] = ..., is_test: _Optional[bool] = ..., embedding_text: _Optional[str] = ..., references: _Optional[_Iterable[_Union[SymbolReference, _Mapping]]] = ..., embedding_token_count: _Optional[int] = ...) -> None: ...
+    indent: str
+    def __init__(self, id: _Optional[str] = ..., snippet_hash: _Optional[str] = ..., relative_path: _Optional[str] = ..., language: _Optional[_Union[Language, str]] = ..., node_kind: _Optional[_Union[NodeKind, str]] = ..., name: _Optional[str] = ..., qualified_name: _Optional[str] = ..., parent_id: _Optional[str] = ..., child_ids: _Optional[_Iterable[str]] = ..., depth: _Optional[int] = ..., signature: _Optional[str] = ..., full_source: _Optional[str] = ..., collapsed_source: _Optional[str] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., jsdoc: _Optional[str] = ..., jsdoc_start_line: _Optional[int] = ..., relevant_imports: _Optional[_Iterable[str]] = ..., is_test: _Optional[bool] = ..., embedding_text: _Optional[str] = ..., references: _Optional[_Iterable[_Union[SymbolReference, _Mapping]]] = ..., embedding_token_count: _Optional[int] = ..., indent: _Optional[str] = ...) -> None: ...
 
 class SymbolReference(_message.Message):
     __slots__ = ("name", "signature", "relative_path", "chunk_id")

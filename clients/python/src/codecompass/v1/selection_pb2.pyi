@@ -50,7 +50,7 @@ class SelectCandidate(_message.Message):
     def __init__(self, chunk: _Optional[_Union[_chunk_pb2.Chunk, _Mapping]] = ..., score: _Optional[float] = ..., reason: _Optional[_Union[SelectionReason, str]] = ..., provenance: _Optional[_Union[_retrieval_pb2.Provenance, str]] = ..., connected_ids: _Optional[_Iterable[str]] = ..., relevance: _Optional[float] = ...) -> None: ...
 
 class SelectRequest(_message.Message):
-    __slots__ = ("workspace_root", "query", "candidates", "max_tokens", "min_relevance", "confidence", "focus")
+    __slots__ = ("workspace_root", "query", "candidates", "max_tokens", "min_relevance", "confidence", "focus", "index_fresh")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
@@ -58,6 +58,7 @@ class SelectRequest(_message.Message):
     MIN_RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     FOCUS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FRESH_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
     query: str
     candidates: _containers.RepeatedCompositeFieldContainer[SelectCandidate]
@@ -65,7 +66,8 @@ class SelectRequest(_message.Message):
     min_relevance: float
     confidence: float
     focus: QueryFocus
-    def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[SelectCandidate, _Mapping]]] = ..., max_tokens: _Optional[int] = ..., min_relevance: _Optional[float] = ..., confidence: _Optional[float] = ..., focus: _Optional[_Union[QueryFocus, str]] = ...) -> None: ...
+    index_fresh: bool
+    def __init__(self, workspace_root: _Optional[str] = ..., query: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[SelectCandidate, _Mapping]]] = ..., max_tokens: _Optional[int] = ..., min_relevance: _Optional[float] = ..., confidence: _Optional[float] = ..., focus: _Optional[_Union[QueryFocus, str]] = ..., index_fresh: _Optional[bool] = ...) -> None: ...
 
 class SelectedResult(_message.Message):
     __slots__ = ("chunk_id", "relative_path", "start_line", "end_line", "qualified_name", "node_kind", "language", "score", "relevance", "provenance", "reasons", "why", "header", "source", "token_count", "expanded_child_ids", "clipped", "lines_omitted", "connected_ids")

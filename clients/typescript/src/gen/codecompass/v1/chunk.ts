@@ -253,6 +253,14 @@ export interface Chunk {
   references: SymbolReference[];
   /** Token count of embedding_text under the BPE tokenizer the service uses. */
   embeddingTokenCount: number;
+  /**
+   * The whitespace that indents start_line in the file (empty at column 0).
+   * A rendering (RenderSymbols) removes it from the start of every following
+   * line so that a nested symbol reads as if written at column 0; the same
+   * removal turns collapsed_source into the rendering of the symbol with no
+   * child expanded, which lets an answer be made from the index alone.
+   */
+  indent: string;
 }
 
 /**
@@ -294,6 +302,7 @@ function createBaseChunk(): Chunk {
     embeddingText: "",
     references: [],
     embeddingTokenCount: 0,
+    indent: "",
   };
 }
 
@@ -364,6 +373,9 @@ export const Chunk: MessageFns<Chunk> = {
     }
     if (message.embeddingTokenCount !== 0) {
       writer.uint32(184).uint32(message.embeddingTokenCount);
+    }
+    if (message.indent !== "") {
+      writer.uint32(194).string(message.indent);
     }
     return writer;
   },
@@ -557,6 +569,14 @@ export const Chunk: MessageFns<Chunk> = {
             message.embeddingTokenCount = reader.uint32();
             continue;
           }
+          case 24: {
+            if (tag !== 194) {
+              break;
+            }
+
+            message.indent = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -655,6 +675,7 @@ export const Chunk: MessageFns<Chunk> = {
         : isSet(object.embedding_token_count)
         ? globalThis.Number(object.embedding_token_count)
         : 0,
+      indent: isSet(object.indent) ? globalThis.String(object.indent) : "",
     };
   },
 
@@ -726,6 +747,9 @@ export const Chunk: MessageFns<Chunk> = {
     if (message.embeddingTokenCount !== 0) {
       obj.embeddingTokenCount = Math.round(message.embeddingTokenCount);
     }
+    if (message.indent !== "") {
+      obj.indent = message.indent;
+    }
     return obj;
   },
 
@@ -756,6 +780,7 @@ export const Chunk: MessageFns<Chunk> = {
     message.embeddingText = object.embeddingText ?? "";
     message.references = object.references?.map((e) => SymbolReference.fromPartial(e)) || [];
     message.embeddingTokenCount = object.embeddingTokenCount ?? 0;
+    message.indent = object.indent ?? "";
     return message;
   },
 };

@@ -136,8 +136,10 @@ export function queryFocusToJSON(object: QueryFocus): string {
 export interface SelectCandidate {
   /**
    * The candidate's chunk; the code view (collapsed_source, no full_source)
-   * is enough: the selection renders from the workspace, and falls back to
-   * collapsed_source when the analysis service cannot render.
+   * is enough: the selection renders from the workspace, or from
+   * collapsed_source when SelectRequest.index_fresh says the file is as
+   * indexed, and falls back to collapsed_source when the analysis service
+   * cannot render.
    */
   chunk:
     | Chunk
@@ -192,6 +194,17 @@ export interface SelectRequest {
    * @deprecated
    */
   focus: QueryFocus;
+  /**
+   * The caller vouches that every candidate's chunk was indexed from its
+   * file as the file is now: the gateway sets it when this query's sync
+   * finished with the index fresh (FRESHNESS_STATUS_FRESH) and the search
+   * read the index after it. A symbol shown with no child expanded is then
+   * rendered from its chunk (collapsed_source without Chunk.indent), the
+   * same text the analysis service would render, and RenderSymbols is asked
+   * only for merged parents. False (the default): every rendering is asked
+   * of the analysis service, which reads the files as they are.
+   */
+  indexFresh: boolean;
 }
 
 /** SelectedResult is one result of the answer, rendered. */
@@ -438,6 +451,7 @@ function createBaseSelectRequest(): SelectRequest {
     minRelevance: undefined,
     confidence: 0,
     focus: 0,
+    indexFresh: false,
   };
 }
 
@@ -463,6 +477,9 @@ export const SelectRequest: MessageFns<SelectRequest> = {
     }
     if (message.focus !== 0) {
       writer.uint32(56).int32(message.focus);
+    }
+    if (message.indexFresh !== false) {
+      writer.uint32(64).bool(message.indexFresh);
     }
     return writer;
   },
@@ -536,6 +553,14 @@ export const SelectRequest: MessageFns<SelectRequest> = {
             message.focus = reader.int32() as any;
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.indexFresh = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -571,6 +596,11 @@ export const SelectRequest: MessageFns<SelectRequest> = {
         : undefined,
       confidence: isSet(object.confidence) ? globalThis.Number(object.confidence) : 0,
       focus: isSet(object.focus) ? queryFocusFromJSON(object.focus) : 0,
+      indexFresh: isSet(object.indexFresh)
+        ? globalThis.Boolean(object.indexFresh)
+        : isSet(object.index_fresh)
+        ? globalThis.Boolean(object.index_fresh)
+        : false,
     };
   },
 
@@ -597,6 +627,9 @@ export const SelectRequest: MessageFns<SelectRequest> = {
     if (message.focus !== 0) {
       obj.focus = queryFocusToJSON(message.focus);
     }
+    if (message.indexFresh !== false) {
+      obj.indexFresh = message.indexFresh;
+    }
     return obj;
   },
 
@@ -612,6 +645,7 @@ export const SelectRequest: MessageFns<SelectRequest> = {
     message.minRelevance = object.minRelevance ?? undefined;
     message.confidence = object.confidence ?? 0;
     message.focus = object.focus ?? 0;
+    message.indexFresh = object.indexFresh ?? false;
     return message;
   },
 };

@@ -311,7 +311,7 @@ class Pipeline:
                         why = unmatched(understood.shape.text, outcome.metadata.missing_names,
                                         confidence.words_matched, True)
                         selection, verdict = self._select(request, ranked, confidence, threshold, focus, why,
-                                                          understood.shape.name_lookup)
+                                                          understood.shape.name_lookup, index_fresh(sync))
                 except ServiceError as exc:
                     skipped[SELECT] = self._failed(SELECT, exc)
             if selection is None and rewritten.applied:
@@ -427,11 +427,12 @@ class Pipeline:
 
     def _select(self, request: PipelineRequest, ranked: list[Ranked], confidence: AnswerConfidence,
                 threshold: float, focus: QueryFocus, why: Unmatched | None,
-                name_lookup: bool) -> tuple[SelectOutcome, Verdict]:
+                name_lookup: bool, fresh: bool) -> tuple[SelectOutcome, Verdict]:
         """The selected answer, and the gate's verdict on it: the policy's own rule on the relevances
         sent and the gate the service applied, so what the reader is told is what was decided. The
         budget asked for is the policy's (`answer_budget`): small for a question likely without an
-        answer here (`why`: the search can tell why nothing matches)."""
+        answer here (`why`: the search can tell why nothing matches). `fresh`: every candidate's
+        chunk is as its file is (`index_fresh`), so selection may render from the index."""
         g = self._gateway
         offered = ranked[: g.select_candidates]
         # Built on the composite confidence the agent is shown (answer.py), so that the gate keeps an
@@ -448,6 +449,7 @@ class Pipeline:
             max_tokens=answer_budget(request.max_tokens or 0, judge(max(relevances, default=0.0), threshold),
                                      confidence.answerability, why, name_lookup),
             min_relevance=threshold,
+            index_fresh=fresh,
         ), g.select_timeout_s)
         return outcome, judge(max(relevances, default=0.0), outcome.min_relevance)
 
@@ -489,6 +491,18 @@ def wrote_nothing(sync: SyncOutcome) -> bool:
     return (sync.finished and sync.freshness_status is FreshnessStatus.FRESH and stats is not None
             and not (stats.files_added or stats.files_changed or stats.files_removed
                      or stats.chunks_upserted or stats.chunks_deleted))
+
+
+def index_fresh(sync: SyncOutcome | None) -> bool:
+    """Whether this query's candidates are as their files are: its sync finished with every file
+    written as it was when the call came, and every search of the query read the index after that
+    (a head start only when the sync wrote nothing). Then a symbol's stored rendering is the one
+    the analysis service would make, and selection skips the round trip for it. A sync that is
+    off, failed, unanswered or still writing (its pending paths are capped, so the rest are not
+    known to be current) leaves every rendering to the analysis service, which reads the files.
+    An edit in the milliseconds between the sync and the selection shows in the next answer, as
+    it does in the search's."""
+    return sync is not None and sync.finished and sync.freshness_status is FreshnessStatus.FRESH
 
 
 def mark_stale(ranked: list[Ranked], stale_paths: frozenset[str]) -> list[Ranked]:

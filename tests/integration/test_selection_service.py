@@ -151,9 +151,10 @@ def test_unreachable_analysis_falls_back_to_stored_sources(chunks, sample_worksp
         running.stop(0)
         renderer.close()
     assert response.render_fallback and response.render_fallback_reason == "analysis_unavailable"
-    # no merge without a renderer: each result is its stored collapsed source
+    # no merge without a renderer: each result is its stored collapsed source, dedented as rendered
     assert [r.chunk_id for r in response.results] == [method.id, cls.id] and response.merged == 0
-    assert [r.source for r in response.results] == [method.collapsed_source, cls.collapsed_source]
+    assert [r.source for r in response.results] == [method.rendered_collapsed(), cls.rendered_collapsed()]
+    assert method.indent and method.rendered_collapsed() != method.collapsed_source
     assert response.results[1].header == f"// {TOKEN_SERVICE} > TokenService"
 
 

@@ -1,7 +1,9 @@
 """Selection: the gate, parent-child merging, rendering, the budget.
 
 Every step but rendering is a pure function of the request; `SelectionEngine.select` strings
-them together around one RenderSymbols call made through an injected `Renderer`.
+them together around at most one RenderSymbols call made through an injected `Renderer`. When the
+caller vouches that the index is fresh (`SelectQuery.index_fresh`), a symbol shown with no child
+expanded is rendered from its chunk (`stored_rendering`), and only merged parents are asked for.
 
 The order of steps matters:
 1. each candidate's relevance is the one the caller sent: the ranking policy's
@@ -237,15 +239,26 @@ def _header_tokens(header: str) -> int:
     return count_tokens(f"{header}\n")
 
 
-# Stored drafts' token counts, by what is counted (the header's and the view's hashes and the view's
-# length). Counting every kept candidate's stored draft for `within_reach` was half of selection's
-# own time, and an agent's questions keep returning the same symbols.
+# Stored renderings' token counts, by what is counted (the text's hash and length). Counting every
+# kept candidate's stored rendering for `within_reach` was half of selection's own time, and an
+# agent's questions keep returning the same symbols.
 _STORED_TOKENS: ReadCache[int] = ReadCache("selection.tokens", 65_536)
 
 
-def _stored_tokens(header: str, source: str) -> int:
-    key = f"{hash(header):x}:{hash(source):x}:{len(source)}"
-    return _STORED_TOKENS.get_many([key], lambda _missing: {key: tokens_of(header, source)})[key]
+def _stored_tokens(source: str) -> int:
+    key = f"{hash(source):x}:{len(source)}"
+    return _STORED_TOKENS.get_many([key], lambda _missing: {key: count_tokens(source)})[key]
+
+
+def stored_rendering(chunk: Chunk) -> RenderedSymbol:
+    """The symbol with no child expanded, made from the index: what RenderSymbols answers for it
+    while its file is as indexed. The same text (the collapsed source without the symbol's
+    indent, `Chunk.rendered_collapsed`), the same lines, and the same count (both sides count
+    cl100k_base exactly); tests/integration/test_stored_render.py compares the two."""
+    source = chunk.rendered_collapsed()
+    return RenderedSymbol(symbol_id=chunk.id, relative_path=chunk.relative_path, qualified_name=chunk.qualified_name,
+                          source=source, token_count=_stored_tokens(source), start_line=chunk.start_line,
+                          end_line=chunk.end_line)
 
 
 @dataclass(frozen=True)
@@ -275,20 +288,18 @@ class Draft:
 
 
 def _draft(root: Scored, merged: Sequence[Scored], rendered: RenderedSymbol | None) -> Draft:
+    """`rendered` None: no rendering came, and the stored one stands in (as indexed, possibly stale)."""
     chunk = root.candidate.chunk
     header = header_for(chunk)
+    fallback = rendered is None
     if rendered is None:
-        # The stored view: the symbol's children collapsed, as indexed (possibly stale).
-        source, start, end, fallback = chunk.collapsed_source, chunk.start_line, chunk.end_line, True
-        tokens = _stored_tokens(header, source)
-    else:
-        source, start, end, fallback = rendered.source, rendered.start_line, rendered.end_line, False
-        # The analysis service counted the rendering (same encoding), and a count splits at the
-        # header's line break exactly (0 differences in 6,000 ws-300k symbols): counting the
-        # whole text again was half of selection's own time.
-        tokens = _header_tokens(header) + rendered.token_count
+        rendered = stored_rendering(chunk)
+    # The rendering was counted (same encoding) and a count splits at the header's line break
+    # exactly (cl100k never merges across the start of a non-blank line; 0 differences in 6,000
+    # ws-300k symbols): counting the whole text again was half of selection's own time.
+    tokens = _header_tokens(header) + rendered.token_count
     ordered = tuple(sorted(merged, key=lambda s: (-s.score, s.index)))
-    return Draft(root, ordered, header, source, start, end, tokens, fallback)
+    return Draft(root, ordered, header, rendered.source, rendered.start_line, rendered.end_line, tokens, fallback)
 
 
 def compose(forest: Sequence[Node], renders: Mapping[RenderRequest, RenderedSymbol | None],
@@ -526,12 +537,19 @@ class SelectionEngine:
         specs = render_specs(forest)
         fallback_reason = ""
         renders: dict[RenderRequest, RenderedSymbol | None] = {}
-        if specs:
+        if query.index_fresh:
+            # The caller's sync found every file as indexed, so the stored rendering is the one the
+            # analysis service would make from the file: no round trip for it. A merged parent's
+            # expansion is not stored (which children expand is the query's), so it still goes.
+            chunks = {s.id: s.candidate.chunk for s in kept}
+            renders = {spec: stored_rendering(chunks[spec.symbol_id]) for spec in specs if not spec.expand_child_ids}
+        remote = [spec for spec in specs if spec not in renders]
+        if remote:
             try:
-                renders = dict(zip(specs, self._renderer.render(query.workspace_root, specs), strict=True))
+                renders.update(zip(remote, self._renderer.render(query.workspace_root, remote), strict=True))
             except RenderFailed as exc:
                 log.warning("rendering fell back to stored source",
-                            extra={"reason": exc.reason, "detail": exc.detail, "symbols": len(specs)})
+                            extra={"reason": exc.reason, "detail": exc.detail, "symbols": len(remote)})
                 fallback_reason = exc.reason
         drafts = compose(forest, renders, merge_cap(forest, max_tokens, settings.merge_max_tokens))
         placed, over_budget = fill_budget(drafts, max_tokens)

@@ -59,6 +59,7 @@ class SelectionServicer(selection_pb2_grpc.SelectionServiceServicer):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         with self._tracer.start_as_current_span("selection.select") as span:
             span.set_attribute("codecompass.selection.candidates", len(query.candidates))
+            span.set_attribute("codecompass.selection.index_fresh", query.index_fresh)
             outcome = self._engine.select(query)
             span.set_attribute("codecompass.selection.results", len(outcome.results))
             span.set_attribute("codecompass.selection.total_tokens", outcome.total_tokens)

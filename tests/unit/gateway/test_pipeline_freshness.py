@@ -73,7 +73,11 @@ class FakeSelection:
     """Selects the clean candidate as itself and the edited one merged into its parent, whose id
     is no candidate's."""
 
+    def __init__(self) -> None:
+        self.queries: list = []
+
     def select(self, query, timeout_s: float) -> SelectOutcome:
+        self.queries.append(query)
         def picked(cid: str, path: str) -> SelectedResult:
             return SelectedResult(chunk_id=cid, relative_path=path, start_line=1, end_line=3, qualified_name=cid,
                                   node_kind=NodeKind.FUNCTION, language=Language.TYPESCRIPT, score=0.5,
@@ -178,6 +182,23 @@ def test_sync_off_skips_the_stage() -> None:
     assert [c[0] for c in fake.calls] == ["search"]
     assert answer.freshness_status == "unknown" and answer.skipped[SYNC] == "off"
     assert set(answer.stage_ms) == {RETRIEVE}
+
+
+@pytest.mark.parametrize(("sync", "fresh"), [
+    (SyncOutcome(finished=True, freshness_status=FreshnessStatus.FRESH, stats=SyncStats(files_changed=1)), True),
+    (SyncOutcome(finished=True, freshness_status=FreshnessStatus.FRESH, stats=SyncStats()), True),
+    (SyncOutcome(finished=False, freshness_status=FreshnessStatus.SYNCING, pending_paths=("src/edited.ts",),
+                 pending_count=1), False),
+    (SyncOutcome(finished=False, freshness_status=FreshnessStatus.SYNCING, scanning=True), False),
+    (SyncOutcome(finished=True, freshness_status=FreshnessStatus.FAILED, error="down"), False),
+    (ServiceError("retrieval", "127.0.0.1:1", UNAVAILABLE, "connection refused"), False),
+    (None, False),
+])
+def test_selection_may_render_from_the_index_only_after_a_fresh_sync(sync, fresh: bool) -> None:
+    pipeline, _ = _pipeline(sync or SyncOutcome(finished=True, freshness_status=FreshnessStatus.FRESH))
+    pipeline.run(_request(sync=sync is not None))
+    (query,) = pipeline.selection.queries  # type: ignore[attr-defined]
+    assert query.index_fresh is fresh
 
 
 @pytest.mark.parametrize(("budget_ms", "timeout_s"), [(0, 30.0), (1000, 3.0)])

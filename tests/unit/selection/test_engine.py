@@ -446,3 +446,42 @@ def test_candidates_the_budget_cannot_reach_are_never_rendered() -> None:
     assert rendered and len(rendered) < 10
     assert set(ids(outcome)) <= rendered and "s9" not in rendered
     assert accounted(outcome, 10)
+
+
+# --- rendering from the index ----------------------------------------------------------------------
+
+
+def test_a_fresh_index_renders_symbols_without_expansion_from_their_chunks() -> None:
+    method = replace(chunk("m", kind=NodeKind.METHOD, lines=4), indent="  ",
+                     collapsed_source="run() {\n    step();\n  }")
+    other = chunk("other", path="src/other.ts")
+    renderer = FakeRenderer([method, other])
+    outcome = select([Candidate(method, 0.9), Candidate(other, 0.8)], renderer, index_fresh=True)
+    assert renderer.calls == [] and not outcome.render_fallback
+    assert [r.source for r in outcome.results] == ["run() {\n  step();\n}", other.collapsed_source]
+    assert outcome.results[0].token_count == count_tokens(f"{outcome.results[0].header}\nrun() {{\n  step();\n}}")
+
+
+def test_a_fresh_index_asks_only_for_merged_parents() -> None:
+    outer = chunk("ns", kind=NodeKind.NAMESPACE, lines=22)
+    cls = chunk("cls", parent="ns", kind=NodeKind.CLASS, lines=20, start=2)
+    method = chunk("m", parent="cls", kind=NodeKind.METHOD, lines=18, start=3)
+    orphan = chunk("m2", parent="not-kept", kind=NodeKind.METHOD)
+    renderer = FakeRenderer([outer, cls, method, orphan])
+    outcome = select([Candidate(method, 0.95), Candidate(outer, 0.8), Candidate(cls, 0.6), Candidate(orphan, 0.7)],
+                     renderer, index_fresh=True)
+    assert ids(outcome) == ["ns", "m2"] and outcome.results[0].expanded_child_ids == ("m", "cls")
+    (sent,) = renderer.calls
+    assert sent and all(spec.expand_child_ids for spec in sent)
+    assert outcome.results[1].source == orphan.collapsed_source and not outcome.render_fallback
+
+
+def test_a_fresh_index_keeps_its_answer_when_the_analysis_service_is_down() -> None:
+    cls = chunk("cls", kind=NodeKind.CLASS, lines=20)
+    method = chunk("m", parent="cls", kind=NodeKind.METHOD, lines=18, start=2)
+    renderer = FakeRenderer([cls, method], fail=RenderFailed(FALLBACK_UNAVAILABLE, "connection refused"))
+    outcome = select([Candidate(cls, 0.9), Candidate(method, 0.8)], renderer, index_fresh=True)
+    # Only the merge needed the service: the symbols shown are current (the index is fresh), so
+    # the answer is no fallback, just unmerged.
+    assert len(renderer.calls) == 1 and ids(outcome) == ["cls", "m"] and outcome.merged == 0
+    assert not outcome.render_fallback and outcome.results[0].source == cls.collapsed_source

@@ -23,9 +23,10 @@ RESULT = SelectedResult(chunk_id="c1", relative_path="src/a.ts", start_line=4, e
                         clipped=True, lines_omitted=3, connected_ids=("h1", "h2"))
 
 
-@pytest.mark.parametrize("min_relevance", [None, 0.0, 0.4])
-def test_query_round_trip(min_relevance: float | None) -> None:
-    query = SelectQuery(workspace_root="/ws", max_tokens=123, min_relevance=min_relevance, candidates=(
+@pytest.mark.parametrize(("min_relevance", "index_fresh"), [(None, False), (0.0, True), (0.4, False)])
+def test_query_round_trip(min_relevance: float | None, index_fresh: bool) -> None:
+    query = SelectQuery(workspace_root="/ws", max_tokens=123, min_relevance=min_relevance, index_fresh=index_fresh,
+                        candidates=(
         Candidate(CHUNK, 0.5, Reason.MATCH, "lexical", relevance=0.75),
         Candidate(CHUNK, 0.25, Reason.HUB, "structure", ("a", "b"), relevance=0.0),
         Candidate(CHUNK, 0.0, Reason.MATCH, ""),
@@ -41,7 +42,7 @@ def test_unset_reason_and_relevance_mean_match_and_none() -> None:
     message.candidates[0].chunk.node_kind = 1
     query = convert.query_from_proto(message)
     assert query.candidates[0].reason is Reason.MATCH and query.candidates[0].relevance is None
-    assert query.min_relevance is None and query.max_tokens == 0
+    assert query.min_relevance is None and query.max_tokens == 0 and not query.index_fresh
     message.candidates[0].reason = pb.SELECTION_REASON_MERGED_PARENT
     with pytest.raises(UnknownEnumValue):
         convert.query_from_proto(message)

@@ -66,6 +66,7 @@ def query_from_proto(message: pb.SelectRequest) -> SelectQuery:
         ),
         max_tokens=message.max_tokens,
         min_relevance=message.min_relevance if message.HasField("min_relevance") else None,
+        index_fresh=message.index_fresh,
     )
 
 
@@ -74,6 +75,7 @@ def query_to_proto(query: SelectQuery) -> pb.SelectRequest:
         workspace_root=query.workspace_root,
         candidates=[_candidate_to_proto(c) for c in query.candidates],
         max_tokens=query.max_tokens,
+        index_fresh=query.index_fresh,
     )
     if query.min_relevance is not None:
         message.min_relevance = query.min_relevance

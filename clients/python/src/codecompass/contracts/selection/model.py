@@ -43,6 +43,9 @@ class SelectQuery:
     candidates: tuple[Candidate, ...]
     max_tokens: int = 0  # 0: the server default
     min_relevance: float | None = None  # None: the server default
+    # Every candidate's chunk is as its file is now (the caller's sync found the index fresh): a
+    # symbol shown with no child expanded is rendered from its chunk, without RenderSymbols.
+    index_fresh: bool = False
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,9 @@ def assembled_workspace(path: Path) -> Path:
 def source_stats(workspace: Path) -> tuple[int, int, int]:
     files = lines = size = 0
     for path in workspace.rglob("*"):
-        if path.is_file() and path.name.endswith(SOURCE_SUFFIXES) and "node_modules" not in path.parts:
+        # Parts below the workspace: a workspace may itself lie in node_modules (a package's sources).
+        if (path.is_file() and path.name.endswith(SOURCE_SUFFIXES)
+                and "node_modules" not in path.relative_to(workspace).parts):
             files += 1
             data = path.read_bytes()
             size += len(data)

@@ -4,8 +4,8 @@ of a warm answer's time goes.
 Starts the five services (analysis, embedding with `--profile`, retrieval, rerank, selection)
 over a temporary state dir, indexes `--workspace` with every vector, then asks `--questions`
 fixed questions through the gateway's `Pipeline` as an MCP answer runs it (sync on, rerank local,
-selection on), under two configurations, question by question in turn so that drift in machine
-load hits both alike:
+selection on), under two configurations, question by question in turn (each first on every other
+question) so that drift in machine load and warm caches hit both alike:
 
   render all    every rendering asked of the analysis service (RenderSymbols), as before: the
                 gateway's selection client sends `index_fresh = false` whatever the sync found;
@@ -13,8 +13,10 @@ load hits both alike:
                 is rendered from its chunk, and only merged parents go to RenderSymbols.
 
 One warm-up pass precedes the measured passes. Per configuration it reports p50/p95 of every
-stage the gateway timed (sync, retrieve, select), of the gateway's own time around them (the
-total less the stages: relevance, confidence, conversion) and of the client-side total around
+stage the gateway timed (sync, retrieve, select), of the selection service's own time inside the
+select stage (`SelectOutcome.duration_ms`: the engine, RenderSymbols included; the rest of the
+stage is the gRPC hop and conversion), of the gateway's own time around the stages (the total
+less the stages: relevance, confidence, conversion) and of the client-side total around
 `Pipeline.run`. Every measured question's two answers are compared (results, tokens, counts):
 they must be identical, since the files do not change.
 
@@ -49,8 +51,8 @@ from codecompass_dev.evaluation.workspaces import index_workspace
 
 DEFAULT_WORKSPACE = REPO_ROOT / "node_ts_service" / "node_modules" / "@grpc" / "grpc-js"
 RENDER_ALL, FROM_INDEX = "render all", "from index"
-GATEWAY, TOTAL = "gateway", "total"
-STAGES = (SYNC, RETRIEVE, SELECT, GATEWAY, TOTAL)
+ENGINE, GATEWAY, TOTAL = "select engine", "gateway", "total"
+STAGES = (SYNC, RETRIEVE, SELECT, ENGINE, GATEWAY, TOTAL)
 PERCENTILES = (50, 95)
 # Questions an agent asks of a gRPC library, fixed so that runs compare; about grpc-js's own
 # concepts (channels, load balancing, retries, metadata, servers), not tuned to any result.
@@ -109,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(QUESTIONS)} questions x {args.passes} pass(es)")
     ms: dict[str, dict[str, list[float]]] = {c: defaultdict(list) for c in (RENDER_ALL, FROM_INDEX)}
     fallbacks: dict[str, int] = defaultdict(int)
+    # Answers whose sync did not find the index fresh: selection rendered everything remotely.
+    not_fresh: dict[str, int] = defaultdict(int)
     identical = differing = 0
     examples: list[str] = []
     with tempfile.TemporaryDirectory(prefix="cc-render-speed-") as state:
@@ -132,9 +136,12 @@ def main(argv: list[str] | None = None) -> int:
             load_before = [round(x, 2) for x in os.getloadavg()]
             try:
                 for pass_no in range(args.passes + 1):
-                    for question in QUESTIONS:
-                        answers = {}
-                        for config, pipeline in pipelines.items():
+                    for number, question in enumerate(QUESTIONS):
+                        answers: dict[str, PipelineAnswer] = {}
+                        # Each goes first on every other question: the first pays for whatever the
+                        # question's files have not warmed yet (the analysis service's parsed files).
+                        order = list(pipelines.items())
+                        for config, pipeline in order if number % 2 else reversed(order):
                             request = PipelineRequest(workspace_root=str(workspace), query=question,
                                                       rerank_provider="local")
                             t0 = time.perf_counter()
@@ -145,10 +152,14 @@ def main(argv: list[str] | None = None) -> int:
                             for stage in (SYNC, RETRIEVE, SELECT):
                                 if stage in answer.stage_ms:
                                     ms[config][stage].append(answer.stage_ms[stage])
+                            if answer.selection is not None:
+                                ms[config][ENGINE].append(answer.selection.duration_ms)
                             ms[config][GATEWAY].append(total - sum(answer.stage_ms.values()))
                             ms[config][TOTAL].append(total)
                             if answer.selection is not None and answer.selection.render_fallback:
                                 fallbacks[config] += 1
+                            if answer.freshness_status != "fresh":
+                                not_fresh[config] += 1
                         if not pass_no:
                             continue
                         if _comparable(answers[RENDER_ALL]) == _comparable(answers[FROM_INDEX]):
@@ -175,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         cells = [f"{by_stage[s]['p50']:.1f} / {by_stage[s]['p95']:.1f}" if s in by_stage else "—" for s in STAGES]
         lines.append(f"| {config} | " + " | ".join(cells) + " |")
     print("\n".join(lines))
-    print(f"identical answers: {identical} of {identical + differing}; render fallbacks: {dict(fallbacks) or 'none'}")
+    print(f"identical answers: {identical} of {identical + differing}; render fallbacks: {dict(fallbacks) or 'none'}; "
+          f"answers without a fresh sync: {dict(not_fresh) or 'none'}")
     if examples:
         print(f"differing answers, e.g. {examples[:5]}")
     payload: dict[str, Any] = {
@@ -188,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         "latency_ms": latency,
         "answers": {"identical": identical, "differing": differing, "differing_questions": examples[:20]},
         "render_fallbacks": dict(fallbacks),
+        "answers_without_a_fresh_sync": dict(not_fresh),
     }
     if not args.no_write:
         log(f"wrote {write_results('render-speed', payload)}")

@@ -28,7 +28,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
 .PHONY: setup proto proto-check lint test run client-packages bench-corpus bench-chunk bench-quality bench-speed bench-embed \
-	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-shard-speed bench-store-speed bench-health bench-mcp bench-badinput bench-load bench-drills \
+	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-render-speed bench-shard-speed bench-store-speed bench-health bench-mcp bench-badinput bench-load bench-drills \
 	code-static code-small corpus ranker traces traces-down traces-screenshot metrics-screenshot image-lock
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP) $(CLIENT_TS_MODULES_STAMP)
@@ -211,6 +211,11 @@ bench-pipeline-speed: bench-corpus
 # S3 server (moto), plus today's single-process sync for comparison.
 bench-shard-speed: bench-corpus
 	$(VENV)/bin/python -m bench.speed.run_shard_speed --baseline
+	$(VENV)/bin/python -m bench.report
+
+# The select stage with and without renderings from the index, on grpc-js (indexes in about a minute).
+bench-render-speed: setup
+	$(VENV)/bin/python -m bench.speed.run_render_speed
 	$(VENV)/bin/python -m bench.report
 
 bench-store-speed: bench-corpus

@@ -243,6 +243,28 @@ def render_pipeline_speed(doc: dict[str, Any]) -> str:
     ])
 
 
+def render_render_speed(doc: dict[str, Any]) -> str:
+    """bench/speed/run_render_speed.py: the select stage with every rendering asked of the analysis
+    service (as before) and with renderings from the index, and where the rest of an answer's time goes."""
+    ws, settings, answers = doc["workspace"], doc["settings"], doc["answers"]
+    latency = doc["latency_ms"]
+    stages = [s for s in ("sync", "retrieve", "select", "select engine", "gateway", "total")
+              if any(s in by_stage for by_stage in latency.values())]
+    rows = [(f"`{config}`", *(f"{by_stage[s]['p50']:.1f} / {by_stage[s]['p95']:.1f}" if s in by_stage else "—"
+                              for s in stages))
+            for config, by_stage in latency.items()]
+    n = answers["identical"] + answers["differing"]
+    caption = (f"Warm, `{ws['name']}` ({ws['lines']:,} lines, {ws['chunks']:,} chunks, {ws['embedding_model']}), "
+               f"{len(settings['questions'])} questions × {settings['passes']} passes after "
+               f"{settings['warm_up_passes']} warm-up pass, through the gateway's pipeline with its sync, the two "
+               "configurations in turn; ms p50 / p95. `select engine` is the selection service's own time inside "
+               "the select stage (RenderSymbols included), `gateway` the pipeline's own time around the stages.")
+    verdict = (f"Answers identical in both configurations: **{answers['identical']} of {n}**"
+               + (f" (differing: {', '.join(answers['differing_questions'][:5])})" if answers["differing"] else "")
+               + f"; answers without a fresh sync: {sum(doc.get('answers_without_a_fresh_sync', {}).values())}.")
+    return "\n".join([provenance(doc), "", caption, "", md_table(("Configuration", *stages), rows), "", verdict])
+
+
 # --- Indexing spread over workers ------------------------------------------------------------
 
 

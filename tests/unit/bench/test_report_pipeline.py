@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bench.quality import run_pipeline
 from bench.report.pipeline import render_pipeline_full, render_pipeline_summary
-from bench.report.speed import render_health, render_mcp_speed, render_pipeline_speed
+from bench.report.speed import render_health, render_mcp_speed, render_pipeline_speed, render_render_speed
 
 
 def payload() -> dict:
@@ -172,3 +172,22 @@ def test_a_result_that_expands_several_targets_answers_each_of_them() -> None:
     assert run_pipeline.selection_hits(answer, targets) == [(2, 0), (1,)]
     query = NS(targets=targets)
     assert run_pipeline.curve_row(query, answer) == 1.0
+
+
+def test_render_speed_section_compares_both_configurations() -> None:
+    def stage(p50: float) -> dict[str, float]:
+        return {"n": 60, "p50": p50, "p95": p50 * 2}
+
+    doc = {
+        "kind": "render-speed", "run": {"date_utc": "2026-11-29", "git": {"commit": "abc"}, "machine": {"nproc": 2}},
+        "workspace": {"name": "grpc-js", "lines": 55000, "chunks": 4000, "embedding_model": "code-static 1"},
+        "settings": {"questions": ["a", "b"], "passes": 3, "warm_up_passes": 1},
+        "latency_ms": {"render all": {"select": stage(80.0), "total": stage(190.0)},
+                       "from index": {"select": stage(20.0), "total": stage(130.0)}},
+        "answers": {"identical": 6, "differing": 0, "differing_questions": []},
+        "answers_without_a_fresh_sync": {},
+    }
+    text = render_render_speed(doc)
+    assert "| `render all` | 80.0 / 160.0 | 190.0 / 380.0 |" in text
+    assert "| `from index` | 20.0 / 40.0 | 130.0 / 260.0 |" in text
+    assert "identical in both configurations: **6 of 6**" in text

@@ -258,7 +258,8 @@ def render_render_speed(doc: dict[str, Any]) -> str:
                f"{len(settings['questions'])} questions × {settings['passes']} passes after "
                f"{settings['warm_up_passes']} warm-up pass, through the gateway's pipeline with its sync, the two "
                "configurations in turn; ms p50 / p95. `select engine` is the selection service's own time inside "
-               "the select stage (RenderSymbols included), `gateway` the pipeline's own time around the stages.")
+               "the select stage (RenderSymbols included), `gateway` the pipeline's own time around the stages "
+               "(the sync and the search run at once).")
     verdict = (f"Answers identical in both configurations: **{answers['identical']} of {n}**"
                + (f" (differing: {', '.join(answers['differing_questions'][:5])})" if answers["differing"] else "")
                + f"; answers without a fresh sync: {sum(doc.get('answers_without_a_fresh_sync', {}).values())}.")

@@ -198,7 +198,7 @@ class Gateway:
 
         extra: dict[str, object] = {"trace_id": tools.trace_id(), "query": query, "filters": {
             "path": path, "kind": kind, "include_tests": include_tests, "package": package}}
-        if len(scopes) == 1:
+        if len(scopes) == 1 and not left_out:  # one workspace asked for: its answer, as ever
             [(root, (declared, _))] = scopes.items()
             answer, lexical_ready = run(root)
             return present.search_result(search_answer(answer, tools.RANKED_CODE_LINES), root, query, budget,
@@ -243,7 +243,7 @@ class Gateway:
             return code_search_answer(answer, threshold=threshold, trace_id=tools.trace_id(),
                                       max_lines=tools.SNIPPET_LINES, max_line_chars=tools.SNIPPET_LINE_CHARS)
 
-        if len(scopes) == 1:
+        if len(scopes) == 1 and not left_out:  # one workspace asked for: its answer, as ever
             [(root, (declared, _))] = scopes.items()
             answer, lexical_ready = run(root)
             return present.search_code_result(ranked(answer), query,

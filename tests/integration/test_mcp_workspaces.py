@@ -178,3 +178,23 @@ def test_grpc_search_over_two_workspaces_labels_each_result_with_its_id(indexed_
         assert refused.value.kind == INVALID and "not both" in str(refused.value)
     finally:
         client.close()
+
+
+def test_a_package_only_one_workspace_declares_searches_it_and_says_so_of_the_other(
+        indexed_stack: dict[str, str], billing: Path, tmp_path: Path) -> None:
+    mono = (tmp_path / "mono").resolve()
+    core = mono / "packages" / "core"
+    (core / "src").mkdir(parents=True)
+    (mono / "package.json").write_text(json.dumps({"name": "mono", "private": True, "workspaces": ["packages/*"]}),
+                                       encoding="utf-8")
+    (core / "package.json").write_text(json.dumps({"name": "@acme/core"}), encoding="utf-8")
+    (core / "src" / "fees.ts").write_text(INVOICE, encoding="utf-8")
+    index_fully(indexed_stack["RETRIEVAL_ADDR"], mono)
+    [answer] = _calls(indexed_stack, [mono, billing], [
+        ("search_code", {"query": "lateFeeCents", "workspace": "all", "package": "@acme/core"}),
+    ])
+    assert not answer.is_error, _text(answer)
+    assert {r["workspace"] for r in answer.structured_content["results"]} == {str(mono)}
+    [left_out] = answer.structured_content["failed"]
+    assert left_out["workspace"] == str(billing)
+    assert any(line.startswith(f"{billing}: not searched: ") for line in answer.content[0].text.splitlines())

@@ -25,6 +25,7 @@ class SkipReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SKIP_REASON_EXCLUDED: _ClassVar[SkipReason]
     SKIP_REASON_CHUNK_FAILED: _ClassVar[SkipReason]
     SKIP_REASON_DUPLICATE: _ClassVar[SkipReason]
+    SKIP_REASON_GENERATED: _ClassVar[SkipReason]
 
 class FileStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -71,6 +72,7 @@ SKIP_REASON_DECLARATION_FILE: SkipReason
 SKIP_REASON_EXCLUDED: SkipReason
 SKIP_REASON_CHUNK_FAILED: SkipReason
 SKIP_REASON_DUPLICATE: SkipReason
+SKIP_REASON_GENERATED: SkipReason
 FILE_STATUS_UNSPECIFIED: FileStatus
 FILE_STATUS_OK: FileStatus
 FILE_STATUS_SYNTAX_ERRORS: FileStatus

@@ -30,7 +30,10 @@ export const protobufFileName = "codecompass/v1/analysis.proto";
 export enum SkipReason {
   /** SKIP_REASON_UNSPECIFIED - Not set. */
   SKIP_REASON_UNSPECIFIED = 0,
-  /** SKIP_REASON_MINIFIED - The file looks minified or generated (e.g. very long lines). */
+  /**
+   * SKIP_REASON_MINIFIED - The file looks minified (its name says so, or its code sits on very long
+   * lines).
+   */
   SKIP_REASON_MINIFIED = 1,
   /** SKIP_REASON_BINARY - The file contains NUL bytes or is otherwise not text. */
   SKIP_REASON_BINARY = 2,
@@ -82,6 +85,15 @@ export enum SkipReason {
    * walked, else under the first of its names in path order.
    */
   SKIP_REASON_DUPLICATE = 14,
+  /**
+   * SKIP_REASON_GENERATED - Generated source (protobuf and gRPC stubs, GraphQL or OpenAPI clients,
+   * parser generator output): its header comment carries a generator's marker
+   * (`@generated`, `Code generated ... DO NOT EDIT.`, ...) or its name a
+   * generated file's suffix (`*_pb.js`, `*.generated.ts`, ...); the detail
+   * names which. It is skipped unless the analysis service is told to index
+   * generated files.
+   */
+  SKIP_REASON_GENERATED = 15,
   UNRECOGNIZED = -1,
 }
 
@@ -132,6 +144,9 @@ export function skipReasonFromJSON(object: any): SkipReason {
     case 14:
     case "SKIP_REASON_DUPLICATE":
       return SkipReason.SKIP_REASON_DUPLICATE;
+    case 15:
+    case "SKIP_REASON_GENERATED":
+      return SkipReason.SKIP_REASON_GENERATED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -171,6 +186,8 @@ export function skipReasonToJSON(object: SkipReason): string {
       return "SKIP_REASON_CHUNK_FAILED";
     case SkipReason.SKIP_REASON_DUPLICATE:
       return "SKIP_REASON_DUPLICATE";
+    case SkipReason.SKIP_REASON_GENERATED:
+      return "SKIP_REASON_GENERATED";
     case SkipReason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";

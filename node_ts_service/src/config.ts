@@ -9,6 +9,8 @@ export interface AnalysisConfig {
   readonly host: string;
   readonly port: number;
   readonly maxFileBytes: number;
+  /** Index generated source (fileio's detectGenerated) instead of skipping it. */
+  readonly indexGenerated: boolean;
   readonly shutdownGraceMs: number;
   readonly maxPrograms: number;
   readonly maxRenderCacheFiles: number;
@@ -70,6 +72,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AnalysisConfig
     // 5 MiB leaves room for 50k-line hand-written files (~2 MB) while keeping
     // generated blobs from dominating parse time and memory.
     maxFileBytes: intVar(env, 'ANALYSIS_MAX_FILE_BYTES', 5 * MIB, 1, 1024 * MIB),
+    // Off: generated stubs and clients grow an index many times over (10 MB of them
+    // took one past 1 GB) and crowd keyword results; a project that searches them turns this on.
+    indexGenerated: boolVar(env, 'ANALYSIS_INDEX_GENERATED', false),
     // Long enough for an in-flight ChunkFiles stream over a large folder to
     // finish, short enough for an orchestrator's own kill timeout (30 s).
     shutdownGraceMs: intVar(env, 'ANALYSIS_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),

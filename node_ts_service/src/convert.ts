@@ -63,6 +63,7 @@ const SKIP_REASON_TO_PB: Record<SkipReason, pb.SkipReason> = {
   excluded: pb.SkipReason.SKIP_REASON_EXCLUDED,
   chunk_failed: pb.SkipReason.SKIP_REASON_CHUNK_FAILED,
   duplicate: pb.SkipReason.SKIP_REASON_DUPLICATE,
+  generated: pb.SkipReason.SKIP_REASON_GENERATED,
 };
 const SKIP_REASON_FROM_PB = invert(SKIP_REASON_TO_PB);
 

@@ -3,7 +3,7 @@
 // which is what keeps a no-change re-scan of 10k files far under a second.
 import * as path from 'node:path';
 import ignore, { type Ignore } from 'ignore';
-import { type FsOps, isDeclarationFile, isSourceFileName, languageOf, loadSource, realFs, skipForError } from './fileio';
+import { type FsOps, type LoadRules, isDeclarationFile, isSourceFileName, languageOf, loadSource, realFs, skipForError } from './fileio';
 import type { FileEntry, ScanResult, SkipReason, SkippedFile } from './types';
 
 /** Directories that hold dependencies, build output or VCS data, never sources worth indexing. */
@@ -326,9 +326,8 @@ export function compareStrings(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-export interface ScanOptions extends WalkOptions {
+export interface ScanOptions extends WalkOptions, LoadRules {
   previous?: readonly FileEntry[];
-  maxFileBytes: number;
 }
 
 export async function scanWorkspace(options: ScanOptions): Promise<ScanResult> {
@@ -364,7 +363,7 @@ export async function scanWorkspace(options: ScanOptions): Promise<ScanResult> {
       files.push({ relativePath: listed.relativePath, sizeBytes, mtimeNs, contentHash: before.contentHash, language });
       continue;
     }
-    const loaded = loadSource(listed.absolutePath, sizeBytes, options.maxFileBytes, fsOps);
+    const loaded = loadSource(listed.absolutePath, sizeBytes, options, fsOps);
     if (!loaded.ok) {
       skipped.push({ relativePath: listed.relativePath, reason: loaded.reason, detail: loaded.detail });
       continue;

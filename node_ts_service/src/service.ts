@@ -122,7 +122,7 @@ export interface ServiceOptions {
 }
 
 type ServiceConfig = Pick<AnalysisConfig, 'maxFileBytes' | 'maxPrograms' | 'maxRenderCacheFiles' | 'maxWorkspaces'> &
-  Partial<Pick<AnalysisConfig, 'chunkFileTimeoutMs' | 'maxRenderCacheChars' | 'maxWatchedFolders'>>;
+  Partial<Pick<AnalysisConfig, 'chunkFileTimeoutMs' | 'maxRenderCacheChars' | 'maxWatchedFolders' | 'indexGenerated'>>;
 
 /**
  * Neither parsing for ChunkFiles nor the type checker runs on this thread:
@@ -199,6 +199,7 @@ export class AnalysisService {
         previous: request.previous,
         excludePatterns: request.excludePatterns,
         maxFileBytes: this.config.maxFileBytes,
+        indexGenerated: this.config.indexGenerated,
         fsOps: this.fsOps,
         isCancelled,
         beforeFolder: watch && mark ? (folder) => watch.folder(mark, folder) : undefined,
@@ -392,7 +393,7 @@ export class AnalysisService {
     } catch (err) {
       return { target: { ...target, skip: skipForError(err) }, sizeBytes: 0, mtimeNs: 0, load: undefined };
     }
-    const load = loadSource(target.absolutePath, Number(stats.size), this.config.maxFileBytes, this.fsOps);
+    const load = loadSource(target.absolutePath, Number(stats.size), this.config, this.fsOps);
     // A file rewritten between the stat and the read is answered as read: the
     // size and hash of those bytes. Its mtime is the older one, so the next
     // scan re-reads it, finds the same hash and converges.

@@ -54,6 +54,8 @@ export interface Chunk {
 
 export type SkipReason =
   | 'minified'
+  /** Generated source (a generator's header marker or file-name suffix): SKIP_REASON_GENERATED. */
+  | 'generated'
   | 'binary'
   | 'not_utf8'
   | 'too_large'

@@ -79,17 +79,17 @@ describe('fileio', () => {
     try {
       const file = path.join(dir, 'a.ts');
       fs.writeFileSync(file, '\ufeffexport const a = 1;\n');
-      const loaded = loadSource(file, fs.statSync(file).size, 1024);
+      const loaded = loadSource(file, fs.statSync(file).size, { maxFileBytes: 1024 });
       assert.ok(loaded.ok);
       assert.equal(loaded.text, 'export const a = 1;\n');
       assert.equal(loaded.contentHash, sha256Hex(fs.readFileSync(file)));
       assert.equal(loaded.lineCount, 1);
       let reads = 0;
       const counting = { ...realFs, readFile: (p: string) => (reads++, realFs.readFile(p)) };
-      const big = loadSource(file, 5000, 1024, counting);
+      const big = loadSource(file, 5000, { maxFileBytes: 1024 }, counting);
       assert.deepEqual(big, { ok: false, contentHash: '', reason: 'too_large', detail: '5000 bytes exceeds limit of 1024' });
       assert.equal(reads, 0);
-      const gone = loadSource(path.join(dir, 'gone.ts'), 10, 1024);
+      const gone = loadSource(path.join(dir, 'gone.ts'), 10, { maxFileBytes: 1024 });
       assert.equal(!gone.ok && gone.reason, 'vanished');
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });

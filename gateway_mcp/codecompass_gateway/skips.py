@@ -16,6 +16,8 @@ _LABELS = {
     "nested_repository": ("nested repository", "nested repositories"),
     "declaration_file": ("declaration file", "declaration files"),
     "minified": ("minified", "minified"),
+    # Generated source (a generator's header marker or file-name suffix; ANALYSIS_INDEX_GENERATED keeps it).
+    "generated": ("generated", "generated"),
     "binary": ("binary", "binary"),
     "not_utf8": ("not UTF-8", "not UTF-8"),
     "too_large": ("too large", "too large"),
@@ -32,8 +34,10 @@ _LABELS = {
 GROUP_AT = 10
 # Reasons a source file's own content is missing from the index, as opposed to a path the
 # workspace's rules leave out (ignored, excluded, ...) or one that another path stands for
-# (duplicate, symlink loop): what someone searching for that file's code must be told.
-CONTENT_LEFT_OUT = frozenset({"chunk_failed", "minified", "binary", "not_utf8", "too_large", "unreadable"})
+# (duplicate, symlink loop): what someone searching for that file's code must be told. Generated
+# code is here, unlike declaration files: its symbols are indexed nowhere else.
+CONTENT_LEFT_OUT = frozenset({"chunk_failed", "minified", "generated", "binary", "not_utf8", "too_large",
+                              "unreadable"})
 
 
 def label(reason: str, count: int = 1) -> str:

@@ -257,9 +257,10 @@ bench-embed: setup
 corpus: setup
 	$(VENV)/bin/python -m models.corpus.build
 
-# The code-static embedding model (issue 16) from the training corpus's train repositories
-# (checked out by `make corpus`): models/code_static/model/ and its log training.json; a few
-# minutes on 2 cores. models/code_static/MODEL_CARD.md explains every step and number.
+# The code-static embedding model (issues 16, 27) from the training corpus's train repositories
+# (checked out by `make corpus`), taught by the committed code-small model: models/code_static/model/
+# and its log training.json; about 40 minutes on 2 cores (most of it code-small embedding 32,000
+# chunks and questions). models/code_static/MODEL_CARD.md explains every step and number.
 code-static: setup
 	$(VENV)/bin/python -m models.code_static.train
 

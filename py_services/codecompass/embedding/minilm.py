@@ -221,11 +221,19 @@ class MiniLMProvider:
     def embed(self, texts: list[str], input_type: InputType) -> np.ndarray:
         if not self._ready.is_set():
             raise ProviderNotReady(f"{self._spec.provider}: the model is still loading")
-        session, tokenizer = self._session, self._tokenizer
-        assert session is not None and tokenizer is not None, "warmup sets both before it sets _ready"
-        if not texts:
+        tokenizer = self._tokenizer
+        assert tokenizer is not None, "warmup sets the tokenizer before it sets _ready"
+        return self.embed_token_ids([tokenizer.ids(text) for text in texts], input_type)
+
+    def embed_token_ids(self, inputs: list[list[int]], input_type: InputType) -> np.ndarray:
+        """Vectors of inputs already given as model ids ([CLS] ... [SEP]). Distilling a static
+        model feeds single tokens this way (models/code_static), which no text would tokenize to."""
+        if not self._ready.is_set():
+            raise ProviderNotReady(f"{self._spec.provider}: the model is still loading")
+        session = self._session
+        assert session is not None, "warmup sets the session before it sets _ready"
+        if not inputs:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        inputs = [tokenizer.ids(text) for text in texts]
         batches = length_sorted_batches([len(ids) for ids in inputs], self._batch_size, MAX_PADDED_TOKENS)
 
         def run(batch: list[int]) -> np.ndarray:
@@ -239,4 +247,4 @@ class MiniLMProvider:
                 (vectors,) = session.run(None, {"input_ids": ids, "attention_mask": mask})
             return normalize_rows(vectors)
 
-        return run_in_batches(batches, len(texts), DIMENSIONS, run)
+        return run_in_batches(batches, len(inputs), DIMENSIONS, run)

@@ -44,6 +44,17 @@ def test_a_query_finds_the_chunk_that_answers_it(provider):
     assert jwt > css + 0.1, (jwt, css)
 
 
+def test_token_ids_given_directly_embed_as_the_text_they_come_from(provider):
+    # Distillation (models/code_static) feeds single tokens this way; a text's ids must embed the same.
+    ids = provider.token_ids(JWT_CHUNK)
+    (from_ids,) = provider.embed_token_ids([ids], "document")
+    (from_text,) = provider.embed([JWT_CHUNK], "document")
+    np.testing.assert_allclose(from_ids, from_text, atol=1e-6)
+    single = provider.embed_token_ids([[ids[0], ids[1], ids[-1]], [ids[0], ids[2], ids[-1]]], "document")
+    assert single.shape == (2, 384) and not np.allclose(single[0], single[1])
+    assert provider.embed_token_ids([], "document").shape == (0, 384)
+
+
 def test_the_profile_serves_the_committed_model_or_the_configured_folder(tmp_path):
     default = profile({}).provider
     assert isinstance(default, MiniLMProvider) and not profile({}).external_provider_blocked

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from models.code_static import refine, train, vocabulary
+from models.code_static import refine, train, tune, vocabulary
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
@@ -106,3 +106,65 @@ def test_refinement_teaches_the_token_vectors_to_predict_the_teachers_text_vecto
     assert record["validation_mse_best"] < 0.7 * record["validation_mse_start"]
     again, _ = refine.refine(start, 0, texts, targets, seed=0)
     np.testing.assert_array_equal(table, again)
+
+
+def test_refinement_questions_are_the_given_repositories_mined_questions_each_once():
+    semver = refine.corpus_questions({"npm/node-semver"}, 10_000, seed=0)
+    both = refine.corpus_questions({"npm/node-semver", "tj/commander.js"}, 10_000, seed=0)
+    assert semver and len(semver) == len(set(semver)) and set(semver) < set(both)
+    assert refine.corpus_questions({"npm/node-semver"}, 10_000, seed=0) == semver
+    assert refine.corpus_questions({"npm/node-semver"}, 5, seed=0) == semver[:5]
+    assert refine.corpus_questions({"npm/node-semver"}, 0, seed=0) == []
+    # A held-out repository gives nothing unless asked for by name (train.py never does).
+    assert not refine.corpus_questions(set(), 10_000, seed=0)
+
+
+class _Teacher:
+    """Stands in for a transformer: a fixed random vector per input sequence, recorded."""
+
+    def __init__(self) -> None:
+        self.inputs: list[list[int]] = []
+
+    def embed_token_ids(self, inputs, input_type):
+        self.inputs.extend(inputs)
+        return np.stack([np.random.default_rng(abs(hash(tuple(ids))) % 2**32).normal(size=32) for ids in inputs])
+
+
+def test_distilling_from_a_served_teacher_gives_one_row_per_token_of_the_base_vocabulary(tmp_path):
+    from codecompass.embedding.static import StaticProvider
+
+    model_dir, _ = train.base_model_dir()
+    teacher = _Teacher()
+    model = train.distill(model_dir, [], 16, "code-small", teacher)
+    vocabulary = model.tokenizer.get_vocab()
+    assert model.embedding.shape == (len(vocabulary), 16) and len(teacher.inputs) == len(vocabulary)
+    assert not any(token.startswith("[unused") for token in vocabulary)
+    # Each token went through the teacher alone, between [CLS] and [SEP], as model2vec feeds it.
+    cls, sep = 101, 102
+    assert all(ids[0] == cls and ids[-1] == sep and len(ids) == 3 for ids in teacher.inputs)
+    assert model.config["apply_pca"] == 16 and model.config["tokenizer_name"] == train.BASE_MODEL
+    # The product serves the saved model as it serves the committed one.
+    model.save_pretrained(tmp_path)
+    served = StaticProvider(model_dir=tmp_path)
+    served.warmup()
+    assert served.embed(["parse the version range"], "query").shape == (1, 16)
+
+
+def test_tuning_brings_each_question_nearer_its_answer_than_the_other_chunks():
+    rng = np.random.default_rng(0)
+    vocab, dims = 200, 16
+    # A question is asked in a word of 1-99; its answer is written in another word (100 + it) that
+    # no question uses, so only training can tie them: the starting rows are random.
+    asked = [int(rng.integers(1, 100)) for _ in range(800)]
+    queries = [[q] for q in asked]
+    positives = [[100 + q, 100 + q, int(rng.integers(100, 200))] for q in asked]
+    negatives = [[int(rng.integers(100, 200)) for _ in range(3)] for _ in asked]
+    # Small starting rows: the module's learning rate moves them far enough in the few steps 800 examples give.
+    start = (0.05 * rng.normal(size=(vocab, dims))).astype(np.float32)
+    table, record = tune.tune(start, queries, positives, negatives, seed=0)
+    assert table.shape == start.shape and record["improved"]
+    assert record["held_out_loss_best"] < 0.8 * record["held_out_loss_start"]
+    again, _ = tune.tune(start, queries, positives, negatives, seed=0)
+    np.testing.assert_array_equal(table, again)
+    # A token no example holds keeps its row.
+    np.testing.assert_array_equal(table[0], start[0])

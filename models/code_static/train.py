@@ -1,4 +1,4 @@
-"""`make code-static`: distill the `code-static` embedding model from our code-small transformer (model2vec).
+"""`make code-static`: the `code-static` embedding model (model2vec), taught by our code-small transformer.
 
 One seeded, logged run from pinned inputs to the committed artifact:
 
@@ -166,12 +166,22 @@ def distill(model_dir: Path, words: list[str], pca_dims: int, source: str, teach
                        config=config, base_model_name=BASE_MODEL, normalize=True)
 
 
+def served(model, folder: Path):
+    """`model` saved to `folder` and loaded by the product's StaticProvider, whose token ids are
+    exactly the ones the served model sees (kept there: each stage is an ablation of the card)."""
+    from codecompass.embedding.static import StaticProvider
+
+    model.save_pretrained(folder)
+    provider = StaticProvider(model_dir=folder)
+    provider.warmup()
+    return provider
+
+
 def refined(model, sources: list[dict], count: int, query_count: int, seed: int, teacher) -> tuple[object, dict]:
     """The model after refine.py on `count` chunks and `query_count` mined questions of `sources`."""
     import numpy as np
     from model2vec import StaticModel
 
-    from codecompass.embedding.static import StaticProvider
     from models.code_static import refine
 
     started = time.monotonic()
@@ -183,10 +193,7 @@ def refined(model, sources: list[dict], count: int, query_count: int, seed: int,
                               for part in (chunks, questions) if part])
     featurized_s = time.monotonic() - started
     # Token ids exactly as the served model will see these texts.
-    staged = WORK_DIR / "distilled"
-    model.save_pretrained(staged)
-    student = StaticProvider(model_dir=staged)
-    student.warmup()
+    student = served(model, WORK_DIR / "distilled")
     token_ids = [student.token_ids(text) for text in texts]
     started = time.monotonic()
     table, record = refine.refine(np.asarray(model.embedding, dtype=np.float32),
@@ -202,17 +209,13 @@ def tuned(model, per_repo: int, seed: int) -> tuple[object, dict]:
     import numpy as np
     from model2vec import StaticModel
 
-    from codecompass.embedding.static import StaticProvider
     from models.code_small import examples as example_source
     from models.code_static import tune
 
     started = time.monotonic()
     rows, counts = example_source.build(example_source.PAIRS, example_source.WORK_DIR / "examples", per_repo, seed)
     examples_s = time.monotonic() - started
-    staged = WORK_DIR / "refined"
-    model.save_pretrained(staged)
-    student = StaticProvider(model_dir=staged)
-    student.warmup()
+    student = served(model, WORK_DIR / "refined")
     ids = {key: [student.token_ids(row[key]) for row in rows] for key in ("query", "positive", "negative")}
     started = time.monotonic()
     table, record = tune.tune(np.asarray(model.embedding, dtype=np.float32), ids["query"], ids["positive"],

@@ -23,11 +23,13 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path, PurePosixPath
+from types import ModuleType
 from typing import NamedTuple
 
 import numpy as np
@@ -358,9 +360,7 @@ class LearnedRanker:
 
     @cached_property
     def booster(self):  # lightgbm.Booster; imported here so a process without the model never loads it
-        import lightgbm
-
-        booster = lightgbm.Booster(model_file=str(self.path))
+        booster = _lightgbm().Booster(model_file=str(self.path))
         names = tuple(booster.feature_name())
         if names != FEATURES:
             raise ValueError(f"{self.path}: the model's features differ from this build's "
@@ -409,6 +409,24 @@ class FeatureRecorder:
         return results[:limit]
 
 
+def _lightgbm() -> ModuleType:
+    """lightgbm, imported without scikit-learn. Its compatibility layer imports scikit-learn whenever
+    it is installed (1.7 s of scipy at each retrieval start on two cores) for estimator classes the
+    ranker never uses: a Booster is the whole model. Hidden only while lightgbm imports, so
+    scikit-learn stays importable for anything else in the process."""
+    if "lightgbm" in sys.modules:
+        return sys.modules["lightgbm"]
+    hide = "sklearn" not in sys.modules
+    if hide:
+        sys.modules["sklearn"] = None  # type: ignore[assignment]  # `import sklearn` raises ImportError
+    try:
+        import lightgbm
+    finally:
+        if hide:
+            del sys.modules["sklearn"]
+    return lightgbm
+
+
 def load_ranker(path: Path | None = None) -> LearnedRanker | None:
     """The learned ranker of `path` (default: the committed model), loaded now; None, with one
     log line, when there is no model file or it cannot be read: the hand-set stack ranks alone.
@@ -417,7 +435,7 @@ def load_ranker(path: Path | None = None) -> LearnedRanker | None:
     if not path.is_file():
         _log.info("no learned ranker at %s: ranking with the hand-set stack", path)
         return None
-    from lightgbm.basic import LightGBMError
+    LightGBMError = _lightgbm().basic.LightGBMError  # noqa: N806 - the library's class
 
     ranker = LearnedRanker(path)
     try:

@@ -99,6 +99,8 @@ _FOCUS = {"implementation": QueryFocus.IMPLEMENTATION, "tests": QueryFocus.TESTS
 FRESHNESS_UNKNOWN = "unknown"
 # The sync service answers at the budget; this covers the hop (and a workspace's first open).
 _SYNC_HOP_S = 2.0
+# The least budget a sync can be given (0 asks it to finish): it answers with what is pending now.
+_AT_ONCE_MS = 1
 # What a reranker reads of a candidate: where it is, what it is, and the head of its code.
 _RERANK_TEXT_CHARS = 2000
 # An answer's confidence and verdict before anything is ranked (`run` sets both on every answer it
@@ -117,6 +119,10 @@ class PipelineRequest:
     filters: Filters = field(default_factory=Filters)
     semantic_ratio: float | None = None
     sync: bool = True
+    # The workspace's first index is still being written (the gateway's background indexer says
+    # so): a sync could only wait out its budget behind that build, so it answers at once with
+    # what is pending (300 ms off every answer while a workspace is first indexed).
+    building: bool = False
     rerank: bool = True
     rerank_provider: str | None = None
     hubs: bool | None = None  # None: the configured default
@@ -253,7 +259,10 @@ class Pipeline:
             span.set_attribute("codecompass.freshness_status", freshness)
             stale_paths = frozenset(sync.pending_paths) if sync is not None and not sync.finished else frozenset()
 
-            if head_start is not None and (sync is None or wrote_nothing(sync)):
+            # While the first index is written the sync answers at once, unfinished, and a search
+            # after it would read the same growing index the head start read: that answer stands.
+            building = request.building and sync is not None and not sync.finished
+            if head_start is not None and (sync is None or wrote_nothing(sync) or building):
                 outcome = head_start.result()
                 stage_ms.update(head_start_ms)
             else:
@@ -378,7 +387,7 @@ class Pipeline:
             return self.retrieval.search(query, self._gateway.retrieve_timeout_s)
 
     def _sync(self, request: PipelineRequest) -> SyncOutcome:
-        budget_ms = self._gateway.freshness_budget_ms
+        budget_ms = _AT_ONCE_MS if request.building else self._gateway.freshness_budget_ms
         timeout_s = budget_ms / 1000 + _SYNC_HOP_S if budget_ms else self._gateway.retrieve_timeout_s
         return self.writer.sync(request.workspace_root, budget_ms, timeout_s)
 

@@ -193,7 +193,7 @@ class Gateway:
             lexical_ready = self.indexer.wait_lexical(root, LEXICAL_WAIT_S)
             return self.pipeline.run(PipelineRequest(
                 workspace_root=str(root), query=query, filters=filters[root], max_tokens=budget.selection_tokens,
-                min_relevance=min_relevance, rewrite=rewrite, rewriter=rewriter,
+                min_relevance=min_relevance, rewrite=rewrite, rewriter=rewriter, building=not lexical_ready,
             )), lexical_ready
 
         extra: dict[str, object] = {"trace_id": tools.trace_id(), "query": query, "filters": {
@@ -236,7 +236,7 @@ class Gateway:
             return self.pipeline.run(PipelineRequest(
                 workspace_root=str(root), query=query, filters=filters[root], semantic_ratio=semantic_ratio,
                 select=False, limit=limit, semantic_mode=semantic_mode, rewrite=rewrite, rewriter=rewriter,
-                min_relevance=threshold,
+                min_relevance=threshold, building=not lexical_ready,
             )), lexical_ready
 
         def ranked(answer: PipelineAnswer) -> CodeSearchAnswer:

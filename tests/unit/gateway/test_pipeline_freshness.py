@@ -151,6 +151,18 @@ def test_a_selected_result_is_stale_through_its_candidate_or_its_file() -> None:
     assert {r["id"]: r["stale"] for r in results} == {"Edited": True, "clean": False}
 
 
+def test_while_the_first_index_is_written_the_sync_reports_at_once_instead_of_waiting_its_budget() -> None:
+    pipeline, fake = _pipeline(SyncOutcome(finished=False, freshness_status=FreshnessStatus.SYNCING,
+                                           pending_paths=("src/edited.ts",), pending_count=1))
+    answer = pipeline.run(_request(select=False, building=True))
+    assert fake.kinds() == ["search", "sync"]  # the search that started with it answers
+    assert answer.freshness_status == "syncing"
+    assert {c.result.chunk.id: c.stale for c in answer.candidates} == {"edited": True, "clean": False}
+    pipeline.run(_request(select=False))  # built: the configured budget again
+    # 1 ms, the least there is (0 asks the sync to finish), then the configured 300.
+    assert [budget_ms for kind, budget_ms, *_ in (c for c in fake.calls if c[0] == "sync")] == [1, 300]
+
+
 def test_a_sync_still_scanning_says_what_it_does_not_know() -> None:
     pipeline, _ = _pipeline(SyncOutcome(finished=False, freshness_status=FreshnessStatus.SYNCING, scanning=True))
     answer = pipeline.run(_request(select=False))

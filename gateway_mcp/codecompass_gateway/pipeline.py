@@ -59,6 +59,7 @@ from codecompass.contracts.retrieval.filters import Filters
 from codecompass.contracts.retrieval.model import (
     FreshnessStatus,
     HubQuery,
+    IndexPhase,
     ResultView,
     SearchMetadata,
     SearchOutcome,
@@ -320,7 +321,7 @@ class Pipeline:
                         why = unmatched(understood.shape.text, outcome.metadata.missing_names,
                                         confidence.words_matched, True)
                         selection, verdict = self._select(request, ranked, confidence, threshold, focus, why,
-                                                          understood.shape.name_lookup, index_fresh(sync))
+                                                          understood.shape.name_lookup, index_fresh(sync, building))
                 except ServiceError as exc:
                     skipped[SELECT] = self._failed(SELECT, exc)
             if selection is None and rewritten.applied:
@@ -502,7 +503,7 @@ def wrote_nothing(sync: SyncOutcome) -> bool:
                      or stats.chunks_upserted or stats.chunks_deleted))
 
 
-def index_fresh(sync: SyncOutcome | None) -> bool:
+def index_fresh(sync: SyncOutcome | None, building: bool = False) -> bool:
     """Whether this query's candidates are as their files are: its sync finished with every file
     written as it was when the call came, and every search of the query read the index after that
     (a head start only when the sync wrote nothing). Then a symbol's stored rendering is the one
@@ -510,8 +511,22 @@ def index_fresh(sync: SyncOutcome | None) -> bool:
     off, failed, unanswered or still writing (its pending paths are capped, so the rest are not
     known to be current) leaves every rendering to the analysis service, which reads the files.
     An edit in the milliseconds between the sync and the selection shows in the next answer, as
-    it does in the search's."""
-    return sync is not None and sync.finished and sync.freshness_status is FreshnessStatus.FRESH
+    it does in the search's.
+
+    `building` (the workspace's first index is being written): every chunk in it was written by
+    that build from the file as it read it moments before, so while the sync knows of no file
+    the index holds an older version of (none pending as stale, its plan made), a stored
+    rendering is as current as the analysis service's, which would parse every file of the
+    answer again while the build's chunking holds the cores (0.4-0.7 s of a cold first answer).
+    That is known once the build has planned its files (it reports a phase past scanning); `scanning` speaks
+    of the sync queued behind the build, which plans only when the build ends. A file edited
+    during the build is seen by the sync after it, as in any answer meanwhile."""
+    if sync is None:
+        return False
+    if building and not sync.finished:
+        return (sync.freshness_status is FreshnessStatus.SYNCING and sync.phase not in (None, IndexPhase.SCANNING)
+                and sync.pending_count == 0 and not sync.pending_paths)
+    return sync.finished and sync.freshness_status is FreshnessStatus.FRESH
 
 
 def mark_stale(ranked: list[Ranked], stale_paths: frozenset[str]) -> list[Ranked]:

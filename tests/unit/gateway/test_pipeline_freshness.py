@@ -15,6 +15,7 @@ from codecompass.common.config import ConfigError, GatewaySettings, Settings, lo
 from codecompass.contracts.retrieval.model import (
     FreshnessStatus,
     IndexingStatus,
+    IndexPhase,
     ResultCompleteness,
     SearchMetadata,
     SearchOutcome,
@@ -209,6 +210,24 @@ def test_sync_off_skips_the_stage() -> None:
 def test_selection_may_render_from_the_index_only_after_a_fresh_sync(sync, fresh: bool) -> None:
     pipeline, _ = _pipeline(sync or SyncOutcome(finished=True, freshness_status=FreshnessStatus.FRESH))
     pipeline.run(_request(sync=sync is not None))
+    (query,) = pipeline.selection.queries  # type: ignore[attr-defined]
+    assert query.index_fresh is fresh
+
+
+@pytest.mark.parametrize(("sync", "fresh"), [
+    # The build planned its files (its phase): the sync queued behind it has not (scanning).
+    (SyncOutcome(finished=False, freshness_status=FreshnessStatus.SYNCING, pending_new_files=300, scanning=True,
+                 phase=IndexPhase.LEXICAL, phase_files_done=42, phase_files_total=280), True),
+    (SyncOutcome(finished=False, freshness_status=FreshnessStatus.SYNCING, pending_paths=("src/edited.ts",),
+                 pending_count=1, phase=IndexPhase.CHUNKING), False),
+    (SyncOutcome(finished=False, freshness_status=FreshnessStatus.SYNCING, phase=IndexPhase.SCANNING), False),
+    (SyncOutcome(finished=False, freshness_status=FreshnessStatus.SYNCING, scanning=True), False),
+    (SyncOutcome(finished=False, freshness_status=FreshnessStatus.NOT_INDEXED), False),
+    (SyncOutcome(finished=True, freshness_status=FreshnessStatus.FAILED, error="down"), False),
+])
+def test_while_the_first_index_is_written_its_chunks_render_from_the_index_unless_one_is_stale(sync, fresh) -> None:
+    pipeline, _ = _pipeline(sync)
+    pipeline.run(_request(building=True))
     (query,) = pipeline.selection.queries  # type: ignore[attr-defined]
     assert query.index_fresh is fresh
 

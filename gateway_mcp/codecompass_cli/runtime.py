@@ -40,6 +40,7 @@ from codecompass.clients.health import UNREACHABLE
 from codecompass.clients.health import check as check_health
 from codecompass.common import names
 from codecompass.common.config import BIND_HOST_ENV, GRPC_REFLECTION_ENV, Settings, documented_settings
+from codecompass.common.hosts import dialable, host_port
 from codecompass_cli.errors import EXIT_USAGE, CliError
 from codecompass_cli.indexes import (
     base_unused,
@@ -389,11 +390,19 @@ def _start(settings: Settings, existing: RuntimeState | None, plan: _Plan, works
     moved: set[str] = set()
     launched: list[_Launch] = []
     changed: set[str] = set()
-    # A service needs only its dependencies' addresses to start, not their readiness: the next
-    # wave starts as soon as the previous one listens, and warm-ups (the embedding model, the
-    # TypeScript parser, Python imports) overlap. Readiness is awaited once all are started.
+    # A service needs only its dependencies' addresses to start, not their readiness. When every
+    # service starts (nothing kept), each gets its port now rather than when it binds: every
+    # address is known before anything starts, so all start at once (waves, each waiting for the
+    # one before to listen, made retrieval, the slowest to start, wait ~1 s on two cores). A
+    # service that listens elsewhere than reserved (its port taken in between, or no IPv6 behind
+    # `::`) costs a restart of those started with the address it did not get. With services kept,
+    # the waves: a kept one that needs a restarted one restarts once that one's address is known.
+    # Readiness is awaited once all are started.
+    reserved = {} if plan.keep else {
+        name: _reserve_port(settings.bind_host, _port_for(name, previous.get(name), say)) for name in plan.start}
+    addresses.update({name: dialable(host_port(settings.bind_host, port)) for name, port in reserved.items() if port})
     try:
-        for wave in start_waves(SERVICES):
+        for wave in start_waves(SERVICES, known=set(addresses)):
             pending = []
             for svc in wave:
                 kept = plan.keep.get(svc.name)
@@ -406,34 +415,37 @@ def _start(settings: Settings, existing: RuntimeState | None, plan: _Plan, works
                     _stop(settings, {kept.pid: svc.name}, say, recorded=existing)
                 changed.add(svc.name)
                 recorded = previous.get(svc.name)
-                launch = _launch(settings, svc, addresses, _port_for(svc.name, recorded, say))
+                launch = _launch(settings, svc, addresses, reserved.get(svc.name) or
+                                 _port_for(svc.name, recorded, say))
                 pending.append(launch)
                 state.services[svc.name] = ServiceState(
                     name=svc.name, pid=launch.process.pid, address=recorded.address if recorded else "",
                     log_path=str(launch.log_path), argv=launch.argv, started_at=_now(),
                 )
             write_state(settings, state)
+            expected = dict(addresses)
             for index, launch in enumerate(pending):
-                try:
-                    address = wait_for_listening(launch.svc.name, launch.process, launch.log_path, launch.offset,
-                                                 settings.startup_timeout_s)
-                except StartError:
-                    recorded = previous[launch.svc.name] if launch.port else None
-                    if recorded is None or _port_free(recorded.address):
-                        raise
-                    # Another program bound the port between the check and the service's bind.
-                    say(f"{launch.svc.name:<10} its port ({recorded.address}) was taken while it started; "
-                        "it gets a new one")
-                    launch = pending[index] = _launch(settings, launch.svc, addresses, 0)
-                    state.services[launch.svc.name].pid = launch.process.pid
-                    write_state(settings, state)
-                    address = wait_for_listening(launch.svc.name, launch.process, launch.log_path, launch.offset,
-                                                 settings.startup_timeout_s)
+                address = _listening(settings, state, pending, index, addresses, say)
                 state.services[launch.svc.name].address = address
                 addresses[launch.svc.name] = address
                 before = previous.get(launch.svc.name)
                 if before is None or before.address != address:
                     moved.add(launch.svc.name)
+            elsewhere = {name for name in expected if name in addresses and addresses[name] != expected[name]}
+            for index, launch in enumerate(pending):
+                wrong = [need for need in launch.svc.needs if need in elsewhere]
+                if not wrong:
+                    continue
+                say(f"{launch.svc.name:<10} restarting it: it was started with the reserved address of "
+                    f"{' and '.join(wrong)}, which listens at {', '.join(addresses[n] for n in wrong)}")
+                stop_pids([launch.process.pid], settings.shutdown_grace_s + KILL_MARGIN_S)
+                port = int(addresses[launch.svc.name].rpartition(":")[2])
+                pending[index] = _launch(settings, launch.svc, addresses, port if _released(
+                    addresses[launch.svc.name]) else 0)
+                state.services[launch.svc.name].pid = pending[index].process.pid
+                write_state(settings, state)
+                addresses[launch.svc.name] = _listening(settings, state, pending, index, addresses, say)
+                state.services[launch.svc.name].address = addresses[launch.svc.name]
             write_state(settings, state)
             launched += pending
         for launch in launched:
@@ -486,6 +498,40 @@ def _launch(settings: Settings, svc: ServiceDef, addresses: dict[str, str], port
     argv = svc.argv()
     process = spawn(svc.name, argv, _child_env(settings, svc, addresses, port), log_path)
     return _Launch(svc, process, log_path, offset, spawned_at, port, argv)
+
+
+def _reserve_port(host: str, port: int) -> int:
+    """`port` (a service's previous one), or a free port the system picks now for the service to
+    bind; a service that finds it taken by then is started again on any free port (`_listening`)."""
+    if port:
+        return port
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host.strip("[]"), 0))
+            return int(sock.getsockname()[1])
+    except OSError:
+        return 0  # the service picks one itself (`::` on a machine without IPv6 falls back so)
+
+
+def _listening(settings: Settings, state: RuntimeState, pending: list[_Launch], index: int,
+               addresses: dict[str, str], say: Say) -> str:
+    """Where `pending[index]` listens, once it does. A service whose port another program bound
+    between its reservation and its bind is started again on any free port."""
+    launch = pending[index]
+    try:
+        return wait_for_listening(launch.svc.name, launch.process, launch.log_path, launch.offset,
+                                  settings.startup_timeout_s)
+    except StartError:
+        if not launch.port or _port_free(host_port(settings.bind_host, launch.port)):
+            raise
+    say(f"{launch.svc.name:<10} its port ({launch.port}) was taken while it started; it gets a new one")
+    launch = pending[index] = _launch(settings, launch.svc, addresses, 0)
+    state.services[launch.svc.name].pid = launch.process.pid
+    write_state(settings, state)
+    return wait_for_listening(launch.svc.name, launch.process, launch.log_path, launch.offset,
+                              settings.startup_timeout_s)
 
 
 def _indexes(count: int) -> str:

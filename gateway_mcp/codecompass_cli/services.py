@@ -1,8 +1,8 @@
 """The local services `codecompass up` runs: one row per service.
 
-Adding a service is one ``ServiceDef`` line. ``needs`` orders the start:
-services whose needs are met start together, and each gets ``<NEED>_ADDR``
-of the ones it needs.
+Adding a service is one ``ServiceDef`` line. Each gets ``<NEED>_ADDR`` of the
+ones it ``needs``: `up` reserves their ports first, so all start together; a
+service whose need's address is not known before it listens starts after it.
 """
 
 from __future__ import annotations
@@ -61,13 +61,16 @@ SERVICES: tuple[ServiceDef, ...] = (
 SERVICES_BY_NAME = {svc.name: svc for svc in SERVICES}
 
 
-def start_waves(services: tuple[ServiceDef, ...] = SERVICES) -> list[list[ServiceDef]]:
-    """Group services into waves that can start in parallel, in dependency order."""
+def start_waves(services: tuple[ServiceDef, ...] = SERVICES, known: set[str] | frozenset[str] = frozenset()
+                ) -> list[list[ServiceDef]]:
+    """Group services into waves that can start in parallel, in dependency order: a service starts
+    with the first wave after those it needs, unless their addresses are `known` before they listen
+    (ports reserved up front), when it starts with them."""
     waves: list[list[ServiceDef]] = []
     placed: set[str] = set()
     pending = list(services)
     while pending:
-        wave = [svc for svc in pending if set(svc.needs) <= placed]
+        wave = [svc for svc in pending if set(svc.needs) <= placed | set(known)]
         if not wave:
             raise ValueError(f"service dependency cycle among {[svc.name for svc in pending]}")
         waves.append(wave)

@@ -73,3 +73,76 @@ def test_a_service_that_fails_to_start_is_reported_and_nothing_is_left_running(s
 def test_down_when_nothing_runs_is_fine(state_dir: Path) -> None:
     down = _cli(state_dir, "down")
     assert down.returncode == 0 and "not running" in down.stdout
+
+
+def _in_process_settings(state_dir: Path):
+    from codecompass.common.config import settings_from
+
+    return settings_from({"CODECOMPASS_STATE_DIR": str(state_dir)})
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+def test_a_fresh_up_starts_every_service_before_any_listens(state_dir: Path, monkeypatch) -> None:
+    from codecompass_cli import runtime
+
+    events: list[str] = []
+    launch, listening = runtime._launch, runtime.wait_for_listening
+    monkeypatch.setattr(runtime, "_launch", lambda settings, svc, *a: events.append(f"start {svc.name}")
+                        or launch(settings, svc, *a))
+    monkeypatch.setattr(runtime, "wait_for_listening", lambda name, *a: events.append(f"listen {name}")
+                        or listening(name, *a))
+    said: list[str] = []
+    settings = _in_process_settings(state_dir)
+    state = runtime.up(settings, None, said.append)
+    try:
+        starts = [i for i, e in enumerate(events) if e.startswith("start")]
+        assert len(starts) == 5 and max(starts) < events.index(next(e for e in events if e.startswith("listen")))
+        # Each was handed the address its dependencies listen at.
+        env = _environ(state.services["retrieval"].pid)
+        assert env["ANALYSIS_ADDR"] == state.services["analysis"].address
+        assert env["EMBEDDING_ADDR"] == state.services["embedding"].address
+        assert _environ(state.services["selection"].pid)["ANALYSIS_ADDR"] == state.services["analysis"].address
+    finally:
+        runtime.down(settings, said.append)
+
+
+def test_a_reserved_port_taken_before_the_bind_moves_the_service_and_restarts_those_that_need_it(
+        state_dir: Path, monkeypatch) -> None:
+    import socket
+
+    from codecompass_cli import runtime
+
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    taken = squatter.getsockname()[1]
+    reserve = runtime._reserve_port
+    handed: list[int] = []
+
+    def taken_first(host: str, port: int) -> int:
+        # The first reservation (the analysis service's) is a port another program binds meanwhile.
+        handed.append(taken if not handed else reserve(host, port))
+        return handed[-1]
+
+    monkeypatch.setattr(runtime, "_reserve_port", taken_first)
+    said: list[str] = []
+    settings = _in_process_settings(state_dir)
+    try:
+        state = runtime.up(settings, None, said.append)
+        try:
+            text = "\n".join(said)
+            assert f"analysis   its port ({taken}) was taken while it started; it gets a new one" in text
+            assert "retrieval  restarting it: it was started with the reserved address of analysis" in text
+            analysis = state.services["analysis"].address
+            assert not analysis.endswith(f":{taken}")
+            assert _environ(state.services["retrieval"].pid)["ANALYSIS_ADDR"] == analysis
+            assert _environ(state.services["selection"].pid)["ANALYSIS_ADDR"] == analysis
+            assert "SERVING" in text
+        finally:
+            runtime.down(settings, said.append)
+    finally:
+        squatter.close()

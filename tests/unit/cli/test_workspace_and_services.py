@@ -51,6 +51,15 @@ def test_services_start_in_dependency_waves() -> None:
     assert waves == [["analysis", "embedding", "rerank"], ["retrieval", "selection"]]
 
 
+def test_services_whose_needs_have_known_addresses_start_with_them() -> None:
+    every = {svc.name for svc in SERVICES}
+    assert [[svc.name for svc in wave] for wave in start_waves(SERVICES, known=every)] == [
+        ["analysis", "embedding", "retrieval", "rerank", "selection"]]
+    # Only the analysis service's port known: retrieval still waits for the embedding service.
+    assert [[svc.name for svc in wave] for wave in start_waves(SERVICES, known={"analysis"})] == [
+        ["analysis", "embedding", "rerank", "selection"], ["retrieval"]]
+
+
 def test_a_dependency_cycle_is_reported() -> None:
     def argv() -> list[str]:
         return []

@@ -27,7 +27,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 # Folders too: adding or deleting a file changes its folder's mtime.
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
-.PHONY: setup proto proto-check lint test run client-packages bench-corpus bench-chunk bench-quality bench-speed bench-embed \
+.PHONY: setup proto proto-check lint test run client-packages bench-corpus bench-chunk bench-quality bench-speed bench-embed bench-cold \
 	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-render-speed bench-shard-speed bench-store-speed bench-health bench-mcp bench-badinput bench-load bench-drills \
 	code-static code-small corpus ranker traces traces-down traces-screenshot metrics-screenshot image-lock
 
@@ -236,6 +236,11 @@ bench-drills: setup
 # MCP tool-call latency on ws-300k and cold start of `codecompass mcp`.
 bench-mcp: bench-corpus
 	$(VENV)/bin/python -m bench.speed.run_mcp_speed
+	$(VENV)/bin/python -m bench.report
+
+# The first answer on a never-indexed workspace from services down (fastify, 78k lines), 3 runs.
+bench-cold: bench-corpus
+	$(VENV)/bin/python -m bench.speed.cold_start
 	$(VENV)/bin/python -m bench.report
 
 bench-speed: bench-corpus

@@ -35,6 +35,7 @@ from bench.report.load import render_load
 from bench.report.pipeline import render_pipeline_full, render_pipeline_summary
 from bench.report.quality import render_quality_full, render_quality_summary, render_ranking_ablation, render_testcode
 from bench.report.speed import (
+    render_cold_start,
     render_health,
     render_mcp_speed,
     render_pipeline_speed,
@@ -76,6 +77,7 @@ SECTIONS: dict[str, Section] = {
     "testcode": Section("testcode", render_testcode),
     "health": Section("health", render_health),
     "mcp-speed": Section("mcp-speed", render_mcp_speed),
+    "cold-start": Section("cold-start", render_cold_start),
     "pipeline-speed": Section("pipeline-speed", render_pipeline_speed),
     "render-speed": Section("render-speed", render_render_speed),
     "shard-speed": Section("shard-speed", render_shard_speed),

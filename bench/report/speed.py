@@ -390,6 +390,29 @@ def render_mcp_speed(doc: dict[str, Any]) -> str:
     ])
 
 
+def render_cold_start(doc: dict[str, Any]) -> str:
+    ws, summary = doc["workspace"], doc["summary"]
+    first = summary["first_answer_s"]
+    rows = []
+    for i, run in enumerate(doc["per_run"], start=1):
+        ready = run.get("services_ready_s") or {}
+        stages = (run.get("try_log") or [{}])[-1].get("stage_ms") or {}
+        rows.append((i, f"{run['tools_listed_s'] * 1000:.0f}", f"{max(ready.values()):.1f}" if ready else "—",
+                     "—" if run.get("first_answer_s") is None else f"{run['first_answer_s']:.2f}",
+                     " / ".join(f"{stages[k]:.0f}" if k in stages else "—" for k in ("sync", "retrieve", "select"))))
+    verdict = "met" if summary["met"] else "**missed**"
+    return "\n".join([
+        provenance(doc), "",
+        (f"From services down and a fresh state dir, `codecompass mcp --workspace {ws['name']}` "
+         f"({ws['lines']:,} lines, never indexed) through the SDK's stdio client, `semantic_search` "
+         f"\"{doc['query']}\" until an answer has results, {summary['runs']} runs:"), "",
+        md_table(("Run", "Tools listed ms", "Services SERVING s (slowest)", "First answer s",
+                  "Its sync / retrieve / select ms"), rows), "",
+        (f"First answer with results: median **{first['median']:.2f} s** ({first['min']:.2f}–{first['max']:.2f}); "
+         f"goal ≤ {summary['goal_s']:.0f} s: {verdict}."),
+    ])
+
+
 # --- Health during a cold index ---------------------------------------------------------------
 
 

@@ -270,6 +270,7 @@ async def measure_cold(workspace: Path, query: str, errlog: TextIO, state_dir: P
                           "is_error": bool(result.is_error),
                           "indexing_status": meta.get("indexing_status"),
                           "lexical_index_ready": meta.get("lexical_index_ready"),
+                          "stage_ms": meta.get("stage_ms"),
                           **({"error": error_line(result)} if result.is_error else {})})
             log(f"  try {len(tries)}: {n} results at {ended:.2f} s "
                 f"({meta.get('indexing_status')}, lexical ready {meta.get('lexical_index_ready')})")

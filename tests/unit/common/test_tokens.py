@@ -1,4 +1,14 @@
-from codecompass.common.tokens import _encoding, count_tokens
+import subprocess
+import sys
+
+from codecompass.common.tokens import count_tokens
+
+
+def _reference(text: str) -> int:
+    # bpe-openai's own wrapper, whole (its first attribute read runs the package's `__init__`).
+    import bpe_openai
+
+    return len(bpe_openai.get_encoding("cl100k_base").encode_ordinary(text))
 
 
 def test_counts_match_cl100k_base():
@@ -35,4 +45,17 @@ def test_a_long_text_is_counted_exactly_as_one_piece_would_be():
     block = "  if (x) {\n    y();\n\n    \n\t\n  }\n" + "        \n" * 7 + "\n"
     text = "function f() {\n" + block * 4_000 + "}"
     assert len(text) > 100_000
-    assert count_tokens(text) == len(_encoding().encode_ordinary(text))
+    assert count_tokens(text) == _reference(text)
+
+
+def test_counts_equal_the_wrappers_on_code_prose_and_odd_text():
+    texts = ["export const x = 1;\n", "naïve café 日本語 😀 \u200b", "\x00\x01binary\x7f", "<|fim_prefix|> a",
+             "    \t\n\n  \n", "a" * 5_000, "function f(a, b) {\n  return a?.b ?? `${b}`;\n}\n" * 200]
+    assert [count_tokens(t) for t in texts] == [_reference(t) for t in texts]
+
+
+def test_counting_loads_only_the_tokenizer_extension():
+    code = ("import sys\nfrom codecompass.common.tokens import count_tokens\n"
+            "print(count_tokens('hello world'), 'bpe_openai.compat' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["2", "False"]

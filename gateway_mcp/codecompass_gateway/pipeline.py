@@ -518,9 +518,9 @@ def index_fresh(sync: SyncOutcome | None, building: bool = False) -> bool:
     the index holds an older version of (none pending as stale, its plan made), a stored
     rendering is as current as the analysis service's, which would parse every file of the
     answer again while the build's chunking holds the cores (0.4-0.7 s of a cold first answer).
-    That is known once the build has planned its files (it reports a phase past scanning); `scanning` speaks
-    of the sync queued behind the build, which plans only when the build ends. A file edited
-    during the build is seen by the sync after it, as in any answer meanwhile."""
+    That is known once the build has planned its files (it reports a phase past scanning);
+    `scanning` speaks of the sync queued behind the build, which plans only when the build ends.
+    A file edited during the build is seen by the sync after it, as in any answer meanwhile."""
     if sync is None:
         return False
     if building and not sync.finished:

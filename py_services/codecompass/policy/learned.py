@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import sys
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -37,6 +36,7 @@ import numpy as np
 from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.config import CHECKOUT_ROOT
 from codecompass.common.identifiers import TOKEN, identifier_parts
+from codecompass.common.lean_imports import import_without
 from codecompass.common.testcode import is_test_path
 from codecompass.policy import shape as q
 from codecompass.policy.ranking import KIND_WORDS, Candidate, RankedResult, example_path, vendored_path
@@ -410,21 +410,8 @@ class FeatureRecorder:
 
 
 def _lightgbm() -> ModuleType:
-    """lightgbm, imported without scikit-learn. Its compatibility layer imports scikit-learn whenever
-    it is installed (1.7 s of scipy at each retrieval start on two cores) for estimator classes the
-    ranker never uses: a Booster is the whole model. Hidden only while lightgbm imports, so
-    scikit-learn stays importable for anything else in the process."""
-    if "lightgbm" in sys.modules:
-        return sys.modules["lightgbm"]
-    hide = "sklearn" not in sys.modules
-    if hide:
-        sys.modules["sklearn"] = None  # type: ignore[assignment]  # `import sklearn` raises ImportError
-    try:
-        import lightgbm
-    finally:
-        if hide:
-            del sys.modules["sklearn"]
-    return lightgbm
+    # Without scikit-learn: lightgbm's guard would import it, for nothing a Booster needs (lean_imports).
+    return import_without("lightgbm", hidden="sklearn")
 
 
 def load_ranker(path: Path | None = None) -> LearnedRanker | None:

@@ -53,8 +53,8 @@ def test_deferring_after_lancedb_was_imported_changes_nothing():
         import sys
         import lancedb  # noqa: F401 - the whole client, as without CodeCompass
         module = sys.modules["lance_namespace_urllib3_client"]
-        from codecompass.common.lean_imports import defer_rest_namespace_client
-        defer_rest_namespace_client()
+        from codecompass.common.lean_imports import REST_NAMESPACE_CLIENT, without_package_init
+        without_package_init(REST_NAMESPACE_CLIENT)
         print("same:", sys.modules["lance_namespace_urllib3_client"] is module, hasattr(module, "TableApi"))
     """)
     assert "same: True True" in out

@@ -31,17 +31,17 @@ def test_non_ascii_and_long_text():
     assert count_tokens("x = 1;\n" * 10_000) >= 10_000
 
 
-def test_texts_past_the_tokenizers_limit_are_counted_in_pieces():
+def test_texts_past_the_wrappers_limit_are_counted_whole():
     line = "const value_" + "x" * 40 + " = computeSomething(alpha, beta, gamma);\n"
     text = line * 30_000  # ~2.8M characters, far over 200,000 tokens
     one = count_tokens(line)
     assert count_tokens(text) == one * 30_000
 
 
-def test_a_long_text_is_counted_exactly_as_one_piece_would_be():
-    # Cut only before a non-blank line: a cut inside a run of blank or whitespace-only lines
-    # would split a whitespace token, and selection's stored renderings must count what the
-    # analysis service counts (node_ts_service/src/tokens.ts is exact).
+def test_a_long_text_is_counted_exactly():
+    # Runs of blank and whitespace-only lines are whitespace tokens a cut would split; selection's
+    # stored renderings must count what the analysis service counts (node_ts_service/src/tokens.ts
+    # is exact).
     block = "  if (x) {\n    y();\n\n    \n\t\n  }\n" + "        \n" * 7 + "\n"
     text = "function f() {\n" + block * 4_000 + "}"
     assert len(text) > 100_000

@@ -29,7 +29,7 @@ NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev
 
 .PHONY: setup proto proto-check lint test run client-packages bench-corpus bench-chunk bench-quality bench-speed bench-embed bench-cold \
 	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-render-speed bench-shard-speed bench-store-speed bench-health bench-mcp bench-badinput bench-load bench-drills \
-	code-static code-small corpus ranker traces traces-down traces-screenshot metrics-screenshot image-lock
+	code-static code-small code-small-bundle corpus ranker traces traces-down traces-screenshot metrics-screenshot image-lock
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP) $(CLIENT_TS_MODULES_STAMP)
 
@@ -273,11 +273,18 @@ code-static: setup
 # pairs (after `make corpus`) with in-batch and same-repository hard negatives, exported to int8
 # ONNX and validated on the held-out repositories: models/code_small/model/, training.json,
 # validation.json. The cpu config takes about 45 minutes on 2 cores; CODE_SMALL_CONFIG=full is
-# for an accelerator. models/code_small/MODEL_CARD.md explains every step and number.
+# for an accelerator: `make code-small-bundle` packs it, models/code_small/fit.py trains it there,
+# and `make code-small CODE_SMALL_CONFIG=full CODE_SMALL_PARTS=DIR` takes the weights back
+# (DEVELOPERS.md). models/code_small/MODEL_CARD.md explains every step and number.
 CODE_SMALL_CONFIG ?= cpu
+CODE_SMALL_PARTS ?=
+CODE_SMALL_BUNDLE ?= models/.work/code_small/bundle-device
 code-small: setup
-	$(VENV)/bin/python -m models.code_small.train --config $(CODE_SMALL_CONFIG)
+	$(VENV)/bin/python -m models.code_small.train --config $(CODE_SMALL_CONFIG) $(if $(CODE_SMALL_PARTS),--from-parts $(CODE_SMALL_PARTS))
 	$(VENV)/bin/python -m models.code_small.export
+
+code-small-bundle: setup
+	$(VENV)/bin/python -m models.code_small.train --config $(CODE_SMALL_CONFIG) --pack-only $(CODE_SMALL_BUNDLE)
 
 # The bad-input suite (issue 10): exactly the tests marked `badinput` across tests/, each case's
 # behaviour and outcome, and the tracebacks seen in any output, into

@@ -6,18 +6,20 @@
 2. That fp32 graph (~90 MB) is quantized with ONNX Runtime's dynamic int8 quantization (weights
    int8, activations quantized per batch at run time): about a quarter of the size, within the
    50 MB budget, and faster on CPUs.
-3. Both graphs, the base MiniLM profile and code-static are validated on the held-out
-   repositories (models/code_static/evaluate.py, MRR@10 by query rule); int8 is committed unless
-   it costs more than MAX_INT8_LOSS MRR@10 overall, in which case the run stops and says so
-   (fp32 does not fit the budget).
+3. Both graphs, the model committed before this run, the base MiniLM profile and code-static
+   are validated on the held-out repositories (models/code_static/evaluate.py, MRR@10 by query
+   rule); int8 is committed unless it costs more than MAX_INT8_LOSS MRR@10 overall (fp32 does
+   not fit the budget), or unless it is below the committed model overall (`--replace-anyway`
+   commits it all the same); either way the run stops and says so, validation.json written.
 4. models/code_small/model/ (model.onnx, config.json; the tokenizer is the base package's),
    models/code_small/training.json (train.py's log with the export's) and validation.json.
 
-Run: .venv/bin/python -m models.code_small.export
+Run: .venv/bin/python -m models.code_small.export [--replace-anyway]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import shutil
@@ -36,6 +38,8 @@ VALIDATION = PACKAGE_DIR / "validation.json"
 MAX_MODEL_MB = 50.0
 # Quantization may cost at most this much held-out MRR@10 (all queries) against fp32.
 MAX_INT8_LOSS = 0.01
+# The document window the code-small profile serves.
+SERVED_WINDOW = 256
 
 log = logging.getLogger("models.code_small.export")
 
@@ -86,8 +90,12 @@ def quantize_int8(fp32: Path, into: Path) -> Path:
     return into
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    parser = argparse.ArgumentParser(prog="python -m models.code_small.export", description=__doc__.split("\n")[0])
+    parser.add_argument("--replace-anyway", action="store_true",
+                        help="commit the new model even where it validates below the committed one")
+    args = parser.parse_args(argv)
     from codecompass.embedding.minilm import MiniLMProvider, code_small
     from codecompass.embedding.static import StaticProvider
 
@@ -103,24 +111,34 @@ def main() -> int:
     tasks = held_out_tasks(MERGED_PAIRS)
     if not tasks:
         raise SystemExit(f"no held-out repository with pairs and a checkout ({MERGED_PAIRS}): run `make corpus`")
-    results = compare(tasks, {"code-small": MiniLMProvider(spec=code_small(int8)),
-                              "code-small-fp32": MiniLMProvider(spec=code_small(fp32)),
-                              # The cpu config trains on 128-token documents; the profile serves 256.
-                              "code-small-win128": MiniLMProvider(spec=code_small(int8), max_tokens=128),
-                              "minilm": MiniLMProvider(),
-                              "code-static": StaticProvider()})
+    training = json.loads(trained_log.read_text(encoding="utf-8"))
+    models = {"code-small": MiniLMProvider(spec=code_small(int8)),
+              "code-small-fp32": MiniLMProvider(spec=code_small(fp32))}
+    if training["config"]["doc_window"] < SERVED_WINDOW:
+        # Trained on shorter documents than the profile serves: is the served window right for it?
+        models[f"code-small-win{training['config']['doc_window']}"] = MiniLMProvider(
+            spec=code_small(int8), max_tokens=training["config"]["doc_window"])
+    if (COMMITTED_MODEL / "model.onnx").is_file():
+        models["code-small-committed"] = MiniLMProvider(spec=code_small(COMMITTED_MODEL))
+    results = compare(tasks, models | {"minilm": MiniLMProvider(), "code-static": StaticProvider()})
     validation_s = time.monotonic() - started
     loss = results["code-small-fp32"]["mrr@10"]["all"] - results["code-small"]["mrr@10"]["all"]
     if loss > MAX_INT8_LOSS:
         raise SystemExit(f"int8 costs {loss:.3f} MRR@10 against fp32 (limit {MAX_INT8_LOSS}); "
                          f"fp32 is {folder_mb(fp32):.0f} MB, over the {MAX_MODEL_MB:.0f} MB budget")
 
+    if "code-small-committed" in results and not args.replace_anyway:
+        before, after = results["code-small-committed"]["mrr@10"]["all"], results["code-small"]["mrr@10"]["all"]
+        if after < before:
+            report(tasks, results, WORK_DIR / "validation.json")
+            raise SystemExit(f"the new model validates below the committed one ({after:.3f} < {before:.3f} "
+                             f"MRR@10); kept the committed one (the table: {WORK_DIR / 'validation.json'})")
+
     COMMITTED_MODEL.mkdir(parents=True, exist_ok=True)
     # The tokenizer is the base package's, read from there (codecompass.embedding.minilm.code_small).
     shutil.copyfile(int8 / "model.onnx", COMMITTED_MODEL / "model.onnx")
-    training = json.loads(trained_log.read_text(encoding="utf-8"))
     config = {"base_model": BASE_MODEL, "architecture": "BERT (6 layers, 384 hidden) + mean pooling + L2 norm",
-              "dimensions": 384, "served_window_tokens": 256,
+              "dimensions": 384, "served_window_tokens": SERVED_WINDOW,
               "trained_document_window_tokens": training["config"]["doc_window"],
               "onnx": {"inputs": ["input_ids", "attention_mask"], "output": "embedding",
                        "quantization": "onnxruntime dynamic int8 (QInt8 weights, per channel)"},

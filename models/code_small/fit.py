@@ -153,7 +153,7 @@ def fit(bundle: Path, output: Path, max_seconds: float | None = None) -> dict:
     output.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(output)
     every = max(1, done // 50)
-    return {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
+    return {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu", "config": config, "seed": seed,
             "steps_planned": steps, "steps_done": done, "stopped_early_at_budget": stopped_early,
             "examples_seen": done * config["batch_size"], "seconds": round(seconds, 1),
             "steps_per_second": round(done / seconds, 3),

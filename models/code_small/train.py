@@ -161,6 +161,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.from_parts:
         record = assemble(args.from_parts, TRAINED_DIR)
+        # The log describes the run that was made: a bundle packed under another config or seed is not this one.
+        ran = record.get("config"), record.get("seed")
+        if ran != (None, None) and ran != (config, args.seed):
+            raise SystemExit(f"{args.from_parts} was trained with config {ran[0]} and seed {ran[1]}, "
+                             f"not --config {args.config} ({config}) and --seed {args.seed}")
     else:
         bundle = WORK_DIR / f"bundle-{args.config}"
         pack(rows, config, steps, args.seed, bundle, half=False)

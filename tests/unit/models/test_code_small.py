@@ -101,6 +101,7 @@ def test_a_bundle_trains_and_its_weights_come_back_in_parts_that_join_only_whole
     trained = load_file(str(tmp_path / "trained" / "model.safetensors"))
     record = train.assemble(parts, tmp_path / "assembled")
     assert record["steps_done"] == 2 and record["returned_at_half_precision"]
+    assert (record["config"], record["seed"]) == (config, 0)
     assembled = load_file(str(tmp_path / "assembled" / "model.safetensors"))
     assert assembled.keys() == trained.keys()
     for name, tensor in trained.items():

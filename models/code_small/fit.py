@@ -10,7 +10,12 @@ The loss is sentence-transformers' MultipleNegativesRankingLoss written out: mea
 embeddings, each query scored by cosine x `scale` against the batch's positives and their hard
 negatives, cross-entropy towards its own positive (a test compares it with the library's).
 
+With `--held-out` it also validates the trained model on the held-out repositories (a bundle
+`train.py --pack-held-out` writes), so variants of a run (`--set epochs=5`) can be compared
+where they are trained.
+
 Run: python -m models.code_small.fit BUNDLE OUTPUT [--parts DIR --part-mib 16] [--max-minutes M]
+     [--set KEY=VALUE ...] [--held-out DIR]
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import argparse
 import hashlib
 import json
 import logging
+import math
 import os
 import random
 import sys
@@ -33,6 +39,8 @@ TOKENS = "tokens.npz"
 BASE = "base"
 # Files of a result brought back in parts.
 PARTS_MANIFEST = "parts.json"
+# Validation's cut-off: MRR@10, as models/code_static/evaluate.py.
+VALIDATION_K = 10
 PART_PREFIX = "model.fp16.safetensors.part"
 
 
@@ -103,14 +111,29 @@ def load_bundle(bundle: Path) -> tuple[dict, list, list]:
     return plan, sequences, [tuple(int(v) for v in row) for row in triples]
 
 
-def fit(bundle: Path, output: Path, max_seconds: float | None = None) -> dict:
-    """Fine-tune the bundle's base weights on its examples; the weights go to `output`. Returns the log."""
+def planned(plan: dict, overrides: dict) -> tuple[dict, int]:
+    """The plan's config with `overrides` applied, and its step count: the plan's, unless the
+    overrides change the epochs or the batch size (then whole epochs of the new batches)."""
+    config = plan["config"] | overrides
+    if not {"epochs", "batch_size"} & overrides.keys():
+        return config, plan["steps"]
+    if not config.get("epochs"):
+        raise SystemExit("a new batch size needs an epoch count (--set epochs=N) to size the run")
+    return config, math.ceil(plan["examples"] / config["batch_size"]) * int(config["epochs"])
+
+
+def fit(bundle: Path, output: Path, max_seconds: float | None = None, overrides: dict | None = None,
+        held_out: Path | None = None) -> dict:
+    """Fine-tune the bundle's base weights on its examples (its config, with `overrides`); the weights
+    go to `output`. With `held_out` (a bundle `train.pack_held_out` wrote) the trained model is
+    validated as models/code_static/evaluate.py does. Returns the log."""
     import torch
     from transformers import AutoModel
 
     plan, sequences, examples = load_bundle(bundle)
-    config = plan["config"]
-    steps, seed = plan["steps"], plan["seed"]
+    config, steps = planned(plan, overrides or {})
+    config["steps"] = steps
+    seed = plan["seed"]
     random.seed(seed)
     torch.manual_seed(seed)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -153,8 +176,8 @@ def fit(bundle: Path, output: Path, max_seconds: float | None = None) -> dict:
     output.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(output)
     every = max(1, done // 50)
-    return {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu", "config": config, "seed": seed,
-            "steps_planned": steps, "steps_done": done, "stopped_early_at_budget": stopped_early,
+    record = {"device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu", "config": config, "seed": seed,
+              "steps_planned": steps, "steps_done": done, "stopped_early_at_budget": stopped_early,
             "examples_seen": done * config["batch_size"], "seconds": round(seconds, 1),
             "steps_per_second": round(done / seconds, 3),
             "loss_first_10": round(sum(losses[:10]) / max(1, len(losses[:10])), 4),
@@ -162,6 +185,57 @@ def fit(bundle: Path, output: Path, max_seconds: float | None = None) -> dict:
             "loss_curve": [[i + 1, round(sum(losses[i:i + every]) / len(losses[i:i + every]), 4)]
                            for i in range(0, len(losses), every)],
             "versions": {"torch": torch.__version__, "transformers": __import__("transformers").__version__}}
+    if held_out is not None:
+        record["held_out"] = validate(model, held_out, device)
+    return record
+
+
+def embed(model, sequences: list, device: str, batch_size: int = 256):
+    """L2-normalised mean-pooled embeddings of token-id sequences (in their order), as a numpy array."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+    out = np.zeros((len(sequences), model.config.hidden_size), dtype=np.float32)
+    model.eval()
+    with torch.no_grad():
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            vectors = F.normalize(mean_pooled(model, padded([sequences[i] for i in rows], device)), dim=-1)
+            out[rows] = vectors.float().cpu().numpy()
+    model.train()
+    return out
+
+
+def validate(model, held_out: Path, device: str) -> dict:
+    """MRR@10 by query rule of `model` on a held-out bundle: each query ranks every candidate of
+    its repository by cosine (models/code_static/evaluate.py's measure, on the same token ids)."""
+    import numpy as np
+
+    meta = json.loads((held_out / PLAN).read_text(encoding="utf-8"))
+    with np.load(held_out / TOKENS) as packed:
+        arrays = {name: packed[name] for name in packed.files}
+    ids, offsets = arrays["ids"], arrays["offsets"]
+    vectors = embed(model, [ids[offsets[i]:offsets[i + 1]].tolist() for i in range(len(offsets) - 1)], device)
+    starts, q_text = arrays["repo_starts"], arrays["query_text"]
+    q_repo, q_rule = arrays["query_repo"], arrays["query_rule"]
+    a_offsets, a_values = arrays["answer_offsets"], arrays["answers"]
+    by_rule: dict[str, list[float]] = {}
+    for repo in range(len(starts) - 1):
+        mine = np.nonzero(q_repo == repo)[0]
+        if not len(mine):
+            continue
+        scores = vectors[q_text[mine]] @ vectors[starts[repo]:starts[repo + 1]].T
+        ranks = np.argsort(-scores, axis=1)[:, :VALIDATION_K]
+        for row, query in zip(ranks, mine, strict=True):
+            answers = set(a_values[a_offsets[query]:a_offsets[query + 1]].tolist())
+            hits = [position for position, index in enumerate(row.tolist()) if index in answers]
+            rr = 1.0 / (hits[0] + 1) if hits else 0.0
+            by_rule.setdefault(meta["rules"][q_rule[query]], []).append(rr)
+            by_rule.setdefault("all", []).append(rr)
+    return {"mrr@10": {rule: round(float(np.mean(v)), 4) for rule, v in sorted(by_rule.items())},
+            "queries": {rule: len(v) for rule, v in sorted(by_rule.items())}}
 
 
 def split_half(weights: Path, into: Path, part_bytes: int) -> dict:
@@ -197,8 +271,16 @@ def main(argv: list[str] | None = None) -> int:
                                                     "with parts.json (the log and how to join them)")
     parser.add_argument("--part-mib", type=int, default=16, help="the largest part, in MiB")
     parser.add_argument("--max-minutes", type=float, help="stop training after this long (the log says so)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one of the bundle's config values (a variant of the run), e.g. epochs=5")
+    parser.add_argument("--held-out", type=Path, help="validate the trained model on this held-out bundle")
     args = parser.parse_args(argv)
-    record = fit(args.bundle, args.output, args.max_minutes * 60 if args.max_minutes else None)
+    overrides = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        overrides[key] = json.loads(value)
+    record = fit(args.bundle, args.output, args.max_minutes * 60 if args.max_minutes else None, overrides,
+                 args.held_out)
     (args.output / "fit.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     if args.parts:
         manifest = record | split_half(args.output / "model.safetensors", args.parts, args.part_mib << 20)

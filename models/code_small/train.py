@@ -22,7 +22,7 @@ windows in training, a step count measured to fit ~40 minutes); `full` is for an
 (every pair, the served 256-token window, three epochs, larger batches).
 
 Run: .venv/bin/python -m models.code_small.train [--config cpu|full] [--steps N] [--probe N]
-     [--pack-only DIR | --from-parts DIR]
+     [--pack-only DIR | --from-parts DIR | --pack-held-out DIR]
 """
 
 from __future__ import annotations
@@ -109,6 +109,44 @@ def pack(rows: list[dict], config: dict, steps: int, seed: int, into: Path, half
     return plan
 
 
+def pack_held_out(tasks: dict[str, tuple[list[str], list[dict]]], into: Path, window: int = 256) -> dict:
+    """Validation tasks (models/code_static/evaluate.py's: per repository, candidate texts and
+    queries with the indices of their answers) as token ids at the served `window`, for
+    `fit --held-out` to validate where it trains."""
+    import numpy as np
+
+    from codecompass.embedding.minilm import WindowedTokenizer
+
+    tokenizer = WindowedTokenizer.from_package(window)
+    sequences: list[list[int]] = []
+    starts, q_text, q_repo, q_rule, answers, a_offsets, rules = [0], [], [], [], [], [0], []
+    for documents, _ in tasks.values():
+        sequences.extend(tokenizer.ids(text) for text in documents)
+        starts.append(len(sequences))
+    for repo, (_, queries) in enumerate(tasks.values()):
+        for query in queries:
+            if query["rule"] not in rules:
+                rules.append(query["rule"])
+            q_text.append(len(sequences))
+            sequences.append(tokenizer.ids(query["query"]))
+            q_repo.append(repo)
+            q_rule.append(rules.index(query["rule"]))
+            answers.extend(query["answers"])
+            a_offsets.append(len(answers))
+    into.mkdir(parents=True, exist_ok=True)
+    offsets = np.cumsum([0] + [len(ids) for ids in sequences], dtype=np.int64)
+    np.savez_compressed(into / fit.TOKENS, ids=np.fromiter((t for ids in sequences for t in ids), dtype=np.uint16,
+                                                           count=int(offsets[-1])),
+                        offsets=offsets, repo_starts=np.asarray(starts, dtype=np.int64),
+                        query_text=np.asarray(q_text, dtype=np.int64), query_repo=np.asarray(q_repo, dtype=np.int64),
+                        query_rule=np.asarray(q_rule, dtype=np.int64), answers=np.asarray(answers, dtype=np.int64),
+                        answer_offsets=np.asarray(a_offsets, dtype=np.int64))
+    meta = {"repositories": list(tasks), "rules": rules, "window": window, "candidates": starts[-1],
+            "queries": len(q_text)}
+    (into / fit.PLAN).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return meta
+
+
 def assemble(parts_dir: Path, into: Path) -> dict:
     """The weights an accelerator machine brought back in parts, as float32 in `into`; returns its log."""
     import torch
@@ -136,12 +174,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="write the bundle (base weights at half precision) to DIR for an accelerator machine")
     where.add_argument("--from-parts", type=Path, metavar="DIR",
                        help="take the weights an accelerator machine trained on a --pack-only bundle from DIR")
+    where.add_argument("--pack-held-out", type=Path, metavar="DIR",
+                       help="write the held-out validation as token ids to DIR (for `fit --held-out`) and stop")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args = parse_args(argv)
+    if args.pack_held_out:
+        from models.code_static.evaluate import MERGED_PAIRS, held_out_tasks
+
+        meta = pack_held_out(held_out_tasks(MERGED_PAIRS), args.pack_held_out)
+        log.info("held-out bundle in %s: %d queries, %d candidates", args.pack_held_out, meta["queries"],
+                 meta["candidates"])
+        return 0
     config = dict(CONFIGS[args.config])
     started = time.monotonic()
     rows, counts = example_source.build(example_source.PAIRS, WORK_DIR / "examples", config["per_repo"], args.seed)

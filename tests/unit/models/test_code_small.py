@@ -101,7 +101,7 @@ def test_a_bundle_trains_and_its_weights_come_back_in_parts_that_join_only_whole
     trained = load_file(str(tmp_path / "trained" / "model.safetensors"))
     record = train.assemble(parts, tmp_path / "assembled")
     assert record["steps_done"] == 2 and record["returned_at_half_precision"]
-    assert (record["config"], record["seed"]) == (config, 0)
+    assert (record["config"], record["seed"]) == (dict(config, steps=2), 0)
     assembled = load_file(str(tmp_path / "assembled" / "model.safetensors"))
     assert assembled.keys() == trained.keys()
     for name, tensor in trained.items():
@@ -110,6 +110,45 @@ def test_a_bundle_trains_and_its_weights_come_back_in_parts_that_join_only_whole
     first.write_bytes(first.read_bytes()[:-1] + b"\0")
     with pytest.raises(SystemExit, match="do not join"):
         fit.join_half(parts)
+
+
+def test_a_variant_of_the_plan_is_sized_in_whole_epochs_of_its_batches():
+    plan = {"config": {"batch_size": 128, "epochs": 3, "learning_rate": 3e-5}, "steps": 753, "examples": 32039}
+    assert fit.planned(plan, {}) == (plan["config"], 753)
+    assert fit.planned(plan, {"learning_rate": 5e-5}) == (dict(plan["config"], learning_rate=5e-5), 753)
+    assert fit.planned(plan, {"epochs": 5})[1] == 251 * 5
+    assert fit.planned(plan, {"batch_size": 256})[1] == 126 * 3
+    with pytest.raises(SystemExit, match="epoch count"):
+        fit.planned({"config": {"batch_size": 32, "epochs": None}, "steps": 380, "examples": 100}, {"batch_size": 64})
+
+
+def test_held_out_validation_ranks_each_querys_repository_as_the_evaluation_does(tmp_path):
+    """The held-out bundle's MRR@10 equals evaluate.py's measure: each query's cosine ranking of its
+    own repository's candidates, its first answer's reciprocal rank."""
+    import numpy as np
+    from transformers import AutoModel
+
+    one = [{"query": QUERY, "rule": "jsdoc", "answers": [0]}, {"query": CSS_CHUNK, "rule": "test", "answers": [1, 2]}]
+    two = [{"query": "parse header", "rule": "jsdoc", "answers": [1]}]
+    tasks = {"owner/one": ([JWT_CHUNK, CSS_CHUNK, LONG_CHUNK], one),
+             "owner/two": (["parseHttpHeaderValue", QUERY], two)}
+    meta = train.pack_held_out(tasks, tmp_path / "held-out", window=64)
+    assert meta["queries"] == 3 and meta["candidates"] == 5 and meta["rules"] == ["jsdoc", "test"]
+    model = AutoModel.from_pretrained(str(tiny_bert(tmp_path / "bert")))
+    result = fit.validate(model, tmp_path / "held-out", "cpu")
+    tokenizer = WindowedTokenizer.from_package(64)
+    expected: dict[str, list[float]] = {}
+    for documents, queries in tasks.values():
+        docs = fit.embed(model, [tokenizer.ids(text) for text in documents], "cpu")
+        for query in queries:
+            order = list(np.argsort(-(fit.embed(model, [tokenizer.ids(query["query"])], "cpu") @ docs.T)[0]))
+            rr = 1.0 / (min(order.index(a) for a in query["answers"]) + 1)
+            expected.setdefault(query["rule"], []).append(rr)
+            expected.setdefault("all", []).append(rr)
+    # A query that is its own answer's text ranks it first.
+    assert expected["test"] == [1.0]
+    assert result["mrr@10"] == {rule: round(float(np.mean(v)), 4) for rule, v in sorted(expected.items())}
+    assert result["queries"] == {"all": 3, "jsdoc": 2, "test": 1}
 
 
 def test_held_out_repositories_give_no_example_and_large_ones_are_sampled_by_seed(tmp_path):

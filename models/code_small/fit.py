@@ -3,8 +3,8 @@
 `train.py` packs the examples into a bundle (the token ids the served provider makes, the base
 weights, the plan); this module trains on it. It imports nothing of this project beyond itself,
 so the same loop runs here on the CPU and on an accelerator machine that holds none of the
-project's packages or services (`make code-small-device` carries a bundle there and brings the
-weights back in parts small enough for the trip; DEVELOPERS.md says when).
+project's packages or services (`make code-small-bundle` packs one to carry there; the weights
+come back in parts small enough for the trip; DEVELOPERS.md says when and how).
 
 The loss is sentence-transformers' MultipleNegativesRankingLoss written out: mean-pooled BERT
 embeddings, each query scored by cosine x `scale` against the batch's positives and their hard
@@ -39,9 +39,9 @@ TOKENS = "tokens.npz"
 BASE = "base"
 # Files of a result brought back in parts.
 PARTS_MANIFEST = "parts.json"
+PART_PREFIX = "model.fp16.safetensors.part"
 # Validation's cut-off: MRR@10, as models/code_static/evaluate.py.
 VALIDATION_K = 10
-PART_PREFIX = "model.fp16.safetensors.part"
 
 
 def batches(rows: list, batch_size: int, steps: int, seed: int, query=lambda row: row["query"]):
@@ -114,6 +114,9 @@ def load_bundle(bundle: Path) -> tuple[dict, list, list]:
 def planned(plan: dict, overrides: dict) -> tuple[dict, int]:
     """The plan's config with `overrides` applied, and its step count: the plan's, unless the
     overrides change the epochs or the batch size (then whole epochs of the new batches)."""
+    unknown = sorted(overrides.keys() - plan["config"].keys())
+    if unknown:
+        raise SystemExit(f"--set {unknown[0]}: not a config value of this bundle ({', '.join(sorted(plan['config']))})")
     config = plan["config"] | overrides
     if not {"epochs", "batch_size"} & overrides.keys():
         return config, plan["steps"]

@@ -118,6 +118,8 @@ def test_a_variant_of_the_plan_is_sized_in_whole_epochs_of_its_batches():
     assert fit.planned(plan, {"learning_rate": 5e-5}) == (dict(plan["config"], learning_rate=5e-5), 753)
     assert fit.planned(plan, {"epochs": 5})[1] == 251 * 5
     assert fit.planned(plan, {"batch_size": 256})[1] == 126 * 3
+    with pytest.raises(SystemExit, match="not a config value"):
+        fit.planned(plan, {"epoch": 5})
     with pytest.raises(SystemExit, match="epoch count"):
         fit.planned({"config": {"batch_size": 32, "epochs": None}, "steps": 380, "examples": 100}, {"batch_size": 64})
 

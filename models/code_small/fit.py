@@ -100,15 +100,33 @@ def ranking_loss(queries, positives, negatives, scale: float):
     return F.cross_entropy(scores, torch.arange(len(queries), device=scores.device))
 
 
-def load_bundle(bundle: Path) -> tuple[dict, list, list]:
-    """The plan, the token-id sequences (one per distinct text) and the examples (query, positive, negative)."""
+def write_tokens(into: Path, sequences: list[list[int]], **arrays) -> int:
+    """A bundle's tokens file: the token-id sequences flattened (16 bits hold the 30,522-id
+    vocabulary) with their offsets, beside `arrays`. Returns the token count."""
     import numpy as np
 
-    plan = json.loads((bundle / PLAN).read_text(encoding="utf-8"))
+    offsets = np.cumsum([0] + [len(ids) for ids in sequences], dtype=np.int64)
+    ids = np.fromiter((t for row in sequences for t in row), dtype=np.uint16, count=int(offsets[-1]))
+    into.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(into / TOKENS, ids=ids, offsets=offsets, **arrays)
+    return int(offsets[-1])
+
+
+def read_tokens(bundle: Path) -> tuple[list[list[int]], dict]:
+    """The token-id sequences `write_tokens` stored, and its other arrays."""
+    import numpy as np
+
     with np.load(bundle / TOKENS) as packed:
-        ids, offsets, triples = packed["ids"], packed["offsets"], packed["triples"]
-    sequences = [ids[offsets[i]:offsets[i + 1]].tolist() for i in range(len(offsets) - 1)]
-    return plan, sequences, [tuple(int(v) for v in row) for row in triples]
+        arrays = {name: packed[name] for name in packed.files}
+    ids, offsets = arrays.pop("ids"), arrays.pop("offsets")
+    return [ids[offsets[i]:offsets[i + 1]].tolist() for i in range(len(offsets) - 1)], arrays
+
+
+def load_bundle(bundle: Path) -> tuple[dict, list, list]:
+    """The plan, the token-id sequences (one per distinct text) and the examples (query, positive, negative)."""
+    plan = json.loads((bundle / PLAN).read_text(encoding="utf-8"))
+    sequences, arrays = read_tokens(bundle)
+    return plan, sequences, [tuple(int(v) for v in row) for row in arrays["triples"]]
 
 
 def planned(plan: dict, overrides: dict) -> tuple[dict, int]:
@@ -217,10 +235,8 @@ def validate(model, held_out: Path, device: str) -> dict:
     import numpy as np
 
     meta = json.loads((held_out / PLAN).read_text(encoding="utf-8"))
-    with np.load(held_out / TOKENS) as packed:
-        arrays = {name: packed[name] for name in packed.files}
-    ids, offsets = arrays["ids"], arrays["offsets"]
-    vectors = embed(model, [ids[offsets[i]:offsets[i + 1]].tolist() for i in range(len(offsets) - 1)], device)
+    sequences, arrays = read_tokens(held_out)
+    vectors = embed(model, sequences, device)
     starts, q_text = arrays["repo_starts"], arrays["query_text"]
     q_repo, q_rule = arrays["query_repo"], arrays["query_rule"]
     a_offsets, a_values = arrays["answer_offsets"], arrays["answers"]

@@ -85,14 +85,9 @@ def pack(rows: list[dict], config: dict, steps: int, seed: int, into: Path, half
 
     triples = [(text_id("query", r["query"]), text_id("doc", r["positive"]), text_id("doc", r["negative"]))
                for r in rows]
-    into.mkdir(parents=True, exist_ok=True)
-    offsets = np.cumsum([0] + [len(ids) for ids in sequences], dtype=np.int64)
-    # The vocabulary (30,522 ids) fits 16 bits.
-    np.savez_compressed(into / fit.TOKENS, ids=np.fromiter((t for ids in sequences for t in ids), dtype=np.uint16,
-                                                           count=int(offsets[-1])),
-                        offsets=offsets, triples=np.asarray(triples, dtype=np.int32).reshape(-1, 3))
+    tokens = fit.write_tokens(into, sequences, triples=np.asarray(triples, dtype=np.int32).reshape(-1, 3))
     plan = {"config": config, "steps": steps, "seed": seed, "texts": len(sequences), "examples": len(triples),
-            "tokens": int(offsets[-1])}
+            "tokens": tokens}
     (into / fit.PLAN).write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
     base_dir, _ = base_model_dir()
     base = into / fit.BASE
@@ -133,14 +128,10 @@ def pack_held_out(tasks: dict[str, tuple[list[str], list[dict]]], into: Path, wi
             q_rule.append(rules.index(query["rule"]))
             answers.extend(query["answers"])
             a_offsets.append(len(answers))
-    into.mkdir(parents=True, exist_ok=True)
-    offsets = np.cumsum([0] + [len(ids) for ids in sequences], dtype=np.int64)
-    np.savez_compressed(into / fit.TOKENS, ids=np.fromiter((t for ids in sequences for t in ids), dtype=np.uint16,
-                                                           count=int(offsets[-1])),
-                        offsets=offsets, repo_starts=np.asarray(starts, dtype=np.int64),
-                        query_text=np.asarray(q_text, dtype=np.int64), query_repo=np.asarray(q_repo, dtype=np.int64),
-                        query_rule=np.asarray(q_rule, dtype=np.int64), answers=np.asarray(answers, dtype=np.int64),
-                        answer_offsets=np.asarray(a_offsets, dtype=np.int64))
+    fit.write_tokens(into, sequences, repo_starts=np.asarray(starts, dtype=np.int64),
+                     query_text=np.asarray(q_text, dtype=np.int64), query_repo=np.asarray(q_repo, dtype=np.int64),
+                     query_rule=np.asarray(q_rule, dtype=np.int64), answers=np.asarray(answers, dtype=np.int64),
+                     answer_offsets=np.asarray(a_offsets, dtype=np.int64))
     meta = {"repositories": list(tasks), "rules": rules, "window": window, "candidates": starts[-1],
             "queries": len(q_text)}
     (into / fit.PLAN).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")

@@ -1,5 +1,6 @@
-"""Fit the search's two calibrated models (`policy.confidence`) on the train repositories and
-report their calibration on the benchmark's test split.
+"""Fit the search's two calibrated models (`policy.confidence`) on the ranker's train repositories
+(the held-out ones no embedding model learned from: `workspaces.py` says why) and report their
+calibration on the benchmark's test split.
 
 Both are judged from the same absolute evidence (`policy.confidence.confidence_features`) of the
 first stage as the product runs it (the learned ranker when its model is there):

@@ -26,12 +26,15 @@ from codecompass.policy.confidence import Unmatched
 # questions for tokens on unanswerable ones; the answer must not hold less than its ranked list,
 # so the dev split decides (bench-pipeline, recall within 8,000 tokens): at 0.5 the small budget
 # held 22% of the answerable questions (151 of 690) and cost the answer 0.039 of recall against
-# the list's 0.713; at 0.2 it holds 3% (19; 4 of them had their answer in the list within 8,000
-# tokens, 0.006), while 13% of the questions asked of the wrong repository still fall under it
-# (73% at 0.5). A question whose evident reason the search can tell (a name no chunk has, words
-# that occur nowhere, nothing to search by: `policy.confidence.unmatched`) is held to it whatever
-# its answerability (a missing name only when the query is a name lookup): on dev that adds the
-# rest of the missing names (100% held) and most nonsense (86%, against 56% by answerability alone).
+# the list's 0.713. With the models fitted on the held-out repositories (bench-pipeline 11-30), 0.2
+# holds 1.9% (13 of 690; 2 had their answer in the list within 8,000 tokens, and kept it) and 17%
+# of the questions asked of the wrong repository (both splits); 0.25 would hold 30 more dev
+# questions, whose recall within 8,000 tokens sums to 12.0 and within 500-2,000 to 5.0-10.5: a
+# loss above the answer's whole lead over its list (2.6). A question whose evident reason the
+# search can tell (a name no chunk has, words that occur nowhere, nothing to search by:
+# `policy.confidence.unmatched`) is held to it whatever its answerability (a missing name only
+# when the query is a name lookup): on dev that adds the rest of the missing names (100% held)
+# and most nonsense (86%, against 56% by answerability alone).
 LOW_CONFIDENCE_MAX_TOKENS = 1_000
 ANSWERABLE_MIN = 0.2
 # In a confident answer a candidate is kept down to this share of min_relevance (0.1 at the

@@ -9,6 +9,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from models.code_small import examples as code_small_examples
+from models.code_static import evaluate as code_static_evaluate
 from models.ranker import workspaces
 from models.ranker.calibrate import exact_names, missing_name, reliability
 from models.ranker.dump import ANSWER, IN_ANSWER_FILE, generated_queries, is_answer, label
@@ -24,17 +26,25 @@ def row(name, path, kind="function", start=1, end=10, is_test=False, qualified=N
             "relative_path": path, "start_line": start, "end_line": end, "depth": 0, "is_test": is_test}
 
 
-def test_train_repositories_are_those_with_pairs_and_a_checkout(monkeypatch, tmp_path):
-    for repo in ("a/one", "b/two"):
+def test_train_repositories_are_the_held_out_ones_with_pairs_and_a_checkout(monkeypatch, tmp_path):
+    for repo in ("a/one", "b/two", "e/five"):
         (tmp_path / repo.replace("/", "+")).mkdir()
     monkeypatch.setattr(workspaces, "CORPUS_DIR", tmp_path)
-    # c/three has no checkout, d/four no pair.
-    assert workspaces.choose({"b/two": [{}], "a/one": [{}], "c/three": [{}], "d/four": []}) == ["a/one", "b/two"]
+    # e/five is one the embedding models learned from; c/three has no checkout, d/four no pair.
+    monkeypatch.setattr(workspaces.vocabulary, "held_out", lambda repo: repo != "e/five")
+    assert workspaces.choose({"b/two": [{}], "a/one": [{}], "c/three": [{}], "d/four": [], "e/five": [{}]}) \
+        == ["a/one", "b/two"]
+
+
+def test_the_held_out_rule_is_the_embedding_models_own():
+    """The ranker learns only from repositories whose pairs no embedding model trained on: the
+    same `vocabulary.held_out` that code-small's examples and code-static's validation use."""
+    assert workspaces.vocabulary.held_out is code_small_examples.held_out is code_static_evaluate.held_out
 
 
 def test_pairs_are_capped_per_rule_and_seeded():
-    pairs = [{"id": f"commit-{i}", "rule": "commit"} for i in range(100)] + \
-            [{"id": f"doc-{i}", "rule": "doc"} for i in range(10)]
+    pairs = [{"id": f"commit-{i}", "rule": "commit"} for i in range(workspaces.CAPS["commit"] + 50)] + \
+            [{"id": f"doc-{i}", "rule": "doc"} for i in range(workspaces.CAPS["doc"] + 5)]
     chosen = workspaces.sample_pairs("x/y", pairs)
     assert sum(p["rule"] == "commit" for p in chosen) == workspaces.CAPS["commit"]
     assert sum(p["rule"] == "doc" for p in chosen) == workspaces.CAPS["doc"]
@@ -42,12 +52,12 @@ def test_pairs_are_capped_per_rule_and_seeded():
 
 
 def test_concept_pairs_are_capped_and_leave_the_other_rules_samples_as_they_were():
-    pairs = [{"id": f"{rule}-{i}", "rule": rule} for rule in ("commit", "doc", "jsdoc") for i in range(50)]
-    concept = [{"id": f"concept-{i}", "rule": "concept"} for i in range(30)]
+    pairs = [{"id": f"{rule}-{i}", "rule": rule} for rule in ("commit", "doc", "jsdoc") for i in range(200)]
+    concept = [{"id": f"concept-{i}", "rule": "concept"} for i in range(workspaces.CAPS["concept"] + 20)]
     before = workspaces.sample_pairs("x/y", pairs)
     after = workspaces.sample_pairs("x/y", pairs + concept)
     assert [p for p in after if p["rule"] != "concept"] == before
-    assert sum(p["rule"] == "concept" for p in after) == workspaces.CAPS["concept"] == 10
+    assert sum(p["rule"] == "concept" for p in after) == workspaces.CAPS["concept"]
 
 
 def write_lines(path: Path, lines: int) -> None:

@@ -291,10 +291,11 @@ code-small-bundle: setup
 # bench/results/badinput-<UTC>.json; then the README table. Fails when a case or a traceback does,
 # after the table shows which.
 # The learned ranker (issue 17): the corpus's held-out train repositories (those no embedding model
-# learned from) indexed as a user has them (models/.work/ranker/), their first-stage candidates and the benchmark's dev/test ones dumped as
-# features, then LightGBM LambdaRank trained on train, early-stopped on dev, reported on test:
-# models/ranker/model.txt (what retrieval loads) and models/ranker/training.json. Needs `corpus`
-# and the quality benchmark's indexes (bench-quality).
+# learned from) indexed as a user has them (models/.work/ranker/), their first-stage candidates and
+# the benchmark's dev/test ones dumped as features, then LightGBM LambdaRank trained on train,
+# early-stopped on dev, reported on test: models/ranker/model.txt (what retrieval loads) and
+# models/ranker/training.json; then the confidence models refit. Needs `corpus` and the quality
+# benchmark's indexes (bench-quality).
 ranker: setup
 	$(VENV)/bin/python -m models.ranker.workspaces
 	$(VENV)/bin/python -m models.ranker.dump --quality-state $(QUALITY_STATE_DIR)

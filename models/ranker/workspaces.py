@@ -25,11 +25,12 @@ of models/corpus/pairs/concept.jsonl.gz, models/corpus/concepts.py), at most CAP
 seeded; identifier and path queries are made from the index later (`dump.py`), by the benchmark's
 own rules. The caps take about three pairs in five of the held-out repositories' (2,052 of
 3,344), chosen on dev: a quarter of them (855) ranked dev MRR@10 0.614, these 0.623 (0.627 on a
-rebuild: two builds differ by that much), all but a few (2,728) 0.619. `concept` is capped as `test` is, about a tenth of a repository's queries: the
-benchmark's dev/test have three in ten, but a concept pair's answer is up to five whole files,
-which go into the sample whatever their size and push out the hard negatives of the other
-queries' folders. Each workspace is the checkout's TS/JS sources with the chosen pairs' blanks
-applied (a JSDoc query must not find its own comment), as the benchmark does.
+rebuild: two builds differ by that much), all but a few (2,728) 0.619. `concept` is capped as
+`test` is, about a tenth of a repository's queries: the benchmark's dev/test have three in ten,
+but a concept pair's answer is up to five whole files, which go into the sample whatever their
+size and push out the hard negatives of the other queries' folders. Each workspace is the
+checkout's TS/JS sources with the chosen pairs' blanks applied (a JSDoc query must not find its
+own comment), as the benchmark does.
 
 Run: .venv/bin/python -m models.ranker.workspaces   (then it indexes them all; rerun resumes)
 """

@@ -172,13 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(queries)} pair queries -> {QUERIES_PATH}", file=sys.stderr)
     if args.no_index:
         return 0
-    # A seeded order, not the alphabet's: a run cut short (rerun resumes) leaves indexed a random
-    # sample of the repositories, which dump.train_queries and calibrate.py use as it stands.
-    order = sorted(chosen)
-    random.Random(f"{SEED}:index-order").shuffle(order)
     stack = start_stack({"CODECOMPASS_STATE_DIR": str(STATE_DIR)})
     try:
-        for repo in order:
+        for repo in chosen:
             t0 = time.perf_counter()
             info = index_workspace(stack.retrieval, WORKSPACES_DIR / repo.replace("/", "+"))
             print(f"{repo}: {lines[repo]:,} lines, {info['chunks']} chunks, {info['status']}, "

@@ -13,7 +13,7 @@ import datetime as dt
 import json
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -228,22 +228,31 @@ def _fitted(notes: list[str], items: list[tuple[str, float]], structured_results
             content = [TextContent(type="text", text="No results.")]
         return content, structured
 
+    # Each text is counted once, however many sizes are tried (counting was a fifth of the
+    # gateway's time for an answer).
+    counted: dict[str, int] = {}
+
+    def tokens(text: str) -> int:
+        if text not in counted:
+            counted[text] = count_tokens(text)
+        return counted[text]
+
     keep = len(items)
     content, structured = build(keep)
-    while keep > 0 and not _fits(content, structured, max_chars):
+    while keep > 0 and not _fits(content, structured, max_chars, tokens):
         keep -= 1
         content, structured = build(keep)
-    tokens = sum(count_tokens(c.text) for c in content) + count_tokens(json.dumps(structured))
-    structured["metadata"]["response_tokens"] = tokens
+    structured["metadata"]["response_tokens"] = sum(tokens(c.text) for c in content) + tokens(json.dumps(structured))
     # As a list of any content block, the type the result's field has (a list's item type is invariant).
     return CallToolResult(content=list[ContentBlock](content), structured_content=structured)
 
 
-def _fits(content: list[TextContent], structured: dict[str, Any], max_chars: int | None) -> bool:
+def _fits(content: list[TextContent], structured: dict[str, Any], max_chars: int | None,
+          tokens: Callable[[str], int]) -> bool:
     serialized = json.dumps(structured)
     if max_chars is not None and sum(len(c.text) for c in content) + len(serialized) > max_chars:
         return False
-    return sum(count_tokens(c.text) for c in content) + count_tokens(serialized) <= RESPONSE_MAX_TOKENS
+    return sum(tokens(c.text) for c in content) + tokens(serialized) <= RESPONSE_MAX_TOKENS
 
 
 # --- search_code -------------------------------------------------------------------------------

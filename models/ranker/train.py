@@ -24,7 +24,7 @@ from pathlib import Path
 import lightgbm
 import numpy as np
 
-from codecompass.policy.learned import EXPLAINED, FEATURES, scale_path
+from codecompass.policy.learned import EXPLAINED, FEATURES, LearnedRanker, scale_path
 from codecompass.policy.ranking import saturation_factors
 from codecompass_dev.evaluation.metrics import FileTarget, score_files
 from models.ranker.calibrate import fit
@@ -110,13 +110,13 @@ def scores_by_type(orders: list[np.ndarray], split: Split) -> dict[str, dict[str
 def scoring_ms(model_path: Path, rows: np.ndarray, repeats: int = 200) -> dict[str, float]:
     """Median time, on one thread, to score 100 candidates and explain the first EXPLAINED (what
     the service does per search), with the saved model as the service loads it."""
-    booster = lightgbm.Booster(model_file=str(model_path))
+    ranker = LearnedRanker(model_path)
     batch = rows[:100]
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        booster.predict(batch, num_threads=1)
-        booster.predict(batch[:EXPLAINED], pred_contrib=True, num_threads=1)
+        ranker.booster.predict(batch, num_threads=1)
+        ranker.explainer.contributions(batch[:EXPLAINED])
         times.append((time.perf_counter() - t0) * 1000)
     return {"median": round(float(np.median(times)), 3), "p95": round(float(np.percentile(times, 95)), 3)}
 

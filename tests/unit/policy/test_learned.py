@@ -14,6 +14,7 @@ from codecompass.policy.learned import (
     FEATURES,
     SIGNAL_PREFIX,
     FeatureRecorder,
+    PathExplainer,
     feature_matrix,
     load_ranker,
     scale_path,
@@ -105,6 +106,31 @@ def test_the_model_decides_and_says_why(model_file):
     reasons = [k for k in learned[0].signals if k.startswith(SIGNAL_PREFIX)]
     assert f"{SIGNAL_PREFIX}cos_primary" in reasons
     assert len(rank(shape, candidates(), ratio=0.2, limit=2, model=ranker)) == 2
+
+
+def test_contributions_add_up_to_the_margin_along_the_path(model_file):
+    ranker = load_ranker(model_file)
+    rows = np.random.default_rng(3).random((50, len(FEATURES))).astype(np.float32)
+    rows[0] = 0.0
+    contributions = ranker.explainer.contributions(rows)
+    assert contributions.shape == (50, len(FEATURES) + 1)
+    np.testing.assert_allclose(contributions.sum(axis=1), ranker.booster.predict(rows, raw_score=True), atol=1e-9)
+    # The bias is the trees' root values, the same for every row.
+    assert np.ptp(contributions[:, -1]) == 0.0
+    # The model was trained to read the primary cosine: that is what moves a row most.
+    moved = np.argmax(np.abs(contributions[:, :-1]), axis=1)
+    assert np.mean(moved == col("cos_primary")) > 0.9
+    # LightGBM reads a missing value as zero in a model without learned missing values; so does the walk.
+    missing = np.full((1, len(FEATURES)), np.nan, dtype=np.float32)
+    np.testing.assert_array_equal(ranker.explainer.contributions(missing), contributions[:1])
+
+
+def test_a_model_with_splits_the_walk_cannot_read_is_refused(model_file):
+    dump = load_ranker(model_file).booster.dump_model()
+    node = dump["tree_info"][0]["tree_structure"]
+    node["missing_type"] = "NaN"
+    with pytest.raises(ValueError, match="only numerical splits without missing values"):
+        PathExplainer(dump)
 
 
 def test_no_model_file_means_the_hand_set_stack(tmp_path, caplog):

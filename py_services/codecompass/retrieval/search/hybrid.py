@@ -21,11 +21,12 @@ import logging
 import math
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
 
+from codecompass.common.records import evolve
 from codecompass.contracts.retrieval.filters import Filters
 from codecompass.policy import shape as q
 from codecompass.policy.confidence import (
@@ -242,7 +243,7 @@ def _with_graph_and_cosines(store: ChunkReader, candidates: list[Candidate], que
     out = []
     for c in candidates:
         primary, static = cosines.get(c.chunk.id, (None, None))
-        out.append(replace(c, primary_cosine=primary, static_cosine=static, in_degree=degrees.get(c.chunk.id, 0)))
+        out.append(evolve(c, primary_cosine=primary, static_cosine=static, in_degree=degrees.get(c.chunk.id, 0)))
     return out
 
 

@@ -30,6 +30,7 @@ import lancedb
 from codecompass.clients.embedding import EmbeddingClient
 from codecompass.common.config import Settings
 from codecompass.common.logging import get_logger
+from codecompass.common.records import evolve
 from codecompass.contracts.analysis.model import SkippedFile
 from codecompass.contracts.retrieval.errors import (
     DependencyUnavailable,
@@ -459,11 +460,11 @@ class IndexSearcher:
             ),
         )
         base_key, base_commit = summary.base
-        results = tuple(dataclasses.replace(r, workspace_id=target.workspace_id) for r in outcome.results)
+        results = tuple(evolve(r, workspace_id=target.workspace_id) for r in outcome.results)
         if base_key and reader is not None and (base := self._base_catalog(base_key)) is not None:
             changed = reader.changed_since_base(summary, base)
-            results = tuple(dataclasses.replace(r, origin=ORIGIN_CHECKOUT if r.chunk.relative_path in changed
-                                                else ORIGIN_BASE) for r in results)
+            results = tuple(evolve(r, origin=ORIGIN_CHECKOUT if r.chunk.relative_path in changed else ORIGIN_BASE)
+                            for r in results)
         return SearchOutcome(results=results, metadata=dataclasses.replace(metadata, base_commit=base_commit))
 
     def _base_catalog(self, key: str) -> CatalogSummary | None:

@@ -41,12 +41,14 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import PurePosixPath
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.identifiers import identifier_parts
+from codecompass.common.records import evolve
 from codecompass.common.testcode import is_test_path
 from codecompass.policy import shape as q
 from codecompass.policy.shape import QueryShape
@@ -252,7 +254,7 @@ def _merge(candidates: Iterable[Candidate]) -> dict[str, Candidate]:
         if seen is None:
             merged[c.chunk.id] = c
             continue
-        merged[c.chunk.id] = replace(
+        merged[c.chunk.id] = evolve(
             seen,
             bm25=max(seen.bm25, c.bm25),
             lexical_rank=seen.lexical_rank or c.lexical_rank,
@@ -313,6 +315,10 @@ def _apply_signals(shape: QueryShape, fused: list[RankedResult], policy: Ranking
     # case-exact name counts there, so `webSocket` the function is not taken for `WebSocket`.
     embedded = shape.intent != q.SYMBOL
     phrase = _phrase_of(shape)
+    # The phrase's longest word: a chunk whose code lacks it cannot hold the phrase (a word has no
+    # spaces, so it lies within one run of the normalised code), and most chunks lack it: the test
+    # is then one lowercasing instead of a normalisation of the whole code per candidate.
+    probe = max(phrase.split(), key=len) if phrase else ""
     words = [w for w in shape.words if len(w) >= 3] if shape.intent in (q.NATURAL_LANGUAGE, q.ERROR) else []
     path = shape.path.lower()
     # Kind words ("function", "class") describe the symbol rather than name it.
@@ -341,7 +347,7 @@ def _apply_signals(shape: QueryShape, fused: list[RankedResult], policy: Ranking
             weight = policy.path if chunk.depth == 0 else policy.path / 2
             add += weight * top
             signals["path"] = weight
-        if phrase and phrase in _normalise(chunk.collapsed_source):
+        if phrase and probe in chunk.collapsed_source.lower() and phrase in _normalise(chunk.collapsed_source):
             add += policy.phrase * top
             signals["phrase"] = policy.phrase
         if words and policy.file_words > 0:
@@ -368,7 +374,7 @@ def _apply_signals(shape: QueryShape, fused: list[RankedResult], policy: Ranking
 
     # Boosts can lift scores past 1; dividing by the best keeps them in [0, 1] and in order.
     scale = max(max((s for _, s, _ in scored), default=0.0), 1.0)
-    return [replace(r, score=clamp(score / scale), signals={**r.signals, **signals}) for r, score, signals in scored]
+    return [evolve(r, score=clamp(score / scale), signals={**r.signals, **signals}) for r, score, signals in scored]
 
 
 def _file_coherence(
@@ -397,8 +403,8 @@ def _saturate(ranked: list[RankedResult], decay: float) -> list[RankedResult]:
     """File diversity on the final order (the model's, else the hand-set stack's), then re-sorted,
     so one file's members do not crowd out the other files a question needs."""
     factors = saturation_factors([r.chunk.relative_path for r in ranked], decay)
-    out = [r if factor == 1.0 else replace(r, score=r.score * factor,
-                                           signals={**r.signals, "saturation": round(factor, 4)})
+    out = [r if factor == 1.0 else evolve(r, score=r.score * factor,
+                                          signals={**r.signals, "saturation": round(factor, 4)})
            for r, factor in zip(ranked, factors, strict=True)]
     out.sort(key=_order)
     return out
@@ -424,7 +430,7 @@ def _defines(chunk: Chunk, identifiers: set[str], exact: set[str] | None = None)
 
 
 def _name_word_share(query_words: list[str], name: str) -> float:
-    parts = [p for p in identifier_parts(name) if p]
+    parts = _name_parts(name)
     if len(parts) < 2 or not query_words:
         # A one-word name is BM25's job; the signal is for names a query spells in pieces.
         return 0.0
@@ -459,13 +465,39 @@ def _normalise(text: str) -> str:
     return " ".join(text.lower().split()).strip(" .:;,!")
 
 
-def _file_word_share(words: list[str], relative_path: str) -> float:
+# Per name and per path, not per query: a search weighs ~180 candidates of a workspace's few
+# thousand files, and these were a tenth of its ranking time.
+@lru_cache(maxsize=1 << 16)
+def _name_parts(name: str) -> tuple[str, ...]:
+    return tuple(p for p in identifier_parts(name) if p)
+
+
+@lru_cache(maxsize=1 << 16)
+def _path_words(relative_path: str) -> frozenset[str]:
+    """The words of a file's name (without extensions) and of its folder's, of 3 letters or more."""
     p = PurePosixPath(relative_path)
-    stem = p.name.split(".", 1)[0]
-    parts = set(identifier_parts(stem))
+    parts = set(identifier_parts(p.name.split(".", 1)[0]))
     if p.parent.name:
         parts.update(identifier_parts(p.parent.name))
-    parts = {x for x in parts if len(x) >= 3}
+    return frozenset(x for x in parts if len(x) >= 3)
+
+
+class _PathKinds(NamedTuple):
+    test: bool
+    example: bool
+    compat: bool
+    vendored: bool
+    declaration: bool
+
+
+@lru_cache(maxsize=1 << 16)
+def _path_kinds(relative_path: str) -> _PathKinds:
+    return _PathKinds(is_test_path(relative_path), example_path(relative_path), bool(_COMPAT_DIR.search(relative_path)),
+                      vendored_path(relative_path), bool(_DECLARATION.search(relative_path)))
+
+
+def _file_word_share(words: list[str], relative_path: str) -> float:
+    parts = _path_words(relative_path)
     if not parts:
         return 0.0
     matched = 0
@@ -491,22 +523,22 @@ def vendored_path(relative_path: str) -> bool:
 
 
 def _path_penalty(chunk: Chunk, shape: QueryShape, policy: RankingPolicy) -> dict[str, float]:
-    path = chunk.relative_path
+    kinds = _path_kinds(chunk.relative_path)
     out: dict[str, float] = {}
-    is_test = chunk.is_test or is_test_path(path)
+    is_test = chunk.is_test or kinds.test
     if is_test != shape.mentions_tests:
         # A question about tests wants tests; any other question wants the implementation.
         if is_test:
             out["test_file"] = policy.test_penalty
         else:
             out["not_test_file"] = policy.not_test_penalty
-    if example_path(path):
+    if kinds.example:
         out["example_or_script"] = policy.example_penalty
-    if _COMPAT_DIR.search(path):
+    if kinds.compat:
         out["compat"] = policy.compat_penalty
-    if vendored_path(path):
+    if kinds.vendored:
         out["vendored_or_built"] = policy.vendor_penalty
-    if _DECLARATION.search(path):
+    if kinds.declaration:
         out["declaration_file"] = policy.declaration_penalty
     return {k: v for k, v in out.items() if v != 1.0}
 

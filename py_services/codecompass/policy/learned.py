@@ -143,10 +143,12 @@ class _Words:
         words: dict[str, int] = {}
         stems: dict[str, int] = {}
         for bit, values in zip(_FIELD_BIT.values(), fields, strict=True):
-            for w in values:
+            # Each distinct word once: code repeats its words, and this loop was most of a chunk's cost.
+            distinct = set(values)
+            for w in distinct:
                 words[w] = words.get(w, 0) | bit
-                if len(w) >= 5:
-                    stems[w[:5]] = stems.get(w[:5], 0) | bit
+            for stem in {w[:5] for w in distinct if len(w) >= 5}:
+                stems[stem] = stems.get(stem, 0) | bit
         path = PurePosixPath(chunk.relative_path)
         own = (
             *(float(chunk.node_kind is kind) for kind in _KINDS),

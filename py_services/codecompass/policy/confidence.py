@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 from codecompass.common.chunks import Chunk
 from codecompass.common.identifiers import TOKEN, identifier_parts
@@ -156,6 +157,12 @@ def nearest_names(missing: Iterable[str], names: Iterable[str], qualified: Itera
     return tuple(out[:limit])
 
 
+@lru_cache(maxsize=1 << 16)
+def _word_and_parts(token: str) -> tuple[str, ...]:
+    """A token as a word and its identifier parts: memoised, as code repeats its identifiers."""
+    return (token.lower(), *identifier_parts(token))
+
+
 def _coverage(terms: list[str], chunk: Chunk) -> float:
     """Share of `terms` that occur in the chunk (name, path, JSDoc, code) as a word or word
     part; a term of 6+ letters also matches a word sharing its first 5 (`inserted`/`insert`),
@@ -164,8 +171,7 @@ def _coverage(terms: list[str], chunk: Chunk) -> float:
                      chunk.collapsed_source[:_CONFIDENCE_TEXT_CHARS]))
     words: set[str] = set()
     for token in TOKEN.findall(text):
-        words.add(token.lower())
-        words.update(identifier_parts(token))
+        words.update(_word_and_parts(token))
     stems = {w[:5] for w in words if len(w) >= 5}
     hits = sum(1 for t in terms
                if t in words or (len(t) >= 6 and t[:5] in stems) or (t.endswith("s") and t[:-1] in words))

@@ -254,6 +254,11 @@ def feature_matrix(shape: QueryShape, results: Sequence[RankedResult],
         by_file[r.chunk.relative_path].append(i)
     top_score = max((r.score for r in results), default=0.0) or 1.0
     file_sum = {path: sum(results[j].score for j in members) / top_score for path, members in by_file.items()}
+    file_bm25 = {path: max(bm25_rel[j] for j in members) for path, members in by_file.items()}
+    file_cos = {}
+    for path, members in by_file.items():
+        cosines = [cos for cos in (raw[j].primary_cosine for j in members) if cos is not None]
+        file_cos[path] = float(max(cosines) - best_primary) if cosines else -1.0
     cards = {r.chunk.relative_path for r in results if r.chunk.node_kind is NodeKind.MODULE}
     ids = {r.chunk.id: i for i, r in enumerate(results)}
     head = {r.chunk.id for r in results[:_LINK_TOP]}
@@ -316,9 +321,8 @@ def feature_matrix(shape: QueryShape, results: Sequence[RankedResult],
 
         members = by_file[chunk.relative_path]
         rows["file_candidates"].append(len(members))
-        rows["file_best_bm25"].append(max(bm25_rel[j] for j in members))
-        cosines = [cos for cos in (raw[j].primary_cosine for j in members) if cos is not None]
-        rows["file_best_cos"].append(float(max(cosines) - best_primary) if cosines else -1.0)
+        rows["file_best_bm25"].append(file_bm25[chunk.relative_path])
+        rows["file_best_cos"].append(file_cos[chunk.relative_path])
         rows["file_rank"].append(members.index(i) + 1)
         rows["file_score_sum"].append(file_sum[chunk.relative_path])
         # `members` is in the hand-set order: its first is the file's best-ranked candidate.

@@ -119,6 +119,36 @@ def test_a_new_embedding_model_version_moves_the_workspace_to_a_new_index(harnes
     assert (status.embedding_model_version, status.chunks, status.embedded_chunks) == ("2", 5, 5)
 
 
+@pytest.mark.parametrize("harness", [(SyncTuning(), STATIC_OFF)], indirect=True)
+def test_a_writer_restarted_on_a_new_embedding_model_moves_the_index_to_it_at_its_first_sync(harness: Harness) -> None:
+    # A writer running apart from the searchers (or one no search has reached since its start)
+    # hears of the new model from nobody else: its first sync asks the embedding service itself.
+    _seed(harness)
+    harness.index()
+    old_table = harness.store().table_name
+    harness.engine.close()
+    harness.embedding.model_version = "2"
+    harness.engine = harness.new_engine()
+    reindex = harness.sync().stats
+    assert reindex.files_added == 3 and reindex.chunks_upserted == 5
+    assert harness.store().table_name != old_table
+    _wait_ready(harness)
+    status = harness.engine.status(str(harness.root))
+    assert (status.embedding_model_version, status.chunks, status.embedded_chunks) == ("2", 5, 5)
+
+
+@pytest.mark.parametrize("harness", [(SyncTuning(), STATIC_OFF)], indirect=True)
+def test_a_writer_restarted_on_the_same_model_keeps_its_index(harness: Harness) -> None:
+    _seed(harness)
+    harness.index()
+    old_table = harness.store().table_name
+    harness.engine.close()
+    harness.engine = harness.new_engine()
+    again = harness.sync().stats
+    assert again.files_added == 0 and again.chunks_upserted == 0
+    assert harness.store().table_name == old_table
+
+
 @pytest.mark.parametrize("harness", [SyncTuning(inline_embed_limit=0)], indirect=True)
 def test_a_restart_resumes_missing_embeddings_without_a_new_sync(
     harness: Harness, monkeypatch: pytest.MonkeyPatch

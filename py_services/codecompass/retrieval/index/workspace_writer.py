@@ -204,6 +204,12 @@ class WorkspaceWriter:
         if self.catalog.identity is not None:
             # Resume what a previous process left: vectors still missing after a restart.
             self._open_store(self.catalog.identity)
+            # The embedding service may have moved to another model since that process (an
+            # upgrade): the first sync asks it, as a search does (`note_model_changed`), because
+            # a writer running apart from its searchers hears of it from no one else; an index
+            # with every vector would otherwise keep the old model's and searchers would answer
+            # without vectors.
+            self._model_stale = True
             self.embedder.ensure_running()
             # Versions a previous process left behind (it may have been killed mid-run).
             self._schedule_cleanup()

@@ -101,34 +101,23 @@ def test_a_slow_query_embedding_falls_back_to_lexical_within_the_deadline(harnes
 
 
 @pytest.mark.parametrize("harness", [(SyncTuning(), STATIC_OFF)], indirect=True)
-def test_a_new_embedding_model_version_moves_the_workspace_to_a_new_index(harness: Harness) -> None:
+@pytest.mark.parametrize("heard_by", ["a search", "a restart"])
+def test_a_new_embedding_model_version_moves_the_workspace_to_a_new_index(harness: Harness, heard_by: str) -> None:
     _seed(harness)
     harness.index()
     old_table = harness.store().table_name
     harness.embedding.model_version = "2"
-    switched = harness.search("is the token signature long enough")
-    assert switched.metadata.semantic_fallback
-    assert switched.metadata.semantic_skipped_reason == "embedding_model_changed"
-    assert switched.results[0].chunk.name == "checkSignature"
-    # The search noticed the new model; the next sync moves the index to it.
-    reindex = harness.sync().stats
-    assert reindex.files_added == 3 and reindex.chunks_upserted == 5
-    assert harness.store().table_name != old_table
-    _wait_ready(harness)
-    status = harness.engine.status(str(harness.root))
-    assert (status.embedding_model_version, status.chunks, status.embedded_chunks) == ("2", 5, 5)
-
-
-@pytest.mark.parametrize("harness", [(SyncTuning(), STATIC_OFF)], indirect=True)
-def test_a_writer_restarted_on_a_new_embedding_model_moves_the_index_to_it_at_its_first_sync(harness: Harness) -> None:
-    # A writer running apart from the searchers (or one no search has reached since its start)
-    # hears of the new model from nobody else: its first sync asks the embedding service itself.
-    _seed(harness)
-    harness.index()
-    old_table = harness.store().table_name
-    harness.engine.close()
-    harness.embedding.model_version = "2"
-    harness.engine = harness.new_engine()
+    if heard_by == "a search":
+        switched = harness.search("is the token signature long enough")
+        assert switched.metadata.semantic_fallback
+        assert switched.metadata.semantic_skipped_reason == "embedding_model_changed"
+        assert switched.results[0].chunk.name == "checkSignature"
+    else:
+        # A writer running apart from its searchers (or one no search has reached since it
+        # started) hears of the new model from no one else: its first sync asks the service.
+        harness.engine.close()
+        harness.engine = harness.new_engine()
+    # The next sync moves the index to the new model.
     reindex = harness.sync().stats
     assert reindex.files_added == 3 and reindex.chunks_upserted == 5
     assert harness.store().table_name != old_table

@@ -1,7 +1,7 @@
 """Background embedding: a cold index answers lexically while vectors fill in, an embedding
 service down or slow falls back to lexical search, a new model version moves the workspace to a
-new index (and drops the old one once the new one is complete), a restart resumes missing
-embeddings, and the versions a cold index leaves are cleaned. The engine runs over the fake
+new index (and drops the old one once the new one is complete, while a searcher apart follows it
+there), a restart resumes missing embeddings, and the versions a cold index leaves are cleaned. The engine runs over the fake
 services of sync_harness.py."""
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from codecompass.retrieval.engine import RetrievalEngine
 from codecompass.retrieval.index.background_embedder import BackgroundEmbedder
 from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.index.workspace_writer import WorkspaceWriter
+from codecompass.retrieval.location import index_uri
+from codecompass.retrieval.search.searcher import IndexReader
 
 
 def _tables(h: Harness) -> set[str]:
@@ -175,6 +177,28 @@ def test_the_old_model_s_table_is_dropped_once_the_new_one_is_complete_and_not_b
     _eventually(lambda: _tables(harness).isdisjoint(old_tables))
     assert len(_tables(harness)) == 2
     assert harness.search("checkSignature").results[0].chunk.name == "checkSignature"
+
+
+@pytest.mark.parametrize("harness", [SyncTuning(inline_embed_limit=0)], indirect=True)
+def test_a_searcher_apart_follows_the_index_to_the_new_model_s_table_after_the_old_one_is_dropped(
+        harness: Harness) -> None:
+    _seed(harness)
+    harness.index()
+    key = harness.engine.writer.workspace(str(harness.root)).key
+    # A searcher process of its own, reading the old model's table.
+    reader = IndexReader(key, index_uri(harness.settings, key), {}, refresh_s=0.0)
+    _, before = reader.current()
+    assert before is not None and before.model.model_version == "1"
+    old_tables = _tables(harness)
+    harness.embedding.model_version = "2"
+    harness.engine.close()
+    harness.engine = harness.new_engine()
+    harness.sync()
+    _wait_ready(harness)
+    _eventually(lambda: _tables(harness).isdisjoint(old_tables))
+    summary, after = reader.current()
+    assert after is not None and after.model.model_version == "2" and summary.identity.model.model_version == "2"
+    assert after.counts()[0] == 5
 
 
 def test_versions_left_by_a_cold_index_are_cleaned_once_past_the_retention(

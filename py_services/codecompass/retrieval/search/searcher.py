@@ -178,11 +178,10 @@ class IndexReader:
         """The catalog's summary and the store it names, as of the newest committed version."""
         with self._lock:
             now = time.monotonic()
-            if now - self._checked >= self._refresh_s:
+            refresh = now - self._checked >= self._refresh_s
+            if refresh:
                 self._checked = now
                 self._catalog.checkout_latest()
-                if self._store is not None:
-                    self._store.checkout_latest()
             version = self._catalog.version
             if self._summary is None or version != self._summary_version:
                 self._summary, self._summary_version = read_summary(self._catalog), version
@@ -195,6 +194,11 @@ class IndexReader:
                     identity.model, identity.chunker_version, identity.static):
                 store = ChunkReader.attach(self._db, self._uri, model=identity.model,
                                           chunker_version=identity.chunker_version, static=identity.static)
+            elif refresh:
+                # Only a store the catalog still names: the writer drops the table of a model it
+                # moved away from once the new one is complete, and moving a dropped table to its
+                # newest version fails (every search of the index did, until a restart).
+                store.checkout_latest()
             self._store = store
             return summary, store
 

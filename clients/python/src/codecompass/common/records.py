@@ -19,11 +19,11 @@ T = TypeVar("T")
 
 def evolve(record: T, **changes: Any) -> T:
     """`dataclasses.replace(record, **changes)` for a plain dataclass (see the module's doc)."""
-    fields = _fields(type(record))
-    unknown = changes.keys() - fields
+    cls: type = type(record)
+    unknown = changes.keys() - _fields(cls)
     if unknown:
-        raise TypeError(f"{type(record).__name__} has no field {', '.join(sorted(unknown))}")
-    new = object.__new__(type(record))
+        raise TypeError(f"{cls.__name__} has no field {', '.join(sorted(unknown))}")
+    new: T = object.__new__(cls)
     state = new.__dict__
     state.update(record.__dict__)
     state.update(changes)

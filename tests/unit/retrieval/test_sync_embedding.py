@@ -1,8 +1,8 @@
 """Background embedding: a cold index answers lexically while vectors fill in, an embedding
 service down or slow falls back to lexical search, a new model version moves the workspace to a
 new index (and drops the old one once the new one is complete, while a searcher apart follows it
-there), a restart resumes missing embeddings, and the versions a cold index leaves are cleaned. The engine runs over the fake
-services of sync_harness.py."""
+there), a restart resumes missing embeddings, and the versions a cold index leaves are cleaned.
+The engine runs over the fake services of sync_harness.py."""
 
 from __future__ import annotations
 

@@ -176,6 +176,7 @@ export class CheckerWorker {
   /** Settles when the job ahead has finished: jobs run one at a time, in call order. */
   private free: Promise<void> = Promise.resolve();
   private nextId = 1;
+  private asked = false;
   private disposed = false;
 
   constructor(
@@ -183,6 +184,11 @@ export class CheckerWorker {
     private readonly data: CheckerWorkerData,
     private readonly script: string = CHECKER_WORKER_SCRIPT,
   ) {}
+
+  /** Whether anything, a warm-up or a request, has asked for the worker yet. */
+  get started(): boolean {
+    return this.asked;
+  }
 
   /** Starts the worker ahead of the first request; with `libraries`, also parses the default libs in it. */
   warm(libraries: boolean): void {
@@ -285,6 +291,7 @@ export class CheckerWorker {
    * stop before its worker is terminated; undefined lets it finish.
    */
   private async start(payload: JobPayload, isCancelled: () => boolean, terminateAfterMs?: number): Promise<Session> {
+    this.asked = true;
     const ahead = this.free;
     let release!: () => void;
     this.free = new Promise((resolve) => (release = resolve));

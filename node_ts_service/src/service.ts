@@ -104,6 +104,13 @@ const SYNTAX_WINDOW = 32;
  */
 const SYNTAX_CHUNKERS = 2;
 /**
+ * How long after start-up the chunk checker parses the default libs, unless a
+ * request has started it first. A cold start's first answer needs only the
+ * syntax chunkers; on two cores the libs' parse (over a CPU-second) started
+ * with them delayed that answer by as much, while every service was starting.
+ */
+const CHECKER_WARM_DELAY_MS = 5000;
+/**
  * A chunk worker that crashes with the type checker on: the file it was on is
  * chunked alone without references. A job that crashes before its first file,
  * again and again, is crashing in the Program build (a project too big for
@@ -119,6 +126,8 @@ const MIN_FILE_TIMEOUT_MS = 1000;
 export interface ServiceOptions {
   /** The checker worker's module; tests substitute one that misbehaves. */
   checkerWorkerScript?: string;
+  /** Overrides CHECKER_WARM_DELAY_MS (tests). */
+  checkerWarmDelayMs?: number;
 }
 
 type ServiceConfig = Pick<AnalysisConfig, 'maxFileBytes' | 'maxPrograms' | 'maxRenderCacheFiles' | 'maxWorkspaces'> &
@@ -144,6 +153,8 @@ export class AnalysisService {
   private readonly chunkChecker: CheckerWorker;
   private readonly syntaxChunkers: CheckerWorker[];
   private readonly traceChecker: CheckerWorker;
+  private checkerWarm: NodeJS.Timeout | undefined;
+  private readonly checkerWarmDelayMs: number;
 
   constructor(
     private readonly config: ServiceConfig,
@@ -156,6 +167,7 @@ export class AnalysisService {
     });
     const limits = { maxPrograms: config.maxPrograms, maxWorkspaces: config.maxWorkspaces };
     const script = options.checkerWorkerScript ?? CHECKER_WORKER_SCRIPT;
+    this.checkerWarmDelayMs = options.checkerWarmDelayMs ?? CHECKER_WARM_DELAY_MS;
     this.chunkChecker = new CheckerWorker('chunk checker', limits, script);
     this.syntaxChunkers = Array.from({ length: SYNTAX_CHUNKERS }, (_, i) => new CheckerWorker(`syntax chunker ${i + 1}`, limits, script));
     this.traceChecker = new CheckerWorker('trace checker', limits, script);
@@ -164,9 +176,9 @@ export class AnalysisService {
   /**
    * Loads the parser, chunker and tokenizer here (RenderSymbols parses on
    * this thread) so the first real request pays no start-up cost, starts the
-   * chunk workers, and has the checker worker parse the default libs: they
-   * take over a second, which would otherwise land on the first sync after a
-   * start (one edited file), while the caller's other services start.
+   * chunk workers, and has the checker worker parse the default libs a few
+   * seconds later (CHECKER_WARM_DELAY_MS): they take over a second, which
+   * would otherwise land on the first sync after a start (one edited file).
    */
   warmUp(): void {
     const text = '/** Greets. */\nexport function greet(name: string): string {\n  return `hi ${name}`;\n}\n';
@@ -176,7 +188,12 @@ export class AnalysisService {
     }
     // Only a head start: a failure recurs, and is reported, on the first request that needs it.
     for (const chunker of this.syntaxChunkers) chunker.warm(false);
-    this.chunkChecker.warm(true);
+    this.checkerWarm = setTimeout(() => {
+      this.checkerWarm = undefined;
+      // A request that got there first parses the libs itself.
+      if (!this.chunkChecker.started) this.chunkChecker.warm(true);
+    }, this.checkerWarmDelayMs);
+    this.checkerWarm.unref();
   }
 
   async scan(request: ScanRequest, isCancelled: () => boolean = () => false): Promise<ScanResult> {
@@ -325,6 +342,7 @@ export class AnalysisService {
 
   /** Stops the checker workers; calls still in flight fail. */
   dispose(): void {
+    clearTimeout(this.checkerWarm);
     this.workspaces.close();
     this.chunkChecker.dispose();
     for (const chunker of this.syntaxChunkers) chunker.dispose();

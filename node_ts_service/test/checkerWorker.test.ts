@@ -320,3 +320,57 @@ describe('type checker in worker threads', () => {
     assert.match(files[1].skipDetail, /^chunking took longer than [12](\.\d)? s$/);
   });
 });
+
+// Start-up warms the syntax chunkers at once; the chunk checker's parse of the
+// default libs waits (a cold start's first answer does not need it), and is
+// left out when a request has started that worker first.
+describe('warm-up of the chunk workers', () => {
+  const made: { dir: string; root: string; service: AnalysisService }[] = [];
+  function fixture(checkerWarmDelayMs: number) {
+    const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cc-warm-ctl-')));
+    const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cc-warm-')));
+    fs.writeFileSync(path.join(root, 'shared.ts'), SHARED);
+    fs.mkdirSync(path.join(root, 'fast'));
+    fs.writeFileSync(path.join(root, 'fast', 'user1.ts'), USER(1));
+    const script = path.join(dir, 'worker.js');
+    fs.writeFileSync(script, wrapperScript(dir));
+    const service = new AnalysisService({ ...LIMITS }, undefined, { checkerWorkerScript: script, checkerWarmDelayMs });
+    made.push({ dir, root, service });
+    const lines = () => (fs.existsSync(path.join(dir, 'worker.log')) ? fs.readFileSync(path.join(dir, 'worker.log'), 'utf8').split('\n') : []);
+    const count = (line: string) => lines().filter((l) => l === line).length;
+    return { root, service, count };
+  }
+
+  after(() => {
+    for (const { dir, root, service } of made) {
+      service.dispose();
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('starts the syntax chunkers at once and the chunk checker only after the delay', async () => {
+    const late = fixture(60_000);
+    late.service.warmUp();
+    await waitUntil(() => late.count('job warm') === 2, 'the syntax chunkers to warm');
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(late.count('job warm'), 2, 'the chunk checker warmed during start-up');
+
+    const soon = fixture(20);
+    soon.service.warmUp();
+    await waitUntil(() => soon.count('job warm') === 3, 'the chunk checker to warm after its delay');
+  });
+
+  it('leaves the warm-up out when a request started the chunk checker first', async () => {
+    const { root, service, count } = fixture(300);
+    service.warmUp();
+    const files: ChunkedFile[] = [];
+    for await (const file of service.chunkFiles({ workspaceRoot: root, paths: ['fast/user1.ts'], includeReferences: true, lexicalOnly: false })) {
+      files.push(file);
+    }
+    assert.equal(files.length, 1);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(count('job chunk'), 1);
+    assert.equal(count('job warm'), 2, 'the chunk checker was warmed after a request had started it');
+  });
+});

@@ -29,13 +29,14 @@ from codecompass.embedding.base import ProviderNotReady, ProviderStartError, nor
 from codecompass.embedding.text import TEXT_PREP_VERSION, fit_window, split_sections
 
 if TYPE_CHECKING:
-    # model2vec (and its tokenizers) load in warmup, not when the provider module is imported.
+    # safetensors and tokenizers load in warmup, not when the provider module is imported.
     from tokenizers import Tokenizer
 
 MODEL_ID = "code-static"
 # The committed artifact of `make code-static` (models/code_static/train.py).
 DEFAULT_MODEL_DIR = CHECKOUT_ROOT / "models" / "code_static" / "model"
 WEIGHTS_FILE = "model.safetensors"
+TOKENIZER_FILE = "tokenizer.json"
 # Enough of the weights' sha256 to tell two trainings apart.
 _HASH_CHARS = 12
 # Distinct words remembered with their token ids: a large workspace has ~100k.
@@ -55,6 +56,31 @@ def weights_hash(model_dir: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()[:_HASH_CHARS]
+
+
+def _read_model(model_dir: Path) -> tuple[np.ndarray, Tokenizer]:
+    """A model2vec folder's token table, as float32 rows with its optional token mapping and
+    weights folded in (a text's vector is then a plain gather and sum), and its tokenizer.
+
+    The two files are read directly, as model2vec's own loader does: that loader imports
+    huggingface_hub for model cards and downloads, half a second of CPU on every service start,
+    for nothing this provider uses."""
+    from safetensors import safe_open
+    from tokenizers import Tokenizer
+
+    with safe_open(str(model_dir / WEIGHTS_FILE), framework="numpy") as tensors:
+        names = set(tensors.keys())
+        table = np.asarray(tensors.get_tensor("embeddings"), dtype=np.float32)
+        mapping = tensors.get_tensor("mapping") if "mapping" in names else None
+        weights = tensors.get_tensor("weights") if "weights" in names else None
+    if mapping is not None:
+        table = table[mapping]
+    if weights is not None:
+        table = table * np.asarray(weights, dtype=np.float32)[:, None]
+    tokenizer = Tokenizer.from_file(str(model_dir / TOKENIZER_FILE))
+    if mapping is None and table.shape[0] != tokenizer.get_vocab_size():
+        raise ValueError(f"{table.shape[0]} vectors for {tokenizer.get_vocab_size()} tokens")
+    return table, tokenizer
 
 
 class StaticProvider:
@@ -97,29 +123,20 @@ class StaticProvider:
                 "run `make code-static` or set CODECOMPASS_EMBEDDING_MODEL to a model2vec folder"
             )
         try:
-            from model2vec import StaticModel
+            table, tokenizer = _read_model(self._model_dir)
         except ImportError as exc:
             raise ProviderStartError(
                 f"code-static: a required package is missing ({exc.name}); run `make setup`") from None
-        try:
-            model = StaticModel.from_pretrained(self._model_dir)
         except Exception as exc:  # safetensors and tokenizers raise their own untyped errors for a bad file
             raise ProviderStartError(f"code-static: cannot load the model in {self._model_dir}: {exc}") from exc
-        # One float32 row per token id, with model2vec's optional token mapping and weights
-        # folded in, so a text's vector is a plain gather and sum.
-        table = np.asarray(model.embedding, dtype=np.float32)
-        if model.token_mapping is not None:
-            table = table[model.token_mapping]
-        if model.weights is not None:
-            table = table * np.asarray(model.weights, dtype=np.float32)[:, None]
-        tokenizer = model.tokenizer
         tokenizer.no_truncation()
         tokenizer.no_padding()
         # model2vec drops the unknown token from every text; a text left with no ids (empty,
         # punctuation only, all unknown) would be a zero vector, whose cosine distance is NaN,
         # so it gets the unknown token's vector instead: a defined "nothing in particular".
-        self._unknown = model.unk_token_id
-        self._empty_ids = (model.unk_token_id if model.unk_token_id is not None else 0,)
+        unknown = getattr(tokenizer.model, "unk_token", None)
+        self._unknown = tokenizer.token_to_id(unknown) if unknown is not None else None
+        self._empty_ids = (self._unknown if self._unknown is not None else 0,)
         self._tokenizer = tokenizer
         self._table = table
         self._word_ids = {}

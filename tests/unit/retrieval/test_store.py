@@ -649,3 +649,72 @@ def test_a_reader_sees_a_commit_after_checkout_not_its_cached_chunks(tmp_path):
     reader.checkout_latest()
     assert reader.search_vector(unit(1, 0, 0, 0), Filters(), 1)[0].chunk.full_source == "function alpha() { two }"
     assert reader.get_chunks(["a"])[0].full_source == "function alpha() { two }"
+
+
+def _fragments(store: ChunkWriter) -> list[tuple[int, int]]:
+    """(fragment id, live rows) of the chunk table as it is now."""
+    return [(f.fragment_id, f.count_rows()) for f in store._table.to_lance().get_fragments()]
+
+
+def _segments(store: ChunkWriter) -> int:
+    return store._table.index_stats("search_text_idx").num_indices
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_maintenance_merges_small_fragments_and_leaves_full_ones_alone(store, monkeypatch):
+    monkeypatch.setattr("codecompass.retrieval.index.chunk_writer.COMPACT_TARGET_ROWS", 8)
+    store.apply_changes(upserts=[make_chunk(f"big{i}", f"big{i}") for i in range(10)], delete_ids=[], vectors={})
+    for i in range(3):
+        store.apply_changes(upserts=[make_chunk(f"small{i}", f"small{i}")], delete_ids=[], vectors={})
+    full = _fragments(store)[0]
+    assert full[1] == 10 and len(_fragments(store)) == 4
+    store.maintain(retention=timedelta(0))
+    # The full fragment is the same file as before; the three small ones are one now. Lance's
+    # default target merged every fragment of a table this size, so each maintenance rewrote
+    # all of it.
+    assert _fragments(store) == [full, (_fragments(store)[1][0], 3)]
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_maintenance_rewrites_a_fragment_once_half_its_rows_are_deleted(store, monkeypatch):
+    monkeypatch.setattr("codecompass.retrieval.index.chunk_writer.COMPACT_TARGET_ROWS", 4)
+    chunks = [make_chunk(f"c{i}", f"name{i}") for i in range(10)]
+    store.apply_changes(upserts=chunks, delete_ids=[], vectors={})
+    store.set_vectors({c.id: unit(1, i, 0, 0) for i, c in enumerate(chunks[:3])})
+    store.maintain(retention=timedelta(0))
+    first = _fragments(store)[0]
+    assert first[1] == 7, "three of ten rows deleted is kept as it is"
+    store.set_vectors({c.id: unit(1, i, 0, 0) for i, c in enumerate(chunks[3:6])})
+    store.maintain(retention=timedelta(0))
+    assert first not in _fragments(store) and sum(n for _, n in _fragments(store)) == 10
+    assert store.get_chunks([c.id for c in chunks]) == chunks
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_maintenance_indexes_new_rows_as_a_segment_and_settling_merges_them(store):
+    store.apply_changes(upserts=[make_chunk("a", "alpha")], delete_ids=[], vectors={})
+    store.maintain(retention=timedelta(0))
+    assert _segments(store) == 1
+    for name in ("bravo", "charlie"):
+        store.apply_changes(upserts=[make_chunk(name, name)], delete_ids=[], vectors={})
+        store.maintain(retention=timedelta(0))
+    # Each maintenance indexed its rows alone rather than rewriting the whole index.
+    assert _segments(store) == 3
+    assert store.index_status()["search_text_idx"]["unindexed"] == 0
+    assert ids(store.search_lexical("charlie", Filters(), 10)) == ["charlie"]
+    store.apply_changes(upserts=[make_chunk("delta", "delta")], delete_ids=[], vectors={})
+    store.maintain(retention=timedelta(0), settle=True)
+    assert _segments(store) == 1
+    assert store.index_status()["search_text_idx"] == {"indexed": 4, "unindexed": 0}
+    assert ids(store.search_lexical("alpha", Filters(), 10)) == ["a"]
+    assert ids(store.search_lexical("delta", Filters(), 10)) == ["delta"]
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_index_segments_are_merged_past_the_bound(store, monkeypatch):
+    monkeypatch.setattr("codecompass.retrieval.index.chunk_writer.MAX_INDEX_SEGMENTS", 2)
+    for name in ("alpha", "bravo", "charlie"):
+        store.apply_changes(upserts=[make_chunk(name, name)], delete_ids=[], vectors={})
+        store.maintain(retention=timedelta(0))
+    assert _segments(store) == 1
+    assert ids(store.search_lexical("bravo", Filters(), 10)) == ["bravo"]

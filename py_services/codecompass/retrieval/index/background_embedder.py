@@ -158,8 +158,9 @@ class BackgroundEmbedder:
                 self._ws.maintain()
                 last_maintained = time.monotonic()
         if wrote and not self._stop.is_set():
-            # Hundreds of small vector commits leave many versions and fragments behind.
-            self._ws.maintain()
+            # Hundreds of small vector commits leave many versions, fragments and index
+            # segments behind.
+            self._ws.maintain(settle=True)
 
     def _embed(self, texts: list[str]):
         """`texts` embedded in requests of EMBED_REQUEST, each started once interactive work is quiet."""

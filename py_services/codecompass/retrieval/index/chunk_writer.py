@@ -64,6 +64,20 @@ ANN_MIN_ROWS = 100_000
 # (measured ~0.05-0.1 ms per row on 2 cores), so past this many rows an index update pays off.
 MAX_UNINDEXED_ROWS = 500
 FTS_INDEX_NAME = "search_text_idx"
+# Compaction merges fragments below this many rows (and rewrites those with many deleted rows),
+# and leaves the others alone. Lance's default (about a million) made every fragment of our
+# tables small, so each maintenance, every 20 s of an embedding run, rewrote the whole table,
+# and the copies kept for the version retention held 5-7x the settled index on disk; a one-file
+# edit's maintenance rewrote every source text (10 MB on ws-300k, a second of both cores).
+COMPACT_TARGET_ROWS = 1024
+# A fragment is rewritten without its deleted rows once they are this share of it. An
+# embedding run deletes each row once (its vector is written as a new row) in table order,
+# so most fragments go from none deleted to all (dropped, nothing rewritten) within a run.
+DEAD_ROWS_SHARE = 0.5
+# Rows written since the last maintenance are indexed as a new segment of each index (a
+# delta); past this many segments, and when an index settles, they are merged into one.
+# Merging rewrites the whole index (lance), which every maintenance of an embedding run did.
+MAX_INDEX_SEGMENTS = 4
 # Versions younger than this survive `maintain()`: a search that started on an older version
 # may still be reading its files.
 DEFAULT_VERSION_RETENTION = timedelta(seconds=30)
@@ -383,10 +397,11 @@ class ChunkWriter(ChunkReader):
             return True
         return not self._has_vector_index and self._table.count_rows("has_vector = true") >= ANN_MIN_ROWS
 
-    def maintain(self, *, retention: timedelta = DEFAULT_VERSION_RETENTION) -> None:
-        """Build missing indexes, fold unindexed rows into existing ones, compact small
-        files, delete source texts no chunk has used for `retention`, and drop versions
-        older than `retention` (with the data files only they used).
+    def maintain(self, *, retention: timedelta = DEFAULT_VERSION_RETENTION, settle: bool = False) -> None:
+        """Build missing indexes, index unindexed rows (a new segment of each index, merged
+        into one past MAX_INDEX_SEGMENTS or with `settle`: once a run of writes is over),
+        compact small fragments, delete source texts no chunk has used for `retention`, and
+        drop versions older than `retention` (with the data files only they used).
 
         Runs on a schedule or when `needs_maintenance()` says so, never inside a write: the
         first FTS build takes seconds on a large table, and an update about one second
@@ -401,8 +416,27 @@ class ChunkWriter(ChunkReader):
             self._ensure_fts_index()
             self._ensure_vector_index()
             self._delete_unreferenced_sources(retention)
-            self._table.optimize(cleanup_older_than=retention)
-            self._sources.optimize(cleanup_older_than=retention)
+            for table in (self._table, self._sources):
+                # Old versions go first: what compaction writes then adds to less.
+                table.to_lance().cleanup_old_versions(older_than=retention)
+                # Settled, no fragment keeps its deleted rows: the index stays as it is now.
+                table.to_lance().optimize.compact_files(
+                    target_rows_per_fragment=COMPACT_TARGET_ROWS,
+                    materialize_deletions_threshold=0.0 if settle else DEAD_ROWS_SHARE)
+                table.checkout_latest()
+            self._optimize_indexes(settle)
+            for table in (self._table, self._sources):
+                table.to_lance().cleanup_old_versions(older_than=retention)
+                table.checkout_latest()
+
+    def _optimize_indexes(self, settle: bool) -> None:
+        """Index the rows no index covers yet: as a new segment, or merged with the segments
+        there are (all of them when settling, else once there are too many)."""
+        segments = max((stats.num_indices or 1 for index in self._table.list_indices()
+                        if (stats := self._table.index_stats(index.name)) is not None), default=1)
+        merge = segments if settle or segments >= MAX_INDEX_SEGMENTS else 0
+        self._table.to_lance().optimize.optimize_indices(num_indices_to_merge=merge)
+        self._table.checkout_latest()
 
     def build_text_index(self) -> None:
         """The full-text index, when the table has none (a checkout's index just cloned from a

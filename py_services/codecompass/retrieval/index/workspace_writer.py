@@ -541,14 +541,19 @@ class WorkspaceWriter:
             self.catalog.reset(identity)
         self._store = store
 
-    def maintain(self) -> None:
+    def maintain(self, *, settle: bool = False) -> None:
+        """See ChunkWriter.maintain; `settle` once a run of writes (an embedding run) is over."""
         store = self._store
         if store is None:
             return
         self._syncs_since_maintain = 0
+        started = time.perf_counter()
         with self.write_lock:
-            store.maintain(retention=self.VERSION_RETENTION)
+            store.maintain(retention=self.VERSION_RETENTION, settle=settle)
             self.catalog.maintain(self.VERSION_RETENTION)
+        # Writes wait for it: how long, and how often, is what an operator asks of a slow index.
+        _log.info("index maintained", extra={"workspace": str(self.root), "settle": settle,
+                                             "maintain_ms": round((time.perf_counter() - started) * 1000, 1)})
         self._retire_old_tables(store)
         self._schedule_cleanup()
 

@@ -413,6 +413,53 @@ def render_cold_start(doc: dict[str, Any]) -> str:
     ])
 
 
+# --- Where a cold index's seconds go (bench/speed/index_stages.py) ------------------------------
+
+
+def _secs(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
+
+
+def index_stages_table(doc: dict[str, Any]) -> list[str]:
+    """The stages' wall seconds and share of the time to READY, then what the sync, the analysis
+    and embedding services and maintenance spent inside them."""
+    ready = doc["ready_s"]
+    stages = doc["stages_s"]
+    rows = [(name, _secs(secs), f"{secs / ready:.0%}" if ready else "—") for name, secs in stages.items()]
+    rows.append(("**to READY**", f"**{ready:.1f}**", "100%"))
+    sync, analysis, embedding, maint = doc["sync_ms"], doc["analysis"], doc["embedding"], doc["maintenance"]
+    inside = [
+        ("sync: waiting on the analysis stream (reference pass)", _secs(sync.get("chunk", 0) / 1000)),
+        ("sync: lexical pass rows written", _secs(sync.get("lexical_first", 0) / 1000)),
+        ("sync: static vectors", _secs(sync.get("static_vectors", 0) / 1000)),
+        ("sync: signature cascade", _secs(sync.get("cascade", 0) / 1000)),
+        ("sync: rows written (reference pass)", _secs(sync.get("write", 0) / 1000)),
+        ("analysis: ChunkFiles, lexical pass (syntax only)",
+         f"{_secs(analysis['lexical_chunk_s'])} ({analysis['lexical_calls']} streams)"),
+        ("analysis: ChunkFiles, reference pass (Programs, references)",
+         f"{_secs(analysis['reference_chunk_s'])} ({analysis['reference_calls']} streams)"),
+        ("embedding service: embedding.embed",
+         f"{_secs(embedding['service_s'])} ({embedding['calls']} calls"
+         + (f", {embedding['chunks_per_s']:.1f} chunks/s over the stage)" if embedding.get("chunks_per_s") else ")")),
+        ("maintenance: compaction, index segments, cleanup",
+         f"{_secs(maint['total_s'])} ({maint['count']} runs, longest {maint['longest_s']:.1f} s)"),
+    ]
+    cpu = ", ".join(f"{name} {secs:.0f}" for name, secs in doc["cpu_s"].items() if secs is not None)
+    ws = doc["workspace"]
+    return [
+        (f"Cold index of `{ws['name']}` ({ws['files']:,} files, {ws['lines']:,} lines), {doc['chunks']:,} chunks, "
+         f"until READY:"), "",
+        md_table(("Stage", "Wall s", "Share"), rows), "",
+        md_table(("Inside the stages", "s"), inside), "",
+        f"CPU seconds per service: {cpu}; peak RSS: {_rss(doc['peak_rss_mib'])}; "
+        f"state dir at READY {doc['index_bytes_at_ready'] / 2**20:.1f} MiB.",
+    ]
+
+
+def render_index_stages(doc: dict[str, Any]) -> str:
+    return "\n".join([provenance(doc), "", *index_stages_table(doc)])
+
+
 # --- Health during a cold index ---------------------------------------------------------------
 
 

@@ -105,7 +105,11 @@ export function createHandlers(service: AnalysisService, logger: Logger): CodeAn
       void withServerSpan(ANALYSIS_GRPC_SERVICE, 'ChunkFiles', call.metadata, async (span) => {
         let files = 0;
         try {
-          for await (const file of service.chunkFiles(chunkRequestFromPb(call.request), () => call.cancelled, deadlineOf(call))) {
+          const request = chunkRequestFromPb(call.request);
+          // Which pass a trace reader is looking at: a cold index's syntax-only pass, or the one with references.
+          span.setAttribute('codecompass.chunk.references', request.includeReferences);
+          span.setAttribute('codecompass.chunk.lexical_only', request.lexicalOnly);
+          for await (const file of service.chunkFiles(request, () => call.cancelled, deadlineOf(call))) {
             if (call.cancelled) throw new CancelledError();
             files++;
             if (!call.write(chunkedFileToPb(file))) await writable(call);

@@ -718,3 +718,17 @@ def test_index_segments_are_merged_past_the_bound(store, monkeypatch):
         store.maintain(retention=timedelta(0))
     assert _segments(store) == 1
     assert ids(store.search_lexical("bravo", Filters(), 10)) == ["bravo"]
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_cleanup_drops_old_versions_and_rewrites_nothing(store):
+    for i in range(3):
+        store.apply_changes(upserts=[make_chunk(f"c{i}", f"name{i}")], delete_ids=[], vectors={})
+    before = _fragments(store)
+    assert store.version_count() > 1
+    store.cleanup(timedelta(0))
+    # The cleanup timer's job while an embedding run commits every few seconds: what maintenance
+    # left behind goes; compaction and indexing wait for the next maintenance.
+    assert store.version_count() == 1 and store.cleanup_due_at(timedelta(0)) is None
+    assert _fragments(store) == before
+    assert store.index_status() == {}

@@ -564,8 +564,8 @@ class WorkspaceWriter:
     CLEANUP_SLACK_S = 1.0
 
     def _schedule_cleanup(self) -> None:
-        """Run maintenance again when the versions it had to keep (younger than the retention:
-        a search may still read them) can go. Without this, the versions written by the last
+        """Drop the versions maintenance had to keep (younger than the retention: a search may
+        still read them) once they can go. Without this, the versions written by the last
         minute of a cold index or an embedding run, and the data files they reference, stay
         until some later sync happens to trigger maintenance."""
         store = self._store
@@ -586,8 +586,23 @@ class WorkspaceWriter:
     def _on_cleanup_timer(self) -> None:
         with self._jobs_lock:
             self._cleanup_timer = None
-        if not self._closing.is_set():
-            self._maintain_in_background()
+        if self._closing.is_set():
+            return
+        try:
+            self.cleanup()
+        except Exception:  # noqa: BLE001 - dropping old versions frees disk only; the next timer retries
+            _log.exception("cleanup of %s failed", self.root)
+
+    def cleanup(self) -> None:
+        """Drop what the last maintenance had to keep, now that it is old enough (see
+        `_schedule_cleanup`); then wait for whatever is still too young."""
+        store = self._store
+        if store is None:
+            return
+        with self.write_lock:
+            store.cleanup(self.VERSION_RETENTION)
+            self.catalog.maintain(self.VERSION_RETENTION)
+        self._schedule_cleanup()
 
     def _retire_old_tables(self, store: ChunkWriter) -> None:
         """Once this index is complete (every file synced, every chunk embedded), the tables

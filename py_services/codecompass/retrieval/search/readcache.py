@@ -151,8 +151,13 @@ class VectorSnapshot:
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms > 0, norms, 1.0)
+    """`matrix` (float32, owned by the caller) with each non-zero row scaled to unit length, in
+    place: every new table version reads the whole vector columns again, and the norm and a copy
+    took 17 ms of that on ws-300k's 22k x 384 where this takes 5."""
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+    norms[norms == 0] = 1.0
+    matrix /= norms[:, None]
+    return matrix
 
 
 def vectors_of(column: pa.ChunkedArray | pa.Array, dims: int) -> np.ndarray:

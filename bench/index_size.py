@@ -23,7 +23,7 @@ from bench.speed.run_speed import source_stats
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.files import tree_bytes
 from codecompass.retrieval.index.chunk_writer import DEFAULT_VERSION_RETENTION
-from codecompass_dev.evaluation.services import ServiceProcess, start_analysis, start_embedding, start_retrieval
+from codecompass_dev.evaluation.services import start_stack
 
 MIB = 2**20
 
@@ -77,16 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     env = {"CODECOMPASS_STATE_DIR": str(state_dir)}
     n_files, n_lines, source_bytes = source_stats(workspace)
 
-    services: list[ServiceProcess] = []
+    stack = start_stack(env)
     try:
-        analysis = start_analysis(env)
-        services.append(analysis)
-        embedding = start_embedding(env)
-        services.append(embedding)
-        retrieval = start_retrieval(analysis.address, embedding.address, env)
-        services.append(retrieval)
         started = time.perf_counter()
-        client = RetrievalClient(retrieval.address)
+        client = RetrievalClient(stack.retrieval.address)
         try:
             for _ in client.index(str(workspace), True, args.max_embed_wait):
                 pass
@@ -101,8 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             client.close()
     finally:
-        for service in reversed(services):
-            service.stop()
+        stack.stop()
 
     total = tree_bytes(state_dir)
     parts = _tree_bytes(state_dir)

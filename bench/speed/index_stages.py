@@ -36,7 +36,7 @@ from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.files import tree_bytes
 from codecompass.contracts.retrieval.model import IndexPhase
 from codecompass_dev.evaluation.results import write_results
-from codecompass_dev.evaluation.services import ServiceProcess, start_analysis, start_embedding, start_retrieval
+from codecompass_dev.evaluation.services import ServiceProcess, start_stack
 
 TRACE_ENV = "CODECOMPASS_TRACE_FILE"
 
@@ -94,16 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     trace_file = work / "spans.jsonl"
     env = {"CODECOMPASS_STATE_DIR": str(work / "state"), TRACE_ENV: str(trace_file)}
 
-    services: list[ServiceProcess] = []
     phases: dict[str, float] = {}
+    stack = start_stack(env)
     try:
-        analysis = start_analysis(env)
-        services.append(analysis)
-        embedding = start_embedding(env)
-        services.append(embedding)
-        retrieval = start_retrieval(analysis.address, embedding.address, env)
-        services.append(retrieval)
-        client = RetrievalClient(retrieval.address)
+        client = RetrievalClient(stack.retrieval.address)
         try:
             started = time.perf_counter()
             for progress in client.index(str(workspace), True, args.max_embed_wait):
@@ -112,13 +106,13 @@ def main(argv: list[str] | None = None) -> int:
             status = client.status(str(workspace), 60)
         finally:
             client.close()
-        cpu = {s.name: s.cpu_seconds() for s in services}
-        rss = {s.name: s.peak_rss_mib() for s in services}
+        cpu = {s.name: s.cpu_seconds() for s in (stack.analysis, stack.embedding, stack.retrieval)}
+        rss = stack.peak_rss_mib()
         index_bytes = tree_bytes(work / "state")
     finally:
-        for service in reversed(services):
-            service.stop()
+        stack.stop()
 
+    retrieval = stack.retrieval
     syncs = log_records(retrieval, "sync wrote changes")
     sync = max(syncs, key=lambda r: r.get("chunks_upserted", 0)) if syncs else {}
     maintained = log_records(retrieval, "index maintained")

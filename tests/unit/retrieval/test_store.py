@@ -732,3 +732,18 @@ def test_cleanup_drops_old_versions_and_rewrites_nothing(store):
     assert store.version_count() == 1 and store.cleanup_due_at(timedelta(0)) is None
     assert _fragments(store) == before
     assert store.index_status() == {}
+
+
+def test_in_degrees_count_each_referencing_chunk_once(store):
+    ref = lambda target: SymbolReference(name=target, signature="", relative_path="src/a.ts", chunk_id=target)  # noqa: E731
+    store.apply_changes(upserts=[
+        make_chunk("target", "target"),
+        make_chunk("other", "other"),
+        # Two references to one symbol from one chunk are one edge of the graph.
+        make_chunk("a", "a", references=(ref("target"), ref("target"), ref("other"))),
+        make_chunk("b", "b", references=(ref("target"),)),
+        make_chunk("c", "c"),
+    ], delete_ids=[], vectors={})
+    assert store.in_degrees(["target", "other", "a", "missing"]) == {"target": 2, "other": 1, "a": 0, "missing": 0}
+    store.apply_changes(upserts=[], delete_ids=["b"], vectors={})
+    assert store.in_degrees(["target"]) == {"target": 1}

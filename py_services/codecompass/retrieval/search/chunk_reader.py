@@ -20,6 +20,7 @@ from typing import Any, Self, cast
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from lancedb.query import LanceVectorQueryBuilder
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
@@ -108,6 +109,26 @@ def in_current_format(table: lancedb.table.Table) -> bool:
     metadata = table.schema.metadata or {}
     value = metadata.get(FORMAT_METADATA_KEY.encode())
     return value is not None and value.decode() == INDEX_FORMAT_VERSION
+
+
+def _in_degree_counts(edges: pa.ChunkedArray | pa.Array) -> dict[str, int]:
+    """{target id: how many rows list it} over a list<string> column, each row counted once per
+    target. In Arrow and numpy: a Python loop over ws-300k's edges took ~50 ms, paid by the first
+    search after every commit."""
+    if isinstance(edges, pa.ChunkedArray):
+        edges = edges.combine_chunks()
+    targets = pc.dictionary_encode(pc.list_flatten(edges))
+    names = targets.dictionary
+    if len(names) == 0:
+        return {}
+    rows = pc.list_parent_indices(edges).to_numpy().astype(np.int64)
+    # One (row, target) pair per edge, duplicates within a row dropped, then counted per target.
+    # Sorted and compared with their neighbours: np.unique took 30 ms of it here, a sort takes 2.
+    pairs = np.sort(rows * len(names) + targets.indices.to_numpy().astype(np.int64))
+    first = np.ones(len(pairs), dtype=bool)
+    first[1:] = pairs[1:] != pairs[:-1]
+    counts = np.bincount(pairs[first] % len(names), minlength=len(names))
+    return dict(zip(names.to_pylist(), counts.tolist(), strict=True))
 
 
 class ChunkReader:
@@ -267,11 +288,8 @@ class ChunkReader:
         version = self._version()
         cached = self._in_degrees
         if cached is None or cached[0] != version:
-            counts: dict[str, int] = {}
-            for refs in self._scan(None, ["reference_ids"]).column("reference_ids").to_pylist():
-                for target in dict.fromkeys(refs or ()):
-                    counts[target] = counts.get(target, 0) + 1
-            cached = self._in_degrees = (version, counts)
+            edges = self._scan(None, ["reference_ids"]).column("reference_ids")
+            cached = self._in_degrees = (version, _in_degree_counts(edges))
         return {i: cached[1].get(i, 0) for i in chunk_ids}
 
     def get_chunks(self, ids: list[str]) -> list[Chunk]:

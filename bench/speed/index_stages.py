@@ -34,11 +34,10 @@ from bench.report.speed import index_stages_table
 from bench.speed.run_speed import DEFAULT_WORKSPACE, assembled_workspace, source_stats
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.files import tree_bytes
+from codecompass.common.telemetry import TRACE_FILE_ENV
 from codecompass.contracts.retrieval.model import IndexPhase
 from codecompass_dev.evaluation.results import write_results
 from codecompass_dev.evaluation.services import ServiceProcess, start_stack
-
-TRACE_ENV = "CODECOMPASS_TRACE_FILE"
 
 
 def log_records(service: ServiceProcess, message: str) -> list[dict[str, Any]]:
@@ -92,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     n_files, n_lines, source_bytes = source_stats(workspace)
     work = Path(tempfile.mkdtemp(prefix="cc-stages-"))
     trace_file = work / "spans.jsonl"
-    env = {"CODECOMPASS_STATE_DIR": str(work / "state"), TRACE_ENV: str(trace_file)}
+    env = {"CODECOMPASS_STATE_DIR": str(work / "state"), TRACE_FILE_ENV: str(trace_file)}
 
     phases: dict[str, float] = {}
     stack = start_stack(env)

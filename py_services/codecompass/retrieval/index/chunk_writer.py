@@ -416,19 +416,16 @@ class ChunkWriter(ChunkReader):
             self._ensure_fts_index()
             self._ensure_vector_index()
             self._delete_unreferenced_sources(retention)
+            # Old versions go first: what compaction writes then adds to less.
+            self._drop_old_versions(retention)
             for table in (self._table, self._sources):
-                # Old versions go first: what compaction writes then adds to less.
-                table.to_lance().cleanup_old_versions(older_than=retention)
-                table.checkout_latest()
                 # Settled, no fragment keeps its deleted rows: the index stays as it is now.
                 table.to_lance().optimize.compact_files(
                     target_rows_per_fragment=COMPACT_TARGET_ROWS,
                     materialize_deletions_threshold=0.0 if settle else DEAD_ROWS_SHARE)
                 table.checkout_latest()
             self._optimize_indexes(settle)
-            for table in (self._table, self._sources):
-                table.to_lance().cleanup_old_versions(older_than=retention)
-                table.checkout_latest()
+            self._drop_old_versions(retention)
 
     def cleanup(self, retention: timedelta = DEFAULT_VERSION_RETENTION) -> None:
         """What `maintain` drops once it is old enough, and nothing else: source texts no chunk
@@ -437,9 +434,13 @@ class ChunkWriter(ChunkReader):
         committing every few seconds, came every 4-5 s (155 on ws-300k) instead of every 20."""
         with self._write_lock:
             self._delete_unreferenced_sources(retention)
-            for table in (self._table, self._sources):
-                table.to_lance().cleanup_old_versions(older_than=retention)
-                table.checkout_latest()
+            self._drop_old_versions(retention)
+
+    def _drop_old_versions(self, retention: timedelta) -> None:
+        """Versions of both tables older than `retention`, with the files only they used."""
+        for table in (self._table, self._sources):
+            table.to_lance().cleanup_old_versions(older_than=retention)
+            table.checkout_latest()
 
     def _optimize_indexes(self, settle: bool) -> None:
         """Index the rows no index covers yet: as a new segment, or merged with the segments

@@ -29,7 +29,7 @@ NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev
 
 .PHONY: setup proto proto-check lint test run client-packages bench-corpus bench-chunk bench-quality bench-speed bench-embed bench-cold \
 	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-render-speed bench-shard-speed bench-store-speed bench-health bench-index-stages bench-mcp bench-badinput bench-load bench-drills \
-	code-static code-small code-small-bundle corpus ranker traces traces-down traces-screenshot metrics-screenshot image-lock
+	code-static code-static-bundle code-small code-small-bundle corpus ranker ranker-code-static traces traces-down traces-screenshot metrics-screenshot image-lock
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP) $(CLIENT_TS_MODULES_STAMP)
 
@@ -269,10 +269,20 @@ corpus: setup
 
 # The code-static embedding model (issues 16, 27) from the training corpus's train repositories
 # (checked out by `make corpus`), taught by the committed code-small model: models/code_static/model/
-# and its log training.json; about 40 minutes on 2 cores (most of it code-small embedding 32,000
-# chunks and questions). models/code_static/MODEL_CARD.md explains every step and number.
+# and its log training.json; about 40 minutes on 2 cores with the default 32,000 refinement chunks
+# (most of it code-small embedding them). More chunks are for an accelerator: `make
+# code-static-bundle CODE_STATIC_TEXTS=N` packs their token ids, models/code_static/teacher.py embeds
+# them there, and `make code-static CODE_STATIC_TEXTS=N CODE_STATIC_PARTS=DIR` joins the vectors into
+# the training's cache (DEVELOPERS.md). models/code_static/MODEL_CARD.md explains every step and number.
+CODE_STATIC_TEXTS ?= 32000
+CODE_STATIC_PARTS ?=
+CODE_STATIC_BUNDLE ?= models/.work/code_static/bundle
 code-static: setup
-	$(VENV)/bin/python -m models.code_static.train
+	$(if $(CODE_STATIC_PARTS),$(VENV)/bin/python -m models.code_static.teacher unpack $(CODE_STATIC_BUNDLE) $(CODE_STATIC_PARTS))
+	$(VENV)/bin/python -m models.code_static.train --refine-texts $(CODE_STATIC_TEXTS)
+
+code-static-bundle: setup
+	$(VENV)/bin/python -m models.code_static.teacher pack $(CODE_STATIC_BUNDLE) --refine-texts $(CODE_STATIC_TEXTS)
 
 # The code-small embedding model (issue 16): all-MiniLM-L6-v2 fine-tuned on the corpus's mined
 # pairs (after `make corpus`) with in-batch and same-repository hard negatives, exported to int8
@@ -306,6 +316,16 @@ ranker: setup
 	$(VENV)/bin/python -m models.ranker.dump --quality-state $(QUALITY_STATE_DIR)
 	$(VENV)/bin/python -m models.ranker.train
 	$(VENV)/bin/python -m models.ranker.calibrate --quality-state $(QUALITY_STATE_DIR)
+
+# The learned ranker for indexes whose primary model is code-static (issue 27): the same steps on
+# that profile's indexes (the quality ones from `make bench-models`), into models/ranker/code-static/,
+# which the retrieval service picks for such indexes (policy.learned.Rankers). The confidence
+# models stay the ones `make ranker` fits.
+ranker-code-static: setup
+	CODECOMPASS_EMBEDDING_PROFILE=code-static $(VENV)/bin/python -m models.ranker.workspaces
+	CODECOMPASS_EMBEDDING_PROFILE=code-static $(VENV)/bin/python -m models.ranker.dump \
+		--quality-state bench/.work/quality-state-code-static
+	$(VENV)/bin/python -m models.ranker.train --out models/ranker/code-static/model.txt
 
 bench-badinput: setup
 	status=0; $(VENV)/bin/python -m bench.badinput || status=$$?; \

@@ -72,7 +72,6 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"the indexes in {args.state_dir} were written by several models: "
                          f"{sorted(m.identity() for m in models)}")
     model = query_embedder(models.pop())
-    model.warmup()
     vectors = dict(zip((qy.id for qy in queries), model.embed([qy.query for qy in queries], "query"), strict=True))
 
     variants = dict(ABLATIONS)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import lancedb
 
+from codecompass.common.config import EmbeddingSettings, RetrievalSettings
 from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.embedding.base import Provider
 from codecompass.embedding.minilm import MiniLMProvider, code_small
@@ -49,11 +50,37 @@ def open_store(state_dir: Path, workspace: Path) -> ChunkWriter:
 
 
 def query_embedder(model: EmbeddingModel) -> Provider:
-    """The local model that wrote an index's primary vectors, to embed the queries as the service would."""
+    """The local model that wrote an index's primary vectors, to embed the queries as the service would.
+
+    The folder is the one the embedding service is configured with (CODECOMPASS_EMBEDDING_MODEL:
+    a retrained model under evaluation), and it must be the very model the index was written with.
+    """
+    folder = EmbeddingSettings().model
     if model.provider == "code-static":
-        return StaticProvider()
-    if model.provider == "code-small":
-        return MiniLMProvider(spec=code_small())
-    if model.provider == "minilm":
-        return MiniLMProvider()
-    raise SystemExit(f"no local model for {model.identity()}: tune on an index of minilm, code-small or code-static")
+        provider: Provider = StaticProvider(model_dir=Path(folder) if folder else None)
+    elif model.provider == "code-small":
+        provider = MiniLMProvider(spec=code_small(Path(folder) if folder else None))
+    elif model.provider == "minilm":
+        provider = MiniLMProvider()
+    else:
+        raise SystemExit(f"no local model for {model.identity()}: "
+                         "tune on an index of minilm, code-small or code-static")
+    return _checked(provider, model)
+
+
+def static_embedder(model: EmbeddingModel | None) -> StaticProvider:
+    """The static channel's model (CODECOMPASS_RETRIEVAL_STATIC_MODEL_DIR, as the retrieval service
+    reads it), checked against the index's static vectors when it has them."""
+    provider = StaticProvider(model_dir=RetrievalSettings().static_model_dir)
+    if model is not None:
+        return _checked(provider, model)
+    provider.warmup()
+    return provider
+
+
+def _checked(provider: Provider, model: EmbeddingModel) -> Provider:
+    provider.warmup()
+    if provider.info().model_version != model.model_version:
+        raise SystemExit(f"the index was written by {model.identity()}, the configured model is "
+                         f"{provider.info().model_version}: set the folder it was written with")
+    return provider

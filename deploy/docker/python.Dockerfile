@@ -44,6 +44,7 @@ RUN pip install --no-cache-dir --no-deps -e ./clients/python -e ./py_services -e
 COPY models/code_small/model models/code_small/model
 COPY models/code_static/model models/code_static/model
 COPY models/ranker/model.txt models/ranker/model.scale.json models/ranker/
+COPY models/ranker/code-static/model.txt models/ranker/code-static/model.scale.json models/ranker/code-static/
 RUN python -m compileall -q clients/python/src/codecompass py_services/codecompass gateway_mcp/codecompass_gateway \
         gateway_mcp/codecompass_cli \
     && chmod -R a+rX /app

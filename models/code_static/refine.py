@@ -28,6 +28,7 @@ import json
 import logging
 import math
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,7 @@ from models.code_static import vocabulary
 log = logging.getLogger("models.code_static.refine")
 
 PAIRS_DIR = Path(__file__).resolve().parent.parent / "corpus" / "pairs"
+TEXTS_DIR = Path(__file__).resolve().parent.parent / ".work" / "code_static" / "texts"
 
 # Chunks the analysis service makes of a typical source file (measured on commander.js: ~10).
 CHUNKS_PER_FILE = 8
@@ -55,6 +57,16 @@ MIN_RELATIVE_GAIN = 0.01
 MAX_EPOCHS = 200
 
 
+def chunker_version() -> str:
+    """The analysis service's CHUNKER_VERSION, read from its source (node_ts_service/src/chunker.ts)."""
+    chunker = Path(__file__).resolve().parents[2] / "node_ts_service" / "src" / "chunker.ts"
+    source = chunker.read_text(encoding="utf-8")
+    found = re.search(r"CHUNKER_VERSION = '([^']+)'", source)
+    if found is None:
+        raise SystemExit("node_ts_service/src/chunker.ts: no CHUNKER_VERSION")
+    return found.group(1)
+
+
 def corpus_chunks(roots: list[Path], count: int, seed: int) -> list[str]:
     """About `count` chunk embedding texts from the TS/JS files of `roots`, sampled (seeded).
 
@@ -65,6 +77,14 @@ def corpus_chunks(roots: list[Path], count: int, seed: int) -> list[str]:
     from codecompass.clients.analysis import AnalysisClient
     from codecompass_dev.evaluation.services import start_analysis
 
+    # Chunking is the slow half of a run that finds the teacher's vectors cached (about 6 ms a
+    # chunk on two cores), so its texts are cached too, by the sources, the count, the seed and the
+    # chunker's version (which the service bumps whenever a chunk's text changes).
+    key = "\0".join([*(str(root.resolve()) for root in roots), str(count), str(seed), chunker_version()])
+    cache = TEXTS_DIR / f"chunks-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json.gz"
+    if cache.is_file():
+        with gzip.open(cache, "rt", encoding="utf-8") as fh:
+            return json.load(fh)
     rng = random.Random(seed)
     files_per_repo = max(1, math.ceil(count / CHUNKS_PER_FILE / max(1, len(roots))))
     texts: list[str] = []
@@ -83,7 +103,11 @@ def corpus_chunks(roots: list[Path], count: int, seed: int) -> list[str]:
         client.close()
         analysis.stop()
     rng.shuffle(texts)
-    return texts[:count]
+    texts = texts[:count]
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(cache, "wt", encoding="utf-8") as fh:
+        json.dump(texts, fh)
+    return texts
 
 
 def corpus_questions(repositories: set[str], count: int, seed: int) -> list[str]:
@@ -106,11 +130,16 @@ def corpus_questions(repositories: set[str], count: int, seed: int) -> list[str]
     return ordered[:count]
 
 
-def featurize(texts: list[str], cache_dir: Path, teacher) -> np.ndarray:
-    """The teacher's vectors for `texts`, cached by the teacher's identity and the texts."""
+def cache_path(texts: list[str], cache_dir: Path, teacher) -> Path:
+    """Where featurize keeps the teacher's vectors of `texts` (teacher.py fills it from an accelerator)."""
     identity = teacher.info().model_version
     digest = hashlib.sha256("\0".join([identity, *texts]).encode()).hexdigest()[:16]
-    cache = cache_dir / f"teacher-{digest}.npy"
+    return cache_dir / f"teacher-{digest}.npy"
+
+
+def featurize(texts: list[str], cache_dir: Path, teacher) -> np.ndarray:
+    """The teacher's vectors for `texts`, cached by the teacher's identity and the texts."""
+    cache = cache_path(texts, cache_dir, teacher)
     if cache.is_file():
         return np.load(cache)
     parts = []

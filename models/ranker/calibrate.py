@@ -48,14 +48,13 @@ import numpy as np
 
 from codecompass.common.config import GatewaySettings, RetrievalSettings
 from codecompass.contracts.retrieval.filters import Filters
-from codecompass.embedding.static import StaticProvider
 from codecompass.policy import shape as q
 from codecompass.policy.confidence import ANSWERABLE_DEPTH, CONFIDENCE_FEATURES, Calibration, confidence
 from codecompass.policy.learned import load_ranker
 from codecompass.retrieval.search.hybrid import hybrid_search
 from codecompass_dev.evaluation.metrics import Target
 from codecompass_dev.evaluation.results import write_results
-from codecompass_dev.evaluation.store import open_store, query_embedder
+from codecompass_dev.evaluation.store import open_store, query_embedder, static_embedder
 from models.ranker.dump import (
     QUALITY_STATE,
     _targets,
@@ -208,10 +207,9 @@ def collect(split: str, state_dir: Path, workspaces: dict[str, Path], queries: l
                 asks.append((repo, name, "missing_name", ()))
         for text in rng.sample(NONSENSE, NONSENSE_PER_REPO):
             asks.append((repo, text, "nonsense", ()))
-    embedder = query_embedder(next(iter(stores.values())).model)
-    embedder.warmup()
-    static = StaticProvider()
-    static.warmup()
+    first = next(iter(stores.values()))
+    embedder = query_embedder(first.model)
+    static = static_embedder(first.static)
     texts = sorted({text for _, text, _, _ in asks})
     vectors = dict(zip(texts, embedder.embed(texts, "query"), strict=True))
     static_vectors = dict(zip(texts, static.embed(texts, "query"), strict=True))

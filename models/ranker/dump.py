@@ -46,7 +46,6 @@ from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.config import GatewaySettings, RetrievalSettings
 from codecompass.common.testcode import is_test_path
 from codecompass.contracts.retrieval.filters import Filters
-from codecompass.embedding.static import StaticProvider
 from codecompass.policy.learned import FEATURES, FeatureRecorder
 from codecompass.policy.ranking import example_path, vendored_path
 from codecompass.retrieval.catalog import Catalog
@@ -54,7 +53,7 @@ from codecompass.retrieval.location import index_key, workspace_id_of
 from codecompass.retrieval.search.hybrid import hybrid_search
 from codecompass_dev.evaluation.metrics import Target
 from codecompass_dev.evaluation.query_set import DEFAULT_QUERIES, load_queries, target_hit
-from codecompass_dev.evaluation.store import open_store, query_embedder
+from codecompass_dev.evaluation.store import open_store, query_embedder, static_embedder
 from codecompass_dev.evaluation.workspaces import workspace_for
 from codecompass_dev.queries.symbol_queries import identifier_queries, path_queries
 from models.ranker.workspaces import QUERIES_PATH, RANKER_DIR, SEED, STATE_DIR, WORKSPACES_DIR
@@ -167,10 +166,9 @@ def dump(split: str, state_dir: Path, workspaces: dict[str, Path], queries: list
     models = {store.model for store in stores.values()}
     if len(models) != 1:
         raise SystemExit(f"{split}: indexes of several models: {sorted(m.identity() for m in models)}")
+    statics = {store.static for store in stores.values()}
     embedder = query_embedder(models.pop())
-    embedder.warmup()
-    static = StaticProvider()
-    static.warmup()
+    static = static_embedder(statics.pop() if len(statics) == 1 else None)
     texts = [q["query"] for q in queries]
     vectors = embedder.embed(texts, "query")
     static_vectors = static.embed(texts, "query")

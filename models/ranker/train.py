@@ -175,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     gain = booster.feature_importance("gain", iteration=booster.best_iteration)
     report["features_by_gain"] = {FEATURES[i]: round(float(gain[i]), 1) for i in np.argsort(-gain) if gain[i] > 0}
     report["score_ms_per_100_candidates"] = scoring_ms(args.out, dv.x)
-    REPORT_PATH.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    # A model written elsewhere (a variant, say for another embedding profile) keeps its log beside it.
+    report_path = REPORT_PATH if args.out.resolve() == MODEL_PATH.resolve() else args.out.parent / "training.json"
+    report_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     for name, rows in report["scores"].items():
         for ranking, values in rows.items():
             print(f"{name:<5} {ranking:<24} " + " ".join(f"{t} {v['mrr10']:.3f}/{v['file_ndcg10']:.3f}"

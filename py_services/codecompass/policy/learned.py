@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
+import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +48,11 @@ from codecompass.policy.shape import REQUEST_WORDS, QueryShape
 _log = logging.getLogger(__name__)
 # The committed model of `make ranker` (models/ranker/train.py).
 DEFAULT_MODEL = CHECKOUT_ROOT / "models" / "ranker" / "model.txt"
+# Rankers trained on the indexes of another primary model, at <provider>/model.txt here (`make
+# ranker-code-static`): a ranker weighs its model's cosines, and one taught on code-small's
+# trusts a static model's cosines as if they were code-small's.
+MODEL_RANKERS_DIR = DEFAULT_MODEL.parent
+_PROVIDER_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 # How much of each field is read for word matches: enough for a symbol's head, cheap for 100.
 _FIELD_CHARS = {"signature": 400, "jsdoc": 800, "body": 2500}
 _KINDS = (NodeKind.FUNCTION, NodeKind.METHOD, NodeKind.CLASS, NodeKind.INTERFACE, NodeKind.TYPE,
@@ -488,6 +495,31 @@ class FeatureRecorder:
 def _lightgbm() -> ModuleType:
     # Without scikit-learn: lightgbm's guard would import it, for nothing a Booster needs (lean_imports).
     return import_without("lightgbm", hidden="sklearn")
+
+
+class Rankers:
+    """The learned ranker of each index's primary model, each loaded once per process.
+
+    A configured model file (`retrieval.ranker_model`) ranks every index. Otherwise an index whose
+    primary model has a ranker of its own (MODEL_RANKERS_DIR/<provider>/model.txt) gets that one,
+    loaded on its first search, and every other index the committed default, loaded now.
+    """
+
+    def __init__(self, configured: Path | None = None, *, root: Path = MODEL_RANKERS_DIR) -> None:
+        self._configured = configured is not None
+        self._root = root
+        self._default = load_ranker(configured)
+        self._own: dict[str, LearnedRanker | None] = {}
+        self._lock = threading.Lock()
+
+    def for_provider(self, provider: str) -> LearnedRanker | None:
+        if self._configured or not _PROVIDER_NAME.fullmatch(provider):
+            return self._default
+        with self._lock:
+            if provider not in self._own:
+                path = self._root / provider / "model.txt"
+                self._own[provider] = load_ranker(path) if path.is_file() else self._default
+            return self._own[provider]
 
 
 def load_ranker(path: Path | None = None) -> LearnedRanker | None:

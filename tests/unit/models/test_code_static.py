@@ -168,3 +168,59 @@ def test_tuning_brings_each_question_nearer_its_answer_than_the_other_chunks():
     np.testing.assert_array_equal(table, again)
     # A token no example holds keeps its row.
     np.testing.assert_array_equal(table[0], start[0])
+
+
+def test_the_accelerator_teacher_runs_the_served_code_small_weights():
+    # teacher.py runs code-small's own int8 graph's weights in torch on an accelerator; its vectors
+    # must be the served provider's, but for the activation quantization onnxruntime adds.
+    from models.code_static import teacher
+
+    served = train.teacher_provider("code-small")
+    texts = ["src/retry.ts > retryWithBackoff\nfunction retryWithBackoff(attempt: number): number\n---\n"
+             "export function retryWithBackoff(attempt: number): number {\n"
+             "  return Math.min(30000, 2 ** attempt * 100)\n}",
+             "parse the semver range before comparing versions", "x"]
+    expected = served.embed(texts, "document")
+    encoder = teacher.Encoder(teacher.served_weights(), "cpu")
+    vectors = teacher.encode(encoder, [np.array(served.token_ids(text)) for text in texts], batch_size=2)
+    assert vectors.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    assert ((vectors * expected).sum(axis=1) > 0.97).all()
+    # Another text's vector is far from each (a wrong reading of the graph would not keep them apart).
+    assert (vectors[0] * expected[1]).sum() < 0.9
+
+
+def test_the_teachers_vectors_travel_as_int8_and_join_into_refines_cache(tmp_path, monkeypatch):
+    from models.code_static import teacher
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(5, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    quantized, scale = teacher.to_int8(vectors)
+    assert quantized.dtype == np.int8 and (np.abs(quantized).max(axis=1) == 127).all()
+    assert ((teacher.from_int8(quantized, scale) * vectors).sum(axis=1) > 0.9999).all()
+
+    bundle, parts = tmp_path / "bundle", tmp_path / "parts"
+    bundle.mkdir()
+    sequences = [[101, 7, 8, 102], [101, 102], [101, 9, 102], [101, 5, 102], [101, 6, 6, 6, 102]]
+    np.savez_compressed(bundle / "ids.npz", tokens=np.array([t for s in sequences for t in s], dtype=np.uint16),
+                        lengths=np.array([len(s) for s in sequences], dtype=np.uint16))
+    assert [list(s) for s in teacher.read_sequences(bundle)] == sequences
+    (bundle / "plan.json").write_text(json.dumps({"texts": 5, "cache": "teacher-0123456789abcdef.npy"}))
+    monkeypatch.setattr(teacher, "PART_ROWS", 2)
+    parts.mkdir()
+    names = []
+    for index, start in enumerate(range(0, 5, 2)):
+        names.append(f"vectors-{index:02d}.npz")
+        np.savez_compressed(parts / names[-1], q=quantized[start:start + 2], scale=scale[start:start + 2])
+    import hashlib
+    record = {"parts": names, "sha256_int8": hashlib.sha256(quantized.tobytes()).hexdigest()}
+    (parts / "parts.json").write_text(json.dumps(record))
+    monkeypatch.setattr(train, "WORK_DIR", tmp_path / "work")
+    cache = teacher.unpack(bundle, parts)
+    assert cache == tmp_path / "work" / "features" / "teacher-0123456789abcdef.npy"
+    assert ((np.load(cache) * vectors).sum(axis=1) > 0.9999).all()
+    # A part lost on the way is refused, not cached short.
+    (parts / "parts.json").write_text(json.dumps(record | {"parts": names[:2]}))
+    with pytest.raises(SystemExit, match="do not join"):
+        teacher.unpack(bundle, parts)

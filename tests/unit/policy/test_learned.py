@@ -15,6 +15,7 @@ from codecompass.policy.learned import (
     SIGNAL_PREFIX,
     FeatureRecorder,
     PathExplainer,
+    Rankers,
     feature_matrix,
     load_ranker,
     scale_path,
@@ -131,6 +132,27 @@ def test_a_model_with_splits_the_walk_cannot_read_is_refused(model_file):
     node["missing_type"] = "NaN"
     with pytest.raises(ValueError, match="only numerical splits without missing values"):
         PathExplainer(dump)
+
+
+def test_an_index_is_ranked_by_the_ranker_of_its_primary_model(model_file, tmp_path):
+    # models/ranker/<provider>/model.txt: a ranker trained on that model's cosines.
+    root = tmp_path / "rankers"
+    (root / "code-static").mkdir(parents=True)
+    for name in ("model.txt", "model.scale.json"):
+        (root / "code-static" / name).write_bytes(scale_path(model_file).read_bytes() if name.endswith(".json")
+                                                 else model_file.read_bytes())
+    rankers = Rankers(None, root=root)
+    own = rankers.for_provider("code-static")
+    assert own is not None and own is rankers.for_provider("code-static")
+    # Another model without a ranker of its own gets the default (the committed model).
+    default = rankers.for_provider("code-small")
+    assert default is not own and default is rankers.for_provider("voyage")
+    # A provider name is never a path.
+    assert rankers.for_provider("../code-static") is default
+    # A configured model ranks every index, whatever its model.
+    configured = Rankers(model_file, root=root)
+    assert configured.for_provider("code-static") is configured.for_provider("code-small") is not None
+    assert configured.for_provider("code-static") is not own
 
 
 def test_no_model_file_means_the_hand_set_stack(tmp_path, caplog):

@@ -151,7 +151,8 @@ FIELDS: tuple[Field, ...] = (
           parse_bool, "Order results with the learned ranker (off: the hand-set ranking stack alone)"),
     Field("retrieval.ranker_model", "CODECOMPASS_RETRIEVAL_RANKER_MODEL", "retrieval.ranker_model",
           parse_optional_path,
-          "The learned ranker's LightGBM model file (default: the committed models/ranker/model.txt)"),
+          "The learned ranker's LightGBM model file for every index (default: the committed "
+          "models/ranker/model.txt, or models/ranker/<provider>/model.txt for an index of a model with its own)"),
     Field("retrieval.searcher_refresh_s", "CODECOMPASS_RETRIEVAL_SEARCHER_REFRESH_S",
           "retrieval.searcher_refresh_s", optional_float_parser(0.0),
           "Seconds between a searcher's checks for a newer index version (default 0 local, 1 on an object store)"),

@@ -54,7 +54,7 @@ from codecompass.contracts.retrieval.model import (
     WorkspaceSearch,
 )
 from codecompass.policy import shape as q
-from codecompass.policy.learned import load_ranker
+from codecompass.policy.learned import Rankers
 from codecompass.policy.ranking import (
     DEFAULT_HUB_POLICY,
     DEFAULT_POLICY,
@@ -236,8 +236,8 @@ class IndexSearcher:
         root = index_root(settings)
         self._refresh_s = (retrieval.searcher_refresh_s if retrieval.searcher_refresh_s is not None
                            else 0.0 if is_local_uri(root) else OBJECT_STORE_REFRESH_S)
-        # One learned ranker per process (None: the hand-set stack ranks alone).
-        self._ranker = load_ranker(retrieval.ranker_model) if retrieval.learned_ranking else None
+        # The learned rankers, one per primary model, loaded once (None: the hand-set stack ranks alone).
+        self._rankers = Rankers(retrieval.ranker_model) if retrieval.learned_ranking else None
         self._readers: dict[str, IndexReader] = {}
         self._lock = threading.Lock()
         self._query_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embed")
@@ -421,7 +421,7 @@ class IndexSearcher:
             unavailable_reason=unavailable_reason,
             static_query_vector=static_query,
             static_search=static_search,
-            model=self._ranker if request.ranked else None,
+            model=self._rankers.for_provider(store.model.provider) if request.ranked and self._rankers else None,
             shape=shape,
             lexical=lexical,
         )

@@ -6,16 +6,17 @@ chunks. Issue 27 asks for as many as the hardware allows, all of them on an acce
 same weights run in torch:
 
     here:  python -m models.code_static.teacher pack BUNDLE [--refine-texts N] [--seed S]
-    there: python3 -m models.code_static.teacher embed BUNDLE OUT
+    there: PYTHONPATH=py_services python3 -m models.code_static.teacher embed BUNDLE OUT
     here:  python -m models.code_static.teacher unpack BUNDLE OUT
 
 `pack` writes the chunks' token ids exactly as the served provider feeds them (its
 WindowedTokenizer: [CLS], the header-first window, [SEP]) and the name of the cache that
-refine.featurize looks up for those texts. `embed` needs torch, numpy and onnx alone (no package
-of this project): it reads the committed graph's weights, dequantizes each int8 matrix once (per
-output channel, as the graph does at run time), and runs the graph's arithmetic in float32 with
-the same mean pooling and L2 normalisation; the vectors come back as int8 with one scale each, in
-parts small enough to travel. `unpack` joins them into that cache, so `make code-static` with
+refine.featurize looks up for those texts. `embed` needs torch, numpy and onnx, and this
+checkout's py_services on PYTHONPATH for the served provider's batching (numpy only): it reads
+the committed graph's weights, dequantizes each int8 matrix once (per output channel, as the
+graph does at run time), and runs the graph's arithmetic in float32 with the same mean pooling
+and L2 normalisation; the vectors come back as int8 with one scale each, in parts small enough
+to travel. `unpack` joins them into that cache, so `make code-static` with
 the same --refine-texts and seed finds them and never runs the teacher on the CPU.
 
 The one difference from the served teacher: onnxruntime also quantizes each activation to uint8
@@ -33,6 +34,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from codecompass.embedding.batching import length_sorted_batches, padded, run_in_batches
 
 ONNX_MODEL = Path(__file__).resolve().parent.parent / "code_small" / "model" / "model.onnx"
 HIDDEN = 384
@@ -180,22 +183,18 @@ class Encoder:
 
 
 def encode(encoder: Encoder, sequences: list[np.ndarray], batch_size: int = EMBED_BATCH) -> np.ndarray:
-    """Unit vectors of `sequences` (token ids with [CLS] and [SEP]), in their order."""
+    """Unit vectors of `sequences` (token ids with [CLS] and [SEP]), in their order, batched by
+    length as the served provider batches them."""
     torch = encoder.torch
-    out = np.zeros((len(sequences), HIDDEN), dtype=np.float32)
-    order = np.argsort([len(s) for s in sequences], kind="stable")
+
+    def run(batch: list[int]) -> np.ndarray:
+        ids, mask = padded(sequences, batch)
+        vectors = encoder(torch.from_numpy(ids).to(encoder.device), torch.from_numpy(mask).to(encoder.device))
+        return vectors.float().cpu().numpy()
+
+    batches = length_sorted_batches([len(s) for s in sequences], batch_size, batch_size * 256)
     with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
-            width = max(len(sequences[i]) for i in rows)
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            for row, index in enumerate(rows):
-                ids[row, :len(sequences[index])] = sequences[index]
-                mask[row, :len(sequences[index])] = 1
-            vectors = encoder(torch.from_numpy(ids).to(encoder.device), torch.from_numpy(mask).to(encoder.device))
-            out[rows] = vectors.float().cpu().numpy()
-    return out
+        return run_in_batches(batches, len(sequences), HIDDEN, run)
 
 
 def to_int8(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -29,6 +29,18 @@ def length_sorted_batches(lengths: Sequence[int], max_texts: int, max_padded_tok
     return batches
 
 
+def padded(inputs: Sequence[Sequence[int]], batch: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The token ids of the texts `batch` names (indices into `inputs`), right-padded with 0 to the
+    longest of them, and their attention mask: a transformer's two inputs."""
+    width = max(len(inputs[i]) for i in batch)
+    ids = np.zeros((len(batch), width), dtype=np.int64)
+    mask = np.zeros((len(batch), width), dtype=np.int64)
+    for row, index in enumerate(batch):
+        ids[row, : len(inputs[index])] = inputs[index]
+        mask[row, : len(inputs[index])] = 1
+    return ids, mask
+
+
 def run_in_batches(batches: list[list[int]], total: int, dimensions: int,
                    run: Callable[[list[int]], np.ndarray]) -> np.ndarray:
     """Call run(batch) per batch and place each row at its text's input position."""

@@ -30,7 +30,7 @@ from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import disable_library_telemetry
 from codecompass.contracts.embedding.model import InputType, ModelInfo
 from codecompass.embedding.base import ProviderNotReady, ProviderStartError, normalize_rows
-from codecompass.embedding.batching import length_sorted_batches, run_in_batches
+from codecompass.embedding.batching import length_sorted_batches, padded, run_in_batches
 from codecompass.embedding.compute_lock import PriorityLock
 from codecompass.embedding.minilm_onnx import EXPORT_VERSION, export_onnx, onnx_path
 from codecompass.embedding.text import TEXT_PREP_VERSION, fit_window, split_sections
@@ -237,12 +237,7 @@ class MiniLMProvider:
         batches = length_sorted_batches([len(ids) for ids in inputs], self._batch_size, MAX_PADDED_TOKENS)
 
         def run(batch: list[int]) -> np.ndarray:
-            width = max(len(inputs[i]) for i in batch)
-            ids = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for row, index in enumerate(batch):
-                ids[row, : len(inputs[index])] = inputs[index]
-                mask[row, : len(inputs[index])] = 1
+            ids, mask = padded(inputs, batch)
             with self._lock.hold(urgent=input_type == "query"):
                 (vectors,) = session.run(None, {"input_ids": ids, "attention_mask": mask})
             return normalize_rows(vectors)

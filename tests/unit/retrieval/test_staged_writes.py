@@ -164,3 +164,20 @@ def test_a_reindex_over_indexed_rows_is_searchable_at_once(uri):
     assert writer.search_lexical("parse config", Filters(), 5) == []
     assert [h.chunk.id for h in writer.search_lexical("render page", Filters(), 5)] == ["b1"]
     assert [h.chunk.id for h in writer.search_vector(unit(0, 1, 0, 0), Filters(), 1)] == ["a1"]
+
+
+def test_vector_counts_from_the_snapshot_are_the_tables_counts(uri):
+    # Without a vector index the counts come from the version's vector snapshot, not four scans.
+    writer = open_store(uri)
+    chunks = [make_chunk("a1", "parseConfig", "src/a.ts"), make_chunk("b1", "renderPage", "src/b.ts"),
+              make_chunk("c1", "loadFile", "src/c.ts")]
+    writer.apply_changes(upserts=chunks,
+                         delete_ids=[], vectors={"a1": unit(1, 0, 0, 0)},
+                         static_vectors={"a1": unit(1, 0, 0), "b1": unit(0, 1, 0)})
+    counts = writer.vector_counts()
+    table = writer._table
+    assert (counts.total, counts.primary) == (table.count_rows(), table.count_rows("has_vector = true")) == (3, 1)
+    assert (counts.static, counts.static_only) == (2, 1)
+    # A new version is counted again.
+    writer.apply_changes(upserts=[], delete_ids=["b1"], vectors={})
+    assert (writer.vector_counts().total, writer.vector_counts().static_only) == (2, 0)

@@ -342,6 +342,17 @@ class ChunkReader:
         cached = self._vector_counts
         if cached is not None and cached[0] == version:
             return cached[1]
+        if not self._has_vector_index:
+            # Without a vector index every search of a version reads its snapshot anyway: its
+            # flags are the counts, and a new version (an edit's commit) skips the four scans.
+            snapshot = self.vector_snapshot()
+            primary_flags, static_flags = snapshot.has_primary, snapshot.has_static
+            counts = VectorCounts(
+                total=len(snapshot.ids), primary=int(primary_flags.sum()),
+                static=int(static_flags.sum()) if static_flags is not None else 0,
+                static_only=int((static_flags & ~primary_flags).sum()) if static_flags is not None else 0)
+            self._vector_counts = (snapshot.dataset.version, counts)
+            return counts
         total, primary = self.counts()
         if self.static is None:
             counts = VectorCounts(total=total, primary=primary, static=0, static_only=0)

@@ -90,3 +90,49 @@ def test_rows_come_from_the_dataset_until_they_are_in_memory_and_agree(tmp_path)
     assert rows._table is not None
     assert first.to_pylist() == rows.take([7, 3, 49]).to_pylist() == [
         {"id": "r7", "n": 7}, {"id": "r3", "n": 3}, {"id": "r49", "n": 49}]
+
+
+def test_a_new_version_reads_only_the_fragments_a_commit_changed_and_equals_a_full_read(tmp_path, monkeypatch) -> None:
+    # An edit's commit deletes some rows of a fragment and appends a fragment: the snapshot of the
+    # new version reuses the untouched fragments and must be the one a full read gives.
+    from tests.unit.retrieval.test_staged_writes import open_store
+    from tests.unit.retrieval.test_store import make_chunk, unit
+
+    from codecompass.retrieval.search import readcache
+
+    writer = open_store(str(tmp_path / "index"))
+    for file in range(4):  # four commits: four fragments
+        chunks = [make_chunk(f"f{file}c{i}", f"name{file}x{i}", f"src/f{file}.ts") for i in range(3)]
+        writer.apply_changes(upserts=chunks, delete_ids=[],
+                             vectors={c.id: unit(1, file, i, 0) for i, c in enumerate(chunks)},
+                             static_vectors={chunks[0].id: unit(0, 1, file)})
+    reads: list[int] = []
+    real = readcache._read_fragment
+    monkeypatch.setattr(readcache, "_read_fragment", lambda fragment, *args: reads.append(1) or real(fragment, *args))
+
+    def snapshot(previous: VectorSnapshot | None) -> VectorSnapshot:
+        return VectorSnapshot.read(writer._table.to_lance(), 4, 3, ["id"], previous=previous)
+
+    first = snapshot(None)
+    assert len(reads) == 4 and len(first.ids) == 12
+    # The edit: one chunk of f1 rewritten with a new vector, one of f2 deleted.
+    reads.clear()
+    writer.apply_changes(upserts=[make_chunk("f1c0", "renamed", "src/f1.ts")], delete_ids=["f2c2"],
+                         vectors={"f1c0": unit(0, 0, 0, 1)})
+    second = snapshot(first)
+    assert len(reads) < 4  # f0 and f3 (at least) were not read again
+    monkeypatch.setattr(readcache, "_read_fragment", real)
+    full = snapshot(None)
+    assert second.ids == full.ids and "f2c2" not in second.ids
+    np.testing.assert_array_equal(second.primary, full.primary)
+    np.testing.assert_array_equal(second.has_primary, full.has_primary)
+    assert second.static is not None and full.static is not None and second.has_static is not None
+    np.testing.assert_array_equal(second.static, full.static)
+    np.testing.assert_array_equal(second.has_static, full.has_static)
+    np.testing.assert_allclose(second.primary[second.position["f1c0"]], unit(0, 0, 0, 1))
+    # The parts are views of the new matrices, not of the old snapshot's.
+    assert all(np.shares_memory(part.primary, second.primary) for part in second.fragments if len(part.ids))
+    # A compaction rewrites the fragments: everything is read again, with the same result.
+    writer.maintain(settle=True)
+    compacted = snapshot(second)
+    assert compacted.ids == snapshot(None).ids

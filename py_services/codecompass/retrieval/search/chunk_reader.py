@@ -269,7 +269,7 @@ class ChunkReader:
                 dataset = self._chunk_rows.dataset()
                 self._vectors = (version, VectorSnapshot.read(
                     dataset, self.model.dimensions, self.static.dimensions if self.static is not None else None,
-                    CHUNK_COLUMNS))
+                    CHUNK_COLUMNS, previous=self._vectors[1] if self._vectors is not None else None))
             return self._vectors[1]
 
     def outline(self) -> list[dict]:

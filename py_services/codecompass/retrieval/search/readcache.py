@@ -91,10 +91,28 @@ class RowsInMemory:
 
 
 @dataclass(frozen=True)
+class FragmentVectors:
+    """One Lance fragment's rows in a `VectorSnapshot`: views into the snapshot's matrices, kept
+    so that the next version reads only the fragments a commit wrote or deleted from."""
+
+    key: tuple  # the fragment's files, rows and deletion file: equal keys, equal rows
+    ids: tuple[str, ...]
+    primary: np.ndarray
+    has_primary: np.ndarray
+    static: np.ndarray | None
+    has_static: np.ndarray | None
+
+
+@dataclass(frozen=True)
 class VectorSnapshot:
     """Every row's unit vectors at one table version, for exact nearest-neighbour search and
     candidate cosines in memory (a matrix product instead of a scan of the vector columns per
-    query: ~3 ms instead of ~45 on ws-300k's 22k rows)."""
+    query: ~3 ms instead of ~45 on ws-300k's 22k rows).
+
+    A new version is read fragment by fragment from the last one: an edit's commit deletes a few
+    rows of one fragment and appends one, so only those two are read again (rxjs, 9.9k rows in 12
+    fragments, after a one-chunk edit: 22 ms instead of 91 for a full read, median of 8 each on a
+    loaded machine)."""
 
     dataset: lance.LanceDataset  # the version read: a row's place in `ids` is its offset in it
     rows: RowsInMemory  # the columns a search's hits are read with, at this version
@@ -104,28 +122,55 @@ class VectorSnapshot:
     has_primary: np.ndarray  # bool per row
     static: np.ndarray | None  # the same for the static column; None without a static channel
     has_static: np.ndarray | None
+    fragments: tuple[FragmentVectors, ...] = ()
 
     @classmethod
     def read(cls, dataset: lance.LanceDataset, primary_dims: int, static_dims: int | None,
-             row_columns: Sequence[str]) -> VectorSnapshot:
+             row_columns: Sequence[str], previous: VectorSnapshot | None = None) -> VectorSnapshot:
+        """The snapshot of `dataset`'s version, taking the fragments it shares with `previous`."""
         columns = ["id", "has_vector", VECTOR_COLUMN]
         if static_dims is not None:
             columns += [STATIC_FLAG_COLUMN, STATIC_VECTOR_COLUMN]
-        rows = dataset.to_table(columns=columns)
-        ids = tuple(rows.column("id").to_pylist())
+        same_shape = previous is not None and previous.primary.shape[1] == primary_dims and (
+            (previous.static is None) == (static_dims is None)
+            and (static_dims is None or previous.static is not None and previous.static.shape[1] == static_dims))
+        known = {part.key: part for part in previous.fragments} if previous is not None and same_shape else {}
+        parts = []
+        for fragment in dataset.get_fragments():
+            key = fragment_key(fragment)
+            parts.append(known.get(key) or _read_fragment(fragment, key, columns, primary_dims, static_dims))
+
+        def joined(arrays: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
+            return np.concatenate(arrays) if arrays else empty
+
+        ids = tuple(chunk_id for part in parts for chunk_id in part.ids)
+        primary = joined([p.primary for p in parts], np.zeros((0, primary_dims), dtype=np.float32))
+        has_primary = joined([p.has_primary for p in parts], np.zeros(0, dtype=bool))
         static = has_static = None
         if static_dims is not None:
-            static = unit_rows(vectors_of(rows.column(STATIC_VECTOR_COLUMN), static_dims))
-            has_static = np.asarray(rows.column(STATIC_FLAG_COLUMN).to_numpy(zero_copy_only=False), dtype=bool)
+            static = joined([p.static for p in parts if p.static is not None],
+                            np.zeros((0, static_dims), dtype=np.float32))
+            has_static = joined([p.has_static for p in parts if p.has_static is not None], np.zeros(0, dtype=bool))
+        # The parts become views of this version's matrices, so that an old version's arrays go
+        # with the old snapshot instead of staying alive through the parts the next one reuses.
+        views, start = [], 0
+        for part in parts:
+            end = start + len(part.ids)
+            views.append(FragmentVectors(
+                key=part.key, ids=part.ids, primary=primary[start:end], has_primary=has_primary[start:end],
+                static=static[start:end] if static is not None else None,
+                has_static=has_static[start:end] if has_static is not None else None))
+            start = end
         return cls(
             dataset=dataset,
             rows=RowsInMemory(dataset, row_columns),
             ids=ids,
             position={chunk_id: i for i, chunk_id in enumerate(ids)},
-            primary=unit_rows(vectors_of(rows.column(VECTOR_COLUMN), primary_dims)),
-            has_primary=np.asarray(rows.column("has_vector").to_numpy(zero_copy_only=False), dtype=bool),
+            primary=primary,
+            has_primary=has_primary,
             static=static,
             has_static=has_static,
+            fragments=tuple(views),
         )
 
     def nearest(self, query: np.ndarray, static: bool, allowed: np.ndarray, limit: int) -> list[tuple[int, float]]:
@@ -148,6 +193,31 @@ class VectorSnapshot:
         assert matrix is not None and has is not None, "asked only with a static channel"
         scores = matrix[positions] @ query
         return [float(s) if has[p] else None for p, s in zip(positions, scores, strict=True)]
+
+
+def fragment_key(fragment: lance.LanceFragment) -> tuple:
+    """What makes a fragment's live rows what they are: its data files and row count (its repr)
+    and its deletion file (whose repr gives only the count, so its id and version too)."""
+    metadata = fragment.metadata
+    deletion = metadata.deletion_file
+    return (repr(metadata), None if deletion is None else (deletion.id, deletion.read_version))
+
+
+def _read_fragment(fragment: lance.LanceFragment, key: tuple, columns: list[str], primary_dims: int,
+                   static_dims: int | None) -> FragmentVectors:
+    rows = fragment.to_table(columns=columns)
+    static = has_static = None
+    if static_dims is not None:
+        static = unit_rows(vectors_of(rows.column(STATIC_VECTOR_COLUMN), static_dims))
+        has_static = np.asarray(rows.column(STATIC_FLAG_COLUMN).to_numpy(zero_copy_only=False), dtype=bool)
+    return FragmentVectors(
+        key=key,
+        ids=tuple(rows.column("id").to_pylist()),
+        primary=unit_rows(vectors_of(rows.column(VECTOR_COLUMN), primary_dims)),
+        has_primary=np.asarray(rows.column("has_vector").to_numpy(zero_copy_only=False), dtype=bool),
+        static=static,
+        has_static=has_static,
+    )
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:

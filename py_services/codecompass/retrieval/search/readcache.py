@@ -131,10 +131,8 @@ class VectorSnapshot:
         columns = ["id", "has_vector", VECTOR_COLUMN]
         if static_dims is not None:
             columns += [STATIC_FLAG_COLUMN, STATIC_VECTOR_COLUMN]
-        same_shape = previous is not None and previous.primary.shape[1] == primary_dims and (
-            (previous.static is None) == (static_dims is None)
-            and (static_dims is None or previous.static is not None and previous.static.shape[1] == static_dims))
-        known = {part.key: part for part in previous.fragments} if previous is not None and same_shape else {}
+        # `previous` is the same reader's, so of the same models: only the fragments can differ.
+        known = {part.key: part for part in previous.fragments} if previous is not None else {}
         parts = []
         for fragment in dataset.get_fragments():
             key = fragment_key(fragment)

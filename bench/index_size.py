@@ -3,17 +3,23 @@ embeddings, until READY) and prints the state dir's size against the source size
 the catalog, the table's data files, its full-text/vector indexes and its version metadata,
 plus the in-memory (Arrow) size of every column, which is what the data files mostly are.
 
-The goal (issue "What the index left open"): the whole state dir stays within 4x the source.
+It also samples the state dir's size every second while it indexes: the peak is the transient
+growth (old versions and compaction's copies kept for the version retention).
 
-Run: .venv/bin/python -m bench.index_size --workspace bench/.work/chunk-corpus/rxjs [--json out.json]
+Goals (issue 27): the settled state dir within 2.5x the source, and the peak within 2x the settled.
+
+Results: bench/results/index-size-<stamp>.json (and -latest); the table in docs/benchmarks.md is
+generated from it (`python -m bench.report`).
+
+Run: .venv/bin/python -m bench.index_size --workspace bench/.work/ws-300k [--no-write]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -23,14 +29,15 @@ from bench.speed.run_speed import source_stats
 from codecompass.clients.retrieval import RetrievalClient
 from codecompass.common.files import tree_bytes
 from codecompass.retrieval.index.chunk_writer import DEFAULT_VERSION_RETENTION
+from codecompass_dev.evaluation.results import write_results
 from codecompass_dev.evaluation.services import start_stack
 
 MIB = 2**20
 
 
 def _tree_bytes(root: Path) -> dict[str, int]:
-    """Bytes per first-level part of a state dir: the catalog, and per Lance table its data
-    files, indexes, manifests/transactions and deletion files."""
+    """Bytes per part of a state dir: per kind of Lance table (chunks, sources, catalog, the
+    registry of indexes) its data files, indexes, manifests/transactions and deletion files."""
     parts: dict[str, int] = {}
     for dirpath, _dirs, files in os.walk(root):
         rel = Path(dirpath).relative_to(root)
@@ -38,10 +45,11 @@ def _tree_bytes(root: Path) -> dict[str, int]:
             size = os.lstat(os.path.join(dirpath, name)).st_size
             tables = [p for p in rel.parts if p.endswith(".lance")]
             if tables:
+                kind = tables[0].removesuffix(".lance").split("_")[0]
                 inner = rel.parts[rel.parts.index(tables[0]) + 1 :]
-                key = f"table {inner[0] if inner else '(root)'}"
+                key = f"{kind} {inner[0] if inner else '(root)'}"
             else:
-                key = name if name.startswith("catalog") else f"other {name}"
+                key = f"other {name}"
             parts[key] = parts.get(key, 0) + size
     return parts
 
@@ -67,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workspace", type=Path, required=True)
     parser.add_argument("--state-dir", type=Path, help="fresh state dir (default: a new temp dir)")
     parser.add_argument("--max-embed-wait", type=float, default=900.0)
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--no-write", action="store_true", help="print only; write no results file")
     parser.add_argument(
         "--settle-s", type=float, default=20.0, help="seconds past the version retention to wait before measuring"
     )
@@ -77,7 +85,16 @@ def main(argv: list[str] | None = None) -> int:
     env = {"CODECOMPASS_STATE_DIR": str(state_dir)}
     n_files, n_lines, source_bytes = source_stats(workspace)
 
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(1.0):
+            peak[0] = max(peak[0], tree_bytes(state_dir))
+
+    sampler = threading.Thread(target=sample, daemon=True)
     stack = start_stack(env)
+    sampler.start()
     try:
         started = time.perf_counter()
         client = RetrievalClient(stack.retrieval.address)
@@ -95,9 +112,12 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             client.close()
     finally:
+        done.set()
+        sampler.join()
         stack.stop()
 
     total = tree_bytes(state_dir)
+    peak_bytes = max(peak[0], total)
     parts = _tree_bytes(state_dir)
     db_dirs = {p.parent for p in state_dir.rglob("*.lance")}
     columns: dict[str, int] = {}
@@ -110,13 +130,13 @@ def main(argv: list[str] | None = None) -> int:
             columns[name] = columns.get(name, 0) + size
 
     results = {
-        "workspace": str(workspace),
-        "files": n_files,
-        "lines": n_lines,
-        "source_bytes": source_bytes,
+        "workspace": {"name": workspace.name, "files": n_files, "lines": n_lines, "bytes": source_bytes},
+        "goals": {"settled_over_source": 2.5, "peak_over_settled": 2.0},
         "state_dir_bytes": total,
         "ratio": total / max(source_bytes, 1),
         "state_dir_bytes_at_ready": ready_bytes,
+        "state_dir_peak_bytes": peak_bytes,
+        "peak_over_settled": peak_bytes / max(total, 1),
         "index_bytes_reported": status.index_bytes,
         "chunks": status.chunks,
         "embedded_chunks": status.embedded_chunks,
@@ -132,14 +152,15 @@ def main(argv: list[str] | None = None) -> int:
         f"state dir {total / MIB:.2f} MiB = {results['ratio']:.2f}x source"
         f" (at READY, before old versions passed the retention: {ready_bytes / MIB:.2f} MiB)"
     )
+    print(f"peak while indexing {peak_bytes / MIB:.2f} MiB = {results['peak_over_settled']:.2f}x the settled size")
     print("| part | MiB |\n|---|---:|")
     for name, size in sorted(parts.items(), key=lambda kv: -kv[1]):
         print(f"| {name} | {size / MIB:.2f} |")
     print("| column (Arrow, uncompressed) | MiB |\n|---|---:|")
     for name, size in sorted(columns.items(), key=lambda kv: -kv[1]):
         print(f"| {name} | {size / MIB:.2f} |")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    if not args.no_write:
+        print(f"results: {write_results('index-size', results)}")
     return 0
 
 

@@ -37,6 +37,7 @@ from bench.report.quality import render_quality_full, render_quality_summary, re
 from bench.report.speed import (
     render_cold_start,
     render_health,
+    render_index_size,
     render_index_stages,
     render_mcp_speed,
     render_pipeline_speed,
@@ -80,6 +81,7 @@ SECTIONS: dict[str, Section] = {
     "mcp-speed": Section("mcp-speed", render_mcp_speed),
     "cold-start": Section("cold-start", render_cold_start),
     "index-stages": Section("index-stages", render_index_stages),
+    "index-size": Section("index-size", render_index_size),
     "pipeline-speed": Section("pipeline-speed", render_pipeline_speed),
     "render-speed": Section("render-speed", render_render_speed),
     "shard-speed": Section("shard-speed", render_shard_speed),

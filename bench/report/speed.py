@@ -482,3 +482,36 @@ def render_health(doc: dict[str, Any]) -> str:
                f"analysis peak RSS {m['peak_rss_mib']:,.0f} MiB):")
     return "\n".join([provenance(doc), "", caption, "",
                       md_table(("Call", "Calls", "ms p50 / p95 / max", "Result"), rows)])
+
+
+# --- Where the bytes of an index go (bench/index_size.py) -------------------------------------
+
+
+def _mib1(n: float) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def render_index_size(doc: dict[str, Any]) -> str:
+    ws, goals = doc["workspace"], doc["goals"]
+    settled, peak, source = doc["state_dir_bytes"], doc["state_dir_peak_bytes"], ws["bytes"]
+
+    def verdict(value: float, goal: float) -> str:
+        return "met" if value <= goal else "**missed**"
+
+    # Parts under 10 KiB (manifests, transactions) are left out of the table; they are in the file.
+    parts = [(name, f"{size / 2**20:.2f}") for name, size in sorted(doc["parts"].items(), key=lambda kv: -kv[1])
+             if size >= 10 * 1024]
+    return "\n".join([
+        provenance(doc), "",
+        (f"`{ws['name']}` ({ws['files']:,} files, {ws['lines']:,} lines, {_mib1(source)} of source) indexed from "
+         f"nothing through the real services until READY ({doc['chunks']:,} chunks, {doc['embedded_chunks']:,} "
+         f"embedded, {doc['indexed_s']:.0f} s), then left until old versions passed the retention:"), "",
+        md_table(("Measure", "Result", "Goal"), [
+            ("Settled state dir vs source", f"**{doc['ratio']:.2f}×** ({_mib1(settled)})",
+             f"≤ {goals['settled_over_source']}×: {verdict(doc['ratio'], goals['settled_over_source'])}"),
+            ("Peak while indexing vs settled", f"**{doc['peak_over_settled']:.2f}×** ({_mib1(peak)})",
+             f"≤ {goals['peak_over_settled']}×: {verdict(doc['peak_over_settled'], goals['peak_over_settled'])}"),
+            ("At READY, before the retention", _mib1(doc["state_dir_bytes_at_ready"]), ""),
+        ]), "",
+        md_table(("Part of the state dir", "MiB"), parts),
+    ])

@@ -226,7 +226,7 @@ def test_workers_embed_with_the_embedding_service_when_the_plan_says_so(
         [chunk] = writer.store.find_by_names(["compute7"], Filters(), 1)
         expected = client.embed_documents([chunk.embedding_text]).vectors[0]
         primary, _ = writer.store.cosines([chunk.id], expected, None)[chunk.id]
-        assert primary > 0.999, "the stored vector is the service's for that chunk (float16)"
+        assert primary > 0.999, "the stored vector is the service's for that chunk (int8)"
     finally:
         client.close()
 

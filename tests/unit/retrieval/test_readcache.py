@@ -8,6 +8,7 @@ import lance
 import numpy as np
 import pyarrow as pa
 
+from codecompass.common.chunks import SymbolReference
 from codecompass.common.readcache import ReadCache
 from codecompass.retrieval.search.readcache import RowsInMemory, VectorSnapshot, unit_rows
 
@@ -101,8 +102,13 @@ def test_a_new_version_reads_only_the_fragments_a_commit_changed_and_equals_a_fu
     from codecompass.retrieval.search import readcache
 
     writer = open_store(str(tmp_path / "index"))
-    for file in range(4):  # four commits: four fragments
-        chunks = [make_chunk(f"f{file}c{i}", f"name{file}x{i}", f"src/f{file}.ts") for i in range(3)]
+
+    def calls(*targets: str) -> tuple[SymbolReference, ...]:
+        return tuple(SymbolReference(name=t, signature="", relative_path="", chunk_id=t) for t in targets)
+
+    for file in range(4):  # four commits: four fragments; every chunk calls f0c0, the second ones f3c1 too
+        chunks = [make_chunk(f"f{file}c{i}", f"name{file}x{i}", f"src/f{file}.ts",
+                             references=calls("f0c0", "f3c1") if i == 1 else calls("f0c0")) for i in range(3)]
         writer.apply_changes(upserts=chunks, delete_ids=[],
                              vectors={c.id: unit(1, file, i, 0) for i, c in enumerate(chunks)},
                              static_vectors={chunks[0].id: unit(0, 1, file)})
@@ -118,7 +124,7 @@ def test_a_new_version_reads_only_the_fragments_a_commit_changed_and_equals_a_fu
     # The edit: one chunk of f1 rewritten with a new vector, one of f2 deleted.
     reads.clear()
     writer.apply_changes(upserts=[make_chunk("f1c0", "renamed", "src/f1.ts")], delete_ids=["f2c2"],
-                         vectors={"f1c0": unit(0, 0, 0, 1)})
+                         vectors={"f1c0": unit(0, 0, 0, 1)})  # f1c0 no longer calls f0c0
     second = snapshot(first)
     assert len(reads) < 4  # f0 and f3 (at least) were not read again
     monkeypatch.setattr(readcache, "_read_fragment", real)
@@ -130,6 +136,10 @@ def test_a_new_version_reads_only_the_fragments_a_commit_changed_and_equals_a_fu
     np.testing.assert_array_equal(second.static, full.static)
     np.testing.assert_array_equal(second.has_static, full.has_static)
     np.testing.assert_allclose(second.primary[second.position["f1c0"]], unit(0, 0, 0, 1))
+    # What is derived per fragment follows the commit too.
+    assert second.names == full.names and "renamed" in second.names and "name1x0" not in second.names
+    assert first.in_degrees(["f0c0", "f3c1", "f1c1"]) == {"f0c0": 12, "f3c1": 4, "f1c1": 0}
+    assert second.in_degrees(["f0c0", "f3c1"]) == full.in_degrees(["f0c0", "f3c1"]) == {"f0c0": 10, "f3c1": 4}
     # The parts are views of the new matrices, not of the old snapshot's.
     assert all(np.shares_memory(part.primary, second.primary) for part in second.fragments if len(part.ids))
     # A compaction rewrites the fragments: everything is read again, with the same result.

@@ -12,7 +12,7 @@ import pytest
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
 from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.contracts.retrieval.filters import Filters
-from codecompass.retrieval.index.chunk_writer import ChunkWriter
+from codecompass.retrieval.index.chunk_writer import FTS_INDEX_NAME, ChunkWriter
 from codecompass.retrieval.schema import FORMAT_METADATA_KEY, INDEX_FORMAT_VERSION, chunk_schema, table_name
 from codecompass.retrieval.search.chunk_reader import ChunkReader, DimensionMismatch
 
@@ -281,7 +281,7 @@ def test_vector_search_is_cosine_and_skips_rows_without_vectors(store):
     )
     hits = store.search_vector(np.array([2.0, 0, 0, 0]), Filters(), 10)
     assert ids(hits) == ["near", "far"]
-    assert hits[0].score == pytest.approx(float(unit(1, 0.1, 0, 0)[0]), abs=1e-5)
+    assert hits[0].score == pytest.approx(float(unit(1, 0.1, 0, 0)[0]), abs=1e-3)  # int8 storage
     assert hits[1].score == pytest.approx(0.0, abs=1e-5)
 
 
@@ -424,15 +424,14 @@ def test_maintain_reduces_versions_and_keeps_data(store):
 
 
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
-def test_large_tables_get_an_ann_index_that_still_finds_nearest(store, monkeypatch):
-    monkeypatch.setattr("codecompass.retrieval.index.chunk_writer.ANN_MIN_ROWS", 500)
+def test_int8_vectors_still_find_the_nearest_and_no_ann_index_is_built(store):
     rng = np.random.default_rng(3)
     matrix = rng.standard_normal((600, 4)).astype(np.float32)
     chunks = [make_chunk(f"c{i}", f"fn{i}", f"src/{i % 7}/f.ts") for i in range(620)]
     vectors = {f"c{i}": matrix[i] for i in range(600)}
     store.apply_changes(upserts=chunks, delete_ids=[], vectors=vectors)
     store.maintain(retention=timedelta(0))
-    assert "vector_idx" in store.index_status()
+    assert set(store.index_status()) == {FTS_INDEX_NAME}, "Lance builds no ANN index on int8 columns"
     reopened = ChunkWriter.open(store.uri, model=MODEL, chunker_version="c1")
     for i in (0, 17, 599):
         hits = reopened.search_vector(matrix[i], Filters(), 5)
@@ -590,12 +589,15 @@ def test_a_chunk_table_without_its_sources_is_rebuilt(tmp_path):
     assert reopened.created and reopened.rebuilt and reopened.counts() == (0, 0)
 
 
-def test_vectors_are_half_precision_on_disk_and_float32_in_memory(store):
+def test_vectors_are_int8_on_disk_and_unit_float32_in_memory(store):
     store.apply_changes(upserts=[make_chunk("a", "alpha")], delete_ids=[], vectors={"a": unit(1, 2, 3, 4)})
-    assert store._table.schema.field("vector").type.value_type == pa.float16()
+    assert store._table.schema.field("vector").type.value_type == pa.int8()
+    stored = store._table.to_arrow().column("vector").combine_chunks().values.to_numpy()
+    assert np.abs(stored).max() == 127, "each row is scaled to the int8 range"
     found = store.vectors_for_snippets(["hash-a"])["hash-a"]
     assert found.dtype == np.float32
-    np.testing.assert_allclose(found, unit(1, 2, 3, 4), atol=1e-3)
+    np.testing.assert_allclose(found, unit(1, 2, 3, 4), atol=1e-2)
+    assert float(found @ unit(1, 2, 3, 4)) > 0.9999
 
 
 def test_reference_edges_both_ways(store):

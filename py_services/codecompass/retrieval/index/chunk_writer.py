@@ -1,5 +1,5 @@
-"""The write side of a chunk table in LanceDB: batched writes, staged writes, the FTS and ANN
-index builds, compaction and version cleanup.
+"""The write side of a chunk table in LanceDB: batched writes, staged writes, the FTS index
+builds, compaction and version cleanup.
 
 `ChunkWriter` is the index's only writable handle (STYLE 18): it extends `ChunkReader` (its
 own reads plan its writes) with every method that changes the table; the searcher never holds
@@ -24,7 +24,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 from lance.fragment import FragmentMetadata, write_fragments
-from lancedb.index import FTS, IvfPq
+from lancedb.index import FTS
 
 from codecompass.common.chunks import Chunk
 from codecompass.common.identifiers import split_identifiers
@@ -45,6 +45,7 @@ from codecompass.retrieval.schema import (
     chunk_table_of_sources,
     sources_schema,
     sources_table_name,
+    stored_vectors,
     table_name,
 )
 from codecompass.retrieval.search.chunk_reader import (
@@ -54,12 +55,8 @@ from codecompass.retrieval.search.chunk_reader import (
     checked_vector,
     in_current_format,
 )
-from codecompass.retrieval.search.readcache import vectors_of
+from codecompass.retrieval.search.readcache import unit_rows, vectors_of
 
-# Below this many vectors an exhaustive scan is exact and fast enough (30k x 384 dims: ~40-70 ms
-# on 2 busy cores); above it the scan's linear cost starts to dominate query latency. The
-# 200k-line target workspace has 10k-30k chunks, so it never leaves the exact path.
-ANN_MIN_ROWS = 100_000
 # Unindexed rows are matched by an exhaustive scan that tokenises each row per query
 # (measured ~0.05-0.1 ms per row on 2 cores), so past this many rows an index update pays off.
 MAX_UNINDEXED_ROWS = 500
@@ -344,7 +341,7 @@ class ChunkWriter(ChunkReader):
                 ["snippet_hash", VECTOR_COLUMN],
             )
             hashes = rows.column("snippet_hash").to_pylist()
-            matrix = vectors_of(rows.column(VECTOR_COLUMN), self.model.dimensions)
+            matrix = unit_rows(vectors_of(rows.column(VECTOR_COLUMN), self.model.dimensions))
             for h, vector in zip(hashes, matrix, strict=True):
                 found.setdefault(h, vector)
         return found
@@ -382,7 +379,7 @@ class ChunkWriter(ChunkReader):
     def needs_maintenance(self) -> bool:
         """Whether `maintain()` is due for search speed: rows exist but no FTS index has been
         built, enough rows are unindexed that exhaustive matching over them costs more than
-        an index update (see MAX_UNINDEXED_ROWS), or the table has grown past ANN_MIN_ROWS.
+        an index update (see MAX_UNINDEXED_ROWS).
         Cheap (index statistics and row counts, a few ms): callers may ask after every sync."""
         has_fts = False
         for name, status in self.index_status().items():
@@ -390,12 +387,7 @@ class ChunkWriter(ChunkReader):
                 has_fts = True
                 if status["unindexed"] > MAX_UNINDEXED_ROWS:
                     return True
-        if not has_fts and self._table.count_rows() > 0:
-            return True
-        if self.static is not None and not self._has_static_index \
-                and self._table.count_rows(f"{STATIC_FLAG_COLUMN} = true") >= ANN_MIN_ROWS:
-            return True
-        return not self._has_vector_index and self._table.count_rows("has_vector = true") >= ANN_MIN_ROWS
+        return not has_fts and self._table.count_rows() > 0
 
     def maintain(self, *, retention: timedelta = DEFAULT_VERSION_RETENTION, settle: bool = False) -> None:
         """Build missing indexes, index unindexed rows (a new segment of each index, merged
@@ -414,7 +406,6 @@ class ChunkWriter(ChunkReader):
         """
         with self._write_lock:
             self._ensure_fts_index()
-            self._ensure_vector_index()
             self._delete_unreferenced_sources(retention)
             # Old versions go first: what compaction writes then adds to less.
             self._drop_old_versions(retention)
@@ -521,18 +512,6 @@ class ChunkWriter(ChunkReader):
             self._sources.delete(sqlf.sql_in("key", batch))
         for key in expired:
             del self._unreferenced_since[key]
-
-    def _ensure_vector_index(self) -> None:
-        """An ANN index per vector column once it holds ANN_MIN_ROWS vectors. The static
-        column fills with the chunks, so it crosses the threshold first (in a cold index, long
-        before the primary column)."""
-        if not self._has_vector_index and self._table.count_rows("has_vector = true") >= ANN_MIN_ROWS:
-            self._table.create_index(VECTOR_COLUMN, config=IvfPq(distance_type="cosine"), replace=True)
-            self._has_vector_index = True
-        if self.static is not None and not self._has_static_index \
-                and self._table.count_rows(f"{STATIC_FLAG_COLUMN} = true") >= ANN_MIN_ROWS:
-            self._table.create_index(STATIC_VECTOR_COLUMN, config=IvfPq(distance_type="cosine"), replace=True)
-            self._has_static_index = True
 
     def _checked_vectors(
         self, upsert_ids: set[str], vectors: dict[str, np.ndarray], static_vectors: dict[str, np.ndarray] | None
@@ -753,7 +732,7 @@ def _masked_vectors(chunks: list[Chunk], vectors: dict[str, np.ndarray], dims: i
 
 
 def _vector_array(matrix: np.ndarray, dims: int, mask: np.ndarray | None = None) -> pa.Array:
-    flat = pa.array(matrix.astype(VECTOR_TYPE.to_pandas_dtype(), copy=False).reshape(-1), type=VECTOR_TYPE)
+    flat = pa.array(stored_vectors(matrix).reshape(-1), type=VECTOR_TYPE)
     if mask is None or not mask.any():
         return pa.FixedSizeListArray.from_arrays(flat, dims)
     return pa.FixedSizeListArray.from_arrays(flat, dims, mask=pa.array(mask, pa.bool_()))

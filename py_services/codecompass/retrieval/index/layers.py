@@ -145,8 +145,7 @@ def start_from_base(settings: Settings, key: str, base: Base) -> list[str]:
             # Without the base's indexes: Lance (pylance 14) writes an index it updates in a shallow clone
             # into the clone's folder but records it as the base's, which then cannot be read (seen
             # as "Not found: <base>/_indices/<uuid>/tokens.lance" after the clone's first update).
-            # The writer builds its own: the full-text index at once, the vector indexes in
-            # maintenance (searched exhaustively until then).
+            # The writer builds its own full-text index at once.
             for index in clone.list_indices():
                 clone.drop_index(index["name"])
     except (OSError, RuntimeError, ValueError):

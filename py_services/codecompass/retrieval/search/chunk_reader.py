@@ -20,8 +20,6 @@ from typing import Any, Self, cast
 import lancedb
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-from lancedb.query import LanceVectorQueryBuilder
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
 from codecompass.common.files import tree_bytes
@@ -36,18 +34,11 @@ from codecompass.retrieval.schema import (
     FORMAT_METADATA_KEY,
     FTS_COLUMN,
     INDEX_FORMAT_VERSION,
-    STATIC_FLAG_COLUMN,
-    STATIC_VECTOR_COLUMN,
-    VECTOR_COLUMN,
     sources_table_name,
     table_name,
 )
 from codecompass.retrieval.search.readcache import DatasetView, VectorSnapshot
 
-# IVF_PQ probing/refinement: PQ distances are coarse, so candidates are re-ranked with exact
-# distances (refine) and enough partitions are probed to keep recall high.
-ANN_NPROBES = 50
-ANN_REFINE_FACTOR = 10
 # Keeps `IN (...)` predicates to a size DataFusion plans quickly.
 _ID_BATCH = 1_000
 # Chunks a reader keeps built between searches of one table version: ~4.4 KiB each (measured on
@@ -111,26 +102,6 @@ def in_current_format(table: lancedb.table.Table) -> bool:
     return value is not None and value.decode() == INDEX_FORMAT_VERSION
 
 
-def _in_degree_counts(edges: pa.ChunkedArray | pa.Array) -> dict[str, int]:
-    """{target id: how many rows list it} over a list<string> column, each row counted once per
-    target. In Arrow and numpy: a Python loop over ws-300k's edges took ~50 ms, paid by the first
-    search after every commit."""
-    if isinstance(edges, pa.ChunkedArray):
-        edges = edges.combine_chunks()
-    targets = pc.dictionary_encode(pc.list_flatten(edges))
-    names = targets.dictionary
-    if len(names) == 0:
-        return {}
-    rows = pc.list_parent_indices(edges).to_numpy().astype(np.int64)
-    # One (row, target) pair per edge, duplicates within a row dropped, then counted per target.
-    # Sorted and compared with their neighbours: np.unique took 30 ms of it here, a sort takes 2.
-    pairs = np.sort(rows * len(names) + targets.indices.to_numpy().astype(np.int64))
-    first = np.ones(len(pairs), dtype=bool)
-    first[1:] = pairs[1:] != pairs[:-1]
-    counts = np.bincount(pairs[first] % len(names), minlength=len(names))
-    return dict(zip(names.to_pylist(), counts.tolist(), strict=True))
-
-
 class ChunkReader:
     # Whether this handle's tables change under it: a writer's do with its own commits; a reader's
     # only when `checkout_latest` moves them (see `_version`).
@@ -156,11 +127,6 @@ class ChunkReader:
         self.chunker_version = chunker_version
         self.table_name = name
         self.uri = uri
-        self._has_vector_index = self._vector_index_exists(VECTOR_COLUMN)
-        self._has_static_index = static is not None and self._vector_index_exists(STATIC_VECTOR_COLUMN)
-        # (table version, names, qualified names): see `names`.
-        self._names: tuple[int, frozenset[str], frozenset[str]] | None = None
-        self._in_degrees: tuple[int, dict[str, int]] | None = None
         self._vector_counts: tuple[int, VectorCounts] | None = None
         self._pinned = (table.version, sources.version)
         self._chunk_rows = DatasetView(table, self._version)
@@ -282,15 +248,10 @@ class ChunkReader:
     def in_degrees(self, chunk_ids: Sequence[str]) -> dict[str, int]:
         """{chunk id: how many chunks of the index reference it} (the reference graph's in-degree).
 
-        The whole graph's in-degrees are counted once per table version (one scan of the edge
-        column) and looked up after: a search asks for a hundred candidates, and a filtered scan
-        per search costs more than counting every edge once."""
-        version = self._version()
-        cached = self._in_degrees
-        if cached is None or cached[0] != version:
-            edges = self._scan(None, ["reference_ids"]).column("reference_ids")
-            cached = self._in_degrees = (version, _in_degree_counts(edges))
-        return {i: cached[1].get(i, 0) for i in chunk_ids}
+        Counted per fragment with the version's snapshot (a search asks for a hundred candidates,
+        and a filtered scan per search costs more than counting every edge once); a new version
+        counts only the fragments its commit changed."""
+        return self.vector_snapshot().in_degrees(chunk_ids)
 
     def get_chunks(self, ids: list[str]) -> list[Chunk]:
         """Chunks in the order of `ids`; unknown ids are skipped."""
@@ -298,11 +259,9 @@ class ChunkReader:
         return [found[i] for i in ids if i in found]
 
     def _hit_chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
-        """{id: chunk} for a search's hits. Without a vector index the rows are taken by their
-        place in the version's vector snapshot (the search reads it anyway), ~2x faster than the
-        filtered scan used otherwise."""
-        loader = partial(self._take_chunks, self.vector_snapshot()) if not self._has_vector_index \
-            else self._load_chunks
+        """{id: chunk} for a search's hits. The rows are taken by their place in the version's
+        vector snapshot (the search reads it anyway), ~2x faster than a filtered scan."""
+        loader = partial(self._take_chunks, self.vector_snapshot())
         return self._chunk_cache.get_many(ids, loader, self._version())
 
     def _take_chunks(self, snapshot: VectorSnapshot, ids: list[str]) -> dict[str, Chunk]:
@@ -342,25 +301,15 @@ class ChunkReader:
         cached = self._vector_counts
         if cached is not None and cached[0] == version:
             return cached[1]
-        if not self._has_vector_index:
-            # Without a vector index every search of a version reads its snapshot anyway: its
-            # flags are the counts, and a new version (an edit's commit) skips the four scans.
-            snapshot = self.vector_snapshot()
-            primary_flags, static_flags = snapshot.has_primary, snapshot.has_static
-            counts = VectorCounts(
-                total=len(snapshot.ids), primary=int(primary_flags.sum()),
-                static=int(static_flags.sum()) if static_flags is not None else 0,
-                static_only=int((static_flags & ~primary_flags).sum()) if static_flags is not None else 0)
-            self._vector_counts = (snapshot.dataset.version, counts)
-            return counts
-        total, primary = self.counts()
-        if self.static is None:
-            counts = VectorCounts(total=total, primary=primary, static=0, static_only=0)
-        else:
-            static = self._table.count_rows(f"{STATIC_FLAG_COLUMN} = true")
-            static_only = self._table.count_rows(f"{STATIC_FLAG_COLUMN} = true AND has_vector = false")
-            counts = VectorCounts(total=total, primary=primary, static=static, static_only=static_only)
-        self._vector_counts = (version, counts)
+        # Every search of a version reads its snapshot anyway: its flags are the counts, and a
+        # new version (an edit's commit) skips four count scans.
+        snapshot = self.vector_snapshot()
+        primary_flags, static_flags = snapshot.has_primary, snapshot.has_static
+        counts = VectorCounts(
+            total=len(snapshot.ids), primary=int(primary_flags.sum()),
+            static=int(static_flags.sum()) if static_flags is not None else 0,
+            static_only=int((static_flags & ~primary_flags).sum()) if static_flags is not None else 0)
+        self._vector_counts = (snapshot.dataset.version, counts)
         return counts
 
     def count_matching(self, filters: Filters) -> int:
@@ -369,17 +318,10 @@ class ChunkReader:
         return self._table.count_rows(where) if where else self._table.count_rows()
 
     def names(self) -> tuple[frozenset[str], frozenset[str]]:
-        """(every chunk name, every qualified name) in the table, read once per table version:
-        the vocabulary a mistyped identifier is matched against."""
-        version = self._version()
-        cached = self._names
-        if cached is not None and cached[0] == version:
-            return cached[1], cached[2]
-        rows = self._scan(None, ["name", "qualified_name"])
-        names = frozenset(n for n in rows.column("name").to_pylist() if n)
-        qualified = frozenset(n for n in rows.column("qualified_name").to_pylist() if n)
-        self._names = (version, names, qualified)
-        return names, qualified
+        """(every chunk name, every qualified name) in the table: the vocabulary a mistyped
+        identifier is matched against, from the version's snapshot (read by fragment)."""
+        snapshot = self.vector_snapshot()
+        return snapshot.names, snapshot.qualified_names
 
     # ---- search -------------------------------------------------------------------------
 
@@ -439,10 +381,8 @@ class ChunkReader:
         if limit <= 0:
             return []
         query = self._check_dims(vector, "query vector")
-        if not self._has_vector_index:
-            snapshot = self.vector_snapshot()
-            return self._exact(snapshot, query, False, snapshot.has_primary, filters, limit)
-        return self._nearest(VECTOR_COLUMN, "has_vector = true", query, filters, limit)
+        snapshot = self.vector_snapshot()
+        return self._exact(snapshot, query, False, snapshot.has_primary, filters, limit)
 
     def search_static_vector(
         self, vector: np.ndarray, filters: Filters, limit: int, *, without_primary: bool
@@ -453,19 +393,17 @@ class ChunkReader:
         if limit <= 0 or self.static is None:
             return []
         query = checked_vector(vector, self.static.dimensions, "static query vector")
-        if not self._has_static_index:
-            snapshot = self.vector_snapshot()
-            assert snapshot.has_static is not None, "a store with a static channel reads its static vectors"
-            rows = snapshot.has_static & ~snapshot.has_primary if without_primary else snapshot.has_static
-            return self._exact(snapshot, query, True, rows, filters, limit)
-        where = f"{STATIC_FLAG_COLUMN} = true" + (" AND has_vector = false" if without_primary else "")
-        return self._nearest(STATIC_VECTOR_COLUMN, where, query, filters, limit)
+        snapshot = self.vector_snapshot()
+        assert snapshot.has_static is not None, "a store with a static channel reads its static vectors"
+        rows = snapshot.has_static & ~snapshot.has_primary if without_primary else snapshot.has_static
+        return self._exact(snapshot, query, True, rows, filters, limit)
 
     def _exact(self, snapshot: VectorSnapshot, query: np.ndarray, static: bool, rows: np.ndarray,
                filters: Filters, limit: int) -> list[ScoredChunk]:
-        """Exact nearest neighbours in memory among `rows` (a mask) that the filters admit:
-        below the writer's ANN_MIN_ROWS there is no vector index, and a scan of the vector column per query
-        cost ~45 ms on ws-300k where the snapshot's matrix product costs ~3."""
+        """Exact nearest neighbours in memory among `rows` (a mask) that the filters admit. Lance
+        builds no ANN index on int8 vectors, and a scan of the vector column per query cost ~45 ms
+        on ws-300k where the snapshot's matrix product costs ~3. The snapshot holds 2.5 KiB a
+        chunk (float32, 384 + 256 dimensions): ~55 MiB for ws-300k's 22k chunks."""
         where = sqlf.to_sql(filters)
         if where:
             admitted = np.zeros(len(snapshot.ids), dtype=bool)
@@ -477,26 +415,6 @@ class ChunkReader:
         found = self._hit_chunks(ids)
         return [ScoredChunk(chunk=found[i], score=score) for i, (_, score) in zip(ids, hits, strict=True)
                 if i in found]
-
-    def _nearest(
-        self, column: str, where: str, query: np.ndarray, filters: Filters, limit: int
-    ) -> list[ScoredChunk]:
-        # Table.search is annotated with the base builder; a vector query gets the vector builder
-        # (LanceTable's own overloads say so).
-        vector_query = cast(LanceVectorQueryBuilder,
-                            self._table.search(query, vector_column_name=column, query_type="vector"))
-        predicate = sqlf.combine(where, sqlf.to_sql(filters))
-        assert predicate is not None, "both callers pass a non-empty `where`"
-        search = (
-            vector_query
-            .distance_type("cosine")
-            .where(predicate, prefilter=True)
-            .select(["id", "_distance"])
-            .limit(limit)
-            .nprobes(ANN_NPROBES)
-            .refine_factor(ANN_REFINE_FACTOR)
-        )
-        return self._scored(search.to_arrow(), "_distance", lambda d: 1.0 - float(d))
 
     def _scored(self, rows: pa.Table, column: str, score: Callable[[Any], float]) -> list[ScoredChunk]:
         """Hits (rows of `id` and a score `column`) as chunks, in order; a chunk gone from the
@@ -535,9 +453,6 @@ class ChunkReader:
         return out
 
     # ---- internals ----------------------------------------------------------------------
-
-    def _vector_index_exists(self, column: str) -> bool:
-        return any(i.columns == [column] for i in self._table.list_indices())
 
     def _check_dims(self, vector: np.ndarray, what: str) -> np.ndarray:
         return checked_vector(vector, self.model.dimensions, what)

@@ -3,8 +3,9 @@
 - `DatasetView`: the Lance dataset of the table version being read, opened once per version
   (LanceDB's query builder costs ~15 ms a call before reading anything).
 - `VectorSnapshot`: every row's unit vectors at that version, for exact vector search and the
-  candidates' cosines in memory (below the row count where a vector index is built), and the
-  chunk columns of every row, read in the background (`RowsInMemory`).
+  candidates' cosines in memory (the index has no ANN index: its vectors are int8), the names
+  and reference in-degrees a search asks about, and the chunk columns of every row, read in the
+  background (`RowsInMemory`).
 - chunks rebuilt from their rows (valid for one table version) and source texts (valid forever:
   a text's key is its hash) are kept in `common.readcache.ReadCache`s by the chunk reader.
 
@@ -14,6 +15,7 @@ On ws-300k (bench-pipeline-speed) these took the retrieval stage of a warm searc
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -23,6 +25,7 @@ import lance
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from codecompass.retrieval.schema import STATIC_FLAG_COLUMN, STATIC_VECTOR_COLUMN, VECTOR_COLUMN
 
@@ -92,8 +95,9 @@ class RowsInMemory:
 
 @dataclass(frozen=True)
 class FragmentVectors:
-    """One Lance fragment's rows in a `VectorSnapshot`: views into the snapshot's matrices, kept
-    so that the next version reads only the fragments a commit wrote or deleted from."""
+    """One Lance fragment's rows in a `VectorSnapshot`: views into the snapshot's matrices, and
+    what the snapshot derives from its rows, kept so that the next version reads only the
+    fragments a commit wrote or deleted from."""
 
     key: tuple  # the fragment's files, rows and deletion file: equal keys, equal rows
     ids: tuple[str, ...]
@@ -101,6 +105,10 @@ class FragmentVectors:
     has_primary: np.ndarray
     static: np.ndarray | None
     has_static: np.ndarray | None
+    names: frozenset[str]
+    qualified_names: frozenset[str]
+    # {chunk id: how many of this fragment's rows reference it}
+    in_degrees: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -123,12 +131,15 @@ class VectorSnapshot:
     static: np.ndarray | None  # the same for the static column; None without a static channel
     has_static: np.ndarray | None
     fragments: tuple[FragmentVectors, ...] = ()
+    # Every chunk name and qualified name: the vocabulary a mistyped identifier is matched against.
+    names: frozenset[str] = frozenset()
+    qualified_names: frozenset[str] = frozenset()
 
     @classmethod
     def read(cls, dataset: lance.LanceDataset, primary_dims: int, static_dims: int | None,
              row_columns: Sequence[str], previous: VectorSnapshot | None = None) -> VectorSnapshot:
         """The snapshot of `dataset`'s version, taking the fragments it shares with `previous`."""
-        columns = ["id", "has_vector", VECTOR_COLUMN]
+        columns = ["id", "has_vector", VECTOR_COLUMN, "name", "qualified_name", "reference_ids"]
         if static_dims is not None:
             columns += [STATIC_FLAG_COLUMN, STATIC_VECTOR_COLUMN]
         # `previous` is the same reader's, so of the same models: only the fragments can differ.
@@ -154,8 +165,8 @@ class VectorSnapshot:
         views, start = [], 0
         for part in parts:
             end = start + len(part.ids)
-            views.append(FragmentVectors(
-                key=part.key, ids=part.ids, primary=primary[start:end], has_primary=has_primary[start:end],
+            views.append(dataclasses.replace(
+                part, primary=primary[start:end], has_primary=has_primary[start:end],
                 static=static[start:end] if static is not None else None,
                 has_static=has_static[start:end] if has_static is not None else None))
             start = end
@@ -169,7 +180,15 @@ class VectorSnapshot:
             static=static,
             has_static=has_static,
             fragments=tuple(views),
+            names=frozenset().union(*(p.names for p in parts)),
+            qualified_names=frozenset().union(*(p.qualified_names for p in parts)),
         )
+
+    def in_degrees(self, chunk_ids: Sequence[str]) -> dict[str, int]:
+        """{chunk id: how many rows of this version reference it} (the reference graph's
+        in-degree), summed over the fragments: a new version counts only the edges of the
+        fragments it reads again."""
+        return {i: sum(part.in_degrees.get(i, 0) for part in self.fragments) for i in chunk_ids}
 
     def nearest(self, query: np.ndarray, static: bool, allowed: np.ndarray, limit: int) -> list[tuple[int, float]]:
         """(row, cosine) of the `limit` rows most similar to the unit vector `query` among the
@@ -191,6 +210,25 @@ class VectorSnapshot:
         assert matrix is not None and has is not None, "asked only with a static channel"
         scores = matrix[positions] @ query
         return [float(s) if has[p] else None for p, s in zip(positions, scores, strict=True)]
+
+
+def in_degree_counts(edges: pa.ChunkedArray | pa.Array) -> dict[str, int]:
+    """{target id: how many rows list it} over a list<string> column, each row counted once per
+    target. In Arrow and numpy: a Python loop over ws-300k's edges took ~50 ms."""
+    if isinstance(edges, pa.ChunkedArray):
+        edges = edges.combine_chunks()
+    targets = pc.dictionary_encode(pc.list_flatten(edges))
+    names = targets.dictionary
+    if len(names) == 0:
+        return {}
+    rows = pc.list_parent_indices(edges).to_numpy().astype(np.int64)
+    # One (row, target) pair per edge, duplicates within a row dropped, then counted per target.
+    # Sorted and compared with their neighbours: np.unique took 30 ms of it here, a sort takes 2.
+    pairs = np.sort(rows * len(names) + targets.indices.to_numpy().astype(np.int64))
+    first = np.ones(len(pairs), dtype=bool)
+    first[1:] = pairs[1:] != pairs[:-1]
+    counts = np.bincount(pairs[first] % len(names), minlength=len(names))
+    return dict(zip(names.to_pylist(), counts.tolist(), strict=True))
 
 
 def fragment_key(fragment: lance.LanceFragment) -> tuple:
@@ -215,6 +253,9 @@ def _read_fragment(fragment: lance.LanceFragment, key: tuple, columns: list[str]
         has_primary=np.asarray(rows.column("has_vector").to_numpy(zero_copy_only=False), dtype=bool),
         static=static,
         has_static=has_static,
+        names=frozenset(n for n in rows.column("name").to_pylist() if n),
+        qualified_names=frozenset(n for n in rows.column("qualified_name").to_pylist() if n),
+        in_degrees=in_degree_counts(rows.column("reference_ids")),
     )
 
 

@@ -28,7 +28,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
 .PHONY: setup proto proto-check lint test run client-packages bench-corpus bench-chunk bench-quality bench-speed bench-embed bench-cold \
-	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-render-speed bench-shard-speed bench-store-speed bench-health bench-index-stages bench-index-size bench-mcp bench-badinput bench-load bench-drills \
+	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-render-speed bench-shard-speed bench-store-speed bench-health bench-index-stages bench-index-1m bench-index-size bench-mcp bench-badinput bench-load bench-drills \
 	code-static code-static-bundle code-small code-small-bundle corpus ranker ranker-code-static traces traces-down traces-screenshot metrics-screenshot image-lock
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP) $(CLIENT_TS_MODULES_STAMP)
@@ -250,6 +250,13 @@ bench-speed: bench-corpus
 # Where the seconds of a cold ws-300k index go, stage by stage, until READY.
 bench-index-stages: bench-corpus
 	$(VENV)/bin/python -m bench.speed.index_stages
+	$(VENV)/bin/python -m bench.report
+
+# The same on ws-1m (1M lines of the training corpus's repositories; needs their mirrors in
+# $$BENCH_MIRRORS): with the static model as the primary, READY is every chunk at its final vectors.
+bench-index-1m:
+	BENCH_MIRRORS=$${BENCH_MIRRORS:?the corpus mirrors, see DEVELOPERS.md} $(VENV)/bin/python -m codecompass_dev.corpus.assemble ws-1m
+	CODECOMPASS_EMBEDDING_PROFILE=code-static $(VENV)/bin/python -m bench.speed.index_stages --workspace bench/.work/ws-1m --kind index-stages-1m
 	$(VENV)/bin/python -m bench.report
 
 # Where the bytes of a ws-300k index go: settled size and peak while indexing, against the source.

@@ -81,6 +81,7 @@ SECTIONS: dict[str, Section] = {
     "mcp-speed": Section("mcp-speed", render_mcp_speed),
     "cold-start": Section("cold-start", render_cold_start),
     "index-stages": Section("index-stages", render_index_stages),
+    "index-stages-1m": Section("index-stages-1m", render_index_stages),
     "index-size": Section("index-size", render_index_size),
     "pipeline-speed": Section("pipeline-speed", render_pipeline_speed),
     "render-speed": Section("render-speed", render_render_speed),

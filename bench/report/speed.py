@@ -448,7 +448,8 @@ def index_stages_table(doc: dict[str, Any]) -> list[str]:
     ws = doc["workspace"]
     return [
         (f"Cold index of `{ws['name']}` ({ws['files']:,} files, {ws['lines']:,} lines), {doc['chunks']:,} chunks, "
-         f"until READY:"), "",
+         f"until READY" + (f" (primary model: {doc['embedding_model']})" if doc.get("embedding_model") else "") + ":"),
+        "",
         md_table(("Stage", "Wall s", "Share"), rows), "",
         md_table(("Inside the stages", "s"), inside), "",
         f"CPU seconds per service: {cpu}; peak RSS: {_rss(doc['peak_rss_mib'])}; "

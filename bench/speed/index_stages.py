@@ -19,6 +19,7 @@ the services' spans written to a trace file and their logs read back:
 Writes bench/results/index-stages-<UTC>.json (+ -latest); `python -m bench.report` renders it.
 
 Run: .venv/bin/python -m bench.speed.index_stages [--workspace bench/.work/ws-300k] [--max-embed-wait 1800]
+     (the 1M-line run: --workspace bench/.work/ws-1m --kind index-stages-1m)
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE)
     parser.add_argument("--max-embed-wait", type=float, default=1800.0)
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--kind", default="index-stages",
+                        help="results kind to write (index-stages-1m: the ws-1m run, a table of its own)")
     args = parser.parse_args(argv)
     workspace = assembled_workspace(args.workspace)
     n_files, n_lines, source_bytes = source_stats(workspace)
@@ -129,13 +132,14 @@ def main(argv: list[str] | None = None) -> int:
         "ready_s": ready_s,
         "chunks": status.chunks,
         "embedded_chunks": status.embedded_chunks,
+        "embedding_model": f"{status.embedding_model_id} {status.embedding_model_version}".strip(),
         "stages_s": walls,
         "sync_ms": {k.removesuffix("_ms"): v for k, v in sync.items() if k.endswith("_ms")},
         "analysis": {"lexical_chunk_s": lexical_s, "lexical_calls": lexical_calls,
                      "reference_chunk_s": refs_s, "reference_calls": refs_calls},
         "embedding": {"service_s": embed_s, "calls": embed_calls,
                       "chunks_per_s": status.embedded_chunks / walls["primary embedding"]
-                      if walls.get("primary embedding") else None},
+                      if embed_calls and walls.get("primary embedding") else None},
         "maintenance": {"count": len(maintained), "total_s": sum(r.get("maintain_ms", 0) for r in maintained) / 1000,
                         "longest_s": max((r.get("maintain_ms", 0) for r in maintained), default=0) / 1000},
         "cpu_s": cpu,
@@ -145,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in index_stages_table(results):
         print(line)
     if not args.no_write:
-        print(f"wrote {write_results('index-stages', results)}")
+        print(f"wrote {write_results(args.kind, results)}")
     return 0
 
 

@@ -7,6 +7,12 @@ copied out into plain folders under bench/.work/:
                 folder per package (the chunking benchmark)
   ws-300k       the sources of effect, rxjs, TanStack Query, knex, undici and mocha laid
                 out as a monorepo (>= 300k lines of ordinary code; scale and speed benchmarks)
+  ws-1m         >= 1,000,000 lines of the training corpus's repositories (the 1M-line scale
+                benchmark), by a written rule: the train repositories of
+                models/corpus/manifest.json in its order (npm download rank), each at its pinned
+                commit, out of the git mirrors; of each, the TS/JS source files that are not tests
+                or declarations (`is_quality_source`), under <owner>+<name>/; whole repositories,
+                until the lines reach 1,000,000
   ws-10k-files  10,000 small generated TypeScript files (re-scan timing only)
   quality       one workspace per repository, bench/.work/quality/<repo>/: the repository
                 at its pinned release commit, everything a clone has (a user has one
@@ -15,7 +21,7 @@ copied out into plain folders under bench/.work/:
                 that `jsdoc` queries of bench/quality/queries.jsonl were taken from are
                 blanked (spaces, line breaks kept), everything else is as committed.
 
-Usage: python -m codecompass_dev.corpus.assemble {chunk-corpus|ws-300k|ws-10k-files|quality|all} [--force]
+Usage: python -m codecompass_dev.corpus.assemble {chunk-corpus|ws-300k|ws-1m|ws-10k-files|quality|all} [--force]
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -370,6 +377,48 @@ def assemble_ws_300k(force: bool) -> Path:
     return dest
 
 
+MANIFEST_PATH = Path(__file__).resolve().parents[2] / "models" / "corpus" / "manifest.json"
+WS_1M_LINES = 1_000_000
+
+
+def assemble_ws_1m(force: bool) -> Path:
+    dest = WORK_DIR / "ws-1m"
+    if not prepare(dest, force):
+        return dest
+    manifest = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
+    files = lines = lacked = 0
+    taken = []
+    for entry in manifest["repositories"]:
+        if lines >= WS_1M_LINES:
+            break
+        if entry["split"] != "train":
+            continue
+        assert_allowed(entry["github"])
+        try:
+            mirror = ensure_mirror(entry["github"], entry["commit"])
+            with tempfile.TemporaryDirectory(prefix="ws-1m-") as tmp:
+                # A file the mirror lacks (too large for the snapshot it came from) is left out.
+                lacked += len(checkout(mirror, entry["commit"], Path(tmp), may_lack=lambda _path: True))
+                target = dest / entry["github"].replace("/", "+")
+                for src in sorted(Path(tmp).rglob("*")):
+                    rel = src.relative_to(tmp).as_posix()
+                    if src.is_file() and not src.is_symlink() and is_quality_source(rel):
+                        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copyfile(src, target / rel)
+                        files += 1
+                        with open(src, "rb") as fh:
+                            lines += sum(1 for _ in fh)
+        except MirrorError as err:
+            raise SystemExit(f"ws-1m: {err} (fetch the corpus mirrors, see DEVELOPERS.md)") from None
+        taken.append(entry["github"])
+    (dest / ".gitignore").write_text("node_modules/\n")
+    print(f"ws-1m: {files} files, {lines} lines from {len(taken)} repositories in {dest}"
+          f" ({lacked} files the mirrors lack left out)")
+    if lines < WS_1M_LINES:
+        print(f"warning: ws-1m has only {lines} lines", file=sys.stderr)
+    return dest
+
+
 GENERATED_FILE = """import {{ helper{prev} }} from "./mod{prev}";
 
 /** Adds a constant to a value for module {n}. */
@@ -401,16 +450,18 @@ def assemble_ws_10k_files(force: bool) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("target", choices=["chunk-corpus", "ws-300k", "ws-10k-files", "quality", "all"])
+    parser.add_argument("target", choices=["chunk-corpus", "ws-300k", "ws-1m", "ws-10k-files", "quality", "all"])
     parser.add_argument("--force", action="store_true", help="rebuild even if the folder exists")
     args = parser.parse_args(argv)
     builders = {
         "chunk-corpus": assemble_chunk_corpus,
         "ws-300k": assemble_ws_300k,
+        "ws-1m": assemble_ws_1m,
         "ws-10k-files": assemble_ws_10k_files,
         "quality": assemble_quality,
     }
-    targets = list(builders) if args.target == "all" else [args.target]
+    # ws-1m needs the training corpus's mirrors, which the other workspaces do not: never part of "all".
+    targets = [t for t in builders if t != "ws-1m"] if args.target == "all" else [args.target]
     for target in targets:
         builders[target](args.force)
     return 0

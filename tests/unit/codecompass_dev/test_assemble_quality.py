@@ -126,3 +126,21 @@ def test_a_missing_mirror_that_cannot_be_cloned_is_one_line(repo: dict, monkeypa
     monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "file")  # no network: https is refused at once
     with pytest.raises(SystemExit, match=r"quality/demo: no mirror of acme/demo in .*nowhere and cloning .* failed"):
         build(repo)
+
+
+def test_ws_1m_takes_whole_train_repositories_in_manifest_order_their_sources_only(
+    repo: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = tmp_path / "manifest.json"
+    entries = [{"github": "acme/held", "commit": repo["commit"], "split": "test"},  # held out: never taken
+               {"github": "acme/demo", "commit": repo["commit"], "split": "train"},
+               {"github": "acme/later", "commit": repo["commit"], "split": "train"}]  # past the lines: not reached
+    manifest.write_text(json.dumps({"repositories": entries}))
+    monkeypatch.setattr(assemble, "MANIFEST_PATH", manifest)
+    monkeypatch.setattr(assemble, "WORK_DIR", tmp_path / "work-dir")
+    monkeypatch.setattr(assemble, "WS_1M_LINES", 3)
+    workspace = assemble.assemble_ws_1m(force=True)
+    taken = sorted(p.relative_to(workspace).as_posix() for p in workspace.rglob("*") if p.is_file())
+    # Sources, not tests, docs, binaries or symlinks; one folder per repository.
+    assert taken == [".gitignore", "acme+demo/examples/demo.js", "acme+demo/src/index.ts"]
+    assert (workspace / "acme+demo/src/index.ts").read_text() == INDEX_TS

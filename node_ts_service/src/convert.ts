@@ -157,6 +157,7 @@ export function scanRequestFromPb(request: pb.ScanWorkspaceRequest): ScanRequest
     previous: request.previous.map(fileEntryFromPb),
     excludePatterns: [...request.excludePatterns],
     unchangedSince: request.unchangedSince,
+    previousOmitted: request.previousOmitted,
   };
 }
 
@@ -166,6 +167,7 @@ export function scanRequestToPb(request: ScanRequest): pb.ScanWorkspaceRequest {
     previous: request.previous.map(fileEntryToPb),
     excludePatterns: request.excludePatterns,
     unchangedSince: request.unchangedSince ?? '',
+    previousOmitted: request.previousOmitted ?? false,
   };
 }
 
@@ -180,6 +182,7 @@ export function scanResultToPb(result: ScanResult): pb.ScanWorkspaceResponse {
     chunkerVersion: CHUNKER_VERSION,
     watchToken: result.watchToken ?? '',
     unchanged: result.unchanged ?? false,
+    previousNeeded: result.previousNeeded ?? false,
   };
 }
 
@@ -193,6 +196,7 @@ export function scanResultFromPb(response: pb.ScanWorkspaceResponse): ScanResult
     durationMs: response.durationMs,
     watchToken: response.watchToken,
     unchanged: response.unchanged,
+    previousNeeded: response.previousNeeded,
   };
 }
 

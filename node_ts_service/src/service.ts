@@ -28,6 +28,8 @@ export interface ScanRequest {
   excludePatterns: string[];
   /** A previous result's watchToken: see ScanWorkspaceRequest.unchanged_since. '' to always walk. */
   unchangedSince?: string;
+  /** `previous` left out on purpose (ScanWorkspaceRequest.previous_omitted): walk nothing without it. */
+  previousOmitted?: boolean;
 }
 
 export interface ChunkRequest {
@@ -208,6 +210,10 @@ export class AnalysisService {
       if (watch.unchangedSince(request.unchangedSince, key)) {
         return { files: [], added: [], changed: [], removed: [], skipped: [], durationMs: 0, watchToken: request.unchangedSince, unchanged: true };
       }
+    }
+    // Without the caller's catalog a walk would count every file as added: ask for it.
+    if (request.previousOmitted) {
+      return { files: [], added: [], changed: [], removed: [], skipped: [], durationMs: 0, previousNeeded: true };
     }
     const mark = watch?.begin();
     try {

@@ -99,6 +99,8 @@ export interface ScanResult {
   watchToken?: string;
   /** The request's unchangedSince held: nothing is listed, the caller's catalog stands. */
   unchanged?: boolean;
+  /** The request left its catalog out and the token did not hold: nothing was walked; ask again with it. */
+  previousNeeded?: boolean;
   /** Why the folders are not watched (logged by the server; not on the wire). */
   unwatchedReason?: string;
 }

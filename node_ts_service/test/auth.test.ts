@@ -119,7 +119,7 @@ describe('a server with a token file', () => {
     const metadata = new grpc.Metadata();
     if (authorization !== undefined) metadata.set('authorization', authorization);
     return new Promise((resolve) => {
-      client.scanWorkspace({ workspaceRoot: dir, previous: [], excludePatterns: [], unchangedSince: '' }, metadata, { deadline: Date.now() + 20_000 }, (err, res) => {
+      client.scanWorkspace({ workspaceRoot: dir, previous: [], excludePatterns: [], unchangedSince: '', previousOmitted: false }, metadata, { deadline: Date.now() + 20_000 }, (err, res) => {
         client.close();
         resolve(err ?? res);
       });

@@ -107,10 +107,13 @@ describe('convert', () => {
       durationMs: 12.5,
       watchToken: 'a1b2.7.1700000000000.k',
       unchanged: false,
+      previousNeeded: false,
     };
     assert.deepEqual(convert.scanResultFromPb(overWire(pb.ScanWorkspaceResponse, convert.scanResultToPb(result))), result);
-    const unchanged: ScanResult = { files: [], added: [], changed: [], removed: [], skipped: [], durationMs: 0, watchToken: 't', unchanged: true };
+    const unchanged: ScanResult = { files: [], added: [], changed: [], removed: [], skipped: [], durationMs: 0, watchToken: 't', unchanged: true, previousNeeded: false };
     assert.deepEqual(convert.scanResultFromPb(overWire(pb.ScanWorkspaceResponse, convert.scanResultToPb(unchanged))), unchanged);
+    const needed: ScanResult = { files: [], added: [], changed: [], removed: [], skipped: [], durationMs: 0, watchToken: '', unchanged: false, previousNeeded: true };
+    assert.deepEqual(convert.scanResultFromPb(overWire(pb.ScanWorkspaceResponse, convert.scanResultToPb(needed))), needed);
   });
 
   it('round-trips requests', () => {
@@ -119,8 +122,11 @@ describe('convert', () => {
       previous: [{ relativePath: 'a.ts', sizeBytes: 3, mtimeNs: Date.now() * 1e6, contentHash: 'h', language: 'typescript' as const }],
       excludePatterns: ['gen/'],
       unchangedSince: 'a1b2.7.1700000000000.k',
+      previousOmitted: false,
     };
     assert.deepEqual(convert.scanRequestFromPb(overWire(pb.ScanWorkspaceRequest, convert.scanRequestToPb(scan))), scan);
+    const light = { ...scan, previous: [], previousOmitted: true };
+    assert.deepEqual(convert.scanRequestFromPb(overWire(pb.ScanWorkspaceRequest, convert.scanRequestToPb(light))), light);
     const chunk = { workspaceRoot: '/ws', paths: ['src', 'a.ts'], includeReferences: true, lexicalOnly: false };
     assert.deepEqual(convert.chunkRequestFromPb(overWire(pb.ChunkFilesRequest, convert.chunkRequestToPb(chunk))), chunk);
     const render = { workspaceRoot: '/ws', specs: [{ symbolId: 's', expandChildIds: ['c'], relativePath: 'a.ts', focusLine: 7 }] };

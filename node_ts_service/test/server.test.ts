@@ -294,7 +294,7 @@ describe('analysis service process', () => {
   });
 
   it('ScanWorkspace reports the catalog and its diff between scans', async () => {
-    const firstPb = await scan(client, { workspaceRoot: root, previous: [], excludePatterns: [], unchangedSince: '' });
+    const firstPb = await scan(client, { workspaceRoot: root, previous: [], excludePatterns: [], unchangedSince: '', previousOmitted: false });
     assert.equal(firstPb.chunkerVersion, CHUNKER_VERSION);
     const first = scanResultFromPb(firstPb);
     assert.deepEqual(first.files.map((f) => f.relativePath), ['src/greeter.ts', 'src/old.ts', 'src/util.js']);

@@ -61,6 +61,21 @@ describe('folder watch', { skip: watchable ? false : `temp dir not watchable: ${
     }
   });
 
+  it('without the catalog, answers unchanged when nothing changed and asks for it when something did', async () => {
+    const first = await settled();
+    const light = (token: string): Promise<ScanResult> =>
+      service.scan({ workspaceRoot: root, previous: [], excludePatterns: [], unchangedSince: token, previousOmitted: true });
+    assert.equal((await light(first.watchToken ?? '')).unchanged, true);
+    fs.writeFileSync(path.join(root, 'src/a.ts'), 'export const a = 2;\n');
+    const asked = await light(first.watchToken ?? '');
+    assert.equal(asked.previousNeeded, true);
+    assert.equal(asked.unchanged ?? false, false);
+    assert.deepEqual([asked.files, asked.added, asked.changed, asked.removed], [[], [], [], []], 'nothing walked');
+    assert.equal((await light('')).previousNeeded, true, 'no token: the catalog is needed too');
+    const full = await scan(first);
+    assert.deepEqual(full.changed, ['src/a.ts']);
+  });
+
   it('sees an edit made just before the request, in the same tick', async () => {
     const first = await settled();
     for (let i = 0; i < 20; i++) {

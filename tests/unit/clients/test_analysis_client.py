@@ -9,8 +9,10 @@ import grpc
 import pytest
 
 from codecompass.clients.analysis import AnalysisClient
+from codecompass.common.chunks import Language
+from codecompass.contracts.analysis.model import FileEntry
 from codecompass.contracts.retrieval.errors import AnalysisTimedOut, AnalysisUnavailable
-from codecompass.v1 import analysis_pb2, analysis_pb2_grpc
+from codecompass.v1 import analysis_pb2, analysis_pb2_grpc, chunk_pb2
 
 
 class SlowAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
@@ -45,3 +47,38 @@ def test_nothing_listening_is_unreachable(free_port: int) -> None:
     finally:
         client.close()
     assert str(caught.value).startswith(f"analysis service unreachable at 127.0.0.1:{free_port}: ScanWorkspace:")
+
+
+class OlderAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
+    """A service from before `previous_omitted`: it walks whatever catalog it is sent."""
+
+    def __init__(self) -> None:
+        self.requests: list[analysis_pb2.ScanWorkspaceRequest] = []
+
+    def ScanWorkspace(self, request, context):
+        self.requests.append(request)
+        known = {entry.relative_path for entry in request.previous}
+        entry = analysis_pb2.FileEntry(relative_path="a.ts", content_hash="h", language=chunk_pb2.LANGUAGE_TYPESCRIPT)
+        return analysis_pb2.ScanWorkspaceResponse(
+            files=[entry],
+            added=[] if "a.ts" in known else ["a.ts"], watch_token="t2")
+
+
+def test_a_service_that_walked_without_the_catalog_is_asked_again_with_it() -> None:
+    # The catalog is left out only while the token holds; a walk without it would count every file
+    # as added, so any answer but "unchanged" is asked for again with the catalog.
+    service = OlderAnalysis()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    analysis_pb2_grpc.add_CodeAnalysisServiceServicer_to_server(service, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    client = AnalysisClient(f"127.0.0.1:{port}", timeout_s=5)
+    previous = (FileEntry(relative_path="a.ts", size_bytes=1, mtime_ns=1, content_hash="h",
+                          language=Language.TYPESCRIPT),)
+    try:
+        scan = client.scan("/ws", lambda: previous, version=1, unchanged_since="t1")
+    finally:
+        client.close()
+        server.stop(None)
+    assert [(r.previous_omitted, len(r.previous)) for r in service.requests] == [(True, 0), (False, 1)]
+    assert scan.added == () and scan.watch_token == "t2"

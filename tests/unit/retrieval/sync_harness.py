@@ -132,6 +132,8 @@ class FakeAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
             if request.unchanged_since == token:
                 self.answered_unchanged += 1
                 return analysis_pb2.ScanWorkspaceResponse(unchanged=True, watch_token=token)
+        if request.previous_omitted:
+            return analysis_pb2.ScanWorkspaceResponse(previous_needed=True)
         return analysis_pb2.ScanWorkspaceResponse(
             watch_token=token,
             files=files,

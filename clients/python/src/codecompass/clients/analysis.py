@@ -84,7 +84,19 @@ class AnalysisClient:
         """Scan `root` against a previous catalog; `previous` is only called when `version` (or
         `unchanged_since`) differs from the last scan's of this root. `unchanged_since`: the watch token
         of a scan whose result the caller has applied in full; when nothing changed since, the
-        result says `unchanged` and lists nothing."""
+        result says `unchanged` and lists nothing.
+
+        With a token the catalog is left out of the first request (ScanWorkspaceRequest.previous_omitted):
+        most scans of a watched workspace find nothing changed, and the catalog (130 KB on ws-300k) was
+        serialized and parsed for nothing (an unchanged scan: 2.4 ms, 0.9 without it). Any other
+        answer than `unchanged` (the service asks for the catalog, or one older than the field walked
+        without it) is asked again with it."""
+        timeout_s = self._indexing_timeout()
+        if unchanged_since:
+            light = convert.scan_request_to_proto(root, (), unchanged_since, previous_omitted=True)
+            response = self._scan_call(light, timeout_s)
+            if response.unchanged:
+                return convert.scan_result_from_proto(response)
         key = (version, unchanged_since)
         with self._cache_lock:
             cached = self._scan_requests.get(root)
@@ -94,12 +106,14 @@ class AnalysisClient:
             request = convert.scan_request_to_proto(root, previous(), unchanged_since)
             with self._cache_lock:
                 self._scan_requests[root] = (key, request)
-        timeout_s = self._indexing_timeout()
+        return convert.scan_result_from_proto(self._scan_call(request, timeout_s))
+
+    def _scan_call(self, request: analysis_pb2.ScanWorkspaceRequest, timeout_s: float
+                   ) -> analysis_pb2.ScanWorkspaceResponse:
         try:
-            response = self._service.call("ScanWorkspace", request, timeout_s)
+            return self._service.call("ScanWorkspace", request, timeout_s)
         except ServiceError as exc:
             raise self._indexing_error("ScanWorkspace", exc, timeout_s) from None
-        return convert.scan_result_from_proto(response)
 
     def chunk_files(
         self, root: str, paths: list[str], *, include_references: bool = True, lexical_only: bool = False

@@ -25,51 +25,51 @@ _sym_db = _symbol_database.Default()
 from codecompass.v1 import chunk_pb2 as codecompass_dot_v1_dot_chunk__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63odecompass/v1/analysis.proto\x12\x0e\x63odecompass.v1\x1a\x1a\x63odecompass/v1/chunk.proto\"\x8a\x01\n\tFileEntry\x12\x15\n\rrelative_path\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x04\x12\x10\n\x08mtime_ns\x18\x03 \x01(\x03\x12\x14\n\x0c\x63ontent_hash\x18\x04 \x01(\t\x12*\n\x08language\x18\x05 \x01(\x0e\x32\x18.codecompass.v1.Language\"p\n\x0bSkippedFile\x12\x15\n\rrelative_path\x18\x01 \x01(\t\x12*\n\x06reason\x18\x02 \x01(\x0e\x32\x1a.codecompass.v1.SkipReason\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\x12\x0e\n\x06\x66older\x18\x04 \x01(\x08\"\x8e\x01\n\x14ScanWorkspaceRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12+\n\x08previous\x18\x02 \x03(\x0b\x32\x19.codecompass.v1.FileEntry\x12\x18\n\x10\x65xclude_patterns\x18\x03 \x03(\t\x12\x17\n\x0funchanged_since\x18\x04 \x01(\t\"\xf6\x01\n\x15ScanWorkspaceResponse\x12(\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x19.codecompass.v1.FileEntry\x12\r\n\x05\x61\x64\x64\x65\x64\x18\x02 \x03(\t\x12\x0f\n\x07\x63hanged\x18\x03 \x03(\t\x12\x0f\n\x07removed\x18\x04 \x03(\t\x12,\n\x07skipped\x18\x05 \x03(\x0b\x32\x1b.codecompass.v1.SkippedFile\x12\x13\n\x0b\x64uration_ms\x18\x06 \x01(\x01\x12\x17\n\x0f\x63hunker_version\x18\x07 \x01(\t\x12\x13\n\x0bwatch_token\x18\x08 \x01(\t\x12\x11\n\tunchanged\x18\t \x01(\x08\"l\n\x11\x43hunkFilesRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\r\n\x05paths\x18\x02 \x03(\t\x12\x1a\n\x12include_references\x18\x03 \x01(\x08\x12\x14\n\x0clexical_only\x18\x04 \x01(\x08\"\xc2\x02\n\x12\x43hunkFilesResponse\x12\x15\n\rrelative_path\x18\x01 \x01(\t\x12*\n\x06status\x18\x02 \x01(\x0e\x32\x1a.codecompass.v1.FileStatus\x12/\n\x0bskip_reason\x18\x03 \x01(\x0e\x32\x1a.codecompass.v1.SkipReason\x12\x13\n\x0b\x64iagnostics\x18\x04 \x03(\t\x12%\n\x06\x63hunks\x18\x05 \x03(\x0b\x32\x15.codecompass.v1.Chunk\x12\x14\n\x0c\x63ontent_hash\x18\x06 \x01(\t\x12\x12\n\nline_count\x18\x07 \x01(\r\x12\x10\n\x08mtime_ns\x18\x08 \x01(\x03\x12\x12\n\nsize_bytes\x18\t \x01(\x04\x12\x13\n\x0bskip_detail\x18\n \x01(\t\x12\x17\n\x0f\x63hunker_version\x18\x0b \x01(\t\"d\n\nRenderSpec\x12\x11\n\tsymbol_id\x18\x01 \x01(\t\x12\x18\n\x10\x65xpand_child_ids\x18\x02 \x03(\t\x12\x15\n\rrelative_path\x18\x03 \x01(\t\x12\x12\n\nfocus_line\x18\x04 \x01(\r\"Y\n\x14RenderSymbolsRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12)\n\x05specs\x18\x02 \x03(\x0b\x32\x1a.codecompass.v1.RenderSpec\"\xec\x01\n\x0eRenderedSymbol\x12\x11\n\tsymbol_id\x18\x01 \x01(\t\x12\x15\n\rrelative_path\x18\x02 \x01(\t\x12\x16\n\x0equalified_name\x18\x03 \x01(\t\x12\x0e\n\x06source\x18\x04 \x01(\t\x12\x13\n\x0btoken_count\x18\x05 \x01(\r\x12\x12\n\nstart_line\x18\x06 \x01(\r\x12\x10\n\x08\x65nd_line\x18\x07 \x01(\r\x12\x19\n\x11unknown_child_ids\x18\x08 \x03(\t\x12\x19\n\x11window_start_line\x18\t \x01(\r\x12\x17\n\x0fwindow_end_line\x18\n \x01(\r\"d\n\x15RenderSymbolsResponse\x12/\n\x07symbols\x18\x01 \x03(\x0b\x32\x1e.codecompass.v1.RenderedSymbol\x12\x1a\n\x12missing_symbol_ids\x18\x02 \x03(\t\"\x9e\x01\n\x0cTraceRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\x0e\n\x06symbol\x18\x02 \x01(\t\x12\x15\n\rrelative_path\x18\x03 \x01(\t\x12\x31\n\tdirection\x18\x04 \x01(\x0e\x32\x1e.codecompass.v1.TraceDirection\x12\r\n\x05\x64\x65pth\x18\x05 \x01(\r\x12\r\n\x05limit\x18\x06 \x01(\r\"t\n\x0bTraceSymbol\x12\x15\n\rrelative_path\x18\x01 \x01(\t\x12\x16\n\x0equalified_name\x18\x02 \x01(\t\x12\x12\n\nstart_line\x18\x03 \x01(\r\x12\x10\n\x08\x65nd_line\x18\x04 \x01(\r\x12\x10\n\x08\x63hunk_id\x18\x05 \x01(\t\"\xb0\x01\n\tTraceNode\x12\x15\n\rrelative_path\x18\x01 \x01(\t\x12\x16\n\x0equalified_name\x18\x02 \x01(\t\x12\x10\n\x08\x63hunk_id\x18\x03 \x01(\t\x12\x0c\n\x04line\x18\x04 \x01(\r\x12\x0f\n\x07snippet\x18\x05 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x06 \x01(\r\x12\x34\n\x0bresolved_by\x18\x07 \x01(\x0e\x32\x1f.codecompass.v1.TraceResolution\"\xd8\x01\n\rTraceResponse\x12)\n\x04root\x18\x01 \x01(\x0b\x32\x1b.codecompass.v1.TraceSymbol\x12(\n\x05nodes\x18\x02 \x03(\x0b\x32\x19.codecompass.v1.TraceNode\x12\x0f\n\x07partial\x18\x03 \x01(\x08\x12:\n\x0epartial_reason\x18\x04 \x01(\x0e\x32\".codecompass.v1.TracePartialReason\x12\x13\n\x0btotal_found\x18\x05 \x01(\r\x12\x10\n\x08returned\x18\x06 \x01(\r*\xd3\x03\n\nSkipReason\x12\x1b\n\x17SKIP_REASON_UNSPECIFIED\x10\x00\x12\x18\n\x14SKIP_REASON_MINIFIED\x10\x01\x12\x16\n\x12SKIP_REASON_BINARY\x10\x02\x12\x18\n\x14SKIP_REASON_NOT_UTF8\x10\x03\x12\x19\n\x15SKIP_REASON_TOO_LARGE\x10\x04\x12\x1a\n\x16SKIP_REASON_UNREADABLE\x10\x05\x12\x18\n\x14SKIP_REASON_VANISHED\x10\x06\x12!\n\x1dSKIP_REASON_OUTSIDE_WORKSPACE\x10\x07\x12\x1c\n\x18SKIP_REASON_SYMLINK_LOOP\x10\x08\x12\x17\n\x13SKIP_REASON_IGNORED\x10\t\x12!\n\x1dSKIP_REASON_NESTED_REPOSITORY\x10\n\x12 \n\x1cSKIP_REASON_DECLARATION_FILE\x10\x0b\x12\x18\n\x14SKIP_REASON_EXCLUDED\x10\x0c\x12\x1c\n\x18SKIP_REASON_CHUNK_FAILED\x10\r\x12\x19\n\x15SKIP_REASON_DUPLICATE\x10\x0e\x12\x19\n\x15SKIP_REASON_GENERATED\x10\x0f*u\n\nFileStatus\x12\x1b\n\x17\x46ILE_STATUS_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x46ILE_STATUS_OK\x10\x01\x12\x1d\n\x19\x46ILE_STATUS_SYNTAX_ERRORS\x10\x02\x12\x17\n\x13\x46ILE_STATUS_SKIPPED\x10\x03*\xee\x01\n\x0eTraceDirection\x12\x1f\n\x1bTRACE_DIRECTION_UNSPECIFIED\x10\x00\x12\x1b\n\x17TRACE_DIRECTION_CALLERS\x10\x01\x12\x1b\n\x17TRACE_DIRECTION_CALLEES\x10\x02\x12\x1e\n\x1aTRACE_DIRECTION_REFERENCES\x10\x03\x12#\n\x1fTRACE_DIRECTION_IMPLEMENTATIONS\x10\x04\x12\x1e\n\x1aTRACE_DIRECTION_SUPERTYPES\x10\x05\x12\x1c\n\x18TRACE_DIRECTION_SUBTYPES\x10\x06*\xc2\x01\n\x12TracePartialReason\x12$\n TRACE_PARTIAL_REASON_UNSPECIFIED\x10\x00\x12\x1e\n\x1aTRACE_PARTIAL_REASON_LIMIT\x10\x01\x12!\n\x1dTRACE_PARTIAL_REASON_DEADLINE\x10\x02\x12\x1e\n\x1aTRACE_PARTIAL_REASON_DEPTH\x10\x03\x12#\n\x1fTRACE_PARTIAL_REASON_UNRESOLVED\x10\x04*l\n\x0fTraceResolution\x12 \n\x1cTRACE_RESOLUTION_UNSPECIFIED\x10\x00\x12\x1c\n\x18TRACE_RESOLUTION_CHECKER\x10\x01\x12\x19\n\x15TRACE_RESOLUTION_NAME\x10\x02\x32\xee\x02\n\x13\x43odeAnalysisService\x12\\\n\rScanWorkspace\x12$.codecompass.v1.ScanWorkspaceRequest\x1a%.codecompass.v1.ScanWorkspaceResponse\x12U\n\nChunkFiles\x12!.codecompass.v1.ChunkFilesRequest\x1a\".codecompass.v1.ChunkFilesResponse0\x01\x12\\\n\rRenderSymbols\x12$.codecompass.v1.RenderSymbolsRequest\x1a%.codecompass.v1.RenderSymbolsResponse\x12\x44\n\x05Trace\x12\x1c.codecompass.v1.TraceRequest\x1a\x1d.codecompass.v1.TraceResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63odecompass/v1/analysis.proto\x12\x0e\x63odecompass.v1\x1a\x1a\x63odecompass/v1/chunk.proto\"\x8a\x01\n\tFileEntry\x12\x15\n\rrelative_path\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x04\x12\x10\n\x08mtime_ns\x18\x03 \x01(\x03\x12\x14\n\x0c\x63ontent_hash\x18\x04 \x01(\t\x12*\n\x08language\x18\x05 \x01(\x0e\x32\x18.codecompass.v1.Language\"p\n\x0bSkippedFile\x12\x15\n\rrelative_path\x18\x01 \x01(\t\x12*\n\x06reason\x18\x02 \x01(\x0e\x32\x1a.codecompass.v1.SkipReason\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\x12\x0e\n\x06\x66older\x18\x04 \x01(\x08\"\xa8\x01\n\x14ScanWorkspaceRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12+\n\x08previous\x18\x02 \x03(\x0b\x32\x19.codecompass.v1.FileEntry\x12\x18\n\x10\x65xclude_patterns\x18\x03 \x03(\t\x12\x17\n\x0funchanged_since\x18\x04 \x01(\t\x12\x18\n\x10previous_omitted\x18\x05 \x01(\x08\"\x8f\x02\n\x15ScanWorkspaceResponse\x12(\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x19.codecompass.v1.FileEntry\x12\r\n\x05\x61\x64\x64\x65\x64\x18\x02 \x03(\t\x12\x0f\n\x07\x63hanged\x18\x03 \x03(\t\x12\x0f\n\x07removed\x18\x04 \x03(\t\x12,\n\x07skipped\x18\x05 \x03(\x0b\x32\x1b.codecompass.v1.SkippedFile\x12\x13\n\x0b\x64uration_ms\x18\x06 \x01(\x01\x12\x17\n\x0f\x63hunker_version\x18\x07 \x01(\t\x12\x13\n\x0bwatch_token\x18\x08 \x01(\t\x12\x11\n\tunchanged\x18\t \x01(\x08\x12\x17\n\x0fprevious_needed\x18\n \x01(\x08\"l\n\x11\x43hunkFilesRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\r\n\x05paths\x18\x02 \x03(\t\x12\x1a\n\x12include_references\x18\x03 \x01(\x08\x12\x14\n\x0clexical_only\x18\x04 \x01(\x08\"\xc2\x02\n\x12\x43hunkFilesResponse\x12\x15\n\rrelative_path\x18\x01 \x01(\t\x12*\n\x06status\x18\x02 \x01(\x0e\x32\x1a.codecompass.v1.FileStatus\x12/\n\x0bskip_reason\x18\x03 \x01(\x0e\x32\x1a.codecompass.v1.SkipReason\x12\x13\n\x0b\x64iagnostics\x18\x04 \x03(\t\x12%\n\x06\x63hunks\x18\x05 \x03(\x0b\x32\x15.codecompass.v1.Chunk\x12\x14\n\x0c\x63ontent_hash\x18\x06 \x01(\t\x12\x12\n\nline_count\x18\x07 \x01(\r\x12\x10\n\x08mtime_ns\x18\x08 \x01(\x03\x12\x12\n\nsize_bytes\x18\t \x01(\x04\x12\x13\n\x0bskip_detail\x18\n \x01(\t\x12\x17\n\x0f\x63hunker_version\x18\x0b \x01(\t\"d\n\nRenderSpec\x12\x11\n\tsymbol_id\x18\x01 \x01(\t\x12\x18\n\x10\x65xpand_child_ids\x18\x02 \x03(\t\x12\x15\n\rrelative_path\x18\x03 \x01(\t\x12\x12\n\nfocus_line\x18\x04 \x01(\r\"Y\n\x14RenderSymbolsRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12)\n\x05specs\x18\x02 \x03(\x0b\x32\x1a.codecompass.v1.RenderSpec\"\xec\x01\n\x0eRenderedSymbol\x12\x11\n\tsymbol_id\x18\x01 \x01(\t\x12\x15\n\rrelative_path\x18\x02 \x01(\t\x12\x16\n\x0equalified_name\x18\x03 \x01(\t\x12\x0e\n\x06source\x18\x04 \x01(\t\x12\x13\n\x0btoken_count\x18\x05 \x01(\r\x12\x12\n\nstart_line\x18\x06 \x01(\r\x12\x10\n\x08\x65nd_line\x18\x07 \x01(\r\x12\x19\n\x11unknown_child_ids\x18\x08 \x03(\t\x12\x19\n\x11window_start_line\x18\t \x01(\r\x12\x17\n\x0fwindow_end_line\x18\n \x01(\r\"d\n\x15RenderSymbolsResponse\x12/\n\x07symbols\x18\x01 \x03(\x0b\x32\x1e.codecompass.v1.RenderedSymbol\x12\x1a\n\x12missing_symbol_ids\x18\x02 \x03(\t\"\x9e\x01\n\x0cTraceRequest\x12\x16\n\x0eworkspace_root\x18\x01 \x01(\t\x12\x0e\n\x06symbol\x18\x02 \x01(\t\x12\x15\n\rrelative_path\x18\x03 \x01(\t\x12\x31\n\tdirection\x18\x04 \x01(\x0e\x32\x1e.codecompass.v1.TraceDirection\x12\r\n\x05\x64\x65pth\x18\x05 \x01(\r\x12\r\n\x05limit\x18\x06 \x01(\r\"t\n\x0bTraceSymbol\x12\x15\n\rrelative_path\x18\x01 \x01(\t\x12\x16\n\x0equalified_name\x18\x02 \x01(\t\x12\x12\n\nstart_line\x18\x03 \x01(\r\x12\x10\n\x08\x65nd_line\x18\x04 \x01(\r\x12\x10\n\x08\x63hunk_id\x18\x05 \x01(\t\"\xb0\x01\n\tTraceNode\x12\x15\n\rrelative_path\x18\x01 \x01(\t\x12\x16\n\x0equalified_name\x18\x02 \x01(\t\x12\x10\n\x08\x63hunk_id\x18\x03 \x01(\t\x12\x0c\n\x04line\x18\x04 \x01(\r\x12\x0f\n\x07snippet\x18\x05 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x06 \x01(\r\x12\x34\n\x0bresolved_by\x18\x07 \x01(\x0e\x32\x1f.codecompass.v1.TraceResolution\"\xd8\x01\n\rTraceResponse\x12)\n\x04root\x18\x01 \x01(\x0b\x32\x1b.codecompass.v1.TraceSymbol\x12(\n\x05nodes\x18\x02 \x03(\x0b\x32\x19.codecompass.v1.TraceNode\x12\x0f\n\x07partial\x18\x03 \x01(\x08\x12:\n\x0epartial_reason\x18\x04 \x01(\x0e\x32\".codecompass.v1.TracePartialReason\x12\x13\n\x0btotal_found\x18\x05 \x01(\r\x12\x10\n\x08returned\x18\x06 \x01(\r*\xd3\x03\n\nSkipReason\x12\x1b\n\x17SKIP_REASON_UNSPECIFIED\x10\x00\x12\x18\n\x14SKIP_REASON_MINIFIED\x10\x01\x12\x16\n\x12SKIP_REASON_BINARY\x10\x02\x12\x18\n\x14SKIP_REASON_NOT_UTF8\x10\x03\x12\x19\n\x15SKIP_REASON_TOO_LARGE\x10\x04\x12\x1a\n\x16SKIP_REASON_UNREADABLE\x10\x05\x12\x18\n\x14SKIP_REASON_VANISHED\x10\x06\x12!\n\x1dSKIP_REASON_OUTSIDE_WORKSPACE\x10\x07\x12\x1c\n\x18SKIP_REASON_SYMLINK_LOOP\x10\x08\x12\x17\n\x13SKIP_REASON_IGNORED\x10\t\x12!\n\x1dSKIP_REASON_NESTED_REPOSITORY\x10\n\x12 \n\x1cSKIP_REASON_DECLARATION_FILE\x10\x0b\x12\x18\n\x14SKIP_REASON_EXCLUDED\x10\x0c\x12\x1c\n\x18SKIP_REASON_CHUNK_FAILED\x10\r\x12\x19\n\x15SKIP_REASON_DUPLICATE\x10\x0e\x12\x19\n\x15SKIP_REASON_GENERATED\x10\x0f*u\n\nFileStatus\x12\x1b\n\x17\x46ILE_STATUS_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x46ILE_STATUS_OK\x10\x01\x12\x1d\n\x19\x46ILE_STATUS_SYNTAX_ERRORS\x10\x02\x12\x17\n\x13\x46ILE_STATUS_SKIPPED\x10\x03*\xee\x01\n\x0eTraceDirection\x12\x1f\n\x1bTRACE_DIRECTION_UNSPECIFIED\x10\x00\x12\x1b\n\x17TRACE_DIRECTION_CALLERS\x10\x01\x12\x1b\n\x17TRACE_DIRECTION_CALLEES\x10\x02\x12\x1e\n\x1aTRACE_DIRECTION_REFERENCES\x10\x03\x12#\n\x1fTRACE_DIRECTION_IMPLEMENTATIONS\x10\x04\x12\x1e\n\x1aTRACE_DIRECTION_SUPERTYPES\x10\x05\x12\x1c\n\x18TRACE_DIRECTION_SUBTYPES\x10\x06*\xc2\x01\n\x12TracePartialReason\x12$\n TRACE_PARTIAL_REASON_UNSPECIFIED\x10\x00\x12\x1e\n\x1aTRACE_PARTIAL_REASON_LIMIT\x10\x01\x12!\n\x1dTRACE_PARTIAL_REASON_DEADLINE\x10\x02\x12\x1e\n\x1aTRACE_PARTIAL_REASON_DEPTH\x10\x03\x12#\n\x1fTRACE_PARTIAL_REASON_UNRESOLVED\x10\x04*l\n\x0fTraceResolution\x12 \n\x1cTRACE_RESOLUTION_UNSPECIFIED\x10\x00\x12\x1c\n\x18TRACE_RESOLUTION_CHECKER\x10\x01\x12\x19\n\x15TRACE_RESOLUTION_NAME\x10\x02\x32\xee\x02\n\x13\x43odeAnalysisService\x12\\\n\rScanWorkspace\x12$.codecompass.v1.ScanWorkspaceRequest\x1a%.codecompass.v1.ScanWorkspaceResponse\x12U\n\nChunkFiles\x12!.codecompass.v1.ChunkFilesRequest\x1a\".codecompass.v1.ChunkFilesResponse0\x01\x12\\\n\rRenderSymbols\x12$.codecompass.v1.RenderSymbolsRequest\x1a%.codecompass.v1.RenderSymbolsResponse\x12\x44\n\x05Trace\x12\x1c.codecompass.v1.TraceRequest\x1a\x1d.codecompass.v1.TraceResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'codecompass.v1.analysis_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SKIPREASON']._serialized_start=2373
-  _globals['_SKIPREASON']._serialized_end=2840
-  _globals['_FILESTATUS']._serialized_start=2842
-  _globals['_FILESTATUS']._serialized_end=2959
-  _globals['_TRACEDIRECTION']._serialized_start=2962
-  _globals['_TRACEDIRECTION']._serialized_end=3200
-  _globals['_TRACEPARTIALREASON']._serialized_start=3203
-  _globals['_TRACEPARTIALREASON']._serialized_end=3397
-  _globals['_TRACERESOLUTION']._serialized_start=3399
-  _globals['_TRACERESOLUTION']._serialized_end=3507
+  _globals['_SKIPREASON']._serialized_start=2424
+  _globals['_SKIPREASON']._serialized_end=2891
+  _globals['_FILESTATUS']._serialized_start=2893
+  _globals['_FILESTATUS']._serialized_end=3010
+  _globals['_TRACEDIRECTION']._serialized_start=3013
+  _globals['_TRACEDIRECTION']._serialized_end=3251
+  _globals['_TRACEPARTIALREASON']._serialized_start=3254
+  _globals['_TRACEPARTIALREASON']._serialized_end=3448
+  _globals['_TRACERESOLUTION']._serialized_start=3450
+  _globals['_TRACERESOLUTION']._serialized_end=3558
   _globals['_FILEENTRY']._serialized_start=78
   _globals['_FILEENTRY']._serialized_end=216
   _globals['_SKIPPEDFILE']._serialized_start=218
   _globals['_SKIPPEDFILE']._serialized_end=330
   _globals['_SCANWORKSPACEREQUEST']._serialized_start=333
-  _globals['_SCANWORKSPACEREQUEST']._serialized_end=475
-  _globals['_SCANWORKSPACERESPONSE']._serialized_start=478
-  _globals['_SCANWORKSPACERESPONSE']._serialized_end=724
-  _globals['_CHUNKFILESREQUEST']._serialized_start=726
-  _globals['_CHUNKFILESREQUEST']._serialized_end=834
-  _globals['_CHUNKFILESRESPONSE']._serialized_start=837
-  _globals['_CHUNKFILESRESPONSE']._serialized_end=1159
-  _globals['_RENDERSPEC']._serialized_start=1161
-  _globals['_RENDERSPEC']._serialized_end=1261
-  _globals['_RENDERSYMBOLSREQUEST']._serialized_start=1263
-  _globals['_RENDERSYMBOLSREQUEST']._serialized_end=1352
-  _globals['_RENDEREDSYMBOL']._serialized_start=1355
-  _globals['_RENDEREDSYMBOL']._serialized_end=1591
-  _globals['_RENDERSYMBOLSRESPONSE']._serialized_start=1593
-  _globals['_RENDERSYMBOLSRESPONSE']._serialized_end=1693
-  _globals['_TRACEREQUEST']._serialized_start=1696
-  _globals['_TRACEREQUEST']._serialized_end=1854
-  _globals['_TRACESYMBOL']._serialized_start=1856
-  _globals['_TRACESYMBOL']._serialized_end=1972
-  _globals['_TRACENODE']._serialized_start=1975
-  _globals['_TRACENODE']._serialized_end=2151
-  _globals['_TRACERESPONSE']._serialized_start=2154
-  _globals['_TRACERESPONSE']._serialized_end=2370
-  _globals['_CODEANALYSISSERVICE']._serialized_start=3510
-  _globals['_CODEANALYSISSERVICE']._serialized_end=3876
+  _globals['_SCANWORKSPACEREQUEST']._serialized_end=501
+  _globals['_SCANWORKSPACERESPONSE']._serialized_start=504
+  _globals['_SCANWORKSPACERESPONSE']._serialized_end=775
+  _globals['_CHUNKFILESREQUEST']._serialized_start=777
+  _globals['_CHUNKFILESREQUEST']._serialized_end=885
+  _globals['_CHUNKFILESRESPONSE']._serialized_start=888
+  _globals['_CHUNKFILESRESPONSE']._serialized_end=1210
+  _globals['_RENDERSPEC']._serialized_start=1212
+  _globals['_RENDERSPEC']._serialized_end=1312
+  _globals['_RENDERSYMBOLSREQUEST']._serialized_start=1314
+  _globals['_RENDERSYMBOLSREQUEST']._serialized_end=1403
+  _globals['_RENDEREDSYMBOL']._serialized_start=1406
+  _globals['_RENDEREDSYMBOL']._serialized_end=1642
+  _globals['_RENDERSYMBOLSRESPONSE']._serialized_start=1644
+  _globals['_RENDERSYMBOLSRESPONSE']._serialized_end=1744
+  _globals['_TRACEREQUEST']._serialized_start=1747
+  _globals['_TRACEREQUEST']._serialized_end=1905
+  _globals['_TRACESYMBOL']._serialized_start=1907
+  _globals['_TRACESYMBOL']._serialized_end=2023
+  _globals['_TRACENODE']._serialized_start=2026
+  _globals['_TRACENODE']._serialized_end=2202
+  _globals['_TRACERESPONSE']._serialized_start=2205
+  _globals['_TRACERESPONSE']._serialized_end=2421
+  _globals['_CODEANALYSISSERVICE']._serialized_start=3561
+  _globals['_CODEANALYSISSERVICE']._serialized_end=3927
 # @@protoc_insertion_point(module_scope)

@@ -120,19 +120,21 @@ class SkippedFile(_message.Message):
     def __init__(self, relative_path: _Optional[str] = ..., reason: _Optional[_Union[SkipReason, str]] = ..., detail: _Optional[str] = ..., folder: _Optional[bool] = ...) -> None: ...
 
 class ScanWorkspaceRequest(_message.Message):
-    __slots__ = ("workspace_root", "previous", "exclude_patterns", "unchanged_since")
+    __slots__ = ("workspace_root", "previous", "exclude_patterns", "unchanged_since", "previous_omitted")
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_FIELD_NUMBER: _ClassVar[int]
     EXCLUDE_PATTERNS_FIELD_NUMBER: _ClassVar[int]
     UNCHANGED_SINCE_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_OMITTED_FIELD_NUMBER: _ClassVar[int]
     workspace_root: str
     previous: _containers.RepeatedCompositeFieldContainer[FileEntry]
     exclude_patterns: _containers.RepeatedScalarFieldContainer[str]
     unchanged_since: str
-    def __init__(self, workspace_root: _Optional[str] = ..., previous: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ..., exclude_patterns: _Optional[_Iterable[str]] = ..., unchanged_since: _Optional[str] = ...) -> None: ...
+    previous_omitted: bool
+    def __init__(self, workspace_root: _Optional[str] = ..., previous: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ..., exclude_patterns: _Optional[_Iterable[str]] = ..., unchanged_since: _Optional[str] = ..., previous_omitted: _Optional[bool] = ...) -> None: ...
 
 class ScanWorkspaceResponse(_message.Message):
-    __slots__ = ("files", "added", "changed", "removed", "skipped", "duration_ms", "chunker_version", "watch_token", "unchanged")
+    __slots__ = ("files", "added", "changed", "removed", "skipped", "duration_ms", "chunker_version", "watch_token", "unchanged", "previous_needed")
     FILES_FIELD_NUMBER: _ClassVar[int]
     ADDED_FIELD_NUMBER: _ClassVar[int]
     CHANGED_FIELD_NUMBER: _ClassVar[int]
@@ -142,6 +144,7 @@ class ScanWorkspaceResponse(_message.Message):
     CHUNKER_VERSION_FIELD_NUMBER: _ClassVar[int]
     WATCH_TOKEN_FIELD_NUMBER: _ClassVar[int]
     UNCHANGED_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_NEEDED_FIELD_NUMBER: _ClassVar[int]
     files: _containers.RepeatedCompositeFieldContainer[FileEntry]
     added: _containers.RepeatedScalarFieldContainer[str]
     changed: _containers.RepeatedScalarFieldContainer[str]
@@ -151,7 +154,8 @@ class ScanWorkspaceResponse(_message.Message):
     chunker_version: str
     watch_token: str
     unchanged: bool
-    def __init__(self, files: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ..., added: _Optional[_Iterable[str]] = ..., changed: _Optional[_Iterable[str]] = ..., removed: _Optional[_Iterable[str]] = ..., skipped: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ..., duration_ms: _Optional[float] = ..., chunker_version: _Optional[str] = ..., watch_token: _Optional[str] = ..., unchanged: _Optional[bool] = ...) -> None: ...
+    previous_needed: bool
+    def __init__(self, files: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ..., added: _Optional[_Iterable[str]] = ..., changed: _Optional[_Iterable[str]] = ..., removed: _Optional[_Iterable[str]] = ..., skipped: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ..., duration_ms: _Optional[float] = ..., chunker_version: _Optional[str] = ..., watch_token: _Optional[str] = ..., unchanged: _Optional[bool] = ..., previous_needed: _Optional[bool] = ...) -> None: ...
 
 class ChunkFilesRequest(_message.Message):
     __slots__ = ("workspace_root", "paths", "include_references", "lexical_only")

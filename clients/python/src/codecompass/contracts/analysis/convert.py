@@ -178,10 +178,10 @@ def skipped_file_to_proto(skipped: SkippedFile) -> analysis_pb2.SkippedFile:
                                     detail=skipped.detail, folder=skipped.folder)
 
 
-def scan_request_to_proto(root: str, previous: Iterable[FileEntry],
-                          unchanged_since: str = "") -> analysis_pb2.ScanWorkspaceRequest:
+def scan_request_to_proto(root: str, previous: Iterable[FileEntry], unchanged_since: str = "",
+                          *, previous_omitted: bool = False) -> analysis_pb2.ScanWorkspaceRequest:
     return analysis_pb2.ScanWorkspaceRequest(workspace_root=root, previous=[file_entry_to_proto(e) for e in previous],
-                                             unchanged_since=unchanged_since)
+                                             unchanged_since=unchanged_since, previous_omitted=previous_omitted)
 
 
 def _chunker_version(msg: analysis_pb2.ScanWorkspaceResponse) -> str:

@@ -475,6 +475,15 @@ export interface ScanWorkspaceRequest {
    * scan.
    */
   unchangedSince: string;
+  /**
+   * True when the caller has a catalog but left `previous` empty because it
+   * sent unchanged_since: most scans of a watched workspace find nothing
+   * changed, and the catalog (about 130 bytes a file) would be sent and parsed
+   * for nothing. When nothing changed the response says `unchanged`; when
+   * something did, the service walks nothing and answers `previous_needed`,
+   * and the caller asks again with the catalog.
+   */
+  previousOmitted: boolean;
 }
 
 /** ScanWorkspaceResponse is the current catalog and its diff against the previous one. */
@@ -509,6 +518,12 @@ export interface ScanWorkspaceResponse {
    * catalog and skips still hold).
    */
   unchanged: boolean;
+  /**
+   * True when the request had previous_omitted and something changed since
+   * unchanged_since (or the token did not hold): nothing was walked and every
+   * other field is empty; ask again with `previous`.
+   */
+  previousNeeded: boolean;
 }
 
 /** ChunkFilesRequest asks for the chunks of some files of a workspace. */
@@ -975,7 +990,7 @@ export const SkippedFile: MessageFns<SkippedFile> = {
 };
 
 function createBaseScanWorkspaceRequest(): ScanWorkspaceRequest {
-  return { workspaceRoot: "", previous: [], excludePatterns: [], unchangedSince: "" };
+  return { workspaceRoot: "", previous: [], excludePatterns: [], unchangedSince: "", previousOmitted: false };
 }
 
 export const ScanWorkspaceRequest: MessageFns<ScanWorkspaceRequest> = {
@@ -991,6 +1006,9 @@ export const ScanWorkspaceRequest: MessageFns<ScanWorkspaceRequest> = {
     }
     if (message.unchangedSince !== "") {
       writer.uint32(34).string(message.unchangedSince);
+    }
+    if (message.previousOmitted !== false) {
+      writer.uint32(40).bool(message.previousOmitted);
     }
     return writer;
   },
@@ -1040,6 +1058,14 @@ export const ScanWorkspaceRequest: MessageFns<ScanWorkspaceRequest> = {
             message.unchangedSince = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.previousOmitted = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1072,6 +1098,11 @@ export const ScanWorkspaceRequest: MessageFns<ScanWorkspaceRequest> = {
         : isSet(object.unchanged_since)
         ? globalThis.String(object.unchanged_since)
         : "",
+      previousOmitted: isSet(object.previousOmitted)
+        ? globalThis.Boolean(object.previousOmitted)
+        : isSet(object.previous_omitted)
+        ? globalThis.Boolean(object.previous_omitted)
+        : false,
     };
   },
 
@@ -1089,6 +1120,9 @@ export const ScanWorkspaceRequest: MessageFns<ScanWorkspaceRequest> = {
     if (message.unchangedSince !== "") {
       obj.unchangedSince = message.unchangedSince;
     }
+    if (message.previousOmitted !== false) {
+      obj.previousOmitted = message.previousOmitted;
+    }
     return obj;
   },
 
@@ -1101,6 +1135,7 @@ export const ScanWorkspaceRequest: MessageFns<ScanWorkspaceRequest> = {
     message.previous = object.previous?.map((e) => FileEntry.fromPartial(e)) || [];
     message.excludePatterns = object.excludePatterns?.map((e) => e) || [];
     message.unchangedSince = object.unchangedSince ?? "";
+    message.previousOmitted = object.previousOmitted ?? false;
     return message;
   },
 };
@@ -1116,6 +1151,7 @@ function createBaseScanWorkspaceResponse(): ScanWorkspaceResponse {
     chunkerVersion: "",
     watchToken: "",
     unchanged: false,
+    previousNeeded: false,
   };
 }
 
@@ -1147,6 +1183,9 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
     }
     if (message.unchanged !== false) {
       writer.uint32(72).bool(message.unchanged);
+    }
+    if (message.previousNeeded !== false) {
+      writer.uint32(80).bool(message.previousNeeded);
     }
     return writer;
   },
@@ -1236,6 +1275,14 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
             message.unchanged = reader.bool();
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.previousNeeded = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1271,6 +1318,11 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
         ? globalThis.String(object.watch_token)
         : "",
       unchanged: isSet(object.unchanged) ? globalThis.Boolean(object.unchanged) : false,
+      previousNeeded: isSet(object.previousNeeded)
+        ? globalThis.Boolean(object.previousNeeded)
+        : isSet(object.previous_needed)
+        ? globalThis.Boolean(object.previous_needed)
+        : false,
     };
   },
 
@@ -1303,6 +1355,9 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
     if (message.unchanged !== false) {
       obj.unchanged = message.unchanged;
     }
+    if (message.previousNeeded !== false) {
+      obj.previousNeeded = message.previousNeeded;
+    }
     return obj;
   },
 
@@ -1320,6 +1375,7 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
     message.chunkerVersion = object.chunkerVersion ?? "";
     message.watchToken = object.watchToken ?? "";
     message.unchanged = object.unchanged ?? false;
+    message.previousNeeded = object.previousNeeded ?? false;
     return message;
   },
 };

@@ -212,7 +212,7 @@ class VectorSnapshot:
         return [float(s) if has[p] else None for p, s in zip(positions, scores, strict=True)]
 
 
-def in_degree_counts(edges: pa.ChunkedArray | pa.Array) -> dict[str, int]:
+def _in_degree_counts(edges: pa.ChunkedArray | pa.Array) -> dict[str, int]:
     """{target id: how many rows list it} over a list<string> column, each row counted once per
     target. In Arrow and numpy: a Python loop over ws-300k's edges took ~50 ms."""
     if isinstance(edges, pa.ChunkedArray):
@@ -255,7 +255,7 @@ def _read_fragment(fragment: lance.LanceFragment, key: tuple, columns: list[str]
         has_static=has_static,
         names=frozenset(n for n in rows.column("name").to_pylist() if n),
         qualified_names=frozenset(n for n in rows.column("qualified_name").to_pylist() if n),
-        in_degrees=in_degree_counts(rows.column("reference_ids")),
+        in_degrees=_in_degree_counts(rows.column("reference_ids")),
     )
 
 

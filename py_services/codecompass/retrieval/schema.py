@@ -62,7 +62,7 @@ def stored_vectors(matrix: np.ndarray) -> np.ndarray:
     """Rows of `matrix` as stored: int8, each row scaled so its largest magnitude is 127 (a zero
     row stays zero). Storing a stored row again changes nothing."""
     matrix = np.asarray(matrix, dtype=np.float32)
-    peak = np.abs(matrix).max(axis=1, keepdims=True) if matrix.size else np.ones((len(matrix), 1), np.float32)
+    peak = np.abs(matrix).max(axis=1, keepdims=True)
     peak[peak == 0] = 1.0
     return np.rint(matrix * (127.0 / peak)).astype(np.int8)
 

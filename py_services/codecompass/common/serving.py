@@ -23,6 +23,7 @@ from grpc_reflection.v1alpha import reflection
 
 from codecompass.common.channels import CHANNEL_OPTIONS
 from codecompass.common.config import GrpcSettings
+from codecompass.common.cores import one_blas_thread
 from codecompass.common.hosts import LOOPBACK, host_port, is_loopback
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import server_interceptor, shutdown_telemetry
@@ -197,6 +198,7 @@ def serve_forever(spec: ServiceSpec, *, host: str, port: int, grace_s: float, tr
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
+    one_blas_thread()
     try:
         running = start_server(spec, host=host, port=port, transport=transport)
     except TransportRefused as exc:

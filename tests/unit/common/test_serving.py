@@ -170,9 +170,14 @@ _CHILD = textwrap.dedent(
         time.sleep(float(request.decode()))
         return b"finished"
 
+    def blas_threads(request, context):
+        from threadpoolctl import threadpool_info
+        return ",".join(str(i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas").encode()
+
     def register(server):
         handler = grpc.method_handlers_generic_handler(
-            "test.Echo", {"Slow": grpc.unary_unary_rpc_method_handler(slow)})
+            "test.Echo", {"Slow": grpc.unary_unary_rpc_method_handler(slow),
+                          "BlasThreads": grpc.unary_unary_rpc_method_handler(blas_threads)})
         server.add_generic_rpc_handlers((handler,))
         return ["test.Echo"]
 
@@ -213,6 +218,18 @@ def test_sigterm_drains_in_flight_calls_then_exits_zero(tmp_path: Path) -> None:
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_a_served_process_runs_blas_on_one_thread(tmp_path: Path) -> None:
+    """OpenBLAS's idle threads spin after each small call of a search: a served process holds it
+    to one thread (before, two cores' machine: as many BLAS threads as cores)."""
+    process, address, log = _start_child(tmp_path, "ok")
+    try:
+        with grpc.insecure_channel(address) as channel:
+            found = channel.unary_unary(f"/{SERVICE}/BlasThreads")(b"", timeout=10, wait_for_ready=True)
+        assert found.decode().split(",") == ["1"], tail(log)
+    finally:
+        process.kill()
 
 
 def test_a_failed_warmup_exits_non_zero(tmp_path: Path) -> None:

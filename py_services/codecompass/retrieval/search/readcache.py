@@ -188,7 +188,14 @@ class VectorSnapshot:
         """{chunk id: how many rows of this version reference it} (the reference graph's
         in-degree), summed over the fragments: a new version counts only the edges of the
         fragments it reads again."""
-        return {i: sum(part.in_degrees.get(i, 0) for part in self.fragments) for i in chunk_ids}
+        counts = dict.fromkeys(chunk_ids, 0)
+        # Fragment by fragment: a generator per id over ws-300k's 19 fragments took 1.2 ms a search.
+        for part in self.fragments:
+            found = part.in_degrees
+            for i in counts:
+                if (n := found.get(i)) is not None:
+                    counts[i] += n
+        return counts
 
     def nearest(self, query: np.ndarray, static: bool, allowed: np.ndarray, limit: int) -> list[tuple[int, float]]:
         """(row, cosine) of the `limit` rows most similar to the unit vector `query` among the

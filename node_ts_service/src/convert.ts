@@ -183,6 +183,7 @@ export function scanResultToPb(result: ScanResult): pb.ScanWorkspaceResponse {
     watchToken: result.watchToken ?? '',
     unchanged: result.unchanged ?? false,
     previousNeeded: result.previousNeeded ?? false,
+    sinceToken: result.sinceToken ?? false,
   };
 }
 
@@ -197,6 +198,7 @@ export function scanResultFromPb(response: pb.ScanWorkspaceResponse): ScanResult
     watchToken: response.watchToken,
     unchanged: response.unchanged,
     previousNeeded: response.previousNeeded,
+    sinceToken: response.sinceToken,
   };
 }
 

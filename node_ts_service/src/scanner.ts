@@ -384,3 +384,88 @@ export async function scanWorkspace(options: ScanOptions): Promise<ScanResult> {
   const removed = [...previous.keys()].filter((p) => !current.has(p)).sort(compareStrings);
   return { files, added, changed, removed, skipped, durationMs: performance.now() - started };
 }
+
+/** A scan a walk made, kept to answer the next scan from the folder watch's events alone. */
+export interface WalkedScan {
+  readonly files: readonly FileEntry[];
+  readonly skipped: readonly SkippedFile[];
+}
+
+export interface RescanOptions extends LoadRules {
+  root: string;
+  fsOps?: FsOps;
+}
+
+/**
+ * The scan after `walked`, from the entries the folder watch reported written
+ * or renamed since, without a walk: the files `walked` listed that were written
+ * (in place, or replaced by a rename as editors save) are read again, and
+ * every other file and skip stands. undefined when an event may change what a
+ * walk lists or skips: an entry created, removed or renamed, a source file the
+ * walk did not list, an ignore file, a folder, a listed file now unreadable or
+ * skipped. The diff is against `walked`.
+ */
+export function rescanWritten(walked: WalkedScan, events: readonly { path: string; kind: 'change' | 'rename' }[],
+  options: RescanOptions): ScanResult | undefined {
+  const started = performance.now();
+  const fsOps = options.fsOps ?? realFs;
+  const listed = new Map(walked.files.map((f) => [f.relativePath, f]));
+  const written = new Set<string>();
+  const known = (rel: string) =>
+    listed.has(rel) || walked.skipped.some((s) => s.relativePath === rel || s.relativePath.startsWith(rel + '/')) ||
+    walked.files.some((f) => f.relativePath.startsWith(rel + '/'));
+  const kindOf = (absolutePath: string): 'file' | 'other' | 'none' => {
+    try {
+      return fsOps.lstat(absolutePath).isFile() ? 'file' : 'other';
+    } catch {
+      return 'none';
+    }
+  };
+  for (const event of events) {
+    if (!isInside(options.root, event.path) || event.path === options.root) return undefined;
+    const rel = path.relative(options.root, event.path).split(path.sep).join('/');
+    const name = path.basename(event.path);
+    if (listed.has(rel)) {
+      // Written in place, or replaced by a rename (an editor's atomic save): read it again.
+      if (event.kind === 'rename' && kindOf(event.path) !== 'file') return undefined;
+      written.add(rel);
+      continue;
+    }
+    if (IGNORE_FILES.includes(name) || languageOf(name) !== undefined) return undefined;
+    if (VCS_DIRS.has(name)) {
+      // A repository's metadata: only its appearing or going changes what a walk lists.
+      if (event.kind === 'rename') return undefined;
+      continue;
+    }
+    // Any other entry: a write to a file a walk never lists changes nothing; a folder, or a
+    // name the walk listed or skipped something under, may.
+    const now = kindOf(event.path);
+    if (now === 'other' || (event.kind === 'rename' && known(rel))) return undefined;
+  }
+  const files: FileEntry[] = [];
+  const changed: string[] = [];
+  for (const entry of walked.files) {
+    if (!written.has(entry.relativePath)) {
+      files.push(entry);
+      continue;
+    }
+    const absolutePath = path.join(options.root, entry.relativePath);
+    let stats;
+    try {
+      stats = fsOps.stat(absolutePath);
+    } catch {
+      return undefined;
+    }
+    const sizeBytes = Number(stats.size);
+    const mtimeNs = Number(stats.mtimeNs);
+    if (sizeBytes === entry.sizeBytes && mtimeNs === entry.mtimeNs && entry.contentHash !== '') {
+      files.push(entry);
+      continue;
+    }
+    const loaded = loadSource(absolutePath, sizeBytes, options, fsOps);
+    if (!loaded.ok) return undefined;
+    files.push({ ...entry, sizeBytes, mtimeNs, contentHash: loaded.contentHash });
+    if (loaded.contentHash !== entry.contentHash) changed.push(entry.relativePath);
+  }
+  return { files, added: [], changed, removed: [], skipped: [...walked.skipped], durationMs: performance.now() - started };
+}

@@ -78,6 +78,7 @@ export function createHandlers(service: AnalysisService, logger: Logger): CodeAn
           const result = await service.scan(scanRequestFromPb(call.request), () => call.cancelled);
           span.setAttribute('codecompass.files', result.files.length);
           span.setAttribute('codecompass.scan.unchanged', result.unchanged === true);
+          span.setAttribute('codecompass.scan.since_token', result.sinceToken === true);
           finishSpan(span, undefined);
           const fields: LogFields = {
             unchanged: result.unchanged === true,

@@ -101,6 +101,8 @@ export interface ScanResult {
   unchanged?: boolean;
   /** The request left its catalog out and the token did not hold: nothing was walked; ask again with it. */
   previousNeeded?: boolean;
+  /** The diff is against the scan of the request's token, read from the watch's events (ScanWorkspaceResponse.since_token). */
+  sinceToken?: boolean;
   /** Why the folders are not watched (logged by the server; not on the wire). */
   unwatchedReason?: string;
 }

@@ -11,6 +11,7 @@
 // watched: nothing in them can change a scan.
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 
 /**
  * File systems whose changes the kernel reports to a watch whoever makes
@@ -43,6 +44,18 @@ export function unwatchableReason(root: string, platform: NodeJS.Platform = proc
   }
 }
 
+/**
+ * Events kept for `writesSince`; past this many since a token, its next scan
+ * walks (a checkout or a build wrote far more than an edit does).
+ */
+export const MAX_LOGGED_EVENTS = 2048;
+
+/** One event of a folder's watch: the entry it names (absolute) and whether it was a write or a rename. */
+export interface WatchEvent {
+  readonly path: string;
+  readonly kind: 'change' | 'rename';
+}
+
 /** What one scan noted while it walked: the change count when it began and the folders it read. */
 export interface WatchMark {
   readonly changes: number;
@@ -61,6 +74,9 @@ export interface WatchMark {
 export class FolderWatch {
   private readonly watchers = new Map<string, fs.FSWatcher>();
   private changes = 0;
+  /** The events since change number `loggedFrom` (the event numbered n is events[n - loggedFrom - 1]). */
+  private events: (WatchEvent | undefined)[] = [];
+  private loggedFrom = 0;
   /** A watch failed or the folder limit was reached: no token until the next walk rebuilds them. */
   private broken = false;
   /** Why the last walk got no token ('' when it got one). */
@@ -93,13 +109,15 @@ export class FolderWatch {
     }
     try {
       // persistent: false: a watch never keeps the process alive on shutdown.
-      const watcher = fs.watch(absolutePath, { persistent: false }, () => {
+      const watcher = fs.watch(absolutePath, { persistent: false }, (kind, name) => {
         this.changes++;
+        this.log(name ? { path: path.join(absolutePath, name.toString()), kind: kind === 'change' ? 'change' : 'rename' } : undefined);
       });
       watcher.on('error', (err) => {
         // The folder went away or the watch died: count it as a change, and
         // rebuild the watches on the next walk.
         this.changes++;
+        this.log(undefined);
         this.broken = true;
         this.problem = `a folder's watch failed: ${err.message}`;
       });
@@ -126,11 +144,43 @@ export class FolderWatch {
 
   /** Whether nothing the scan of `token` walked has changed since it began. */
   unchangedSince(token: string, key: string): boolean {
-    if (token === '' || this.broken) return false;
+    const held = this.parse(token, key);
+    return held !== undefined && held.changes === this.changes;
+  }
+
+  /**
+   * What the watched folders reported since the scan of `token` began, and
+   * the token that stands for a scan which has taken those events in (the
+   * same walk's age: a token never outlives MAX_TOKEN_AGE_MS from its walk).
+   * undefined when the token does not hold, a watch failed or an event named
+   * no entry, or more events came than are kept: then only a walk tells.
+   */
+  writesSince(token: string, key: string): { events: WatchEvent[]; next: string } | undefined {
+    const held = this.parse(token, key);
+    if (held === undefined || held.changes < this.loggedFrom) return undefined;
+    const logged = this.events.slice(held.changes - this.loggedFrom);
+    const events = logged.filter((e): e is WatchEvent => e !== undefined);
+    if (events.length !== logged.length || logged.length !== this.changes - held.changes) return undefined;
+    return { events, next: `${this.epoch}.${this.changes}.${held.startedMs}.${key}` };
+  }
+
+  private parse(token: string, key: string): { changes: number; startedMs: number } | undefined {
+    if (token === '' || this.broken) return undefined;
     const parts = token.split('.');
-    if (parts.length < 4 || parts[0] !== this.epoch || Number(parts[1]) !== this.changes) return false;
-    if (this.now() - Number(parts[2]) > MAX_TOKEN_AGE_MS) return false;
-    return parts.slice(3).join('.') === key;
+    if (parts.length < 4 || parts[0] !== this.epoch || parts.slice(3).join('.') !== key) return undefined;
+    const changes = Number(parts[1]);
+    const startedMs = Number(parts[2]);
+    if (!Number.isInteger(changes) || changes > this.changes || this.now() - startedMs > MAX_TOKEN_AGE_MS) return undefined;
+    return { changes, startedMs };
+  }
+
+  /** Logs one event (undefined: one that named no entry, which no token survives). */
+  private log(event: WatchEvent | undefined): void {
+    if (this.events.length >= MAX_LOGGED_EVENTS) {
+      this.events = [];
+      this.loggedFrom = this.changes - 1;
+    }
+    this.events.push(event);
   }
 
   get watchedFolders(): number {

@@ -4,6 +4,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type ts from 'typescript';
+import type { WalkedScan } from './scanner';
 import type { Chunk } from './types';
 import { FolderWatch, unwatchableReason } from './watch';
 
@@ -51,6 +52,8 @@ export class Workspace {
   private readonly symbolPaths = new Map<string, string>();
   private readonly renderCache = new Map<string, RenderCacheEntry>();
   private renderCacheChars = 0;
+  /** The last scan that got a watch token, for answering the next from the watch's events alone. */
+  private lastScan: { token: string; scan: WalkedScan } | undefined;
   /** undefined: not decided yet; null: this workspace is walked on every scan (see `folderWatch`). */
   private watch: FolderWatch | null | undefined;
   private unwatchedReason: string | undefined;
@@ -92,6 +95,15 @@ export class Workspace {
 
   close(): void {
     this.watch?.closeAll();
+  }
+
+  rememberScan(token: string, scan: WalkedScan): void {
+    this.lastScan = token === '' ? undefined : { token, scan };
+  }
+
+  /** The scan `token` stands for, when it is the last one remembered. */
+  scanOf(token: string): WalkedScan | undefined {
+    return this.lastScan !== undefined && this.lastScan.token === token ? this.lastScan.scan : undefined;
   }
 
   pathOfSymbol(id: string): string | undefined {

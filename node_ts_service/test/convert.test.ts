@@ -108,11 +108,12 @@ describe('convert', () => {
       watchToken: 'a1b2.7.1700000000000.k',
       unchanged: false,
       previousNeeded: false,
+      sinceToken: true,
     };
     assert.deepEqual(convert.scanResultFromPb(overWire(pb.ScanWorkspaceResponse, convert.scanResultToPb(result))), result);
-    const unchanged: ScanResult = { files: [], added: [], changed: [], removed: [], skipped: [], durationMs: 0, watchToken: 't', unchanged: true, previousNeeded: false };
+    const unchanged: ScanResult = { files: [], added: [], changed: [], removed: [], skipped: [], durationMs: 0, watchToken: 't', unchanged: true, previousNeeded: false, sinceToken: false };
     assert.deepEqual(convert.scanResultFromPb(overWire(pb.ScanWorkspaceResponse, convert.scanResultToPb(unchanged))), unchanged);
-    const needed: ScanResult = { files: [], added: [], changed: [], removed: [], skipped: [], durationMs: 0, watchToken: '', unchanged: false, previousNeeded: true };
+    const needed: ScanResult = { files: [], added: [], changed: [], removed: [], skipped: [], durationMs: 0, watchToken: '', unchanged: false, previousNeeded: true, sinceToken: false };
     assert.deepEqual(convert.scanResultFromPb(overWire(pb.ScanWorkspaceResponse, convert.scanResultToPb(needed))), needed);
   });
 

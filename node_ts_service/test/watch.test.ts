@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { AnalysisService, type ScanRequest } from '../src/service';
 import type { ScanResult } from '../src/types';
-import { FolderWatch, MAX_TOKEN_AGE_MS, unwatchableReason } from '../src/watch';
+import { FolderWatch, MAX_LOGGED_EVENTS, MAX_TOKEN_AGE_MS, unwatchableReason } from '../src/watch';
 
 const LIMITS = { maxFileBytes: 1 << 20, maxPrograms: 1, maxRenderCacheFiles: 4, maxWorkspaces: 2, maxWatchedFolders: 100 };
 
@@ -61,19 +61,55 @@ describe('folder watch', { skip: watchable ? false : `temp dir not watchable: ${
     }
   });
 
-  it('without the catalog, answers unchanged when nothing changed and asks for it when something did', async () => {
+  it('without the catalog, answers unchanged, then what an edit wrote, and asks for it after anything else', async () => {
     const first = await settled();
     const light = (token: string): Promise<ScanResult> =>
       service.scan({ workspaceRoot: root, previous: [], excludePatterns: [], unchangedSince: token, previousOmitted: true });
     assert.equal((await light(first.watchToken ?? '')).unchanged, true);
     fs.writeFileSync(path.join(root, 'src/a.ts'), 'export const a = 2;\n');
-    const asked = await light(first.watchToken ?? '');
-    assert.equal(asked.previousNeeded, true);
-    assert.equal(asked.unchanged ?? false, false);
+    const edited = await light(first.watchToken ?? '');
+    assert.equal(edited.sinceToken, true, 'a write is read from the watch, without the catalog');
+    assert.equal(edited.previousNeeded ?? false, false);
+    assert.deepEqual([edited.added, edited.changed, edited.removed], [[], ['src/a.ts'], []]);
+    const walk = await scan({ ...first, watchToken: '' }, '');
+    assert.deepEqual(edited.files, walk.files, 'the same catalog as a walk');
+    assert.deepEqual(edited.skipped, walk.skipped);
+    assert.notEqual(edited.watchToken, first.watchToken);
+    assert.equal((await light(edited.watchToken ?? '')).unchanged, true, 'its token stands for it');
+
+    write('src/c.ts', 'export const c = 3;\n');
+    const asked = await light(edited.watchToken ?? '');
+    assert.equal(asked.previousNeeded, true, 'a new file: only a walk lists it');
     assert.deepEqual([asked.files, asked.added, asked.changed, asked.removed], [[], [], [], []], 'nothing walked');
     assert.equal((await light('')).previousNeeded, true, 'no token: the catalog is needed too');
-    const full = await scan(first);
-    assert.deepEqual(full.changed, ['src/a.ts']);
+    const full = await scan(edited);
+    assert.deepEqual(full.added, ['src/c.ts']);
+  });
+
+  it('reads an atomic save (a write elsewhere renamed over the file) as a write', async () => {
+    const first = await settled();
+    fs.writeFileSync(path.join(root, 'src/.a.ts.tmp'), 'export const a = 5;\n');
+    fs.renameSync(path.join(root, 'src/.a.ts.tmp'), path.join(root, 'src/a.ts'));
+    const saved = await scan(first);
+    assert.equal(saved.sinceToken, true);
+    assert.deepEqual(saved.changed, ['src/a.ts']);
+  });
+
+  it('reads nothing again for files a walk never lists, and walks once too many events came', async () => {
+    const first = await settled();
+    write('README.md', 'notes\n');
+    write('README.md', 'more notes\n');
+    const notes = await scan(first);
+    assert.equal(notes.sinceToken, true);
+    assert.deepEqual([notes.added, notes.changed, notes.removed], [[], [], []]);
+    // Alternating files: the kernel merges repeats of one event that are still queued.
+    for (let i = 0; i <= MAX_LOGGED_EVENTS; i++) {
+      fs.writeFileSync(path.join(root, i % 2 ? 'src/a.ts' : 'src/deep/b.ts'), `export const x = ${i};\n`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const many = await scan(notes);
+    assert.equal(many.sinceToken ?? false, false, 'the events kept do not reach back to the token: a walk');
+    assert.deepEqual(many.changed, ['src/a.ts', 'src/deep/b.ts']);
   });
 
   it('sees an edit made just before the request, in the same tick', async () => {

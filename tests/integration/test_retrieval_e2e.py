@@ -132,9 +132,9 @@ def test_the_analysis_service_answers_an_unchanged_workspace_from_its_folder_wat
     analysis_server: str, workspace: Path
 ) -> None:
     """The scan contract over the wire: a token for a walked workspace, "unchanged" with nothing
-    listed while nothing changes (asked without the catalog), and a walk that lists the change
-    after any edit, made in the same breath as the request (the service asks for the catalog
-    first)."""
+    listed while nothing changes, the edited file alone read again after an edit made in the same
+    breath as the request (both asked without the catalog), and a walk after a new file (the
+    service asks for the catalog first)."""
     from codecompass.clients.analysis import AnalysisClient
 
     client = AnalysisClient(analysis_server, timeout_s=30)
@@ -149,9 +149,14 @@ def test_the_analysis_service_answers_an_unchanged_workspace_from_its_folder_wat
     token, previous = first.watch_token, first.files
     for i in range(5):
         strings.write_text(strings.read_text() + f"\nexport const edit{i} = {i};\n")
-        scan = client.scan(str(workspace), lambda files=previous: files, version=(3, i), unchanged_since=token)
+        scan = client.scan(str(workspace), lambda: pytest.fail("the catalog was asked for after an edit"),
+                           version=(3, i), unchanged_since=token)
         assert not scan.unchanged and scan.changed == ("src/utils/strings.ts",), i
+        assert [f.relative_path for f in scan.files] == [f.relative_path for f in previous], i
         token, previous = scan.watch_token, scan.files
+    (workspace / "src" / "utils" / "added.ts").write_text("export const added = 1;\n")
+    walked = client.scan(str(workspace), lambda: previous, version=4, unchanged_since=token)
+    assert walked.added == ("src/utils/added.ts",) and walked.changed == ()
 
 
 def test_syncs_of_an_unchanged_workspace_write_nothing_and_an_edit_right_before_a_sync_is_indexed(

@@ -82,3 +82,31 @@ def test_a_service_that_walked_without_the_catalog_is_asked_again_with_it() -> N
         server.stop(None)
     assert [(r.previous_omitted, len(r.previous)) for r in service.requests] == [(True, 0), (False, 1)]
     assert scan.added == () and scan.watch_token == "t2"
+
+
+class WatchingAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
+    """Answers a scan without the catalog from its folder watch: what was written since the token."""
+
+    def __init__(self) -> None:
+        self.requests: list[analysis_pb2.ScanWorkspaceRequest] = []
+
+    def ScanWorkspace(self, request, context):
+        self.requests.append(request)
+        entry = analysis_pb2.FileEntry(relative_path="a.ts", content_hash="h2", language=chunk_pb2.LANGUAGE_TYPESCRIPT)
+        return analysis_pb2.ScanWorkspaceResponse(files=[entry], changed=["a.ts"], watch_token="t2", since_token=True)
+
+
+def test_an_answer_since_the_token_is_applied_without_sending_the_catalog() -> None:
+    service = WatchingAnalysis()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    analysis_pb2_grpc.add_CodeAnalysisServiceServicer_to_server(service, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    client = AnalysisClient(f"127.0.0.1:{port}", timeout_s=5)
+    try:
+        scan = client.scan("/ws", lambda: pytest.fail("the catalog was built"), version=1, unchanged_since="t1")
+    finally:
+        client.close()
+        server.stop(None)
+    assert [(r.previous_omitted, len(r.previous)) for r in service.requests] == [(True, 0)]
+    assert scan.changed == ("a.ts",) and scan.watch_token == "t2" and not scan.unchanged

@@ -134,7 +134,7 @@ class ScanWorkspaceRequest(_message.Message):
     def __init__(self, workspace_root: _Optional[str] = ..., previous: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ..., exclude_patterns: _Optional[_Iterable[str]] = ..., unchanged_since: _Optional[str] = ..., previous_omitted: _Optional[bool] = ...) -> None: ...
 
 class ScanWorkspaceResponse(_message.Message):
-    __slots__ = ("files", "added", "changed", "removed", "skipped", "duration_ms", "chunker_version", "watch_token", "unchanged", "previous_needed")
+    __slots__ = ("files", "added", "changed", "removed", "skipped", "duration_ms", "chunker_version", "watch_token", "unchanged", "previous_needed", "since_token")
     FILES_FIELD_NUMBER: _ClassVar[int]
     ADDED_FIELD_NUMBER: _ClassVar[int]
     CHANGED_FIELD_NUMBER: _ClassVar[int]
@@ -145,6 +145,7 @@ class ScanWorkspaceResponse(_message.Message):
     WATCH_TOKEN_FIELD_NUMBER: _ClassVar[int]
     UNCHANGED_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_NEEDED_FIELD_NUMBER: _ClassVar[int]
+    SINCE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     files: _containers.RepeatedCompositeFieldContainer[FileEntry]
     added: _containers.RepeatedScalarFieldContainer[str]
     changed: _containers.RepeatedScalarFieldContainer[str]
@@ -155,7 +156,8 @@ class ScanWorkspaceResponse(_message.Message):
     watch_token: str
     unchanged: bool
     previous_needed: bool
-    def __init__(self, files: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ..., added: _Optional[_Iterable[str]] = ..., changed: _Optional[_Iterable[str]] = ..., removed: _Optional[_Iterable[str]] = ..., skipped: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ..., duration_ms: _Optional[float] = ..., chunker_version: _Optional[str] = ..., watch_token: _Optional[str] = ..., unchanged: _Optional[bool] = ..., previous_needed: _Optional[bool] = ...) -> None: ...
+    since_token: bool
+    def __init__(self, files: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ..., added: _Optional[_Iterable[str]] = ..., changed: _Optional[_Iterable[str]] = ..., removed: _Optional[_Iterable[str]] = ..., skipped: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ..., duration_ms: _Optional[float] = ..., chunker_version: _Optional[str] = ..., watch_token: _Optional[str] = ..., unchanged: _Optional[bool] = ..., previous_needed: _Optional[bool] = ..., since_token: _Optional[bool] = ...) -> None: ...
 
 class ChunkFilesRequest(_message.Message):
     __slots__ = ("workspace_root", "paths", "include_references", "lexical_only")

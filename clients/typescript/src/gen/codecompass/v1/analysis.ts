@@ -470,18 +470,20 @@ export interface ScanWorkspaceRequest {
    * The watch_token of an earlier response whose catalog the caller has
    * applied in full. When no folder that scan walked has changed since (the
    * service watches them), the response says `unchanged` and lists nothing,
-   * without walking the workspace; otherwise, or when the token is from
-   * another scan setup or process, the scan runs as without it. Empty: always
-   * scan.
+   * without walking the workspace; when only files it listed were written,
+   * those are read again (see since_token); otherwise, or when the token is
+   * from another scan setup or process, the scan runs as without it. Empty:
+   * always scan.
    */
   unchangedSince: string;
   /**
    * True when the caller has a catalog but left `previous` empty because it
    * sent unchanged_since: most scans of a watched workspace find nothing
    * changed, and the catalog (about 130 bytes a file) would be sent and parsed
-   * for nothing. When nothing changed the response says `unchanged`; when
-   * something did, the service walks nothing and answers `previous_needed`,
-   * and the caller asks again with the catalog.
+   * for nothing. When nothing changed the response says `unchanged`; when only
+   * files that scan listed were written, it answers `since_token`; when
+   * anything else changed, the service walks nothing and answers
+   * `previous_needed`, and the caller asks again with the catalog.
    */
   previousOmitted: boolean;
 }
@@ -524,6 +526,17 @@ export interface ScanWorkspaceResponse {
    * other field is empty; ask again with `previous`.
    */
   previousNeeded: boolean;
+  /**
+   * True when the diff is against the scan that unchanged_since stands for,
+   * not against `previous`: since that scan only files it listed were written
+   * (no entry was created, removed or renamed in a folder it walked, no
+   * ignore file changed), so the service read those files again instead of
+   * walking. files, skipped and the diff are complete, and watch_token is
+   * the next token. A caller that has applied that scan in full (the
+   * condition of sending its token) applies this result as it would a walk's,
+   * and need not ask again with `previous`.
+   */
+  sinceToken: boolean;
 }
 
 /** ChunkFilesRequest asks for the chunks of some files of a workspace. */
@@ -1152,6 +1165,7 @@ function createBaseScanWorkspaceResponse(): ScanWorkspaceResponse {
     watchToken: "",
     unchanged: false,
     previousNeeded: false,
+    sinceToken: false,
   };
 }
 
@@ -1186,6 +1200,9 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
     }
     if (message.previousNeeded !== false) {
       writer.uint32(80).bool(message.previousNeeded);
+    }
+    if (message.sinceToken !== false) {
+      writer.uint32(88).bool(message.sinceToken);
     }
     return writer;
   },
@@ -1283,6 +1300,14 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
             message.previousNeeded = reader.bool();
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.sinceToken = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1323,6 +1348,11 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
         : isSet(object.previous_needed)
         ? globalThis.Boolean(object.previous_needed)
         : false,
+      sinceToken: isSet(object.sinceToken)
+        ? globalThis.Boolean(object.sinceToken)
+        : isSet(object.since_token)
+        ? globalThis.Boolean(object.since_token)
+        : false,
     };
   },
 
@@ -1358,6 +1388,9 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
     if (message.previousNeeded !== false) {
       obj.previousNeeded = message.previousNeeded;
     }
+    if (message.sinceToken !== false) {
+      obj.sinceToken = message.sinceToken;
+    }
     return obj;
   },
 
@@ -1376,6 +1409,7 @@ export const ScanWorkspaceResponse: MessageFns<ScanWorkspaceResponse> = {
     message.watchToken = object.watchToken ?? "";
     message.unchanged = object.unchanged ?? false;
     message.previousNeeded = object.previousNeeded ?? false;
+    message.sinceToken = object.sinceToken ?? false;
     return message;
   },
 };

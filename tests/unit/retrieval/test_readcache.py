@@ -83,14 +83,18 @@ def test_equal_scores_keep_the_table_order_and_rows_without_vectors_have_no_cosi
 def test_rows_come_from_the_dataset_until_they_are_in_memory_and_agree(tmp_path) -> None:
     dataset = lance.write_dataset(pa.table({"id": [f"r{i}" for i in range(50)], "n": list(range(50))}),
                                   str(tmp_path / "t.lance"))
-    rows = RowsInMemory(dataset, ["id", "n"])
+    rows = RowsInMemory(dataset, ["id", "n"], [50])
     first = rows.take([7, 3, 49])  # from the dataset; the read into memory starts
-    deadline = time.monotonic() + 10
-    while rows._table is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert rows._table is not None
+    _wait_in_memory(rows)
     assert first.to_pylist() == rows.take([7, 3, 49]).to_pylist() == [
         {"id": "r7", "n": 7}, {"id": "r3", "n": 3}, {"id": "r49", "n": 49}]
+
+
+def _wait_in_memory(rows: RowsInMemory) -> None:
+    deadline = time.monotonic() + 10
+    while rows.parts is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert rows.parts is not None
 
 
 def test_a_new_version_reads_only_the_fragments_a_commit_changed_and_equals_a_full_read(tmp_path, monkeypatch) -> None:
@@ -113,22 +117,36 @@ def test_a_new_version_reads_only_the_fragments_a_commit_changed_and_equals_a_fu
                              vectors={c.id: unit(1, file, i, 0) for i, c in enumerate(chunks)},
                              static_vectors={chunks[0].id: unit(0, 1, file)})
     reads: list[int] = []
-    real = readcache._read_fragment
-    monkeypatch.setattr(readcache, "_read_fragment", lambda fragment, *args: reads.append(1) or real(fragment, *args))
+    real = readcache._fragment_vectors
+    monkeypatch.setattr(readcache, "_fragment_vectors", lambda rows, *args: reads.append(1) or real(rows, *args))
 
     def snapshot(previous: VectorSnapshot | None) -> VectorSnapshot:
-        return VectorSnapshot.read(writer._table.to_lance(), 4, 3, ["id"], previous=previous)
+        return VectorSnapshot.read(writer._table.to_lance(), 4, 3, ["id", "relative_path", "start_line"],
+                                   previous=previous)
 
     first = snapshot(None)
     assert len(reads) == 4 and len(first.ids) == 12
+    assert first.rows.parts is None  # a first version's rows are read in the background
+    first.rows.take([0])
+    _wait_in_memory(first.rows)
     # The edit: one chunk of f1 rewritten with a new vector, one of f2 deleted.
     reads.clear()
     writer.apply_changes(upserts=[make_chunk("f1c0", "renamed", "src/f1.ts")], delete_ids=["f2c2"],
                          vectors={"f1c0": unit(0, 0, 0, 1)})  # f1c0 no longer calls f0c0
     second = snapshot(first)
     assert len(reads) < 4  # f0 and f3 (at least) were not read again
-    monkeypatch.setattr(readcache, "_read_fragment", real)
+    monkeypatch.setattr(readcache, "_fragment_vectors", real)
     full = snapshot(None)
+    # The chunk columns too: the new fragments' were read with their vectors, the rest kept, so a
+    # search's hits come from memory at once, and they are the rows the dataset holds.
+    assert second.rows.parts is not None
+    every = list(range(len(second.ids)))
+    shuffled = every[::-1][::2] + every[::2]
+    dataset = writer._table.to_lance()
+    assert second.rows.take(shuffled).to_pylist() == dataset.take(shuffled, columns=["id", "relative_path",
+                                                                                      "start_line"]).to_pylist()
+    assert second.rows.take(every).column("id").to_pylist() == list(second.ids)
+    assert second.rows.take([]).num_rows == 0
     assert second.ids == full.ids and "f2c2" not in second.ids
     np.testing.assert_array_equal(second.primary, full.primary)
     np.testing.assert_array_equal(second.has_primary, full.has_primary)
@@ -146,3 +164,5 @@ def test_a_new_version_reads_only_the_fragments_a_commit_changed_and_equals_a_fu
     writer.maintain(settle=True)
     compacted = snapshot(second)
     assert compacted.ids == snapshot(None).ids
+    assert compacted.rows.parts is not None  # a dozen rows: read with the vectors
+    assert compacted.rows.take(list(range(len(compacted.ids)))).column("id").to_pylist() == list(compacted.ids)

@@ -50,6 +50,8 @@ class BackgroundIndexer:
         self._lock = threading.Lock()
         self._state: dict[str, str] = {}
         self._lexical: dict[str, threading.Event] = {}
+        # Set when the indexing stream reports its first rows written (or when it ends).
+        self._rows: dict[str, threading.Event] = {}
         self._threads: list[threading.Thread] = []
 
     def ensure(self, workspace: Path) -> None:
@@ -58,6 +60,7 @@ class BackgroundIndexer:
             if key in self._lexical:
                 return
             self._lexical[key] = threading.Event()
+            self._rows[key] = threading.Event()
             # Said at once: a status asked before the thread has looked must not read "not indexed,
             # nobody is on it".
             self._state[key] = "checking whether it needs indexing"
@@ -69,15 +72,21 @@ class BackgroundIndexer:
         """Waits, at most `timeout_s`, until the workspace's index has rows to search: the lexical
         pass writes them in growing batches long before it ends, and a partial answer (flagged) now
         beats a complete one in half a minute. True when the lexical index is complete."""
+        key = str(workspace)
         with self._lock:
-            event = self._lexical.get(str(workspace))
-        if event is None:
+            event, rows = self._lexical.get(key), self._rows.get(key)
+        if event is None or rows is None:
             return True
         deadline = time.monotonic() + timeout_s
-        while not event.wait(min(ROWS_POLL_S, max(deadline - time.monotonic(), 0.0))):
-            if time.monotonic() >= deadline or self._has_rows(str(workspace)):
+        while True:
+            # Woken as the stream this gateway follows reports the first rows written: a cold
+            # start's first search starts then, not at the next poll (up to ROWS_POLL_S later).
+            # Polled still, since a searcher apart from the writer shows the rows a little later.
+            (event if rows.is_set() else rows).wait(min(ROWS_POLL_S, max(deadline - time.monotonic(), 0.0)))
+            if event.is_set():
+                return True
+            if time.monotonic() >= deadline or self._has_rows(key):
                 return False
-        return True
 
     def _has_rows(self, key: str) -> bool:
         try:
@@ -108,7 +117,7 @@ class BackgroundIndexer:
 
     def _run(self, key: str) -> None:
         with self._lock:
-            lexical = self._lexical[key]
+            lexical, rows = self._lexical[key], self._rows[key]
         try:
             self._ready.wait(STARTUP_WAIT_S)
             status = self._retrieval.status(key, STATUS_TIMEOUT_S).indexing_status
@@ -118,8 +127,9 @@ class BackgroundIndexer:
                 return
             started = time.monotonic()
             self._set(key, "indexing (started by this gateway)")
-            for _progress in self._writer.index(key, wait_for_embeddings=False, timeout_s=self._timeout_s):
-                pass
+            for progress in self._writer.index(key, wait_for_embeddings=False, timeout_s=self._timeout_s):
+                if progress.chunks_done > 0:
+                    rows.set()
             self._set(key, f"lexical index written in {time.monotonic() - started:.1f}s; "
                            "embeddings continue in the retrieval service")
         except (ServiceError, ServicesNotReady) as exc:
@@ -127,6 +137,7 @@ class BackgroundIndexer:
             with self._lock:
                 self._state.pop(key, None)
                 self._lexical.pop(key, None)
+                self._rows.pop(key, None)
             if isinstance(exc, ServicesNotReady):
                 log.warning("background indexing not started", extra={"workspace": key, "detail": str(exc)})
             elif self._closed.is_set():
@@ -136,3 +147,4 @@ class BackgroundIndexer:
                 log.warning("background indexing failed", extra={"workspace": key, "detail": exc.user_message()})
         finally:
             lexical.set()
+            rows.set()

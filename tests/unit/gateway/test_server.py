@@ -245,9 +245,11 @@ class _FakeRetrieval:
         assert wait_for_embeddings is False
         import time
 
+        from codecompass.contracts.retrieval.model import IndexPhase, IndexProgress
+
         time.sleep(self._delay)
         self.indexed.append(workspace)
-        yield "progress"
+        yield IndexProgress(phase=IndexPhase.WRITING)
 
 
 def test_a_cold_workspace_is_indexed_once_in_the_background(tmp_path: Path) -> None:
@@ -288,6 +290,38 @@ def test_a_search_waits_only_until_the_first_rows_land(tmp_path: Path) -> None:
     fake.chunks = 120  # the lexical pass wrote its first batch
     assert indexer.wait_lexical(tmp_path, 4.0) is False  # partial, answered at once, not after 5 s
     assert time.monotonic() - started < 2.0
+
+
+def test_a_search_starts_as_the_stream_reports_the_first_rows_not_at_the_next_poll(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from codecompass_gateway import indexing
+    from codecompass_gateway.indexing import BackgroundIndexer
+
+    from codecompass.contracts.retrieval.model import IndexPhase, IndexProgress
+
+    report, finish = threading.Event(), threading.Event()
+
+    class _Streaming(_FakeRetrieval):
+        def index(self, workspace: str, wait_for_embeddings: bool, timeout_s: float):
+            report.wait(5)
+            self.chunks = 500  # the first flush: the searcher has rows
+            yield IndexProgress(phase=IndexPhase.LEXICAL, files_done=40, files_total=300, chunks_done=500)
+            finish.wait(5)
+
+    fake = _Streaming("not_indexed")
+    indexer = BackgroundIndexer(fake, timeout_s=10)  # type: ignore[arg-type]
+    indexer.ensure(tmp_path)
+    waited: list[float] = []
+    waiter = threading.Thread(target=lambda: waited.append(indexer.wait_lexical(tmp_path, 5) or time.monotonic()))
+    waiter.start()
+    time.sleep(0.02)
+    reported = time.monotonic()
+    report.set()
+    waiter.join(5)
+    finish.set()
+    assert waited and waited[0] - reported < indexing.ROWS_POLL_S / 2, "woken by the stream, not by a poll"
 
 
 def test_a_stream_cut_by_the_server_stopping_is_no_failure(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

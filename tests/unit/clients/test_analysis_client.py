@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from concurrent import futures
+from contextlib import contextmanager
 
 import grpc
 import pytest
@@ -49,6 +51,21 @@ def test_nothing_listening_is_unreachable(free_port: int) -> None:
     assert str(caught.value).startswith(f"analysis service unreachable at 127.0.0.1:{free_port}: ScanWorkspace:")
 
 
+@contextmanager
+def _client_of(service: analysis_pb2_grpc.CodeAnalysisServiceServicer) -> Iterator[AnalysisClient]:
+    """A client of `service` served on a free loopback port."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    analysis_pb2_grpc.add_CodeAnalysisServiceServicer_to_server(service, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    client = AnalysisClient(f"127.0.0.1:{port}", timeout_s=5)
+    try:
+        yield client
+    finally:
+        client.close()
+        server.stop(None)
+
+
 class OlderAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
     """A service from before `previous_omitted`: it walks whatever catalog it is sent."""
 
@@ -68,18 +85,10 @@ def test_a_service_that_walked_without_the_catalog_is_asked_again_with_it() -> N
     # The catalog is left out only while the token holds; a walk without it would count every file
     # as added, so any answer but "unchanged" is asked for again with the catalog.
     service = OlderAnalysis()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    analysis_pb2_grpc.add_CodeAnalysisServiceServicer_to_server(service, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    client = AnalysisClient(f"127.0.0.1:{port}", timeout_s=5)
     previous = (FileEntry(relative_path="a.ts", size_bytes=1, mtime_ns=1, content_hash="h",
                           language=Language.TYPESCRIPT),)
-    try:
+    with _client_of(service) as client:
         scan = client.scan("/ws", lambda: previous, version=1, unchanged_since="t1")
-    finally:
-        client.close()
-        server.stop(None)
     assert [(r.previous_omitted, len(r.previous)) for r in service.requests] == [(True, 0), (False, 1)]
     assert scan.added == () and scan.watch_token == "t2"
 
@@ -98,15 +107,7 @@ class WatchingAnalysis(analysis_pb2_grpc.CodeAnalysisServiceServicer):
 
 def test_an_answer_since_the_token_is_applied_without_sending_the_catalog() -> None:
     service = WatchingAnalysis()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    analysis_pb2_grpc.add_CodeAnalysisServiceServicer_to_server(service, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    client = AnalysisClient(f"127.0.0.1:{port}", timeout_s=5)
-    try:
+    with _client_of(service) as client:
         scan = client.scan("/ws", lambda: pytest.fail("the catalog was built"), version=1, unchanged_since="t1")
-    finally:
-        client.close()
-        server.stop(None)
     assert [(r.previous_omitted, len(r.previous)) for r in service.requests] == [(True, 0)]
     assert scan.changed == ("a.ts",) and scan.watch_token == "t2" and not scan.unchanged

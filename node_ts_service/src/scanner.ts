@@ -326,6 +326,31 @@ export function compareStrings(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+/**
+ * A listed file's catalog entry: one stat when its size and mtime match
+ * `before` (whose hash then stands), else a read under the content rules; or
+ * why it is skipped.
+ */
+function readEntry(listed: ListedFile, before: FileEntry | undefined, rules: LoadRules, fsOps: FsOps): FileEntry | SkippedFile {
+  let stats;
+  try {
+    stats = fsOps.stat(listed.absolutePath);
+  } catch (err) {
+    return { relativePath: listed.relativePath, ...skipForError(err) };
+  }
+  const sizeBytes = Number(stats.size);
+  // Domain mtimes are JS numbers (sub-microsecond precision is lost); the
+  // comparison converts both sides the same way, so it stays consistent.
+  const mtimeNs = Number(stats.mtimeNs);
+  const language = languageOf(listed.relativePath)!;
+  if (before && before.sizeBytes === sizeBytes && before.mtimeNs === mtimeNs && before.contentHash !== '') {
+    return { relativePath: listed.relativePath, sizeBytes, mtimeNs, contentHash: before.contentHash, language };
+  }
+  const loaded = loadSource(listed.absolutePath, sizeBytes, rules, fsOps);
+  if (!loaded.ok) return { relativePath: listed.relativePath, reason: loaded.reason, detail: loaded.detail };
+  return { relativePath: listed.relativePath, sizeBytes, mtimeNs, contentHash: loaded.contentHash, language };
+}
+
 export interface ScanOptions extends WalkOptions, LoadRules {
   previous?: readonly FileEntry[];
 }
@@ -346,29 +371,9 @@ export async function scanWorkspace(options: ScanOptions): Promise<ScanResult> {
       await new Promise<void>((resolve) => setImmediate(resolve));
       if (options.isCancelled?.()) throw new ScanCancelledError();
     }
-    let stats;
-    try {
-      stats = fsOps.stat(listed.absolutePath);
-    } catch (err) {
-      skipped.push({ relativePath: listed.relativePath, ...skipForError(err) });
-      continue;
-    }
-    const sizeBytes = Number(stats.size);
-    // Domain mtimes are JS numbers (sub-microsecond precision is lost); the
-    // comparison converts both sides the same way, so it stays consistent.
-    const mtimeNs = Number(stats.mtimeNs);
-    const language = languageOf(listed.relativePath)!;
-    const before = previous.get(listed.relativePath);
-    if (before && before.sizeBytes === sizeBytes && before.mtimeNs === mtimeNs && before.contentHash !== '') {
-      files.push({ relativePath: listed.relativePath, sizeBytes, mtimeNs, contentHash: before.contentHash, language });
-      continue;
-    }
-    const loaded = loadSource(listed.absolutePath, sizeBytes, options, fsOps);
-    if (!loaded.ok) {
-      skipped.push({ relativePath: listed.relativePath, reason: loaded.reason, detail: loaded.detail });
-      continue;
-    }
-    files.push({ relativePath: listed.relativePath, sizeBytes, mtimeNs, contentHash: loaded.contentHash, language });
+    const read = readEntry(listed, previous.get(listed.relativePath), options, fsOps);
+    if ('reason' in read) skipped.push(read);
+    else files.push(read);
   }
   skipped.sort((a, b) => compareStrings(a.relativePath, b.relativePath));
 
@@ -449,23 +454,11 @@ export function rescanWritten(walked: WalkedScan, events: readonly { path: strin
       files.push(entry);
       continue;
     }
-    const absolutePath = path.join(options.root, entry.relativePath);
-    let stats;
-    try {
-      stats = fsOps.stat(absolutePath);
-    } catch {
-      return undefined;
-    }
-    const sizeBytes = Number(stats.size);
-    const mtimeNs = Number(stats.mtimeNs);
-    if (sizeBytes === entry.sizeBytes && mtimeNs === entry.mtimeNs && entry.contentHash !== '') {
-      files.push(entry);
-      continue;
-    }
-    const loaded = loadSource(absolutePath, sizeBytes, options, fsOps);
-    if (!loaded.ok) return undefined;
-    files.push({ ...entry, sizeBytes, mtimeNs, contentHash: loaded.contentHash });
-    if (loaded.contentHash !== entry.contentHash) changed.push(entry.relativePath);
+    const read = readEntry({ relativePath: entry.relativePath, absolutePath: path.join(options.root, entry.relativePath) },
+      entry, options, fsOps);
+    if ('reason' in read) return undefined;
+    files.push(read);
+    if (read.contentHash !== entry.contentHash) changed.push(entry.relativePath);
   }
   return { files, added: [], changed, removed: [], skipped: [...walked.skipped], durationMs: performance.now() - started };
 }

@@ -22,11 +22,12 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import { ExportResultCode, W3CTraceContextPropagator, hrTimeToNanoseconds, type ExportResult } from '@opentelemetry/core';
-import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-grpc';
-import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
+import type * as OtlpMetrics from '@opentelemetry/exporter-metrics-otlp-grpc';
+import type * as Prometheus from '@opentelemetry/exporter-prometheus';
+import type * as OtlpTraces from '@opentelemetry/exporter-trace-otlp-grpc';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { MeterProvider, PeriodicExportingMetricReader, type MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import type * as SdkMetrics from '@opentelemetry/sdk-metrics';
+import type { MetricReader, ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import {
   BatchSpanProcessor,
   SimpleSpanProcessor,
@@ -89,12 +90,21 @@ function spanRecord(span: ReadableSpan): Record<string, unknown> {
 
 let active: Telemetry | undefined;
 
+// The exporters and the metrics SDK load only when configured: loading them took ~0.2 s of the
+// service's start on two cores, where a local start exports nothing (issue 27: cold start).
+/* eslint-disable @typescript-eslint/no-require-imports -- loaded on first use, typed by the type-only imports above */
+const otlpTraces = (): typeof OtlpTraces => require('@opentelemetry/exporter-trace-otlp-grpc') as typeof OtlpTraces;
+const otlpMetrics = (): typeof OtlpMetrics => require('@opentelemetry/exporter-metrics-otlp-grpc') as typeof OtlpMetrics;
+const prometheus = (): typeof Prometheus => require('@opentelemetry/exporter-prometheus') as typeof Prometheus;
+const sdkMetrics = (): typeof SdkMetrics => require('@opentelemetry/sdk-metrics') as typeof SdkMetrics;
+/* eslint-enable @typescript-eslint/no-require-imports */
+
 export function initTelemetry(options: TelemetryOptions): Telemetry {
   if (active) return active;
   const spanProcessors: SpanProcessor[] = [];
   if (options.otlpEndpoint) {
     // The exporter reads OTEL_EXPORTER_OTLP_* itself (endpoint, headers, TLS).
-    spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
+    spanProcessors.push(new BatchSpanProcessor(new (otlpTraces().OTLPTraceExporter)()));
   }
   if (options.traceFile) {
     // Synchronous, so a span is on disk as soon as its RPC has answered.
@@ -113,14 +123,15 @@ export function initTelemetry(options: TelemetryOptions): Telemetry {
   const readers: MetricReader[] = [];
   if (options.otlpEndpoint) {
     // OTLP every 60 s unless OTEL_METRIC_EXPORT_INTERVAL says otherwise, as the Python services.
-    readers.push(new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter(), exportIntervalMillis: exportIntervalMs() }));
+    const exporter = new (otlpMetrics().OTLPMetricExporter)();
+    readers.push(new (sdkMetrics().PeriodicExportingMetricReader)({ exporter, exportIntervalMillis: exportIntervalMs() }));
   }
   let endpoint: PrometheusEndpoint | undefined;
   if (options.metricsPort !== undefined) {
     endpoint = new PrometheusEndpoint(options.metricsPort, options.metricsHost ?? '127.0.0.1');
     readers.push(endpoint.reader);
   }
-  const meterProvider = readers.length > 0 ? new MeterProvider({ resource, readers }) : undefined;
+  const meterProvider = readers.length > 0 ? new (sdkMetrics().MeterProvider)({ resource, readers }) : undefined;
   if (meterProvider) {
     metrics.setGlobalMeterProvider(meterProvider);
     instruments = createInstruments(metrics.getMeter('codecompass'));
@@ -166,12 +177,15 @@ function withUnitSuffixes(collected: ResourceMetrics): ResourceMetrics {
  * service.namespace on every series, as the Python services' endpoints do.
  */
 class PrometheusEndpoint {
-  readonly reader = new PrometheusExporter({ preventServerStart: true });
+  readonly reader: Prometheus.PrometheusExporter;
   readonly listening: Promise<string | undefined>;
-  private readonly serializer = new PrometheusSerializer(undefined, undefined, /^service\.(name|namespace)$/);
+  private readonly serializer: Prometheus.PrometheusSerializer;
   private readonly server: http.Server;
 
   constructor(port: number, host: string) {
+    const { PrometheusExporter, PrometheusSerializer } = prometheus();
+    this.reader = new PrometheusExporter({ preventServerStart: true });
+    this.serializer = new PrometheusSerializer(undefined, undefined, /^service\.(name|namespace)$/);
     this.server = http.createServer((request, response) => void this.answer(request, response));
     this.listening = new Promise((resolve) => {
       // Metrics are not the service's work: it serves without them (its scrape target shows down)

@@ -18,6 +18,7 @@ from codecompass.contracts.retrieval.model import (
     IndexProgress,
     IndexStatusReport,
     ResultCompleteness,
+    ResultView,
     SearchMetadata,
     SearchOutcome,
     SearchQuery,
@@ -184,6 +185,21 @@ def test_search_outcome_round_trip(status: IndexingStatus, completeness: ResultC
     several = SearchOutcome(results=results, metadata=metadata,
                             workspaces=(WorkspaceSearch("local:/a", metadata), WorkspaceSearch("local:/b", other)))
     assert convert.search_outcome_from_proto(_wire(convert.search_outcome_to_proto(several))) == several
+
+
+@pytest.mark.parametrize(("view", "left_out"), [
+    (ResultView.FULL, ()),
+    (ResultView.CODE, ("full_source", "embedding_text", "references")),
+    (ResultView.SUMMARY, ("full_source", "embedding_text", "references", "collapsed_source")),
+])
+def test_a_view_leaves_out_what_it_says(view: ResultView, left_out: tuple[str, ...]) -> None:
+    result = HybridResult(chunk=CHUNK, score=0.5, lexical_score=0.25, vector_similarity=0.5, provenance="hybrid",
+                          lexical_rank=1, semantic_rank=2)
+    metadata = SearchMetadata(IndexingStatus.READY, ResultCompleteness.COMPLETE, False, "", 0.5, False, "m", "v")
+    outcome = SearchOutcome(results=(result,), metadata=metadata)
+    chunk = convert.search_outcome_from_proto(_wire(convert.search_outcome_to_proto(outcome, view))).results[0].chunk
+    empty = {"references": ()}
+    assert chunk == dataclasses.replace(CHUNK, **{name: empty.get(name, "") for name in left_out})
 
 
 @pytest.mark.parametrize("freshness", list(FreshnessStatus))

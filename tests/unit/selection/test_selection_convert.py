@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
@@ -33,7 +35,10 @@ def test_query_round_trip(min_relevance: float | None, index_fresh: bool) -> Non
     ))
     message = convert.query_to_proto(query)
     assert [c.HasField("relevance") for c in message.candidates] == [True, True, False]
-    assert convert.query_from_proto(message) == query
+    # The code view travels: what the selection never reads (the embedded text, the references) stays home.
+    code_view = replace(CHUNK, embedding_text="", references=())
+    assert convert.query_from_proto(message) == replace(
+        query, candidates=tuple(replace(c, chunk=code_view) for c in query.candidates))
 
 
 def test_unset_reason_and_relevance_mean_match_and_none() -> None:

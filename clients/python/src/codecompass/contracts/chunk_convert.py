@@ -95,14 +95,21 @@ def chunk_from_proto(msg: chunk_pb2.Chunk) -> Chunk:
     )
 
 
-def chunk_to_proto(chunk: Chunk) -> chunk_pb2.Chunk:
+# What the code view leaves out (retrieval.proto's RESULT_VIEW_CODE, selection.proto's
+# SelectCandidate.chunk): the complete source, the embedded text and the references, which a
+# reader of collapsed code never reads and which were most of a 60-result answer's conversions.
+_CODE_VIEW_FIELDS = tuple(name for name in _CHUNK_FIELDS if name not in ("full_source", "embedding_text"))
+
+
+def chunk_to_proto(chunk: Chunk, *, code_view: bool = False) -> chunk_pb2.Chunk:
+    """The chunk's message; `code_view`: without full_source, embedding_text and references."""
     return chunk_pb2.Chunk(
-        **same_named(chunk, _CHUNK_FIELDS),
+        **same_named(chunk, _CODE_VIEW_FIELDS if code_view else _CHUNK_FIELDS),
         language=language_to_proto(chunk.language),
         node_kind=node_kind_to_proto(chunk.node_kind),
         child_ids=list(chunk.child_ids),
         relevant_imports=list(chunk.relevant_imports),
-        references=[
+        references=() if code_view else [
             chunk_pb2.SymbolReference(
                 name=r.name, signature=r.signature, relative_path=r.relative_path, chunk_id=r.chunk_id
             )

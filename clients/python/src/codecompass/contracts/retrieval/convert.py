@@ -292,10 +292,7 @@ def progress_from_proto(msg: retrieval_pb2.IndexWorkspaceResponse) -> IndexProgr
 
 
 def _result_to_proto(result: RankedResult, view: ResultView) -> retrieval_pb2.SearchResult:
-    chunk = chunk_to_proto(result.chunk)
-    if view is not ResultView.FULL:
-        chunk.ClearField("full_source")
-        chunk.ClearField("embedding_text")
+    chunk = chunk_to_proto(result.chunk, code_view=view is not ResultView.FULL)
     if view is ResultView.SUMMARY:
         chunk.ClearField("collapsed_source")
     return retrieval_pb2.SearchResult(

@@ -84,7 +84,7 @@ def query_to_proto(query: SelectQuery) -> pb.SelectRequest:
 
 def _candidate_to_proto(candidate: Candidate) -> pb.SelectCandidate:
     message = pb.SelectCandidate(
-        chunk=chunk_to_proto(candidate.chunk),
+        chunk=chunk_to_proto(candidate.chunk, code_view=True),
         score=candidate.score,
         reason=_REASON_TO_PROTO[candidate.reason],
         provenance=provenance_to_proto(candidate.provenance),

@@ -476,11 +476,11 @@ export enum ResultView {
   /** RESULT_VIEW_FULL - Every chunk field. */
   RESULT_VIEW_FULL = 1,
   /**
-   * RESULT_VIEW_CODE - Every field except full_source and embedding_text: collapsed_source
-   * carries the code with body-bearing children collapsed.
+   * RESULT_VIEW_CODE - Every field except full_source, embedding_text and references:
+   * collapsed_source carries the code with body-bearing children collapsed.
    */
   RESULT_VIEW_CODE = 2,
-  /** RESULT_VIEW_SUMMARY - Identity, location, signature and JSDoc; no source text. */
+  /** RESULT_VIEW_SUMMARY - Identity, location, signature and JSDoc; no source text, no references. */
   RESULT_VIEW_SUMMARY = 3,
   UNRECOGNIZED = -1,
 }

@@ -135,11 +135,11 @@ export function queryFocusToJSON(object: QueryFocus): string {
 /** SelectCandidate is one ranked candidate offered to the selection. */
 export interface SelectCandidate {
   /**
-   * The candidate's chunk; the code view (collapsed_source, no full_source)
-   * is enough: the selection renders from the workspace, or from
-   * collapsed_source when SelectRequest.index_fresh says the file is as
-   * indexed, and falls back to collapsed_source when the analysis service
-   * cannot render.
+   * The candidate's chunk; the code view (collapsed_source; no full_source,
+   * embedding_text or references) is enough: the selection renders from the
+   * workspace, or from collapsed_source when SelectRequest.index_fresh says
+   * the file is as indexed, and falls back to collapsed_source when the
+   * analysis service cannot render.
    */
   chunk:
     | Chunk

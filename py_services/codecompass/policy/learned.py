@@ -502,17 +502,32 @@ class Rankers:
 
     A configured model file (`retrieval.ranker_model`) ranks every index. Otherwise an index whose
     primary model has a ranker of its own (MODEL_RANKERS_DIR/<provider>/model.txt) gets that one,
-    loaded on its first search, and every other index the committed default, loaded now.
+    loaded on its first search, and every other index the committed default, loaded at once in the
+    background (a search waits for it).
     """
 
     def __init__(self, configured: Path | None = None, *, root: Path = MODEL_RANKERS_DIR) -> None:
         self._configured = configured is not None
         self._root = root
-        self._default = load_ranker(configured)
+        self._default: LearnedRanker | None = None
         self._own: dict[str, LearnedRanker | None] = {}
         self._lock = threading.Lock()
+        # The default loads behind the service's start, and the first search waits for it: importing
+        # lightgbm (scipy.sparse with it) was a quarter of a retrieval process's start, ~0.4 s of CPU
+        # that a cold start on two cores spent before the service could take its first index.
+        self._loaded = threading.Event()
+        threading.Thread(target=self._load_default, args=(configured,), name="ranker-load", daemon=True).start()
+
+    def _load_default(self, configured: Path | None) -> None:
+        try:
+            self._default = load_ranker(configured)
+        except Exception as exc:  # noqa: BLE001 - a thread's error would reach no one; the hand-set stack ranks
+            _log.warning("learned ranker not loaded (%s): ranking with the hand-set stack", exc)
+        finally:
+            self._loaded.set()
 
     def for_provider(self, provider: str) -> LearnedRanker | None:
+        self._loaded.wait()
         if self._configured or not _PROVIDER_NAME.fullmatch(provider):
             return self._default
         with self._lock:

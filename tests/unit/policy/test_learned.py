@@ -3,6 +3,7 @@ orders the hand-set list and names its reasons, and a missing or foreign model f
 
 import json
 import logging
+import threading
 
 import lightgbm
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from tests.unit.policy.test_ranking import chunk
 
 from codecompass.common.chunks import NodeKind, SymbolReference
+from codecompass.policy import learned
 from codecompass.policy.learned import (
     FEATURES,
     SIGNAL_PREFIX,
@@ -153,6 +155,33 @@ def test_an_index_is_ranked_by_the_ranker_of_its_primary_model(model_file, tmp_p
     configured = Rankers(model_file, root=root)
     assert configured.for_provider("code-static") is configured.for_provider("code-small") is not None
     assert configured.for_provider("code-static") is not own
+
+
+def test_the_default_ranker_loads_behind_the_start_and_a_search_waits_for_it(monkeypatch, caplog):
+    release, loaded = threading.Event(), object()
+
+    def slow_load(path):
+        release.wait(10)
+        return loaded
+
+    monkeypatch.setattr(learned, "load_ranker", slow_load)
+    rankers = Rankers(None)  # returns while the model is still loading
+    got: list[object] = []
+    search = threading.Thread(target=lambda: got.append(rankers.for_provider("code-small")))
+    search.start()
+    search.join(0.2)
+    assert search.is_alive() and not got
+    release.set()
+    search.join(10)
+    assert got == [loaded]
+
+    def failing_load(path):
+        raise RuntimeError("no such library")
+
+    monkeypatch.setattr(learned, "load_ranker", failing_load)
+    with caplog.at_level(logging.WARNING):
+        assert Rankers(None).for_provider("code-small") is None
+    assert "ranking with the hand-set stack" in caplog.text
 
 
 def test_no_model_file_means_the_hand_set_stack(tmp_path, caplog):

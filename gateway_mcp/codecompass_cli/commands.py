@@ -114,7 +114,7 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         if legacy.is_file():
             _out(f"note: {legacy} is an older shared runtime; "
                  f"`CODECOMPASS_STATE_DIR={legacy.parent} codecompass down` stops its services")
-    started = [row for row in rows if row["state"] != "not started"]
+    started = [row for row in rows if row["state"] not in ("not started", "not needed")]
     return 0 if started and all(row["health"] == "SERVING" for row in started) else EXIT_FAILURE
 
 

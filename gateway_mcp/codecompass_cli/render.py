@@ -299,7 +299,7 @@ def status_lines(rows: list[dict[str, Any]]) -> list[str]:
     for row in rows:
         lines.append(
             f"{row['name']:<10} {row['state']:<12} {row['health'] or '-':<12} {row['pid'] or '-':<8} "
-            f"{row['address'] or '-'}"
+            f"{row['address'] or row.get('reason') or '-'}"
         )
     return lines
 

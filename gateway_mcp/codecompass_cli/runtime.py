@@ -66,6 +66,7 @@ from codecompass_cli.services import (
     SERVICES,
     ServiceDef,
     ServiceUnavailable,
+    needed,
     start_waves,
 )
 
@@ -227,8 +228,9 @@ def service_rows(settings: Settings) -> list[dict[str, Any]]:
     for svc in SERVICES:
         recorded = state.services.get(svc.name)
         if recorded is None:
-            rows.append({"name": svc.name, "state": "not started", "pid": None, "address": None,
-                         "health": None, "log": None})
+            why = svc.unneeded(settings)
+            rows.append({"name": svc.name, "state": "not needed" if why else "not started", "pid": None,
+                         "address": None, "health": None, "log": None, **({"reason": why} if why else {})})
             continue
         alive = pid_runs(recorded.pid, recorded.argv)
         health = check_health(recorded.address, svc.health_service, HEALTH_DEADLINE_S).status if alive else None
@@ -279,9 +281,9 @@ def _child_env(settings: Settings, svc: ServiceDef, addresses: dict[str, str], p
     return env
 
 
-def _check_buildable() -> None:
+def _check_buildable(settings: Settings) -> None:
     """Fail before starting anything when a service cannot run from this checkout."""
-    for svc in SERVICES:
+    for svc in needed(settings):
         try:
             svc.argv()
         except ServiceUnavailable as exc:
@@ -297,15 +299,18 @@ class _Plan:
     stop: dict[int, str]  # {pid: service} of those that run but do not answer
 
 
-def _plan(existing: RuntimeState | None) -> _Plan:
+def _plan(existing: RuntimeState | None, settings: Settings) -> _Plan:
     plan = _Plan(keep={}, start={}, stop={})
     recorded_services = existing.services if existing is not None else {}
     for svc in SERVICES:
         recorded = recorded_services.get(svc.name)
+        unneeded = svc.unneeded(settings) is not None
         if recorded is None:
-            plan.start[svc.name] = "not started"
+            if not unneeded:
+                plan.start[svc.name] = "not started"
         elif not pid_runs(recorded.pid, recorded.argv):
-            plan.start[svc.name] = f"dead (pid {recorded.pid})"
+            if not unneeded:
+                plan.start[svc.name] = f"dead (pid {recorded.pid})"
         else:
             health = _health(recorded, svc)
             if health == "SERVING":
@@ -362,11 +367,11 @@ class _Launch:
 
 def up(settings: Settings, workspace: str | None, say: Say) -> RuntimeState:
     """Start the services that are not running and answering; the others keep running as they are."""
-    _check_buildable()
+    _check_buildable(settings)
     with state_lock(settings, say):
         existing = read_state(settings)
         _stop(settings, orphans(settings, existing), say)
-        plan = _plan(existing)
+        plan = _plan(existing, settings)
         if existing is not None and not plan.start:
             say(f"codecompass is already running (since {existing.started_at})")
             return existing
@@ -402,7 +407,7 @@ def _start(settings: Settings, existing: RuntimeState | None, plan: _Plan, works
         name: _reserve_port(settings.bind_host, _port_for(name, previous.get(name), say)) for name in plan.start}
     addresses.update({name: dialable(host_port(settings.bind_host, port)) for name, port in reserved.items() if port})
     try:
-        for wave in start_waves(SERVICES, known=set(addresses)):
+        for wave in start_waves(needed(settings), known=set(addresses)):
             pending = []
             for svc in wave:
                 kept = plan.keep.get(svc.name)
@@ -474,6 +479,11 @@ def _start(settings: Settings, existing: RuntimeState | None, plan: _Plan, works
             ) from None
         # Ctrl-C or a crash mid-start must not leave orphans behind.
         raise
+    # Said on a fresh start, not on every heal.
+    for svc in SERVICES if not plan.keep else ():
+        why = svc.unneeded(settings)
+        if why is not None and svc.name not in state.services:
+            say(f"{svc.name:<10} not needed: {why}")
     kept_names = [name for name in plan.keep if name not in changed]
     if kept_names:
         say(f"kept running (same pids): {', '.join(kept_names)}")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from codecompass.common import names
-from codecompass.common.config import CHECKOUT_ROOT
+from codecompass.common.config import CHECKOUT_ROOT, Settings
 
 NODE_ENTRY = CHECKOUT_ROOT / "node_ts_service" / "dist" / "src" / "main.js"
 
@@ -28,6 +28,8 @@ class ServiceDef:
     argv: Callable[[], list[str]]
     health_service: str  # the gRPC contract whose health `up` and `status` check
     needs: tuple[str, ...] = ()
+    # Whether `up` runs it under these settings, and if not, why not (for `up` and `status`).
+    unneeded: Callable[[Settings], str | None] = lambda settings: None
 
     @property
     def port_env(self) -> str:
@@ -54,11 +56,20 @@ SERVICES: tuple[ServiceDef, ...] = (
     ServiceDef(names.EMBEDDING, _python_argv("codecompass.embedding"), "codecompass.v1.EmbeddingService"),
     ServiceDef(names.RETRIEVAL, _python_argv("codecompass.retrieval"), "codecompass.v1.RetrievalService",
                needs=(names.ANALYSIS, names.EMBEDDING)),
-    ServiceDef(names.RERANK, _python_argv("codecompass.rerank"), "codecompass.v1.RerankService"),
+    # Started only when a query can use a model reranker: with the local default it would never be
+    # called, and its start was 0.4 s of CPU that a cold start on two cores waited for.
+    ServiceDef(names.RERANK, _python_argv("codecompass.rerank"), "codecompass.v1.RerankService",
+               unneeded=lambda settings: None if settings.rerank.needs_service else
+               "the local reranker (rerank.provider) runs inside retrieval"),
     ServiceDef(names.SELECTION, _python_argv("codecompass.selection"), "codecompass.v1.SelectionService",
                needs=(names.ANALYSIS,)),
 )
 SERVICES_BY_NAME = {svc.name: svc for svc in SERVICES}
+
+
+def needed(settings: Settings) -> tuple[ServiceDef, ...]:
+    """The services `up` runs under `settings`."""
+    return tuple(svc for svc in SERVICES if svc.unneeded(settings) is None)
 
 
 def start_waves(services: tuple[ServiceDef, ...] = SERVICES, known: set[str] | frozenset[str] = frozenset()

@@ -53,7 +53,7 @@ from codecompass.common import names
 from codecompass.common.config import GatewaySettings, Settings
 from codecompass.common.logging import get_logger
 from codecompass.common.telemetry import tracer
-from codecompass.contracts.rerank.model import LOCAL, RerankQuery
+from codecompass.contracts.rerank.model import LOCAL, REASON_BLOCKED, RerankQuery
 from codecompass.contracts.rerank.model import Candidate as RerankCandidate
 from codecompass.contracts.retrieval.filters import Filters
 from codecompass.contracts.retrieval.model import (
@@ -290,6 +290,10 @@ class Pipeline:
             elif provider == LOCAL:
                 # The local reranker is the ranking retrieval already applied: no call needed.
                 answer = replace(answer, rerank_provider=LOCAL)
+            elif not self._settings.rerank.needs_service:
+                # Both privacy gates closed: the rerank service would answer "blocked" without a
+                # call, and `up` does not run it for that; the same answer, here.
+                answer = replace(answer, rerank_provider=LOCAL, rerank_fallback_reason=REASON_BLOCKED)
             elif ranked:
                 try:
                     with self._stage(RERANK, stage_ms):

@@ -43,7 +43,7 @@ def test_up_restarts_only_the_dead_service_on_its_address(stack: Stack, tmp_path
     assert up_lines(healed) == [
         f"selection  dead (pid {pid}); restarting it",
         f"selection  SERVING at {address}",
-        "kept running (same pids): analysis, embedding, retrieval, rerank",
+        "kept running (same pids): analysis, embedding, retrieval",
         f"state: {stack.state / 'runtime.json'}; stop with `codecompass down`",
     ]
     assert stack.address("selection") == address and _others(stack, "selection") == others
@@ -88,7 +88,7 @@ def test_an_index_survives_up_restarting_a_dependency(stack: Stack, tmp_path_fac
     assert healed.code == 0 and up_lines(healed)[:3] == [
         f"analysis   dead (pid {pid}); restarting it",
         f"analysis   SERVING at {address}",
-        "kept running (same pids): embedding, retrieval, rerank, selection",
+        "kept running (same pids): embedding, retrieval, selection",
     ], healed.out
     assert _others(stack, "analysis") == others
     assert_clean(stack.rows(root), stack.rows(clean))

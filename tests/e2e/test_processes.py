@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from codecompass_cli.processes import spawn, wait_for_listening
 
-SERVICES = {"analysis", "embedding", "retrieval", "rerank", "selection"}
+# What `up` runs with the default settings (the rerank service only for a model reranker).
+SERVICES = {"analysis", "embedding", "retrieval", "selection"}
 
 
 def _cli_env(state_dir: Path, extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -31,7 +31,8 @@ def test_run_starts_services_summarizes_and_leaves_them_running(tmp_path: Path, 
         assert "search: " in out
 
         started = json.loads((state_dir / "runtime.json").read_text())["services"]
-        assert set(started) == {"analysis", "embedding", "retrieval", "rerank", "selection"}
+        # The rerank service runs only for a model reranker (the default ranks inside retrieval).
+        assert set(started) == {"analysis", "embedding", "retrieval", "selection"}
         status = _cli(state_dir, "status", "--json")
         assert status.returncode == 0, status.stdout
         assert all(row["health"] == "SERVING" for row in json.loads(status.stdout)["services"]

@@ -82,15 +82,19 @@ def test_an_external_reranker_behind_closed_gates_keeps_the_first_stage(pipeline
     plain = pipeline.run(PipelineRequest(workspace_root=stack["root"], query="revoke a token", select=False))
     gated = pipeline.run(PipelineRequest(workspace_root=stack["root"], query="revoke a token", select=False,
                                          rerank_provider="llm"))
-    assert RERANK in gated.stage_ms
+    # Answered as the rerank service would, without the call (`up` runs no rerank service for it).
+    assert RERANK not in gated.stage_ms and RERANK not in gated.skipped
     assert (gated.rerank_provider, gated.rerank_fallback_reason) == ("local", "external_provider_blocked")
     assert [c.result.chunk.id for c in gated.candidates] == [c.result.chunk.id for c in plain.candidates]
 
 
 def test_dead_optional_services_skip_their_stage(stack, free_port) -> None:
     dead = f"127.0.0.1:{free_port}"
-    settings = dataclasses.replace(load_settings(), retrieval_addr=stack["retrieval_addr"], rerank_addr=dead,
-                                   selection_addr=dead)
+    settings = load_settings()
+    # Gates open, so the model reranker is asked for (and its service is needed).
+    gates = dataclasses.replace(settings.rerank, external_provider_enabled=True, allow_code_payload_to_external=True)
+    settings = dataclasses.replace(settings, retrieval_addr=stack["retrieval_addr"], rerank_addr=dead,
+                                   selection_addr=dead, rerank=gates)
     running = Pipeline(settings)
     try:
         answer = running.run(PipelineRequest(workspace_root=stack["root"], query="revoke a token",

@@ -66,6 +66,8 @@ def test_a_recorded_pid_that_is_gone_shows_as_dead(tmp_path: Path) -> None:
     rows = {row["name"]: row for row in service_rows(settings)}
     assert rows["analysis"]["state"] == "dead" and rows["analysis"]["health"] is None
     assert rows["retrieval"]["state"] == "not started"
+    # The local reranker runs inside retrieval: no rerank service to start, and `status` says why.
+    assert rows["rerank"]["state"] == "not needed" and "runs inside retrieval" in rows["rerank"]["reason"]
 
 
 def test_config_command_redacts_the_key_and_lists_variables(run_cli, monkeypatch) -> None:

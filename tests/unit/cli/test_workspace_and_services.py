@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 from codecompass_cli.errors import CliError
-from codecompass_cli.services import SERVICES, ServiceDef, start_waves
+from codecompass_cli.services import SERVICES, ServiceDef, needed, start_waves
 from codecompass_cli.workspace import find_workspace_root, resolve_target
+
+from codecompass.common.config import load_settings
 
 
 def _tree(tmp_path: Path) -> Path:
@@ -67,3 +70,15 @@ def test_a_dependency_cycle_is_reported() -> None:
     cycle = (ServiceDef("a", argv, "x", needs=("b",)), ServiceDef("b", argv, "y", needs=("a",)))
     with pytest.raises(ValueError, match="cycle"):
         start_waves(cycle)
+
+
+def test_the_rerank_service_runs_only_when_a_query_can_use_a_model_reranker() -> None:
+    local = load_settings()
+    assert [svc.name for svc in needed(local)] == ["analysis", "embedding", "retrieval", "selection"]
+    for rerank in (dataclasses.replace(local.rerank, provider="voyage"),
+                   dataclasses.replace(local.rerank, external_provider_enabled=True,
+                                       allow_code_payload_to_external=True)):
+        assert "rerank" in [svc.name for svc in needed(dataclasses.replace(local, rerank=rerank))]
+    # One gate open is still closed: no query can reach a model reranker.
+    one_gate = dataclasses.replace(local.rerank, external_provider_enabled=True)
+    assert "rerank" not in [svc.name for svc in needed(dataclasses.replace(local, rerank=one_gate))]

@@ -127,6 +127,13 @@ class RerankSettings:
         """Both privacy gates must be open to send code to a rerank provider."""
         return self.external_provider_enabled and self.allow_code_payload_to_external
 
+    @property
+    def needs_service(self) -> bool:
+        """Whether any query can use the rerank service: a model reranker is the default, or the
+        gates let a query ask for one. Otherwise every provider but the local one (the ranking
+        retrieval already applied) answers "blocked" without a call, and the local one needs none."""
+        return self.provider != "local" or self.external_allowed
+
 
 @dataclass(frozen=True)
 class SelectionSettings:

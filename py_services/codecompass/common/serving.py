@@ -53,6 +53,10 @@ class ServiceSpec:
     name: str  # the service's one name (codecompass.common.names)
     register: Callable[[grpc.Server], list[str]]
     warmup: Callable[[], None] | None = None
+    # What the service loads once it serves, in the warmup's thread, for the requests that come
+    # after it (they wait for what they need): a start is judged by its time to SERVING, and a
+    # cold start's first search comes after an index is written.
+    after_serving: Callable[[], None] | None = None
     # Servers that scale out behind one name (searchers, embedding, rerank) age their connections
     # (MAX_CONNECTION_AGE_S); not the index writer, whose index streams run for many minutes.
     scaled_out: bool = False
@@ -84,7 +88,7 @@ class RunningServer:
         for service in (OVERALL, *self.service_names):
             self.health.set(service, status)
 
-    def _run_warmup(self, warmup: Callable[[], None] | None) -> None:
+    def _run_warmup(self, warmup: Callable[[], None] | None, after_serving: Callable[[], None] | None = None) -> None:
         try:
             if warmup is not None:
                 warmup()
@@ -102,6 +106,12 @@ class RunningServer:
                 log.info("serving", extra={"address": self.address})
         finally:
             self._ready.set()
+        if after_serving is not None and self._warmup_error is None:
+            try:
+                after_serving()
+            except Exception:  # noqa: BLE001 - what fails here fails again, and is said, where it is used
+                log.exception("loading after the start of %s failed", self.name)
+            gc.freeze()
 
     @property
     def warmup_error(self) -> BaseException | None:
@@ -172,10 +182,10 @@ def start_server(spec: ServiceSpec, *, host: str = LOOPBACK, port: int = 0, max_
         log.warning("listening beyond this machine: calls need the service token",
                     extra={"address": running.address, **security.summary()})
     if warmup_in_background:
-        threading.Thread(target=running._run_warmup, args=(spec.warmup,), name=f"{spec.name}-warmup",
-                         daemon=True).start()
+        threading.Thread(target=running._run_warmup, args=(spec.warmup, spec.after_serving),
+                         name=f"{spec.name}-warmup", daemon=True).start()
     else:
-        running._run_warmup(spec.warmup)
+        running._run_warmup(spec.warmup, spec.after_serving)
     return running
 
 

@@ -502,32 +502,36 @@ class Rankers:
 
     A configured model file (`retrieval.ranker_model`) ranks every index. Otherwise an index whose
     primary model has a ranker of its own (MODEL_RANKERS_DIR/<provider>/model.txt) gets that one,
-    loaded on its first search, and every other index the committed default, loaded at once in the
-    background (a search waits for it).
+    loaded on its first search, and every other index the committed default, loaded by `load` (the
+    service calls it once it serves) or by the first search.
     """
 
     def __init__(self, configured: Path | None = None, *, root: Path = MODEL_RANKERS_DIR) -> None:
         self._configured = configured is not None
         self._root = root
+        self._configured_path = configured
         self._default: LearnedRanker | None = None
         self._own: dict[str, LearnedRanker | None] = {}
         self._lock = threading.Lock()
-        # The default loads behind the service's start, and the first search waits for it: importing
-        # lightgbm (scipy.sparse with it) was a quarter of a retrieval process's start, ~0.4 s of CPU
-        # that a cold start on two cores spent before the service could take its first index.
-        self._loaded = threading.Event()
-        threading.Thread(target=self._load_default, args=(configured,), name="ranker-load", daemon=True).start()
+        # Importing lightgbm (scipy.sparse with it) was a quarter of a retrieval process's start,
+        # ~0.4 s of CPU: the service loads the default once it serves (`load`), and a search that
+        # comes first waits for it.
+        self._load_lock = threading.Lock()
+        self._loaded = False
 
-    def _load_default(self, configured: Path | None) -> None:
-        try:
-            self._default = load_ranker(configured)
-        except Exception as exc:  # noqa: BLE001 - a thread's error would reach no one; the hand-set stack ranks
-            _log.warning("learned ranker not loaded (%s): ranking with the hand-set stack", exc)
-        finally:
-            self._loaded.set()
+    def load(self) -> None:
+        """Load the default ranker, once; a caller that comes while it loads waits for it."""
+        with self._load_lock:
+            if self._loaded:
+                return
+            try:
+                self._default = load_ranker(self._configured_path)
+            except Exception as exc:  # noqa: BLE001 - lightgbm itself missing or broken: rank without it
+                _log.warning("learned ranker not loaded (%s): ranking with the hand-set stack", exc)
+            self._loaded = True
 
     def for_provider(self, provider: str) -> LearnedRanker | None:
-        self._loaded.wait()
+        self.load()
         if self._configured or not _PROVIDER_NAME.fullmatch(provider):
             return self._default
         with self._lock:

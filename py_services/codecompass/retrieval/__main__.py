@@ -46,7 +46,7 @@ def main() -> int:
 
     try:
         return serve_forever(
-            ServiceSpec(name=names.RETRIEVAL, register=register, warmup=engine.warmup,
+            ServiceSpec(name=names.RETRIEVAL, register=register, warmup=engine.warmup, after_serving=engine.after_serving,
                         scaled_out=settings.retrieval.role == "searcher",
                         reflection=settings.grpc_reflection),
             host=settings.bind_host, port=settings.retrieval_port,

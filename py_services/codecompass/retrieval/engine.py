@@ -63,16 +63,24 @@ class RetrievalEngine:
                          if self.role in ("all", "searcher") else None)
 
     def warmup(self) -> None:
-        """The writer's index root must be writable, and the static model is loaded now (0.6 s)
-        rather than by the first sync or search; a model that cannot load only turns its
-        channel off."""
+        """The writer's index root must be writable."""
         if self.writer is not None:
             self.writer.warmup()
             if self.searcher is None:
                 # No searcher in this process to point it at the indexes in use: resume them all,
                 # in the background (a start is judged on its health within seconds).
                 threading.Thread(target=self.writer.resume_all, name="resume-indexes", daemon=True).start()
+
+    def after_serving(self) -> None:
+        """The static model (what the first index writes), then the learned ranker (what the first
+        search ranks with), loaded once the service serves rather than by the first sync or search,
+        which wait for them meanwhile. Before SERVING they were most of a retrieval start on two
+        cores (lightgbm with scipy.sparse, the static model), while a cold start's first search
+        comes only after the analysis service has chunked its first files. A model that cannot
+        load only turns its channel off; a ranker that cannot, leaves the hand-set stack."""
         self._static.model()
+        if self.searcher is not None:
+            self.searcher.load_rankers()
 
     def close(self, timeout: float = 5.0) -> None:
         if self.writer is not None:

@@ -92,6 +92,28 @@ def test_stop_turns_health_not_serving_and_lets_in_flight_calls_finish() -> None
     channel.close()
 
 
+def test_what_loads_after_serving_loads_while_the_service_already_serves() -> None:
+    release, health_then = threading.Event(), []
+
+    def after() -> None:
+        release.wait(5)
+        health_then.append(_health(running.address, SERVICE))
+        raise RuntimeError("no ranker here")  # said in the log; the service keeps serving
+
+    running = start_server(ServiceSpec("echo", _echo_register(), after_serving=after))
+    try:
+        running.wait_until_serving(5)
+        assert _health(running.address, SERVICE) == SERVING
+        release.set()
+        deadline = time.monotonic() + 5
+        while not health_then and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert health_then == [SERVING] and _health(running.address, SERVICE) == SERVING
+    finally:
+        release.set()
+        running.stop(0)
+
+
 def test_a_failed_warmup_keeps_the_service_not_serving() -> None:
     def broken() -> None:
         raise RuntimeError("model file is corrupt")

@@ -157,15 +157,19 @@ def test_an_index_is_ranked_by_the_ranker_of_its_primary_model(model_file, tmp_p
     assert configured.for_provider("code-static") is not own
 
 
-def test_the_default_ranker_loads_behind_the_start_and_a_search_waits_for_it(monkeypatch, caplog):
-    release, loaded = threading.Event(), object()
+def test_the_default_ranker_loads_when_asked_and_a_search_that_comes_first_waits(monkeypatch, caplog):
+    release, loaded, calls = threading.Event(), object(), []
 
     def slow_load(path):
+        calls.append(path)
         release.wait(10)
         return loaded
 
     monkeypatch.setattr(learned, "load_ranker", slow_load)
-    rankers = Rankers(None)  # returns while the model is still loading
+    rankers = Rankers(None)
+    assert calls == []  # nothing loads before the service asks
+    loader = threading.Thread(target=rankers.load)
+    loader.start()
     got: list[object] = []
     search = threading.Thread(target=lambda: got.append(rankers.for_provider("code-small")))
     search.start()
@@ -173,10 +177,11 @@ def test_the_default_ranker_loads_behind_the_start_and_a_search_waits_for_it(mon
     assert search.is_alive() and not got
     release.set()
     search.join(10)
-    assert got == [loaded]
+    loader.join(10)
+    assert got == [loaded] and calls == [None]  # loaded once
 
     def failing_load(path):
-        raise RuntimeError("no such library")
+        raise ImportError("no lightgbm")
 
     monkeypatch.setattr(learned, "load_ranker", failing_load)
     with caplog.at_level(logging.WARNING):

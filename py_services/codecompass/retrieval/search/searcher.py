@@ -307,6 +307,11 @@ class IndexSearcher:
 
     # --- Search ---
 
+    def load_rankers(self) -> None:
+        """The learned ranker, loaded now rather than by the first search."""
+        if self._rankers is not None:
+            self._rankers.load()
+
     def search(self, request: SearchQuery) -> SearchOutcome:
         with self._interactive.running():
             if request.workspaces:

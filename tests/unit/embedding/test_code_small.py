@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -42,6 +44,32 @@ def test_a_query_finds_the_chunk_that_answers_it(provider):
     np.testing.assert_allclose(np.linalg.norm(documents, axis=1), 1.0, rtol=1e-5)
     css, jwt = documents @ query
     assert jwt > css + 0.1, (jwt, css)
+
+
+def test_a_query_runs_beside_a_document_batch_not_behind_it(provider):
+    deadline = time.monotonic() + 10
+    while provider._query_session is None and time.monotonic() < deadline:  # opened behind the warmup
+        time.sleep(0.01)
+    # A text embeds the same as a query or a document: a document goes to the batch session.
+    (on_batch_session,) = provider.embed([QUERY], "document")
+    in_flight, done = threading.Event(), threading.Event()
+
+    def batch() -> None:  # a document batch holding the model
+        with provider._lock.hold(urgent=False):
+            in_flight.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=batch)
+    holder.start()
+    try:
+        in_flight.wait(5)
+        started = time.monotonic()
+        (beside,) = provider.embed([QUERY], "query")
+        assert time.monotonic() - started < 2 and holder.is_alive()
+    finally:
+        done.set()
+        holder.join(10)
+    np.testing.assert_allclose(beside, on_batch_session, atol=1e-6)
 
 
 def test_token_ids_given_directly_embed_as_the_text_they_come_from(provider):

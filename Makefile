@@ -32,6 +32,10 @@ NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev
 	code-static code-static-bundle code-small code-small-bundle corpus ranker ranker-code-static traces traces-down traces-screenshot metrics-screenshot image-lock
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP) $(CLIENT_TS_MODULES_STAMP)
+	# Our sources' bytecode now (only what changed is compiled again): pip compiles the packages it
+	# installs, not an editable checkout, and each service start would compile ours again wherever
+	# bytecode is not written (PYTHONDONTWRITEBYTECODE), 0.1 s of CPU per process.
+	$(VENV)/bin/python -m compileall -q $(CLIENT_PY)/src py_services/codecompass gateway_mcp/codecompass_cli gateway_mcp/codecompass_gateway
 
 # The client distribution first on the line: the services' one depends on it, and pip takes this
 # checkout's copy rather than looking for it on an index.

@@ -481,9 +481,9 @@ def _start(settings: Settings, existing: RuntimeState | None, plan: _Plan, works
         raise
     # Said on a fresh start, not on every heal.
     for svc in SERVICES if not plan.keep else ():
-        why = svc.unneeded(settings)
-        if why is not None and svc.name not in state.services:
-            say(f"{svc.name:<10} not needed: {why}")
+        unneeded = svc.unneeded(settings)
+        if unneeded is not None and svc.name not in state.services:
+            say(f"{svc.name:<10} not needed: {unneeded}")
     kept_names = [name for name in plan.keep if name not in changed]
     if kept_names:
         say(f"kept running (same pids): {', '.join(kept_names)}")

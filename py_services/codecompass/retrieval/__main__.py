@@ -46,8 +46,8 @@ def main() -> int:
 
     try:
         return serve_forever(
-            ServiceSpec(name=names.RETRIEVAL, register=register, warmup=engine.warmup, after_serving=engine.after_serving,
-                        scaled_out=settings.retrieval.role == "searcher",
+            ServiceSpec(name=names.RETRIEVAL, register=register, warmup=engine.warmup,
+                        after_serving=engine.after_serving, scaled_out=settings.retrieval.role == "searcher",
                         reflection=settings.grpc_reflection),
             host=settings.bind_host, port=settings.retrieval_port,
             grace_s=settings.shutdown_grace_s, transport=settings.grpc,

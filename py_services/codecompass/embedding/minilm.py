@@ -52,7 +52,8 @@ DIMENSIONS = 384
 MAX_POSITIONS = 512
 # Padded tokens per model run. Attention buffers grow with batch x tokens^2: 8 full
 # 256-token windows peak at ~+150 MB RSS, 16 at ~+500 MB, for no measurable gain in
-# chunks/s. A run this size also bounds how long a query waits behind indexing.
+# chunks/s. A run this size also bounds how long a query waits behind indexing while it has no
+# session of its own (QUERY_SESSION_MAX_TEXTS).
 MAX_PADDED_TOKENS = 2048
 # A call of at most this many query texts (a search embeds one) runs on a session of its own with
 # one thread, beside any document batch rather than behind it. On one short query, two threads

@@ -74,8 +74,8 @@ class RetrievalEngine:
     def after_serving(self) -> None:
         """The static model (what the first index writes), then the learned ranker (what the first
         search ranks with), loaded once the service serves rather than by the first sync or search,
-        which wait for them meanwhile. Before SERVING they were most of a retrieval start on two
-        cores (lightgbm with scipy.sparse, the static model), while a cold start's first search
+        which wait for them meanwhile. Loaded before SERVING they held the start back (lightgbm with
+        scipy.sparse alone was a quarter of its CPU on two cores), while a cold start's first search
         comes only after the analysis service has chunked its first files. A model that cannot
         load only turns its channel off; a ranker that cannot, leaves the hand-set stack."""
         self._static.model()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from codecompass.embedding.batching import length_sorted_batches, request_batches, run_in_batches
+from codecompass.embedding.batching import MAX_ADDED_PADDING, length_sorted_batches, request_batches, run_in_batches
 from codecompass.embedding.compute_lock import PriorityLock
 
 
@@ -22,6 +22,19 @@ def test_length_sorted_batches_respect_padded_token_budget():
     batches = length_sorted_batches(lengths, max_texts=64, max_padded_tokens=300)
     for batch in batches:
         assert len(batch) * max(lengths[i] for i in batch) <= 300
+
+
+def test_a_text_that_would_pad_its_batch_by_much_starts_the_next():
+    # An edit's two chunks: one run would pad the short one to 256 tokens.
+    assert length_sorted_batches([256, 13], max_texts=64, max_padded_tokens=2048) == [[1], [0]]
+    # Texts of about one length still share a run; the padding they add stays within the bound.
+    lengths = [250, 256, 240, 256, 255, 248]
+    batches = length_sorted_batches(lengths, max_texts=64, max_padded_tokens=2048)
+    assert len(batches) == 1
+    # Each text joins while what it adds (the batch so far, padded up to it) is within the bound.
+    mixed = [5, 9, 40, 44, 90, 200, 210, 256]
+    assert length_sorted_batches(mixed, max_texts=64, max_padded_tokens=2048) == [[0, 1, 2, 3], [4], [5, 6], [7]]
+    assert 3 * (90 - 44) > MAX_ADDED_PADDING >= 2 * (40 - 9)
 
 
 def test_run_in_batches_restores_input_order():

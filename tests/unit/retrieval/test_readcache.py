@@ -7,10 +7,11 @@ import time
 import lance
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from codecompass.common.chunks import SymbolReference
 from codecompass.common.readcache import ReadCache
-from codecompass.retrieval.search.readcache import RowsInMemory, VectorSnapshot, unit_rows
+from codecompass.retrieval.search.readcache import FragmentVectors, RowsInMemory, VectorSnapshot, unit_rows
 
 
 def loader(calls: list[list[str]], values: dict[str, str]):
@@ -50,26 +51,45 @@ def test_the_least_recently_used_go_first_by_weight() -> None:
     assert calls == [["b"]]
 
 
-def snapshot(vectors: np.ndarray, has: list[bool]) -> VectorSnapshot:
+def snapshot(vectors: np.ndarray, has: list[bool], split: int | None = None) -> VectorSnapshot:
+    """The rows as one fragment, or as two split at `split`."""
     ids = tuple(f"c{i}" for i in range(len(vectors)))
+    matrix, flags = unit_rows(vectors.astype(np.float32)), np.array(has)
+    cuts = [0, split, len(ids)] if split is not None else [0, len(ids)]
+    parts = tuple(FragmentVectors(key=(a,), ids=ids[a:b], primary=matrix[a:b], has_primary=flags[a:b], static=None,
+                                  has_static=None, names=frozenset(), qualified_names=frozenset(), in_degrees={})
+                  for a, b in zip(cuts, cuts[1:], strict=False))
     return VectorSnapshot(dataset=None, rows=None, ids=ids, position={c: i for i, c in enumerate(ids)},  # type: ignore[arg-type]
-                          primary=unit_rows(vectors.astype(np.float32)), has_primary=np.array(has),
-                          static=None, has_static=None)
+                          has_primary=flags, has_static=None, fragments=parts)
 
 
-def test_exact_search_is_brute_force_cosine_over_the_allowed_rows() -> None:
+def primary(snap: VectorSnapshot) -> np.ndarray:
+    return np.concatenate([part.primary for part in snap.fragments])
+
+
+def static(snap: VectorSnapshot) -> np.ndarray:
+    return np.concatenate([part.static for part in snap.fragments])  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("split", [None, 77])
+def test_exact_search_is_brute_force_cosine_over_the_allowed_rows(split: int | None) -> None:
     rng = np.random.default_rng(7)
     vectors = rng.normal(size=(200, 16))
     has = [i % 7 != 0 for i in range(200)]
-    snap = snapshot(vectors, has)
+    snap = snapshot(vectors, has, split)
     query = rng.normal(size=16).astype(np.float32)
     query /= np.linalg.norm(query)
     allowed = snap.has_primary & (np.arange(200) % 2 == 0)
     hits = snap.nearest(query, False, allowed, 10)
-    expected = sorted(((float(snap.primary[i] @ query), i) for i in np.flatnonzero(allowed)), reverse=True)[:10]
+    matrix = primary(snap)
+    expected = sorted(((float(matrix[i] @ query), i) for i in np.flatnonzero(allowed)), reverse=True)[:10]
     assert [row for row, _ in hits] == [i for _, i in expected]
     assert all(abs(score - cos) < 1e-6 for (_, score), (cos, _) in zip(hits, expected, strict=True))
     assert snap.nearest(query, False, np.zeros(200, dtype=bool), 10) == []
+    # A candidate's cosine, whichever fragment holds it, in the order asked.
+    asked = [150, 3, 77, 76, 199]
+    cosines = snap.cosines(asked, query, static=False)
+    assert cosines == [pytest.approx(float(matrix[i] @ query), abs=1e-6) if has[i] else None for i in asked]
 
 
 def test_equal_scores_keep_the_table_order_and_rows_without_vectors_have_no_cosine() -> None:
@@ -148,18 +168,21 @@ def test_a_new_version_reads_only_the_fragments_a_commit_changed_and_equals_a_fu
     assert second.rows.take(every).column("id").to_pylist() == list(second.ids)
     assert second.rows.take([]).num_rows == 0
     assert second.ids == full.ids and "f2c2" not in second.ids
-    np.testing.assert_array_equal(second.primary, full.primary)
+    np.testing.assert_array_equal(primary(second), primary(full))
     np.testing.assert_array_equal(second.has_primary, full.has_primary)
-    assert second.static is not None and full.static is not None and second.has_static is not None
-    np.testing.assert_array_equal(second.static, full.static)
+    assert second.has_static is not None
+    np.testing.assert_array_equal(static(second), static(full))
     np.testing.assert_array_equal(second.has_static, full.has_static)
-    np.testing.assert_allclose(second.primary[second.position["f1c0"]], unit(0, 0, 0, 1))
+    np.testing.assert_allclose(primary(second)[second.position["f1c0"]], unit(0, 0, 0, 1))
     # What is derived per fragment follows the commit too.
     assert second.names == full.names and "renamed" in second.names and "name1x0" not in second.names
     assert first.in_degrees(["f0c0", "f3c1", "f1c1"]) == {"f0c0": 12, "f3c1": 4, "f1c1": 0}
     assert second.in_degrees(["f0c0", "f3c1"]) == full.in_degrees(["f0c0", "f3c1"]) == {"f0c0": 10, "f3c1": 4}
-    # The parts are views of the new matrices, not of the old snapshot's.
-    assert all(np.shares_memory(part.primary, second.primary) for part in second.fragments if len(part.ids))
+    # The fragments the commit left alone keep their matrices: nothing is copied for them.
+    before = {part.key: part for part in first.fragments}
+    kept = [part for part in second.fragments if part.key in before]
+    assert kept and all(part.primary is before[part.key].primary and part.static is before[part.key].static
+                        for part in kept)
     # A compaction rewrites the fragments: everything is read again, with the same result.
     writer.maintain(settle=True)
     compacted = snapshot(second)

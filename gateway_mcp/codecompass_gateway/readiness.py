@@ -14,9 +14,9 @@ from __future__ import annotations
 import threading
 import time
 
-# How long a tool call waits for services that are starting: a cold start of all five takes
-# 3-10 s on two cores (the embedding model loads last); beyond this the call answers that they
-# are still starting, and the agent asks again.
+# How long a tool call waits for services that are starting: a cold start of them takes 2-10 s on
+# two cores (about 2 s to SERVING on this one, longer on a loaded machine or a first start);
+# beyond this the call answers that they are still starting, and the agent asks again.
 CALL_WAIT_S = 30.0
 
 

@@ -507,9 +507,8 @@ class Rankers:
     """
 
     def __init__(self, configured: Path | None = None, *, root: Path = MODEL_RANKERS_DIR) -> None:
-        self._configured = configured is not None
+        self._configured = configured
         self._root = root
-        self._configured_path = configured
         self._default: LearnedRanker | None = None
         self._own: dict[str, LearnedRanker | None] = {}
         self._lock = threading.Lock()
@@ -525,14 +524,14 @@ class Rankers:
             if self._loaded:
                 return
             try:
-                self._default = load_ranker(self._configured_path)
+                self._default = load_ranker(self._configured)
             except Exception as exc:  # noqa: BLE001 - lightgbm itself missing or broken: rank without it
                 _log.warning("learned ranker not loaded (%s): ranking with the hand-set stack", exc)
             self._loaded = True
 
     def for_provider(self, provider: str) -> LearnedRanker | None:
         self.load()
-        if self._configured or not _PROVIDER_NAME.fullmatch(provider):
+        if self._configured is not None or not _PROVIDER_NAME.fullmatch(provider):
             return self._default
         with self._lock:
             if provider not in self._own:

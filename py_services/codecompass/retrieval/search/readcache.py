@@ -105,12 +105,11 @@ class RowsInMemory:
     def _take_parts(self, parts: tuple[pa.Table, ...], positions: Sequence[int]) -> pa.Table:
         if not positions:
             return parts[0].slice(0, 0) if parts else pa.table({c: [] for c in self._columns})
-        wanted = np.asarray(positions, dtype=np.int64)
-        fragment = np.searchsorted(self._starts, wanted, side="right") - 1
+        fragment, local = _locate(self._starts, positions)
         order = np.argsort(fragment, kind="stable")
         # One take per fragment (one chunk per column each: a take across chunks costs ~15x more),
         # then the rows back in the order asked.
-        pieces = [parts[f].take(pa.array(wanted[order][fragment[order] == f] - self._starts[f], pa.int64()))
+        pieces = [parts[f].take(pa.array(local[order][fragment[order] == f], pa.int64()))
                   for f in np.unique(fragment)]
         taken = pa.concat_tables(pieces).combine_chunks() if len(pieces) > 1 else pieces[0]
         return taken.take(pa.array(np.argsort(order, kind="stable"), pa.int64()))
@@ -263,14 +262,21 @@ class VectorSnapshot:
         """Each row's cosine to the unit vector `query`, None where the row has no such vector."""
         has = self.has_static if static else self.has_primary
         assert has is not None, "asked only with a static channel"
-        matrices, starts = self._matrices(static), self._starts
-        rows = np.asarray(positions, dtype=np.int64)
-        parts = np.searchsorted(starts, rows, side="right") - 1
-        scores = np.zeros(len(rows), dtype=np.float32)
-        for part in np.unique(parts):
-            mine = parts == part
-            scores[mine] = matrices[part][rows[mine] - starts[part]] @ query
+        matrices = self._matrices(static)
+        fragment, local = _locate(self._starts, positions)
+        scores = np.zeros(len(local), dtype=np.float32)
+        for part in np.unique(fragment):
+            mine = fragment == part
+            scores[mine] = matrices[part][local[mine]] @ query
         return [float(s) if has[p] else None for p, s in zip(positions, scores, strict=True)]
+
+
+def _locate(starts: np.ndarray, positions: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Each of `positions` (row offsets in a table version) as its fragment and its row in that
+    fragment, given each fragment's first offset (`starts`, ascending)."""
+    wanted = np.asarray(positions, dtype=np.int64)
+    fragment = np.searchsorted(starts, wanted, side="right") - 1
+    return fragment, wanted - starts[fragment]
 
 
 def _in_degree_counts(edges: pa.ChunkedArray | pa.Array) -> dict[str, int]:

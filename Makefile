@@ -55,9 +55,12 @@ $(NODE_MODULES_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	touch $@
 
 # A clean build, so compiled tests of deleted sources never linger in dist/.
+# Then the V8 code cache of the TypeScript compiler, as compileall does for Python (src/compileCache.ts):
+# each start of the service loads it from there in every thread instead of compiling 9 MB of JS.
 $(NODE_BUILD_STAMP): $(NODE_MODULES_STAMP) $(NODE_DIR)/tsconfig.json $(NODE_SOURCES) $(NODE_SOURCE_DIRS)
-	rm -rf $(NODE_DIR)/dist
+	rm -rf $(NODE_DIR)/dist $(NODE_DIR)/.cache
 	cd $(NODE_DIR) && $(NODE_BIN)/tsc -p .
+	cd $(NODE_DIR) && node dist/src/primeCompileCache.js
 	touch $@
 
 $(CLIENT_TS_MODULES_STAMP): $(CLIENT_TS)/package.json $(CLIENT_TS)/package-lock.json

@@ -50,6 +50,10 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist/src dist/src
+# The V8 code cache of the TypeScript compiler (src/compileCache.ts), made by this image's own Node:
+# every start, and each of its worker threads, loads the compiler from it (~60 ms instead of ~190 ms
+# of CPU each). Root-owned like the rest: the service reads it and writes nothing there.
+RUN node dist/src/primeCompileCache.js
 
 ENV NODE_ENV=production \
     CODECOMPASS_BIND_HOST=0.0.0.0

@@ -10,6 +10,8 @@ import type { RequestErrorKind } from './workspace';
 export interface CheckerWorkerData {
   maxPrograms: number;
   maxWorkspaces: number;
+  /** The V8 code cache the worker compiles the TypeScript compiler from (compileCache.ts). */
+  compileCacheDir?: string;
 }
 
 /** A file of a chunk window, read and vetted by the main thread. */

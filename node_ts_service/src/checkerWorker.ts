@@ -4,6 +4,7 @@
 // and parsing a multi-megabyte file most of one; here it blocks only this
 // thread, so the main thread keeps answering health checks, RenderSymbols
 // and Trace. One job at a time; checkerClient.ts queues them.
+import './workerStart';
 import { parentPort, workerData } from 'node:worker_threads';
 import { type ChunkOutput, chunkText } from './chunker';
 import type { CheckerJob, CheckerReply, CheckerWorkerData, ChunkJob, FileResult, JobError, RenderJob, TraceJob, WindowFile } from './checkerProtocol';

@@ -329,6 +329,19 @@ export function chunkText(
   return chunkSourceFile({ ...file, sourceFile, checker: lexicalOnly ? undefined : program?.checker, workspaceRoot, lexicalOnly });
 }
 
+/**
+ * Chunks a small sample on this thread, so that the parser, the chunker and the tokenizer are
+ * loaded and compiled before a request needs them (the service's warm-up; the compile cache's
+ * priming). Throws when the sample yields no chunk or no tokens.
+ */
+export function warmChunker(): void {
+  const text = '/** Greets. */\nexport function greet(name: string): string {\n  return `hi ${name}`;\n}\n';
+  const out = chunkText({ absolutePath: '/warmup/warmup.ts', relativePath: 'warmup.ts', text, language: 'typescript' }, '/warmup');
+  if (out.chunks.length === 0 || countTokens(out.chunks[0].embeddingText) === 0) {
+    throw new Error('warm-up chunking produced no chunks');
+  }
+}
+
 export function chunkSourceFile(input: ChunkInput): ChunkOutput {
   const sf = input.sourceFile;
   const text = sf.text;

@@ -2,6 +2,7 @@
 // service at start with a message naming the variable, instead of surfacing
 // later as an odd failure in the middle of a request.
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { TokenError, checkLength, readTokenFile, type TlsFiles } from './auth';
 import { LOOPBACK, isLoopback, parseBindHost } from './hosts';
 
@@ -24,6 +25,8 @@ export interface AnalysisConfig {
   readonly otlpEndpoint: string | undefined;
   readonly traceFile: string | undefined;
   readonly metricsPort: number | undefined;
+  /** Where the V8 code cache of the large modules lives (compileCache.ts); undefined: none. */
+  readonly compileCacheDir: string | undefined;
   /** The service token (auth.ts): the variable's, else the token file's; none on loopback unless set. */
   readonly auth: { readonly token?: string; readonly file?: string; readonly setting: string } | undefined;
   /** TLS from PEM files (auth.ts); undefined: plaintext. */
@@ -40,6 +43,8 @@ export class ConfigError extends Error {
 }
 
 const MIB = 1024 * 1024;
+/** node_ts_service/.cache/v8, from dist/src where this module runs. */
+export const DEFAULT_COMPILE_CACHE_DIR = path.resolve(__dirname, '..', '..', '.cache', 'v8');
 /** See chunkFileTimeoutMs below. */
 export const DEFAULT_CHUNK_FILE_TIMEOUT_MS = 60_000;
 
@@ -104,7 +109,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AnalysisConfig
     // The Prometheus endpoint (GET /metrics) on the bind host; none unless set, as several
     // services share one machine locally. A container sets 9464, each pod having its own.
     metricsPort: optionalVar(env, 'ANALYSIS_METRICS_PORT') === undefined ? undefined : intVar(env, 'ANALYSIS_METRICS_PORT', 0, 0, 65535),
+    compileCacheDir: compileCacheVar(env),
   });
+}
+
+/** ANALYSIS_COMPILE_CACHE_DIR ("off": none), else `.cache/v8` in this package, beside the code it
+ * caches as Python's __pycache__ is: `make setup` (and the image build) fill it, so even a first
+ * start has it. A read-only install keeps what was built and writes nothing. */
+function compileCacheVar(env: NodeJS.ProcessEnv): string | undefined {
+  const set = env.ANALYSIS_COMPILE_CACHE_DIR;
+  if (set === undefined) return DEFAULT_COMPILE_CACHE_DIR;
+  return set.trim() === '' || set.trim().toLowerCase() === 'off' ? undefined : path.resolve(set.trim());
 }
 
 /** The service token's source, checked now so that a bad one stops the service at start; refused

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import type ts from 'typescript';
-import { type ChunkText, chunkText } from './chunker';
+import { type ChunkText, chunkText, warmChunker } from './chunker';
 import { CHECKER_WORKER_SCRIPT, ChunkJobError, CheckerWorker } from './checkerClient';
 import type { ChunkDetail, FileResult, WindowFile } from './checkerProtocol';
 import { type AnalysisConfig, DEFAULT_CHUNK_FILE_TIMEOUT_MS } from './config';
@@ -14,7 +14,6 @@ import { isStackOverflow } from './program';
 import { parseForRender, renderFromSource } from './render';
 import { discoverSymbols } from './symbols';
 import { RULE_SKIPS, ScanCancelledError, compareStrings, listSourceFiles, rescanWritten, scanWorkspace } from './scanner';
-import { countTokens } from './tokens';
 import { recordCacheLookup } from './tracing';
 import type { TraceRequest, TraceResult } from './trace';
 import type { ChunkedFile, FileEntry, RenderedSymbol, RenderSpec, ScanResult } from './types';
@@ -133,7 +132,7 @@ export interface ServiceOptions {
 }
 
 type ServiceConfig = Pick<AnalysisConfig, 'maxFileBytes' | 'maxPrograms' | 'maxRenderCacheFiles' | 'maxWorkspaces'> &
-  Partial<Pick<AnalysisConfig, 'chunkFileTimeoutMs' | 'maxRenderCacheChars' | 'maxWatchedFolders' | 'indexGenerated'>>;
+  Partial<Pick<AnalysisConfig, 'chunkFileTimeoutMs' | 'maxRenderCacheChars' | 'maxWatchedFolders' | 'indexGenerated' | 'compileCacheDir'>>;
 
 /**
  * Neither parsing for ChunkFiles nor the type checker runs on this thread:
@@ -167,7 +166,7 @@ export class AnalysisService {
       files: config.maxRenderCacheFiles,
       chars: config.maxRenderCacheChars ?? Number.MAX_SAFE_INTEGER,
     });
-    const limits = { maxPrograms: config.maxPrograms, maxWorkspaces: config.maxWorkspaces };
+    const limits = { maxPrograms: config.maxPrograms, maxWorkspaces: config.maxWorkspaces, compileCacheDir: config.compileCacheDir };
     const script = options.checkerWorkerScript ?? CHECKER_WORKER_SCRIPT;
     this.checkerWarmDelayMs = options.checkerWarmDelayMs ?? CHECKER_WARM_DELAY_MS;
     this.chunkChecker = new CheckerWorker('chunk checker', limits, script);
@@ -183,11 +182,7 @@ export class AnalysisService {
    * would otherwise land on the first sync after a start (one edited file).
    */
   warmUp(): void {
-    const text = '/** Greets. */\nexport function greet(name: string): string {\n  return `hi ${name}`;\n}\n';
-    const out = chunkText({ absolutePath: '/warmup/warmup.ts', relativePath: 'warmup.ts', text, language: 'typescript' }, '/warmup');
-    if (out.chunks.length === 0 || countTokens(out.chunks[0].embeddingText) === 0) {
-      throw new Error('warm-up chunking produced no chunks');
-    }
+    warmChunker();
     // Only a head start: a failure recurs, and is reported, on the first request that needs it.
     for (const chunker of this.syntaxChunkers) chunker.warm(false);
     this.checkerWarm = setTimeout(() => {

@@ -330,3 +330,16 @@ def test_the_analysis_image_runs_main_and_checks_its_own_port() -> None:
     for variable in parser(ANALYSIS_DOCKERFILE).envs:
         assert variable in contract.node_env() | set(contract.THIRD_PARTY_ENV), variable
     assert parser(ANALYSIS_DOCKERFILE).envs["CODECOMPASS_BIND_HOST"] == "0.0.0.0"
+
+
+def test_the_analysis_image_primes_its_compile_cache_with_its_own_node_before_it_drops_root() -> None:
+    """The V8 code cache is valid for the Node build that made it: it is made in the runtime stage,
+    from the compiled sources, and stays root-owned (the service only reads it)."""
+    runtime = stages(ANALYSIS_DOCKERFILE)[-1]
+    order = [(i["instruction"], i["value"]) for i in runtime]
+    prime = order.index(("RUN", "node dist/src/primeCompileCache.js"))
+    copied = next(n for n, (instruction, value) in enumerate(order)
+                  if instruction == "COPY" and value.split()[-1] == "dist/src")
+    user = next(n for n, (instruction, _) in enumerate(order) if instruction == "USER")
+    assert copied < prime < user
+    assert (contract.NODE_DIR / "dist" / "src" / "primeCompileCache.js").is_file()

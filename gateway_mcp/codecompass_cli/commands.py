@@ -22,7 +22,6 @@ from codecompass.common.chunks import NodeKind
 from codecompass.common.config import CHECKOUT_ROOT, Settings, documented_settings, redacted
 from codecompass.contracts.retrieval.filters import Filters
 from codecompass.policy.relevance import QueryFocus
-from codecompass_cli import clients, render
 from codecompass_cli.errors import EXIT_FAILURE, EXIT_USAGE, CliError, service_errors
 from codecompass_cli.indexes import list_indexes
 from codecompass_cli.progress import ProgressReporter
@@ -44,8 +43,9 @@ from codecompass_cli.workspace import resolve_target, workspace_dir
 if TYPE_CHECKING:
     from codecompass_gateway.pipeline import PipelineAnswer, PipelineRequest
 
-# The gateway's pipeline and answer are imported by the commands that search: `codecompass mcp`
-# must reach its handshake's front (`codecompass_gateway.handshake`) without loading them first.
+# The gateway's pipeline and answer, the CLI's rendering (which imports the answer) and its
+# clients are imported by the commands that use them: `codecompass mcp` starts the services before
+# it loads the gateway, and they start sooner for each import it is spared (these: ~0.17 s).
 
 
 def _out(line: str = "") -> None:
@@ -74,6 +74,8 @@ def cmd_gc(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    from codecompass_cli import render
+
     rows = service_rows(settings)
     orphans = orphan_rows(settings)
     state = read_state(settings)
@@ -156,6 +158,8 @@ def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_chunks(args: argparse.Namespace, settings: Settings) -> int:
+    from codecompass_cli import clients, render
+
     root, relative = resolve_target(args.path, args.workspace)
     address = service_address(settings, names.ANALYSIS)
     files = chunks = 0
@@ -180,6 +184,8 @@ def cmd_chunks(args: argparse.Namespace, settings: Settings) -> int:
 
 def _run_index(settings: Settings, workspace: Path, wait_for_embeddings: bool, *, force: bool = False,
                show_skipped: bool = False, workers: int = 0) -> None:
+    from codecompass_cli import clients, render
+
     address = settings.writer_addr or service_address(settings, names.RETRIEVAL)
     reporter = ProgressReporter(sys.stderr)
     started = time.monotonic()
@@ -210,6 +216,8 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     from codecompass_gateway.answer import answer_to_dict, search_answer
     from codecompass_gateway.pipeline import PipelineRequest
+
+    from codecompass_cli import render
 
     workspace = workspace_dir(args.path)
     try:
@@ -298,6 +306,8 @@ def _invocation() -> str:
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     from codecompass_gateway.answer import search_answer
     from codecompass_gateway.pipeline import PipelineRequest
+
+    from codecompass_cli import clients, render
 
     workspace = workspace_dir(args.workspace)
     _out(f"== starting services (state in {settings.state_dir})")

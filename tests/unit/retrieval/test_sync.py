@@ -1,6 +1,6 @@
 """What a sync writes: a first index, incremental edits, moves and removals, a signature change
 that re-embeds its callers, skipped files, the lexical-first pass of a large cold index, files
-edited under a sync, a crash or shutdown mid-sync and the run that resumes it, and the progress
+edited under a sync, the order of a cold index's lexical pass, a crash or shutdown mid-sync and the run that resumes it, and the progress
 an index reports. The engine runs over the fake services of sync_harness.py."""
 
 from __future__ import annotations
@@ -207,6 +207,23 @@ def test_large_cold_sync_writes_syntactic_chunks_first_then_embeds_only_full_tex
     router_text = next(d for d in harness.embedding.documents if "> routeRequest" in d)
     assert "validateToken(token: string): boolean" in router_text
     assert harness.search("route request").results[0].chunk.name == "routeRequest"
+
+
+@pytest.mark.parametrize("harness", [SyncTuning(lexical_first_min_files=2, first_flush_chunks=1)], indirect=True)
+def test_a_cold_index_writes_the_implementation_first_then_examples_and_declarations_then_tests(
+        harness: Harness) -> None:
+    """The lexical pass's first flush is what a cold workspace's first answer searches: in path
+    order a project's examples, benchmarks and build scripts came before its library."""
+    for rel in ("benchmarks/b.ts", "build/tool.ts", "examples/demo.ts", "index.d.ts", "lib/core.ts",
+                "src/app.ts", "test/app.test.ts", "zeta.ts"):
+        harness.write(rel, _func("f_" + rel.replace("/", "_").replace(".", "_")))
+    harness.index()
+    lexical = [call for call, flag in zip(harness.analysis.chunk_calls, harness.analysis.lexical_flags,
+                                           strict=True) if flag]
+    assert [path for call in lexical for path in call] == [
+        "lib/core.ts", "src/app.ts", "zeta.ts",
+        "benchmarks/b.ts", "build/tool.ts", "examples/demo.ts", "index.d.ts",
+        "test/app.test.ts"]
 
 
 @pytest.mark.parametrize("report_vanished", [True, False])

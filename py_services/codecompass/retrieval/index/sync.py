@@ -37,6 +37,7 @@ from codecompass.contracts.analysis.model import ChunkedFile, FileEntry, FileSta
 from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.contracts.retrieval.errors import DependencyUnavailable, EmbeddingFailed, EmbeddingUnavailable
 from codecompass.contracts.retrieval.model import IndexPhase, IndexProgress, SyncStats
+from codecompass.policy.ranking import declaration_path, example_path, vendored_path
 from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, signature_digest
 from codecompass.retrieval.index.chunk_writer import ChunkWriter
 from codecompass.retrieval.index.rows import Batch, BatchSizes, chunk_in_batches
@@ -67,6 +68,19 @@ class SyncTuning:
     # them with one-hop references, which needs the whole Program built first (measured:
     # 33 s to a first answer on a 360k-line cold workspace without this pass).
     lexical_first_min_files: int = 200
+
+
+def lexical_first_order(relative_path: str) -> int:
+    """Where a file goes in a cold index's lexical pass: the implementation first, then examples,
+    docs, scripts, benchmarks, built or vendored code and type declarations, then tests. The first
+    flush is what a cold workspace's first answer searches (500 chunks, about 40 files), and
+    most questions are about the implementation: in path order, fastify's held 20 example and
+    benchmark files and its build scripts before the first file of lib/. Stable within a rank."""
+    if is_test_path(relative_path):
+        return 2
+    if example_path(relative_path) or vendored_path(relative_path) or declaration_path(relative_path):
+        return 1
+    return 0
 
 
 def rebase_on_empty_catalog(scan: ScanResult) -> ScanResult:
@@ -168,8 +182,7 @@ class Syncer:
         self._planned()
         # Only files never indexed: rewriting indexed ones without vectors would defeat the
         # snippet-hash vector reuse of the pass that follows.
-        # Implementation before tests: the first rows searchable are what most queries are after.
-        unindexed = sorted((p for p in to_chunk if p not in entries), key=is_test_path)
+        unindexed = sorted((p for p in to_chunk if p not in entries), key=lexical_first_order)
         if len(unindexed) >= self._tuning.lexical_first_min_files:
             self._write_lexical_first(unindexed)
             # Their rows now exist without catalog entries; like an interrupted sync's, the

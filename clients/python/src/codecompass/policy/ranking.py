@@ -493,7 +493,7 @@ class _PathKinds(NamedTuple):
 @lru_cache(maxsize=1 << 16)
 def _path_kinds(relative_path: str) -> _PathKinds:
     return _PathKinds(is_test_path(relative_path), example_path(relative_path), bool(_COMPAT_DIR.search(relative_path)),
-                      vendored_path(relative_path), bool(_DECLARATION.search(relative_path)))
+                      vendored_path(relative_path), declaration_path(relative_path))
 
 
 def _file_word_share(words: list[str], relative_path: str) -> float:
@@ -520,6 +520,11 @@ def example_path(relative_path: str) -> bool:
 def vendored_path(relative_path: str) -> bool:
     """Vendored, built or bundled code."""
     return bool(_VENDOR.search(relative_path))
+
+
+def declaration_path(relative_path: str) -> bool:
+    """A TypeScript declaration file (`.d.ts`): the types of code that lives elsewhere."""
+    return bool(_DECLARATION.search(relative_path))
 
 
 def _path_penalty(chunk: Chunk, shape: QueryShape, policy: RankingPolicy) -> dict[str, float]:

@@ -56,8 +56,9 @@ def snapshot(vectors: np.ndarray, has: list[bool], split: int | None = None) -> 
     ids = tuple(f"c{i}" for i in range(len(vectors)))
     matrix, flags = unit_rows(vectors.astype(np.float32)), np.array(has)
     cuts = [0, split, len(ids)] if split is not None else [0, len(ids)]
-    parts = tuple(FragmentVectors(key=(a,), ids=ids[a:b], primary=matrix[a:b], has_primary=flags[a:b], static=None,
-                                  has_static=None, names=frozenset(), qualified_names=frozenset(), in_degrees={})
+    parts = tuple(FragmentVectors(key=(a,), files=f"part-{a}", ids=ids[a:b], primary=matrix[a:b],
+                                  has_primary=flags[a:b], static=None, has_static=None, names=frozenset(),
+                                  qualified_names=frozenset(), in_degrees={})
                   for a, b in zip(cuts, cuts[1:], strict=False))
     return VectorSnapshot(dataset=None, rows=None, ids=ids, position={c: i for i, c in enumerate(ids)},  # type: ignore[arg-type]
                           has_primary=flags, has_static=None, fragments=parts)

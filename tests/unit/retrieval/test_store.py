@@ -535,6 +535,29 @@ def test_rewriting_a_parent_alone_leaves_its_children_exact(store):
     assert store.get_chunks(["helper"]) == [inner]
 
 
+def test_a_commit_leaves_the_chunks_it_did_not_rewrite_cached_and_reads_the_rewritten_one_again(
+        store, monkeypatch):
+    """An edit's sync rewrites one file's rows: the searches after it read those rows again and
+    take every other hit from what earlier searches read (they used to read all their hits)."""
+    a = make_chunk("a", "alpha", "src/a.ts", source="function alpha() { return 1 }")
+    b = make_chunk("b", "beta", "src/b.ts", source="function beta() { return 2 }")
+    store.apply_changes(upserts=[a, b], delete_ids=[], vectors={})
+    assert store.get_chunks(["a", "b"]) == [a, b]
+    taken: list[list[str]] = []
+    take = store._take_rows
+    monkeypatch.setattr(store, "_take_rows", lambda snapshot, keys, wanted: taken.append(
+        sorted(key.rsplit("/", 1)[1] for key in wanted)) or take(snapshot, keys, wanted))
+    assert store.get_chunks(["a", "b"]) == [a, b]
+    assert taken == []
+
+    edited = make_chunk("a", "alpha", "src/a.ts", source="function alpha() { return 42 }")
+    store.apply_changes(upserts=[edited], delete_ids=[], vectors={})
+    assert store.get_chunks(["a", "b"]) == [edited, b]
+    assert taken == [["a"]]
+    store.apply_changes(upserts=[], delete_ids=["b"], vectors={})
+    assert store.get_chunks(["a", "b"]) == [edited]
+
+
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
 def test_maintenance_deletes_texts_no_chunk_uses_once_past_the_retention(store):
     store.apply_changes(upserts=nested_chunks(), delete_ids=[], vectors={})

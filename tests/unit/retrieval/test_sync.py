@@ -1,7 +1,7 @@
 """What a sync writes: a first index, incremental edits, moves and removals, a signature change
-that re-embeds its callers, skipped files, the lexical-first pass of a large cold index, files
-edited under a sync, the order of a cold index's lexical pass, a crash or shutdown mid-sync and the run that resumes it, and the progress
-an index reports. The engine runs over the fake services of sync_harness.py."""
+that re-embeds its callers, skipped files, the lexical-first pass of a large cold index and its
+order, files edited under a sync, a crash or shutdown mid-sync and the run that resumes it, and the
+progress an index reports. The engine runs over the fake services of sync_harness.py."""
 
 from __future__ import annotations
 

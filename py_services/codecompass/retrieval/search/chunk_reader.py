@@ -41,7 +41,7 @@ from codecompass.retrieval.search.readcache import DatasetView, VectorSnapshot
 
 # Keeps `IN (...)` predicates to a size DataFusion plans quickly.
 _ID_BATCH = 1_000
-# Chunks a reader keeps built between searches of one table version: ~4.4 KiB each (measured on
+# Chunks a reader keeps built between searches, across table versions (by row): ~4.4 KiB each (measured on
 # ws-300k, its source texts apart), so ~70 MiB for most of ws-300k's 22k chunks. Building a
 # search's never-seen candidates from their rows was ~7 ms a channel; an agent's questions about
 # one workspace keep meeting the same symbols.
@@ -255,24 +255,29 @@ class ChunkReader:
 
     def get_chunks(self, ids: list[str]) -> list[Chunk]:
         """Chunks in the order of `ids`; unknown ids are skipped."""
-        found = self._chunk_cache.get_many(ids, self._load_chunks, self._version())
+        found = self._hit_chunks(ids)
         return [found[i] for i in ids if i in found]
 
     def _hit_chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
         """{id: chunk} for a search's hits. The rows are taken by their place in the version's
-        vector snapshot (the search reads it anyway), ~2x faster than a filtered scan."""
-        loader = partial(self._take_chunks, self.vector_snapshot())
-        return self._chunk_cache.get_many(ids, loader, self._version())
+        vector snapshot (the search reads it anyway), ~2x faster than a filtered scan, and kept
+        under their row's key (`VectorSnapshot.row_keys`), not the version's: a commit (an edit's
+        sync) leaves every row it did not rewrite cached, where it used to empty the cache and
+        the searches after it read all their hits again."""
+        snapshot = self.vector_snapshot()
+        keys = snapshot.row_keys(ids)
+        cached = self._chunk_cache.get_many(list(keys.values()), partial(self._take_rows, snapshot, keys))
+        found = {i: cached[key] for i, key in keys.items() if key in cached}
+        if elsewhere := [i for i in dict.fromkeys(ids) if i not in keys]:
+            # Not in the snapshot's version (written since it was read): found by a scan, not kept.
+            found.update(self._load_chunks(elsewhere))
+        return found
 
-    def _take_chunks(self, snapshot: VectorSnapshot, ids: list[str]) -> dict[str, Chunk]:
-        """The chunks `ids` taken by their place in `snapshot`'s version; any id it does not
-        hold (written since) is found by a scan."""
-        placed = [i for i in ids if i in snapshot.position]
-        rows = snapshot.rows.take([snapshot.position[i] for i in placed])
-        by_id = {chunk.id: chunk for chunk in self._chunks_of(rows)}
-        if missing := [i for i in ids if i not in by_id]:
-            by_id.update(self._load_chunks(missing))
-        return by_id
+    def _take_rows(self, snapshot: VectorSnapshot, keys: dict[str, str], wanted: list[str]) -> dict[str, Chunk]:
+        """{row key: chunk} for the `wanted` row keys (of `keys`, by id), taken from `snapshot`."""
+        ids = {key: chunk_id for chunk_id, key in keys.items()}
+        rows = snapshot.rows.take([snapshot.position[ids[key]] for key in wanted])
+        return {keys[chunk.id]: chunk for chunk in self._chunks_of(rows)}
 
     def _load_chunks(self, ids: list[str]) -> dict[str, Chunk]:
         by_id: dict[str, Chunk] = {}

@@ -130,6 +130,9 @@ class FragmentVectors:
     its rows, kept so that the next version reads only the fragments a commit wrote or deleted from."""
 
     key: tuple  # the fragment's files, rows and deletion file: equal keys, equal rows
+    # Its data files alone: a row they hold is the same row in every version that keeps it live,
+    # whatever was deleted around it since (`VectorSnapshot.row_keys`).
+    files: str
     ids: tuple[str, ...]
     primary: np.ndarray
     has_primary: np.ndarray
@@ -190,7 +193,7 @@ class VectorSnapshot:
                 continue
             read = fragment.to_table(columns=columns + [c for c in row_columns if c not in columns] if rows_too
                                      else columns)
-            parts.append(_fragment_vectors(read, key, primary_dims, static_dims))
+            parts.append(_fragment_vectors(read, key, fragment_files(fragment), primary_dims, static_dims))
             row_parts.append(read.select(list(row_columns)).combine_chunks() if rows_too else None)
 
         def joined(arrays: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
@@ -239,6 +242,14 @@ class VectorSnapshot:
     def _starts(self) -> np.ndarray:
         """Each fragment's first row, and the row count last."""
         return np.cumsum([0, *(len(part.ids) for part in self.fragments)])
+
+    def row_keys(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """{chunk id: a key of its row that no other row of any version has}, for the ids this
+        version holds: what a row read once is cached under, so that a commit, which rewrites a
+        file's rows into a new fragment and deletes the old ones, leaves every other row cached."""
+        held = [i for i in chunk_ids if i in self.position]
+        fragment, _ = _locate(self._starts, [self.position[i] for i in held])
+        return {i: f"{self.fragments[part].files}/{i}" for i, part in zip(held, fragment.tolist(), strict=True)}
 
     def _matrices(self, static: bool) -> list[np.ndarray]:
         matrices = [part.static if static else part.primary for part in self.fragments]
@@ -306,13 +317,21 @@ def fragment_key(fragment: lance.LanceFragment) -> tuple:
     return (repr(metadata), None if deletion is None else (deletion.id, deletion.read_version))
 
 
-def _fragment_vectors(rows: pa.Table, key: tuple, primary_dims: int, static_dims: int | None) -> FragmentVectors:
+def fragment_files(fragment: lance.LanceFragment) -> str:
+    """A fragment's data files, by name: Lance names each new file uniquely and never rewrites
+    one, so the rows of a fragment with these files are these rows in every version."""
+    return "|".join(data_file.path for data_file in fragment.metadata.files)
+
+
+def _fragment_vectors(rows: pa.Table, key: tuple, files: str, primary_dims: int,
+                      static_dims: int | None) -> FragmentVectors:
     static = has_static = None
     if static_dims is not None:
         static = unit_rows(vectors_of(rows.column(STATIC_VECTOR_COLUMN), static_dims))
         has_static = np.asarray(rows.column(STATIC_FLAG_COLUMN).to_numpy(zero_copy_only=False), dtype=bool)
     return FragmentVectors(
         key=key,
+        files=files,
         ids=tuple(rows.column("id").to_pylist()),
         primary=unit_rows(vectors_of(rows.column(VECTOR_COLUMN), primary_dims)),
         has_primary=np.asarray(rows.column("has_vector").to_numpy(zero_copy_only=False), dtype=bool),

@@ -8,6 +8,10 @@ Claude Code use) and times each `call_tool` on the client side, so a figure incl
 round trip, argument validation and the rendering of the answer:
 
   semantic_search  run_speed's warm queries (the same seeded sample of bench/quality/queries.jsonl);
+  semantic_search, questions not asked before: as many further queries of that sample, each
+                   asked once, in the measured pass only: an agent's questions are mostly new, and
+                   a new question's candidates are not yet in the services' caches (chunks, their
+                   words, token counts, parsed files);
   codebase_trace   callers of the top result of each of those queries (qualified name + its file);
   read_symbol      the same symbols (collapsed view);
   index_status     the default workspace.
@@ -74,8 +78,12 @@ DEFAULT_QUERIES = 50
 SEARCH, TRACE, READ, STATUS = "semantic_search", "codebase_trace", "read_symbol", "index_status"
 # The same search with the relevance gate off: an answer that fills its token budget.
 SEARCH_UNGATED = "semantic_search min_relevance=0"
-TOOLS = (SEARCH, SEARCH_UNGATED, TRACE, READ, STATUS)
+# The same search for questions this session has not asked before (see the module docstring).
+SEARCH_NEW = "semantic_search, questions not asked before"
+TOOLS = (SEARCH, SEARCH_UNGATED, SEARCH_NEW, TRACE, READ, STATUS)
 SEARCHES = (SEARCH, SEARCH_UNGATED)
+# The searches whose answers' sizes are reported.
+ANSWERED = (*SEARCHES, SEARCH_NEW)
 PERCENTILES = (50, 95)
 # A call on a warm stack answers in well under a second; the first trace builds a Program.
 CALL_TIMEOUT_S = 120.0
@@ -163,7 +171,7 @@ def record(measured: Measured, name: str, label: str, result: CallToolResult, ms
     measured.ms[name].append(ms)
     measured.slowest[name].append((round(ms, 1), label))
     structured = result.structured_content or {}
-    if name in SEARCHES:
+    if name in ANSWERED:
         body = texts(result)
         n_results = len(structured.get("results", []))
         measured.text_tokens[name].append(sum(count_tokens(t) for t in body))
@@ -178,8 +186,8 @@ def record(measured: Measured, name: str, label: str, result: CallToolResult, ms
         measured.read_tokens.append(sum(count_tokens(t) for t in texts(result)))
 
 
-async def measure_warm(params: StdioServerParameters, errlog: TextIO, queries: list[str], passes: int,
-                       measured: Measured) -> dict[str, Any]:
+async def measure_warm(params: StdioServerParameters, errlog: TextIO, queries: list[str], new_queries: list[str],
+                       passes: int, measured: Measured) -> dict[str, Any]:
     async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=CALL_TIMEOUT_S) as client:
         protocol = client.protocol_version
         log(f"connected ({protocol}); warm-up: every tool once per query ...")
@@ -199,10 +207,16 @@ async def measure_warm(params: StdioServerParameters, errlog: TextIO, queries: l
         missing = sum(s is None for s in symbols.values())
         log(f"measuring: {len(queries)} queries x {passes} pass(es); {missing} queries gave no symbol to trace")
         started = time.perf_counter()
+        unasked = iter(new_queries)
         for done, text in enumerate(queries * passes, 1):
             for name, arguments, label in tool_calls(text, symbols[text]):
                 result, ms = await timed_call(client, SEARCH if name in SEARCHES else name, arguments)
                 record(measured, name, label, result, ms)
+            # Beside the asked ones, so that drift in machine load hits both alike.
+            if (new := next(unasked, None)) is not None:
+                result, ms = await timed_call(client, SEARCH, {"query": new})
+                measured.first_call_ms.setdefault(SEARCH_NEW, round(ms, 1))
+                record(measured, SEARCH_NEW, new, result, ms)
             if done % 10 == 0:
                 log(f"  {done} / {len(queries) * passes} queries, {time.perf_counter() - started:.0f} s")
     return {"protocol_version": protocol, "queries_without_symbol": missing,
@@ -405,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     state_dir.mkdir(parents=True, exist_ok=True)
     work = REPO_ROOT / "bench" / ".work"
     queries = query_texts(args.queries)
+    # Further queries of the same seeded sample: none of them is among `queries`.
+    new_queries = [q for q in query_texts(2 * args.queries)[args.queries:] if q not in set(queries)]
 
     started = time.perf_counter()
     metadata = run_metadata()
@@ -433,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         load_before = [round(x, 2) for x in os.getloadavg()]
         try:
             with errlog_path.open("w", encoding="utf-8") as errlog:
-                session = anyio.run(measure_warm, params, errlog, queries, args.passes, measured)
+                session = anyio.run(measure_warm, params, errlog, queries, new_queries, args.passes, measured)
         except Exception as exc:
             tail = errlog_path.read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
             raise SystemExit(f"the gateway session failed: {exc!r}\n" + "\n".join(tail)) from exc
@@ -449,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     cold = None if args.no_cold else cold_start(workspace, cold_query, work)
 
     latency = summarize(measured)
-    answer = {name: answer_stats(measured, name) for name in SEARCHES}
+    answer = {name: answer_stats(measured, name) for name in ANSWERED}
     payload = {
         "run": {**metadata, "seconds": round(time.perf_counter() - started, 1),
                 "load_avg_before_measuring": load_before, "load_avg_after_measuring": load_after},

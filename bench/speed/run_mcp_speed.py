@@ -9,9 +9,11 @@ round trip, argument validation and the rendering of the answer:
 
   semantic_search  run_speed's warm queries (the same seeded sample of bench/quality/queries.jsonl);
   semantic_search, questions not asked before: as many further queries of that sample, each
-                   asked once, in the measured pass only: an agent's questions are mostly new, and
-                   a new question's candidates are not yet in the services' caches (chunks, their
-                   words, token counts, parsed files);
+                   asked once, in the measured pass only, THINK_S after the calls before it: an
+                   agent's questions are mostly new, a new question's candidates are not yet in
+                   the services' caches (chunks, their words, token counts, parsed files), and an
+                   agent asks while its model has read the last answer, seconds later, which the
+                   searcher spends reading ahead;
   codebase_trace   callers of the top result of each of those queries (qualified name + its file);
   read_symbol      the same symbols (collapsed view);
   index_status     the default workspace.
@@ -78,8 +80,11 @@ DEFAULT_QUERIES = 50
 SEARCH, TRACE, READ, STATUS = "semantic_search", "codebase_trace", "read_symbol", "index_status"
 # The same search with the relevance gate off: an answer that fills its token budget.
 SEARCH_UNGATED = "semantic_search min_relevance=0"
-# The same search for questions this session has not asked before (see the module docstring).
+# The same search for questions this session has not asked before (see the module docstring),
+# each asked this long after the call before it: the least an agent's model takes to read an
+# answer and write its next call.
 SEARCH_NEW = "semantic_search, questions not asked before"
+THINK_S = 2.0
 TOOLS = (SEARCH, SEARCH_UNGATED, SEARCH_NEW, TRACE, READ, STATUS)
 SEARCHES = (SEARCH, SEARCH_UNGATED)
 # The searches whose answers' sizes are reported.
@@ -214,6 +219,7 @@ async def measure_warm(params: StdioServerParameters, errlog: TextIO, queries: l
                 record(measured, name, label, result, ms)
             # Beside the asked ones, so that drift in machine load hits both alike.
             if (new := next(unasked, None)) is not None:
+                await anyio.sleep(THINK_S)
                 result, ms = await timed_call(client, SEARCH, {"query": new})
                 measured.first_call_ms.setdefault(SEARCH_NEW, round(ms, 1))
                 record(measured, SEARCH_NEW, new, result, ms)

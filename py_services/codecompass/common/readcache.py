@@ -62,5 +62,16 @@ class ReadCache(Generic[V]):
                     self._weight -= self._weight_of(dropped)
         return found
 
+    def __contains__(self, key: str) -> bool:
+        """Whether `key` is cached (its place in the recency order unchanged)."""
+        with self._lock:
+            return key in self._items
+
+    @property
+    def full(self) -> bool:
+        """Whether what it holds weighs its capacity: anything added now pushes something out."""
+        with self._lock:
+            return self._weight >= self._capacity
+
     def _weight_of(self, value: V) -> int:
         return 1 if self._weigh is None else self._weigh(value)

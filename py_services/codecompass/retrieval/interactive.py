@@ -55,3 +55,13 @@ class InteractiveWork:
                 else:
                     self._cond.wait(deadline - now)
 
+    def wait_idle(self, stop: threading.Event, quiet_s: float) -> None:
+        """Return once no interactive call has run for `quiet_s`, or on `stop`: for work that may
+        wait as long as it takes (reading ahead), unlike `wait_quiet`'s."""
+        with self._cond:
+            while not stop.is_set():
+                quiet_left = self._last_end + quiet_s - time.monotonic()
+                if self._active == 0 and quiet_left <= 0:
+                    return
+                # Bounded, so that `stop` is seen while a call runs long.
+                self._cond.wait(quiet_left if self._active == 0 else 1.0)

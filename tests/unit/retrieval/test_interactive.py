@@ -54,3 +54,25 @@ def test_with_nothing_interactive_the_background_goes_on_at_once() -> None:
     started = time.monotonic()
     InteractiveWork().wait_quiet(threading.Event())
     assert time.monotonic() - started < 0.05
+
+
+def test_reading_ahead_waits_for_quiet_as_long_as_searches_keep_coming_and_stops_at_once() -> None:
+    work = InteractiveWork()
+    stop = threading.Event()
+    started = time.monotonic()
+    first = _hold(work, 0.3)
+    # A second search starts before the first ends: the quiet is counted from the last end.
+    second = threading.Thread(target=lambda: (time.sleep(0.2), _hold(work, 0.4).join()))
+    second.start()
+    work.wait_idle(stop, 0.2)
+    waited = time.monotonic() - started
+    first.join()
+    second.join()
+    assert waited >= 0.2 + 0.4 + 0.2 - 0.05
+    # No bound: with a call in flight it waits until stopped.
+    holding = _hold(work, 1.5)
+    threading.Timer(0.2, stop.set).start()
+    started = time.monotonic()
+    work.wait_idle(stop, 0.1)
+    assert time.monotonic() - started < 1.4
+    holding.join()

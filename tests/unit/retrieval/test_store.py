@@ -558,6 +558,25 @@ def test_a_commit_leaves_the_chunks_it_did_not_rewrite_cached_and_reads_the_rewr
     assert store.get_chunks(["a", "b"]) == [edited]
 
 
+def test_reading_ahead_builds_each_row_no_read_has_built_once_in_the_version_s_order(store, monkeypatch):
+    chunks = [make_chunk(f"c{i}", f"name{i}", f"src/f{i}.ts", source=f"function name{i}() {{ return {i} }}")
+              for i in range(5)]
+    store.apply_changes(upserts=chunks, delete_ids=[], vectors={})
+    assert store.get_chunks(["c1"]) == [chunks[1]]
+    assert store.read_ahead(2) == [chunks[0], chunks[2]]
+    assert store.read_ahead(10) == [chunks[3], chunks[4]]
+    assert store.read_ahead(10) == []
+    # A commit: only the row it wrote is left to read.
+    edited = make_chunk("c3", "name3", "src/f3.ts", source="function name3() { return 33 }")
+    store.apply_changes(upserts=[edited], delete_ids=[], vectors={})
+    assert store.read_ahead(10) == [edited]
+    assert store.read_ahead(10) == []
+    # Once the cache is full, nothing more is read: it would push out what searches read.
+    store.apply_changes(upserts=[make_chunk("c9", "name9", "src/f9.ts")], delete_ids=[], vectors={})
+    monkeypatch.setattr(type(store._chunk_cache), "full", property(lambda _cache: True))
+    assert store.read_ahead(10) == []
+
+
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
 def test_maintenance_deletes_texts_no_chunk_uses_once_past_the_retention(store):
     store.apply_changes(upserts=nested_chunks(), delete_ids=[], vectors={})

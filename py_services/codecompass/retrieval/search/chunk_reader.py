@@ -41,11 +41,12 @@ from codecompass.retrieval.search.readcache import DatasetView, VectorSnapshot
 
 # Keeps `IN (...)` predicates to a size DataFusion plans quickly.
 _ID_BATCH = 1_000
-# Chunks a reader keeps built between searches, across table versions (by row): ~4.4 KiB each (measured on
-# ws-300k, its source texts apart), so ~70 MiB for most of ws-300k's 22k chunks. Building a
-# search's never-seen candidates from their rows was ~7 ms a channel; an agent's questions about
-# one workspace keep meeting the same symbols.
-READ_CACHE_CHUNKS = 16_000
+# Chunks a reader keeps built between searches, across table versions (by row), and what the
+# searcher reads ahead while idle (searcher.ReadAhead). All of ws-300k's 22k chunks took ~200 MiB
+# with their source texts (measured 2026-12-01); a larger workspace keeps 32k of them. Building a
+# search's never-seen candidates from their rows was ~7 ms a channel, and with 16k of ws-300k's
+# rows held, a question not asked before still met thousands of unread ones.
+READ_CACHE_CHUNKS = 32_000
 # Source texts a reader keeps (characters): ws-300k's whole source is ~10M.
 READ_CACHE_TEXT_CHARS = 16_000_000
 
@@ -136,6 +137,9 @@ class ChunkReader:
         self._text_cache: ReadCache[str] = ReadCache("searcher.texts", READ_CACHE_TEXT_CHARS, weigh=len)
         self._vectors_lock = threading.Lock()
         self._vectors: tuple[int, VectorSnapshot] | None = None
+        # What `read_ahead` has yet to build, for one version: ids in the version's order.
+        self._ahead_lock = threading.Lock()
+        self._ahead: tuple[int, list[str]] | None = None
 
     @classmethod
     def attach(
@@ -272,6 +276,24 @@ class ChunkReader:
             # Not in the snapshot's version (written since it was read): found by a scan, not kept.
             found.update(self._load_chunks(elsewhere))
         return found
+
+    def read_ahead(self, limit: int) -> list[Chunk]:
+        """Up to `limit` chunks of this version that no read has built yet, built now (and cached
+        as a search's hits are), in the version's order (a cold index writes the implementation
+        before the tests); [] once every row is built or the cache is full. For the searcher's
+        idle time: a question's never-read candidates cost ~50 µs each to build."""
+        snapshot = self.vector_snapshot()
+        version = self._version()
+        with self._ahead_lock:
+            if self._ahead is None or self._ahead[0] != version:
+                keys = snapshot.row_keys(snapshot.ids)
+                self._ahead = (version, [i for i in snapshot.ids if keys[i] not in self._chunk_cache])
+            pending = self._ahead[1]
+            if not pending or self._chunk_cache.full:
+                return []
+            batch = pending[:limit]
+            self._ahead = (version, pending[limit:])
+        return list(self._hit_chunks(batch).values())
 
     def _take_rows(self, snapshot: VectorSnapshot, keys: dict[str, str], wanted: list[str]) -> dict[str, Chunk]:
         """{row key: chunk} for the `wanted` row keys (of `keys`, by id), taken from `snapshot`."""

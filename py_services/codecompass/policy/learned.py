@@ -132,13 +132,17 @@ class _Words:
     def __init__(self, size: int = 32_000) -> None:
         self._cache: OrderedDict[tuple[str, str], _ChunkWords] = OrderedDict()
         self._size = size
+        # Searches run in several threads, and the read-ahead in one more: a key another thread
+        # pushes out between a lookup and its move to the end would fail the search.
+        self._lock = threading.Lock()
 
     def of(self, chunk: Chunk) -> _ChunkWords:
         key = (chunk.id, chunk.snippet_hash)
-        found = self._cache.get(key)
-        if found is not None:
-            self._cache.move_to_end(key)
-            return found
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+                return found
         name_parts = identifier_parts(chunk.name)
         fields = (
             name_parts,
@@ -172,9 +176,10 @@ class _Words:
             math.log1p(sum(1 for ref in chunk.references if ref.chunk_id)),
         )
         found = _ChunkWords(words, stems, tuple(dict.fromkeys(name_parts)), len(name_parts), own)
-        self._cache[key] = found
-        if len(self._cache) > self._size:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[key] = found
+            if len(self._cache) > self._size:
+                self._cache.popitem(last=False)
         return found
 
 

@@ -70,7 +70,12 @@ export function installCompileCache(dir: string | undefined): void {
     }
     // What Node's own loader does with a module's text: wrap it in the CommonJS function and run it
     // with this module's exports, require, module, file name and folder.
-    const script = new vm.Script(Module.wrap(content), { filename, cachedData });
+    // A dynamic import() in the module resolves as it would under Node's own loader.
+    const script = new vm.Script(Module.wrap(content), {
+      filename,
+      cachedData,
+      importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+    });
     if (cachedData === undefined || script.cachedDataRejected === true) {
       pending.push({ script, file });
       stats.compiled += 1;

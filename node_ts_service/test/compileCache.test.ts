@@ -76,6 +76,19 @@ describe('the compile cache (compileCache.ts)', () => {
     assert.deepEqual([changed.stats.compiled, changed.answer], [1, 7]);
   });
 
+  it("resolves a cached module's dynamic import() as Node's own loader does", () => {
+    const work = fs.mkdtempSync(path.join(os.tmpdir(), 'compile-cache-'));
+    const file = path.join(work, 'dynamic.js');
+    fs.writeFileSync(file, `/*${' '.repeat(300_000)}*/\nmodule.exports = () => import('node:path').then((m) => typeof m.join);\n`);
+    const script = `
+      const cache = require(${JSON.stringify(COMPILE_CACHE)});
+      cache.installCompileCache(${JSON.stringify(path.join(work, 'cache'))});
+      require(${JSON.stringify(file)})().then((kind) => process.stdout.write(kind));`;
+    const run = spawnSync(process.execPath, ['--no-warnings', '-e', script], { encoding: 'utf8' });
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(run.stdout, 'function');
+  });
+
   it('loads as without a cache when the folder cannot be written', () => {
     const work = fs.mkdtempSync(path.join(os.tmpdir(), 'compile-cache-'));
     const file = largeModule(work);

@@ -131,7 +131,9 @@ class BackgroundEmbedder:
                 self.error = f"embedding model changed to {result.model.identity()}; the next sync re-indexes"
                 break
             with self._ws.write_lock:
-                current = {c.id: c for c in store.get_chunks([c.id for c in batch])}
+                # Read as they stand, by a scan: the search side's row cache would have this writer
+                # read a snapshot of every table version its batches make.
+                current = {s.chunk.id: s.chunk for s in store.get_stored([c.id for c in batch])}
                 fresh: dict[str, np.ndarray] = {}
                 for chunk, vector in zip(batch, result.vectors, strict=True):
                     stored = current.get(chunk.id)

@@ -204,8 +204,9 @@ def answer_lines(answer: SearchAnswer, query: str) -> list[str]:
 
 def pipeline_line(answer: SearchAnswer) -> str:
     """How the answer was made, with the numbers its decisions compared: the answer's confidence,
-    and for a selected answer the gate on relevance (the noise floor it cut at, or, when the best
-    relevance was under it, the small budget the low-confidence answer was filled within)."""
+    and for a selected answer the gate on relevance (the best relevance against it, and a tail cut
+    when one was made; or, when the best relevance was under it, the budget the low-confidence
+    answer was filled within)."""
     meta, selection = answer.metadata, answer.selection
     parts = [f"confidence {meta.answer_confidence:.2f}"]
     if selection is None and meta.low_confidence:
@@ -221,9 +222,12 @@ def pipeline_line(answer: SearchAnswer) -> str:
             if selection.below_relevance:
                 parts.append(f"{selection.below_relevance} with no relevance")
         else:
+            parts.append(f"best relevance {selection.best_relevance:.2f} ≥ gate {selection.min_relevance:.2f}")
             parts.append(tokens)
-            parts.append(f"kept relevance ≥ {selection.relevance_floor:.2f} (the noise floor of gate "
-                         f"{selection.min_relevance:.2f}; {selection.below_relevance} below it)")
+            if selection.relevance_floor > 0:
+                parts.append(f"kept relevance ≥ {selection.relevance_floor:.2f} ({selection.below_relevance} below it)")
+            elif selection.below_relevance:
+                parts.append(f"{selection.below_relevance} with no relevance")
         if selection.over_budget:
             parts.append(f"{selection.over_budget} over budget")
         if selection.merged:

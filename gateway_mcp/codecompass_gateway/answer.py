@@ -101,7 +101,8 @@ class SelectionReport:
     min_relevance: float
     # The best relevance sent, which the gate compared with min_relevance.
     best_relevance: float
-    # What a confident answer kept candidates down to: relevance (not score) at or above it.
+    # What a confident answer kept candidates down to: relevance (not score) at or above it; 0
+    # when no tail was cut (every candidate that matched).
     relevance_floor: float
     focus: str
     below_relevance: int

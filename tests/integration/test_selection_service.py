@@ -91,11 +91,11 @@ def test_select_renders_and_fits_the_budget_in_the_ranking_order(selection, chun
     decode = chunks["decodeJwt"]
     response = stub.Select(request(sample_workspace, [
         Candidate(method, 0.9, provenance="lexical"), Candidate(cls, 0.7, provenance="semantic"),
-        Candidate(decode, 0.6, provenance="hybrid"), Candidate(chunks["TokenService.revokeToken"], 0.00001),
+        Candidate(decode, 0.6, provenance="hybrid"), Candidate(chunks["TokenService.revokeToken"], 0.0),
     ], max_tokens=4000), timeout=10)
 
     # validateToken is 22 of the class's 65 lines: too little of it to merge (MERGE_MIN_COVER), so
-    # each stands at its own place in the ranking; revokeToken is under the noise floor.
+    # each stands at its own place in the ranking; revokeToken matched nothing (score 0): never kept.
     assert [r.qualified_name for r in response.results] == ["TokenService.validateToken", "TokenService", "decodeJwt"]
     own, cls_result = response.results[0], response.results[1]
     assert response.merged == 0 and not own.expanded_child_ids and not cls_result.expanded_child_ids
@@ -179,8 +179,9 @@ def test_a_plain_client_without_relevance_is_gated_on_its_scores(selection, chun
     stub, _ = selection
     method, decode = chunks["TokenService.validateToken"], chunks["decodeJwt"]
     plain = pb.SelectRequest(workspace_root=str(sample_workspace), candidates=[
-        pb.SelectCandidate(chunk=chunk_to_proto(c), score=score) for c, score in ((decode, 0.05), (method, 0.8))])
+        pb.SelectCandidate(chunk=chunk_to_proto(c), score=score) for c, score in ((decode, 0.0), (method, 0.8))])
     response = stub.Select(plain, timeout=10)
+    # A score of 0 (relevance 0) matched nothing: never kept.
     assert [(r.chunk_id, round(r.relevance, 6)) for r in response.results] == [(method.id, 0.8)]
     assert response.below_relevance == 1
 

@@ -37,14 +37,16 @@ from codecompass.policy.confidence import Unmatched
 # and most nonsense (86%, against 56% by answerability alone).
 LOW_CONFIDENCE_MAX_TOKENS = 1_000
 ANSWERABLE_MIN = 0.2
-# In a confident answer a candidate is kept down to this share of min_relevance (0.1 at the
-# default 0.5). Dropping a candidate can only lose recall within a budget, never gain it (the
-# ranking's order is kept), so the floor drops only the tail no reader gets to. Padding that
-# holds recall is not noise: on the dev split, within 8,000 tokens, a share of 0.4 stopped 18
-# confident answers short of what the list showed (0.012 of recall); the whole answer held 0.712
-# at 0.3 and 0.714 at 0.2 against the list's 0.713 (6,975 and 7,312 tokens on average). Focus still acts here:
-# test code in an answer about implementation reaches the floor only with a stronger match.
-NOISE_FLOOR_SHARE = 0.2
+# A confident answer keeps every candidate that matched, as a low-confidence one does: there is no
+# noise floor below the gate. A floor can only lose recall within the reader's budget (the
+# ranking's order is kept), and on the benchmark it did: at a floor of 0.2 x min_relevance (0.1 at
+# the default gate) the dev split's answers held 0.7314 of their targets within 8,000 tokens, below
+# their own ranked list on concept and natural-language questions (0.5235 vs 0.5253, 0.7562 vs
+# 0.7579): 4 of the 5 dev questions that lost a target lost it to the floor, at ranks 17-30 behind
+# short results, with scores 0.0001-0.001 of the best. Without it the answer holds 0.7356 (list
+# 0.7301), at least its list on every query type at 500, 2,000 and 8,000 tokens, for 7,781 tokens
+# on average instead of 7,186. What a confident answer shows beyond its first results is the
+# budget's to decide (the caller's max_tokens), and `TailCut` is where a measured cut would go.
 # A parent absorbs its kept children only when they cover at least this share of its lines. On the
 # dev split of bench-pipeline a merge carried more gold lines per token than its children shown
 # alone in only 36 of 215 merges that showed any gold (0.043 vs 0.053 gold lines per token
@@ -73,16 +75,16 @@ class ClearWinner:
 
 @dataclass(frozen=True)
 class TailCut:
-    """Where a confident answer's tail stops, beyond the noise floor.
+    """Where a confident answer's tail stops, before its budget does.
 
     Padding a confident answer with noise costs the reader tokens and holds no more recall once the
     answer is in; where that point is gets decided by measurement on the benchmark's dev split
     (bench-pipeline's recall and tokens per answer for a sweep of these values), not guessed. Until
-    then the default cuts nothing beyond the noise floor: today's behaviour, so nothing measured
-    changes before the measurement is made.
+    then the default cuts nothing: every candidate that matched is kept, and the budget ends the
+    answer.
     """
 
-    # A kept candidate's relevance must also reach this; 0: the noise floor alone decides.
+    # A kept candidate's relevance must also reach this; 0: every candidate that matched.
     min_relevance: float = 0.0
     # None: no limit after a clear winner.
     clear_winner: ClearWinner | None = None
@@ -100,7 +102,8 @@ class Verdict:
     best: float
     threshold: float
     # The relevance a confident answer keeps candidates down to (compared with relevance, not with
-    # score); a low-confidence answer keeps any candidate that matched at all (relevance above 0).
+    # score): the tail's cut, 0 by default. Either answer keeps only candidates that matched at all
+    # (relevance above 0).
     floor: float
 
 
@@ -108,7 +111,7 @@ def judge(best: float, threshold: float, tail: TailCut = CONFIDENT_TAIL) -> Verd
     """The verdict on an answer whose best relevance (or confidence) is `best`: one rule for the
     selected answer (semantic_search) and the ranked list (search_code)."""
     low = best < threshold
-    floor = 0.0 if low else max(threshold * NOISE_FLOOR_SHARE, tail.min_relevance)
+    floor = 0.0 if low else tail.min_relevance
     return Verdict(low_confidence=low, best=best, threshold=threshold, floor=floor)
 
 
@@ -146,16 +149,15 @@ def answer_budget(max_tokens: int, verdict: Verdict, answerability: float | None
 
 def gate(relevances: Sequence[float], min_relevance: float, max_tokens: int,
          tail: TailCut = CONFIDENT_TAIL) -> Gate:
-    """What an answer keeps, in the order sent, and the budget it is filled within. A confident
-    answer keeps every candidate down to its floor (and `tail`'s cut) within `max_tokens`; a
-    low-confidence one keeps every candidate that matched, within `max_tokens` (the caller's
-    `answer_budget` holds a question likely without an answer to a small one). Never padded: a
-    candidate with no relevance (nothing matched) never enters, so nothing stays nothing."""
+    """What an answer keeps, in the order sent, and the budget it is filled within: every candidate
+    that matched, within `max_tokens`; a confident answer down to `tail`'s cut (none by default), a
+    low-confidence one whole (the caller's `answer_budget` holds a question likely without an answer
+    to a small one). Never padded: a candidate with no relevance (nothing matched) never enters, so
+    nothing stays nothing."""
     verdict = judge(max(relevances, default=0.0), min_relevance, tail)
+    kept = [i for i, value in enumerate(relevances) if value > 0.0 and value >= verdict.floor]
     if verdict.low_confidence:
-        kept = [i for i, value in enumerate(relevances) if value > 0.0]
         return Gate(verdict, tuple(kept), max_tokens)
-    kept = [i for i, value in enumerate(relevances) if value >= verdict.floor]
     winner = tail.clear_winner
     if winner is not None and len(kept) > winner.results:
         ordered = sorted((relevances[i] for i in kept), reverse=True)

@@ -9,11 +9,11 @@ The order of steps matters:
 1. each candidate's relevance is the one the caller sent: the ranking policy's
    (`codecompass.policy.relevance`: confidence, score relative to the best, focus), judged where
    the query's shape is; a candidate sent without one is gated on its score as given;
-2. the gate: an answer whose best candidate reaches min_relevance keeps every candidate above a
-   noise floor (a share of min_relevance); one whose best does not is a low-confidence answer: it
-   keeps every candidate that matched, within the request's budget (the gateway asks for a small
-   one, `policy.selection.answer_budget`, when the question likely has no answer here), and the
-   caller says it is not a confident match; candidates with no relevance at all never enter;
+2. the gate: every candidate that matched is kept (relevance above 0; a confident answer's
+   tail can be cut by `policy.selection.TailCut`, which cuts nothing by default); an answer whose
+   best candidate does not reach min_relevance is a low-confidence answer, filled within the
+   request's budget (the gateway asks for a small one, `policy.selection.answer_budget`, when
+   the question likely has no answer here), and the caller says it is not a confident match;
 3. kept candidates whose kept parent chain leads to another kept candidate are merged into the
    highest one when the kept children cover most of it (MERGE_MIN_COVER) and the merged result
    is no larger than one result may be;

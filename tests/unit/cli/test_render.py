@@ -219,7 +219,12 @@ def test_selected_context_prints_header_why_and_budget():
     assert "    // src/a.ts > Auth.validate" in lines
     footer = next(line for line in lines if line.startswith("-- confidence"))
     assert "1 results, 40/8,000 tokens" in footer and "1 merged" in footer
-    assert "kept relevance ≥ 0.20 (the noise floor of gate 0.50; 3 below it)" in footer
+    assert "best relevance 0.80 ≥ gate 0.50" in footer and "kept relevance ≥ 0.20 (3 below it)" in footer
+    # No tail cut (the default): every match was kept, and those that matched nothing are counted.
+    uncut = answer_lines(answer_of({"results": [result], "selection": {**selection, "relevance_floor": 0.0},
+                                    "metadata": META}), "validate")
+    footer = next(line for line in uncut if line.startswith("-- confidence"))
+    assert "3 with no relevance" in footer and "kept relevance" not in footer
 
 
 def test_a_low_confidence_answer_says_so_first_and_its_footer_the_small_budget():

@@ -5,7 +5,7 @@ The rule. Outside py_services/codecompass/policy/ (and the generated v1/ stubs),
 under py_services/ or gateway_mcp/ may, with a *score-like* value:
 1. compare it with a *threshold*: `x.score >= 0.5`, `relevance < FLOOR`;
 2. add, subtract, multiply, divide or raise it with a threshold: `0.5 * best.score`,
-   `min_relevance * NOISE_FLOOR_SHARE`, `(score / best) ** 0.25`;
+   `min_relevance * SHARE`, `(score / best) ** 0.25`;
 3. clamp it with min/max against a float literal, 0.0 and 1.0 included: `min(max(c.score, 0.0), 1.0)`;
 4. rescore with it: pass arithmetic on it as a score-like keyword (`replace(c, score=c.score * f)`),
    or key min/max/sorted/sort on arithmetic on it (`sorted(xs, key=lambda c: c.score * w)`).
@@ -306,8 +306,8 @@ limited = results[:LIMIT]
 
 
 def test_a_constant_imported_from_another_module_is_a_threshold() -> None:
-    tree = ast.parse("from codecompass.policy.selection import NOISE_FLOOR_SHARE\n"
+    tree = ast.parse("from codecompass.policy.selection import MERGE_MIN_COVER\n"
                      "from codecompass.policy import selection\n"
-                     "a = s.relevance >= NOISE_FLOOR_SHARE\n"
-                     "b = s.relevance >= selection.NOISE_FLOOR_SHARE\n")
+                     "a = s.relevance >= MERGE_MIN_COVER\n"
+                     "b = s.relevance >= selection.MERGE_MIN_COVER\n")
     assert [f.rule for f in findings_in(tree, "snippet.py", {})] == ["threshold compared with a score"] * 2

@@ -11,7 +11,6 @@ from codecompass.policy.selection import (
     CONFIDENT_TAIL,
     LOW_CONFIDENCE_MAX_TOKENS,
     MERGE_MIN_COVER,
-    NOISE_FLOOR_SHARE,
     ClearWinner,
     TailCut,
     answer_budget,
@@ -30,15 +29,16 @@ def test_a_candidate_without_relevance_is_gated_on_its_score_clamped() -> None:
 
 def test_the_verdict_compares_the_best_with_the_threshold_and_names_the_floor() -> None:
     sure = judge(0.8, 0.5)
-    assert not sure.low_confidence and sure.floor == pytest.approx(0.5 * NOISE_FLOOR_SHARE) == pytest.approx(0.1)
+    assert not sure.low_confidence and sure.floor == 0.0  # no tail cut: every match is kept
+    assert judge(0.8, 0.5, TailCut(min_relevance=0.3)).floor == 0.3
     assert judge(0.5, 0.5).low_confidence is False  # reaching the threshold is confident
     unsure = judge(0.49, 0.5)
     assert unsure.low_confidence and unsure.floor == 0.0 and (unsure.best, unsure.threshold) == (0.49, 0.5)
 
 
-def test_a_confident_answer_keeps_down_to_the_noise_floor_in_the_order_sent() -> None:
-    floor = 0.5 * NOISE_FLOOR_SHARE
-    decided = gate([0.3, 0.8, floor, floor - 0.01, 0.6], 0.5, 8000)
+def test_a_confident_answer_keeps_every_candidate_that_matched_in_the_order_sent() -> None:
+    # No noise floor: a far tail (0.01) is kept, for the budget to reach or not; nothing (0) is not.
+    decided = gate([0.3, 0.8, 0.01, 0.0, 0.6], 0.5, 8000)
     assert decided.kept == (0, 1, 2, 4) and decided.max_tokens == 8000 and not decided.verdict.low_confidence
 
 
@@ -90,11 +90,9 @@ def test_a_composed_answer_must_show_as_much_as_the_list_or_give_it() -> None:
     assert not beats_list([0.9, 0.3], [0.9, 0.5])
 
 
-def test_the_confident_tail_cuts_nothing_beyond_the_floor_until_measured() -> None:
-    # Today's behaviour is the default: the same candidates as the floor alone keeps.
+def test_the_confident_tail_cuts_nothing_by_default() -> None:
     assert TailCut() == CONFIDENT_TAIL
-    floor = 0.5 * NOISE_FLOOR_SHARE
-    relevances = [0.9, 0.35, 0.3, 0.25, floor + 0.01, floor - 0.01]
+    relevances = [0.9, 0.35, 0.3, 0.25, 0.02, 0.0]
     assert gate(relevances, 0.5, 8000).kept == gate(relevances, 0.5, 8000, TailCut()).kept == (0, 1, 2, 3, 4)
 
 

@@ -106,9 +106,9 @@ def accounted(outcome: SelectOutcome, offered: int) -> bool:
 
 
 def test_gate_keeps_relevant_candidates_and_never_pads() -> None:
-    cands = [Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), 0.0001)]
+    cands = [Candidate(chunk("a"), 0.9), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), 0.0)]
     outcome = select(cands, confidence=0.8)
-    # relevance = confidence x (score / best) ** e (e = 0.25): 0.8, 0.723, 0.078 (under the 0.1 noise floor)
+    # relevance = confidence x (score / best) ** e (e = 0.25): 0.8, 0.723, 0 (nothing matched: never kept)
     assert ids(outcome) == ["a", "b"]
     assert outcome.below_relevance == 1 and outcome.min_relevance == 0.5 and accounted(outcome, 3)
     assert outcome.results[1].relevance == pytest.approx(0.8 * (0.6 / 0.9) ** DEFAULT_RELEVANCE.relative_exponent)
@@ -139,19 +139,22 @@ def test_request_gate_overrides_the_default() -> None:
 
 
 def test_the_gate_reads_the_relevance_it_is_sent_not_the_score() -> None:
-    # The caller's policy judged the lower-scored candidate more relevant (e.g. focus on tests):
-    # selection gates on that judgement and judges nothing itself.
-    cands = [Candidate(chunk("a"), 0.9, relevance=0.05), Candidate(chunk("b"), 0.4, relevance=0.8)]
-    outcome = SelectionEngine(SelectionSettings(), FakeRenderer([c.chunk for c in cands])).select(
-        SelectQuery(ROOT, tuple(cands)))
+    # The caller's policy judged the higher-scored candidate not relevant at all: selection gates on
+    # that judgement and judges nothing itself.
+    cands = [Candidate(chunk("a"), 0.9, relevance=0.0), Candidate(chunk("b"), 0.4, relevance=0.8)]
+    engine = SelectionEngine(SelectionSettings(), FakeRenderer([c.chunk for c in cands]))
+    outcome = engine.select(SelectQuery(ROOT, tuple(cands)))
     assert ids(outcome) == ["b"] and outcome.below_relevance == 1
     assert outcome.results[0].relevance == 0.8 and outcome.results[0].score == 0.4
+    # A score of 0.9 judged 0.3 relevant makes a low-confidence answer: the small budget asked for.
+    unsure = engine.select(SelectQuery(ROOT, (Candidate(chunk("a"), 0.9, relevance=0.3),), max_tokens=1000))
+    assert ids(unsure) == ["a"] and unsure.max_tokens == 1000
 
 
 def test_without_relevance_the_score_is_gated_as_given() -> None:
     # A plain gRPC client that sends no relevance: scores stand for it (clamped to [0, 1]), the
     # candidates keep the order they were sent in.
-    cands = [Candidate(chunk("a"), 1.7), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), 0.05)]
+    cands = [Candidate(chunk("a"), 1.7), Candidate(chunk("b"), 0.6), Candidate(chunk("c"), -0.2)]
     outcome = SelectionEngine(SelectionSettings(), FakeRenderer([c.chunk for c in cands])).select(
         SelectQuery(ROOT, tuple(cands)))
     assert ids(outcome) == ["a", "b"] and outcome.below_relevance == 1
@@ -207,7 +210,7 @@ def test_a_chain_broken_by_a_dropped_parent_does_not_merge() -> None:
     outer = chunk("ns", kind=NodeKind.NAMESPACE, lines=40)
     cls = chunk("cls", parent="ns", kind=NodeKind.CLASS)
     method = chunk("m", parent="cls", kind=NodeKind.METHOD)
-    outcome = select([Candidate(outer, 1.0), Candidate(cls, 0.00005), Candidate(method, 0.9)])
+    outcome = select([Candidate(outer, 1.0), Candidate(cls, 0.0), Candidate(method, 0.9)])
     assert ids(outcome) == ["ns", "m"] and outcome.merged == 0 and outcome.below_relevance == 1
 
 

@@ -10,7 +10,7 @@ from tests.unit.selection.test_engine import ROOT, FakeRenderer, accounted, chun
 from codecompass.common.chunks import Chunk, NodeKind
 from codecompass.common.config import SelectionSettings
 from codecompass.contracts.selection.model import Candidate, SelectOutcome, SelectQuery
-from codecompass.policy.selection import LOW_CONFIDENCE_MAX_TOKENS, NOISE_FLOOR_SHARE
+from codecompass.policy.selection import LOW_CONFIDENCE_MAX_TOKENS
 from codecompass.selection.engine import SelectionEngine
 
 
@@ -56,21 +56,21 @@ def test_a_query_that_matched_nothing_stays_empty_without_a_render_call() -> Non
     assert run([]).results == ()
 
 
-def test_a_confident_answer_keeps_down_to_the_noise_floor() -> None:
-    floor = 0.5 * NOISE_FLOOR_SHARE
-    cands = sent((chunk("a"), 0.8), (chunk("b", path="src/b.ts"), 0.3), (chunk("c", path="src/c.ts"), floor),
-                 (chunk("d", path="src/d.ts"), floor - 0.01))
+def test_a_confident_answer_keeps_every_candidate_that_matched() -> None:
+    cands = sent((chunk("a"), 0.8), (chunk("b", path="src/b.ts"), 0.3), (chunk("c", path="src/c.ts"), 0.01),
+                 (chunk("d", path="src/d.ts"), 0.0))
     outcome = run(cands)
-    # b and c are below min_relevance, but the answer is confident: they are kept; d is noise.
+    # b and c are below min_relevance, but the answer is confident: they are kept, for the budget to
+    # reach; d matched nothing.
     assert ids(outcome) == ["a", "b", "c"] and outcome.below_relevance == 1
 
 
-def test_the_request_gate_scales_the_floor_and_the_short_answer() -> None:
+def test_the_request_gate_decides_low_confidence() -> None:
     cands = sent((chunk("a"), 0.6), (chunk("b", path="src/b.ts"), 0.35), (chunk("c", path="src/c.ts"), 0.1))
     # min_relevance 0.9: the best (0.6) is below it, a low-confidence answer of all that matched
     assert ids(run(cands, min_relevance=0.9)) == ["a", "b", "c"]
-    # min_relevance 0.6: confident, and its floor (0.24) keeps b but not c
-    assert ids(run(cands, min_relevance=0.6)) == ["a", "b"]
+    # min_relevance 0.6: confident, and every candidate that matched is kept
+    assert ids(run(cands, min_relevance=0.6)) == ["a", "b", "c"]
     assert ids(run(cands, min_relevance=0.0)) == ["a", "b", "c"]  # 0 keeps every candidate that matched
 
 

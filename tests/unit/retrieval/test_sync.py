@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from tests.unit.retrieval.sync_harness import Harness, _func, _seed, chunk_id, parse_functions
+from tests.unit.retrieval.sync_harness import Harness, _func, _seed, _wait_ready, chunk_id, parse_functions
 
 from codecompass.contracts.retrieval.model import IndexingStatus, IndexPhase, ResultCompleteness
 from codecompass.retrieval import catalog as catalog_module
@@ -62,11 +62,16 @@ def test_edit_rechunks_only_that_file_and_embeds_only_the_changed_chunk(harness:
     before = len(harness.embedding.documents)
     sync, outcome = harness.synced_search("lower case dash replace")
     assert harness.analysis.chunk_calls[-1] == ["src/util/strings.ts"]
-    assert (sync.files_changed, sync.chunks_upserted, sync.chunks_embedded, sync.embeddings_reused) == (1, 2, 1, 1)
-    assert len(harness.embedding.documents) == before + 1
-    assert "toLowerCase" in harness.embedding.documents[-1]
+    # The unchanged chunk keeps its vector; the changed one is written with its static vector, and
+    # the primary model embeds it in the background, not inside the sync the search waits for.
+    assert (sync.files_changed, sync.chunks_upserted, sync.chunks_embedded, sync.embeddings_reused) == (1, 2, 0, 1)
     assert outcome.results[0].chunk.name == "slugify"
     assert "toLowerCase" in outcome.results[0].chunk.full_source
+    _wait_ready(harness)
+    assert len(harness.embedding.documents) == before + 1
+    assert "toLowerCase" in harness.embedding.documents[-1]
+    assert harness.store().counts() == (5, 5)
+    assert harness.search("lower case dash replace").results[0].chunk.name == "slugify"
 
 
 def test_removed_function_and_removed_file_leave_the_index(harness: Harness) -> None:
@@ -112,6 +117,7 @@ def test_signature_change_re_embeds_the_chunks_that_quote_it(harness: Harness) -
     assert ["src/http/router.ts"] in harness.analysis.chunk_calls
     (router,) = harness.store().get_chunks([router_id])
     assert "audience: string" in router.embedding_text
+    _wait_ready(harness)  # the background embedder writes the primary vectors of an edit
     new_docs = harness.embedding.documents[before:]
     assert any("audience" in d and "routeRequest" in d for d in new_docs)
     # An implementation-only change of a referenced function does not cascade.

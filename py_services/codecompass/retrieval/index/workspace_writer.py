@@ -604,6 +604,12 @@ class WorkspaceWriter:
             self.catalog.maintain(self.VERSION_RETENTION)
         self._schedule_cleanup()
 
+    def retire_old_tables(self) -> None:
+        """What maintenance does last, alone: for a run of writes too small to settle the index."""
+        store = self._store
+        if store is not None:
+            self._retire_old_tables(store)
+
     def _retire_old_tables(self, store: ChunkWriter) -> None:
         """Once this index is complete (every file synced, every chunk embedded), the tables
         of models or chunker versions no longer in use are dropped. Not before: until then a

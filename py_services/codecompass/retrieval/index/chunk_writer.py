@@ -215,21 +215,24 @@ class ChunkWriter(ChunkReader):
         removes, never a chunk whose text is missing.
         """
         upsert_ids = {c.id for c in upserts}
-        to_delete = sorted({i for i in delete_ids if i not in upsert_ids})
-        if not upserts and not to_delete:
+        if not upserts and not delete_ids:
             return
         static_vectors = self._checked_vectors(upsert_ids, vectors, static_vectors)
         with self._write_lock:
+            fragments: tuple[FragmentMetadata, ...] = ()
             if upserts:
                 data, texts = self._to_arrow(upserts, vectors, static_vectors)
                 self._add_sources(texts)
-                merge = self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-                if to_delete:
-                    # Folding the deletion into the merge keeps a sync at one table version.
-                    merge = merge.when_not_matched_by_source_delete(sqlf.sql_in("id", to_delete))
-                merge.execute(data, on_bad_vectors="null")
-            else:
-                self._table.delete(sqlf.sql_in("id", to_delete))
+                fragments = _write_uncommitted(data, self._table.to_lance())
+            # The new rows and the removal of every row they replace or the caller deletes, in
+            # one version: a reader never sees a file's chunks missing or twice. A merge on `id`
+            # that also deletes joined the whole table (34 ms for an edit's rows on ws-300k,
+            # against 13 for this: the old rows' addresses found by id, then one commit).
+            chunks = self._table.to_lance()
+            operation = _replacing_rows(chunks, "id", sorted(upsert_ids | set(delete_ids)), list(fragments))
+            if operation is not None:
+                lance.LanceDataset.commit(chunks, operation, read_version=chunks.version)
+                self._table.checkout_latest()
 
     def set_vectors(self, vectors: dict[str, np.ndarray]) -> None:
         """Attach vectors to existing chunks in one commit; ids no longer present are ignored
@@ -325,7 +328,7 @@ class ChunkWriter(ChunkReader):
                 self._sources.checkout_latest()
                 self._drop_duplicate_sources(writes, had_texts)
             chunks = self._table.to_lance()
-            operation = _replacing_rows(chunks, paths, chunk_fragments)
+            operation = _replacing_rows(chunks, "relative_path", paths, chunk_fragments)
             if operation is not None:
                 lance.LanceDataset.commit(chunks, operation, read_version=chunks.version)
                 self._table.checkout_latest()
@@ -694,15 +697,14 @@ def _write_uncommitted(data: pa.Table, dataset: lance.LanceDataset) -> tuple[Fra
 
 
 def _replacing_rows(
-    dataset: lance.LanceDataset, paths: Sequence[str], new: list[FragmentMetadata]
+    dataset: lance.LanceDataset, column: str, values: Sequence[str], new: list[FragmentMetadata]
 ) -> lance.LanceOperation.BaseOperation | None:
-    """One operation that adds the fragments `new` and deletes every row of `paths` the table
-    holds (a plain Append when it holds none); None when there is nothing to do."""
+    """One operation that adds the fragments `new` and deletes every row whose `column` is one of
+    `values` (a plain Append when the table holds none); None when there is nothing to do."""
     stale: dict[int, list[int]] = {}
-    if paths and dataset.count_rows() > 0:
-        for batch in batches(paths):
-            rows = dataset.to_table(columns=["id"], filter=sqlf.sql_in("relative_path", batch),
-                                    with_row_address=True)
+    if values and dataset.count_rows() > 0:
+        for batch in batches(values):
+            rows = dataset.to_table(columns=["id"], filter=sqlf.sql_in(column, batch), with_row_address=True)
             for address in rows.column("_rowaddr").to_pylist():
                 # A row address is the fragment id in its upper 32 bits.
                 stale.setdefault(address >> 32, []).append(address)

@@ -28,7 +28,7 @@ NODE_SOURCES := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -name '*.ts' -not 
 NODE_SOURCE_DIRS := $(shell find $(NODE_DIR)/src $(NODE_DIR)/test -type d 2>/dev/null)
 
 .PHONY: setup proto proto-check lint test run client-packages bench-corpus bench-chunk bench-quality bench-speed bench-embed bench-cold \
-	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-render-speed bench-shard-speed bench-store-speed bench-health bench-index-stages bench-index-1m bench-index-size bench-mcp bench-badinput bench-load bench-drills \
+	bench-report bench-models bench-candidates bench-pipeline bench-pipeline-speed bench-render-speed bench-shard-speed bench-store-speed bench-health bench-index-stages bench-index-1m bench-index-size bench-edit-visible bench-mcp bench-badinput bench-load bench-drills \
 	code-static code-static-bundle code-small code-small-bundle corpus ranker ranker-code-static traces traces-down traces-screenshot metrics-screenshot image-lock
 
 setup: $(VENV_STAMP) $(NODE_BUILD_STAMP) $(CLIENT_TS_MODULES_STAMP)
@@ -269,6 +269,11 @@ bench-index-1m:
 # Where the bytes of a ws-300k index go: settled size and peak while indexing, against the source.
 bench-index-size: bench-corpus
 	$(VENV)/bin/python -m bench.index_size --workspace bench/.work/ws-300k
+	$(VENV)/bin/python -m bench.report
+
+# A one-file edit on a READY ws-300k: the sync and the search right after it, until the edit is found.
+bench-edit-visible: bench-corpus
+	$(VENV)/bin/python -m bench.speed.edit_visible
 	$(VENV)/bin/python -m bench.report
 
 # The analysis service's health and RenderSymbols latency while it chunks ws-300k cold.

@@ -36,6 +36,7 @@ from bench.report.pipeline import render_pipeline_full, render_pipeline_summary
 from bench.report.quality import render_quality_full, render_quality_summary, render_ranking_ablation, render_testcode
 from bench.report.speed import (
     render_cold_start,
+    render_edit_visible,
     render_health,
     render_index_size,
     render_index_stages,
@@ -83,6 +84,7 @@ SECTIONS: dict[str, Section] = {
     "index-stages": Section("index-stages", render_index_stages),
     "index-stages-1m": Section("index-stages-1m", render_index_stages),
     "index-size": Section("index-size", render_index_size),
+    "edit-visible": Section("edit-visible", render_edit_visible),
     "pipeline-speed": Section("pipeline-speed", render_pipeline_speed),
     "render-speed": Section("render-speed", render_render_speed),
     "shard-speed": Section("shard-speed", render_shard_speed),

@@ -44,6 +44,7 @@ from codecompass.common.logging import get_logger
 from codecompass.contracts.analysis.model import FileEntry, SkippedFile
 from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.retrieval import filter_sql as sqlf
+from codecompass.retrieval.commits import commit_replacing, write_uncommitted
 
 _log = get_logger(__name__)
 
@@ -280,9 +281,9 @@ class Catalog:
         if not new:
             return
         with self._lock:
-            self._table.merge_insert(["kind", "key"]).when_not_matched_insert_all().execute(
-                _rows([{"kind": _PENDING, "key": p} for p in new])
-            )
+            # The marks in memory are the table's (this is its only writer), so the new ones are
+            # appended, not merged: 2.5 ms instead of 6.8 before every edit's chunking.
+            self._table.add(_rows([{"kind": _PENDING, "key": p} for p in new]))
             self._pending.update(new)
 
     def commit(self, entries: Iterable[CatalogEntry], removed: Iterable[str], *, complete: bool) -> None:
@@ -299,15 +300,11 @@ class Catalog:
             if complete:
                 meta = {"complete": "1", "synced_at": repr(time.time())}
             source = pa.concat_tables([_rows([entry_row(e) for e in entries]), _meta_rows(meta)])
-            gone = [
-                *[_keyed(_PENDING, batch) for batch in _slices([p for p in done if p in self._pending])],
-                *[_keyed(_FILE, batch) for batch in _slices(removed)],
-            ]
-            merge = self._table.merge_insert(["kind", "key"]).when_matched_update_all().when_not_matched_insert_all()
-            if gone:
-                merge = merge.when_not_matched_by_source_delete(" OR ".join(f"({g})" for g in gone))
-            if source.num_rows or gone:
-                merge.execute(source)
+            # The removed files' rows and the done files' pending marks go in the commit that
+            # writes the entries.
+            self._replace(source, [*[_keyed(_FILE, batch) for batch in _slices(removed)],
+                                   *[_keyed(_PENDING, batch) for batch in
+                                     _slices([p for p in done if p in self._pending])]])
             for path in removed:
                 self._drop(path)
             for entry in entries:
@@ -340,7 +337,23 @@ class Catalog:
         self._table.optimize(cleanup_older_than=retention)
 
     def _upsert(self, rows: pa.Table) -> None:
-        self._table.merge_insert(["kind", "key"]).when_matched_update_all().when_not_matched_insert_all().execute(rows)
+        self._replace(rows, [])
+
+    def _replace(self, rows: pa.Table, gone: list[str]) -> None:
+        """Write `rows` over the rows of the same (kind, key) and delete those `gone` matches,
+        in one version (`commits`: a merge on (kind, key) joined the whole table, 6.8 ms for
+        one row of ws-300k's catalog against ~3)."""
+        keys_by_kind: dict[str, set[str]] = {}
+        for kind, key in zip(rows.column("kind").to_pylist(), rows.column("key").to_pylist(), strict=True):
+            keys_by_kind.setdefault(kind, set()).add(key)
+        replaced = [_keyed(kind, batch) for kind, keys in sorted(keys_by_kind.items())
+                    for batch in _slices(sorted(keys))]
+        dataset = self._table.to_lance()
+        new = write_uncommitted(rows, dataset) if rows.num_rows else ()
+        # One scan for all of them: the table is small, and each scan costs ~1 ms to set up.
+        wheres = [*replaced, *gone]
+        if commit_replacing(dataset, [" OR ".join(f"({where})" for where in wheres)] if wheres else [], new):
+            self._table.checkout_latest()
 
     def _drop(self, path: str) -> None:
         old = self._entries.pop(path, None)
@@ -393,21 +406,26 @@ def open_catalog_table(db: lancedb.DBConnection) -> lancedb.table.Table | None:
 
 
 def read_summary(table: lancedb.table.Table) -> CatalogSummary:
-    rows = table.search().select(["kind", "key", "content_hash", "skip_reason", "skip_detail", "value"]).limit(
-        max(table.count_rows(), 1)).to_arrow().to_pylist()
+    # Through the Lance dataset and column by column: a searcher reads this at every catalog
+    # version, so after each edit (LanceDB's query builder and a dict per row: 7.5 ms on
+    # ws-300k's 979 rows, ahead of the search that waits for it).
+    rows = table.to_lance().to_table(columns=["kind", "key", "content_hash", "skip_reason", "skip_detail", "value"])
+    kinds, keys = rows.column("kind").to_pylist(), rows.column("key").to_pylist()
+    hashes_column, values = rows.column("content_hash").to_pylist(), rows.column("value").to_pylist()
+    reasons, details = rows.column("skip_reason").to_pylist(), rows.column("skip_detail").to_pylist()
     meta: dict[str, str] = {}
     pending: set[str] = set()
     hashes: dict[str, str] = {}
     skipped = []
-    for row in rows:
-        if row["kind"] == _META:
-            meta[row["key"]] = row["value"] or ""
-        elif row["kind"] == _PENDING:
-            pending.add(row["key"])
-        elif row["kind"] == _FILE:
-            hashes[row["key"]] = row["content_hash"] or ""
-            if row["skip_reason"]:
-                skipped.append((row["key"], row["skip_reason"], row["skip_detail"] or ""))
+    for i, kind in enumerate(kinds):
+        if kind == _META:
+            meta[keys[i]] = values[i] or ""
+        elif kind == _PENDING:
+            pending.add(keys[i])
+        elif kind == _FILE:
+            hashes[keys[i]] = hashes_column[i] or ""
+            if reasons[i]:
+                skipped.append((keys[i], reasons[i], details[i] or ""))
     return CatalogSummary(meta=MappingProxyType(meta), files=len(hashes), pending=frozenset(pending),
                           skipped=tuple(sorted(skipped)), pending_known=frozenset(pending & hashes.keys()),
                           hashes=MappingProxyType(hashes))

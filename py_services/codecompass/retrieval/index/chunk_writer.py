@@ -23,7 +23,7 @@ import lance
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lance.fragment import FragmentMetadata, write_fragments
+from lance.fragment import FragmentMetadata
 from lancedb.index import FTS
 
 from codecompass.common.chunks import Chunk
@@ -31,6 +31,7 @@ from codecompass.common.identifiers import split_identifiers
 from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.retrieval import filter_sql as sqlf
 from codecompass.retrieval import packing
+from codecompass.retrieval.commits import commit_replacing, write_uncommitted
 from codecompass.retrieval.location import list_tables
 from codecompass.retrieval.schema import (
     CHUNK_COLUMNS,
@@ -223,15 +224,11 @@ class ChunkWriter(ChunkReader):
             if upserts:
                 data, texts = self._to_arrow(upserts, vectors, static_vectors)
                 self._add_sources(texts)
-                fragments = _write_uncommitted(data, self._table.to_lance())
+                fragments = write_uncommitted(data, self._table.to_lance())
             # The new rows and the removal of every row they replace or the caller deletes, in
-            # one version: a reader never sees a file's chunks missing or twice. A merge on `id`
-            # that also deletes joined the whole table (34 ms for an edit's rows on ws-300k,
-            # against 13 for this: the old rows' addresses found by id, then one commit).
-            chunks = self._table.to_lance()
-            operation = _replacing_rows(chunks, "id", sorted(upsert_ids | set(delete_ids)), list(fragments))
-            if operation is not None:
-                lance.LanceDataset.commit(chunks, operation, read_version=chunks.version)
+            # one version: a reader never sees a file's chunks missing or twice.
+            replaced = (sqlf.sql_in("id", batch) for batch in batches(sorted(upsert_ids | set(delete_ids))))
+            if commit_replacing(self._table.to_lance(), replaced, fragments):
                 self._table.checkout_latest()
 
     def set_vectors(self, vectors: dict[str, np.ndarray]) -> None:
@@ -284,8 +281,8 @@ class ChunkWriter(ChunkReader):
         )
         return StagedWrite(
             table=self.table_name,
-            chunk_fragments=_write_uncommitted(data, self._table.to_lance()),
-            source_fragments=_write_uncommitted(sources, self._sources.to_lance()) if keys else (),
+            chunk_fragments=write_uncommitted(data, self._table.to_lance()),
+            source_fragments=write_uncommitted(sources, self._sources.to_lance()) if keys else (),
             source_keys=tuple(keys),
             paths=tuple(sorted({c.relative_path for c in upserts})),
             rows=len(upserts),
@@ -327,10 +324,8 @@ class ChunkWriter(ChunkReader):
                                           read_version=sources.version)
                 self._sources.checkout_latest()
                 self._drop_duplicate_sources(writes, had_texts)
-            chunks = self._table.to_lance()
-            operation = _replacing_rows(chunks, "relative_path", paths, chunk_fragments)
-            if operation is not None:
-                lance.LanceDataset.commit(chunks, operation, read_version=chunks.version)
+            replaced = (sqlf.sql_in("relative_path", batch) for batch in batches(paths))
+            if commit_replacing(self._table.to_lance(), replaced, chunk_fragments):
                 self._table.checkout_latest()
 
     # ---- reads that plan writes ---------------------------------------------------------
@@ -687,40 +682,6 @@ class StagedWrite:
             rows=int(data["rows"]),
         )
 
-
-
-def _write_uncommitted(data: pa.Table, dataset: lance.LanceDataset) -> tuple[FragmentMetadata, ...]:
-    """Data files for `data` in `dataset`'s folder, in its file format, referenced by no
-    version yet. The dataset object carries the connection's storage options (credentials,
-    endpoint), so they are never copied here."""
-    return tuple(write_fragments(data, dataset, mode="append", data_storage_version=dataset.data_storage_version))
-
-
-def _replacing_rows(
-    dataset: lance.LanceDataset, column: str, values: Sequence[str], new: list[FragmentMetadata]
-) -> lance.LanceOperation.BaseOperation | None:
-    """One operation that adds the fragments `new` and deletes every row whose `column` is one of
-    `values` (a plain Append when the table holds none); None when there is nothing to do."""
-    stale: dict[int, list[int]] = {}
-    if values and dataset.count_rows() > 0:
-        for batch in batches(values):
-            rows = dataset.to_table(columns=["id"], filter=sqlf.sql_in(column, batch), with_row_address=True)
-            for address in rows.column("_rowaddr").to_pylist():
-                # A row address is the fragment id in its upper 32 bits.
-                stale.setdefault(address >> 32, []).append(address)
-    if not stale:
-        return lance.LanceOperation.Append(new) if new else None
-    updated: list[FragmentMetadata] = []
-    removed: list[int] = []
-    for fragment_id, addresses in sorted(stale.items()):
-        fragment = dataset.get_fragment(fragment_id)
-        assert fragment is not None, "the id comes from a row address the dataset just returned"
-        kept = fragment.delete(f"_rowaddr IN ({', '.join(map(str, addresses))})")
-        if kept is None:
-            removed.append(fragment_id)
-        else:
-            updated.append(kept)
-    return lance.LanceOperation.Update(removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new)
 
 
 def _masked_vectors(chunks: list[Chunk], vectors: dict[str, np.ndarray], dims: int) -> pa.Array:

@@ -1,0 +1,63 @@
+"""Lance commits that replace rows in one version: new rows written as data files no version
+references yet, then one commit that adds them and deletes the rows they replace, found by a
+filter and deleted by their row addresses.
+
+LanceDB's `merge_insert(...).when_not_matched_by_source_delete(...)` does the same in one call
+but joins the whole table on its key first: 34 ms for an edit's rows on ws-300k's chunk table
+against 13 this way, and 6.8 ms for one catalog row against ~3. A reader sees the table before
+or after, never the old rows gone without the new ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import lance
+import pyarrow as pa
+from lance.fragment import FragmentMetadata, write_fragments
+
+
+def write_uncommitted(data: pa.Table, dataset: lance.LanceDataset) -> tuple[FragmentMetadata, ...]:
+    """Data files for `data` in `dataset`'s folder, in its file format, referenced by no
+    version yet. The dataset object carries the connection's storage options (credentials,
+    endpoint), so they are never copied here."""
+    return tuple(write_fragments(data, dataset, mode="append", data_storage_version=dataset.data_storage_version))
+
+
+def replacing_rows(
+    dataset: lance.LanceDataset, filters: Iterable[str], new: Iterable[FragmentMetadata]
+) -> lance.LanceOperation.BaseOperation | None:
+    """One operation that adds the fragments `new` and deletes every row any of `filters`
+    matches (a plain Append when none does); None when there is nothing to do."""
+    new = list(new)
+    stale: dict[int, list[int]] = {}
+    if dataset.count_rows() > 0:
+        for where in filters:
+            rows = dataset.to_table(columns=[], filter=where, with_row_address=True)
+            for address in rows.column("_rowaddr").to_pylist():
+                # A row address is the fragment id in its upper 32 bits.
+                stale.setdefault(address >> 32, []).append(address)
+    if not stale:
+        return lance.LanceOperation.Append(new) if new else None
+    updated: list[FragmentMetadata] = []
+    removed: list[int] = []
+    for fragment_id, addresses in sorted(stale.items()):
+        fragment = dataset.get_fragment(fragment_id)
+        assert fragment is not None, "the id comes from a row address the dataset just returned"
+        # Filters may overlap: each row is deleted once.
+        kept = fragment.delete(f"_rowaddr IN ({', '.join(map(str, sorted(set(addresses))))})")
+        if kept is None:
+            removed.append(fragment_id)
+        else:
+            updated.append(kept)
+    return lance.LanceOperation.Update(removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new)
+
+
+def commit_replacing(dataset: lance.LanceDataset, filters: Iterable[str],
+                     new: Iterable[FragmentMetadata]) -> bool:
+    """Commit `replacing_rows` on the version `dataset` reads; False when there was nothing to do."""
+    operation = replacing_rows(dataset, filters, new)
+    if operation is None:
+        return False
+    lance.LanceDataset.commit(dataset, operation, read_version=dataset.version)
+    return True

@@ -10,7 +10,7 @@ or after, never the old rows gone without the new ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import lance
 import pyarrow as pa
@@ -24,28 +24,32 @@ def write_uncommitted(data: pa.Table, dataset: lance.LanceDataset) -> tuple[Frag
     return tuple(write_fragments(data, dataset, mode="append", data_storage_version=dataset.data_storage_version))
 
 
-def replacing_rows(
-    dataset: lance.LanceDataset, filters: Iterable[str], new: Iterable[FragmentMetadata]
+def matching_rows(dataset: lance.LanceDataset, filters: Iterable[str], columns: Sequence[str] = ()) -> pa.Table:
+    """The `columns` and row address (`_rowaddr`) of every row any of `filters` matches."""
+    if dataset.count_rows() == 0:
+        return pa.table({"_rowaddr": pa.array([], pa.uint64())})
+    found = [dataset.to_table(columns=list(columns), filter=where, with_row_address=True) for where in filters]
+    return pa.concat_tables(found) if found else pa.table({"_rowaddr": pa.array([], pa.uint64())})
+
+
+def replacing(
+    dataset: lance.LanceDataset, addresses: Iterable[int], new: Iterable[FragmentMetadata]
 ) -> lance.LanceOperation.BaseOperation | None:
-    """One operation that adds the fragments `new` and deletes every row any of `filters`
-    matches (a plain Append when none does); None when there is nothing to do."""
+    """One operation that adds the fragments `new` and deletes the rows at `addresses` (a plain
+    Append when there are none); None when there is nothing to do."""
     new = list(new)
-    stale: dict[int, list[int]] = {}
-    if dataset.count_rows() > 0:
-        for where in filters:
-            rows = dataset.to_table(columns=[], filter=where, with_row_address=True)
-            for address in rows.column("_rowaddr").to_pylist():
-                # A row address is the fragment id in its upper 32 bits.
-                stale.setdefault(address >> 32, []).append(address)
+    stale: dict[int, set[int]] = {}
+    for address in addresses:
+        # A row address is the fragment id in its upper 32 bits.
+        stale.setdefault(address >> 32, set()).add(address)
     if not stale:
         return lance.LanceOperation.Append(new) if new else None
     updated: list[FragmentMetadata] = []
     removed: list[int] = []
-    for fragment_id, addresses in sorted(stale.items()):
+    for fragment_id, rows in sorted(stale.items()):
         fragment = dataset.get_fragment(fragment_id)
         assert fragment is not None, "the id comes from a row address the dataset just returned"
-        # Filters may overlap: each row is deleted once.
-        kept = fragment.delete(f"_rowaddr IN ({', '.join(map(str, sorted(set(addresses))))})")
+        kept = fragment.delete(f"_rowaddr IN ({', '.join(map(str, sorted(rows)))})")
         if kept is None:
             removed.append(fragment_id)
         else:
@@ -53,11 +57,17 @@ def replacing_rows(
     return lance.LanceOperation.Update(removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new)
 
 
-def commit_replacing(dataset: lance.LanceDataset, filters: Iterable[str],
-                     new: Iterable[FragmentMetadata]) -> bool:
-    """Commit `replacing_rows` on the version `dataset` reads; False when there was nothing to do."""
-    operation = replacing_rows(dataset, filters, new)
+def commit(dataset: lance.LanceDataset, operation: lance.LanceOperation.BaseOperation | None) -> bool:
+    """Commit `operation` on the version `dataset` reads; False when there is none."""
     if operation is None:
         return False
     lance.LanceDataset.commit(dataset, operation, read_version=dataset.version)
     return True
+
+
+def commit_replacing(dataset: lance.LanceDataset, filters: Iterable[str],
+                     new: Iterable[FragmentMetadata]) -> bool:
+    """Add the fragments `new` and delete every row any of `filters` matches, in one commit on
+    the version `dataset` reads; False when there was nothing to do."""
+    addresses = matching_rows(dataset, filters).column("_rowaddr").to_pylist()
+    return commit(dataset, replacing(dataset, addresses, new))

@@ -102,6 +102,24 @@ def test_moving_a_file_reuses_every_vector(harness: Harness) -> None:
     assert (status.chunks, status.embedded_chunks, status.indexing_status) == (5, 5, IndexingStatus.READY)
 
 
+def test_code_moved_between_indexed_files_in_one_sync_keeps_its_vector(harness: Harness) -> None:
+    # An edit's unchanged chunks keep their vectors from the rows they replace (no lookup by
+    # snippet across the table); a function moved from one indexed file to another in the same
+    # sync finds its old row among the rows that sync deletes.
+    _seed(harness)
+    harness.index()
+    before = len(harness.embedding.documents)
+    harness.write("src/util/strings.ts", _func("slugify"))
+    harness.write("src/http/router.ts", _func("routeRequest", "path: string", "string",
+                                              "return validateToken(path) ? path : '';") + _func("capitalize"))
+    sync = harness.sync().stats
+    assert (sync.files_changed, sync.chunks_upserted, sync.chunks_deleted) == (2, 3, 1)
+    assert (sync.chunks_embedded, sync.embeddings_reused) == (0, 3)
+    _wait_ready(harness)
+    assert len(harness.embedding.documents) == before
+    assert harness.store().counts() == (5, 5)
+
+
 def test_signature_change_re_embeds_the_chunks_that_quote_it(harness: Harness) -> None:
     _seed(harness)
     harness.index()

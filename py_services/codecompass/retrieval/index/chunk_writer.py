@@ -14,7 +14,7 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Self
@@ -31,7 +31,7 @@ from codecompass.common.identifiers import split_identifiers
 from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.retrieval import filter_sql as sqlf
 from codecompass.retrieval import packing
-from codecompass.retrieval.commits import commit_replacing, write_uncommitted
+from codecompass.retrieval.commits import commit, commit_replacing, matching_rows, replacing, write_uncommitted
 from codecompass.retrieval.location import list_tables
 from codecompass.retrieval.schema import (
     CHUNK_COLUMNS,
@@ -200,16 +200,18 @@ class ChunkWriter(ChunkReader):
         delete_ids: list[str],
         vectors: dict[str, np.ndarray],
         static_vectors: dict[str, np.ndarray] | None = None,
-    ) -> None:
-        """Upsert `upserts` and delete `delete_ids` in a single commit.
+        keep_vectors: Collection[str] = (),
+    ) -> int:
+        """Upsert `upserts` and delete `delete_ids` in a single commit; the number of vectors kept.
 
         A chunk whose id is in `vectors` is stored with that vector; the others are stored
         without one (`has_vector=False`) and become searchable by vector once `set_vectors`
-        provides it. `static_vectors` fill the static column the same way (ignored when the
-        index has no static channel); the caller computes them for every upsert, so a
-        rewritten chunk never keeps the static vector of its old text. Ids present in both lists
-        are upserted, not deleted: the caller computed deletions from the old file state, and a
-        stable id that reappears is an update.
+        provides it. A chunk of `keep_vectors` not in `vectors` keeps the vector of a row this
+        write replaces or deletes with the same snippet. `static_vectors` fill the static column
+        the same way (ignored when the index has no static channel); the caller computes them
+        for every upsert, so a rewritten chunk never keeps the static vector of its old text.
+        Ids present in both lists are upserted, not deleted: the caller computed deletions from
+        the old file state, and a stable id that reappears is an update.
 
         New source texts are added to the sources table first (its own commit, made only when
         a text is new): a kill -9 in between leaves unreferenced texts, which maintenance
@@ -217,19 +219,46 @@ class ChunkWriter(ChunkReader):
         """
         upsert_ids = {c.id for c in upserts}
         if not upserts and not delete_ids:
-            return
+            return 0
         static_vectors = self._checked_vectors(upsert_ids, vectors, static_vectors)
         with self._write_lock:
+            chunks = self._table.to_lance()
+            # The rows replaced, read once: their addresses for the commit, and the vectors kept.
+            keep = {i for i in keep_vectors if i in upsert_ids and i not in vectors}
+            old = matching_rows(chunks, (sqlf.sql_in("id", batch) for batch in
+                                         batches(sorted(upsert_ids | set(delete_ids)))),
+                                ["id", "snippet_hash", "has_vector", VECTOR_COLUMN] if keep else [])
+            kept = self._kept_vectors(old, [c for c in upserts if c.id in keep]) if keep else {}
             fragments: tuple[FragmentMetadata, ...] = ()
             if upserts:
-                data, texts = self._to_arrow(upserts, vectors, static_vectors)
+                data, texts = self._to_arrow(upserts, {**vectors, **kept}, static_vectors)
                 self._add_sources(texts)
-                fragments = write_uncommitted(data, self._table.to_lance())
+                fragments = write_uncommitted(data, chunks)
             # The new rows and the removal of every row they replace or the caller deletes, in
             # one version: a reader never sees a file's chunks missing or twice.
-            replaced = (sqlf.sql_in("id", batch) for batch in batches(sorted(upsert_ids | set(delete_ids))))
-            if commit_replacing(self._table.to_lance(), replaced, fragments):
+            if commit(chunks, replacing(chunks, old.column("_rowaddr").to_pylist(), fragments)):
                 self._table.checkout_latest()
+        return len(kept)
+
+    def _kept_vectors(self, old: pa.Table, chunks: list[Chunk]) -> dict[str, np.ndarray]:
+        """The vectors of the rows in `old` (replaced or deleted) that `chunks` rewrite with the
+        same snippet: the row of the same id, else any row of that snippet (code moved between
+        the files of one write)."""
+        if "id" not in old.column_names:  # an empty table: nothing replaced
+            return {}
+        stored = old.filter(old.column("has_vector"))
+        matrix = unit_rows(vectors_of(stored.column(VECTOR_COLUMN), self.model.dimensions))
+        ids, hashes = stored.column("id").to_pylist(), stored.column("snippet_hash").to_pylist()
+        by_id = {i: (h, row) for row, (i, h) in enumerate(zip(ids, hashes, strict=True))}
+        by_snippet = {h: row for row, h in enumerate(hashes)}
+        kept: dict[str, np.ndarray] = {}
+        for chunk in chunks:
+            same, row = by_id.get(chunk.id, ("", -1))
+            if same != chunk.snippet_hash:
+                row = by_snippet.get(chunk.snippet_hash, -1)
+            if row >= 0:
+                kept[chunk.id] = matrix[row]
+        return kept
 
     def set_vectors(self, vectors: dict[str, np.ndarray]) -> None:
         """Attach vectors to existing chunks in one commit; ids no longer present are ignored

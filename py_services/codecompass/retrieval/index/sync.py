@@ -279,13 +279,12 @@ class Syncer:
             stale.update(self._store.chunk_ids_for_files(interrupted))
         stale -= new_ids
 
+        keep: list[str] = []
         if self._in_process.into_primary:
             # Cheaper to compute than to look up, and always from the chunk's current text.
             vectors, static_vectors = self._in_process_vectors(upserts)
             stats.chunks_embedded += len(vectors)
         else:
-            with self._timed("reuse_vectors"):
-                vectors = self._reuse_vectors(upserts)
             _, static_vectors = self._in_process_vectors(upserts)
             # In an index already complete (an edit), a chunk with a static vector is searchable
             # semantically from this commit on; its primary vector comes from the background
@@ -293,12 +292,22 @@ class Syncer:
             # of an edit: 57-88 ms of a 180-230 ms sync on ws-300k). A first index embeds its
             # few chunks here, so that it is written once, under the full-text index it settles with.
             deferred = static_vectors if self._catalog.complete else {}
+            # There, the code a file the index has kept is in the rows its chunks replace, which
+            # the write reads anyway: those chunks keep their vectors from them, and only a new
+            # file's (a move, a copy) are looked up by snippet across the table (11 ms of an
+            # edit's sync on ws-300k).
+            known = {c.id for path, f in files.items() if self._catalog.get(path) is not None
+                     for c in f.chunks if c.id in deferred and c.id not in self._force_embed}
+            keep = sorted(known)
+            with self._timed("reuse_vectors"):
+                vectors = self._reuse_vectors([c for c in upserts if c.id not in known])
             with self._timed("embed_inline"):
                 self._embed_inline([c for c in upserts if c.id not in vectors and c.id not in deferred], vectors)
 
         with self._timed("write"), self._write_lock:
-            self._store.apply_changes(upserts=upserts, delete_ids=sorted(stale), vectors=vectors,
-                                      static_vectors=static_vectors)
+            stats.embeddings_reused += self._store.apply_changes(
+                upserts=upserts, delete_ids=sorted(stale), vectors=vectors, static_vectors=static_vectors,
+                keep_vectors=keep)
             self._catalog.commit([self._entry(f) for f in files.values()], removed - set(files), complete=complete)
         stats.chunks_upserted += len(upserts)
         stats.chunks_deleted += len(stale)

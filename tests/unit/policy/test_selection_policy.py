@@ -3,8 +3,6 @@ budget, the confident tail's cut, and when children merge. Pure values, no selec
 
 from __future__ import annotations
 
-import pytest
-
 from codecompass.policy.confidence import Unmatched, unmatched
 from codecompass.policy.selection import (
     ANSWERABLE_MIN,

@@ -134,6 +134,27 @@ def test_round_trip_preserves_every_chunk_field(store):
     assert stored.has_vector
 
 
+def test_a_vector_that_is_not_finite_is_not_stored(store):
+    # A provider's NaN would become a meaningless quantised vector: the chunk is stored without
+    # one, searchable by its words, and the background embedder asks again.
+    store.apply_changes(upserts=[make_chunk("a", "alpha"), make_chunk("b", "beta")], delete_ids=[],
+                        vectors={"a": np.full(4, np.nan, dtype=np.float32), "b": unit(1, 0, 0, 0)})
+    assert store.counts() == (2, 1)
+    assert not store.get_stored(["a"])[0].has_vector
+    assert ids(store.search_lexical("alpha", Filters(), 10)) == ["a"]
+
+
+def test_an_edit_keeps_the_vectors_of_unchanged_rows_it_replaces(store):
+    store.apply_changes(upserts=[make_chunk("a", "alpha"), make_chunk("b", "beta")], delete_ids=[],
+                        vectors={"a": unit(1, 0, 0, 0), "b": unit(0, 1, 0, 0)})
+    changed = make_chunk("b", "beta", source="function beta() { return 2 }", snippet_hash="hash-b2")
+    kept = store.apply_changes(upserts=[make_chunk("a", "alpha"), changed], delete_ids=[], vectors={},
+                               keep_vectors=["a", "b"])
+    # The same snippet keeps its vector; a changed one is stored without (its old vector is stale).
+    assert kept == 1
+    assert [s.has_vector for s in store.get_stored(["a", "b"])] == [True, False]
+
+
 def test_upsert_updates_in_place_and_one_commit_per_apply(store):
     store.apply_changes(
         upserts=[make_chunk("a", "alpha"), make_chunk("b", "beta")],

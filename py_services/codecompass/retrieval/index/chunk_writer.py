@@ -220,7 +220,7 @@ class ChunkWriter(ChunkReader):
         upsert_ids = {c.id for c in upserts}
         if not upserts and not delete_ids:
             return 0
-        static_vectors = self._checked_vectors(upsert_ids, vectors, static_vectors)
+        vectors, static_vectors = self._checked_vectors(upsert_ids, vectors, static_vectors)
         with self._write_lock:
             chunks = self._table.to_lance()
             # The rows replaced, read once: their addresses for the commit, and the vectors kept.
@@ -298,7 +298,7 @@ class ChunkWriter(ChunkReader):
         table: the writer's commit drops whatever copies end up duplicated (`commit_staged`).
         """
         upsert_ids = {c.id for c in upserts}
-        static_vectors = self._checked_vectors(upsert_ids, vectors, static_vectors)
+        vectors, static_vectors = self._checked_vectors(upsert_ids, vectors, static_vectors)
         if not upserts:
             return StagedWrite(table=self.table_name, chunk_fragments=(), source_fragments=(), source_keys=(),
                                paths=(), rows=0)
@@ -542,18 +542,20 @@ class ChunkWriter(ChunkReader):
 
     def _checked_vectors(
         self, upsert_ids: set[str], vectors: dict[str, np.ndarray], static_vectors: dict[str, np.ndarray] | None
-    ) -> dict[str, np.ndarray]:
-        """Check the dimensions of the upserts' vectors; the static vectors to store (none
-        without a static channel)."""
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Check the dimensions of the upserts' vectors; (the vectors, the static vectors) to
+        store: none of the static ones without a static channel, and none that is not finite
+        (a provider's NaN), whose chunk is stored without that vector instead."""
         for chunk_id, vector in vectors.items():
             if chunk_id in upsert_ids:
                 self._check_dims(vector, f"vector for chunk {chunk_id!r}")
+        vectors = {i: v for i, v in vectors.items() if np.isfinite(v).all()}
         if self.static is None:
-            return {}
+            return vectors, {}
         for chunk_id, vector in (static_vectors or {}).items():
             if chunk_id in upsert_ids:
                 checked_vector(vector, self.static.dimensions, f"static vector for chunk {chunk_id!r}")
-        return static_vectors or {}
+        return vectors, {i: v for i, v in (static_vectors or {}).items() if np.isfinite(v).all()}
 
     def _drop_duplicate_sources(self, writes: Sequence[StagedWrite], had_texts: bool) -> None:
         """Delete every copy but the oldest of the texts just committed more than once (see

@@ -13,7 +13,8 @@ version (two writers are serialised, never interleaved), and a reader sees one v
 
 Crash safety rests on ordering, not on a distributed transaction:
 1. `mark_pending(paths)` is committed BEFORE the chunk table is touched for those files;
-2. the chunk table is written (merge on stable chunk ids, so a repeat is idempotent);
+2. the chunk table is written (the rows of the stable chunk ids it writes are replaced in the
+   same commit, so a repeat is idempotent);
 3. `commit(...)` then records the new state and clears the pending marks in ONE commit.
 A kill -9 between 1 and 3 leaves the files pending with their old entries, so the next sync
 re-chunks them and deletes whatever ids the table really holds for them beyond the new ones

@@ -1,5 +1,7 @@
 """The ranking policy on hand-made candidates: each signal does what its docstring says."""
 
+import random
+
 import pytest
 
 from codecompass.common.chunks import Chunk, Language, NodeKind
@@ -11,6 +13,8 @@ from codecompass.policy.ranking import (
     STATIC_VECTORS,
     Candidate,
     RankingPolicy,
+    _normalise,
+    _phrase_pattern,
     rank,
     semantic_weight,
 )
@@ -234,3 +238,26 @@ def test_file_diversity_reorders_the_final_list_not_the_hand_set_input():
     diverse = rank(analyze("anything at all here"), cands, ratio=0.0, limit=4, policy=RankingPolicy(saturation=0.5))
     assert ids(diverse) == ["a1", "b", "a2", "a3"]
     assert diverse[2].signals["saturation"] == 0.5
+
+
+def test_the_phrase_is_found_in_code_as_its_normalised_text_would_find_it():
+    # The phrase signal matches a regex over the lowercased code instead of normalising every
+    # candidate's code: both must agree, whatever whitespace and punctuation lie around the words.
+    rng = random.Random(7)
+    words = ["no", "WebSocket", "constructor", "can", "be", "found", "(x)", "a.b", "*", "ß", "İx"]
+    spaces = [" ", "  ", "\t", "\n  ", "\u00a0", "\u2003"]
+    found = 0
+    for _ in range(400):
+        chosen = [rng.choice(words) for _ in range(rng.randint(1, 12))]
+        code = "".join(word + rng.choice(spaces) for word in chosen)
+        code = rng.choice(["", "!", ". "]) + code + rng.choice(["", ";", "!."])
+        start = rng.randrange(len(chosen))
+        # Half the time a run of the code's own words (found), else any words (mostly not).
+        picked = chosen[start:start + rng.randint(1, 4)] if rng.random() < 0.5 else rng.sample(words, 3)
+        phrase = _normalise(" ".join(picked))
+        if not phrase:
+            continue
+        expected = phrase in _normalise(code)
+        found += expected
+        assert expected == bool(_phrase_pattern(phrase).search(code.lower())), (phrase, code)
+    assert found > 100

@@ -347,7 +347,7 @@ def _apply_signals(shape: QueryShape, fused: list[RankedResult], policy: Ranking
             weight = policy.path if chunk.depth == 0 else policy.path / 2
             add += weight * top
             signals["path"] = weight
-        if phrase and probe in chunk.collapsed_source.lower() and phrase in _normalise(chunk.collapsed_source):
+        if phrase and probe in (code := chunk.collapsed_source.lower()) and _phrase_pattern(phrase).search(code):
             add += policy.phrase * top
             signals["phrase"] = policy.phrase
         if words and policy.file_words > 0:
@@ -463,6 +463,14 @@ def _phrase_of(shape: QueryShape) -> str:
 
 def _normalise(text: str) -> str:
     return " ".join(text.lower().split()).strip(" .:;,!")
+
+
+@lru_cache(maxsize=256)
+def _phrase_pattern(phrase: str) -> re.Pattern[str]:
+    """`phrase` (normalised) found in lowercased code as `_normalise` would find it there, with
+    any run of whitespace between its words, without normalising each candidate's whole code
+    (60 candidates of 1.5 kB that hold its longest word: 0.14 ms instead of 1.15)."""
+    return re.compile(r"\s+".join(re.escape(word) for word in phrase.split(" ")))
 
 
 # Per name and per path, not per query: a search weighs ~180 candidates of a workspace's few

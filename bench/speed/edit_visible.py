@@ -69,6 +69,8 @@ def measure(client: RetrievalClient, retrieval: ServiceProcess, workspace: Path,
             edits: int) -> list[dict[str, Any]]:
     original = target.read_text(encoding="utf-8")
     runs = []
+    lines = log_records(retrieval, "sync wrote changes")
+    last = lines[-1] if lines else None
     try:
         for i in range(edits):
             text, name, query = edited(original, i)
@@ -89,8 +91,11 @@ def measure(client: RetrievalClient, retrieval: ServiceProcess, workspace: Path,
             })
             time.sleep(THINK_S)
             # Read after the pause: the service's log lines arrive through a pipe.
-            synced_lines = log_records(retrieval, "sync wrote changes")
-            runs[-1]["server_steps_ms"] = server_steps(synced_lines[-1] if synced_lines else None)
+            lines = log_records(retrieval, "sync wrote changes")
+            # This edit's sync's line, if it wrote one (none: no steps rather than the last edit's).
+            new = lines[-1] if lines and lines[-1] != last else None
+            last = new or last
+            runs[-1]["server_steps_ms"] = server_steps(new)
             log(f"  edit {i + 1}: {runs[-1]}")
     finally:
         target.write_text(original, encoding="utf-8")

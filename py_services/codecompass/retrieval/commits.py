@@ -26,9 +26,8 @@ def write_uncommitted(data: pa.Table, dataset: lance.LanceDataset) -> tuple[Frag
 
 def matching_rows(dataset: lance.LanceDataset, filters: Iterable[str], columns: Sequence[str] = ()) -> pa.Table:
     """The `columns` and row address (`_rowaddr`) of every row any of `filters` matches."""
-    if dataset.count_rows() == 0:
-        return pa.table({"_rowaddr": pa.array([], pa.uint64())})
-    found = [dataset.to_table(columns=list(columns), filter=where, with_row_address=True) for where in filters]
+    found = ([dataset.to_table(columns=list(columns), filter=where, with_row_address=True) for where in filters]
+             if dataset.count_rows() > 0 else [])
     return pa.concat_tables(found) if found else pa.table({"_rowaddr": pa.array([], pa.uint64())})
 
 

@@ -566,12 +566,10 @@ class ChunkWriter(ChunkReader):
         if not suspects:
             return
         sources = self._sources.to_lance()
+        rows = matching_rows(sources, (sqlf.sql_in("key", batch) for batch in batches(suspects)), ["key"])
         addresses: dict[str, list[int]] = {}
-        for batch in batches(suspects):
-            rows = sources.to_table(columns=["key"], filter=sqlf.sql_in("key", batch), with_row_address=True)
-            for key, address in zip(rows.column("key").to_pylist(), rows.column("_rowaddr").to_pylist(),
-                                    strict=True):
-                addresses.setdefault(key, []).append(address)
+        for key, address in zip(rows.column("key").to_pylist(), rows.column("_rowaddr").to_pylist(), strict=True):
+            addresses.setdefault(key, []).append(address)
         # Row addresses grow with fragment ids, which grow with commits: the smallest is the oldest.
         extra = sorted(a for found in addresses.values() for a in sorted(found)[1:])
         if not extra:

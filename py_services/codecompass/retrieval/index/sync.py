@@ -279,7 +279,7 @@ class Syncer:
             stale.update(self._store.chunk_ids_for_files(interrupted))
         stale -= new_ids
 
-        keep: list[str] = []
+        known: set[str] = set()
         if self._in_process.into_primary:
             # Cheaper to compute than to look up, and always from the chunk's current text.
             vectors, static_vectors = self._in_process_vectors(upserts)
@@ -298,7 +298,6 @@ class Syncer:
             # edit's sync on ws-300k).
             known = {c.id for path, f in files.items() if self._catalog.get(path) is not None
                      for c in f.chunks if c.id in deferred and c.id not in self._force_embed}
-            keep = sorted(known)
             with self._timed("reuse_vectors"):
                 vectors = self._reuse_vectors([c for c in upserts if c.id not in known])
             with self._timed("embed_inline"):
@@ -307,7 +306,7 @@ class Syncer:
         with self._timed("write"), self._write_lock:
             stats.embeddings_reused += self._store.apply_changes(
                 upserts=upserts, delete_ids=sorted(stale), vectors=vectors, static_vectors=static_vectors,
-                keep_vectors=keep)
+                keep_vectors=known)
             self._catalog.commit([self._entry(f) for f in files.values()], removed - set(files), complete=complete)
         stats.chunks_upserted += len(upserts)
         stats.chunks_deleted += len(stale)

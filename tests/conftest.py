@@ -212,21 +212,32 @@ def index_fully(retrieval: str, root: Path) -> None:
         client.close()
 
 
+@pytest.fixture(scope="session")
+def shared_services(start_python_service_session, analysis_server: str) -> dict[str, str]:
+    """The services that keep no state of a workspace (embedding, rerank, selection), started
+    once and shared by every `indexed_stack`; each service's <SVC>_ADDR."""
+    _, embedding = start_python_service_session("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "minilm"})
+    _, rerank = start_python_service_session("codecompass.rerank")
+    _, selection = start_python_service_session("codecompass.selection", {"ANALYSIS_ADDR": analysis_server})
+    return {"EMBEDDING_ADDR": embedding, "RERANK_ADDR": rerank, "SELECTION_ADDR": selection}
+
+
 @pytest.fixture(scope="module")
-def indexed_stack(start_python_service_session, analysis_server: str, tmp_path_factory: pytest.TempPathFactory
-                  ) -> dict[str, str]:
+def indexed_stack(shared_services: dict[str, str], analysis_server: str, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[dict[str, str]]:
     """Every service over a copy of the sample workspace, indexed with embeddings: one per test
-    module (its own workspace copy and retrieval state), sharing the session's analysis service.
-    Keys: root, state, and each service's <SVC>_ADDR."""
+    module (its own workspace copy, retrieval service and state), sharing the session's other
+    services. Keys: root, state, and each service's <SVC>_ADDR."""
     root = tmp_path_factory.mktemp("stack") / "ws"
     shutil.copytree(SAMPLE_WORKSPACE, root)
     state = root.parent / "state"
-    _, embedding = start_python_service_session("codecompass.embedding", {"CODECOMPASS_EMBEDDING_PROFILE": "minilm"})
-    _, retrieval = start_python_service_session("codecompass.retrieval", {
-        "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding, "CODECOMPASS_STATE_DIR": str(state)})
-    _, rerank = start_python_service_session("codecompass.rerank")
-    _, selection = start_python_service_session("codecompass.selection", {"ANALYSIS_ADDR": analysis_server})
-    index_fully(retrieval, root)
-    return {"root": str(root), "state": str(state), "RETRIEVAL_ADDR": retrieval, "RERANK_ADDR": rerank,
-            "SELECTION_ADDR": selection, "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": embedding}
-
+    services = _Services(root.parent)
+    try:
+        _, retrieval = services.start("retrieval", [sys.executable, "-m", "codecompass.retrieval"], {
+            "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": shared_services["EMBEDDING_ADDR"],
+            "CODECOMPASS_STATE_DIR": str(state)})
+        index_fully(retrieval, root)
+        yield {"root": str(root), "state": str(state), "RETRIEVAL_ADDR": retrieval, "ANALYSIS_ADDR": analysis_server,
+               **shared_services}
+    finally:
+        services.stop_all()

@@ -192,10 +192,11 @@ def test_an_indexed_job_of_two_pods_indexes_as_the_writer_would(stack: JobStack,
                                 "how to start the Job); nothing committed; the pod coming late writes nothing")
 def test_a_missing_pod_times_the_plan_out_and_commits_nothing(stack: JobStack, pods) -> None:
     root, workspace_id = stack.workspace("missing")
-    call = IndexCall(stack.writer, root, workers=2, timeout_s=30)
-    assert call.posted.wait(25), f"no SHARDS progress: {call.error}"
+    # The deadline only has to outlast one pod's work (a few seconds); the test waits all of it.
+    call = IndexCall(stack.writer, root, workers=2, timeout_s=15)
+    assert call.posted.wait(12), f"no SHARDS progress: {call.error}"
     pods.append(stack.pod(workspace_id, 0))
-    call.join(60)
+    call.join(45)
 
     assert finished(pods[0])[0] == 0
     assert call.error is not None, "IndexWorkspace must fail without shard 1"

@@ -4,7 +4,9 @@ clone is in; a configured id; else the local path, keyed as indexes were before 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -64,6 +66,27 @@ def test_a_worktree_reads_its_repository_s_config(tmp_path: Path) -> None:
     tree.mkdir()
     (tree / ".git").write_text(f"gitdir: {main / '.git' / 'worktrees' / 'feature'}\n", encoding="utf-8")
     assert workspace_id_of(tree) == "github.com/acme/api"
+
+
+def test_a_remote_changed_in_the_config_changes_the_id_at_once(tmp_path: Path) -> None:
+    # The config is parsed once per version of the file (its time and size), read again when either
+    # changed, and always while it is too recent for its time to tell two versions apart.
+    clone = _clone(tmp_path / "api", "git@github.com:acme/api.git")
+    config = clone / ".git" / "config"
+    an_hour_ago = time.time() - 3600
+    os.utime(config, (an_hour_ago, an_hour_ago))
+    assert workspace_id_of(clone) == workspace_id_of(clone) == "github.com/acme/api"
+    # The same size, another time.
+    config.write_text(config.read_text(encoding="utf-8").replace("acme/api", "acme/app"), encoding="utf-8")
+    os.utime(config, (an_hour_ago + 1, an_hour_ago + 1))
+    assert workspace_id_of(clone) == "github.com/acme/app"
+    # Written just now, the same size again: too recent to be told apart by its time.
+    config.write_text(config.read_text(encoding="utf-8").replace("acme/app", "acme/web"), encoding="utf-8")
+    assert workspace_id_of(clone) == "github.com/acme/web"
+    config.write_text(config.read_text(encoding="utf-8").replace("acme/web", "acme/api"), encoding="utf-8")
+    assert workspace_id_of(clone) == "github.com/acme/api"
+    config.write_text("[core]\n\tbare = false\n", encoding="utf-8")
+    assert workspace_id_of(clone) == f"local:{clone}"
 
 
 def test_without_a_remote_the_id_is_the_local_path_and_the_key_the_old_one(tmp_path: Path) -> None:

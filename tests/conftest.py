@@ -233,7 +233,7 @@ def indexed_stack(shared_services: dict[str, str], analysis_server: str, tmp_pat
     state = root.parent / "state"
     services = _Services(root.parent)
     try:
-        _, retrieval = services.start("retrieval", [sys.executable, "-m", "codecompass.retrieval"], {
+        _, retrieval = _python_starter(services)("codecompass.retrieval", {
             "ANALYSIS_ADDR": analysis_server, "EMBEDDING_ADDR": shared_services["EMBEDDING_ADDR"],
             "CODECOMPASS_STATE_DIR": str(state)})
         index_fully(retrieval, root)

@@ -214,7 +214,7 @@ def _repository_of(root: Path) -> tuple[Path, str] | None:
 
 
 # Every sync (one per search) asks for its workspace's id: a config file is parsed again only when
-# its size or modification time changed (a stat instead of a read and a parse, 0.7 ms a call).
+# its size or modification time changed (a stat instead of a read and a parse: 44 µs a call instead of 270).
 _REMOTES: dict[Path, tuple[tuple[int, int], str | None]] = {}
 _REMOTES_LOCK = threading.Lock()
 # File times tick coarsely (milliseconds): a file changed this recently may change again under the

@@ -266,9 +266,12 @@ bench-index-1m:
 	CODECOMPASS_EMBEDDING_PROFILE=code-static $(VENV)/bin/python -m bench.speed.index_stages --workspace bench/.work/ws-1m --kind index-stages-1m
 	$(VENV)/bin/python -m bench.report
 
-# Where the bytes of a ws-300k index go: settled size and peak while indexing, against the source.
+# Where the bytes of a ws-300k index go: settled size and peak while indexing, against the source;
+# then what the static vectors' 4 bits cost a search, on that index.
 bench-index-size: bench-corpus
-	$(VENV)/bin/python -m bench.index_size --workspace bench/.work/ws-300k
+	rm -rf bench/.work/index-size-state
+	$(VENV)/bin/python -m bench.index_size --workspace bench/.work/ws-300k --state-dir bench/.work/index-size-state
+	$(VENV)/bin/python -m bench.vector_fidelity --workspace bench/.work/ws-300k --state-dir bench/.work/index-size-state
 	$(VENV)/bin/python -m bench.report
 
 # A one-file edit on a READY ws-300k: the sync and the search right after it, until the edit is found.

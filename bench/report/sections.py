@@ -47,6 +47,7 @@ from bench.report.speed import (
     render_speed_full,
     render_speed_summary,
     render_store_speed,
+    render_vector_fidelity,
 )
 from codecompass_dev.evaluation.results import REPO_ROOT, RESULTS_DIR, load_latest
 
@@ -84,6 +85,7 @@ SECTIONS: dict[str, Section] = {
     "index-stages": Section("index-stages", render_index_stages),
     "index-stages-1m": Section("index-stages-1m", render_index_stages),
     "index-size": Section("index-size", render_index_size),
+    "vector-fidelity": Section("vector-fidelity", render_vector_fidelity),
     "edit-visible": Section("edit-visible", render_edit_visible),
     "pipeline-speed": Section("pipeline-speed", render_pipeline_speed),
     "render-speed": Section("render-speed", render_render_speed),

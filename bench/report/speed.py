@@ -518,6 +518,34 @@ def render_index_size(doc: dict[str, Any]) -> str:
     ])
 
 
+# --- What fewer bits a vector cost (bench/vector_fidelity.py) ---------------------------------
+
+
+def render_vector_fidelity(doc: dict[str, Any]) -> str:
+    agreement = [
+        (form, str(doc["bytes_per_row"][form]),
+         f"{r['row_cosine_mean']:.4f} / {r['row_cosine_p1']:.4f} / {r['row_cosine_min']:.4f}",
+         f"{r['top10_kept']:.1%}", f"{r['top1_same']:.1%}", f"{r['top10_largest_score_change']:.3f}")
+        for form, r in doc["agreement"].items()
+    ]
+    quality = doc["bench_quality"]
+    forms = list(quality)
+    keys = [k for k in quality[forms[0]] if k.endswith(" all") or k.split(" ")[1] in ("nl", "concept")]
+    mrr = [(key, str(quality[forms[0]][key]["queries"]), *(f"{quality[f][key]['mrr10']:.3f}" for f in forms))
+           for key in keys]
+    return "\n".join([
+        provenance(doc), "",
+        (f"The static channel of `{Path(doc['workspace']).name}` ({doc['rows']:,} chunks, {doc['dimensions']} "
+         f"dimensions, `{doc['static_model']}`), each stored form against the float vectors, over "
+         f"{doc['questions']:,} mined questions (seed {doc['seed']}):"), "",
+        md_table(("Stored as", "Bytes a row", "Row cosine mean / p1 / min", "Float top ten kept",
+                  "Same first result", "Largest top-ten score change"), agreement), "",
+        "The static vectors alone, MRR@10 on the quality benchmark's questions about the packages ws-300k holds:",
+        "",
+        md_table(("Split, type", "Questions", *forms), mrr),
+    ])
+
+
 # --- A one-file edit made visible (bench/speed/edit_visible.py) -------------------------------
 
 

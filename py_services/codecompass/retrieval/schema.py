@@ -22,7 +22,9 @@ from codecompass.contracts.embedding.model import EmbeddingModel
 # 4: a second vector column, `static_vector` (+ `has_static_vector`), written in the same pass
 # as the chunk by the static model; its identity is part of the table's.
 # 5: vectors as int8 (`stored_vectors`), text columns in Lance's mini-block layout; no ANN index.
-INDEX_FORMAT_VERSION = "5"
+# 6: static vectors as packed int4 (`stored_int4`), text and list columns at zstd level 9,
+# `references` without chunk ids (`reference_ids` holds them, one per reference).
+INDEX_FORMAT_VERSION = "6"
 
 FORMAT_METADATA_KEY = "codecompass.index_format"
 CHUNKER_METADATA_KEY = "codecompass.chunker_version"
@@ -48,14 +50,26 @@ STATIC_FLAG_COLUMN = "has_static_vector"
 # Lance builds no ANN index on int8 columns, so every vector search is exact, in memory (see
 # `readcache.VectorSnapshot`).
 VECTOR_TYPE = pa.int8()
-# Per-value zstd, for the sources table's texts (a whole file each).
-_ZSTD = {"lance-encoding:compression": "zstd"}
+# Static vectors are stored at 4 bits a component, two to a byte (`stored_int4`): they were the
+# largest column after the primary vectors (ws-300k: 5.4 MiB at int8, 256 dimensions, 2.7 at int4).
+# Once a row has its primary vector, its static one only gives the ranker a feature of under 1% of
+# its gain and serves the outage fallback; before that it is the row's only vector. At int4 a row
+# keeps cosine 0.992 to its float original (mean; 0.94 at worst), the float top ten of a question
+# keeps 89% of its members, and the static vectors alone rank the quality benchmark's questions
+# as well as at float: MRR@10 0.336 / 0.359 (dev / test) against 0.334 / 0.359
+# (`bench/vector_fidelity.py`). Clipping each row at 2-4x its RMS instead of its peak gained
+# nothing measurable.
+PACKED_INT4_TYPE = pa.uint8()
+# Per-value zstd, for the sources table's texts (a whole file each). Level 9 rather than zstd's
+# default 3, here and in `_PACKED`: text compresses 7-10% smaller for a write that costs about
+# 0.5 s more over all of ws-300k; levels 15 and 19 gain little more for much slower writes.
+_ZSTD = {"lance-encoding:compression": "zstd", "lance-encoding:compression-level": "9"}
 # zstd over mini-blocks of many values, for text columns of short-to-medium values: per-value zstd
 # cannot use what neighbouring rows share (one file's path, imports and names). On ws-300k,
 # signatures take 0.68 MiB instead of 1.95, embedding prefixes 0.89 instead of 3.48, and the FTS
 # text 3.78 instead of 5.25; a whole column reads in about half the time; fetching 60 rows takes
 # about 0.5 ms more.
-_PACKED = {"lance-encoding:compression": "zstd", "lance-encoding:structural-encoding": "miniblock"}
+_PACKED = {**_ZSTD, "lance-encoding:structural-encoding": "miniblock"}
 
 
 def stored_vectors(matrix: np.ndarray) -> np.ndarray:
@@ -65,6 +79,35 @@ def stored_vectors(matrix: np.ndarray) -> np.ndarray:
     peak = np.abs(matrix).max(axis=1, keepdims=True)
     peak[peak == 0] = 1.0
     return np.rint(matrix * (127.0 / peak)).astype(np.int8)
+
+
+def stored_int4(matrix: np.ndarray) -> np.ndarray:
+    """Rows of `matrix` as 4-bit components, each row scaled so its largest magnitude is 7, two
+    components to a byte (the first in the high half; an odd last one pairs with zero): a
+    (rows, ceil(dims / 2)) uint8 matrix that `int4_values` reads back."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    peak = np.abs(matrix).max(axis=1, keepdims=True)
+    peak[peak == 0] = 1.0
+    values = np.rint(matrix * (7.0 / peak)).astype(np.int8)
+    if values.shape[1] % 2:
+        values = np.concatenate([values, np.zeros((len(values), 1), dtype=np.int8)], axis=1)
+    nibbles = values.view(np.uint8) & 0x0F
+    return (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
+
+
+def int4_values(packed: np.ndarray, dims: int) -> np.ndarray:
+    """The (rows, dims) float32 components of `stored_int4` rows, each in -7..7."""
+    packed = np.asarray(packed, dtype=np.uint8)
+    values = np.empty((len(packed), packed.shape[1] * 2), dtype=np.int8)
+    # A nibble's sign is its fourth bit: xor-ing it and subtracting 8 sign-extends.
+    values[:, 0::2] = ((packed >> 4) ^ 8).astype(np.int8) - 8
+    values[:, 1::2] = ((packed & 0x0F) ^ 8).astype(np.int8) - 8
+    return values[:, :dims].astype(np.float32)
+
+
+def int4_width(dims: int) -> int:
+    """Bytes a `stored_int4` row of `dims` components takes."""
+    return (dims + 1) // 2
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9]+")
@@ -93,14 +136,21 @@ def chunk_table_of_sources(sources_table: str) -> str:
     return TABLE_PREFIX + sources_table.removeprefix(SOURCES_PREFIX)
 
 
+# A referenced symbol as stored: its chunk id is the same position of `reference_ids`.
 REFERENCE_TYPE = pa.struct(
     [
-        pa.field("name", pa.string()),
-        pa.field("signature", pa.string()),
-        pa.field("relative_path", pa.string()),
-        pa.field("chunk_id", pa.string()),
+        pa.field("name", pa.string(), metadata=_ZSTD),
+        pa.field("signature", pa.string(), metadata=_ZSTD),
+        pa.field("relative_path", pa.string(), metadata=_ZSTD),
     ]
 )
+
+
+def _zstd_list(item: pa.DataType) -> pa.DataType:
+    """A list column whose values are zstd-compressed (field metadata applies to the leaves): on
+    ws-300k, collapsed spans take 0.12 MiB instead of 0.22 and references 0.83 instead of 1.29
+    (0.39 of the gain from leaving out their chunk ids); lists of hex ids gain nothing."""
+    return pa.list_(pa.field("item", item, metadata=_ZSTD))
 
 
 def chunk_schema(model: EmbeddingModel, chunker_version: str, static: EmbeddingModel | None = None) -> pa.Schema:
@@ -110,8 +160,9 @@ def chunk_schema(model: EmbeddingModel, chunker_version: str, static: EmbeddingM
     vector arrives later from background embedding (`has_vector` flips then).
     `static_vector` (only when the index has a static channel) is written with the chunk, in
     the same commit, so the chunk is searchable semantically from that moment too.
-    `reference_ids` duplicates `references[].chunk_id` as a flat list so the signature cascade
-    can use `array_has_any` instead of unnesting structs.
+    `reference_ids` holds each reference's chunk id, at the reference's position ("" for a
+    symbol outside the index): a flat list, so the signature cascade can use `array_has_any`
+    instead of unnesting structs, and each id is stored once (it was also in `references`).
 
     What is not stored, because it can be rebuilt exactly (see `packing`; the index was
     8-24x the source):
@@ -126,7 +177,8 @@ def chunk_schema(model: EmbeddingModel, chunker_version: str, static: EmbeddingM
     - `embedding_text`: a preamble, then `collapsed_source`; `embedding_prefix` is the
       preamble with its signature and referenced-symbol lines left out, `embedding_layout`
       says how to put it back together.
-    Text columns are zstd-compressed (field metadata); vectors are int8 (`stored_vectors`).
+    Text columns are zstd-compressed (field metadata); primary vectors are int8
+    (`stored_vectors`), static ones packed int4 (`stored_int4`).
     """
     fields = [
         pa.field("id", pa.string(), nullable=False),
@@ -136,7 +188,7 @@ def chunk_schema(model: EmbeddingModel, chunker_version: str, static: EmbeddingM
         pa.field("node_kind", pa.string()),
         pa.field("name", pa.string(), metadata=_PACKED),
         pa.field("qualified_name", pa.string(), metadata=_PACKED),
-        pa.field("parent_id", pa.string()),
+        pa.field("parent_id", pa.string(), metadata=_ZSTD),
         pa.field("child_ids", pa.list_(pa.string())),
         pa.field("depth", pa.int32()),
         pa.field("signature", pa.string(), metadata=_PACKED),
@@ -144,21 +196,21 @@ def chunk_schema(model: EmbeddingModel, chunker_version: str, static: EmbeddingM
         pa.field("source_offset", pa.int32()),
         pa.field("source_length", pa.int32()),
         pa.field("collapsed_source", pa.string(), metadata=_PACKED),
-        pa.field("collapsed_spans", pa.list_(pa.int32())),
+        pa.field("collapsed_spans", _zstd_list(pa.int32()), metadata=_ZSTD),
         pa.field("start_line", pa.int32()),
         pa.field("end_line", pa.int32()),
         pa.field("jsdoc", pa.string(), metadata=_PACKED),
         pa.field("jsdoc_offset", pa.int32()),
         pa.field("jsdoc_length", pa.int32()),
         pa.field("jsdoc_start_line", pa.int32()),
-        pa.field("relevant_imports", pa.list_(pa.string())),
+        pa.field("relevant_imports", _zstd_list(pa.string()), metadata=_ZSTD),
         pa.field("is_test", pa.bool_()),
         pa.field("embedding_prefix", pa.string(), metadata=_PACKED),
         pa.field("embedding_layout", pa.int8()),
-        pa.field("references", pa.list_(REFERENCE_TYPE)),
-        pa.field("reference_ids", pa.list_(pa.string())),
+        pa.field("references", _zstd_list(REFERENCE_TYPE)),
+        pa.field("reference_ids", _zstd_list(pa.string()), metadata=_ZSTD),
         pa.field("embedding_token_count", pa.int32()),
-        pa.field("indent", pa.string()),
+        pa.field("indent", pa.string(), metadata=_ZSTD),
         pa.field(FTS_COLUMN, pa.string(), metadata=_PACKED),
         pa.field("has_vector", pa.bool_(), nullable=False),
         pa.field(VECTOR_COLUMN, pa.list_(VECTOR_TYPE, model.dimensions)),
@@ -174,7 +226,7 @@ def chunk_schema(model: EmbeddingModel, chunker_version: str, static: EmbeddingM
     if static is not None:
         fields += [
             pa.field(STATIC_FLAG_COLUMN, pa.bool_(), nullable=False),
-            pa.field(STATIC_VECTOR_COLUMN, pa.list_(VECTOR_TYPE, static.dimensions)),
+            pa.field(STATIC_VECTOR_COLUMN, pa.list_(PACKED_INT4_TYPE, int4_width(static.dimensions))),
         ]
         metadata[STATIC_MODEL_METADATA_KEY] = static.identity()
     return pa.schema(fields, metadata=metadata)
@@ -226,6 +278,7 @@ CHUNK_COLUMNS = (
     "embedding_prefix",
     "embedding_layout",
     "references",
+    "reference_ids",
     "embedding_token_count",
     "indent",
     "has_vector",

@@ -13,7 +13,14 @@ from codecompass.common.chunks import Chunk, Language, NodeKind, SymbolReference
 from codecompass.contracts.embedding.model import EmbeddingModel
 from codecompass.contracts.retrieval.filters import Filters
 from codecompass.retrieval.index.chunk_writer import FTS_INDEX_NAME, ChunkWriter
-from codecompass.retrieval.schema import FORMAT_METADATA_KEY, INDEX_FORMAT_VERSION, chunk_schema, table_name
+from codecompass.retrieval.schema import (
+    FORMAT_METADATA_KEY,
+    INDEX_FORMAT_VERSION,
+    chunk_schema,
+    int4_values,
+    stored_int4,
+    table_name,
+)
 from codecompass.retrieval.search.chunk_reader import ChunkReader, DimensionMismatch
 
 MODEL = EmbeddingModel("local", "all-MiniLM-L6-v2", "1", 4)
@@ -663,19 +670,44 @@ def test_vectors_are_int8_on_disk_and_unit_float32_in_memory(store):
     assert float(found @ unit(1, 2, 3, 4)) > 0.9999
 
 
+def test_static_vectors_are_packed_int4_on_disk_and_still_find_the_nearest(tmp_path):
+    static = EmbeddingModel("static", "code-static", "w1", 5)  # odd: the last component pairs with zero
+    store = ChunkWriter.open(str(tmp_path / "index"), model=MODEL, chunker_version="c1", static=static)
+    near, far = unit(1, 2, 3, 4, 5), unit(-5, 4, -3, 2, -1)
+    store.apply_changes(upserts=[make_chunk("a", "alpha"), make_chunk("b", "beta")], delete_ids=[], vectors={},
+                        static_vectors={"a": near, "b": far})
+    column = store._table.schema.field("static_vector").type
+    assert (column.value_type, column.list_size) == (pa.uint8(), 3), "two components a byte"
+    hits = store.search_static_vector(unit(1, 2, 3, 4, 4), Filters(), 2, without_primary=False)
+    assert [h.chunk.id for h in hits] == ["a", "b"]
+    # Five components at 4 bits are coarse (a real row has 256): cosines within 0.06.
+    assert store.cosines(["a", "b"], None, near) == {
+        "a": (None, pytest.approx(1.0, abs=0.06)), "b": (None, pytest.approx(float(near @ far), abs=0.06))}
+
+
+def test_int4_rows_read_back_as_their_rounded_components():
+    rows = np.array([[0.5, -1.0, 0.25, -0.07, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0], [-3.0, 3.0, 1.0, -1.0, 2.9]])
+    packed = stored_int4(rows)
+    assert packed.dtype == np.uint8 and packed.shape == (3, 3)
+    values = int4_values(packed, 5)
+    np.testing.assert_array_equal(values, [[4, -7, 2, 0, 0], [0, 0, 0, 0, 0], [-7, 7, 2, -2, 7]])
+    np.testing.assert_array_equal(stored_int4(values), packed), "storing a stored row again changes nothing"
+
+
 def test_reference_edges_both_ways(store):
     ref = SymbolReference("Token", "class Token", "src/t.ts", "tok")
+    # A symbol outside the index has no chunk id: its reference keeps its place between the others.
+    outside = SymbolReference("Buffer", "class Buffer", "", "")
+    user = make_chunk("user", "useToken", references=(ref, outside, ref))
     store.apply_changes(
-        upserts=[
-            make_chunk("tok", "Token", "src/t.ts"),
-            make_chunk("user", "useToken", references=(ref, ref)),
-            make_chunk("other", "unrelated"),
-        ],
+        upserts=[make_chunk("tok", "Token", "src/t.ts"), user, make_chunk("other", "unrelated")],
         delete_ids=[],
         vectors={},
     )
     assert store.references_of(["user", "other"]) == {"user": ["tok"], "other": []}
     assert store.references_into(["tok", "other"]) == {"user": ["tok"]}
+    assert store.get_chunks(["user"])[0].references == (ref, outside, ref)
+    assert store.in_degrees(["tok", "user"]) == {"tok": 1, "user": 0}
 
 
 def test_hits_are_the_rows_they_name_after_deletes_and_rewrites(store):

@@ -36,6 +36,7 @@ from codecompass.retrieval.location import list_tables
 from codecompass.retrieval.schema import (
     CHUNK_COLUMNS,
     FTS_COLUMN,
+    PACKED_INT4_TYPE,
     SOURCES_PREFIX,
     STATIC_FLAG_COLUMN,
     STATIC_VECTOR_COLUMN,
@@ -44,8 +45,10 @@ from codecompass.retrieval.schema import (
     VECTOR_TYPE,
     chunk_schema,
     chunk_table_of_sources,
+    int4_width,
     sources_schema,
     sources_table_name,
+    stored_int4,
     stored_vectors,
     table_name,
 )
@@ -586,7 +589,9 @@ class ChunkWriter(ChunkReader):
         vector_col = _masked_vectors(chunks, vectors, dims)
         has_static = [c.id in static_vectors for c in chunks]
         static_col = (
-            _masked_vectors(chunks, static_vectors, self.static.dimensions) if self.static is not None else None
+            _masked_vectors(chunks, static_vectors, self.static.dimensions, int4=True)
+            if self.static is not None
+            else None
         )
 
         def col(attr: str) -> list:
@@ -627,17 +632,12 @@ class ChunkWriter(ChunkReader):
             "embedding_layout": [layout for _, layout in embeddings],
             "references": [
                 [
-                    {
-                        "name": r.name,
-                        "signature": r.signature,
-                        "relative_path": r.relative_path,
-                        "chunk_id": r.chunk_id,
-                    }
+                    {"name": r.name, "signature": r.signature, "relative_path": r.relative_path}
                     for r in c.references
                 ]
                 for c in chunks
             ],
-            "reference_ids": [[r.chunk_id for r in c.references if r.chunk_id] for c in chunks],
+            "reference_ids": [[r.chunk_id for r in c.references] for c in chunks],
             "embedding_token_count": col("embedding_token_count"),
             "indent": col("indent"),
             FTS_COLUMN: [_search_text(c) for c in chunks],
@@ -713,21 +713,30 @@ class StagedWrite:
 
 
 
-def _masked_vectors(chunks: list[Chunk], vectors: dict[str, np.ndarray], dims: int) -> pa.Array:
-    """A vector column for `chunks`: each chunk's vector from `vectors`, null where it has none."""
+def _masked_vectors(chunks: list[Chunk], vectors: dict[str, np.ndarray], dims: int, *,
+                    int4: bool = False) -> pa.Array:
+    """A vector column for `chunks`: each chunk's vector from `vectors`, null where it has none;
+    int8, or packed int4 (`int4`: the static column)."""
     has = [c.id in vectors for c in chunks]
     matrix = np.zeros((len(chunks), dims), dtype=np.float32)
     for row, chunk in enumerate(chunks):
         if has[row]:
             matrix[row] = np.asarray(vectors[chunk.id], dtype=np.float32).reshape(-1)
-    return _vector_array(matrix, dims, mask=np.array([not h for h in has]))
+    mask = np.array([not h for h in has])
+    if int4:
+        flat = pa.array(stored_int4(matrix).reshape(-1), type=PACKED_INT4_TYPE)
+        return _fixed_size_lists(flat, int4_width(dims), mask)
+    return _vector_array(matrix, dims, mask=mask)
 
 
 def _vector_array(matrix: np.ndarray, dims: int, mask: np.ndarray | None = None) -> pa.Array:
-    flat = pa.array(stored_vectors(matrix).reshape(-1), type=VECTOR_TYPE)
+    return _fixed_size_lists(pa.array(stored_vectors(matrix).reshape(-1), type=VECTOR_TYPE), dims, mask)
+
+
+def _fixed_size_lists(flat: pa.Array, width: int, mask: np.ndarray | None) -> pa.Array:
     if mask is None or not mask.any():
-        return pa.FixedSizeListArray.from_arrays(flat, dims)
-    return pa.FixedSizeListArray.from_arrays(flat, dims, mask=pa.array(mask, pa.bool_()))
+        return pa.FixedSizeListArray.from_arrays(flat, width)
+    return pa.FixedSizeListArray.from_arrays(flat, width, mask=pa.array(mask, pa.bool_()))
 
 
 def _version_time(version: dict) -> float:

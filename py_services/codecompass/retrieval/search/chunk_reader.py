@@ -536,9 +536,9 @@ def _chunk_from_row(row: dict, texts: dict[str, str]) -> Chunk:
             name=r["name"] or "",
             signature=r["signature"] or "",
             relative_path=r["relative_path"] or "",
-            chunk_id=r["chunk_id"] or "",
+            chunk_id=chunk_id or "",
         )
-        for r in row["references"] or ()
+        for r, chunk_id in zip(row["references"] or (), row["reference_ids"] or (), strict=True)
     )
     signature = row["signature"] or ""
     collapsed = row["collapsed_source"] or ""

@@ -29,7 +29,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from codecompass.retrieval.schema import STATIC_FLAG_COLUMN, STATIC_VECTOR_COLUMN, VECTOR_COLUMN
+from codecompass.retrieval.schema import (
+    PACKED_INT4_TYPE,
+    STATIC_FLAG_COLUMN,
+    STATIC_VECTOR_COLUMN,
+    VECTOR_COLUMN,
+    int4_values,
+    int4_width,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -313,7 +320,9 @@ def _in_degree_counts(edges: pa.ChunkedArray | pa.Array) -> dict[str, int]:
     first = np.ones(len(pairs), dtype=bool)
     first[1:] = pairs[1:] != pairs[:-1]
     counts = np.bincount(pairs[first] % len(names), minlength=len(names))
-    return dict(zip(names.to_pylist(), counts.tolist(), strict=True))
+    found = dict(zip(names.to_pylist(), counts.tolist(), strict=True))
+    found.pop("", None)  # a reference to a symbol outside the index
+    return found
 
 
 def fragment_key(fragment: lance.LanceFragment) -> tuple:
@@ -361,10 +370,16 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
 
 
 def vectors_of(column: pa.ChunkedArray | pa.Array, dims: int) -> np.ndarray:
-    """A fixed-size-list vector column as a (rows, dims) float32 matrix (zeros where null)."""
+    """A fixed-size-list vector column (int8, or packed int4 as uint8) as a (rows, dims) float32
+    matrix (zeros where null)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     if len(column) == 0:
         return np.zeros((0, dims), dtype=np.float32)
-    values = column.values.to_numpy(zero_copy_only=False).astype(np.float32)
-    return values.reshape(len(column), dims)
+    values = column.values
+    if values.null_count:  # a null row's components come back null from Lance
+        values = pc.fill_null(values, 0)
+    values = values.to_numpy(zero_copy_only=False)
+    if column.type.value_type == PACKED_INT4_TYPE:
+        return int4_values(values.reshape(len(column), int4_width(dims)), dims)
+    return values.astype(np.float32).reshape(len(column), dims)

@@ -71,8 +71,9 @@ def _forms(originals: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def _top(scores: np.ndarray) -> np.ndarray:
-    best = np.argpartition(-scores, TOP)[:TOP]
-    return best[np.argsort(-scores[best])]
+    """The rows of the ten best scores, best first."""
+    best = np.argpartition(-scores, TOP)[:TOP] if len(scores) > TOP else np.arange(len(scores))
+    return best[np.argsort(-scores[best], kind="stable")]
 
 
 def _agreement(originals: np.ndarray, stored: np.ndarray, queries: np.ndarray) -> dict[str, float]:

@@ -3,8 +3,9 @@ embeddings, until READY) and prints the state dir's size against the source size
 the catalog, the table's data files, its full-text/vector indexes and its version metadata,
 plus the in-memory (Arrow) size of every column, which is what the data files mostly are.
 
-It also samples the state dir's size every second while it indexes: the peak is the transient
-growth (old versions and compaction's copies kept for the version retention).
+It also samples the state dir's size every second while it indexes and until the size has
+stopped changing: the peak is the transient growth (old versions and compaction's copies kept for
+the version retention, the settled table's merge into large fragments).
 
 Goals (issue 27): the settled state dir within 2.5x the source, and the peak within 2x the settled.
 
@@ -77,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-embed-wait", type=float, default=900.0)
     parser.add_argument("--no-write", action="store_true", help="print only; write no results file")
     parser.add_argument(
-        "--settle-s", type=float, default=20.0, help="seconds past the version retention to wait before measuring"
+        "--settle-s", type=float, default=20.0,
+        help="measure once the state dir has not changed for the version retention plus this many seconds"
     )
     args = parser.parse_args(argv)
     workspace = args.workspace.resolve()
@@ -104,10 +106,16 @@ def main(argv: list[str] | None = None) -> int:
             indexed_s = time.perf_counter() - started
             ready_bytes = tree_bytes(state_dir)
             # Versions younger than the retention outlive the last maintenance of the run; the
-            # service cleans them up once they are old enough. Measure the index as it stays.
-            settle_until = time.monotonic() + DEFAULT_VERSION_RETENTION.total_seconds() + args.settle_s
-            while time.monotonic() < settle_until:
+            # service cleans them up once they are old enough, merges the settled table's
+            # fragments, and drops the version that merge replaced one retention later. Measure
+            # the index as it stays: once its size has not changed for a retention and more.
+            quiet_s = DEFAULT_VERSION_RETENTION.total_seconds() + args.settle_s
+            last_size, changed_at = tree_bytes(state_dir), time.monotonic()
+            while time.monotonic() - changed_at < quiet_s and time.monotonic() - started < args.max_embed_wait * 2:
                 time.sleep(2.0)
+                size = tree_bytes(state_dir)
+                if size != last_size:
+                    last_size, changed_at = size, time.monotonic()
             status = client.status(str(workspace), 60)
         finally:
             client.close()

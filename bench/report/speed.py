@@ -506,7 +506,8 @@ def render_index_size(doc: dict[str, Any]) -> str:
         provenance(doc), "",
         (f"`{ws['name']}` ({ws['files']:,} files, {ws['lines']:,} lines, {_mib1(source)} of source) indexed from "
          f"nothing through the real services until READY ({doc['chunks']:,} chunks, {doc['embedded_chunks']:,} "
-         f"embedded, {doc['indexed_s']:.0f} s), then left until old versions passed the retention:"), "",
+         f"embedded, {doc['indexed_s']:.0f} s), then left until its size stopped changing (old "
+         "versions dropped, the settled table merged into large fragments):"), "",
         md_table(("Measure", "Result", "Goal"), [
             ("Settled state dir vs source", f"**{doc['ratio']:.2f}×** ({_mib1(settled)})",
              f"≤ {goals['settled_over_source']}×: {verdict(doc['ratio'], goals['settled_over_source'])}"),

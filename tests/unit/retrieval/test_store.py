@@ -773,6 +773,28 @@ def test_maintenance_merges_small_fragments_and_leaves_full_ones_alone(store, mo
 
 
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_a_settled_index_is_merged_into_one_fragment_once_no_older_version_is_kept(store, monkeypatch):
+    monkeypatch.setattr("codecompass.retrieval.index.chunk_writer.COMPACT_TARGET_ROWS", 4)
+    chunks = [make_chunk(f"c{i}", f"name{i}") for i in range(15)]
+    for start in range(0, 15, 5):
+        store.apply_changes(upserts=chunks[start : start + 5], delete_ids=[], vectors={})
+    store.maintain(retention=timedelta(hours=1), settle=True)
+    # Full fragments stay as they are while the versions of the run are kept.
+    assert [n for _, n in _fragments(store)] == [5, 5, 5]
+    store.cleanup(timedelta(hours=1))
+    assert len(_fragments(store)) == 3, "an older version is still kept"
+    store.cleanup(timedelta(0))
+    assert [n for _, n in _fragments(store)] == [15]
+    assert store.get_chunks([c.id for c in chunks]) == chunks
+    assert [h.chunk.id for h in store.search_lexical("name7", Filters(), 3)][:1] == ["c7"]
+    # Once: the next run's maintenance leaves it alone.
+    store.apply_changes(upserts=[make_chunk("late", "late")], delete_ids=[], vectors={})
+    store.maintain(retention=timedelta(0))
+    store.cleanup(timedelta(0))
+    assert sorted(n for _, n in _fragments(store)) == [1, 15]
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
 def test_maintenance_rewrites_a_fragment_once_half_its_rows_are_deleted(store, monkeypatch):
     monkeypatch.setattr("codecompass.retrieval.index.chunk_writer.COMPACT_TARGET_ROWS", 4)
     chunks = [make_chunk(f"c{i}", f"name{i}") for i in range(10)]

@@ -460,8 +460,9 @@ class ChunkWriter(ChunkReader):
             self._consolidate()
 
     def cleanup(self, retention: timedelta = DEFAULT_VERSION_RETENTION) -> None:
-        """What `maintain` drops once it is old enough, and nothing else: source texts no chunk
-        has used for `retention`, and versions older than it (with the files only they used).
+        """What `maintain` drops once it is old enough: source texts no chunk has used for
+        `retention`, and versions older than it (with the files only they used); and once after
+        a settle, when no older version is left, the merge into large fragments (`_consolidate`).
         For the moment `cleanup_due_at` names; a whole maintenance then, with an embedding run
         committing every few seconds, came every 4-5 s (155 on ws-300k) instead of every 20."""
         with self._write_lock:

@@ -36,6 +36,9 @@ def test_the_cli_indexes_through_the_writer_and_searches_through_the_searcher(
                                         "searcher (retrieval.role)")
 
     monkeypatch.setenv("WRITER_ADDR", roles["writer"])
+    # The sync must finish before the search reads: on a loaded machine (CI) the default 300 ms
+    # budget can pass first, and the answer then comes from the index as it stood.
+    monkeypatch.setenv("CODECOMPASS_GATEWAY_FRESHNESS_BUDGET_MS", "30000")
     indexed = run_cli("index", str(workspace))
     assert indexed.code == 0, indexed.err
     # The search syncs through the writer (within its freshness budget) and reads from the searcher.

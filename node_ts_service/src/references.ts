@@ -47,17 +47,111 @@ function isDeclarationName(id: ts.Identifier): boolean {
   return p !== undefined && p.name === id && !ts.isPropertyAccessExpression(p) && !ts.isQualifiedName(p) && !ts.isJsxAttribute(p);
 }
 
+/** `symbol`, or what it aliases when it is an import; undefined for an import the checker could not resolve. */
+function unaliased(checker: ts.TypeChecker, symbol: ts.Symbol | undefined): ts.Symbol | undefined {
+  if (!symbol || !(symbol.flags & ts.SymbolFlags.Alias)) return symbol;
+  const target = checker.getAliasedSymbol(symbol);
+  // An alias to a module that could not be resolved comes back as the "unknown" symbol.
+  return target.declarations && target.declarations.length > 0 ? target : undefined;
+}
+
+/** The type a parameter of a plain function type names, `(a: Foo<T>) => …` → `Foo<T>`; undefined otherwise. */
+function namedParameterType(type: ts.TypeNode | undefined, index: number): ts.TypeReferenceNode | undefined {
+  while (type && ts.isParenthesizedTypeNode(type)) type = type.type;
+  if (!type || !ts.isFunctionTypeNode(type) || type.parameters.some(isThisParameter)) return undefined;
+  const param = type.parameters[index];
+  return param && !param.dotDotDotToken && param.type && ts.isTypeReferenceNode(param.type) ? param.type : undefined;
+}
+
+/** `this: T`, which declares no argument: the parameters after it are one place off the arguments. */
+function isThisParameter(param: ts.ParameterDeclaration): boolean {
+  return ts.isIdentifier(param.name) && param.name.text === 'this';
+}
+
+const LOGICAL = new Set([ts.SyntaxKind.AmpersandAmpersandToken, ts.SyntaxKind.BarBarToken, ts.SyntaxKind.QuestionQuestionToken]);
+
+/** Whether `node` lies in a condition that can narrow what it mentions, up to `stop`. */
+function inCondition(node: ts.Node, stop: ts.Node): boolean {
+  for (let at = node; at !== stop && at.parent; at = at.parent) {
+    const p = at.parent;
+    if ((ts.isIfStatement(p) || ts.isWhileStatement(p) || ts.isDoStatement(p) || ts.isSwitchStatement(p)) && p.expression === at) return true;
+    if ((ts.isConditionalExpression(p) || ts.isForStatement(p)) && p.condition === at) return true;
+    if (ts.isBinaryExpression(p) && LOGICAL.has(p.operatorToken.kind)) return true;
+  }
+  return false;
+}
+
+/** Per parameter: whether its function only reads members of it or passes it on (see isNeverNarrowed). */
+const neverNarrowed = new WeakMap<ts.ParameterDeclaration, boolean>();
+
+/**
+ * Whether the parameter keeps its declared type everywhere in its function: each mention
+ * reads a member of it, or passes it to a call that is not a statement of its own (an
+ * `asserts` function) nor in a condition (a type guard). No assignment, `instanceof`, `in`
+ * or guard can have narrowed it to a subtype whose member of the same name is another.
+ */
+function isNeverNarrowed(param: ts.ParameterDeclaration, fn: ts.ArrowFunction | ts.FunctionExpression): boolean {
+  let known = neverNarrowed.get(param);
+  if (known !== undefined) return known;
+  const name = (param.name as ts.Identifier).text;
+  let plain = true;
+  const visit = (node: ts.Node): void => {
+    if (!plain) return;
+    if (ts.isIdentifier(node) && node.text === name && node !== param.name) {
+      const p = node.parent;
+      const read = ts.isPropertyAccessExpression(p) && p.expression === node;
+      const passed = (ts.isCallExpression(p) || ts.isNewExpression(p)) && p.arguments?.includes(node) === true
+        && !ts.isExpressionStatement(p.parent) && !inCondition(p, fn);
+      if (!read && !passed) plain = false;
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(fn.body);
+  known = plain;
+  neverNarrowed.set(param, known);
+  return known;
+}
+
+/**
+ * The member `p.name` names when `p` is an unannotated parameter of a function passed
+ * straight to a call of a named function — `operate((source, subscriber) => {
+ * source.subscribe(…) })` — read from the callee's declaration: its one signature declares
+ * that parameter as a function type whose parameter there names a class or interface, and
+ * the member is that type's own. The checker gets there by inferring the whole call (for a
+ * generic callee, checking the callback's body and every overload it calls): 15-75 ms on
+ * rxjs's map.ts, redone after each edit since an edit means a new checker, most of that
+ * one-file edit's chunking. Undefined whenever a step is less plain than that (overloads,
+ * a type parameter or alias, an inherited member, a narrowed receiver): the checker decides.
+ */
+function callbackParameterMember(checker: ts.TypeChecker, id: ts.Identifier): ts.Symbol | undefined {
+  const access = id.parent;
+  if (!ts.isPropertyAccessExpression(access) || access.name !== id || !ts.isIdentifier(access.expression)) return undefined;
+  const receiver = checker.getSymbolAtLocation(access.expression)?.valueDeclaration;
+  if (!receiver || !ts.isParameter(receiver) || receiver.type || receiver.initializer || receiver.dotDotDotToken) return undefined;
+  const fn = receiver.parent;
+  if (!(ts.isArrowFunction(fn) || ts.isFunctionExpression(fn)) || fn.parameters.some(isThisParameter)) return undefined;
+  const call = fn.parent;
+  if (!ts.isCallExpression(call) || !ts.isIdentifier(call.expression)) return undefined;
+  const argument = call.arguments.indexOf(fn);
+  if (argument < 0 || call.arguments.slice(0, argument).some(ts.isSpreadElement)) return undefined;
+  const callee = unaliased(checker, checker.getSymbolAtLocation(call.expression));
+  const declaration = callee?.declarations?.length === 1 ? callee.declarations[0] : undefined;
+  if (!declaration || !ts.isFunctionDeclaration(declaration) || declaration.parameters.some(isThisParameter)) return undefined;
+  const declared = declaration.parameters[argument];
+  if (!declared || declared.dotDotDotToken) return undefined;
+  const named = namedParameterType(declared.type, fn.parameters.indexOf(receiver));
+  if (!named || !isNeverNarrowed(receiver, fn)) return undefined;
+  const type = unaliased(checker, checker.getSymbolAtLocation(named.typeName));
+  if (!type || !(type.flags & (ts.SymbolFlags.Class | ts.SymbolFlags.Interface))) return undefined;
+  return type.members?.get(id.escapedText);
+}
+
 function resolve(checker: ts.TypeChecker, id: ts.Identifier): ts.Symbol | undefined {
-  let symbol = checker.getSymbolAtLocation(id);
+  let symbol = callbackParameterMember(checker, id) ?? checker.getSymbolAtLocation(id);
   if (ts.isShorthandPropertyAssignment(id.parent)) {
     symbol = checker.getShorthandAssignmentValueSymbol(id.parent) ?? symbol;
   }
-  if (symbol && symbol.flags & ts.SymbolFlags.Alias) {
-    const target = checker.getAliasedSymbol(symbol);
-    // An alias to a module that could not be resolved comes back as the "unknown" symbol.
-    symbol = target.declarations && target.declarations.length > 0 ? target : undefined;
-  }
-  return symbol;
+  return unaliased(checker, symbol);
 }
 
 function variableKeyword(decl: ts.VariableDeclaration): string {

@@ -81,6 +81,30 @@ describe('one-hop references', () => {
     assertInvariants(program.getSourceFile(path.join(ROOT, 'src/services/token.ts'))!.text, token.chunks);
   });
 
+  describe('members of a callback\'s parameters, typed by the call it is passed to', () => {
+    const operators = chunkWithChecker(program, 'src/streams/operators.ts');
+    const stream = chunkWithChecker(program, 'src/streams/stream.ts');
+    const refTo = (chunk: string, name: string) => byQualifiedName(operators.chunks, chunk).references.find((r) => r.name === name);
+
+    it('resolves the member of the declared parameter type', () => {
+      assert.deepEqual(refTo('mapValues', 'Stream.subscribe'), {
+        name: 'Stream.subscribe',
+        signature: 'subscribe(sink: Sink<T>): void',
+        relativePath: 'src/streams/stream.ts',
+        chunkId: byQualifiedName(stream.chunks, 'Stream.subscribe').id,
+      });
+    });
+
+    it('follows a narrowing to the subclass\'s own member', () => {
+      assert.equal(refTo('replayOnly', 'Stream.subscribe'), undefined);
+      assert.equal(refTo('replayOnly', 'ReplayStream.subscribe')?.chunkId, byQualifiedName(stream.chunks, 'ReplayStream.subscribe').id);
+    });
+
+    it('finds an inherited member where the declared type does not declare it', () => {
+      assert.equal(refTo('pipeReplay', 'Stream.pipe')?.chunkId, byQualifiedName(stream.chunks, 'Stream.pipe').id);
+    });
+  });
+
   it('is absent without a checker', () => {
     const sourceFile = ts.createSourceFile('token.ts', program.getSourceFile(path.join(ROOT, 'src/services/token.ts'))!.text, ts.ScriptTarget.Latest, true);
     const out = chunkSourceFile({

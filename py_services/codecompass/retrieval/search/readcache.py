@@ -59,8 +59,13 @@ class DatasetView:
     def dataset(self) -> lance.LanceDataset:
         version = self._version()
         with self._lock:
-            if self._opened is None or self._opened[0] != version:
+            if self._opened is None:
                 self._opened = (version, self._table.to_lance())
+            elif self._opened[0] != version:
+                # From the dataset read before, so the new version shares its session (the index
+                # and file metadata caches): the first full-text query after an edit's commit
+                # then costs ~5 ms instead of ~9 on ws-300k, as the index is not loaded again.
+                self._opened = (version, self._opened[1].checkout_version(version))
             return self._opened[1]
 
     def scan(self, where: str | None, columns: list[str], limit: int | None = None) -> pa.Table:

@@ -334,8 +334,13 @@ class Catalog:
             self.generation += 1
 
     def maintain(self, retention) -> None:
-        """Fold the small files of many commits and drop versions older than `retention`."""
-        self._table.optimize(cleanup_older_than=retention)
+        """Fold the small files of many commits and drop versions older than `retention`.
+
+        Under the lock every other write of the catalog takes: its compaction is a Rewrite, and
+        a sync's Update (a touch, the manifest) committed while it ran failed with "Update
+        preempted by concurrent Rewrite" instead of waiting a few milliseconds."""
+        with self._lock:
+            self._table.optimize(cleanup_older_than=retention)
 
     def _upsert(self, rows: pa.Table) -> None:
         self._replace(rows, [])

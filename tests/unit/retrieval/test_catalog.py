@@ -8,7 +8,9 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import lancedb
@@ -131,3 +133,32 @@ def test_a_sqlite_catalog_of_an_earlier_version_is_imported_once(tmp_path: Path)
     assert not legacy.exists() and legacy.with_name("catalog.sqlite3.imported").is_file()
     assert not (tmp_path / "catalog.sqlite3-wal").exists()
     assert Catalog.open(lancedb.connect(tmp_path / "index"), legacy=legacy).get("a.ts") == _entry("a.ts", "x", "a1")
+
+
+def test_writes_wait_for_a_maintenance_running_beside_them(tmp_path: Path) -> None:
+    """Maintenance (from the background embedder's thread) compacts the catalog while a sync
+    touches files and records its manifest: every write commits, none is preempted."""
+    catalog = Catalog.open(lancedb.connect(tmp_path / "index"))
+    catalog.commit([_entry(f"f{i}.ts", "x", f"c{i}") for i in range(20)], [], complete=True)
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def maintain() -> None:
+        while not stop.is_set():
+            try:
+                catalog.maintain(timedelta(seconds=3600))
+            except BaseException as exc:  # noqa: BLE001 - what the assertion reports
+                failures.append(exc)
+
+    worker = threading.Thread(target=maintain)
+    worker.start()
+    try:
+        for i in range(20):
+            catalog.touch([FileEntry(f"f{i % 20}.ts", 1, 2_000 + i, "hash-x", Language.TYPESCRIPT)])
+            catalog.set_meta(last_error=f"sync {i}")
+    finally:
+        stop.set()
+        worker.join()
+    assert failures == []
+    reopened = Catalog.open(lancedb.connect(tmp_path / "index"))
+    assert reopened.get("f19.ts").file.mtime_ns == 2_019

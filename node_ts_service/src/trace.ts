@@ -447,5 +447,8 @@ function compilerOptionsFor(root: string): ts.CompilerOptions {
   if (!configPath) return { ...base, skipLibCheck: true, noEmit: true };
   const read = ts.readConfigFile(configPath, (file) => ts.sys.readFile(file));
   const parsed = ts.parseJsonConfigFileContent(read.config ?? {}, ts.sys, root, undefined, configPath);
-  return { ...parsed.options, noEmit: true, skipLibCheck: true };
+  // The roots are every indexed file, JavaScript too: a TypeScript config without `allowJs`
+  // (scripts and tools beside the sources) left them out, and a trace or read of a JS symbol the
+  // search had returned failed with "no symbol named".
+  return { ...parsed.options, allowJs: true, noEmit: true, skipLibCheck: true };
 }

@@ -285,6 +285,38 @@ describe('Trace of CommonJS exports', () => {
   });
 });
 
+describe('Trace of JavaScript beside a TypeScript config', () => {
+  // The workspace's tsconfig.json has no allowJs: its tools/ scripts are indexed all the same, and
+  // a symbol the search returns from them must be traceable.
+  let root: string;
+  let service: AnalysisService;
+  before(() => {
+    root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cc-trace-tsjs-')));
+    fs.mkdirSync(path.join(root, 'src'));
+    fs.mkdirSync(path.join(root, 'tools'));
+    fs.writeFileSync(path.join(root, 'tsconfig.json'), '{"compilerOptions": {"strict": true, "noEmit": true}}\n');
+    fs.writeFileSync(path.join(root, 'src', 'index.ts'), 'export function main(): number {\n  return 1;\n}\n');
+    fs.writeFileSync(
+      path.join(root, 'tools', 'bundle.js'),
+      "var path = require('path');\n\nfunction outputFor(name) {\n  return path.join('dist', name);\n}\n\n" +
+        'module.exports = function rollupBundle(options) {\n  return outputFor(options.name);\n};\n',
+    );
+    service = new AnalysisService({ maxFileBytes: 1 << 20, maxPrograms: 2, maxRenderCacheFiles: 4, maxWorkspaces: 2 });
+  });
+  after(() => {
+    service.dispose();
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('resolves a JS symbol and its callers', async () => {
+    const root0 = await service.trace({ ...request('rollupBundle', 'references'), workspaceRoot: root }, FAR);
+    assert.equal(root0.root.relativePath, 'tools/bundle.js');
+    assert.equal(root0.root.startLine, 7);
+    const callers = await service.trace({ ...request('outputFor', 'callers'), workspaceRoot: root }, FAR);
+    assert.deepEqual(names(callers), ['rollupBundle']);
+  });
+});
+
 describe('Trace paths', () => {
   let service: AnalysisService;
   before(() => {

@@ -11,6 +11,7 @@ import { discoverSymbols, endLineOf, lineOf, startLineOf, type SymbolNode } from
 import {
   type ChunkAt,
   ChunksByName,
+  callablePosition,
   declarationNamePosition,
   enclosingChunk,
   isRealImplementation,
@@ -324,7 +325,7 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
           const chunk = chunkAt(loc);
           if (!chunk) return [];
           const named = namedSites(program, project.root, checker, chunk, 'calls', expired);
-          let calls = expand({ fileName: chunk.sf.fileName, pos: declarationNamePosition(chunk) });
+          let calls = expand({ fileName: chunk.sf.fileName, pos: callablePosition(chunk) });
           if (calls.length === 0) calls = named.target.map(({ sf, node }) => ({ fileName: sf.fileName, pos: node.getStart(sf) }));
           return [...calls, ...byName(named.unresolved)];
         });
@@ -336,7 +337,7 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
           const named = unresolvedCallees(checker, chunk, chunks);
           if (named.unresolved > 0) unresolved = true;
           return [
-            ...expand(loc),
+            ...expand({ fileName: chunk.sf.fileName, pos: callablePosition(chunk) }),
             ...named.candidates.map((c) => ({ fileName: c.sf.fileName, pos: declarationNamePosition(c), resolvedBy: 'name' as const })),
           ];
         });

@@ -166,6 +166,20 @@ export function declarationNamePosition(chunk: ChunkAt): number {
   return chunk.sym.nodes[0]?.getStart(chunk.sf) ?? chunk.sym.start;
 }
 
+/**
+ * Where the call hierarchy sees a chunk's function: the name of its own function or class node
+ * when it has one. `module.exports = function rollupBundle() {}` is declared by the assignment,
+ * whose first name is `exports`, and the call hierarchy has no item there.
+ */
+export function callablePosition(chunk: ChunkAt): number {
+  for (const node of chunk.sym.nodes) {
+    if (!ts.isFunctionLike(node) && !ts.isClassLike(node)) continue;
+    const name = node.name;
+    if (name && ts.isIdentifier(name) && name.text === chunk.sym.name) return name.getStart(chunk.sf);
+  }
+  return declarationNamePosition(chunk);
+}
+
 /** Every function-like chunk of the workspace by simple name, built on first use. */
 export class ChunksByName {
   private byName: Map<string, ChunkAt[]> | undefined;

@@ -308,10 +308,13 @@ describe('Trace of JavaScript beside a TypeScript config', () => {
     fs.rmSync(root, { recursive: true, force: true });
   });
 
-  it('resolves a JS symbol and its callers', async () => {
-    const root0 = await service.trace({ ...request('rollupBundle', 'references'), workspaceRoot: root }, FAR);
-    assert.equal(root0.root.relativePath, 'tools/bundle.js');
-    assert.equal(root0.root.startLine, 7);
+  it('resolves a JS symbol, its callees and its callers', async () => {
+    // The function of `module.exports = function rollupBundle` is asked of the call hierarchy by
+    // its own name, not by the assignment's first (`exports`), where it has no item.
+    const callees = await service.trace({ ...request('rollupBundle', 'callees'), workspaceRoot: root }, FAR);
+    assert.equal(callees.root.relativePath, 'tools/bundle.js');
+    assert.equal(callees.root.startLine, 7);
+    assert.deepEqual(names(callees), ['outputFor']);
     const callers = await service.trace({ ...request('outputFor', 'callers'), workspaceRoot: root }, FAR);
     assert.deepEqual(names(callers), ['rollupBundle']);
   });

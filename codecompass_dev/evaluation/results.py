@@ -16,7 +16,9 @@ import math
 import os
 import platform
 import shutil
+import statistics
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +50,30 @@ def git_info() -> dict[str, Any]:
     return {"commit": _git("rev-parse", "HEAD").strip(), "dirty_files": changed[:50]}
 
 
+def reference_ms(repeats: int = 5) -> float:
+    """The median time of a fixed pure-Python workload, in ms: how fast this machine's cores are
+    when the run ended. Lent machines differ from day to day (a trivial MCP call took 14-17 ms on
+    one and 8-9 ms on another), and a speed figure is only comparable with its reference."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        total = 0
+        for i in range(200_000):
+            total += i * i % 7
+        times.append((time.perf_counter() - t0) * 1000)
+    return round(statistics.median(times), 1)
+
+
 def machine_info() -> dict[str, Any]:
-    """What the numbers depend on: cores, memory, load while the run ended."""
+    """What the numbers depend on: cores and their speed, memory, load while the run ended."""
     info: dict[str, Any] = {
         "nproc": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
+        "reference_ms": reference_ms(),
     }
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as fh:
+        info["cpu_model"] = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), "")
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:

@@ -214,3 +214,17 @@ def test_file_level_columns_and_the_concept_row_appear_when_the_run_has_them() -
     assert "| concept | 3 | 0.250 | 0.250 |" in summary  # MRR@10 by type: over its 1 query with symbols
     full = render_quality_full(doc)
     assert "| `hybrid+ranking` | 3 (1 with symbol targets) | 0.250 |" in full
+
+
+def test_a_run_records_how_fast_its_cores_were_and_the_tables_say_so() -> None:
+    from bench.report.tables import provenance
+
+    from codecompass_dev.evaluation.results import machine_info
+
+    machine = machine_info()
+    assert machine["reference_ms"] > 0 and machine["nproc"] >= 1
+    line = provenance({"kind": "load", "run": {"date_utc": "2026-12-02", "machine": {**machine, "reference_ms": 9.1}}})
+    assert "cores (reference 9.1 ms)," in line
+    # A run from before the reference was recorded renders as it did.
+    old = provenance({"kind": "load", "run": {"machine": {"nproc": 2, "ram_gib": 23.5}}})
+    assert "2 cores, 23.5 GiB" in old and "reference" not in old

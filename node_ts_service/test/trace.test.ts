@@ -29,6 +29,28 @@ function request(symbol: string, direction: Direction, extra: Partial<TraceReque
 
 const names = (result: TraceResult) => result.nodes.map((n) => n.qualifiedName).sort();
 
+/**
+ * A workspace in the temp folder holding `files` (relative path: text) and a service over it, for
+ * the tests of one describe block: made before them, removed after.
+ */
+function tempWorkspace(prefix: string, files: Record<string, string>): { root: () => string; service: () => AnalysisService } {
+  let root = '';
+  let service: AnalysisService | undefined;
+  before(() => {
+    root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
+    for (const [rel, text] of Object.entries(files)) {
+      fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+      fs.writeFileSync(path.join(root, rel), text);
+    }
+    service = new AnalysisService({ maxFileBytes: 1 << 20, maxPrograms: 2, maxRenderCacheFiles: 4, maxWorkspaces: 2 });
+  });
+  after(() => {
+    service?.dispose();
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+  return { root: () => root, service: () => service! };
+}
+
 describe('Trace', () => {
   let service: AnalysisService;
   before(() => {
@@ -242,33 +264,20 @@ describe('Trace after an edit', () => {
 describe('Trace of CommonJS exports', () => {
   // `exports.f = function` is no declaration to the call hierarchy, which found no caller of one;
   // the checker still resolves `require('./m').f()`, `m.f()` and a destructured `f()` to it.
-  let root: string;
-  let service: AnalysisService;
-  before(() => {
-    root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cc-trace-cjs-')));
-    fs.mkdirSync(path.join(root, 'src'));
-    fs.writeFileSync(path.join(root, 'package.json'), '{"name": "cjs"}\n');
-    fs.writeFileSync(
-      path.join(root, 'src', 'm.js'),
+  const ws = tempWorkspace('cc-trace-cjs-', {
+    'package.json': '{"name": "cjs"}\n',
+    'src/m.js':
       '// Money helpers.\nexports.formatPrice = function (cents) {\n  return "$" + cents / 100;\n};\n\n' +
-        'exports.parsePrice = (text) => Number(text.slice(1)) * 100;\n\n' +
-        'module.exports.roundCents = function roundCents(value) {\n  return Math.round(value);\n};\n',
-    );
-    fs.writeFileSync(
-      path.join(root, 'src', 'cart.js'),
+      'exports.parsePrice = (text) => Number(text.slice(1)) * 100;\n\n' +
+      'module.exports.roundCents = function roundCents(value) {\n  return Math.round(value);\n};\n',
+    'src/cart.js':
       "const m = require('./m');\nconst { parsePrice } = require('./m');\n\n" +
-        "function cartTotal(items) {\n  return require('./m').formatPrice(items.length);\n}\n\n" +
-        "function cartLabel(item) {\n  return m.formatPrice(item.cents) + parsePrice('$1') + m.roundCents(2);\n}\n\n" +
-        'module.exports = { cartTotal, cartLabel };\n',
-    );
-    service = new AnalysisService({ maxFileBytes: 1 << 20, maxPrograms: 2, maxRenderCacheFiles: 4, maxWorkspaces: 2 });
-  });
-  after(() => {
-    service.dispose();
-    fs.rmSync(root, { recursive: true, force: true });
+      "function cartTotal(items) {\n  return require('./m').formatPrice(items.length);\n}\n\n" +
+      "function cartLabel(item) {\n  return m.formatPrice(item.cents) + parsePrice('$1') + m.roundCents(2);\n}\n\n" +
+      'module.exports = { cartTotal, cartLabel };\n',
   });
   const callers = async (symbol: string) => {
-    const result = await service.trace({ ...request(symbol, 'callers'), workspaceRoot: root }, FAR);
+    const result = await ws.service().trace({ ...request(symbol, 'callers'), workspaceRoot: ws.root() }, FAR);
     return { names: names(result), by: result.nodes.map((n) => n.resolvedBy) };
   };
 
@@ -288,34 +297,22 @@ describe('Trace of CommonJS exports', () => {
 describe('Trace of JavaScript beside a TypeScript config', () => {
   // The workspace's tsconfig.json has no allowJs: its tools/ scripts are indexed all the same, and
   // a symbol the search returns from them must be traceable.
-  let root: string;
-  let service: AnalysisService;
-  before(() => {
-    root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'cc-trace-tsjs-')));
-    fs.mkdirSync(path.join(root, 'src'));
-    fs.mkdirSync(path.join(root, 'tools'));
-    fs.writeFileSync(path.join(root, 'tsconfig.json'), '{"compilerOptions": {"strict": true, "noEmit": true}}\n');
-    fs.writeFileSync(path.join(root, 'src', 'index.ts'), 'export function main(): number {\n  return 1;\n}\n');
-    fs.writeFileSync(
-      path.join(root, 'tools', 'bundle.js'),
+  const ws = tempWorkspace('cc-trace-tsjs-', {
+    'tsconfig.json': '{"compilerOptions": {"strict": true, "noEmit": true}}\n',
+    'src/index.ts': 'export function main(): number {\n  return 1;\n}\n',
+    'tools/bundle.js':
       "var path = require('path');\n\nfunction outputFor(name) {\n  return path.join('dist', name);\n}\n\n" +
-        'module.exports = function rollupBundle(options) {\n  return outputFor(options.name);\n};\n',
-    );
-    service = new AnalysisService({ maxFileBytes: 1 << 20, maxPrograms: 2, maxRenderCacheFiles: 4, maxWorkspaces: 2 });
-  });
-  after(() => {
-    service.dispose();
-    fs.rmSync(root, { recursive: true, force: true });
+      'module.exports = function rollupBundle(options) {\n  return outputFor(options.name);\n};\n',
   });
 
   it('resolves a JS symbol, its callees and its callers', async () => {
     // The function of `module.exports = function rollupBundle` is asked of the call hierarchy by
     // its own name, not by the assignment's first (`exports`), where it has no item.
-    const callees = await service.trace({ ...request('rollupBundle', 'callees'), workspaceRoot: root }, FAR);
+    const callees = await ws.service().trace({ ...request('rollupBundle', 'callees'), workspaceRoot: ws.root() }, FAR);
     assert.equal(callees.root.relativePath, 'tools/bundle.js');
     assert.equal(callees.root.startLine, 7);
     assert.deepEqual(names(callees), ['outputFor']);
-    const callers = await service.trace({ ...request('outputFor', 'callers'), workspaceRoot: root }, FAR);
+    const callers = await ws.service().trace({ ...request('outputFor', 'callers'), workspaceRoot: ws.root() }, FAR);
     assert.deepEqual(names(callers), ['rollupBundle']);
   });
 });

@@ -337,7 +337,9 @@ export function trace(project: TraceProject, request: TraceRequest, deadlineMs: 
           const named = unresolvedCallees(checker, chunk, chunks);
           if (named.unresolved > 0) unresolved = true;
           return [
-            ...expand({ fileName: chunk.sf.fileName, pos: callablePosition(chunk) }),
+            // The chunk's own declaration is asked where the call hierarchy sees its function;
+            // any other location (a function inside the chunk) as it is.
+            ...expand(loc.pos === declarationNamePosition(chunk) ? { fileName: loc.fileName, pos: callablePosition(chunk) } : loc),
             ...named.candidates.map((c) => ({ fileName: c.sf.fileName, pos: declarationNamePosition(c), resolvedBy: 'name' as const })),
           ];
         });

@@ -52,7 +52,7 @@ def git_info() -> dict[str, Any]:
 
 def reference_ms(repeats: int = 5) -> float:
     """The median time of a fixed pure-Python workload, in ms: how fast this machine's cores are
-    when the run ended. Lent machines differ from day to day (a trivial MCP call took 14-17 ms on
+    when the run ended. Lent machines differ from day to day (a trivial MCP call took 13-17 ms on
     one and 8-9 ms on another), and a speed figure is only comparable with its reference."""
     times = []
     for _ in range(repeats):

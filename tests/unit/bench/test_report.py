@@ -15,8 +15,17 @@ from bench.report.sections import (
     section_renderer,
     update_files,
 )
+from bench.report.tables import provenance
 
-from codecompass_dev.evaluation.results import REPO_ROOT, RESULTS_DIR, latest_path, load_latest, to_json, write_results
+from codecompass_dev.evaluation.results import (
+    REPO_ROOT,
+    RESULTS_DIR,
+    latest_path,
+    load_latest,
+    machine_info,
+    to_json,
+    write_results,
+)
 
 
 def quality_doc() -> dict:
@@ -217,10 +226,6 @@ def test_file_level_columns_and_the_concept_row_appear_when_the_run_has_them() -
 
 
 def test_a_run_records_how_fast_its_cores_were_and_the_tables_say_so() -> None:
-    from bench.report.tables import provenance
-
-    from codecompass_dev.evaluation.results import machine_info
-
     machine = machine_info()
     assert machine["reference_ms"] > 0 and machine["nproc"] >= 1
     line = provenance({"kind": "load", "run": {"date_utc": "2026-12-02", "machine": {**machine, "reference_ms": 9.1}}})

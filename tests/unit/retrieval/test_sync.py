@@ -13,6 +13,7 @@ from tests.unit.retrieval.sync_harness import Harness, _func, _seed, _wait_ready
 from codecompass.contracts.retrieval.model import IndexingStatus, IndexPhase, ResultCompleteness
 from codecompass.retrieval import catalog as catalog_module
 from codecompass.retrieval.index.sync import SyncInterrupted, SyncTuning
+from codecompass.retrieval.search.searcher import IndexReader
 
 
 class SimulatedKill(BaseException):
@@ -72,6 +73,26 @@ def test_edit_rechunks_only_that_file_and_embeds_only_the_changed_chunk(harness:
     assert "toLowerCase" in harness.embedding.documents[-1]
     assert harness.store().counts() == (5, 5)
     assert harness.search("lower case dash replace").results[0].chunk.name == "slugify"
+
+
+def test_a_search_s_time_counts_moving_to_the_version_an_edit_wrote(harness: Harness,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """After an edit the searcher reads the catalog's summary again and reopens the chunk table
+    before it searches: the caller waits for that, so search_ms says so."""
+    _seed(harness)
+    harness.index()
+    current = IndexReader.current
+
+    def slow(self: IndexReader):
+        time.sleep(0.4)
+        return current(self)
+
+    monkeypatch.setattr(IndexReader, "current", slow)
+    harness.write("src/util/strings.ts", _func("slugify") + _func("titleCase"))
+    harness.sync()
+    outcome = harness.search("title case")
+    assert outcome.results[0].chunk.name == "titleCase"
+    assert outcome.metadata.search_ms >= 400
 
 
 def test_removed_function_and_removed_file_leave_the_index(harness: Harness) -> None:

@@ -403,6 +403,10 @@ class IndexSearcher:
         if not 0.0 <= ratio <= 1.0:
             raise InvalidQuery(f"semantic_ratio must be within [0, 1], got {ratio}")
         limit = request.limit or retrieval.default_limit
+        # The clock includes moving to the index's newest version: after an edit that is 10-15
+        # ms of the caller's wait (the catalog's summary read again, the chunk table reopened),
+        # which search_ms left out.
+        started = time.perf_counter()
         reader = self._reader(target.key, target)
         summary, store = reader.current() if reader is not None else (None, None)
         try:
@@ -411,7 +415,6 @@ class IndexSearcher:
             raise InvalidQuery(f"invalid filter: {exc}") from None
         live = self._live(target.key)
 
-        started = time.perf_counter()
         query_future = (
             self._query_pool.submit(contextvars.copy_context().run, self._embed_query, request.query)
             if ratio > 0

@@ -81,10 +81,11 @@ def test_a_search_s_time_counts_moving_to_the_version_an_edit_wrote(harness: Har
     before it searches: the caller waits for that, so search_ms says so."""
     _seed(harness)
     harness.index()
+    harness.search("title case")  # the first search opens the index: its time is not the point here
     current = IndexReader.current
 
     def slow(self: IndexReader):
-        time.sleep(0.4)
+        time.sleep(0.2)
         return current(self)
 
     monkeypatch.setattr(IndexReader, "current", slow)
@@ -92,7 +93,7 @@ def test_a_search_s_time_counts_moving_to_the_version_an_edit_wrote(harness: Har
     harness.sync()
     outcome = harness.search("title case")
     assert outcome.results[0].chunk.name == "titleCase"
-    assert outcome.metadata.search_ms >= 400
+    assert outcome.metadata.search_ms >= 200
 
 
 def test_removed_function_and_removed_file_leave_the_index(harness: Harness) -> None:

@@ -403,9 +403,9 @@ class IndexSearcher:
         if not 0.0 <= ratio <= 1.0:
             raise InvalidQuery(f"semantic_ratio must be within [0, 1], got {ratio}")
         limit = request.limit or retrieval.default_limit
-        # The clock includes moving to the index's newest version: after an edit that is 10-15
-        # ms of the caller's wait (the catalog's summary read again, the chunk table reopened),
-        # which search_ms left out.
+        # The clock includes moving to the index's newest version, which the caller waits for
+        # too: after an edit, 10-15 ms on ws-300k (the catalog's summary read again, the chunk
+        # table reopened).
         started = time.perf_counter()
         reader = self._reader(target.key, target)
         summary, store = reader.current() if reader is not None else (None, None)

@@ -235,8 +235,7 @@ def _judge_part(state_dir: Path, workspaces: dict[str, Path], items: list[tuple]
         store = stores[repo]
         outcome = hybrid_search(store, text, query_vector=vector, filters=Filters(), limit=depth,
                                 semantic_ratio=settings.semantic_ratio, candidate_pool=settings.candidate_pool,
-                                static_query_vector=static_vector,
-                                static_search=store.vector_counts().static_only > 0, model=ranker)
+                                static_query_vector=static_vector, model=ranker)
         # Judged by the ranker's own label rule.
         rank = next((i for i, r in enumerate(outcome.results, start=1) if is_answer(r.chunk, *targets)), 0) \
             if targets else 0

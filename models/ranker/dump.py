@@ -226,10 +226,9 @@ def _search_part(state_dir: Path, workspaces: dict[str, Path], items: list[tuple
     for query, vector, static_vector in items:
         store = stores[query["repo"]]
         recorder = FeatureRecorder()
-        counts = store.vector_counts()
         hybrid_search(store, query["query"], query_vector=vector, filters=Filters(), limit=depth,
                       semantic_ratio=settings.semantic_ratio, candidate_pool=settings.candidate_pool,
-                      static_query_vector=static_vector, static_search=counts.static_only > 0, model=recorder)
+                      static_query_vector=static_vector, model=recorder)
         if recorder.rows is None:
             continue
         targets = _targets(query["targets"])

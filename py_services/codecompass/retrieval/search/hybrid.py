@@ -96,7 +96,6 @@ def hybrid_search(
     unavailable_reason: str = SKIP_EMBEDDING_UNAVAILABLE,
     static_query_vector: np.ndarray | None = None,
     shape: QueryShape | None = None,
-    static_search: bool = True,
     model: Reranker | None = None,
     lexical: LexicalCandidates | None = None,
 ) -> HybridOutcome:
@@ -107,8 +106,8 @@ def hybrid_search(
     answer). `static_query_vector` (the static model's embedding of the query; None: no static
     channel) searches the rows without a primary vector, or every row when `query_vector` is
     None. A query vector from another model (wrong dimensions) falls back to lexical with
-    reason "dimension_mismatch". `static_search` False: the static vectors only give features
-    (every row has a primary vector, so the static channel has nothing to search).
+    reason "dimension_mismatch". When every row with a static vector has a primary one too, the
+    static query vector only gives the learned ranker its second cosine.
 
     `model` (the learned ranker) reorders the hand-set stack's list; it reads every candidate's
     cosine to each query vector and its in-degree in the reference graph, fetched here.
@@ -124,6 +123,9 @@ def hybrid_search(
     pool = channel_pool(limit, candidate_pool)
     vectors_only = cap >= 1.0
 
+    # The static channel searches the rows the primary one cannot: none when every chunk with a
+    # static vector has a primary one too (and the query a primary vector).
+    static_search = query_vector is None or store.vector_counts().static_only > 0
     # A natural-language query never short-circuits, so its vector search starts alongside
     # the lexical one (LanceDB releases the GIL): latency becomes the slower channel instead
     # of the sum. Other queries wait for the lexical verdict, which often makes it unnecessary.

@@ -463,9 +463,6 @@ class IndexSearcher:
                 query_vector = static_query
             static_query = None
         counts = store.vector_counts()
-        # Every chunk with a static vector has a primary one: the primary channel answers alone, and
-        # the static vectors only give the learned ranker its second cosine.
-        static_search = query_vector is None or counts.static_only > 0
         outcome = hybrid_search(
             store,
             request.query,
@@ -477,7 +474,6 @@ class IndexSearcher:
             policy=DEFAULT_POLICY if request.ranked else FUSION_ONLY,
             unavailable_reason=unavailable_reason,
             static_query_vector=static_query,
-            static_search=static_search,
             model=self._rankers.for_provider(store.model.provider) if request.ranked and self._rankers else None,
             shape=shape,
             lexical=lexical,

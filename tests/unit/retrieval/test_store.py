@@ -242,6 +242,23 @@ def test_lexical_scores_are_raw_bm25_and_names_are_a_separate_lookup(store):
     assert store.find_by_names([], Filters(), 10) == []
 
 
+def test_names_are_found_in_the_version_read_and_agree_with_the_filtered_scan(store):
+    method = replace(make_chunk("m", "parse", path="src/config.ts", kind=NodeKind.METHOD),
+                     qualified_name="Config.parse")
+    test = make_chunk("t", "parse", path="test/p.ts", is_test=True)
+    store.apply_changes(upserts=[make_chunk("a", "parseArgs"), method, test], delete_ids=[], vectors={})
+    assert [c.id for c in store.find_by_names(["PARSE"], Filters(), 10)] == ["m", "t"]
+    assert [c.id for c in store.find_by_names(["config.Parse", "parseargs"], Filters(), 10)] == ["a", "m"]
+    assert [c.id for c in store.find_by_names(["parse"], Filters(), 1)] == ["m"], "the table's order, then the limit"
+    # Filtered, the scan answers; the same rows where the filter admits them.
+    assert [c.id for c in store.find_by_names(["parse"], Filters(exclude_tests=True), 10)] == ["m"]
+    # A later version: a renamed chunk and a deleted one are found under their new state only.
+    store.apply_changes(upserts=[replace(method, name="load", qualified_name="Config.load")], delete_ids=["t"],
+                        vectors={})
+    assert store.find_by_names(["parse", "Config.parse"], Filters(), 10) == []
+    assert [c.id for c in store.find_by_names(["config.load"], Filters(), 10)] == ["m"]
+
+
 def test_find_by_path_matches_whole_path_segments(store):
     store.apply_changes(
         upserts=[make_chunk("a", "alpha", path="src/retry.ts"), make_chunk("b", "beta", path="src/myretry.ts")],

@@ -370,14 +370,19 @@ class ChunkReader:
         return self._scored(rows, "_score", float)
 
     def find_by_names(self, names: Sequence[str], filters: Filters, limit: int) -> list[Chunk]:
-        """Chunks whose name or qualified name equals one of `names`, ignoring case."""
+        """Chunks whose name or qualified name equals one of `names`, ignoring case, in the
+        table's order: looked up in the version's snapshot, or by a scan when filters narrow it."""
         lowered = sorted({n.lower() for n in names if n})
         if limit <= 0 or not lowered:
             return []
+        where = sqlf.to_sql(filters)
+        if not where:
+            snapshot = self.vector_snapshot()
+            ids = [snapshot.ids[row] for row in snapshot.named(lowered)[:limit]]
+            found = self._hit_chunks(ids)
+            return [found[i] for i in ids if i in found]
         values = ", ".join(sqlf.sql_string(n) for n in lowered)
-        predicate = sqlf.combine(
-            f"(lower(name) IN ({values}) OR lower(qualified_name) IN ({values}))", sqlf.to_sql(filters)
-        )
+        predicate = sqlf.combine(f"(lower(name) IN ({values}) OR lower(qualified_name) IN ({values}))", where)
         ids = self._scan(predicate, ["id"], limit).column("id").to_pylist()
         found = self._hit_chunks(ids)
         return [found[i] for i in ids if i in found]

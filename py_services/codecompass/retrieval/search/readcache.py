@@ -19,8 +19,8 @@ import dataclasses
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import lance
@@ -155,6 +155,23 @@ class FragmentVectors:
     qualified_names: frozenset[str]
     # {chunk id: how many of this fragment's rows reference it}
     in_degrees: dict[str, int]
+    # Each row's name and qualified name, in order: the name lookup's rows (`named`).
+    row_names: tuple[tuple[str, str], ...] = ()
+    # Holds {lowercased name or qualified name: its rows} once a lookup first needs it, shared
+    # by every version that keeps the fragment (`dataclasses.replace` keeps the list): built
+    # whole, then put in, so a search beside the building one never reads half of it.
+    name_rows: list[dict[str, list[int]]] = field(default_factory=list, repr=False, compare=False)
+
+    def named(self, lowered: Iterable[str]) -> list[int]:
+        """This fragment's rows named (or qualified-named) one of `lowered`."""
+        if not self.name_rows:
+            built: dict[str, list[int]] = {}
+            for row, (name, qualified) in enumerate(self.row_names):
+                for key in {name.lower(), qualified.lower()} - {""}:
+                    built.setdefault(key, []).append(row)
+            self.name_rows.append(built)
+        index = self.name_rows[0]
+        return [row for key in lowered for row in index.get(key, ())]
 
 
 @dataclass(frozen=True)
@@ -243,6 +260,16 @@ class VectorSnapshot:
     @cached_property
     def qualified_names(self) -> frozenset[str]:
         return frozenset().union(*(part.qualified_names for part in self.fragments))
+
+    def named(self, names: Iterable[str]) -> list[int]:
+        """The rows (offsets in this version, in its order) whose name or qualified name is one
+        of `names`, ignoring case: a lookup in memory where a scan of the name columns took
+        ~7 ms a search on rxjs's 10k rows."""
+        lowered = {n.lower() for n in names if n}
+        rows: list[int] = []
+        for part, start in zip(self.fragments, self._starts, strict=False):
+            rows += [int(start) + row for row in part.named(lowered)]
+        return sorted(set(rows))
 
     def in_degrees(self, chunk_ids: Sequence[str]) -> dict[str, int]:
         """{chunk id: how many rows of this version reference it} (the reference graph's
@@ -350,6 +377,8 @@ def _fragment_vectors(rows: pa.Table, key: tuple, files: str, primary_dims: int,
     if static_dims is not None:
         static = unit_rows(vectors_of(rows.column(STATIC_VECTOR_COLUMN), static_dims))
         has_static = np.asarray(rows.column(STATIC_FLAG_COLUMN).to_numpy(zero_copy_only=False), dtype=bool)
+    names = [n or "" for n in rows.column("name").to_pylist()]
+    qualified = [n or "" for n in rows.column("qualified_name").to_pylist()]
     return FragmentVectors(
         key=key,
         files=files,
@@ -358,9 +387,10 @@ def _fragment_vectors(rows: pa.Table, key: tuple, files: str, primary_dims: int,
         has_primary=np.asarray(rows.column("has_vector").to_numpy(zero_copy_only=False), dtype=bool),
         static=static,
         has_static=has_static,
-        names=frozenset(n for n in rows.column("name").to_pylist() if n),
-        qualified_names=frozenset(n for n in rows.column("qualified_name").to_pylist() if n),
+        names=frozenset(n for n in names if n),
+        qualified_names=frozenset(n for n in qualified if n),
         in_degrees=_in_degree_counts(rows.column("reference_ids")),
+        row_names=tuple(zip(names, qualified, strict=True)),
     )
 
 

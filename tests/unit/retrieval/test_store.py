@@ -622,6 +622,19 @@ def test_reading_ahead_builds_each_row_no_read_has_built_once_in_the_version_s_o
     assert store.read_ahead(10) == []
 
 
+def test_reading_ahead_builds_the_name_index_a_fragment_at_a_time(store):
+    for i in range(3):  # a commit each: three fragments
+        store.apply_changes(upserts=[make_chunk(f"c{i}", f"name{i}", f"src/f{i}.ts")], delete_ids=[], vectors={})
+    fragments = store.vector_snapshot().fragments
+    assert len(fragments) == 3 and not any(part.name_rows for part in fragments)
+    store.read_ahead(1)
+    assert [bool(part.name_rows) for part in fragments] == [True, False, False]
+    store.read_ahead(1)
+    store.read_ahead(1)
+    assert all(part.name_rows for part in fragments)
+    assert [c.id for c in store.find_by_names(["NAME2"], Filters(), 10)] == ["c2"]
+
+
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
 def test_maintenance_deletes_texts_no_chunk_uses_once_past_the_retention(store):
     store.apply_changes(upserts=nested_chunks(), delete_ids=[], vectors={})

@@ -281,8 +281,10 @@ class ChunkReader:
         """Up to `limit` chunks of this version that no read has built yet, built now (and cached
         as a search's hits are), in the version's order (a cold index writes the implementation
         before the tests); [] once every row is built or the cache is full. For the searcher's
-        idle time: a question's never-read candidates cost ~50 µs each to build."""
+        idle time: a question's never-read candidates cost ~50 µs each to build. Each call also
+        builds the name index of one fragment (`VectorSnapshot.index_names`)."""
         snapshot = self.vector_snapshot()
+        snapshot.index_names()
         version = self._version()
         with self._ahead_lock:
             if self._ahead is None or self._ahead[0] != version:

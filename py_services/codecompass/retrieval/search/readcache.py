@@ -164,14 +164,20 @@ class FragmentVectors:
 
     def named(self, lowered: Iterable[str]) -> list[int]:
         """This fragment's rows named (or qualified-named) one of `lowered`."""
-        if not self.name_rows:
-            built: dict[str, list[int]] = {}
-            for row, (name, qualified) in enumerate(self.row_names):
-                for key in {name.lower(), qualified.lower()} - {""}:
-                    built.setdefault(key, []).append(row)
-            self.name_rows.append(built)
+        self.index_names()
         index = self.name_rows[0]
         return [row for key in lowered for row in index.get(key, ())]
+
+    def index_names(self) -> bool:
+        """Builds the name index unless it is there (~1.3 ms a thousand rows); whether it built it."""
+        if self.name_rows:
+            return False
+        built: dict[str, list[int]] = {}
+        for row, (name, qualified) in enumerate(self.row_names):
+            for key in {name.lower(), qualified.lower()} - {""}:
+                built.setdefault(key, []).append(row)
+        self.name_rows.append(built)
+        return True
 
 
 @dataclass(frozen=True)
@@ -270,6 +276,13 @@ class VectorSnapshot:
         for part, start in zip(self.fragments, self._starts, strict=False):
             rows += [int(start) + row for row in part.named(lowered)]
         return sorted(set(rows))
+
+    def index_names(self) -> None:
+        """Builds the name index of one fragment that lacks it: a step of idle read-ahead, so
+        that the first name lookup of a version finds them built (29 ms for ws-300k's 22k rows)."""
+        for part in self.fragments:
+            if part.index_names():
+                return
 
     def in_degrees(self, chunk_ids: Sequence[str]) -> dict[str, int]:
         """{chunk id: how many rows of this version reference it} (the reference graph's

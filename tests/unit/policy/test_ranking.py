@@ -210,6 +210,23 @@ def test_an_exact_identifier_nothing_is_named_is_low_confidence_with_the_nearest
     assert nearest_names(["zzqxBlorf"], names, qualified) == ()
 
 
+def test_the_nearest_names_are_difflib_s_close_matches():
+    import difflib
+
+    from codecompass.policy.confidence import NEAREST_NAMES, nearest_names
+
+    rng = random.Random(5)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    parts = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 7))) for _ in range(40)]
+    names = {"".join(rng.choice(parts).title() for _ in range(rng.randint(1, 3))) for _ in range(800)}
+    for _ in range(60):
+        name = rng.choice(sorted(names))
+        i = rng.randrange(len(name))
+        typo = name[:i] + rng.choice(letters) + name[i + 1:]
+        expected = difflib.get_close_matches(typo.lower(), {n.lower(): n for n in names}, n=NEAREST_NAMES, cutoff=0.6)
+        assert [n.lower() for n in nearest_names([typo], frozenset(names), frozenset())] == expected
+
+
 def test_each_vector_channel_is_min_max_scaled_within_itself():
     """MiniLM's cosines and code-static's live on different scales: a static hit at 0.9 is not
     better than a primary hit at 0.6 because of the number. Each channel's best scores 1."""

@@ -172,7 +172,7 @@ class _Vocabulary:
         self.keys = list(self.original)
         lengths = np.array([len(k) for k in self.keys], dtype=np.int64)
         # Each character of every key, as a column of its character, then counted per key.
-        points = np.frombuffer("".join(self.keys).encode("utf-32-le"), dtype=np.uint32)
+        points = np.frombuffer("".join(self.keys).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         alphabet, columns = np.unique(points, return_inverse=True)
         self.columns = {chr(int(c)): i for i, c in enumerate(alphabet)}
         self.counts = np.zeros((len(self.keys), len(alphabet)), dtype=np.int32)

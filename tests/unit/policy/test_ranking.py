@@ -225,6 +225,11 @@ def test_the_nearest_names_are_difflib_s_close_matches():
         typo = name[:i] + rng.choice(letters) + name[i + 1:]
         expected = difflib.get_close_matches(typo.lower(), {n.lower(): n for n in names}, n=NEAREST_NAMES, cutoff=0.6)
         assert [n.lower() for n in nearest_names([typo], frozenset(names), frozenset())] == expected
+    # Any character a name can hold, an unpaired surrogate included, and no names at all.
+    odd = frozenset({"validate", "x\ud800y", "\U0001F680rocket"})
+    assert nearest_names(["valid\ud800ate"], odd, frozenset()) == ("validate",)
+    assert nearest_names(["\U0001F680rockt"], odd, frozenset()) == ("\U0001F680rocket",)
+    assert nearest_names(["validate"], frozenset(), frozenset()) == ()
 
 
 def test_each_vector_channel_is_min_max_scaled_within_itself():

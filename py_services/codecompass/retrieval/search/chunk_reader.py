@@ -381,11 +381,10 @@ class ChunkReader:
         if not where:
             snapshot = self.vector_snapshot()
             ids = [snapshot.ids[row] for row in snapshot.named(lowered)[:limit]]
-            found = self._hit_chunks(ids)
-            return [found[i] for i in ids if i in found]
-        values = ", ".join(sqlf.sql_string(n) for n in lowered)
-        predicate = sqlf.combine(f"(lower(name) IN ({values}) OR lower(qualified_name) IN ({values}))", where)
-        ids = self._scan(predicate, ["id"], limit).column("id").to_pylist()
+        else:
+            values = ", ".join(sqlf.sql_string(n) for n in lowered)
+            predicate = sqlf.combine(f"(lower(name) IN ({values}) OR lower(qualified_name) IN ({values}))", where)
+            ids = self._scan(predicate, ["id"], limit).column("id").to_pylist()
         found = self._hit_chunks(ids)
         return [found[i] for i in ids if i in found]
 

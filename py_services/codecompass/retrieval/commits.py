@@ -56,12 +56,13 @@ def replacing(
     return lance.LanceOperation.Update(removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new)
 
 
-def commit(dataset: lance.LanceDataset, operation: lance.LanceOperation.BaseOperation | None) -> bool:
-    """Commit `operation` on the version `dataset` reads; False when there is none."""
+def commit(dataset: lance.LanceDataset, operation: lance.LanceOperation.BaseOperation | None
+           ) -> lance.LanceDataset | None:
+    """Commit `operation` on the version `dataset` reads: the new version, None when there is no
+    operation."""
     if operation is None:
-        return False
-    lance.LanceDataset.commit(dataset, operation, read_version=dataset.version)
-    return True
+        return None
+    return lance.LanceDataset.commit(dataset, operation, read_version=dataset.version)
 
 
 def commit_replacing(dataset: lance.LanceDataset, filters: Iterable[str],
@@ -69,4 +70,4 @@ def commit_replacing(dataset: lance.LanceDataset, filters: Iterable[str],
     """Add the fragments `new` and delete every row any of `filters` matches, in one commit on
     the version `dataset` reads; False when there was nothing to do."""
     addresses = matching_rows(dataset, filters).column("_rowaddr").to_pylist()
-    return commit(dataset, replacing(dataset, addresses, new))
+    return commit(dataset, replacing(dataset, addresses, new)) is not None

@@ -14,11 +14,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import lancedb
+import pytest
 
 from codecompass.common.chunks import Language
 from codecompass.contracts.analysis.model import FileEntry
 from codecompass.contracts.embedding.model import EmbeddingModel
-from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, IndexIdentity
+from codecompass.retrieval.catalog import Catalog, CatalogEntry, IndexedChunk, IndexIdentity, read_summary
 
 MODEL = EmbeddingModel(provider="fake", model_id="m", model_version="1", dimensions=8)
 
@@ -162,3 +163,36 @@ def test_writes_wait_for_a_maintenance_running_beside_them(tmp_path: Path) -> No
     assert failures == []
     reopened = Catalog.open(lancedb.connect(tmp_path / "index"))
     assert reopened.get("f19.ts").file.mtime_ns == 2_019
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_the_summary_in_memory_is_the_table_s_at_the_same_version(tmp_path: Path) -> None:
+    # A searcher in the writer's process takes it instead of reading the table: it must be what
+    # the table says at that version, through every kind of write.
+    db = lancedb.connect(tmp_path / "index")
+    catalog = Catalog.open(db)
+    reader = db.open_table("catalog")
+
+    def same() -> None:
+        version, summary = catalog.summary()
+        reader.checkout_latest()
+        assert version == reader.version
+        assert summary == read_summary(reader)
+
+    catalog.reset(IndexIdentity(MODEL, "c1"))
+    same()
+    catalog.mark_pending(["a.ts", "b.ts", "c.ts"])
+    same()
+    skipped = CatalogEntry(FileEntry("c.ts", 9, 1, "hash-c", Language.TYPESCRIPT), (), "minified", "one line")
+    catalog.commit([_entry("a.ts", "x", "a1"), skipped], [], complete=False)
+    same()
+    assert catalog.summary()[1].pending == frozenset({"b.ts"}) and catalog.summary()[1].pending_known == frozenset()
+    catalog.set_meta(workspace_id="w1", last_error="boom")
+    catalog.touch([FileEntry("a.ts", 1, 2, "hash-x", Language.TYPESCRIPT)])
+    catalog.commit([_entry("b.ts", "y", "b1")], ["a.ts"], complete=True)
+    same()
+    catalog.maintain(timedelta(0))
+    same()
+    summary = catalog.summary()[1]
+    assert summary.complete and summary.files == 2 and summary.skipped == (("c.ts", "minified", "one line"),)
+    assert Catalog.open(db).summary()[1] == summary

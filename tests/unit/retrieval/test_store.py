@@ -345,6 +345,36 @@ def test_set_vectors_makes_chunks_vector_searchable_and_ignores_deleted(store):
     assert [c.id for c in store.chunks_missing_vectors(10)] == ["b"]
 
 
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
+def test_rows_are_found_by_id_in_indexed_and_unindexed_fragments_alike(store):
+    # Writes find the rows they replace through the id index where it covers them, and by a scan
+    # of the fragments written since: both must give every live row and no deleted one.
+    store.apply_changes(upserts=[make_chunk(f"c{i}", f"name{i}") for i in range(6)], delete_ids=[], vectors={})
+    store.maintain(retention=timedelta(0))
+    assert store.index_status()["id_idx"] == {"indexed": 6, "unindexed": 0}
+    store.set_vectors({"c1": unit(1, 0, 0, 0), "c4": unit(0, 1, 0, 0)})  # indexed rows, rewritten
+    store.apply_changes(upserts=[make_chunk("c1", "renamed", source="function renamed() {}", snippet_hash="h1b")],
+                        delete_ids=["c2"], vectors={}, keep_vectors=["c1"])  # c1 now unindexed, c2 indexed
+    store.set_vectors({"c1": unit(0, 0, 1, 0), "c5": unit(0, 0, 0, 1)})
+    store.apply_changes(upserts=[], delete_ids=["c4"], vectors={})
+    live = store._table.to_lance().to_table(columns=["id", "name", "has_vector"]).to_pylist()
+    assert sorted((r["id"], r["name"], r["has_vector"]) for r in live) == [
+        ("c0", "name0", False), ("c1", "renamed", True), ("c3", "name3", False), ("c5", "name5", True)]
+    assert ids(store.search_vector(unit(0, 0, 1, 0), Filters(), 1)) == ["c1"]
+    assert [s.name for s in store.get_chunks(["c1", "c5"])] == ["renamed", "name5"]
+
+
+def test_set_vectors_rewrites_its_rows_whole_and_keeps_their_other_columns(store):
+    chunk = make_chunk("a", "alpha", source="function alpha() { return 1 }")
+    store.apply_changes(upserts=[chunk, make_chunk("b", "beta")], delete_ids=[], vectors={},
+                        static_vectors={"a": unit(0, 1, 0, 0)} if store.static is not None else None)
+    before = store.get_chunks(["a"])
+    store.set_vectors({"a": unit(1, 0, 0, 0)})
+    assert store.get_chunks(["a"]) == before
+    assert ids(store.search_lexical("alpha", Filters(), 10)) == ["a"]
+    assert [s.has_vector for s in store.get_stored(["a", "b"])] == [True, False]
+
+
 def test_dimension_mismatch_is_a_clear_error_and_writes_nothing(store):
     with pytest.raises(DimensionMismatch, match="3 dimensions but the index was built for 4"):
         store.search_vector(np.ones(3), Filters(), 10)
@@ -476,7 +506,7 @@ def test_int8_vectors_still_find_the_nearest_and_no_ann_index_is_built(store):
     vectors = {f"c{i}": matrix[i] for i in range(600)}
     store.apply_changes(upserts=chunks, delete_ids=[], vectors=vectors)
     store.maintain(retention=timedelta(0))
-    assert set(store.index_status()) == {FTS_INDEX_NAME}, "Lance builds no ANN index on int8 columns"
+    assert set(store.index_status()) == {FTS_INDEX_NAME, "id_idx"}, "Lance builds no ANN index on int8 columns"
     reopened = ChunkWriter.open(store.uri, model=MODEL, chunker_version="c1")
     for i in (0, 17, 599):
         hits = reopened.search_vector(matrix[i], Filters(), 5)

@@ -39,6 +39,7 @@ from codecompass.contracts.retrieval.model import (
     repository_of,
 )
 from codecompass.retrieval import guards
+from codecompass.retrieval.catalog import CatalogSummary
 from codecompass.retrieval.index import layers
 from codecompass.retrieval.index.sync import SyncTuning
 from codecompass.retrieval.index.workspace_writer import IndexCaller, WorkspaceWriter, WriterState
@@ -128,6 +129,13 @@ class IndexWriter:
             ws = self._workspaces.get(key)
         return ws.state() if ws is not None else None
 
+    def catalog_summary(self, key: str) -> tuple[int, CatalogSummary] | None:
+        """(catalog version, summary) of an index this process writes, from memory; None when it
+        writes no such index."""
+        with self._lock:
+            ws = self._workspaces.get(key)
+        return ws.catalog.summary() if ws is not None else None
+
     def attend(self, root: Path, workspace_id: str, key: str) -> None:
         """A searcher in this process reads an index this writer has not opened: open it now,
         so the work a previous process left (vectors still missing, old versions to clean up)
@@ -183,7 +191,7 @@ class IndexWriter:
                 if base is not None:
                     ws.catalog.set_meta(**{layers.BASE_META: base.key, layers.BASE_COMMIT_META: base.commit})
                     if ws.store is not None:
-                        ws.store.build_text_index()
+                        ws.store.build_indexes()
                 self._workspaces[key] = ws
             return ws
 

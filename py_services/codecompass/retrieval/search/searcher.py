@@ -19,9 +19,11 @@ import contextvars
 import dataclasses
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -123,6 +125,8 @@ class LiveWriter(Protocol):
 
     def attend(self, root: Path, workspace_id: str, key: str) -> None: ...
 
+    def catalog_summary(self, key: str) -> tuple[int, CatalogSummary] | None: ...
+
 
 @dataclass(frozen=True)
 class _Target:
@@ -136,8 +140,12 @@ class IndexReader:
     identity the catalog names, both re-read when the writer committed a newer version."""
 
     def __init__(self, key: str, uri: str, storage_options: dict[str, str], refresh_s: float,
-                 mirror: IndexMirror | None = None) -> None:
+                 mirror: IndexMirror | None = None,
+                 local: Callable[[], tuple[int, CatalogSummary] | None] = lambda: None) -> None:
         self.key = key
+        # The summary a writer in this process holds in memory, and the catalog version it is of
+        # (None: this process does not write the index): taken when it is of the version read.
+        self._local = local
         self._stop = threading.Event()
         if mirror is not None:
             # Read the local copy (every query sees its newest manifest); a thread keeps it current.
@@ -184,7 +192,9 @@ class IndexReader:
                 self._catalog.checkout_latest()
             version = self._catalog.version
             if self._summary is None or version != self._summary_version:
-                self._summary, self._summary_version = read_summary(self._catalog), version
+                local = self._local()
+                self._summary = local[1] if local is not None and local[0] == version else read_summary(self._catalog)
+                self._summary_version = version
             summary = self._summary
             identity = summary.identity
             store = self._store
@@ -339,7 +349,9 @@ class IndexSearcher:
         mirror = (IndexMirror(uri, self._options, self._settings.state_dir / "index-cache" / key)
                   if self._settings.retrieval.searcher_cache and mirrorable(uri) else None)
         try:
-            reader = IndexReader(key, uri, self._options, self._refresh_s, mirror)
+            reader = IndexReader(key, uri, self._options, self._refresh_s, mirror,
+                                 local=partial(self._writer.catalog_summary, key) if self._writer is not None
+                                 else lambda: None)
         except FileNotFoundError:  # dropped between the check and the open
             return None
         except (OSError, RuntimeError) as exc:

@@ -155,7 +155,7 @@ def test_a_new_version_reads_only_the_fragments_a_commit_changed_and_equals_a_fu
     writer.apply_changes(upserts=[make_chunk("f1c0", "renamed", "src/f1.ts")], delete_ids=["f2c2"],
                          vectors={"f1c0": unit(0, 0, 0, 1)})  # f1c0 no longer calls f0c0
     second = snapshot(first)
-    assert len(reads) < 4  # f0 and f3 (at least) were not read again
+    assert len(reads) == 1  # the new fragment alone: f1 and f2 only lost rows, f0 and f3 nothing
     monkeypatch.setattr(readcache, "_fragment_vectors", real)
     full = snapshot(None)
     # The chunk columns too: the new fragments' were read with their vectors, the rest kept, so a
@@ -190,3 +190,21 @@ def test_a_new_version_reads_only_the_fragments_a_commit_changed_and_equals_a_fu
     assert compacted.ids == snapshot(None).ids
     assert compacted.rows.parts is not None  # a dozen rows: read with the vectors
     assert compacted.rows.take(list(range(len(compacted.ids)))).column("id").to_pylist() == list(compacted.ids)
+
+
+def test_a_fragment_that_only_lost_rows_is_derived_and_one_that_gained_rows_is_not() -> None:
+    refs = pa.array([["t"], ["t", "u"], [], ["u"]], pa.list_(pa.string()))
+    part = FragmentVectors(key=("k",), files="f", ids=("a", "b", "c", "d"), primary=np.eye(4, dtype=np.float32),
+                           has_primary=np.ones(4, dtype=bool), static=None, has_static=None,
+                           names=frozenset("abcd"), qualified_names=frozenset(), in_degrees={"t": 2, "u": 2},
+                           row_names=(("a", ""), ("b", ""), ("c", ""), ("d", "")),
+                           offsets=np.array([0, 2, 3, 5], dtype=np.uint32), references=refs)
+    derived = part.without(("k2",), np.array([0, 3, 5], dtype=np.uint32))
+    assert derived is not None
+    smaller, kept = derived
+    assert kept.tolist() == [True, False, True, True]
+    assert smaller.ids == ("a", "c", "d") and smaller.names == frozenset("acd") and smaller.key == ("k2",)
+    assert smaller.in_degrees == {"t": 1, "u": 1}
+    np.testing.assert_array_equal(smaller.primary, np.eye(4, dtype=np.float32)[[0, 2, 3]])
+    # A version restored from before a deletion holds a row this one lost: read again, not derived.
+    assert smaller.without(("k3",), np.array([0, 2, 3], dtype=np.uint32)) is None

@@ -157,10 +157,43 @@ class FragmentVectors:
     in_degrees: dict[str, int]
     # Each row's name and qualified name, in order: the name lookup's rows (`named`).
     row_names: tuple[tuple[str, str], ...] = ()
+    # Each row's place in the data files (its row address's lower half) and the ids it references:
+    # what a later version that only deleted rows of the fragment is derived from (`without`).
+    offsets: np.ndarray | None = None
+    references: pa.Array | None = None
     # Holds {lowercased name or qualified name: its rows} once a lookup first needs it, shared
     # by every version that keeps the fragment (`dataclasses.replace` keeps the list): built
     # whole, then put in, so a search beside the building one never reads half of it.
     name_rows: list[dict[str, list[int]]] = field(default_factory=list, repr=False, compare=False)
+
+    def without(self, key: tuple, live: np.ndarray) -> tuple[FragmentVectors, np.ndarray] | None:
+        """This fragment at a version whose deletion file is `key`'s and whose live rows are at the
+        offsets `live` (ascending), and the mask of its rows kept; None when that is not a subset
+        of its rows (a version restored from before a deletion). An edit deletes a few rows of a
+        fragment: they are dropped here rather than the fragment read again, which on a settled
+        index (one fragment of every row) read the whole table after every edit."""
+        if self.offsets is None or self.references is None:
+            return None
+        kept = np.isin(self.offsets, live, assume_unique=True)
+        if int(kept.sum()) != len(live):
+            return None
+        in_degrees = dict(self.in_degrees)
+        for target, count in _in_degree_counts(self.references.filter(pa.array(~kept))).items():
+            if (left := in_degrees[target] - count) > 0:
+                in_degrees[target] = left
+            else:
+                del in_degrees[target]
+        rows = np.flatnonzero(kept)
+        row_names = tuple(self.row_names[row] for row in rows)
+        return dataclasses.replace(
+            self, key=key, ids=tuple(self.ids[row] for row in rows), primary=self.primary[kept],
+            has_primary=self.has_primary[kept],
+            static=self.static[kept] if self.static is not None else None,
+            has_static=self.has_static[kept] if self.has_static is not None else None,
+            names=frozenset(name for name, _ in row_names if name),
+            qualified_names=frozenset(qualified for _, qualified in row_names if qualified),
+            in_degrees=in_degrees, row_names=row_names, offsets=self.offsets[kept],
+            references=self.references.filter(pa.array(kept)), name_rows=[]), kept
 
     def named(self, lowered: Iterable[str]) -> list[int]:
         """This fragment's rows named (or qualified-named) one of `lowered`."""
@@ -211,12 +244,15 @@ class VectorSnapshot:
             columns += [STATIC_FLAG_COLUMN, STATIC_VECTOR_COLUMN]
         # `previous` is the same reader's, so of the same models: only the fragments can differ.
         known = {part.key: part for part in previous.fragments} if previous is not None else {}
+        # A fragment whose data files the last version held too has only lost rows since.
+        by_files = {part.files: part for part in previous.fragments} if previous is not None else {}
         fragments = [(fragment, fragment_key(fragment)) for fragment in dataset.get_fragments()]
         # The chunk columns of the fragments the last version held, when it has them in memory:
         # the new fragments' are then read here, with their vectors, if they are few.
         known_rows = dict(zip((part.key for part in previous.fragments), previous.rows.parts or (),
                               strict=False)) if previous is not None and previous.rows.parts is not None else {}
-        unseen = [fragment for fragment, key in fragments if key not in known_rows]
+        unseen = [fragment for fragment, key in fragments
+                  if key not in known_rows and fragment_files(fragment) not in by_files]
         rows_too = bool(known_rows) and sum(f.count_rows() for f in unseen) <= ROWS_READ_AT_ONCE
         parts, row_parts = [], []
         for fragment, key in fragments:
@@ -224,9 +260,17 @@ class VectorSnapshot:
                 parts.append(known[key])
                 row_parts.append(known_rows.get(key))
                 continue
+            files = fragment_files(fragment)
+            if (same := by_files.get(files)) is not None and (derived := same.without(key, _live_offsets(
+                    fragment.to_table(columns=[], with_row_address=True)))) is not None:
+                part, kept = derived
+                parts.append(part)
+                rows = known_rows.get(same.key)
+                row_parts.append(rows.filter(pa.array(kept)) if rows is not None else None)
+                continue
             read = fragment.to_table(columns=columns + [c for c in row_columns if c not in columns] if rows_too
-                                     else columns)
-            parts.append(_fragment_vectors(read, key, fragment_files(fragment), primary_dims, static_dims))
+                                     else columns, with_row_address=True)
+            parts.append(_fragment_vectors(read, key, files, primary_dims, static_dims))
             row_parts.append(read.select(list(row_columns)).combine_chunks() if rows_too else None)
 
         def joined(arrays: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
@@ -392,6 +436,7 @@ def _fragment_vectors(rows: pa.Table, key: tuple, files: str, primary_dims: int,
         has_static = np.asarray(rows.column(STATIC_FLAG_COLUMN).to_numpy(zero_copy_only=False), dtype=bool)
     names = [n or "" for n in rows.column("name").to_pylist()]
     qualified = [n or "" for n in rows.column("qualified_name").to_pylist()]
+    references = rows.column("reference_ids").combine_chunks()
     return FragmentVectors(
         key=key,
         files=files,
@@ -402,9 +447,16 @@ def _fragment_vectors(rows: pa.Table, key: tuple, files: str, primary_dims: int,
         has_static=has_static,
         names=frozenset(n for n in names if n),
         qualified_names=frozenset(n for n in qualified if n),
-        in_degrees=_in_degree_counts(rows.column("reference_ids")),
+        in_degrees=_in_degree_counts(references),
         row_names=tuple(zip(names, qualified, strict=True)),
+        offsets=_live_offsets(rows),
+        references=references,
     )
+
+
+def _live_offsets(rows: pa.Table) -> np.ndarray:
+    """The place of each of a fragment's rows in its data files, from their row addresses."""
+    return (rows.column("_rowaddr").to_numpy() & 0xFFFF_FFFF).astype(np.uint32)
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:

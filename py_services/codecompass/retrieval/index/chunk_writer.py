@@ -442,13 +442,10 @@ class ChunkWriter(ChunkReader):
         built, enough rows are unindexed that exhaustive matching over them costs more than
         an index update (see MAX_UNINDEXED_ROWS).
         Cheap (index statistics and row counts, a few ms): callers may ask after every sync."""
-        has_fts = False
-        for name, status in self.index_status().items():
-            if name == FTS_INDEX_NAME:
-                has_fts = True
-                if status["unindexed"] > MAX_UNINDEXED_ROWS:
-                    return True
-        return not has_fts and self._table.count_rows() > 0
+        stats = self._table.index_stats(FTS_INDEX_NAME)
+        if stats is not None:
+            return stats.num_unindexed_rows > MAX_UNINDEXED_ROWS
+        return self._table.count_rows() > 0
 
     def maintain(self, *, retention: timedelta = DEFAULT_VERSION_RETENTION, settle: bool = False) -> None:
         """Build missing indexes, index unindexed rows (a new segment of each index, merged

@@ -393,8 +393,12 @@ class WorkspaceWriter:
             due = self._syncs_since_maintain >= self._settings.retrieval.compact_every_n_syncs
             # A finished cold index leaves one version per flush and the files they wrote.
             cold_done = not was_complete and self.catalog.complete
-            if due or cold_done or (store is not None and store.needs_maintenance()):
+            if due or cold_done:
                 self._maintain_in_background()
+            elif store is not None:
+                # Asked in the maintainer's thread: the index statistics take ~2 ms that the Sync
+                # caller (a search waiting for an edit) need not wait for.
+                self._maintain_in_background(when_needed=True)
             if stats.chunks_upserted > stats.embeddings_reused + stats.chunks_embedded:
                 self.embedder.ensure_running()
         return stats
@@ -625,17 +629,22 @@ class WorkspaceWriter:
         if dropped:
             _log.info("dropped retired index tables of %s: %s", self.root, ", ".join(dropped))
 
-    def _maintain_in_background(self) -> None:
+    def _maintain_in_background(self, *, when_needed: bool = False) -> None:
         """Compaction can take a while on a big table; the search whose sync triggered it
-        should not wait for it (later syncs only wait for the write lock)."""
+        should not wait for it (later syncs only wait for the write lock). `when_needed`: only
+        if the store says it is due (`ChunkWriter.needs_maintenance`)."""
         with self._jobs_lock:
             if self._maintainer is not None and self._maintainer.is_alive():
                 return
-            self._maintainer = threading.Thread(target=self._maintain_logged, name=f"maintain-{self.key[:8]}")
+            self._maintainer = threading.Thread(target=self._maintain_logged, args=(when_needed,),
+                                                name=f"maintain-{self.key[:8]}")
             self._maintainer.start()
 
-    def _maintain_logged(self) -> None:
+    def _maintain_logged(self, when_needed: bool = False) -> None:
         try:
+            store = self._store
+            if when_needed and (store is None or not store.needs_maintenance()):
+                return
             self.maintain()
         except Exception:  # noqa: BLE001 - compaction is an optimisation; a failure must not
             # take the workspace down, and the next scheduled run retries it.

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import time
 
+import lancedb
 import pytest
 from tests.unit.retrieval.sync_harness import Harness, _func, _seed, _wait_ready, chunk_id, parse_functions
 
 from codecompass.contracts.retrieval.model import IndexingStatus, IndexPhase, ResultCompleteness
 from codecompass.retrieval import catalog as catalog_module
+from codecompass.retrieval.catalog import read_summary
+from codecompass.retrieval.index.chunk_writer import ChunkWriter
 from codecompass.retrieval.index.sync import SyncInterrupted, SyncTuning
 from codecompass.retrieval.search.searcher import IndexReader
 
@@ -212,6 +215,34 @@ def test_crash_between_table_write_and_catalog_commit_neither_loses_nor_duplicat
     rows = harness.all_rows()
     assert len(rows) == len(set(rows))
     assert sorted(rows) == sorted([*clean, chunk_id("src/new.ts", "fresh")])
+    assert harness.engine.writer.workspace(str(harness.root)).catalog.pending() == frozenset()
+
+
+def test_no_row_is_written_before_its_file_s_pending_mark_is_committed(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Crash safety's first rule (catalog.py): a write waits for its files' marks however slowly
+    # they commit, or a crash in between would leave rows no catalog knows of.
+    _seed(harness)
+    harness.index()
+    harness.write("src/util/strings.ts", _func("slugify") + _func("truncate"))
+    mark_pending = catalog_module.Catalog.mark_pending
+
+    def slow(self, paths) -> None:
+        time.sleep(0.3)
+        mark_pending(self, paths)
+
+    seen: list[frozenset[str]] = []
+    apply_changes = ChunkWriter.apply_changes
+
+    def observed(self, **kwargs):
+        seen.append(read_summary(lancedb.connect(self.uri).open_table("catalog")).pending)
+        return apply_changes(self, **kwargs)
+
+    monkeypatch.setattr(catalog_module.Catalog, "mark_pending", slow)
+    monkeypatch.setattr(ChunkWriter, "apply_changes", observed)
+    assert harness.sync().stats.chunks_upserted == 2
+    assert seen == [frozenset({"src/util/strings.ts"})]
     assert harness.engine.writer.workspace(str(harness.root)).catalog.pending() == frozenset()
 
 

@@ -16,6 +16,7 @@ from codecompass.retrieval.search.hybrid import (
     SKIP_EMBEDDING_UNAVAILABLE,
     SKIP_NO_VECTORS,
     hybrid_search,
+    shared_ranks,
 )
 
 MODEL = EmbeddingModel("local", "test-model", "1", 4)
@@ -363,3 +364,29 @@ def test_identifier_used_but_not_defined_keeps_a_semantic_share(store):
     assert outcome.semantic_skipped_reason is None
     assert outcome.semantic_ratio_used == pytest.approx(0.25)
     assert outcome.results[0].chunk.id == "cfg"
+
+
+def test_equal_scores_share_the_better_rank():
+    assert shared_ranks([0.9, 0.6, 0.6, 0.3]) == [1, 2, 2, 4]
+    assert shared_ranks([0.3, 0.6, 0.9, 0.6]) == [4, 2, 1, 2]
+    assert shared_ranks([]) == []
+
+
+@pytest.mark.parametrize("policy", [None, FUSION_ONLY])
+def test_the_same_code_in_two_files_ranks_the_same_whichever_was_written_first(tmp_path, policy):
+    # A monorepo's packages repeat a file; the full-text engine returns equal scores in whatever
+    # order it meets them, and an answer must not depend on that order.
+    twins = [make_chunk(name, "pollQueue", "function pollQueue(queue) { drain the queue }")
+             for name in ("twin-a", "twin-b")]
+    answers = []
+    for written in (twins, twins[::-1]):
+        s = ChunkWriter.open(str(tmp_path / f"index-{written[0].id}"), model=MODEL, chunker_version="c1")
+        s.apply_changes(upserts=[*written, make_chunk("other", "flushQueue", "function flushQueue() { queue }")],
+                        delete_ids=[], vectors={c.id: LOGIN for c in written})
+        outcome = hybrid_search(s, "drain the queue", query_vector=LOGIN, filters=Filters(), limit=5,
+                                semantic_ratio=0.5, **({"policy": policy} if policy else {}))
+        twin_results = [r for r in outcome.results if r.chunk.id.startswith("twin")]
+        assert twin_results[0].lexical_rank == twin_results[1].lexical_rank == 1
+        assert twin_results[0].semantic_rank == twin_results[1].semantic_rank == 1
+        answers.append([(r.chunk.id, r.score, r.lexical_rank, r.semantic_rank) for r in outcome.results])
+    assert answers[0] == answers[1]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -164,7 +164,7 @@ def hybrid_search(
             candidates += [
                 Candidate(h.chunk, cosine=h.score, semantic_rank=i, vector_channel=name)
                 for name, hits in found
-                for i, h in enumerate(hits, start=1)
+                for h, i in zip(hits, shared_ranks([h.score for h in hits]), strict=True)
             ]
     else:
         for _, future in speculative:
@@ -214,7 +214,8 @@ def lexical_candidates(store: ChunkReader, shape: QueryShape, query: str, filter
     """The full-text, name and path channels' candidates: no query vector needed."""
     candidates: list[Candidate] = []
     lexical = store.search_lexical(shape.lexical_text or query, filters, pool)
-    candidates += [Candidate(h.chunk, bm25=h.score, lexical_rank=i) for i, h in enumerate(lexical, start=1)]
+    candidates += [Candidate(h.chunk, bm25=h.score, lexical_rank=i)
+                   for h, i in zip(lexical, shared_ranks([h.score for h in lexical]), strict=True)]
     has_definition = False
     missing: tuple[str, ...] = ()
     if shape.identifiers:
@@ -225,6 +226,20 @@ def lexical_candidates(store: ChunkReader, shape: QueryShape, query: str, filter
     if shape.path:
         candidates += [Candidate(c, path_match=True) for c in store.find_by_path(shape.path, filters, pool)]
     return LexicalCandidates(tuple(candidates), bool(lexical), has_definition, missing)
+
+
+def shared_ranks(scores: Sequence[float]) -> list[int]:
+    """1-based ranks of a channel's hits, best score first, where equal scores share the better
+    rank. Among equal scores a channel's order is its engine's accident: LanceDB's full-text
+    search returned the same file of two packages of a monorepo (equal BM25) in one order or the
+    other from one moment to the next, and the learned ranker, reading the rank, put either first.
+    Equal evidence now gives equal features, and `ranking._order` breaks the tie by id."""
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    ranks = [0] * len(scores)
+    for position, i in enumerate(order, start=1):
+        previous = order[position - 2] if position > 1 else None
+        ranks[i] = ranks[previous] if previous is not None and scores[previous] == scores[i] else position
+    return ranks
 
 
 def channel_pool(limit: int, candidate_pool: int) -> int:

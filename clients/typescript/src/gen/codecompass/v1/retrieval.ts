@@ -964,9 +964,9 @@ export interface SearchResult {
   vectorSimilarity: number;
   /** Which channel found it. */
   provenance: Provenance;
-  /** 1-based rank in the lexical channel; 0 when absent. */
+  /** 1-based rank in the lexical channel (equal scores share the better rank); 0 when absent. */
   lexicalRank: number;
-  /** 1-based rank in the semantic channel; 0 when absent. */
+  /** 1-based rank in the semantic channel (equal scores share the better rank); 0 when absent. */
   semanticRank: number;
   /** Fused channel score before the ranking policy, in [0, 1]. */
   fusionScore: number;

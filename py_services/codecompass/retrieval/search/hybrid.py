@@ -234,12 +234,10 @@ def shared_ranks(scores: Sequence[float]) -> list[int]:
     search returned the same file of two packages of a monorepo (equal BM25) in one order or the
     other from one moment to the next, and the learned ranker, reading the rank, put either first.
     Equal evidence now gives equal features, and `ranking._order` breaks the tie by id."""
-    order = sorted(range(len(scores)), key=lambda i: -scores[i])
-    ranks = [0] * len(scores)
-    for position, i in enumerate(order, start=1):
-        previous = order[position - 2] if position > 1 else None
-        ranks[i] = ranks[previous] if previous is not None and scores[previous] == scores[i] else position
-    return ranks
+    first: dict[float, int] = {}
+    for position, score in enumerate(sorted(scores, reverse=True), start=1):
+        first.setdefault(score, position)
+    return [first[score] for score in scores]
 
 
 def channel_pool(limit: int, candidate_pool: int) -> int:

@@ -1,5 +1,6 @@
 """ChunkReader and ChunkWriter against a real embedded LanceDB in a temp directory."""
 
+import random
 import threading
 from dataclasses import replace
 from datetime import timedelta
@@ -328,6 +329,26 @@ def test_vector_search_is_cosine_and_skips_rows_without_vectors(store):
     assert ids(hits) == ["near", "far"]
     assert hits[0].score == pytest.approx(float(unit(1, 0.1, 0, 0)[0]), abs=1e-3)  # int8 storage
     assert hits[1].score == pytest.approx(0.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("copies", [5, 14])  # a run within the slack read past the cut, and one beyond it
+def test_a_cut_inside_equal_scores_keeps_the_same_hits_whatever_the_order_written(tmp_path, copies):
+    # A file repeated across a monorepo's packages: every copy scores the same in both channels,
+    # and a cut through them must keep the same copies (the least ids) however they were written.
+    twins = [make_chunk(f"dup-{i:02d}", "pollQueue", source="function pollQueue(queue) { drain(queue) }")
+             for i in range(copies)]
+    other = make_chunk("other", "flushQueue", source="function flushQueue() { return 1 }")
+    shuffled = twins[:]
+    random.Random(7).shuffle(shuffled)
+    answers = []
+    for name, written in (("forward", twins), ("reversed", twins[::-1]), ("shuffled", shuffled)):
+        s = ChunkWriter.open(str(tmp_path / name), model=MODEL, chunker_version="c1")
+        half = len(written) // 2  # two commits: two fragments, rows in another order again
+        for part in (written[:half], [*written[half:], other]):
+            s.apply_changes(upserts=part, delete_ids=[], vectors={c.id: unit(1, 0.2, 0, 0) for c in part})
+        answers.append((ids(s.search_lexical("drain the poll queue", Filters(), 3)),
+                        ids(s.search_vector(unit(1, 0.2, 0, 0), Filters(), 3))))
+    assert answers == [(["dup-00", "dup-01", "dup-02"], ["dup-00", "dup-01", "dup-02"])] * 3
 
 
 def test_set_vectors_makes_chunks_vector_searchable_and_ignores_deleted(store):

@@ -41,6 +41,10 @@ from codecompass.retrieval.search.readcache import DatasetView, VectorSnapshot
 
 # Keeps `IN (...)` predicates to a size DataFusion plans quickly.
 _ID_BATCH = 1_000
+# Full-text hits read past a search's cut, so that a run of equal scores across the cut is seen
+# whole (see `search_lexical`); such a run is read up to this many times the cut, no further.
+_TIE_SLACK = 8
+_TIE_READ_CAP = 4
 # Chunks a reader keeps built between searches, across table versions (by row), and what the
 # searcher reads ahead while idle (searcher.ReadAhead). All of ws-300k's 22k chunks took ~200 MiB
 # with their source texts (measured 2026-12-01); a larger workspace keeps 32k of them. Building a
@@ -366,10 +370,23 @@ class ChunkReader:
         # Through the Lance dataset, as `_scan` reads: the same BM25, filter and unindexed rows as
         # LanceDB's FTS query (compared on ws-300k, scores equal), without its builder's ~5 ms of
         # schema fetches through its event loop per search.
-        rows = self._chunk_rows.dataset().to_table(
-            columns=["id", "_score"], full_text_query={"query": text, "columns": [FTS_COLUMN]},
-            filter=sqlf.to_sql(filters) or None, prefilter=True, limit=limit)
-        return self._scored(rows, "_score", float)
+        dataset, where = self._chunk_rows.dataset(), sqlf.to_sql(filters) or None
+        # The engine returns equal scores (a file repeated across a monorepo's packages) in
+        # whichever order it meets them, so a cut inside such a run would keep either copy from
+        # one search to the next. Read past the cut until the run ends (or the cap), then cut by
+        # (score, id): the same hits every time.
+        wanted = limit + _TIE_SLACK
+        while True:
+            rows = dataset.to_table(
+                columns=["id", "_score"], full_text_query={"query": text, "columns": [FTS_COLUMN]},
+                filter=where, prefilter=True, limit=wanted)
+            rows = rows.sort_by([("_score", "descending"), ("id", "ascending")])
+            scores = rows.column("_score")
+            if (rows.num_rows < wanted or wanted >= limit * _TIE_READ_CAP
+                    or scores[wanted - 1].as_py() < scores[limit - 1].as_py()):
+                break
+            wanted *= 2
+        return self._scored(rows.slice(0, limit), "_score", float)
 
     def find_by_names(self, names: Sequence[str], filters: Filters, limit: int) -> list[Chunk]:
         """Chunks whose name or qualified name equals one of `names`, ignoring case, in the

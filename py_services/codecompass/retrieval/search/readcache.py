@@ -368,9 +368,17 @@ class VectorSnapshot:
         # The whole products, then the rows wanted: selecting rows first copies the matrices (~8x slower).
         products = [matrix @ query for matrix in self._matrices(static)]
         scores = np.concatenate(products)[rows] if products else np.zeros(0, dtype=np.float32)
-        top = np.argpartition(-scores, limit - 1)[:limit] if len(rows) > limit else np.arange(len(rows))
-        top = top[np.lexsort((rows[top], -scores[top]))]
-        return [(int(rows[i]), float(scores[i])) for i in top]
+        if len(rows) > limit:
+            # Every row scoring at least the limit-th best: identical texts (a file repeated
+            # across a monorepo's packages) have equal cosines, and the cut below keeps the same
+            # ones of such a run whatever the rows' order in this version.
+            kth = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+            top = np.flatnonzero(scores >= kth)
+        else:
+            top = np.arange(len(rows))
+        ids = self.ids
+        best = sorted(top.tolist(), key=lambda i: (-scores[i], ids[rows[i]]))[:limit]
+        return [(int(rows[i]), float(scores[i])) for i in best]
 
     def cosines(self, positions: list[int], query: np.ndarray, static: bool) -> list[float | None]:
         """Each row's cosine to the unit vector `query`, None where the row has no such vector."""

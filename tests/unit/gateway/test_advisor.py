@@ -37,3 +37,15 @@ def test_size_buckets_and_language_mix(tmp_path: Path) -> None:
     (tmp_path / "node_modules" / "e.py").write_text("x")
     assert advisor.ts_js_share(tmp_path) == 0.75
     assert "language_mix_other" in advisor.advise(10, advisor.ts_js_share(tmp_path), 250.0, LOCAL).reasons
+
+
+def test_a_folders_language_mix_is_walked_once_a_while(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "a.ts").write_text("x")
+    clock = [1000.0]
+    monkeypatch.setattr(advisor.time, "monotonic", lambda: clock[0])
+    assert advisor.ts_js_share(tmp_path) == 1.0
+    (tmp_path / "b.py").write_text("x")
+    clock[0] += advisor.SHARE_TTL_S - 1
+    assert advisor.ts_js_share(tmp_path) == 1.0  # reused: index_status does not walk the tree each call
+    clock[0] += 2
+    assert advisor.ts_js_share(tmp_path) == 0.5

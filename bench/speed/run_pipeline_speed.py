@@ -282,7 +282,11 @@ def main(argv: list[str] | None = None) -> int:
             base = dataclasses.replace(load_settings(), retrieval_addr=stack.retrieval.address,
                                        rerank_addr=extra[0].address, selection_addr=extra[1].address)
             local = Pipeline(base)
-            llm = Pipeline(dataclasses.replace(base, rerank_addr=llm_rerank.address))
+            # A deployment with an LLM reranker opens its privacy gates in the one configuration
+            # every process reads; the gateway reads them too, and behind closed gates it answers
+            # "blocked" without calling the service (so the LLM row measured nothing until 12-03).
+            llm = Pipeline(dataclasses.replace(base, rerank_addr=llm_rerank.address, rerank=dataclasses.replace(
+                base.rerank, external_provider_enabled=True, allow_code_payload_to_external=True)))
             pipelines = {LOCAL_CONFIG: local, HUBS_CONFIG: local, LLM_CONFIG: llm}
 
             def script_llm() -> None:

@@ -829,6 +829,29 @@ def test_a_reader_sees_a_commit_after_checkout_not_its_cached_chunks(tmp_path):
     assert reader.get_chunks(["a"])[0].full_source == "function alpha() { two }"
 
 
+def test_a_reader_moves_its_tables_only_when_a_newer_version_was_committed(tmp_path, monkeypatch):
+    uri = str(tmp_path / "index")
+    writer = ChunkWriter.open(uri, model=MODEL, chunker_version="c1")
+    writer.apply_changes(upserts=[make_chunk("a", "alpha", source="function alpha() { one }")], delete_ids=[],
+                         vectors={"a": unit(1, 0, 0, 0)})
+    reader = ChunkReader.attach(lancedb.connect(uri), uri, model=MODEL, chunker_version="c1")
+    assert reader is not None
+    moved: list[str] = []
+    for table in (reader._table, reader._sources):
+        real = table.checkout_latest
+        monkeypatch.setattr(table, "checkout_latest", lambda real=real, name=table.name: (moved.append(name), real()))
+    # Nothing new: a search's check reads no table again (each hop is ~0.3-1 ms through LanceDB's loop).
+    for _ in range(3):
+        reader.checkout_latest()
+    assert moved == []
+    writer.apply_changes(upserts=[make_chunk("a", "alpha", source="function alpha() { two }")], delete_ids=[],
+                         vectors={"a": unit(1, 0, 0, 0)})
+    reader.checkout_latest()
+    assert len(moved) == 2
+    assert reader.get_chunks(["a"])[0].full_source == "function alpha() { two }"
+    reader.checkout_latest()
+    assert len(moved) == 2
+
 def _fragments(store: ChunkWriter) -> list[tuple[int, int]]:
     """(fragment id, live rows) of the chunk table as it is now."""
     return [(f.fragment_id, f.count_rows()) for f in store._table.to_lance().get_fragments()]

@@ -68,6 +68,12 @@ class DatasetView:
                 self._opened = (version, self._opened[1].checkout_version(version))
             return self._opened[1]
 
+    def latest_version(self) -> int:
+        """The newest committed version of the table, listed by the dataset already open (~10 µs
+        on a local disk, one listing on an object store), not by a reload of the table through
+        LanceDB's event loop."""
+        return self.dataset().latest_version
+
     def scan(self, where: str | None, columns: list[str], limit: int | None = None) -> pa.Table:
         """The `columns` of every row matching `where` (all rows: None), at most `limit`."""
         return self.dataset().to_table(columns=columns, filter=where or None, limit=limit)

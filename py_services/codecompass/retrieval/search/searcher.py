@@ -166,6 +166,10 @@ class IndexReader:
             self.close()
             raise FileNotFoundError(uri)
         self._catalog = table
+        # The catalog's newest version is listed through its dataset (µs; see
+        # ChunkReader.checkout_latest), and the table moved only when that differs.
+        self._catalog_data = table.to_lance()
+        self._catalog_version = table.version
         self._lock = threading.Lock()
         self._summary: CatalogSummary | None = None
         self._summary_version = -1
@@ -190,8 +194,10 @@ class IndexReader:
             refresh = now - self._checked >= self._refresh_s
             if refresh:
                 self._checked = now
-                self._catalog.checkout_latest()
-            version = self._catalog.version
+                if self._catalog_data.latest_version != self._catalog_version:
+                    self._catalog.checkout_latest()
+                    self._catalog_version = self._catalog.version
+            version = self._catalog_version
             if self._summary is None or version != self._summary_version:
                 local = self._local()
                 self._summary = local[1] if local is not None and local[0] == version else read_summary(self._catalog)

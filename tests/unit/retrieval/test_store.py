@@ -813,16 +813,25 @@ def test_hits_are_the_rows_they_name_after_deletes_and_rewrites(store):
     assert ids(lexical) == ["c4"] and lexical[0].chunk.full_source == "function sym4() { rewritten }"
 
 
-def test_a_reader_sees_a_commit_after_checkout_not_its_cached_chunks(tmp_path):
+def _alpha_index(tmp_path) -> tuple[ChunkWriter, ChunkReader]:
+    """An index of one chunk, `alpha` (body `one`), and a reader of it apart from its writer."""
     uri = str(tmp_path / "index")
     writer = ChunkWriter.open(uri, model=MODEL, chunker_version="c1")
-    writer.apply_changes(upserts=[make_chunk("a", "alpha", source="function alpha() { one }")], delete_ids=[],
-                         vectors={"a": unit(1, 0, 0, 0)})
+    _write_alpha(writer, "one")
     reader = ChunkReader.attach(lancedb.connect(uri), uri, model=MODEL, chunker_version="c1")
     assert reader is not None
-    assert reader.search_vector(unit(1, 0, 0, 0), Filters(), 1)[0].chunk.full_source == "function alpha() { one }"
-    writer.apply_changes(upserts=[make_chunk("a", "alpha", source="function alpha() { two }")], delete_ids=[],
+    return writer, reader
+
+
+def _write_alpha(writer: ChunkWriter, body: str) -> None:
+    writer.apply_changes(upserts=[make_chunk("a", "alpha", source=f"function alpha() {{ {body} }}")], delete_ids=[],
                          vectors={"a": unit(1, 0, 0, 0)})
+
+
+def test_a_reader_sees_a_commit_after_checkout_not_its_cached_chunks(tmp_path):
+    writer, reader = _alpha_index(tmp_path)
+    assert reader.search_vector(unit(1, 0, 0, 0), Filters(), 1)[0].chunk.full_source == "function alpha() { one }"
+    _write_alpha(writer, "two")
     assert reader.search_vector(unit(1, 0, 0, 0), Filters(), 1)[0].chunk.full_source == "function alpha() { one }"
     reader.checkout_latest()
     assert reader.search_vector(unit(1, 0, 0, 0), Filters(), 1)[0].chunk.full_source == "function alpha() { two }"
@@ -830,12 +839,7 @@ def test_a_reader_sees_a_commit_after_checkout_not_its_cached_chunks(tmp_path):
 
 
 def test_a_reader_moves_its_tables_only_when_a_newer_version_was_committed(tmp_path, monkeypatch):
-    uri = str(tmp_path / "index")
-    writer = ChunkWriter.open(uri, model=MODEL, chunker_version="c1")
-    writer.apply_changes(upserts=[make_chunk("a", "alpha", source="function alpha() { one }")], delete_ids=[],
-                         vectors={"a": unit(1, 0, 0, 0)})
-    reader = ChunkReader.attach(lancedb.connect(uri), uri, model=MODEL, chunker_version="c1")
-    assert reader is not None
+    writer, reader = _alpha_index(tmp_path)
     moved: list[str] = []
     for table in (reader._table, reader._sources):
         real = table.checkout_latest
@@ -844,13 +848,13 @@ def test_a_reader_moves_its_tables_only_when_a_newer_version_was_committed(tmp_p
     for _ in range(3):
         reader.checkout_latest()
     assert moved == []
-    writer.apply_changes(upserts=[make_chunk("a", "alpha", source="function alpha() { two }")], delete_ids=[],
-                         vectors={"a": unit(1, 0, 0, 0)})
+    _write_alpha(writer, "two")
     reader.checkout_latest()
     assert len(moved) == 2
     assert reader.get_chunks(["a"])[0].full_source == "function alpha() { two }"
     reader.checkout_latest()
     assert len(moved) == 2
+
 
 def _fragments(store: ChunkWriter) -> list[tuple[int, int]]:
     """(fragment id, live rows) of the chunk table as it is now."""

@@ -67,6 +67,16 @@ MERGE_MIN_COVER = 0.9
 # from stored text cannot know (the rendering is dedented: fewer tokens than the stored text); a
 # merged parent or card needs its children, which are of its file.
 REACH_BUDGET_SHARE = 1.5
+# An answer is read from its start, and a reader may stop before its end: an agent that asked
+# for 8,000 tokens reads the first results first. A merged parent or a card is charged whole where
+# it stands, so one that holds its best child's place can push the list's next results past where
+# such a reader stops (a 1,400-token file module first, where the list showed three of its
+# symbols and another file's in 500). So the answer must beat its list read to the whole budget
+# and to each quarter of the depth before, down to the smallest answer worth reading (500 tokens,
+# half the low-confidence budget): composing is given up, for the list, when it loses at any of
+# them.
+READING_DEPTH_STEP = 4
+READING_DEPTH_MIN = 500
 
 
 @dataclass(frozen=True)
@@ -171,13 +181,31 @@ def gate(relevances: Sequence[float], min_relevance: float, max_tokens: int,
     return Gate(verdict, tuple(kept), max_tokens)
 
 
-def beats_list(answer_scores: Sequence[float], list_scores: Sequence[float]) -> bool:
+def reading_depths(max_tokens: int) -> list[int]:
+    """The depths an answer of `max_tokens` is compared with its list at: the whole budget, then a
+    quarter of the one before, down to READING_DEPTH_MIN (8,000: 8,000, 2,000 and 500)."""
+    depths = [max_tokens]
+    while depths[-1] // READING_DEPTH_STEP >= READING_DEPTH_MIN:
+        depths.append(depths[-1] // READING_DEPTH_STEP)
+    return depths
+
+
+def beats_list(answer: Sequence[tuple[int, float]], listed: Sequence[tuple[int, float]],
+               max_tokens: int) -> bool:
     """Whether a composed answer (merged parents, cards with their symbols) is worth giving
-    instead of the ranked list filled into the same budget: it shows at least as much of what the
-    ranking expects to be relevant. A candidate's score is the ranking's estimate that it is, so
-    the sum of the scores shown whole is the number of relevant results a reader is expected to
-    get; a tie goes to the composed answer, which shows the same in its context."""
-    return sum(answer_scores) >= sum(list_scores) - 1e-9
+    instead of the ranked list filled into the same budget: read from its start to any of
+    `reading_depths`, it shows at least as much of what the ranking expects to be relevant.
+
+    Each shown candidate comes as (the answer's tokens through the end of its result, its score).
+    A candidate's score is the ranking's estimate that it is relevant, so the sum of the scores
+    shown whole within a depth is the number of relevant results a reader who stops there is
+    expected to get; a tie goes to the composed answer, which shows the same in its context."""
+    for depth in reading_depths(max_tokens):
+        composed = sum(score for end, score in answer if end <= depth)
+        plain = sum(score for end, score in listed if end <= depth)
+        if composed < plain - 1e-9:
+            return False
+    return True
 
 
 def merge_earned(covered_share: float) -> bool:

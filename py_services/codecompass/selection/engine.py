@@ -22,8 +22,9 @@ The order of steps matters:
    per-result cap;
 6. the answer must beat the ranked list or give it: the same kept candidates, each alone, filled
    into the same budget, are the answer instead when they show more of what the ranking expects
-   to be relevant (`policy.beats_list`), e.g. when a large merged parent or card would cost the
-   budget more results than its expansion shows.
+   to be relevant, read to the whole budget or to any shallower depth a reader may stop at
+   (`policy.beats_list`), e.g. when a large merged parent or card would cost the budget, or its
+   first 500 tokens, more results than its expansion shows.
 
 The rules of steps 1 to 3 and the numbers they compare with are the selection policy's
 (`codecompass.policy.selection`); this module applies them.
@@ -438,9 +439,16 @@ def as_list(kept: Sequence[Scored], renders: Mapping[RenderRequest, RenderedSymb
             for s in kept]
 
 
-def shown_scores(placed: Sequence[Placed]) -> list[float]:
-    """The scores of the candidates an answer shows whole (a clipped result shows its start only)."""
-    return [s.score for p in placed if not p.clipped for s in p.draft.members]
+def shown_scores(placed: Sequence[Placed]) -> list[tuple[int, float]]:
+    """Each candidate an answer shows whole (a clipped result shows its start only): the answer's
+    tokens through the end of its result, and its score."""
+    shown = []
+    end = 0
+    for p in placed:
+        end += p.token_count
+        if not p.clipped:
+            shown.extend((end, s.score) for s in p.draft.members)
+    return shown
 
 
 # --- 7. the result ---------------------------------------------------------------------------------
@@ -554,7 +562,7 @@ class SelectionEngine:
         drafts = compose(forest, renders, merge_cap(forest, max_tokens, settings.merge_max_tokens))
         placed, over_budget = fill_budget(drafts, max_tokens)
         listed, listed_over = fill_budget(as_list(kept, renders, drafts), max_tokens)
-        if not policy.beats_list(shown_scores(placed), shown_scores(listed)):
+        if not policy.beats_list(shown_scores(placed), shown_scores(listed), max_tokens):
             placed, over_budget = listed, listed_over
         over_budget += unreached
         results = tuple(to_result(p) for p in placed)

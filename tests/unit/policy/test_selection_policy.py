@@ -16,6 +16,7 @@ from codecompass.policy.selection import (
     gate,
     judge,
     merge_earned,
+    reading_depths,
     relevance_as_sent,
 )
 
@@ -83,9 +84,23 @@ def test_why_a_query_evidently_matches_nothing() -> None:
 
 
 def test_a_composed_answer_must_show_as_much_as_the_list_or_give_it() -> None:
-    assert beats_list([0.9, 0.5], [0.9, 0.5])  # a tie keeps the composed answer
-    assert beats_list([0.9, 0.5, 0.4], [0.9, 0.5])
-    assert not beats_list([0.9, 0.3], [0.9, 0.5])
+    assert beats_list([(100, 0.9), (200, 0.5)], [(100, 0.9), (200, 0.5)], 8000)  # a tie keeps it
+    assert beats_list([(100, 0.9), (200, 0.5), (300, 0.4)], [(100, 0.9), (200, 0.5)], 8000)
+    assert not beats_list([(100, 0.9), (200, 0.3)], [(100, 0.9), (200, 0.5)], 8000)
+
+
+def test_a_composed_answer_must_not_show_less_to_a_reader_who_stops_early() -> None:
+    assert reading_depths(8000) == [8000, 2000, 500]
+    assert reading_depths(1000) == [1000]
+    assert reading_depths(300) == [300]
+    # A 1,400-token merged parent holding three candidates, where the list shows two of them in
+    # 300 tokens: more in the whole budget, less in its first 500 tokens.
+    merged = [(1400, 0.9), (1400, 0.8), (1400, 0.7)]
+    listed = [(150, 0.9), (300, 0.8), (1500, 0.7)]
+    assert not beats_list(merged, listed, 8000)
+    assert beats_list(merged, listed, 1500)  # an answer of 1,500 tokens is read whole: a tie
+    # Read to 500 it shows as much (the first result is the merged parent at 450 tokens).
+    assert beats_list([(450, 0.9), (450, 0.8), (1200, 0.7)], listed, 8000)
 
 
 def test_the_confident_tail_cuts_nothing_by_default() -> None:

@@ -258,6 +258,25 @@ def test_an_answer_that_shows_less_than_the_list_gives_the_list() -> None:
     assert accounted(tight, len(offered)) and tight.total_tokens <= budget
 
 
+def test_an_answer_that_shows_less_in_its_first_tokens_gives_the_list() -> None:
+    # The best candidate's class, merged with both its methods, costs ~700 tokens where the method
+    # ranked first: a reader of the first 500 tokens would get nothing of what the list shows
+    # there (the method and two other files), although the whole budget holds the same.
+    cls = chunk("cls", kind=NodeKind.CLASS, lines=10)
+    m1 = chunk("m1", parent="cls", kind=NodeKind.METHOD, lines=5)
+    m2 = chunk("m2", parent="cls", kind=NodeKind.METHOD, lines=5, start=6)
+    others = [chunk(f"o{i}", path=f"src/o{i}.ts") for i in range(2)]
+    renderer = FakeRenderer([cls, m1, m2, *others], sizes={"cls": 100})
+    offered = [Candidate(m1, 0.95), Candidate(others[0], 0.9), Candidate(others[1], 0.85),
+               Candidate(cls, 0.5), Candidate(m2, 0.4)]
+    deep = select(offered, renderer, max_tokens=8000)
+    assert ids(deep) == ["m1", "o0", "o1", "cls", "m2"] and deep.merged == 0
+    # An answer of 1,900 tokens is compared whole (a quarter of it is under 500): merged, it shows
+    # as much in fewer tokens.
+    whole = select(offered, renderer, max_tokens=1900)
+    assert ids(whole)[0] == "cls" and whole.merged == 2 and whole.results[0].token_count > 500
+
+
 def test_a_card_named_as_a_parent_is_no_merge_target() -> None:
     card = chunk("card", kind=NodeKind.MODULE, qualified_name="<module top level>", lines=50)
     nested = chunk("inner", parent="card")

@@ -442,7 +442,7 @@ def as_list(kept: Sequence[Scored], renders: Mapping[RenderRequest, RenderedSymb
 def shown_scores(placed: Sequence[Placed]) -> list[tuple[int, float]]:
     """Each candidate an answer shows whole (a clipped result shows its start only): the answer's
     tokens through the end of its result, and its score."""
-    shown = []
+    shown: list[tuple[int, float]] = []
     end = 0
     for p in placed:
         end += p.token_count
